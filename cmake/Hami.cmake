@@ -1,0 +1,67 @@
+# Helpers shared by every module. Each module is one library whose link list mirrors the layering table.
+include(GoogleTest)
+
+set(HAMI_WARNINGS -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+if(HAMI_WERROR)
+  list(APPEND HAMI_WARNINGS -Werror)
+endif()
+
+if(HAMI_SANITIZE)
+  string(REPLACE ";" "," _san "${HAMI_SANITIZE}")
+  add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${_san})
+endif()
+
+# hami_library(NAME <target> SRCS ... DEPS ...): a static library of one module; include root is src/.
+function(hami_library)
+  cmake_parse_arguments(A "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(${A_NAME} STATIC ${A_SRCS})
+  target_include_directories(${A_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS})
+  target_link_libraries(${A_NAME} PUBLIC ${A_DEPS})
+endfunction()
+
+# hami_test(NAME <exe> SRCS ... DEPS ... [LABELS ...]): a GoogleTest binary, one ctest entry per test.
+# Labels: "unit" (fast, hermetic; also run under ASan+UBSan in CI), "integration", "fuzz".
+function(hami_test)
+  cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT A_LABELS)
+    set(A_LABELS unit)
+  endif()
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  add_executable(${A_NAME} ${A_SRCS})
+  target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS})
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${A_NAME} DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()
+
+# hami_fuzz(NAME <exe> SRCS ... DEPS ... [CORPUS dir]): a fuzz target exposing LLVMFuzzerTestOneInput.
+# With clang (-DHAMI_LIBFUZZER=ON) it links libFuzzer; with g++ it links our replay+mutation driver.
+# CI runs every target for a bounded number of iterations (label "fuzz").
+option(HAMI_LIBFUZZER "Build fuzz targets with libFuzzer (needs clang)" OFF)
+function(hami_fuzz)
+  cmake_parse_arguments(A "" "NAME;CORPUS;RUNS" "SRCS;DEPS" ${ARGN})
+  if(NOT A_RUNS)
+    set(A_RUNS 20000)
+  endif()
+  add_executable(${A_NAME} ${A_SRCS})
+  target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS})
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS})
+  if(HAMI_LIBFUZZER)
+    target_compile_options(${A_NAME} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${A_NAME} PRIVATE -fsanitize=fuzzer)
+    set(_args -runs=${A_RUNS})
+  else()
+    target_link_libraries(${A_NAME} PRIVATE hami_fuzz_driver)
+    set(_args --runs=${A_RUNS})
+  endif()
+  if(A_CORPUS)
+    list(APPEND _args ${A_CORPUS})
+  endif()
+  add_test(NAME ${A_NAME} COMMAND ${A_NAME} ${_args} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${A_NAME} PROPERTIES LABELS "fuzz" TIMEOUT 300)
+endfunction()
