@@ -1,0 +1,447 @@
+#include "core/pod_request.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "core/quantity.h"
+#include "core/text_util.h"
+#include "nlohmann/json.hpp"
+
+namespace hami::core {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxGpuCount = 1024;
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// The member `key` of `obj` when present and not null; an error when it has the wrong type.
+StatusOr<const json*> Member(const json& obj, const char* key, json::value_t type,
+                             std::string_view path) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  const bool ok = type == json::value_t::number_integer ? it->is_number_integer() : it->type() == type;
+  if (!ok) {
+    return InvalidArgument(path, key, ": expected JSON ", json(type).type_name(), ", got ",
+                           it->type_name());
+  }
+  return &*it;
+}
+
+StatusOr<std::map<std::string, std::string>> StringMap(const json& obj, const char* key,
+                                                       std::string_view path) {
+  std::map<std::string, std::string> out;
+  HAMI_ASSIGN_OR_RETURN(const json* m, Member(obj, key, json::value_t::object, path));
+  if (m == nullptr) return out;
+  for (const auto& [k, v] : m->items()) {
+    if (!v.is_string()) {
+      return InvalidArgument(path, key, "[", k, "]: expected a string value, got JSON ", v.type_name());
+    }
+    out.emplace(k, v.get<std::string>());
+  }
+  return out;
+}
+
+// A container's resources {"limits":{}, "requests":{}}, read the way upstream reads them.
+class Resources {
+ public:
+  static StatusOr<Resources> Make(const json& resources) {
+    Resources r;
+    if (resources.is_null()) return r;
+    if (!resources.is_object()) {
+      return InvalidArgument("resources: expected JSON object, got ", resources.type_name());
+    }
+    HAMI_ASSIGN_OR_RETURN(r.limits_, Member(resources, "limits", json::value_t::object, "resources."));
+    HAMI_ASSIGN_OR_RETURN(r.requests_, Member(resources, "requests", json::value_t::object, "resources."));
+    return r;
+  }
+
+  // Limits first, then requests (upstream's GenerateResourceRequests).
+  StatusOr<std::optional<Quantity>> LimitOrRequest(const std::string& name) const {
+    HAMI_ASSIGN_OR_RETURN(auto q, Get(limits_, "limits", name));
+    if (q) return q;
+    return Get(requests_, "requests", name);
+  }
+  // Requests first, then limits (Kubernetes: requests default to limits).
+  StatusOr<std::optional<Quantity>> RequestOrLimit(const std::string& name) const {
+    HAMI_ASSIGN_OR_RETURN(auto q, Get(requests_, "requests", name));
+    if (q) return q;
+    return Get(limits_, "limits", name);
+  }
+  bool InLimits(const std::string& name) const { return Has(limits_, name); }
+  bool Present(const std::string& name) const { return Has(limits_, name) || Has(requests_, name); }
+
+ private:
+  static bool Has(const json* m, const std::string& name) {
+    return m != nullptr && m->contains(name) && !(*m)[name].is_null();
+  }
+  static StatusOr<std::optional<Quantity>> Get(const json* m, const char* where, const std::string& name) {
+    if (!Has(m, name)) return std::optional<Quantity>();
+    auto q = ParseQuantityJson((*m)[name]);
+    if (!q.ok()) return Annotate(q.status(), StrCat(where, "[", name, "]"));
+    return std::optional<Quantity>(*q);
+  }
+  const json* limits_ = nullptr;
+  const json* requests_ = nullptr;
+};
+
+// An integer-valued extended resource: whole number in [0, max].
+StatusOr<std::optional<int64_t>> WholeResource(const Resources& r, const std::string& name, int64_t max) {
+  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> q, r.LimitOrRequest(name));
+  if (!q) return std::optional<int64_t>();
+  auto v = QuantityToExactInt(*q);
+  if (!v.ok()) return InvalidArgument(name, ": ", std::string(v.status().message()), " (an integer such as \"2\")");
+  if (*v < 0) return InvalidArgument(name, ": must not be negative, got ", *v);
+  if (*v > max) return InvalidArgument(name, ": ", *v, " is larger than the supported maximum ", max);
+  return std::optional<int64_t>(*v);
+}
+
+// The defaulting decisions of hami.md §2, shared by the parser and the webhook helper.
+struct Defaulted {
+  std::optional<DeviceRequest> request;
+  std::map<std::string, int64_t> added_limits;
+};
+
+StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg) {
+  HAMI_RETURN_IF_ERROR(cfg.Validate());
+  HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources_json));
+  const NvidiaResourceNames& n = cfg.nvidia;
+  Defaulted out;
+
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> mem, WholeResource(r, n.memory, kInt32Max));
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, WholeResource(r, n.memory_percentage, kInt32Max));
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> cores, WholeResource(r, n.cores, kInt32Max));
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> priority, WholeResource(r, n.priority, kInt32Max));
+
+  // Webhook: only gpumem/%/cores in the limits -> add the default count.
+  if (!count && (r.InLimits(n.memory) || r.InLimits(n.memory_percentage) || r.InLimits(n.cores)) &&
+      cfg.default_gpu_num > 0) {
+    count = cfg.default_gpu_num;
+    out.added_limits[n.count] = cfg.default_gpu_num;
+  }
+  // Webhook: no gpucores and (% == 100, or neither % nor gpumem) -> exclusive card.
+  bool exclusive_default = false;
+  if (count && *count > 0 && !cores) {
+    exclusive_default = pct ? *pct == 100 : !mem;
+    if (exclusive_default) out.added_limits[n.cores] = 100;
+  }
+  if (!count || *count == 0) return out;
+
+  DeviceRequest req;
+  req.vendor = kNvidiaVendor;
+  req.nums = static_cast<int>(*count);
+  if (mem && *mem > 0) {
+    if (*mem > kInt32Max / cfg.memory_factor) {
+      return InvalidArgument(n.memory, ": ", *mem, " MiB times memoryFactor ", cfg.memory_factor,
+                             " exceeds the int32 MiB range");
+    }
+    req.memreq_mib = *mem * cfg.memory_factor;
+  } else if (pct && *pct > 0) {
+    req.mem_percentage = static_cast<int>(std::min<int64_t>(*pct, 100));
+  } else if (cfg.default_memory_mib > 0) {
+    req.memreq_mib = cfg.default_memory_mib;
+  } else {
+    req.mem_percentage = 100;
+  }
+  if (cores) {
+    req.coresreq = static_cast<int>(std::min<int64_t>(*cores, 100));
+  } else {
+    req.coresreq = exclusive_default ? 100 : cfg.default_cores;
+  }
+  req.priority = priority ? static_cast<int>(*priority) : -1;
+  out.request = req;
+  return out;
+}
+
+StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind, const ResourceConfig& cfg) {
+  ContainerRequest out;
+  out.kind = kind;
+  if (!c.is_object()) return InvalidArgument("expected JSON object, got ", c.type_name());
+  HAMI_ASSIGN_OR_RETURN(const json* name, Member(c, "name", json::value_t::string, ""));
+  if (name != nullptr) out.name = name->get<std::string>();
+  static const json kAbsent;
+  const auto it = c.find("resources");
+  const json& resources = it == c.end() ? kAbsent : *it;
+  HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources));
+  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> cpu, r.RequestOrLimit("cpu"));
+  if (cpu) {
+    auto milli = QuantityToMilli(*cpu);
+    if (!milli.ok()) return Annotate(milli.status(), "cpu");
+    if (*milli < 0) return InvalidArgument("cpu: must not be negative, got ", FormatQuantity(*cpu));
+    out.cpu_milli = *milli;
+  }
+  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> memory, r.RequestOrLimit("memory"));
+  if (memory) {
+    if (memory->IsNegative()) return InvalidArgument("memory: must not be negative, got ", FormatQuantity(*memory));
+    out.memory_mib = QuantityToMiB(*memory, Rounding::kUp);
+  }
+  HAMI_ASSIGN_OR_RETURN(out.devices, ParseContainerDevices(resources, cfg));
+  return out;
+}
+
+Status ParseContainerList(const json& spec, const char* key, bool init, const ResourceConfig& cfg,
+                          std::vector<ContainerRequest>* out) {
+  HAMI_ASSIGN_OR_RETURN(const json* list, Member(spec, key, json::value_t::array, "spec."));
+  if (list == nullptr) return OkStatus();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& c = (*list)[i];
+    ContainerKind kind = ContainerKind::kApp;
+    if (init) {
+      kind = ContainerKind::kInit;
+      if (c.is_object()) {
+        const auto rp = c.find("restartPolicy");
+        if (rp != c.end() && rp->is_string() && rp->get<std::string>() == "Always") kind = ContainerKind::kSidecar;
+      }
+    }
+    auto parsed = ParseContainer(c, kind, cfg);
+    if (!parsed.ok()) {
+      std::string where = StrCat("spec.", key, "[", i, "]");
+      if (c.is_object() && c.contains("name") && c["name"].is_string()) {
+        where += StrCat(" \"", c["name"].get<std::string>(), "\"");
+      }
+      return Annotate(parsed.status(), where);
+    }
+    out->push_back(std::move(*parsed));
+  }
+  return OkStatus();
+}
+
+bool IsGpuPolicyKey(std::string_view k) {
+  return k == kPolicyBinpack || k == kPolicySpread || k == kPolicyTopologyAware || k == kPolicyMutex ||
+         k == kPolicyNuma;
+}
+
+}  // namespace
+
+Status ResourceConfig::Validate() const {
+  const std::pair<const char*, const std::string*> names[] = {
+      {"resourceCountName", &nvidia.count},       {"resourceMemoryName", &nvidia.memory},
+      {"resourceMemoryPercentageName", &nvidia.memory_percentage},
+      {"resourceCoreName", &nvidia.cores},        {"resourcePriorityName", &nvidia.priority}};
+  for (const auto& [field, value] : names) {
+    if (value->empty()) return InvalidArgument("config nvidia.", field, " must not be empty");
+  }
+  if (default_memory_mib < 0) return InvalidArgument("config nvidia.defaultMemory must be >= 0, got ", default_memory_mib);
+  if (default_cores < 0 || default_cores > 100) {
+    return InvalidArgument("config nvidia.defaultCores must be in 0..100, got ", default_cores);
+  }
+  if (default_gpu_num < 0) return InvalidArgument("config nvidia.defaultGPUNum must be >= 0, got ", default_gpu_num);
+  if (memory_factor < 1 || memory_factor > kInt32Max) {
+    return InvalidArgument("config nvidia.memoryFactor must be >= 1, got ", memory_factor);
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json& resources,
+                                                           const ResourceConfig& config) {
+  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config));
+  std::vector<DeviceRequest> out;
+  if (d.request) out.push_back(*d.request);
+  return out;
+}
+
+StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
+                                                                   const ResourceConfig& config) {
+  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config));
+  return d.added_limits;
+}
+
+StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::string>& annotations) {
+  DeviceSelectors s;
+  auto get = [&](const char* key) -> const std::string* {
+    const auto it = annotations.find(key);
+    return it == annotations.end() ? nullptr : &it->second;
+  };
+  if (auto* v = get(kUseGpuType)) s.use_types = text::SplitList(*v);
+  if (auto* v = get(kNoUseGpuType)) s.nouse_types = text::SplitList(*v);
+  if (auto* v = get(kUseGpuUuid)) s.use_uuids = text::SplitList(*v);
+  if (auto* v = get(kNoUseGpuUuid)) s.nouse_uuids = text::SplitList(*v);
+  if (auto* v = get(kVgpuMode)) {
+    const std::string_view mode = text::Trim(*v);
+    if (mode != kModeHamiCore && mode != kModeMig && mode != kModeMps) {
+      return InvalidArgument("annotation ", kVgpuMode, ": ", text::Quote(*v),
+                             " is not a sharing mode (expected hami-core, mig or mps)");
+    }
+    s.vgpu_mode = std::string(mode);
+  }
+  if (auto* v = get(kNumaBind)) {
+    const auto b = text::ParseBool(text::Trim(*v));
+    if (!b) return InvalidArgument("annotation ", kNumaBind, ": ", text::Quote(*v), " is not a boolean (expected \"true\" or \"false\")");
+    s.numa_bind = *b;
+  }
+  return s;
+}
+
+StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value) {
+  const std::string_view v = text::Trim(value);
+  if (v == kPolicyBinpack || v == kPolicySpread) return std::string(v);
+  return InvalidArgument("annotation ", kNodeSchedulerPolicy, ": ", text::Quote(value),
+                         " is not a node policy (expected binpack or spread)");
+}
+
+StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value) {
+  std::vector<std::string> keys;
+  const auto fail = [&](auto... why) {
+    return InvalidArgument("annotation ", kGpuSchedulerPolicy, ": ", text::Quote(value), ": ", why...,
+                           " (expected a comma list of binpack, spread, topology-aware, mutex, numa, "
+                           "e.g. \"binpack,numa\")");
+  };
+  for (std::string_view item : text::Split(value, ',')) {
+    item = text::Trim(item);
+    if (item.empty()) return fail("empty policy name");
+    if (!IsGpuPolicyKey(item)) return fail("unknown policy \"", item, "\"");
+    if (std::find(keys.begin(), keys.end(), item) != keys.end()) return fail("\"", item, "\" given twice");
+    keys.emplace_back(item);
+  }
+  const bool binpack = std::find(keys.begin(), keys.end(), kPolicyBinpack) != keys.end();
+  const bool spread = std::find(keys.begin(), keys.end(), kPolicySpread) != keys.end();
+  if (binpack && spread) return fail("binpack and spread contradict each other");
+  return keys;
+}
+
+StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value) {
+  const auto fail = [&](auto... why) {
+    return InvalidArgument("annotation ", kDeviceScoringWeights, ": ", text::Quote(value), ": ", why...,
+                           " (expected \"slot=<int>,core=<int>,memory=<int>\", each >= 0, one > 0)");
+  };
+  std::map<std::string, int64_t> seen;
+  for (std::string_view item : text::Split(value, ',')) {
+    item = text::Trim(item);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return fail("item \"", item, "\" is not key=value");
+    const std::string key(text::Trim(item.substr(0, eq)));
+    const std::string_view num = text::Trim(item.substr(eq + 1));
+    if (key != "slot" && key != "core" && key != "memory") return fail("unknown key \"", key, "\"");
+    if (seen.count(key)) return fail("key \"", key, "\" given twice");
+    const auto v = text::ParseInt(num);
+    if (!v) return fail(key, "=\"", num, "\" is not an integer");
+    if (*v < 0) return fail(key, " must be >= 0");
+    if (*v > 1000000) return fail(key, " must be <= 1000000");
+    seen[key] = *v;
+  }
+  for (const char* key : {"slot", "core", "memory"}) {
+    if (!seen.count(key)) return fail("key \"", key, "\" is missing");
+  }
+  if (seen["slot"] == 0 && seen["core"] == 0 && seen["memory"] == 0) return fail("all weights are 0");
+  ScoringWeights w;
+  w.slot = static_cast<int>(seen["slot"]);
+  w.core = static_cast<int>(seen["core"]);
+  w.memory = static_cast<int>(seen["memory"]);
+  return w;
+}
+
+StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfig& config) {
+  try {
+    HAMI_RETURN_IF_ERROR(config.Validate());
+    if (!pod.is_object()) return InvalidArgument("pod: expected JSON object, got ", pod.type_name());
+    PodRequest out;
+    HAMI_ASSIGN_OR_RETURN(const json* meta, Member(pod, "metadata", json::value_t::object, ""));
+    if (meta != nullptr) {
+      for (auto [key, field] : {std::pair{"uid", &out.uid}, std::pair{"namespace", &out.namespace_},
+                                std::pair{"name", &out.name}}) {
+        HAMI_ASSIGN_OR_RETURN(const json* v, Member(*meta, key, json::value_t::string, "metadata."));
+        if (v != nullptr) *field = v->get<std::string>();
+      }
+      HAMI_ASSIGN_OR_RETURN(out.labels, StringMap(*meta, "labels", "metadata."));
+      HAMI_ASSIGN_OR_RETURN(out.annotations, StringMap(*meta, "annotations", "metadata."));
+    }
+    HAMI_ASSIGN_OR_RETURN(const json* spec, Member(pod, "spec", json::value_t::object, ""));
+    if (spec != nullptr) {
+      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "initContainers", true, config, &out.containers));
+      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "containers", false, config, &out.containers));
+    }
+    HAMI_ASSIGN_OR_RETURN(out.selectors, ParseDeviceSelectors(out.annotations));
+    if (auto it = out.annotations.find(kNodeSchedulerPolicy); it != out.annotations.end()) {
+      HAMI_ASSIGN_OR_RETURN(out.node_policy, ParseNodeSchedulerPolicy(it->second));
+    }
+    if (auto it = out.annotations.find(kGpuSchedulerPolicy); it != out.annotations.end()) {
+      HAMI_ASSIGN_OR_RETURN(std::vector<std::string> keys, ParseGpuSchedulerPolicy(it->second));
+      for (size_t i = 0; i < keys.size(); ++i) out.gpu_policy += (i ? "," : "") + keys[i];
+    }
+    if (auto it = out.annotations.find(kDeviceScoringWeights); it != out.annotations.end()) {
+      HAMI_ASSIGN_OR_RETURN(out.weights, ParseScoringWeights(it->second));
+      out.has_weights = true;
+    }
+    return out;
+  } catch (const json::exception& e) {
+    // Defensive: every access above is type-checked; this keeps a missed case from escaping.
+    return InvalidArgument("pod: malformed JSON object: ", e.what());
+  }
+}
+
+std::vector<ContainerKind> ContainerKinds(const PodRequest& pod) {
+  std::vector<ContainerKind> kinds;
+  kinds.reserve(pod.containers.size());
+  for (const auto& c : pod.containers) kinds.push_back(c.kind);
+  return kinds;
+}
+
+namespace {
+void AddUsage(DeviceUsage& into, const DeviceUsage& u) {
+  into.used += u.used;
+  into.usedmem_mib += u.usedmem_mib;
+  into.usedcores += u.usedcores;
+}
+void MaxUsage(DeviceUsage& into, const DeviceUsage& u) {
+  into.used = std::max(into.used, u.used);
+  into.usedmem_mib = std::max(into.usedmem_mib, u.usedmem_mib);
+  into.usedcores = std::max(into.usedcores, u.usedcores);
+}
+}  // namespace
+
+std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<ContainerKind>& kinds,
+                                                        const PodAllocation& allocation,
+                                                        bool init_finished) {
+  struct State {
+    DeviceUsage sidecars;  // running sum of the sidecars declared so far
+    DeviceUsage peak;      // peak during the init phase
+    DeviceUsage apps;      // sum over app containers
+  };
+  // Align the entries with `kinds` (see the contract in the header).
+  size_t end = allocation.containers.size();
+  while (end > kinds.size() && allocation.containers[end - 1].empty()) --end;
+  const size_t offset = end < kinds.size() ? kinds.size() - end : 0;
+
+  std::map<std::string, State> states;
+  for (size_t i = 0; i < end; ++i) {
+    const size_t k = i + offset;
+    const ContainerKind kind = k < kinds.size() ? kinds[k] : ContainerKind::kApp;
+    // This container's usage per device (a MIG card may appear twice in one container).
+    std::map<std::string, DeviceUsage> mine;
+    for (const auto& d : allocation.containers[i]) {
+      AddUsage(mine[d.uuid], DeviceUsage{1, d.usedmem_mib, d.usedcores});
+    }
+    for (const auto& [uuid, u] : mine) {
+      State& s = states[uuid];
+      switch (kind) {
+        case ContainerKind::kSidecar:
+          AddUsage(s.sidecars, u);
+          MaxUsage(s.peak, s.sidecars);
+          break;
+        case ContainerKind::kInit: {
+          DeviceUsage running = s.sidecars;
+          AddUsage(running, u);
+          MaxUsage(s.peak, running);
+          break;
+        }
+        case ContainerKind::kApp:
+          AddUsage(s.apps, u);
+          break;
+      }
+    }
+  }
+  std::map<std::string, DeviceUsage> out;
+  for (const auto& [uuid, s] : states) {
+    DeviceUsage steady = s.sidecars;
+    AddUsage(steady, s.apps);
+    if (!init_finished) MaxUsage(steady, s.peak);
+    if (steady.used == 0 && steady.usedmem_mib == 0 && steady.usedcores == 0) continue;
+    out[uuid] = steady;
+  }
+  return out;
+}
+
+}  // namespace hami::core

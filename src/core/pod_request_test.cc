@@ -1,0 +1,404 @@
+#include "core/pod_request.h"
+
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+
+namespace hami::core {
+namespace {
+
+using nlohmann::json;
+
+DeviceRequest Req(int nums, int64_t mem, int pct, int cores, int priority = -1) {
+  DeviceRequest r;
+  r.nums = nums;
+  r.memreq_mib = mem;
+  r.mem_percentage = pct;
+  r.coresreq = cores;
+  r.priority = priority;
+  return r;
+}
+
+// One row per bullet of hami.md §2 "Defaulting" (and the edges around it).
+struct DefaultingCase {
+  const char* name;
+  const char* resources;  // container.resources JSON
+  bool has_request;
+  DeviceRequest want;
+  std::map<std::string, int64_t> added;  // what the webhook adds to the limits
+  ResourceConfig config = {};
+};
+
+ResourceConfig WithDefaults(int64_t mem, int cores, int num, int64_t factor = 1) {
+  ResourceConfig c;
+  c.default_memory_mib = mem;
+  c.default_cores = cores;
+  c.default_gpu_num = num;
+  c.memory_factor = factor;
+  return c;
+}
+
+TEST(DefaultingTest, UpstreamRules) {
+  const DefaultingCase cases[] = {
+      {"bare gpu is an exclusive whole card", R"({"limits":{"nvidia.com/gpu":"1"}})", true,
+       Req(1, 0, 100, 100), {{"nvidia.com/gpucores", 100}}},
+      {"gpu count 2 bare", R"({"limits":{"nvidia.com/gpu":2}})", true, Req(2, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      {"gpumem shares a card without compute cap", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000}})",
+       true, Req(1, 3000, 0, 0), {}},
+      {"gpumem + cores", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4000","nvidia.com/gpucores":"30"}})",
+       true, Req(1, 4000, 0, 30), {}},
+      {"gpumem without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpumem":3000}})", true,
+       Req(1, 3000, 0, 0), {{"nvidia.com/gpu", 1}}},
+      {"cores without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpucores":20}})", true,
+       Req(1, 0, 100, 20), {{"nvidia.com/gpu", 1}}},
+      {"percentage without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpumem-percentage":50}})", true,
+       Req(1, 0, 50, 0), {{"nvidia.com/gpu", 1}}},
+      {"percentage 100 alone is exclusive", R"({"limits":{"nvidia.com/gpumem-percentage":100}})", true,
+       Req(1, 0, 100, 100), {{"nvidia.com/gpu", 1}, {"nvidia.com/gpucores", 100}}},
+      {"percentage 100 with gpumem: gpumem wins, still exclusive",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":100}})", true,
+       Req(1, 2000, 0, 100), {{"nvidia.com/gpucores", 100}}},
+      {"percentage used only when gpumem absent",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":30}})", true,
+       Req(1, 2000, 0, 0), {}},
+      {"gpumem 0 falls back to percentage",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":0,"nvidia.com/gpumem-percentage":30}})", true,
+       Req(1, 0, 30, 0), {}},
+      {"percentage above 100 is clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
+       true, Req(1, 0, 100, 0), {}},
+      {"percentage 0 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})", true,
+       Req(1, 0, 100, 0), {}},
+      {"cores above 100 are clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})", true,
+       Req(1, 0, 100, 100), {}},
+      {"explicit cores 0 is kept (no SM limit)", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
+       true, Req(1, 0, 100, 0), {}},
+      {"defaultMemory used when no gpumem and no percentage",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":10}})", true, Req(1, 2048, 0, 10), {},
+       WithDefaults(2048, 0, 1)},
+      {"defaultCores used when cores absent and not exclusive",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000}})", true, Req(1, 1000, 0, 25), {},
+       WithDefaults(0, 25, 1)},
+      {"memoryFactor scales gpumem", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":10}})", true,
+       Req(1, 10240, 0, 0), {}, WithDefaults(0, 0, 1, 1024)},
+      {"defaultGPUNum 0 disables count defaulting", R"({"limits":{"nvidia.com/gpumem":3000}})", false, {}, {},
+       WithDefaults(0, 0, 0)},
+      {"defaultGPUNum 2", R"({"limits":{"nvidia.com/gpumem":3000}})", true, Req(2, 3000, 0, 0),
+       {{"nvidia.com/gpu", 2}}, WithDefaults(0, 0, 2)},
+      {"limits win over requests",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000},"requests":{"nvidia.com/gpu":1,"nvidia.com/gpumem":5000}})",
+       true, Req(1, 1000, 0, 0), {}},
+      {"requests used when limits lack the key",
+       R"({"limits":{"nvidia.com/gpu":1},"requests":{"nvidia.com/gpumem":5000}})", true, Req(1, 5000, 0, 0), {}},
+      {"count only in requests still counts", R"({"requests":{"nvidia.com/gpu":1}})", true, Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      {"gpumem only in requests does not default the count", R"({"requests":{"nvidia.com/gpumem":1000}})", false,
+       {}, {}},
+      {"priority", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000,"nvidia.com/priority":1}})", true,
+       Req(1, 1000, 0, 0, 1), {}},
+      {"gpu 0 asks for nothing", R"({"limits":{"nvidia.com/gpu":0}})", false, {}, {}},
+      {"no resources", R"({})", false, {}, {}},
+      {"null resources", R"(null)", false, {}, {}},
+      {"cpu only", R"({"limits":{"cpu":"2"}})", false, {}, {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const json resources = json::parse(c.resources);
+    auto got = ParseContainerDevices(resources, c.config);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), c.has_request ? 1u : 0u);
+    if (c.has_request) {
+      EXPECT_EQ((*got)[0], c.want);
+    }
+    auto added = ComputeAdmissionDefaults(resources, c.config);
+    ASSERT_TRUE(added.ok()) << added.status();
+    EXPECT_EQ(*added, c.added);
+  }
+}
+
+TEST(DefaultingTest, CustomResourceNames) {
+  ResourceConfig cfg;
+  cfg.nvidia.count = "example.com/vgpu";
+  cfg.nvidia.memory = "example.com/vgpu-memory";
+  const json resources = json::parse(R"({"limits":{"example.com/vgpu":1,"example.com/vgpu-memory":512,"nvidia.com/gpu":3}})");
+  auto got = ParseContainerDevices(resources, cfg);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0], Req(1, 512, 0, 0));
+}
+
+struct ErrorCase {
+  const char* resources;
+  const char* message_part;
+};
+
+TEST(DefaultingTest, BadResourceValuesAreActionableErrors) {
+  const ErrorCase cases[] = {
+      {R"({"limits":{"nvidia.com/gpu":"1.5"}})", "nvidia.com/gpu: quantity 1500m must be a whole number"},
+      {R"({"limits":{"nvidia.com/gpu":"500m"}})", "must be a whole number"},
+      {R"({"limits":{"nvidia.com/gpu":"-1"}})", "nvidia.com/gpu: must not be negative"},
+      {R"({"limits":{"nvidia.com/gpu":"2000"}})", "larger than the supported maximum 1024"},
+      {R"({"limits":{"nvidia.com/gpu":"x"}})", "limits[nvidia.com/gpu]: quantity \"x\" does not start with a number"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4.5"}})", "nvidia.com/gpumem: quantity 4500m must be a whole number"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"3000000000"}})", "larger than the supported maximum"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":-5}})", "gpumem-percentage: must not be negative"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":"-1"}})", "gpucores: must not be negative"},
+      {R"({"limits":{"nvidia.com/gpu":true}})", "quantity must be a string"},
+      {R"({"limits":[1]})", "resources.limits: expected JSON object, got array"},
+      {R"("lots")", "resources: expected JSON object"},
+  };
+  for (const auto& c : cases) {
+    auto got = ParseContainerDevices(json::parse(c.resources), ResourceConfig{});
+    ASSERT_FALSE(got.ok()) << c.resources;
+    EXPECT_NE(std::string(got.status().message()).find(c.message_part), std::string::npos)
+        << c.resources << " -> " << got.status();
+  }
+  // memoryFactor overflow is reported with both numbers.
+  auto big = ParseContainerDevices(json::parse(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000000}})"),
+                                   WithDefaults(0, 0, 1, 1024));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(std::string(big.status().message()).find("times memoryFactor 1024"), std::string::npos) << big.status();
+}
+
+TEST(DefaultingTest, ConfigValidation) {
+  ResourceConfig bad;
+  bad.nvidia.memory.clear();
+  EXPECT_NE(std::string(bad.Validate().message()).find("resourceMemoryName"), std::string::npos);
+  EXPECT_FALSE(WithDefaults(-1, 0, 1).Validate().ok());
+  EXPECT_FALSE(WithDefaults(0, 101, 1).Validate().ok());
+  EXPECT_FALSE(WithDefaults(0, 0, -1).Validate().ok());
+  EXPECT_FALSE(WithDefaults(0, 0, 1, 0).Validate().ok());
+  EXPECT_TRUE(ResourceConfig{}.Validate().ok());
+}
+
+constexpr const char* kPodWithInitAndSidecar = R"({
+  "apiVersion": "v1", "kind": "Pod",
+  "metadata": {"name": "train", "namespace": "ml", "uid": "u-1",
+               "labels": {"app": "x"},
+               "annotations": {"nvidia.com/use-gputype": "A100, H100,", "nvidia.com/numa-bind": "true",
+                               "hami.io/gpu-scheduler-policy": "binpack, numa",
+                               "hami.io/node-scheduler-policy": "spread",
+                               "hami.io/device-scoring-weights": "slot=1,core=2,memory=0"}},
+  "spec": {
+    "initContainers": [
+      {"name": "fetch", "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000}}},
+      {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+    ],
+    "containers": [
+      {"name": "main", "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "2", "memory": "1G"},
+                                      "requests": {"cpu": "1500m"}}},
+      {"name": "log"}
+    ]
+  }
+})";
+
+TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
+  auto pod = ParsePodJson(json::parse(kPodWithInitAndSidecar), ResourceConfig{});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->name, "train");
+  EXPECT_EQ(pod->namespace_, "ml");
+  EXPECT_EQ(pod->uid, "u-1");
+  EXPECT_EQ(pod->labels.at("app"), "x");
+  struct Want {
+    const char* name;
+    ContainerKind kind;
+    int64_t cpu_milli, memory_mib;
+    int gpus;
+  };
+  const Want want[] = {
+      {"fetch", ContainerKind::kInit, 0, 0, 1},
+      {"proxy", ContainerKind::kSidecar, 100, 64, 0},
+      {"main", ContainerKind::kApp, 1500, 954, 2},  // requests win; 1G = 953.7 MiB rounded up
+      {"log", ContainerKind::kApp, 0, 0, 0},
+  };
+  ASSERT_EQ(pod->containers.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) {
+    const auto& c = pod->containers[i];
+    EXPECT_EQ(c.name, want[i].name);
+    EXPECT_EQ(c.kind, want[i].kind) << c.name;
+    EXPECT_EQ(c.cpu_milli, want[i].cpu_milli) << c.name;
+    EXPECT_EQ(c.memory_mib, want[i].memory_mib) << c.name;
+    EXPECT_EQ(c.devices.empty() ? 0 : c.devices[0].nums, want[i].gpus) << c.name;
+  }
+  EXPECT_EQ(pod->containers[0].devices[0], Req(1, 1000, 0, 0));
+  EXPECT_EQ(pod->containers[2].devices[0], Req(2, 0, 100, 100));
+  EXPECT_EQ(pod->selectors.use_types, (std::vector<std::string>{"A100", "H100"}));
+  EXPECT_TRUE(pod->selectors.numa_bind);
+  EXPECT_EQ(pod->gpu_policy, "binpack,numa");
+  EXPECT_EQ(pod->node_policy, "spread");
+  EXPECT_TRUE(pod->has_weights);
+  EXPECT_EQ(pod->weights, (ScoringWeights{1, 2, 0}));
+  EXPECT_TRUE(pod->HasDevices());
+  EXPECT_EQ(ContainerKinds(*pod), (std::vector<ContainerKind>{ContainerKind::kInit, ContainerKind::kSidecar,
+                                                              ContainerKind::kApp, ContainerKind::kApp}));
+}
+
+TEST(ParsePodJsonTest, MinimalPodsParse) {
+  for (const char* text : {R"({})", R"({"metadata":{},"spec":{}})", R"({"spec":{"containers":[]}})",
+                           R"({"metadata":{"annotations":null},"spec":{"containers":[{"name":"a","resources":{}}]}})"}) {
+    auto pod = ParsePodJson(json::parse(text), ResourceConfig{});
+    ASSERT_TRUE(pod.ok()) << text << ": " << pod.status();
+    EXPECT_FALSE(pod->HasDevices());
+  }
+}
+
+TEST(ParsePodJsonTest, ErrorsNameThePath) {
+  const ErrorCase cases[] = {
+      {R"([])", "pod: expected JSON object, got array"},
+      {R"({"metadata":[]})", "metadata: expected JSON object"},
+      {R"({"metadata":{"name":5}})", "metadata.name: expected JSON string, got number"},
+      {R"({"metadata":{"annotations":{"a":1}}})", "metadata.annotations[a]: expected a string value"},
+      {R"({"spec":{"containers":{}}})", "spec.containers: expected JSON array, got object"},
+      {R"({"spec":{"containers":[5]}})", "spec.containers[0]: expected JSON object, got number"},
+      {R"({"spec":{"containers":[{"name":"a"},{"name":"trainer","resources":{"limits":{"nvidia.com/gpumem":"4.5"}}}]}})",
+       "spec.containers[1] \"trainer\": nvidia.com/gpumem: quantity 4500m must be a whole number"},
+      {R"({"spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"lots"}}}]}})",
+       "spec.initContainers[0] \"i\": requests[cpu]: quantity \"lots\" does not start with a number"},
+      {R"({"spec":{"containers":[{"resources":{"limits":{"memory":"-1Gi"}}}]}})", "memory: must not be negative"},
+      {R"({"metadata":{"annotations":{"nvidia.com/numa-bind":"yes"}}})", "nvidia.com/numa-bind: \"yes\" is not a boolean"},
+      {R"({"metadata":{"annotations":{"nvidia.com/vgpu-mode":"time-slice"}}})", "is not a sharing mode"},
+      {R"({"metadata":{"annotations":{"hami.io/node-scheduler-policy":"random"}}})", "expected binpack or spread"},
+      {R"({"metadata":{"annotations":{"hami.io/gpu-scheduler-policy":"binpack,best"}}})", "unknown policy \"best\""},
+      {R"({"metadata":{"annotations":{"hami.io/device-scoring-weights":"slot=1"}}})", "key \"core\" is missing"},
+  };
+  for (const auto& c : cases) {
+    auto pod = ParsePodJson(json::parse(c.resources), ResourceConfig{});
+    ASSERT_FALSE(pod.ok()) << c.resources;
+    EXPECT_NE(std::string(pod.status().message()).find(c.message_part), std::string::npos)
+        << c.resources << " -> " << pod.status();
+  }
+}
+
+TEST(AnnotationTest, GpuSchedulerPolicy) {
+  struct Case {
+    const char* value;
+    bool ok;
+    std::vector<std::string> keys;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"binpack", true, {"binpack"}, ""},
+      {"spread", true, {"spread"}, ""},
+      {"topology-aware", true, {"topology-aware"}, ""},
+      {"mutex", true, {"mutex"}, ""},
+      {" binpack , numa ", true, {"binpack", "numa"}, ""},
+      {"numa,spread", true, {"numa", "spread"}, ""},
+      {"", false, {}, "empty policy name"},
+      {"binpack,", false, {}, "empty policy name"},
+      {"Binpack", false, {}, "unknown policy \"Binpack\""},
+      {"binpack,binpack", false, {}, "\"binpack\" given twice"},
+      {"binpack,spread", false, {}, "contradict"},
+  };
+  for (const auto& c : cases) {
+    auto got = ParseGpuSchedulerPolicy(c.value);
+    ASSERT_EQ(got.ok(), c.ok) << c.value << ": " << got.status();
+    if (c.ok) {
+      EXPECT_EQ(*got, c.keys) << c.value;
+    } else {
+      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos) << got.status();
+      EXPECT_NE(std::string(got.status().message()).find("expected a comma list"), std::string::npos);
+    }
+  }
+}
+
+TEST(AnnotationTest, ScoringWeights) {
+  struct Case {
+    const char* value;
+    bool ok;
+    ScoringWeights want;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"slot=1,core=1,memory=1", true, {1, 1, 1}, ""},
+      {"memory=3, slot=0 ,core=2", true, {0, 2, 3}, ""},
+      {"slot=0,core=0,memory=5", true, {0, 0, 5}, ""},
+      {"slot=0,core=0,memory=0", false, {}, "all weights are 0"},
+      {"slot=1,core=1", false, {}, "key \"memory\" is missing"},
+      {"slot=1,core=1,memory=1,gpu=2", false, {}, "unknown key \"gpu\""},
+      {"slot=1,slot=2,core=1,memory=1", false, {}, "given twice"},
+      {"slot=-1,core=1,memory=1", false, {}, "slot must be >= 0"},
+      {"slot=1.5,core=1,memory=1", false, {}, "slot=\"1.5\" is not an integer"},
+      {"slot,core=1,memory=1", false, {}, "is not key=value"},
+      {"", false, {}, "is not key=value"},
+  };
+  for (const auto& c : cases) {
+    auto got = ParseScoringWeights(c.value);
+    ASSERT_EQ(got.ok(), c.ok) << c.value << ": " << got.status();
+    if (c.ok) {
+      EXPECT_EQ(*got, c.want) << c.value;
+    } else {
+      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos) << got.status();
+    }
+  }
+}
+
+TEST(AnnotationTest, Selectors) {
+  auto s = ParseDeviceSelectors({{"nvidia.com/use-gpuuuid", "GPU-a,GPU-b"},
+                                 {"nvidia.com/nouse-gpuuuid", " GPU-c "},
+                                 {"nvidia.com/nouse-gputype", "T4"},
+                                 {"nvidia.com/vgpu-mode", "mig"},
+                                 {"nvidia.com/numa-bind", "0"},
+                                 {"unrelated", "x"}});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->use_uuids, (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"GPU-c"}));
+  EXPECT_EQ(s->nouse_types, (std::vector<std::string>{"T4"}));
+  EXPECT_TRUE(s->use_types.empty());
+  EXPECT_EQ(s->vgpu_mode, "mig");
+  EXPECT_FALSE(s->numa_bind);
+}
+
+ContainerDevice Dev(const char* uuid, int64_t mem, int cores) {
+  ContainerDevice d;
+  d.uuid = uuid;
+  d.usedmem_mib = mem;
+  d.usedcores = cores;
+  return d;
+}
+
+TEST(EffectiveUsageTest, InitSidecarAndAppCollapse) {
+  using K = ContainerKind;
+  struct Case {
+    const char* name;
+    std::vector<K> kinds;
+    std::vector<std::vector<ContainerDevice>> containers;
+    bool init_finished;
+    std::map<std::string, DeviceUsage> want;
+  };
+  const Case cases[] = {
+      {"apps sum", {K::kApp, K::kApp}, {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 3000, 30}}}},
+      {"init peak larger than apps", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}}, false,
+       {{"g", {1, 8000, 50}}}},
+      {"apps larger than init", {K::kInit, K::kApp, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}, {Dev("g", 3000, 0)}}, false, {{"g", {2, 5000, 20}}}},
+      {"max is per dimension", {K::kInit, K::kApp}, {{Dev("g", 8000, 0)}, {Dev("g", 1000, 60)}}, false,
+       {{"g", {1, 8000, 60}}}},
+      {"init containers do not add up", {K::kInit, K::kInit, K::kApp},
+       {{Dev("g", 3000, 0)}, {Dev("g", 4000, 0)}, {}}, false, {{"g", {1, 4000, 0}}}},
+      {"init finished leaves apps", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}}, true,
+       {{"g", {1, 2000, 20}}}},
+      {"init only, finished: nothing", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {}}, true, {}},
+      {"sidecar runs with later init and with apps", {K::kSidecar, K::kInit, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 7000, 30}}}},
+      {"init before sidecar does not see it", {K::kInit, K::kSidecar, K::kApp},
+       {{Dev("g", 6000, 0)}, {Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 6000, 30}}}},
+      {"sidecar survives init completion", {K::kSidecar, K::kInit, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}}, true, {{"g", {2, 3000, 30}}}},
+      {"devices are independent", {K::kInit, K::kApp}, {{Dev("a", 5000, 0)}, {Dev("b", 1000, 0)}}, false,
+       {{"a", {1, 5000, 0}}, {"b", {1, 1000, 0}}}},
+      {"trailing surplus empty entry ignored", {K::kInit, K::kApp}, {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}, {}},
+       false, {{"g", {1, 500, 0}}}},
+      {"short allocation aligned to the end", {K::kInit, K::kApp, K::kApp}, {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}},
+       false, {{"g", {2, 600, 0}}}},
+      {"entries beyond kinds count as apps", {K::kInit}, {{Dev("g", 500, 0)}, {Dev("g", 400, 0)}, {Dev("g", 300, 0)}},
+       false, {{"g", {2, 700, 0}}}},
+  };
+  for (const auto& c : cases) {
+    PodAllocation a;
+    a.containers = c.containers;
+    EXPECT_EQ(EffectiveDeviceUsage(c.kinds, a, c.init_finished), c.want) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace hami::core

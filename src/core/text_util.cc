@@ -1,0 +1,57 @@
+#include "core/text_util.h"
+
+#include <charconv>
+
+namespace hami::core::text {
+
+std::string_view Trim(std::string_view s) {
+  constexpr std::string_view kBlanks = " \t\r\n";
+  const size_t b = s.find_first_not_of(kBlanks);
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(kBlanks);
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t p = s.find(sep, start);
+    if (p == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, p - start));
+    start = p + 1;
+  }
+}
+
+std::vector<std::string> SplitList(std::string_view s) {
+  std::vector<std::string> out;
+  for (std::string_view item : Split(s, ',')) {
+    item = Trim(item);
+    if (!item.empty()) out.emplace_back(item);
+  }
+  return out;
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> ParseBool(std::string_view s) {
+  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False") return false;
+  return std::nullopt;
+}
+
+std::string Quote(std::string_view s) {
+  if (s.size() > 80) return "\"" + std::string(s.substr(0, 77)) + "...\"";
+  return "\"" + std::string(s) + "\"";
+}
+
+}  // namespace hami::core::text
