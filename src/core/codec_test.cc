@@ -1,0 +1,327 @@
+// Codecs of upstream's annotations: the upstream example values of reference/hami.md decode to
+// what they say, encode back byte for byte, and malformed values fail with actionable errors.
+#include <gtest/gtest.h>
+
+#include "core/lock_codec.h"
+#include "core/node_codec.h"
+#include "core/pod_codec.h"
+
+namespace hami::core {
+namespace {
+
+bool Contains(const Status& s, const char* part) {
+  return std::string(s.message()).find(part) != std::string::npos;
+}
+
+// hami.md §1.2, verbatim.
+constexpr const char kUpstreamRegister[] =
+    R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])";
+
+TEST(NodeDevicesTest, UpstreamJsonExampleDecodesAndEncodesByteForByte) {
+  auto devs = DecodeNodeDevices(kUpstreamRegister);
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 1u);
+  const DeviceInfo& d = (*devs)[0];
+  EXPECT_EQ(d.uuid, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448");
+  EXPECT_EQ(d.index, 1);
+  EXPECT_EQ(d.count, 10);
+  EXPECT_EQ(d.devmem_mib, 32768);
+  EXPECT_EQ(d.devcore, 100);
+  EXPECT_EQ(d.type, "NVIDIA-Tesla V100-PCIE-32GB");
+  EXPECT_EQ(d.numa, 1);
+  EXPECT_TRUE(d.health);
+  EXPECT_EQ(d.mode, "hami-core");
+  EXPECT_EQ(d.vendor, "NVIDIA");
+  EXPECT_EQ(EncodeNodeDevicesJson(*devs), kUpstreamRegister);
+}
+
+TEST(NodeDevicesTest, OmitemptyBothWays) {
+  DeviceInfo d;
+  d.uuid = "GPU-x";
+  d.index = 0;
+  d.count = 4;
+  d.devmem_mib = 1000;
+  d.devcore = 100;
+  d.numa = 0;
+  d.health = false;
+  d.mode = "";
+  const std::string text = EncodeNodeDevicesJson({d});
+  EXPECT_EQ(text, R"([{"id":"GPU-x","count":4,"devmem":1000,"devcore":100}])");
+  auto back = DecodeNodeDevices(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, std::vector<DeviceInfo>{d});
+  // Absent means Go's zero value: unhealthy, devcore 0.
+  auto bare = DecodeNodeDevices(R"([{"id":"GPU-y"}])");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE((*bare)[0].health);
+  EXPECT_EQ((*bare)[0].devcore, 0);
+}
+
+TEST(NodeDevicesTest, MigProfilesRoundTrip) {
+  constexpr const char kMig[] =
+      R"([{"id":"GPU-a","count":7,"devmem":81920,"devcore":100,"type":"NVIDIA-A100-SXM4-80GB","health":true,"mode":"mig","migProfiles":[{"name":"1g.10gb","memoryMB":9856,"core":15,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":1,"size":1}]},{"name":"7g.80gb","memoryMB":80000,"core":100,"sliceCount":7,"placements":[{"start":0,"size":8}]}]}])";
+  auto devs = DecodeNodeDevices(kMig);
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ((*devs)[0].mig_profiles.size(), 2u);
+  EXPECT_EQ((*devs)[0].mig_profiles[0].placements[1], (MigPlacement{1, 1}));
+  EXPECT_EQ((*devs)[0].mig_profiles[1].memory_mib, 80000);
+  EXPECT_EQ(EncodeNodeDevicesJson(*devs), kMig);
+}
+
+TEST(NodeDevicesTest, LegacyCsv) {
+  // hami.md §1.2 example (UUID completed).
+  constexpr const char kCsv[] = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,0,hami-core:";
+  auto devs = DecodeNodeDevices(kCsv);
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 1u);
+  EXPECT_EQ((*devs)[0].uuid, "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec");
+  EXPECT_EQ((*devs)[0].count, 10);
+  EXPECT_EQ((*devs)[0].devmem_mib, 32768);
+  EXPECT_EQ((*devs)[0].mode, "hami-core");
+  EXPECT_TRUE((*devs)[0].health);
+  auto csv = EncodeNodeDevicesCsv(*devs);
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(*csv, kCsv);
+  // 7-field form, two devices, no trailing ':'.
+  auto seven = DecodeNodeDevices("GPU-a,2,1000,100,T4,1,false:GPU-b,2,1000,100,T4,0,1");
+  ASSERT_TRUE(seven.ok()) << seven.status();
+  ASSERT_EQ(seven->size(), 2u);
+  EXPECT_FALSE((*seven)[0].health);
+  EXPECT_EQ((*seven)[0].numa, 1);
+  EXPECT_EQ((*seven)[1].index, 0);
+  EXPECT_EQ((*seven)[1].mode, "");
+  EXPECT_TRUE(DecodeNodeDevices("")->empty());
+  // JSON and CSV of the same inventory decode to the same devices.
+  auto from_json = DecodeNodeDevices(EncodeNodeDevicesJson(*seven));
+  ASSERT_TRUE(from_json.ok());
+  EXPECT_EQ(*from_json, *seven);
+}
+
+TEST(NodeDevicesTest, CsvEncodeRejectsWhatItCannotCarry) {
+  DeviceInfo d;
+  d.uuid = "GPU-a";
+  d.type = "bad,type";
+  EXPECT_FALSE(EncodeNodeDevicesCsv({d}).ok());
+  d.type = "T4";
+  d.mig_profiles.push_back(MigProfile{"1g.5gb", 4864, 14, 1, {}});
+  EXPECT_TRUE(Contains(EncodeNodeDevicesCsv({d}).status(), "use JSON"));
+}
+
+TEST(NodeDevicesTest, ErrorsAreActionable) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"[", "node devices: invalid JSON"},
+      {R"({"id":"x"})", "invalid JSON"},  // not '[' -> CSV path -> '{' entry without fields
+      {R"([1])", "node devices[0]: expected a JSON object, got number"},
+      {R"([{"id":"a","count":"10"}])", "node devices[0]: count: expected an integer, got JSON string"},
+      {R"([{"id":"a","count":1.5}])", "count: expected an integer, got 1.5"},
+      {R"([{"id":"a","index":-1}])", "index: -1 is below the minimum 0"},
+      {R"([{"id":"a","devmem":3000000000}])", "devmem: 3000000000 is above the maximum 2147483647"},
+      {R"([{"id":"a","health":"true"}])", "health: expected true or false"},
+      {R"([{"id":"a","migProfiles":{}}])", "migProfiles: expected a JSON array"},
+      {R"([{"id":"a","migProfiles":[{"placements":[{"start":-1}]}]}])", "migProfiles[0].placements[0].start"},
+      {R"([{"count":1}])", "node devices[0]: id is empty"},
+      {R"([{"id":"a"},{"id":"a"}])", "node devices[1]: id \"a\" appears twice"},
+      {"GPU-a,2,1000", "has 3 fields, expected 7"},
+      {"GPU-a,x,1000,100,T4,0,true", "count \"x\" is not an integer"},
+      {"GPU-a,2,1000,100,T4,0,yes", "health \"yes\" is not true or false"},
+      {"GPU-a,2,1000,100,T4,0,true,-3,hami-core", "index \"-3\" is not an integer"},
+  };
+  for (const auto& c : cases) {
+    auto got = DecodeNodeDevices(c.text);
+    ASSERT_FALSE(got.ok()) << c.text;
+    if (std::string(c.text) == R"({"id":"x"})") continue;  // only that it fails
+    EXPECT_TRUE(Contains(got.status(), c.error)) << c.text << " -> " << got.status();
+  }
+}
+
+TEST(LinkScoresTest, RoundTripAndErrors) {
+  constexpr const char kScores[] = R"([{"uuid":"GPU-a","score":{"GPU-b":600,"GPU-c":10}},{"uuid":"GPU-b","score":{"GPU-a":600}}])";
+  auto s = DecodeLinkScores(kScores);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->at("GPU-a").at("GPU-b"), 600);
+  EXPECT_EQ(s->at("GPU-a").at("GPU-c"), 10);
+  EXPECT_EQ(EncodeLinkScores(*s), kScores);
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":-1}}])").status(), "score[\"b\"]: -1 is below"));
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a"},{"uuid":"a"}])").status(), "appears twice"));
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"({})").status(), "expected a JSON array"));
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"score":{}}])").status(), "uuid is empty"));
+}
+
+TEST(DeviceCordonTest, RoundTrip) {
+  EXPECT_EQ(DecodeDeviceCordon(" GPU-a, GPU-b ,,"), (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  EXPECT_TRUE(DecodeDeviceCordon("").empty());
+  const std::vector<std::string> ids = {"GPU-a", "GPU-b"};
+  EXPECT_EQ(DecodeDeviceCordon(EncodeDeviceCordon(ids)), ids);
+}
+
+ContainerDevice CD(const char* uuid, int64_t mem, int cores) {
+  ContainerDevice d;
+  d.uuid = uuid;
+  d.usedmem_mib = mem;
+  d.usedcores = cores;
+  return d;
+}
+
+TEST(PodDevicesTest, UpstreamExampleAndRoundTrips) {
+  // hami.md §1.3, verbatim: two containers on the same card.
+  constexpr const char kUpstream[] =
+      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
+  auto a = DecodePodDevices(kUpstream);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->containers.size(), 2u);
+  EXPECT_EQ(a->containers[0], (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 3000, 30)}));
+  EXPECT_EQ(a->containers[1], (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 5000, 0)}));
+  EXPECT_EQ(*EncodePodDevices(*a), kUpstream);
+
+  struct Case {
+    const char* text;
+    std::vector<std::vector<ContainerDevice>> containers;
+  };
+  const Case cases[] = {
+      {"", {}},
+      {";", {{}}},
+      {";;", {{}, {}}},  // all containers allocated: the to-allocate annotation erased
+      {";GPU-a,NVIDIA,100,0:;", {{}, {CD("GPU-a", 100, 0)}}},  // init container without devices keeps its slot
+      {"GPU-a,NVIDIA,100,10:GPU-b,NVIDIA,200,20:;", {{CD("GPU-a", 100, 10), CD("GPU-b", 200, 20)}}},
+      {"GPU-a,NVIDIA,100,10:;;GPU-b,NVIDIA,0,100:;", {{CD("GPU-a", 100, 10)}, {}, {CD("GPU-b", 0, 100)}}},
+  };
+  for (const auto& c : cases) {
+    auto got = DecodePodDevices(c.text);
+    ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();
+    EXPECT_EQ(got->containers, c.containers) << c.text;
+    PodAllocation alloc;
+    alloc.containers = c.containers;
+    auto enc = EncodePodDevices(alloc);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_EQ(*enc, c.text);
+  }
+  // Tolerated variants: missing final ';', blanks around, extra fields after the fourth.
+  EXPECT_EQ(DecodePodDevices("GPU-a,NVIDIA,1,2:")->containers.size(), 1u);
+  EXPECT_EQ(DecodePodDevices(" GPU-a,NVIDIA,1,2:;\n")->containers.size(), 1u);
+  EXPECT_EQ(DecodePodDevices("GPU-a,NVIDIA,1,2,extra:;")->containers[0][0], CD("GPU-a", 1, 2));
+}
+
+TEST(PodDevicesTest, ErrorsNameContainerAndDevice) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"GPU-a,NVIDIA,100:;", "container 0 device 0 \"GPU-a,NVIDIA,100\": has 3 fields, expected UUID,Type,MemMiB,Cores"},
+      {";GPU-a,NVIDIA,x,0:;", "container 1 device 0 \"GPU-a,NVIDIA,x,0\": memory \"x\" is not an integer"},
+      {"GPU-a,NVIDIA,1,0:GPU-b,NVIDIA,1,-5:;", "container 0 device 1 \"GPU-b,NVIDIA,1,-5\": cores \"-5\""},
+      {",NVIDIA,1,0:;", "uuid is empty"},
+      {"GPU-a,,1,0:;", "type is empty"},
+      {"GPU-a,NVIDIA,99999999999,0:;", "memory \"99999999999\" is not an integer in 0..2147483647"},
+  };
+  for (const auto& c : cases) {
+    auto got = DecodePodDevices(c.text);
+    ASSERT_FALSE(got.ok()) << c.text;
+    EXPECT_TRUE(Contains(got.status(), c.error)) << c.text << " -> " << got.status();
+  }
+  PodAllocation bad;
+  bad.containers = {{CD("GPU;a", 1, 1)}};
+  EXPECT_TRUE(Contains(EncodePodDevices(bad).status(), "holds ',', ':' or ';'"));
+  bad.containers = {{CD("GPU-a", -1, 1)}};
+  EXPECT_FALSE(EncodePodDevices(bad).ok());
+}
+
+TEST(MigAllocationsTest, UpstreamExampleRoundTrips) {
+  constexpr const char kUpstream[] =
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-1","profile":"1g.10gb","placement":{"start":6,"size":1},"migUUID":"MIG-2","gpuInstanceID":5,"computeInstanceID":0}])";
+  auto m = DecodeMigAllocations(kUpstream);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 1u);
+  EXPECT_EQ((*m)[0].placement, (MigPlacement{6, 1}));
+  ASSERT_TRUE((*m)[0].runtime.has_value());
+  EXPECT_EQ((*m)[0].runtime->gpu_instance_id, 5);
+  EXPECT_EQ(EncodeMigAllocations(*m), kUpstream);
+  // Reservation only (before the device plugin created the instances).
+  constexpr const char kReserved[] =
+      R"([{"containerIndex":1,"deviceIndex":2,"gpuUUID":"GPU-1","profile":"3g.40gb","placement":{"start":0,"size":4}}])";
+  auto r = DecodeMigAllocations(kReserved);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE((*r)[0].runtime.has_value());
+  EXPECT_EQ(EncodeMigAllocations(*r), kReserved);
+}
+
+TEST(MigAllocationsTest, Errors) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {R"([{"gpuUUID":"G","profile":"1g.10gb","migUUID":"MIG-1"}])", "must be all present or all absent, found 1 of 3"},
+      {R"([{"gpuUUID":"G","profile":"1g.10gb","migUUID":"M","gpuInstanceID":1}])", "found 2 of 3"},
+      {R"([{"profile":"1g.10gb"}])", "gpuUUID is missing"},
+      {R"([{"gpuUUID":"G"}])", "profile is missing"},
+      {R"([{"gpuUUID":"G","profile":"p","containerIndex":-1}])", "containerIndex: -1 is below the minimum 0"},
+      {R"([{"gpuUUID":"G","profile":"p","placement":[]}])", "placement: expected a JSON object"},
+      {R"(nope)", "invalid JSON"},
+  };
+  for (const auto& c : cases) {
+    auto got = DecodeMigAllocations(c.text);
+    ASSERT_FALSE(got.ok()) << c.text;
+    EXPECT_TRUE(Contains(got.status(), c.error)) << c.text << " -> " << got.status();
+  }
+}
+
+TEST(NodeLockTest, FormatsAndLegacy) {
+  struct Case {
+    const char* text;
+    NodeLock want;
+    const char* canonical;  // re-encoded
+  };
+  const Case cases[] = {
+      {"2026-11-30T03:54:20Z,ml,train-0", {1796010860, "ml", "train-0"}, "2026-11-30T03:54:20Z,ml,train-0"},
+      {"2026-11-30T11:54:20+08:00,ml,train-0", {1796010860, "ml", "train-0"}, "2026-11-30T03:54:20Z,ml,train-0"},
+      {"2026-11-30T03:54:20.123456Z,ns,p", {1796010860, "ns", "p"}, "2026-11-30T03:54:20Z,ns,p"},
+      {"2026-11-30T03:54:20Z", {1796010860, "", ""}, "2026-11-30T03:54:20Z"},  // legacy
+  };
+  for (const auto& c : cases) {
+    auto got = DecodeNodeLock(c.text);
+    ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();
+    EXPECT_EQ(*got, c.want) << c.text;
+    EXPECT_EQ(EncodeNodeLock(*got), c.canonical);
+  }
+  for (const char* bad : {"", "yesterday,ns,p", "2026-11-30T03:54:20Z,ns", "2026-11-30T03:54:20Z,,p",
+                          "2026-11-30T03:54:20Z,ns,p,extra", "2026-11-30 03:54:20,ns,p", "infinite-future"}) {
+    auto got = DecodeNodeLock(bad);
+    EXPECT_FALSE(got.ok()) << bad;
+  }
+  EXPECT_TRUE(Contains(DecodeNodeLock("yesterday,ns,p").status(), "is not an RFC3339 time"));
+}
+
+TEST(HandshakeTest, RequestingRoundTrip) {
+  const Handshake h{kHandshakeRequesting, 1796010860};
+  EXPECT_EQ(EncodeHandshake(h), "Requesting_2026-11-30 03:54:20");
+  auto back = DecodeHandshake("Requesting_2026-11-30 03:54:20");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, h);
+  auto deleted = DecodeHandshake("Deleted_2024-01-02 03:04:05");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->state, "Deleted");
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"Requesting", "expected \"<State>_<YYYY-MM-DD HH:MM:SS>\""},
+      {"_2026-11-30 03:54:20", "is not a word"},
+      {"Requesting_2026-11-30T03:54:20", "is not \"YYYY-MM-DD HH:MM:SS\""},
+      {"Requesting_2026-13-30 03:54:20", "is not \"YYYY-MM-DD HH:MM:SS\""},
+      {"Requesting_2026-1-30 03:54:200", "is not \"YYYY-MM-DD HH:MM:SS\""},
+  };
+  for (const auto& c : cases) {
+    auto got = DecodeHandshake(c.text);
+    ASSERT_FALSE(got.ok()) << c.text;
+    EXPECT_TRUE(Contains(got.status(), c.error)) << c.text << " -> " << got.status();
+  }
+}
+
+}  // namespace
+}  // namespace hami::core

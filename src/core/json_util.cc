@@ -1,0 +1,62 @@
+#include "core/json_util.h"
+
+namespace hami::core::jsonutil {
+
+using nlohmann::json;
+
+StatusOr<json> Parse(std::string_view text, std::string_view what) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    return InvalidArgument(what, ": invalid JSON: ", e.what());
+  }
+}
+
+namespace {
+const json* Find(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+}  // namespace
+
+Status ToInt(const json& v, int64_t min, int64_t max, std::string_view what, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(max)) return InvalidArgument(what, ": ", u, " is above the maximum ", max);
+    *out = static_cast<int64_t>(u);
+    return OkStatus();
+  }
+  if (!v.is_number_integer()) {
+    return InvalidArgument(what, ": expected an integer, got ",
+                           v.is_number() ? v.dump() : std::string("JSON ") + v.type_name());
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < min) return InvalidArgument(what, ": ", i, " is below the minimum ", min);
+  if (i > max) return InvalidArgument(what, ": ", i, " is above the maximum ", max);
+  *out = i;
+  return OkStatus();
+}
+
+Status GetInt(const json& obj, const char* key, int64_t min, int64_t max, std::string_view where, int64_t* out) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return OkStatus();
+  return ToInt(*v, min, max, StrCat(where, key), out);
+}
+
+Status GetString(const json& obj, const char* key, std::string_view where, std::string* out) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return OkStatus();
+  if (!v->is_string()) return InvalidArgument(where, key, ": expected a string, got JSON ", v->type_name());
+  *out = v->get<std::string>();
+  return OkStatus();
+}
+
+Status GetBool(const json& obj, const char* key, std::string_view where, bool* out) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return OkStatus();
+  if (!v->is_boolean()) return InvalidArgument(where, key, ": expected true or false, got JSON ", v->type_name());
+  *out = v->get<bool>();
+  return OkStatus();
+}
+
+}  // namespace hami::core::jsonutil
