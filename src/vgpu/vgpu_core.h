@@ -1,0 +1,119 @@
+/* Internal building blocks of libvgpu, kept free of CUDA types so that they can be unit tested alone:
+ * environment parsing, the shared region (attach, slots, reserve/release, reclaim), the per-process
+ * allocation table, and the SM limiter algorithm. Plain C11; also included from C++ tests. */
+#ifndef HAMI_VGPU_VGPU_CORE_H_
+#define HAMI_VGPU_VGPU_CORE_H_
+
+#include <stdint.h>
+
+#include "vgpu/shared_region.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Environment parsing (vgpu_env.c). All return 0 on success, -1 on a malformed value. ---------- */
+
+/* Memory size: "<digits>[.<digits>]<unit>" with optional spaces around; units (binary, case-insensitive):
+ * none or "b" = bytes, k/ki/kb/kib, m/mi/mb/mib, g/gi/gb/gib, t/ti/tb/tib. Examples: "3000m", "1Gi", "1.5g",
+ * "1073741824". Overflow, empty, negative, hex and trailing garbage are errors. */
+int vgpu_parse_mem_size(const char* s, uint64_t* out);
+/* Integer percent 0..100 (0 = not set). */
+int vgpu_parse_percent(const char* s, uint32_t* out);
+/* "default" | "force" | "disable" (case-insensitive) -> VGPU_POLICY_*. */
+int vgpu_parse_policy(const char* s, uint32_t* out);
+/* Decimal int32, optional sign. */
+int vgpu_parse_int(const char* s, int32_t* out);
+
+/* One entry of CUDA_VISIBLE_DEVICES: a non-negative index or a device identifier (GPU-/MIG- UUID). */
+typedef struct vgpu_visible_entry {
+  int32_t index;         /* >= 0 for a numeric entry, -1 for an identifier */
+  char id[VGPU_UUID_LEN]; /* identifier text (trimmed) when index == -1 */
+} vgpu_visible_entry;
+/* Splits CUDA_VISIBLE_DEVICES into at most `max` entries; returns the count, or -1 on malformed input.
+ * Like the driver, parsing stops at the first invalid entry (the devices before it stay visible). */
+int vgpu_parse_visible_devices(const char* s, vgpu_visible_entry* out, int max);
+
+/* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message". -------------------- */
+enum { VGPU_LOG_ERROR = 1, VGPU_LOG_WARN = 2, VGPU_LOG_INFO = 3, VGPU_LOG_DEBUG = 4 };
+extern int vgpu_log_level;
+void vgpu_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+#define VGPU_LOG(level, ...)                                   \
+  do {                                                         \
+    if (__builtin_expect((level) <= vgpu_log_level, 0)) vgpu_log(level, __VA_ARGS__); \
+  } while (0)
+
+/* ---- Shared region (vgpu_region.c) ------------------------------------------------------------- */
+typedef struct vgpu_region_ctx {
+  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback) */
+  int fd;           /* region file, -1 for the private fallback */
+  int slot;         /* own slot index, -1 if none */
+  int shared;       /* 1 when backed by the file */
+  volatile int local_lock; /* serialises this process's threads before the cross-process lock */
+} vgpu_region_ctx;
+
+typedef struct vgpu_region_params {
+  uint32_t policy;
+  int32_t priority;
+} vgpu_region_params;
+
+/* Maps (creating and initialising if needed) the region file at `path`, claims a slot, and reclaims
+ * slots of dead processes. On any failure falls back to a private anonymous region (limits then hold
+ * per process) and returns -1 after logging why; returns 0 when the shared file is in use. */
+int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p);
+/* Drops this process's usage and slot (normal exit), unmaps. */
+void vgpu_region_detach(vgpu_region_ctx* c);
+/* Finds the entry for `uuid`, creating it with the given limits if absent (first process wins; a later
+ * process with different limits only logs). Returns the entry index or -1 when the table is full. */
+int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
+                       uint64_t total_bytes, int32_t container_index, uint32_t sm_count);
+/* Reserves `bytes` on entry `dev` for this process. force != 0 charges even past the limit.
+ * Returns 0 when reserved, 1 when it would exceed the limit (nothing charged), -1 when the region could
+ * not be locked in bounded time (nothing charged). */
+int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force);
+/* Returns bytes reserved earlier (clamped, never underflows). */
+void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);
+/* Reclaims the slots of dead processes; returns how many. Makes system calls (not for hot paths). */
+int vgpu_region_sweep(vgpu_region_ctx* c);
+/* Container usage / limit of entry `dev` (atomic loads). */
+uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev);
+/* Test hook: when > 0, vgpu_region_reserve kills the process with SIGKILL at that sequence point
+ * (1: after the slot store, before the device cache store; 2: right after taking the lock). */
+extern int vgpu_region_crash_point;
+
+/* ---- Allocation table (vgpu_alloc_table.c): open addressing in a fixed mmap'ed arena. -------------- */
+enum { VGPU_KIND_DPTR = 1, VGPU_KIND_HANDLE = 2, VGPU_KIND_ARRAY = 3, VGPU_KIND_MIPMAP = 4, VGPU_KIND_CTX = 5 };
+typedef struct vgpu_at_entry {
+  uint64_t key;
+  uint64_t meta; /* size (low 48 bits) | dev (8 bits) | kind (8 bits); 0 = empty */
+} vgpu_at_entry;
+typedef struct vgpu_alloc_table {
+  vgpu_at_entry* e;
+  uint32_t mask;
+  uint32_t count;
+  volatile int lock;
+} vgpu_alloc_table;
+/* Reserves 2^log2_capacity entries (no allocation on later calls). Returns 0 or -1. */
+int vgpu_at_init(vgpu_alloc_table* t, unsigned log2_capacity);
+void vgpu_at_destroy(vgpu_alloc_table* t);
+/* Returns 0, or -1 when the table is full (load above 7/8) or size/dev do not fit. */
+int vgpu_at_insert(vgpu_alloc_table* t, uint64_t key, int kind, int dev, uint64_t size);
+/* Removes (key, kind); returns 1 and fills dev/size when found, 0 otherwise. */
+int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64_t* size);
+
+/* ---- SM limiter (vgpu_limiter.c): token bucket in device nanoseconds, shared per device entry. ---- */
+#define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull /* prior before the first calibration */
+#define VGPU_LIMITER_BURST_NS 10000000ull          /* tokens held at most: 10 ms of device time */
+#define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull      /* one wait step at most */
+/* Tries to start a launch of `waves` waves at time now. Returns 0 when the launch may start (and charges
+ * it), else the number of nanoseconds to wait before trying again. */
+uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);
+/* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves were
+ * launched. Updates d->ns_per_wave (exponential average). */
+void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HAMI_VGPU_VGPU_CORE_H_ */

@@ -1,0 +1,82 @@
+// Table tests of libvgpu's environment parsing (upstream's contract, strict about garbage).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "vgpu/vgpu_core.h"
+
+namespace {
+
+constexpr uint64_t kMi = 1ull << 20;
+constexpr uint64_t kGi = 1ull << 30;
+
+TEST(VgpuEnv, MemSizes) {
+  struct Case {
+    const char* in;
+    int rc;
+    uint64_t want;
+  } cases[] = {
+      {"3000m", 0, 3000 * kMi},  {"3000M", 0, 3000 * kMi},   {"1Gi", 0, kGi},          {"1GiB", 0, kGi},
+      {"1gb", 0, kGi},           {"1g", 0, kGi},             {"1.5g", 0, kGi + kGi / 2}, {"0.25Gi", 0, kGi / 4},
+      {"1073741824", 0, kGi},    {" 64k ", 0, 64 * 1024},    {"2t", 0, 2ull << 40},    {"0", 0, 0},
+      {"512b", 0, 512},          {"", -1, 0},                {"Gi", -1, 0},            {"-1g", -1, 0},
+      {"0x10", -1, 0},           {"1Gx", -1, 0},             {"1 g b", -1, 0},         {"1.g", -1, 0},
+      {"1p", -1, 0},             {"99999999999999999999", -1, 0}, {"17179869184g", -1, 0}, {"1e9", -1, 0},
+      {"1Mii", -1, 0},
+  };
+  for (const Case& c : cases) {
+    uint64_t v = 12345;
+    EXPECT_EQ(vgpu_parse_mem_size(c.in, &v), c.rc) << c.in;
+    if (c.rc == 0) {
+      EXPECT_EQ(v, c.want) << c.in;
+    }
+  }
+  uint64_t v;
+  EXPECT_EQ(vgpu_parse_mem_size(nullptr, &v), -1);
+}
+
+TEST(VgpuEnv, PercentPolicyInt) {
+  uint32_t p;
+  EXPECT_EQ(vgpu_parse_percent("30", &p), 0);
+  EXPECT_EQ(p, 30u);
+  EXPECT_EQ(vgpu_parse_percent("100", &p), 0);
+  EXPECT_EQ(vgpu_parse_percent("101", &p), -1);
+  EXPECT_EQ(vgpu_parse_percent("-5", &p), -1);
+  EXPECT_EQ(vgpu_parse_percent("30%", &p), -1);
+  struct {
+    const char* in;
+    int rc;
+    uint32_t want;
+  } policies[] = {{"force", 0, VGPU_POLICY_FORCE},     {"FORCE", 0, VGPU_POLICY_FORCE},
+                  {"disable", 0, VGPU_POLICY_DISABLE}, {"Default", 0, VGPU_POLICY_DEFAULT},
+                  {"", 0, VGPU_POLICY_DEFAULT},        {"forced", -1, 0}};
+  for (const auto& c : policies) {
+    uint32_t v = 99;
+    EXPECT_EQ(vgpu_parse_policy(c.in, &v), c.rc) << c.in;
+    if (c.rc == 0) {
+      EXPECT_EQ(v, c.want) << c.in;
+    }
+  }
+  int32_t i;
+  EXPECT_EQ(vgpu_parse_int("-3", &i), 0);
+  EXPECT_EQ(i, -3);
+  EXPECT_EQ(vgpu_parse_int("2147483648", &i), -1);
+  EXPECT_EQ(vgpu_parse_int("1x", &i), -1);
+}
+
+TEST(VgpuEnv, VisibleDevices) {
+  vgpu_visible_entry e[8];
+  EXPECT_EQ(vgpu_parse_visible_devices("1,0", e, 8), 2);
+  EXPECT_EQ(e[0].index, 1);
+  EXPECT_EQ(e[1].index, 0);
+  EXPECT_EQ(vgpu_parse_visible_devices("GPU-aaaa-bbbb, MIG-cccc ,3", e, 8), 3);
+  EXPECT_EQ(e[0].index, -1);
+  EXPECT_STREQ(e[0].id, "GPU-aaaa-bbbb");
+  EXPECT_STREQ(e[1].id, "MIG-cccc");
+  EXPECT_EQ(e[2].index, 3);
+  EXPECT_EQ(vgpu_parse_visible_devices("0,bogus,1", e, 8), 1);  // stops at the first invalid entry
+  EXPECT_EQ(vgpu_parse_visible_devices("bogus", e, 8), -1);
+  EXPECT_EQ(vgpu_parse_visible_devices("0,1,2", e, 2), 2);
+}
+
+}  // namespace

@@ -1,0 +1,1047 @@
+/* libvgpu interposer: the hooked CUDA driver and NVML entry points (vgpu_hooks.def), dlsym and
+ * cuGetProcAddress routing, lazy loading of the real libraries, and the glue between hooks and the
+ * shared region / allocation table / SM limiter (vgpu_core.h).
+ *
+ * Rules: never crash or exit the host; return only codes the real API defines; load nothing and touch no
+ * file until the application itself calls a hooked CUDA/NVML function; hot paths (alloc, free, launch,
+ * cuMemGetInfo) make no system call and scan nothing (the limiter's sleep is its only syscall). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "vgpu/vgpu_core.h"
+#include "vgpu/vgpu_nvml.h"
+
+/* Names we define ourselves with their exact ABI; cuda.h maps some of them to newer variants. */
+#undef cuGetProcAddress
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+#undef cuCtxCreate
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- Prototypes and real-function pointers, generated from the hook list. -------------------- */
+#define VGPU_CU(sym, base, ver, pt, params, args) EXPORT CUresult sym params;
+#define VGPU_NVML(sym, params, args) EXPORT nvmlReturn_t sym params;
+#include "vgpu/vgpu_hooks.def"
+
+#define VGPU_CU(sym, base, ver, pt, params, args) static CUresult(*real_##sym) params;
+#define VGPU_NVML(sym, params, args) static nvmlReturn_t(*real_##sym) params;
+#include "vgpu/vgpu_hooks.def"
+
+typedef struct hook_entry {
+  const char* name;
+  const char* base;
+  int version;
+  int per_thread;
+  int is_cuda;
+  void* hook;
+  void** real;
+} hook_entry;
+
+static const hook_entry kHooks[] = {
+#define VGPU_CU(sym, base, ver, pt, params, args) {#sym, #base, ver, pt, 1, (void*)&sym, (void**)&real_##sym},
+#define VGPU_NVML(sym, params, args) {#sym, #sym, 0, 0, 0, (void*)&sym, (void**)&real_##sym},
+#include "vgpu/vgpu_hooks.def"
+};
+enum { kNumHooks = sizeof(kHooks) / sizeof(kHooks[0]) };
+
+/* Real driver functions used internally but not hooked. */
+static CUresult (*drv_cuCtxGetDevice)(CUdevice*);
+static CUresult (*drv_cuDeviceGetCount)(int*);
+static CUresult (*drv_cuDeviceGet)(CUdevice*, int);
+static CUresult (*drv_cuDeviceGetUuid)(CUuuid*, CUdevice);
+static CUresult (*drv_cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
+static nvmlReturn_t (*nvml_Init)(void);
+static nvmlReturn_t (*nvml_DeviceGetCount)(unsigned int*);
+static nvmlReturn_t (*nvml_DeviceGetHandleByIndex)(unsigned int, nvmlDevice_t*);
+static nvmlReturn_t (*nvml_DeviceGetHandleByUUID)(const char*, nvmlDevice_t*);
+static nvmlReturn_t (*nvml_DeviceGetIndex)(nvmlDevice_t, unsigned int*);
+static nvmlReturn_t (*nvml_DeviceGetUUID)(nvmlDevice_t, char*, unsigned int);
+static nvmlReturn_t (*nvml_DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*);
+static nvmlReturn_t (*nvml_DeviceGetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                                        unsigned int*, unsigned long long);
+
+/* The real dlsym (glibc); used by the assembly dlsym entry for its tail jump. */
+__attribute__((visibility("hidden"))) void* (*vgpu_real_dlsym)(void*, const char*);
+
+/* ---- Process state. ----------------------------------------------------------------------- */
+#define MAX_ORD 64
+enum { ST_NONE = 0, ST_READY = 2, ST_FAILED = 3 };
+
+static struct {
+  int state;              /* ST_*; read without lock on hot paths */
+  int nvml_state;         /* region attached for NVML-only use */
+  pthread_mutex_t init_mu;
+  void* cuda;
+  void* nvml;
+  int nvml_ok;
+  vgpu_region_ctx rc;
+  vgpu_alloc_table at;
+  int ndev;
+  int single;             /* exactly one device: skip the current-device query */
+  int ent[MAX_ORD];       /* CUDA ordinal -> region entry */
+  nvmlDevice_t nvml_dev[MAX_ORD];
+  uint32_t sm_pct[VGPU_MAX_DEVICES];  /* per entry: 1..99 limited, 0 not limited */
+  uint32_t sms[VGPU_MAX_DEVICES];
+  int sm_active;          /* some entry has an SM limit and the policy is not "disable" */
+  uint32_t policy;
+  int watcher_started;
+  volatile int primary_refs[MAX_ORD];
+  uint64_t primary_bytes[MAX_ORD];
+  int table_full_logged;
+  pid_t pid;
+} g = {.init_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+
+static void* find_real_dlsym(void) {
+  static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
+  for (size_t i = 0; i < sizeof(kVersions) / sizeof(kVersions[0]); i++) {
+    void* p = dlvsym(RTLD_NEXT, "dlsym", kVersions[i]);
+    if (p) return p;
+  }
+  return NULL;
+}
+
+__attribute__((visibility("hidden"))) void vgpu_ensure_real_dlsym(void) {
+  if (!__atomic_load_n(&vgpu_real_dlsym, __ATOMIC_ACQUIRE)) {
+    void* p = find_real_dlsym();
+    __atomic_store_n(&vgpu_real_dlsym, (void* (*)(void*, const char*))p, __ATOMIC_RELEASE);
+  }
+}
+
+static void* sym(void* handle, const char* name) {
+  vgpu_ensure_real_dlsym();
+  return vgpu_real_dlsym && handle ? vgpu_real_dlsym(handle, name) : NULL;
+}
+
+static void load_real(void) {
+  const char* lvl = getenv("LIBCUDA_LOG_LEVEL");
+  int32_t v;
+  if (lvl && vgpu_parse_int(lvl, &v) == 0) vgpu_log_level = v;
+  g.cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  g.nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL);
+  for (int i = 0; i < kNumHooks; i++) {
+    *kHooks[i].real = sym(kHooks[i].is_cuda ? g.cuda : g.nvml, kHooks[i].name);
+  }
+  drv_cuCtxGetDevice = (CUresult(*)(CUdevice*))sym(g.cuda, "cuCtxGetDevice");
+  drv_cuDeviceGetCount = (CUresult(*)(int*))sym(g.cuda, "cuDeviceGetCount");
+  drv_cuDeviceGet = (CUresult(*)(CUdevice*, int))sym(g.cuda, "cuDeviceGet");
+  drv_cuDeviceGetUuid = (CUresult(*)(CUuuid*, CUdevice))sym(g.cuda, "cuDeviceGetUuid_v2");
+  if (!drv_cuDeviceGetUuid) drv_cuDeviceGetUuid = (CUresult(*)(CUuuid*, CUdevice))sym(g.cuda, "cuDeviceGetUuid");
+  drv_cuDeviceGetAttribute = (CUresult(*)(int*, CUdevice_attribute, CUdevice))sym(g.cuda, "cuDeviceGetAttribute");
+  nvml_Init = (nvmlReturn_t(*)(void))sym(g.nvml, "nvmlInit_v2");
+  nvml_DeviceGetCount = (nvmlReturn_t(*)(unsigned int*))sym(g.nvml, "nvmlDeviceGetCount_v2");
+  nvml_DeviceGetHandleByIndex =
+      (nvmlReturn_t(*)(unsigned int, nvmlDevice_t*))sym(g.nvml, "nvmlDeviceGetHandleByIndex_v2");
+  nvml_DeviceGetHandleByUUID = (nvmlReturn_t(*)(const char*, nvmlDevice_t*))sym(g.nvml, "nvmlDeviceGetHandleByUUID");
+  nvml_DeviceGetIndex = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int*))sym(g.nvml, "nvmlDeviceGetIndex");
+  nvml_DeviceGetUUID = (nvmlReturn_t(*)(nvmlDevice_t, char*, unsigned int))sym(g.nvml, "nvmlDeviceGetUUID");
+  nvml_DeviceGetComputeRunningProcesses =
+      (nvmlReturn_t(*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*))sym(
+          g.nvml, "nvmlDeviceGetComputeRunningProcesses_v3");
+  nvml_DeviceGetProcessUtilization =
+      (nvmlReturn_t(*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*, unsigned long long))sym(
+          g.nvml, "nvmlDeviceGetProcessUtilization");
+}
+
+static inline void ensure_loaded(void) { pthread_once(&g_load_once, load_real); }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- Configuration from the environment (upstream's contract). ------------------------------ */
+
+static uint64_t env_mem_limit(int index) {
+  char name[64];
+  uint64_t v;
+  snprintf(name, sizeof(name), "CUDA_DEVICE_MEMORY_LIMIT_%d", index);
+  const char* s = index >= 0 ? getenv(name) : NULL;
+  if (s) {
+    if (vgpu_parse_mem_size(s, &v) == 0) return v;
+    VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored, falling back to "
+             "CUDA_DEVICE_MEMORY_LIMIT", name, s);
+  }
+  s = getenv("CUDA_DEVICE_MEMORY_LIMIT");
+  if (s) {
+    if (vgpu_parse_mem_size(s, &v) == 0) return v;
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_MEMORY_LIMIT=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored: no "
+             "memory limit", s);
+  }
+  return 0;
+}
+
+static uint32_t env_sm_limit(int index) {
+  char name[64];
+  uint32_t v;
+  snprintf(name, sizeof(name), "CUDA_DEVICE_SM_LIMIT_%d", index);
+  const char* s = index >= 0 ? getenv(name) : NULL;
+  if (s) {
+    if (vgpu_parse_percent(s, &v) == 0 && v > 0) return v;
+    if (vgpu_parse_percent(s, &v) != 0)
+      VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a percent 0..100; ignored", name, s);
+  }
+  s = getenv("CUDA_DEVICE_SM_LIMIT");
+  if (s) {
+    if (vgpu_parse_percent(s, &v) == 0) return v == 0 ? 100 : v;
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_SM_LIMIT=\"%s\" is not a percent 0..100; ignored: no SM limit", s);
+  }
+  return 100;
+}
+
+static void format_uuid(const CUuuid* u, char* out) {
+  const unsigned char* b = (const unsigned char*)u->bytes;
+  snprintf(out, VGPU_UUID_LEN, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Index i of CUDA_DEVICE_MEMORY_LIMIT_<i> for CUDA ordinal `ord` with identity `uuid`: the device's position
+ * in the container's unfiltered device list, so that a process with its own CUDA_VISIBLE_DEVICES (reordered
+ * or narrowed) applies each limit to the same card as everybody else. */
+static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
+  *nvml_out = NULL;
+  nvmlDevice_t h;
+  unsigned int idx;
+  if (g.nvml_ok && nvml_DeviceGetHandleByUUID && nvml_DeviceGetHandleByUUID(uuid, &h) == NVML_SUCCESS) {
+    *nvml_out = h;
+  }
+  const char* cvd = getenv("CUDA_VISIBLE_DEVICES");
+  if (cvd) {
+    vgpu_visible_entry e[MAX_ORD];
+    int n = vgpu_parse_visible_devices(cvd, e, MAX_ORD);
+    if (ord < n && e[ord].index >= 0) return e[ord].index;
+    if (*nvml_out && nvml_DeviceGetIndex && nvml_DeviceGetIndex(*nvml_out, &idx) == NVML_SUCCESS) return (int)idx;
+    VGPU_LOG(VGPU_LOG_WARN, "cannot place CUDA device %d (%s) in the container's device list; using its ordinal",
+             ord, uuid);
+  }
+  return ord;
+}
+
+static void atfork_child(void) {
+  /* The child must not share the parent's slot: drop the inherited descriptor (the parent keeps its
+   * liveness lock) and register afresh on first use. The parent's allocations are not the child's. */
+  if (g.rc.fd >= 0) close(g.rc.fd);
+  memset(&g.rc, 0, sizeof(g.rc));
+  g.rc.fd = -1;
+  g.rc.slot = -1;
+  vgpu_at_destroy(&g.at);
+  memset(&g.at, 0, sizeof(g.at));
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  g.init_mu = m;
+  g.watcher_started = 0;
+  for (int i = 0; i < MAX_ORD; i++) g.primary_refs[i] = 0, g.primary_bytes[i] = 0;
+  __atomic_store_n(&g.nvml_state, ST_NONE, __ATOMIC_RELEASE);
+  __atomic_store_n(&g.state, ST_NONE, __ATOMIC_RELEASE);
+}
+
+static int attach_region_locked(void) {
+  if (g.rc.r) return 0;
+  vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1};
+  const char* s = getenv("GPU_CORE_UTILIZATION_POLICY");
+  if (s && vgpu_parse_policy(s, &p.policy) != 0) {
+    VGPU_LOG(VGPU_LOG_ERROR, "GPU_CORE_UTILIZATION_POLICY=\"%s\" is not default/force/disable; using default", s);
+  }
+  s = getenv("CUDA_TASK_PRIORITY");
+  if (s && vgpu_parse_int(s, &p.priority) != 0) {
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_TASK_PRIORITY=\"%s\" is not an integer; using 1", s);
+    p.priority = 1;
+  }
+  g.policy = p.policy;
+  s = getenv("VGPU_TEST_CRASH_POINT");
+  int32_t cp;
+  if (s && vgpu_parse_int(s, &cp) == 0) vgpu_region_crash_point = cp;
+  const char* path = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  if (!path || !*path) path = "/tmp/cudevshr.cache";
+  vgpu_region_attach(&g.rc, path, &p);
+  static int atfork_done;
+  if (!atfork_done) {
+    pthread_atfork(NULL, NULL, atfork_child);
+    atfork_done = 1;
+  }
+  g.pid = getpid();
+  return g.rc.r ? 0 : -1;
+}
+
+static void init_nvml_locked(void) {
+  if (g.nvml_ok || !nvml_Init) return;
+  g.nvml_ok = nvml_Init() == NVML_SUCCESS;
+}
+
+/* Full initialisation after the driver is initialised: region, device identities, limits. */
+static void init_locked(void) {
+  if (g.state == ST_READY) return;
+  if (attach_region_locked() != 0) {
+    g.state = ST_FAILED;
+    return;
+  }
+  if (vgpu_at_init(&g.at, 17) != 0) VGPU_LOG(VGPU_LOG_ERROR, "cannot reserve the allocation table");
+  init_nvml_locked();
+  int n = 0;
+  if (!drv_cuDeviceGetCount || drv_cuDeviceGetCount(&n) != CUDA_SUCCESS) n = 0;
+  if (n > MAX_ORD) n = MAX_ORD;
+  g.ndev = n;
+  g.single = n == 1;
+  g.sm_active = 0;
+  for (int ord = 0; ord < n; ord++) {
+    g.ent[ord] = -1;
+    CUdevice dev;
+    CUuuid u;
+    char uuid[VGPU_UUID_LEN];
+    if (drv_cuDeviceGet(&dev, ord) != CUDA_SUCCESS || !drv_cuDeviceGetUuid ||
+        drv_cuDeviceGetUuid(&u, dev) != CUDA_SUCCESS) {
+      VGPU_LOG(VGPU_LOG_ERROR, "cannot identify CUDA device %d; it is not limited", ord);
+      continue;
+    }
+    format_uuid(&u, uuid);
+    int ci = container_index(ord, uuid, &g.nvml_dev[ord]);
+    size_t total = 0;
+    if (real_cuDeviceTotalMem_v2) real_cuDeviceTotalMem_v2(&total, dev);
+    int sms = 0;
+    if (drv_cuDeviceGetAttribute) drv_cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (sms <= 0) sms = 1;
+    uint64_t limit = env_mem_limit(ci);
+    uint32_t sm = env_sm_limit(ci);
+    int e = vgpu_region_device(&g.rc, uuid, limit, sm, total, ci, (uint32_t)sms);
+    if (e < 0) {
+      VGPU_LOG(VGPU_LOG_ERROR, "no region entry for %s; device %d is not limited", uuid, ord);
+      continue;
+    }
+    g.ent[ord] = e;
+    uint32_t pct = g.rc.r->devices[e].sm_limit_pct;
+    g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
+    g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
+    if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = 1;
+    VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%", ord, uuid,
+             ci, (unsigned long long)g.rc.r->devices[e].limit_bytes, pct);
+  }
+  __atomic_store_n(&g.state, ST_READY, __ATOMIC_RELEASE);
+}
+
+/* Makes sure the process is registered; returns 1 when accounting is active. */
+static int ensure_init_slow(void) {
+  ensure_loaded();
+  if (!g.cuda) return 0;
+  pthread_mutex_lock(&g.init_mu);
+  if (g.state == ST_NONE && real_cuInit) {
+    if (real_cuInit(0) == CUDA_SUCCESS) init_locked();
+  }
+  pthread_mutex_unlock(&g.init_mu);
+  return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_READY;
+}
+
+static inline int ready(void) {
+  if (LIKELY(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_READY)) return 1;
+  if (g.state == ST_FAILED) return 0;
+  return ensure_init_slow();
+}
+
+/* Region entry of the current context's device, -1 when unknown (then nothing is accounted). */
+static inline int current_entry(void) {
+  if (LIKELY(g.single)) return g.ent[0];
+  CUdevice d;
+  if (!drv_cuCtxGetDevice || drv_cuCtxGetDevice(&d) != CUDA_SUCCESS || d < 0 || d >= g.ndev) return -1;
+  return g.ent[d];
+}
+
+static inline int entry_of(CUdevice d) { return (d >= 0 && d < g.ndev) ? g.ent[d] : -1; }
+
+/* Reserve with one retry after reclaiming dead processes. 0 ok, else CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult reserve(int e, uint64_t bytes) {
+  int rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
+  if (LIKELY(rc == 0)) return CUDA_SUCCESS;
+  if (rc == 1 && vgpu_region_sweep(&g.rc) > 0) rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
+  if (rc == 0) return CUDA_SUCCESS;
+  const vgpu_device_entry* d = &g.rc.r->devices[e];
+  VGPU_LOG(VGPU_LOG_WARN, "%s: out of memory: %llu B requested, %llu of %llu B in use", d->uuid,
+           (unsigned long long)bytes, (unsigned long long)vgpu_region_used(&g.rc, e),
+           (unsigned long long)d->limit_bytes);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
+  if (UNLIKELY(vgpu_at_insert(&g.at, key, kind, e, bytes) != 0) && !g.table_full_logged) {
+    g.table_full_logged = 1;
+    VGPU_LOG(VGPU_LOG_ERROR, "allocation table full: further frees are not credited (usage stays charged)");
+  }
+}
+
+static inline void untrack(uint64_t key, int kind) {
+  int e;
+  uint64_t bytes;
+  if (vgpu_at_remove(&g.at, key, kind, &e, &bytes)) vgpu_region_release(&g.rc, e, bytes);
+}
+
+/* ---- Allocation hooks. ----------------------------------------------------------------------- */
+
+/* Reserve `bytes` on entry e, make the driver call, then record `key` on success or roll back. */
+#define CHARGED_CALL(e, bytes, call, key, kind)                 \
+  do {                                                          \
+    CUresult r_ = reserve(e, bytes);                            \
+    if (r_ != CUDA_SUCCESS) return r_;                          \
+    r_ = call;                                                  \
+    if (r_ != CUDA_SUCCESS) {                                   \
+      vgpu_region_release(&g.rc, e, bytes);                     \
+      return r_;                                                \
+    }                                                           \
+    track(key, kind, e, bytes);                                 \
+    return r_;                                                  \
+  } while (0)
+
+static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64_t bytes) {
+  if (r != CUDA_SUCCESS) {
+    vgpu_region_release(&g.rc, e, bytes);
+    return r;
+  }
+  track(*dptr, VGPU_KIND_DPTR, e, bytes);
+  return r;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  int e;
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
+    ensure_loaded();
+    return real_cuMemAlloc_v2 ? real_cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CHARGED_CALL(e, bytesize, real_cuMemAlloc_v2(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  int e;
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
+    ensure_loaded();
+    return real_cuMemAllocManaged ? real_cuMemAllocManaged(dptr, bytesize, flags) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CHARGED_CALL(e, bytesize, real_cuMemAllocManaged(dptr, bytesize, flags), *dptr, VGPU_KIND_DPTR);
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                                   unsigned int ElementSizeBytes) {
+  int e;
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || WidthInBytes == 0 || Height == 0 ||
+      WidthInBytes > ((uint64_t)1 << 40) || Height > ((uint64_t)1 << 40)) {
+    ensure_loaded();
+    return real_cuMemAllocPitch_v2 ? real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
+                                   : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  /* Reserve the unpadded size first, then settle on the pitch the driver actually returned. */
+  uint64_t want = (uint64_t)WidthInBytes * Height;
+  CUresult r = reserve(e, want);
+  if (r != CUDA_SUCCESS) return r;
+  r = real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  if (r != CUDA_SUCCESS || !pPitch) return alloc_common(r, e, dptr, want);
+  uint64_t actual = (uint64_t)*pPitch * Height;
+  if (actual > want) {
+    if (reserve(e, actual - want) != CUDA_SUCCESS) {
+      if (real_cuMemFree_v2) real_cuMemFree_v2(*dptr);
+      vgpu_region_release(&g.rc, e, want);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  } else if (actual < want) {
+    vgpu_region_release(&g.rc, e, want - actual);
+  }
+  return alloc_common(r, e, dptr, actual);
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  ensure_loaded();
+  if (!real_cuMemFree_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuMemFree_v2(dptr);
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
+  return r;
+}
+
+#define ALLOC_ASYNC_BODY(realfn, call)                                      \
+  int e;                                                                    \
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {   \
+    ensure_loaded();                                                        \
+    return realfn ? realfn call : CUDA_ERROR_NOT_INITIALIZED;               \
+  }                                                                         \
+  CHARGED_CALL(e, bytesize, realfn call, *dptr, VGPU_KIND_DPTR);
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream))
+}
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocAsync_ptsz, (dptr, bytesize, hStream))
+}
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream))
+}
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream))
+}
+
+#define FREE_BODY(realfn, call, key, kind)                                     \
+  ensure_loaded();                                                             \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                              \
+  CUresult r = realfn call;                                                    \
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(key, kind);    \
+  return r;
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR)
+}
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(real_cuMemFreeAsync_ptsz, (dptr, hStream), dptr, VGPU_KIND_DPTR)
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                            unsigned long long flags) {
+  int e;
+  if (UNLIKELY(!ready()) || !prop || !handle || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      (e = entry_of(prop->location.id)) < 0 || size == 0) {
+    ensure_loaded();
+    return real_cuMemCreate ? real_cuMemCreate(handle, size, prop, flags) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CHARGED_CALL(e, size, real_cuMemCreate(handle, size, prop, flags), *handle, VGPU_KIND_HANDLE);
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  FREE_BODY(real_cuMemRelease, (handle), handle, VGPU_KIND_HANDLE)
+}
+
+static uint64_t format_bytes(CUarray_format f) {
+  switch ((int)f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 4; /* compressed/planar formats: an upper bound per element */
+  }
+}
+
+static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f, unsigned ch) {
+  uint64_t n = (w ? w : 1) * (h ? h : 1);
+  if (n > (1ull << 44)) return 1ull << 47;
+  n *= (d ? d : 1);
+  if (n > (1ull << 44)) return 1ull << 47;
+  return n * format_bytes(f) * (ch ? ch : 1);
+}
+
+EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* a) {
+  int e;
+  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
+    ensure_loaded();
+    return real_cuArrayCreate_v2 ? real_cuArrayCreate_v2(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  uint64_t bytes = array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels);
+  CHARGED_CALL(e, bytes, real_cuArrayCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_ARRAY);
+}
+
+EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a) {
+  int e;
+  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
+    ensure_loaded();
+    return real_cuArray3DCreate_v2 ? real_cuArray3DCreate_v2(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  uint64_t bytes = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
+  CHARGED_CALL(e, bytes, real_cuArray3DCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_ARRAY);
+}
+
+EXPORT CUresult cuArrayDestroy(CUarray hArray) {
+  FREE_BODY(real_cuArrayDestroy, (hArray), (uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY)
+}
+
+EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a,
+                                       unsigned int numMipmapLevels) {
+  int e;
+  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
+    ensure_loaded();
+    return real_cuMipmappedArrayCreate ? real_cuMipmappedArrayCreate(pHandle, a, numMipmapLevels)
+                                       : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  /* All levels together are at most 4/3 (2D) or 8/7 (3D) of level 0: charge the 2D bound. */
+  uint64_t base = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
+  uint64_t bytes = numMipmapLevels > 1 ? base + base / 3 + 1 : base;
+  CHARGED_CALL(e, bytes, real_cuMipmappedArrayCreate(pHandle, a, numMipmapLevels), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_MIPMAP);
+}
+
+EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+  FREE_BODY(real_cuMipmappedArrayDestroy, (h), (uint64_t)(uintptr_t)h, VGPU_KIND_MIPMAP)
+}
+
+/* ---- Contexts: charge the device memory a context takes. ------------------------------------ */
+
+/* Device memory the driver attributes to this process on `ord` beyond what we have charged: after a
+ * context is created this is the context's overhead. Uses NVML's per-process usage; 0 if unavailable. */
+static uint64_t uncharged_bytes(int ord, int e) {
+  if (!g.nvml_ok || !nvml_DeviceGetComputeRunningProcesses || !g.nvml_dev[ord]) return 0;
+  nvmlProcessInfo_v2_t procs[64];
+  unsigned int n = 64;
+  if (nvml_DeviceGetComputeRunningProcesses(g.nvml_dev[ord], &n, procs) != NVML_SUCCESS) return 0;
+  vgpu_proc_slot* s = &g.rc.r->slots[g.rc.slot];
+  for (unsigned int i = 0; i < n && i < 64; i++) {
+    if (procs[i].pid == (unsigned)getpid() || (s->host_pid && procs[i].pid == s->host_pid)) {
+      uint64_t charged = __atomic_load_n(&s->used[e], __ATOMIC_ACQUIRE);
+      return procs[i].usedGpuMemory > charged ? procs[i].usedGpuMemory - charged : 0;
+    }
+  }
+  return 0;
+}
+
+static uint64_t charge_context(CUdevice dev) {
+  int e = entry_of(dev);
+  if (e < 0) return 0;
+  uint64_t bytes = uncharged_bytes(dev, e);
+  if (bytes) vgpu_region_reserve(&g.rc, e, bytes, 1);
+  return bytes;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuDevicePrimaryCtxRetain) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuDevicePrimaryCtxRetain(pctx, dev);
+  if (r == CUDA_SUCCESS && ready() && dev >= 0 && dev < g.ndev &&
+      __atomic_fetch_add(&g.primary_refs[dev], 1, __ATOMIC_ACQ_REL) == 0) {
+    g.primary_bytes[dev] = charge_context(dev);
+  }
+  return r;
+}
+
+static void primary_release(CUdevice dev, int reset) {
+  if (g.state != ST_READY || dev < 0 || dev >= g.ndev) return;
+  int refs = __atomic_load_n(&g.primary_refs[dev], __ATOMIC_ACQUIRE);
+  if (refs <= 0) return;
+  if (reset) {
+    __atomic_store_n(&g.primary_refs[dev], 0, __ATOMIC_RELEASE);
+  } else if (__atomic_sub_fetch(&g.primary_refs[dev], 1, __ATOMIC_ACQ_REL) != 0) {
+    return;
+  }
+  int e = entry_of(dev);
+  if (e >= 0 && g.primary_bytes[dev]) vgpu_region_release(&g.rc, e, g.primary_bytes[dev]);
+  g.primary_bytes[dev] = 0;
+}
+
+#define PRIMARY_RELEASE_BODY(realfn, reset)                  \
+  ensure_loaded();                                           \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;            \
+  CUresult r = realfn(dev);                                  \
+  if (r == CUDA_SUCCESS) primary_release(dev, reset);        \
+  return r;
+
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0) }
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease_v2, 0)
+}
+EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset, 1) }
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1) }
+
+static CUresult after_ctx_create(CUresult r, CUcontext* pctx, CUdevice dev) {
+  if (r != CUDA_SUCCESS || !pctx || !ready()) return r;
+  int e = entry_of(dev);
+  if (e < 0) return r;
+  uint64_t bytes = charge_context(dev);
+  if (bytes) track((uint64_t)(uintptr_t)*pctx, VGPU_KIND_CTX, e, bytes);
+  return r;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuCtxCreate_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_ctx_create(real_cuCtxCreate_v2(pctx, flags, dev), pctx, dev);
+}
+EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+                               CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuCtxCreate_v3) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_ctx_create(real_cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx, dev);
+}
+EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags,
+                               CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuCtxCreate_v4) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_ctx_create(real_cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev), pctx, dev);
+}
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  FREE_BODY(real_cuCtxDestroy_v2, (ctx), (uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX)
+}
+
+/* ---- Memory reporting: cuMemGetInfo, cuDeviceTotalMem and NVML agree. ------------------------- */
+
+/* Applies the container view of entry e to a driver (free, total) pair. */
+static inline void clamp_info(int e, uint64_t* free, uint64_t* total) {
+  const vgpu_device_entry* d = &g.rc.r->devices[e];
+  uint64_t limit = d->limit_bytes;
+  if (!limit) return;
+  uint64_t t = *total < limit ? *total : limit;
+  uint64_t used = __atomic_load_n(&d->used_bytes, __ATOMIC_ACQUIRE);
+  uint64_t avail = t > used ? t - used : 0;
+  *total = t;
+  if (*free > avail) *free = avail;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  ensure_loaded();
+  if (!real_cuMemGetInfo_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  size_t f = 0, t = 0;
+  CUresult r = real_cuMemGetInfo_v2(&f, &t);
+  if (r != CUDA_SUCCESS) return r;
+  uint64_t ff = f, tt = t;
+  int e;
+  if (LIKELY(g.state == ST_READY) && (e = current_entry()) >= 0) clamp_info(e, &ff, &tt);
+  if (free) *free = (size_t)ff;
+  if (total) *total = (size_t)tt;
+  return r;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuDeviceTotalMem_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  size_t t = 0;
+  CUresult r = real_cuDeviceTotalMem_v2(&t, dev);
+  if (r != CUDA_SUCCESS) return r;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  int e;
+  if (g.state == ST_READY && (e = entry_of(dev)) >= 0) {
+    uint64_t limit = g.rc.r->devices[e].limit_bytes;
+    if (limit && limit < t) t = (size_t)limit;
+  }
+  *bytes = t;
+  return r;
+}
+
+/* NVML handle -> region entry (small direct-mapped cache; filled by UUID lookups). */
+static struct {
+  nvmlDevice_t h;
+  int e;
+} g_nvml_map[32];
+
+static int nvml_entry(nvmlDevice_t h) {
+  unsigned k = (unsigned)(((uintptr_t)h >> 4) & 31);
+  if (g_nvml_map[k].h == h && h) return g_nvml_map[k].e;
+  if (!nvml_DeviceGetUUID || !h) return -1;
+  /* NVML-only processes (nvidia-smi) attach the region without initialising CUDA. */
+  if (g.state != ST_READY && __atomic_load_n(&g.nvml_state, __ATOMIC_ACQUIRE) != ST_READY) {
+    pthread_mutex_lock(&g.init_mu);
+    if (attach_region_locked() == 0) __atomic_store_n(&g.nvml_state, ST_READY, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g.init_mu);
+    if (!g.rc.r) return -1;
+  }
+  char uuid[VGPU_UUID_LEN];
+  if (nvml_DeviceGetUUID(h, uuid, sizeof(uuid)) != NVML_SUCCESS) return -1;
+  vgpu_region* r = g.rc.r;
+  int e = -1;
+  uint32_t n = __atomic_load_n(&r->hdr.device_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n && i < VGPU_MAX_DEVICES; i++) {
+    if (strncmp(r->devices[i].uuid + 4, uuid + 4, VGPU_UUID_LEN - 4) == 0) e = (int)i;
+  }
+  if (e < 0) {
+    /* No CUDA process registered this card yet: its limit index is its NVML index. */
+    unsigned int idx = 0;
+    int ci = (nvml_DeviceGetIndex && nvml_DeviceGetIndex(h, &idx) == NVML_SUCCESS) ? (int)idx : -1;
+    e = vgpu_region_device(&g.rc, uuid, env_mem_limit(ci), env_sm_limit(ci), 0, ci, 0);
+  }
+  g_nvml_map[k].h = h;
+  g_nvml_map[k].e = e;
+  return e;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  ensure_loaded();
+  if (!real_nvmlDeviceGetMemoryInfo) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlMemory_t m;
+  nvmlReturn_t r = real_nvmlDeviceGetMemoryInfo(device, &m);
+  if (r != NVML_SUCCESS) return r;
+  int e = nvml_entry(device);
+  if (e >= 0) {
+    uint64_t f = m.free, t = m.total;
+    clamp_info(e, &f, &t);
+    m.free = f;
+    m.total = t;
+    m.used = t - f;
+  }
+  *memory = m;
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  ensure_loaded();
+  if (!real_nvmlDeviceGetMemoryInfo_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlMemory_v2_t m = *memory; /* keeps the caller's version field */
+  nvmlReturn_t r = real_nvmlDeviceGetMemoryInfo_v2(device, &m);
+  if (r != NVML_SUCCESS) return r;
+  int e = nvml_entry(device);
+  if (e >= 0) {
+    uint64_t f = m.free, t = m.total;
+    clamp_info(e, &f, &t);
+    m.free = f;
+    m.total = t;
+    uint64_t rest = t - f;
+    if (m.reserved > rest) m.reserved = rest;
+    m.used = rest - m.reserved;
+  }
+  *memory = m;
+  return r;
+}
+
+/* ---- SM limiter glue. ------------------------------------------------------------------------ */
+
+#define WATCH_PERIOD_NS 100000000ull
+#define MAX_TOTAL_WAIT_NS 2000000000ull
+
+static uint64_t realtime_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Whether `pid` (as NVML reports it) belongs to this container: any active slot's pid or host pid. */
+static int container_pid(unsigned int pid) {
+  vgpu_region* r = g.rc.r;
+  uint32_t hwm = __atomic_load_n(&r->hdr.slot_hwm, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < hwm && i < VGPU_MAX_SLOTS; i++) {
+    if (__atomic_load_n(&r->slots[i].state, __ATOMIC_ACQUIRE) == VGPU_SLOT_FREE) continue;
+    if (r->slots[i].pid == pid || (r->slots[i].host_pid && r->slots[i].host_pid == pid)) return 1;
+  }
+  return 0;
+}
+
+/* Calibrates ns_per_wave of every limited device from NVML per-process utilisation, every 100 ms. */
+static void* watcher_main(void* arg) {
+  (void)arg;
+  uint64_t last_waves[MAX_ORD] = {0};
+  uint64_t last_us = realtime_us();
+  for (int ord = 0; ord < g.ndev; ord++) {
+    int e = g.ent[ord];
+    if (e >= 0) last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
+  }
+  for (;;) {
+    struct timespec ts = {0, (long)WATCH_PERIOD_NS};
+    nanosleep(&ts, NULL);
+    uint64_t now_us = realtime_us();
+    uint64_t window_us = now_us - last_us;
+    for (int ord = 0; ord < g.ndev; ord++) {
+      int e = g.ent[ord];
+      if (e < 0 || !g.sm_pct[e] || !g.nvml_dev[ord]) continue;
+      vgpu_device_entry* d = &g.rc.r->devices[e];
+      uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
+      nvmlProcessUtilizationSample_t s[64];
+      unsigned int n = 64;
+      uint64_t busy_pct_sum = 0;
+      if (nvml_DeviceGetProcessUtilization(g.nvml_dev[ord], s, &n, last_us) == NVML_SUCCESS) {
+        for (unsigned int i = 0; i < n && i < 64; i++) {
+          if (container_pid(s[i].pid)) busy_pct_sum += s[i].smUtil;
+        }
+      }
+      uint64_t busy_ns = busy_pct_sum * window_us * 10; /* pct/100 * us * 1000 */
+      vgpu_limiter_calibrate(d, busy_ns, waves - last_waves[ord]);
+      last_waves[ord] = waves;
+    }
+    last_us = now_us;
+  }
+  return NULL;
+}
+
+static void start_watcher(void) {
+  pthread_mutex_lock(&g.init_mu);
+  if (!g.watcher_started) {
+    g.watcher_started = 1;
+    if (g.nvml_ok && nvml_DeviceGetProcessUtilization) {
+      pthread_t t;
+      pthread_attr_t a;
+      pthread_attr_init(&a);
+      pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+      if (pthread_create(&t, &a, watcher_main, NULL) != 0) {
+        VGPU_LOG(VGPU_LOG_WARN, "cannot start the SM calibration thread; using the default wave cost");
+      }
+      pthread_attr_destroy(&a);
+    } else {
+      VGPU_LOG(VGPU_LOG_WARN, "NVML unavailable: SM limiter uses the default wave cost");
+    }
+  }
+  pthread_mutex_unlock(&g.init_mu);
+}
+
+static __attribute__((noinline)) void limit_launch_slow(uint64_t blocks) {
+  int e = current_entry();
+  if (e < 0 || !g.sm_pct[e]) return;
+  vgpu_region* r = g.rc.r;
+  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return;
+  if (UNLIKELY(!g.watcher_started)) start_watcher();
+  vgpu_device_entry* d = &r->devices[e];
+  uint64_t sms = g.sms[e];
+  uint64_t waves = (blocks + sms - 1) / sms;
+  if (!waves) waves = 1;
+  uint64_t now = now_ns();
+  uint64_t waited = 0;
+  /* Priority (monitor feedback): a higher-priority container is active; yield, bounded. */
+  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) && waited < MAX_TOTAL_WAIT_NS) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+    waited += 10000000;
+  }
+  for (;;) {
+    uint64_t w = vgpu_limiter_try(d, g.sm_pct[e], waves, now);
+    if (!w) break;
+    if (waited >= MAX_TOTAL_WAIT_NS) {
+      VGPU_LOG(VGPU_LOG_DEBUG, "launch waited %llu ns; starting it anyway", (unsigned long long)waited);
+      break;
+    }
+    struct timespec ts = {(time_t)(w / 1000000000ull), (long)(w % 1000000000ull)};
+    nanosleep(&ts, NULL);
+    uint64_t after = now_ns();
+    waited += after - now;
+    __atomic_add_fetch(&d->throttled_ns, after - now, __ATOMIC_RELAXED);
+    now = after;
+  }
+  __atomic_store_n(&d->last_launch_ns, now, __ATOMIC_RELAXED);
+}
+
+static inline void limit_launch(uint64_t blocks) {
+  if (LIKELY(!g.sm_active) || UNLIKELY(g.state != ST_READY)) return;
+  limit_launch_slow(blocks);
+}
+
+#define LAUNCH_BODY(realfn, blocks, call)                             \
+  if (UNLIKELY(!realfn)) {                                            \
+    ensure_loaded();                                                  \
+    if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                   \
+  }                                                                   \
+  limit_launch(blocks);                                               \
+  return realfn call;
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                               unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                               unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  LAUNCH_BODY(real_cuLaunchKernel, (uint64_t)gridDimX * gridDimY * gridDimZ,
+              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+               kernelParams, extra))
+}
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams,
+                                    void** extra) {
+  LAUNCH_BODY(real_cuLaunchKernel_ptsz, (uint64_t)gridDimX * gridDimY * gridDimZ,
+              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+               kernelParams, extra))
+}
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  LAUNCH_BODY(real_cuLaunchKernelEx,
+              config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1,
+              (config, f, kernelParams, extra))
+}
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                      void** extra) {
+  LAUNCH_BODY(real_cuLaunchKernelEx_ptsz,
+              config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1,
+              (config, f, kernelParams, extra))
+}
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                          void** kernelParams) {
+  LAUNCH_BODY(real_cuLaunchCooperativeKernel, (uint64_t)gridDimX * gridDimY * gridDimZ,
+              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+               kernelParams))
+}
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void** kernelParams) {
+  LAUNCH_BODY(real_cuLaunchCooperativeKernel_ptsz, (uint64_t)gridDimX * gridDimY * gridDimZ,
+              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+               kernelParams))
+}
+/* A graph's kernels are not known here: one graph launch is charged as one device-wide wave, and the
+ * calibration scales the wave cost to what the workload's launches really take. */
+EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  LAUNCH_BODY(real_cuGraphLaunch, g.sms[0] ? g.sms[0] : 1, (hGraphExec, hStream))
+}
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  LAUNCH_BODY(real_cuGraphLaunch_ptsz, g.sms[0] ? g.sms[0] : 1, (hGraphExec, hStream))
+}
+
+/* ---- Entry points: cuInit, cuGetProcAddress, dlsym. ----------------------------------------- */
+
+EXPORT CUresult cuInit(unsigned int flags) {
+  ensure_loaded();
+  if (!real_cuInit) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuInit(flags);
+  if (r == CUDA_SUCCESS && g.state == ST_NONE) {
+    pthread_mutex_lock(&g.init_mu);
+    init_locked();
+    pthread_mutex_unlock(&g.init_mu);
+  }
+  return r;
+}
+
+/* Our hook for the function the real driver chose: first by identity of the real pointer (exact for any
+ * version and per-thread flag), else by (base name, version, per-thread flag) from the hook list. */
+static void* route(const char* symbol, void* real, int cuda_version, cuuint64_t flags) {
+  if (!real || !symbol) return real;
+  for (int i = 0; i < kNumHooks; i++) {
+    if (kHooks[i].is_cuda && *kHooks[i].real == real) return kHooks[i].hook;
+  }
+  int want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  int best = -1;
+  for (int i = 0; i < kNumHooks; i++) {
+    const hook_entry* h = &kHooks[i];
+    if (!h->is_cuda || strcmp(h->base, symbol) != 0 || h->version > cuda_version) continue;
+    if (h->per_thread && !want_pt) continue;
+    if (best < 0 || h->version > kHooks[best].version ||
+        (h->version == kHooks[best].version && h->per_thread > kHooks[best].per_thread)) {
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    /* Only substitute when the real pointer is that very variant; otherwise the ABI could differ. */
+    void* variant = *kHooks[best].real;
+    if (variant == real) return kHooks[best].hook;
+  }
+  return real;
+}
+
+EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  ensure_loaded();
+  if (!real_cuGetProcAddress) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = real_cuGetProcAddress(symbol, pfn, cudaVersion, flags);
+  if (r == CUDA_SUCCESS && pfn) *pfn = route(symbol, *pfn, cudaVersion, flags);
+  return r;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult* symbolStatus) {
+  ensure_loaded();
+  if (!real_cuGetProcAddress_v2) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = real_cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+  if (r == CUDA_SUCCESS && pfn) *pfn = route(symbol, *pfn, cudaVersion, flags);
+  return r;
+}
+
+/* Called by the assembly dlsym (vgpu_dlsym.S) before it tail-jumps to glibc's dlsym with the caller's
+ * return address intact (so RTLD_NEXT keeps meaning "after the caller"). Returns our hook for an exactly
+ * hooked name, else NULL. Never loads anything. */
+__attribute__((visibility("hidden"))) void* vgpu_dlsym_resolve(void* handle, const char* name) {
+  (void)handle;
+  vgpu_ensure_real_dlsym();
+  if (!name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v'))) return NULL;
+  for (int i = 0; i < kNumHooks; i++) {
+    if (strcmp(kHooks[i].name, name) == 0) return kHooks[i].hook;
+  }
+  return NULL;
+}
+
+/* Normal exit: give this process's usage back right away (a SIGKILLed process is reclaimed later). */
+__attribute__((destructor)) static void vgpu_fini(void) {
+  if (g.rc.r && g.rc.shared && g.rc.slot >= 0 && g.pid == getpid()) {
+    for (int e = 0; e < VGPU_MAX_DEVICES; e++) {
+      uint64_t mine = __atomic_load_n(&g.rc.r->slots[g.rc.slot].used[e], __ATOMIC_ACQUIRE);
+      if (mine) vgpu_region_release(&g.rc, e, mine);
+    }
+  }
+}

@@ -1,0 +1,48 @@
+/* SM limiter: a container-wide token bucket per device, in nanoseconds of device time.
+ *
+ * Each launch costs waves * ns_per_wave, where waves = ceil(blocks / SMs) is the number of full-device
+ * passes the grid needs: the cost scales with the work, not with the SM count, so the same share holds on
+ * 20 and 132 SMs. Tokens accrue at pct/100 per wall nanosecond and are capped at a small burst, so over
+ * any window the container starts at most pct% of the window's device time (plus one burst). ns_per_wave
+ * is calibrated from measured device busy time (see vgpu_limiter_calibrate), so the bucket converges to
+ * the real cost of this workload's kernels. All state is in the shared device entry and updated with
+ * atomics: processes of one container share the budget, and a killed process leaves nothing locked. */
+#include "vgpu/vgpu_core.h"
+
+uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
+  /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
+  uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
+  const int64_t cap = (int64_t)(VGPU_LIMITER_BURST_NS * pct / 100);
+  if (now_ns > last &&
+      __atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    uint64_t dt = now_ns - last;
+    if (last == 0 || dt > 1000000000ull) dt = 1000000000ull; /* first use or long idle: full burst */
+    int64_t add = (int64_t)(dt * pct / 100);
+    int64_t t = __atomic_add_fetch(&d->tokens_ns, add, __ATOMIC_RELAXED);
+    if (t > cap) __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
+  }
+  int64_t tokens = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);
+  if (tokens > 0) {
+    uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
+    if (!npw) npw = VGPU_LIMITER_DEFAULT_NS_PER_WAVE;
+    uint64_t cost = waves * npw;
+    if (cost > 1000000000ull) cost = 1000000000ull; /* one launch can owe at most 1 s */
+    __atomic_sub_fetch(&d->tokens_ns, (int64_t)cost, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
+    return 0;
+  }
+  /* Time until the bucket is positive again at the refill rate. */
+  uint64_t wait = (uint64_t)(-tokens) * 100 / (pct ? pct : 1) + 1000;
+  if (wait > VGPU_LIMITER_MAX_SLEEP_NS) wait = VGPU_LIMITER_MAX_SLEEP_NS;
+  return wait;
+}
+
+void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves) {
+  if (!waves || !busy_ns) return;
+  uint64_t sample = busy_ns / waves;
+  if (!sample) sample = 1;
+  uint64_t old = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
+  /* First sample replaces the prior; later ones average with weight 1/2 (fast but smooths noise). */
+  uint64_t next = old ? (old + sample) / 2 : sample;
+  __atomic_store_n(&d->ns_per_wave, next, __ATOMIC_RELAXED);
+}

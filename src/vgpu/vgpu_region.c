@@ -1,0 +1,430 @@
+/* Shared region: attach/create, per-process slots with OFD-lock liveness, crash-safe reserve/release.
+ * See shared_region.h for the contract. System calls happen only in attach/sweep and on lock contention
+ * paths; vgpu_region_reserve/release are a few atomic operations when uncontended. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgpu/vgpu_core.h"
+
+int vgpu_region_crash_point = 0;
+
+#define LOAD32(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD64(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE32(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define STORE64(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void sleep_ns(long ns) {
+  struct timespec ts = {0, ns};
+  nanosleep(&ts, NULL);
+}
+
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* OFD lock helpers on single bytes of the region file. */
+static int ofd_lock(int fd, uint64_t byte, short type) {
+  struct flock fl;
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+/* 1 when some open file description holds the liveness lock of `slot` (its owner is alive). */
+static int slot_alive(const vgpu_region_ctx* c, int slot) {
+  if (c->fd < 0) return slot == c->slot;
+  struct flock fl;
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)(VGPU_REGION_LIVENESS_BASE + (uint64_t)slot);
+  fl.l_len = 1;
+  if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0) return 1; /* unknown: assume alive (safe) */
+  return fl.l_type != F_UNLCK;
+}
+
+static void local_lock(vgpu_region_ctx* c) {
+  while (__atomic_exchange_n(&c->local_lock, 1, __ATOMIC_ACQUIRE)) {
+    while (__atomic_load_n(&c->local_lock, __ATOMIC_RELAXED)) cpu_relax();
+  }
+}
+static void local_unlock(vgpu_region_ctx* c) { __atomic_store_n(&c->local_lock, 0, __ATOMIC_RELEASE); }
+
+/* Rebuilds every device's used_bytes from the slots. Caller holds the region lock. */
+static void recompute_usage(vgpu_region* r) {
+  uint32_t hwm = LOAD32(&r->hdr.slot_hwm);
+  if (hwm > VGPU_MAX_SLOTS) hwm = VGPU_MAX_SLOTS;
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < hwm; i++) {
+      if (LOAD32(&r->slots[i].state) != VGPU_SLOT_FREE) sum += LOAD64(&r->slots[i].used[d]);
+    }
+    STORE64(&r->devices[d].used_bytes, sum);
+  }
+  __atomic_fetch_add(&r->hdr.recoveries, 1, __ATOMIC_RELAXED);
+}
+
+/* Takes the cross-process lock; the caller holds local_lock. Bounded: gives up after ~2 s while a live
+ * owner keeps it (e.g. a stopped process). Returns 0 or -1. */
+static int region_lock(vgpu_region_ctx* c) {
+  vgpu_region* r = c->r;
+  uint32_t me = (uint32_t)c->slot + 1;
+  for (int spin = 0; spin < 2000; spin++) {
+    uint32_t expected = 0;
+    if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      return 0;
+    }
+    if (expected == me) {
+      /* Our slot's previous owner died holding the lock (we serialise our own threads locally). */
+      recompute_usage(r);
+      return 0;
+    }
+    cpu_relax();
+  }
+  for (int round = 0; round < 40000; round++) { /* 40000 * 50 us = 2 s */
+    uint32_t expected = 0;
+    if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      return 0;
+    }
+    if (expected == me) {
+      recompute_usage(r);
+      return 0;
+    }
+    if ((round & 15) == 15 && expected <= VGPU_MAX_SLOTS && !slot_alive(c, (int)expected - 1)) {
+      if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from dead slot %u", expected - 1);
+        recompute_usage(r);
+        return 0;
+      }
+    }
+    sleep_ns(50000);
+  }
+  VGPU_LOG(VGPU_LOG_ERROR, "region lock held by live slot %u for 2 s; giving up this operation",
+           LOAD32(&r->hdr.lock) - 1);
+  return -1;
+}
+
+static void region_unlock(vgpu_region_ctx* c) { STORE32(&c->r->hdr.lock, 0); }
+
+/* Subtracts a dead slot's usage and frees it. Caller holds the region lock and the slot's liveness lock. */
+static void reclaim_slot_locked(vgpu_region* r, int i) {
+  vgpu_proc_slot* s = &r->slots[i];
+  if (LOAD32(&s->state) == VGPU_SLOT_FREE) return;
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+    uint64_t u = LOAD64(&s->used[d]);
+    if (!u) continue;
+    uint64_t cur = LOAD64(&r->devices[d].used_bytes);
+    STORE64(&r->devices[d].used_bytes, cur > u ? cur - u : 0);
+    STORE64(&s->used[d], 0);
+  }
+  STORE32(&s->state, VGPU_SLOT_FREE);
+}
+
+static int use_private(vgpu_region_ctx* c, const vgpu_region_params* p) {
+  void* m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    c->r = NULL;
+    return -1;
+  }
+  c->r = (vgpu_region*)m;
+  c->fd = -1;
+  c->shared = 0;
+  c->slot = 0;
+  vgpu_region* r = c->r;
+  r->hdr.version = VGPU_REGION_VERSION;
+  r->hdr.size_bytes = sizeof(vgpu_region);
+  r->hdr.policy = p->policy;
+  r->hdr.priority = p->priority;
+  r->hdr.utilization_switch = 1;
+  r->hdr.recent_kernel = 2;
+  r->hdr.slot_hwm = 1;
+  r->hdr.init_state = VGPU_REGION_READY;
+  r->hdr.magic = VGPU_REGION_MAGIC;
+  r->slots[0].state = VGPU_SLOT_ACTIVE;
+  r->slots[0].pid = (uint32_t)getpid();
+  return 0;
+}
+
+static uint32_t host_pid(void) {
+  /* NStgid lists the pid in every namespace from the one of this /proc outward-in; the first entry is
+   * the outermost one visible here. Best effort, only informational. */
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[2048];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char* p = strstr(buf, "NStgid:");
+  if (!p) return 0;
+  return (uint32_t)strtoul(p + 7, NULL, 10);
+}
+
+static int claim_slot(vgpu_region_ctx* c) {
+  vgpu_region* r = c->r;
+  for (int i = 0; i < VGPU_MAX_SLOTS; i++) {
+    if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_WRLCK) != 0) continue;
+    c->slot = i;
+    /* Raise the high-water mark first so that recovery scans include this slot. */
+    uint32_t hwm = LOAD32(&r->hdr.slot_hwm);
+    while (hwm < (uint32_t)i + 1 &&
+           !__atomic_compare_exchange_n(&r->hdr.slot_hwm, &hwm, (uint32_t)i + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+    }
+    if (region_lock(c) != 0) {
+      ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_UNLCK);
+      c->slot = -1;
+      return -1;
+    }
+    reclaim_slot_locked(r, i); /* a dead previous owner's leftovers */
+    vgpu_proc_slot* s = &r->slots[i];
+    s->pid = (uint32_t)getpid();
+    s->host_pid = host_pid();
+    s->start_ns = clock_ns(CLOCK_BOOTTIME);
+    __atomic_fetch_add(&s->generation, 1, __ATOMIC_RELAXED);
+    STORE32(&s->state, VGPU_SLOT_ACTIVE);
+    region_unlock(c);
+    return 0;
+  }
+  return -1;
+}
+
+int vgpu_region_sweep(vgpu_region_ctx* c) {
+  if (!c->r || c->fd < 0 || c->slot < 0) return 0;
+  vgpu_region* r = c->r;
+  int reclaimed = 0;
+  uint32_t hwm = LOAD32(&r->hdr.slot_hwm);
+  if (hwm > VGPU_MAX_SLOTS) hwm = VGPU_MAX_SLOTS;
+  for (uint32_t i = 0; i < hwm; i++) {
+    if ((int)i == c->slot || LOAD32(&r->slots[i].state) == VGPU_SLOT_FREE) continue;
+    /* Holding the dead slot's liveness lock keeps a new claimer out while we reclaim. */
+    if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + i, F_WRLCK) != 0) continue;
+    local_lock(c);
+    if (region_lock(c) == 0) {
+      if (LOAD32(&r->slots[i].state) != VGPU_SLOT_FREE) {
+        reclaim_slot_locked(r, (int)i);
+        reclaimed++;
+      }
+      region_unlock(c);
+    }
+    local_unlock(c);
+    ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + i, F_UNLCK);
+  }
+  if (reclaimed) VGPU_LOG(VGPU_LOG_INFO, "reclaimed %d slot(s) of dead processes", reclaimed);
+  return reclaimed;
+}
+
+int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p) {
+  memset(c, 0, sizeof(*c));
+  c->fd = -1;
+  c->slot = -1;
+  const char* why = NULL;
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    (void)fchmod(fd, 0666); /* other uids of the container may share it; no process-wide umask change */
+  } else if (errno == EEXIST) {
+    fd = open(path, O_RDWR | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only", path,
+             strerror(errno));
+    return use_private(c, p) == 0 ? -1 : -1;
+  }
+  /* Initialisation is serialised by an OFD lock (bounded wait: 5 s). */
+  int locked = 0;
+  for (int i = 0; i < 5000; i++) {
+    if (ofd_lock(fd, VGPU_REGION_INIT_LOCK_BYTE, F_WRLCK) == 0) {
+      locked = 1;
+      break;
+    }
+    sleep_ns(1000000);
+  }
+  struct stat st;
+  if (!locked) {
+    why = "initialisation lock not obtained in 5 s";
+  } else if (fstat(fd, &st) != 0) {
+    why = "fstat failed";
+  } else if ((uint64_t)st.st_size < sizeof(vgpu_region) && ftruncate(fd, sizeof(vgpu_region)) != 0) {
+    why = "cannot size the file";
+  }
+  void* m = MAP_FAILED;
+  if (!why) {
+    m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) why = "mmap failed";
+  }
+  if (!why) {
+    vgpu_region* r = (vgpu_region*)m;
+    if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
+      memset(r, 0, sizeof(*r));
+      r->hdr.version = VGPU_REGION_VERSION;
+      r->hdr.size_bytes = sizeof(vgpu_region);
+      r->hdr.policy = p->policy;
+      r->hdr.priority = p->priority;
+      r->hdr.utilization_switch = 1;
+      r->hdr.recent_kernel = 2;
+      r->hdr.created_ns = clock_ns(CLOCK_REALTIME);
+      STORE32(&r->hdr.init_state, VGPU_REGION_READY);
+      STORE32(&r->hdr.magic, VGPU_REGION_MAGIC);
+    } else if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region)) {
+      why = "region file has another layout version (delete it after all users exit)";
+      munmap(m, sizeof(vgpu_region));
+      m = MAP_FAILED;
+    }
+  }
+  if (!why) {
+    c->r = (vgpu_region*)m;
+    c->fd = fd;
+    c->shared = 1;
+    if (claim_slot(c) != 0) {
+      why = "no free process slot";
+      munmap(m, sizeof(vgpu_region));
+      c->r = NULL;
+    }
+  }
+  if (locked) ofd_lock(fd, VGPU_REGION_INIT_LOCK_BYTE, F_UNLCK);
+  if (why) {
+    close(fd);
+    c->fd = -1;
+    VGPU_LOG(VGPU_LOG_ERROR, "shared region %s unusable: %s; limits apply per process only", path, why);
+    use_private(c, p);
+    return -1;
+  }
+  vgpu_region_sweep(c);
+  return 0;
+}
+
+void vgpu_region_detach(vgpu_region_ctx* c) {
+  if (!c->r) return;
+  if (c->shared && c->slot >= 0) {
+    local_lock(c);
+    if (region_lock(c) == 0) {
+      reclaim_slot_locked(c->r, c->slot);
+      region_unlock(c);
+    }
+    local_unlock(c);
+  }
+  munmap(c->r, sizeof(vgpu_region));
+  if (c->fd >= 0) close(c->fd); /* drops the liveness lock */
+  c->r = NULL;
+  c->fd = -1;
+  c->slot = -1;
+}
+
+int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
+                       uint64_t total_bytes, int32_t container_index, uint32_t sm_count) {
+  vgpu_region* r = c->r;
+  if (!r || !uuid || !uuid[0]) return -1;
+  local_lock(c);
+  if (region_lock(c) != 0) {
+    local_unlock(c);
+    return -1;
+  }
+  int found = -1;
+  uint32_t n = LOAD32(&r->hdr.device_count);
+  for (uint32_t i = 0; i < n && i < VGPU_MAX_DEVICES; i++) {
+    if (strncmp(r->devices[i].uuid, uuid, VGPU_UUID_LEN) == 0) {
+      found = (int)i;
+      break;
+    }
+  }
+  if (found < 0 && n < VGPU_MAX_DEVICES) {
+    vgpu_device_entry* d = &r->devices[n];
+    memset(d, 0, sizeof(*d));
+    strncpy(d->uuid, uuid, VGPU_UUID_LEN - 1);
+    d->limit_bytes = limit_bytes;
+    d->sm_limit_pct = sm_limit_pct;
+    d->total_bytes = total_bytes;
+    d->container_index = container_index;
+    d->sm_count = sm_count;
+    STORE32(&r->hdr.device_count, n + 1);
+    found = (int)n;
+  } else if (found >= 0) {
+    vgpu_device_entry* d = &r->devices[found];
+    if (d->limit_bytes != limit_bytes || d->sm_limit_pct != sm_limit_pct) {
+      VGPU_LOG(VGPU_LOG_WARN,
+               "%s: region keeps limit %llu B / %u%% (this process asked %llu B / %u%%)", uuid,
+               (unsigned long long)d->limit_bytes, d->sm_limit_pct, (unsigned long long)limit_bytes,
+               sm_limit_pct);
+    }
+    if (!d->sm_count) d->sm_count = sm_count;
+  }
+  region_unlock(c);
+  local_unlock(c);
+  return found;
+}
+
+int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) {
+  vgpu_region* r = c->r;
+  vgpu_device_entry* d = &r->devices[dev];
+  vgpu_proc_slot* s = &r->slots[c->slot];
+  local_lock(c);
+  if (__builtin_expect(region_lock(c) != 0, 0)) {
+    local_unlock(c);
+    return -1;
+  }
+  if (__builtin_expect(vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
+  uint64_t used = LOAD64(&d->used_bytes);
+  uint64_t limit = d->limit_bytes;
+  int rc = 0;
+  if (limit && !force && (bytes > limit || used > limit - bytes)) {
+    rc = 1;
+  } else {
+    STORE64(&s->used[dev], LOAD64(&s->used[dev]) + bytes);
+    if (__builtin_expect(vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
+    STORE64(&d->used_bytes, used + bytes);
+  }
+  region_unlock(c);
+  local_unlock(c);
+  return rc;
+}
+
+void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
+  vgpu_region* r = c->r;
+  vgpu_device_entry* d = &r->devices[dev];
+  vgpu_proc_slot* s = &r->slots[c->slot];
+  local_lock(c);
+  int locked = region_lock(c) == 0;
+  /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
+   * limit, and recovery recomputes the cache from the slots anyway. */
+  uint64_t mine = LOAD64(&s->used[dev]);
+  if (bytes > mine) bytes = mine;
+  STORE64(&s->used[dev], mine - bytes);
+  if (locked) {
+    uint64_t used = LOAD64(&d->used_bytes);
+    STORE64(&d->used_bytes, used > bytes ? used - bytes : 0);
+    region_unlock(c);
+  } else {
+    uint64_t used = LOAD64(&d->used_bytes);
+    while (!__atomic_compare_exchange_n(&d->used_bytes, &used, used > bytes ? used - bytes : 0, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+  }
+  local_unlock(c);
+}
+
+uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev) {
+  return LOAD64(&c->r->devices[dev].used_bytes);
+}

@@ -1,0 +1,217 @@
+// Shared region: limits, cross-process atomicity, crash recovery, slot reuse, bad files.
+// Separate attaches in one process use separate open file descriptions, so they behave like separate
+// processes for the OFD liveness locks; fork() is used where real concurrency or SIGKILL is the point.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "vgpu/vgpu_core.h"
+
+namespace {
+
+class RegionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vgpu_region_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/region.cache";
+    vgpu_log_level = 0;
+  }
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  int Attach(vgpu_region_ctx* c) {
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    return vgpu_region_attach(c, path_.c_str(), &p);
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(RegionTest, OomExactlyAtTheLimitAndRelease) {
+  vgpu_region_ctx c;
+  ASSERT_EQ(Attach(&c), 0);
+  int d = vgpu_region_device(&c, "GPU-a", 1000, 100, 4000, 0, 10);
+  ASSERT_EQ(d, 0);
+  struct Step {
+    int reserve;  // 1 reserve, 0 release
+    uint64_t bytes;
+    int want_rc;
+    uint64_t want_used;
+  } steps[] = {{1, 600, 0, 600}, {1, 400, 0, 1000}, {1, 1, 1, 1000}, {0, 1, 0, 999},
+               {1, 1, 0, 1000},  {0, 5000, 0, 0},   {1, 1001, 1, 0}, {1, UINT64_MAX, 1, 0}};
+  for (const Step& s : steps) {
+    if (s.reserve) {
+      EXPECT_EQ(vgpu_region_reserve(&c, d, s.bytes, 0), s.want_rc) << s.bytes;
+    } else {
+      vgpu_region_release(&c, d, s.bytes);  // more than held: clamps, never underflows
+    }
+    EXPECT_EQ(vgpu_region_used(&c, d), s.want_used);
+  }
+  EXPECT_EQ(vgpu_region_reserve(&c, d, 5000, /*force=*/1), 0);  // context overhead may exceed
+  vgpu_region_detach(&c);
+}
+
+TEST_F(RegionTest, DevicesAreKeyedByUuidAndFirstLimitWins) {
+  vgpu_region_ctx a, b;
+  ASSERT_EQ(Attach(&a), 0);
+  ASSERT_EQ(Attach(&b), 0);
+  EXPECT_NE(a.slot, b.slot);
+  EXPECT_EQ(vgpu_region_device(&a, "GPU-x", 100, 30, 0, 0, 20), 0);
+  EXPECT_EQ(vgpu_region_device(&a, "GPU-y", 200, 70, 0, 1, 20), 1);
+  EXPECT_EQ(vgpu_region_device(&b, "GPU-y", 999, 50, 0, 0, 20), 1);  // b sees y first, gets y's entry
+  EXPECT_EQ(a.r->devices[1].limit_bytes, 200u);
+  EXPECT_EQ(a.r->devices[1].sm_limit_pct, 70u);
+  EXPECT_EQ(vgpu_region_reserve(&b, 1, 150, 0), 0);
+  EXPECT_EQ(vgpu_region_reserve(&a, 1, 51, 0), 1);  // shared across processes
+  EXPECT_EQ(vgpu_region_reserve(&a, 0, 100, 0), 0);
+  vgpu_region_detach(&b);  // normal exit gives its usage back
+  EXPECT_EQ(vgpu_region_used(&a, 1), 0u);
+  vgpu_region_detach(&a);
+}
+
+TEST_F(RegionTest, FourProcessesNeverExceedTheSharedLimit) {
+  vgpu_region_ctx c;
+  ASSERT_EQ(Attach(&c), 0);
+  const uint64_t kLimit = 1 << 20;
+  ASSERT_EQ(vgpu_region_device(&c, "GPU-a", kLimit, 100, 0, 0, 10), 0);
+  // Each child counts how often it observed the device total above the limit.
+  auto* over = static_cast<int*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  pid_t kids[4];
+  for (int k = 0; k < 4; k++) {
+    kids[k] = fork();
+    if (kids[k] == 0) {
+      vgpu_region_ctx me;
+      if (Attach(&me) != 0) _exit(2);
+      std::mt19937_64 rng(k);
+      uint64_t held[64] = {};
+      for (int i = 0; i < 20000; i++) {
+        int j = static_cast<int>(rng() % 64);
+        if (held[j]) {
+          vgpu_region_release(&me, 0, held[j]);
+          held[j] = 0;
+        } else {
+          uint64_t sz = 1 + rng() % (kLimit / 16);
+          if (vgpu_region_reserve(&me, 0, sz, 0) == 0) held[j] = sz;
+        }
+        if (vgpu_region_used(&me, 0) > kLimit) __atomic_add_fetch(&over[k], 1, __ATOMIC_RELAXED);
+      }
+      for (uint64_t h : held) vgpu_region_release(&me, 0, h);
+      _exit(0);
+    }
+  }
+  for (pid_t p : kids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  for (int k = 0; k < 4; k++) EXPECT_EQ(over[k], 0) << "child " << k;
+  EXPECT_EQ(vgpu_region_used(&c, 0), 0u);
+  munmap(over, 4096);
+  vgpu_region_detach(&c);
+}
+
+// A process killed at each point inside a reservation leaves a usable region and its usage is reclaimed.
+TEST_F(RegionTest, SigkillMidReservationIsRecovered) {
+  for (int point : {1, 2}) {
+    vgpu_region_ctx c;
+    ASSERT_EQ(Attach(&c), 0);
+    ASSERT_EQ(vgpu_region_device(&c, "GPU-a", 1000, 100, 0, 0, 10), 0);
+    ASSERT_EQ(vgpu_region_reserve(&c, 0, 100, 0), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+      vgpu_region_ctx me;
+      if (Attach(&me) != 0) _exit(2);
+      if (vgpu_region_reserve(&me, 0, 300, 0) != 0) _exit(3);  // held by the child, then killed holding more
+      vgpu_region_crash_point = point;
+      vgpu_region_reserve(&me, 0, 200, 0);
+      _exit(4);  // not reached
+    }
+    int st = 0;
+    waitpid(kid, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "point " << point;
+    EXPECT_NE(__atomic_load_n(&c.r->hdr.lock, __ATOMIC_ACQUIRE), 0u) << "killed while holding the lock";
+    // The survivor's next operation takes the lock over, and a sweep reclaims the dead slot.
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 50, 0), 0);
+    EXPECT_EQ(vgpu_region_sweep(&c), 1);
+    EXPECT_EQ(vgpu_region_used(&c, 0), 150u) << "point " << point;
+    EXPECT_GE(c.r->hdr.recoveries, 1u);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 850, 0), 0);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 1, 0), 1);
+    vgpu_region_detach(&c);
+    unlink(path_.c_str());
+  }
+}
+
+TEST_F(RegionTest, NewProcessReclaimsDeadSlotAndBumpsGeneration) {
+  vgpu_region_ctx c;
+  ASSERT_EQ(Attach(&c), 0);
+  ASSERT_EQ(vgpu_region_device(&c, "GPU-a", 1000, 100, 0, 0, 10), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    vgpu_region_ctx me;
+    if (Attach(&me) != 0 || vgpu_region_reserve(&me, 0, 700, 0) != 0) _exit(2);
+    raise(SIGKILL);
+  }
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  EXPECT_EQ(vgpu_region_used(&c, 0), 700u);
+  int dead_slot = -1;
+  for (int i = 0; i < 4; i++) {
+    if (c.r->slots[i].pid == static_cast<uint32_t>(kid)) dead_slot = i;
+  }
+  ASSERT_GE(dead_slot, 0);
+  uint32_t gen = c.r->slots[dead_slot].generation;
+  vgpu_region_ctx next;  // registering reclaims (and reuses the lowest free slot)
+  ASSERT_EQ(Attach(&next), 0);
+  EXPECT_EQ(next.slot, dead_slot);
+  EXPECT_EQ(next.r->slots[dead_slot].generation, gen + 1);
+  EXPECT_EQ(vgpu_region_used(&c, 0), 0u);
+  vgpu_region_detach(&next);
+  vgpu_region_detach(&c);
+}
+
+TEST_F(RegionTest, BadFilesNeverCrash) {
+  {  // garbage: re-initialised
+    int fd = open(path_.c_str(), O_RDWR | O_CREAT, 0600);
+    std::string junk(5000, '\x5a');
+    ASSERT_EQ(write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+    close(fd);
+    vgpu_region_ctx c;
+    EXPECT_EQ(Attach(&c), 0);
+    EXPECT_EQ(c.r->hdr.magic, VGPU_REGION_MAGIC);
+    vgpu_region_detach(&c);
+  }
+  {  // another layout version: private fallback, limits still hold in this process
+    vgpu_region_ctx c;
+    ASSERT_EQ(Attach(&c), 0);
+    c.r->hdr.version = 99;
+    vgpu_region_detach(&c);
+    vgpu_region_ctx d;
+    EXPECT_EQ(Attach(&d), -1);
+    EXPECT_EQ(d.shared, 0);
+    ASSERT_EQ(vgpu_region_device(&d, "GPU-a", 10, 100, 0, 0, 1), 0);
+    EXPECT_EQ(vgpu_region_reserve(&d, 0, 11, 0), 1);
+    vgpu_region_detach(&d);
+  }
+  {  // unusable path
+    vgpu_region_ctx c;
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    EXPECT_EQ(vgpu_region_attach(&c, "/nonexistent-dir/x.cache", &p), -1);
+    ASSERT_NE(c.r, nullptr);
+    vgpu_region_detach(&c);
+  }
+}
+
+}  // namespace
