@@ -1,0 +1,1000 @@
+// Fake libnvidia-ml.so.1: NVML entry points over the simulated devices of fakes/shared_state.h.
+// Contract and semantics: fakes/README.md. NVML always shows all devices (no CUDA_VISIBLE_DEVICES).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "fakes/fake_gpu.h"
+#include "fakes/nvml_abi.h"
+#include "fakes/runtime.h"
+
+using fakegpu::GetRuntime;
+
+struct nvmlDevice_st {
+  int index;
+};
+
+namespace {
+
+struct Registration {
+  int dev;
+  unsigned long long mask;
+  uint64_t start_seq;
+};
+
+struct EventSet {
+  std::mutex mu;
+  std::vector<Registration> regs;
+  uint64_t cursor = 0;
+};
+
+constexpr unsigned long long kSupportedEvents = 0x1ULL | 0x2ULL | 0x4ULL | nvmlEventTypeXidCriticalError | 0x10ULL;
+constexpr unsigned kPciDeviceId = 0x20B510DE;
+constexpr unsigned kPciSubsystemId = 0x151610DE;
+
+struct Globals {
+  std::mutex mu;
+  int init_count = 0;
+  uint64_t init_mono_ns = 0;
+  std::vector<bool> xid_done;  // per FAKEGPU_XID entry: already injected by this process
+  nvmlDevice_st handles[fakegpu::kMaxDevices];
+  std::unordered_set<EventSet*> sets;
+};
+
+Globals& G() {
+  static Globals* g = [] {
+    auto* p = new Globals();  // leaked on purpose: usable from atexit handlers of the host
+    for (int i = 0; i < fakegpu::kMaxDevices; ++i) p->handles[i].index = i;
+    return p;
+  }();
+  return *g;
+}
+
+#define FG_ENTRY()                                                 \
+  do {                                                             \
+    if (int fault_ = fakegpu::FaultCode(__func__)) return fault_; \
+  } while (0)
+
+#define FG_NEED_INIT()                                \
+  do {                                                \
+    if (!Initialized()) return NVML_ERROR_UNINITIALIZED; \
+  } while (0)
+
+// Validates a device handle; sets *idx.
+#define FG_DEVICE(handle, idx)                                  \
+  int idx = -1;                                                 \
+  do {                                                          \
+    idx = DeviceIndex(handle);                                  \
+    if (idx < 0) return NVML_ERROR_INVALID_ARGUMENT;            \
+  } while (0)
+
+fakegpu::SharedState& S() { return *GetRuntime().state; }
+
+// Injects this process's due FAKEGPU_XID events.
+void PumpScheduledXids() {
+  Globals& g = G();
+  const std::vector<fakegpu::XidSpec>& xids = GetRuntime().cfg.xids;
+  if (xids.empty()) return;
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.init_count == 0) return;
+  uint64_t now = fakegpu::MonoNs();
+  g.xid_done.resize(xids.size(), false);
+  for (size_t i = 0; i < xids.size(); ++i) {
+    if (!g.xid_done[i] && now >= g.init_mono_ns + xids[i].after_ms * 1000000ULL) {
+      g.xid_done[i] = true;
+      S().InjectXid(xids[i].dev, xids[i].xid);
+    }
+  }
+}
+
+bool Initialized() {
+  Globals& g = G();
+  bool init;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    init = g.init_count > 0;
+  }
+  if (init) PumpScheduledXids();
+  return init;
+}
+
+int DeviceIndex(nvmlDevice_t h) {
+  Globals& g = G();
+  if (h == nullptr || h < &g.handles[0] || h >= &g.handles[S().num_devices()]) return -1;
+  return h->index;
+}
+
+nvmlDevice_t Handle(int idx) { return &G().handles[idx]; }
+
+const fakegpu::DeviceRec& Dev(int idx) { return S().dev(idx); }
+
+unsigned Bus(int idx) { return 0x18 + 8 * static_cast<unsigned>(idx); }
+int NumaNode(int idx) { return idx < (S().num_devices() + 1) / 2 ? 0 : 1; }
+
+nvmlReturn_t CopyString(const std::string& s, char* out, unsigned len) {
+  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (len < s.size() + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+void FillPci(int idx, nvmlPciInfo_t* pci, bool full) {
+  char legacy[16], bus_id[32];
+  std::snprintf(legacy, sizeof legacy, "%04X:%02X:%02X.0", 0u, Bus(idx), 0u);
+  std::snprintf(bus_id, sizeof bus_id, "%08X:%02X:%02X.0", 0u, Bus(idx), 0u);
+  std::memcpy(pci->busIdLegacy, legacy, sizeof legacy);
+  pci->domain = 0;
+  pci->bus = Bus(idx);
+  pci->device = 0;
+  pci->pciDeviceId = kPciDeviceId;
+  pci->pciSubSystemId = kPciSubsystemId;
+  if (full) std::memcpy(pci->busId, bus_id, sizeof bus_id);
+}
+
+int TopologyLevel(int a, int b) {
+  if (a == b) return NVML_TOPOLOGY_INTERNAL;
+  if (a / 2 == b / 2) return NVML_TOPOLOGY_SINGLE;
+  if (NumaNode(a) == NumaNode(b)) return NVML_TOPOLOGY_NODE;
+  return NVML_TOPOLOGY_SYSTEM;
+}
+
+unsigned UtilPercent(int idx) {
+  uint64_t now = fakegpu::MonoNs();
+  uint64_t from = now > 1000000000ULL ? now - 1000000000ULL : 0;
+  auto busy = S().BusyInWindow(idx, from, now);
+  uint64_t window = now - from;
+  return window == 0 ? 0 : static_cast<unsigned>(std::min<uint64_t>(100, (busy[0].ns * 100 + window / 2) / window));
+}
+
+nvmlReturn_t InitImpl() {
+  fakegpu::Runtime& rt = GetRuntime();
+  if (rt.cfg.init_fail) return NVML_ERROR_DRIVER_NOT_LOADED;
+  Globals& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.init_count++ == 0) g.init_mono_ns = fakegpu::MonoNs();
+  return NVML_SUCCESS;
+}
+
+struct ProcRow {
+  unsigned pid;
+  unsigned long long mem;
+};
+
+// Shared body of the *RunningProcesses variants: `write(i, row)` stores entry i.
+template <typename Write>
+nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, bool have_buffer, bool graphics, Write write) {
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  std::vector<ProcRow> rows;
+  if (!graphics) {
+    for (const auto& p : S().Processes(idx)) rows.push_back({static_cast<unsigned>(p.pid), p.bytes});
+  }
+  unsigned n = static_cast<unsigned>(rows.size());
+  if (*count < n || (!have_buffer && n > 0)) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned i = 0; i < n; ++i) write(i, rows[i]);
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+struct Sample {
+  unsigned pid;
+  unsigned sm;
+};
+
+// Per-pid busy % in (last_seen_us, now], clipped to the last second. Returns the sample timestamp.
+unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us, std::vector<Sample>* out) {
+  uint64_t now_mono = fakegpu::MonoNs();
+  unsigned long long now_us = fakegpu::RealUs();
+  unsigned long long from_us = now_us > 1000000ULL ? now_us - 1000000ULL : 0;
+  if (last_seen_us > from_us) from_us = last_seen_us;
+  if (from_us >= now_us) return now_us;
+  uint64_t window_ns = (now_us - from_us) * 1000ULL;
+  uint64_t from_mono = now_mono > window_ns ? now_mono - window_ns : 0;
+  for (const auto& b : S().BusyInWindow(idx, from_mono, now_mono)) {
+    if (b.pid == 0 || b.ns == 0) continue;
+    uint64_t pct64 = (b.ns * 100 + window_ns / 2) / window_ns;
+    unsigned pct = static_cast<unsigned>(pct64 > 100 ? 100 : pct64);
+    out->push_back({static_cast<unsigned>(b.pid), pct});
+  }
+  return now_us;
+}
+
+nvmlReturn_t EventWaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms, bool v2) {
+  FG_NEED_INIT();
+  if (data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  EventSet* es = reinterpret_cast<EventSet*>(set);
+  {
+    std::lock_guard<std::mutex> lock(G().mu);
+    if (es == nullptr || G().sets.count(es) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  uint64_t deadline = fakegpu::MonoNs() + static_cast<uint64_t>(timeout_ms) * 1000000ULL;
+  while (true) {
+    PumpScheduledXids();
+    {
+      std::lock_guard<std::mutex> lock(es->mu);
+      fakegpu::XidRec rec;
+      while (S().NextXid(es->cursor, &rec)) {
+        es->cursor = rec.seq;
+        for (const Registration& r : es->regs) {
+          if (r.dev == rec.dev && (r.mask & nvmlEventTypeXidCriticalError) && rec.seq > r.start_seq) {
+            data->device = Handle(rec.dev);
+            data->eventType = nvmlEventTypeXidCriticalError;
+            data->eventData = rec.xid;
+            if (v2) {
+              data->gpuInstanceId = 0xFFFFFFFFu;
+              data->computeInstanceId = 0xFFFFFFFFu;
+            }
+            return NVML_SUCCESS;
+          }
+        }
+      }
+    }
+    uint64_t now = fakegpu::MonoNs();
+    if (now >= deadline) return NVML_ERROR_TIMEOUT;
+    fakegpu::SleepUntilMono(std::min<uint64_t>(deadline, now + 1000000ULL));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// Init, system
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  FG_ENTRY();
+  return InitImpl();
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlInit(void) {
+  FG_ENTRY();
+  return InitImpl();
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+  FG_ENTRY();
+  if (flags & ~0x7u) return NVML_ERROR_INVALID_ARGUMENT;
+  return InitImpl();
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  FG_ENTRY();
+  std::lock_guard<std::mutex> lock(G().mu);
+  if (G().init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  --G().init_count;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
+  switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
+    case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "Not supported with vGPU ECC";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED: return "Deprecated";
+    case NVML_ERROR_NOT_READY: return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
+    case NVML_ERROR_INVALID_STATE: return "Invalid state";
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: return "Reset type not supported";
+    default: return "Unknown Error";
+  }
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return CopyString(GetRuntime().cfg.driver_version, version, length);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  FG_ENTRY();
+  return CopyString("13." + GetRuntime().cfg.driver_version, version, length);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
+  FG_ENTRY();
+  if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  FG_NEED_INIT();
+  *v = GetRuntime().cfg.cuda_version;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  FG_ENTRY();
+  if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  FG_NEED_INIT();
+  *v = GetRuntime().cfg.cuda_version;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (name == nullptr || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  if (!in || !std::getline(in, comm)) return NVML_ERROR_NOT_FOUND;
+  std::snprintf(name, length, "%s", comm.c_str());
+  return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Device enumeration and identity
+
+static nvmlReturn_t GetCount(unsigned* count) {
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = static_cast<unsigned>(S().num_devices());
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return GetCount(count);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return GetCount(count);
+}
+
+static nvmlReturn_t ByIndex(unsigned index, nvmlDevice_t* device) {
+  if (device == nullptr || index >= static_cast<unsigned>(S().num_devices())) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = Handle(static_cast<int>(index));
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ByIndex(index, device);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ByIndex(index, device);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  for (int i = 0; i < S().num_devices(); ++i) {
+    if (std::strcmp(Dev(i).uuid, uuid) == 0) {
+      *device = Handle(i);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+static nvmlReturn_t ByPciBusId(const char* bus_id, nvmlDevice_t* device) {
+  if (bus_id == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned domain = 0, bus = 0, dev = 0;
+  if (std::sscanf(bus_id, "%x:%x:%x", &domain, &bus, &dev) != 3) return NVML_ERROR_INVALID_ARGUMENT;
+  for (int i = 0; i < S().num_devices(); ++i) {
+    if (domain == 0 && dev == 0 && bus == Bus(i)) {
+      *device = Handle(i);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ByPciBusId(bus_id, device);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* bus_id, nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ByPciBusId(bus_id, device);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *index = static_cast<unsigned>(idx);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *minor = static_cast<unsigned>(idx);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  return CopyString(Dev(idx).name, name, length);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  return CopyString(Dev(idx).uuid, uuid, length);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Memory
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  uint64_t total = Dev(idx).total_bytes, used = std::min(total, S().UsedBytes(idx, 0));
+  memory->total = total;
+  memory->used = used;
+  memory->free = total - used;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != kNvmlMemoryV2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  uint64_t total = Dev(idx).total_bytes, used = std::min(total, S().UsedBytes(idx, 0));
+  memory->total = total;
+  memory->reserved = 0;
+  memory->used = used;
+  memory->free = total - used;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t* bar1) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (bar1 == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  bar1->bar1Total = 256ULL << 20;
+  bar1->bar1Used = 2ULL << 20;
+  bar1->bar1Free = bar1->bar1Total - bar1->bar1Used;
+  return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// PCI, NUMA, topology, NVLink
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  FillPci(idx, pci, true);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  FillPci(idx, pci, true);
+  return NVML_SUCCESS;
+}
+
+// The original struct ends after pciSubSystemId (+ reserved words): only that prefix is written.
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  FillPci(idx, pci, false);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return NVML_ERROR_NOT_SUPPORTED;  // PCIe GPUs are not NUMA nodes themselves
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int size,
+                                                        unsigned long* node_set, nvmlAffinityScope_t scope) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (node_set == nullptr || size == 0 || scope > 1) return NVML_ERROR_INVALID_ARGUMENT;
+  std::fill(node_set, node_set + size, 0UL);
+  node_set[0] = 1UL << NumaNode(idx);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int size, unsigned long* cpu_set) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (cpu_set == nullptr || size == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  std::fill(cpu_set, cpu_set + size, 0UL);
+  cpu_set[0] = NumaNode(idx) == 0 ? 0x00000000FFFFFFFFUL : 0xFFFFFFFF00000000UL;  // 32 CPUs per node
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t d1, nvmlDevice_t d2,
+                                                                nvmlGpuTopologyLevel_t* path) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(d1, a);
+  FG_DEVICE(d2, b);
+  if (path == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *path = TopologyLevel(a, b);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device, nvmlGpuTopologyLevel_t level,
+                                                             unsigned int* count, nvmlDevice_t* array) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  std::vector<int> near;
+  for (int i = 0; i < S().num_devices(); ++i) {
+    if (i != idx && TopologyLevel(idx, i) <= level) near.push_back(i);
+  }
+  if (*count == 0 || array == nullptr) {
+    *count = static_cast<unsigned>(near.size());
+    return NVML_SUCCESS;
+  }
+  unsigned n = std::min<unsigned>(*count, static_cast<unsigned>(near.size()));
+  for (unsigned i = 0; i < n; ++i) array[i] = Handle(near[i]);
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, nvmlGpuP2PCapsIndex_t index,
+                                                   nvmlGpuP2PStatus_t* status) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(d1, a);
+  FG_DEVICE(d2, b);
+  if (status == nullptr || index < 0 || index > 4) return NVML_ERROR_INVALID_ARGUMENT;
+  bool linked = false;
+  for (int p : Dev(a).nvlink_peer) linked = linked || p == b;
+  if (index == NVML_P2P_CAPS_INDEX_NVLINK) {
+    *status = linked ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+  } else {
+    *status = (a != b && (linked || a / 2 == b / 2)) ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+  }
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                                     nvmlEnableState_t* active) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (active == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (Dev(idx).nvlink_peer[link] < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *active = NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t RemotePci(nvmlDevice_t device, unsigned link, nvmlPciInfo_t* pci, bool full) {
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (pci == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  int peer = Dev(idx).nvlink_peer[link];
+  if (peer < 0) return NVML_ERROR_NOT_SUPPORTED;
+  FillPci(peer, pci, full);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                                nvmlPciInfo_t* pci) {
+  FG_ENTRY();
+  return RemotePci(device, link, pci, true);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsigned int link,
+                                                             nvmlPciInfo_t* pci) {
+  FG_ENTRY();
+  return RemotePci(device, link, pci, false);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                                                nvmlIntNvLinkDeviceType_t* type) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (type == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (Dev(idx).nvlink_peer[link] < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *type = NVML_NVLINK_DEVICE_TYPE_GPU;
+  return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Processes and utilisation
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                                    nvmlProcessInfo_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, false, [&](unsigned i, const ProcRow& r) {
+    infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  });
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                                    nvmlProcessInfo_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, false, [&](unsigned i, const ProcRow& r) {
+    infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  });
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* count,
+                                                                 nvmlProcessInfo_v1_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, false,
+                          [&](unsigned i, const ProcRow& r) { infos[i] = nvmlProcessInfo_v1_t{r.pid, r.mem}; });
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                                     nvmlProcessInfo_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                                     nvmlProcessInfo_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* count,
+                                                                  nvmlProcessInfo_v1_t* infos) {
+  FG_ENTRY();
+  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* util) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (util == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  util->gpu = UtilPercent(idx);
+  util->memory = util->gpu / 2;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                            nvmlProcessUtilizationSample_t* samples,
+                                                            unsigned int* count,
+                                                            unsigned long long last_seen) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  std::vector<Sample> rows;
+  unsigned long long ts = ProcessSamples(idx, last_seen, &rows);
+  unsigned n = static_cast<unsigned>(rows.size());
+  if (n == 0) {
+    *count = 0;
+    return NVML_ERROR_NOT_FOUND;
+  }
+  if (samples == nullptr || *count < n) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned i = 0; i < n; ++i) samples[i] = nvmlProcessUtilizationSample_t{rows[i].pid, ts, rows[i].sm, 0, 0, 0};
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                                  nvmlProcessesUtilizationInfo_t* info) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != kNvmlProcessesUtilizationInfoV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  std::vector<Sample> rows;
+  unsigned long long ts = ProcessSamples(idx, info->lastSeenTimeStamp, &rows);
+  unsigned n = static_cast<unsigned>(rows.size());
+  if (n == 0) {
+    info->processSamplesCount = 0;
+    return NVML_ERROR_NOT_FOUND;
+  }
+  if (info->procUtilArray == nullptr || info->processSamplesCount < n) {
+    info->processSamplesCount = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    info->procUtilArray[i] = nvmlProcessUtilizationInfo_v1_t{ts, rows[i].pid, rows[i].sm, 0, 0, 0, 0, 0};
+  }
+  info->processSamplesCount = n;
+  info->lastSeenTimeStamp = ts;
+  return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// MIG, attributes, modes
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (current == nullptr || pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = NVML_DEVICE_MIG_DISABLE;
+  *pending = NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* is_mig) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (is_mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *is_mig = 0;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t Attributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (a == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *a = nvmlDeviceAttributes_t{Dev(idx).sms, 7, 5, 0, 1, 1, 0, 0, Dev(idx).total_bytes >> 20};
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
+  FG_ENTRY();
+  return Attributes(device, a);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
+  FG_ENTRY();
+  return Attributes(device, a);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  fakegpu::ComputeCapability(Dev(idx).name, major, minor);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int* multi) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (multi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *multi = 0;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned int* board) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (board == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *board = Bus(idx) << 8;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *mode = NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *mode = 0;
+  return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sensors
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+                                                     unsigned int* temp) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (temp == nullptr || sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = 40;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t* t) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (t == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (t->version != kNvmlTemperatureV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (t->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  t->temperature = 40;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *power = 70000 + 2000 * UtilPercent(idx);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (limit == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *limit = 400000;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (limit == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *limit = 400000;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t Clock(nvmlDevice_t device, nvmlClockType_t type, unsigned* clock) {
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (clock == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  switch (type) {
+    case NVML_CLOCK_GRAPHICS:
+    case NVML_CLOCK_SM: *clock = 1410; return NVML_SUCCESS;
+    case NVML_CLOCK_MEM: *clock = 1593; return NVML_SUCCESS;
+    case NVML_CLOCK_VIDEO: *clock = 1275; return NVML_SUCCESS;
+    default: return NVML_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  FG_ENTRY();
+  return Clock(device, type, clock);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                      unsigned int* clock) {
+  FG_ENTRY();
+  return Clock(device, type, clock);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Events
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  auto* es = new EventSet();
+  es->cursor = S().XidSeq();
+  std::lock_guard<std::mutex> lock(G().mu);
+  G().sets.insert(es);
+  *set = reinterpret_cast<nvmlEventSet_t>(es);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  EventSet* es = reinterpret_cast<EventSet*>(set);
+  {
+    std::lock_guard<std::mutex> lock(G().mu);
+    if (es == nullptr || G().sets.erase(es) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  delete es;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* types) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (types == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *types = kSupportedEvents;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                                     nvmlEventSet_t set) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  EventSet* es = reinterpret_cast<EventSet*>(set);
+  {
+    std::lock_guard<std::mutex> lock(G().mu);
+    if (es == nullptr || G().sets.count(es) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (types & ~kSupportedEvents) return NVML_ERROR_NOT_SUPPORTED;
+  uint64_t seq = S().XidSeq();
+  std::lock_guard<std::mutex> lock(es->mu);
+  es->regs.push_back({idx, types, seq});
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
+  FG_ENTRY();
+  return EventWaitImpl(set, data, timeout_ms, true);
+}
+
+// The original nvmlEventData_t ends after eventData: the instance ids are not written.
+FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
+  FG_ENTRY();
+  return EventWaitImpl(set, data, timeout_ms, false);
+}
+
+// ---- Test hook
+
+FAKEGPU_EXPORT void fakegpu_nvml_reset(void) {
+  {
+    std::lock_guard<std::mutex> lock(G().mu);
+    G().init_count = 0;
+    G().xid_done.clear();
+    G().sets.clear();  // leaked on purpose: a test may still hold a handle
+  }
+  fakegpu::ResetRuntime();
+}

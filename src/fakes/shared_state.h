@@ -1,0 +1,146 @@
+// Shared state of the simulated GPUs: a versioned pure-data layout in an mmap'ed file, shared by every
+// process (fake libcuda and fake libnvidia-ml alike) that uses the same FAKEGPU_STATE path.
+//
+// Synchronisation: one process-shared robust mutex (a holder killed by SIGKILL is recovered by the next
+// locker via EOWNERDEAD); file creation and initialisation are serialised with flock().
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fakes/config.h"
+
+namespace fakegpu {
+
+inline constexpr uint32_t kStateMagic = 0x55504746;  // "FGPU"
+inline constexpr uint32_t kStateVersion = 1;
+inline constexpr int kMaxProcs = 256;
+inline constexpr int kRingSize = 16384;  // executed-interval history per device
+inline constexpr int kMaxEvents = 256;
+
+// One executed (or scheduled) kernel interval on a device clock (CLOCK_MONOTONIC ns).
+struct Interval {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  int32_t pid;
+  uint32_t reserved;
+};
+
+struct DeviceRec {
+  char name[kNameLen];
+  char uuid[kUuidLen];
+  uint64_t total_bytes;
+  uint32_t sms;
+  int32_t nvlink_peer[kNvLinkMaxLinks];  // NVML index of the peer per link, -1 = no link
+  uint32_t reserved;
+  uint64_t busy_until_ns;    // device clock: end of the last scheduled kernel
+  uint64_t busy_sched_ns;    // all kernel time ever scheduled (completed + pending)
+  uint64_t ring_count;       // intervals ever appended; slot = index % kRingSize
+  Interval ring[kRingSize];  // non-overlapping, increasing in time
+};
+
+struct ProcRec {
+  int32_t pid;       // 0 = never used
+  uint32_t live;     // 0 once released or reclaimed (busy counters stay readable)
+  uint64_t mem_bytes[kMaxDevices];
+  uint32_t contexts[kMaxDevices];
+  uint64_t busy_sched_ns[kMaxDevices];
+};
+
+struct XidRec {
+  uint64_t seq;  // 1-based; 0 = empty
+  int32_t dev;
+  uint32_t reserved;
+  uint64_t xid;
+  uint64_t time_ns;
+};
+
+struct Region {
+  uint32_t magic;  // written last, after the rest is initialised
+  uint32_t version;
+  uint64_t size;
+  uint32_t num_devices;
+  uint32_t reserved;
+  pthread_mutex_t mu;
+  uint64_t xid_seq;
+  XidRec xids[kMaxEvents];
+  ProcRec procs[kMaxProcs];
+  DeviceRec devs[kMaxDevices];
+};
+
+static_assert(sizeof(Interval) == 24);
+static_assert(offsetof(Region, mu) == 24);
+static_assert(sizeof(pthread_mutex_t) == 40, "layout assumes x86_64/aarch64 glibc");
+
+uint64_t MonoNs();
+uint64_t RealUs();
+void SleepUntilMono(uint64_t t_ns);
+
+// Per-process handle on the shared region. Not copyable; all methods are thread-safe.
+class SharedState {
+ public:
+  // Maps (creating if needed) the state file for `cfg`. On failure returns nullptr and sets *err.
+  static SharedState* Open(const Config& cfg, std::string* err);
+  // A process-private region (used when the state file is unusable).
+  static SharedState* OpenPrivate(const Config& cfg);
+  ~SharedState();
+  SharedState(const SharedState&) = delete;
+  SharedState& operator=(const SharedState&) = delete;
+
+  int num_devices() const { return static_cast<int>(r_->num_devices); }
+  const DeviceRec& dev(int i) const { return r_->devs[i]; }
+  std::vector<std::string> Uuids() const;
+
+  // Memory of the calling process (pid = getpid()). Charge fails (false) when the device would exceed
+  // its physical total, after reclaiming dead pids.
+  bool Charge(int dev, uint64_t bytes);
+  void Uncharge(int dev, uint64_t bytes);
+  void AddContext(int dev, int delta);
+  // Releases everything the calling process holds (memory, contexts).
+  void ReleaseSelf();
+
+  uint64_t UsedBytes(int dev, int pid);  // pid 0 = all; reclaims dead pids first
+  struct ProcUsage {
+    int pid;
+    uint64_t bytes;
+  };
+  std::vector<ProcUsage> Processes(int dev);  // live pids with a context or memory on dev
+
+  // Schedules a kernel of `dur_ns` FIFO on the device; blocks while the backlog exceeds
+  // `max_backlog_ns`. Returns the kernel's end time (device clock).
+  uint64_t Launch(int dev, uint64_t dur_ns, uint64_t max_backlog_ns);
+  uint64_t BusyNs(int dev, int pid);  // completed busy ns up to now; pid 0 = all
+
+  // Busy ns per pid (pid 0 key = device total) in the window [from_ns, to_ns).
+  struct PidBusy {
+    int pid;
+    uint64_t ns;
+  };
+  std::vector<PidBusy> BusyInWindow(int dev, uint64_t from_ns, uint64_t to_ns);
+
+  void InjectXid(int dev, uint64_t xid);
+  uint64_t XidSeq();
+  // Next event with seq > after_seq (oldest still held); false when none.
+  bool NextXid(uint64_t after_seq, XidRec* out);
+
+ private:
+  SharedState(Region* r, size_t size) : r_(r), size_(size) {}
+  static void Init(Region* r, const Config& cfg);
+  void Lock();
+  void Unlock() { pthread_mutex_unlock(&r_->mu); }
+  ProcRec* SelfLocked();  // slot of getpid(), acquired on first use
+  void ReclaimDeadLocked();
+  uint64_t PendingLocked(int dev, int pid, uint64_t now);
+
+  Region* r_;
+  size_t size_;
+  int self_pid_ = 0;
+  int self_slot_ = -1;
+};
+
+}  // namespace fakegpu
