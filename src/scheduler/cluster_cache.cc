@@ -1,0 +1,230 @@
+#include "scheduler/cluster_cache.h"
+
+#include <algorithm>
+#include <map>
+
+namespace hami::scheduler {
+
+namespace {
+
+bool SameNode(const core::NodeInfo& a, const core::NodeInfo& b) {
+  return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.devices == b.devices &&
+         a.cordoned == b.cordoned && a.link_scores == b.link_scores && a.labels == b.labels;
+}
+
+}  // namespace
+
+PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
+                                           std::vector<std::string>* uuids) {
+  std::map<std::string, DeviceDelta> init_peak, app_sum;
+  for (size_t ci = 0; ci < alloc.containers.size(); ++ci) {
+    const bool init = ci < res.kinds.size() && res.kinds[ci] == core::ContainerKind::kInit;
+    std::map<std::string, DeviceDelta> mine;
+    for (const auto& d : alloc.containers[ci]) {
+      DeviceDelta& t = mine[d.uuid];
+      t.slots += 1;
+      t.mem_mib += d.usedmem_mib;
+      t.cores += d.usedcores;
+    }
+    for (const auto& [uuid, t] : mine) {
+      if (init) {
+        DeviceDelta& p = init_peak[uuid];
+        p.slots = std::max(p.slots, t.slots);
+        p.mem_mib = std::max(p.mem_mib, t.mem_mib);
+        p.cores = std::max(p.cores, t.cores);
+      } else {
+        DeviceDelta& a = app_sum[uuid];
+        a.slots += t.slots;
+        a.mem_mib += t.mem_mib;
+        a.cores += t.cores;
+      }
+    }
+  }
+  for (const auto& [uuid, p] : init_peak) {
+    DeviceDelta& a = app_sum[uuid];
+    a.slots = std::max(a.slots, p.slots);
+    a.mem_mib = std::max(a.mem_mib, p.mem_mib);
+    a.cores = std::max(a.cores, p.cores);
+  }
+  PodDelta delta;
+  delta.cpu_milli = res.cpu_milli;
+  delta.memory_mib = res.memory_mib;
+  uuids->clear();
+  for (const auto& [uuid, a] : app_sum) {
+    delta.devices.push_back(a);
+    uuids->push_back(uuid);
+  }
+  return delta;
+}
+
+void ClusterCache::ApplyRecord(NodeState& state, PodRecord& rec) {
+  std::vector<DeviceDelta> kept;
+  std::vector<std::string> kept_uuids;
+  for (size_t i = 0; i < rec.delta.devices.size(); ++i) {
+    int idx = state.DeviceIndex(rec.uuids[i]);
+    if (idx < 0) continue;  // device gone from the node: its usage no longer counts
+    DeviceDelta d = rec.delta.devices[i];
+    d.device = idx;
+    kept.push_back(d);
+    kept_uuids.push_back(rec.uuids[i]);
+  }
+  rec.delta.devices = std::move(kept);
+  rec.uuids = std::move(kept_uuids);
+  rec.delta.pod_class = PodClassOf(state, rec.delta);
+  state.Apply(rec.delta, +1);
+  rec.applied = true;
+}
+
+void ClusterCache::ApplyPendingLocked(Entry& e) {
+  absl::MutexLock pl(&pods_mu_);
+  absl::MutexLock nl(&e.mu);
+  auto it = node_pods_.find(e.state.info.name);
+  if (it == node_pods_.end()) return;
+  for (const auto& uid : it->second) {
+    PodRecord& rec = pods_.at(uid);
+    ApplyRecord(e.state, rec);
+  }
+}
+
+void ClusterCache::UpsertNode(core::NodeInfo info) {
+  absl::MutexLock l(&nodes_mu_);
+  auto it = by_name_.find(info.name);
+  if (it != by_name_.end()) {
+    Entry& e = *it->second;
+    {
+      absl::MutexLock nl(&e.mu);
+      if (SameNode(e.state.info, info)) return;
+      e.state = NodeState::Make(std::move(info));
+    }
+    ApplyPendingLocked(e);
+    return;
+  }
+  auto entry = std::make_unique<Entry>(NodeState::Make(std::move(info)));
+  Entry* raw = entry.get();
+  std::string name;
+  {
+    absl::MutexLock nl(&raw->mu);
+    name = raw->state.info.name;
+  }
+  auto pos = std::lower_bound(order_.begin(), order_.end(), name, [](const std::unique_ptr<Entry>& a, const std::string& n)
+                                  ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->state.info.name < n; });
+  order_.insert(pos, std::move(entry));
+  by_name_[name] = raw;
+  ApplyPendingLocked(*raw);
+}
+
+void ClusterCache::RemoveNode(const std::string& name) {
+  absl::MutexLock l(&nodes_mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return;
+  Entry* raw = it->second;
+  by_name_.erase(it);
+  {
+    absl::MutexLock pl(&pods_mu_);
+    auto np = node_pods_.find(name);
+    if (np != node_pods_.end())
+      for (const auto& uid : np->second) pods_.at(uid).applied = false;
+  }
+  order_.erase(std::find_if(order_.begin(), order_.end(), [raw](const auto& p) { return p.get() == raw; }));
+}
+
+Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& alloc, const PodResources& res) {
+  if (uid.empty()) return InvalidArgument("pod uid is empty");
+  if (alloc.node.empty()) return InvalidArgument("pod ", uid, ": allocation names no node");
+  PodRecord rec;
+  rec.node = alloc.node;
+  rec.delta = DeltaFromAllocation(alloc, res, &rec.uuids);
+  absl::ReaderMutexLock l(&nodes_mu_);
+  absl::MutexLock pl(&pods_mu_);
+  auto old = pods_.find(uid);
+  if (old != pods_.end()) {
+    PodRecord& o = old->second;
+    if (o.applied) {
+      if (auto e = by_name_.find(o.node); e != by_name_.end()) {
+        absl::MutexLock nl(&e->second->mu);
+        e->second->state.Apply(o.delta, -1);
+      }
+    }
+    node_pods_[o.node].erase(uid);
+    pods_.erase(old);
+  }
+  if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
+    absl::MutexLock nl(&e->second->mu);
+    ApplyRecord(e->second->state, rec);
+  }
+  node_pods_[rec.node].insert(uid);
+  pods_.emplace(uid, std::move(rec));
+  return OkStatus();
+}
+
+Status ClusterCache::RemovePod(const std::string& uid) {
+  absl::ReaderMutexLock l(&nodes_mu_);
+  absl::MutexLock pl(&pods_mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return NotFound("pod ", uid, " is not in the cache");
+  PodRecord& rec = it->second;
+  if (rec.applied) {
+    if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
+      absl::MutexLock nl(&e->second->mu);
+      e->second->state.Apply(rec.delta, -1);
+    }
+  }
+  auto np = node_pods_.find(rec.node);
+  if (np != node_pods_.end()) {
+    np->second.erase(uid);
+    if (np->second.empty()) node_pods_.erase(np);
+  }
+  pods_.erase(it);
+  return OkStatus();
+}
+
+Status ClusterCache::Reserve(const std::string& uid, const std::string& node, const PodDelta& delta) {
+  if (uid.empty()) return InvalidArgument("pod uid is empty");
+  absl::ReaderMutexLock l(&nodes_mu_);
+  auto e = by_name_.find(node);
+  if (e == by_name_.end()) return NotFound("node ", node, " is not in the cache");
+  absl::MutexLock pl(&pods_mu_);
+  if (pods_.count(uid)) return absl::AlreadyExistsError(StrCat("pod ", uid, " is already placed"));
+  absl::MutexLock nl(&e->second->mu);
+  NodeState& st = e->second->state;
+  if (!st.Fits(delta)) return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
+  PodRecord rec;
+  rec.node = node;
+  rec.delta = delta;
+  for (const auto& d : delta.devices) rec.uuids.push_back(st.info.devices[d.device].uuid);
+  if (rec.delta.pod_class == kNoPodClass) rec.delta.pod_class = PodClassOf(st, rec.delta);
+  st.Apply(rec.delta, +1);
+  rec.applied = true;
+  node_pods_[node].insert(uid);
+  pods_.emplace(uid, std::move(rec));
+  return OkStatus();
+}
+
+std::optional<NodeState> ClusterCache::Snapshot(const std::string& name) const {
+  std::optional<NodeState> out;
+  WithNode(name, [&](const NodeState& s) { out = s; });
+  return out;
+}
+
+std::vector<std::string> ClusterCache::NodeNames() const {
+  std::vector<std::string> names;
+  ForEachNode(nullptr, [&](const NodeState& s) { names.push_back(s.info.name); }, [](const std::string&) {});
+  return names;
+}
+
+size_t ClusterCache::node_count() const {
+  absl::ReaderMutexLock l(&nodes_mu_);
+  return order_.size();
+}
+
+size_t ClusterCache::pod_count() const {
+  absl::MutexLock l(&pods_mu_);
+  return pods_.size();
+}
+
+bool ClusterCache::HasPod(const std::string& uid) const {
+  absl::MutexLock l(&pods_mu_);
+  return pods_.count(uid) > 0;
+}
+
+}  // namespace hami::scheduler

@@ -1,0 +1,134 @@
+#pragma once
+// The incremental cluster-usage cache (DESIGN.md §5: no rebuild of every node's usage per decision).
+//
+// Holds per node its registration and usage (NodeState) and per pod what it adds where. Every update
+// costs O(devices of the touched node); a decision reads each node once under that node's lock.
+//
+// Concurrency contract (many concurrent Schedule calls, e.g. the extender's HTTP threads):
+//  - ForEachNode/WithNode run the callback with the node's lock held: the callback sees a
+//    consistent snapshot of that node and must be short (microseconds) and must not call back into
+//    the cache.
+//  - Reserve commits a pod only if its delta still fits the node at commit time (checked under the
+//    node's lock), so concurrent decisions can never oversubscribe memory, cores, slots, CPU or
+//    memory of a node; the loser gets ABORTED and schedules again.
+//  - Lock order: nodes_mu_ -> pods_mu_ -> a node's mu. Node add/remove takes nodes_mu_ exclusively.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "scheduler/node_state.h"
+
+namespace hami::scheduler {
+
+// Node CPU/memory and container kinds of a placed pod (for AddPod; the allocation only names
+// devices). kinds parallel to PodAllocation::containers; empty = all app containers.
+struct PlacedPodResources {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<core::ContainerKind> kinds;
+};
+
+class ClusterCache {
+ public:
+  using PodResources = PlacedPodResources;
+
+  ClusterCache() = default;
+  ClusterCache(const ClusterCache&) = delete;
+  ClusterCache& operator=(const ClusterCache&) = delete;
+
+  // Adds or replaces a node. Usage of pods already known on it is kept (matched by device uuid).
+  void UpsertNode(core::NodeInfo info);
+  // Removes a node; its pods are remembered and count again if the node comes back.
+  void RemoveNode(const std::string& name);
+
+  // Records a pod that is already placed (decision annotations after a restart, or a watch
+  // event). Ground truth: applied without a fit check. Replaces an earlier record of the uid.
+  // A node that is not known yet gets the usage when it is upserted.
+  Status AddPod(const std::string& uid, const core::PodAllocation& allocation, const PodResources& res = {});
+  // Forgets a pod (deleted, finished, or a reservation given up). NOT_FOUND when unknown.
+  Status RemovePod(const std::string& uid);
+
+  // Commits `delta` for `uid` on `node` if it still fits. ALREADY_EXISTS when uid is recorded,
+  // NOT_FOUND when the node is unknown, ABORTED when it no longer fits (schedule again).
+  Status Reserve(const std::string& uid, const std::string& node, const PodDelta& delta);
+
+  // Calls f(const NodeState&) for every node in name order (names == nullptr) or for the named
+  // nodes in the given order (unknown names are passed to missing(name)). The node's lock is held
+  // during f.
+  template <typename F, typename M>
+  void ForEachNode(const std::vector<std::string>* names, F&& f, M&& missing) const {
+    absl::ReaderMutexLock l(&nodes_mu_);
+    if (names == nullptr) {
+      for (const auto& e : order_) {
+        absl::MutexLock nl(&e->mu);
+        f(static_cast<const NodeState&>(e->state));
+      }
+      return;
+    }
+    for (const auto& name : *names) {
+      auto it = by_name_.find(name);
+      if (it == by_name_.end()) {
+        missing(name);
+        continue;
+      }
+      absl::MutexLock nl(&it->second->mu);
+      f(static_cast<const NodeState&>(it->second->state));
+    }
+  }
+
+  // Calls f(const NodeState&) for one node under its lock; false when the node is unknown.
+  template <typename F>
+  bool WithNode(const std::string& name, F&& f) const {
+    absl::ReaderMutexLock l(&nodes_mu_);
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return false;
+    absl::MutexLock nl(&it->second->mu);
+    f(static_cast<const NodeState&>(it->second->state));
+    return true;
+  }
+
+  // A copy of one node's state (tests, reports).
+  std::optional<NodeState> Snapshot(const std::string& name) const;
+  std::vector<std::string> NodeNames() const;
+  size_t node_count() const;
+  size_t pod_count() const;
+  bool HasPod(const std::string& uid) const;
+
+ private:
+  struct Entry {
+    explicit Entry(NodeState s) : state(std::move(s)) {}
+    mutable absl::Mutex mu;
+    NodeState state ABSL_GUARDED_BY(mu);
+  };
+  struct PodRecord {
+    std::string node;
+    PodDelta delta;                   // device indices valid while applied
+    std::vector<std::string> uuids;   // parallel to delta.devices (to remap on node changes)
+    bool applied = false;
+  };
+
+  // Maps the record's uuids onto `state` (devices that are gone are dropped) and applies it.
+  static void ApplyRecord(NodeState& state, PodRecord& rec);
+  // Effective per-device usage of an allocation: max(peak init container, sum of the others).
+  static PodDelta DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
+                                      std::vector<std::string>* uuids);
+  void ApplyPendingLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(nodes_mu_);
+
+  mutable absl::Mutex nodes_mu_;
+  std::vector<std::unique_ptr<Entry>> order_ ABSL_GUARDED_BY(nodes_mu_);   // sorted by name
+  std::unordered_map<std::string, Entry*> by_name_ ABSL_GUARDED_BY(nodes_mu_);
+
+  mutable absl::Mutex pods_mu_ ABSL_ACQUIRED_AFTER(nodes_mu_);
+  std::unordered_map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(pods_mu_);
+  std::unordered_map<std::string, std::unordered_set<std::string>> node_pods_ ABSL_GUARDED_BY(pods_mu_);
+};
+
+}  // namespace hami::scheduler

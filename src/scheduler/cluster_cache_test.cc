@@ -1,0 +1,106 @@
+#include "scheduler/cluster_cache.h"
+
+#include "gtest/gtest.h"
+#include "scheduler/testing/builders.h"
+
+namespace hami::scheduler {
+namespace {
+
+using testing::NodeBuilder;
+
+core::PodAllocation Alloc(const std::string& node, std::vector<std::vector<core::ContainerDevice>> c) {
+  core::PodAllocation a;
+  a.node = node;
+  a.containers = std::move(c);
+  return a;
+}
+core::ContainerDevice Dev(const std::string& uuid, int64_t mem, int cores) {
+  core::ContainerDevice d;
+  d.uuid = uuid;
+  d.usedmem_mib = mem;
+  d.usedcores = cores;
+  return d;
+}
+
+TEST(ClusterCacheTest, AddRemovePodUpdatesUsageAndDerivedState) {
+  ClusterCache c;
+  c.UpsertNode(NodeBuilder("n1").Gpus(2, 16000));
+  ASSERT_TRUE(c.AddPod("u1", Alloc("n1", {{Dev("n1-gpu1", 8000, 50)}}), {1000, 2048, {}}).ok());
+  auto s = c.Snapshot("n1");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->usage[1], (core::DeviceUsage{1, 8000, 50}));
+  EXPECT_EQ(s->free_milli[1], 500);
+  EXPECT_EQ(s->free_milli_total, 1500);
+  EXPECT_EQ(s->fully_free, 1);
+  EXPECT_EQ(s->cpu_used, 1000);
+  EXPECT_EQ(s->mem_used, 2048);
+  EXPECT_EQ(s->class_count[0], 1);
+  ASSERT_TRUE(c.RemovePod("u1").ok());
+  s = c.Snapshot("n1");
+  EXPECT_EQ(s->usage[1], core::DeviceUsage{});
+  EXPECT_EQ(s->free_milli_total, 2000);
+  EXPECT_EQ(s->classes_present, 0);
+  EXPECT_EQ(c.RemovePod("u1").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ClusterCacheTest, PodBeforeNodeIsAppliedWhenNodeArrives) {
+  ClusterCache c;
+  ASSERT_TRUE(c.AddPod("u1", Alloc("n1", {{Dev("n1-gpu0", 4000, 0)}})).ok());
+  c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000));
+  EXPECT_EQ(c.Snapshot("n1")->usage[0].usedmem_mib, 4000);
+  // Re-registration with another card list keeps the usage of cards that remain.
+  c.UpsertNode(NodeBuilder("n1").Gpus(2, 16000));
+  EXPECT_EQ(c.Snapshot("n1")->usage[0].usedmem_mib, 4000);
+  EXPECT_EQ(c.Snapshot("n1")->usage[1].usedmem_mib, 0);
+  c.RemoveNode("n1");
+  EXPECT_FALSE(c.Snapshot("n1"));
+  c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000));
+  EXPECT_EQ(c.Snapshot("n1")->usage[0].usedmem_mib, 4000);
+}
+
+TEST(ClusterCacheTest, AddPodTwiceReplaces) {
+  ClusterCache c;
+  c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000));
+  ASSERT_TRUE(c.AddPod("u1", Alloc("n1", {{Dev("n1-gpu0", 4000, 10)}})).ok());
+  ASSERT_TRUE(c.AddPod("u1", Alloc("n1", {{Dev("n1-gpu0", 6000, 20)}})).ok());
+  EXPECT_EQ(c.Snapshot("n1")->usage[0], (core::DeviceUsage{1, 6000, 20}));
+}
+
+TEST(ClusterCacheTest, InitContainersCountAtTheirPeak) {
+  ClusterCache c;
+  c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000));
+  ClusterCache::PodResources res;
+  res.kinds = {core::ContainerKind::kInit, core::ContainerKind::kInit, core::ContainerKind::kApp};
+  ASSERT_TRUE(c.AddPod("u1",
+                       Alloc("n1", {{Dev("n1-gpu0", 9000, 30)}, {Dev("n1-gpu0", 5000, 70)}, {Dev("n1-gpu0", 3000, 10)}}),
+                       res)
+                  .ok());
+  EXPECT_EQ(c.Snapshot("n1")->usage[0], (core::DeviceUsage{1, 9000, 70}));
+}
+
+TEST(ClusterCacheTest, ReserveChecksFitAndUnreserveGivesBack) {
+  ClusterCache c;
+  c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000).Cpu(4000));
+  PodDelta d;
+  d.cpu_milli = 1000;
+  d.devices = {{0, 1, 10000, 30}};
+  ASSERT_TRUE(c.Reserve("u1", "n1", d).ok());
+  EXPECT_EQ(c.Reserve("u1", "n1", d).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(c.Reserve("u2", "n1", d).code(), absl::StatusCode::kAborted);  // 20000 > 16000 MiB
+  EXPECT_EQ(c.Reserve("u2", "nx", d).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(c.RemovePod("u1").ok());
+  EXPECT_TRUE(c.Reserve("u2", "n1", d).ok());
+  EXPECT_EQ(c.Snapshot("n1")->usage[0], (core::DeviceUsage{1, 10000, 30}));
+  EXPECT_EQ(c.pod_count(), 1u);
+}
+
+TEST(ClusterCacheTest, NodesIterateInNameOrder) {
+  ClusterCache c;
+  for (const char* n : {"b", "c", "a"}) c.UpsertNode(NodeBuilder(n).Gpus(1));
+  EXPECT_EQ(c.NodeNames(), (std::vector<std::string>{"a", "b", "c"}));
+  c.RemoveNode("b");
+  EXPECT_EQ(c.NodeNames(), (std::vector<std::string>{"a", "c"}));
+}
+
+}  // namespace
+}  // namespace hami::scheduler

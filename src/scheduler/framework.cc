@@ -1,0 +1,238 @@
+#include "scheduler/framework.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace hami::scheduler {
+
+CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_(rng) {
+  int64_t init_cpu = 0, init_mem = 0, cpu = 0, mem = 0;
+  for (const auto& c : pod.containers) {
+    if (c.kind == core::ContainerKind::kInit) {
+      init_cpu = std::max(init_cpu, c.cpu_milli);
+      init_mem = std::max(init_mem, c.memory_mib);
+    } else {
+      cpu += c.cpu_milli;
+      mem += c.memory_mib;
+    }
+    for (const auto& d : c.devices) has_devices_ = has_devices_ || d.nums > 0;
+  }
+  cpu_milli_ = std::max(init_cpu, cpu);
+  memory_mib_ = std::max(init_mem, mem);
+}
+
+int64_t PickContext::MemFor(int d) const {
+  if (request.memreq_mib > 0) return request.memreq_mib;
+  const int64_t devmem = node.info.devices[d].devmem_mib;
+  if (request.mem_percentage > 0) return devmem * std::min(request.mem_percentage, 100) / 100;
+  return devmem;  // neither given: the whole card's memory (upstream default)
+}
+
+bool TypeMatches(const std::string& type, const std::string& pattern) {
+  if (pattern.empty()) return false;
+  if (pattern.size() > type.size()) return false;
+  for (size_t i = 0; i + pattern.size() <= type.size(); ++i) {
+    size_t j = 0;
+    while (j < pattern.size() &&
+           std::tolower(static_cast<unsigned char>(type[i + j])) ==
+               std::tolower(static_cast<unsigned char>(pattern[j])))
+      ++j;
+    if (j == pattern.size()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// Upstream's per-device checks in upstream's order. Returns Reason::kCount when the device fits.
+Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool* never) {
+  const core::DeviceInfo& dev = ctx.node.info.devices[d];
+  const core::DeviceUsage& u = ctx.usage[d];
+  const core::DeviceSelectors& sel = ctx.cycle.pod().selectors;
+  *never = false;
+  if (!dev.health) return Reason::kCardNotHealth;
+  if (ctx.node.cordoned[d]) return Reason::kCardCordoned;
+  if (!sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty()) {
+    bool ok = sel.use_types.empty();
+    for (const auto& t : sel.use_types) ok = ok || TypeMatches(dev.type, t);
+    for (const auto& t : sel.nouse_types) ok = ok && !TypeMatches(dev.type, t);
+    if (ok && !sel.vgpu_mode.empty()) {
+      const std::string mode = dev.mode.empty() ? "hami-core" : dev.mode;
+      ok = mode.find(sel.vgpu_mode) != std::string::npos;
+    }
+    if (!ok) {
+      *never = true;
+      return Reason::kCardTypeMismatch;
+    }
+  }
+  if ((!sel.use_uuids.empty() && !Contains(sel.use_uuids, dev.uuid)) || Contains(sel.nouse_uuids, dev.uuid)) {
+    *never = true;
+    return Reason::kCardUuidMismatch;
+  }
+  if (dev.count <= u.used) {
+    *never = dev.count <= 0;
+    return Reason::kCardTimeSlicingExhausted;
+  }
+  if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) return veto;
+  const int64_t mem = ctx.MemFor(d);
+  if (dev.devmem_mib - u.usedmem_mib < mem) {
+    *never = dev.devmem_mib < mem;
+    return Reason::kCardInsufficientMemory;
+  }
+  const int cores = ctx.request.coresreq;
+  if (dev.devcore - u.usedcores < cores) {
+    *never = dev.devcore < cores;
+    return Reason::kCardInsufficientCore;
+  }
+  if (cores > 0 && cores >= dev.devcore && u.used > 0) return Reason::kExclusiveDeviceAllocateConflict;
+  if (cores == 0 && dev.devcore > 0 && u.usedcores >= dev.devcore) return Reason::kCardComputeUnitsExhausted;
+  return Reason::kCount;
+}
+
+void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
+  a.slots = std::max(a.slots, b.slots);
+  a.mem_mib = std::max(a.mem_mib, b.mem_mib);
+  a.cores = std::max(a.cores, b.cores);
+}
+
+}  // namespace
+
+bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeState& node,
+                  EvalScratch& s, Placement* placement, FitFailure* why) {
+  const core::PodRequest& pod = cycle.pod();
+  if (why) {
+    why->Clear();
+    why->devices = node.gpus();
+  }
+  if (node.info.cpu_milli > 0 && cycle.cpu_milli() > node.cpu_free()) {
+    if (why) why->Add(Reason::kInsufficientCpu, cycle.cpu_milli() > node.info.cpu_milli);
+    return false;
+  }
+  if (node.info.memory_mib > 0 && cycle.memory_mib() > node.mem_free()) {
+    if (why) why->Add(Reason::kInsufficientMemory, cycle.memory_mib() > node.info.memory_mib);
+    return false;
+  }
+  placement->Clear();
+  placement->containers.resize(pod.containers.size());
+  placement->delta.cpu_milli = cycle.cpu_milli();
+  placement->delta.memory_mib = cycle.memory_mib();
+  if (!cycle.has_devices()) return true;
+
+  const int n = node.gpus();
+  s.base.assign(node.usage.begin(), node.usage.end());
+  s.init_peak.assign(n, DeviceDelta{});
+  s.app_sum.assign(n, DeviceDelta{});
+  const GpuPicker& picker = *profile.picker;
+
+  for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
+    const core::ContainerRequest& c = pod.containers[ci];
+    if (c.devices.empty()) continue;
+    const bool init = c.kind == core::ContainerKind::kInit;
+    // Init containers run one at a time on the node's usage; the others add up.
+    if (init) s.work = s.base;
+    std::vector<core::DeviceUsage>& usage = init ? s.work : s.base;
+    for (const core::DeviceRequest& r : c.devices) {
+      if (r.nums <= 0) continue;
+      PickContext ctx{cycle, node, usage, r};
+      int of_vendor = 0;
+      s.candidates.clear();
+      for (int d = 0; d < n; ++d) {
+        if (node.info.devices[d].vendor != r.vendor) continue;
+        ++of_vendor;
+        bool never = false;
+        Reason why_not = CheckDevice(picker, ctx, d, &never);
+        if (why_not == Reason::kCount) {
+          s.candidates.push_back(d);
+        } else if (why) {
+          why->Add(why_not, never);
+        }
+      }
+      if (r.nums > of_vendor) {
+        if (why) {
+          why->Clear();
+          why->devices = n;
+          why->Add(Reason::kNodeInsufficientDevice, true);
+        }
+        return false;
+      }
+      if (static_cast<int>(s.candidates.size()) < r.nums) {
+        if (why) why->failed = true;
+        return false;
+      }
+      s.picked.clear();
+      if (pod.selectors.numa_bind) {
+        // All GPUs of the container from one NUMA node: try each NUMA node, lowest first.
+        std::vector<int> numas;
+        for (int d : s.candidates) numas.push_back(node.info.devices[d].numa);
+        std::sort(numas.begin(), numas.end());
+        numas.erase(std::unique(numas.begin(), numas.end()), numas.end());
+        std::vector<int> group;
+        for (int numa : numas) {
+          group.clear();
+          for (int d : s.candidates)
+            if (node.info.devices[d].numa == numa) group.push_back(d);
+          if (static_cast<int>(group.size()) < r.nums) continue;
+          s.picked.clear();
+          picker.Pick(ctx, group, &s.picked);
+          if (static_cast<int>(s.picked.size()) >= r.nums) break;
+        }
+        if (static_cast<int>(s.picked.size()) < r.nums) {
+          if (why) why->Add(Reason::kNumaNotFit, false);
+          return false;
+        }
+      } else {
+        picker.Pick(ctx, s.candidates, &s.picked);
+        if (static_cast<int>(s.picked.size()) < r.nums) {
+          if (why) why->failed = true;
+          return false;
+        }
+      }
+      for (int k = 0; k < r.nums; ++k) {
+        const int d = s.picked[k];
+        DeviceDelta dd{d, 1, ctx.MemFor(d), r.coresreq};
+        usage[d].used += 1;
+        usage[d].usedmem_mib += dd.mem_mib;
+        usage[d].usedcores += dd.cores;
+        placement->containers[ci].push_back(dd);
+      }
+    }
+    // Fold this container into the effective usage.
+    if (init) {
+      // One init container's per-device total, then the peak over init containers.
+      for (int d = 0; d < n; ++d) {
+        DeviceDelta t{d, s.work[d].used - s.base[d].used, s.work[d].usedmem_mib - s.base[d].usedmem_mib,
+                      s.work[d].usedcores - s.base[d].usedcores};
+        MaxInto(s.init_peak[d], t);
+      }
+    }
+  }
+  for (int d = 0; d < n; ++d) {
+    DeviceDelta eff{d, s.base[d].used - node.usage[d].used, s.base[d].usedmem_mib - node.usage[d].usedmem_mib,
+                    s.base[d].usedcores - node.usage[d].usedcores};
+    MaxInto(eff, s.init_peak[d]);
+    if (eff.slots == 0 && eff.mem_mib == 0 && eff.cores == 0) continue;
+    eff.device = d;
+    placement->delta.devices.push_back(eff);
+    placement->gpu_milli += RequestMilli(node.info.devices[d], eff.mem_mib, eff.cores);
+    placement->gpus += eff.slots > 0;
+  }
+  placement->delta.pod_class = PodClassOf(node, placement->delta);
+  return true;
+}
+
+void NormalizeScores(Normalize how, std::span<int64_t> scores) {
+  if (scores.empty()) return;
+  if (how == Normalize::kClamp) {
+    for (auto& s : scores) s = std::clamp<int64_t>(s, 0, 100);
+    return;
+  }
+  auto [lo, hi] = std::minmax_element(scores.begin(), scores.end());
+  const int64_t min = *lo, max = *hi;
+  for (auto& s : scores) s = max == min ? 100 : (s - min) * 100 / (max - min);
+}
+
+}  // namespace hami::scheduler

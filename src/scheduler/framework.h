@@ -1,0 +1,171 @@
+#pragma once
+// The scheduling framework, in the style of the Kubernetes scheduler framework:
+//
+//   for every candidate node (under that node's lock, on a consistent snapshot):
+//     Filter:  node CPU/memory fit, then device fit per container. The device fit runs upstream HAMi's
+//              per-device checks (health, cordon, type, uuid, slots, memory, cores, exclusivity) and
+//              asks the profile's GpuPicker which of the fitting devices to take.
+//     Score:   the profile's NodeScorer rates the node with the pod placed (raw integer).
+//   then once: normalisation to 0..100 (higher is better), host selection (highest score, ties to the
+//   node earliest in name order), and the winner is re-evaluated to produce the allocation.
+//
+// A policy is a Profile = one GpuPicker + one NodeScorer + how to normalise and select; it lives in
+// src/scheduler/policies/<name>/ and is one row of the registry (registry.h). Plugins see a request,
+// a node view and per-cycle scratch state; never RPC, never the cache.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "scheduler/node_state.h"
+#include "scheduler/reasons.h"
+
+namespace hami::scheduler {
+
+// Per-cycle (one pod, one Schedule call) scratch state. Plugins may stash parsed per-pod data once
+// in PreFilter and read it on every node.
+class CycleState {
+ public:
+  CycleState(const core::PodRequest& pod, Rng* rng);
+
+  const core::PodRequest& pod() const { return *pod_; }
+  // Randomness for randomized policies; never null during a cycle.
+  Rng& rng() const { return *rng_; }
+  // Effective node resources of the pod: max(peak init container, sum of the others) (k8s rule).
+  int64_t cpu_milli() const { return cpu_milli_; }
+  int64_t memory_mib() const { return memory_mib_; }
+  bool has_devices() const { return has_devices_; }
+
+  // Typed plugin data keyed by the plugin's address. Write replaces.
+  template <typename T>
+  T* Write(const void* key, T value) {
+    for (auto& [k, d] : data_)
+      if (k == key) {
+        d = std::make_unique<Holder<T>>(std::move(value));
+        return &static_cast<Holder<T>*>(d.get())->value;
+      }
+    data_.emplace_back(key, std::make_unique<Holder<T>>(std::move(value)));
+    return &static_cast<Holder<T>*>(data_.back().second.get())->value;
+  }
+  template <typename T>
+  const T* Read(const void* key) const {
+    for (const auto& [k, d] : data_)
+      if (k == key) return &static_cast<const Holder<T>*>(d.get())->value;
+    return nullptr;
+  }
+
+ private:
+  struct Base {
+    virtual ~Base() = default;
+  };
+  template <typename T>
+  struct Holder : Base {
+    explicit Holder(T v) : value(std::move(v)) {}
+    T value;
+  };
+  const core::PodRequest* pod_;
+  Rng* rng_;
+  int64_t cpu_milli_ = 0;
+  int64_t memory_mib_ = 0;
+  bool has_devices_ = false;
+  std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
+};
+
+// What a GpuPicker sees when choosing devices for one container's request on one node.
+struct PickContext {
+  const CycleState& cycle;
+  const NodeState& node;
+  // Usage including the pod's earlier containers (later containers see earlier ones).
+  std::span<const core::DeviceUsage> usage;
+  const core::DeviceRequest& request;
+  // Memory this request takes on device `d` (resolves gpumem-percentage against that device).
+  int64_t MemFor(int d) const;
+  // Free milli of device `d` under `usage`.
+  int FreeMilliOf(int d) const { return FreeMilli(node.info.devices[d], usage[d]); }
+  int RequestMilliOn(int d) const { return RequestMilli(node.info.devices[d], MemFor(d), request.coresreq); }
+};
+
+// Chooses which fitting devices a container gets (upstream: the gpu-scheduler-policy sort order).
+class GpuPicker {
+ public:
+  virtual ~GpuPicker() = default;
+  // Once per cycle, before any node: parse per-pod options. An error rejects the pod (bad annotation).
+  virtual Status PreFilter(CycleState& cycle) const { return OkStatus(); }
+  // A veto on a device that passed the generic checks (e.g. mutex: only idle cards). Return the
+  // reason to count, or Reason::kCount to admit.
+  virtual Reason Admit(const PickContext& ctx, int device) const { return Reason::kCount; }
+  // Appends request.nums devices chosen among `candidates` (ascending device index, each fits on its
+  // own) to `out`, or fewer when no acceptable choice exists (the node then fails for this pod).
+  virtual void Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const = 0;
+};
+
+// Where the pod would go on one node.
+struct Placement {
+  PodDelta delta;                                        // effective usage added to the node
+  std::vector<std::vector<DeviceDelta>> containers;      // per container (PodRequest order)
+  int64_t gpu_milli = 0;    // sum over the pod's devices of the milli it takes (effective usage)
+  int gpus = 0;             // devices the pod takes (effective usage)
+  void Clear() {
+    delta.devices.clear();
+    delta.cpu_milli = delta.memory_mib = 0;
+    delta.pod_class = kNoPodClass;
+    for (auto& c : containers) c.clear();
+    gpu_milli = 0;
+    gpus = 0;
+  }
+};
+
+// Rates a feasible node with the pod placed. Raw scores are integers; the framework normalises them
+// once (Profile::normalize) into 0..100, higher is better.
+class NodeScorer {
+ public:
+  virtual ~NodeScorer() = default;
+  virtual Status PreFilter(CycleState& cycle) const { return OkStatus(); }
+  // `node` is the state before the pod; `placement` is where the pod would go.
+  virtual int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const = 0;
+};
+
+enum class Normalize {
+  kClamp,    // raw scores are already 0..100 (clamped as a safeguard)
+  kMinMax,   // integer min-max over the feasible nodes: 100*(s-min)/(max-min); all 100 when equal
+};
+enum class HostSelection {
+  kHighestScore,     // highest normalised score; ties go to the node earliest in name order
+  kUniformFeasible,  // a uniformly random feasible node (scores are ignored)
+};
+
+struct Profile {
+  std::string name;
+  std::unique_ptr<GpuPicker> picker;
+  std::unique_ptr<NodeScorer> scorer;
+  Normalize normalize = Normalize::kClamp;
+  HostSelection selection = HostSelection::kHighestScore;
+};
+
+// Reusable buffers of one evaluation thread (no allocation per node once warm).
+struct EvalScratch {
+  std::vector<core::DeviceUsage> base;
+  std::vector<core::DeviceUsage> work;
+  std::vector<int> candidates;
+  std::vector<int> picked;
+  std::vector<DeviceDelta> init_peak;
+  std::vector<DeviceDelta> app_sum;
+};
+
+// Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`
+// (when not null). `node` must not change during the call (the caller holds the node's lock).
+bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeState& node,
+                  EvalScratch& scratch, Placement* placement, FitFailure* why);
+
+// Normalised 0..100 scores from raw scores, per the profile.
+void NormalizeScores(Normalize how, std::span<int64_t> scores);
+
+// True when `type` matches `pattern` as a case-insensitive substring (use-gputype semantics).
+bool TypeMatches(const std::string& type, const std::string& pattern);
+
+}  // namespace hami::scheduler

@@ -1,0 +1,102 @@
+#include "scheduler/node_state.h"
+
+#include <algorithm>
+
+namespace hami::scheduler {
+
+namespace {
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+int RequestMilli(const core::DeviceInfo& dev, int64_t mem_mib, int cores) {
+  int64_t m = 0;
+  if (dev.devmem_mib > 0) m = CeilDiv(std::max<int64_t>(mem_mib, 0) * kMilliPerGpu, dev.devmem_mib);
+  if (dev.devcore > 0) m = std::max(m, CeilDiv(std::max(cores, 0) * int64_t{kMilliPerGpu}, dev.devcore));
+  return static_cast<int>(std::min<int64_t>(m, kMilliPerGpu));
+}
+
+int FreeMilli(const core::DeviceInfo& dev, const core::DeviceUsage& u) {
+  if (dev.count > 0 && u.used >= dev.count) return 0;
+  int64_t f = kMilliPerGpu;
+  if (dev.devmem_mib > 0) f = std::min(f, (dev.devmem_mib - u.usedmem_mib) * kMilliPerGpu / dev.devmem_mib);
+  if (dev.devcore > 0) f = std::min(f, (dev.devcore - int64_t{u.usedcores}) * kMilliPerGpu / dev.devcore);
+  return static_cast<int>(std::clamp<int64_t>(f, 0, kMilliPerGpu));
+}
+
+NodeState NodeState::Make(core::NodeInfo info) {
+  NodeState s;
+  s.info = std::move(info);
+  const size_t n = s.info.devices.size();
+  s.usage.assign(n, core::DeviceUsage{});
+  s.cordoned.assign(n, 0);
+  s.free_milli.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& uuid = s.info.devices[i].uuid;
+    s.cordoned[i] = std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
+    s.Refresh(static_cast<int>(i));
+  }
+  return s;
+}
+
+int NodeState::DeviceIndex(const std::string& uuid) const {
+  for (size_t i = 0; i < info.devices.size(); ++i)
+    if (info.devices[i].uuid == uuid) return static_cast<int>(i);
+  return -1;
+}
+
+void NodeState::Refresh(int d) {
+  const int old = free_milli[d];
+  const int now = FreeMilli(info.devices[d], usage[d]);
+  free_milli[d] = now;
+  free_milli_total += now - old;
+  fully_free += (now == kMilliPerGpu) - (old == kMilliPerGpu);
+}
+
+void NodeState::Apply(const PodDelta& delta, int sign) {
+  cpu_used += sign * delta.cpu_milli;
+  mem_used += sign * delta.memory_mib;
+  pods += sign;
+  for (const auto& d : delta.devices) {
+    auto& u = usage[d.device];
+    u.used += sign * d.slots;
+    u.usedmem_mib += sign * d.mem_mib;
+    u.usedcores += sign * d.cores;
+    Refresh(d.device);
+  }
+  if (delta.pod_class >= 0 && delta.pod_class < kPodClasses) {
+    int& c = class_count[delta.pod_class];
+    if (sign > 0 && c == 0) ++classes_present;
+    c += sign;
+    if (sign < 0 && c == 0) --classes_present;
+  }
+}
+
+bool NodeState::Fits(const PodDelta& delta) const {
+  if (info.cpu_milli > 0 && delta.cpu_milli > cpu_free()) return false;
+  if (info.memory_mib > 0 && delta.memory_mib > mem_free()) return false;
+  for (const auto& d : delta.devices) {
+    if (d.device < 0 || d.device >= gpus()) return false;
+    const auto& dev = info.devices[d.device];
+    const auto& u = usage[d.device];
+    if (d.slots > 0 && u.used + d.slots > dev.count) return false;
+    if (u.usedmem_mib + d.mem_mib > dev.devmem_mib) return false;
+    if (u.usedcores + d.cores > dev.devcore) return false;
+    if (d.cores >= dev.devcore && d.cores > 0 && u.used > 0) return false;  // exclusive card
+  }
+  return true;
+}
+
+int PodClassOf(const NodeState& node, const PodDelta& delta) {
+  int gpus = 0;
+  int milli = 0;
+  for (const auto& d : delta.devices) {
+    if (d.slots <= 0) continue;
+    gpus += d.slots;
+    milli = RequestMilli(node.info.devices[d.device], d.mem_mib, d.cores);
+  }
+  if (gpus == 0) return kNoPodClass;
+  if (gpus == 1 && milli < kMilliPerGpu) return 0;
+  return std::min(gpus, kPodClasses - 1);
+}
+
+}  // namespace hami::scheduler

@@ -1,0 +1,84 @@
+#pragma once
+// The scheduler's view of one node: its registration (core::NodeInfo), what is in use on each device
+// and of the node's CPU/memory, and derived per-node facts that policies read on every decision
+// (free milli per GPU, fully free GPUs, pod classes). Every update touches O(devices of the node).
+//
+// "Milli" is the policy-neutral size of a GPU share: 1000 = a whole device. A device's used milli is
+// the larger of its memory and core fractions (a device with all slots taken counts as full), so the
+// FGD-style policies work unchanged on real HAMi devices and are exact in the simulator.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace hami::scheduler {
+
+inline constexpr int kMilliPerGpu = 1000;
+
+// Pod classes for class-aware policies: 0 = shares one GPU (< 1000 milli), k = k whole GPUs
+// (k = 1..8), 9 = more than 8 GPUs. CPU-only pods have no class.
+inline constexpr int kPodClasses = 10;
+inline constexpr int kNoPodClass = -1;
+
+// Milli of a request of (mem MiB, cores %) on `dev`, rounded up.
+int RequestMilli(const core::DeviceInfo& dev, int64_t mem_mib, int cores);
+// Free milli of a device given its usage (0 when its slots are exhausted).
+int FreeMilli(const core::DeviceInfo& dev, const core::DeviceUsage& usage);
+
+// What one pod adds to one device (effective usage: init containers already collapsed).
+struct DeviceDelta {
+  int device = -1;        // index into NodeInfo::devices
+  int slots = 0;
+  int64_t mem_mib = 0;
+  int cores = 0;
+  bool operator==(const DeviceDelta&) const = default;
+};
+
+// What one pod adds to one node.
+struct PodDelta {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<DeviceDelta> devices;
+  int pod_class = kNoPodClass;
+};
+
+struct NodeState {
+  core::NodeInfo info;
+  std::vector<core::DeviceUsage> usage;   // parallel to info.devices
+  std::vector<char> cordoned;             // parallel to info.devices
+  int64_t cpu_used = 0;
+  int64_t mem_used = 0;
+  int pods = 0;
+
+  // Derived, kept current by Apply().
+  std::vector<int> free_milli;            // per device, 0..1000
+  int64_t free_milli_total = 0;
+  int fully_free = 0;                     // devices with free_milli == 1000
+  std::array<int, kPodClasses> class_count{};   // GPU pods on the node per class
+  int classes_present = 0;                // number of classes with class_count > 0
+
+  // Builds the state of a node with no pods.
+  static NodeState Make(core::NodeInfo info);
+
+  int gpus() const { return static_cast<int>(info.devices.size()); }
+  int64_t cpu_free() const { return info.cpu_milli - cpu_used; }
+  int64_t mem_free() const { return info.memory_mib - mem_used; }
+  // Index of the device with this uuid, or -1.
+  int DeviceIndex(const std::string& uuid) const;
+
+  // Adds (sign = +1) or removes (sign = -1) a pod's usage; O(devices of the delta).
+  void Apply(const PodDelta& delta, int sign);
+  // True when `delta` still fits on top of the current usage (slots, memory, cores, exclusivity,
+  // CPU and memory of the node). Used to commit a reservation optimistically.
+  bool Fits(const PodDelta& delta) const;
+
+ private:
+  void Refresh(int device);
+};
+
+// The class of a pod from what it takes on a node.
+int PodClassOf(const NodeState& node, const PodDelta& delta);
+
+}  // namespace hami::scheduler

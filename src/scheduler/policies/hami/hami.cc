@@ -1,0 +1,225 @@
+#include "scheduler/policies/hami/hami.h"
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace hami::scheduler::policies {
+
+namespace {
+
+enum class GpuKey { kBinpack, kSpread, kMutex, kNuma, kTopology };
+
+struct GpuPolicy {
+  std::vector<GpuKey> keys;
+  bool mutex = false;
+  bool topology = false;
+  core::ScoringWeights weights;
+};
+
+std::string Trim(std::string s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+StatusOr<GpuPolicy> ParseGpuPolicy(const std::string& text) {
+  GpuPolicy p;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = Trim(item);
+    if (item == "binpack") p.keys.push_back(GpuKey::kBinpack);
+    else if (item == "spread") p.keys.push_back(GpuKey::kSpread);
+    else if (item == "mutex") p.keys.push_back(GpuKey::kMutex), p.mutex = true;
+    else if (item == "numa") p.keys.push_back(GpuKey::kNuma);
+    else if (item == "topology-aware") p.keys.push_back(GpuKey::kTopology), p.topology = true;
+    else
+      return InvalidArgument("gpu scheduler policy '", text, "': unknown key '", item,
+                             "' (want binpack, spread, mutex, numa, topology-aware or a comma chain)");
+  }
+  if (p.keys.empty()) return InvalidArgument("gpu scheduler policy is empty");
+  return p;
+}
+
+// Upstream's per-device score with the pod's own request counted (per mille, weighted).
+int64_t DeviceScore(const PickContext& ctx, int d, const core::ScoringWeights& w) {
+  const auto& dev = ctx.node.info.devices[d];
+  const auto& u = ctx.usage[d];
+  int64_t s = 0;
+  if (dev.count > 0) s += int64_t{w.slot} * 1000 * (u.used + 1) / dev.count;
+  if (dev.devcore > 0) s += int64_t{w.core} * 1000 * (u.usedcores + ctx.request.coresreq) / dev.devcore;
+  if (dev.devmem_mib > 0) s += int64_t{w.memory} * 1000 * (u.usedmem_mib + ctx.MemFor(d)) / dev.devmem_mib;
+  return s;
+}
+
+class HamiPicker final : public GpuPicker {
+ public:
+  explicit HamiPicker(std::string default_policy) : default_(std::move(default_policy)) {}
+
+  Status PreFilter(CycleState& cycle) const override {
+    const auto& pod = cycle.pod();
+    HAMI_ASSIGN_OR_RETURN(GpuPolicy p, ParseGpuPolicy(pod.gpu_policy.empty() ? default_ : pod.gpu_policy));
+    if (pod.has_weights) {
+      const auto& w = pod.weights;
+      if (w.slot < 0 || w.core < 0 || w.memory < 0 || (w.slot == 0 && w.core == 0 && w.memory == 0))
+        return InvalidArgument("hami.io/device-scoring-weights: values must be >= 0 and at least one > 0");
+      p.weights = w;
+    }
+    cycle.Write(this, std::move(p));
+    return OkStatus();
+  }
+
+  Reason Admit(const PickContext& ctx, int d) const override {
+    const GpuPolicy* p = ctx.cycle.Read<GpuPolicy>(this);
+    if (p && p->mutex && ctx.usage[d].used > 0) return Reason::kExclusiveDeviceAllocateConflict;
+    return Reason::kCount;
+  }
+
+  void Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const override {
+    const GpuPolicy& p = *ctx.cycle.Read<GpuPolicy>(this);
+    const int nums = ctx.request.nums;
+    if (p.topology) {
+      PickTopology(ctx, candidates, nums, out);
+      return;
+    }
+    std::vector<int> order(candidates.begin(), candidates.end());
+    std::vector<int64_t> score(ctx.node.gpus(), 0);
+    for (int d : order) score[d] = DeviceScore(ctx, d, p.weights);
+    // Lexicographic over the chain's keys; each key lists the preferred device first.
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      for (GpuKey k : p.keys) {
+        int64_t ka = 0, kb = 0;
+        switch (k) {
+          case GpuKey::kBinpack: ka = -score[a], kb = -score[b]; break;
+          case GpuKey::kSpread: ka = score[a], kb = score[b]; break;
+          case GpuKey::kMutex: ka = ctx.usage[a].used, kb = ctx.usage[b].used; break;
+          case GpuKey::kNuma: ka = ctx.node.info.devices[a].numa, kb = ctx.node.info.devices[b].numa; break;
+          case GpuKey::kTopology: break;
+        }
+        if (ka != kb) return ka < kb;
+      }
+      return false;
+    });
+    for (int i = 0; i < nums && i < static_cast<int>(order.size()); ++i) out->push_back(order[i]);
+  }
+
+ private:
+  static int Link(const NodeState& node, int a, int b) {
+    const auto& ls = node.info.link_scores;
+    auto ia = ls.find(node.info.devices[a].uuid);
+    if (ia == ls.end()) return 0;
+    auto ib = ia->second.find(node.info.devices[b].uuid);
+    return ib == ia->second.end() ? 0 : ib->second;
+  }
+
+  // Upstream topology-aware: one GPU -> the one least connected to the other candidates (keeps
+  // well-connected groups free); k GPUs -> the combination with the largest sum of pair scores.
+  static void PickTopology(const PickContext& ctx, std::span<const int> cand, int nums, std::vector<int>* out) {
+    const int n = static_cast<int>(cand.size());
+    if (n < nums) return;
+    if (nums == 1) {
+      int best = -1;
+      int64_t best_sum = 0;
+      for (int i = 0; i < n; ++i) {
+        int64_t sum = 0;
+        for (int j = 0; j < n; ++j)
+          if (j != i) sum += Link(ctx.node, cand[i], cand[j]);
+        if (best < 0 || sum < best_sum) best = i, best_sum = sum;
+      }
+      out->push_back(cand[best]);
+      return;
+    }
+    // Enumerate C(n, k) in lexicographic order (n is the device count of one node, small).
+    std::vector<int> idx(nums), best_idx;
+    for (int i = 0; i < nums; ++i) idx[i] = i;
+    int64_t best_sum = -1;
+    while (true) {
+      int64_t sum = 0;
+      for (int i = 0; i < nums; ++i)
+        for (int j = i + 1; j < nums; ++j) sum += Link(ctx.node, cand[idx[i]], cand[idx[j]]);
+      if (sum > best_sum) best_sum = sum, best_idx = idx;
+      int i = nums - 1;
+      while (i >= 0 && idx[i] == n - nums + i) --i;
+      if (i < 0) break;
+      ++idx[i];
+      for (int j = i + 1; j < nums; ++j) idx[j] = idx[j - 1] + 1;
+    }
+    for (int i : best_idx) out->push_back(cand[i]);
+  }
+
+  std::string default_;
+};
+
+enum class NodeMode { kBinpack, kSpread };
+
+// Node utilisation after placing the pod, 0..100: the mean of the slot, core and memory fractions
+// over all devices of the node (upstream's NodeScore / 30, pod counted).
+int64_t NodeUtilization(const NodeState& node, const Placement& pl) {
+  int64_t used = 0, count = 0, cores = 0, devcore = 0, mem = 0, devmem = 0;
+  for (int d = 0; d < node.gpus(); ++d) {
+    const auto& dev = node.info.devices[d];
+    used += node.usage[d].used;
+    count += dev.count;
+    cores += node.usage[d].usedcores;
+    devcore += dev.devcore;
+    mem += node.usage[d].usedmem_mib;
+    devmem += dev.devmem_mib;
+  }
+  for (const auto& d : pl.delta.devices) {
+    used += d.slots;
+    cores += d.cores;
+    mem += d.mem_mib;
+  }
+  int64_t perm = 0;
+  if (count > 0) perm += 1000 * used / count;
+  if (devcore > 0) perm += 1000 * cores / devcore;
+  if (devmem > 0) perm += 1000 * mem / devmem;
+  return perm / 30;
+}
+
+class HamiNodeScorer final : public NodeScorer {
+ public:
+  explicit HamiNodeScorer(std::string default_policy) : default_(std::move(default_policy)) {}
+
+  Status PreFilter(CycleState& cycle) const override {
+    const std::string& p = cycle.pod().node_policy.empty() ? default_ : cycle.pod().node_policy;
+    std::string t = Trim(p);
+    if (t == "binpack") cycle.Write(this, NodeMode::kBinpack);
+    else if (t == "spread") cycle.Write(this, NodeMode::kSpread);
+    else return InvalidArgument("node scheduler policy '", p, "': want binpack or spread");
+    return OkStatus();
+  }
+
+  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& pl) const override {
+    const int64_t util = NodeUtilization(node, pl);
+    return *cycle.Read<NodeMode>(this) == NodeMode::kBinpack ? util : 100 - util;
+  }
+
+ private:
+  std::string default_;
+};
+
+StatusOr<std::unique_ptr<Profile>> Make(const char* name, const std::string& node_policy, const std::string& gpu_policy) {
+  // Validate the configured defaults at start-up, not on the first pod.
+  HAMI_RETURN_IF_ERROR(ParseGpuPolicy(gpu_policy).status());
+  if (node_policy != "binpack" && node_policy != "spread")
+    return InvalidArgument("node scheduler policy '", node_policy, "': want binpack or spread");
+  auto p = std::make_unique<Profile>();
+  p->name = name;
+  p->picker = std::make_unique<HamiPicker>(gpu_policy);
+  p->scorer = std::make_unique<HamiNodeScorer>(node_policy);
+  p->normalize = Normalize::kClamp;
+  return p;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Profile>> MakeHami(const PolicyConfig& config) {
+  return Make("hami", config.node_policy, config.gpu_policy);
+}
+StatusOr<std::unique_ptr<Profile>> MakeHamiBinpack(const PolicyConfig&) { return Make("hami-binpack", "binpack", "binpack"); }
+StatusOr<std::unique_ptr<Profile>> MakeHamiSpread(const PolicyConfig&) { return Make("hami-spread", "spread", "spread"); }
+
+}  // namespace hami::scheduler::policies

@@ -1,0 +1,129 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+
+namespace hami::scheduler {
+
+core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
+  core::PodAllocation a;
+  a.node = node.info.name;
+  a.containers.resize(p.containers.size());
+  for (size_t ci = 0; ci < p.containers.size(); ++ci) {
+    for (const auto& d : p.containers[ci]) {
+      const auto& dev = node.info.devices[d.device];
+      core::ContainerDevice cd;
+      cd.uuid = dev.uuid;
+      cd.vendor = dev.vendor;
+      cd.usedmem_mib = d.mem_mib;
+      cd.usedcores = d.cores;
+      cd.index = dev.index;
+      a.containers[ci].push_back(std::move(cd));
+    }
+  }
+  return a;
+}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
+  HAMI_ASSIGN_OR_RETURN(auto profile, MakeProfile(options.policy, options.config));
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(profile), options.seed));
+}
+
+namespace {
+// Per-thread buffers so a decision does not allocate per node.
+struct ThreadScratch {
+  EvalScratch eval;
+  Placement placement;
+  FitFailure failure;
+  std::vector<int64_t> raw;
+  std::vector<std::string> names;   // reused: assign() keeps capacity
+  size_t feasible = 0;
+};
+thread_local ThreadScratch t_scratch;
+}  // namespace
+
+StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidates,
+                                       const ScheduleOptions& options) const {
+  Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (calls_.fetch_add(1, std::memory_order_relaxed) + 1)));
+  Rng* rng = options.rng ? options.rng : &local;
+  CycleState cycle(pod, rng);
+  HAMI_RETURN_IF_ERROR(profile_->picker->PreFilter(cycle));
+  HAMI_RETURN_IF_ERROR(profile_->scorer->PreFilter(cycle));
+
+  ThreadScratch& ts = t_scratch;
+  ts.raw.clear();
+  ts.feasible = 0;
+  Decision out;
+  const bool uniform = profile_->selection == HostSelection::kUniformFeasible;
+  cache_.ForEachNode(
+      candidates,
+      [&](const NodeState& node) {
+        FitFailure* why = options.explain ? &ts.failure : nullptr;
+        if (!EvaluateNode(*profile_, cycle, node, ts.eval, &ts.placement, why)) {
+          if (options.explain) out.failures.push_back({node.info.name, ts.failure.ToString(), !ts.failure.never});
+          return;
+        }
+        ts.raw.push_back(uniform ? 0 : profile_->scorer->Score(cycle, node, ts.placement));
+        if (ts.names.size() <= ts.feasible) ts.names.emplace_back();
+        ts.names[ts.feasible++].assign(node.info.name);
+      },
+      [&](const std::string& name) {
+        if (options.explain) out.failures.push_back({name, "node not found in the scheduler cache", true});
+      });
+  out.feasible_nodes = static_cast<int>(ts.raw.size());
+  if (ts.raw.empty()) return out;
+
+  NormalizeScores(profile_->normalize, ts.raw);
+  size_t best = 0;
+  if (uniform) {
+    best = static_cast<size_t>(rng->Uniform(ts.raw.size()));
+  } else {
+    for (size_t i = 1; i < ts.raw.size(); ++i) {
+      if (ts.raw[i] > ts.raw[best] || (ts.raw[i] == ts.raw[best] && candidates && ts.names[i] < ts.names[best]))
+        best = i;
+    }
+  }
+  if (options.explain) {
+    out.scores.reserve(ts.raw.size());
+    for (size_t i = 0; i < ts.raw.size(); ++i) out.scores.push_back({ts.names[i], static_cast<int>(ts.raw[i])});
+  }
+  std::string winner = ts.names[best];
+  out.score = static_cast<int>(ts.raw[best]);
+  // Re-evaluate the winner to get its placement (the node may have changed since; Reserve checks).
+  bool fits = false;
+  cache_.WithNode(winner, [&](const NodeState& node) {
+    fits = EvaluateNode(*profile_, cycle, node, ts.eval, &ts.placement, nullptr);
+    if (fits) {
+      out.allocation = AllocationOf(node, ts.placement);
+      out.delta = ts.placement.delta;
+    }
+  });
+  if (!fits) return Aborted("node ", winner, " changed during the decision; schedule again");
+  out.node = std::move(winner);
+  return out;
+}
+
+Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
+  if (decision.node.empty()) return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
+  return cache_.Reserve(pod.uid, decision.node, decision.delta);
+}
+
+StatusOr<Decision> Scheduler::ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidates,
+                                                 const ScheduleOptions& options) {
+  constexpr int kAttempts = 8;
+  Status last;
+  for (int i = 0; i < kAttempts; ++i) {
+    auto d = Schedule(pod, candidates, options);
+    if (!d.ok()) {
+      if (absl::IsAborted(d.status())) { last = d.status(); continue; }
+      return d.status();
+    }
+    if (d->node.empty()) return d;
+    Status s = Reserve(pod, *d);
+    if (s.ok()) return d;
+    if (!absl::IsAborted(s)) return s;
+    last = s;
+  }
+  return last;
+}
+
+}  // namespace hami::scheduler

@@ -1,0 +1,99 @@
+#pragma once
+// The scheduler facade used by the extender and by `hami sim`: one policy (Profile) over one
+// incremental ClusterCache.
+//
+// Contract:
+//  - Schedule() decides, it does not change the cache. It is thread-safe and may run concurrently
+//    with itself and with every other method. It returns OK with an empty Decision::node when no
+//    node fits (Decision::failures then says why, when explain is set); an error only for a request
+//    that can never be scheduled as written (e.g. a bad hami.io/gpu-scheduler-policy annotation).
+//  - Reserve() commits a Decision. It succeeds only if the decision still fits the node at commit
+//    time (ABORTED otherwise: call Schedule again). ScheduleAndReserve() does that loop.
+//  - Unreserve()/RemovePod() give the usage back; AddPod() records a pod placed earlier (restart,
+//    watch); UpsertNode()/RemoveNode() follow node registrations.
+//  - Scores in a Decision are 0..100, higher is better. Ties go to the node that sorts first by name
+//    (among all nodes, or among the candidates when candidate_nodes is given).
+//  - Randomness comes only from ScheduleOptions::rng, or from the scheduler's own seeded stream.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "scheduler/cluster_cache.h"
+#include "scheduler/framework.h"
+#include "scheduler/registry.h"
+
+namespace hami::scheduler {
+
+struct SchedulerOptions {
+  std::string policy = "hami";   // a registry name (registry.h)
+  PolicyConfig config;
+  uint64_t seed = 1;             // for randomized policies when no rng is passed per call
+};
+
+struct ScheduleOptions {
+  Rng* rng = nullptr;     // per-call randomness (the simulator passes its run's stream)
+  bool explain = false;   // fill Decision::failures and Decision::scores (costs a string per node)
+};
+
+struct NodeFailure {
+  std::string node;
+  std::string reason;    // "3/8 CardInsufficientMemory, 5/8 CardTypeMismatch"
+  bool retryable = true; // false: can never fit on this node as it is registered
+};
+
+struct NodeScore {
+  std::string node;
+  int score = 0;         // 0..100
+};
+
+struct Decision {
+  std::string node;                  // empty: no node fits
+  core::PodAllocation allocation;    // per container (PodRequest order), its devices
+  PodDelta delta;                    // what Reserve commits (effective usage)
+  int feasible_nodes = 0;
+  int score = 0;                     // of the chosen node
+  std::vector<NodeFailure> failures; // explain only
+  std::vector<NodeScore> scores;     // explain only, feasible nodes
+};
+
+class Scheduler {
+ public:
+  static StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options);
+
+  // candidate_nodes == nullptr: all nodes of the cache.
+  StatusOr<Decision> Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidate_nodes,
+                              const ScheduleOptions& options = {}) const;
+  Status Reserve(const core::PodRequest& pod, const Decision& decision);
+  // Schedule + Reserve, retrying a few times when a concurrent reservation wins the node.
+  StatusOr<Decision> ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidate_nodes,
+                                        const ScheduleOptions& options = {});
+  Status Unreserve(const std::string& uid) { return cache_.RemovePod(uid); }
+
+  Status AddPod(const std::string& uid, const core::PodAllocation& allocation,
+                const ClusterCache::PodResources& res = {}) {
+    return cache_.AddPod(uid, allocation, res);
+  }
+  Status RemovePod(const std::string& uid) { return cache_.RemovePod(uid); }
+  void UpsertNode(core::NodeInfo info) { cache_.UpsertNode(std::move(info)); }
+  void RemoveNode(const std::string& name) { cache_.RemoveNode(name); }
+
+  const ClusterCache& cache() const { return cache_; }
+  const Profile& profile() const { return *profile_; }
+
+ private:
+  explicit Scheduler(std::unique_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+  std::unique_ptr<Profile> profile_;
+  ClusterCache cache_;
+  uint64_t seed_;
+  mutable std::atomic<uint64_t> calls_{0};
+};
+
+// The allocation annotations describe: devices per container from a placement.
+core::PodAllocation AllocationOf(const NodeState& node, const Placement& placement);
+
+}  // namespace hami::scheduler
