@@ -77,9 +77,11 @@ void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);
 int vgpu_region_sweep(vgpu_region_ctx* c);
 /* Container usage / limit of entry `dev` (atomic loads). */
 uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev);
-/* Test hook: when > 0, vgpu_region_reserve kills the process with SIGKILL at that sequence point
- * (1: after the slot store, before the device cache store; 2: right after taking the lock). */
+/* Test hook: when > 0, the vgpu_region_crash_after-th call (counting from 1; 0 = the next one) of
+ * vgpu_region_reserve kills the process with SIGKILL at that sequence point (1: after the slot store, before
+ * the device cache store; 2: right after taking the lock). Set from VGPU_TEST_CRASH_POINT=point[:n]. */
 extern int vgpu_region_crash_point;
+extern int vgpu_region_crash_after;
 
 /* ---- Allocation table (vgpu_alloc_table.c): open addressing in a fixed mmap'ed arena. -------------- */
 enum { VGPU_KIND_DPTR = 1, VGPU_KIND_HANDLE = 2, VGPU_KIND_ARRAY = 3, VGPU_KIND_MIPMAP = 4, VGPU_KIND_CTX = 5 };

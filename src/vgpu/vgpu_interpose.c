@@ -260,9 +260,18 @@ static int attach_region_locked(void) {
     p.priority = 1;
   }
   g.policy = p.policy;
-  s = getenv("VGPU_TEST_CRASH_POINT");
-  int32_t cp;
-  if (s && vgpu_parse_int(s, &cp) == 0) vgpu_region_crash_point = cp;
+  s = getenv("VGPU_TEST_CRASH_POINT"); /* "point[:n]", tests only */
+  if (s) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%s", s);
+    char* colon = strchr(buf, ':');
+    int32_t point = 0, after = 0;
+    if (colon) *colon = 0;
+    if (vgpu_parse_int(buf, &point) == 0 && (!colon || vgpu_parse_int(colon + 1, &after) == 0)) {
+      vgpu_region_crash_point = point;
+      vgpu_region_crash_after = after;
+    }
+  }
   const char* path = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   if (!path || !*path) path = "/tmp/cudevshr.cache";
   vgpu_region_attach(&g.rc, path, &p);
@@ -820,9 +829,12 @@ static void* watcher_main(void* arg) {
     int e = g.ent[ord];
     if (e >= 0) last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
   }
+  /* The first samples come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
+  uint64_t period = WATCH_PERIOD_NS / 5;
   for (;;) {
-    struct timespec ts = {0, (long)WATCH_PERIOD_NS};
+    struct timespec ts = {0, (long)period};
     nanosleep(&ts, NULL);
+    if (period < WATCH_PERIOD_NS) period = period * 2 < WATCH_PERIOD_NS ? period * 2 : WATCH_PERIOD_NS;
     uint64_t now_us = realtime_us();
     uint64_t window_us = now_us - last_us;
     for (int ord = 0; ord < g.ndev; ord++) {
@@ -840,6 +852,9 @@ static void* watcher_main(void* arg) {
       }
       uint64_t busy_ns = busy_pct_sum * window_us * 10; /* pct/100 * us * 1000 */
       vgpu_limiter_calibrate(d, busy_ns, waves - last_waves[ord]);
+      VGPU_LOG(VGPU_LOG_DEBUG, "calibration dev %d: busy %llu ns, %llu waves -> %llu ns/wave", ord,
+               (unsigned long long)busy_ns, (unsigned long long)(waves - last_waves[ord]),
+               (unsigned long long)d->ns_per_wave);
       last_waves[ord] = waves;
     }
     last_us = now_us;
@@ -1036,12 +1051,6 @@ __attribute__((visibility("hidden"))) void* vgpu_dlsym_resolve(void* handle, con
   return NULL;
 }
 
-/* Normal exit: give this process's usage back right away (a SIGKILLed process is reclaimed later). */
-__attribute__((destructor)) static void vgpu_fini(void) {
-  if (g.rc.r && g.rc.shared && g.rc.slot >= 0 && g.pid == getpid()) {
-    for (int e = 0; e < VGPU_MAX_DEVICES; e++) {
-      uint64_t mine = __atomic_load_n(&g.rc.r->slots[g.rc.slot].used[e], __ATOMIC_ACQUIRE);
-      if (mine) vgpu_region_release(&g.rc, e, mine);
-    }
-  }
-}
+/* No exit handler gives usage back: the driver frees a process's memory when the process is gone, and so
+ * does the region (the slot's liveness lock drops at the same moment and the next sweep reclaims it).
+ * Releasing earlier, in a destructor, would let others allocate memory the driver still holds. */

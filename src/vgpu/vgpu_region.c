@@ -16,6 +16,8 @@
 #include "vgpu/vgpu_core.h"
 
 int vgpu_region_crash_point = 0;
+int vgpu_region_crash_after = 0;
+static int crash_calls;
 
 #define LOAD32(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define LOAD64(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -380,12 +382,14 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
   vgpu_region* r = c->r;
   vgpu_device_entry* d = &r->devices[dev];
   vgpu_proc_slot* s = &r->slots[c->slot];
+  int arm = 0;
+  if (__builtin_expect(vgpu_region_crash_point != 0, 0)) arm = ++crash_calls >= vgpu_region_crash_after;
   local_lock(c);
   if (__builtin_expect(region_lock(c) != 0, 0)) {
     local_unlock(c);
     return -1;
   }
-  if (__builtin_expect(vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
+  if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
   uint64_t used = LOAD64(&d->used_bytes);
   uint64_t limit = d->limit_bytes;
   int rc = 0;
@@ -393,7 +397,7 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
     rc = 1;
   } else {
     STORE64(&s->used[dev], LOAD64(&s->used[dev]) + bytes);
-    if (__builtin_expect(vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
+    if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
     STORE64(&d->used_bytes, used + bytes);
   }
   region_unlock(c);

@@ -1,0 +1,408 @@
+/* Test program for libvgpu's end-to-end tests: a plain CUDA driver API client linked with -lcuda and
+ * -lnvidia-ml (the fakes in CI). Each mode prints key=value lines that vgpu_e2e_test.cc checks.
+ *   exact                 OOM exactly at the limit; cuMemGetInfo / cuDeviceTotalMem / NVML agree
+ *   coverage              every counted allocation path moves the reported usage by its true size
+ *   loop <start_us> <n>   random alloc/free from a common start time; counts device usage above the limit
+ *   crash <n_allocs>      allocations of 64 MiB (run with VGPU_TEST_CRASH_POINT to die inside one)
+ *   devices               per CUDA ordinal: uuid, limit seen through cuDeviceTotalMem and cuMemGetInfo
+ *   alloc <ord> <bytes>   one allocation on an ordinal; prints its result
+ *   procaddr              cuGetProcAddress(_v2) routing per (symbol, version, flags)
+ *   launch <start_us> <ms> <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed;
+ *                         prints this process's device busy time and the window */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgpu/vgpu_nvml.h"
+
+/* The legacy entry point (no status argument); cuda.h maps the name to cuGetProcAddress_v2. */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags);
+
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index);
+unsigned long long fakegpu_busy_ns(int dev, int pid);
+unsigned long long fakegpu_mem_used(int dev, int pid);
+
+#define CHECK(call)                                                       \
+  do {                                                                    \
+    CUresult rc_ = (call);                                                \
+    if (rc_ != CUDA_SUCCESS) {                                            \
+      printf("error=%d at=%s\n", (int)rc_, #call);                        \
+      exit(10);                                                           \
+    }                                                                     \
+  } while (0)
+
+static const unsigned long long kMi = 1ull << 20;
+
+static unsigned long long now_us(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
+}
+
+static void sleep_until_realtime_us(unsigned long long t) {
+  unsigned long long n = now_us(CLOCK_REALTIME);
+  if (t > n) usleep((useconds_t)(t - n));
+}
+
+static void uuid_of(CUdevice d, char* out) {
+  CUuuid u;
+  CHECK(cuDeviceGetUuid_v2(&u, d));
+  const unsigned char* b = (const unsigned char*)u.bytes;
+  sprintf(out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+          b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static nvmlDevice_t nvml_of(CUdevice d, int* index) {
+  char uuid[96];
+  uuid_of(d, uuid);
+  nvmlDevice_t h = NULL;
+  unsigned int i = 0;
+  if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByUUID(uuid, &h) != NVML_SUCCESS ||
+      nvmlDeviceGetIndex(h, &i) != NVML_SUCCESS) {
+    printf("error=nvml\n");
+    exit(11);
+  }
+  if (index) *index = (int)i;
+  return h;
+}
+
+static CUcontext ctx_on(int ord) {
+  CUdevice d;
+  CUcontext c;
+  CHECK(cuDeviceGet(&d, ord));
+  CHECK(cuDevicePrimaryCtxRetain(&c, d));
+  CHECK(cuCtxSetCurrent(c));
+  return c;
+}
+
+/* Prints what every reporting API says about the current device. */
+static void report(const char* tag) {
+  size_t f = 0, t = 0, tm = 0;
+  CUdevice d;
+  CHECK(cuCtxGetDevice(&d));
+  CHECK(cuMemGetInfo(&f, &t));
+  CHECK(cuDeviceTotalMem(&tm, d));
+  nvmlDevice_t h = nvml_of(d, NULL);
+  nvmlMemory_t m;
+  nvmlMemory_v2_t m2;
+  memset(&m2, 0, sizeof(m2));
+  m2.version = (unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24));
+  int r1 = nvmlDeviceGetMemoryInfo(h, &m), r2 = nvmlDeviceGetMemoryInfo_v2(h, &m2);
+  printf("%s_free=%zu %s_total=%zu %s_devtotal=%zu %s_nvml_rc=%d %s_nvml_free=%llu %s_nvml_total=%llu "
+         "%s_nvml_used=%llu %s_nvml2_rc=%d %s_nvml2_free=%llu %s_nvml2_total=%llu\n",
+         tag, f, tag, t, tag, tm, tag, r1, tag, m.free, tag, m.total, tag, m.used, tag, r2, tag, m2.free, tag,
+         m2.total);
+  /* NULL out-parameters are tolerated. */
+  printf("%s_null_rc=%d %s_null_nvml_rc=%d\n", tag, (int)cuMemGetInfo(NULL, &t), tag,
+         (int)nvmlDeviceGetMemoryInfo(h, NULL));
+}
+
+static int mode_exact(void) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  report("start");
+  size_t f, t;
+  CHECK(cuMemGetInfo(&f, &t));
+  CUdeviceptr a, b, c;
+  printf("alloc_free_rc=%d\n", (int)cuMemAlloc(&a, f)); /* exactly what is free: fits */
+  printf("alloc_one_more_rc=%d\n", (int)cuMemAlloc(&b, 1)); /* one byte over: OOM */
+  report("full");
+  CHECK(cuMemFree(a));
+  printf("alloc_over_rc=%d\n", (int)cuMemAlloc(&c, f + 1));
+  printf("alloc_again_rc=%d\n", (int)cuMemAlloc(&c, f));
+  CHECK(cuMemFree(c));
+  report("end");
+  CHECK(cuDevicePrimaryCtxRelease(0));
+  return 0;
+}
+
+static size_t used_now(void) {
+  size_t f, t;
+  CHECK(cuMemGetInfo(&f, &t));
+  return t - f;
+}
+
+static int mode_coverage(void) {
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0));
+  size_t base_used = 0;
+  /* A created context is charged (the fake reports its overhead through NVML). */
+  CUcontext own;
+  ctx_on(0);
+  base_used = used_now();
+  CHECK(cuCtxCreate_v4(&own, NULL, 0, dev));
+  printf("ctx_create_delta=%zu\n", used_now() - base_used);
+  CHECK(cuCtxDestroy(own));
+  ctx_on(0);
+  printf("ctx_destroy_delta=%zd\n", (ssize_t)(used_now() - base_used));
+  size_t u0 = used_now();
+  CUdeviceptr p;
+  size_t pitch = 0;
+  CHECK(cuMemAllocPitch(&p, &pitch, 1000, 100, 4));
+  printf("pitch=%zu pitch_delta=%zu\n", pitch, used_now() - u0);
+  CHECK(cuMemFree(p));
+  CHECK(cuMemAllocManaged(&p, 3 * kMi, CU_MEM_ATTACH_GLOBAL));
+  printf("managed_delta=%zu\n", used_now() - u0);
+  CHECK(cuMemFree(p));
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0));
+  CHECK(cuMemAllocAsync(&p, 5 * kMi, s));
+  printf("async_delta=%zu\n", used_now() - u0);
+  CHECK(cuMemFreeAsync(p, s));
+  CUmemoryPool pool;
+  CHECK(cuDeviceGetDefaultMemPool(&pool, dev));
+  CHECK(cuMemAllocFromPoolAsync(&p, 7 * kMi, pool, s));
+  printf("pool_delta=%zu\n", used_now() - u0);
+  CHECK(cuMemFreeAsync(p, s));
+  CHECK(cuStreamSynchronize(s));
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h;
+  CHECK(cuMemCreate(&h, 8 * kMi, &prop, 0));
+  printf("vmm_delta=%zu\n", used_now() - u0);
+  CHECK(cuMemRelease(h));
+  CUDA_ARRAY_DESCRIPTOR ad = {1024, 512, CU_AD_FORMAT_FLOAT, 2};
+  CUarray arr;
+  CHECK(cuArrayCreate(&arr, &ad));
+  printf("array_delta=%zu\n", used_now() - u0);
+  CHECK(cuArrayDestroy(arr));
+  CUDA_ARRAY3D_DESCRIPTOR ad3 = {64, 64, 16, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+  CHECK(cuArray3DCreate(&arr, &ad3));
+  printf("array3d_delta=%zu\n", used_now() - u0);
+  CHECK(cuArrayDestroy(arr));
+  printf("final_delta=%zd\n", (ssize_t)(used_now() - u0));
+  /* A free of a pointer we never allocated is the driver's business (no -1, no crash). */
+  printf("bogus_free_rc=%d\n", (int)cuMemFree((CUdeviceptr)0x1234));
+  return 0;
+}
+
+static int mode_loop(unsigned long long start_us, int n, unsigned long long limit) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  int nvml_index = 0;
+  nvml_of(0, &nvml_index);
+  sleep_until_realtime_us(start_us);
+  CUdeviceptr held[32] = {0};
+  unsigned seed = (unsigned)getpid();
+  int over = 0, ooms = 0, allocs = 0;
+  for (int i = 0; i < n; i++) {
+    int j = (int)(rand_r(&seed) % 32);
+    if (held[j]) {
+      CHECK(cuMemFree(held[j]));
+      held[j] = 0;
+    } else {
+      size_t sz = (1 + rand_r(&seed) % 64) * kMi;
+      CUresult r = cuMemAlloc(&held[j], sz);
+      if (r == CUDA_SUCCESS) {
+        allocs++;
+      } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        ooms++;
+        held[j] = 0;
+      } else {
+        printf("error=%d\n", (int)r);
+        return 10;
+      }
+    }
+    if (fakegpu_mem_used(nvml_index, 0) > limit) over++;
+  }
+  for (int j = 0; j < 32; j++) {
+    if (held[j]) CHECK(cuMemFree(held[j]));
+  }
+  CHECK(cuDevicePrimaryCtxRelease(0));
+  printf("allocs=%d ooms=%d over=%d\n", allocs, ooms, over);
+  return 0;
+}
+
+static int mode_crash(int n) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  for (int i = 0; i < n; i++) {
+    CUdeviceptr p;
+    printf("alloc_%d_rc=%d\n", i, (int)cuMemAlloc(&p, 64 * kMi));
+    fflush(stdout);
+  }
+  return 0;
+}
+
+static int mode_devices(void) {
+  CHECK(cuInit(0));
+  int n;
+  CHECK(cuDeviceGetCount(&n));
+  for (int i = 0; i < n; i++) {
+    CUdevice d;
+    CHECK(cuDeviceGet(&d, i));
+    char uuid[96];
+    uuid_of(d, uuid);
+    size_t tm, f, t;
+    CHECK(cuDeviceTotalMem(&tm, d));
+    ctx_on(i);
+    CHECK(cuMemGetInfo(&f, &t));
+    printf("ord%d_uuid=%s ord%d_devtotal=%zu ord%d_total=%zu\n", i, uuid, i, tm, i, t);
+  }
+  return 0;
+}
+
+static int mode_alloc(int ord, unsigned long long bytes) {
+  CHECK(cuInit(0));
+  ctx_on(ord);
+  CUdeviceptr p;
+  printf("alloc_rc=%d\n", (int)cuMemAlloc(&p, bytes));
+  return 0;
+}
+
+/* Reports for each case whether the routed pointer is libvgpu's hook for the exact variant. */
+static int mode_procaddr(void) {
+  CHECK(cuInit(0));
+  struct {
+    const char* base;
+    int version;
+    unsigned long long flags;
+    const char* want; /* exported symbol whose hook we expect, or NULL for "the real driver's" */
+  } cases[] = {
+      {"cuCtxCreate", 3020, 0, "cuCtxCreate_v2"},
+      {"cuCtxCreate", 11040, 0, "cuCtxCreate_v3"},
+      {"cuCtxCreate", 12050, 0, "cuCtxCreate_v4"},
+      {"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
+      {"cuMemAlloc", 3020, 0, "cuMemAlloc_v2"},
+      {"cuMemGetInfo", 12000, 0, "cuMemGetInfo_v2"},
+      {"cuDevicePrimaryCtxRelease", 10000, 0, "cuDevicePrimaryCtxRelease"},
+      {"cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2"},
+      {"cuLaunchKernel", 12000, 0, "cuLaunchKernel"},
+      {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz"},
+      {"cuMemAllocAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemAllocAsync_ptsz"},
+      {"cuGraphLaunch", 12000, 0, "cuGraphLaunch"},
+      {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+      {"cuStreamCreate", 12000, 0, NULL},
+      {"cuMemcpyHtoD", 12000, 0, NULL},
+  };
+  void* self = dlopen(NULL, RTLD_NOW);
+  void* real = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  int bad = 0;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    void* p = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r = cuGetProcAddress_v2(cases[i].base, &p, cases[i].version, cases[i].flags, &st);
+    Dl_info info;
+    const char* where = (p && dladdr(p, &info) && info.dli_fname) ? info.dli_fname : "?";
+    int ok;
+    if (cases[i].want) {
+      /* Under LD_PRELOAD the global lookup finds libvgpu's definition of the exact variant. */
+      void* hook = dlsym(self, cases[i].want);
+      ok = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && p == hook && strstr(where, "libvgpu");
+    } else {
+      ok = r == CUDA_SUCCESS && p != NULL && strstr(where, "libvgpu") == NULL;
+    }
+    (void)real;
+    printf("case%zu_%s_%d_%llu=%s\n", i, cases[i].base, cases[i].version, cases[i].flags, ok ? "ok" : where);
+    bad += !ok;
+  }
+  /* The legacy entry point (no status argument) routes the same way. */
+  void* p = NULL;
+  CHECK(cuGetProcAddress("cuCtxCreate", &p, 11040, 0));
+  int legacy_ok = p == dlsym(self, "cuCtxCreate_v3");
+  printf("legacy=%s\n", legacy_ok ? "ok" : "bad");
+  bad += !legacy_ok;
+  /* Calling through the routed v4 pointer works and is accounted. */
+  CUresult (*create4)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice) = NULL;
+  CHECK(cuGetProcAddress_v2("cuCtxCreate", (void**)&create4, 12050, 0, NULL));
+  CUcontext c;
+  printf("create_v4_rc=%d\n", (int)create4(&c, NULL, 0, 0));
+  printf("mismatches=%d\n", bad);
+  return 0;
+}
+
+static int mode_launch(unsigned long long start_us, int ms, const char* path) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  int nvml_index = 0;
+  nvml_of(0, &nvml_index);
+  CUdevice d;
+  CHECK(cuCtxGetDevice(&d));
+  int sms = 1;
+  CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+  CUmodule mod;
+  CUfunction fn;
+  CHECK(cuModuleLoadData(&mod, "fake-image"));
+  CHECK(cuModuleGetFunction(&fn, mod, "spin"));
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0));
+  CUgraphExec exec = NULL;
+  if (strcmp(path, "graph") == 0) {
+    CUgraph graph;
+    CHECK(cuGraphCreate(&graph, 0));
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof(kp));
+    kp.func = fn;
+    kp.gridDimX = (unsigned)(4 * sms);
+    kp.gridDimY = kp.gridDimZ = kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+    CUgraphNode node;
+    CHECK(cuGraphAddKernelNode(&node, graph, NULL, 0, &kp));
+    CHECK(cuGraphInstantiate(&exec, graph, 0));
+  }
+  unsigned seed = (unsigned)getpid();
+  sleep_until_realtime_us(start_us);
+  unsigned long long busy0 = fakegpu_busy_ns(nvml_index, getpid());
+  unsigned long long t0 = now_us(CLOCK_MONOTONIC);
+  unsigned long long end = t0 + (unsigned long long)ms * 1000ull;
+  long launches = 0;
+  while (now_us(CLOCK_MONOTONIC) < end) {
+    unsigned blocks = 1 + rand_r(&seed) % (unsigned)(8 * sms);
+    CUresult r;
+    if (strcmp(path, "ex") == 0) {
+      CUlaunchConfig cfg;
+      memset(&cfg, 0, sizeof(cfg));
+      cfg.gridDimX = blocks;
+      cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+      cfg.hStream = s;
+      r = cuLaunchKernelEx(&cfg, fn, NULL, NULL);
+    } else if (strcmp(path, "coop") == 0) {
+      r = cuLaunchCooperativeKernel(fn, blocks, 1, 1, 1, 1, 1, 0, s, NULL);
+    } else if (strcmp(path, "graph") == 0) {
+      r = cuGraphLaunch(exec, s);
+    } else {
+      r = cuLaunchKernel(fn, blocks, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+    }
+    if (r != CUDA_SUCCESS) {
+      printf("error=%d\n", (int)r);
+      return 10;
+    }
+    launches++;
+  }
+  /* Count only device time inside the window: stop the clock at `end`, drain the queue afterwards. */
+  unsigned long long busy_end = fakegpu_busy_ns(nvml_index, getpid());
+  CHECK(cuStreamSynchronize(s));
+  unsigned long long busy_all = fakegpu_busy_ns(nvml_index, getpid());
+  unsigned long long t1 = now_us(CLOCK_MONOTONIC);
+  printf("launches=%ld busy_ns=%llu busy_window_ns=%llu window_ns=%llu drained_at_ns=%llu\n", launches,
+         busy_all - busy0, busy_end - busy0, (end - t0) * 1000ull, (t1 - t0) * 1000ull);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc < 2) return 2;
+  const char* m = argv[1];
+  if (!strcmp(m, "exact")) return mode_exact();
+  if (!strcmp(m, "coverage")) return mode_coverage();
+  if (!strcmp(m, "loop") && argc == 5) return mode_loop(strtoull(argv[2], 0, 10), atoi(argv[3]), strtoull(argv[4], 0, 10));
+  if (!strcmp(m, "crash") && argc == 3) return mode_crash(atoi(argv[2]));
+  if (!strcmp(m, "devices")) return mode_devices();
+  if (!strcmp(m, "alloc") && argc == 4) return mode_alloc(atoi(argv[2]), strtoull(argv[3], 0, 10));
+  if (!strcmp(m, "procaddr")) return mode_procaddr();
+  if (!strcmp(m, "launch") && argc == 5) return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
+  return 2;
+}

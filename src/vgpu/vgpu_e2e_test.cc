@@ -1,0 +1,441 @@
+// End-to-end tests of libvgpu.so: test programs (e2e/) run as child processes with LD_PRELOAD=libvgpu.so and
+// the fake libcuda.so.1 / libnvidia-ml.so.1 on LD_LIBRARY_PATH; each test has its own fake device state file
+// and its own shared-region file in a temp dir. Programs print key=value lines that the tests read.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vgpu/shared_region.h"
+
+namespace {
+
+constexpr uint64_t kMi = 1ull << 20;
+constexpr uint64_t kGi = 1ull << 30;
+constexpr uint64_t kCtx = 300 * kMi;  // the fake's default context overhead
+
+using Env = std::vector<std::string>;
+
+struct Proc {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::map<std::string, std::string> kv;
+  bool Exited(int code) const { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+  uint64_t U(const std::string& k) const {
+    auto it = kv.find(k);
+    return it == kv.end() ? ~0ull : std::stoull(it->second);
+  }
+  int64_t I(const std::string& k) const {
+    auto it = kv.find(k);
+    return it == kv.end() ? INT64_MIN : std::stoll(it->second);
+  }
+  std::string S(const std::string& k) const {
+    auto it = kv.find(k);
+    return it == kv.end() ? "<missing>" : it->second;
+  }
+};
+
+uint64_t RealtimeUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000ull + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+class VgpuE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(VGPU_PROG, X_OK) != 0 || access(VGPU_FAKES_DIR "/libcuda.so.1", R_OK) != 0) {
+      GTEST_SKIP() << "fake driver or test program not built (src/fakes missing?)";
+    }
+    char tmpl[] = "/tmp/vgpu_e2e_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    if (system(cmd.c_str()) != 0) ADD_FAILURE() << "cleanup failed";
+  }
+
+  // The environment of a child: the fakes, libvgpu, per-test state files, then `extra` (which wins).
+  std::vector<std::string> BaseEnv(const std::string& devices, const std::string& tag = "") const {
+    return {"PATH=/usr/bin:/bin",
+            std::string("LD_LIBRARY_PATH=") + VGPU_FAKES_DIR,
+            std::string("LD_PRELOAD=") + VGPU_LIB,
+            "FAKEGPU_DEVICES=" + devices,
+            "FAKEGPU_STATE=" + dir_ + "/fake" + tag + ".state",
+            "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + tag + ".cache",
+            "LIBCUDA_LOG_LEVEL=1"};
+  }
+
+  static Proc Start(const std::vector<std::string>& argv, const Env& env) {
+    int p[2];
+    if (pipe(p) != 0) return {};
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(p[1], 1);
+      close(p[0]);
+      close(p[1]);
+      std::vector<char*> a, e;
+      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+      e.push_back(nullptr);
+      execve(a[0], a.data(), e.data());
+      _exit(127);
+    }
+    close(p[1]);
+    return {pid, p[0]};
+  }
+
+  static Result Wait(Proc p) {
+    Result r;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(p.fd, buf, sizeof(buf))) > 0) r.out.append(buf, static_cast<size_t>(n));
+    close(p.fd);
+    waitpid(p.pid, &r.status, 0);
+    std::istringstream in(r.out);
+    std::string tok;
+    while (in >> tok) {
+      auto eq = tok.find('=');
+      if (eq != std::string::npos) r.kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+    }
+    return r;
+  }
+
+  static Result Run(const std::vector<std::string>& argv, const Env& env) { return Wait(Start(argv, env)); }
+
+  // `env` with the KEY=VALUE entries of `extra` replacing same-named ones (getenv takes the first match).
+  static Env With(Env env, const Env& extra) {
+    for (const std::string& kv : extra) {
+      std::string key = kv.substr(0, kv.find('=') + 1);
+      bool replaced = false;
+      for (std::string& e : env) {
+        if (e.compare(0, key.size(), key) == 0) {
+          e = kv;
+          replaced = true;
+        }
+      }
+      if (!replaced) env.push_back(kv);
+    }
+    return env;
+  }
+
+  // Reads the region file the way the node exporter would: a copy of the pure-data layout.
+  bool ReadRegion(const std::string& tag, vgpu_region* out) const {
+    int fd = open((dir_ + "/region" + tag + ".cache").c_str(), O_RDONLY);
+    if (fd < 0) return false;
+    void* m = mmap(nullptr, sizeof(vgpu_region), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return false;
+    memcpy(static_cast<void*>(out), m, sizeof(vgpu_region));
+    munmap(m, sizeof(vgpu_region));
+    return out->hdr.magic == VGPU_REGION_MAGIC;
+  }
+
+  std::string dir_;
+};
+
+const char* kOneGpu = "NVIDIA A100-SXM4-80GB:8192:108";
+
+TEST_F(VgpuE2e, OomExactlyAtTheLimitAndReportingAgrees) {
+  struct Case {
+    const char* limit;
+    uint64_t want_total;
+  } cases[] = {{"1Gi", kGi}, {"3000m", 3000 * kMi}, {"1.5g", kGi + kGi / 2}, {"1Gx", 8192 * kMi}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.limit);
+    Result r = Run({VGPU_PROG, "exact"},
+                   With(BaseEnv(kOneGpu, c.limit), {std::string("CUDA_DEVICE_MEMORY_LIMIT=") + c.limit}));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    uint64_t free0 = c.want_total - kCtx;
+    EXPECT_EQ(r.U("start_total"), c.want_total);
+    EXPECT_EQ(r.U("start_devtotal"), c.want_total);
+    EXPECT_EQ(r.U("start_free"), free0);
+    EXPECT_EQ(r.I("alloc_free_rc"), 0);
+    EXPECT_EQ(r.I("alloc_one_more_rc"), 2);  // CUDA_ERROR_OUT_OF_MEMORY
+    EXPECT_EQ(r.U("full_free"), 0u);
+    EXPECT_EQ(r.I("alloc_over_rc"), 2);
+    EXPECT_EQ(r.I("alloc_again_rc"), 0);
+    EXPECT_EQ(r.U("end_free"), free0);
+    for (const char* tag : {"start", "full", "end"}) {  // NVML agrees with cuMemGetInfo
+      std::string t = tag;
+      EXPECT_EQ(r.I(t + "_nvml_rc"), 0);
+      EXPECT_EQ(r.U(t + "_nvml_free"), r.U(t + "_free")) << t;
+      EXPECT_EQ(r.U(t + "_nvml_total"), r.U(t + "_total")) << t;
+      EXPECT_EQ(r.U(t + "_nvml_used"), r.U(t + "_total") - r.U(t + "_free")) << t;
+      EXPECT_EQ(r.U(t + "_nvml2_free"), r.U(t + "_free")) << t;
+      EXPECT_EQ(r.U(t + "_nvml2_total"), r.U(t + "_total")) << t;
+      EXPECT_EQ(r.I(t + "_null_rc"), 0) << t;
+      EXPECT_EQ(r.I(t + "_null_nvml_rc"), 2) << t;  // NVML_ERROR_INVALID_ARGUMENT, no crash
+    }
+  }
+}
+
+TEST_F(VgpuE2e, EveryAllocationPathIsChargedItsTrueSize) {
+  Result r = Run({VGPU_PROG, "coverage"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=4Gi"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("ctx_create_delta"), kCtx);
+  EXPECT_EQ(r.I("ctx_destroy_delta"), 0);
+  EXPECT_EQ(r.U("pitch"), 1024u);  // the fake pads rows to 512 B: the returned pitch is charged
+  EXPECT_EQ(r.U("pitch_delta"), 1024u * 100);
+  EXPECT_EQ(r.U("managed_delta"), 3 * kMi);
+  EXPECT_EQ(r.U("async_delta"), 5 * kMi);
+  EXPECT_EQ(r.U("pool_delta"), 7 * kMi);
+  EXPECT_EQ(r.U("vmm_delta"), 8 * kMi);
+  EXPECT_EQ(r.U("array_delta"), 1024u * 512 * 4 * 2);
+  EXPECT_EQ(r.U("array3d_delta"), 64u * 64 * 16 * 4);
+  EXPECT_EQ(r.I("final_delta"), 0);
+  EXPECT_GT(r.I("bogus_free_rc"), 0);  // the driver's own error code, never -1
+}
+
+TEST_F(VgpuE2e, FourProcessesNeverExceedASharedLimit) {
+  // 4 contexts take 1200 MiB of the 1600 MiB: allocations of up to 64 MiB collide with the limit often.
+  const uint64_t limit = 1600 * kMi;
+  Env env = With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=1600m"});
+  uint64_t start = RealtimeUs() + 1500000;  // after every process has its context
+  std::vector<Proc> ps;
+  for (int i = 0; i < 4; i++) {
+    ps.push_back(Start({VGPU_PROG, "loop", std::to_string(start), "2000", std::to_string(limit)}, env));
+  }
+  int64_t ooms = 0;
+  for (Proc& p : ps) {
+    Result r = Wait(p);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.I("over"), 0) << "device usage above the limit was observed";
+    EXPECT_GT(r.I("allocs"), 0);
+    ooms += r.I("ooms");
+  }
+  EXPECT_GT(ooms, 0) << "the limit was never reached: the test did not test anything";
+  vgpu_region reg;
+  ASSERT_TRUE(ReadRegion("", &reg));
+  EXPECT_EQ(reg.devices[0].used_bytes, 0u) << "well-behaved processes free everything they charged";
+}
+
+TEST_F(VgpuE2e, ProcessKilledMidAllocationIsReclaimed) {
+  for (const char* point : {"1:3", "2:3"}) {  // 3rd reservation: context, alloc 0, then dies in alloc 1
+    SCOPED_TRACE(point);
+    Env env = With(BaseEnv(kOneGpu, point), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"});
+    Result crashed = Run({VGPU_PROG, "crash", "5"}, With(env, {std::string("VGPU_TEST_CRASH_POINT=") + point}));
+    ASSERT_TRUE(WIFSIGNALED(crashed.status) && WTERMSIG(crashed.status) == SIGKILL) << crashed.out;
+    EXPECT_EQ(crashed.I("alloc_0_rc"), 0);
+    EXPECT_EQ(crashed.kv.count("alloc_1_rc"), 0u);
+    vgpu_region reg;
+    ASSERT_TRUE(ReadRegion(point, &reg));
+    EXPECT_NE(reg.hdr.lock, 0u) << "it died holding the region lock";
+    // The next process takes the lock over, reclaims the dead slot and gets the full limit.
+    Result next = Run({VGPU_PROG, "exact"}, env);
+    ASSERT_TRUE(next.Exited(0)) << next.out;
+    EXPECT_EQ(next.U("start_free"), kGi - kCtx);
+    EXPECT_EQ(next.I("alloc_free_rc"), 0);
+    EXPECT_EQ(next.I("alloc_one_more_rc"), 2);
+    ASSERT_TRUE(ReadRegion(point, &reg));
+    EXPECT_EQ(reg.hdr.lock, 0u);
+    EXPECT_GE(reg.hdr.recoveries, 1u);
+    EXPECT_EQ(reg.devices[0].used_bytes, 0u);
+  }
+}
+
+TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
+  Result r = Run({VGPU_PROG, "procaddr"}, BaseEnv(kOneGpu));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.I("mismatches"), 0) << r.out;
+  EXPECT_EQ(r.S("legacy"), "ok");
+  EXPECT_EQ(r.I("create_v4_rc"), 0);
+}
+
+TEST_F(VgpuE2e, DlopenDlsymPathIsLimitedAndRtldNextWorks) {
+  Result r = Run({VGPU_DLOPEN_PROG}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.I("rtld_next_ok"), 1);
+  EXPECT_EQ(r.I("alloc_from_libvgpu"), 1);
+  EXPECT_EQ(r.I("unhooked_from_driver"), 1);
+  EXPECT_EQ(r.U("total"), kGi);
+  EXPECT_LE(r.U("allocated"), kGi - kCtx);
+  EXPECT_GT(r.U("allocated") + 16 * kMi, kGi - kCtx);
+  EXPECT_EQ(r.I("last_rc"), 2);
+}
+
+TEST_F(VgpuE2e, ReorderedVisibleDevicesKeepEachLimitOnItsCard) {
+  const std::string two = "CardA:8192:20;CardB:8192:20";
+  Env env = With(BaseEnv(two), {"CUDA_DEVICE_MEMORY_LIMIT_0=1Gi", "CUDA_DEVICE_MEMORY_LIMIT_1=2Gi"});
+  // A reordered process creates the region first; then one without CUDA_VISIBLE_DEVICES.
+  Result rev = Run({VGPU_PROG, "devices"}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"}));
+  Result plain = Run({VGPU_PROG, "devices"}, env);
+  ASSERT_TRUE(rev.Exited(0)) << rev.out;
+  ASSERT_TRUE(plain.Exited(0)) << plain.out;
+  const std::string a = plain.S("ord0_uuid"), b = plain.S("ord1_uuid");
+  EXPECT_EQ(rev.S("ord0_uuid"), b);
+  EXPECT_EQ(rev.S("ord1_uuid"), a);
+  EXPECT_EQ(plain.U("ord0_devtotal"), kGi);
+  EXPECT_EQ(plain.U("ord1_devtotal"), 2 * kGi);
+  EXPECT_EQ(plain.U("ord0_total"), kGi);
+  EXPECT_EQ(rev.U("ord0_devtotal"), 2 * kGi);  // card B
+  EXPECT_EQ(rev.U("ord0_total"), 2 * kGi);
+  EXPECT_EQ(rev.U("ord1_devtotal"), kGi);  // card A
+  EXPECT_EQ(rev.U("ord1_total"), kGi);
+  Result by_uuid = Run({VGPU_PROG, "devices"}, With(env, {"CUDA_VISIBLE_DEVICES=" + b + "," + a}));
+  ASSERT_TRUE(by_uuid.Exited(0)) << by_uuid.out;
+  EXPECT_EQ(by_uuid.U("ord0_devtotal"), 2 * kGi);
+  EXPECT_EQ(by_uuid.U("ord1_devtotal"), kGi);
+  const std::string big = std::to_string(3 * kGi / 2);
+  EXPECT_EQ(Run({VGPU_PROG, "alloc", "1", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"), 2);
+  EXPECT_EQ(Run({VGPU_PROG, "alloc", "0", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"), 0);
+}
+
+// Achieved share of device time for 1 and 2 containers at 30/50/70 % on 20- and 132-SM devices, each
+// configuration on its own simulated device, all at once. The fake's wave time (250 us) differs from the
+// limiter's prior, so calibration is exercised; the launch path varies by configuration.
+TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
+  struct Config {
+    int sms;
+    std::vector<int> pcts;
+    const char* path;
+  } configs[] = {
+      {20, {30}, "kernel"},      {20, {50}, "ex"},         {20, {70}, "coop"},       {132, {30}, "ex"},
+      {132, {50}, "kernel"},     {132, {70}, "graph"},     {20, {30, 70}, "kernel"}, {20, {50, 50}, "ex"},
+      {132, {30, 70}, "ex"},     {132, {50, 50}, "kernel"},
+  };
+  const int kWindowMs = 4000;
+  uint64_t start = RealtimeUs() + 2000000;
+  struct Running {
+    int config, container, pct;
+    Proc proc;
+  };
+  std::vector<Running> running;
+  for (int i = 0; i < static_cast<int>(std::size(configs)); i++) {
+    const Config& c = configs[i];
+    std::string dev = "SimGPU:16384:" + std::to_string(c.sms);
+    for (int k = 0; k < static_cast<int>(c.pcts.size()); k++) {
+      // One device state per configuration; one region (container) per process.
+      Env env = BaseEnv(dev, std::to_string(i));
+      env = With(env, {"FAKEGPU_WAVE_US=250", "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
+                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) + "_" +
+                           std::to_string(k) + ".cache"});
+      running.push_back({i, k, c.pcts[k],
+                         Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(kWindowMs), c.path},
+                               env)});
+    }
+  }
+  std::map<int, std::vector<double>> shares;
+  for (Running& r : running) {
+    Result res = Wait(r.proc);
+    ASSERT_TRUE(res.Exited(0)) << res.out;
+    double share = 100.0 * static_cast<double>(res.U("busy_window_ns")) / static_cast<double>(res.U("window_ns"));
+    const Config& c = configs[r.config];
+    std::printf("sms=%d containers=%zu path=%s target=%d achieved=%.2f launches=%lld\n", c.sms, c.pcts.size(),
+                c.path, r.pct, share, static_cast<long long>(res.I("launches")));
+    EXPECT_NEAR(share, r.pct, 3.0) << "sms=" << c.sms << " containers=" << c.pcts.size() << " path=" << c.path;
+    shares[r.config].push_back(share);
+  }
+  for (auto& [i, s] : shares) {
+    if (s.size() == 2) {  // the split between two containers
+      double split0 = 100.0 * s[0] / (s[0] + s[1]);
+      EXPECT_NEAR(split0, configs[i].pcts[0], 5.0) << "sms=" << configs[i].sms;
+    }
+  }
+}
+
+// Policies: "disable" ignores the SM limit, "default" follows the monitor's switch, "force" ignores it;
+// a container told that a higher-priority one is active (recent_kernel < 0) only launches after bounded waits.
+TEST_F(VgpuE2e, PoliciesAndPriority) {
+  struct Case {
+    const char* name;
+    const char* policy;
+    int32_t util_switch;
+    int32_t recent_kernel;
+    double min_share, max_share;
+  } cases[] = {
+      {"disable", "disable", 1, 2, 90, 101},
+      {"default_uncontended", "default", 0, 2, 90, 101},
+      {"default_contended", "default", 1, 2, 27, 33},
+      {"force_uncontended", "force", 0, 2, 27, 33},
+      {"low_priority_blocked", "force", 1, -1, 0, 10},
+  };
+  const std::string dev = "SimGPU:16384:20";
+  std::vector<Proc> procs;
+  uint64_t start = RealtimeUs() + 2500000;
+  for (int i = 0; i < static_cast<int>(std::size(cases)); i++) {
+    const Case& c = cases[i];
+    std::string tag = std::to_string(i);
+    Env env = With(BaseEnv(dev, tag),
+                   {"CUDA_DEVICE_SM_LIMIT=30", std::string("GPU_CORE_UTILIZATION_POLICY=") + c.policy});
+    // Create the region, then act as the node monitor: write the feedback fields.
+    ASSERT_TRUE(Run({VGPU_PROG, "devices"}, env).Exited(0));
+    int fd = open((dir_ + "/region" + tag + ".cache").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    auto* reg = static_cast<vgpu_region*>(mmap(nullptr, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    close(fd);
+    ASSERT_NE(reg, MAP_FAILED);
+    __atomic_store_n(&reg->hdr.utilization_switch, c.util_switch, __ATOMIC_RELEASE);
+    __atomic_store_n(&reg->hdr.recent_kernel, c.recent_kernel, __ATOMIC_RELEASE);
+    munmap(reg, sizeof(vgpu_region));
+    procs.push_back(Start({VGPU_PROG, "launch", std::to_string(start), "2000", "kernel"}, env));
+  }
+  for (int i = 0; i < static_cast<int>(std::size(cases)); i++) {
+    Result r = Wait(procs[i]);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    double share = 100.0 * static_cast<double>(r.U("busy_window_ns")) / static_cast<double>(r.U("window_ns"));
+    std::printf("%s share=%.2f launches=%lld\n", cases[i].name, share, static_cast<long long>(r.I("launches")));
+    EXPECT_GE(share, cases[i].min_share) << cases[i].name;
+    EXPECT_LE(share, cases[i].max_share) << cases[i].name;
+  }
+}
+
+TEST_F(VgpuE2e, ProcessesThatNeverTouchCudaAreUnaffected) {
+  Env env = BaseEnv(kOneGpu);
+  Result t = Run({"/bin/true"}, env);
+  EXPECT_TRUE(t.Exited(0));
+  Result sh = Run({"/bin/sh", "-c", "echo hello; ls / >/dev/null; exit 7"}, env);
+  EXPECT_TRUE(sh.Exited(7));
+  EXPECT_EQ(sh.out, "hello\n");
+  if (access("/usr/bin/python3", X_OK) == 0) {
+    Result py = Run({"/usr/bin/python3", "-c", "import ctypes, os; print(os.getpid() > 0)"}, env);
+    EXPECT_TRUE(py.Exited(0));
+    EXPECT_EQ(py.out, "True\n");
+  }
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/region.cache").c_str(), &st), 0) << "no file may be touched without CUDA use";
+}
+
+TEST_F(VgpuE2e, LibraryNeedsOnlyLibcFamily) {
+  std::string cmd = std::string("readelf -d '") + VGPU_LIB + "'";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  int needed = 0;
+  const std::vector<std::string> allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                                            "libm.so.6", "ld-linux-x86-64.so.2"};
+  while (fgets(line, sizeof(line), f)) {
+    std::string s = line;
+    if (s.find("(NEEDED)") == std::string::npos) continue;
+    needed++;
+    auto a = s.find('['), b = s.find(']');
+    ASSERT_NE(a, std::string::npos);
+    std::string lib = s.substr(a + 1, b - a - 1);
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), lib), allowed.end()) << "unexpected NEEDED " << lib;
+  }
+  EXPECT_EQ(pclose(f), 0);
+  EXPECT_GE(needed, 1);
+}
+
+}  // namespace
