@@ -5,6 +5,7 @@
 #include "core/lock_codec.h"
 #include "core/node_codec.h"
 #include "core/pod_codec.h"
+#include "core/text_util.h"
 
 namespace hami::core {
 namespace {
@@ -129,6 +130,7 @@ TEST(NodeDevicesTest, ErrorsAreActionable) {
       {"GPU-a,x,1000,100,T4,0,true", "count \"x\" is not an integer"},
       {"GPU-a,2,1000,100,T4,0,yes", "health \"yes\" is not true or false"},
       {"GPU-a,2,1000,100,T4,0,true,-3,hami-core", "index \"-3\" is not an integer"},
+      {"GPU-\xff,2,1000,100,T4,0,true", "must be valid UTF-8"},  // found by the fuzz target
   };
   for (const auto& c : cases) {
     auto got = DecodeNodeDevices(c.text);
@@ -302,6 +304,10 @@ TEST(HandshakeTest, RequestingRoundTrip) {
   auto back = DecodeHandshake("Requesting_2026-11-30 03:54:20");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, h);
+  // Years below 1000 keep four digits (found by the fuzz target).
+  auto early = DecodeHandshake("Requesting_0026-11-30 03:54:20");
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(EncodeHandshake(*early), "Requesting_0026-11-30 03:54:20");
   auto deleted = DecodeHandshake("Deleted_2024-01-02 03:04:05");
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->state, "Deleted");
@@ -321,6 +327,19 @@ TEST(HandshakeTest, RequestingRoundTrip) {
     ASSERT_FALSE(got.ok()) << c.text;
     EXPECT_TRUE(Contains(got.status(), c.error)) << c.text << " -> " << got.status();
   }
+}
+
+TEST(TextUtilTest, Utf8Validation) {
+  struct Case {
+    const char* text;
+    bool valid;
+  };
+  const Case cases[] = {
+      {"", true},           {"GPU-a", true},        {"\xc3\xa9", true},          {"\xe2\x82\xac", true},
+      {"\xf0\x9f\x98\x80", true}, {"\xff", false},         {"\xc3", false},              {"\xc0\x80", false},
+      {"\xed\xa0\x80", false}, {"\xf4\x90\x80\x80", false}, {"a\x80", false},
+  };
+  for (const auto& c : cases) EXPECT_EQ(text::IsValidUtf8(c.text), c.valid) << c.text;
 }
 
 }  // namespace

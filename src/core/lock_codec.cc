@@ -1,7 +1,9 @@
 #include "core/lock_codec.h"
 
 #include <cctype>
+#include <cstdio>
 
+#include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "core/text_util.h"
 
@@ -9,11 +11,14 @@ namespace hami::core {
 namespace {
 
 constexpr const char kHandshakeLayout[] = "%Y-%m-%d %H:%M:%S";
-// RFC3339 in UTC the way Go writes it ("Z", not absl's "+00:00").
-constexpr const char kRfc3339Utc[] = "%Y-%m-%dT%H:%M:%SZ";
 
-std::string FormatUtc(const char* layout, int64_t unix_seconds) {
-  return absl::FormatTime(layout, absl::FromUnixSeconds(unix_seconds), absl::UTCTimeZone());
+// Formats UTC with a zero-padded four-digit year (absl's %Y drops the padding below 1000).
+std::string FormatUtc(char date_time_sep, bool zulu, int64_t unix_seconds) {
+  const absl::CivilSecond t = absl::ToCivilSecond(absl::FromUnixSeconds(unix_seconds), absl::UTCTimeZone());
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02d%c%02d:%02d:%02d%s", static_cast<long long>(t.year()),
+                t.month(), t.day(), date_time_sep, t.hour(), t.minute(), t.second(), zulu ? "Z" : "");
+  return buf;
 }
 
 // Parses `text` with `layout` in UTC; nullopt-like failure reported through ok=false.
@@ -28,7 +33,7 @@ bool ParseUtc(const char* layout, std::string_view text, int64_t* unix_seconds) 
 }  // namespace
 
 std::string EncodeNodeLock(const NodeLock& lock) {
-  std::string ts = FormatUtc(kRfc3339Utc, lock.unix_seconds);
+  std::string ts = FormatUtc('T', /*zulu=*/true, lock.unix_seconds);  // Go writes UTC as "Z"
   if (lock.pod_namespace.empty() && lock.pod_name.empty()) return ts;
   return StrCat(ts, ",", lock.pod_namespace, ",", lock.pod_name);
 }
@@ -52,7 +57,7 @@ StatusOr<NodeLock> DecodeNodeLock(std::string_view text) {
 }
 
 std::string EncodeHandshake(const Handshake& handshake) {
-  return StrCat(handshake.state, "_", FormatUtc(kHandshakeLayout, handshake.unix_seconds));
+  return StrCat(handshake.state, "_", FormatUtc(' ', /*zulu=*/false, handshake.unix_seconds));
 }
 
 StatusOr<Handshake> DecodeHandshake(std::string_view text) {

@@ -113,7 +113,8 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
   std::vector<DeviceInfo> out;
   size_t entry = 0;
   for (std::string_view item : text::Split(text, ':')) {
-    if (text::Trim(item).empty()) continue;
+    item = text::Trim(item);
+    if (item.empty()) continue;
     const auto f = text::Split(item, ',');
     if (f.size() != 7 && f.size() != 9) {
       return InvalidArgument("node devices entry ", entry, " ", text::Quote(item), ": has ", f.size(),
@@ -126,6 +127,9 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
     HAMI_ASSIGN_OR_RETURN(d.devmem_mib, CsvInt(f[2], "devmem", 0, entry));
     HAMI_ASSIGN_OR_RETURN(int64_t devcore, CsvInt(f[3], "devcore", 0, entry));
     d.type = std::string(f[4]);
+    if (!text::IsValidUtf8(d.uuid) || !text::IsValidUtf8(d.type)) {
+      return InvalidArgument("node devices entry ", entry, ": id and type must be valid UTF-8");
+    }
     HAMI_ASSIGN_OR_RETURN(int64_t numa, CsvInt(f[5], "numa", kInt32Min, entry));
     const auto health = text::ParseBool(f[6]);
     if (!health) {
@@ -139,6 +143,7 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
       HAMI_ASSIGN_OR_RETURN(int64_t index, CsvInt(f[7], "index", 0, entry));
       d.index = static_cast<int>(index);
       d.mode = std::string(f[8]);
+      if (!text::IsValidUtf8(d.mode)) return InvalidArgument("node devices entry ", entry, ": mode must be valid UTF-8");
     }
     out.push_back(std::move(d));
     ++entry;
@@ -182,7 +187,8 @@ std::string EncodeNodeDevicesJson(const std::vector<DeviceInfo>& devices) {
     }
     arr.push_back(std::move(o));
   }
-  return arr.dump();
+  // Invalid UTF-8 (only possible from callers, never from our decoders) becomes U+FFFD as in Go.
+  return arr.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
 StatusOr<std::string> EncodeNodeDevicesCsv(const std::vector<DeviceInfo>& devices) {
@@ -221,7 +227,8 @@ std::string EncodeLinkScores(const LinkScores& scores) {
     for (const auto& [peer, score] : peers) s[peer] = score;
     arr.push_back(ordered_json{{"uuid", uuid}, {"score", std::move(s)}});
   }
-  return arr.dump();
+  // Invalid UTF-8 (only possible from callers, never from our decoders) becomes U+FFFD as in Go.
+  return arr.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
 StatusOr<LinkScores> DecodeLinkScores(std::string_view text) {

@@ -84,7 +84,8 @@ std::string EncodeMigAllocations(const std::vector<MigAllocation>& allocations) 
     }
     arr.push_back(std::move(o));
   }
-  return arr.dump();
+  // Invalid UTF-8 (only possible from callers, never from our decoders) becomes U+FFFD as in Go.
+  return arr.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
 StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text) {

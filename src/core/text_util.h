@@ -25,6 +25,9 @@ std::optional<int64_t> ParseInt(std::string_view s);
 // Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
 std::optional<bool> ParseBool(std::string_view s);
 
+// Well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
 // Quotes text for an error message, shortening it past 80 characters.
 std::string Quote(std::string_view s);
 
