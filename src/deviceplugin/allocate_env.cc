@@ -1,0 +1,59 @@
+#include "deviceplugin/allocate_env.h"
+
+namespace hami::deviceplugin {
+
+namespace {
+
+// A pod UID or container name becomes one directory name on the host: nothing that could climb out.
+Status CheckPathComponent(const std::string& s, const char* what) {
+  if (s.empty() || s == "." || s == ".." || s.find('/') != std::string::npos ||
+      s.find('\0') != std::string::npos) {
+    return InvalidArgument(what, " '", s, "' cannot name a region directory");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, const PendingContainer& ctr,
+                                                       const PluginConfig& c,
+                                                       const std::string& cache_file_name) {
+  if (ctr.devices.empty())
+    return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": decision has no devices");
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(pod.uid, "pod UID"));
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(ctr.name, "container name"));
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(cache_file_name, "cache file name"));
+
+  ContainerAllocation a;
+  std::string uuids;
+  for (size_t i = 0; i < ctr.devices.size(); ++i) {
+    const auto& d = ctr.devices[i];
+    if (d.usedmem_mib < 0 || d.usedcores < 0)
+      return InvalidArgument("pod ", pod.Key(), ": negative limit for ", d.uuid);
+    uuids += (i ? "," : "") + d.uuid;
+    a.envs[StrCat(kEnvMemoryLimitPrefix, i)] = StrCat(d.usedmem_mib, "m");
+  }
+  a.envs[kEnvVisibleDevices] = uuids;
+  a.envs[kEnvSmLimit] = StrCat(ctr.devices.front().usedcores);
+  // Upstream passes one SM limit for all devices; when they differ, add per-device values too.
+  bool differ = false;
+  for (const auto& d : ctr.devices) differ |= d.usedcores != ctr.devices.front().usedcores;
+  if (differ) {
+    for (size_t i = 0; i < ctr.devices.size(); ++i)
+      a.envs[StrCat(kEnvSmLimit, "_", i)] = StrCat(ctr.devices[i].usedcores);
+  }
+  a.envs[kEnvSharedCache] = JoinPath(c.container_hook_dir, cache_file_name);
+  if (c.memory_scaling > 1.0) a.envs[kEnvOversubscribe] = "true";
+  if (!c.libcuda_log_level.empty()) a.envs[kEnvLogLevel] = c.libcuda_log_level;
+  if (c.core_policy != "default") a.envs[kEnvCorePolicy] = c.core_policy;
+  if (ctr.priority >= 0) a.envs[kEnvTaskPriority] = StrCat(ctr.priority);
+
+  a.region_host_dir = JoinPath(c.region_root, StrCat(pod.uid, "_", ctr.name));
+  a.mounts.push_back({JoinPath(c.container_hook_dir, "libvgpu.so"), c.libvgpu_host_path, true});
+  a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
+  a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});
+  if (!ctr.disable_control) a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
+  return a;
+}
+
+}  // namespace hami::deviceplugin

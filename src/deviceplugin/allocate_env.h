@@ -1,0 +1,44 @@
+#pragma once
+// The container environment and mounts that arm libvgpu for one container's decision (upstream
+// names and values, shared/reference/hami.md §5). Pure: no files are touched here.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "deviceplugin/config.h"
+#include "deviceplugin/pending_pod.h"
+
+namespace hami::deviceplugin {
+
+struct MountSpec {
+  std::string container_path;
+  std::string host_path;
+  bool read_only = true;
+  bool operator==(const MountSpec&) const = default;
+};
+
+struct ContainerAllocation {
+  std::map<std::string, std::string> envs;
+  std::vector<MountSpec> mounts;
+  std::string region_host_dir;  // to be created (empty, mode 0777) before the container starts
+};
+
+// Env keys (upstream contract).
+inline constexpr char kEnvVisibleDevices[] = "NVIDIA_VISIBLE_DEVICES";
+inline constexpr char kEnvMemoryLimitPrefix[] = "CUDA_DEVICE_MEMORY_LIMIT_";
+inline constexpr char kEnvSmLimit[] = "CUDA_DEVICE_SM_LIMIT";
+inline constexpr char kEnvSharedCache[] = "CUDA_DEVICE_MEMORY_SHARED_CACHE";
+inline constexpr char kEnvOversubscribe[] = "CUDA_OVERSUBSCRIBE";
+inline constexpr char kEnvLogLevel[] = "LIBCUDA_LOG_LEVEL";
+inline constexpr char kEnvCorePolicy[] = "GPU_CORE_UTILIZATION_POLICY";
+inline constexpr char kEnvTaskPriority[] = "CUDA_TASK_PRIORITY";
+
+// `cache_file_name` is the region file's name inside the container's region directory (unique per
+// allocation, e.g. a random UUID + ".cache"). Errors: no devices, a pod UID or container name that
+// cannot be a single path component.
+StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, const PendingContainer& ctr,
+                                                       const PluginConfig& config,
+                                                       const std::string& cache_file_name);
+
+}  // namespace hami::deviceplugin

@@ -1,0 +1,150 @@
+#include "deviceplugin/allocate_env.h"
+
+#include <gtest/gtest.h>
+
+#include "deviceplugin/testing/builders.h"
+
+namespace hami::deviceplugin {
+namespace {
+
+using testing::Dev;
+
+PendingPod Pod(std::vector<core::ContainerDevice> devs, int priority = -1, bool disable_control = false) {
+  PendingPod p = testing::MakePod("p1", {std::move(devs)});
+  p.containers[0].priority = priority;
+  p.containers[0].disable_control = disable_control;
+  return p;
+}
+
+using Env = std::map<std::string, std::string>;
+
+TEST(AllocateEnvTest, EnvironmentTable) {
+  struct Case {
+    const char* name;
+    std::vector<core::ContainerDevice> devs;
+    void (*cfg)(PluginConfig&);
+    int priority;
+    Env want;               // must be present with these values
+    std::vector<std::string> absent;
+  };
+  const Case cases[] = {
+      {"memory limit only",
+       {Dev("GPU-a", 3000, 0)},
+       [](PluginConfig&) {},
+       -1,
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "3000m"}, {"CUDA_DEVICE_SM_LIMIT", "0"},
+        {"CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/r.cache"}},
+       {"CUDA_OVERSUBSCRIBE", "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY", "LIBCUDA_LOG_LEVEL",
+        "CUDA_DEVICE_MEMORY_LIMIT_1", "CUDA_DEVICE_SM_LIMIT_0"}},
+      {"memory and cores",
+       {Dev("GPU-a", 4000, 30)},
+       [](PluginConfig&) {},
+       -1,
+       {{"CUDA_DEVICE_MEMORY_LIMIT_0", "4000m"}, {"CUDA_DEVICE_SM_LIMIT", "30"}},
+       {}},
+      {"two GPUs",
+       {Dev("GPU-a", 5000, 50), Dev("GPU-b", 5000, 50)},
+       [](PluginConfig&) {},
+       -1,
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a,GPU-b"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "5000m"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_1", "5000m"}, {"CUDA_DEVICE_SM_LIMIT", "50"}},
+       {"CUDA_DEVICE_SM_LIMIT_0"}},
+      {"two GPUs, different cores",
+       {Dev("GPU-a", 1000, 20), Dev("GPU-b", 2000, 40)},
+       [](PluginConfig&) {},
+       -1,
+       {{"CUDA_DEVICE_SM_LIMIT", "20"}, {"CUDA_DEVICE_SM_LIMIT_0", "20"}, {"CUDA_DEVICE_SM_LIMIT_1", "40"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_1", "2000m"}},
+       {}},
+      {"oversubscription",
+       {Dev("GPU-a", 40000, 0)},
+       [](PluginConfig& c) { c.memory_scaling = 2; },
+       -1,
+       {{"CUDA_OVERSUBSCRIBE", "true"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "40000m"}},
+       {}},
+      {"scaling of exactly 1 is not oversubscription",
+       {Dev("GPU-a", 100, 0)},
+       [](PluginConfig& c) { c.memory_scaling = 1; },
+       -1,
+       {},
+       {"CUDA_OVERSUBSCRIBE"}},
+      {"log level, core policy, priority",
+       {Dev("GPU-a", 100, 10)},
+       [](PluginConfig& c) {
+         c.libcuda_log_level = "3";
+         c.core_policy = "force";
+       },
+       1,
+       {{"LIBCUDA_LOG_LEVEL", "3"}, {"GPU_CORE_UTILIZATION_POLICY", "force"}, {"CUDA_TASK_PRIORITY", "1"}},
+       {}},
+      {"core limit disabled",
+       {Dev("GPU-a", 100, 10)},
+       [](PluginConfig& c) { c.core_policy = "disable"; },
+       0,
+       {{"GPU_CORE_UTILIZATION_POLICY", "disable"}, {"CUDA_TASK_PRIORITY", "0"}},
+       {}},
+  };
+  for (const auto& tc : cases) {
+    PluginConfig c;
+    tc.cfg(c);
+    PendingPod p = Pod(tc.devs, tc.priority);
+    auto a = BuildContainerAllocation(p, p.containers[0], c, "r.cache");
+    ASSERT_TRUE(a.ok()) << tc.name << ": " << a.status();
+    for (const auto& [k, v] : tc.want) {
+      auto it = a->envs.find(k);
+      ASSERT_NE(it, a->envs.end()) << tc.name << ": missing " << k;
+      EXPECT_EQ(it->second, v) << tc.name << ": " << k;
+    }
+    for (const auto& k : tc.absent) EXPECT_EQ(a->envs.count(k), 0u) << tc.name << ": unexpected " << k;
+  }
+}
+
+TEST(AllocateEnvTest, Mounts) {
+  PluginConfig c;
+  c.region_root = "/var/lib/hami/containers";
+  c.libvgpu_host_path = "/opt/hami/libvgpu.so";
+  PendingPod p = Pod({Dev("GPU-a", 1, 0)});
+  auto a = BuildContainerAllocation(p, p.containers[0], c, "r.cache");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->region_host_dir, "/var/lib/hami/containers/uid-p1_c0");
+  std::vector<MountSpec> want = {
+      {"/usr/local/vgpu/libvgpu.so", "/opt/hami/libvgpu.so", true},
+      {"/usr/local/vgpu", "/var/lib/hami/containers/uid-p1_c0", false},
+      {"/tmp/vgpulock", "/tmp/vgpulock", false},
+      {"/etc/ld.so.preload", "/usr/local/vgpu/ld.so.preload", true},
+  };
+  EXPECT_EQ(a->mounts, want);
+
+  PendingPod opt_out = Pod({Dev("GPU-a", 1, 0)}, -1, /*disable_control=*/true);
+  auto b = BuildContainerAllocation(opt_out, opt_out.containers[0], c, "r.cache");
+  ASSERT_TRUE(b.ok());
+  for (const auto& m : b->mounts) EXPECT_NE(m.container_path, "/etc/ld.so.preload");
+  EXPECT_EQ(b->mounts.size(), 3u);
+}
+
+TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {
+  PluginConfig c;
+  struct Case {
+    const char* name;
+    std::string uid, ctr, cache;
+    std::vector<core::ContainerDevice> devs;
+  };
+  const Case cases[] = {
+      {"no devices", "u", "c", "r.cache", {}},
+      {"uid climbs", "../etc", "c", "r.cache", {Dev("GPU-a", 1, 0)}},
+      {"uid with slash", "a/b", "c", "r.cache", {Dev("GPU-a", 1, 0)}},
+      {"container dotdot", "u", "..", "r.cache", {Dev("GPU-a", 1, 0)}},
+      {"empty container", "u", "", "r.cache", {Dev("GPU-a", 1, 0)}},
+      {"cache with slash", "u", "c", "x/r.cache", {Dev("GPU-a", 1, 0)}},
+      {"negative memory", "u", "c", "r.cache", {Dev("GPU-a", -1, 0)}},
+  };
+  for (const auto& tc : cases) {
+    PendingPod p = Pod(tc.devs);
+    p.uid = tc.uid;
+    p.containers[0].name = tc.ctr;
+    EXPECT_FALSE(BuildContainerAllocation(p, p.containers[0], c, tc.cache).ok()) << tc.name;
+  }
+}
+
+}  // namespace
+}  // namespace hami::deviceplugin

@@ -1,0 +1,160 @@
+#include "deviceplugin/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "nlohmann/json.hpp"
+
+namespace hami::deviceplugin {
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (!dir.empty() && dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+Status Validate(const PluginConfig& c) {
+  if (c.resource_name.find('/') == std::string::npos)
+    return InvalidArgument("resource name '", c.resource_name, "' must be <domain>/<name>");
+  if (c.split_count < 1 || c.split_count > 1000)
+    return InvalidArgument("split count ", c.split_count, " must be in 1..1000");
+  if (!(c.memory_scaling > 0) || !std::isfinite(c.memory_scaling))
+    return InvalidArgument("device memory scaling ", c.memory_scaling, " must be > 0");
+  if (!(c.core_scaling > 0) || !std::isfinite(c.core_scaling))
+    return InvalidArgument("device core scaling ", c.core_scaling, " must be > 0");
+  if (c.preconfigured_memory_mib < 0)
+    return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib, " must be >= 0");
+  if (c.mode != "hami-core" && c.mode != "mig" && c.mode != "mps")
+    return InvalidArgument("operating mode '", c.mode, "' must be hami-core, mig or mps");
+  if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
+    return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
+  if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&
+      c.libcuda_log_level != "2" && c.libcuda_log_level != "3" && c.libcuda_log_level != "4")
+    return InvalidArgument("libcuda log level '", c.libcuda_log_level, "' must be 0..4");
+  for (int i : c.exclude_indices)
+    if (i < 0) return InvalidArgument("excluded device index ", i, " must be >= 0");
+  if (c.socket_name.empty() || c.socket_name.find('/') != std::string::npos)
+    return InvalidArgument("socket name '", c.socket_name, "' must be a plain file name");
+  if (c.plugin_dir.empty()) return InvalidArgument("plugin dir must not be empty");
+  return OkStatus();
+}
+
+namespace {
+
+using nlohmann::json;
+
+Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
+  auto number = [&](const json& v, const std::string& key) -> StatusOr<double> {
+    if (!v.is_number()) return InvalidArgument(where, ": ", key, " must be a number, got ", v.dump());
+    return v.get<double>();
+  };
+  auto integer = [&](const json& v, const std::string& key) -> StatusOr<int64_t> {
+    if (!v.is_number_integer())
+      return InvalidArgument(where, ": ", key, " must be an integer, got ", v.dump());
+    return v.get<int64_t>();
+  };
+  auto boolean = [&](const json& v, const std::string& key) -> StatusOr<bool> {
+    if (!v.is_boolean()) return InvalidArgument(where, ": ", key, " must be true or false, got ", v.dump());
+    return v.get<bool>();
+  };
+  auto string = [&](const json& v, const std::string& key) -> StatusOr<std::string> {
+    if (!v.is_string()) return InvalidArgument(where, ": ", key, " must be a string, got ", v.dump());
+    return v.get<std::string>();
+  };
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    if (key == "name") {
+      continue;
+    } else if (key == "operatingmode") {
+      HAMI_ASSIGN_OR_RETURN(c->mode, string(v, key));
+    } else if (key == "devicememoryscaling") {
+      HAMI_ASSIGN_OR_RETURN(c->memory_scaling, number(v, key));
+    } else if (key == "devicecorescaling") {
+      HAMI_ASSIGN_OR_RETURN(c->core_scaling, number(v, key));
+    } else if (key == "devicesplitcount") {
+      HAMI_ASSIGN_OR_RETURN(int64_t n, integer(v, key));
+      if (n < 1 || n > 1000) return InvalidArgument(where, ": devicesplitcount ", n, " must be in 1..1000");
+      c->split_count = static_cast<int>(n);
+    } else if (key == "preconfigureddevicememory") {
+      HAMI_ASSIGN_OR_RETURN(c->preconfigured_memory_mib, integer(v, key));
+    } else if (key == "enablenumatopology") {
+      HAMI_ASSIGN_OR_RETURN(c->enable_numa_topology, boolean(v, key));
+    } else if (key == "enablegetpreferredallocation") {
+      HAMI_ASSIGN_OR_RETURN(c->enable_preferred_allocation, boolean(v, key));
+    } else if (key == "libcudaloglevel") {
+      // Upstream writes a string ("1"); accept an integer too.
+      if (v.is_number_integer()) {
+        c->libcuda_log_level = std::to_string(v.get<int64_t>());
+      } else {
+        HAMI_ASSIGN_OR_RETURN(c->libcuda_log_level, string(v, key));
+      }
+    } else if (key == "migstrategy") {
+      HAMI_ASSIGN_OR_RETURN(std::string s, string(v, key));
+      if (s != "none" && s != "single" && s != "mixed")
+        return InvalidArgument(where, ": migstrategy '", s, "' must be none, single or mixed");
+    } else if (key == "filterdevices") {
+      if (!v.is_object()) return InvalidArgument(where, ": filterdevices must be an object");
+      for (auto f = v.begin(); f != v.end(); ++f) {
+        if (!f.value().is_array())
+          return InvalidArgument(where, ": filterdevices.", f.key(), " must be an array");
+        if (f.key() == "uuid") {
+          for (const auto& u : f.value()) {
+            if (!u.is_string()) return InvalidArgument(where, ": filterdevices.uuid entries must be strings");
+            c->exclude_uuids.push_back(u.get<std::string>());
+          }
+        } else if (f.key() == "index") {
+          for (const auto& i : f.value()) {
+            if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() > 1'000'000)
+              return InvalidArgument(where, ": filterdevices.index entries must be integers >= 0, got ",
+                                     i.dump());
+            c->exclude_indices.push_back(static_cast<int>(i.get<int64_t>()));
+          }
+        } else {
+          return InvalidArgument(where, ": unknown key filterdevices.", f.key(), " (expected uuid, index)");
+        }
+      }
+    } else {
+      return InvalidArgument(where, ": unknown key '", key, "'");
+    }
+  }
+  return Annotate(Validate(*c), where);
+}
+
+}  // namespace
+
+Status ApplyNodeConfig(std::string_view text, std::string_view node_name, PluginConfig* config,
+                       std::string_view source) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgument(source, ": not valid JSON");
+  if (!doc.is_object()) return InvalidArgument(source, ": top level must be an object");
+  auto nc = doc.find("nodeconfig");
+  if (nc == doc.end()) return OkStatus();  // nothing per node
+  if (!nc->is_array()) return InvalidArgument(source, ": nodeconfig must be an array");
+  int matches = 0;
+  for (size_t i = 0; i < nc->size(); ++i) {
+    const json& e = (*nc)[i];
+    const std::string where = StrCat(source, ": nodeconfig[", i, "]");
+    if (!e.is_object()) return InvalidArgument(where, ": must be an object");
+    auto name = e.find("name");
+    if (name == e.end() || !name->is_string()) return InvalidArgument(where, ": name must be a string");
+    // Check every entry, so a broken entry for another node is found on any node.
+    PluginConfig scratch = *config;
+    HAMI_RETURN_IF_ERROR(ApplyEntry(e, StrCat(where, " (", name->get<std::string>(), ")"), &scratch));
+    if (name->get<std::string>() == node_name) {
+      if (++matches > 1) return InvalidArgument(source, ": node '", node_name, "' has several entries");
+      *config = std::move(scratch);
+    }
+  }
+  return OkStatus();
+}
+
+Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name, PluginConfig* config) {
+  std::ifstream f(path);
+  if (!f) return NotFound("cannot read device plugin config ", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ApplyNodeConfig(ss.str(), node_name, config, path);
+}
+
+}  // namespace hami::deviceplugin

@@ -1,0 +1,109 @@
+#include "deviceplugin/config.h"
+
+#include <gtest/gtest.h>
+
+namespace hami::deviceplugin {
+namespace {
+
+TEST(ConfigTest, DefaultsAreValid) { EXPECT_TRUE(Validate(PluginConfig{}).ok()); }
+
+TEST(ConfigTest, ValidateNamesTheOption) {
+  struct Case {
+    const char* name;
+    void (*mutate)(PluginConfig&);
+    const char* want;
+  };
+  const Case cases[] = {
+      {"split zero", [](PluginConfig& c) { c.split_count = 0; }, "split count"},
+      {"split huge", [](PluginConfig& c) { c.split_count = 5000; }, "split count"},
+      {"mem scaling", [](PluginConfig& c) { c.memory_scaling = 0; }, "memory scaling"},
+      {"core scaling", [](PluginConfig& c) { c.core_scaling = -1; }, "core scaling"},
+      {"mode", [](PluginConfig& c) { c.mode = "vgpu"; }, "operating mode"},
+      {"policy", [](PluginConfig& c) { c.core_policy = "always"; }, "core policy"},
+      {"log level", [](PluginConfig& c) { c.libcuda_log_level = "9"; }, "log level"},
+      {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},
+      {"socket", [](PluginConfig& c) { c.socket_name = "a/b.sock"; }, "socket name"},
+      {"index", [](PluginConfig& c) { c.exclude_indices = {-1}; }, "index"},
+  };
+  for (const auto& tc : cases) {
+    PluginConfig c;
+    tc.mutate(c);
+    Status s = Validate(c);
+    EXPECT_FALSE(s.ok()) << tc.name;
+    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos) << tc.name << ": " << s.message();
+  }
+}
+
+TEST(ConfigTest, AppliesOnlyThisNodesEntry) {
+  const char* json = R"({"nodeconfig":[
+    {"name":"other","devicesplitcount":3},
+    {"name":"node1","operatingmode":"hami-core","devicememoryscaling":1.5,"devicecorescaling":2,
+     "devicesplitcount":4,"preconfigureddevicememory":0,"enablenumatopology":true,"libcudaloglevel":"3",
+     "migstrategy":"none","filterdevices":{"uuid":["GPU-x"],"index":[2]},
+     "enablegetpreferredallocation":false}]})";
+  PluginConfig c;
+  ASSERT_TRUE(ApplyNodeConfig(json, "node1", &c).ok());
+  EXPECT_EQ(c.split_count, 4);
+  EXPECT_DOUBLE_EQ(c.memory_scaling, 1.5);
+  EXPECT_DOUBLE_EQ(c.core_scaling, 2.0);
+  EXPECT_TRUE(c.enable_numa_topology);
+  EXPECT_FALSE(c.enable_preferred_allocation);
+  EXPECT_EQ(c.libcuda_log_level, "3");
+  EXPECT_EQ(c.exclude_uuids, std::vector<std::string>{"GPU-x"});
+  EXPECT_EQ(c.exclude_indices, std::vector<int>{2});
+
+  PluginConfig untouched;
+  ASSERT_TRUE(ApplyNodeConfig(json, "node9", &untouched).ok());
+  EXPECT_EQ(untouched.split_count, PluginConfig{}.split_count);
+  ASSERT_TRUE(ApplyNodeConfig("{}", "node1", &untouched).ok());
+}
+
+TEST(ConfigTest, IntegerLogLevelAccepted) {
+  PluginConfig c;
+  ASSERT_TRUE(ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","libcudaloglevel":4}]})", "n", &c).ok());
+  EXPECT_EQ(c.libcuda_log_level, "4");
+}
+
+TEST(ConfigTest, ErrorsNameFileEntryAndField) {
+  struct Case {
+    const char* json;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"not json", "cfg.json: not valid JSON"},
+      {"[]", "top level must be an object"},
+      {R"({"nodeconfig":{}})", "nodeconfig must be an array"},
+      {R"({"nodeconfig":[1]})", "nodeconfig[0]: must be an object"},
+      {R"({"nodeconfig":[{"devicesplitcount":2}]})", "nodeconfig[0]: name must be a string"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcount":"ten"}]})", "devicesplitcount must be an integer"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcount":0}]})", "devicesplitcount 0 must be in 1..1000"},
+      {R"({"nodeconfig":[{"name":"n","devicememoryscaling":true}]})", "devicememoryscaling must be a number"},
+      {R"({"nodeconfig":[{"name":"n","devicememoryscaling":-2}]})", "memory scaling"},
+      {R"({"nodeconfig":[{"name":"n","operatingmode":"x"}]})", "operating mode 'x'"},
+      {R"({"nodeconfig":[{"name":"n","enablenumatopology":"yes"}]})", "enablenumatopology must be true or false"},
+      {R"({"nodeconfig":[{"name":"n","migstrategy":"all"}]})", "migstrategy 'all'"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":[]}]})", "filterdevices must be an object"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"uuid":[1]}}]})", "filterdevices.uuid entries"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"index":[-1]}}]})", "filterdevices.index entries"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"name":[]}}]})", "unknown key filterdevices.name"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcnt":2}]})", "nodeconfig[0] (n): unknown key 'devicesplitcnt'"},
+      {R"({"nodeconfig":[{"name":"other","devicesplitcount":-1}]})", "nodeconfig[0] (other)"},
+      {R"({"nodeconfig":[{"name":"n"},{"name":"n"}]})", "has several entries"},
+  };
+  for (const auto& tc : cases) {
+    PluginConfig c;
+    Status s = ApplyNodeConfig(tc.json, "n", &c, "cfg.json");
+    EXPECT_FALSE(s.ok()) << tc.json;
+    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos) << tc.json << " -> " << s.message();
+  }
+}
+
+TEST(ConfigTest, MissingFileIsAClearError) {
+  PluginConfig c;
+  Status s = ApplyNodeConfigFile("/nonexistent/config.json", "n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(s.message()).find("/nonexistent/config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hami::deviceplugin

@@ -1,0 +1,59 @@
+#include "deviceplugin/node_devices.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace hami::deviceplugin {
+
+std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus, const PluginConfig& c) {
+  std::vector<gpu::GpuInfo> out;
+  for (const auto& g : gpus) {
+    bool by_uuid = std::find(c.exclude_uuids.begin(), c.exclude_uuids.end(), g.uuid) != c.exclude_uuids.end();
+    bool by_index =
+        std::find(c.exclude_indices.begin(), c.exclude_indices.end(), g.index) != c.exclude_indices.end();
+    if (!by_uuid && !by_index) out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<std::string> ReplicaIds(const std::string& uuid, int split_count) {
+  std::vector<std::string> ids;
+  ids.reserve(split_count);
+  for (int i = 0; i < split_count; ++i) ids.push_back(StrCat(uuid, "-", i));
+  return ids;
+}
+
+StatusOr<std::string> ReplicaUuid(const std::string& id) {
+  auto dash = id.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == id.size())
+    return InvalidArgument("device ID '", id, "' is not <gpu-uuid>-<replica>");
+  for (size_t i = dash + 1; i < id.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(id[i])))
+      return InvalidArgument("device ID '", id, "' is not <gpu-uuid>-<replica>");
+  }
+  return id.substr(0, dash);
+}
+
+std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,
+                                               const std::map<std::string, bool>& healthy,
+                                               const PluginConfig& c) {
+  std::vector<core::DeviceInfo> out;
+  for (const auto& g : FilterDevices(gpus, c)) {
+    core::DeviceInfo d;
+    d.uuid = g.uuid;
+    d.index = g.index;
+    d.count = c.split_count;
+    int64_t mem = g.memory_mib > 0 ? g.memory_mib : c.preconfigured_memory_mib;
+    d.devmem_mib = static_cast<int64_t>(static_cast<double>(mem) * c.memory_scaling);
+    d.devcore = static_cast<int>(100.0 * c.core_scaling);
+    d.type = StrCat("NVIDIA-", g.model);
+    d.numa = g.numa_node < 0 ? 0 : g.numa_node;
+    auto h = healthy.find(g.uuid);
+    d.health = h == healthy.end() ? true : h->second;
+    d.mode = c.mode;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace hami::deviceplugin

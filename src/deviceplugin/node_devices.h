@@ -1,0 +1,30 @@
+#pragma once
+// From discovered GPUs + config to what the node advertises: kubelet replicas ("<uuid>-<n>") and
+// the registration entries (core::DeviceInfo) of hami.io/node-nvidia-register.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/model.h"
+#include "deviceplugin/config.h"
+#include "gpu/discovery.h"
+
+namespace hami::deviceplugin {
+
+// GPUs left after filterdevices (uuid or index).
+std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus, const PluginConfig& config);
+
+// Replica IDs of one GPU: "<uuid>-0" .. "<uuid>-<split-1>".
+std::vector<std::string> ReplicaIds(const std::string& uuid, int split_count);
+// The GPU UUID of a replica ID ("GPU-a-3" -> "GPU-a"); error when it is not "<uuid>-<n>".
+StatusOr<std::string> ReplicaUuid(const std::string& replica_id);
+
+// Registration entries, one per GPU (after FilterDevices): count = split, devmem scaled (or the
+// preconfigured memory when NVML reports 0), devcore = 100 * core scaling, type = "NVIDIA-<model>",
+// numa >= 0, health from `healthy` (by UUID; absent = healthy).
+std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,
+                                               const std::map<std::string, bool>& healthy,
+                                               const PluginConfig& config);
+
+}  // namespace hami::deviceplugin

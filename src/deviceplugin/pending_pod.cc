@@ -1,0 +1,123 @@
+#include "deviceplugin/pending_pod.h"
+
+#include <algorithm>
+
+#include "deviceplugin/node_devices.h"
+
+namespace hami::deviceplugin {
+
+namespace {
+
+std::string Describe(const PendingPod& p) {
+  const PendingContainer& c = p.containers.front();
+  std::string gpus;
+  for (const auto& d : c.devices) gpus += (gpus.empty() ? "" : ",") + d.uuid;
+  return StrCat(p.Key(), " (container ", c.name, ": ", c.devices.size(), " device(s) ", gpus, ")");
+}
+
+}  // namespace
+
+StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
+                                  const std::vector<std::string>& kubelet_ids,
+                                  const std::vector<SteeredChoice>& steered) {
+  std::vector<const PendingPod*> waiting;
+  std::vector<const PendingPod*> cands;
+  for (const auto& p : pods) {
+    if (p.containers.empty()) continue;
+    waiting.push_back(&p);
+    if (p.containers.front().devices.size() == kubelet_ids.size()) cands.push_back(&p);
+  }
+  if (waiting.empty()) {
+    return NotFound("no pod bound to this node is waiting for devices (kubelet asked for ",
+                    kubelet_ids.size(), "); was it scheduled by hami-scheduler?");
+  }
+  if (cands.empty()) {
+    std::string list;
+    for (const auto* p : waiting) list += (list.empty() ? "" : "; ") + Describe(*p);
+    return NotFound("kubelet asked for ", kubelet_ids.size(),
+                    " device(s) but no waiting pod's next container wants that many: ", list);
+  }
+  const PendingPod* chosen = nullptr;
+  if (cands.size() == 1) {
+    chosen = cands.front();
+  } else {
+    std::set<std::string> ids(kubelet_ids.begin(), kubelet_ids.end());
+    for (const auto& s : steered) {
+      if (s.ids != ids) continue;
+      for (const auto* p : cands) {
+        if (p->uid == s.pod_uid && p->containers.front().index == s.container_index) chosen = p;
+      }
+    }
+    if (chosen == nullptr) {
+      std::string list;
+      for (const auto* p : cands) list += (list.empty() ? "" : "; ") + Describe(*p);
+      return FailedPrecondition("ambiguous allocation: ", cands.size(), " pods wait for ", kubelet_ids.size(),
+                                " device(s) on this node and kubelet's IDs do not tell which one this is (",
+                                list, "); refusing to guess");
+    }
+  }
+  return Selection{*chosen, chosen->containers.front()};
+}
+
+std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod>& pods, int size,
+                                                    const std::vector<std::string>& available_uuids) {
+  std::vector<const PendingPod*> out;
+  for (const auto& p : pods) {
+    if (p.containers.empty()) continue;
+    const auto& devs = p.containers.front().devices;
+    if (static_cast<int>(devs.size()) != size) continue;
+    bool all = true;
+    for (const auto& d : devs) {
+      if (std::find(available_uuids.begin(), available_uuids.end(), d.uuid) == available_uuids.end()) all = false;
+    }
+    if (all) out.push_back(&p);
+  }
+  return out;
+}
+
+void MemoryPendingPodSource::AddPod(PendingPod pod) {
+  std::lock_guard<std::mutex> l(mu_);
+  pods_.push_back(std::move(pod));
+}
+
+StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!list_error_.ok()) return list_error_;
+  std::vector<PendingPod> out;
+  for (const auto& p : pods_) {
+    if (!p.containers.empty() && !failed_.count(p.uid)) out.push_back(p);
+  }
+  return out;
+}
+
+Status MemoryPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& p : pods_) {
+    if (p.uid != pod.uid) continue;
+    auto it = std::find_if(p.containers.begin(), p.containers.end(),
+                           [&](const PendingContainer& c) { return c.index == container_index; });
+    if (it == p.containers.end())
+      return NotFound("pod ", p.Key(), " has no container ", container_index, " waiting");
+    p.containers.erase(it);
+    return OkStatus();
+  }
+  return NotFound("pod ", pod.Key(), " is not pending");
+}
+
+Status MemoryPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {
+  std::lock_guard<std::mutex> l(mu_);
+  failed_[pod.uid] = std::string(reason);
+  return OkStatus();
+}
+
+std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return failed_;
+}
+
+void MemoryPendingPodSource::SetListError(Status s) {
+  std::lock_guard<std::mutex> l(mu_);
+  list_error_ = std::move(s);
+}
+
+}  // namespace hami::deviceplugin

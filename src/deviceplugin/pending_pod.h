@@ -1,0 +1,98 @@
+#pragma once
+// Which pod is kubelet allocating? kubelet's Allocate names only replica IDs, never the pod. The
+// decision lives on the pod (hami.io/vgpu-devices-to-allocate, one entry per container, consumed in
+// order). A PendingPodSource lists the pods bound to this node that still wait for devices;
+// SelectPending picks the one the request belongs to, or refuses when it cannot be sure: a wrong
+// guess would arm a container with another pod's limits.
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "core/model.h"
+
+namespace hami::deviceplugin {
+
+struct PendingContainer {
+  int index = 0;          // position in the decision (init containers first, then app)
+  std::string name;       // container name (region directory "<podUID>_<name>")
+  std::vector<core::ContainerDevice> devices;
+  int priority = -1;            // nvidia.com/priority; -1 = not given
+  bool disable_control = false; // container env CUDA_DISABLE_CONTROL=true: no ld.so.preload mount
+  bool operator==(const PendingContainer&) const = default;
+};
+
+struct PendingPod {
+  std::string uid;
+  std::string namespace_;
+  std::string name;
+  int64_t bind_time = 0;  // hami.io/bind-time (Unix seconds)
+  // Containers whose devices are still to be allocated, in decision order (non-empty entries only).
+  std::vector<PendingContainer> containers;
+  std::string Key() const { return StrCat(namespace_, "/", name); }
+};
+
+class PendingPodSource {
+ public:
+  virtual ~PendingPodSource() = default;
+  // Pods bound to this node whose NVIDIA decision still has containers waiting for Allocate.
+  // Must be current (kubelet admits a pod only after it is bound, so a fresh read sees it).
+  virtual StatusOr<std::vector<PendingPod>> ListPending() = 0;
+  // The pod's container `container_index` was answered: erase its entry from the to-allocate record
+  // (when none is left the pod's bind phase becomes success).
+  virtual Status MarkAllocated(const PendingPod& pod, int container_index) = 0;
+  // Allocate failed for the pod (bind phase failed).
+  virtual Status MarkFailed(const PendingPod& pod, std::string_view reason) = 0;
+};
+
+struct Selection {
+  PendingPod pod;
+  PendingContainer container;  // the pod's next container
+};
+
+// A replica choice we steered kubelet to for one pod (GetPreferredAllocation), remembered so that the
+// Allocate carrying exactly those IDs is attributed to that pod even when others wait as well.
+struct SteeredChoice {
+  std::string pod_uid;
+  int container_index = -1;
+  std::set<std::string> ids;
+};
+
+// Picks the pod whose next container is being allocated with `kubelet_ids`:
+//  1. candidates = pods whose next container wants exactly kubelet_ids.size() devices;
+//  2. one candidate: it (upstream behaviour: kubelet's replica IDs carry no pod identity);
+//  3. several: the one we steered kubelet to with exactly these IDs, if any;
+//  otherwise NotFound (no candidate) or FailedPrecondition (ambiguous), naming the pods.
+StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
+                                  const std::vector<std::string>& kubelet_ids,
+                                  const std::vector<SteeredChoice>& steered = {});
+
+// Pods whose next container wants `size` devices and whose GPUs each still have an available
+// replica among `available` (UUID of each); used to steer GetPreferredAllocation.
+std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod>& pods, int size,
+                                                    const std::vector<std::string>& available_uuids);
+
+// An in-memory PendingPodSource: pods are added by the owner (tests, benchmarks, a node without
+// an API server). Thread-safe.
+class MemoryPendingPodSource final : public PendingPodSource {
+ public:
+  void AddPod(PendingPod pod);
+  StatusOr<std::vector<PendingPod>> ListPending() override;
+  Status MarkAllocated(const PendingPod& pod, int container_index) override;
+  Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
+  // uid -> failure reason, for inspection.
+  std::map<std::string, std::string> Failed() const;
+  // Makes ListPending fail (ok = succeed again).
+  void SetListError(Status s);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<PendingPod> pods_;
+  std::map<std::string, std::string> failed_;
+  Status list_error_;
+};
+
+}  // namespace hami::deviceplugin

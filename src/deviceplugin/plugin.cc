@@ -1,0 +1,467 @@
+#include "deviceplugin/plugin.h"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/log.h"
+#include "deviceplugin/allocate_env.h"
+#include "deviceplugin/node_devices.h"
+#include "deviceplugin/proto/api.grpc.pb.h"
+
+namespace hami::deviceplugin {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+// Identity of a socket file: a recreated kubelet.sock differs in inode or change time.
+struct FileId {
+  bool exists = false;
+  ino_t ino = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+FileId StatFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
+Status PrepareRegionDir(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) return Internal("cannot clear region directory ", dir, ": ", ec.message());
+  fs::create_directories(dir, ec);
+  if (ec) return Internal("cannot create region directory ", dir, ": ", ec.message());
+  // The container may run as any user; libvgpu must be able to create its region file there.
+  fs::permissions(dir, fs::perms::all, ec);
+  if (ec) return Internal("cannot chmod region directory ", dir, ": ", ec.message());
+  return OkStatus();
+}
+
+}  // namespace
+
+// ---- gRPC service: thin adapter over DevicePlugin ----
+class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
+ public:
+  explicit Service(DevicePlugin* p) : p_(p) {}
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                      v1beta1::DevicePluginOptions* out) override {
+    *out = p_->Options();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> l(p_->mu_);
+      generation = p_->generation_;
+    }
+    bool first = true;
+    uint64_t seen = 0;
+    while (true) {
+      v1beta1::ListAndWatchResponse resp;
+      {
+        std::unique_lock<std::mutex> l(p_->mu_);
+        p_->cv_.wait_for(l, std::chrono::milliseconds(200), [&] {
+          return first || p_->version_ != seen || p_->generation_ != generation || p_->stopping_;
+        });
+        if (p_->generation_ != generation || p_->stopping_) return grpc::Status::OK;
+        if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+        if (!first && p_->version_ == seen) continue;
+        first = false;
+        seen = p_->version_;
+        resp = p_->DeviceListLocked();
+      }
+      if (!writer->Write(resp)) return grpc::Status::OK;  // kubelet went away
+    }
+  }
+
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+                                      v1beta1::PreferredAllocationResponse* out) override {
+    *out = p_->PreferredAllocation(*req);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
+                        v1beta1::AllocateResponse* out) override {
+    auto r = p_->Allocate(*req);
+    if (!r.ok()) {
+      spdlog::error("Allocate failed: {}", std::string(r.status().message()));
+      return ToGrpc(r.status());
+    }
+    *out = std::move(*r);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                 v1beta1::PreStartContainerResponse*) override {
+    return grpc::Status::OK;  // pre_start_required is false; nothing to prepare
+  }
+
+ private:
+  DevicePlugin* p_;
+};
+
+DevicePlugin::DevicePlugin(PluginConfig config, gpu::DeviceDiscovery* discovery, PendingPodSource* pending,
+                           uint64_t seed)
+    : config_(std::move(config)), discovery_(discovery), pending_(pending), rng_(seed) {}
+
+DevicePlugin::~DevicePlugin() { Stop(); }
+
+std::string DevicePlugin::SocketPath() const { return JoinPath(config_.plugin_dir, config_.socket_name); }
+std::string DevicePlugin::KubeletSocketPath() const {
+  return JoinPath(config_.plugin_dir, config_.kubelet_socket);
+}
+
+Status DevicePlugin::Start() {
+  if (started_) return FailedPrecondition("device plugin already started");
+  HAMI_RETURN_IF_ERROR(Validate(config_));
+  HAMI_ASSIGN_OR_RETURN(std::vector<gpu::GpuInfo> all, discovery_->ListDevices());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gpus_ = FilterDevices(all, config_);
+    for (const auto& g : gpus_) {
+      healthy_[g.uuid] = true;
+      for (auto& id : ReplicaIds(g.uuid, config_.split_count)) replica_to_uuid_[id] = g.uuid;
+    }
+    ++version_;
+  }
+  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", gpus_.size(),
+               all.size() - gpus_.size(), config_.split_count, config_.resource_name);
+
+  std::error_code ec;
+  fs::create_directories(config_.plugin_dir, ec);
+  HAMI_RETURN_IF_ERROR(StartServer());
+
+  auto watch = discovery_->WatchHealth([this](const gpu::HealthEvent& ev) { OnHealth(ev); });
+  if (watch.ok()) {
+    health_watch_ = std::move(*watch);
+  } else {
+    spdlog::warn("health checks disabled: {}", std::string(watch.status().message()));
+  }
+
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0 ||
+      inotify_add_watch(inotify_fd_, config_.plugin_dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO) < 0) {
+    // Without inotify the watch loop still polls the sockets every tick.
+    spdlog::warn("inotify on {} unavailable; polling for kubelet restarts", config_.plugin_dir);
+  }
+  stop_ = false;
+  started_ = true;
+  watcher_ = std::thread([this] { WatchLoop(); });
+  return OkStatus();
+}
+
+void DevicePlugin::Stop() {
+  if (!started_) return;
+  started_ = false;
+  stop_ = true;
+  if (watcher_.joinable()) watcher_.join();
+  health_watch_.reset();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  StopServer();
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  inotify_fd_ = -1;
+  std::error_code ec;
+  fs::remove(SocketPath(), ec);
+}
+
+Status DevicePlugin::StartServer() {
+  std::lock_guard<std::mutex> l(server_mu_);
+  const std::string path = SocketPath();
+  std::error_code ec;
+  fs::remove(path, ec);  // a stale socket from a previous run would make bind fail
+  service_ = std::make_unique<Service>(this);
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  b.RegisterService(service_.get());
+  server_ = b.BuildAndStart();
+  if (!server_) return Unavailable("cannot serve the device plugin on ", path);
+  {
+    std::lock_guard<std::mutex> m(mu_);
+    stopping_ = false;
+  }
+  return OkStatus();
+}
+
+void DevicePlugin::StopServer() {
+  std::lock_guard<std::mutex> l(server_mu_);
+  {
+    std::lock_guard<std::mutex> m(mu_);
+    ++generation_;  // ends running ListAndWatch streams
+  }
+  cv_.notify_all();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_->Wait();
+  }
+  server_.reset();
+  service_.reset();
+}
+
+Status DevicePlugin::Register() {
+  auto channel = grpc::CreateChannel("unix:" + KubeletSocketPath(), grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest req;
+  req.set_version(kApiVersion);
+  req.set_endpoint(config_.socket_name);
+  req.set_resource_name(config_.resource_name);
+  *req.mutable_options() = Options();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1beta1::Empty resp;
+  grpc::Status s = stub->Register(&ctx, req, &resp);
+  if (!s.ok()) {
+    return Unavailable("register ", config_.resource_name, " with kubelet at ", KubeletSocketPath(), ": ",
+                       s.error_message());
+  }
+  ++registrations_;
+  spdlog::info("registered {} with kubelet (endpoint {})", config_.resource_name, config_.socket_name);
+  return OkStatus();
+}
+
+void DevicePlugin::WatchLoop() {
+  FileId registered_with;  // kubelet.sock we registered with; !exists = not registered
+  auto last_attempt = std::chrono::steady_clock::time_point{};
+  while (!stop_) {
+    if (inotify_fd_ >= 0) {
+      pollfd p{inotify_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 200) > 0) {
+        // Any change in the directory wakes us; what changed is re-checked below.
+        alignas(inotify_event) char buf[4096];
+        while (::read(inotify_fd_, buf, sizeof buf) > 0) {
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (stop_) break;
+    FileId kubelet = StatFile(KubeletSocketPath());
+    bool own = StatFile(SocketPath()).exists;
+    // A restarting kubelet deletes the sockets in the directory, then creates a new kubelet.sock.
+    // Act once the new kubelet.sock is there (compared by identity: inode + change time), so one
+    // restart leads to exactly one new server and registration.
+    if (registered_with.exists && !kubelet.exists) continue;
+    bool restarted = registered_with.exists && (!(kubelet == registered_with) || !own);
+    if (restarted) {
+      spdlog::info("kubelet restarted (kubelet.sock recreated or our socket removed); serving again");
+      StopServer();
+      Status s = StartServer();
+      if (!s.ok()) spdlog::error("{}", std::string(s.message()));
+      registered_with = FileId{};
+      last_attempt = {};
+    }
+    if (registered_with.exists || !kubelet.exists) continue;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_attempt < std::chrono::seconds(1)) continue;
+    last_attempt = now;
+    if (!StatFile(SocketPath()).exists) {
+      Status s = StartServer();
+      if (!s.ok()) {
+        spdlog::error("{}", std::string(s.message()));
+        continue;
+      }
+    }
+    Status s = Register();
+    if (s.ok()) {
+      registered_with = kubelet;
+    } else {
+      spdlog::warn("{}; retrying", std::string(s.message()));
+    }
+  }
+}
+
+void DevicePlugin::OnHealth(const gpu::HealthEvent& ev) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    bool changed = false;
+    for (auto& [uuid, h] : healthy_) {
+      if ((ev.uuid.empty() || ev.uuid == uuid) && h != ev.healthy) {
+        h = ev.healthy;
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    ++version_;
+  }
+  spdlog::warn("GPU {} is now {}: {}", ev.uuid.empty() ? "(all)" : ev.uuid,
+               ev.healthy ? kHealthy : kUnhealthy, ev.reason);
+  cv_.notify_all();
+}
+
+std::vector<core::DeviceInfo> DevicePlugin::NodeDevices() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return BuildNodeDevices(gpus_, healthy_, config_);
+}
+
+v1beta1::DevicePluginOptions DevicePlugin::Options() const {
+  v1beta1::DevicePluginOptions o;
+  o.set_pre_start_required(false);
+  o.set_get_preferred_allocation_available(config_.enable_preferred_allocation);
+  return o;
+}
+
+v1beta1::ListAndWatchResponse DevicePlugin::DeviceList() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return DeviceListLocked();
+}
+
+v1beta1::ListAndWatchResponse DevicePlugin::DeviceListLocked() const {
+  v1beta1::ListAndWatchResponse resp;
+  for (const auto& g : gpus_) {
+    auto h = healthy_.find(g.uuid);
+    const bool ok = h == healthy_.end() || h->second;
+    for (const auto& id : ReplicaIds(g.uuid, config_.split_count)) {
+      v1beta1::Device* d = resp.add_devices();
+      d->set_id(id);
+      d->set_health(ok ? kHealthy : kUnhealthy);
+      if (config_.enable_numa_topology && g.numa_node >= 0) {
+        d->mutable_topology()->add_nodes()->set_id(g.numa_node);
+      }
+    }
+  }
+  return resp;
+}
+
+v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
+    const v1beta1::PreferredAllocationRequest& req) {
+  std::lock_guard<std::mutex> l(alloc_mu_);
+  std::vector<PendingPod> pods;
+  if (auto listed = pending_->ListPending(); listed.ok()) {
+    pods = std::move(*listed);
+  } else {
+    spdlog::warn("GetPreferredAllocation: {}", std::string(listed.status().message()));
+  }
+  v1beta1::PreferredAllocationResponse resp;
+  for (const auto& cr : req.container_requests()) {
+    std::vector<std::string> available(cr.available_deviceids().begin(), cr.available_deviceids().end());
+    std::vector<std::string> chosen(cr.must_include_deviceids().begin(), cr.must_include_deviceids().end());
+    std::vector<std::string> available_uuids;
+    for (const auto& id : available) {
+      if (auto u = ReplicaUuid(id); u.ok()) available_uuids.push_back(*u);
+    }
+    auto taken = [&](const std::string& id) { return std::find(chosen.begin(), chosen.end(), id) != chosen.end(); };
+    auto cands = PreferenceCandidates(pods, cr.allocation_size(), available_uuids);
+    if (cands.size() == 1 && chosen.empty()) {
+      const PendingPod& p = *cands.front();
+      for (const auto& d : p.containers.front().devices) {
+        for (const auto& id : available) {
+          auto u = ReplicaUuid(id);
+          if (u.ok() && *u == d.uuid && !taken(id)) {
+            chosen.push_back(id);
+            break;
+          }
+        }
+      }
+      steered_.push_back({p.uid, p.containers.front().index, std::set<std::string>(chosen.begin(), chosen.end())});
+      if (steered_.size() > 64) steered_.erase(steered_.begin());
+    }
+    for (const auto& id : available) {
+      if (static_cast<int>(chosen.size()) >= cr.allocation_size()) break;
+      if (!taken(id)) chosen.push_back(id);
+    }
+    auto* out = resp.add_container_responses();
+    for (const auto& id : chosen) out->add_deviceids(id);
+  }
+  return resp;
+}
+
+std::string DevicePlugin::NewCacheFileName() {
+  uint64_t a = rng_.Next(), b = rng_.Next();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx.cache", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+StatusOr<v1beta1::AllocateResponse> DevicePlugin::Allocate(const v1beta1::AllocateRequest& req) {
+  std::lock_guard<std::mutex> l(alloc_mu_);
+  v1beta1::AllocateResponse resp;
+  for (const auto& cr : req.container_requests()) {
+    HAMI_ASSIGN_OR_RETURN(*resp.add_container_responses(), AllocateOne(cr));
+  }
+  return resp;
+}
+
+StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
+    const v1beta1::ContainerAllocateRequest& cr) {
+  std::vector<std::string> ids(cr.devices_ids().begin(), cr.devices_ids().end());
+  if (ids.empty()) return InvalidArgument("Allocate: container request names no devices");
+  {
+    std::lock_guard<std::mutex> m(mu_);
+    for (const auto& id : ids) {
+      if (!replica_to_uuid_.count(id))
+        return InvalidArgument("Allocate: unknown device ID '", id, "' (not advertised by this plugin)");
+    }
+  }
+  if (config_.mode == "mig")
+    return absl::UnimplementedError("Allocate: operating mode mig is not supported by this plugin yet");
+  auto listed = pending_->ListPending();
+  if (!listed.ok())
+    return Unavailable("Allocate: cannot find pending pods: ", std::string(listed.status().message()));
+  HAMI_ASSIGN_OR_RETURN(Selection sel, SelectPending(*listed, ids, steered_));
+  const PendingPod& pod = sel.pod;
+  const PendingContainer& ctr = sel.container;
+
+  auto fail = [&](const Status& s) -> Status {
+    Status annotated = Annotate(s, StrCat("Allocate for pod ", pod.Key(), " container ", ctr.name));
+    Status mark = pending_->MarkFailed(pod, std::string(annotated.message()));
+    if (!mark.ok()) spdlog::error("cannot record failure of {}: {}", pod.Key(), std::string(mark.message()));
+    return annotated;
+  };
+  {
+    std::lock_guard<std::mutex> m(mu_);
+    for (const auto& d : ctr.devices) {
+      auto h = healthy_.find(d.uuid);
+      if (h == healthy_.end()) return fail(FailedPrecondition("decided GPU ", d.uuid, " is not on this node"));
+      if (!h->second) return fail(FailedPrecondition("decided GPU ", d.uuid, " is unhealthy"));
+    }
+  }
+  auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName());
+  if (!alloc.ok()) return fail(alloc.status());
+  if (Status s = PrepareRegionDir(alloc->region_host_dir); !s.ok()) return fail(s);
+  if (Status s = pending_->MarkAllocated(pod, ctr.index); !s.ok())
+    return Unavailable("Allocate for pod ", pod.Key(), ": cannot record the allocation: ",
+                       std::string(s.message()));
+  steered_.erase(std::remove_if(steered_.begin(), steered_.end(),
+                                [&](const SteeredChoice& c) { return c.pod_uid == pod.uid && c.container_index == ctr.index; }),
+                 steered_.end());
+
+  v1beta1::ContainerAllocateResponse out;
+  for (const auto& [k, v] : alloc->envs) (*out.mutable_envs())[k] = v;
+  for (const auto& m : alloc->mounts) {
+    auto* pm = out.add_mounts();
+    pm->set_container_path(m.container_path);
+    pm->set_host_path(m.host_path);
+    pm->set_read_only(m.read_only);
+  }
+  spdlog::info("allocated pod {} container {}: {} ({})", pod.Key(), ctr.name,
+               alloc->envs[kEnvVisibleDevices], alloc->region_host_dir);
+  return out;
+}
+
+}  // namespace hami::deviceplugin

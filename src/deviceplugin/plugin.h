@@ -1,0 +1,108 @@
+#pragma once
+// The kubelet device plugin (API v1beta1) for NVIDIA GPUs shared through libvgpu.
+//
+// Serves DevicePlugin on <plugin_dir>/<socket_name>, registers resource `resource_name` with kubelet
+// on <plugin_dir>/kubelet.sock, advertises every GPU as split_count replicas "<uuid>-<n>" and streams
+// health changes. Allocate finds the pod being allocated through a PendingPodSource and answers with
+// the libvgpu environment and mounts (allocate_env.h). A watch thread notices kubelet restarts
+// (kubelet.sock recreated, or our socket deleted) and serves + registers again.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "deviceplugin/config.h"
+#include "deviceplugin/pending_pod.h"
+#include "deviceplugin/proto/api.pb.h"
+#include "gpu/discovery.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace hami::deviceplugin {
+
+inline constexpr char kApiVersion[] = "v1beta1";
+inline constexpr char kHealthy[] = "Healthy";
+inline constexpr char kUnhealthy[] = "Unhealthy";
+
+class DevicePlugin {
+ public:
+  // `discovery` and `pending` must outlive the plugin. `seed` drives region file names.
+  DevicePlugin(PluginConfig config, gpu::DeviceDiscovery* discovery, PendingPodSource* pending,
+               uint64_t seed);
+  ~DevicePlugin();
+  DevicePlugin(const DevicePlugin&) = delete;
+  DevicePlugin& operator=(const DevicePlugin&) = delete;
+
+  // Discovers devices and starts serving; registration with kubelet is attempted now and retried
+  // by the watch thread until kubelet.sock answers. Errors: invalid config, discovery failure,
+  // socket that cannot be served.
+  Status Start();
+  // Stops the watch, the health watch and the server. Idempotent.
+  void Stop();
+
+  // Registration entries for hami.io/node-nvidia-register (health included).
+  std::vector<core::DeviceInfo> NodeDevices() const;
+  // Successful Register calls so far (one per kubelet (re)start).
+  int registrations() const { return registrations_.load(); }
+  std::string SocketPath() const;
+  std::string KubeletSocketPath() const;
+
+  // RPC bodies; the gRPC service delegates here (tests may call them directly).
+  v1beta1::DevicePluginOptions Options() const;
+  v1beta1::ListAndWatchResponse DeviceList() const;
+  v1beta1::PreferredAllocationResponse PreferredAllocation(const v1beta1::PreferredAllocationRequest& req);
+  StatusOr<v1beta1::AllocateResponse> Allocate(const v1beta1::AllocateRequest& req);
+
+ private:
+  class Service;
+  friend class Service;
+
+  Status StartServer();
+  void StopServer();
+  Status Register();
+  void WatchLoop();
+  void OnHealth(const gpu::HealthEvent& ev);
+  v1beta1::ListAndWatchResponse DeviceListLocked() const;
+  StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(const v1beta1::ContainerAllocateRequest& req);
+  std::string NewCacheFileName();
+
+  PluginConfig config_;
+  gpu::DeviceDiscovery* discovery_;
+  PendingPodSource* pending_;
+
+  mutable std::mutex mu_;  // guards the device state below
+  std::condition_variable cv_;
+  std::vector<gpu::GpuInfo> gpus_;            // after filterdevices
+  std::map<std::string, bool> healthy_;       // uuid -> healthy
+  std::map<std::string, std::string> replica_to_uuid_;
+  uint64_t version_ = 0;                      // bumped on every device state change
+  uint64_t generation_ = 0;                   // bumped on every server (re)start; old streams end
+  bool stopping_ = false;
+
+  std::mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)
+  Rng rng_;
+  std::vector<SteeredChoice> steered_;
+
+  std::mutex server_mu_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+
+  std::unique_ptr<gpu::HealthWatch> health_watch_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> registrations_{0};
+  int inotify_fd_ = -1;
+  std::thread watcher_;
+  bool started_ = false;
+};
+
+}  // namespace hami::deviceplugin

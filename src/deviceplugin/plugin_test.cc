@@ -1,0 +1,313 @@
+// The device plugin over real gRPC unix sockets against the fake kubelet.
+#include "deviceplugin/plugin.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "deviceplugin/testing/builders.h"
+#include "deviceplugin/testing/fake_kubelet.h"
+#include "gpu/static_discovery.h"
+
+namespace hami::deviceplugin {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+using testing::Dev;
+
+PendingPod Pod(const std::string& name, std::vector<std::vector<core::ContainerDevice>> ctrs) {
+  return testing::MakePod(name, std::move(ctrs));
+}
+
+int CountHealth(const std::vector<v1beta1::Device>& devs, const std::string& uuid_prefix, const std::string& health) {
+  int n = 0;
+  for (const auto& d : devs) {
+    if (d.id().rfind(uuid_prefix + "-", 0) == 0 && d.health() == health) ++n;
+  }
+  return n;
+}
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hdpXXXXXX";  // short: unix socket paths are limited to 107 bytes
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    config_.plugin_dir = dir_ + "/dp/";
+    config_.region_root = dir_ + "/regions";
+    config_.split_count = 4;
+    discovery_ = std::make_unique<gpu::StaticDiscovery>(std::vector<gpu::GpuInfo>{
+        gpu::MakeGpu(0, "GPU-aaaa", "Tesla T4", 15360, 0), gpu::MakeGpu(1, "GPU-bbbb", "Tesla T4", 15360, 1)});
+    kubelet_ = std::make_unique<testing::FakeKubelet>(config_.plugin_dir);
+  }
+  void TearDown() override {
+    plugin_.reset();
+    kubelet_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void StartBoth() {
+    ASSERT_TRUE(kubelet_->Start().ok());
+    plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 42);
+    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(10)));
+    ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, seconds(10)));
+  }
+
+  std::string dir_;
+  PluginConfig config_;
+  std::unique_ptr<gpu::StaticDiscovery> discovery_;
+  MemoryPendingPodSource pending_;
+  std::unique_ptr<testing::FakeKubelet> kubelet_;
+  std::unique_ptr<DevicePlugin> plugin_;
+};
+
+TEST_F(PluginTest, RegistersAndAdvertisesSplitReplicas) {
+  StartBoth();
+  auto regs = kubelet_->Registrations();
+  ASSERT_EQ(regs.size(), 1u);
+  EXPECT_EQ(regs[0].version(), "v1beta1");
+  EXPECT_EQ(regs[0].endpoint(), "nvidia-gpu.sock");
+  EXPECT_EQ(regs[0].resource_name(), "nvidia.com/gpu");
+  EXPECT_TRUE(regs[0].options().get_preferred_allocation_available());
+  EXPECT_FALSE(regs[0].options().pre_start_required());
+  EXPECT_TRUE(kubelet_->Options().get_preferred_allocation_available());
+  auto devs = kubelet_->Devices();
+  EXPECT_EQ(CountHealth(devs, "GPU-aaaa", "Healthy"), 4);
+  EXPECT_EQ(CountHealth(devs, "GPU-bbbb", "Healthy"), 4);
+  EXPECT_EQ(devs[0].id(), "GPU-aaaa-0");
+  EXPECT_FALSE(devs[0].has_topology());  // NUMA only with enable_numa_topology
+
+  auto node = plugin_->NodeDevices();
+  ASSERT_EQ(node.size(), 2u);
+  EXPECT_EQ(node[1].count, 4);
+  EXPECT_EQ(node[1].numa, 1);
+}
+
+TEST_F(PluginTest, NumaTopologyWhenEnabledAndExcludedDevicesHidden) {
+  config_.enable_numa_topology = true;
+  config_.exclude_uuids = {"GPU-aaaa"};
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 1);
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(10)));
+  for (const auto& d : kubelet_->Devices()) {
+    EXPECT_EQ(d.id().rfind("GPU-bbbb-", 0), 0u) << d.id();
+    ASSERT_EQ(d.topology().nodes_size(), 1);
+    EXPECT_EQ(d.topology().nodes(0).id(), 1);
+  }
+}
+
+TEST_F(PluginTest, UnhealthyDeviceReachesKubeletWithinFiveSeconds) {
+  StartBoth();
+  discovery_->SetHealth({"GPU-bbbb", false, 79, "Xid 79"});
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [](const auto& d) { return CountHealth(d, "GPU-bbbb", "Unhealthy") == 4; }, seconds(5)));
+  EXPECT_EQ(CountHealth(kubelet_->Devices(), "GPU-aaaa", "Healthy"), 4);
+  EXPECT_FALSE(plugin_->NodeDevices()[1].health);
+  // An event for the whole node (no UUID) marks every device.
+  discovery_->SetHealth({"", false, 48, "Xid 48"});
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [](const auto& d) { return CountHealth(d, "GPU-aaaa", "Unhealthy") == 4; }, seconds(5)));
+}
+
+TEST_F(PluginTest, KubeletRestartLeadsToReRegistration) {
+  StartBoth();
+  discovery_->SetHealth({"GPU-aaaa", false, 79, "Xid 79"});
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [](const auto& d) { return CountHealth(d, "GPU-aaaa", "Unhealthy") == 4; }, seconds(5)));
+  for (int restart = 1; restart <= 2; ++restart) {
+    ASSERT_TRUE(kubelet_->Restart().ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations(1 + restart, seconds(10))) << "restart " << restart;
+    // The new stream re-advertises every replica with its current health.
+    ASSERT_TRUE(kubelet_->WaitForDevices(
+        [](const auto& d) {
+          return d.size() == 8 && CountHealth(d, "GPU-aaaa", "Unhealthy") == 4;
+        },
+        seconds(10)));
+  }
+  EXPECT_EQ(plugin_->registrations(), 3);
+  EXPECT_TRUE(fs::exists(plugin_->SocketPath()));
+}
+
+TEST_F(PluginTest, PluginStartedBeforeKubeletRegistersWhenItAppears) {
+  plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 1);
+  ASSERT_TRUE(plugin_->Start().ok());
+  EXPECT_EQ(plugin_->registrations(), 0);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(10)));
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, seconds(10)));
+}
+
+TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
+  config_.libcuda_log_level = "1";
+  config_.memory_scaling = 1.5;
+  StartBoth();
+  pending_.AddPod(Pod("p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}}));
+
+  auto r1 = kubelet_->Allocate({{"GPU-aaaa-2"}});  // kubelet's replica choice carries no identity
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  ASSERT_EQ(r1->container_responses_size(), 1);
+  const auto& e1 = r1->container_responses(0).envs();
+  EXPECT_EQ(e1.at("NVIDIA_VISIBLE_DEVICES"), "GPU-bbbb");
+  EXPECT_EQ(e1.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+  EXPECT_EQ(e1.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  EXPECT_EQ(e1.at("CUDA_OVERSUBSCRIBE"), "true");
+  EXPECT_EQ(e1.at("LIBCUDA_LOG_LEVEL"), "1");
+  const std::string cache = e1.at("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  EXPECT_EQ(cache.rfind("/usr/local/vgpu/", 0), 0u) << cache;
+  const auto& mounts = r1->container_responses(0).mounts();
+  ASSERT_EQ(mounts.size(), 4);
+  EXPECT_EQ(mounts[1].container_path(), "/usr/local/vgpu");
+  EXPECT_EQ(mounts[1].host_path(), config_.region_root + "/uid-p1_c0");
+  struct stat st {};
+  ASSERT_EQ(::stat(mounts[1].host_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0777u);
+
+  auto r2 = kubelet_->Allocate({{"GPU-aaaa-0", "GPU-bbbb-0"}});
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  const auto& e2 = r2->container_responses(0).envs();
+  EXPECT_EQ(e2.at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa,GPU-bbbb");
+  EXPECT_EQ(e2.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2000m");
+  EXPECT_EQ(e2.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "2000m");
+  EXPECT_NE(e2.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), cache);  // one region file per container
+
+  // Everything consumed: the next Allocate has no pod.
+  auto r3 = kubelet_->Allocate({{"GPU-aaaa-1"}});
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PluginTest, AllocateErrors) {
+  StartBoth();
+  struct Case {
+    const char* name;
+    std::vector<PendingPod> pods;
+    std::vector<std::string> ids;
+    absl::StatusCode code;
+    const char* msg;
+  };
+  const std::vector<Case> cases = {
+      {"unknown pod", {}, {"GPU-aaaa-0"}, absl::StatusCode::kNotFound, "no pod bound to this node"},
+      {"unknown device ID", {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})}, {"GPU-zzzz-0"},
+       absl::StatusCode::kInvalidArgument, "unknown device ID"},
+      {"count mismatch", {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})}, {"GPU-aaaa-0", "GPU-bbbb-0"},
+       absl::StatusCode::kNotFound, "wants that many"},
+      {"ambiguous", {Pod("p", {{Dev("GPU-aaaa", 1000, 0)}}), Pod("q", {{Dev("GPU-bbbb", 2000, 0)}})},
+       {"GPU-aaaa-0"}, absl::StatusCode::kFailedPrecondition, "refusing to guess"},
+      {"decided GPU not on node", {Pod("p", {{Dev("GPU-elsewhere", 1, 0)}})}, {"GPU-aaaa-0"},
+       absl::StatusCode::kFailedPrecondition, "not on this node"},
+  };
+  int n = 0;
+  for (const auto& tc : cases) {
+    std::vector<PendingPod> pods = tc.pods;
+    for (auto& p : pods) p.uid += "-" + std::to_string(n);  // fresh pods per case
+    ++n;
+    for (const auto& p : pods) pending_.AddPod(p);
+    auto r = kubelet_->Allocate({tc.ids});
+    ASSERT_FALSE(r.ok()) << tc.name;
+    EXPECT_EQ(r.status().code(), tc.code) << tc.name << ": " << r.status();
+    EXPECT_NE(std::string(r.status().message()).find(tc.msg), std::string::npos) << tc.name << ": " << r.status();
+    // Reset the served source for the next case.
+    for (const auto& p : pods) ASSERT_TRUE(pending_.MarkFailed(p, "test reset").ok());
+  }
+}
+
+TEST_F(PluginTest, PreferredAllocationSteersKubeletToTheDecidedGpu) {
+  StartBoth();
+  pending_.AddPod(Pod("p", {{Dev("GPU-bbbb", 1000, 0)}}));
+  std::vector<std::string> all;
+  for (const auto& d : kubelet_->Devices()) all.push_back(d.id());
+  auto pref = kubelet_->GetPreferredAllocation(all, {}, 1);
+  ASSERT_TRUE(pref.ok()) << pref.status();
+  ASSERT_EQ(pref->container_responses(0).deviceids_size(), 1);
+  EXPECT_EQ(pref->container_responses(0).deviceids(0).rfind("GPU-bbbb-", 0), 0u);
+
+  // Without a unique pending pod the answer is still a valid choice of the requested size.
+  pending_.AddPod(Pod("q", {{Dev("GPU-aaaa", 1000, 0)}, {Dev("GPU-aaaa", 1, 0)}}));
+  auto two = kubelet_->GetPreferredAllocation(all, {all[5]}, 3);
+  ASSERT_TRUE(two.ok());
+  ASSERT_EQ(two->container_responses(0).deviceids_size(), 3);
+  EXPECT_EQ(two->container_responses(0).deviceids(0), all[5]);  // must_include kept
+}
+
+TEST_F(PluginTest, SteeredChoiceResolvesOtherwiseAmbiguousPods) {
+  StartBoth();
+  // Both pods want one device; only GPU-bbbb replicas are still available to kubelet, so the
+  // preference is unique (pod b) and the Allocate carrying it is attributed to b.
+  pending_.AddPod(Pod("a", {{Dev("GPU-aaaa", 1000, 10)}}));
+  pending_.AddPod(Pod("b", {{Dev("GPU-bbbb", 2000, 20)}}));
+  auto pref = kubelet_->GetPreferredAllocation({"GPU-bbbb-1", "GPU-bbbb-2"}, {}, 1);
+  ASSERT_TRUE(pref.ok());
+  std::string id = pref->container_responses(0).deviceids(0);
+  auto r = kubelet_->Allocate({{id}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2000m");
+  // Now only a is left: unambiguous.
+  auto ra = kubelet_->Allocate({{"GPU-bbbb-3"}});
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  EXPECT_EQ(ra->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1000m");
+  EXPECT_EQ(ra->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa");
+}
+
+TEST_F(PluginTest, TwoPodsAllocatedConcurrentlyGetTheirOwnLimits) {
+  StartBoth();
+  // Distinguishable by what kubelet asks for (1 vs 2 devices): concurrent Allocates must each get
+  // their own pod's limits, never the other's.
+  for (int round = 0; round < 20; ++round) {
+    pending_.AddPod(Pod("one-" + std::to_string(round), {{Dev("GPU-aaaa", 3000, 25)}}));
+    pending_.AddPod(Pod("two-" + std::to_string(round), {{Dev("GPU-aaaa", 5000, 50), Dev("GPU-bbbb", 5000, 50)}}));
+    StatusOr<v1beta1::AllocateResponse> r1 = Unavailable("not run"), r2 = Unavailable("not run");
+    std::thread t1([&] { r1 = kubelet_->Allocate({{"GPU-bbbb-1"}}); });
+    std::thread t2([&] { r2 = kubelet_->Allocate({{"GPU-aaaa-3", "GPU-bbbb-3"}}); });
+    t1.join();
+    t2.join();
+    ASSERT_TRUE(r1.ok()) << r1.status();
+    ASSERT_TRUE(r2.ok()) << r2.status();
+    const auto& e1 = r1->container_responses(0).envs();
+    const auto& e2 = r2->container_responses(0).envs();
+    EXPECT_EQ(e1.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+    EXPECT_EQ(e1.at("CUDA_DEVICE_SM_LIMIT"), "25");
+    EXPECT_EQ(e1.count("CUDA_DEVICE_MEMORY_LIMIT_1"), 0u);
+    EXPECT_EQ(e2.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "5000m");
+    EXPECT_EQ(e2.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
+    EXPECT_EQ(e2.at("CUDA_DEVICE_SM_LIMIT"), "50");
+    EXPECT_EQ(r1->container_responses(0).mounts(1).host_path(),
+              config_.region_root + "/uid-one-" + std::to_string(round) + "_c0");
+    EXPECT_EQ(r2->container_responses(0).mounts(1).host_path(),
+              config_.region_root + "/uid-two-" + std::to_string(round) + "_c0");
+  }
+  EXPECT_TRUE(pending_.ListPending()->empty());
+}
+
+TEST_F(PluginTest, UnhealthyDecidedGpuFailsThePod) {
+  StartBoth();
+  discovery_->SetHealth({"GPU-aaaa", false, 79, "Xid 79"});
+  pending_.AddPod(Pod("p", {{Dev("GPU-aaaa", 1000, 0)}}));
+  auto r = kubelet_->Allocate({{"GPU-bbbb-0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("unhealthy"), std::string::npos) << r.status();
+  EXPECT_EQ(pending_.Failed().count("uid-p"), 1u);
+}
+
+TEST_F(PluginTest, StartFailsClearlyOnBadConfigOrDiscovery) {
+  PluginConfig bad = config_;
+  bad.split_count = 0;
+  DevicePlugin p1(bad, discovery_.get(), &pending_, 1);
+  EXPECT_FALSE(p1.Start().ok());
+  discovery_->SetListError(Unavailable("NVML gone"));
+  DevicePlugin p2(config_, discovery_.get(), &pending_, 1);
+  Status s = p2.Start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("NVML gone"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hami::deviceplugin

@@ -1,0 +1,202 @@
+#include "deviceplugin/testing/fake_kubelet.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/proto/api.grpc.pb.h"
+
+namespace hami::deviceplugin::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+Status FromGrpc(const grpc::Status& s, const char* what) {
+  if (s.ok()) return OkStatus();
+  return Status(static_cast<absl::StatusCode>(s.error_code()), StrCat(what, ": ", s.error_message()));
+}
+}  // namespace
+
+class FakeKubelet::RegistrationService final : public v1beta1::Registration::Service {
+ public:
+  explicit RegistrationService(FakeKubelet* k) : k_(k) {}
+  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req, v1beta1::Empty*) override {
+    // kubelet's checks (k8s-wire.md §3): supported version, extended resource name, file endpoint.
+    if (req->version() != "v1beta1")
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unsupported API version " + req->version());
+    if (req->resource_name().find('/') == std::string::npos)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid resource name " + req->resource_name());
+    if (req->endpoint().empty() || req->endpoint().find('/') != std::string::npos)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid endpoint " + req->endpoint());
+    k_->OnRegister(*req);
+    return grpc::Status::OK;
+  }
+
+ private:
+  FakeKubelet* k_;
+};
+
+FakeKubelet::FakeKubelet(std::string dir) : dir_(std::move(dir)) {}
+FakeKubelet::~FakeKubelet() { Stop(); }
+
+std::string FakeKubelet::KubeletSocketPath() const { return (fs::path(dir_) / "kubelet.sock").string(); }
+
+Status FakeKubelet::Start() { return Serve(); }
+
+Status FakeKubelet::Serve() {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  fs::remove(KubeletSocketPath(), ec);
+  service_ = std::make_unique<RegistrationService>(this);
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + KubeletSocketPath(), grpc::InsecureServerCredentials());
+  b.RegisterService(service_.get());
+  server_ = b.BuildAndStart();
+  if (!server_) return Unavailable("fake kubelet cannot serve ", KubeletSocketPath());
+  return OkStatus();
+}
+
+void FakeKubelet::Stop() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+    server_.reset();
+  }
+  service_.reset();
+  DisconnectPlugin();
+}
+
+Status FakeKubelet::Restart() {
+  Stop();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.is_socket(ec)) fs::remove(e.path(), ec);
+  }
+  return Serve();
+}
+
+void FakeKubelet::DisconnectPlugin() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stream_generation_;
+    if (stream_ctx_) stream_ctx_->TryCancel();
+    t = std::move(stream_thread_);
+  }
+  if (t.joinable()) t.join();
+}
+
+void FakeKubelet::OnRegister(const v1beta1::RegisterRequest& req) {
+  DisconnectPlugin();  // a new registration replaces the old plugin connection
+  auto ctx = std::make_shared<grpc::ClientContext>();
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    registrations_.push_back(req);
+    endpoint_ = req.endpoint();
+    devices_.clear();
+    updates_ = 0;
+    stream_ctx_ = ctx;
+    generation = stream_generation_;
+    cv_.notify_all();
+  }
+  const std::string target = "unix:" + (fs::path(dir_) / req.endpoint()).string();
+  std::thread t([this, ctx, target, generation] {
+    auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    {
+      grpc::ClientContext octx;
+      octx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      v1beta1::DevicePluginOptions opts;
+      if (stub->GetDevicePluginOptions(&octx, v1beta1::Empty(), &opts).ok()) {
+        std::lock_guard<std::mutex> l(mu_);
+        if (generation == stream_generation_) options_ = opts;
+      }
+    }
+    auto reader = stub->ListAndWatch(ctx.get(), v1beta1::Empty());
+    v1beta1::ListAndWatchResponse resp;
+    while (reader->Read(&resp)) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (generation != stream_generation_) break;
+      devices_.assign(resp.devices().begin(), resp.devices().end());
+      ++updates_;
+      cv_.notify_all();
+    }
+    reader->Finish();
+  });
+  std::lock_guard<std::mutex> l(mu_);
+  stream_thread_ = std::move(t);
+}
+
+bool FakeKubelet::WaitForRegistrations(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, timeout, [&] { return static_cast<int>(registrations_.size()) >= n; });
+}
+
+std::vector<v1beta1::RegisterRequest> FakeKubelet::Registrations() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return registrations_;
+}
+
+bool FakeKubelet::WaitForDevices(const DevicesPredicate& pred, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, timeout, [&] { return updates_ > 0 && pred(devices_); });
+}
+
+std::vector<v1beta1::Device> FakeKubelet::Devices() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return devices_;
+}
+
+int FakeKubelet::Updates() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return updates_;
+}
+
+v1beta1::DevicePluginOptions FakeKubelet::Options() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return options_;
+}
+
+StatusOr<std::unique_ptr<v1beta1::DevicePlugin::Stub>> FakeKubelet::PluginStub() const {
+  std::string endpoint;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    endpoint = endpoint_;
+  }
+  if (endpoint.empty()) return FailedPrecondition("no device plugin registered");
+  return v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + (fs::path(dir_) / endpoint).string(), grpc::InsecureChannelCredentials()));
+}
+
+StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(const std::vector<std::vector<std::string>>& containers) {
+  HAMI_ASSIGN_OR_RETURN(auto stub, PluginStub());
+  v1beta1::AllocateRequest req;
+  for (const auto& ids : containers) {
+    auto* c = req.add_container_requests();
+    for (const auto& id : ids) c->add_devices_ids(id);
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1beta1::AllocateResponse resp;
+  HAMI_RETURN_IF_ERROR(FromGrpc(stub->Allocate(&ctx, req, &resp), "Allocate"));
+  return resp;
+}
+
+StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocation(
+    const std::vector<std::string>& available, const std::vector<std::string>& must_include, int size) {
+  HAMI_ASSIGN_OR_RETURN(auto stub, PluginStub());
+  v1beta1::PreferredAllocationRequest req;
+  auto* c = req.add_container_requests();
+  for (const auto& id : available) c->add_available_deviceids(id);
+  for (const auto& id : must_include) c->add_must_include_deviceids(id);
+  c->set_allocation_size(size);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1beta1::PreferredAllocationResponse resp;
+  HAMI_RETURN_IF_ERROR(FromGrpc(stub->GetPreferredAllocation(&ctx, req, &resp), "GetPreferredAllocation"));
+  return resp;
+}
+
+}  // namespace hami::deviceplugin::testing

@@ -1,0 +1,52 @@
+#pragma once
+// DeviceDiscovery over NVML. libnvidia-ml.so.1 is dlopen()ed at run time with the normal library
+// search (LD_LIBRARY_PATH first), so a host without the driver still starts, and tests load the fake
+// from src/fakes. Versioned symbols (nvmlInit_v2, ...) are preferred, with the old names as fallback.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu/discovery.h"
+#include "gpu/nvml_api.h"
+
+namespace hami::gpu {
+
+struct NvmlOptions {
+  std::string library = "libnvidia-ml.so.1";
+  // Root of sysfs; NUMA falls back to <sysfs_root>/bus/pci/devices/<bus id>/numa_node.
+  std::string sysfs_root = "/sys";
+  // Xids caused by applications, not the device (NVIDIA's device plugin skips the same set).
+  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  // How long one nvmlEventSetWait blocks; bounds how fast a watch stops.
+  unsigned event_wait_ms = 200;
+};
+
+class NvmlDiscovery final : public DeviceDiscovery {
+ public:
+  // Loads the library, resolves symbols and calls nvmlInit. Errors name the library or symbol.
+  static StatusOr<std::unique_ptr<NvmlDiscovery>> Open(NvmlOptions options = {});
+  ~NvmlDiscovery() override;
+
+  StatusOr<std::vector<GpuInfo>> ListDevices() override;
+  StatusOr<std::vector<GpuLink>> Topology() override;
+  StatusOr<std::unique_ptr<HealthWatch>> WatchHealth(HealthCallback cb) override;
+
+  struct Api;  // resolved entry points (nvml_discovery.cc)
+
+ private:
+  class Watch;
+  NvmlDiscovery(NvmlOptions options, void* handle, std::unique_ptr<Api> api);
+  Status Check(nvml::Return r, const char* what) const;
+  StatusOr<std::vector<nvml::Device>> Handles();
+  int NumaNode(nvml::Device d, const std::string& bus_id) const;
+
+  NvmlOptions options_;
+  void* handle_;
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace hami::gpu
