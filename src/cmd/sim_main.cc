@@ -1,0 +1,151 @@
+// hami sim: the FGD workload-inflation experiment over a trace, through the production scheduler.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "cmd/subcommands.h"
+#include "scheduler/registry.h"
+#include "sim/experiment.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace hami::cmd {
+
+namespace {
+
+constexpr const char kDefaultNodes[] = "openb_node_list_gpu_node.csv";
+constexpr const char kDefaultPods[] = "openb_pod_list_default.csv";
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "hami sim: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int SimMain(int argc, char** argv) {
+  CLI::App app{"Trace-driven scheduling simulator: the FGD paper's workload-inflation experiment "
+               "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
+  std::string nodes_path, pods_path, policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit";
+  std::string json_path, plot_path;
+  int seeds = 1, jobs = 1;
+  uint64_t first_seed = 42;
+  double inflation = 1.3;
+  bool list = false;
+  app.add_option("--nodes", nodes_path, "node CSV (sn,cpu_milli,memory_mib,gpu,model); default: bundled openb GPU nodes");
+  app.add_option("--pods", pods_path, "pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]); "
+                                      "default: bundled openb_pod_list_default.csv");
+  app.add_option("--policy", policies, "comma-separated scheduling policies")->capture_default_str();
+  app.add_option("--seeds", seeds, "number of seeds (first-seed .. first-seed+N-1)")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("--first-seed", first_seed, "first seed")->capture_default_str();
+  app.add_option("--inflation", inflation, "stop adding pods when requested GPU reaches this multiple of capacity")
+      ->check(CLI::Range(0.01, 100.0))
+      ->capture_default_str();
+  app.add_option("--json", json_path, "write all runs and the summary as JSON to FILE");
+  app.add_option("--plot", plot_path, "write unallocated GPU % vs arrived demand as SVG to FILE");
+  app.add_option("--jobs,-j", jobs, "runs in parallel threads")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_flag("--list-policies", list, "print the registered policies and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (list) {
+    for (const auto& row : scheduler::Policies()) std::printf("%-16s %s\n", row.name, row.doc);
+    return 0;
+  }
+
+  bool default_trace = pods_path.empty();
+  if (nodes_path.empty()) {
+    auto p = sim::FindBundledTrace(kDefaultNodes);
+    if (!p.ok()) return Fail(p.status());
+    nodes_path = *p;
+  }
+  if (pods_path.empty()) {
+    auto p = sim::FindBundledTrace(kDefaultPods);
+    if (!p.ok()) return Fail(p.status());
+    pods_path = *p;
+  }
+  default_trace = default_trace || pods_path.find(kDefaultPods) != std::string::npos;
+  auto nodes = sim::ReadNodesCsv(nodes_path);
+  if (!nodes.ok()) return Fail(nodes.status());
+  auto tasks = sim::ReadPodsCsv(pods_path);
+  if (!tasks.ok()) return Fail(tasks.status());
+  const std::vector<std::string> names = SplitComma(policies);
+  if (names.empty()) return Fail(InvalidArgument("--policy: no policy given"));
+  for (const auto& n : names) {
+    auto p = scheduler::MakeProfile(n);
+    if (!p.ok()) return Fail(Annotate(p.status(), "--policy"));
+  }
+
+  struct Job {
+    std::string policy;
+    uint64_t seed;
+  };
+  std::vector<Job> work;
+  for (const auto& n : names)
+    for (int s = 0; s < seeds; ++s) work.push_back({n, first_seed + static_cast<uint64_t>(s)});
+  std::vector<StatusOr<sim::RunResult>> results(work.size(), Internal("not run"));
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex progress_mu;
+  const bool tty = isatty(STDERR_FILENO);
+  auto progress = [&] {
+    if (!tty) return;
+    std::lock_guard<std::mutex> l(progress_mu);
+    const size_t d = done.load(), n = work.size();
+    const int width = 30, filled = static_cast<int>(width * d / n);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu runs", std::string(filled, '#').c_str(),
+                 std::string(width - filled, ' ').c_str(), d, n);
+    if (d == n) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+  progress();
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < work.size();) {
+      results[i] = sim::RunInflation(*nodes, *tasks, {work[i].policy, work[i].seed, inflation});
+      done.fetch_add(1);
+      progress();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(work.size())); ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+
+  std::vector<sim::RunResult> runs;
+  for (auto& r : results) {
+    if (!r.ok()) return Fail(r.status());
+    runs.push_back(std::move(*r));
+  }
+  std::fputs(sim::ToTable(runs, default_trace).c_str(), stdout);
+  const sim::ClusterTotals totals = sim::Totals(*nodes);
+  if (!json_path.empty()) {
+    sim::TraceInfo info{nodes_path, pods_path, static_cast<int64_t>(tasks->size()), inflation};
+    if (Status s = sim::WriteFile(json_path, sim::ToJson(info, totals, runs)); !s.ok()) return Fail(s);
+  }
+  if (!plot_path.empty()) {
+    std::string title = "hami sim: " + pods_path.substr(pods_path.find_last_of('/') + 1) + ", " +
+                        std::to_string(totals.gpus) + " GPUs, " + std::to_string(seeds) + " seed(s)";
+    if (Status s = sim::WriteFile(plot_path, sim::ToSvg(runs, title)); !s.ok()) return Fail(s);
+  }
+  return 0;
+}
+
+}  // namespace hami::cmd

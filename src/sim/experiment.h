@@ -1,0 +1,79 @@
+#pragma once
+// The FGD paper's workload-inflation experiment (reference: shared/reference/fgd-experiment.md §2-4)
+// run through the production scheduler (scheduler::Scheduler), and its metric.
+//
+// Mapping of the trace onto HAMi devices (docs/sim.md): every simulated GPU registers
+// devmem = 16000 MiB (16 MiB per milli), devcore = 100 and a split count of 1000. A task of gpu_milli m
+// asks per GPU memreq = 16*m MiB (exact) and cores = m/10 (floor, never binding: memory is exact), so a
+// GPU's free milli is exactly 1000 - the sum of its tasks' milli; gpu_spec "A|B" becomes
+// nvidia.com/use-gputype A,B; cpu_milli and memory_mib are the node CPU and memory requests.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "sim/trace.h"
+
+namespace hami::sim {
+
+inline constexpr int64_t kMibPerMilli = 16;
+inline constexpr int64_t kSimGpuMemMib = 1000 * kMibPerMilli;
+inline constexpr int kSimSplitCount = 1000;
+inline constexpr int kCurveMax = 130;   // A(k) for k = 0..130
+
+core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name);
+core::PodRequest ToPodRequest(const TraceTask& task, const std::string& uid);
+
+struct ClusterTotals {
+  int64_t nodes = 0;
+  int64_t gpus = 0;
+  int64_t milli_cpu = 0;
+  int64_t memory_mib = 0;
+};
+ClusterTotals Totals(const std::vector<TraceNode>& nodes);
+
+// A(k): the mean GPU allocation ratio (percent, 2 decimals) over the pod events whose arrived
+// demand rounds to k percent of capacity; fallback k-1..k+1; else the previous point (documented).
+class AllocationCurve {
+ public:
+  explicit AllocationCurve(int64_t capacity_milli) : capacity_(capacity_milli) {}
+  // One pod event: cumulative requested GPU milli (failed pods included) and allocated GPU milli.
+  void Record(int64_t arrived_milli, int64_t used_milli);
+  std::vector<double> Points() const;   // size kCurveMax + 1
+
+ private:
+  static constexpr int kBuckets = 1000;
+  int64_t capacity_;
+  std::array<double, kBuckets> sum_{};
+  std::array<int64_t, kBuckets> count_{};
+};
+
+struct RunConfig {
+  std::string policy;
+  uint64_t seed = 42;
+  double inflation = 1.3;
+};
+
+struct RunResult {
+  std::string policy;
+  uint64_t seed = 0;
+  int64_t tasks_arrived = 0;
+  int64_t tasks_scheduled = 0;
+  int64_t tasks_failed = 0;
+  std::vector<double> curve;   // A(k), k = 0..130
+  double wall_seconds = 0;
+};
+
+// The arrival order of one seed: the trace sorted by name and shuffled, then resampled copies (uniform,
+// with replacement, from the file order) appended while sum + gpu_milli(candidate) <= inflation * capacity.
+// Also returns, through node_order, the tie-break rank of every node (a random permutation).
+std::vector<int> ArrivalOrder(const std::vector<TraceTask>& tasks, int64_t capacity_milli, double inflation,
+                              size_t nodes, Rng& rng, std::vector<int>* node_rank);
+
+StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
+                                 const RunConfig& config);
+
+}  // namespace hami::sim
