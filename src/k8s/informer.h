@@ -1,0 +1,77 @@
+#pragma once
+// Informer: keeps a local copy of one collection (optionally filtered by label/field selector) in
+// sync with the API server by list + watch on its own thread, and tells handlers what changed.
+//
+// - Starts with a full List, then watches from the list's resourceVersion with bookmarks.
+// - A watch that ends cleanly is resumed from the last seen resourceVersion; 410 Gone (too old)
+//   re-lists; other failures back off (capped exponential, jittered) and resume.
+// - A re-list diffs against the store: objects that vanished while we were not watching are
+//   reported as deletes, changed ones as updates, so handlers converge after any fault.
+// - Resync (optional) re-delivers every stored object as an update(old == new) periodically.
+// Handlers run on the informer thread, one at a time, after the store has been updated.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s/client.h"
+
+namespace hami::k8s {
+
+struct InformerOptions {
+  Resource resource = kPods;
+  std::string namespace_name;   // "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;   // e.g. "spec.nodeName=node-1"
+  std::chrono::milliseconds resync_period{0};  // 0 = no resync
+  int64_t watch_timeout_seconds = 300;         // server ends each watch after this; we resume
+  BackoffOptions backoff{100'000'000, 10'000'000'000, 2.0, 0.2};
+  uint64_t seed = 1;  // jitter of the backoff
+};
+
+struct InformerHandlers {
+  std::function<void(const Json& obj)> on_add;
+  std::function<void(const Json& old_obj, const Json& new_obj)> on_update;
+  std::function<void(const Json& last_known)> on_delete;
+};
+
+class Informer {
+ public:
+  // `client` must outlive the informer.
+  Informer(Client& client, InformerOptions opts);
+  ~Informer();  // stops
+
+  // Handlers must be added before Start().
+  void AddHandlers(InformerHandlers handlers);
+  void Start();
+  // Stops the thread promptly (cancels an open watch) and waits for it. Idempotent.
+  void Stop();
+
+  // True once the first List has been stored and its adds delivered.
+  bool HasSynced() const;
+  // Waits until synced or timeout; returns HasSynced().
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+  // Store reads ("namespace/name", or "name" for cluster-scoped objects).
+  std::optional<Json> Get(const std::string& key) const;
+  std::vector<Json> List() const;
+  size_t Size() const;
+  // resourceVersion of the last list, event or bookmark applied.
+  std::string LastResourceVersion() const;
+
+  // Counters (for tests and metrics).
+  int64_t lists() const;
+  int64_t watches() const;
+
+  // "namespace/name" or "name".
+  static std::string KeyOf(const Json& obj);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hami::k8s

@@ -1,0 +1,97 @@
+#pragma once
+// A fake Kubernetes API server that speaks the real wire format (HTTP + JSON) for the resources
+// hami-cpp uses: pods (+ binding, status), nodes (+ status), events, leases, resourcequotas,
+// namespaces, configmaps. Enough discovery (/api, /apis, /version) for kubectl get/annotate.
+//
+// Semantics kept from the real server (see shared/reference/k8s-wire.md §6):
+// - one global, increasing resourceVersion; list replies carry it; items lack kind/apiVersion;
+// - label selectors (=, ==, !=, in, notin, exists, !exists) and field selectors (=, ==, !=) on any
+//   dotted field path (metadata.name, spec.nodeName, status.phase, ...); limit/continue pagination;
+// - watch: chunked stream, one JSON event per line, from a resourceVersion, with BOOKMARKs when
+//   asked; an object leaving/entering a selector is DELETED/ADDED; events older than the
+//   compaction window answer 410 Expired;
+// - create (generateName), PUT (conditional on resourceVersion), merge / strategic-merge (treated
+//   as merge) / JSON patch; a resourceVersion in the body or the patched result that is not current
+//   gives 409 Conflict; pods/binding sets spec.nodeName, merges annotations, 409 if already bound;
+// - errors are metav1.Status objects with the real reasons and messages.
+//
+// Fault injection: N error replies for a method + path regex, dropping open watches, forcing 410 on
+// the next watches, added latency. Thread-safe; all methods may be called while serving.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hami::k8s::testing {
+
+struct FakeApiServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;                      // 0 = any free port
+  size_t compaction_window = 10000;  // watch history kept; older resourceVersions get 410
+  std::chrono::milliseconds bookmark_interval{1000};
+  int64_t default_watch_timeout_seconds = 1800;
+  int threads = 64;                  // each open watch holds one
+  // TLS: PEM file paths; both empty = plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+};
+
+class FakeApiServer {
+ public:
+  explicit FakeApiServer(FakeApiServerOptions opts = {});
+  ~FakeApiServer();  // Stop()
+  FakeApiServer(const FakeApiServer&) = delete;
+  FakeApiServer& operator=(const FakeApiServer&) = delete;
+
+  // Binds and starts serving on a background thread.
+  Status Start();
+  void Stop();
+  int port() const;
+  std::string url() const;  // "http://127.0.0.1:<port>" (https when TLS)
+
+  // --- object store (bypasses HTTP; changes are seen by watches) ---
+  // Creates or replaces an object of a resource ("pods", "nodes", "leases", ...). Sets uid,
+  // creationTimestamp and a new resourceVersion; returns the stored object.
+  StatusOr<nlohmann::json> Upsert(const std::string& plural, nlohmann::json obj);
+  std::optional<nlohmann::json> Get(const std::string& plural, const std::string& ns,
+                                    const std::string& name) const;
+  Status Delete(const std::string& plural, const std::string& ns, const std::string& name);
+  std::vector<nlohmann::json> List(const std::string& plural) const;
+  // Seeds from a v1 List / array / single object (kinds map to resources: Pod, Node, ...).
+  Status Seed(const nlohmann::json& objects);
+  std::string CurrentResourceVersion() const;
+
+  // --- fault injection ---
+  // The next `count` requests whose method matches (empty = any) and whose path (without query)
+  // matches `path_regex` get `http_code` with a Status body.
+  void InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count);
+  // Ends every open watch abruptly (connection closed without the final chunk).
+  void DropWatches();
+  // The next `count` watch requests get 410 Expired (as an ERROR event on a 200 stream).
+  void ForceGone(int count);
+  // Forgets the whole watch history: every resourceVersion before now becomes too old.
+  void Compact();
+  // Added before every reply.
+  void SetLatency(std::chrono::milliseconds latency);
+
+  // --- observation ---
+  struct RequestRecord {
+    std::string method, path, query, content_type;
+  };
+  std::vector<RequestRecord> Requests() const;
+  // Number of requests matching method ("" = any) and a path regex.
+  int64_t CountRequests(const std::string& method, const std::string& path_regex) const;
+  int OpenWatches() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hami::k8s::testing

@@ -1,0 +1,90 @@
+// Runs the real kubectl against the fake API server (skipped when kubectl is not installed):
+// the fake must speak Kubernetes well enough for get (JSON and table output) and annotate.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sys/wait.h>
+
+#include "k8s/testing/fake_apiserver.h"
+#include "k8s/testing/test_util.h"
+
+namespace hami::k8s::testing {
+namespace {
+
+std::string FindKubectl() {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t colon = p.find(':', start);
+    std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::filesystem::path cand = std::filesystem::path(dir.empty() ? "." : dir) / "kubectl";
+    std::error_code ec;
+    if (std::filesystem::exists(cand, ec)) return cand.string();
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return "";
+}
+
+// Runs a command, returns {exit code, stdout+stderr}.
+std::pair<int, std::string> RunCommand(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return {-1, ""};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
+  int rc = pclose(f);
+  return {WEXITSTATUS(rc), out};
+}
+
+TEST(KubectlTest, GetAndAnnotateAgainstFake) {
+  const std::string kubectl = FindKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl not installed";
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  ASSERT_TRUE(fake.Upsert("nodes", MakeNode("gpu-node-1")).ok());
+  ASSERT_TRUE(fake.Upsert("pods", MakePod("team-a", "trainer", "gpu-node-1")).ok());
+  ASSERT_TRUE(fake.Upsert("pods", MakePod("default", "web")).ok());
+
+  const std::filesystem::path home = std::filesystem::temp_directory_path() / ("hami_kubectl_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(home);
+  const std::string base = "env HOME=" + home.string() + " KUBECONFIG=" + (home / "none").string() + " " + kubectl +
+                           " --server " + fake.url() + " --cache-dir " + (home / "cache").string() + " --request-timeout 20s ";
+
+  auto [rc, out] = RunCommand(base + "get pods -A -o json");
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_EQ(j["items"].size(), 2u) << out;
+  std::set<std::string> names;
+  for (const auto& p : j["items"]) names.insert(p["metadata"]["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"trainer", "web"}));
+
+  std::tie(rc, out) = RunCommand(base + "get nodes");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("gpu-node-1"), std::string::npos) << out;
+
+  std::tie(rc, out) = RunCommand(base + "get pods -n team-a --field-selector spec.nodeName=gpu-node-1 -o name");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pod/trainer"), std::string::npos) << out;
+
+  std::tie(rc, out) = RunCommand(base + "annotate pod trainer -n team-a hami.io/vgpu-node=gpu-node-1");
+  ASSERT_EQ(rc, 0) << out;
+  auto pod = fake.Get("pods", "team-a", "trainer");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ((*pod)["metadata"]["annotations"]["hami.io/vgpu-node"], "gpu-node-1");
+
+  std::tie(rc, out) = RunCommand(base + "get pod missing -n team-a");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("not found"), std::string::npos) << out;
+  std::filesystem::remove_all(home);
+}
+
+}  // namespace
+}  // namespace hami::k8s::testing
