@@ -66,3 +66,17 @@ function(hami_fuzz)
   add_test(NAME ${A_NAME} COMMAND ${A_NAME} ${_args} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(${A_NAME} PROPERTIES LABELS "fuzz" TIMEOUT 300)
 endfunction()
+
+# hami_no_sanitizers(<target>...): drop -fsanitize=* from targets that must load into uninstrumented
+# programs (the fake GPU libraries, programs run under LD_PRELOAD=libvgpu.so).
+function(hami_no_sanitizers)
+  foreach(t IN LISTS ARGN)
+    foreach(prop COMPILE_OPTIONS LINK_OPTIONS)
+      get_target_property(_opts ${t} ${prop})
+      if(_opts)
+        list(FILTER _opts EXCLUDE REGEX "^-fsanitize=")
+        set_target_properties(${t} PROPERTIES ${prop} "${_opts}")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()

@@ -23,7 +23,7 @@ void ResetLibs() {
   fakegpu_nvml_reset();
 }
 
-FakeEnv::FakeEnv(const std::map<std::string, std::string>& vars) {
+FakeEnv::FakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars) {
   char tmpl[] = "/tmp/fakegpu-test-XXXXXX";
   char* d = mkdtemp(tmpl);
   if (d == nullptr) std::abort();
@@ -49,8 +49,10 @@ Child::Child(const std::function<long long()>& body) {
   pid_ = fork();
   if (pid_ < 0) std::abort();
   if (pid_ == 0) {
-    close(up[0]);
-    close(down[1]);
+    // Keep only our pipe ends: pipes of sibling children must not stay open here, or they never see EOF.
+    for (int fd = 3; fd < 1024; ++fd) {
+      if (fd != up[1] && fd != down[0]) close(fd);
+    }
     ResetLibs();
     long long result = body();
     if (write(up[1], &result, sizeof result) != sizeof result) _exit(3);

@@ -4,7 +4,8 @@
 #include <sys/types.h>
 
 #include <functional>
-#include <map>
+#include <initializer_list>
+#include <utility>
 #include <string>
 
 #include "fakes/cuda_abi.h"
@@ -104,7 +105,7 @@ namespace fakegpu::testing {
 // `vars` are FAKEGPU_* (or CUDA_VISIBLE_DEVICES) settings; every other such variable is unset.
 class FakeEnv {
  public:
-  explicit FakeEnv(const std::map<std::string, std::string>& vars = {});
+  explicit FakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars = {});
   ~FakeEnv();
   FakeEnv(const FakeEnv&) = delete;
   FakeEnv& operator=(const FakeEnv&) = delete;

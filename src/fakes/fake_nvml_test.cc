@@ -1,0 +1,317 @@
+// Tests of the fake libnvidia-ml.so.1 through its exported C ABI, and its agreement with the fake libcuda.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fakes/test_util.h"
+
+namespace fakegpu::testing {
+namespace {
+
+constexpr unsigned long long kMiB = 1ULL << 20;
+
+nvmlDevice_t Handle(unsigned i) {
+  nvmlDevice_t h = nullptr;
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(i, &h), NVML_SUCCESS);
+  return h;
+}
+
+TEST(FakeNvmlTest, InitIsReferenceCounted) {
+  FakeEnv env;
+  unsigned n = 0;
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  ASSERT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNINITIALIZED);
+  FakeEnv fail({{FAKEGPU_ENV_INIT_FAIL, "1"}});
+  EXPECT_EQ(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+}
+
+TEST(FakeNvmlTest, EnumerationAndIdentity) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Tesla T4:15360:40;NVIDIA A100-SXM4-80GB:81920:108:GPU-abcdef01-0000-0000-0000-000000000001"},
+               {FAKEGPU_ENV_DRIVER_VERSION, "550.1.2"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  unsigned n = 0;
+  ASSERT_EQ(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  ASSERT_EQ(n, 2u);
+  struct Case {
+    unsigned index;
+    const char* name;
+    const char* uuid;
+    const char* bus_id;
+    unsigned long long total;
+  };
+  const Case cases[] = {
+      {0, "Tesla T4", "GPU-fa4e0000-0000-4000-8000-000000000000", "00000000:18:00.0", 15360 * kMiB},
+      {1, "NVIDIA A100-SXM4-80GB", "GPU-abcdef01-0000-0000-0000-000000000001", "00000000:20:00.0", 81920 * kMiB},
+  };
+  for (const Case& c : cases) {
+    nvmlDevice_t h = Handle(c.index);
+    char buf[96];
+    ASSERT_EQ(nvmlDeviceGetName(h, buf, sizeof buf), NVML_SUCCESS);
+    EXPECT_STREQ(buf, c.name);
+    ASSERT_EQ(nvmlDeviceGetUUID(h, buf, sizeof buf), NVML_SUCCESS);
+    EXPECT_STREQ(buf, c.uuid);
+    EXPECT_EQ(nvmlDeviceGetUUID(h, buf, 10), NVML_ERROR_INSUFFICIENT_SIZE);
+    nvmlPciInfo_t pci;
+    ASSERT_EQ(nvmlDeviceGetPciInfo_v3(h, &pci), NVML_SUCCESS);
+    EXPECT_STREQ(pci.busId, c.bus_id);
+    EXPECT_STREQ(pci.busIdLegacy, c.bus_id + 4);
+    unsigned idx = 99;
+    ASSERT_EQ(nvmlDeviceGetIndex(h, &idx), NVML_SUCCESS);
+    EXPECT_EQ(idx, c.index);
+    nvmlDevice_t by = nullptr;
+    ASSERT_EQ(nvmlDeviceGetHandleByUUID(c.uuid, &by), NVML_SUCCESS);
+    EXPECT_EQ(by, h);
+    ASSERT_EQ(nvmlDeviceGetHandleByPciBusId_v2(c.bus_id, &by), NVML_SUCCESS);
+    EXPECT_EQ(by, h);
+    ASSERT_EQ(nvmlDeviceGetHandleByPciBusId_v2(c.bus_id + 4, &by), NVML_SUCCESS);  // legacy form
+    EXPECT_EQ(by, h);
+    nvmlMemory_t mem;
+    ASSERT_EQ(nvmlDeviceGetMemoryInfo(h, &mem), NVML_SUCCESS);
+    EXPECT_EQ(mem.total, c.total);
+    unsigned cur = 9, pend = 9;
+    ASSERT_EQ(nvmlDeviceGetMigMode(h, &cur, &pend), NVML_SUCCESS);
+    EXPECT_EQ(cur, 0u);
+  }
+  nvmlDevice_t h = nullptr;
+  EXPECT_EQ(nvmlDeviceGetHandleByUUID("GPU-nope", &h), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(2, &h), NVML_ERROR_INVALID_ARGUMENT);
+  char version[80];
+  ASSERT_EQ(nvmlSystemGetDriverVersion(version, sizeof version), NVML_SUCCESS);
+  EXPECT_STREQ(version, "550.1.2");
+  int cuda = 0;
+  ASSERT_EQ(nvmlSystemGetCudaDriverVersion_v2(&cuda), NVML_SUCCESS);
+  EXPECT_EQ(cuda, 13000);
+}
+
+TEST(FakeNvmlTest, NullArgumentsAndBadHandles) {
+  FakeEnv env;
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDevice_t h = Handle(0);
+  nvmlDevice_t bogus = reinterpret_cast<nvmlDevice_t>(&env);
+  unsigned u = 0;
+  const int rcs[] = {
+      nvmlDeviceGetCount_v2(nullptr),
+      nvmlDeviceGetHandleByIndex_v2(0, nullptr),
+      nvmlDeviceGetName(h, nullptr, 10),
+      nvmlDeviceGetMemoryInfo(h, nullptr),
+      nvmlDeviceGetMemoryInfo(bogus, reinterpret_cast<nvmlMemory_t*>(&u)),
+      nvmlDeviceGetPciInfo_v3(nullptr, nullptr),
+      nvmlDeviceGetComputeRunningProcesses_v3(h, nullptr, nullptr),
+      nvmlDeviceGetUtilizationRates(h, nullptr),
+      nvmlDeviceGetTemperature(h, 0, nullptr),
+      nvmlDeviceGetIndex(bogus, &u),
+      nvmlEventSetCreate(nullptr),
+  };
+  for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; ++i) EXPECT_EQ(rcs[i], NVML_ERROR_INVALID_ARGUMENT) << "case " << i;
+}
+
+TEST(FakeNvmlTest, MemoryAndProcessesAgreeWithCuda) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "A:4096:10;B:4096:10"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "300"}});
+  Child child([] {
+    if (cuInit(0) != CUDA_SUCCESS || UsePrimary(1) == nullptr) return -1LL;
+    CUdeviceptr p = 0;
+    return static_cast<long long>(cuMemAlloc_v2(&p, 1000 * kMiB));
+  });
+  ASSERT_EQ(child.Result(), CUDA_SUCCESS);
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_NE(UsePrimary(1), nullptr);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&p, 200 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  size_t cu_free = 0, cu_total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&cu_free, &cu_total), CUDA_SUCCESS);
+  nvmlMemory_t m1;
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(Handle(1), &m1), NVML_SUCCESS);
+  EXPECT_EQ(m1.total, cu_total);
+  EXPECT_EQ(m1.free, cu_free);
+  EXPECT_EQ(m1.used, (300 + 1000 + 300 + 200) * kMiB);
+  nvmlMemory_v2_t m2{};
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(1), &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  m2.version = kNvmlMemoryV2;
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(1), &m2), NVML_SUCCESS);
+  EXPECT_EQ(m2.used, m1.used);
+  EXPECT_EQ(m2.free, m1.free);
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(Handle(0), &m1), NVML_SUCCESS);
+  EXPECT_EQ(m1.used, 0u);
+
+  // Process list protocol: size query, then fill; v1 struct has no instance ids.
+  unsigned count = 0;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(1), &count, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_EQ(count, 2u);
+  std::vector<nvmlProcessInfo_t> infos(count + 2);
+  count = static_cast<unsigned>(infos.size());
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(1), &count, infos.data()), NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  std::map<unsigned, unsigned long long> by_pid;
+  for (unsigned i = 0; i < count; ++i) {
+    by_pid[infos[i].pid] = infos[i].usedGpuMemory;
+    EXPECT_EQ(infos[i].gpuInstanceId, 0xFFFFFFFFu);
+  }
+  EXPECT_EQ(by_pid[static_cast<unsigned>(getpid())], 500 * kMiB);
+  EXPECT_EQ(by_pid[static_cast<unsigned>(child.pid())], 1300 * kMiB);
+  std::vector<nvmlProcessInfo_v1_t> v1(4);
+  count = 4;
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses(Handle(1), &count, v1.data()), NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(v1[0].usedGpuMemory + v1[1].usedGpuMemory, 1800 * kMiB);
+  count = 0;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(0), &count, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  // After the child dies its memory and process entry are gone.
+  child.Kill();
+  count = 4;
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(1), &count, infos.data()), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(infos[0].pid, static_cast<unsigned>(getpid()));
+}
+
+TEST(FakeNvmlTest, UtilisationFollowsTheKernelClock) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Ten:1024:10"}, {FAKEGPU_ENV_WAVE_US, "1000"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDevice_t h = Handle(0);
+  unsigned n = 8;
+  std::vector<nvmlProcessUtilizationSample_t> samples(8);
+  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, 0), NVML_ERROR_NOT_FOUND);  // idle device
+  nvmlUtilization_t u{};
+  ASSERT_EQ(nvmlDeviceGetUtilizationRates(h, &u), NVML_SUCCESS);
+  EXPECT_EQ(u.gpu, 0u);
+
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_NE(UsePrimary(0), nullptr);
+  CUfunction fn = AnyFunction();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(cuLaunchKernel(fn, 10, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  }
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetUtilizationRates(h, &u), NVML_SUCCESS);
+  EXPECT_GT(u.gpu, 0u);
+  EXPECT_LE(u.gpu, 100u);
+  n = 0;
+  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, nullptr, &n, 0), NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_EQ(n, 1u);
+  n = static_cast<unsigned>(samples.size());
+  ASSERT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, 0), NVML_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(samples[0].pid, static_cast<unsigned>(getpid()));
+  EXPECT_GT(samples[0].smUtil, 0u);
+  // Nothing ran after the returned timestamp.
+  n = static_cast<unsigned>(samples.size());
+  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, samples[0].timeStamp), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(fakegpu_busy_ns(0, getpid()), 20 * 1000000ULL);
+}
+
+TEST(FakeNvmlTest, TopologyAndNvLink) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "G:1:1;G:1:1;G:1:1;G:1:1"}, {FAKEGPU_ENV_NVLINK, "0-1:2,1-3:1"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  struct Level {
+    unsigned a, b;
+    int want;
+  };
+  const Level levels[] = {{0, 0, NVML_TOPOLOGY_INTERNAL}, {0, 1, NVML_TOPOLOGY_SINGLE}, {2, 3, NVML_TOPOLOGY_SINGLE},
+                          {1, 2, NVML_TOPOLOGY_SYSTEM},   {0, 3, NVML_TOPOLOGY_SYSTEM}};
+  for (const Level& l : levels) {
+    nvmlGpuTopologyLevel_t got = -1;
+    ASSERT_EQ(nvmlDeviceGetTopologyCommonAncestor(Handle(l.a), Handle(l.b), &got), NVML_SUCCESS);
+    EXPECT_EQ(got, l.want) << l.a << "-" << l.b;
+  }
+  struct Link {
+    unsigned dev, link;
+    int want_rc;
+    int peer_bus;
+  };
+  const Link links[] = {{0, 0, NVML_SUCCESS, 0x20}, {0, 1, NVML_SUCCESS, 0x20}, {0, 2, NVML_ERROR_NOT_SUPPORTED, 0},
+                        {1, 0, NVML_SUCCESS, 0x18}, {1, 2, NVML_SUCCESS, 0x30}, {2, 0, NVML_ERROR_NOT_SUPPORTED, 0},
+                        {0, 36, NVML_ERROR_INVALID_ARGUMENT, 0}};
+  for (const Link& l : links) {
+    nvmlEnableState_t st = -1;
+    EXPECT_EQ(nvmlDeviceGetNvLinkState(Handle(l.dev), l.link, &st), l.want_rc) << l.dev << "/" << l.link;
+    if (l.want_rc != NVML_SUCCESS) continue;
+    EXPECT_EQ(st, NVML_FEATURE_ENABLED);
+    nvmlPciInfo_t pci;
+    ASSERT_EQ(nvmlDeviceGetNvLinkRemotePciInfo_v2(Handle(l.dev), l.link, &pci), NVML_SUCCESS);
+    EXPECT_EQ(static_cast<int>(pci.bus), l.peer_bus) << l.dev << "/" << l.link;
+  }
+}
+
+TEST(FakeNvmlTest, XidEventsReachRegisteredSets) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "A:1:1;B:1:1"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(fakegpu_inject_xid(0, 13), 0);  // before registration: not delivered
+  nvmlEventSet_t set = nullptr;
+  ASSERT_EQ(nvmlEventSetCreate(&set), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceRegisterEvents(Handle(0), nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Handle(0), 1ULL << 40, set), NVML_ERROR_NOT_SUPPORTED);
+  nvmlEventData_t data{};
+  EXPECT_EQ(nvmlEventSetWait_v2(set, &data, 5), NVML_ERROR_TIMEOUT);
+  ASSERT_EQ(fakegpu_inject_xid(1, 31), 0);  // another device: not delivered
+  // Injected by another process through the shared state.
+  Child child([] { return static_cast<long long>(fakegpu_inject_xid(0, 79)); });
+  ASSERT_EQ(child.Result(), 0);
+  ASSERT_EQ(nvmlEventSetWait_v2(set, &data, 1000), NVML_SUCCESS);
+  EXPECT_EQ(data.device, Handle(0));
+  EXPECT_EQ(data.eventType, nvmlEventTypeXidCriticalError);
+  EXPECT_EQ(data.eventData, 79u);
+  EXPECT_EQ(nvmlEventSetWait_v2(set, &data, 5), NVML_ERROR_TIMEOUT);
+  EXPECT_EQ(fakegpu_inject_xid(7, 1), -1);
+  ASSERT_EQ(nvmlEventSetFree(set), NVML_SUCCESS);
+  EXPECT_EQ(nvmlEventSetFree(set), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(FakeNvmlTest, ScheduledXidFromEnvironment) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "A:1:1;B:1:1"}, {FAKEGPU_ENV_XID, "1:48:20"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlEventSet_t set = nullptr;
+  ASSERT_EQ(nvmlEventSetCreate(&set), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceRegisterEvents(Handle(1), nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
+  nvmlEventData_t data{};
+  ASSERT_EQ(nvmlEventSetWait_v2(set, &data, 5000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 48u);
+  EXPECT_EQ(nvmlEventSetWait_v2(set, &data, 50), NVML_ERROR_TIMEOUT);  // injected once
+  ASSERT_EQ(nvmlEventSetFree(set), NVML_SUCCESS);
+}
+
+TEST(FakeNvmlTest, FaultInjection) {
+  FakeEnv env({{FAKEGPU_ENV_FAULTS, "nvmlDeviceGetMemoryInfo=999,nvmlDeviceGetCount_v2=15@2"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlMemory_t m;
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_ERROR_UNKNOWN);
+  nvmlMemory_v2_t m2{};
+  m2.version = kNvmlMemoryV2;
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(0), &m2), NVML_SUCCESS);  // a different symbol
+  unsigned n = 0;
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+}
+
+TEST(FakeNvmlTest, ExportsVersionedAndLegacySymbols) {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  for (const char* sym :
+       {"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags", "nvmlDeviceGetCount", "nvmlDeviceGetCount_v2",
+        "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByPciBusId_v2",
+        "nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlEventSetWait",
+        "nvmlEventSetWait_v2", "nvmlSystemGetCudaDriverVersion_v2", "nvmlErrorString", "fakegpu_busy_ns",
+        "fakegpu_inject_xid", "fakegpu_mem_used", "fakegpu_nvml_reset"}) {
+    EXPECT_NE(dlsym(lib, sym), nullptr) << sym;
+  }
+  dlclose(lib);
+}
+
+}  // namespace
+}  // namespace fakegpu::testing
