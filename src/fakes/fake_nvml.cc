@@ -994,7 +994,8 @@ FAKEGPU_EXPORT void fakegpu_nvml_reset(void) {
     std::lock_guard<std::mutex> lock(G().mu);
     G().init_count = 0;
     G().xid_done.clear();
-    G().sets.clear();  // leaked on purpose: a test may still hold a handle
+    for (EventSet* es : G().sets) delete es;
+    G().sets.clear();
   }
   fakegpu::ResetRuntime();
 }

@@ -47,8 +47,8 @@ Runtime& GetRuntime() {
 
 void ResetRuntime() {
   std::lock_guard<std::mutex> lock(g_mu);
-  // Deliberately leaked: other threads may still hold references; test-only path.
-  g_runtime.store(nullptr, std::memory_order_release);
+  // Test-only path: the caller guarantees no other thread is inside the library.
+  delete g_runtime.exchange(nullptr, std::memory_order_acq_rel);
 }
 
 int FaultCode(const char* symbol) {

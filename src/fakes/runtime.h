@@ -29,7 +29,8 @@ struct Runtime {
 
 // Loads the runtime on first use (environment, state file); malformed variables are reported on stderr.
 Runtime& GetRuntime();
-// Test hook: forget the runtime; the next GetRuntime() re-reads the environment.
+// Test hook: drop the runtime; the next GetRuntime() re-reads the environment. No other thread may be
+// inside the library meanwhile.
 void ResetRuntime();
 // The CUresult / nvmlReturn_t to fail this call of `symbol` with, or 0.
 int FaultCode(const char* symbol);

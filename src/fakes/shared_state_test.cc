@@ -1,0 +1,127 @@
+#include "fakes/shared_state.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace fakegpu {
+namespace {
+
+class SharedStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fakegpu-state-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::string err;
+    ASSERT_TRUE(ParseDevices("A:1024:10;B:2048:20", &cfg_.devices, &err)) << err;
+    cfg_.state_path = dir_ + "/state";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+  Config cfg_;
+};
+
+TEST_F(SharedStateTest, CreatesTheDeviceTableOnce) {
+  std::string err;
+  std::unique_ptr<SharedState> a(SharedState::Open(cfg_, &err));
+  ASSERT_NE(a, nullptr) << err;
+  ASSERT_EQ(a->num_devices(), 2);
+  EXPECT_STREQ(a->dev(1).name, "B");
+  EXPECT_EQ(a->dev(1).total_bytes, 2048ULL << 20);
+  EXPECT_EQ(a->dev(1).sms, 20u);
+  // A later opener with another device list uses the file's table.
+  Config other = cfg_;
+  ASSERT_TRUE(ParseDevices("C:1:1", &other.devices, &err));
+  std::unique_ptr<SharedState> b(SharedState::Open(other, &err));
+  ASSERT_NE(b, nullptr) << err;
+  EXPECT_EQ(b->num_devices(), 2);
+  ASSERT_TRUE(a->Charge(1, 100));
+  EXPECT_EQ(b->UsedBytes(1, 0), 100u);
+}
+
+TEST_F(SharedStateTest, RejectsAFileOfAnotherLayout) {
+  std::ofstream(cfg_.state_path) << "not a state file, and too short";
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  EXPECT_EQ(s, nullptr);
+  EXPECT_NE(err.find(cfg_.state_path), std::string::npos) << err;
+  std::unique_ptr<SharedState> p(SharedState::OpenPrivate(cfg_));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->num_devices(), 2);
+}
+
+TEST_F(SharedStateTest, LockHeldByAKilledProcessIsRecovered) {
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  ASSERT_NE(s, nullptr) << err;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Take the region mutex directly through the public layout and die holding it.
+    int fd = open(cfg_.state_path.c_str(), O_RDWR);
+    void* p = mmap(nullptr, sizeof(Region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) _exit(2);
+    pthread_mutex_lock(&static_cast<Region*>(p)->mu);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1) _exit(3);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  close(ready[0]);
+  close(ready[1]);
+  // Would block forever with a non-robust mutex.
+  EXPECT_TRUE(s->Charge(0, 1 << 20));
+  EXPECT_EQ(s->UsedBytes(0, getpid()), 1u << 20);
+}
+
+TEST_F(SharedStateTest, BusyTimeCountsOnlyCompletedWork) {
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  ASSERT_NE(s, nullptr) << err;
+  uint64_t end = 0;
+  for (int i = 0; i < 4; ++i) end = s->Launch(0, 2000000, 1000000000ULL);  // 4 x 2 ms, back to back
+  EXPECT_LE(s->BusyNs(0, 0), 8000000u);
+  SleepUntilMono(end);
+  EXPECT_EQ(s->BusyNs(0, 0), 8000000u);
+  EXPECT_EQ(s->BusyNs(0, getpid()), 8000000u);
+  EXPECT_EQ(s->BusyNs(1, 0), 0u);
+  auto window = s->BusyInWindow(0, end - 8000000, end);
+  ASSERT_EQ(window.size(), 2u);  // total + our pid
+  EXPECT_EQ(window[0].ns, 8000000u);
+  EXPECT_EQ(window[1].pid, getpid());
+  auto half = s->BusyInWindow(0, end - 3000000, end);
+  EXPECT_EQ(half[0].ns, 3000000u);
+}
+
+TEST_F(SharedStateTest, XidRingKeepsOrder) {
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  ASSERT_NE(s, nullptr) << err;
+  uint64_t start = s->XidSeq();
+  for (uint64_t x = 1; x <= kMaxEvents + 10; ++x) s->InjectXid(static_cast<int>(x % 2), x);
+  XidRec rec;
+  ASSERT_TRUE(s->NextXid(start, &rec));
+  EXPECT_EQ(rec.xid, 11u);  // the oldest 10 were overwritten
+  ASSERT_TRUE(s->NextXid(rec.seq, &rec));
+  EXPECT_EQ(rec.xid, 12u);
+  EXPECT_FALSE(s->NextXid(s->XidSeq(), &rec));
+}
+
+}  // namespace
+}  // namespace fakegpu
