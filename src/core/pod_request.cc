@@ -372,6 +372,28 @@ StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfi
   }
 }
 
+CpuMemory EffectivePodRequest(const PodRequest& pod) {
+  CpuMemory sidecars, apps, init_peak;
+  for (const auto& c : pod.containers) {
+    switch (c.kind) {
+      case ContainerKind::kSidecar:
+        sidecars.cpu_milli += c.cpu_milli;
+        sidecars.memory_mib += c.memory_mib;
+        break;
+      case ContainerKind::kInit:
+        init_peak.cpu_milli = std::max(init_peak.cpu_milli, sidecars.cpu_milli + c.cpu_milli);
+        init_peak.memory_mib = std::max(init_peak.memory_mib, sidecars.memory_mib + c.memory_mib);
+        break;
+      case ContainerKind::kApp:
+        apps.cpu_milli += c.cpu_milli;
+        apps.memory_mib += c.memory_mib;
+        break;
+    }
+  }
+  return CpuMemory{std::max(init_peak.cpu_milli, apps.cpu_milli + sidecars.cpu_milli),
+                   std::max(init_peak.memory_mib, apps.memory_mib + sidecars.memory_mib)};
+}
+
 std::vector<ContainerKind> ContainerKinds(const PodRequest& pod) {
   std::vector<ContainerKind> kinds;
   kinds.reserve(pod.containers.size());

@@ -93,6 +93,19 @@ StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view valu
 // keys are required, each >= 0, at least one > 0; unknown or repeated keys are errors.
 StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value);
 
+// CPU and memory a pod needs on its node.
+struct CpuMemory {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  bool operator==(const CpuMemory&) const = default;
+};
+
+// The pod's effective CPU/memory request by Kubernetes' formula (k8s-wire.md §7), per dimension:
+//   max( sum(app containers) + sum(sidecars), max over init container i of
+//        (request_i + sum of sidecars declared before i) )
+// (spec.overhead is not included: PodRequest does not carry it).
+CpuMemory EffectivePodRequest(const PodRequest& pod);
+
 // The kinds of PodRequest::containers, in order (the shape EffectiveDeviceUsage needs).
 std::vector<ContainerKind> ContainerKinds(const PodRequest& pod);
 

@@ -348,6 +348,39 @@ TEST(AnnotationTest, Selectors) {
   EXPECT_FALSE(s->numa_bind);
 }
 
+TEST(EffectivePodRequestTest, KubernetesFormula) {
+  using K = ContainerKind;
+  struct C {
+    K kind;
+    int64_t cpu, mem;
+  };
+  struct Case {
+    const char* name;
+    std::vector<C> containers;
+    CpuMemory want;
+  };
+  const Case cases[] = {
+      {"apps sum", {{K::kApp, 100, 10}, {K::kApp, 200, 20}}, {300, 30}},
+      {"init peak wins", {{K::kInit, 1000, 5}, {K::kApp, 200, 20}}, {1000, 20}},
+      {"init containers do not add", {{K::kInit, 500, 0}, {K::kInit, 700, 0}, {K::kApp, 100, 0}}, {700, 0}},
+      {"sidecar adds to apps", {{K::kSidecar, 50, 5}, {K::kApp, 200, 20}}, {250, 25}},
+      {"sidecar runs next to later init", {{K::kSidecar, 50, 5}, {K::kInit, 1000, 0}, {K::kApp, 10, 0}}, {1050, 5}},
+      {"init before sidecar does not see it", {{K::kInit, 1000, 0}, {K::kSidecar, 50, 5}, {K::kApp, 10, 0}}, {1000, 5}},
+      {"empty pod", {}, {0, 0}},
+  };
+  for (const auto& c : cases) {
+    PodRequest pod;
+    for (const auto& x : c.containers) {
+      ContainerRequest r;
+      r.kind = x.kind;
+      r.cpu_milli = x.cpu;
+      r.memory_mib = x.mem;
+      pod.containers.push_back(r);
+    }
+    EXPECT_EQ(EffectivePodRequest(pod), c.want) << c.name;
+  }
+}
+
 ContainerDevice Dev(const char* uuid, int64_t mem, int cores) {
   ContainerDevice d;
   d.uuid = uuid;
