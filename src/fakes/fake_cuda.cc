@@ -1384,15 +1384,46 @@ FAKEGPU_EXPORT CUresult cuArray3DCreate(CUarray* h, const CUDA_ARRAY3D_DESCRIPTO
   return ArrayCreateImpl(h, ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels));
 }
 
-FAKEGPU_EXPORT CUresult cuArrayDestroy(CUarray h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
+static CUresult ArrayDestroyImpl(void* h) {
   std::lock_guard<std::mutex> lock(G().mu);
-  ArrayObj* a = reinterpret_cast<ArrayObj*>(h);
+  ArrayObj* a = static_cast<ArrayObj*>(h);
   if (!Live(a)) return CUDA_ERROR_INVALID_HANDLE;
   GetRuntime().state->Uncharge(a->dev, a->bytes);
   a->destroyed = true;
   return CUDA_SUCCESS;
+}
+
+FAKEGPU_EXPORT CUresult cuArrayDestroy(CUarray h) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ArrayDestroyImpl(h);
+}
+
+FAKEGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h, const CUDA_ARRAY3D_DESCRIPTOR* d,
+                                               unsigned int levels) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (h == nullptr || d == nullptr || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t total = 0;
+  size_t w = d->Width, ht = d->Height, dp = d->Depth;
+  for (unsigned i = 0; i < levels; ++i) {  // each level halves every extent (at least 1)
+    uint64_t b = ArrayBytes(w, ht, dp, d->Format, d->NumChannels);
+    if (b == 0) return CUDA_ERROR_INVALID_VALUE;
+    total += b;
+    w = std::max<size_t>(1, w / 2);
+    ht = ht ? std::max<size_t>(1, ht / 2) : 0;
+    dp = dp ? std::max<size_t>(1, dp / 2) : 0;
+  }
+  CUarray a = nullptr;
+  CUresult rc = ArrayCreateImpl(&a, total);
+  if (rc == CUDA_SUCCESS) *h = reinterpret_cast<CUmipmappedArray>(a);
+  return rc;
+}
+
+FAKEGPU_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return ArrayDestroyImpl(h);
 }
 
 // ---- Copies and memsets (validate addresses; take no device time)

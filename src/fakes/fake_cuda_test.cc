@@ -188,6 +188,13 @@ TEST(FakeCudaTest, AllocationKinds) {
   ASSERT_EQ(cuArrayDestroy(arr), CUDA_SUCCESS);
   EXPECT_EQ(cuArrayDestroy(arr), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(fakegpu_mem_used(0, 0), 0u);
+  // Mipmapped: every level halves each extent: 64x64 + 32x32 + 16x16 floats.
+  CUDA_ARRAY3D_DESCRIPTOR d3{64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+  CUmipmappedArray mip = nullptr;
+  ASSERT_EQ(cuMipmappedArrayCreate(&mip, &d3, 3), CUDA_SUCCESS);
+  EXPECT_EQ(fakegpu_mem_used(0, 0), (64 * 64 + 32 * 32 + 16 * 16) * 4u);
+  ASSERT_EQ(cuMipmappedArrayDestroy(mip), CUDA_SUCCESS);
+  EXPECT_EQ(fakegpu_mem_used(0, 0), 0u);
 }
 
 TEST(FakeCudaTest, ContextsChargeOverheadAndReleaseTheirMemory) {

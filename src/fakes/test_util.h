@@ -46,6 +46,8 @@ CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, uns
 CUresult cuMemUnmap(CUdeviceptr, size_t);
 CUresult cuArrayCreate_v2(CUarray*, const CUDA_ARRAY_DESCRIPTOR*);
 CUresult cuArrayDestroy(CUarray);
+CUresult cuMipmappedArrayCreate(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray);
 CUresult cuModuleLoadData(CUmodule*, const void*);
 CUresult cuModuleGetFunction(CUfunction*, CUmodule, const char*);
 CUresult cuStreamCreate(CUstream*, unsigned);
