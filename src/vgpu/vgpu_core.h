@@ -49,7 +49,6 @@ typedef struct vgpu_region_ctx {
   int fd;           /* region file, -1 for the private fallback */
   int slot;         /* own slot index, -1 if none */
   int shared;       /* 1 when backed by the file */
-  volatile int local_lock; /* serialises this process's threads before the cross-process lock */
 } vgpu_region_ctx;
 
 typedef struct vgpu_region_params {
@@ -107,8 +106,20 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 #define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull /* prior before the first calibration */
 #define VGPU_LIMITER_BURST_NS 10000000ull          /* tokens held at most: 10 ms of device time */
 #define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull      /* one wait step at most */
-/* Tries to start a launch of `waves` waves at time now. Returns 0 when the launch may start (and charges
- * it), else the number of nanoseconds to wait before trying again. */
+/* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds tokens;
+ * returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only when empty grants
+ * over any interval at most the burst plus pct% of the interval, like a continuously refilled bucket. */
+static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
+  if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) <= 0) return 0;
+  uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
+  uint64_t cost = waves * (npw ? npw : VGPU_LIMITER_DEFAULT_NS_PER_WAVE);
+  if (cost > 1000000000ull) cost = 1000000000ull; /* one launch can owe at most 1 s */
+  __atomic_sub_fetch(&d->tokens_ns, (int64_t)cost, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
+  return 1;
+}
+/* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch may start
+ * (and charges it), else the number of nanoseconds to wait before trying again. */
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves were
  * launched. Updates d->ns_per_wave (exponential average). */

@@ -36,4 +36,74 @@ dlsym:
 #else
 #error "vgpu_dlsym.S: only x86-64 is implemented"
 #endif
+
+/* Launch hooks with stack arguments (cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz variants):
+ * registers rdi..r9 are saved, vgpu_launch_check(gridDimX * gridDimY * gridDimZ) runs the SM limiter gate
+ * (and loads the driver on first use), then the hook tail-jumps to the driver with the caller's stack
+ * arguments untouched. Without an SM limit the hook is four instructions. */
+#if defined(__x86_64__)
+.macro VGPU_LAUNCH_HOOK name
+  .text
+  .globl \name
+  .type \name, @function
+\name:
+  .cfi_startproc
+  movq real_\name(%rip), %rax
+  testq %rax, %rax
+  jz 1f
+  cmpl $0, vgpu_sm_active(%rip)
+  jne 1f
+  jmp *%rax
+1:
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  pushq %rdx
+  .cfi_adjust_cfa_offset 8
+  pushq %rcx
+  .cfi_adjust_cfa_offset 8
+  pushq %r8
+  .cfi_adjust_cfa_offset 8
+  pushq %r9
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  movl %esi, %edi
+  movl %edx, %eax
+  imulq %rax, %rdi
+  movl %ecx, %eax
+  imulq %rax, %rdi
+  call vgpu_launch_check
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %r9
+  .cfi_adjust_cfa_offset -8
+  popq %r8
+  .cfi_adjust_cfa_offset -8
+  popq %rcx
+  .cfi_adjust_cfa_offset -8
+  popq %rdx
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  movq real_\name(%rip), %rax
+  testq %rax, %rax
+  jz 2f
+  jmp *%rax
+2:
+  movl $3, %eax /* CUDA_ERROR_NOT_INITIALIZED: no driver */
+  ret
+  .cfi_endproc
+  .size \name, .-\name
+.endm
+
+VGPU_LAUNCH_HOOK cuLaunchKernel
+VGPU_LAUNCH_HOOK cuLaunchKernel_ptsz
+VGPU_LAUNCH_HOOK cuLaunchCooperativeKernel
+VGPU_LAUNCH_HOOK cuLaunchCooperativeKernel_ptsz
+#endif
+
   .section .note.GNU-stack,"",@progbits

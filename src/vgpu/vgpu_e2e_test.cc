@@ -217,14 +217,15 @@ TEST_F(VgpuE2e, FourProcessesNeverExceedASharedLimit) {
   for (int i = 0; i < 4; i++) {
     ps.push_back(Start({VGPU_PROG, "loop", std::to_string(start), "2000", std::to_string(limit)}, env));
   }
-  int64_t ooms = 0;
+  int64_t ooms = 0, allocs = 0;
   for (Proc& p : ps) {
     Result r = Wait(p);
     ASSERT_TRUE(r.Exited(0)) << r.out;
-    EXPECT_EQ(r.I("over"), 0) << "device usage above the limit was observed";
-    EXPECT_GT(r.I("allocs"), 0);
+    EXPECT_EQ(r.I("over"), 0) << "device usage above the limit was observed: " << r.out;
+    allocs += r.I("allocs");
     ooms += r.I("ooms");
   }
+  EXPECT_GT(allocs, 0);
   EXPECT_GT(ooms, 0) << "the limit was never reached: the test did not test anything";
   vgpu_region reg;
   ASSERT_TRUE(ReadRegion("", &reg));

@@ -34,8 +34,9 @@
 #define VGPU_NVML(sym, params, args) EXPORT nvmlReturn_t sym params;
 #include "vgpu/vgpu_hooks.def"
 
-#define VGPU_CU(sym, base, ver, pt, params, args) static CUresult(*real_##sym) params;
-#define VGPU_NVML(sym, params, args) static nvmlReturn_t(*real_##sym) params;
+/* Hidden, not static: the assembly launch hooks (vgpu_dlsym.S) jump through them too. */
+#define VGPU_CU(sym, base, ver, pt, params, args) __attribute__((visibility("hidden"))) CUresult(*real_##sym) params;
+#define VGPU_NVML(sym, params, args) __attribute__((visibility("hidden"))) nvmlReturn_t(*real_##sym) params;
 #include "vgpu/vgpu_hooks.def"
 
 typedef struct hook_entry {
@@ -103,6 +104,8 @@ static struct {
 } g = {.init_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+/* Copy of g.sm_active for the assembly launch hooks. */
+__attribute__((visibility("hidden"))) int vgpu_sm_active;
 
 static void* find_real_dlsym(void) {
   static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
@@ -332,7 +335,7 @@ static void init_locked(void) {
     uint32_t pct = g.rc.r->devices[e].sm_limit_pct;
     g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
     g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
-    if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = 1;
+    if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = vgpu_sm_active = 1;
     VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%", ord, uuid,
              ci, (unsigned long long)g.rc.r->devices[e].limit_bytes, pct);
   }
@@ -882,16 +885,10 @@ static void start_watcher(void) {
   pthread_mutex_unlock(&g.init_mu);
 }
 
-static __attribute__((noinline)) void limit_launch_slow(uint64_t blocks) {
-  int e = current_entry();
-  if (e < 0 || !g.sm_pct[e]) return;
+static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct, uint64_t waves,
+                                                        int taken) {
   vgpu_region* r = g.rc.r;
-  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return;
   if (UNLIKELY(!g.watcher_started)) start_watcher();
-  vgpu_device_entry* d = &r->devices[e];
-  uint64_t sms = g.sms[e];
-  uint64_t waves = (blocks + sms - 1) / sms;
-  if (!waves) waves = 1;
   uint64_t now = now_ns();
   uint64_t waited = 0;
   /* Priority (monitor feedback): a higher-priority container is active; yield, bounded. */
@@ -900,8 +897,9 @@ static __attribute__((noinline)) void limit_launch_slow(uint64_t blocks) {
     nanosleep(&ts, NULL);
     waited += 10000000;
   }
+  if (taken) return;
   for (;;) {
-    uint64_t w = vgpu_limiter_try(d, g.sm_pct[e], waves, now);
+    uint64_t w = vgpu_limiter_try(d, pct, waves, now);
     if (!w) break;
     if (waited >= MAX_TOTAL_WAIT_NS) {
       VGPU_LOG(VGPU_LOG_DEBUG, "launch waited %llu ns; starting it anyway", (unsigned long long)waited);
@@ -914,72 +912,64 @@ static __attribute__((noinline)) void limit_launch_slow(uint64_t blocks) {
     __atomic_add_fetch(&d->throttled_ns, after - now, __ATOMIC_RELAXED);
     now = after;
   }
-  __atomic_store_n(&d->last_launch_ns, now, __ATOMIC_RELAXED);
 }
 
-static inline void limit_launch(uint64_t blocks) {
-  if (LIKELY(!g.sm_active) || UNLIKELY(g.state != ST_READY)) return;
-  limit_launch_slow(blocks);
+/* Launch gate, inlined into every launch hook: loads and two atomic adds, no call, no clock, no system
+ * call. Returns 1 when the launch may go (charged, or not limited), 0 when the slow path must decide
+ * (bucket empty, calibration thread not started yet, priority wait, not initialised). */
+static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
+  if (UNLIKELY(g.state != ST_READY)) return 0;
+  int e = current_entry();
+  if (e < 0 || !g.sm_pct[e]) return 1;
+  vgpu_region* r = g.rc.r;
+  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return 1;
+  if (UNLIKELY(!g.watcher_started) || UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0)) return 0;
+  uint64_t sms = g.sms[e];
+  return vgpu_limiter_take(&r->devices[e], blocks ? (blocks + sms - 1) / sms : 1);
 }
 
-#define LAUNCH_BODY(realfn, blocks, call)                             \
-  if (UNLIKELY(!realfn)) {                                            \
-    ensure_loaded();                                                  \
-    if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                   \
-  }                                                                   \
-  limit_launch(blocks);                                               \
-  return realfn call;
+static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
+  if (!ready()) return;
+  int e = current_entry();
+  if (e < 0 || !g.sm_pct[e]) return;
+  vgpu_region* r = g.rc.r;
+  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return;
+  uint64_t sms = g.sms[e];
+  limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1, 0);
+}
 
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                               unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                               unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  LAUNCH_BODY(real_cuLaunchKernel, (uint64_t)gridDimX * gridDimY * gridDimZ,
-              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-               kernelParams, extra))
+/* A launch hook: the fast path ends in a tail call with the caller's arguments untouched (the compiler
+ * needs no frame), everything else goes through name##_slow. */
+#define LAUNCH_HOOK(name, params, args, blocks)                                          \
+  static __attribute__((noinline)) CUresult name##_slow params {                        \
+    ensure_loaded();                                                                     \
+    if (!real_##name) return CUDA_ERROR_NOT_INITIALIZED;                                 \
+    if (g.sm_active) launch_slow(blocks);                                                \
+    return real_##name args;                                                             \
+  }                                                                                      \
+  EXPORT CUresult name params {                                                          \
+    if (LIKELY(real_##name != NULL) && LIKELY(!g.sm_active || launch_gate(blocks))) return real_##name args; \
+    return name##_slow args;                                                             \
+  }
+
+#define GRID_BLOCKS ((uint64_t)gridDimX * gridDimY * gridDimZ)
+#define EX_BLOCKS (config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1)
+
+/* cuLaunchKernel(_ptsz) and cuLaunchCooperativeKernel(_ptsz) pass arguments on the stack; C compilers copy
+ * those around any call, so these four hooks are assembly (vgpu_dlsym.S) around vgpu_launch_check. */
+__attribute__((visibility("hidden"))) void vgpu_launch_check(uint64_t blocks) {
+  if (UNLIKELY(!real_cuLaunchKernel)) ensure_loaded();
+  if (g.sm_active && !launch_gate(blocks)) launch_slow(blocks);
 }
-EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams,
-                                    void** extra) {
-  LAUNCH_BODY(real_cuLaunchKernel_ptsz, (uint64_t)gridDimX * gridDimY * gridDimZ,
-              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-               kernelParams, extra))
-}
-EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-  LAUNCH_BODY(real_cuLaunchKernelEx,
-              config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1,
-              (config, f, kernelParams, extra))
-}
-EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
-                                      void** extra) {
-  LAUNCH_BODY(real_cuLaunchKernelEx_ptsz,
-              config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1,
-              (config, f, kernelParams, extra))
-}
-EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                          void** kernelParams) {
-  LAUNCH_BODY(real_cuLaunchCooperativeKernel, (uint64_t)gridDimX * gridDimY * gridDimZ,
-              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-               kernelParams))
-}
-EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                               CUstream hStream, void** kernelParams) {
-  LAUNCH_BODY(real_cuLaunchCooperativeKernel_ptsz, (uint64_t)gridDimX * gridDimY * gridDimZ,
-              (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-               kernelParams))
-}
+LAUNCH_HOOK(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
+            (config, f, kernelParams, extra), EX_BLOCKS)
+LAUNCH_HOOK(cuLaunchKernelEx_ptsz, (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
+            (config, f, kernelParams, extra), EX_BLOCKS)
 /* A graph's kernels are not known here: one graph launch is charged as one device-wide wave, and the
  * calibration scales the wave cost to what the workload's launches really take. */
-EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  LAUNCH_BODY(real_cuGraphLaunch, g.sms[0] ? g.sms[0] : 1, (hGraphExec, hStream))
-}
-EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-  LAUNCH_BODY(real_cuGraphLaunch_ptsz, g.sms[0] ? g.sms[0] : 1, (hGraphExec, hStream))
-}
+LAUNCH_HOOK(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), g.sms[0] ? g.sms[0] : 1)
+LAUNCH_HOOK(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+            g.sms[0] ? g.sms[0] : 1)
 
 /* ---- Entry points: cuInit, cuGetProcAddress, dlsym. ----------------------------------------- */
 

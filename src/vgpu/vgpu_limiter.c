@@ -21,16 +21,9 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
     int64_t t = __atomic_add_fetch(&d->tokens_ns, add, __ATOMIC_RELAXED);
     if (t > cap) __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
   }
+  __atomic_store_n(&d->last_launch_ns, now_ns, __ATOMIC_RELAXED); /* activity heartbeat (coarse) */
+  if (vgpu_limiter_take(d, waves)) return 0;
   int64_t tokens = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);
-  if (tokens > 0) {
-    uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
-    if (!npw) npw = VGPU_LIMITER_DEFAULT_NS_PER_WAVE;
-    uint64_t cost = waves * npw;
-    if (cost > 1000000000ull) cost = 1000000000ull; /* one launch can owe at most 1 s */
-    __atomic_sub_fetch(&d->tokens_ns, (int64_t)cost, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
-    return 0;
-  }
   /* Time until the bucket is positive again at the refill rate. */
   uint64_t wait = (uint64_t)(-tokens) * 100 / (pct ? pct : 1) + 1000;
   if (wait > VGPU_LIMITER_MAX_SLEEP_NS) wait = VGPU_LIMITER_MAX_SLEEP_NS;

@@ -65,7 +65,8 @@ std::vector<double> Simulate(uint32_t sms, uint64_t wave_ns, std::vector<uint32_
     }
     uint64_t blocks = 1 + rng() % (8 * sms);
     uint64_t waves = (blocks + sms - 1) / sms;
-    uint64_t wait = vgpu_limiter_try(&c.entry, c.pct, waves, now);
+    // As in the interposer: the clock is read only when the bucket is empty.
+    uint64_t wait = vgpu_limiter_take(&c.entry, waves) ? 0 : vgpu_limiter_try(&c.entry, c.pct, waves, now);
     if (wait) {
       c.next_try = now + wait;
       continue;

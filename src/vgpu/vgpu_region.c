@@ -67,12 +67,10 @@ static int slot_alive(const vgpu_region_ctx* c, int slot) {
   return fl.l_type != F_UNLCK;
 }
 
-static void local_lock(vgpu_region_ctx* c) {
-  while (__atomic_exchange_n(&c->local_lock, 1, __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&c->local_lock, __ATOMIC_RELAXED)) cpu_relax();
-  }
-}
-static void local_unlock(vgpu_region_ctx* c) { __atomic_store_n(&c->local_lock, 0, __ATOMIC_RELEASE); }
+/* Lock word of a holder: its slot + 1. Threads of one process share it: a lock word naming our own slot is
+ * always held by a live thread of ours (claim_slot clears a dead predecessor's lock before using a slot). */
+#define LOCK_SLOT_MASK 0x7ffu
+static inline uint32_t lock_word(const vgpu_region_ctx* c) { return (uint32_t)c->slot + 1; }
 
 /* Rebuilds every device's used_bytes from the slots. Caller holds the region lock. */
 static void recompute_usage(vgpu_region* r) {
@@ -88,45 +86,43 @@ static void recompute_usage(vgpu_region* r) {
   __atomic_fetch_add(&r->hdr.recoveries, 1, __ATOMIC_RELAXED);
 }
 
-/* Takes the cross-process lock; the caller holds local_lock. Bounded: gives up after ~2 s while a live
- * owner keeps it (e.g. a stopped process). Returns 0 or -1. */
-static int region_lock(vgpu_region_ctx* c) {
+/* Takes the cross-process lock. Bounded: gives up after ~2 s while a live owner keeps it (e.g. a stopped
+ * process). Returns 0 or -1. A holder found dead (its slot's liveness lock is free) is replaced and the
+ * usage cache rebuilt; a holder from this process's own slot is always alive (claim_slot clears a dead
+ * predecessor's lock before the slot is used). */
+static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, uint32_t me) {
   vgpu_region* r = c->r;
-  uint32_t me = (uint32_t)c->slot + 1;
-  for (int spin = 0; spin < 2000; spin++) {
+  for (int round = 0; round < 42000; round++) { /* ~2000 spins, then 40000 * 50 us = 2 s */
     uint32_t expected = 0;
     if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
       return 0;
     }
-    if (expected == me) {
-      /* Our slot's previous owner died holding the lock (we serialise our own threads locally). */
-      recompute_usage(r);
-      return 0;
+    if (round < 2000) {
+      cpu_relax();
+      continue;
     }
-    cpu_relax();
-  }
-  for (int round = 0; round < 40000; round++) { /* 40000 * 50 us = 2 s */
-    uint32_t expected = 0;
-    if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-      return 0;
-    }
-    if (expected == me) {
-      recompute_usage(r);
-      return 0;
-    }
-    if ((round & 15) == 15 && expected <= VGPU_MAX_SLOTS && !slot_alive(c, (int)expected - 1)) {
-      if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
-        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from dead slot %u", expected - 1);
+    int owner = (int)(expected & LOCK_SLOT_MASK) - 1;
+    if ((round & 15) == 15 && owner >= 0 && owner < VGPU_MAX_SLOTS && owner != c->slot && !slot_alive(c, owner)) {
+      if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from dead slot %d", owner);
         recompute_usage(r);
         return 0;
       }
     }
     sleep_ns(50000);
   }
-  VGPU_LOG(VGPU_LOG_ERROR, "region lock held by live slot %u for 2 s; giving up this operation",
-           LOAD32(&r->hdr.lock) - 1);
+  VGPU_LOG(VGPU_LOG_ERROR, "region lock held by a live process for 2 s; giving up this operation");
   return -1;
+}
+
+static inline int region_lock(vgpu_region_ctx* c) {
+  uint32_t me = lock_word(c);
+  uint32_t expected = 0;
+  if (__builtin_expect(__atomic_compare_exchange_n(&c->r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
+                                                   __ATOMIC_RELAXED), 1)) {
+    return 0;
+  }
+  return region_lock_slow(c, me);
 }
 
 static void region_unlock(vgpu_region_ctx* c) { STORE32(&c->r->hdr.lock, 0); }
@@ -190,6 +186,14 @@ static int claim_slot(vgpu_region_ctx* c) {
   for (int i = 0; i < VGPU_MAX_SLOTS; i++) {
     if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_WRLCK) != 0) continue;
     c->slot = i;
+    /* A dead previous owner of this slot may hold the region lock: we hold its liveness lock now, so take
+     * the lock over (nobody else will, seeing the slot alive) and rebuild the cache. */
+    uint32_t held = LOAD32(&r->hdr.lock);
+    if (held && (int)(held & LOCK_SLOT_MASK) - 1 == i &&
+        __atomic_compare_exchange_n(&r->hdr.lock, &held, lock_word(c), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      recompute_usage(r);
+      region_unlock(c);
+    }
     /* Raise the high-water mark first so that recovery scans include this slot. */
     uint32_t hwm = LOAD32(&r->hdr.slot_hwm);
     while (hwm < (uint32_t)i + 1 &&
@@ -224,7 +228,6 @@ int vgpu_region_sweep(vgpu_region_ctx* c) {
     if ((int)i == c->slot || LOAD32(&r->slots[i].state) == VGPU_SLOT_FREE) continue;
     /* Holding the dead slot's liveness lock keeps a new claimer out while we reclaim. */
     if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + i, F_WRLCK) != 0) continue;
-    local_lock(c);
     if (region_lock(c) == 0) {
       if (LOAD32(&r->slots[i].state) != VGPU_SLOT_FREE) {
         reclaim_slot_locked(r, (int)i);
@@ -232,7 +235,6 @@ int vgpu_region_sweep(vgpu_region_ctx* c) {
       }
       region_unlock(c);
     }
-    local_unlock(c);
     ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + i, F_UNLCK);
   }
   if (reclaimed) VGPU_LOG(VGPU_LOG_INFO, "reclaimed %d slot(s) of dead processes", reclaimed);
@@ -272,6 +274,7 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   } else if ((uint64_t)st.st_size < sizeof(vgpu_region) && ftruncate(fd, sizeof(vgpu_region)) != 0) {
     why = "cannot size the file";
   }
+  int fresh = locked && !why && st.st_size == 0; /* zero-filled by ftruncate: no need to clear it */
   void* m = MAP_FAILED;
   if (!why) {
     m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -280,7 +283,7 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   if (!why) {
     vgpu_region* r = (vgpu_region*)m;
     if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
-      memset(r, 0, sizeof(*r));
+      if (!fresh) memset(r, 0, sizeof(*r));
       r->hdr.version = VGPU_REGION_VERSION;
       r->hdr.size_bytes = sizeof(vgpu_region);
       r->hdr.policy = p->policy;
@@ -321,12 +324,10 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
 void vgpu_region_detach(vgpu_region_ctx* c) {
   if (!c->r) return;
   if (c->shared && c->slot >= 0) {
-    local_lock(c);
     if (region_lock(c) == 0) {
       reclaim_slot_locked(c->r, c->slot);
       region_unlock(c);
     }
-    local_unlock(c);
   }
   munmap(c->r, sizeof(vgpu_region));
   if (c->fd >= 0) close(c->fd); /* drops the liveness lock */
@@ -339,9 +340,7 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
                        uint64_t total_bytes, int32_t container_index, uint32_t sm_count) {
   vgpu_region* r = c->r;
   if (!r || !uuid || !uuid[0]) return -1;
-  local_lock(c);
   if (region_lock(c) != 0) {
-    local_unlock(c);
     return -1;
   }
   int found = -1;
@@ -374,7 +373,6 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
     if (!d->sm_count) d->sm_count = sm_count;
   }
   region_unlock(c);
-  local_unlock(c);
   return found;
 }
 
@@ -384,11 +382,7 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
   vgpu_proc_slot* s = &r->slots[c->slot];
   int arm = 0;
   if (__builtin_expect(vgpu_region_crash_point != 0, 0)) arm = ++crash_calls >= vgpu_region_crash_after;
-  local_lock(c);
-  if (__builtin_expect(region_lock(c) != 0, 0)) {
-    local_unlock(c);
-    return -1;
-  }
+  if (__builtin_expect(region_lock(c) != 0, 0)) return -1;
   if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
   uint64_t used = LOAD64(&d->used_bytes);
   uint64_t limit = d->limit_bytes;
@@ -401,7 +395,6 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
     STORE64(&d->used_bytes, used + bytes);
   }
   region_unlock(c);
-  local_unlock(c);
   return rc;
 }
 
@@ -409,7 +402,6 @@ void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
   vgpu_region* r = c->r;
   vgpu_device_entry* d = &r->devices[dev];
   vgpu_proc_slot* s = &r->slots[c->slot];
-  local_lock(c);
   int locked = region_lock(c) == 0;
   /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
    * limit, and recovery recomputes the cache from the slots anyway. */
@@ -426,7 +418,6 @@ void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
   }
-  local_unlock(c);
 }
 
 uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev) {
