@@ -104,7 +104,7 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 
 /* ---- SM limiter (vgpu_limiter.c): token bucket in device nanoseconds, shared per device entry. ---- */
 #define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull /* prior before the first calibration */
-#define VGPU_LIMITER_BURST_NS 10000000ull          /* tokens held at most: 10 ms of device time */
+#define VGPU_LIMITER_BURST_NS 50000000ull          /* tokens held at most: 50 ms of device time */
 #define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull      /* one wait step at most */
 /* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds tokens;
  * returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only when empty grants

@@ -316,7 +316,7 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
       {132, {50}, "kernel"},     {132, {70}, "graph"},     {20, {30, 70}, "kernel"}, {20, {50, 50}, "ex"},
       {132, {30, 70}, "ex"},     {132, {50, 50}, "kernel"},
   };
-  const int kWindowMs = 4000;
+  const int kWindowMs = 6000;
   uint64_t start = RealtimeUs() + 2000000;
   struct Running {
     int config, container, pct;
