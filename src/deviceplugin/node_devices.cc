@@ -56,4 +56,34 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
   return out;
 }
 
+int PairScore(const gpu::GpuLink& link) {
+  int pcie = 0;
+  switch (link.pcie) {
+    case gpu::PcieLevel::kSystem: pcie = 10; break;
+    case gpu::PcieLevel::kNode: pcie = 20; break;
+    case gpu::PcieLevel::kHostBridge: pcie = 30; break;
+    case gpu::PcieLevel::kMultiple: pcie = 40; break;
+    case gpu::PcieLevel::kSingle: pcie = 50; break;
+    case gpu::PcieLevel::kInternal: pcie = 60; break;
+    case gpu::PcieLevel::kUnknown: break;
+  }
+  return pcie + 100 * link.nvlinks;
+}
+
+core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus, const std::vector<gpu::GpuLink>& links,
+                                 const PluginConfig& config) {
+  std::map<int, std::string> uuid_of;
+  for (const auto& g : FilterDevices(gpus, config)) uuid_of[g.index] = g.uuid;
+  core::LinkScores out;
+  for (const auto& [index, uuid] : uuid_of) out[uuid];  // every kept GPU has an entry
+  for (const auto& l : links) {
+    auto a = uuid_of.find(l.a), b = uuid_of.find(l.b);
+    if (a == uuid_of.end() || b == uuid_of.end()) continue;
+    int s = PairScore(l);
+    out[a->second][b->second] = s;
+    out[b->second][a->second] = s;
+  }
+  return out;
+}
+
 }  // namespace hami::deviceplugin

@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "core/model.h"
+#include "core/node_codec.h"
 #include "deviceplugin/config.h"
 #include "gpu/discovery.h"
 
@@ -26,5 +27,12 @@ StatusOr<std::string> ReplicaUuid(const std::string& replica_id);
 std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& config);
+
+// Pairwise link scores for hami.io/node-nvidia-score (upstream's weights, hami.md §3.4): the PCIe
+// path scores cross-CPU 10, same CPU 20, host bridge 30, multiple switches 40, single switch 50,
+// same board 60, plus 100 per NVLink. Excluded GPUs are left out; `links` index GPUs by NVML index.
+core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus, const std::vector<gpu::GpuLink>& links,
+                                 const PluginConfig& config);
+int PairScore(const gpu::GpuLink& link);
 
 }  // namespace hami::deviceplugin

@@ -14,6 +14,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/log.h"
+#include "core/annotations.h"
+#include "core/node_codec.h"
 #include "deviceplugin/allocate_env.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/proto/api.grpc.pb.h"
@@ -138,12 +140,19 @@ Status DevicePlugin::Start() {
   HAMI_ASSIGN_OR_RETURN(std::vector<gpu::GpuInfo> all, discovery_->ListDevices());
   {
     std::lock_guard<std::mutex> l(mu_);
+    all_gpus_ = all;
     gpus_ = FilterDevices(all, config_);
     for (const auto& g : gpus_) {
       healthy_[g.uuid] = true;
       for (auto& id : ReplicaIds(g.uuid, config_.split_count)) replica_to_uuid_[id] = g.uuid;
     }
     ++version_;
+  }
+  if (auto links = discovery_->Topology(); links.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    links_ = std::move(*links);
+  } else {
+    spdlog::warn("GPU topology unavailable: {}", std::string(links.status().message()));
   }
   spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", gpus_.size(),
                all.size() - gpus_.size(), config_.split_count, config_.resource_name);
@@ -315,6 +324,14 @@ void DevicePlugin::OnHealth(const gpu::HealthEvent& ev) {
 std::vector<core::DeviceInfo> DevicePlugin::NodeDevices() const {
   std::lock_guard<std::mutex> l(mu_);
   return BuildNodeDevices(gpus_, healthy_, config_);
+}
+
+std::map<std::string, std::string> DevicePlugin::NodeAnnotations(bool with_link_scores) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, std::string> out;
+  out[core::kNodeNvidiaRegister] = core::EncodeNodeDevicesJson(BuildNodeDevices(gpus_, healthy_, config_));
+  if (with_link_scores) out[core::kNodeNvidiaScore] = core::EncodeLinkScores(BuildLinkScores(all_gpus_, links_, config_));
+  return out;
 }
 
 v1beta1::DevicePluginOptions DevicePlugin::Options() const {

@@ -52,6 +52,9 @@ class DevicePlugin {
 
   // Registration entries for hami.io/node-nvidia-register (health included).
   std::vector<core::DeviceInfo> NodeDevices() const;
+  // The node annotations to patch: hami.io/node-nvidia-register (upstream JSON) and, when
+  // `with_link_scores` (upstream: ENABLE_TOPOLOGY_SCORE), hami.io/node-nvidia-score.
+  std::map<std::string, std::string> NodeAnnotations(bool with_link_scores) const;
   // Successful Register calls so far (one per kubelet (re)start).
   int registrations() const { return registrations_.load(); }
   std::string SocketPath() const;
@@ -82,6 +85,8 @@ class DevicePlugin {
 
   mutable std::mutex mu_;  // guards the device state below
   std::condition_variable cv_;
+  std::vector<gpu::GpuInfo> all_gpus_;        // as discovered
+  std::vector<gpu::GpuLink> links_;           // topology of all_gpus_
   std::vector<gpu::GpuInfo> gpus_;            // after filterdevices
   std::map<std::string, bool> healthy_;       // uuid -> healthy
   std::map<std::string, std::string> replica_to_uuid_;

@@ -1,7 +1,9 @@
 // The device plugin over real gRPC unix sockets against the fake kubelet.
 #include "deviceplugin/plugin.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "deviceplugin/testing/builders.h"
 #include "deviceplugin/testing/fake_kubelet.h"
+#include "gpu/nvml_discovery.h"
 #include "gpu/static_discovery.h"
 
 namespace hami::deviceplugin {
@@ -44,7 +47,8 @@ class PluginTest : public ::testing::Test {
     config_.region_root = dir_ + "/regions";
     config_.split_count = 4;
     discovery_ = std::make_unique<gpu::StaticDiscovery>(std::vector<gpu::GpuInfo>{
-        gpu::MakeGpu(0, "GPU-aaaa", "Tesla T4", 15360, 0), gpu::MakeGpu(1, "GPU-bbbb", "Tesla T4", 15360, 1)});
+        gpu::MakeGpu(0, "GPU-aaaa", "Tesla T4", 15360, 0), gpu::MakeGpu(1, "GPU-bbbb", "Tesla T4", 15360, 1)},
+        std::vector<gpu::GpuLink>{{0, 1, 0, gpu::PcieLevel::kSingle}});
     kubelet_ = std::make_unique<testing::FakeKubelet>(config_.plugin_dir);
   }
   void TearDown() override {
@@ -89,6 +93,14 @@ TEST_F(PluginTest, RegistersAndAdvertisesSplitReplicas) {
   ASSERT_EQ(node.size(), 2u);
   EXPECT_EQ(node[1].count, 4);
   EXPECT_EQ(node[1].numa, 1);
+  auto ann = plugin_->NodeAnnotations(/*with_link_scores=*/true);
+  EXPECT_EQ(ann.at("hami.io/node-nvidia-register"),
+            R"([{"id":"GPU-aaaa","count":4,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true,)"
+            R"("mode":"hami-core"},{"id":"GPU-bbbb","index":1,"count":4,"devmem":15360,"devcore":100,)"
+            R"("type":"NVIDIA-Tesla T4","numa":1,"health":true,"mode":"hami-core"}])");
+  EXPECT_EQ(ann.at("hami.io/node-nvidia-score"),
+            R"([{"uuid":"GPU-aaaa","score":{"GPU-bbbb":50}},{"uuid":"GPU-bbbb","score":{"GPU-aaaa":50}}])");
+  EXPECT_EQ(plugin_->NodeAnnotations(false).count("hami.io/node-nvidia-score"), 0u);
 }
 
 TEST_F(PluginTest, NumaTopologyWhenEnabledAndExcludedDevicesHidden) {
@@ -307,6 +319,37 @@ TEST_F(PluginTest, StartFailsClearlyOnBadConfigOrDiscovery) {
   Status s = p2.Start();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(std::string(s.message()).find("NVML gone"), std::string::npos);
+}
+
+TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
+  // The whole chain: fake libnvidia-ml.so.1 -> NvmlDiscovery health watch -> ListAndWatch -> kubelet.
+  const std::string state = dir_ + "/fakegpu.state";
+  setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_DEVICES", "Tesla T4:15360:40;Tesla T4:15360:40", 1);
+  void* lib = dlopen(HAMI_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fakegpu_nvml_reset"));
+  auto inject = reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(lib, "fakegpu_inject_xid"));
+  ASSERT_TRUE(reset && inject);
+  reset();
+  gpu::NvmlOptions o;
+  o.library = HAMI_FAKE_NVML;
+  o.event_wait_ms = 50;
+  auto nvml = gpu::NvmlDiscovery::Open(o);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, nvml->get(), &pending_, 3);
+  ASSERT_TRUE(plugin_->Start().ok());
+  const std::string dev1 = "GPU-fa4e0000-0000-4000-8000-000000000001";
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Healthy") == 4; },
+                                       seconds(10)));
+  ASSERT_EQ(inject(1, 79), 0);
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Unhealthy") == 4; },
+                                       seconds(5)));
+  EXPECT_EQ(CountHealth(kubelet_->Devices(), "GPU-fa4e0000-0000-4000-8000-000000000000", "Healthy"), 4);
+  plugin_.reset();  // before the discovery it uses
+  nvml->reset();
+  unlink(state.c_str());
 }
 
 }  // namespace
