@@ -85,7 +85,8 @@ void UuidBytes(const std::string& uuid, unsigned char out[16]) {
     if (std::isxdigit(static_cast<unsigned char>(uuid[i]))) hex.push_back(uuid[i]);
   }
   if (uuid.rfind("GPU-", 0) == 0 && hex.size() == 32) {
-    for (int i = 0; i < 16; ++i) out[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+    for (int i = 0; i < 16; ++i)
+      out[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
     return;
   }
   uint64_t h1 = Fnv1a64(uuid), h2 = Fnv1a64(uuid + "#");
@@ -146,7 +147,8 @@ bool ParseDevices(const std::string& text, std::vector<DeviceSpec>* out, std::st
   return true;
 }
 
-bool ParseNvLinks(const std::string& text, int num_devices, std::vector<NvLinkSpec>* out, std::string* err) {
+bool ParseNvLinks(const std::string& text, int num_devices, std::vector<NvLinkSpec>* out,
+                  std::string* err) {
   std::vector<NvLinkSpec> links;
   std::vector<int> used(num_devices, 0);
   if (Trim(text).empty()) {
@@ -206,7 +208,8 @@ bool ParseFaults(const std::string& text, std::vector<FaultSpec>* out, std::stri
       return false;
     }
     f.code = static_cast<int>(code);
-    if (at != std::string::npos && (!ParseUint(rest.substr(at + 1), UINT64_MAX, &f.nth) || f.nth == 0)) {
+    if (at != std::string::npos &&
+        (!ParseUint(rest.substr(at + 1), UINT64_MAX, &f.nth) || f.nth == 0)) {
       *err = "entry '" + item + "': @n must be a positive integer";
       return false;
     }
@@ -216,7 +219,8 @@ bool ParseFaults(const std::string& text, std::vector<FaultSpec>* out, std::stri
   return true;
 }
 
-bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* out, std::string* err) {
+bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* out,
+               std::string* err) {
   std::vector<XidSpec> xids;
   if (Trim(text).empty()) {
     out->clear();
@@ -227,9 +231,10 @@ bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* o
     std::vector<std::string> f = Split(item, ':');
     long long dev = 0;
     XidSpec x;
-    if (f.size() != 3 || !ParseInt(f[0], 0, num_devices - 1, &dev) || !ParseUint(f[1], UINT32_MAX, &x.xid) ||
-        !ParseUint(f[2], 86400000ULL, &x.after_ms)) {
-      *err = "entry '" + item + "': want dev:xid:after_ms with dev < " + std::to_string(num_devices);
+    if (f.size() != 3 || !ParseInt(f[0], 0, num_devices - 1, &dev) ||
+        !ParseUint(f[1], UINT32_MAX, &x.xid) || !ParseUint(f[2], 86400000ULL, &x.after_ms)) {
+      *err =
+          "entry '" + item + "': want dev:xid:after_ms with dev < " + std::to_string(num_devices);
       return false;
     }
     x.dev = static_cast<int>(dev);
@@ -266,7 +271,8 @@ Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
     if (!v) return;
     uint64_t x = 0;
     if (!ParseUint(v, max, &x) || x < min) {
-      warn(var, "'" + std::string(v) + "' is not an integer in " + std::to_string(min) + ".." + std::to_string(max));
+      warn(var, "'" + std::string(v) + "' is not an integer in " + std::to_string(min) + ".." +
+                    std::to_string(max));
       return;
     }
     *field = x;
@@ -278,7 +284,8 @@ Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
   num(FAKEGPU_ENV_CUDA_VERSION, 2000, 99990, &cuda_version);
   c.cuda_version = static_cast<int>(cuda_version);
   int ndev = static_cast<int>(c.devices.size());
-  if (const char* v = getenv_fn(FAKEGPU_ENV_NVLINK); v && !ParseNvLinks(v, ndev, &c.nvlinks, &err)) {
+  if (const char* v = getenv_fn(FAKEGPU_ENV_NVLINK);
+      v && !ParseNvLinks(v, ndev, &c.nvlinks, &err)) {
     warn(FAKEGPU_ENV_NVLINK, err);
   }
   if (const char* v = getenv_fn(FAKEGPU_ENV_XID); v && !ParseXids(v, ndev, &c.xids, &err)) {
@@ -318,7 +325,8 @@ std::vector<int> VisibleDevices(const char* env, const std::vector<std::string>&
     int found = -1;
     long long idx = 0;
     if (!item.empty() && std::isdigit(static_cast<unsigned char>(item[0]))) {
-      if (ParseInt(item, 0, static_cast<long long>(uuids.size()) - 1, &idx)) found = static_cast<int>(idx);
+      if (ParseInt(item, 0, static_cast<long long>(uuids.size()) - 1, &idx))
+        found = static_cast<int>(idx);
     } else if (item.rfind("GPU-", 0) == 0 && item.size() > 4) {
       int matches = 0;
       for (size_t i = 0; i < uuids.size(); ++i) {
@@ -344,10 +352,10 @@ void ComputeCapability(const std::string& name, int* major, int* minor) {
     int major, minor;
   };
   static const Row kRows[] = {
-      {"GH200", 9, 0}, {"H100", 9, 0}, {"H200", 9, 0}, {"H800", 9, 0}, {"GB200", 10, 0},
-      {"B200", 10, 0}, {"B100", 10, 0}, {"L40", 8, 9}, {"L4", 8, 9},   {"A100", 8, 0},
-      {"A800", 8, 0},  {"A30", 8, 0},  {"A40", 8, 6},  {"A10", 8, 6},  {"RTX A", 8, 6},
-      {"T4", 7, 5},    {"V100", 7, 0}, {"P100", 6, 0}, {"P40", 6, 1},  {"P4", 6, 1},
+      {"GH200", 9, 0}, {"H100", 9, 0},  {"H200", 9, 0}, {"H800", 9, 0}, {"GB200", 10, 0},
+      {"B200", 10, 0}, {"B100", 10, 0}, {"L40", 8, 9},  {"L4", 8, 9},   {"A100", 8, 0},
+      {"A800", 8, 0},  {"A30", 8, 0},   {"A40", 8, 6},  {"A10", 8, 6},  {"RTX A", 8, 6},
+      {"T4", 7, 5},    {"V100", 7, 0},  {"P100", 6, 0}, {"P40", 6, 1},  {"P4", 6, 1},
   };
   for (const Row& r : kRows) {
     if (name.find(r.token) != std::string::npos) {

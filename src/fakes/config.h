@@ -58,9 +58,11 @@ using GetEnv = std::function<const char*(const char*)>;
 Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings);
 
 bool ParseDevices(const std::string& text, std::vector<DeviceSpec>* out, std::string* err);
-bool ParseNvLinks(const std::string& text, int num_devices, std::vector<NvLinkSpec>* out, std::string* err);
+bool ParseNvLinks(const std::string& text, int num_devices, std::vector<NvLinkSpec>* out,
+                  std::string* err);
 bool ParseFaults(const std::string& text, std::vector<FaultSpec>* out, std::string* err);
-bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* out, std::string* err);
+bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* out,
+               std::string* err);
 bool ParseUint(const std::string& text, uint64_t max, uint64_t* out);
 
 std::string DefaultUuid(int index);

@@ -23,7 +23,8 @@ TEST(ParseDevicesTest, Table) {
   const Case cases[] = {
       {"NVIDIA A100-SXM4-80GB:81920:108", true, 1, "NVIDIA A100-SXM4-80GB", 81920, 108,
        "GPU-fa4e0000-0000-4000-8000-000000000000"},
-      {"NVIDIA A100-SXM4-80GB:81920:108;Tesla T4:15360:40", true, 2, "NVIDIA A100-SXM4-80GB", 81920, 108, nullptr},
+      {"NVIDIA A100-SXM4-80GB:81920:108;Tesla T4:15360:40", true, 2, "NVIDIA A100-SXM4-80GB", 81920,
+       108, nullptr},
       {"Tesla T4:15360:40:GPU-1234", true, 1, "Tesla T4", 15360, 40, "GPU-1234"},
       {" Tesla T4 : 15360 : 40 ", true, 1, "Tesla T4", 15360, 40, nullptr},
       {"", false, 0, nullptr, 0, 0, nullptr},
@@ -74,8 +75,8 @@ TEST(ParseListsTest, NvLinks) {
     bool ok;
     size_t n;
   };
-  const Case cases[] = {{"0-1:12,2-3:12", true, 2}, {"", true, 0},        {"0-1", false, 0},
-                        {"0-0:2", false, 0},        {"0-9:2", false, 0},  {"0-1:37", false, 0},
+  const Case cases[] = {{"0-1:12,2-3:12", true, 2},  {"", true, 0},       {"0-1", false, 0},
+                        {"0-0:2", false, 0},         {"0-9:2", false, 0}, {"0-1:37", false, 0},
                         {"0-1:20,0-2:20", false, 0}, {"a-b:1", false, 0}, {"0-1:0", false, 0}};
   for (const Case& c : cases) {
     std::vector<NvLinkSpec> out;
@@ -97,7 +98,8 @@ TEST(ParseListsTest, Faults) {
   EXPECT_EQ(out[0].nth, 3u);
   EXPECT_EQ(out[1].code, 999);
   EXPECT_EQ(out[1].nth, 0u);
-  for (const char* bad : {"cuInit", "=2", "cuInit=x", "cuInit=2@0", "cuInit=2@x", "cu-Init=2", "cuInit=0"}) {
+  for (const char* bad :
+       {"cuInit", "=2", "cuInit=x", "cuInit=2@0", "cuInit=2@x", "cu-Init=2", "cuInit=0"}) {
     EXPECT_FALSE(ParseFaults(bad, &out, &err)) << bad;
   }
 }
@@ -110,7 +112,8 @@ TEST(ParseListsTest, Xids) {
   EXPECT_EQ(out[0].dev, 1);
   EXPECT_EQ(out[0].xid, 79u);
   EXPECT_EQ(out[0].after_ms, 500u);
-  for (const char* bad : {"2:79:0", "0:79", "x:1:1", "0:1:-1"}) EXPECT_FALSE(ParseXids(bad, 2, &out, &err)) << bad;
+  for (const char* bad : {"2:79:0", "0:79", "x:1:1", "0:1:-1"})
+    EXPECT_FALSE(ParseXids(bad, 2, &out, &err)) << bad;
 }
 
 TEST(VisibleDevicesTest, Table) {
@@ -124,11 +127,11 @@ TEST(VisibleDevicesTest, Table) {
       {"", {}},
       {"2,0", {2, 0}},
       {"1", {1}},
-      {"0,7,1", {0}},               // stops at the first invalid entry
-      {"0,0,1", {0}},               // duplicate ends the list
-      {"GPU-bbbb", {1}},            // unique prefix
-      {"GPU-aaaa", {}},             // ambiguous prefix
-      {"GPU-aaaa3333,1", {2, 1}},   // full uuid, then index
+      {"0,7,1", {0}},              // stops at the first invalid entry
+      {"0,0,1", {0}},              // duplicate ends the list
+      {"GPU-bbbb", {1}},           // unique prefix
+      {"GPU-aaaa", {}},            // ambiguous prefix
+      {"GPU-aaaa3333,1", {2, 1}},  // full uuid, then index
       {"-1,0", {}},
       {"NoDevFiles", {}},
       {" 1 , 2 ", {1, 2}},
@@ -140,9 +143,9 @@ TEST(VisibleDevicesTest, Table) {
 
 TEST(LoadConfigTest, DefaultsAndMalformedValues) {
   std::map<std::string, std::string> env = {
-      {FAKEGPU_ENV_DEVICES, "broken"},        {FAKEGPU_ENV_WAVE_US, "0"},
-      {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "512"},  {FAKEGPU_ENV_FAULTS, "nonsense"},
-      {FAKEGPU_ENV_INIT_FAIL, "yes"},         {FAKEGPU_ENV_MAX_BACKLOG_US, "1000"},
+      {FAKEGPU_ENV_DEVICES, "broken"},       {FAKEGPU_ENV_WAVE_US, "0"},
+      {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "512"}, {FAKEGPU_ENV_FAULTS, "nonsense"},
+      {FAKEGPU_ENV_INIT_FAIL, "yes"},        {FAKEGPU_ENV_MAX_BACKLOG_US, "1000"},
   };
   std::vector<std::string> warnings;
   Config c = LoadConfig(
@@ -164,15 +167,19 @@ TEST(LoadConfigTest, DefaultsAndMalformedValues) {
     EXPECT_EQ(w.find('\n'), std::string::npos);
   }
   // Default state path: uid plus a hash of the (effective) device list text.
-  EXPECT_EQ(c.state_path.rfind("/dev/shm/fakegpu-" + std::to_string(getuid()) + "-", 0), 0u) << c.state_path;
+  EXPECT_EQ(c.state_path.rfind("/dev/shm/fakegpu-" + std::to_string(getuid()) + "-", 0), 0u)
+      << c.state_path;
 }
 
 TEST(LoadConfigTest, StatePathDependsOnDevices) {
   auto path_for = [](const char* devices) {
     std::vector<std::string> w;
-    return LoadConfig([&](const char* name) -> const char* {
-      return std::string(name) == FAKEGPU_ENV_DEVICES ? devices : nullptr;
-    }, &w).state_path;
+    return LoadConfig(
+               [&](const char* name) -> const char* {
+                 return std::string(name) == FAKEGPU_ENV_DEVICES ? devices : nullptr;
+               },
+               &w)
+        .state_path;
   };
   EXPECT_NE(path_for("A:1:1"), path_for("B:1:1"));
   EXPECT_EQ(path_for("A:1:1"), path_for("A:1:1"));
@@ -187,7 +194,8 @@ TEST(UuidTest, BytesFromHex) {
   unsigned char c[16];
   UuidBytes("GPU-custom", c);
   UuidBytes("GPU-custom2", b);
-  EXPECT_NE(std::string(reinterpret_cast<char*>(b), 16), std::string(reinterpret_cast<char*>(c), 16));
+  EXPECT_NE(std::string(reinterpret_cast<char*>(b), 16),
+            std::string(reinterpret_cast<char*>(c), 16));
 }
 
 TEST(ComputeCapabilityTest, Table) {
@@ -195,9 +203,14 @@ TEST(ComputeCapabilityTest, Table) {
     const char* name;
     int major, minor;
   };
-  const Case cases[] = {{"NVIDIA A100-SXM4-80GB", 8, 0}, {"Tesla T4", 7, 5},      {"NVIDIA H100 80GB HBM3", 9, 0},
-                        {"NVIDIA L4", 8, 9},             {"NVIDIA A10", 8, 6},    {"Tesla V100-SXM2-32GB", 7, 0},
-                        {"NVIDIA B200", 10, 0},          {"Mystery GPU", 8, 0}};
+  const Case cases[] = {{"NVIDIA A100-SXM4-80GB", 8, 0},
+                        {"Tesla T4", 7, 5},
+                        {"NVIDIA H100 80GB HBM3", 9, 0},
+                        {"NVIDIA L4", 8, 9},
+                        {"NVIDIA A10", 8, 6},
+                        {"Tesla V100-SXM2-32GB", 7, 0},
+                        {"NVIDIA B200", 10, 0},
+                        {"Mystery GPU", 8, 0}};
   for (const Case& c : cases) {
     int major = 0, minor = 0;
     ComputeCapability(c.name, &major, &minor);

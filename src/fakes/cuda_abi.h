@@ -1,6 +1,6 @@
 // Minimal CUDA driver API declarations (CUDA 13.0 ABI, x86_64 Linux) for the fake libcuda.so.1.
-// Written from shared/reference/nvml-cuda.md §2 so the build does not need the CUDA toolkit; only the
-// types, values and layouts the fake implements. Layouts are checked with static_asserts below.
+// Written from shared/reference/nvml-cuda.md §2 so the build does not need the CUDA toolkit; only
+// the types, values and layouts the fake implements. Layouts are checked with static_asserts below.
 #pragma once
 
 #include <cstddef>
@@ -53,7 +53,8 @@ enum : int {
   CUDA_ERROR_UNKNOWN = 999,
 };
 
-// CUdevice_attribute values used by the fake (others return 0; >= CU_DEVICE_ATTRIBUTE_MAX is invalid).
+// CUdevice_attribute values used by the fake (others return 0; >= CU_DEVICE_ATTRIBUTE_MAX is
+// invalid).
 enum : int {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,

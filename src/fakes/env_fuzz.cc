@@ -1,4 +1,5 @@
-// Fuzz target for the FAKEGPU_* environment parsers: never crash, and what they accept is consistent.
+// Fuzz target for the FAKEGPU_* environment parsers: never crash, and what they accept is
+// consistent.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (devs.empty() || devs.size() > static_cast<size_t>(fakegpu::kMaxDevices)) std::abort();
     std::set<std::string> uuids;
     for (const auto& d : devs) {
-      if (d.name.empty() || d.mem_mib == 0 || d.sms == 0 || d.uuid.rfind("GPU-", 0) != 0) std::abort();
+      if (d.name.empty() || d.mem_mib == 0 || d.sms == 0 || d.uuid.rfind("GPU-", 0) != 0)
+        std::abort();
       if (!uuids.insert(d.uuid).second) std::abort();
     }
   } else if (err.empty()) {

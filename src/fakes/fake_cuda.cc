@@ -1,6 +1,7 @@
-// Fake libcuda.so.1: CUDA driver API entry points over the simulated devices of fakes/shared_state.h.
-// Contract and semantics: fakes/README.md. Handles are process-local heap objects that are never freed
-// (destroyed ones are only marked), so a stale handle is rejected instead of dereferenced after free.
+// Fake libcuda.so.1: CUDA driver API entry points over the simulated devices of
+// fakes/shared_state.h. Contract and semantics: fakes/README.md. Handles are process-local heap
+// objects that are never freed (destroyed ones are only marked), so a stale handle is rejected
+// instead of dereferenced after free.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -138,26 +139,42 @@ Globals& G() {
 
 thread_local std::vector<Ctx*> t_ctx_stack;
 
-#define FG_ENTRY()                                             \
-  do {                                                         \
+#define FG_ENTRY()                                                \
+  do {                                                            \
     if (int fault_ = fakegpu::FaultCode(__func__)) return fault_; \
   } while (0)
 
-#define FG_NEED_INIT()                                                          \
-  do {                                                                          \
+#define FG_NEED_INIT()                                                                           \
+  do {                                                                                           \
     if (!__atomic_load_n(&G().initialized, __ATOMIC_ACQUIRE)) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
+
+// An exported entry point whose whole body is one call after the fault and init checks.
+#define FG_CU(name, params, call)       \
+  FAKEGPU_EXPORT CUresult name params { \
+    FG_ENTRY();                         \
+    FG_NEED_INIT();                     \
+    return call;                        \
+  }
 
 template <typename T>
 bool Live(const T* p) {
   return p != nullptr && G().live.count(p) != 0 && !p->destroyed;
 }
 
-bool ValidOrdinal(CUdevice d) { return d >= 0 && d < static_cast<int>(G().visible.size()); }
-int NvmlIndex(CUdevice d) { return G().visible[d]; }
-const fakegpu::DeviceRec& Dev(int nvml) { return GetRuntime().state->dev(nvml); }
+bool ValidOrdinal(CUdevice d) {
+  return d >= 0 && d < static_cast<int>(G().visible.size());
+}
+int NvmlIndex(CUdevice d) {
+  return G().visible[d];
+}
+const fakegpu::DeviceRec& Dev(int nvml) {
+  return GetRuntime().state->dev(nvml);
+}
 
-Ctx* CurrentCtx() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
+Ctx* CurrentCtx() {
+  return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back();
+}
 
 // Under G().mu. Resolves the stream argument to a live stream object of a live context.
 CUresult ResolveStream(CUstream h, Stream** out) {
@@ -224,7 +241,8 @@ CUresult DeviceFree(CUdeviceptr p) {
   Globals& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
   auto it = g.allocs.find(p);
-  if (it == g.allocs.end() || it->second.kind != AllocKind::kDevice) return CUDA_ERROR_INVALID_VALUE;
+  if (it == g.allocs.end() || it->second.kind != AllocKind::kDevice)
+    return CUDA_ERROR_INVALID_VALUE;
   GetRuntime().state->Uncharge(it->second.dev, it->second.size);
   g.allocs.erase(it);
   return CUDA_SUCCESS;
@@ -278,9 +296,10 @@ uint64_t KernelNs(int dev, unsigned gx, unsigned gy, unsigned gz) {
   return waves * GetRuntime().cfg.wave_us * 1000;
 }
 
-CUresult LaunchImpl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                    CUstream h) {
-  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
+CUresult LaunchImpl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                    unsigned bz, CUstream h) {
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   Globals& g = G();
   Stream* s = nullptr;
@@ -296,7 +315,8 @@ CUresult LaunchImpl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     dev = s->ctx->dev;
   }
   const fakegpu::Config& cfg = GetRuntime().cfg;
-  uint64_t end = GetRuntime().state->Launch(dev, KernelNs(dev, gx, gy, gz), cfg.max_backlog_us * 1000);
+  uint64_t end =
+      GetRuntime().state->Launch(dev, KernelNs(dev, gx, gy, gz), cfg.max_backlog_us * 1000);
   std::lock_guard<std::mutex> lock(g.mu);
   s->last_end = std::max(s->last_end, end);
   s->ctx->last_end = std::max(s->ctx->last_end, end);
@@ -341,7 +361,8 @@ CUresult EventRecordImpl(CUevent e, CUstream h) {
   if (!Live(ev)) return CUDA_ERROR_INVALID_HANDLE;
   Stream* s = nullptr;
   if (CUresult rc = ResolveStream(h, &s)) return rc;
-  if (s->capture != nullptr) return CUDA_SUCCESS;  // becomes an event node; no timing in the fake graph
+  if (s->capture != nullptr)
+    return CUDA_SUCCESS;  // becomes an event node; no timing in the fake graph
   uint64_t work = (s == &s->ctx->default_stream) ? s->ctx->last_end : s->last_end;
   ev->t = std::max(work, MonoNs());
   ev->recorded = true;
@@ -350,7 +371,8 @@ CUresult EventRecordImpl(CUevent e, CUstream h) {
 
 CUresult BeginCaptureImpl(CUstream h) {
   std::lock_guard<std::mutex> lock(G().mu);
-  if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   Stream* s = nullptr;
   if (CUresult rc = ResolveStream(h, &s)) return rc;
   if (s->capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
@@ -398,7 +420,9 @@ CUresult GraphLaunchImpl(CUgraphExec e, CUstream h) {
     G().live.insert(&graph_fn);
   }
   for (const KernelNode& n : nodes) {
-    if (CUresult rc = LaunchImpl(reinterpret_cast<CUfunction>(&graph_fn), n.gx, n.gy, n.gz, 1, 1, 1, h)) return rc;
+    if (CUresult rc =
+            LaunchImpl(reinterpret_cast<CUfunction>(&graph_fn), n.gx, n.gy, n.gz, 1, 1, 1, h))
+      return rc;
   }
   return CUDA_SUCCESS;
 }
@@ -476,13 +500,17 @@ const ErrorRow kErrors[] = {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {202, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current"},
     {205, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
-    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
     {214, "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered"},
     {215, "CUDA_ERROR_UNSUPPORTED_LIMIT", "limit is not supported on this architecture"},
-    {216, "CUDA_ERROR_CONTEXT_ALREADY_IN_USE", "exclusive-thread device already in use by a different thread"},
-    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
+    {216, "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
+     "exclusive-thread device already in use by a different thread"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+     "peer access is not supported between these two devices"},
     {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-    {224, "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY", "the provided execution affinity is not supported"},
+    {224, "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
+     "the provided execution affinity is not supported"},
     {226, "CUDA_ERROR_CONTAINED", "an error was contained"},
     {301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
     {302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", "shared object symbol not found"},
@@ -504,15 +532,24 @@ const ErrorRow kErrors[] = {
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {802, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
-    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
-    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW"},
-    {805, "CUDA_ERROR_MPS_CONNECTION_FAILED", "MPS client failed to connect to the MPS control daemon or the MPS server"},
-    {807, "CUDA_ERROR_MPS_SERVER_NOT_READY", "the MPS server is not ready to accept new MPS client requests"},
-    {808, "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED", "the hardware resources required to create MPS client have been exhausted"},
-    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
-    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+     "system has unsupported display driver / cuda driver combination"},
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+     "forward compatibility was attempted on non supported HW"},
+    {805, "CUDA_ERROR_MPS_CONNECTION_FAILED",
+     "MPS client failed to connect to the MPS control daemon or the MPS server"},
+    {807, "CUDA_ERROR_MPS_SERVER_NOT_READY",
+     "the MPS server is not ready to accept new MPS client requests"},
+    {808, "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED",
+     "the hardware resources required to create MPS client have been exhausted"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
     {909, "CUDA_ERROR_TIMEOUT", "wait operation timed out"},
-    {910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
+    {910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+     "the graph update was not performed because it included changes which violated constraints "
+     "specific to instantiated graph update"},
     {912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "invalid cluster size"},
     {913, "CUDA_ERROR_FUNCTION_NOT_LOADED", "function not loaded"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
@@ -529,17 +566,25 @@ uint64_t ArrayBytes(size_t w, size_t h, size_t d, int format, unsigned channels)
   uint64_t elem = 0;
   switch (format) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: elem = 1; break;
+    case CU_AD_FORMAT_SIGNED_INT8:
+      elem = 1;
+      break;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: elem = 2; break;
+    case CU_AD_FORMAT_HALF:
+      elem = 2;
+      break;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: elem = 4; break;
-    default: return 0;
+    case CU_AD_FORMAT_FLOAT:
+      elem = 4;
+      break;
+    default:
+      return 0;
   }
   if (w == 0 || (channels != 1 && channels != 2 && channels != 4)) return 0;
-  return static_cast<uint64_t>(w) * std::max<size_t>(h, 1) * std::max<size_t>(d, 1) * elem * channels;
+  return static_cast<uint64_t>(w) * std::max<size_t>(h, 1) * std::max<size_t>(d, 1) * elem *
+         channels;
 }
 
 CUresult ArrayCreateImpl(CUarray* out, uint64_t bytes) {
@@ -672,7 +717,7 @@ CUresult GetProcAddressImpl(const char* symbol, void** pfn, int cuda_version, cu
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Exported entry points.
 
 FAKEGPU_EXPORT CUresult cuInit(unsigned int flags) {
@@ -683,7 +728,8 @@ FAKEGPU_EXPORT CUresult cuInit(unsigned int flags) {
   Globals& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.initialized) {
-    g.visible = fakegpu::VisibleDevices(std::getenv(FAKEGPU_ENV_CUDA_VISIBLE_DEVICES), rt.state->Uuids());
+    g.visible =
+        fakegpu::VisibleDevices(std::getenv(FAKEGPU_ENV_CUDA_VISIBLE_DEVICES), rt.state->Uuids());
     if (g.visible.empty()) return CUDA_ERROR_NO_DEVICE;
     __atomic_store_n(&g.initialized, true, __ATOMIC_RELEASE);
   }
@@ -720,13 +766,15 @@ FAKEGPU_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKEGPU_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+FAKEGPU_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
+                                            cuuint64_t flags,
                                             CUdriverProcAddressQueryResult* status) {
   FG_ENTRY();
   return GetProcAddressImpl(symbol, pfn, cuda_version, flags, status);
 }
 
-FAKEGPU_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
+FAKEGPU_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version,
+                                         cuuint64_t flags) {
   FG_ENTRY();
   return GetProcAddressImpl(symbol, pfn, cuda_version, flags, nullptr);
 }
@@ -759,17 +807,9 @@ FAKEGPU_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UuidImpl(uuid, dev);
-}
+FG_CU(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), UuidImpl(uuid, dev))
 
-FAKEGPU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UuidImpl(uuid, dev);
-}
+FG_CU(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), UuidImpl(uuid, dev))
 
 FAKEGPU_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   FG_ENTRY();
@@ -802,21 +842,45 @@ FAKEGPU_EXPORT CUresult cuDeviceGetAttribute(int* pi, int attrib, CUdevice dev) 
   int n = GetRuntime().state->num_devices();
   int v = 0;
   switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      v = 1024;
+      break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: v = 64; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+      v = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+      v = 64;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      v = 2147483647;
+      break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 49152; break;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      v = 65535;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      v = 49152;
+      break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+      v = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      v = 32;
+      break;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1410000; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = 1593000; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = static_cast<int>(d.sms); break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+      v = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      v = 1410000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      v = 1593000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      v = static_cast<int>(d.sms);
+      break;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
@@ -824,23 +888,52 @@ FAKEGPU_EXPORT CUresult cuDeviceGetAttribute(int* pi, int attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = 0x18 + 8 * idx; break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+      v = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      v = 0x18 + 8 * idx;
+      break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = 40 << 20; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: v = 2048; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 3; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = major; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = minor; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: v = 167936; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = 166912; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_NUMA_ID: v = -1; break;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: v = idx < (n + 1) / 2 ? 0 : 1; break;
-    default: v = 0;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
+      v = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      v = 5120;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      v = 40 << 20;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      v = 2048;
+      break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      v = 3;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      v = major;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      v = minor;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      v = 167936;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      v = 166912;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      v = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_NUMA_ID:
+      v = -1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+      v = idx < (n + 1) / 2 ? 0 : 1;
+      break;
+    default:
+      v = 0;
   }
   *pi = v;
   return CUDA_SUCCESS;
@@ -917,41 +1010,18 @@ FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) 
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimaryReleaseImpl(dev);
-}
+FG_CU(cuDevicePrimaryCtxRelease, (CUdevice dev), PrimaryReleaseImpl(dev))
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimaryReleaseImpl(dev);
-}
+FG_CU(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), PrimaryReleaseImpl(dev))
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimaryResetImpl(dev);
-}
+FG_CU(cuDevicePrimaryCtxReset, (CUdevice dev), PrimaryResetImpl(dev))
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimaryResetImpl(dev);
-}
+FG_CU(cuDevicePrimaryCtxReset_v2, (CUdevice dev), PrimaryResetImpl(dev))
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned flags) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimarySetFlagsImpl(dev, flags);
-}
+FG_CU(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned flags), PrimarySetFlagsImpl(dev, flags))
 
-FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned flags) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return PrimarySetFlagsImpl(dev, flags);
-}
+FG_CU(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned flags),
+      PrimarySetFlagsImpl(dev, flags))
 
 FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned* flags, int* active) {
   FG_ENTRY();
@@ -967,17 +1037,11 @@ FAKEGPU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned* flags
 
 // ---- Contexts
 
-FAKEGPU_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned flags, CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxCreateImpl(pctx, flags, dev);
-}
+FG_CU(cuCtxCreate, (CUcontext * pctx, unsigned flags, CUdevice dev),
+      CtxCreateImpl(pctx, flags, dev))
 
-FAKEGPU_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned flags, CUdevice dev) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxCreateImpl(pctx, flags, dev);
-}
+FG_CU(cuCtxCreate_v2, (CUcontext * pctx, unsigned flags, CUdevice dev),
+      CtxCreateImpl(pctx, flags, dev))
 
 FAKEGPU_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params, int num_params,
                                        unsigned flags, CUdevice dev) {
@@ -987,7 +1051,8 @@ FAKEGPU_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* par
   return CtxCreateImpl(pctx, flags, dev);
 }
 
-FAKEGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned flags, CUdevice dev) {
+FAKEGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned flags,
+                                       CUdevice dev) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (params != nullptr && params->execAffinityParams != nullptr && params->cigParams != nullptr) {
@@ -996,17 +1061,9 @@ FAKEGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* param
   return CtxCreateImpl(pctx, flags, dev);
 }
 
-FAKEGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxDestroyImpl(ctx);
-}
+FG_CU(cuCtxDestroy, (CUcontext ctx), CtxDestroyImpl(ctx))
 
-FAKEGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxDestroyImpl(ctx);
-}
+FG_CU(cuCtxDestroy_v2, (CUcontext ctx), CtxDestroyImpl(ctx))
 
 FAKEGPU_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
   FG_ENTRY();
@@ -1027,50 +1084,36 @@ FAKEGPU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
-#define FG_PUSH_POP(push_name, pop_name)                                  \
-  FAKEGPU_EXPORT CUresult push_name(CUcontext ctx) {                      \
-    FG_ENTRY();                                                           \
-    FG_NEED_INIT();                                                       \
-    std::lock_guard<std::mutex> lock(G().mu);                             \
-    Ctx* c = reinterpret_cast<Ctx*>(ctx);                                 \
-    if (!Live(c)) return CUDA_ERROR_INVALID_CONTEXT;                      \
-    t_ctx_stack.push_back(c);                                             \
-    return CUDA_SUCCESS;                                                  \
-  }                                                                       \
-  FAKEGPU_EXPORT CUresult pop_name(CUcontext* pctx) {                     \
-    FG_ENTRY();                                                           \
-    FG_NEED_INIT();                                                       \
-    if (t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;           \
+#define FG_PUSH_POP(push_name, pop_name)                                          \
+  FAKEGPU_EXPORT CUresult push_name(CUcontext ctx) {                              \
+    FG_ENTRY();                                                                   \
+    FG_NEED_INIT();                                                               \
+    std::lock_guard<std::mutex> lock(G().mu);                                     \
+    Ctx* c = reinterpret_cast<Ctx*>(ctx);                                         \
+    if (!Live(c)) return CUDA_ERROR_INVALID_CONTEXT;                              \
+    t_ctx_stack.push_back(c);                                                     \
+    return CUDA_SUCCESS;                                                          \
+  }                                                                               \
+  FAKEGPU_EXPORT CUresult pop_name(CUcontext* pctx) {                             \
+    FG_ENTRY();                                                                   \
+    FG_NEED_INIT();                                                               \
+    if (t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;                   \
     if (pctx != nullptr) *pctx = reinterpret_cast<CUcontext>(t_ctx_stack.back()); \
-    t_ctx_stack.pop_back();                                               \
-    return CUDA_SUCCESS;                                                  \
+    t_ctx_stack.pop_back();                                                       \
+    return CUDA_SUCCESS;                                                          \
   }
 FG_PUSH_POP(cuCtxPushCurrent, cuCtxPopCurrent)
 FG_PUSH_POP(cuCtxPushCurrent_v2, cuCtxPopCurrent_v2)
 
-FAKEGPU_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxGetDeviceImpl(device, CurrentCtx());
-}
+FG_CU(cuCtxGetDevice, (CUdevice * device), CtxGetDeviceImpl(device, CurrentCtx()))
 
-FAKEGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxGetDeviceImpl(device, ctx ? reinterpret_cast<Ctx*>(ctx) : CurrentCtx());
-}
+FG_CU(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx),
+      CtxGetDeviceImpl(device, ctx ? reinterpret_cast<Ctx*>(ctx) : CurrentCtx()))
 
-FAKEGPU_EXPORT CUresult cuCtxSynchronize(void) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxSyncImpl(CurrentCtx());
-}
+FG_CU(cuCtxSynchronize, (void), CtxSyncImpl(CurrentCtx()))
 
-FAKEGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CtxSyncImpl(ctx ? reinterpret_cast<Ctx*>(ctx) : CurrentCtx());
-}
+FG_CU(cuCtxSynchronize_v2, (CUcontext ctx),
+      CtxSyncImpl(ctx ? reinterpret_cast<Ctx*>(ctx) : CurrentCtx()))
 
 FAKEGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned* version) {
   FG_ENTRY();
@@ -1093,11 +1136,7 @@ FAKEGPU_EXPORT CUresult cuCtxGetFlags(unsigned* flags) {
 
 // ---- Memory
 
-FAKEGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return DeviceAlloc(dptr, bytes);
-}
+FG_CU(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes), DeviceAlloc(dptr, bytes))
 
 FAKEGPU_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytes) {
   FG_ENTRY();
@@ -1107,11 +1146,12 @@ FAKEGPU_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytes) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKEGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
-                                           unsigned elem) {
+FAKEGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                           size_t height, unsigned elem) {
   FG_ENTRY();
   FG_NEED_INIT();
-  if (dptr == nullptr || pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dptr == nullptr || pitch == nullptr || width == 0 || height == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (elem != 4 && elem != 8 && elem != 16) return CUDA_ERROR_INVALID_VALUE;
   size_t p = (width + 511) / 512 * 512;
   if (height > SIZE_MAX / p) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1120,8 +1160,8 @@ FAKEGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, siz
   return rc;
 }
 
-FAKEGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned* pitch, unsigned width, unsigned height,
-                                        unsigned elem) {
+FAKEGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned* pitch, unsigned width,
+                                        unsigned height, unsigned elem) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (dptr == nullptr || pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -1135,17 +1175,9 @@ FAKEGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsig
   return DeviceAlloc(dptr, bytes);
 }
 
-FAKEGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return DeviceFree(p);
-}
+FG_CU(cuMemFree_v2, (CUdeviceptr p), DeviceFree(p))
 
-FAKEGPU_EXPORT CUresult cuMemFree(CUdeviceptr_v1 p) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return p == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
+FG_CU(cuMemFree, (CUdeviceptr_v1 p), p == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
 
 FAKEGPU_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   FG_ENTRY();
@@ -1184,21 +1216,22 @@ FAKEGPU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size,
   return CUDA_SUCCESS;
 }
 
-#define FG_ASYNC_ALLOC(alloc_name, free_name, pool_name)                                               \
-  FAKEGPU_EXPORT CUresult alloc_name(CUdeviceptr* dptr, size_t bytes, CUstream h) {                      \
-    FG_ENTRY();                                                                                        \
-    FG_NEED_INIT();                                                                                    \
-    return AllocAsyncImpl(dptr, bytes, h);                                                             \
-  }                                                                                                    \
-  FAKEGPU_EXPORT CUresult free_name(CUdeviceptr p, CUstream h) {                                         \
-    FG_ENTRY();                                                                                        \
-    FG_NEED_INIT();                                                                                    \
-    return FreeAsyncImpl(p, h);                                                                        \
-  }                                                                                                    \
-  FAKEGPU_EXPORT CUresult pool_name(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream h) {    \
-    FG_ENTRY();                                                                                        \
-    FG_NEED_INIT();                                                                                    \
-    return AllocFromPoolImpl(dptr, bytes, pool, h);                                                    \
+#define FG_ASYNC_ALLOC(alloc_name, free_name, pool_name)                                \
+  FAKEGPU_EXPORT CUresult alloc_name(CUdeviceptr* dptr, size_t bytes, CUstream h) {     \
+    FG_ENTRY();                                                                         \
+    FG_NEED_INIT();                                                                     \
+    return AllocAsyncImpl(dptr, bytes, h);                                              \
+  }                                                                                     \
+  FAKEGPU_EXPORT CUresult free_name(CUdeviceptr p, CUstream h) {                        \
+    FG_ENTRY();                                                                         \
+    FG_NEED_INIT();                                                                     \
+    return FreeAsyncImpl(p, h);                                                         \
+  }                                                                                     \
+  FAKEGPU_EXPORT CUresult pool_name(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, \
+                                    CUstream h) {                                       \
+    FG_ENTRY();                                                                         \
+    FG_NEED_INIT();                                                                     \
+    return AllocFromPoolImpl(dptr, bytes, pool, h);                                     \
   }
 FG_ASYNC_ALLOC(cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync)
 FG_ASYNC_ALLOC(cuMemAllocAsync_ptsz, cuMemFreeAsync_ptsz, cuMemAllocFromPoolAsync_ptsz)
@@ -1236,11 +1269,12 @@ FAKEGPU_EXPORT CUresult cuMemFreeHost(void* p) {
 
 // ---- Virtual memory management
 
-FAKEGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
-                                                      int option) {
+FAKEGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
+                                                      const CUmemAllocationProp* prop, int option) {
   FG_ENTRY();
   FG_NEED_INIT();
-  if (granularity == nullptr || prop == nullptr || (option != 0 && option != 1)) return CUDA_ERROR_INVALID_VALUE;
+  if (granularity == nullptr || prop == nullptr || (option != 0 && option != 1))
+    return CUDA_ERROR_INVALID_VALUE;
   *granularity = kGranularity;
   return CUDA_SUCCESS;
 }
@@ -1252,7 +1286,8 @@ FAKEGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t
   if (handle == nullptr || prop == nullptr || size == 0 || size % kGranularity != 0 || flags != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   std::lock_guard<std::mutex> lock(G().mu);
@@ -1279,8 +1314,8 @@ FAKEGPU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                            unsigned long long flags) {
+FAKEGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                            CUdeviceptr addr, unsigned long long flags) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (ptr == nullptr || size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1300,15 +1335,16 @@ FAKEGPU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   FG_NEED_INIT();
   std::lock_guard<std::mutex> lock(G().mu);
   auto it = G().allocs.find(ptr);
-  if (it == G().allocs.end() || it->second.kind != AllocKind::kReservation || it->second.size != size) {
+  if (it == G().allocs.end() || it->second.kind != AllocKind::kReservation ||
+      it->second.size != size) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   G().allocs.erase(it);
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                                 unsigned long long flags) {
+FAKEGPU_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                 CUmemGenericAllocationHandle handle, unsigned long long flags) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (ptr == 0 || size == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1347,7 +1383,8 @@ FAKEGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+FAKEGPU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                       size_t count) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (ptr == 0 || size == 0 || desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1393,13 +1430,10 @@ static CUresult ArrayDestroyImpl(void* h) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuArrayDestroy(CUarray h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ArrayDestroyImpl(h);
-}
+FG_CU(cuArrayDestroy, (CUarray h), ArrayDestroyImpl(h))
 
-FAKEGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h, const CUDA_ARRAY3D_DESCRIPTOR* d,
+FAKEGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h,
+                                               const CUDA_ARRAY3D_DESCRIPTOR* d,
                                                unsigned int levels) {
   FG_ENTRY();
   FG_NEED_INIT();
@@ -1420,89 +1454,73 @@ FAKEGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h, const CUDA_A
   return rc;
 }
 
-FAKEGPU_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ArrayDestroyImpl(h);
-}
+FG_CU(cuMipmappedArrayDestroy, (CUmipmappedArray h), ArrayDestroyImpl(h))
 
 // ---- Copies and memsets (validate addresses; take no device time)
 
-#define FG_COPY_SYNC(name)                                                           \
-  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t n) {         \
-    FG_ENTRY();                                                                      \
-    FG_NEED_INIT();                                                                  \
-    return CopyImpl(dst, src, n);                                                    \
+#define FG_COPY_SYNC(name)                                                   \
+  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t n) { \
+    FG_ENTRY();                                                              \
+    FG_NEED_INIT();                                                          \
+    return CopyImpl(dst, src, n);                                            \
   }
 FG_COPY_SYNC(cuMemcpyDtoD_v2)
 FG_COPY_SYNC(cuMemcpyDtoD_v2_ptds)
 
-#define FG_COPY_ASYNC(name)                                                                  \
-  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {     \
-    FG_ENTRY();                                                                              \
-    FG_NEED_INIT();                                                                          \
-    return CopyImpl(dst, src, n);                                                            \
+#define FG_COPY_ASYNC(name)                                                              \
+  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) { \
+    FG_ENTRY();                                                                          \
+    FG_NEED_INIT();                                                                      \
+    return CopyImpl(dst, src, n);                                                        \
   }
 FG_COPY_ASYNC(cuMemcpyDtoDAsync_v2)
 FG_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz)
 
 // Unified addressing: cuMemcpy accepts host or device pointers; device ones must be valid.
 static CUresult UnifiedCopy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  auto is_dev = [](CUdeviceptr p) { return p >= kVaBase && p < kVaBase + fakegpu::kMaxDevices * kVaWindow; };
+  auto is_dev = [](CUdeviceptr p) {
+    return p >= kVaBase && p < kVaBase + fakegpu::kMaxDevices * kVaWindow;
+  };
   return CopyImpl(is_dev(dst) ? dst : 0, is_dev(src) ? src : 0, n);
 }
-FAKEGPU_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UnifiedCopy(dst, src, n);
-}
-FAKEGPU_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UnifiedCopy(dst, src, n);
-}
-FAKEGPU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UnifiedCopy(dst, src, n);
-}
-FAKEGPU_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return UnifiedCopy(dst, src, n);
-}
+FG_CU(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), UnifiedCopy(dst, src, n))
+FG_CU(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n), UnifiedCopy(dst, src, n))
+FG_CU(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+      UnifiedCopy(dst, src, n))
+FG_CU(cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+      UnifiedCopy(dst, src, n))
 
-#define FG_HTOD(name, ...)                                                                        \
-  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, const void* src, size_t n __VA_ARGS__) {          \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    if (src == nullptr && n > 0) return CUDA_ERROR_INVALID_VALUE;                                 \
-    return CopyImpl(dst, 0, n);                                                                   \
+#define FG_HTOD(name, ...)                                                               \
+  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, const void* src, size_t n __VA_ARGS__) { \
+    FG_ENTRY();                                                                          \
+    FG_NEED_INIT();                                                                      \
+    if (src == nullptr && n > 0) return CUDA_ERROR_INVALID_VALUE;                        \
+    return CopyImpl(dst, 0, n);                                                          \
   }
 FG_HTOD(cuMemcpyHtoD_v2)
 FG_HTOD(cuMemcpyHtoD_v2_ptds)
 FG_HTOD(cuMemcpyHtoDAsync_v2, , CUstream)
 FG_HTOD(cuMemcpyHtoDAsync_v2_ptsz, , CUstream)
 
-#define FG_DTOH(name, ...)                                                                        \
-  FAKEGPU_EXPORT CUresult name(void* dst, CUdeviceptr src, size_t n __VA_ARGS__) {                \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    if (dst == nullptr && n > 0) return CUDA_ERROR_INVALID_VALUE;                                 \
-    CUresult rc = CopyImpl(0, src, n);                                                            \
-    if (rc == CUDA_SUCCESS && n > 0) std::memset(dst, 0, n); /* device memory reads as zero */    \
-    return rc;                                                                                    \
+#define FG_DTOH(name, ...)                                                                     \
+  FAKEGPU_EXPORT CUresult name(void* dst, CUdeviceptr src, size_t n __VA_ARGS__) {             \
+    FG_ENTRY();                                                                                \
+    FG_NEED_INIT();                                                                            \
+    if (dst == nullptr && n > 0) return CUDA_ERROR_INVALID_VALUE;                              \
+    CUresult rc = CopyImpl(0, src, n);                                                         \
+    if (rc == CUDA_SUCCESS && n > 0) std::memset(dst, 0, n); /* device memory reads as zero */ \
+    return rc;                                                                                 \
   }
 FG_DTOH(cuMemcpyDtoH_v2)
 FG_DTOH(cuMemcpyDtoH_v2_ptds)
 FG_DTOH(cuMemcpyDtoHAsync_v2, , CUstream)
 FG_DTOH(cuMemcpyDtoHAsync_v2_ptsz, , CUstream)
 
-#define FG_MEMSET(name, type, width, ...)                                                         \
-  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, type value, size_t n __VA_ARGS__) {               \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return CopyImpl(dst, 0, n * (width));                                                         \
+#define FG_MEMSET(name, type, width, ...)                                           \
+  FAKEGPU_EXPORT CUresult name(CUdeviceptr dst, type value, size_t n __VA_ARGS__) { \
+    FG_ENTRY();                                                                     \
+    FG_NEED_INIT();                                                                 \
+    return CopyImpl(dst, 0, n * (width));                                           \
   }
 FG_MEMSET(cuMemsetD8_v2, unsigned char, 1)
 FG_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
@@ -1542,11 +1560,12 @@ FAKEGPU_EXPORT CUresult cuModuleLoadData(CUmodule* mod, const void* image) {
   return NewModule(mod);
 }
 
-FAKEGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule* mod, const void* image, unsigned n, int* options,
-                                           void** values) {
+FAKEGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule* mod, const void* image, unsigned n,
+                                           int* options, void** values) {
   FG_ENTRY();
   FG_NEED_INIT();
-  if (image == nullptr || (n > 0 && (options == nullptr || values == nullptr))) return CUDA_ERROR_INVALID_VALUE;
+  if (image == nullptr || (n > 0 && (options == nullptr || values == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
   return NewModule(mod);
 }
 
@@ -1600,17 +1619,10 @@ static CUresult StreamCreateImpl(CUstream* out, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuStreamCreate(CUstream* out, unsigned flags) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return StreamCreateImpl(out, flags);
-}
+FG_CU(cuStreamCreate, (CUstream * out, unsigned flags), StreamCreateImpl(out, flags))
 
-FAKEGPU_EXPORT CUresult cuStreamCreateWithPriority(CUstream* out, unsigned flags, int priority) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return StreamCreateImpl(out, flags);
-}
+FG_CU(cuStreamCreateWithPriority, (CUstream * out, unsigned flags, int priority),
+      StreamCreateImpl(out, flags))
 
 static CUresult StreamDestroyImpl(CUstream h) {
   std::lock_guard<std::mutex> lock(G().mu);
@@ -1620,87 +1632,79 @@ static CUresult StreamDestroyImpl(CUstream h) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuStreamDestroy(CUstream h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return StreamDestroyImpl(h);
-}
+FG_CU(cuStreamDestroy, (CUstream h), StreamDestroyImpl(h))
 
-FAKEGPU_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return StreamDestroyImpl(h);
-}
+FG_CU(cuStreamDestroy_v2, (CUstream h), StreamDestroyImpl(h))
 
-#define FG_STREAM_FNS(sfx)                                                                        \
-  FAKEGPU_EXPORT CUresult cuStreamSynchronize##sfx(CUstream h) {                                  \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return StreamSyncImpl(h);                                                                     \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamQuery##sfx(CUstream h) {                                        \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return StreamQueryImpl(h);                                                                    \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamWaitEvent##sfx(CUstream h, CUevent e, unsigned flags) {         \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return StreamWaitEventImpl(h, e, flags);                                                      \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamBeginCapture##sfx(CUstream h) {                                 \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return BeginCaptureImpl(h);                                                                   \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamBeginCapture_v2##sfx(CUstream h, CUstreamCaptureMode mode) {    \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;                                    \
-    return BeginCaptureImpl(h);                                                                   \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamEndCapture##sfx(CUstream h, CUgraph* g) {                       \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return EndCaptureImpl(h, g);                                                                  \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuStreamIsCapturing##sfx(CUstream h, CUstreamCaptureStatus* st) {       \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return IsCapturingImpl(h, st);                                                                \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuEventRecord##sfx(CUevent e, CUstream h) {                             \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return EventRecordImpl(e, h);                                                                 \
-  }                                                                                               \
+#define FG_STREAM_FNS(sfx)                                                                         \
+  FAKEGPU_EXPORT CUresult cuStreamSynchronize##sfx(CUstream h) {                                   \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return StreamSyncImpl(h);                                                                      \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamQuery##sfx(CUstream h) {                                         \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return StreamQueryImpl(h);                                                                     \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamWaitEvent##sfx(CUstream h, CUevent e, unsigned flags) {          \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return StreamWaitEventImpl(h, e, flags);                                                       \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamBeginCapture##sfx(CUstream h) {                                  \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return BeginCaptureImpl(h);                                                                    \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamBeginCapture_v2##sfx(CUstream h, CUstreamCaptureMode mode) {     \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;                                     \
+    return BeginCaptureImpl(h);                                                                    \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamEndCapture##sfx(CUstream h, CUgraph* g) {                        \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return EndCaptureImpl(h, g);                                                                   \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuStreamIsCapturing##sfx(CUstream h, CUstreamCaptureStatus* st) {        \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return IsCapturingImpl(h, st);                                                                 \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuEventRecord##sfx(CUevent e, CUstream h) {                              \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return EventRecordImpl(e, h);                                                                  \
+  }                                                                                                \
   FAKEGPU_EXPORT CUresult cuLaunchKernel##sfx(CUfunction f, unsigned gx, unsigned gy, unsigned gz, \
                                               unsigned bx, unsigned by, unsigned bz, unsigned shm, \
-                                              CUstream h, void** params, void** extra) {          \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return LaunchImpl(f, gx, gy, gz, bx, by, bz, h);                                              \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuLaunchKernelEx##sfx(const CUlaunchConfig* cfg, CUfunction f, void** params, \
-                                                void** extra) {                                   \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    if (cfg == nullptr || (cfg->numAttrs > 0 && cfg->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE; \
-    return LaunchImpl(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, \
-                      cfg->blockDimZ, cfg->hStream);                                              \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuLaunchCooperativeKernel##sfx(CUfunction f, unsigned gx, unsigned gy,  \
-                                                         unsigned gz, unsigned bx, unsigned by,   \
-                                                         unsigned bz, unsigned shm, CUstream h,   \
-                                                         void** params) {                         \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return LaunchImpl(f, gx, gy, gz, bx, by, bz, h);                                              \
-  }                                                                                               \
-  FAKEGPU_EXPORT CUresult cuGraphLaunch##sfx(CUgraphExec e, CUstream h) {                         \
-    FG_ENTRY();                                                                                   \
-    FG_NEED_INIT();                                                                               \
-    return GraphLaunchImpl(e, h);                                                                 \
+                                              CUstream h, void** params, void** extra) {           \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return LaunchImpl(f, gx, gy, gz, bx, by, bz, h);                                               \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuLaunchKernelEx##sfx(const CUlaunchConfig* cfg, CUfunction f,           \
+                                                void** params, void** extra) {                     \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    if (cfg == nullptr || (cfg->numAttrs > 0 && cfg->attrs == nullptr))                            \
+      return CUDA_ERROR_INVALID_VALUE;                                                             \
+    return LaunchImpl(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,              \
+                      cfg->blockDimY, cfg->blockDimZ, cfg->hStream);                               \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuLaunchCooperativeKernel##sfx(                                          \
+      CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
+      unsigned shm, CUstream h, void** params) {                                                   \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return LaunchImpl(f, gx, gy, gz, bx, by, bz, h);                                               \
+  }                                                                                                \
+  FAKEGPU_EXPORT CUresult cuGraphLaunch##sfx(CUgraphExec e, CUstream h) {                          \
+    FG_ENTRY();                                                                                    \
+    FG_NEED_INIT();                                                                                \
+    return GraphLaunchImpl(e, h);                                                                  \
   }
 FG_STREAM_FNS()
 FG_STREAM_FNS(_ptsz)
@@ -1759,17 +1763,9 @@ static CUresult ElapsedImpl(float* ms, CUevent a, CUevent b) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ElapsedImpl(ms, a, b);
-}
+FG_CU(cuEventElapsedTime, (float* ms, CUevent a, CUevent b), ElapsedImpl(ms, a, b))
 
-FAKEGPU_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ElapsedImpl(ms, a, b);
-}
+FG_CU(cuEventElapsedTime_v2, (float* ms, CUevent a, CUevent b), ElapsedImpl(ms, a, b))
 
 static CUresult EventDestroyImpl(CUevent e) {
   std::lock_guard<std::mutex> lock(G().mu);
@@ -1779,17 +1775,9 @@ static CUresult EventDestroyImpl(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuEventDestroy(CUevent e) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return EventDestroyImpl(e);
-}
+FG_CU(cuEventDestroy, (CUevent e), EventDestroyImpl(e))
 
-FAKEGPU_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return EventDestroyImpl(e);
-}
+FG_CU(cuEventDestroy_v2, (CUevent e), EventDestroyImpl(e))
 
 // ---- Graphs
 
@@ -1815,8 +1803,9 @@ FAKEGPU_EXPORT CUresult cuGraphDestroy(CUgraph h) {
   return CUDA_SUCCESS;
 }
 
-static CUresult AddKernelNodeImpl(CUgraphNode* node, CUgraph h, const CUgraphNode* deps, size_t ndeps, CUfunction f,
-                           unsigned gx, unsigned gy, unsigned gz) {
+static CUresult AddKernelNodeImpl(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
+                                  size_t ndeps, CUfunction f, unsigned gx, unsigned gy,
+                                  unsigned gz) {
   if (node == nullptr || (ndeps > 0 && deps == nullptr) || gx == 0 || gy == 0 || gz == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -1830,16 +1819,17 @@ static CUresult AddKernelNodeImpl(CUgraphNode* node, CUgraph h, const CUgraphNod
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* node, CUgraph h, const CUgraphNode* deps, size_t ndeps,
-                                             const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+FAKEGPU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
+                                             size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1* p) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AddKernelNodeImpl(node, h, deps, ndeps, p->func, p->gridDimX, p->gridDimY, p->gridDimZ);
 }
 
-FAKEGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
-                                                size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v2* p) {
+FAKEGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph h,
+                                                const CUgraphNode* deps, size_t ndeps,
+                                                const CUDA_KERNEL_NODE_PARAMS_v2* p) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -1859,27 +1849,24 @@ static CUresult InstantiateImpl(CUgraphExec* out, CUgraph h) {
   return CUDA_SUCCESS;
 }
 
-FAKEGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec* out, CUgraph h, CUgraphNode* err_node, char* log,
-                                           size_t log_size) {
+FAKEGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec* out, CUgraph h, CUgraphNode* err_node,
+                                           char* log, size_t log_size) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (log != nullptr && log_size > 0) log[0] = '\0';
   return InstantiateImpl(out, h);
 }
 
-FAKEGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec* out, CUgraph h, CUgraphNode* err_node, char* log,
-                                              size_t log_size) {
+FAKEGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec* out, CUgraph h, CUgraphNode* err_node,
+                                              char* log, size_t log_size) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (log != nullptr && log_size > 0) log[0] = '\0';
   return InstantiateImpl(out, h);
 }
 
-FAKEGPU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph h, unsigned long long flags) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return InstantiateImpl(out, h);
-}
+FG_CU(cuGraphInstantiateWithFlags, (CUgraphExec * out, CUgraph h, unsigned long long flags),
+      InstantiateImpl(out, h))
 
 FAKEGPU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
   FG_ENTRY();
@@ -1915,8 +1902,9 @@ FAKEGPU_EXPORT void fakegpu_cuda_reset(void) {
   fakegpu::ResetRuntime();
 }
 
-// ---------------------------------------------------------------------------------------------------
-// cuGetProcAddress: (base name, version introduced, per-thread?) -> function; see fake_cuda_procs.inc.
+// ----------------------------------------------------------------------------------------------
+// cuGetProcAddress: (base name, version introduced, per-thread?) -> function; see
+// fake_cuda_procs.inc.
 
 namespace {
 
@@ -1938,7 +1926,8 @@ const ProcEntry kProcs[] = {
 CUresult GetProcAddressImpl(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                             CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (flags & ~(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) {
+  if (flags &
+      ~(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (cuda_version > GetRuntime().cfg.cuda_version) return CUDA_ERROR_INVALID_VALUE;

@@ -28,7 +28,9 @@ TEST(FakeCudaTest, NotInitializedBeforeCuInit) {
 }
 
 TEST(FakeCudaTest, DeviceQueries) {
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Tesla T4:15360:40;NVIDIA H100 80GB HBM3:81559:132:GPU-12345678-1234-1234-1234-123456789abc"}});
+  FakeEnv env({{FAKEGPU_ENV_DEVICES,
+                "Tesla T4:15360:40;NVIDIA H100 80GB "
+                "HBM3:81559:132:GPU-12345678-1234-1234-1234-123456789abc"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   struct Case {
     int ordinal;
@@ -36,7 +38,8 @@ TEST(FakeCudaTest, DeviceQueries) {
     size_t mib;
     int sms, major, minor, bus;
   };
-  const Case cases[] = {{0, "Tesla T4", 15360, 40, 7, 5, 0x18}, {1, "NVIDIA H100 80GB HBM3", 81559, 132, 9, 0, 0x20}};
+  const Case cases[] = {{0, "Tesla T4", 15360, 40, 7, 5, 0x18},
+                        {1, "NVIDIA H100 80GB HBM3", 81559, 132, 9, 0, 0x20}};
   for (const Case& c : cases) {
     CUdevice dev = -1;
     ASSERT_EQ(cuDeviceGet(&dev, c.ordinal), CUDA_SUCCESS);
@@ -47,11 +50,14 @@ TEST(FakeCudaTest, DeviceQueries) {
     ASSERT_EQ(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
     EXPECT_EQ(total, c.mib * kMiB);
     int v = 0;
-    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), CUDA_SUCCESS);
+    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+              CUDA_SUCCESS);
     EXPECT_EQ(v, c.sms);
-    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), CUDA_SUCCESS);
+    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+              CUDA_SUCCESS);
     EXPECT_EQ(v, c.major);
-    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), CUDA_SUCCESS);
+    ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+              CUDA_SUCCESS);
     EXPECT_EQ(v, c.minor);
     ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev), CUDA_SUCCESS);
     EXPECT_EQ(v, c.bus);
@@ -96,7 +102,8 @@ TEST(FakeCudaTest, NullOutParamsAreInvalidValue) {
       cuGetProcAddress_v2(nullptr, nullptr, 13000, 0, nullptr),
       cuDriverGetVersion(nullptr),
   };
-  for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; ++i) EXPECT_EQ(rcs[i], CUDA_ERROR_INVALID_VALUE) << "case " << i;
+  for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; ++i)
+    EXPECT_EQ(rcs[i], CUDA_ERROR_INVALID_VALUE) << "case " << i;
   const void* table = reinterpret_cast<const void*>(1);
   CUuuid id{};
   EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
@@ -168,7 +175,8 @@ TEST(FakeCudaTest, AllocationKinds) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = 0;
   CUmemGenericAllocationHandle h = 0;
-  EXPECT_EQ(cuMemCreate(&h, 3 * kMiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);  // not a granularity multiple
+  EXPECT_EQ(cuMemCreate(&h, 3 * kMiB, &prop, 0),
+            CUDA_ERROR_INVALID_VALUE);  // not a granularity multiple
   ASSERT_EQ(cuMemCreate(&h, 4 * kMiB, &prop, 0), CUDA_SUCCESS);
   EXPECT_EQ(fakegpu_mem_used(0, 0), 4 * kMiB);
   CUdeviceptr va = 0;
@@ -255,7 +263,8 @@ TEST(FakeCudaTest, SigkilledProcessIsReclaimed) {
       CUdeviceptr p = 0;
       return static_cast<long long>(cuMemAlloc_v2(&p, 1500 * kMiB));
     });
-    ASSERT_EQ(child.Result(), CUDA_SUCCESS) << "round " << round;  // fits only if the last child was reclaimed
+    ASSERT_EQ(child.Result(), CUDA_SUCCESS)
+        << "round " << round;  // fits only if the last child was reclaimed
     EXPECT_EQ(fakegpu_mem_used(0, 0), 1500 * kMiB);
     child.Kill();
     EXPECT_EQ(fakegpu_mem_used(0, 0), 0u);
@@ -265,7 +274,8 @@ TEST(FakeCudaTest, SigkilledProcessIsReclaimed) {
 // Launches `n` kernels of `blocks` blocks on `stream` through `fn`.
 void Launch(CUfunction fn, int n, unsigned blocks, CUstream stream = nullptr) {
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, stream, nullptr, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, stream, nullptr, nullptr),
+              CUDA_SUCCESS);
   }
 }
 
@@ -280,7 +290,10 @@ TEST(FakeCudaTest, KernelDurationIsWavesTimesWaveTime) {
     int kernels;
     unsigned long long want_ns;
   };
-  const Case cases[] = {{1, 3, 3 * 200000ULL}, {10, 2, 2 * 200000ULL}, {11, 2, 2 * 400000ULL}, {95, 1, 10 * 200000ULL}};
+  const Case cases[] = {{1, 3, 3 * 200000ULL},
+                        {10, 2, 2 * 200000ULL},
+                        {11, 2, 2 * 400000ULL},
+                        {95, 1, 10 * 200000ULL}};
   for (const Case& c : cases) {
     unsigned long long before = fakegpu_busy_ns(0, getpid());
     Launch(fn, c.kernels, c.blocks);
@@ -298,14 +311,18 @@ TEST(FakeCudaTest, KernelDurationIsWavesTimesWaveTime) {
   ASSERT_EQ(cuLaunchKernelEx(&cfg, fn, nullptr, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
   EXPECT_EQ(fakegpu_busy_ns(0, 0) - before, 3 * 200000ULL);
-  EXPECT_EQ(cuLaunchKernel(fn, 0, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuLaunchKernel(fn, 0, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
 }
 
 TEST(FakeCudaTest, LaunchesBlockWhileBacklogIsFull) {
-  // 1 ms kernels, 5 ms backlog: after the k-th launch returns, at least (k - 6) ms of work must have
-  // completed on the device, or the launch would not have been admitted.
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, "One:1024:1"}, {FAKEGPU_ENV_WAVE_US, "1000"}, {FAKEGPU_ENV_MAX_BACKLOG_US, "5000"}});
+  // 1 ms kernels, 5 ms backlog: after the k-th launch returns, at least (k - 6) ms of work must
+  // have completed on the device, or the launch would not have been admitted.
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "One:1024:1"},
+               {FAKEGPU_ENV_WAVE_US, "1000"},
+               {FAKEGPU_ENV_MAX_BACKLOG_US, "5000"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   ASSERT_NE(UsePrimary(0), nullptr);
   CUfunction fn = AnyFunction();
@@ -329,7 +346,8 @@ TEST(FakeCudaTest, DeviceIsFifoAcrossProcesses) {
     if (cuInit(0) != CUDA_SUCCESS || UsePrimary(0) == nullptr) return -1LL;
     CUfunction fn = AnyFunction();
     for (int i = 0; i < 40; ++i) {
-      if (cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr) != CUDA_SUCCESS) return -2LL;
+      if (cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr) != CUDA_SUCCESS)
+        return -2LL;
     }
     return static_cast<long long>(cuCtxSynchronize());
   };
@@ -433,7 +451,9 @@ TEST(FakeCudaTest, CudaVisibleDevicesMapsOrdinalsToNvmlIndices) {
     EXPECT_EQ(count, 3u);
   }
   // Memory allocated on CUDA ordinal 0 lands on NVML device 2.
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, kDevices}, {FAKEGPU_ENV_CUDA_VISIBLE_DEVICES, "2"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "0"}});
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, kDevices},
+               {FAKEGPU_ENV_CUDA_VISIBLE_DEVICES, "2"},
+               {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "0"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   ASSERT_NE(UsePrimary(0), nullptr);
   CUdeviceptr p = 0;
@@ -448,7 +468,8 @@ TEST(FakeCudaTest, CudaVisibleDevicesMapsOrdinalsToNvmlIndices) {
 }
 
 TEST(FakeCudaTest, FaultInjection) {
-  FakeEnv env({{FAKEGPU_ENV_FAULTS, "cuMemAlloc_v2=2@3,cuCtxSynchronize=999"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "0"}});
+  FakeEnv env({{FAKEGPU_ENV_FAULTS, "cuMemAlloc_v2=2@3,cuCtxSynchronize=999"},
+               {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "0"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   ASSERT_NE(UsePrimary(0), nullptr);
   const int want[] = {CUDA_SUCCESS, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, CUDA_SUCCESS};
@@ -491,42 +512,82 @@ TEST(FakeCudaTest, GetProcAddressPicksTheVersionedAbi) {
       {"cuCtxGetDevice", 13000, 0, "cuCtxGetDevice_v2", CU_GET_PROC_ADDRESS_SUCCESS},
       {"cuLaunchKernel", 12000, 0, "cuLaunchKernel", CU_GET_PROC_ADDRESS_SUCCESS},
       {"cuLaunchKernel", 12000, kPt, "cuLaunchKernel_ptsz", CU_GET_PROC_ADDRESS_SUCCESS},
-      {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, "cuLaunchKernel", CU_GET_PROC_ADDRESS_SUCCESS},
+      {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, "cuLaunchKernel",
+       CU_GET_PROC_ADDRESS_SUCCESS},
       {"cuLaunchKernelEx", 12000, kPt, "cuLaunchKernelEx_ptsz", CU_GET_PROC_ADDRESS_SUCCESS},
       {"cuGraphLaunch", 12000, kPt, "cuGraphLaunch_ptsz", CU_GET_PROC_ADDRESS_SUCCESS},
-      {"cuStreamBeginCapture", 12000, kPt, "cuStreamBeginCapture_v2_ptsz", CU_GET_PROC_ADDRESS_SUCCESS},
+      {"cuStreamBeginCapture", 12000, kPt, "cuStreamBeginCapture_v2_ptsz",
+       CU_GET_PROC_ADDRESS_SUCCESS},
       {"cuMemcpyHtoD", 12000, kPt, "cuMemcpyHtoD_v2_ptds", CU_GET_PROC_ADDRESS_SUCCESS},
-      {"cuMemAlloc", 12000, kPt, "cuMemAlloc_v2", CU_GET_PROC_ADDRESS_SUCCESS},  // no per-thread variant
+      {"cuMemAlloc", 12000, kPt, "cuMemAlloc_v2",
+       CU_GET_PROC_ADDRESS_SUCCESS},  // no per-thread variant
       {"cuMemAllocAsync", 11010, 0, nullptr, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT},
       {"cuNoSuchThing", 12000, 0, nullptr, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND},
   };
   for (const Case& c : cases) {
     void* fn = reinterpret_cast<void*>(1);
     CUdriverProcAddressQueryResult status = -1;
-    ASSERT_EQ(cuGetProcAddress_v2(c.symbol, &fn, c.version, c.flags, &status), CUDA_SUCCESS) << c.symbol;
+    ASSERT_EQ(cuGetProcAddress_v2(c.symbol, &fn, c.version, c.flags, &status), CUDA_SUCCESS)
+        << c.symbol;
     EXPECT_EQ(status, c.want_status) << c.symbol << "@" << c.version;
-    EXPECT_EQ(fn, c.want ? dlsym(lib, c.want) : nullptr) << c.symbol << "@" << c.version << " want " << c.want;
+    EXPECT_EQ(fn, c.want ? dlsym(lib, c.want) : nullptr)
+        << c.symbol << "@" << c.version << " want " << c.want;
   }
   void* fn = nullptr;
-  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &fn, 13010, 0, nullptr), CUDA_ERROR_INVALID_VALUE);  // > driver
-  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 4, nullptr), CUDA_ERROR_INVALID_VALUE);  // bad flags
+  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &fn, 13010, 0, nullptr),
+            CUDA_ERROR_INVALID_VALUE);  // > driver
+  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 4, nullptr),
+            CUDA_ERROR_INVALID_VALUE);  // bad flags
   dlclose(lib);
 }
 
 TEST(FakeCudaTest, ExportsTheVersionedSymbols) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(lib, nullptr);
-  for (const char* sym :
-       {"cuInit", "cuMemAlloc", "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemFree_v2", "cuMemGetInfo_v2",
-        "cuDeviceTotalMem_v2", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v3", "cuCtxCreate_v4",
-        "cuCtxDestroy_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuDevicePrimaryCtxRelease_v2",
-        "cuDevicePrimaryCtxReset_v2", "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuLaunchKernel",
-        "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel",
-        "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz", "cuStreamSynchronize_ptsz",
-        "cuEventRecord_ptsz", "cuMemAllocAsync_ptsz", "cuMemFreeAsync_ptsz", "cuMemAllocFromPoolAsync_ptsz",
-        "cuMemcpyHtoD_v2_ptds", "cuMemcpy_ptds", "cuMemcpyAsync_ptsz", "cuEventElapsedTime_v2",
-        "cuGetProcAddress", "cuGetProcAddress_v2", "cuArray3DCreate_v2", "cuMemCreate", "cuMemMap",
-        "fakegpu_busy_ns", "fakegpu_inject_xid", "fakegpu_mem_used", "fakegpu_cuda_reset"}) {
+  for (const char* sym : {"cuInit",
+                          "cuMemAlloc",
+                          "cuMemAlloc_v2",
+                          "cuMemAllocPitch_v2",
+                          "cuMemFree_v2",
+                          "cuMemGetInfo_v2",
+                          "cuDeviceTotalMem_v2",
+                          "cuCtxCreate",
+                          "cuCtxCreate_v2",
+                          "cuCtxCreate_v3",
+                          "cuCtxCreate_v4",
+                          "cuCtxDestroy_v2",
+                          "cuCtxPushCurrent_v2",
+                          "cuCtxPopCurrent_v2",
+                          "cuDevicePrimaryCtxRelease_v2",
+                          "cuDevicePrimaryCtxReset_v2",
+                          "cuDeviceGetUuid",
+                          "cuDeviceGetUuid_v2",
+                          "cuLaunchKernel",
+                          "cuLaunchKernel_ptsz",
+                          "cuLaunchKernelEx",
+                          "cuLaunchKernelEx_ptsz",
+                          "cuLaunchCooperativeKernel",
+                          "cuLaunchCooperativeKernel_ptsz",
+                          "cuGraphLaunch",
+                          "cuGraphLaunch_ptsz",
+                          "cuStreamSynchronize_ptsz",
+                          "cuEventRecord_ptsz",
+                          "cuMemAllocAsync_ptsz",
+                          "cuMemFreeAsync_ptsz",
+                          "cuMemAllocFromPoolAsync_ptsz",
+                          "cuMemcpyHtoD_v2_ptds",
+                          "cuMemcpy_ptds",
+                          "cuMemcpyAsync_ptsz",
+                          "cuEventElapsedTime_v2",
+                          "cuGetProcAddress",
+                          "cuGetProcAddress_v2",
+                          "cuArray3DCreate_v2",
+                          "cuMemCreate",
+                          "cuMemMap",
+                          "fakegpu_busy_ns",
+                          "fakegpu_inject_xid",
+                          "fakegpu_mem_used",
+                          "fakegpu_cuda_reset"}) {
     EXPECT_NE(dlsym(lib, sym), nullptr) << sym;
   }
   EXPECT_EQ(dlsym(lib, "fakegpu_nvml_reset"), nullptr);

@@ -18,41 +18,47 @@ extern "C" {
 /* ---- Environment variables ------------------------------------------------------------------ */
 
 /* ';'-separated devices, each "name:memMiB:SMs[:uuid]".
- * Default: one "NVIDIA A100-SXM4-80GB:81920:108". UUIDs default to "GPU-fa4e0000-0000-4000-8000-<12 hex of index>". */
+ * Default: one "NVIDIA A100-SXM4-80GB:81920:108". UUIDs default to "GPU-fa4e0000-0000-4000-8000-<12
+ * hex of index>". */
 #define FAKEGPU_ENV_DEVICES "FAKEGPU_DEVICES"
 #define FAKEGPU_DEFAULT_DEVICES "NVIDIA A100-SXM4-80GB:81920:108"
 
-/* Path of the shared state file (mmap'ed). Default: /dev/shm/fakegpu-<uid>-<hash of FAKEGPU_DEVICES>. */
+/* Path of the shared state file (mmap'ed). Default: /dev/shm/fakegpu-<uid>-<hash of
+ * FAKEGPU_DEVICES>. */
 #define FAKEGPU_ENV_STATE "FAKEGPU_STATE"
 
 /* Device memory charged per context (primary or created), MiB. Default 300. */
 #define FAKEGPU_ENV_CTX_OVERHEAD_MIB "FAKEGPU_CTX_OVERHEAD_MIB"
 #define FAKEGPU_DEFAULT_CTX_OVERHEAD_MIB 300
 
-/* Duration of one wave of a kernel, microseconds; a kernel runs ceil(gridX*gridY*gridZ / SMs) waves.
- * Default 100. */
+/* Duration of one wave of a kernel, microseconds; a kernel runs ceil(gridX*gridY*gridZ / SMs)
+ * waves. Default 100. */
 #define FAKEGPU_ENV_WAVE_US "FAKEGPU_WAVE_US"
 #define FAKEGPU_DEFAULT_WAVE_US 100
 
-/* Launches block while the device backlog (busy_until - now) exceeds this, microseconds. Default 20000. */
+/* Launches block while the device backlog (busy_until - now) exceeds this, microseconds. Default
+ * 20000. */
 #define FAKEGPU_ENV_MAX_BACKLOG_US "FAKEGPU_MAX_BACKLOG_US"
 #define FAKEGPU_DEFAULT_MAX_BACKLOG_US 20000
 
 /* NVLink topology: comma list "a-b:links", e.g. "0-1:12,2-3:12" (NVML indices). Default: none. */
 #define FAKEGPU_ENV_NVLINK "FAKEGPU_NVLINK"
 
-/* Scheduled XID events: comma list "dev:xid:after_ms"; each is injected into the shared state by the
- * process that set it, after_ms after its nvmlInit (checked in nvmlEventSetWait and other NVML calls). */
+/* Scheduled XID events: comma list "dev:xid:after_ms"; each is injected into the shared state by
+ * the process that set it, after_ms after its nvmlInit (checked in nvmlEventSetWait and other NVML
+ * calls). */
 #define FAKEGPU_ENV_XID "FAKEGPU_XID"
 
-/* Fault injection: comma list "symbol=code[@n]": the n-th call (1-based, per process) of the exported
- * symbol returns code (a CUresult or nvmlReturn_t); without @n every call fails. */
+/* Fault injection: comma list "symbol=code[@n]": the n-th call (1-based, per process) of the
+ * exported symbol returns code (a CUresult or nvmlReturn_t); without @n every call fails. */
 #define FAKEGPU_ENV_FAULTS "FAKEGPU_FAULTS"
 
-/* "1": cuInit returns CUDA_ERROR_NO_DEVICE (100) and nvmlInit* return NVML_ERROR_DRIVER_NOT_LOADED (9). */
+/* "1": cuInit returns CUDA_ERROR_NO_DEVICE (100) and nvmlInit* return NVML_ERROR_DRIVER_NOT_LOADED
+ * (9). */
 #define FAKEGPU_ENV_INIT_FAIL "FAKEGPU_INIT_FAIL"
 
-/* CUDA driver version reported by cuDriverGetVersion / nvmlSystemGetCudaDriverVersion. Default 13000. */
+/* CUDA driver version reported by cuDriverGetVersion / nvmlSystemGetCudaDriverVersion. Default
+ * 13000. */
 #define FAKEGPU_ENV_CUDA_VERSION "FAKEGPU_CUDA_VERSION"
 #define FAKEGPU_DEFAULT_CUDA_VERSION 13000
 
@@ -80,7 +86,8 @@ unsigned long long fakegpu_mem_used(int dev, int pid);
 
 /* Test hooks: drop this process's library state (contexts, allocations, streams, NVML init count),
  * release what it holds in the shared state and re-read the environment on next use.
- * fakegpu_cuda_reset is exported by libcuda.so.1 only, fakegpu_nvml_reset by libnvidia-ml.so.1 only. */
+ * fakegpu_cuda_reset is exported by libcuda.so.1 only, fakegpu_nvml_reset by libnvidia-ml.so.1
+ * only. */
 void fakegpu_cuda_reset(void);
 void fakegpu_nvml_reset(void);
 

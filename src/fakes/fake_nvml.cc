@@ -34,7 +34,8 @@ struct EventSet {
   uint64_t cursor = 0;
 };
 
-constexpr unsigned long long kSupportedEvents = 0x1ULL | 0x2ULL | 0x4ULL | nvmlEventTypeXidCriticalError | 0x10ULL;
+constexpr unsigned long long kSupportedEvents =
+    0x1ULL | 0x2ULL | 0x4ULL | nvmlEventTypeXidCriticalError | 0x10ULL;
 constexpr unsigned kPciDeviceId = 0x20B510DE;
 constexpr unsigned kPciSubsystemId = 0x151610DE;
 
@@ -56,25 +57,40 @@ Globals& G() {
   return *g;
 }
 
-#define FG_ENTRY()                                                 \
-  do {                                                             \
+#define FG_ENTRY()                                                \
+  do {                                                            \
     if (int fault_ = fakegpu::FaultCode(__func__)) return fault_; \
   } while (0)
 
-#define FG_NEED_INIT()                                \
-  do {                                                \
+#define FG_NEED_INIT()                                   \
+  do {                                                   \
     if (!Initialized()) return NVML_ERROR_UNINITIALIZED; \
   } while (0)
 
+// Exported entry points whose whole body is one call after the fault (and init) checks.
+#define FG_NV(name, params, call)           \
+  FAKEGPU_EXPORT nvmlReturn_t name params { \
+    FG_ENTRY();                             \
+    return call;                            \
+  }
+#define FG_NV_INIT(name, params, call)      \
+  FAKEGPU_EXPORT nvmlReturn_t name params { \
+    FG_ENTRY();                             \
+    FG_NEED_INIT();                         \
+    return call;                            \
+  }
+
 // Validates a device handle; sets *idx.
-#define FG_DEVICE(handle, idx)                                  \
-  int idx = -1;                                                 \
-  do {                                                          \
-    idx = DeviceIndex(handle);                                  \
-    if (idx < 0) return NVML_ERROR_INVALID_ARGUMENT;            \
+#define FG_DEVICE(handle, idx)                       \
+  int idx = -1;                                      \
+  do {                                               \
+    idx = DeviceIndex(handle);                       \
+    if (idx < 0) return NVML_ERROR_INVALID_ARGUMENT; \
   } while (0)
 
-fakegpu::SharedState& S() { return *GetRuntime().state; }
+fakegpu::SharedState& S() {
+  return *GetRuntime().state;
+}
 
 // Injects this process's due FAKEGPU_XID events.
 void PumpScheduledXids() {
@@ -110,12 +126,20 @@ int DeviceIndex(nvmlDevice_t h) {
   return h->index;
 }
 
-nvmlDevice_t Handle(int idx) { return &G().handles[idx]; }
+nvmlDevice_t Handle(int idx) {
+  return &G().handles[idx];
+}
 
-const fakegpu::DeviceRec& Dev(int idx) { return S().dev(idx); }
+const fakegpu::DeviceRec& Dev(int idx) {
+  return S().dev(idx);
+}
 
-unsigned Bus(int idx) { return 0x18 + 8 * static_cast<unsigned>(idx); }
-int NumaNode(int idx) { return idx < (S().num_devices() + 1) / 2 ? 0 : 1; }
+unsigned Bus(int idx) {
+  return 0x18 + 8 * static_cast<unsigned>(idx);
+}
+int NumaNode(int idx) {
+  return idx < (S().num_devices() + 1) / 2 ? 0 : 1;
+}
 
 nvmlReturn_t CopyString(const std::string& s, char* out, unsigned len) {
   if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -149,7 +173,9 @@ unsigned UtilPercent(int idx) {
   uint64_t from = now > 1000000000ULL ? now - 1000000000ULL : 0;
   auto busy = S().BusyInWindow(idx, from, now);
   uint64_t window = now - from;
-  return window == 0 ? 0 : static_cast<unsigned>(std::min<uint64_t>(100, (busy[0].ns * 100 + window / 2) / window));
+  return window == 0 ? 0
+                     : static_cast<unsigned>(
+                           std::min<uint64_t>(100, (busy[0].ns * 100 + window / 2) / window));
 }
 
 nvmlReturn_t InitImpl() {
@@ -168,13 +194,15 @@ struct ProcRow {
 
 // Shared body of the *RunningProcesses variants: `write(i, row)` stores entry i.
 template <typename Write>
-nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, bool have_buffer, bool graphics, Write write) {
+nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, bool have_buffer, bool graphics,
+                              Write write) {
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   std::vector<ProcRow> rows;
   if (!graphics) {
-    for (const auto& p : S().Processes(idx)) rows.push_back({static_cast<unsigned>(p.pid), p.bytes});
+    for (const auto& p : S().Processes(idx))
+      rows.push_back({static_cast<unsigned>(p.pid), p.bytes});
   }
   unsigned n = static_cast<unsigned>(rows.size());
   if (*count < n || (!have_buffer && n > 0)) {
@@ -192,7 +220,8 @@ struct Sample {
 };
 
 // Per-pid busy % in (last_seen_us, now], clipped to the last second. Returns the sample timestamp.
-unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us, std::vector<Sample>* out) {
+unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us,
+                                  std::vector<Sample>* out) {
   uint64_t now_mono = fakegpu::MonoNs();
   unsigned long long now_us = fakegpu::RealUs();
   unsigned long long from_us = now_us > 1000000ULL ? now_us - 1000000ULL : 0;
@@ -209,7 +238,8 @@ unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us, std:
   return now_us;
 }
 
-nvmlReturn_t EventWaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms, bool v2) {
+nvmlReturn_t EventWaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeout_ms,
+                           bool v2) {
   FG_NEED_INIT();
   if (data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   EventSet* es = reinterpret_cast<EventSet*>(set);
@@ -226,7 +256,8 @@ nvmlReturn_t EventWaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned t
       while (S().NextXid(es->cursor, &rec)) {
         es->cursor = rec.seq;
         for (const Registration& r : es->regs) {
-          if (r.dev == rec.dev && (r.mask & nvmlEventTypeXidCriticalError) && rec.seq > r.start_seq) {
+          if (r.dev == rec.dev && (r.mask & nvmlEventTypeXidCriticalError) &&
+              rec.seq > r.start_seq) {
             data->device = Handle(rec.dev);
             data->eventType = nvmlEventTypeXidCriticalError;
             data->eventData = rec.xid;
@@ -247,18 +278,12 @@ nvmlReturn_t EventWaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned t
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Init, system
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlInit_v2(void) {
-  FG_ENTRY();
-  return InitImpl();
-}
+FG_NV(nvmlInit_v2, (void), InitImpl())
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlInit(void) {
-  FG_ENTRY();
-  return InitImpl();
-}
+FG_NV(nvmlInit, (void), InitImpl())
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
   FG_ENTRY();
@@ -276,51 +301,78 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 FAKEGPU_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
-    case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
-    case NVML_ERROR_IN_USE: return "In use by another client";
-    case NVML_ERROR_MEMORY: return "Insufficient Memory";
-    case NVML_ERROR_NO_DATA: return "No data";
-    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "Not supported with vGPU ECC";
-    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
-    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    case NVML_ERROR_DEPRECATED: return "Deprecated";
-    case NVML_ERROR_NOT_READY: return "Not ready";
-    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
-    case NVML_ERROR_INVALID_STATE: return "Invalid state";
-    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: return "Reset type not supported";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+      return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+      return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE:
+      return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM:
+      return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "GPU requires reset";
+    case NVML_ERROR_OPERATING_SYSTEM:
+      return "GPU access blocked by the operating system";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return "Driver/library version mismatch";
+    case NVML_ERROR_IN_USE:
+      return "In use by another client";
+    case NVML_ERROR_MEMORY:
+      return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA:
+      return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+      return "Not supported with vGPU ECC";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return "Insufficient resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED:
+      return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED:
+      return "Deprecated";
+    case NVML_ERROR_NOT_READY:
+      return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND:
+      return "GPU not found";
+    case NVML_ERROR_INVALID_STATE:
+      return "Invalid state";
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED:
+      return "Reset type not supported";
+    default:
+      return "Unknown Error";
   }
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return CopyString(GetRuntime().cfg.driver_version, version, length);
-}
+FG_NV_INIT(nvmlSystemGetDriverVersion, (char* version, unsigned int length),
+           CopyString(GetRuntime().cfg.driver_version, version, length))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
-  FG_ENTRY();
-  return CopyString("13." + GetRuntime().cfg.driver_version, version, length);
-}
+FG_NV(nvmlSystemGetNVMLVersion, (char* version, unsigned int length),
+      CopyString("13." + GetRuntime().cfg.driver_version, version, length))
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
   FG_ENTRY();
@@ -338,7 +390,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name,
+                                                     unsigned int length) {
   FG_ENTRY();
   FG_NEED_INIT();
   if (name == nullptr || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
@@ -349,7 +402,7 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* nam
   return NVML_SUCCESS;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Device enumeration and identity
 
 static nvmlReturn_t GetCount(unsigned* count) {
@@ -358,35 +411,22 @@ static nvmlReturn_t GetCount(unsigned* count) {
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return GetCount(count);
-}
+FG_NV_INIT(nvmlDeviceGetCount_v2, (unsigned int* count), GetCount(count))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return GetCount(count);
-}
+FG_NV_INIT(nvmlDeviceGetCount, (unsigned int* count), GetCount(count))
 
 static nvmlReturn_t ByIndex(unsigned index, nvmlDevice_t* device) {
-  if (device == nullptr || index >= static_cast<unsigned>(S().num_devices())) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device == nullptr || index >= static_cast<unsigned>(S().num_devices()))
+    return NVML_ERROR_INVALID_ARGUMENT;
   *device = Handle(static_cast<int>(index));
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ByIndex(index, device);
-}
+FG_NV_INIT(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device),
+           ByIndex(index, device))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ByIndex(index, device);
-}
+FG_NV_INIT(nvmlDeviceGetHandleByIndex, (unsigned int index, nvmlDevice_t* device),
+           ByIndex(index, device))
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   FG_ENTRY();
@@ -414,17 +454,11 @@ static nvmlReturn_t ByPciBusId(const char* bus_id, nvmlDevice_t* device) {
   return NVML_ERROR_NOT_FOUND;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* device) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ByPciBusId(bus_id, device);
-}
+FG_NV_INIT(nvmlDeviceGetHandleByPciBusId_v2, (const char* bus_id, nvmlDevice_t* device),
+           ByPciBusId(bus_id, device))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* bus_id, nvmlDevice_t* device) {
-  FG_ENTRY();
-  FG_NEED_INIT();
-  return ByPciBusId(bus_id, device);
-}
+FG_NV_INIT(nvmlDeviceGetHandleByPciBusId, (const char* bus_id, nvmlDevice_t* device),
+           ByPciBusId(bus_id, device))
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
   FG_ENTRY();
@@ -444,21 +478,23 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsign
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
+                                              unsigned int length) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   return CopyString(Dev(idx).name, name, length);
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
+                                              unsigned int length) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   return CopyString(Dev(idx).uuid, uuid, length);
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Memory
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
@@ -473,7 +509,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMem
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                                       nvmlMemory_v2_t* memory) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -487,7 +524,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvml
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t* bar1) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device,
+                                                        nvmlBAR1Memory_t* bar1) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -498,7 +536,7 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvm
   return NVML_SUCCESS;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // PCI, NUMA, topology, NVLink
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
@@ -538,7 +576,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigne
 }
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int size,
-                                                        unsigned long* node_set, nvmlAffinityScope_t scope) {
+                                                        unsigned long* node_set,
+                                                        nvmlAffinityScope_t scope) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -548,13 +587,15 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, uns
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int size, unsigned long* cpu_set) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int size,
+                                                     unsigned long* cpu_set) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (cpu_set == nullptr || size == 0) return NVML_ERROR_INVALID_ARGUMENT;
   std::fill(cpu_set, cpu_set + size, 0UL);
-  cpu_set[0] = NumaNode(idx) == 0 ? 0x00000000FFFFFFFFUL : 0xFFFFFFFF00000000UL;  // 32 CPUs per node
+  cpu_set[0] =
+      NumaNode(idx) == 0 ? 0x00000000FFFFFFFFUL : 0xFFFFFFFF00000000UL;  // 32 CPUs per node
   return NVML_SUCCESS;
 }
 
@@ -569,8 +610,10 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t d1,
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device, nvmlGpuTopologyLevel_t level,
-                                                             unsigned int* count, nvmlDevice_t* array) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device,
+                                                             nvmlGpuTopologyLevel_t level,
+                                                             unsigned int* count,
+                                                             nvmlDevice_t* array) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -589,7 +632,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, nvmlGpuP2PCapsIndex_t index,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2,
+                                                   nvmlGpuP2PCapsIndex_t index,
                                                    nvmlGpuP2PStatus_t* status) {
   FG_ENTRY();
   FG_NEED_INIT();
@@ -601,7 +645,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t
   if (index == NVML_P2P_CAPS_INDEX_NVLINK) {
     *status = linked ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
   } else {
-    *status = (a != b && (linked || a / 2 == b / 2)) ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+    *status =
+        (a != b && (linked || a / 2 == b / 2)) ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
   }
   return NVML_SUCCESS;
 }
@@ -627,19 +672,16 @@ static nvmlReturn_t RemotePci(nvmlDevice_t device, unsigned link, nvmlPciInfo_t*
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
-                                                                nvmlPciInfo_t* pci) {
-  FG_ENTRY();
-  return RemotePci(device, link, pci, true);
-}
+FG_NV(nvmlDeviceGetNvLinkRemotePciInfo_v2,
+      (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci),
+      RemotePci(device, link, pci, true))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsigned int link,
-                                                             nvmlPciInfo_t* pci) {
-  FG_ENTRY();
-  return RemotePci(device, link, pci, false);
-}
+FG_NV(nvmlDeviceGetNvLinkRemotePciInfo,
+      (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci),
+      RemotePci(device, link, pci, false))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device,
+                                                                unsigned int link,
                                                                 nvmlIntNvLinkDeviceType_t* type) {
   FG_ENTRY();
   FG_NEED_INIT();
@@ -650,51 +692,53 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t dev
   return NVML_SUCCESS;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Processes and utilisation
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                    unsigned int* count,
                                                                     nvmlProcessInfo_t* infos) {
   FG_ENTRY();
-  return RunningProcesses(device, count, infos != nullptr, false, [&](unsigned i, const ProcRow& r) {
-    infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
-  });
+  return RunningProcesses(device, count, infos != nullptr, false,
+                          [&](unsigned i, const ProcRow& r) {
+                            infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
+                          });
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                    unsigned int* count,
                                                                     nvmlProcessInfo_t* infos) {
   FG_ENTRY();
-  return RunningProcesses(device, count, infos != nullptr, false, [&](unsigned i, const ProcRow& r) {
-    infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
-  });
+  return RunningProcesses(device, count, infos != nullptr, false,
+                          [&](unsigned i, const ProcRow& r) {
+                            infos[i] = nvmlProcessInfo_t{r.pid, r.mem, 0xFFFFFFFFu, 0xFFFFFFFFu};
+                          });
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* count,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                                 unsigned int* count,
                                                                  nvmlProcessInfo_v1_t* infos) {
   FG_ENTRY();
   return RunningProcesses(device, count, infos != nullptr, false,
-                          [&](unsigned i, const ProcRow& r) { infos[i] = nvmlProcessInfo_v1_t{r.pid, r.mem}; });
+                          [&](unsigned i, const ProcRow& r) {
+                            infos[i] = nvmlProcessInfo_v1_t{r.pid, r.mem};
+                          });
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
-                                                                     nvmlProcessInfo_t* infos) {
-  FG_ENTRY();
-  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
-}
+FG_NV(nvmlDeviceGetGraphicsRunningProcesses_v3,
+      (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos),
+      RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {}))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
-                                                                     nvmlProcessInfo_t* infos) {
-  FG_ENTRY();
-  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
-}
+FG_NV(nvmlDeviceGetGraphicsRunningProcesses_v2,
+      (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos),
+      RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {}))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* count,
-                                                                  nvmlProcessInfo_v1_t* infos) {
-  FG_ENTRY();
-  return RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {});
-}
+FG_NV(nvmlDeviceGetGraphicsRunningProcesses,
+      (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_v1_t* infos),
+      RunningProcesses(device, count, infos != nullptr, true, [](unsigned, const ProcRow&) {}))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* util) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                          nvmlUtilization_t* util) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -723,13 +767,14 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     *count = n;
     return NVML_ERROR_INSUFFICIENT_SIZE;
   }
-  for (unsigned i = 0; i < n; ++i) samples[i] = nvmlProcessUtilizationSample_t{rows[i].pid, ts, rows[i].sm, 0, 0, 0};
+  for (unsigned i = 0; i < n; ++i)
+    samples[i] = nvmlProcessUtilizationSample_t{rows[i].pid, ts, rows[i].sm, 0, 0, 0};
   *count = n;
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
-                                                                  nvmlProcessesUtilizationInfo_t* info) {
+FAKEGPU_EXPORT nvmlReturn_t
+nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizationInfo_t* info) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -747,17 +792,19 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t d
     return NVML_ERROR_INSUFFICIENT_SIZE;
   }
   for (unsigned i = 0; i < n; ++i) {
-    info->procUtilArray[i] = nvmlProcessUtilizationInfo_v1_t{ts, rows[i].pid, rows[i].sm, 0, 0, 0, 0, 0};
+    info->procUtilArray[i] =
+        nvmlProcessUtilizationInfo_v1_t{ts, rows[i].pid, rows[i].sm, 0, 0, 0, 0, 0};
   }
   info->processSamplesCount = n;
   info->lastSeenTimeStamp = ts;
   return NVML_SUCCESS;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // MIG, attributes, modes
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
+                                                 unsigned int* pending) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -767,7 +814,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned i
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
+                                                           unsigned int* count) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -793,17 +841,14 @@ static nvmlReturn_t Attributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
-  FG_ENTRY();
-  return Attributes(device, a);
-}
+FG_NV(nvmlDeviceGetAttributes_v2, (nvmlDevice_t device, nvmlDeviceAttributes_t* a),
+      Attributes(device, a))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
-  FG_ENTRY();
-  return Attributes(device, a);
-}
+FG_NV(nvmlDeviceGetAttributes, (nvmlDevice_t device, nvmlDeviceAttributes_t* a),
+      Attributes(device, a))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                               int* minor) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -830,7 +875,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned i
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
+                                                         nvmlEnableState_t* mode) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -848,10 +894,11 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlCo
   return NVML_SUCCESS;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Sensors
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
+                                                     nvmlTemperatureSensors_t sensor,
                                                      unsigned int* temp) {
   FG_ENTRY();
   FG_NEED_INIT();
@@ -881,7 +928,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigne
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,
+                                                            unsigned int* limit) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -890,7 +938,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device,
+                                                              unsigned int* limit) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -905,25 +954,27 @@ static nvmlReturn_t Clock(nvmlDevice_t device, nvmlClockType_t type, unsigned* c
   if (clock == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
-    case NVML_CLOCK_SM: *clock = 1410; return NVML_SUCCESS;
-    case NVML_CLOCK_MEM: *clock = 1593; return NVML_SUCCESS;
-    case NVML_CLOCK_VIDEO: *clock = 1275; return NVML_SUCCESS;
-    default: return NVML_ERROR_INVALID_ARGUMENT;
+    case NVML_CLOCK_SM:
+      *clock = 1410;
+      return NVML_SUCCESS;
+    case NVML_CLOCK_MEM:
+      *clock = 1593;
+      return NVML_SUCCESS;
+    case NVML_CLOCK_VIDEO:
+      *clock = 1275;
+      return NVML_SUCCESS;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
   }
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
-  FG_ENTRY();
-  return Clock(device, type, clock);
-}
+FG_NV(nvmlDeviceGetClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock),
+      Clock(device, type, clock))
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
-                                                      unsigned int* clock) {
-  FG_ENTRY();
-  return Clock(device, type, clock);
-}
+FG_NV(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock),
+      Clock(device, type, clock))
 
-// ---------------------------------------------------------------------------------------------------
+// ----------------------------------------------------------------------------------------------
 // Events
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
@@ -950,7 +1001,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* types) {
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                             unsigned long long* types) {
   FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
@@ -976,16 +1028,12 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsign
   return NVML_SUCCESS;
 }
 
-FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
-  FG_ENTRY();
-  return EventWaitImpl(set, data, timeout_ms, true);
-}
+FG_NV(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms),
+      EventWaitImpl(set, data, timeout_ms, true))
 
 // The original nvmlEventData_t ends after eventData: the instance ids are not written.
-FAKEGPU_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
-  FG_ENTRY();
-  return EventWaitImpl(set, data, timeout_ms, false);
-}
+FG_NV(nvmlEventSetWait, (nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms),
+      EventWaitImpl(set, data, timeout_ms, false))
 
 // ---- Test hook
 

@@ -1,4 +1,5 @@
-// Tests of the fake libnvidia-ml.so.1 through its exported C ABI, and its agreement with the fake libcuda.
+// Tests of the fake libnvidia-ml.so.1 through its exported C ABI, and its agreement with the fake
+// libcuda.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -37,7 +38,9 @@ TEST(FakeNvmlTest, InitIsReferenceCounted) {
 }
 
 TEST(FakeNvmlTest, EnumerationAndIdentity) {
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Tesla T4:15360:40;NVIDIA A100-SXM4-80GB:81920:108:GPU-abcdef01-0000-0000-0000-000000000001"},
+  FakeEnv env({{FAKEGPU_ENV_DEVICES,
+                "Tesla T4:15360:40;NVIDIA "
+                "A100-SXM4-80GB:81920:108:GPU-abcdef01-0000-0000-0000-000000000001"},
                {FAKEGPU_ENV_DRIVER_VERSION, "550.1.2"}});
   ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
   unsigned n = 0;
@@ -52,7 +55,8 @@ TEST(FakeNvmlTest, EnumerationAndIdentity) {
   };
   const Case cases[] = {
       {0, "Tesla T4", "GPU-fa4e0000-0000-4000-8000-000000000000", "00000000:18:00.0", 15360 * kMiB},
-      {1, "NVIDIA A100-SXM4-80GB", "GPU-abcdef01-0000-0000-0000-000000000001", "00000000:20:00.0", 81920 * kMiB},
+      {1, "NVIDIA A100-SXM4-80GB", "GPU-abcdef01-0000-0000-0000-000000000001", "00000000:20:00.0",
+       81920 * kMiB},
   };
   for (const Case& c : cases) {
     nvmlDevice_t h = Handle(c.index);
@@ -113,11 +117,13 @@ TEST(FakeNvmlTest, NullArgumentsAndBadHandles) {
       nvmlDeviceGetIndex(bogus, &u),
       nvmlEventSetCreate(nullptr),
   };
-  for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; ++i) EXPECT_EQ(rcs[i], NVML_ERROR_INVALID_ARGUMENT) << "case " << i;
+  for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; ++i)
+    EXPECT_EQ(rcs[i], NVML_ERROR_INVALID_ARGUMENT) << "case " << i;
 }
 
 TEST(FakeNvmlTest, MemoryAndProcessesAgreeWithCuda) {
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, "A:4096:10;B:4096:10"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "300"}});
+  FakeEnv env(
+      {{FAKEGPU_ENV_DEVICES, "A:4096:10;B:4096:10"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "300"}});
   Child child([] {
     if (cuInit(0) != CUDA_SUCCESS || UsePrimary(1) == nullptr) return -1LL;
     CUdeviceptr p = 0;
@@ -147,7 +153,8 @@ TEST(FakeNvmlTest, MemoryAndProcessesAgreeWithCuda) {
 
   // Process list protocol: size query, then fill; v1 struct has no instance ids.
   unsigned count = 0;
-  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(1), &count, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Handle(1), &count, nullptr),
+            NVML_ERROR_INSUFFICIENT_SIZE);
   ASSERT_EQ(count, 2u);
   std::vector<nvmlProcessInfo_t> infos(count + 2);
   count = static_cast<unsigned>(infos.size());
@@ -182,7 +189,8 @@ TEST(FakeNvmlTest, UtilisationFollowsTheKernelClock) {
   nvmlDevice_t h = Handle(0);
   unsigned n = 8;
   std::vector<nvmlProcessUtilizationSample_t> samples(8);
-  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, 0), NVML_ERROR_NOT_FOUND);  // idle device
+  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, 0),
+            NVML_ERROR_NOT_FOUND);  // idle device
   nvmlUtilization_t u{};
   ASSERT_EQ(nvmlDeviceGetUtilizationRates(h, &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
@@ -207,19 +215,24 @@ TEST(FakeNvmlTest, UtilisationFollowsTheKernelClock) {
   EXPECT_GT(samples[0].smUtil, 0u);
   // Nothing ran after the returned timestamp.
   n = static_cast<unsigned>(samples.size());
-  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, samples[0].timeStamp), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, samples[0].timeStamp),
+            NVML_ERROR_NOT_FOUND);
   EXPECT_EQ(fakegpu_busy_ns(0, getpid()), 20 * 1000000ULL);
 }
 
 TEST(FakeNvmlTest, TopologyAndNvLink) {
-  FakeEnv env({{FAKEGPU_ENV_DEVICES, "G:1:1;G:1:1;G:1:1;G:1:1"}, {FAKEGPU_ENV_NVLINK, "0-1:2,1-3:1"}});
+  FakeEnv env(
+      {{FAKEGPU_ENV_DEVICES, "G:1:1;G:1:1;G:1:1;G:1:1"}, {FAKEGPU_ENV_NVLINK, "0-1:2,1-3:1"}});
   ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
   struct Level {
     unsigned a, b;
     int want;
   };
-  const Level levels[] = {{0, 0, NVML_TOPOLOGY_INTERNAL}, {0, 1, NVML_TOPOLOGY_SINGLE}, {2, 3, NVML_TOPOLOGY_SINGLE},
-                          {1, 2, NVML_TOPOLOGY_SYSTEM},   {0, 3, NVML_TOPOLOGY_SYSTEM}};
+  const Level levels[] = {{0, 0, NVML_TOPOLOGY_INTERNAL},
+                          {0, 1, NVML_TOPOLOGY_SINGLE},
+                          {2, 3, NVML_TOPOLOGY_SINGLE},
+                          {1, 2, NVML_TOPOLOGY_SYSTEM},
+                          {0, 3, NVML_TOPOLOGY_SYSTEM}};
   for (const Level& l : levels) {
     nvmlGpuTopologyLevel_t got = -1;
     ASSERT_EQ(nvmlDeviceGetTopologyCommonAncestor(Handle(l.a), Handle(l.b), &got), NVML_SUCCESS);
@@ -230,12 +243,17 @@ TEST(FakeNvmlTest, TopologyAndNvLink) {
     int want_rc;
     int peer_bus;
   };
-  const Link links[] = {{0, 0, NVML_SUCCESS, 0x20}, {0, 1, NVML_SUCCESS, 0x20}, {0, 2, NVML_ERROR_NOT_SUPPORTED, 0},
-                        {1, 0, NVML_SUCCESS, 0x18}, {1, 2, NVML_SUCCESS, 0x30}, {2, 0, NVML_ERROR_NOT_SUPPORTED, 0},
+  const Link links[] = {{0, 0, NVML_SUCCESS, 0x20},
+                        {0, 1, NVML_SUCCESS, 0x20},
+                        {0, 2, NVML_ERROR_NOT_SUPPORTED, 0},
+                        {1, 0, NVML_SUCCESS, 0x18},
+                        {1, 2, NVML_SUCCESS, 0x30},
+                        {2, 0, NVML_ERROR_NOT_SUPPORTED, 0},
                         {0, 36, NVML_ERROR_INVALID_ARGUMENT, 0}};
   for (const Link& l : links) {
     nvmlEnableState_t st = -1;
-    EXPECT_EQ(nvmlDeviceGetNvLinkState(Handle(l.dev), l.link, &st), l.want_rc) << l.dev << "/" << l.link;
+    EXPECT_EQ(nvmlDeviceGetNvLinkState(Handle(l.dev), l.link, &st), l.want_rc)
+        << l.dev << "/" << l.link;
     if (l.want_rc != NVML_SUCCESS) continue;
     EXPECT_EQ(st, NVML_FEATURE_ENABLED);
     nvmlPciInfo_t pci;
@@ -299,15 +317,32 @@ TEST(FakeNvmlTest, FaultInjection) {
 TEST(FakeNvmlTest, ExportsVersionedAndLegacySymbols) {
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(lib, nullptr);
-  for (const char* sym :
-       {"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags", "nvmlDeviceGetCount", "nvmlDeviceGetCount_v2",
-        "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByPciBusId_v2",
-        "nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMemoryInfo",
-        "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses",
-        "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses_v3",
-        "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlEventSetWait",
-        "nvmlEventSetWait_v2", "nvmlSystemGetCudaDriverVersion_v2", "nvmlErrorString", "fakegpu_busy_ns",
-        "fakegpu_inject_xid", "fakegpu_mem_used", "fakegpu_nvml_reset"}) {
+  for (const char* sym : {"nvmlInit",
+                          "nvmlInit_v2",
+                          "nvmlInitWithFlags",
+                          "nvmlDeviceGetCount",
+                          "nvmlDeviceGetCount_v2",
+                          "nvmlDeviceGetHandleByIndex",
+                          "nvmlDeviceGetHandleByIndex_v2",
+                          "nvmlDeviceGetHandleByPciBusId_v2",
+                          "nvmlDeviceGetPciInfo",
+                          "nvmlDeviceGetPciInfo_v2",
+                          "nvmlDeviceGetPciInfo_v3",
+                          "nvmlDeviceGetMemoryInfo",
+                          "nvmlDeviceGetMemoryInfo_v2",
+                          "nvmlDeviceGetComputeRunningProcesses",
+                          "nvmlDeviceGetComputeRunningProcesses_v2",
+                          "nvmlDeviceGetComputeRunningProcesses_v3",
+                          "nvmlDeviceGetGraphicsRunningProcesses_v3",
+                          "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+                          "nvmlEventSetWait",
+                          "nvmlEventSetWait_v2",
+                          "nvmlSystemGetCudaDriverVersion_v2",
+                          "nvmlErrorString",
+                          "fakegpu_busy_ns",
+                          "fakegpu_inject_xid",
+                          "fakegpu_mem_used",
+                          "fakegpu_nvml_reset"}) {
     EXPECT_NE(dlsym(lib, sym), nullptr) << sym;
   }
   dlclose(lib);

@@ -1,8 +1,8 @@
 /* Example client of the fake libcuda.so.1, linked with -lcuda like a real CUDA driver API program.
  * Prints the devices, allocates memory, runs a few kernels and reports the device busy time.
  * Usage: FAKEGPU_STATE=/tmp/x FAKEGPU_DEVICES='Tesla T4:15360:40' fakegpu_smoke [kernels]
- * Exit status 0 when every call succeeded. Prototypes are declared here (CUDA 13 ABI) so the example
- * builds without the CUDA toolkit. */
+ * Exit status 0 when every call succeeded. Prototypes are declared here (CUDA 13 ABI) so the
+ * example builds without the CUDA toolkit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -33,8 +33,9 @@ CUresult cuMemFree_v2(CUdeviceptr p);
 CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes);
 CUresult cuModuleLoadData(CUmodule* mod, const void* image);
 CUresult cuModuleGetFunction(CUfunction* fn, CUmodule mod, const char* name);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared_mem, CUstream stream, void** params, void** extra);
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared_mem, CUstream stream,
+                        void** params, void** extra);
 CUresult cuGetErrorName(CUresult error, const char** name);
 
 static int check(CUresult rc, const char* what) {
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   check(cuMemFree_v2(p), "cuMemFree");
   check(cuDevicePrimaryCtxRelease_v2(dev), "cuDevicePrimaryCtxRelease");
-  printf("%d kernels, device busy %llu us for pid %d\n", kernels, fakegpu_busy_ns(0, getpid()) / 1000,
-         (int)getpid());
+  printf("%d kernels, device busy %llu us for pid %d\n", kernels,
+         fakegpu_busy_ns(0, getpid()) / 1000, (int)getpid());
   return 0;
 }

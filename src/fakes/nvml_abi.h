@@ -1,6 +1,6 @@
 // Minimal NVML declarations (nvml.h, NVML_API_VERSION 13, x86_64 Linux) for the fake
-// libnvidia-ml.so.1, written from shared/reference/nvml-cuda.md §1 (the toolkit ships no nvml.h here).
-// Layouts are checked with static_asserts below.
+// libnvidia-ml.so.1, written from shared/reference/nvml-cuda.md §1 (the toolkit ships no nvml.h
+// here). Layouts are checked with static_asserts below.
 #pragma once
 
 #include <cstddef>
@@ -76,7 +76,11 @@ typedef unsigned int nvmlAffinityScope_t;
 enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 enum : int { NVML_TEMPERATURE_GPU = 0 };
 enum : int { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
-enum : int { NVML_P2P_CAPS_INDEX_NVLINK = 2, NVML_P2P_STATUS_OK = 0, NVML_P2P_STATUS_NOT_SUPPORTED = 5 };
+enum : int {
+  NVML_P2P_CAPS_INDEX_NVLINK = 2,
+  NVML_P2P_STATUS_OK = 0,
+  NVML_P2P_STATUS_NOT_SUPPORTED = 5
+};
 enum : int { NVML_NVLINK_DEVICE_TYPE_GPU = 0 };
 enum : unsigned { NVML_DEVICE_MIG_DISABLE = 0 };
 

@@ -27,10 +27,11 @@ struct Runtime {
   size_t num_faults = 0;
 };
 
-// Loads the runtime on first use (environment, state file); malformed variables are reported on stderr.
+// Loads the runtime on first use (environment, state file); malformed variables are reported on
+// stderr.
 Runtime& GetRuntime();
-// Test hook: drop the runtime; the next GetRuntime() re-reads the environment. No other thread may be
-// inside the library meanwhile.
+// Test hook: drop the runtime; the next GetRuntime() re-reads the environment. No other thread may
+// be inside the library meanwhile.
 void ResetRuntime();
 // The CUresult / nvmlReturn_t to fail this call of `symbol` with, or 0.
 int FaultCode(const char* symbol);

@@ -77,7 +77,8 @@ void SharedState::Init(Region* r, const Config& cfg) {
 }
 
 SharedState* SharedState::OpenPrivate(const Config& cfg) {
-  void* p = mmap(nullptr, sizeof(Region), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, sizeof(Region), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   Init(static_cast<Region*>(p), cfg);
   return new SharedState(static_cast<Region*>(p), sizeof(Region));
@@ -106,8 +107,8 @@ SharedState* SharedState::Open(const Config& cfg, std::string* err) {
     return nullptr;
   }
   if (!fresh && static_cast<size_t>(st.st_size) != size) {
-    *err = "state file " + path + " has size " + std::to_string(st.st_size) + ", want " + std::to_string(size) +
-           " (another layout version)";
+    *err = "state file " + path + " has size " + std::to_string(st.st_size) + ", want " +
+           std::to_string(size) + " (another layout version)";
     close(fd);
     return nullptr;
   }
@@ -121,8 +122,8 @@ SharedState* SharedState::Open(const Config& cfg, std::string* err) {
   uint32_t magic = __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE);
   if (magic == 0) {
     Init(r, cfg);
-  } else if (magic != kStateMagic || r->version != kStateVersion || r->size != size || r->num_devices == 0 ||
-             r->num_devices > static_cast<uint32_t>(kMaxDevices)) {
+  } else if (magic != kStateMagic || r->version != kStateVersion || r->size != size ||
+             r->num_devices == 0 || r->num_devices > static_cast<uint32_t>(kMaxDevices)) {
     *err = "state file " + path + " has another layout (magic/version mismatch)";
     munmap(p, size);
     close(fd);
@@ -133,7 +134,9 @@ SharedState* SharedState::Open(const Config& cfg, std::string* err) {
   return new SharedState(r, size);
 }
 
-SharedState::~SharedState() { munmap(r_, size_); }
+SharedState::~SharedState() {
+  munmap(r_, size_);
+}
 
 std::vector<std::string> SharedState::Uuids() const {
   std::vector<std::string> out;
@@ -143,12 +146,14 @@ std::vector<std::string> SharedState::Uuids() const {
 
 void SharedState::Lock() {
   int rc = pthread_mutex_lock(&r_->mu);
-  if (rc == EOWNERDEAD) pthread_mutex_consistent(&r_->mu);  // the dead holder's updates are small; keep them
+  if (rc == EOWNERDEAD)
+    pthread_mutex_consistent(&r_->mu);  // the dead holder's updates are small; keep them
 }
 
 ProcRec* SharedState::SelfLocked() {
   int pid = static_cast<int>(getpid());
-  if (self_slot_ >= 0 && self_pid_ == pid && r_->procs[self_slot_].pid == pid && r_->procs[self_slot_].live) {
+  if (self_slot_ >= 0 && self_pid_ == pid && r_->procs[self_slot_].pid == pid &&
+      r_->procs[self_slot_].live) {
     return &r_->procs[self_slot_];
   }
   self_pid_ = pid;
@@ -254,7 +259,8 @@ std::vector<SharedState::ProcUsage> SharedState::Processes(int dev) {
   Lock();
   ReclaimDeadLocked();
   for (const ProcRec& p : r_->procs) {
-    if (p.live && (p.contexts[dev] > 0 || p.mem_bytes[dev] > 0)) out.push_back({p.pid, p.mem_bytes[dev]});
+    if (p.live && (p.contexts[dev] > 0 || p.mem_bytes[dev] > 0))
+      out.push_back({p.pid, p.mem_bytes[dev]});
   }
   Unlock();
   return out;
@@ -318,7 +324,8 @@ uint64_t SharedState::BusyNs(int dev, int pid) {
   return sched > pending ? sched - pending : 0;
 }
 
-std::vector<SharedState::PidBusy> SharedState::BusyInWindow(int dev, uint64_t from_ns, uint64_t to_ns) {
+std::vector<SharedState::PidBusy> SharedState::BusyInWindow(int dev, uint64_t from_ns,
+                                                            uint64_t to_ns) {
   std::map<int, uint64_t> by_pid;
   uint64_t total = 0;
   Lock();

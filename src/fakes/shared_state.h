@@ -1,8 +1,8 @@
-// Shared state of the simulated GPUs: a versioned pure-data layout in an mmap'ed file, shared by every
-// process (fake libcuda and fake libnvidia-ml alike) that uses the same FAKEGPU_STATE path.
+// Shared state of the simulated GPUs: a versioned pure-data layout in an mmap'ed file, shared by
+// every process (fake libcuda and fake libnvidia-ml alike) that uses the same FAKEGPU_STATE path.
 //
-// Synchronisation: one process-shared robust mutex (a holder killed by SIGKILL is recovered by the next
-// locker via EOWNERDEAD); file creation and initialisation are serialised with flock().
+// Synchronisation: one process-shared robust mutex (a holder killed by SIGKILL is recovered by the
+// next locker via EOWNERDEAD); file creation and initialisation are serialised with flock().
 #pragma once
 
 #include <pthread.h>
@@ -45,8 +45,8 @@ struct DeviceRec {
 };
 
 struct ProcRec {
-  int32_t pid;       // 0 = never used
-  uint32_t live;     // 0 once released or reclaimed (busy counters stay readable)
+  int32_t pid;    // 0 = never used
+  uint32_t live;  // 0 once released or reclaimed (busy counters stay readable)
   uint64_t mem_bytes[kMaxDevices];
   uint32_t contexts[kMaxDevices];
   uint64_t busy_sched_ns[kMaxDevices];
@@ -96,8 +96,8 @@ class SharedState {
   const DeviceRec& dev(int i) const { return r_->devs[i]; }
   std::vector<std::string> Uuids() const;
 
-  // Memory of the calling process (pid = getpid()). Charge fails (false) when the device would exceed
-  // its physical total, after reclaiming dead pids.
+  // Memory of the calling process (pid = getpid()). Charge fails (false) when the device would
+  // exceed its physical total, after reclaiming dead pids.
   bool Charge(int dev, uint64_t bytes);
   void Uncharge(int dev, uint64_t bytes);
   void AddContext(int dev, int delta);

@@ -11,10 +11,11 @@
 namespace fakegpu::testing {
 namespace {
 
-const char* const kVars[] = {FAKEGPU_ENV_DEVICES,    FAKEGPU_ENV_STATE,        FAKEGPU_ENV_CTX_OVERHEAD_MIB,
-                             FAKEGPU_ENV_WAVE_US,    FAKEGPU_ENV_MAX_BACKLOG_US, FAKEGPU_ENV_NVLINK,
-                             FAKEGPU_ENV_XID,        FAKEGPU_ENV_FAULTS,       FAKEGPU_ENV_INIT_FAIL,
-                             FAKEGPU_ENV_CUDA_VERSION, FAKEGPU_ENV_DRIVER_VERSION, FAKEGPU_ENV_CUDA_VISIBLE_DEVICES};
+const char* const kVars[] = {
+    FAKEGPU_ENV_DEVICES,      FAKEGPU_ENV_STATE,          FAKEGPU_ENV_CTX_OVERHEAD_MIB,
+    FAKEGPU_ENV_WAVE_US,      FAKEGPU_ENV_MAX_BACKLOG_US, FAKEGPU_ENV_NVLINK,
+    FAKEGPU_ENV_XID,          FAKEGPU_ENV_FAULTS,         FAKEGPU_ENV_INIT_FAIL,
+    FAKEGPU_ENV_CUDA_VERSION, FAKEGPU_ENV_DRIVER_VERSION, FAKEGPU_ENV_CUDA_VISIBLE_DEVICES};
 
 }  // namespace
 
@@ -49,7 +50,8 @@ Child::Child(const std::function<long long()>& body) {
   pid_ = fork();
   if (pid_ < 0) std::abort();
   if (pid_ == 0) {
-    // Keep only our pipe ends: pipes of sibling children must not stay open here, or they never see EOF.
+    // Keep only our pipe ends: pipes of sibling children must not stay open here, or they never see
+    // EOF.
     for (int fd = 3; fd < 1024; ++fd) {
       if (fd != up[1] && fd != down[0]) close(fd);
     }

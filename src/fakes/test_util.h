@@ -1,12 +1,13 @@
-// Test helpers for the fake GPU libraries: a private environment per test and forked child processes.
+// Test helpers for the fake GPU libraries: a private environment per test and forked child
+// processes.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
 #include <initializer_list>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "fakes/cuda_abi.h"
 #include "fakes/fake_gpu.h"
@@ -38,7 +39,8 @@ CUresult cuMemAllocAsync(CUdeviceptr*, size_t, CUstream);
 CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemGetInfo_v2(size_t*, size_t*);
-CUresult cuMemCreate(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
+CUresult cuMemCreate(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                     unsigned long long);
 CUresult cuMemRelease(CUmemGenericAllocationHandle);
 CUresult cuMemAddressReserve(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
 CUresult cuMemAddressFree(CUdeviceptr, size_t);
@@ -60,11 +62,12 @@ CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuEventSynchronize(CUevent);
 CUresult cuEventQuery(CUevent);
 CUresult cuEventElapsedTime_v2(float*, CUevent, CUevent);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                        void**, void**);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, CUstream, void**, void**);
 CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**);
 CUresult cuGraphCreate(CUgraph*, unsigned);
-CUresult cuGraphAddKernelNode_v2(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS_v2*);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                 const CUDA_KERNEL_NODE_PARAMS_v2*);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGetProcAddress_v2(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
@@ -86,9 +89,10 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t, nvmlPciInfo_t*);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned*, nvmlProcessInfo_v1_t*);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t*);
-nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
-                                             unsigned long long);
-nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t, nvmlDevice_t, nvmlGpuTopologyLevel_t*);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                             unsigned*, unsigned long long);
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t, nvmlDevice_t,
+                                                 nvmlGpuTopologyLevel_t*);
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t, unsigned, nvmlEnableState_t*);
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t, unsigned, nvmlPciInfo_t*);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t, unsigned*, unsigned*);
@@ -103,8 +107,9 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t);
 
 namespace fakegpu::testing {
 
-// A private state file and environment for one test; both fake libraries are reset on entry and exit.
-// `vars` are FAKEGPU_* (or CUDA_VISIBLE_DEVICES) settings; every other such variable is unset.
+// A private state file and environment for one test; both fake libraries are reset on entry and
+// exit. `vars` are FAKEGPU_* (or CUDA_VISIBLE_DEVICES) settings; every other such variable is
+// unset.
 class FakeEnv {
  public:
   explicit FakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars = {});
@@ -120,8 +125,8 @@ class FakeEnv {
 // Resets both fake libraries so the next call re-reads the environment.
 void ResetLibs();
 
-// A forked child process: runs `body` (after resetting the libraries), sends its result to the parent,
-// then stays alive until Release() (or the parent goes away), so the parent can observe it.
+// A forked child process: runs `body` (after resetting the libraries), sends its result to the
+// parent, then stays alive until Release() (or the parent goes away), so the parent can observe it.
 class Child {
  public:
   explicit Child(const std::function<long long()>& body);
