@@ -1,0 +1,26 @@
+// Fuzz target for libvgpu's environment parsers: any bytes, no crash, and parsed values stay in range.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "vgpu/vgpu_core.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string s(reinterpret_cast<const char*>(data), size);  // NUL-terminated copy; may hold inner NULs
+  uint64_t mem = 0;
+  (void)vgpu_parse_mem_size(s.c_str(), &mem);
+  uint32_t pct = 0;
+  if (vgpu_parse_percent(s.c_str(), &pct) == 0 && pct > 100) abort();
+  uint32_t policy = 0;
+  if (vgpu_parse_policy(s.c_str(), &policy) == 0 && policy > VGPU_POLICY_DISABLE) abort();
+  int32_t v = 0;
+  (void)vgpu_parse_int(s.c_str(), &v);
+  vgpu_visible_entry e[8];
+  int n = vgpu_parse_visible_devices(s.c_str(), e, 8);
+  if (n > 8) abort();
+  for (int i = 0; i < n; i++) {
+    if (e[i].index < 0 && std::string(e[i].id).size() >= VGPU_UUID_LEN) abort();
+  }
+  return 0;
+}
