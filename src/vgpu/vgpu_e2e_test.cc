@@ -256,6 +256,24 @@ TEST_F(VgpuE2e, ProcessKilledMidAllocationIsReclaimed) {
   }
 }
 
+// NVML process lists show the container's own processes only: two processes of container X and one of
+// container Y share a device; X's see 2 entries, Y's sees 1, each including itself.
+TEST_F(VgpuE2e, NvmlProcessListsAreContainerScoped) {
+  uint64_t start = RealtimeUs() + 1500000;
+  Env x = BaseEnv(kOneGpu), y = With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/y.cache"});
+  std::vector<Proc> ps = {Start({VGPU_PROG, "procs", std::to_string(start)}, x),
+                          Start({VGPU_PROG, "procs", std::to_string(start)}, x),
+                          Start({VGPU_PROG, "procs", std::to_string(start)}, y)};
+  const uint64_t want[] = {2, 2, 1};
+  for (int i = 0; i < 3; i++) {
+    Result r = Wait(ps[i]);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.I("procs_rc"), 0);
+    EXPECT_EQ(r.U("procs"), want[i]) << "process " << i;
+    EXPECT_EQ(r.I("self_listed"), 1) << "process " << i;
+  }
+}
+
 TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
   Result r = Run({VGPU_PROG, "procaddr"}, BaseEnv(kOneGpu));
   ASSERT_TRUE(r.Exited(0)) << r.out;

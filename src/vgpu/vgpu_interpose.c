@@ -761,6 +761,50 @@ static int nvml_entry(nvmlDevice_t h) {
   return e;
 }
 
+/* The container's pid for a pid as NVML reports it (the pid or host pid of an active slot), 0 if the
+ * process is not one of this container's. A scan of the used slots: not on a hot path. */
+static unsigned int container_pid(unsigned int pid) {
+  vgpu_region* r = g.rc.r;
+  if (!r) return 0;
+  uint32_t hwm = __atomic_load_n(&r->hdr.slot_hwm, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < hwm && i < VGPU_MAX_SLOTS; i++) {
+    if (__atomic_load_n(&r->slots[i].state, __ATOMIC_ACQUIRE) == VGPU_SLOT_FREE) continue;
+    if (r->slots[i].pid == pid || (r->slots[i].host_pid && r->slots[i].host_pid == pid)) return r->slots[i].pid;
+  }
+  return 0;
+}
+
+/* Process lists show this container's processes only, under the pids the container knows them by
+ * (upstream shows host pids the container cannot resolve, or nothing). */
+#define FILTER_PROCS(realfn, device, count, infos)                                  \
+  ensure_loaded();                                                                  \
+  if (!realfn) return NVML_ERROR_FUNCTION_NOT_FOUND;                                \
+  nvmlReturn_t r = realfn(device, count, infos);                                    \
+  if (r != NVML_SUCCESS || !count || !infos || nvml_entry(device) < 0) return r;    \
+  unsigned int kept = 0;                                                            \
+  for (unsigned int i = 0; i < *count; i++) {                                       \
+    unsigned int cpid = container_pid(infos[i].pid);                                \
+    if (!cpid) continue;                                                            \
+    infos[kept] = infos[i];                                                         \
+    infos[kept].pid = cpid;                                                         \
+    kept++;                                                                         \
+  }                                                                                 \
+  *count = kept;                                                                    \
+  return r;
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                            nvmlProcessInfo_v2_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v3, device, infoCount, infos)
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                            nvmlProcessInfo_v2_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v2, device, infoCount, infos)
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                         nvmlProcessInfo_v1_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses, device, infoCount, infos)
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   ensure_loaded();
   if (!real_nvmlDeviceGetMemoryInfo) return NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -812,16 +856,6 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Whether `pid` (as NVML reports it) belongs to this container: any active slot's pid or host pid. */
-static int container_pid(unsigned int pid) {
-  vgpu_region* r = g.rc.r;
-  uint32_t hwm = __atomic_load_n(&r->hdr.slot_hwm, __ATOMIC_ACQUIRE);
-  for (uint32_t i = 0; i < hwm && i < VGPU_MAX_SLOTS; i++) {
-    if (__atomic_load_n(&r->slots[i].state, __ATOMIC_ACQUIRE) == VGPU_SLOT_FREE) continue;
-    if (r->slots[i].pid == pid || (r->slots[i].host_pid && r->slots[i].host_pid == pid)) return 1;
-  }
-  return 0;
-}
 
 /* Calibrates ns_per_wave of every limited device from NVML per-process utilisation, every 100 ms. */
 static void* watcher_main(void* arg) {

@@ -20,6 +20,10 @@ typedef struct nvmlMemory_v2_st {
   unsigned int version;
   unsigned long long total, reserved, free, used;
 } nvmlMemory_v2_t;
+typedef struct nvmlProcessInfo_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
 typedef struct nvmlProcessInfo_v2_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -33,6 +37,7 @@ typedef struct nvmlProcessUtilizationSample_st {
 
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
+_Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t");
 

@@ -7,6 +7,7 @@
  *   devices               per CUDA ordinal: uuid, limit seen through cuDeviceTotalMem and cuMemGetInfo
  *   alloc <ord> <bytes>   one allocation on an ordinal; prints its result
  *   procaddr              cuGetProcAddress(_v2) routing per (symbol, version, flags)
+ *   procs <start_us>      holds a context and 64 MiB, then lists NVML compute processes of its device
  *   launch <start_us> <ms> <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed;
  *                         prints this process's device busy time and the window */
 #define _GNU_SOURCE
@@ -29,6 +30,8 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_v2_t* infos);
 unsigned long long fakegpu_busy_ns(int dev, int pid);
 unsigned long long fakegpu_mem_used(int dev, int pid);
 
@@ -325,6 +328,23 @@ static int mode_procaddr(void) {
   return 0;
 }
 
+static int mode_procs(unsigned long long start_us) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 64 * kMi));
+  nvmlDevice_t h = nvml_of(0, NULL);
+  sleep_until_realtime_us(start_us);
+  nvmlProcessInfo_v2_t infos[16];
+  unsigned int n = 16;
+  int rc = nvmlDeviceGetComputeRunningProcesses_v3(h, &n, infos);
+  int self = 0;
+  for (unsigned int i = 0; i < n; i++) self += infos[i].pid == (unsigned)getpid();
+  printf("procs_rc=%d procs=%u self_listed=%d\n", rc, n, self);
+  usleep(500000); /* stay alive while the others list */
+  return 0;
+}
+
 static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   CHECK(cuInit(0));
   ctx_on(0);
@@ -403,6 +423,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "devices")) return mode_devices();
   if (!strcmp(m, "alloc") && argc == 4) return mode_alloc(atoi(argv[2]), strtoull(argv[3], 0, 10));
   if (!strcmp(m, "procaddr")) return mode_procaddr();
+  if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
   if (!strcmp(m, "launch") && argc == 5) return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   return 2;
 }
