@@ -745,7 +745,9 @@ Status FakeApiServer::Start() {
   Impl& im = *impl_;
   if (im.svr) return FailedPrecondition("fake apiserver already started");
   if (!im.opts.tls_cert_file.empty() || !im.opts.tls_key_file.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(im.opts.tls_cert_file.c_str(), im.opts.tls_key_file.c_str());
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        im.opts.tls_cert_file.c_str(), im.opts.tls_key_file.c_str(),
+        im.opts.tls_client_ca_file.empty() ? nullptr : im.opts.tls_client_ca_file.c_str());
     if (!ssl->is_valid()) {
       return InvalidArgument("fake apiserver: cannot load TLS certificate ", im.opts.tls_cert_file, " / key ", im.opts.tls_key_file);
     }

@@ -40,6 +40,8 @@ struct FakeApiServerOptions {
   // TLS: PEM file paths; both empty = plain HTTP.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // With TLS: require client certificates signed by this CA (PEM file); empty = no client auth.
+  std::string tls_client_ca_file;
 };
 
 class FakeApiServer {
