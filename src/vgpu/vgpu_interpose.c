@@ -97,6 +97,9 @@ static struct {
   int sm_active;          /* some entry has an SM limit and the policy is not "disable" */
   uint32_t policy;
   int watcher_started;
+  /* Per entry, written by the calibration thread: 1 while no process outside the container used the device
+   * in the last samples; the default policy then does not limit (elastic, as upstream's monitor does). */
+  volatile int uncontended[VGPU_MAX_DEVICES];
   volatile int primary_refs[MAX_ORD];
   uint64_t primary_bytes[MAX_ORD];
   int table_full_logged;
@@ -245,6 +248,7 @@ static void atfork_child(void) {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   g.init_mu = m;
   g.watcher_started = 0;
+  for (int i = 0; i < VGPU_MAX_DEVICES; i++) g.uncontended[i] = 0;
   for (int i = 0; i < MAX_ORD; i++) g.primary_refs[i] = 0, g.primary_bytes[i] = 0;
   __atomic_store_n(&g.nvml_state, ST_NONE, __ATOMIC_RELEASE);
   __atomic_store_n(&g.state, ST_NONE, __ATOMIC_RELEASE);
@@ -861,6 +865,7 @@ static uint64_t realtime_us(void) {
 static void* watcher_main(void* arg) {
   (void)arg;
   uint64_t last_waves[MAX_ORD] = {0};
+  int quiet[VGPU_MAX_DEVICES] = {0};
   uint64_t last_us = realtime_us();
   for (int ord = 0; ord < g.ndev; ord++) {
     int e = g.ent[ord];
@@ -881,11 +886,21 @@ static void* watcher_main(void* arg) {
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
       nvmlProcessUtilizationSample_t s[64];
       unsigned int n = 64;
-      uint64_t busy_pct_sum = 0;
-      if (nvml_DeviceGetProcessUtilization(g.nvml_dev[ord], s, &n, last_us) == NVML_SUCCESS) {
+      uint64_t busy_pct_sum = 0, others = 0;
+      nvmlReturn_t ur = nvml_DeviceGetProcessUtilization(g.nvml_dev[ord], s, &n, last_us);
+      if (ur == NVML_SUCCESS) {
         for (unsigned int i = 0; i < n && i < 64; i++) {
-          if (container_pid(s[i].pid)) busy_pct_sum += s[i].smUtil;
+          if (container_pid(s[i].pid)) {
+            busy_pct_sum += s[i].smUtil;
+          } else {
+            others += s[i].smUtil;
+          }
         }
+      }
+      /* Contended as soon as another process used the device; uncontended after two quiet samples. */
+      if (ur == NVML_SUCCESS || ur == NVML_ERROR_NOT_FOUND) {
+        quiet[e] = others ? 0 : quiet[e] + 1;
+        g.uncontended[e] = quiet[e] >= 2;
       }
       uint64_t busy_ns = busy_pct_sum * window_us * 10; /* pct/100 * us * 1000 */
       vgpu_limiter_calibrate(d, busy_ns, waves - last_waves[ord]);
@@ -956,7 +971,10 @@ static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
   int e = current_entry();
   if (e < 0 || !g.sm_pct[e]) return 1;
   vgpu_region* r = g.rc.r;
-  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return 1;
+  if (g.policy == VGPU_POLICY_DEFAULT &&
+      (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
+    return 1;
+  }
   if (UNLIKELY(!g.watcher_started) || UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0)) return 0;
   uint64_t sms = g.sms[e];
   return vgpu_limiter_take(&r->devices[e], blocks ? (blocks + sms - 1) / sms : 1);
@@ -967,7 +985,11 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
   int e = current_entry();
   if (e < 0 || !g.sm_pct[e]) return;
   vgpu_region* r = g.rc.r;
-  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) return;
+  if (UNLIKELY(!g.watcher_started)) start_watcher(); /* also the contention detector of the default policy */
+  if (g.policy == VGPU_POLICY_DEFAULT &&
+      (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
+    return;
+  }
   uint64_t sms = g.sms[e];
   limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1, 0);
 }
