@@ -10,6 +10,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus yamllint valgrind openssl
+  prometheus-cpp-dev
   strace
 )
 

@@ -1,0 +1,203 @@
+#include "monitor/exporter.h"
+
+#include <deque>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+#include "common/log.h"
+#include "monitor/feedback.h"
+
+namespace hami::monitor {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+// Families in a fixed order; each series gets zone="vGPU" first.
+class Families {
+ public:
+  MetricFamily& Add(std::string name, std::string help, MetricType type = MetricType::Gauge) {
+    families_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
+    return families_.back();
+  }
+  static void Put(MetricFamily& f, const Labels& labels, double value) {
+    ClientMetric m;
+    m.label.reserve(labels.size() + 1);
+    m.label.push_back({"zone", "vGPU"});
+    m.label.insert(m.label.end(), labels.begin(), labels.end());
+    if (f.type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    f.metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> Take() {
+    return std::vector<MetricFamily>(std::make_move_iterator(families_.begin()),
+                                     std::make_move_iterator(families_.end()));
+  }
+
+ private:
+  std::deque<MetricFamily> families_;  // references from Add() stay valid
+};
+
+}  // namespace
+
+BuildInfo DefaultBuildInfo(std::string version, std::string revision, std::string build_date) {
+  BuildInfo b;
+  b.version = std::move(version);
+  b.revision = std::move(revision);
+  b.build_date = std::move(build_date);
+#if defined(__clang__)
+  b.compiler = StrCat("clang ", __clang_major__, ".", __clang_minor__);
+#elif defined(__GNUC__)
+  b.compiler = StrCat("g++ ", __GNUC__, ".", __GNUC_MINOR__);
+#endif
+#if defined(__x86_64__)
+  b.platform = "linux/amd64";
+#elif defined(__aarch64__)
+  b.platform = "linux/arm64";
+#else
+  b.platform = "linux/unknown";
+#endif
+  return b;
+}
+
+#ifndef HAMI_MONITOR_VERSION
+#define HAMI_MONITOR_VERSION "unknown"
+#endif
+#ifndef HAMI_MONITOR_REVISION
+#define HAMI_MONITOR_REVISION "unknown"
+#endif
+#ifndef HAMI_MONITOR_BUILD_DATE
+#define HAMI_MONITOR_BUILD_DATE "unknown"
+#endif
+
+BuildInfo CurrentBuildInfo() {
+  return DefaultBuildInfo(HAMI_MONITOR_VERSION, HAMI_MONITOR_REVISION, HAMI_MONITOR_BUILD_DATE);
+}
+
+Exporter::Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods,
+                   GpuTelemetry& telemetry, const Clock& clock)
+    : options_(std::move(options)), store_(store), pods_(pods), telemetry_(telemetry), clock_(clock) {}
+
+std::vector<MetricFamily> Exporter::Collect() {
+  Families fam;
+  const BuildInfo& b = options_.build;
+  Families::Put(fam.Add("hami_build_info", "Build information of the hami-cpp node monitor."),
+                {{"version", b.version},
+                 {"revision", b.revision},
+                 {"build_date", b.build_date},
+                 {"go_version", ""},
+                 {"compiler", b.compiler},
+                 {"platform", b.platform}},
+                1);
+
+  // Host GPUs (NVML).
+  auto& host_mem = fam.Add("hami_host_gpu_memory_used_bytes", "GPU device memory used on the host, in bytes.");
+  auto& host_util = fam.Add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
+  auto& host_mc = fam.Add("hami_host_gpu_memory_controller_utilization_ratio",
+                          "GPU memory controller utilisation on the host, 0-100.");
+  auto devices = telemetry_.Devices();
+  if (!devices.ok()) {
+    spdlog::warn("monitor: host GPU metrics unavailable: {}", std::string(devices.status().message()));
+  } else {
+    for (const HostGpu& g : *devices) {
+      std::string idx = std::to_string(g.index);
+      Labels with_node = {{"node", options_.node_name}, {"device_index", idx}, {"device_uuid", g.uuid},
+                          {"device_type", g.model}};
+      Families::Put(host_mem, with_node, static_cast<double>(g.memory_used_bytes));
+      if (g.utilization_pct >= 0) Families::Put(host_util, with_node, g.utilization_pct);
+      if (g.memory_utilization_pct >= 0) {
+        Families::Put(host_mc, {{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
+                      g.memory_utilization_pct);
+      }
+    }
+  }
+
+  // Containers (libvgpu regions).
+  auto& used = fam.Add("hami_vgpu_memory_used_bytes",
+                       "Device memory held by the container's live processes, in bytes.");
+  auto& dev_mem = fam.Add("hami_container_device_memory_bytes",
+                          "Device memory held by the container's live processes, in bytes.");
+  auto& limit = fam.Add("hami_vgpu_memory_limit_bytes", "Device memory limit of the container, in bytes (0 = none).");
+  auto& util = fam.Add("hami_container_device_utilization_ratio",
+                       "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
+  auto& last_kernel = fam.Add("hami_container_last_kernel_elapsed_seconds",
+                              "Seconds since the container's last kernel launch through libvgpu's limiter.");
+  auto& sm_limit = fam.Add("hami_container_device_sm_limit_ratio",
+                           "SM limit of the container on the device, 0-100 (100 = none).");
+  auto& throttled = fam.Add("hami_container_device_throttled_seconds_total",
+                            "Time the container's kernel launches waited for the SM limiter, in seconds.",
+                            MetricType::Counter);
+  auto& procs = fam.Add("hami_container_processes", "Live processes of the container registered with libvgpu.");
+  auto& sw = fam.Add("hami_container_core_limit_switch",
+                     "1 when the SM limit applies under policy default (contention), else 0 (monitor feedback).");
+  auto& blocked = fam.Add("hami_container_priority_blocked",
+                          "1 while a higher-priority container is active on one of its GPUs (monitor feedback).");
+  auto& regions_gauge = fam.Add("hami_monitor_regions", "Container region directories seen on the node, by state.");
+
+  store_.Rescan();
+  ScanStats stats = store_.last_stats();
+  int unknown_pod = 0, unreadable = 0, exported = 0;
+  std::map<std::string, std::vector<ProcessUtil>> util_rows;  // per uuid, once per scrape
+  const int64_t now = clock_.MonotonicNanos();
+  for (const ContainerRegion& cr : store_.Regions()) {
+    auto pod = pods_.Find(cr.pod_uid);
+    if (!pod) {
+      ++unknown_pod;
+      continue;
+    }
+    auto snap = cr.region->Snapshot();
+    if (!snap.ok()) {
+      ++unreadable;
+      spdlog::debug("monitor: {}", std::string(snap.status().message()));
+      continue;
+    }
+    ++exported;
+    Labels pod_labels = {{"namespace", pod->namespace_name}, {"pod", pod->name}, {"container", cr.container}};
+    Families::Put(procs, pod_labels, static_cast<double>(snap->processes.size()));
+    Families::Put(sw, pod_labels, snap->utilization_switch > 0 ? 1 : 0);
+    Families::Put(blocked, pod_labels, snap->recent_kernel < 0 ? 1 : 0);
+    for (const RegionDevice& d : snap->devices) {
+      Labels l = pod_labels;
+      l.push_back({"vdevice_index", std::to_string(d.container_index >= 0 ? d.container_index : d.entry)});
+      l.push_back({"device_uuid", d.uuid});
+      Families::Put(used, l, static_cast<double>(d.used_bytes));
+      Families::Put(dev_mem, l, static_cast<double>(d.used_bytes));
+      Families::Put(limit, l, static_cast<double>(d.limit_bytes));
+      auto it = util_rows.find(d.uuid);
+      if (it == util_rows.end()) {
+        auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
+        it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
+      }
+      Families::Put(util, l, ContainerSmPercent(snap->processes, it->second));
+      if (d.last_launch_ns != 0 && static_cast<int64_t>(d.last_launch_ns) <= now) {
+        Families::Put(last_kernel, l, static_cast<double>(now - static_cast<int64_t>(d.last_launch_ns)) / 1e9);
+      }
+      Families::Put(sm_limit, l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
+      Families::Put(throttled, l, static_cast<double>(d.throttled_ns) / 1e9);
+    }
+  }
+  Families::Put(regions_gauge, {{"state", "exported"}}, exported);
+  Families::Put(regions_gauge, {{"state", "unknown_pod"}}, unknown_pod);
+  Families::Put(regions_gauge, {{"state", "invalid"}}, stats.invalid + unreadable);
+
+  // Prometheus wants no empty families in some tools' eyes; drop them.
+  std::vector<MetricFamily> out = fam.Take();
+  std::erase_if(out, [](const MetricFamily& f) { return f.metric.empty(); });
+  return out;
+}
+
+std::string Exporter::Render() {
+  std::ostringstream os;
+  prometheus::TextSerializer().Serialize(os, Collect());
+  return os.str();
+}
+
+}  // namespace hami::monitor

@@ -1,0 +1,66 @@
+#pragma once
+// The node exporter's metrics (upstream vGPUmonitor names, shared/reference/hami.md §6), built fresh on
+// every scrape from the mapped regions, the pod directory and GPU telemetry. Every series carries the
+// constant label zone="vGPU" like upstream's.
+//
+// Upstream metrics:   hami_build_info, hami_host_gpu_memory_used_bytes, hami_host_gpu_utilization_ratio,
+//   hami_host_gpu_memory_controller_utilization_ratio, hami_vgpu_memory_used_bytes,
+//   hami_container_device_memory_bytes, hami_vgpu_memory_limit_bytes,
+//   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds.
+// Not exported: hami_vgpu_memory_{context,module,buffer}_bytes (libvgpu's region keeps one total per
+//   process and device, not upstream's split) and hami_mig_device_info (MIG containers run without
+//   libvgpu, so they have no region).
+// Ours: hami_container_device_sm_limit_ratio, hami_container_device_throttled_seconds_total,
+//   hami_container_processes, hami_container_core_limit_switch, hami_container_priority_blocked,
+//   hami_monitor_regions.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "common/clock.h"
+#include "monitor/gpu_telemetry.h"
+#include "monitor/pod_directory.h"
+#include "monitor/region_store.h"
+
+namespace hami::monitor {
+
+struct BuildInfo {
+  std::string version = "unknown";
+  std::string revision = "unknown";
+  std::string build_date = "unknown";
+  std::string compiler;
+  std::string platform;
+};
+// Compiler and platform of this build (g++ version, os/arch).
+BuildInfo DefaultBuildInfo(std::string version, std::string revision, std::string build_date);
+// This binary's: project version, git revision and date of the CMake configure run.
+BuildInfo CurrentBuildInfo();
+
+struct ExporterOptions {
+  std::string node_name;
+  BuildInfo build;
+  // Window of NVML's per-process utilisation behind hami_container_device_utilization_ratio.
+  int64_t utilization_window_ms = 1000;
+};
+
+class Exporter {
+ public:
+  // All references must outlive the exporter. Thread-safe (scrapes may run concurrently).
+  Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods, GpuTelemetry& telemetry,
+           const Clock& clock);
+
+  std::vector<prometheus::MetricFamily> Collect();
+  // Collect() in the Prometheus text exposition format 0.0.4.
+  std::string Render();
+
+ private:
+  ExporterOptions options_;
+  RegionStore& store_;
+  const PodDirectory& pods_;
+  GpuTelemetry& telemetry_;
+  const Clock& clock_;
+};
+
+}  // namespace hami::monitor

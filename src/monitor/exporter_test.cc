@@ -1,0 +1,156 @@
+#include "monitor/exporter.h"
+
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "monitor/testing/region_writer.h"
+#include "vgpu/shared_region.h"
+
+namespace hami::monitor {
+namespace {
+
+using testing::FakeContainerProcess;
+using testing::TempDir;
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// "name{labels}" -> value, from the text exposition.
+std::map<std::string, double> Parse(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+std::string Ctr(const std::string& metric, const std::string& ns, const std::string& pod, const std::string& ctr,
+                const std::string& vidx, const std::string& uuid) {
+  return metric + "{zone=\"vGPU\",namespace=\"" + ns + "\",pod=\"" + pod + "\",container=\"" + ctr +
+         "\",vdevice_index=\"" + vidx + "\",device_uuid=\"" + uuid + "\"}";
+}
+
+class ExporterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    clock_.AdvanceSeconds(500);
+    telemetry_.SetDevices({
+        {0, "GPU-aaa", "NVIDIA A100-SXM4-80GB", 80ull << 30, 5000 * kMiB, 37, 12},
+        {1, "GPU-bbb", "NVIDIA A100-SXM4-80GB", 80ull << 30, 0, 0, -1},
+    });
+    pods_.Set("uid-1", {"team-a", "train-0"});
+  }
+  Exporter Make() {
+    ExporterOptions o;
+    o.node_name = "node-7";
+    o.build = DefaultBuildInfo("1.2.3", "abc123", "2026-11-30");
+    return Exporter(o, store_, pods_, telemetry_, clock_);
+  }
+
+  TempDir root_;
+  FakeClock clock_;
+  StaticTelemetry telemetry_;
+  StaticPodDirectory pods_;
+  RegionStore store_{{root_.path(), 300, 16}, clock_};
+};
+
+TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-1", "main", VGPU_POLICY_DEFAULT, 1);
+  ASSERT_TRUE(p.ok());
+  int e0 = (*p)->Device({"GPU-bbb", 3000 * kMiB, 30, 0});
+  int e1 = (*p)->Device({"GPU-aaa", 0, 100, 1});
+  ASSERT_EQ((*p)->Reserve(e0, 1234 * kMiB), 0);
+  ASSERT_EQ((*p)->Reserve(e1, 10 * kMiB), 0);
+  (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000, 750'000'000);
+  telemetry_.SetProcessUtil("GPU-bbb", {{static_cast<uint32_t>(getpid()), 40}, {999999, 50}});
+
+  std::string text = Make().Render();
+  auto m = Parse(text);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")], 1234.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_container_device_memory_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+            1234.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")], 3000.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")], 10.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")], 0.0);
+  // Only this container's process counts (pid 999999 is someone else's).
+  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "0", "GPU-bbb")], 40.0);
+  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "1", "GPU-aaa")], 0.0);
+  EXPECT_DOUBLE_EQ(
+      m[Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "0", "GPU-bbb")], 2.5);
+  EXPECT_EQ(m.count(Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "1", "GPU-aaa")),
+            0u);  // never launched there
+  EXPECT_EQ(m[Ctr("hami_container_device_sm_limit_ratio", "team-a", "train-0", "main", "0", "GPU-bbb")], 30.0);
+  EXPECT_DOUBLE_EQ(
+      m[Ctr("hami_container_device_throttled_seconds_total", "team-a", "train-0", "main", "0", "GPU-bbb")], 0.75);
+  EXPECT_EQ(m["hami_container_processes{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"], 1);
+  EXPECT_EQ(m["hami_container_core_limit_switch{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"],
+            1);
+  EXPECT_EQ(m["hami_container_priority_blocked{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"],
+            0);
+
+  const std::string host0 =
+      "{zone=\"vGPU\",node=\"node-7\",device_index=\"0\",device_uuid=\"GPU-aaa\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
+  EXPECT_EQ(m["hami_host_gpu_memory_used_bytes" + host0], 5000.0 * kMiB);
+  EXPECT_EQ(m["hami_host_gpu_utilization_ratio" + host0], 37);
+  EXPECT_EQ(m["hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index=\"0\",device_uuid="
+              "\"GPU-aaa\",device_type=\"NVIDIA A100-SXM4-80GB\"}"],
+            12);
+  EXPECT_EQ(m.count("hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index=\"1\",device_uuid="
+                    "\"GPU-bbb\",device_type=\"NVIDIA A100-SXM4-80GB\"}"),
+            0u);  // not available on that device
+  EXPECT_EQ(m["hami_build_info{zone=\"vGPU\",version=\"1.2.3\",revision=\"abc123\",build_date=\"2026-11-30\","
+              "go_version=\"\",compiler=\"" +
+              DefaultBuildInfo("", "", "").compiler + "\",platform=\"" + DefaultBuildInfo("", "", "").platform +
+              "\"}"],
+            1);
+  EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 1);
+  EXPECT_NE(text.find("# TYPE hami_container_device_throttled_seconds_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE hami_vgpu_memory_used_bytes gauge"), std::string::npos);
+}
+
+TEST_F(ExporterTest, RegionsOfUnknownPodsAreCountedNotLabelledWithGuesses) {
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-unknown", "main");
+  ASSERT_TRUE(p.ok());
+  (*p)->Device({"GPU-aaa", 0, 100, 0});
+  auto m = Parse(Make().Render());
+  EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"unknown_pod\"}"], 1);
+  EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 0);
+  for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_vgpu_memory_used_bytes"), std::string::npos) << k;
+}
+
+TEST_F(ExporterTest, LabelValuesAreEscaped) {
+  pods_.Set("uid-2", {"ns", "we\"ird\\pod"});
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-2", "c");
+  ASSERT_TRUE(p.ok());
+  (*p)->Device({"GPU-aaa", 0, 100, 0});
+  std::string text = Make().Render();
+  EXPECT_NE(text.find("pod=\"we\\\"ird\\\\pod\""), std::string::npos) << text;
+}
+
+TEST_F(ExporterTest, HostMetricsMissingWhenTelemetryFails) {
+  class Broken final : public GpuTelemetry {
+   public:
+    StatusOr<std::vector<HostGpu>> Devices() override { return Unavailable("driver gone"); }
+    StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string&, int64_t) override {
+      return Unavailable("driver gone");
+    }
+  } broken;
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-1", "main");
+  ASSERT_TRUE(p.ok());
+  (*p)->Device({"GPU-aaa", 0, 100, 0});
+  Exporter e({"node-7", {}, 1000}, store_, pods_, broken, clock_);
+  auto m = Parse(e.Render());
+  for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_host_gpu"), std::string::npos) << k;
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")], 0.0);
+  EXPECT_EQ(m.count(Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")), 1u);
+}
+
+}  // namespace
+}  // namespace hami::monitor

@@ -1,0 +1,73 @@
+#pragma once
+// The utilisation/priority feedback loop (upstream HAMi's vGPUmonitor feedback, same meaning of the
+// region's two feedback fields; see vgpu/shared_region.h):
+//  - per GPU, count the containers active on it, per priority (lower number = higher priority);
+//  - a container is blocked (recent_kernel = -1: libvgpu makes its launches wait, bounded) while a
+//    container of higher priority is active on one of its GPUs; otherwise recent_kernel = 0;
+//  - utilization_switch = 1 (apply the SM limit under policy "default") only under contention: a
+//    higher-priority container is active on one of its GPUs, or two or more containers of its own
+//    priority are (itself included). A lone container is therefore not throttled under "default";
+//    policy "force" always gets 1 (libvgpu limits it anyway, the field then says so truthfully).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "monitor/gpu_telemetry.h"
+#include "monitor/region_store.h"
+
+namespace hami::monitor {
+
+struct ContainerActivity {
+  int32_t priority = 1;
+  uint32_t policy = 0;  // VGPU_POLICY_*
+  struct Device {
+    std::string uuid;
+    bool active = false;
+  };
+  std::vector<Device> devices;
+};
+
+struct FeedbackDecision {
+  int32_t utilization_switch = 1;
+  int32_t recent_kernel = 0;
+  bool operator==(const FeedbackDecision&) const = default;
+};
+
+// One decision per input container, in input order. Pure.
+std::vector<FeedbackDecision> DecideFeedback(const std::vector<ContainerActivity>& containers);
+
+// Whether a container used device `d` recently: a launch through libvgpu's limiter within `window_ns`
+// of `now_mono_ns` (both CLOCK_MONOTONIC, shared by the host and its containers), or NVML saw one of its
+// processes keep the SMs busy (`sm_pct` > 0) in the window. The NVML signal matters because libvgpu
+// only stamps launches while it limits, i.e. not for a container whose switch is off.
+bool DeviceActive(const RegionDevice& d, int64_t now_mono_ns, int64_t window_ns, uint32_t sm_pct);
+
+// Sum of the container's processes' SM use on one device, from NVML's per-process rows (matched by host
+// PID, or by PID when the host PID is unknown), clamped to 100.
+uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows);
+
+struct FeedbackStats {
+  int containers = 0;
+  int switched_on = 0;
+  int blocked = 0;
+  int errors = 0;
+};
+
+// Applies DecideFeedback to the regions of a store. Thread-compatible; one loop per store.
+class FeedbackLoop {
+ public:
+  FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns);
+  FeedbackStats Tick();
+  // Leaves every region in libvgpu's safe default (limit on, nobody blocked): on shutdown, so that a
+  // monitor that stops never leaves a container blocked or unthrottled.
+  void Release();
+
+ private:
+  RegionStore& store_;
+  GpuTelemetry& telemetry_;
+  const Clock& clock_;
+  int64_t window_ns_;
+};
+
+}  // namespace hami::monitor

@@ -1,0 +1,161 @@
+#include "monitor/feedback.h"
+
+#include <gtest/gtest.h>
+
+#include "monitor/testing/region_writer.h"
+#include "vgpu/shared_region.h"
+
+namespace hami::monitor {
+namespace {
+
+using testing::FakeContainerProcess;
+using testing::TempDir;
+
+// Shorthands for the table: a container of priority p / policy on devices (uuid, active).
+ContainerActivity C(int32_t prio, std::vector<ContainerActivity::Device> devs,
+                    uint32_t policy = VGPU_POLICY_DEFAULT) {
+  ContainerActivity c;
+  c.priority = prio;
+  c.policy = policy;
+  c.devices = std::move(devs);
+  return c;
+}
+constexpr FeedbackDecision kFree{0, 0};     // not limited, not blocked
+constexpr FeedbackDecision kLimited{1, 0};  // limited (contention), not blocked
+constexpr FeedbackDecision kBlocked{1, -1};
+
+TEST(DecideFeedback, Table) {
+  struct Case {
+    const char* name;
+    std::vector<ContainerActivity> in;
+    std::vector<FeedbackDecision> want;
+  };
+  const Case cases[] = {
+      {"lone active container is not throttled", {C(1, {{"g0", true}})}, {kFree}},
+      {"lone idle container", {C(1, {{"g0", false}})}, {kFree}},
+      {"two active, same priority, same GPU: both limited",
+       {C(1, {{"g0", true}}), C(1, {{"g0", true}})},
+       {kLimited, kLimited}},
+      {"two active, same priority, different GPUs: neither",
+       {C(1, {{"g0", true}}), C(1, {{"g1", true}})},
+       {kFree, kFree}},
+      {"one active one idle, same GPU: neither",
+       {C(1, {{"g0", true}}), C(1, {{"g0", false}})},
+       {kFree, kFree}},
+      {"idle container beside two active peers is limited (it would add contention)",
+       {C(1, {{"g0", true}}), C(1, {{"g0", true}}), C(1, {{"g0", false}})},
+       {kLimited, kLimited, kLimited}},
+      {"high priority active blocks and limits the low one; high runs free",
+       {C(0, {{"g0", true}}), C(1, {{"g0", true}})},
+       {kFree, kBlocked}},
+      {"idle high priority blocks nobody",
+       {C(0, {{"g0", false}}), C(1, {{"g0", true}})},
+       {kFree, kFree}},
+      {"high priority on another GPU blocks nobody",
+       {C(0, {{"g1", true}}), C(1, {{"g0", true}})},
+       {kFree, kFree}},
+      {"multi-GPU container: blocked through any of its GPUs",
+       {C(0, {{"g1", true}}), C(1, {{"g0", true}, {"g1", false}})},
+       {kFree, kBlocked}},
+      {"two high priority active: both limited, low blocked",
+       {C(0, {{"g0", true}}), C(0, {{"g0", true}}), C(1, {{"g0", true}})},
+       {kLimited, kLimited, kBlocked}},
+      {"policy force is always switched on",
+       {C(1, {{"g0", true}}, VGPU_POLICY_FORCE)},
+       {kLimited}},
+      {"policy disable still counts as a contender",
+       {C(1, {{"g0", true}}, VGPU_POLICY_DISABLE), C(1, {{"g0", true}})},
+       {kLimited, kLimited}},
+      {"a GPU listed twice counts the container once",
+       {C(1, {{"g0", true}, {"g0", true}})},
+       {kFree}},
+      {"priorities beyond 0/1 order by number",
+       {C(2, {{"g0", true}}), C(5, {{"g0", true}})},
+       {kFree, kBlocked}},
+      {"no containers", {}, {}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(DecideFeedback(c.in), c.want) << c.name;
+  }
+}
+
+TEST(DeviceActive, Table) {
+  constexpr int64_t kS = 1'000'000'000;
+  struct Case {
+    const char* name;
+    uint64_t last_launch_ns;
+    int64_t now;
+    uint32_t sm_pct;
+    bool active;
+  };
+  const Case cases[] = {
+      {"never launched, NVML idle", 0, 100 * kS, 0, false},
+      {"never launched through the limiter, NVML busy", 0, 100 * kS, 7, true},
+      {"launch within the window", 96 * kS, 100 * kS, 0, true},
+      {"launch exactly one window ago", 95 * kS, 100 * kS, 0, true},
+      {"launch older than the window", 94 * kS, 100 * kS, 0, false},
+      {"launch from the future (clock skew beyond a window) is ignored", 200 * kS, 100 * kS, 0, false},
+  };
+  for (const Case& c : cases) {
+    RegionDevice d;
+    d.last_launch_ns = c.last_launch_ns;
+    EXPECT_EQ(DeviceActive(d, c.now, 5 * kS, c.sm_pct), c.active) << c.name;
+  }
+}
+
+TEST(ContainerSmPercent, MatchesHostPidsAndClamps) {
+  std::vector<RegionProcess> procs = {{0, 10, 1010, 1}, {1, 11, 0, 1}};
+  EXPECT_EQ(ContainerSmPercent(procs, {{1010, 30}, {11, 20}, {999, 50}}), 50u);
+  EXPECT_EQ(ContainerSmPercent(procs, {{10, 30}}), 0u);  // pid 10 is known by its host pid 1010
+  EXPECT_EQ(ContainerSmPercent(procs, {{1010, 80}, {11, 70}}), 100u);
+  EXPECT_EQ(ContainerSmPercent({}, {{1010, 80}}), 0u);
+}
+
+TEST(FeedbackLoop, WritesDecisionsIntoRegionsAndReleasesThem) {
+  TempDir root;
+  FakeClock clock;
+  clock.AdvanceSeconds(1000);
+  const uint64_t now = static_cast<uint64_t>(clock.MonotonicNanos());
+  auto hi = FakeContainerProcess::Attach(root.path(), "uid-hi", "main", VGPU_POLICY_DEFAULT, 0);
+  auto lo = FakeContainerProcess::Attach(root.path(), "uid-lo", "main", VGPU_POLICY_DEFAULT, 1);
+  auto solo = FakeContainerProcess::Attach(root.path(), "uid-solo", "main", VGPU_POLICY_DEFAULT, 1);
+  ASSERT_TRUE(hi.ok() && lo.ok() && solo.ok());
+  (*hi)->Device({"GPU-0", 0, 50, 0});
+  (*lo)->Device({"GPU-0", 0, 50, 0});
+  (*solo)->Device({"GPU-1", 0, 50, 0});
+  (*lo)->StampLaunch(0, now - 1'000'000'000);  // active through the limiter's stamp
+  (*solo)->StampLaunch(0, now);
+  StaticTelemetry telemetry;  // hi is active through NVML (its switch may be off: no stamps)
+  telemetry.SetProcessUtil("GPU-0", {{static_cast<uint32_t>(getpid()), 40}});
+
+  RegionStore store({root.path(), 300, 16}, clock);
+  FeedbackLoop loop(store, telemetry, clock, 5'000'000'000);
+  FeedbackStats s = loop.Tick();
+  EXPECT_EQ(s.containers, 3);
+  EXPECT_EQ(s.errors, 0);
+  // All three processes are this test process, so NVML's row makes every container on GPU-0 active:
+  // hi (priority 0) runs free, lo is blocked; solo is alone on GPU-1.
+  EXPECT_EQ((*hi)->region()->hdr.utilization_switch, 0);
+  EXPECT_EQ((*hi)->region()->hdr.recent_kernel, 0);
+  EXPECT_EQ((*lo)->region()->hdr.utilization_switch, 1);
+  EXPECT_EQ((*lo)->region()->hdr.recent_kernel, -1);
+  EXPECT_EQ((*solo)->region()->hdr.utilization_switch, 0);
+  EXPECT_EQ(s.blocked, 1);
+  EXPECT_EQ(s.switched_on, 1);
+
+  // hi goes quiet: NVML sees nothing, lo's stamp ages out of the window.
+  telemetry.SetProcessUtil("GPU-0", {});
+  clock.AdvanceSeconds(10);
+  loop.Tick();
+  EXPECT_EQ((*lo)->region()->hdr.recent_kernel, 0);
+  EXPECT_EQ((*lo)->region()->hdr.utilization_switch, 0);
+
+  loop.Release();
+  for (auto* p : {&*hi, &*lo, &*solo}) {
+    EXPECT_EQ((*p)->region()->hdr.utilization_switch, 1);
+    EXPECT_EQ((*p)->region()->hdr.recent_kernel, 0);
+  }
+}
+
+}  // namespace
+}  // namespace hami::monitor

@@ -1,0 +1,68 @@
+#pragma once
+// What the exporter needs to know about the node's GPUs at scrape time: the inventory with current
+// memory use and utilisation, and which processes kept each device busy. Implementations:
+// NvmlTelemetry (nvml_telemetry.h) and StaticTelemetry (tests, benchmarks).
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hami::monitor {
+
+struct HostGpu {
+  int index = 0;
+  std::string uuid;
+  std::string model;               // NVML name, e.g. "NVIDIA A100-SXM4-80GB"
+  uint64_t memory_total_bytes = 0;
+  uint64_t memory_used_bytes = 0;
+  int utilization_pct = -1;         // -1: not available
+  int memory_utilization_pct = -1;  // memory controller; -1: not available
+};
+
+struct ProcessUtil {
+  uint32_t pid = 0;     // host PID namespace (as NVML reports it)
+  uint32_t sm_pct = 0;  // share of the window the process kept the SMs busy
+  bool operator==(const ProcessUtil&) const = default;
+};
+
+class GpuTelemetry {
+ public:
+  virtual ~GpuTelemetry() = default;
+  virtual StatusOr<std::vector<HostGpu>> Devices() = 0;
+  // One row per process busy on device `uuid` during the last `window_ms`; empty when none was.
+  virtual StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid,
+                                                                int64_t window_ms) = 0;
+};
+
+// In-memory telemetry. Thread-safe.
+class StaticTelemetry final : public GpuTelemetry {
+ public:
+  void SetDevices(std::vector<HostGpu> devices) {
+    std::lock_guard<std::mutex> l(mu_);
+    devices_ = std::move(devices);
+  }
+  void SetProcessUtil(const std::string& uuid, std::vector<ProcessUtil> rows) {
+    std::lock_guard<std::mutex> l(mu_);
+    util_[uuid] = std::move(rows);
+  }
+  StatusOr<std::vector<HostGpu>> Devices() override {
+    std::lock_guard<std::mutex> l(mu_);
+    return devices_;
+  }
+  StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid, int64_t) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = util_.find(uuid);
+    if (it == util_.end()) return std::vector<ProcessUtil>{};
+    return it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<HostGpu> devices_;
+  std::map<std::string, std::vector<ProcessUtil>> util_;
+};
+
+}  // namespace hami::monitor

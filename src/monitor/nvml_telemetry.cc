@@ -1,0 +1,178 @@
+#include "monitor/nvml_telemetry.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <map>
+
+#include "gpu/nvml_api.h"
+
+namespace hami::monitor {
+namespace {
+
+namespace nvml = gpu::nvml;
+
+struct Utilization {  // nvmlUtilization_t
+  unsigned int gpu;
+  unsigned int memory;
+};
+static_assert(sizeof(Utilization) == 8, "nvmlUtilization_t layout");
+
+struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t
+  unsigned int pid;
+  unsigned long long timeStamp;  // CLOCK_REALTIME microseconds
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+};
+static_assert(sizeof(ProcessUtilizationSample) == 32, "nvmlProcessUtilizationSample_t layout");
+
+constexpr nvml::Return kErrorInsufficientSize = 7;
+
+extern "C" {
+using GetHandleByUuidFn = nvml::Return (*)(const char*, nvml::Device*);
+using GetUtilizationRatesFn = nvml::Return (*)(nvml::Device, Utilization*);
+using GetProcessUtilizationFn = nvml::Return (*)(nvml::Device, ProcessUtilizationSample*, unsigned int*,
+                                                 unsigned long long);
+}
+
+uint64_t RealtimeMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+}  // namespace
+
+struct NvmlTelemetry::Api {
+  nvml::InitFn init = nullptr;
+  nvml::ShutdownFn shutdown = nullptr;
+  nvml::ErrorStringFn error_string = nullptr;
+  GetHandleByUuidFn handle_by_uuid = nullptr;
+  nvml::DeviceGetMemoryInfoFn memory_info = nullptr;
+  GetUtilizationRatesFn utilization = nullptr;
+  GetProcessUtilizationFn process_utilization = nullptr;
+
+  std::string Error(nvml::Return r) const {
+    const char* s = error_string ? error_string(r) : nullptr;
+    return s ? StrCat(s, " (", r, ")") : StrCat("NVML error ", r);
+  }
+};
+
+NvmlTelemetry::NvmlTelemetry(gpu::DeviceDiscovery& inventory, void* handle, std::unique_ptr<Api> api)
+    : inventory_(inventory), handle_(handle), api_(std::move(api)) {}
+
+NvmlTelemetry::~NvmlTelemetry() {
+  if (api_ && api_->shutdown) api_->shutdown();
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+StatusOr<std::unique_ptr<NvmlTelemetry>> NvmlTelemetry::Open(gpu::DeviceDiscovery& inventory,
+                                                             const std::string& library) {
+  void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = dlerror();
+    return Unavailable(StrCat("cannot load ", library, ": ", err ? err : "unknown error"));
+  }
+  auto api = std::make_unique<Api>();
+  auto sym = [&](const char* name, const char* fallback) -> void* {
+    void* p = dlsym(h, name);
+    if (p == nullptr && fallback != nullptr) p = dlsym(h, fallback);
+    return p;
+  };
+  api->init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2", "nvmlInit"));
+  api->shutdown = reinterpret_cast<nvml::ShutdownFn>(sym("nvmlShutdown", nullptr));
+  api->error_string = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString", nullptr));
+  api->handle_by_uuid = reinterpret_cast<GetHandleByUuidFn>(sym("nvmlDeviceGetHandleByUUID", nullptr));
+  api->memory_info = reinterpret_cast<nvml::DeviceGetMemoryInfoFn>(sym("nvmlDeviceGetMemoryInfo", nullptr));
+  api->utilization = reinterpret_cast<GetUtilizationRatesFn>(sym("nvmlDeviceGetUtilizationRates", nullptr));
+  api->process_utilization =
+      reinterpret_cast<GetProcessUtilizationFn>(sym("nvmlDeviceGetProcessUtilization", nullptr));
+  const std::pair<const char*, void*> required[] = {
+      {"nvmlInit_v2", reinterpret_cast<void*>(api->init)},
+      {"nvmlShutdown", reinterpret_cast<void*>(api->shutdown)},
+      {"nvmlDeviceGetHandleByUUID", reinterpret_cast<void*>(api->handle_by_uuid)},
+      {"nvmlDeviceGetMemoryInfo", reinterpret_cast<void*>(api->memory_info)},
+  };
+  for (const auto& [name, p] : required) {
+    if (p == nullptr) {
+      dlclose(h);
+      return Unavailable(StrCat(library, ": missing symbol ", name));
+    }
+  }
+  nvml::Return r = api->init();
+  if (r != nvml::kSuccess) {
+    std::string msg = api->Error(r);
+    dlclose(h);
+    return Unavailable(StrCat(library, ": nvmlInit: ", msg));
+  }
+  return std::unique_ptr<NvmlTelemetry>(new NvmlTelemetry(inventory, h, std::move(api)));
+}
+
+StatusOr<std::vector<gpu::GpuInfo>> NvmlTelemetry::Inventory() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (cached_.empty()) {
+    HAMI_ASSIGN_OR_RETURN(cached_, inventory_.ListDevices());
+  }
+  return cached_;
+}
+
+StatusOr<std::vector<HostGpu>> NvmlTelemetry::Devices() {
+  HAMI_ASSIGN_OR_RETURN(std::vector<gpu::GpuInfo> gpus, Inventory());
+  std::vector<HostGpu> out;
+  out.reserve(gpus.size());
+  for (const gpu::GpuInfo& g : gpus) {
+    HostGpu h;
+    h.index = g.index;
+    h.uuid = g.uuid;
+    h.model = g.model;
+    h.memory_total_bytes = static_cast<uint64_t>(g.memory_mib) << 20;
+    nvml::Device dev = nullptr;
+    nvml::Return r = api_->handle_by_uuid(g.uuid.c_str(), &dev);
+    if (r != nvml::kSuccess) {
+      return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", g.uuid, "): ", api_->Error(r)));
+    }
+    nvml::Memory mem{};
+    if (api_->memory_info(dev, &mem) == nvml::kSuccess) {
+      h.memory_total_bytes = mem.total;
+      h.memory_used_bytes = mem.used;
+    }
+    Utilization u{};
+    if (api_->utilization != nullptr && api_->utilization(dev, &u) == nvml::kSuccess) {
+      h.utilization_pct = static_cast<int>(u.gpu);
+      h.memory_utilization_pct = static_cast<int>(u.memory);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::string& uuid,
+                                                                     int64_t window_ms) {
+  if (api_->process_utilization == nullptr) {
+    return Unavailable("nvmlDeviceGetProcessUtilization is not available");
+  }
+  nvml::Device dev = nullptr;
+  nvml::Return r = api_->handle_by_uuid(uuid.c_str(), &dev);
+  if (r != nvml::kSuccess) return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", uuid, "): ", api_->Error(r)));
+  uint64_t now = RealtimeMicros();
+  uint64_t since = now > static_cast<uint64_t>(window_ms) * 1000 ? now - static_cast<uint64_t>(window_ms) * 1000 : 0;
+  std::vector<ProcessUtilizationSample> buf(64);
+  unsigned int n = static_cast<unsigned int>(buf.size());
+  r = api_->process_utilization(dev, buf.data(), &n, since);
+  if (r == kErrorInsufficientSize && n > buf.size() && n <= 65536) {
+    buf.resize(n);
+    r = api_->process_utilization(dev, buf.data(), &n, since);
+  }
+  if (r == nvml::kErrorNotFound) return std::vector<ProcessUtil>{};  // nothing ran in the window
+  if (r != nvml::kSuccess) return Unavailable(StrCat("nvmlDeviceGetProcessUtilization(", uuid, "): ", api_->Error(r)));
+  // The driver may return several samples per process; keep each process's newest.
+  std::map<uint32_t, std::pair<unsigned long long, uint32_t>> newest;
+  for (unsigned int i = 0; i < n && i < buf.size(); ++i) {
+    auto& slot = newest[buf[i].pid];
+    if (buf[i].timeStamp >= slot.first) slot = {buf[i].timeStamp, buf[i].smUtil};
+  }
+  std::vector<ProcessUtil> out;
+  for (const auto& [pid, v] : newest) out.push_back({pid, std::min<uint32_t>(v.second, 100)});
+  return out;
+}
+
+}  // namespace hami::monitor

@@ -1,0 +1,70 @@
+#pragma once
+// The regions of one node: <root>/<podUID>_<containerName>/<file>.cache, one directory per container
+// (mounted into the container as /usr/local/vgpu by the device plugin). Keeps each region mapped across
+// scrapes (re-mapped when the file is replaced) and deletes the directories of pods that are gone.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "monitor/pod_directory.h"
+#include "monitor/region_reader.h"
+
+namespace hami::monitor {
+
+struct ContainerRegion {
+  std::string dir;        // "<podUID>_<containerName>"
+  std::string pod_uid;
+  std::string container;
+  std::shared_ptr<MappedRegion> region;
+};
+
+// Splits "<podUID>_<containerName>". Pod UIDs contain no '_' and container names are DNS labels, so
+// the first '_' separates them. Returns false for names that are not of this form.
+bool ParseContainerDir(const std::string& dir, std::string* pod_uid, std::string* container);
+
+struct RegionStoreOptions {
+  std::string root = "/usr/local/vgpu/containers";
+  // A directory whose pod is gone is deleted once it has not changed for this long.
+  int64_t stale_after_seconds = 300;
+  // Files considered per directory (a container can create files in its own directory).
+  int max_files_per_dir = 16;
+};
+
+struct ScanStats {
+  int regions = 0;   // mapped and valid
+  int invalid = 0;   // directories with .cache files none of which could be used
+  int skipped = 0;   // entries of the root that are not container directories
+};
+
+class RegionStore {
+ public:
+  RegionStore(RegionStoreOptions options, const Clock& clock);
+
+  // Re-reads the root: maps new or replaced region files, forgets vanished ones. Per directory the
+  // newest valid *.cache file is used. Problems with single files are logged (once per file) and
+  // counted, never fatal; a missing root is an empty node.
+  ScanStats Rescan();
+  // The regions of the last Rescan, sorted by directory name.
+  std::vector<ContainerRegion> Regions() const;
+  ScanStats last_stats() const;
+
+  // Deletes the directories whose pod is gone from a synced `pods` and whose mtime is older than
+  // stale_after_seconds. Returns the deleted directory names.
+  std::vector<std::string> CleanStale(const PodDirectory& pods);
+
+  const RegionStoreOptions& options() const { return options_; }
+
+ private:
+  RegionStoreOptions options_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, ContainerRegion> regions_;  // by dir
+  std::map<std::string, std::string> reported_;     // file -> last error logged
+  ScanStats stats_;
+};
+
+}  // namespace hami::monitor
