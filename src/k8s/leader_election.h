@@ -5,6 +5,8 @@
 //   between machines does not matter);
 // - the leader renews every retry_period; if it cannot renew within renew_deadline it steps down;
 // - writes are conditional on resourceVersion: a 409 means someone else won the race.
+// Expiry is judged with this candidate's own lease_duration (the record's leaseDurationSeconds is
+// written for other tools, rounded up to whole seconds), so all candidates should share one config.
 #include <chrono>
 #include <functional>
 #include <memory>
