@@ -275,9 +275,11 @@ TEST_F(VgpuE2e, NvmlProcessListsAreContainerScoped) {
 }
 
 TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
-  Result r = Run({VGPU_PROG, "procaddr"}, BaseEnv(kOneGpu));
+  Result r = Run({VGPU_PROG, "procaddr"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=2Gi"}));
   ASSERT_TRUE(r.Exited(0)) << r.out;
   EXPECT_EQ(r.I("mismatches"), 0) << r.out;
+  EXPECT_EQ(r.I("legacy_over_rc"), 2);
+  EXPECT_NE(r.I("legacy_fit_rc"), 2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
   EXPECT_EQ(r.S("legacy"), "ok");
   EXPECT_EQ(r.I("create_v4_rc"), 0);
 }

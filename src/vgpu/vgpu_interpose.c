@@ -24,6 +24,13 @@
 #undef cuDevicePrimaryCtxRelease
 #undef cuDevicePrimaryCtxReset
 #undef cuCtxCreate
+#undef cuMemAlloc
+#undef cuMemFree
+#undef cuMemGetInfo
+#undef cuDeviceTotalMem
+
+/* cuda.h declares the legacy 32-bit device pointer only for the driver's own build. */
+typedef unsigned int vgpu_devptr_v1;
 
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -479,6 +486,23 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return r;
 }
 
+EXPORT CUresult cuMemAlloc(vgpu_devptr_v1* dptr, unsigned int bytesize) {
+  int e;
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
+    ensure_loaded();
+    return real_cuMemAlloc ? real_cuMemAlloc(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CHARGED_CALL(e, bytesize, real_cuMemAlloc(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
+}
+
+EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
+  ensure_loaded();
+  if (!real_cuMemFree) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuMemFree(dptr);
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
+  return r;
+}
+
 #define ALLOC_ASYNC_BODY(realfn, call)                                      \
   int e;                                                                    \
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {   \
@@ -669,6 +693,11 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev
   if (!real_cuCtxCreate_v2) return CUDA_ERROR_NOT_INITIALIZED;
   return after_ctx_create(real_cuCtxCreate_v2(pctx, flags, dev), pctx, dev);
 }
+EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuCtxCreate) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_ctx_create(real_cuCtxCreate(pctx, flags, dev), pctx, dev);
+}
 EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
                                CUdevice dev) {
   ensure_loaded();
@@ -724,6 +753,36 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (g.state == ST_READY && (e = entry_of(dev)) >= 0) {
     uint64_t limit = g.rc.r->devices[e].limit_bytes;
     if (limit && limit < t) t = (size_t)limit;
+  }
+  *bytes = t;
+  return r;
+}
+
+EXPORT CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
+  ensure_loaded();
+  if (!real_cuMemGetInfo) return CUDA_ERROR_NOT_INITIALIZED;
+  unsigned int f = 0, t = 0;
+  CUresult r = real_cuMemGetInfo(&f, &t);
+  if (r != CUDA_SUCCESS) return r;
+  uint64_t ff = f, tt = t;
+  int e;
+  if (LIKELY(g.state == ST_READY) && (e = current_entry()) >= 0) clamp_info(e, &ff, &tt);
+  if (free) *free = (unsigned int)ff;
+  if (total) *total = (unsigned int)tt;
+  return r;
+}
+
+EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
+  ensure_loaded();
+  if (!real_cuDeviceTotalMem) return CUDA_ERROR_NOT_INITIALIZED;
+  unsigned int t = 0;
+  CUresult r = real_cuDeviceTotalMem(&t, dev);
+  if (r != CUDA_SUCCESS) return r;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  int e;
+  if (g.state == ST_READY && (e = entry_of(dev)) >= 0) {
+    uint64_t limit = g.rc.r->devices[e].limit_bytes;
+    if (limit && limit < t) t = (unsigned int)limit;
   }
   *bytes = t;
   return r;

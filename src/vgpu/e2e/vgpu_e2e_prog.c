@@ -276,11 +276,14 @@ static int mode_procaddr(void) {
     unsigned long long flags;
     const char* want; /* exported symbol whose hook we expect, or NULL for "the real driver's" */
   } cases[] = {
+      {"cuCtxCreate", 2000, 0, "cuCtxCreate"},
       {"cuCtxCreate", 3020, 0, "cuCtxCreate_v2"},
       {"cuCtxCreate", 11040, 0, "cuCtxCreate_v3"},
       {"cuCtxCreate", 12050, 0, "cuCtxCreate_v4"},
       {"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
+      {"cuMemAlloc", 2000, 0, "cuMemAlloc"},
       {"cuMemAlloc", 3020, 0, "cuMemAlloc_v2"},
+      {"cuMemGetInfo", 3010, 0, "cuMemGetInfo"},
       {"cuMemGetInfo", 12000, 0, "cuMemGetInfo_v2"},
       {"cuDevicePrimaryCtxRelease", 10000, 0, "cuDevicePrimaryCtxRelease"},
       {"cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2"},
@@ -324,6 +327,15 @@ static int mode_procaddr(void) {
   CHECK(cuGetProcAddress_v2("cuCtxCreate", (void**)&create4, 12050, 0, NULL));
   CUcontext c;
   printf("create_v4_rc=%d\n", (int)create4(&c, NULL, 0, 0));
+  /* The legacy 32-bit allocator returned for cudaVersion 2000 is limited too. */
+  CUresult (*alloc_v1)(unsigned int*, unsigned int) = NULL;
+  CHECK(cuGetProcAddress_v2("cuMemAlloc", (void**)&alloc_v1, 2000, 0, NULL));
+  CHECK(cuCtxSetCurrent(c));
+  size_t f, t;
+  CHECK(cuMemGetInfo_v2(&f, &t));
+  unsigned int small;
+  printf("legacy_over_rc=%d legacy_fit_rc=%d\n", (int)alloc_v1(&small, (unsigned int)(f + 1)),
+         (int)alloc_v1(&small, 4096));
   printf("mismatches=%d\n", bad);
   return 0;
 }
