@@ -1,0 +1,200 @@
+#include "deviceplugin/k8s_source.h"
+
+#include <optional>
+
+#include "common/log.h"
+#include "core/annotations.h"
+#include "core/lock_codec.h"
+#include "core/pod_codec.h"
+
+namespace hami::deviceplugin {
+
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string* Annotation(const Json& obj, const char* key) {
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return nullptr;
+  auto an = md->find("annotations");
+  if (an == md->end() || !an->is_object()) return nullptr;
+  auto v = an->find(key);
+  if (v == an->end() || !v->is_string()) return nullptr;
+  return v->get_ptr<const std::string*>();
+}
+
+std::string Str(const Json& obj, const char* a, const char* b) {
+  auto x = obj.find(a);
+  if (x == obj.end() || !x->is_object()) return "";
+  auto y = x->find(b);
+  return y != x->end() && y->is_string() ? y->get<std::string>() : "";
+}
+
+struct ContainerSpec {
+  std::string name;
+  int priority = -1;
+  bool disable_control = false;
+};
+
+// Init containers first, then app containers: the order of the decision annotation.
+std::vector<ContainerSpec> Containers(const Json& pod) {
+  std::vector<ContainerSpec> out;
+  auto spec = pod.find("spec");
+  if (spec == pod.end() || !spec->is_object()) return out;
+  for (const char* list : {"initContainers", "containers"}) {
+    auto l = spec->find(list);
+    if (l == spec->end() || !l->is_array()) continue;
+    for (const auto& c : *l) {
+      ContainerSpec s;
+      if (c.contains("name") && c["name"].is_string()) s.name = c["name"].get<std::string>();
+      if (auto r = c.find("resources"); r != c.end() && r->is_object()) {
+        for (const char* kind : {"limits", "requests"}) {
+          auto m = r->find(kind);
+          if (m == r->end() || !m->is_object()) continue;
+          auto p = m->find(core::kDefaultGpuPriorityResource);
+          if (p == m->end()) continue;
+          if (p->is_string()) {
+            try {
+              s.priority = std::stoi(p->get<std::string>());
+            } catch (...) {
+            }
+          } else if (p->is_number_integer()) {
+            s.priority = p->get<int>();
+          }
+          break;
+        }
+      }
+      if (auto env = c.find("env"); env != c.end() && env->is_array()) {
+        for (const auto& e : *env) {
+          if (e.value("name", "") == "CUDA_DISABLE_CONTROL" && e.contains("value") && e["value"].is_string()) {
+            std::string v = e["value"].get<std::string>();
+            s.disable_control = v == "true" || v == "1" || v == "True" || v == "TRUE" || v == "t" || v == "T";
+          }
+        }
+      }
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const std::string& node) {
+  PendingPod p;
+  p.uid = Str(pod, "metadata", "uid");
+  p.namespace_ = Str(pod, "metadata", "namespace");
+  p.name = Str(pod, "metadata", "name");
+  const std::string* to_allocate = Annotation(pod, core::kNvidiaDevicesToAllocate);
+  if (to_allocate == nullptr) return std::optional<PendingPod>();
+  if (Str(pod, "spec", "nodeName") != node) return std::optional<PendingPod>();
+  if (const std::string* vnode = Annotation(pod, core::kVgpuNode); vnode != nullptr && *vnode != node)
+    return std::optional<PendingPod>();
+  const std::string* phase = Annotation(pod, core::kBindPhase);
+  if (phase == nullptr || (*phase != core::kBindPhaseAllocating && *phase != core::kBindPhaseSuccess))
+    return std::optional<PendingPod>();
+  std::string pod_phase = Str(pod, "status", "phase");
+  if (!pod_phase.empty() && pod_phase != "Pending") return std::optional<PendingPod>();
+  auto decision = core::DecodePodDevices(*to_allocate);
+  if (!decision.ok())
+    return Annotate(decision.status(), StrCat("pod ", p.namespace_, "/", p.name, " ", core::kNvidiaDevicesToAllocate));
+  if (const std::string* bt = Annotation(pod, core::kBindTime)) {
+    try {
+      p.bind_time = std::stoll(*bt);
+    } catch (...) {
+    }
+  }
+  std::vector<ContainerSpec> specs = Containers(pod);
+  for (size_t i = 0; i < decision->containers.size(); ++i) {
+    if (decision->containers[i].empty()) continue;
+    if (i >= specs.size())
+      return InvalidArgument("pod ", p.namespace_, "/", p.name, ": ", core::kNvidiaDevicesToAllocate, " has entry ", i,
+                             " but the pod has ", specs.size(), " containers");
+    PendingContainer c;
+    c.index = static_cast<int>(i);
+    c.name = specs[i].name;
+    c.devices = decision->containers[i];
+    c.priority = specs[i].priority;
+    c.disable_control = specs[i].disable_control;
+    p.containers.push_back(std::move(c));
+  }
+  if (p.containers.empty()) return std::optional<PendingPod>();
+  return std::optional<PendingPod>(std::move(p));
+}
+
+K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name)
+    : client_(client), node_(std::move(node_name)) {}
+
+StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
+  k8s::ListOptions opts;
+  opts.field_selector = "spec.nodeName=" + node_;
+  HAMI_ASSIGN_OR_RETURN(Json list, client_->List(k8s::kPods, "", opts));
+  std::vector<PendingPod> out;
+  if (!list.contains("items") || !list["items"].is_array()) return out;
+  for (const auto& pod : list["items"]) {
+    auto p = PendingFromPodJson(pod, node_);
+    if (!p.ok()) {
+      spdlog::warn("skipping pod: {}", std::string(p.status().message()));
+      continue;
+    }
+    if (p->has_value()) out.push_back(std::move(**p));
+  }
+  return out;
+}
+
+Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
+  auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
+    if (Str(obj, "metadata", "uid") != pod.uid) return NotFound("pod ", pod.Key(), " was re-created");
+    const std::string* text = Annotation(obj, core::kNvidiaDevicesToAllocate);
+    if (text == nullptr) return FailedPrecondition("pod ", pod.Key(), " has no ", core::kNvidiaDevicesToAllocate);
+    HAMI_ASSIGN_OR_RETURN(core::PodAllocation a, core::DecodePodDevices(*text));
+    if (container_index < 0 || container_index >= static_cast<int>(a.containers.size()) ||
+        a.containers[container_index].empty())
+      return FailedPrecondition("pod ", pod.Key(), ": container ", container_index, " is not waiting any more");
+    a.containers[container_index].clear();
+    HAMI_ASSIGN_OR_RETURN(std::string encoded, core::EncodePodDevices(a));
+    auto& annotations = obj["metadata"]["annotations"];
+    annotations[core::kNvidiaDevicesToAllocate] = encoded;
+    bool done = true;
+    for (const auto& c : a.containers) done = done && c.empty();
+    if (done) annotations[core::kBindPhase] = core::kBindPhaseSuccess;
+    return OkStatus();
+  });
+  return r.status();
+}
+
+Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {
+  spdlog::error("pod {}: {}", pod.Key(), std::string(reason));
+  auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
+    if (Str(obj, "metadata", "uid") != pod.uid) return NotFound("pod ", pod.Key(), " was re-created");
+    obj["metadata"]["annotations"][core::kBindPhase] = core::kBindPhaseFailed;
+    return OkStatus();
+  });
+  return r.status();
+}
+
+NodeRegistrar::NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations,
+                             const Clock* clock)
+    : client_(client), node_(std::move(node_name)), annotations_(std::move(annotations)), clock_(clock) {}
+
+bool NodeRegistrar::Changed() const { return annotations_() != last_written_; }
+
+Status NodeRegistrar::SyncOnce() {
+  std::map<std::string, std::string> want = annotations_();
+  auto r = client_->Mutate(k8s::kNodes, "", node_, [&](Json& obj) -> Status {
+    auto& annotations = obj["metadata"]["annotations"];
+    if (!annotations.is_object()) annotations = Json::object();
+    for (const auto& [k, v] : want) annotations[k] = v;
+    // Answer the scheduler's handshake: it marks the node unhealthy while "Requesting" stays.
+    const std::string* hs = Annotation(obj, core::kNodeHandshake);
+    if (hs == nullptr || hs->find(core::kHandshakeRequesting) != std::string::npos) {
+      annotations[core::kNodeHandshake] = core::EncodeHandshake({"Reported", clock_->UnixSeconds()});
+    }
+    return OkStatus();
+  });
+  if (!r.ok()) return Annotate(r.status(), StrCat("update node ", node_, " annotations"));
+  last_written_ = std::move(want);
+  return OkStatus();
+}
+
+}  // namespace hami::deviceplugin

@@ -1,0 +1,51 @@
+#pragma once
+// The Kubernetes side of the device plugin:
+// - K8sPendingPodSource: pods bound to this node that wait for Allocate, read fresh from the API
+//   server (hami.io/vgpu-devices-to-allocate, consumed container by container; bind phase).
+// - NodeRegistrar: writes hami.io/node-nvidia-register (+ link scores) on the node when they change
+//   and answers the scheduler's handshake (hami.io/node-handshake "Requesting_..." -> "Reported_...").
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/clock.h"
+#include "deviceplugin/pending_pod.h"
+#include "k8s/client.h"
+
+namespace hami::deviceplugin {
+
+// Pending pods from a pod object (exposed for tests): none when the pod is not waiting on `node`.
+// Errors name the pod and annotation.
+StatusOr<std::optional<PendingPod>> PendingFromPodJson(const nlohmann::json& pod, const std::string& node);
+
+class K8sPendingPodSource final : public PendingPodSource {
+ public:
+  // `client` must outlive the source.
+  K8sPendingPodSource(k8s::Client* client, std::string node_name);
+  StatusOr<std::vector<PendingPod>> ListPending() override;
+  Status MarkAllocated(const PendingPod& pod, int container_index) override;
+  Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
+
+ private:
+  k8s::Client* client_;
+  std::string node_;
+};
+
+class NodeRegistrar {
+ public:
+  using AnnotationsFn = std::function<std::map<std::string, std::string>()>;
+  NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations, const Clock* clock);
+  // Patches the node when an annotation differs or the handshake asks; no write when all agree.
+  Status SyncOnce();
+  // True when the current annotations differ from the last ones written successfully.
+  bool Changed() const;
+
+ private:
+  k8s::Client* client_;
+  std::string node_;
+  AnnotationsFn annotations_;
+  const Clock* clock_;
+  std::map<std::string, std::string> last_written_;
+};
+
+}  // namespace hami::deviceplugin

@@ -1,0 +1,199 @@
+// The Kubernetes side of the device plugin against the fake API server (real HTTP + JSON).
+#include "deviceplugin/k8s_source.h"
+
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+#include "core/annotations.h"
+#include "deviceplugin/plugin.h"
+#include "deviceplugin/testing/fake_kubelet.h"
+#include "gpu/static_discovery.h"
+#include "k8s/testing/fake_apiserver.h"
+
+namespace hami::deviceplugin {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kGpuA[] = "GPU-aaaa";
+constexpr char kGpuB[] = "GPU-bbbb";
+
+// A pod bound to `node` by hami-scheduler: one init container and two app containers.
+Json BoundPod(const std::string& name, const std::string& to_allocate, const std::string& node = "node1",
+              const std::string& phase = "allocating") {
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "ml"},
+                {"uid", "uid-" + name},
+                {"annotations",
+                 {{core::kNvidiaDevicesToAllocate, to_allocate},
+                  {core::kVgpuNode, node},
+                  {core::kBindPhase, phase},
+                  {core::kBindTime, "1700000000"}}}}},
+              {"spec",
+               {{"nodeName", node},
+                {"initContainers", {{{"name", "init"}}}},
+                {"containers",
+                 {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/priority", "1"}}}}}},
+                  {{"name", "side"}, {"env", {{{"name", "CUDA_DISABLE_CONTROL"}, {"value", "true"}}}}}}}}},
+              {"status", {{"phase", "Pending"}}}};
+  return pod;
+}
+
+TEST(PendingFromPodJsonTest, Table) {
+  const std::string two = std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
+  struct Case {
+    const char* name;
+    Json pod;
+    bool want_error;
+    int want_containers;  // -1 = not pending
+  };
+  std::vector<Case> cases = {
+      {"pending, two containers", BoundPod("p", two), false, 2},
+      {"other node", BoundPod("p", two, "node2"), false, -1},
+      {"bind failed", BoundPod("p", two, "node1", "failed"), false, -1},
+      {"all consumed", BoundPod("p", ";;;"), false, -1},
+      {"bad annotation", BoundPod("p", "GPU-a,NVIDIA,x,0:;"), true, 0},
+      {"entry beyond containers", BoundPod("p", ";;;" + std::string(kGpuA) + ",NVIDIA,1,0:;"), true, 0},
+  };
+  Json no_annotation = BoundPod("p", two);
+  no_annotation["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate);
+  cases.push_back({"no decision", no_annotation, false, -1});
+  Json running = BoundPod("p", two);
+  running["status"]["phase"] = "Running";
+  cases.push_back({"already running", running, false, -1});
+  for (const auto& tc : cases) {
+    auto r = PendingFromPodJson(tc.pod, "node1");
+    if (tc.want_error) {
+      EXPECT_FALSE(r.ok()) << tc.name;
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << tc.name << ": " << r.status();
+    if (tc.want_containers < 0) {
+      EXPECT_FALSE(r->has_value()) << tc.name;
+      continue;
+    }
+    ASSERT_TRUE(r->has_value()) << tc.name;
+    const PendingPod& p = **r;
+    ASSERT_EQ(static_cast<int>(p.containers.size()), tc.want_containers) << tc.name;
+    EXPECT_EQ(p.uid, "uid-p");
+    EXPECT_EQ(p.Key(), "ml/p");
+    EXPECT_EQ(p.bind_time, 1700000000);
+    EXPECT_EQ(p.containers[0].index, 1);
+    EXPECT_EQ(p.containers[0].name, "main");
+    EXPECT_EQ(p.containers[0].priority, 1);
+    EXPECT_FALSE(p.containers[0].disable_control);
+    EXPECT_EQ(p.containers[0].devices[0].usedmem_mib, 3000);
+    EXPECT_EQ(p.containers[1].name, "side");
+    EXPECT_TRUE(p.containers[1].disable_control);
+  }
+}
+
+class K8sSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = std::make_unique<k8s::testing::FakeApiServer>();
+    ASSERT_TRUE(api_->Start().ok());
+    k8s::ClientConfig cfg;
+    cfg.server = api_->url();
+    auto c = k8s::Client::Create(cfg);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = std::move(*c);
+  }
+  std::string PodAnnotation(const std::string& name, const char* key) {
+    auto p = api_->Get("pods", "ml", name);
+    if (!p) return "<no pod>";
+    return (*p)["metadata"]["annotations"].value(key, "<absent>");
+  }
+  std::unique_ptr<k8s::testing::FakeApiServer> api_;
+  std::unique_ptr<k8s::Client> client_;
+};
+
+TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
+  ASSERT_TRUE(api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB +
+                                                     ",NVIDIA,1000,0:;"))
+                  .ok());
+  ASSERT_TRUE(api_->Upsert("pods", BoundPod("elsewhere", std::string(";") + kGpuA + ",NVIDIA,1,0:;;", "node2")).ok());
+  K8sPendingPodSource src(client_.get(), "node1");
+  auto pods = src.ListPending();
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 1u);
+  PendingPod p = (*pods)[0];
+  p.uid = (*api_->Get("pods", "ml", "p"))["metadata"]["uid"];  // the server assigns uids
+  ASSERT_TRUE(src.MarkAllocated(p, 1).ok());
+  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate), std::string(";;") + kGpuB + ",NVIDIA,1000,0:;");
+  EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "allocating");
+  EXPECT_FALSE(src.MarkAllocated(p, 1).ok());  // already consumed
+  ASSERT_TRUE(src.MarkAllocated(p, 2).ok());
+  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate), ";;;");
+  EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "success");
+  EXPECT_TRUE(src.ListPending()->empty());
+  ASSERT_TRUE(src.MarkFailed(p, "test").ok());
+  EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "failed");
+  PendingPod stale = p;
+  stale.uid = "uid-of-an-older-pod";
+  EXPECT_FALSE(src.MarkAllocated(stale, 1).ok());
+}
+
+TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
+  Json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "node1"}, {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
+  ASSERT_TRUE(api_->Upsert("nodes", node).ok());
+  std::map<std::string, std::string> ann = {{core::kNodeNvidiaRegister, "[]"}};
+  FakeClock clock(1'700'000'000);
+  NodeRegistrar reg(client_.get(), "node1", [&] { return ann; }, &clock);
+  EXPECT_TRUE(reg.Changed());
+  ASSERT_TRUE(reg.SyncOnce().ok());
+  EXPECT_FALSE(reg.Changed());
+  auto got = (*api_->Get("nodes", "", "node1"))["metadata"]["annotations"];
+  EXPECT_EQ(got[core::kNodeNvidiaRegister], "[]");
+  EXPECT_EQ(got[core::kNodeHandshake], "Reported_2023-11-14 22:13:20");
+  int64_t writes = api_->CountRequests("PATCH", "/api/v1/nodes/node1");
+  ASSERT_TRUE(reg.SyncOnce().ok());  // nothing changed, handshake already answered: no write
+  EXPECT_EQ(api_->CountRequests("PATCH", "/api/v1/nodes/node1"), writes);
+  ann[core::kNodeNvidiaRegister] = "[{}]";
+  EXPECT_TRUE(reg.Changed());
+  ASSERT_TRUE(reg.SyncOnce().ok());
+  EXPECT_EQ((*api_->Get("nodes", "", "node1"))["metadata"]["annotations"][core::kNodeNvidiaRegister], "[{}]");
+  EXPECT_FALSE(NodeRegistrar(client_.get(), "missing-node", [&] { return ann; }, &clock).SyncOnce().ok());
+}
+
+TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
+  char tmpl[] = "/tmp/hdkXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  PluginConfig cfg;
+  cfg.plugin_dir = dir + "/dp";
+  cfg.region_root = dir + "/regions";
+  cfg.split_count = 2;
+  gpu::StaticDiscovery disc({gpu::MakeGpu(0, kGpuA, "T4", 15360), gpu::MakeGpu(1, kGpuB, "T4", 15360)});
+  K8sPendingPodSource src(client_.get(), "node1");
+  testing::FakeKubelet kubelet(cfg.plugin_dir);
+  ASSERT_TRUE(kubelet.Start().ok());
+  {
+    DevicePlugin plugin(cfg, &disc, &src, 9);
+    ASSERT_TRUE(plugin.Start().ok());
+    ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(10)));
+    ASSERT_TRUE(api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuB + ",NVIDIA,3000,30:;;")).ok());
+    auto r = kubelet.Allocate({{std::string(kGpuA) + "-1"}});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const auto& env = r->container_responses(0).envs();
+    EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), kGpuB);
+    EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+    EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
+    EXPECT_EQ(env.at("CUDA_TASK_PRIORITY"), "1");
+    EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "success");
+    auto again = kubelet.Allocate({{std::string(kGpuA) + "-0"}});
+    EXPECT_FALSE(again.ok());
+  }
+  kubelet.Stop();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace hami::deviceplugin
