@@ -450,6 +450,26 @@ TEST(FakeCudaTest, CudaVisibleDevicesMapsOrdinalsToNvmlIndices) {
     ASSERT_EQ(nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
     EXPECT_EQ(count, 3u);
   }
+  {
+    // The UUID of each CUDA ordinal is the one of the NVML device it maps to (default UUIDs end in
+    // the NVML index).
+    FakeEnv env({{FAKEGPU_ENV_DEVICES, kDevices}, {FAKEGPU_ENV_CUDA_VISIBLE_DEVICES, "2,0"}});
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+    const unsigned nvml_index[] = {2, 0};
+    for (int ordinal = 0; ordinal < 2; ++ordinal) {
+      CUuuid u;
+      ASSERT_EQ(cuDeviceGetUuid_v2(&u, ordinal), CUDA_SUCCESS);
+      EXPECT_EQ(static_cast<unsigned char>(u.bytes[15]), nvml_index[ordinal]);
+      nvmlDevice_t h = nullptr;
+      ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(nvml_index[ordinal], &h), NVML_SUCCESS);
+      char uuid[96];
+      ASSERT_EQ(nvmlDeviceGetUUID(h, uuid, sizeof uuid), NVML_SUCCESS);
+      char last[3];
+      std::snprintf(last, sizeof last, "%02x", static_cast<unsigned char>(u.bytes[15]));
+      EXPECT_EQ(std::string(uuid).substr(std::strlen(uuid) - 2), last);
+    }
+  }
   // Memory allocated on CUDA ordinal 0 lands on NVML device 2.
   FakeEnv env({{FAKEGPU_ENV_DEVICES, kDevices},
                {FAKEGPU_ENV_CUDA_VISIBLE_DEVICES, "2"},
@@ -484,6 +504,19 @@ TEST(FakeCudaTest, FaultInjection) {
   EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
   int n = 0;
   EXPECT_EQ(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+}
+
+TEST(FakeCudaTest, UnusableStateFileFallsBackToPrivateState) {
+  FakeEnv env({{FAKEGPU_ENV_STATE, "/nonexistent-dir/fakegpu/state"}, {FAKEGPU_ENV_WAVE_US, "x"}});
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("fakegpu: FAKEGPU_WAVE_US: 'x'"), std::string::npos) << err;
+  EXPECT_NE(err.find("/nonexistent-dir/fakegpu/state"), std::string::npos) << err;
+  EXPECT_NE(err.find("process-private state"), std::string::npos) << err;
+  ASSERT_NE(UsePrimary(0), nullptr);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&p, kMiB), CUDA_SUCCESS);
 }
 
 TEST(FakeCudaTest, GetProcAddressPicksTheVersionedAbi) {
