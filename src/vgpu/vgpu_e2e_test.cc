@@ -392,7 +392,7 @@ TEST_F(VgpuE2e, PoliciesAndPriority) {
     double min_share, max_share;
   } cases[] = {
       {"disable", "disable", 1, 2, 90, 101},
-      {"default_uncontended", "default", 0, 2, 90, 101},
+      {"default_monitor_switch_off", "default", 0, 2, 90, 101},
       {"default_alone", "default", 1, 2, 90, 101},
       {"force_uncontended", "force", 0, 2, 24, 34},  // behaviour, not accuracy (see the test above)
       {"low_priority_blocked", "force", 1, -1, 0, 10},

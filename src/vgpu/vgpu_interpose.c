@@ -736,7 +736,7 @@ EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   if (r != CUDA_SUCCESS) return r;
   uint64_t ff = f, tt = t;
   int e;
-  if (LIKELY(g.state == ST_READY) && (e = current_entry()) >= 0) clamp_info(e, &ff, &tt);
+  if (LIKELY(ready()) && (e = current_entry()) >= 0) clamp_info(e, &ff, &tt);
   if (free) *free = (size_t)ff;
   if (total) *total = (size_t)tt;
   return r;
@@ -750,7 +750,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (r != CUDA_SUCCESS) return r;
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   int e;
-  if (g.state == ST_READY && (e = entry_of(dev)) >= 0) {
+  if (ready() && (e = entry_of(dev)) >= 0) {
     uint64_t limit = g.rc.r->devices[e].limit_bytes;
     if (limit && limit < t) t = (size_t)limit;
   }
