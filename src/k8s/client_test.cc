@@ -251,6 +251,48 @@ TEST_F(ClientTest, RetriesServerErrorsWithBackoff) {
   EXPECT_EQ(client_->retries(), retries);
 }
 
+TEST_F(ClientTest, TooManyRequestsHonoursRetryAfter) {
+  ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n")).ok());
+  fake_->InjectErrors("GET", "/nodes/n$", 429, 1, /*retry_after_seconds=*/3);
+  ASSERT_TRUE(client_->Get(kNodes, "", "n").ok());
+  auto sleeps = Sleeps();
+  ASSERT_EQ(sleeps.size(), 1u);
+  EXPECT_EQ(sleeps[0], 3'000'000'000);  // Retry-After beats the 100 ms backoff
+}
+
+TEST_F(ClientTest, TokenFileIsReReadAfterAMinute) {
+  const std::string path = ::testing::TempDir() + "/hami_token_" + std::to_string(::getpid());
+  auto write = [&](const std::string& t) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(t.c_str(), f);
+    std::fclose(f);
+  };
+  write("first\n");
+  FakeClock clock;
+  ClientConfig cfg;
+  cfg.server = fake_->url();
+  cfg.token_file = path;
+  cfg.qps = 0;
+  ClientOptions opts;
+  opts.clock = &clock;
+  auto c = Client::Create(cfg, opts);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n")).ok());
+  struct Step {
+    int64_t advance_s;
+    std::string file, want;
+  };
+  std::vector<Step> steps = {{0, "", "Bearer first"}, {30, "second", "Bearer first"}, {31, "", "Bearer second"}};
+  for (const auto& s : steps) {
+    clock.AdvanceSeconds(s.advance_s);
+    if (!s.file.empty()) write(s.file);
+    ASSERT_TRUE((*c)->Get(kNodes, "", "n").ok());
+    EXPECT_EQ(fake_->Requests().back().authorization, s.want);
+  }
+  std::remove(path.c_str());
+}
+
 TEST_F(ClientTest, UnreachableServerIsUnavailable) {
   ClientConfig cfg;
   cfg.server = "http://127.0.0.1:1";  // nothing listens on port 1

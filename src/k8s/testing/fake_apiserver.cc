@@ -132,6 +132,7 @@ struct RuleState {
   std::regex path;
   int code;
   int remaining;
+  int retry_after_s;
 };
 
 }  // namespace
@@ -255,7 +256,8 @@ struct FakeApiServer::Impl {
     std::chrono::milliseconds delay;
     {
       std::lock_guard<std::mutex> l(mu);
-      requests.push_back({req.method, req.path, query, req.get_header_value("Content-Type")});
+      requests.push_back({req.method, req.path, query, req.get_header_value("Content-Type"),
+                          req.get_header_value("Authorization")});
       delay = latency;
       for (auto& r : rules) {
         if (r.remaining <= 0) continue;
@@ -263,6 +265,7 @@ struct FakeApiServer::Impl {
         if (!std::regex_search(req.path, r.path)) continue;
         --r.remaining;
         Reply(res, r.code, MakeStatus(r.code, ReasonFor(r.code), "injected fault"));
+        if (r.retry_after_s > 0) res.set_header("Retry-After", std::to_string(r.retry_after_s));
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -886,9 +889,10 @@ std::string FakeApiServer::CurrentResourceVersion() const {
   return std::to_string(impl_->rv);
 }
 
-void FakeApiServer::InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count) {
+void FakeApiServer::InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count,
+                                 int retry_after_seconds) {
   std::lock_guard<std::mutex> l(impl_->mu);
-  impl_->rules.push_back({method, std::regex(path_regex), http_code, count});
+  impl_->rules.push_back({method, std::regex(path_regex), http_code, count, retry_after_seconds});
 }
 
 void FakeApiServer::DropWatches() {

@@ -72,7 +72,9 @@ class FakeApiServer {
   // --- fault injection ---
   // The next `count` requests whose method matches (empty = any) and whose path (without query)
   // matches `path_regex` get `http_code` with a Status body.
-  void InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count);
+  // A positive `retry_after_seconds` adds a Retry-After header (as the server does for 429).
+  void InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count,
+                    int retry_after_seconds = 0);
   // Ends every open watch abruptly (connection closed without the final chunk).
   void DropWatches();
   // The next `count` watch requests get 410 Expired (as an ERROR event on a 200 stream).
@@ -84,7 +86,7 @@ class FakeApiServer {
 
   // --- observation ---
   struct RequestRecord {
-    std::string method, path, query, content_type;
+    std::string method, path, query, content_type, authorization;
   };
   std::vector<RequestRecord> Requests() const;
   // Number of requests matching method ("" = any) and a path regex.
