@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -118,7 +119,8 @@ struct Globals {
   Primary primaries[fakegpu::kMaxDevices];
   std::vector<std::unique_ptr<Ctx>> ctx_store;
   std::vector<std::unique_ptr<Stream>> stream_store;
-  std::vector<std::unique_ptr<Event>> event_store;
+  // Events are freed on destroy (apps churn them); a stale handle is rejected by `live` before any use.
+  std::unordered_map<const Event*, std::unique_ptr<Event>> event_store;
   std::vector<std::unique_ptr<Module>> module_store;
   std::vector<std::unique_ptr<Graph>> graph_store;
   std::vector<std::unique_ptr<GraphExec>> exec_store;
@@ -1721,7 +1723,8 @@ FAKEGPU_EXPORT CUresult cuEventCreate(CUevent* out, unsigned flags) {
   e->flags = flags;
   *out = reinterpret_cast<CUevent>(e.get());
   G().live.insert(e.get());
-  G().event_store.push_back(std::move(e));
+  const Event* key = e.get();
+  G().event_store[key] = std::move(e);
   return CUDA_SUCCESS;
 }
 
@@ -1771,7 +1774,8 @@ static CUresult EventDestroyImpl(CUevent e) {
   std::lock_guard<std::mutex> lock(G().mu);
   Event* ev = reinterpret_cast<Event*>(e);
   if (!Live(ev)) return CUDA_ERROR_INVALID_HANDLE;
-  ev->destroyed = true;
+  G().live.erase(ev);
+  G().event_store.erase(ev);
   return CUDA_SUCCESS;
 }
 
@@ -1887,7 +1891,7 @@ FAKEGPU_EXPORT void fakegpu_cuda_reset(void) {
     GetRuntime().state->ReleaseSelf();
     for (auto& c : g.ctx_store) c->destroyed = true;
     for (auto& s : g.stream_store) s->destroyed = true;
-    for (auto& e : g.event_store) e->destroyed = true;
+    g.event_store.clear();
     for (auto& a : g.array_store) a->destroyed = true;
     g.live.clear();
     g.allocs.clear();

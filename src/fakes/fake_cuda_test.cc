@@ -383,6 +383,10 @@ TEST(FakeCudaTest, EventsAndStreams) {
   ASSERT_EQ(cuEventElapsedTime_v2(&ms, start, end), CUDA_SUCCESS);
   EXPECT_GE(ms, 5.0f);
   EXPECT_EQ(fakegpu_busy_ns(0, 0), 5000000ULL);  // the event wait covered all of it
+  ASSERT_EQ(cuEventDestroy_v2(start), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(start), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventDestroy_v2(start), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventQuery(end), CUDA_SUCCESS);
 }
 
 TEST(FakeCudaTest, GraphsRunTheirKernels) {

@@ -61,6 +61,7 @@ CUresult cuEventCreate(CUevent*, unsigned);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuEventSynchronize(CUevent);
 CUresult cuEventQuery(CUevent);
+CUresult cuEventDestroy_v2(CUevent);
 CUresult cuEventElapsedTime_v2(float*, CUevent, CUevent);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void**, void**);
