@@ -104,7 +104,10 @@ TEST_F(InformerTest, SyncsThenFollowsEvents) {
   ASSERT_TRUE(Eventually([&] { return m.Snapshot() == Truth(*fake_, "nodes"); }));
   EXPECT_EQ(inf.Get("n0")->at("metadata").at("labels").at("gpu"), "a100");
   EXPECT_FALSE(inf.Get("n1").has_value());
-  EXPECT_EQ(m.deletes, 1);
+  {
+    std::lock_guard<std::mutex> l(m.mu);
+    EXPECT_EQ(m.deletes, 1);
+  }
   EXPECT_EQ(inf.lists(), 1);
   // Bookmarks move the resourceVersion forward.
   ASSERT_TRUE(Eventually([&] { return inf.LastResourceVersion() == fake_->CurrentResourceVersion(); }));

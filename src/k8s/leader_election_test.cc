@@ -100,8 +100,10 @@ TEST_F(LeaderElectionTest, LeaderLosesLeaseAfterRenewDeadlineWithoutServer) {
 TEST_F(LeaderElectionTest, BackgroundElectorsHandOver) {
   std::atomic<int> a_start{0}, a_stop{0}, b_start{0}, b_stop{0};
   auto fast = [&](LeaderElectionConfig c) {
-    c.lease_duration = std::chrono::milliseconds(600);
-    c.renew_deadline = std::chrono::milliseconds(400);
+    // Generous deadlines so a loaded CI machine never makes the leader step down by itself; the
+    // handover below is immediate because a stopping leader releases the lease.
+    c.lease_duration = std::chrono::milliseconds(5000);
+    c.renew_deadline = std::chrono::milliseconds(4000);
     c.retry_period = std::chrono::milliseconds(20);
     return c;
   };
