@@ -18,18 +18,7 @@ using testing::TempDir;
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-// "name{labels}" -> value, from the text exposition.
-std::map<std::string, double> Parse(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    size_t sp = line.rfind(' ');
-    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
-  }
-  return out;
-}
+using testing::ParseExposition;
 
 std::string Ctr(const std::string& metric, const std::string& ns, const std::string& pod, const std::string& ctr,
                 const std::string& vidx, const std::string& uuid) {
@@ -72,7 +61,7 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   telemetry_.SetProcessUtil("GPU-bbb", {{static_cast<uint32_t>(getpid()), 40}, {999999, 50}});
 
   std::string text = Make().Render();
-  auto m = Parse(text);
+  auto m = ParseExposition(text);
   EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")], 1234.0 * kMiB);
   EXPECT_EQ(m[Ctr("hami_container_device_memory_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
             1234.0 * kMiB);
@@ -119,7 +108,7 @@ TEST_F(ExporterTest, RegionsOfUnknownPodsAreCountedNotLabelledWithGuesses) {
   auto p = FakeContainerProcess::Attach(root_.path(), "uid-unknown", "main");
   ASSERT_TRUE(p.ok());
   (*p)->Device({"GPU-aaa", 0, 100, 0});
-  auto m = Parse(Make().Render());
+  auto m = ParseExposition(Make().Render());
   EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"unknown_pod\"}"], 1);
   EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 0);
   for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_vgpu_memory_used_bytes"), std::string::npos) << k;
@@ -146,7 +135,7 @@ TEST_F(ExporterTest, HostMetricsMissingWhenTelemetryFails) {
   ASSERT_TRUE(p.ok());
   (*p)->Device({"GPU-aaa", 0, 100, 0});
   Exporter e({"node-7", {}, 1000}, store_, pods_, broken, clock_);
-  auto m = Parse(e.Render());
+  auto m = ParseExposition(e.Render());
   for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_host_gpu"), std::string::npos) << k;
   EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")], 0.0);
   EXPECT_EQ(m.count(Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")), 1u);

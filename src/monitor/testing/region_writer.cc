@@ -6,8 +6,22 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 namespace hami::monitor::testing {
+
+std::map<std::string, double> ParseExposition(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    out[line.substr(0, sp)] = std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return out;
+}
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/hami_monitor_XXXXXX";

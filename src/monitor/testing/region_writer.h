@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@
 #include "vgpu/vgpu_core.h"
 
 namespace hami::monitor::testing {
+
+// Text exposition -> {"name{labels}": value} (comment lines skipped).
+std::map<std::string, double> ParseExposition(const std::string& text);
 
 // A fresh directory under /tmp, removed with everything in it on destruction.
 class TempDir {

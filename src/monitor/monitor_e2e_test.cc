@@ -1,0 +1,166 @@
+// End to end on the node, no GPU: a CUDA program runs under libvgpu.so with the fake driver (src/fakes),
+// exactly as a container would after Allocate; the exporter reads its region and the fake NVML, and the
+// feedback loop writes its decision back into the region libvgpu reads.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "gpu/nvml_discovery.h"
+#include "monitor/exporter.h"
+#include "monitor/feedback.h"
+#include "monitor/nvml_telemetry.h"
+#include "monitor/testing/region_writer.h"
+
+namespace hami::monitor {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+const std::string kNvml = std::string(MONITOR_FAKES_DIR) + "/libnvidia-ml.so.1";
+const char* kDevices = "NVIDIA A100-SXM4-80GB:81920:108;NVIDIA L4:23034:58";
+
+using testing::ParseExposition;
+
+uint64_t RealtimeUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+class MonitorE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(MONITOR_VGPU_PROG, X_OK) != 0 || access(kNvml.c_str(), R_OK) != 0) {
+      GTEST_SKIP() << "libvgpu test program or fake NVML not built";
+    }
+    state_ = tmp_.path() + "/fake.state";
+    setenv("FAKEGPU_DEVICES", kDevices, 1);
+    setenv("FAKEGPU_STATE", state_.c_str(), 1);
+    // The fake NVML stays loaded across tests: make it drop the previous test's state file.
+    if (void* h = dlopen(kNvml.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+      if (auto reset = reinterpret_cast<void (*)()>(dlsym(h, "fakegpu_nvml_reset"))) reset();
+      dlclose(h);
+    }
+    gpu::NvmlOptions o;
+    o.library = kNvml;
+    auto d = gpu::NvmlDiscovery::Open(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    discovery_ = std::move(*d);
+    auto t = NvmlTelemetry::Open(*discovery_, kNvml);
+    ASSERT_TRUE(t.ok()) << t.status();
+    telemetry_ = std::move(*t);
+  }
+
+  // Starts the libvgpu test program as container <uid>_<ctr>; stdout goes to /dev/null.
+  pid_t StartContainer(const std::string& uid, const std::string& ctr, const std::vector<std::string>& extra,
+                       const std::vector<std::string>& args) {
+    std::string dir = root_ + "/" + uid + "_" + ctr;
+    std::filesystem::create_directories(dir);  // the device plugin creates it before the container starts
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin",
+                                    std::string("LD_LIBRARY_PATH=") + MONITOR_FAKES_DIR,
+                                    std::string("LD_PRELOAD=") + MONITOR_VGPU_LIB,
+                                    std::string("FAKEGPU_DEVICES=") + kDevices,
+                                    "FAKEGPU_STATE=" + state_,
+                                    "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir + "/vgpu.cache",
+                                    "LIBCUDA_LOG_LEVEL=1"};
+    env.insert(env.end(), extra.begin(), extra.end());
+    std::vector<std::string> argv = {MONITOR_VGPU_PROG};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_t pid = fork();
+    if (pid == 0) {
+      freopen("/dev/null", "w", stdout);
+      std::vector<char*> a, e;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      for (auto& s : env) e.push_back(s.data());
+      e.push_back(nullptr);
+      execve(a[0], a.data(), e.data());
+      _exit(127);
+    }
+    return pid;
+  }
+
+  testing::TempDir tmp_;
+  std::string root_ = tmp_.path() + "/containers";
+  std::string state_;
+  std::unique_ptr<gpu::DeviceDiscovery> discovery_;
+  std::unique_ptr<NvmlTelemetry> telemetry_;
+};
+
+TEST_F(MonitorE2e, HostMetricsFromFakeNvml) {
+  auto devs = telemetry_->Devices();
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 2u);
+  EXPECT_EQ((*devs)[0].model, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ((*devs)[1].model, "NVIDIA L4");
+  EXPECT_EQ((*devs)[1].index, 1);
+  EXPECT_EQ((*devs)[0].uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
+  EXPECT_EQ((*devs)[1].memory_total_bytes, 23034 * kMiB);
+  EXPECT_EQ((*devs)[0].utilization_pct, 0);
+  auto rows = telemetry_->ProcessUtilization((*devs)[0].uuid, 1000);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_TRUE(rows->empty());
+  EXPECT_FALSE(telemetry_->ProcessUtilization("GPU-nope", 1000).ok());
+}
+
+TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
+  const std::string uuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  pid_t pid = StartContainer("uid-e2e", "main", {"CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=50"},
+                             {"launch", std::to_string(RealtimeUs()), "6000", "kernel"});
+  ASSERT_GT(pid, 0);
+  StaticPodDirectory pods;
+  pods.Set("uid-e2e", {"team-a", "train-0"});
+  RegionStore store({root_, 300, 16}, RealClock::Get());
+  Exporter exporter({"node-1", DefaultBuildInfo("t", "t", "t"), 1000}, store, pods, *telemetry_, RealClock::Get());
+  const std::string labels =
+      "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\",vdevice_index=\"0\",device_uuid=\"" +
+      uuid + "\"}";
+  const std::string pod_labels = "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}";
+  std::map<std::string, double> m;
+  // Wait (bounded) until the program has registered and its kernels show up in NVML.
+  for (int i = 0; i < 400; ++i) {
+    m = ParseExposition(exporter.Render());
+    if (m["hami_container_processes" + pod_labels] == 1 && m["hami_container_device_utilization_ratio" + labels] > 0) {
+      break;
+    }
+    usleep(25'000);
+  }
+  EXPECT_EQ(m["hami_container_processes" + pod_labels], 1);
+  EXPECT_GT(m["hami_container_device_utilization_ratio" + labels], 0);
+  EXPECT_LE(m["hami_container_device_utilization_ratio" + labels], 100);
+  EXPECT_EQ(m["hami_vgpu_memory_limit_bytes" + labels], 3000.0 * kMiB);
+  EXPECT_EQ(m["hami_container_device_sm_limit_ratio" + labels], 50);
+  const double used = m["hami_vgpu_memory_used_bytes" + labels];
+  EXPECT_GT(used, 0);  // at least the context libvgpu charges
+  const std::string host = "{zone=\"vGPU\",node=\"node-1\",device_index=\"0\",device_uuid=\"" + uuid +
+                           "\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
+  EXPECT_GE(m["hami_host_gpu_memory_used_bytes" + host], used);
+  EXPECT_GT(m["hami_host_gpu_utilization_ratio" + host], 0);
+
+  // Feedback: the container is active and alone on its GPU -> not throttled under policy default.
+  FeedbackLoop loop(store, *telemetry_, RealClock::Get(), 5'000'000'000);
+  FeedbackStats s = loop.Tick();
+  EXPECT_EQ(s.containers, 1);
+  EXPECT_EQ(s.switched_on, 0);
+  m = ParseExposition(exporter.Render());
+  EXPECT_EQ(m["hami_container_core_limit_switch" + pod_labels], 0);
+
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  m = ParseExposition(exporter.Render());
+  EXPECT_EQ(m["hami_container_processes" + pod_labels], 0);  // liveness lock gone with the process
+  EXPECT_EQ(m["hami_vgpu_memory_used_bytes" + labels], 0);
+  loop.Release();
+}
+
+}  // namespace
+}  // namespace hami::monitor
