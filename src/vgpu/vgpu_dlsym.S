@@ -1,7 +1,7 @@
 /* dlsym entry of libvgpu (x86-64 SysV). It asks vgpu_dlsym_resolve for a hook; if there is none it
  * tail-jumps to glibc's dlsym with the original arguments and the caller's return address untouched, so
  * glibc resolves RTLD_NEXT relative to the caller (an extra C frame would make it relative to libvgpu). */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(VGPU_NO_ASM)
   .text
   .globl dlsym
   .type dlsym, @function
@@ -33,15 +33,13 @@ dlsym:
   ret
   .cfi_endproc
   .size dlsym, .-dlsym
-#else
-#error "vgpu_dlsym.S: only x86-64 is implemented"
-#endif
+#endif /* other architectures: C versions in vgpu_interpose.c (RTLD_NEXT then resolves from libvgpu) */
 
 /* Launch hooks with stack arguments (cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz variants):
  * registers rdi..r9 are saved, vgpu_launch_check(gridDimX * gridDimY * gridDimZ) runs the SM limiter gate
  * (and loads the driver on first use), then the hook tail-jumps to the driver with the caller's stack
  * arguments untouched. Without an SM limit the hook is four instructions. */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(VGPU_NO_ASM)
 .macro VGPU_LAUNCH_HOOK name
   .text
   .globl \name

@@ -1071,7 +1071,25 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
 #define EX_BLOCKS (config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1)
 
 /* cuLaunchKernel(_ptsz) and cuLaunchCooperativeKernel(_ptsz) pass arguments on the stack; C compilers copy
- * those around any call, so these four hooks are assembly (vgpu_dlsym.S) around vgpu_launch_check. */
+ * those around any call, so on x86-64 these four hooks are assembly (vgpu_dlsym.S) around
+ * vgpu_launch_check; elsewhere they are the C hooks below. */
+#if !defined(__x86_64__) || defined(VGPU_NO_ASM)
+#define KERNEL_PARAMS                                                                                    \
+  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
+   unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
+   void** kernelParams, void** extra)
+#define KERNEL_ARGS \
+  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
+#define COOP_PARAMS                                                                                      \
+  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
+   unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
+   void** kernelParams)
+#define COOP_ARGS (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)
+LAUNCH_HOOK(cuLaunchKernel, KERNEL_PARAMS, KERNEL_ARGS, GRID_BLOCKS)
+LAUNCH_HOOK(cuLaunchKernel_ptsz, KERNEL_PARAMS, KERNEL_ARGS, GRID_BLOCKS)
+LAUNCH_HOOK(cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS, GRID_BLOCKS)
+LAUNCH_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_PARAMS, COOP_ARGS, GRID_BLOCKS)
+#endif
 __attribute__((visibility("hidden"))) void vgpu_launch_check(uint64_t blocks) {
   if (UNLIKELY(!real_cuLaunchKernel)) ensure_loaded();
   if (g.sm_active && !launch_gate(blocks)) launch_slow(blocks);
@@ -1155,6 +1173,16 @@ __attribute__((visibility("hidden"))) void* vgpu_dlsym_resolve(void* handle, con
   }
   return NULL;
 }
+
+#if !defined(__x86_64__) || defined(VGPU_NO_ASM)
+/* dlsym in C for architectures without the assembly entry: hooks resolve the same way, but glibc then
+ * sees libvgpu as the caller of RTLD_NEXT lookups. */
+EXPORT void* dlsym(void* handle, const char* name) {
+  void* hook = vgpu_dlsym_resolve(handle, name);
+  if (hook) return hook;
+  return vgpu_real_dlsym ? vgpu_real_dlsym(handle, name) : NULL;
+}
+#endif
 
 /* No exit handler gives usage back: the driver frees a process's memory when the process is gone, and so
  * does the region (the slot's liveness lock drops at the same moment and the next sweep reclaims it).
