@@ -293,6 +293,29 @@ TEST_F(ClientTest, TokenFileIsReReadAfterAMinute) {
   std::remove(path.c_str());
 }
 
+TEST_F(ClientTest, SharedByManyThreads) {
+  ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n")).ok());
+  fake_->SetLatency(std::chrono::milliseconds(1));
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        const std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
+        if (client_->Create(kPods, "load", MakePod("load", name)).ok() &&
+            client_->Patch(kPods, "load", name, PatchType::kMerge, {{"metadata", {{"labels", {{"i", "1"}}}}}}).ok() &&
+            client_->Get(kNodes, "", "n").ok()) {
+          ++ok;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok, 200);
+  EXPECT_EQ(fake_->List("pods").size(), 200u);
+  EXPECT_EQ(client_->requests_sent(), 600);
+}
+
 TEST_F(ClientTest, UnreachableServerIsUnavailable) {
   ClientConfig cfg;
   cfg.server = "http://127.0.0.1:1";  // nothing listens on port 1
