@@ -119,7 +119,8 @@ struct Globals {
   Primary primaries[fakegpu::kMaxDevices];
   std::vector<std::unique_ptr<Ctx>> ctx_store;
   std::vector<std::unique_ptr<Stream>> stream_store;
-  // Events are freed on destroy (apps churn them); a stale handle is rejected by `live` before any use.
+  // Events are freed on destroy (apps churn them); a stale handle is rejected by `live` before any
+  // use.
   std::unordered_map<const Event*, std::unique_ptr<Event>> event_store;
   std::vector<std::unique_ptr<Module>> module_store;
   std::vector<std::unique_ptr<Graph>> graph_store;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -25,6 +27,23 @@ uint64_t RealUs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+uint64_t ProcStartTime(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may contain spaces and parentheses
+  if (p == nullptr) return 0;
+  // Fields after ")" start with field 3 (state); starttime is field 22.
+  for (int field = 2; field < 22 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
+  return p == nullptr ? 0 : std::strtoull(p + 1, nullptr, 10);
 }
 
 void SleepUntilMono(uint64_t t_ns) {
@@ -170,7 +189,7 @@ ProcRec* SharedState::SelfLocked() {
   }
   int slot = free_slot >= 0 ? free_slot : dead_slot;
   if (slot < 0) {
-    ReclaimDeadLocked();
+    ReclaimDeadLocked(/*deep=*/true);
     for (int i = 0; i < kMaxProcs && slot < 0; ++i) {
       if (!r_->procs[i].live) slot = i;
     }
@@ -180,14 +199,20 @@ ProcRec* SharedState::SelfLocked() {
   std::memset(&p, 0, sizeof p);
   p.pid = pid;
   p.live = 1;
+  p.start_time = ProcStartTime(pid);
   self_slot_ = slot;
   return &p;
 }
 
-void SharedState::ReclaimDeadLocked() {
+void SharedState::ReclaimDeadLocked(bool deep) {
   for (ProcRec& p : r_->procs) {
     if (!p.live || p.pid <= 0) continue;
-    if (kill(p.pid, 0) == 0 || errno != ESRCH) continue;
+    bool dead = kill(p.pid, 0) != 0 && errno == ESRCH;
+    if (!dead && deep && p.start_time != 0) {
+      uint64_t t = ProcStartTime(p.pid);
+      dead = t != 0 && t != p.start_time;
+    }
+    if (!dead) continue;
     p.live = 0;
     std::memset(p.mem_bytes, 0, sizeof p.mem_bytes);
     std::memset(p.contexts, 0, sizeof p.contexts);
@@ -200,7 +225,7 @@ bool SharedState::Charge(int dev, uint64_t bytes) {
   bool ok = false;
   if (self != nullptr) {
     for (int attempt = 0; attempt < 2 && !ok; ++attempt) {
-      if (attempt == 1) ReclaimDeadLocked();
+      if (attempt == 1) ReclaimDeadLocked(/*deep=*/true);
       uint64_t used = 0;
       for (const ProcRec& p : r_->procs) {
         if (p.live) used += p.mem_bytes[dev];

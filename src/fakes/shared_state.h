@@ -18,7 +18,7 @@
 namespace fakegpu {
 
 inline constexpr uint32_t kStateMagic = 0x55504746;  // "FGPU"
-inline constexpr uint32_t kStateVersion = 1;
+inline constexpr uint32_t kStateVersion = 2;
 inline constexpr int kMaxProcs = 256;
 inline constexpr int kRingSize = 16384;  // executed-interval history per device
 inline constexpr int kMaxEvents = 256;
@@ -45,8 +45,9 @@ struct DeviceRec {
 };
 
 struct ProcRec {
-  int32_t pid;    // 0 = never used
-  uint32_t live;  // 0 once released or reclaimed (busy counters stay readable)
+  int32_t pid;          // 0 = never used
+  uint32_t live;        // 0 once released or reclaimed (busy counters stay readable)
+  uint64_t start_time;  // /proc/<pid>/stat starttime (clock ticks since boot), 0 = unknown
   uint64_t mem_bytes[kMaxDevices];
   uint32_t contexts[kMaxDevices];
   uint64_t busy_sched_ns[kMaxDevices];
@@ -78,6 +79,8 @@ static_assert(offsetof(Region, mu) == 24);
 static_assert(sizeof(pthread_mutex_t) == 40, "layout assumes x86_64/aarch64 glibc");
 
 uint64_t MonoNs();
+// Start time of `pid` (field 22 of /proc/<pid>/stat), 0 when unknown. Tells a reused pid apart.
+uint64_t ProcStartTime(int pid);
 uint64_t RealUs();
 void SleepUntilMono(uint64_t t_ns);
 
@@ -134,7 +137,9 @@ class SharedState {
   void Lock();
   void Unlock() { pthread_mutex_unlock(&r_->mu); }
   ProcRec* SelfLocked();  // slot of getpid(), acquired on first use
-  void ReclaimDeadLocked();
+  // Releases the charges of dead pids; `deep` also detects reused pids by their start time (reads
+  // /proc).
+  void ReclaimDeadLocked(bool deep = false);
   uint64_t PendingLocked(int dev, int pid, uint64_t now);
 
   Region* r_;

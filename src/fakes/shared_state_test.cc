@@ -90,6 +90,45 @@ TEST_F(SharedStateTest, LockHeldByAKilledProcessIsRecovered) {
   EXPECT_EQ(s->UsedBytes(0, getpid()), 1u << 20);
 }
 
+TEST_F(SharedStateTest, ChargesOfAReusedPidAreReclaimedWhenMemoryRunsOut) {
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  ASSERT_NE(s, nullptr) << err;
+  pid_t sleeper = fork();
+  ASSERT_GE(sleeper, 0);
+  if (sleeper == 0) {
+    pause();
+    _exit(0);
+  }
+  uint64_t real_start = 0;
+  for (int i = 0; i < 1000 && real_start == 0; ++i) real_start = ProcStartTime(sleeper);
+  ASSERT_NE(real_start, 0u);
+  int fd = open(cfg_.state_path.c_str(), O_RDWR);
+  void* p = mmap(nullptr, sizeof(Region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  Region* r = static_cast<Region*>(p);
+  // A record of an earlier process that had the sleeper's pid and filled device 0.
+  struct Case {
+    uint64_t start_time;
+    bool reclaimed;
+  };
+  for (const Case& c : {Case{real_start, false}, Case{real_start + 1, true}}) {
+    ProcRec& rec = r->procs[kMaxProcs - 1];
+    rec = ProcRec{};
+    rec.pid = sleeper;
+    rec.live = 1;
+    rec.start_time = c.start_time;
+    rec.mem_bytes[0] = r->devs[0].total_bytes;
+    EXPECT_EQ(s->Charge(0, 1 << 20), c.reclaimed) << c.start_time;
+    EXPECT_EQ(rec.live != 0, !c.reclaimed);
+    if (c.reclaimed) s->Uncharge(0, 1 << 20);
+  }
+  munmap(p, sizeof(Region));
+  kill(sleeper, SIGKILL);
+  waitpid(sleeper, nullptr, 0);
+}
+
 TEST_F(SharedStateTest, BusyTimeCountsOnlyCompletedWork) {
   std::string err;
   std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
