@@ -142,8 +142,9 @@ static void load_real(void) {
   const char* lvl = getenv("LIBCUDA_LOG_LEVEL");
   int32_t v;
   if (lvl && vgpu_parse_int(lvl, &v) == 0) vgpu_log_level = v;
-  g.cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  g.nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL);
+  /* RTLD_LOCAL: we only use the handles; the application's own symbol lookup stays as it was. */
+  g.cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  g.nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   for (int i = 0; i < kNumHooks; i++) {
     *kHooks[i].real = sym(kHooks[i].is_cuda ? g.cuda : g.nvml, kHooks[i].name);
   }
