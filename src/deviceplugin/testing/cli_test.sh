@@ -1,0 +1,32 @@
+#!/bin/sh
+# `hami device-plugin` from the outside: --help documents every flag, --dry-run finds the fake
+# libnvidia-ml.so.1 through the normal library search (LD_LIBRARY_PATH) and prints the annotations.
+# usage: cli_test.sh <hami binary> <directory of the fake libnvidia-ml.so.1>
+set -u
+hami=$1
+fakes=$2
+fail() { echo "FAIL: $*"; exit 1; }
+
+help=$("$hami" device-plugin --help) || fail "--help exited $?"
+for flag in --kubeconfig --node-name --plugin-dir --split-count --config --libvgpu-path --region-root \
+            --resource-name --device-memory-scaling --device-cores-scaling --nvml-library --dry-run; do
+  echo "$help" | grep -q -- "$flag" || fail "--help does not document $flag"
+done
+
+state=$(mktemp /tmp/hami-cli-test.XXXXXX)
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_DEVICES="Tesla T4:15360:40;Tesla T4:15360:40" \
+      FAKEGPU_NVLINK="0-1:2" "$hami" device-plugin --dry-run --split-count 5 --enable-topology-score 2>&1)
+rc=$?
+rm -f "$state"
+[ $rc -eq 0 ] || fail "--dry-run exited $rc: $out"
+echo "$out" | grep -q '"id":"GPU-fa4e0000-0000-4000-8000-000000000001","index":1,"count":5,"devmem":15360' \
+  || fail "register annotation: $out"
+echo "$out" | grep -q '"type":"NVIDIA-Tesla T4"' || fail "model: $out"
+echo "$out" | grep -q ':250}' || fail "link score of 2 NVLinks + single switch: $out"
+
+out=$("$hami" device-plugin --dry-run --split-count 0 2>&1) && fail "--split-count 0 accepted"
+echo "$out" | grep -q "split count 0" || fail "error does not name the option: $out"
+out=$("$hami" device-plugin --dry-run --fail-on-init-error --nvml-library libnvidia-ml-missing.so.1 2>&1) \
+  && fail "missing NVML accepted with --fail-on-init-error"
+echo "$out" | grep -q "libnvidia-ml-missing.so.1" || fail "error does not name the library: $out"
+echo "ok"
