@@ -1,0 +1,176 @@
+// `hami device-plugin`: the kubelet device plugin of the node agent. Flags and wiring only: GPU
+// discovery (NVML via dlopen), per-node config, the gRPC plugin (deviceplugin/plugin.h), the
+// Kubernetes side (pending pods from decision annotations, node registration annotations).
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cmd/subcommands.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "core/annotations.h"
+#include "core/node_codec.h"
+#include "deviceplugin/config.h"
+#include "deviceplugin/k8s_source.h"
+#include "deviceplugin/node_devices.h"
+#include "deviceplugin/plugin.h"
+#include "gpu/nvml_discovery.h"
+#include "k8s/client.h"
+#include "k8s/config.h"
+
+namespace hami::cmd {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "hami device-plugin: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+bool EnvTrue(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && (std::string(v) == "true" || std::string(v) == "1");
+}
+
+}  // namespace
+
+int DevicePluginMain(int argc, char** argv) {
+  deviceplugin::PluginConfig cfg;
+  std::string kubeconfig, node_name, config_file, log_level = "info";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  bool fail_on_init_error = false, dry_run = false;
+  bool topology_score = EnvTrue("ENABLE_TOPOLOGY_SCORE");
+  int register_interval_s = 30;
+  uint64_t seed = 0;
+
+  CLI::App app{"Kubelet device plugin (API v1beta1) for GPUs shared through libvgpu: advertises each GPU as "
+               "split-count replicas, answers Allocate with the libvgpu environment and mounts of the pod's "
+               "scheduling decision, and keeps the node's hami.io/node-nvidia-register annotation current."};
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig FILE (default: in-cluster, then $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--node-name", node_name, "this node's name (default: env NODE_NAME)");
+  app.add_option("--plugin-dir", cfg.plugin_dir, "kubelet device plugin directory (kubelet.sock, our socket)")
+      ->capture_default_str();
+  app.add_option("--socket-name", cfg.socket_name, "our socket's file name in --plugin-dir")->capture_default_str();
+  app.add_option("--resource-name", cfg.resource_name, "extended resource advertised to kubelet")->capture_default_str();
+  app.add_option("--split-count", cfg.split_count, "replicas per GPU: the most containers that may share one GPU")
+      ->envname("DEVICE_SPLIT_COUNT")
+      ->capture_default_str();
+  app.add_option("--device-memory-scaling", cfg.memory_scaling,
+                 "registered memory = physical x this; > 1 oversubscribes (CUDA_OVERSUBSCRIBE=true)")
+      ->capture_default_str();
+  app.add_option("--device-cores-scaling", cfg.core_scaling, "registered cores = 100 x this")->capture_default_str();
+  app.add_option("--core-policy", cfg.core_policy, "GPU_CORE_UTILIZATION_POLICY: default | force | disable")
+      ->capture_default_str();
+  app.add_option("--libcuda-log-level", cfg.libcuda_log_level, "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
+  app.add_flag("--enable-numa-topology", cfg.enable_numa_topology, "report each replica's NUMA node to kubelet");
+  app.add_option("--config", config_file,
+                 "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), applied over the flags");
+  app.add_option("--libvgpu-path", cfg.libvgpu_host_path, "host path of libvgpu.so mounted into containers")
+      ->capture_default_str();
+  app.add_option("--ld-preload-path", cfg.ld_preload_host_path, "host file mounted as the container's /etc/ld.so.preload")
+      ->capture_default_str();
+  app.add_option("--region-root", cfg.region_root,
+                 "host directory of per-container region directories (<root>/<podUID>_<container>/)")
+      ->capture_default_str();
+  app.add_option("--container-hook-dir", cfg.container_hook_dir,
+                 "where containers see libvgpu.so and their region directory")
+      ->capture_default_str();
+  app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")->capture_default_str();
+  app.add_option("--nvml-library", nvml_library, "NVML library to dlopen (normal library search)")->capture_default_str();
+  app.add_flag("--fail-on-init-error", fail_on_init_error,
+               "exit when NVML cannot be loaded (default: run with no GPUs)");
+  app.add_flag("--enable-topology-score", topology_score,
+               "also write hami.io/node-nvidia-score (default: env ENABLE_TOPOLOGY_SCORE)");
+  app.add_option("--register-interval", register_interval_s, "seconds between node annotation refreshes")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed of region file names (0: from the clock)");
+  app.add_flag("--dry-run", dry_run, "print the node annotations this node would get, then exit");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (Status s = log::SetLevel(log_level); !s.ok()) return Fail(s);
+  if (node_name.empty()) {
+    if (const char* n = std::getenv("NODE_NAME")) node_name = n;
+  }
+  if (node_name.empty() && !dry_run) return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
+  if (!config_file.empty()) {
+    if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok()) return Fail(s);
+  }
+  if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
+
+  std::unique_ptr<gpu::DeviceDiscovery> discovery;
+  gpu::NvmlOptions nvml_opts;
+  nvml_opts.library = nvml_library;
+  if (auto nvml = gpu::NvmlDiscovery::Open(nvml_opts); nvml.ok()) {
+    discovery = std::move(*nvml);
+  } else if (fail_on_init_error) {
+    return Fail(nvml.status());
+  } else {
+    spdlog::warn("{}; advertising no GPUs", std::string(nvml.status().message()));
+    discovery = std::make_unique<gpu::NullDiscovery>();
+  }
+
+  if (dry_run) {
+    auto gpus = discovery->ListDevices();
+    if (!gpus.ok()) return Fail(gpus.status());
+    std::printf("%s: %s\n", core::kNodeNvidiaRegister,
+                core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(*gpus, {}, cfg)).c_str());
+    if (topology_score) {
+      auto links = discovery->Topology();
+      if (!links.ok()) return Fail(links.status());
+      std::printf("%s: %s\n", core::kNodeNvidiaScore,
+                  core::EncodeLinkScores(deviceplugin::BuildLinkScores(*gpus, *links, cfg)).c_str());
+    }
+    return 0;
+  }
+
+  auto kcfg = k8s::LoadDefaultConfig(kubeconfig);
+  if (!kcfg.ok()) return Fail(kcfg.status());
+  auto client = k8s::Client::Create(*kcfg);
+  if (!client.ok()) return Fail(client.status());
+
+  // Signals are taken synchronously below; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  deviceplugin::K8sPendingPodSource pending(client->get(), node_name);
+  if (seed == 0) seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^ static_cast<uint64_t>(::getpid());
+  deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
+  if (Status s = plugin.Start(); !s.ok()) return Fail(s);
+  deviceplugin::NodeRegistrar registrar(
+      client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); }, &RealClock::Get());
+
+  // Node annotations: refreshed every --register-interval, at once when device health changes,
+  // and 5 s after a failed write (upstream's rhythm).
+  int64_t next_sync = 0;
+  while (true) {
+    const int64_t now = RealClock::Get().MonotonicNanos();
+    if (now >= next_sync || registrar.Changed()) {
+      Status s = registrar.SyncOnce();
+      if (!s.ok()) spdlog::warn("{}", std::string(s.message()));
+      next_sync = now + (s.ok() ? register_interval_s : 5) * 1'000'000'000LL;
+    }
+    timespec tick{1, 0};
+    int sig = sigtimedwait(&sigs, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      spdlog::info("signal {}: stopping", sig);
+      break;
+    }
+  }
+  plugin.Stop();
+  return 0;
+}
+
+}  // namespace hami::cmd
