@@ -232,6 +232,16 @@ TEST_F(VgpuE2e, FourProcessesNeverExceedASharedLimit) {
   EXPECT_EQ(reg.devices[0].used_bytes, 0u) << "well-behaved processes free everything they charged";
 }
 
+TEST_F(VgpuE2e, ThreadsOfOneProcessShareTheLimitWithoutLeaks) {
+  // 8 threads holding up to 8 x 32 MiB each, 128 MiB left after the context: the limit is hit often.
+  Result r = Run({VGPU_PROG, "threads", "8"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=428m"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.I("thread_errors"), 0);
+  EXPECT_GT(r.I("thread_ooms"), 0);
+  EXPECT_EQ(r.U("free_after"), r.U("free_before")) << "every free credited exactly what its alloc charged";
+  EXPECT_EQ(r.U("free_before"), 128 * kMi);
+}
+
 TEST_F(VgpuE2e, ProcessKilledMidAllocationIsReclaimed) {
   for (const char* point : {"1:3", "2:3"}) {  // 3rd reservation: context, alloc 0, then dies in alloc 1
     SCOPED_TRACE(point);

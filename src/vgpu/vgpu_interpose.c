@@ -388,10 +388,15 @@ static CUresult reserve(int e, uint64_t bytes) {
   if (LIKELY(rc == 0)) return CUDA_SUCCESS;
   if (rc == 1 && vgpu_region_sweep(&g.rc) > 0) rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
   if (rc == 0) return CUDA_SUCCESS;
-  const vgpu_device_entry* d = &g.rc.r->devices[e];
-  VGPU_LOG(VGPU_LOG_WARN, "%s: out of memory: %llu B requested, %llu of %llu B in use", d->uuid,
-           (unsigned long long)bytes, (unsigned long long)vgpu_region_used(&g.rc, e),
-           (unsigned long long)d->limit_bytes);
+  /* Frameworks probe with failing allocations: log the first few, then every 1000th. */
+  static unsigned oom_count;
+  unsigned n = __atomic_add_fetch(&oom_count, 1, __ATOMIC_RELAXED);
+  if (n <= 5 || n % 1000 == 0) {
+    const vgpu_device_entry* d = &g.rc.r->devices[e];
+    VGPU_LOG(VGPU_LOG_WARN, "%s: out of memory (#%u in this process): %llu B requested, %llu of %llu B in use",
+             d->uuid, n, (unsigned long long)bytes, (unsigned long long)vgpu_region_used(&g.rc, e),
+             (unsigned long long)d->limit_bytes);
+  }
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 

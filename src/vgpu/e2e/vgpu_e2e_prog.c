@@ -7,16 +7,19 @@
  *   devices               per CUDA ordinal: uuid, limit seen through cuDeviceTotalMem and cuMemGetInfo
  *   alloc <ord> <bytes>   one allocation on an ordinal; prints its result
  *   procaddr              cuGetProcAddress(_v2) routing per (symbol, version, flags)
+ *   threads <n>           n threads allocating and freeing concurrently in one process; usage must return
  *   procs <start_us>      holds a context and 64 MiB, then lists NVML compute processes of its device
  *   launch <start_us> <ms> <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed;
  *                         prints this process's device busy time and the window */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "vgpu/vgpu_nvml.h"
@@ -340,6 +343,51 @@ static int mode_procaddr(void) {
   return 0;
 }
 
+static CUcontext g_ctx;
+static int g_thread_errors, g_thread_ooms;
+static pthread_barrier_t g_barrier;
+
+static void* thread_loop(void* arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  if (cuCtxSetCurrent(g_ctx) != CUDA_SUCCESS) __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
+  pthread_barrier_wait(&g_barrier);
+  CUdeviceptr held[8] = {0};
+  for (int i = 0; i < 3000; i++) {
+    int j = (int)(rand_r(&seed) % 8);
+    if (held[j]) {
+      if (cuMemFree(held[j]) != CUDA_SUCCESS) __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
+      held[j] = 0;
+    } else {
+      CUresult r = cuMemAlloc(&held[j], (1 + rand_r(&seed) % 32) * kMi);
+      if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        __atomic_add_fetch(&g_thread_ooms, 1, __ATOMIC_RELAXED);
+        held[j] = 0;
+      } else if (r != CUDA_SUCCESS) {
+        __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
+      }
+    }
+  }
+  for (int j = 0; j < 8; j++) {
+    if (held[j]) cuMemFree(held[j]);
+  }
+  return NULL;
+}
+
+static int mode_threads(int n) {
+  CHECK(cuInit(0));
+  g_ctx = ctx_on(0);
+  size_t f0, t0, f1, t1;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  pthread_t th[32];
+  if (n > 32) n = 32;
+  pthread_barrier_init(&g_barrier, NULL, (unsigned)n);
+  for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, thread_loop, (void*)(uintptr_t)(i + 1));
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+  CHECK(cuMemGetInfo(&f1, &t1));
+  printf("thread_errors=%d thread_ooms=%d free_before=%zu free_after=%zu\n", g_thread_errors, g_thread_ooms, f0, f1);
+  return 0;
+}
+
 static int mode_procs(unsigned long long start_us) {
   CHECK(cuInit(0));
   ctx_on(0);
@@ -435,6 +483,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "devices")) return mode_devices();
   if (!strcmp(m, "alloc") && argc == 4) return mode_alloc(atoi(argv[2]), strtoull(argv[3], 0, 10));
   if (!strcmp(m, "procaddr")) return mode_procaddr();
+  if (!strcmp(m, "threads") && argc == 3) return mode_threads(atoi(argv[2]));
   if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
   if (!strcmp(m, "launch") && argc == 5) return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   return 2;
