@@ -76,8 +76,8 @@ void ClusterCache::ApplyRecord(NodeState& state, PodRecord& rec) {
 }
 
 void ClusterCache::ApplyPendingLocked(Entry& e) {
-  absl::MutexLock pl(&pods_mu_);
-  absl::MutexLock nl(&e.mu);
+  std::lock_guard pl(pods_mu_);
+  std::lock_guard nl(e.mu);
   auto it = node_pods_.find(e.state.info.name);
   if (it == node_pods_.end()) return;
   for (const auto& uid : it->second) {
@@ -87,12 +87,12 @@ void ClusterCache::ApplyPendingLocked(Entry& e) {
 }
 
 void ClusterCache::UpsertNode(core::NodeInfo info) {
-  absl::MutexLock l(&nodes_mu_);
+  std::unique_lock l(nodes_mu_);
   auto it = by_name_.find(info.name);
   if (it != by_name_.end()) {
     Entry& e = *it->second;
     {
-      absl::MutexLock nl(&e.mu);
+      std::lock_guard nl(e.mu);
       if (SameNode(e.state.info, info)) return;
       e.state = NodeState::Make(std::move(info));
     }
@@ -103,24 +103,23 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
   Entry* raw = entry.get();
   std::string name;
   {
-    absl::MutexLock nl(&raw->mu);
+    std::lock_guard nl(raw->mu);
     name = raw->state.info.name;
   }
-  auto pos = std::lower_bound(order_.begin(), order_.end(), name, [](const std::unique_ptr<Entry>& a, const std::string& n)
-                                  ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->state.info.name < n; });
+  auto pos = std::lower_bound(order_.begin(), order_.end(), name, [](const std::unique_ptr<Entry>& a, const std::string& n) { return a->state.info.name < n; });
   order_.insert(pos, std::move(entry));
   by_name_[name] = raw;
   ApplyPendingLocked(*raw);
 }
 
 void ClusterCache::RemoveNode(const std::string& name) {
-  absl::MutexLock l(&nodes_mu_);
+  std::unique_lock l(nodes_mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;
   Entry* raw = it->second;
   by_name_.erase(it);
   {
-    absl::MutexLock pl(&pods_mu_);
+    std::lock_guard pl(pods_mu_);
     auto np = node_pods_.find(name);
     if (np != node_pods_.end())
       for (const auto& uid : np->second) pods_.at(uid).applied = false;
@@ -134,14 +133,14 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
   PodRecord rec;
   rec.node = alloc.node;
   rec.delta = DeltaFromAllocation(alloc, res, &rec.uuids);
-  absl::ReaderMutexLock l(&nodes_mu_);
-  absl::MutexLock pl(&pods_mu_);
+  std::shared_lock l(nodes_mu_);
+  std::lock_guard pl(pods_mu_);
   auto old = pods_.find(uid);
   if (old != pods_.end()) {
     PodRecord& o = old->second;
     if (o.applied) {
       if (auto e = by_name_.find(o.node); e != by_name_.end()) {
-        absl::MutexLock nl(&e->second->mu);
+        std::lock_guard nl(e->second->mu);
         e->second->state.Apply(o.delta, -1);
       }
     }
@@ -149,7 +148,7 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
     pods_.erase(old);
   }
   if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-    absl::MutexLock nl(&e->second->mu);
+    std::lock_guard nl(e->second->mu);
     ApplyRecord(e->second->state, rec);
   }
   node_pods_[rec.node].insert(uid);
@@ -158,14 +157,14 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
 }
 
 Status ClusterCache::RemovePod(const std::string& uid) {
-  absl::ReaderMutexLock l(&nodes_mu_);
-  absl::MutexLock pl(&pods_mu_);
+  std::shared_lock l(nodes_mu_);
+  std::lock_guard pl(pods_mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end()) return NotFound("pod ", uid, " is not in the cache");
   PodRecord& rec = it->second;
   if (rec.applied) {
     if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-      absl::MutexLock nl(&e->second->mu);
+      std::lock_guard nl(e->second->mu);
       e->second->state.Apply(rec.delta, -1);
     }
   }
@@ -180,12 +179,12 @@ Status ClusterCache::RemovePod(const std::string& uid) {
 
 Status ClusterCache::Reserve(const std::string& uid, const std::string& node, const PodDelta& delta) {
   if (uid.empty()) return InvalidArgument("pod uid is empty");
-  absl::ReaderMutexLock l(&nodes_mu_);
+  std::shared_lock l(nodes_mu_);
   auto e = by_name_.find(node);
   if (e == by_name_.end()) return NotFound("node ", node, " is not in the cache");
-  absl::MutexLock pl(&pods_mu_);
+  std::lock_guard pl(pods_mu_);
   if (pods_.count(uid)) return absl::AlreadyExistsError(StrCat("pod ", uid, " is already placed"));
-  absl::MutexLock nl(&e->second->mu);
+  std::lock_guard nl(e->second->mu);
   NodeState& st = e->second->state;
   if (!st.Fits(delta)) return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
   PodRecord rec;
@@ -213,17 +212,17 @@ std::vector<std::string> ClusterCache::NodeNames() const {
 }
 
 size_t ClusterCache::node_count() const {
-  absl::ReaderMutexLock l(&nodes_mu_);
+  std::shared_lock l(nodes_mu_);
   return order_.size();
 }
 
 size_t ClusterCache::pod_count() const {
-  absl::MutexLock l(&pods_mu_);
+  std::lock_guard l(pods_mu_);
   return pods_.size();
 }
 
 bool ClusterCache::HasPod(const std::string& uid) const {
-  absl::MutexLock l(&pods_mu_);
+  std::lock_guard l(pods_mu_);
   return pods_.count(uid) > 0;
 }
 

@@ -20,8 +20,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
+#include <shared_mutex>
 #include "common/status.h"
 #include "core/model.h"
 #include "scheduler/node_state.h"
@@ -65,10 +65,10 @@ class ClusterCache {
   // during f.
   template <typename F, typename M>
   void ForEachNode(const std::vector<std::string>* names, F&& f, M&& missing) const {
-    absl::ReaderMutexLock l(&nodes_mu_);
+    std::shared_lock l(nodes_mu_);
     if (names == nullptr) {
       for (const auto& e : order_) {
-        absl::MutexLock nl(&e->mu);
+        std::lock_guard nl(e->mu);
         f(static_cast<const NodeState&>(e->state));
       }
       return;
@@ -79,7 +79,7 @@ class ClusterCache {
         missing(name);
         continue;
       }
-      absl::MutexLock nl(&it->second->mu);
+      std::lock_guard nl(it->second->mu);
       f(static_cast<const NodeState&>(it->second->state));
     }
   }
@@ -87,10 +87,10 @@ class ClusterCache {
   // Calls f(const NodeState&) for one node under its lock; false when the node is unknown.
   template <typename F>
   bool WithNode(const std::string& name, F&& f) const {
-    absl::ReaderMutexLock l(&nodes_mu_);
+    std::shared_lock l(nodes_mu_);
     auto it = by_name_.find(name);
     if (it == by_name_.end()) return false;
-    absl::MutexLock nl(&it->second->mu);
+    std::lock_guard nl(it->second->mu);
     f(static_cast<const NodeState&>(it->second->state));
     return true;
   }
@@ -105,8 +105,8 @@ class ClusterCache {
  private:
   struct Entry {
     explicit Entry(NodeState s) : state(std::move(s)) {}
-    mutable absl::Mutex mu;
-    NodeState state ABSL_GUARDED_BY(mu);
+    mutable std::mutex mu;
+    NodeState state;   // guarded by mu
   };
   struct PodRecord {
     std::string node;
@@ -120,15 +120,18 @@ class ClusterCache {
   // Effective per-device usage of an allocation: max(peak init container, sum of the others).
   static PodDelta DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
                                       std::vector<std::string>* uuids);
-  void ApplyPendingLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(nodes_mu_);
+  // Requires nodes_mu_ held exclusively.
+  void ApplyPendingLocked(Entry& e);
 
-  mutable absl::Mutex nodes_mu_;
-  std::vector<std::unique_ptr<Entry>> order_ ABSL_GUARDED_BY(nodes_mu_);   // sorted by name
-  std::unordered_map<std::string, Entry*> by_name_ ABSL_GUARDED_BY(nodes_mu_);
+  // std:: locks rather than absl::Mutex: Debian's abseil is built with deadlock detection, which
+  // costs more than the node evaluation itself on the decision path.
+  mutable std::shared_mutex nodes_mu_;
+  std::vector<std::unique_ptr<Entry>> order_;                    // guarded by nodes_mu_; sorted by name
+  std::unordered_map<std::string, Entry*> by_name_;              // guarded by nodes_mu_
 
-  mutable absl::Mutex pods_mu_ ABSL_ACQUIRED_AFTER(nodes_mu_);
-  std::unordered_map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(pods_mu_);
-  std::unordered_map<std::string, std::unordered_set<std::string>> node_pods_ ABSL_GUARDED_BY(pods_mu_);
+  mutable std::mutex pods_mu_;                                    // acquired after nodes_mu_
+  std::unordered_map<std::string, PodRecord> pods_;               // guarded by pods_mu_
+  std::unordered_map<std::string, std::unordered_set<std::string>> node_pods_;   // guarded by pods_mu_
 };
 
 }  // namespace hami::scheduler

@@ -7,7 +7,9 @@ namespace hami::scheduler {
 
 CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_(rng) {
   int64_t init_cpu = 0, init_mem = 0, cpu = 0, mem = 0;
-  for (const auto& c : pod.containers) {
+  int requests = 0;
+  for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
+    const auto& c = pod.containers[ci];
     if (c.kind == core::ContainerKind::kInit) {
       init_cpu = std::max(init_cpu, c.cpu_milli);
       init_mem = std::max(init_mem, c.memory_mib);
@@ -15,8 +17,16 @@ CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_
       cpu += c.cpu_milli;
       mem += c.memory_mib;
     }
-    for (const auto& d : c.devices) has_devices_ = has_devices_ || d.nums > 0;
+    for (const auto& d : c.devices) {
+      if (d.nums <= 0) continue;
+      has_devices_ = true;
+      if (++requests == 1) single_request_ = &d, single_container_ = static_cast<int>(ci);
+    }
   }
+  if (requests != 1) single_request_ = nullptr, single_container_ = -1;
+  const auto& sel = pod.selectors;
+  has_selectors_ = !sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty() ||
+                   !sel.use_uuids.empty() || !sel.nouse_uuids.empty();
   cpu_milli_ = std::max(init_cpu, cpu);
   memory_mib_ = std::max(init_mem, mem);
 }
@@ -56,7 +66,8 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   *never = false;
   if (!dev.health) return Reason::kCardNotHealth;
   if (ctx.node.cordoned[d]) return Reason::kCardCordoned;
-  if (!sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty()) {
+  if (ctx.cycle.has_device_selectors() &&
+      (!sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty())) {
     bool ok = sel.use_types.empty();
     for (const auto& t : sel.use_types) ok = ok || TypeMatches(dev.type, t);
     for (const auto& t : sel.nouse_types) ok = ok && !TypeMatches(dev.type, t);
@@ -69,7 +80,8 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
       return Reason::kCardTypeMismatch;
     }
   }
-  if ((!sel.use_uuids.empty() && !Contains(sel.use_uuids, dev.uuid)) || Contains(sel.nouse_uuids, dev.uuid)) {
+  if (ctx.cycle.has_device_selectors() &&
+      ((!sel.use_uuids.empty() && !Contains(sel.use_uuids, dev.uuid)) || Contains(sel.nouse_uuids, dev.uuid))) {
     *never = true;
     return Reason::kCardUuidMismatch;
   }
@@ -101,6 +113,75 @@ void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
 
 }  // namespace
 
+namespace {
+
+// Collects the devices that fit request `r` under ctx.usage and lets the picker choose; the chosen
+// devices are left in s.picked. False (with reasons in `why`) when the node cannot take the request.
+bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch& s, FitFailure* why) {
+  const core::DeviceRequest& r = ctx.request;
+  const NodeState& node = ctx.node;
+  int n = node.gpus();
+  int of_vendor = 0;
+  s.candidates.clear();
+  const bool all_of_vendor = !node.uniform_vendor.empty() && node.uniform_vendor == r.vendor;
+  if (!all_of_vendor && !node.uniform_vendor.empty()) n = 0;   // no device of this vendor
+  for (int d = 0; d < n; ++d) {
+    if (!all_of_vendor && node.info.devices[d].vendor != r.vendor) continue;
+    ++of_vendor;
+    bool never = false;
+    Reason why_not = CheckDevice(picker, ctx, d, &never);
+    if (why_not == Reason::kCount) {
+      s.candidates.push_back(d);
+    } else if (why) {
+      why->Add(why_not, never);
+    }
+  }
+  if (r.nums > of_vendor) {
+    if (why) {
+      why->Clear();
+      why->devices = node.gpus();
+      why->Add(Reason::kNodeInsufficientDevice, true);
+    }
+    return false;
+  }
+  if (static_cast<int>(s.candidates.size()) < r.nums) {
+    if (why) why->failed = true;
+    return false;
+  }
+  s.picked.clear();
+  if (!ctx.cycle.pod().selectors.numa_bind) {
+    picker.Pick(ctx, s.candidates, &s.picked);
+    if (static_cast<int>(s.picked.size()) >= r.nums) return true;
+    if (why) why->failed = true;
+    return false;
+  }
+  // All GPUs of the container from one NUMA node: try each NUMA node, lowest first.
+  std::vector<int> numas;
+  for (int d : s.candidates) numas.push_back(node.info.devices[d].numa);
+  std::sort(numas.begin(), numas.end());
+  numas.erase(std::unique(numas.begin(), numas.end()), numas.end());
+  std::vector<int> group;
+  for (int numa : numas) {
+    group.clear();
+    for (int d : s.candidates)
+      if (node.info.devices[d].numa == numa) group.push_back(d);
+    if (static_cast<int>(group.size()) < r.nums) continue;
+    s.picked.clear();
+    picker.Pick(ctx, group, &s.picked);
+    if (static_cast<int>(s.picked.size()) >= r.nums) return true;
+  }
+  if (why) why->Add(Reason::kNumaNotFit, false);
+  return false;
+}
+
+void AddToPlacement(const NodeState& node, const DeviceDelta& eff, Placement* placement) {
+  placement->delta.devices.push_back(eff);
+  placement->gpu_milli += RequestMilli(node.info.devices[eff.device], eff.mem_mib, eff.cores);
+  placement->gpus += eff.slots > 0;
+}
+
+}  // namespace
+
 bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeState& node,
                   EvalScratch& s, Placement* placement, FitFailure* why) {
   const core::PodRequest& pod = cycle.pod();
@@ -121,76 +202,37 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
   placement->delta.cpu_milli = cycle.cpu_milli();
   placement->delta.memory_mib = cycle.memory_mib();
   if (!cycle.has_devices()) return true;
+  const GpuPicker& picker = *profile.picker;
+
+  if (const core::DeviceRequest* r = cycle.single_request()) {
+    // Fast path: one request, so its devices are the pod's effective usage.
+    PickContext ctx{cycle, node, node.usage, *r};
+    if (!PickForRequest(picker, ctx, s, why)) return false;
+    auto& out = placement->containers[cycle.single_request_container()];
+    for (int k = 0; k < r->nums; ++k) {
+      DeviceDelta dd{s.picked[k], 1, ctx.MemFor(s.picked[k]), r->coresreq};
+      out.push_back(dd);
+      AddToPlacement(node, dd, placement);
+    }
+    placement->delta.pod_class = PodClassOf(node, placement->delta);
+    return true;
+  }
 
   const int n = node.gpus();
   s.base.assign(node.usage.begin(), node.usage.end());
   s.init_peak.assign(n, DeviceDelta{});
-  s.app_sum.assign(n, DeviceDelta{});
-  const GpuPicker& picker = *profile.picker;
-
   for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
     const core::ContainerRequest& c = pod.containers[ci];
     if (c.devices.empty()) continue;
     const bool init = c.kind == core::ContainerKind::kInit;
-    // Init containers run one at a time on the node's usage; the others add up.
+    // Init containers run one at a time on the node's usage; the others add up (later containers
+    // see earlier ones).
     if (init) s.work = s.base;
     std::vector<core::DeviceUsage>& usage = init ? s.work : s.base;
     for (const core::DeviceRequest& r : c.devices) {
       if (r.nums <= 0) continue;
       PickContext ctx{cycle, node, usage, r};
-      int of_vendor = 0;
-      s.candidates.clear();
-      for (int d = 0; d < n; ++d) {
-        if (node.info.devices[d].vendor != r.vendor) continue;
-        ++of_vendor;
-        bool never = false;
-        Reason why_not = CheckDevice(picker, ctx, d, &never);
-        if (why_not == Reason::kCount) {
-          s.candidates.push_back(d);
-        } else if (why) {
-          why->Add(why_not, never);
-        }
-      }
-      if (r.nums > of_vendor) {
-        if (why) {
-          why->Clear();
-          why->devices = n;
-          why->Add(Reason::kNodeInsufficientDevice, true);
-        }
-        return false;
-      }
-      if (static_cast<int>(s.candidates.size()) < r.nums) {
-        if (why) why->failed = true;
-        return false;
-      }
-      s.picked.clear();
-      if (pod.selectors.numa_bind) {
-        // All GPUs of the container from one NUMA node: try each NUMA node, lowest first.
-        std::vector<int> numas;
-        for (int d : s.candidates) numas.push_back(node.info.devices[d].numa);
-        std::sort(numas.begin(), numas.end());
-        numas.erase(std::unique(numas.begin(), numas.end()), numas.end());
-        std::vector<int> group;
-        for (int numa : numas) {
-          group.clear();
-          for (int d : s.candidates)
-            if (node.info.devices[d].numa == numa) group.push_back(d);
-          if (static_cast<int>(group.size()) < r.nums) continue;
-          s.picked.clear();
-          picker.Pick(ctx, group, &s.picked);
-          if (static_cast<int>(s.picked.size()) >= r.nums) break;
-        }
-        if (static_cast<int>(s.picked.size()) < r.nums) {
-          if (why) why->Add(Reason::kNumaNotFit, false);
-          return false;
-        }
-      } else {
-        picker.Pick(ctx, s.candidates, &s.picked);
-        if (static_cast<int>(s.picked.size()) < r.nums) {
-          if (why) why->failed = true;
-          return false;
-        }
-      }
+      if (!PickForRequest(picker, ctx, s, why)) return false;
       for (int k = 0; k < r.nums; ++k) {
         const int d = s.picked[k];
         DeviceDelta dd{d, 1, ctx.MemFor(d), r.coresreq};
@@ -200,13 +242,12 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
         placement->containers[ci].push_back(dd);
       }
     }
-    // Fold this container into the effective usage.
     if (init) {
-      // One init container's per-device total, then the peak over init containers.
+      // This init container's per-device total; the pod keeps the peak over init containers.
       for (int d = 0; d < n; ++d) {
-        DeviceDelta t{d, s.work[d].used - s.base[d].used, s.work[d].usedmem_mib - s.base[d].usedmem_mib,
-                      s.work[d].usedcores - s.base[d].usedcores};
-        MaxInto(s.init_peak[d], t);
+        MaxInto(s.init_peak[d], DeviceDelta{d, s.work[d].used - s.base[d].used,
+                                            s.work[d].usedmem_mib - s.base[d].usedmem_mib,
+                                            s.work[d].usedcores - s.base[d].usedcores});
       }
     }
   }
@@ -216,9 +257,7 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     MaxInto(eff, s.init_peak[d]);
     if (eff.slots == 0 && eff.mem_mib == 0 && eff.cores == 0) continue;
     eff.device = d;
-    placement->delta.devices.push_back(eff);
-    placement->gpu_milli += RequestMilli(node.info.devices[d], eff.mem_mib, eff.cores);
-    placement->gpus += eff.slots > 0;
+    AddToPlacement(node, eff, placement);
   }
   placement->delta.pod_class = PodClassOf(node, placement->delta);
   return true;

@@ -40,6 +40,11 @@ class CycleState {
   int64_t cpu_milli() const { return cpu_milli_; }
   int64_t memory_mib() const { return memory_mib_; }
   bool has_devices() const { return has_devices_; }
+  // The pod's only device request when it has exactly one (the common case: a fast path), else null.
+  const core::DeviceRequest* single_request() const { return single_request_; }
+  int single_request_container() const { return single_container_; }
+  // True when the pod restricts devices by type, mode or uuid.
+  bool has_device_selectors() const { return has_selectors_; }
 
   // Typed plugin data keyed by the plugin's address. Write replaces.
   template <typename T>
@@ -73,6 +78,9 @@ class CycleState {
   int64_t cpu_milli_ = 0;
   int64_t memory_mib_ = 0;
   bool has_devices_ = false;
+  bool has_selectors_ = false;
+  const core::DeviceRequest* single_request_ = nullptr;
+  int single_container_ = -1;
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
 };
 
@@ -86,7 +94,9 @@ struct PickContext {
   // Memory this request takes on device `d` (resolves gpumem-percentage against that device).
   int64_t MemFor(int d) const;
   // Free milli of device `d` under `usage`.
-  int FreeMilliOf(int d) const { return FreeMilli(node.info.devices[d], usage[d]); }
+  int FreeMilliOf(int d) const {
+    return usage.data() == node.usage.data() ? node.free_milli[d] : FreeMilli(node.info.devices[d], usage[d]);
+  }
   int RequestMilliOn(int d) const { return RequestMilli(node.info.devices[d], MemFor(d), request.coresreq); }
 };
 
@@ -154,7 +164,6 @@ struct EvalScratch {
   std::vector<int> candidates;
   std::vector<int> picked;
   std::vector<DeviceDelta> init_peak;
-  std::vector<DeviceDelta> app_sum;
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`

@@ -30,8 +30,14 @@ NodeState NodeState::Make(core::NodeInfo info) {
   s.usage.assign(n, core::DeviceUsage{});
   s.cordoned.assign(n, 0);
   s.free_milli.assign(n, 0);
+  if (n > 0) s.uniform_vendor = s.info.devices[0].vendor;
+  for (const auto& d : s.info.devices)
+    if (d.vendor != s.uniform_vendor) s.uniform_vendor.clear();
   for (size_t i = 0; i < n; ++i) {
     const auto& uuid = s.info.devices[i].uuid;
+    s.total_count += s.info.devices[i].count;
+    s.total_devcore += s.info.devices[i].devcore;
+    s.total_devmem += s.info.devices[i].devmem_mib;
     s.cordoned[i] = std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
     s.Refresh(static_cast<int>(i));
   }
@@ -61,6 +67,9 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
     u.used += sign * d.slots;
     u.usedmem_mib += sign * d.mem_mib;
     u.usedcores += sign * d.cores;
+    sum_used += sign * d.slots;
+    sum_usedmem += sign * d.mem_mib;
+    sum_usedcores += sign * d.cores;
     Refresh(d.device);
   }
   if (delta.pod_class >= 0 && delta.pod_class < kPodClasses) {

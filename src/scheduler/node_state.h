@@ -58,6 +58,11 @@ struct NodeState {
   int fully_free = 0;                     // devices with free_milli == 1000
   std::array<int, kPodClasses> class_count{};   // GPU pods on the node per class
   int classes_present = 0;                // number of classes with class_count > 0
+  // The vendor of every device when they all share one (the usual case), else empty.
+  std::string uniform_vendor;
+  // Sums over the node's devices (capacity and usage), for node-level scores.
+  int64_t total_count = 0, total_devcore = 0, total_devmem = 0;
+  int64_t sum_used = 0, sum_usedcores = 0, sum_usedmem = 0;
 
   // Builds the state of a node with no pods.
   static NodeState Make(core::NodeInfo info);

@@ -54,6 +54,12 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   ts.feasible = 0;
   Decision out;
   const bool uniform = profile_->selection == HostSelection::kUniformFeasible;
+  const bool clamp = profile_->normalize == Normalize::kClamp;
+  // The winner is tracked during the scan: min-max normalisation keeps the order and only raw ==
+  // max maps to 100, and clamping is applied to the key, so no second pass over the nodes is needed.
+  bool have_best = false;
+  int64_t best_key = 0;
+  std::string best_name;
   cache_.ForEachNode(
       candidates,
       [&](const NodeState& node) {
@@ -62,32 +68,42 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
           if (options.explain) out.failures.push_back({node.info.name, ts.failure.ToString(), !ts.failure.never});
           return;
         }
-        ts.raw.push_back(uniform ? 0 : profile_->scorer->Score(cycle, node, ts.placement));
-        if (ts.names.size() <= ts.feasible) ts.names.emplace_back();
-        ts.names[ts.feasible++].assign(node.info.name);
+        const bool keep_name = uniform || options.explain;
+        if (keep_name) {
+          if (ts.names.size() <= ts.feasible) ts.names.emplace_back();
+          ts.names[ts.feasible].assign(node.info.name);
+        }
+        ++ts.feasible;
+        if (uniform) return;
+        const int64_t raw = profile_->scorer->Score(cycle, node, ts.placement);
+        if (options.explain) ts.raw.push_back(raw);
+        const int64_t key = clamp ? std::clamp<int64_t>(raw, 0, 100) : raw;
+        if (!have_best || key > best_key || (key == best_key && candidates && node.info.name < best_name)) {
+          have_best = true;
+          best_key = key;
+          best_name.assign(node.info.name);
+        }
       },
       [&](const std::string& name) {
         if (options.explain) out.failures.push_back({name, "node not found in the scheduler cache", true});
       });
-  out.feasible_nodes = static_cast<int>(ts.raw.size());
-  if (ts.raw.empty()) return out;
+  out.feasible_nodes = static_cast<int>(ts.feasible);
+  if (ts.feasible == 0) return out;
 
-  NormalizeScores(profile_->normalize, ts.raw);
-  size_t best = 0;
+  std::string winner;
   if (uniform) {
-    best = static_cast<size_t>(rng->Uniform(ts.raw.size()));
+    winner = ts.names[rng->Uniform(ts.feasible)];
+    out.score = 0;
   } else {
-    for (size_t i = 1; i < ts.raw.size(); ++i) {
-      if (ts.raw[i] > ts.raw[best] || (ts.raw[i] == ts.raw[best] && candidates && ts.names[i] < ts.names[best]))
-        best = i;
-    }
+    winner = best_name;
+    out.score = clamp ? static_cast<int>(best_key) : 100;
   }
   if (options.explain) {
+    if (uniform) ts.raw.assign(ts.feasible, 0);
+    NormalizeScores(profile_->normalize, ts.raw);
     out.scores.reserve(ts.raw.size());
     for (size_t i = 0; i < ts.raw.size(); ++i) out.scores.push_back({ts.names[i], static_cast<int>(ts.raw[i])});
   }
-  std::string winner = ts.names[best];
-  out.score = static_cast<int>(ts.raw[best]);
   // Re-evaluate the winner to get its placement (the node may have changed since; Reserve checks).
   bool fits = false;
   cache_.WithNode(winner, [&](const NodeState& node) {

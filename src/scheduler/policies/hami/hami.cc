@@ -84,8 +84,11 @@ class HamiPicker final : public GpuPicker {
       PickTopology(ctx, candidates, nums, out);
       return;
     }
-    std::vector<int> order(candidates.begin(), candidates.end());
-    std::vector<int64_t> score(ctx.node.gpus(), 0);
+    // Per-thread buffers: Pick runs for every node of every decision.
+    thread_local std::vector<int> order;
+    thread_local std::vector<int64_t> score;
+    order.assign(candidates.begin(), candidates.end());
+    score.assign(ctx.node.gpus(), 0);
     for (int d : order) score[d] = DeviceScore(ctx, d, p.weights);
     // Lexicographic over the chain's keys; each key lists the preferred device first.
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -157,25 +160,16 @@ enum class NodeMode { kBinpack, kSpread };
 // Node utilisation after placing the pod, 0..100: the mean of the slot, core and memory fractions
 // over all devices of the node (upstream's NodeScore / 30, pod counted).
 int64_t NodeUtilization(const NodeState& node, const Placement& pl) {
-  int64_t used = 0, count = 0, cores = 0, devcore = 0, mem = 0, devmem = 0;
-  for (int d = 0; d < node.gpus(); ++d) {
-    const auto& dev = node.info.devices[d];
-    used += node.usage[d].used;
-    count += dev.count;
-    cores += node.usage[d].usedcores;
-    devcore += dev.devcore;
-    mem += node.usage[d].usedmem_mib;
-    devmem += dev.devmem_mib;
-  }
+  int64_t used = node.sum_used, cores = node.sum_usedcores, mem = node.sum_usedmem;
   for (const auto& d : pl.delta.devices) {
     used += d.slots;
     cores += d.cores;
     mem += d.mem_mib;
   }
   int64_t perm = 0;
-  if (count > 0) perm += 1000 * used / count;
-  if (devcore > 0) perm += 1000 * cores / devcore;
-  if (devmem > 0) perm += 1000 * mem / devmem;
+  if (node.total_count > 0) perm += 1000 * used / node.total_count;
+  if (node.total_devcore > 0) perm += 1000 * cores / node.total_devcore;
+  if (node.total_devmem > 0) perm += 1000 * mem / node.total_devmem;
   return perm / 30;
 }
 
