@@ -2,6 +2,7 @@
 
 #include "scheduler/policies/best_fit/best_fit.h"
 #include "scheduler/policies/dot_product/dot_product.h"
+#include "scheduler/policies/fgd/fgd.h"
 #include "scheduler/policies/gpu_clustering/gpu_clustering.h"
 #include "scheduler/policies/gpu_packing/gpu_packing.h"
 #include "scheduler/policies/hami/hami.h"
@@ -20,6 +21,7 @@ constexpr PolicyRow kPolicies[] = {
     {"gpu-packing", &policies::MakeGpuPacking, "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
     {"gpu-clustering", &policies::MakeGpuClustering, "FGD baseline: keep pods of one GPU class together"},
     {"best-fit", &policies::MakeBestFit, "FGD baseline: least CPU and GPU left after placement"},
+    {"fgd", &policies::MakeFgd, "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
 };
 }  // namespace
 

@@ -1,0 +1,148 @@
+#include "scheduler/policies/fgd/shape_model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+
+namespace hami::scheduler::fgd {
+
+size_t TaskShapeHash::operator()(const TaskShape& s) const {
+  size_t h = std::hash<std::string>()(s.models);
+  auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(s.cpu_milli);
+  mix(s.memory_mib);
+  mix(s.gpus);
+  mix(s.memreq_mib);
+  mix(s.mem_percentage);
+  mix(s.coresreq);
+  return h;
+}
+
+TaskShape ShapeOf(const core::PodRequest& pod) {
+  TaskShape s;
+  int64_t init_cpu = 0, init_mem = 0;
+  for (const auto& c : pod.containers) {
+    if (c.kind == core::ContainerKind::kInit) {
+      init_cpu = std::max(init_cpu, c.cpu_milli);
+      init_mem = std::max(init_mem, c.memory_mib);
+    } else {
+      s.cpu_milli += c.cpu_milli;
+      s.memory_mib += c.memory_mib;
+    }
+    for (const auto& d : c.devices) {
+      if (d.nums <= 0) continue;
+      if (c.kind != core::ContainerKind::kInit) s.gpus += d.nums;
+      s.memreq_mib = std::max(s.memreq_mib, d.memreq_mib);
+      s.mem_percentage = std::max(s.mem_percentage, d.mem_percentage);
+      s.coresreq = std::max(s.coresreq, d.coresreq);
+    }
+  }
+  s.cpu_milli = std::max(s.cpu_milli, init_cpu);
+  s.memory_mib = std::max(s.memory_mib, init_mem);
+  if (s.gpus == 0 && (s.memreq_mib > 0 || s.mem_percentage > 0 || s.coresreq > 0)) s.gpus = 1;
+  if (s.memreq_mib > 0) s.mem_percentage = 0;
+  for (const auto& t : pod.selectors.use_types) {
+    if (!s.models.empty()) s.models += '|';
+    s.models += t;
+  }
+  return s;
+}
+
+ShapeModel::ShapeModel(ShapeModelOptions options) : options_(options) {
+  if (options_.half_life > 0) growth_ = std::exp2(1.0 / options_.half_life);
+  snapshot_ = std::make_shared<TypicalSet>();
+}
+
+void ShapeModel::Observe(const core::PodRequest& pod) { ObserveShape(ShapeOf(pod)); }
+
+void ShapeModel::ObserveShape(const TaskShape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = weights_.try_emplace(shape);
+  if (inserted) it->second.id = next_id_++;
+  it->second.weight += increment_;
+  ++observed_;
+  increment_ *= growth_;
+  if (increment_ > 1e100) {  // rescale before the doubles run out of range
+    for (auto& [k, t] : weights_) t.weight /= increment_;
+    increment_ = 1.0;
+  }
+  if (weights_.size() > options_.max_tracked) {
+    auto lightest = std::min_element(weights_.begin(), weights_.end(),
+                                     [](const auto& a, const auto& b) { return a.second.weight < b.second.weight; });
+    weights_.erase(lightest);
+  }
+  Rebuild();
+}
+
+void ShapeModel::Rebuild() {
+  struct Entry {
+    const TaskShape* shape;
+    double weight;
+    uint64_t id;
+  };
+  std::vector<Entry> order;
+  order.reserve(weights_.size());
+  double total = 0;
+  for (const auto& [k, t] : weights_) {
+    order.push_back({&k, t.weight, t.id});
+    total += t.weight;
+  }
+  // Heaviest first; equal weights by first-seen order so snapshots are reproducible.
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.id < b.id;
+  });
+  size_t keep = 0;
+  double covered = 0;
+  const double goal = total * options_.coverage_pct / 100.0;
+  while (keep < order.size() && keep < options_.max_typical) {
+    covered += order[keep].weight;
+    ++keep;
+    if (covered >= goal) break;
+  }
+  order.resize(keep);
+  // Publish in first-seen order: the list (and so per-node tallies keyed on it) stays stable while
+  // only the weights move.
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
+  std::vector<uint64_t> members;
+  members.reserve(order.size());
+  for (const auto& e : order) members.push_back(e.id);
+  if (members != members_ || membership_ == 0) {
+    // Process-wide unique, so caches keyed on it never confuse two models.
+    static std::atomic<uint64_t> next_membership{0};
+    members_ = std::move(members);
+    membership_ = next_membership.fetch_add(1) + 1;
+  }
+
+  auto set = std::make_shared<TypicalSet>();
+  set->version = ++version_;
+  set->membership = membership_;
+  set->observed = observed_;
+  set->shapes.reserve(order.size());
+  int64_t sum = 0;
+  for (const auto& e : order) {
+    TypicalShape t;
+    t.shape = *e.shape;
+    size_t start = 0;
+    while (!e.shape->models.empty() && start <= e.shape->models.size()) {
+      size_t bar = e.shape->models.find('|', start);
+      if (bar == std::string::npos) bar = e.shape->models.size();
+      t.models.push_back(e.shape->models.substr(start, bar - start));
+      start = bar + 1;
+    }
+    t.weight_ppm = covered > 0 ? static_cast<int64_t>(std::floor(e.weight / covered * 1e6)) : 0;
+    sum += t.weight_ppm;
+    set->shapes.push_back(std::move(t));
+  }
+  // Hand the rounding remainder out one ppm at a time so the weights sum to exactly 1'000'000.
+  for (size_t i = 0; covered > 0 && sum < 1'000'000 && !set->shapes.empty(); i = (i + 1) % set->shapes.size(), ++sum)
+    set->shapes[i].weight_ppm++;
+  snapshot_ = std::move(set);
+}
+
+std::shared_ptr<const TypicalSet> ShapeModel::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snapshot_;
+}
+
+}  // namespace hami::scheduler::fgd

@@ -1,0 +1,89 @@
+#pragma once
+// The task-shape distribution that fragmentation-aware policies measure fragmentation against,
+// learned online from the pods the scheduler sees (never read from a trace file).
+//
+// A shape is what a pod asks of one node: CPU, memory, number of GPUs, the per-GPU request as the
+// pod wrote it (MiB or percent of memory, percent of cores) and the GPU models it accepts. The model
+// keeps an exponentially decayed histogram of shapes; its snapshot is the "typical set" of the FGD
+// paper: the most frequent shapes, heaviest first, until they cover `coverage_pct` of the weight,
+// with weights renormalised to one million (parts per million, integers).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/model.h"
+
+namespace hami::scheduler::fgd {
+
+struct TaskShape {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int gpus = 0;                 // 0 = CPU-only
+  int64_t memreq_mib = 0;       // per GPU
+  int mem_percentage = 0;       // per GPU, when memreq_mib == 0
+  int coresreq = 0;             // per GPU
+  std::string models;           // accepted models, '|'-joined use-gputype patterns; "" = any
+  bool operator==(const TaskShape&) const = default;
+};
+
+struct TaskShapeHash {
+  size_t operator()(const TaskShape& s) const;
+};
+
+// The shape of a pod: its effective node resources and its first device request (the openb task
+// model: one request per pod). Pods asking several vendors or containers with different per-GPU
+// requests use the largest per-GPU request and the total GPU count.
+TaskShape ShapeOf(const core::PodRequest& pod);
+
+struct TypicalShape {
+  TaskShape shape;
+  std::vector<std::string> models;   // `shape.models` split, for matching
+  int64_t weight_ppm = 0;            // sums to 1'000'000 over the set
+};
+
+struct TypicalSet {
+  std::vector<TypicalShape> shapes;  // in the order shapes were first seen (stable across snapshots)
+  uint64_t version = 0;              // changes with every snapshot (weights)
+  uint64_t membership = 0;           // changes only when the list of shapes changes
+  int64_t observed = 0;              // pods observed when the snapshot was taken
+};
+
+struct ShapeModelOptions {
+  int coverage_pct = 95;        // the paper's 95 %
+  double half_life = 0;         // in observations; 0 = no decay (the paper's static distribution)
+  size_t max_tracked = 4096;    // distinct shapes kept; the lightest is forgotten beyond this
+  size_t max_typical = 128;     // cap on the typical set
+};
+
+// Thread-safe. Observe() costs O(distinct shapes · log) under a mutex; Snapshot() is a pointer copy.
+class ShapeModel {
+ public:
+  explicit ShapeModel(ShapeModelOptions options = {});
+  void Observe(const core::PodRequest& pod);
+  void ObserveShape(const TaskShape& shape);
+  std::shared_ptr<const TypicalSet> Snapshot() const;
+
+ private:
+  void Rebuild();   // requires mu_
+
+  ShapeModelOptions options_;
+  mutable std::mutex mu_;
+  struct Tracked {
+    double weight = 0;
+    uint64_t id = 0;   // first-seen order
+  };
+  std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_;
+  uint64_t next_id_ = 0;
+  uint64_t membership_ = 0;
+  std::vector<uint64_t> members_;   // ids of the current typical set, ascending
+  double increment_ = 1.0;    // grows by the decay factor instead of decaying every entry
+  double growth_ = 1.0;
+  int64_t observed_ = 0;
+  uint64_t version_ = 0;
+  std::shared_ptr<const TypicalSet> snapshot_;
+};
+
+}  // namespace hami::scheduler::fgd
