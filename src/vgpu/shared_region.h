@@ -76,7 +76,8 @@ typedef struct vgpu_device_entry {
   uint64_t ns_per_wave;         /* calibrated device time of one wave (ceil(blocks/SMs)); 0 = not yet */
   uint64_t waves_launched;      /* cumulative waves started through the limiter */
   uint64_t throttled_ns;        /* cumulative time launches waited */
-  uint64_t last_launch_ns;      /* CLOCK_MONOTONIC time of the latest launch (activity heartbeat) */
+  uint64_t last_launch_ns;      /* CLOCK_MONOTONIC time of a recent limited launch (stamped on refill and every
+                                 * calibration tick with launches; not by every launch) */
   uint32_t sm_count;            /* multiprocessors of the device */
   uint32_t reserved0;
   uint8_t reserved[72];

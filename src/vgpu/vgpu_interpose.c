@@ -969,6 +969,8 @@ static void* watcher_main(void* arg) {
       }
       uint64_t busy_ns = busy_pct_sum * window_us * 10; /* pct/100 * us * 1000 */
       vgpu_limiter_calibrate(d, busy_ns, waves - last_waves[ord]);
+      /* Activity stamp for the node monitor (the hot path stamps only when it refills). */
+      if (waves != last_waves[ord]) __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
       VGPU_LOG(VGPU_LOG_DEBUG, "calibration dev %d: busy %llu ns, %llu waves -> %llu ns/wave", ord,
                (unsigned long long)busy_ns, (unsigned long long)(waves - last_waves[ord]),
                (unsigned long long)d->ns_per_wave);
