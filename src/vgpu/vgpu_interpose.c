@@ -1001,8 +1001,7 @@ static void start_watcher(void) {
   pthread_mutex_unlock(&g.init_mu);
 }
 
-static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct, uint64_t waves,
-                                                        int taken) {
+static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct, uint64_t waves) {
   vgpu_region* r = g.rc.r;
   if (UNLIKELY(!g.watcher_started)) start_watcher();
   uint64_t now = now_ns();
@@ -1013,7 +1012,6 @@ static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, ui
     nanosleep(&ts, NULL);
     waited += 10000000;
   }
-  if (taken) return;
   for (;;) {
     uint64_t w = vgpu_limiter_try(d, pct, waves, now);
     if (!w) break;
@@ -1058,7 +1056,7 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
     return;
   }
   uint64_t sms = g.sms[e];
-  limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1, 0);
+  limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1);
 }
 
 /* A launch hook: the fast path ends in a tail call with the caller's arguments untouched (the compiler
