@@ -17,9 +17,9 @@ trap 'rm -rf "$TMP"' EXIT
 
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   WORK=(python3 bench/gpu/torch_workload.py); KIND="PyTorch $(python3 -c 'import torch; print(torch.__version__)')"
-elif command -v nvcc >/dev/null; then
-  nvcc -O2 -o "$TMP/gpu_workload" bench/gpu/gpu_workload.cu
-  WORK=("$TMP/gpu_workload"); KIND="CUDA runtime program (nvcc $(nvcc --version | tail -1 | awk '{print $NF}'))"
+elif NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null) && [ -n "$NVCC" ]; then
+  "$NVCC" -O2 -o "$TMP/gpu_workload" bench/gpu/gpu_workload.cu
+  WORK=("$TMP/gpu_workload"); KIND="CUDA runtime program ($("$NVCC" --version | tail -1 | awk '{print $NF}'))"
 else
   echo "neither PyTorch with CUDA nor nvcc is available" >&2
   exit 1
