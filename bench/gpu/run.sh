@@ -41,7 +41,7 @@ echo "| check | target | achieved | note |"
 echo "|---|---|---|---|"
 for lim in 1024 4096 16384; do
   out=$(run CUDA_DEVICE_MEMORY_LIMIT=${lim}m -- mem)
-  alloc=$(echo "$out" | field allocated); total=$(echo "$out" | field total)
+  alloc=$(echo "$out" | field allocated); total=$(echo "$out" | field total); alloc=${alloc:-0}; total=${total:-0}
   printf "| memory limit %s MiB | <= %s MiB allocatable, total %s MiB | %s MiB allocated, total %s MiB | context overhead counted |\n" \
     "$lim" "$lim" "$lim" "$((alloc >> 20))" "$((total >> 20))"
 done
