@@ -1,5 +1,6 @@
 #include "monitor/exporter.h"
 
+#include <algorithm>
 #include <deque>
 #include <iterator>
 #include <map>
@@ -8,7 +9,6 @@
 #include <prometheus/text_serializer.h>
 
 #include "common/log.h"
-#include "monitor/feedback.h"
 
 namespace hami::monitor {
 namespace {
@@ -83,8 +83,13 @@ BuildInfo CurrentBuildInfo() {
 }
 
 Exporter::Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods,
-                   GpuTelemetry& telemetry, const Clock& clock)
-    : options_(std::move(options)), store_(store), pods_(pods), telemetry_(telemetry), clock_(clock) {}
+                   GpuTelemetry& telemetry, const Clock& clock, ActivityLog* activity)
+    : options_(std::move(options)),
+      store_(store),
+      pods_(pods),
+      telemetry_(telemetry),
+      clock_(clock),
+      activity_(activity) {}
 
 std::vector<MetricFamily> Exporter::Collect() {
   Families fam;
@@ -129,7 +134,7 @@ std::vector<MetricFamily> Exporter::Collect() {
   auto& util = fam.Add("hami_container_device_utilization_ratio",
                        "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
   auto& last_kernel = fam.Add("hami_container_last_kernel_elapsed_seconds",
-                              "Seconds since the container's last kernel launch through libvgpu's limiter.");
+                              "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
   auto& sm_limit = fam.Add("hami_container_device_sm_limit_ratio",
                            "SM limit of the container on the device, 0-100 (100 = none).");
   auto& throttled = fam.Add("hami_container_device_throttled_seconds_total",
@@ -176,10 +181,14 @@ std::vector<MetricFamily> Exporter::Collect() {
         auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
         it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
       }
-      Families::Put(util, l, ContainerSmPercent(snap->processes, it->second));
-      if (d.last_launch_ns != 0 && static_cast<int64_t>(d.last_launch_ns) <= now) {
-        Families::Put(last_kernel, l, static_cast<double>(now - static_cast<int64_t>(d.last_launch_ns)) / 1e9);
+      uint32_t pct = ContainerSmPercent(snap->processes, it->second);
+      Families::Put(util, l, pct);
+      int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now) ? static_cast<int64_t>(d.last_launch_ns) : 0;
+      if (activity_ != nullptr) {
+        if (pct > 0) activity_->Saw(cr.dir, d.uuid, now);
+        last = std::max(last, activity_->LastSeen(cr.dir, d.uuid));
       }
+      if (last > 0) Families::Put(last_kernel, l, static_cast<double>(now - last) / 1e9);
       Families::Put(sm_limit, l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
       Families::Put(throttled, l, static_cast<double>(d.throttled_ns) / 1e9);
     }

@@ -6,7 +6,8 @@
 // Upstream metrics:   hami_build_info, hami_host_gpu_memory_used_bytes, hami_host_gpu_utilization_ratio,
 //   hami_host_gpu_memory_controller_utilization_ratio, hami_vgpu_memory_used_bytes,
 //   hami_container_device_memory_bytes, hami_vgpu_memory_limit_bytes,
-//   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds.
+//   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds (the later of
+//   libvgpu's launch stamp and the last time NVML showed the container busy).
 // Not exported: hami_vgpu_memory_{context,module,buffer}_bytes (libvgpu's region keeps one total per
 //   process and device, not upstream's split) and hami_mig_device_info (MIG containers run without
 //   libvgpu, so they have no region).
@@ -20,6 +21,7 @@
 #include <prometheus/metric_family.h>
 
 #include "common/clock.h"
+#include "monitor/feedback.h"
 #include "monitor/gpu_telemetry.h"
 #include "monitor/pod_directory.h"
 #include "monitor/region_store.h"
@@ -48,8 +50,9 @@ struct ExporterOptions {
 class Exporter {
  public:
   // All references must outlive the exporter. Thread-safe (scrapes may run concurrently).
+  // `activity` (optional) supplies and receives "last seen busy" times (see ActivityLog).
   Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods, GpuTelemetry& telemetry,
-           const Clock& clock);
+           const Clock& clock, ActivityLog* activity = nullptr);
 
   std::vector<prometheus::MetricFamily> Collect();
   // Collect() in the Prometheus text exposition format 0.0.4.
@@ -61,6 +64,7 @@ class Exporter {
   const PodDirectory& pods_;
   GpuTelemetry& telemetry_;
   const Clock& clock_;
+  ActivityLog* activity_;
 };
 
 }  // namespace hami::monitor

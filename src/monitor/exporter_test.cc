@@ -104,6 +104,25 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_NE(text.find("# TYPE hami_vgpu_memory_used_bytes gauge"), std::string::npos);
 }
 
+TEST_F(ExporterTest, LastKernelFromNvmlWhenLibvgpuDidNotStamp) {
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-1", "main");
+  ASSERT_TRUE(p.ok());
+  (*p)->Device({"GPU-aaa", 0, 100, 0});  // unlimited: libvgpu never stamps a launch
+  ActivityLog activity;
+  ExporterOptions o;
+  o.node_name = "node-7";
+  Exporter e(o, store_, pods_, telemetry_, clock_, &activity);
+  const std::string key = Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "0", "GPU-aaa");
+  EXPECT_EQ(ParseExposition(e.Render()).count(key), 0u);  // never busy yet
+  telemetry_.SetProcessUtil("GPU-aaa", {{static_cast<uint32_t>(getpid()), 20}});
+  EXPECT_EQ(ParseExposition(e.Render())[key], 0);  // busy right now
+  telemetry_.SetProcessUtil("GPU-aaa", {});
+  clock_.AdvanceSeconds(3);
+  EXPECT_EQ(ParseExposition(e.Render())[key], 3);
+  activity.Retain({});  // the container is gone
+  EXPECT_EQ(activity.LastSeen("uid-1_main", "GPU-aaa"), 0);
+}
+
 TEST_F(ExporterTest, RegionsOfUnknownPodsAreCountedNotLabelledWithGuesses) {
   auto p = FakeContainerProcess::Attach(root_.path(), "uid-unknown", "main");
   ASSERT_TRUE(p.ok());

@@ -59,8 +59,28 @@ uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::
   return std::min<uint32_t>(sum, 100);
 }
 
-FeedbackLoop::FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns)
-    : store_(store), telemetry_(telemetry), clock_(clock), window_ns_(window_ns) {}
+void ActivityLog::Saw(const std::string& dir, const std::string& uuid, int64_t mono_ns) {
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t& t = last_[{dir, uuid}];
+  t = std::max(t, mono_ns);
+}
+
+int64_t ActivityLog::LastSeen(const std::string& dir, const std::string& uuid) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = last_.find({dir, uuid});
+  return it == last_.end() ? 0 : it->second;
+}
+
+void ActivityLog::Retain(const std::vector<ContainerRegion>& live) {
+  std::set<std::string> dirs;
+  for (const ContainerRegion& r : live) dirs.insert(r.dir);
+  std::lock_guard<std::mutex> l(mu_);
+  std::erase_if(last_, [&](const auto& kv) { return !dirs.count(kv.first.first); });
+}
+
+FeedbackLoop::FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns,
+                           ActivityLog* activity)
+    : store_(store), telemetry_(telemetry), clock_(clock), window_ns_(window_ns), activity_(activity) {}
 
 FeedbackStats FeedbackLoop::Tick() {
   FeedbackStats stats;
@@ -86,11 +106,13 @@ FeedbackStats FeedbackLoop::Tick() {
         it = util.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
       }
       uint32_t pct = ContainerSmPercent(snap->processes, it->second);
+      if (pct > 0 && activity_ != nullptr) activity_->Saw(cr.dir, d.uuid, now);
       a.devices.push_back({d.uuid, DeviceActive(d, now, window_ns_, pct)});
     }
     inputs.push_back(std::move(a));
     used.push_back(cr);
   }
+  if (activity_ != nullptr) activity_->Retain(regions);
   std::vector<FeedbackDecision> decisions = DecideFeedback(inputs);
   for (size_t i = 0; i < used.size(); ++i) {
     Status s = used[i].region->WriteFeedback(decisions[i].utilization_switch, decisions[i].recent_kernel);

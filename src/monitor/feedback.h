@@ -9,6 +9,9 @@
 //    priority are (itself included). A lone container is therefore not throttled under "default";
 //    policy "force" always gets 1 (libvgpu limits it anyway, the field then says so truthfully).
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,23 @@ bool DeviceActive(const RegionDevice& d, int64_t now_mono_ns, int64_t window_ns,
 // PID, or by PID when the host PID is unknown), clamped to 100.
 uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows);
 
+// When each container was last seen busy on each GPU (CLOCK_MONOTONIC ns), recorded by the feedback loop
+// and by scrapes from NVML's per-process samples. libvgpu stamps `last_launch_ns` only on its limiting
+// path, so without this hami_container_last_kernel_elapsed_seconds would vanish for an unthrottled
+// container. Resolution: the feedback interval. Thread-safe.
+class ActivityLog {
+ public:
+  void Saw(const std::string& dir, const std::string& uuid, int64_t mono_ns);
+  // 0 = never seen busy.
+  int64_t LastSeen(const std::string& dir, const std::string& uuid) const;
+  // Drops the entries of directories not in `live` (containers that are gone).
+  void Retain(const std::vector<ContainerRegion>& live);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> last_;
+};
+
 struct FeedbackStats {
   int containers = 0;
   int switched_on = 0;
@@ -57,7 +77,9 @@ struct FeedbackStats {
 // Applies DecideFeedback to the regions of a store. Thread-compatible; one loop per store.
 class FeedbackLoop {
  public:
-  FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns);
+  // `activity` (optional) is told which containers were busy.
+  FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns,
+               ActivityLog* activity = nullptr);
   FeedbackStats Tick();
   // Leaves every region in libvgpu's safe default (limit on, nobody blocked): on shutdown, so that a
   // monitor that stops never leaves a container blocked or unthrottled.
@@ -68,6 +90,7 @@ class FeedbackLoop {
   GpuTelemetry& telemetry_;
   const Clock& clock_;
   int64_t window_ns_;
+  ActivityLog* activity_;
 };
 
 }  // namespace hami::monitor

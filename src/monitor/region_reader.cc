@@ -51,7 +51,7 @@ void InstallSigbusHandler() {
 // which is what makes the siglongjmp out of a fault safe. Returns false on SIGBUS.
 bool GuardedCopy(void* dst, const void* src, size_t n) {
   sigjmp_buf env;
-  if (sigsetjmp(env, 1) != 0) {
+  if (sigsetjmp(env, 0) != 0) {  // no mask to restore: the handler runs with SA_NODEFER
     t_guard = nullptr;
     return false;
   }
@@ -69,7 +69,7 @@ bool GuardedCopy(void* dst, const void* src, size_t n) {
 // Stores `value` at `p` unless it already holds it. Returns false on SIGBUS.
 bool GuardedStore32(int32_t* p, int32_t value) {
   sigjmp_buf env;
-  if (sigsetjmp(env, 1) != 0) {
+  if (sigsetjmp(env, 0) != 0) {  // no mask to restore: the handler runs with SA_NODEFER
     t_guard = nullptr;
     return false;
   }
