@@ -3,7 +3,6 @@
 // to the fake kubelet through the plugin directory. Checks registration, node annotations + handshake,
 // Allocate from a pod's decision annotation, an Xid injected into the shared fake GPU state reaching
 // kubelet, kubelet restart, and a clean SIGTERM.
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -17,6 +16,7 @@
 
 #include "core/annotations.h"
 #include "deviceplugin/testing/fake_kubelet.h"
+#include "gpu/testing/fake_nvml_hooks.h"
 #include "k8s/testing/fake_apiserver.h"
 
 namespace hami::deviceplugin {
@@ -121,13 +121,10 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   // An Xid on device 1, injected into the shared fake GPU state from this process.
   setenv("FAKEGPU_STATE", state.c_str(), 1);
   setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
-  void* lib = dlopen(HAMI_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fakegpu_nvml_reset"));
-  auto inject = reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(lib, "fakegpu_inject_xid"));
-  ASSERT_TRUE(reset && inject);
-  reset();
-  ASSERT_EQ(inject(1, 79), 0);
+  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  ASSERT_TRUE(hooks.ok()) << hooks.error;
+  hooks.reset();
+  ASSERT_EQ(hooks.inject_xid(1, 79), 0);
   ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return Count(d, kDev1, "Unhealthy") == 3; }, seconds(5)));
   EXPECT_EQ(Count(kubelet.Devices(), kDev0, "Healthy"), 3);
   ASSERT_TRUE(Eventually(

@@ -1,7 +1,6 @@
 // The device plugin over real gRPC unix sockets against the fake kubelet.
 #include "deviceplugin/plugin.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/nvml_discovery.h"
 #include "gpu/static_discovery.h"
+#include "gpu/testing/fake_nvml_hooks.h"
 
 namespace hami::deviceplugin {
 namespace {
@@ -326,12 +326,9 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   const std::string state = dir_ + "/fakegpu.state";
   setenv("FAKEGPU_STATE", state.c_str(), 1);
   setenv("FAKEGPU_DEVICES", "Tesla T4:15360:40;Tesla T4:15360:40", 1);
-  void* lib = dlopen(HAMI_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fakegpu_nvml_reset"));
-  auto inject = reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(lib, "fakegpu_inject_xid"));
-  ASSERT_TRUE(reset && inject);
-  reset();
+  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  ASSERT_TRUE(hooks.ok()) << hooks.error;
+  hooks.reset();
   gpu::NvmlOptions o;
   o.library = HAMI_FAKE_NVML;
   o.event_wait_ms = 50;
@@ -343,7 +340,7 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   const std::string dev1 = "GPU-fa4e0000-0000-4000-8000-000000000001";
   ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Healthy") == 4; },
                                        seconds(10)));
-  ASSERT_EQ(inject(1, 79), 0);
+  ASSERT_EQ(hooks.inject_xid(1, 79), 0);
   ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Unhealthy") == 4; },
                                        seconds(5)));
   EXPECT_EQ(CountHealth(kubelet_->Devices(), "GPU-fa4e0000-0000-4000-8000-000000000000", "Healthy"), 4);

@@ -12,24 +12,18 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu/testing/fake_nvml_hooks.h"
+
 namespace hami::gpu {
 namespace {
 
-// The fake's own test hooks (fakes/fake_gpu.h), looked up in the already loaded library.
-struct FakeHooks {
-  void (*reset)() = nullptr;
-  int (*inject_xid)(int, unsigned long long) = nullptr;
-};
+using testing::FakeNvmlHooks;
+using testing::LoadFakeNvmlHooks;
 
-FakeHooks Hooks() {
-  void* h = dlopen(HAMI_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
-  EXPECT_NE(h, nullptr) << dlerror();
-  FakeHooks f;
-  f.reset = reinterpret_cast<void (*)()>(dlsym(h, "fakegpu_nvml_reset"));
-  f.inject_xid = reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(h, "fakegpu_inject_xid"));
-  EXPECT_NE(f.reset, nullptr);
-  EXPECT_NE(f.inject_xid, nullptr);
-  return f;
+FakeNvmlHooks Hooks() {
+  FakeNvmlHooks h = LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  EXPECT_TRUE(h.ok()) << h.error;
+  return h;
 }
 
 class NvmlDiscoveryTest : public ::testing::Test {
@@ -56,7 +50,7 @@ class NvmlDiscoveryTest : public ::testing::Test {
     return NvmlDiscovery::Open(o);
   }
   std::string state_;
-  FakeHooks hooks_ = Hooks();
+  FakeNvmlHooks hooks_ = Hooks();
 };
 
 TEST_F(NvmlDiscoveryTest, ListsDevicesWithIdentityMemoryPciAndNuma) {
