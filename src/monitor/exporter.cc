@@ -151,6 +151,7 @@ std::vector<MetricFamily> Exporter::Collect() {
   ScanStats stats = store_.last_stats();
   int unknown_pod = 0, unreadable = 0, exported = 0;
   std::map<std::string, std::vector<ProcessUtil>> util_rows;  // per uuid, once per scrape
+  ProcessFiles files;
   const int64_t now = clock_.MonotonicNanos();
   for (const ContainerRegion& cr : store_.Regions()) {
     auto pod = pods_.Find(cr.pod_uid);
@@ -181,7 +182,7 @@ std::vector<MetricFamily> Exporter::Collect() {
         auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
         it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
       }
-      uint32_t pct = ContainerSmPercent(snap->processes, it->second);
+      uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
       Families::Put(util, l, pct);
       int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now) ? static_cast<int64_t>(d.last_launch_ns) : 0;
       if (activity_ != nullptr) {

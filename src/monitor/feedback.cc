@@ -1,5 +1,8 @@
 #include "monitor/feedback.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -45,9 +48,39 @@ bool DeviceActive(const RegionDevice& d, int64_t now_mono_ns, int64_t window_ns,
   return last <= now_mono_ns + window_ns && now_mono_ns - last <= window_ns;
 }
 
-uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows) {
+std::optional<bool> ProcessFiles::HasOpen(uint32_t pid, uint64_t device, uint64_t inode) {
+  auto it = cache_.find(pid);
+  if (it == cache_.end()) {
+    std::optional<std::set<std::pair<uint64_t, uint64_t>>> files;
+    std::string dir = proc_root_ + "/" + std::to_string(pid) + "/fd";
+    if (DIR* d = opendir(dir.c_str())) {
+      files.emplace();
+      while (struct dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        struct stat st;
+        if (stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+          files->insert({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+        }
+      }
+      closedir(d);
+    }
+    it = cache_.emplace(pid, std::move(files)).first;
+  }
+  if (!it->second) return std::nullopt;
+  return it->second->count({device, inode}) > 0;
+}
+
+uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows,
+                            ProcessFiles* files, const MappedRegion* region) {
   uint32_t sum = 0;
   for (const ProcessUtil& row : rows) {
+    if (files != nullptr && region != nullptr) {
+      std::optional<bool> open = files->HasOpen(row.pid, region->device(), region->inode());
+      if (open.has_value()) {
+        if (*open) sum += row.sm_pct;
+        continue;
+      }
+    }
     for (const RegionProcess& p : procs) {
       uint32_t pid = p.host_pid != 0 ? p.host_pid : p.pid;
       if (pid == row.pid) {
@@ -89,6 +122,7 @@ FeedbackStats FeedbackLoop::Tick() {
   std::vector<ContainerRegion> used;
   std::vector<ContainerActivity> inputs;
   std::map<std::string, std::vector<ProcessUtil>> util;  // per uuid, fetched once per tick
+  ProcessFiles files;
   const int64_t now = clock_.MonotonicNanos();
   for (const ContainerRegion& cr : regions) {
     auto snap = cr.region->Snapshot();
@@ -105,7 +139,7 @@ FeedbackStats FeedbackLoop::Tick() {
         auto rows = telemetry_.ProcessUtilization(d.uuid, window_ns_ / 1'000'000);
         it = util.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
       }
-      uint32_t pct = ContainerSmPercent(snap->processes, it->second);
+      uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
       if (pct > 0 && activity_ != nullptr) activity_->Saw(cr.dir, d.uuid, now);
       a.devices.push_back({d.uuid, DeviceActive(d, now, window_ns_, pct)});
     }

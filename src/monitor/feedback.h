@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <utility>
 #include <string>
 #include <vector>
@@ -46,9 +48,26 @@ std::vector<FeedbackDecision> DecideFeedback(const std::vector<ContainerActivity
 // only stamps launches while it limits, i.e. not for a container whose switch is off.
 bool DeviceActive(const RegionDevice& d, int64_t now_mono_ns, int64_t window_ns, uint32_t sm_pct);
 
-// Sum of the container's processes' SM use on one device, from NVML's per-process rows (matched by host
-// PID, or by PID when the host PID is unknown), clamped to 100.
-uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows);
+// Which files the processes NVML reports (host PIDs) have open, from <proc>/<pid>/fd. This is how a row
+// is tied to a container: every libvgpu process keeps its container's region file open (it holds its
+// liveness lock on it), while the PIDs in the region are those of the container's PID namespace (and
+// container PIDs repeat across containers). Caches per PID: use one instance per tick or scrape.
+class ProcessFiles {
+ public:
+  explicit ProcessFiles(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+  // nullopt when <proc>/<pid>/fd cannot be read (not our PID namespace, no permission, exited).
+  std::optional<bool> HasOpen(uint32_t pid, uint64_t device, uint64_t inode);
+
+ private:
+  std::string proc_root_;
+  std::map<uint32_t, std::optional<std::set<std::pair<uint64_t, uint64_t>>>> cache_;
+};
+
+// Sum of the container's processes' SM use on one device from NVML's per-process rows, clamped to 100.
+// A row belongs to the container when its process has the container's region file open (`files`);
+// where that cannot be checked, when its PID equals a slot's host PID (or PID when the host PID is unknown).
+uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows,
+                            ProcessFiles* files = nullptr, const MappedRegion* region = nullptr);
 
 // When each container was last seen busy on each GPU (CLOCK_MONOTONIC ns), recorded by the feedback loop
 // and by scrapes from NVML's per-process samples. libvgpu stamps `last_launch_ns` only on its limiting

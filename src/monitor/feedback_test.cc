@@ -1,5 +1,7 @@
 #include "monitor/feedback.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "monitor/testing/region_writer.h"
@@ -109,6 +111,38 @@ TEST(ContainerSmPercent, MatchesHostPidsAndClamps) {
   EXPECT_EQ(ContainerSmPercent(procs, {{10, 30}}), 0u);  // pid 10 is known by its host pid 1010
   EXPECT_EQ(ContainerSmPercent(procs, {{1010, 80}, {11, 70}}), 100u);
   EXPECT_EQ(ContainerSmPercent({}, {{1010, 80}}), 0u);
+}
+
+TEST(ContainerSmPercent, RowsAreTiedToTheContainerByItsOpenRegionFile) {
+  // A fake /proc: host PID 4242 has container A's region open, 5151 has B's, 7 is container B's own
+  // process seen with a PID that collides with A's slot PID; 9999 has no /proc entry.
+  TempDir root;
+  auto a = FakeContainerProcess::Attach(root.path(), "uid-a", "main");
+  auto b = FakeContainerProcess::Attach(root.path(), "uid-b", "main");
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ra = MappedRegion::Open((*a)->path());
+  auto rb = MappedRegion::Open((*b)->path());
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  const std::string proc = root.path() + "/proc";
+  auto link = [&](int pid, const std::string& target) {
+    std::filesystem::create_directories(proc + "/" + std::to_string(pid) + "/fd");
+    std::filesystem::create_symlink(target, proc + "/" + std::to_string(pid) + "/fd/3");
+  };
+  link(4242, (*a)->path());
+  link(5151, (*b)->path());
+  link(7, (*b)->path());
+  std::vector<RegionProcess> slots_a = {{0, 7, 0, 1}};  // container A's process is PID 7 inside A
+  std::vector<ProcessUtil> rows = {{4242, 30}, {5151, 20}, {7, 15}, {9999, 5}};
+  ProcessFiles files(proc);
+  EXPECT_EQ(files.HasOpen(4242, (*ra)->device(), (*ra)->inode()), true);
+  EXPECT_EQ(files.HasOpen(5151, (*ra)->device(), (*ra)->inode()), false);
+  EXPECT_EQ(files.HasOpen(9999, (*ra)->device(), (*ra)->inode()), std::nullopt);
+  // A: 4242 (file open). Not 7 (same number as A's slot, but /proc says it is B's), not 5151; 9999 has
+  // no /proc entry and matches no slot.
+  EXPECT_EQ(ContainerSmPercent(slots_a, rows, &files, ra->get()), 30u);
+  EXPECT_EQ(ContainerSmPercent({}, rows, &files, rb->get()), 35u);  // 5151 + 7
+  // Without /proc the PID rule applies (here: the colliding PID 7 is wrongly counted for A).
+  EXPECT_EQ(ContainerSmPercent(slots_a, rows), 15u);
 }
 
 TEST(FeedbackLoop, WritesDecisionsIntoRegionsAndReleasesThem) {

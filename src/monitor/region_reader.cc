@@ -83,8 +83,8 @@ std::string CString(const char* s, size_t max) { return std::string(s, strnlen(s
 
 }  // namespace
 
-MappedRegion::MappedRegion(std::string path, int fd, void* map, uint64_t inode)
-    : path_(std::move(path)), fd_(fd), map_(map), inode_(inode) {}
+MappedRegion::MappedRegion(std::string path, int fd, void* map, uint64_t inode, uint64_t device)
+    : path_(std::move(path)), fd_(fd), map_(map), inode_(inode), device_(device) {}
 
 MappedRegion::~MappedRegion() {
   if (map_ != nullptr) munmap(map_, sizeof(vgpu_region));
@@ -133,7 +133,7 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
     return Unavailable(StrCat(path, ": mmap: ", std::strerror(err)));
   }
   return std::unique_ptr<MappedRegion>(
-      new MappedRegion(path, fd, map, static_cast<uint64_t>(st.st_ino)));
+      new MappedRegion(path, fd, map, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)));
 }
 
 bool MappedRegion::SlotAlive(int slot) const {

@@ -64,15 +64,17 @@ class MappedRegion {
   const std::string& path() const { return path_; }
   // Identity of the mapped file: a region file replaced under the same name is a new region.
   uint64_t inode() const { return inode_; }
+  uint64_t device() const { return device_; }  // st_dev of the file
 
  private:
-  MappedRegion(std::string path, int fd, void* map, uint64_t inode);
+  MappedRegion(std::string path, int fd, void* map, uint64_t inode, uint64_t device);
   bool SlotAlive(int slot) const;
 
   std::string path_;
   int fd_;
   void* map_;
   uint64_t inode_;
+  uint64_t device_;
 };
 
 }  // namespace hami::monitor
