@@ -1,0 +1,201 @@
+// Huawei Ascend (hami.md §2, §4): one vendor per `vnpus:` chip. Template vNPU (hard split): memory is
+// rounded up to the smallest template, a partial-memory request takes one device, `-core` is refused.
+// hami-core soft split: pod `huawei.com/vnpu-mode: hami-core` on nodes annotated
+// `hami-vnpu-core: "true"`. Node score: share of the granted devices in one NetworkID (910 SuperPod).
+#include "vendors/ascend/ascend.h"
+
+#include "core/annotations.h"
+#include "nlohmann/json.hpp"
+#include "vendors/config.h"
+#include "vendors/generic.h"
+#include "yaml-cpp/yaml.h"
+
+namespace hami::vendors {
+namespace {
+
+constexpr const char kVnpuMode[] = "huawei.com/vnpu-mode";
+constexpr const char kNodeHamiCore[] = "hami-vnpu-core";
+
+class AscendVendor : public GenericVendor {
+ public:
+  using GenericVendor::GenericVendor;
+
+  StatusOr<Mutation> Mutate(const nlohmann::json& resources,
+                            const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(Mutation m, GenericVendor::Mutate(resources, a));
+    HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
+    if (HamiCore(a)) {
+      m.denials.clear();  // soft split: no templates, no single-device limit
+    } else {
+      m.add_limits.erase(spec_.resources.cores);
+      if (cores)
+        m.denials.push_back(StrCat(spec_.resources.cores, ": template vNPU takes the cores of its template; remove it, "
+                                   "or set ", kVnpuMode, ": hami-core to use soft-split cores"));
+    }
+    return m;
+  }
+  StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
+      const nlohmann::json& resources, const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(auto r, GenericVendor::ParseRequest(resources, a));
+    if (r && !HamiCore(a)) {
+      HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
+      if (cores) return InvalidArgument(StrCat(spec_.resources.cores, ": not supported for template vNPU"));
+    }
+    return r;
+  }
+  StatusOr<core::DeviceSelectors> ParseSelectors(const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(auto s, GenericVendor::ParseSelectors(a));
+    if (HamiCore(a)) s.vgpu_mode = core::kModeHamiCore;
+    return s;
+  }
+  StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(auto devs, GenericVendor::DecodeNode(node));
+    auto it = node.annotations.find(kNodeHamiCore);
+    if (it != node.annotations.end() && it->second == "true")
+      for (auto& d : devs) d.mode = core::kModeHamiCore;
+    return devs;
+  }
+  Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const override {
+    std::vector<core::DeviceInfo> plain = devices;
+    bool hami_core = false;
+    for (auto& d : plain) {
+      hami_core = hami_core || d.mode == core::kModeHamiCore;
+      d.mode.clear();
+    }
+    if (hami_core) node->annotations[kNodeHamiCore] = "true";
+    return GenericVendor::EncodeNode(plain, node);
+  }
+  std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
+                                     const core::DeviceUsage& u, const core::DeviceSelectors& s) const override {
+    const bool want = s.vgpu_mode == core::kModeHamiCore, have = d.mode == core::kModeHamiCore;
+    if (want != have)
+      return Refusal{"CardTypeMismatch",
+                     StrCat(d.uuid, want ? ": node does not run hami-core vNPU" : ": node runs hami-core vNPU only"), true};
+    return GenericVendor::CheckDevice(r, d, u, s);
+  }
+  // NetworkID per device from the registration's customInfo (910 SuperPod).
+  int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
+                const NodeView& node) const override {
+    auto it = node.annotations.find(spec_.keys.node_register);
+    if (granted.empty() || it == node.annotations.end()) return 0;
+    const auto j = nlohmann::json::parse(it->second, nullptr, false);
+    if (!j.is_array()) return 0;
+    std::map<std::string, int64_t> net;
+    for (const auto& e : j) {
+      if (!e.is_object() || !e.contains("id") || !e["id"].is_string()) continue;
+      auto ci = e.find("customInfo");
+      if (ci == e.end() || !ci->is_object()) continue;
+      auto n = ci->find("NetworkID");
+      if (n != ci->end() && n->is_number_integer()) net[e["id"].get<std::string>()] = n->get<int64_t>();
+    }
+    std::map<int64_t, int> per;
+    int best = 0;
+    for (int g : granted) {
+      auto n = net.find(devices[g].uuid);
+      if (n != net.end()) best = std::max(best, ++per[n->second]);
+    }
+    return static_cast<int>(100 * best / static_cast<int>(granted.size()));
+  }
+
+ protected:
+  // huawei.com/<CommonWord>: [{"UUID","temp","memory","core"}] for every granted device.
+  Status AddDecisionExtras(const core::PodAllocation& a, int64_t, std::map<std::string, std::string>* out) const override {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& c : a.containers)
+      for (const auto& d : c) {
+        std::string temp;
+        for (const auto& t : spec_.rules.templates)
+          if (t.memory_mib == d.usedmem_mib) temp = t.name;
+        arr.push_back({{"UUID", d.uuid}, {"temp", temp}, {"memory", d.usedmem_mib}, {"core", d.usedcores}});
+      }
+    (*out)[StrCat("huawei.com/", spec_.common_word)] = arr.dump();
+    return OkStatus();
+  }
+
+ private:
+  static bool HamiCore(const std::map<std::string, std::string>& a) {
+    auto it = a.find(kVnpuMode);
+    return it != a.end() && it->second == core::kModeHamiCore;
+  }
+};
+
+struct Chip {
+  std::string chip, common_word;
+  int64_t memory_mib, ai_core;
+  std::vector<std::tuple<std::string, int64_t, int64_t>> templates;  // name, MiB, aiCore
+  std::string resource, memory_resource;  // renames (empty: huawei.com/<CommonWord>[-memory])
+};
+
+// Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
+std::vector<Chip> DefaultChips() {
+  return {{"910B3", "Ascend910B3", 65536, 20, {{"vir05_1c_16g", 16384, 5}, {"vir10_3c_32g", 32768, 10}}, "", ""},
+          {"310P3", "Ascend310P", 21527, 8, {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}}, "", ""}};
+}
+
+Spec ChipSpec(const Chip& c) {
+  Spec s;
+  s.name = "ascend";
+  s.common_word = c.common_word;
+  const std::string res = StrCat("huawei.com/", c.common_word);
+  s.resources = {c.resource.empty() ? res : c.resource,
+                 c.memory_resource.empty() ? StrCat(res, "-memory") : c.memory_resource, "", StrCat(res, "-core"), ""};
+  s.keys = {StrCat("hami.io/node-register-", c.common_word), StrCat("hami.io/node-handshake-", c.common_word),
+            StrCat("hami.io/", c.common_word, "-devices-to-allocate"),
+            StrCat("hami.io/", c.common_word, "-devices-allocated"), "", "",
+            StrCat("hami.io/use-", c.common_word, "-uuid"), StrCat("hami.io/no-use-", c.common_word, "-uuid")};
+  s.rules.max_devices_per_container = 1;
+  for (const auto& [name, mem, core] : c.templates)
+    s.rules.templates.push_back({name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
+  s.polarity = ScorePolarity::kTopologyCohesion;
+  s.registration = Registration::kJson;
+  return s;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& section) {
+  std::vector<Chip> chips;
+  if (section.IsDefined() && !section.IsNull()) {
+    if (!section.IsSequence()) return InvalidArgument("vnpus: expected a list of chips");
+    for (size_t i = 0; i < section.size(); ++i) {
+      SectionReader r(section[i], StrCat("vnpus[", i, "]"));
+      Chip c;
+      int64_t alloc = 0, aicpu = 0;
+      HAMI_RETURN_IF_ERROR(r.String("chipName", &c.chip));
+      c.common_word = StrCat("Ascend", c.chip);
+      HAMI_RETURN_IF_ERROR(r.String("commonWord", &c.common_word));
+      HAMI_RETURN_IF_ERROR(r.String("resourceName", &c.resource));
+      HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &c.memory_resource));
+      c.memory_mib = 0;
+      c.ai_core = 0;
+      HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));
+      HAMI_RETURN_IF_ERROR(r.Int("memoryCapacity", &c.memory_mib));
+      HAMI_RETURN_IF_ERROR(r.Int("aiCore", &c.ai_core));
+      HAMI_RETURN_IF_ERROR(r.Int("aiCPU", &aicpu));
+      if (c.chip.empty() || c.ai_core <= 0)
+        return InvalidArgument(StrCat(r.where(), ": chipName and aiCore > 0 are required"));
+      const YAML::Node ts = r.Child("templates");
+      if (ts.IsDefined() && !ts.IsSequence()) return InvalidArgument(StrCat(r.where(), ".templates: expected a list"));
+      for (size_t k = 0; ts.IsDefined() && k < ts.size(); ++k) {
+        SectionReader tr(ts[k], StrCat(r.where(), ".templates[", k, "]"));
+        std::string name;
+        int64_t mem = 0, core = 0, cpu = 0;
+        HAMI_RETURN_IF_ERROR(tr.String("name", &name));
+        HAMI_RETURN_IF_ERROR(tr.Int("memory", &mem));
+        HAMI_RETURN_IF_ERROR(tr.Int("aiCore", &core));
+        HAMI_RETURN_IF_ERROR(tr.Int("aiCPU", &cpu));
+        HAMI_RETURN_IF_ERROR(tr.CheckKeys());
+        if (name.empty() || mem <= 0) return InvalidArgument(StrCat(tr.where(), ": name and memory > 0 are required"));
+        c.templates.emplace_back(name, mem, core);
+      }
+      HAMI_RETURN_IF_ERROR(r.CheckKeys());
+      chips.push_back(c);
+    }
+  }
+  std::vector<std::unique_ptr<Vendor>> out;
+  if (chips.empty()) chips = DefaultChips();
+  for (const Chip& c : chips) out.push_back(std::make_unique<AscendVendor>(ChipSpec(c)));
+  return out;
+}
+
+}  // namespace hami::vendors

@@ -1,0 +1,123 @@
+#include "vendors/config.h"
+
+#include <algorithm>
+
+#include "vendors/generic.h"
+#include "vendors/registry.h"
+#include "yaml-cpp/yaml.h"
+
+namespace hami::vendors {
+
+SectionReader::SectionReader(const YAML::Node& section, std::string where)
+    : node_(std::make_unique<YAML::Node>(section)), where_(std::move(where)) {}
+SectionReader::~SectionReader() = default;
+
+namespace {
+template <typename T>
+Status ReadScalar(const YAML::Node& node, const std::string& where, const char* key, const char* kind, T* out,
+                  bool* found = nullptr) {
+  if (!node.IsDefined() || !node.IsMap()) return OkStatus();
+  const YAML::Node v = node[key];
+  if (!v.IsDefined() || v.IsNull()) return OkStatus();
+  if (found) *found = true;
+  if (!v.IsScalar()) return InvalidArgument(StrCat(where, ".", key, ": expected ", kind));
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    return InvalidArgument(StrCat(where, ".", key, ": expected ", kind, ", got \"", v.Scalar(), "\""));
+  }
+  return OkStatus();
+}
+}  // namespace
+
+Status SectionReader::String(const char* key, std::string* out) {
+  seen_.push_back(key);
+  bool found = false;
+  HAMI_RETURN_IF_ERROR(ReadScalar(*node_, where_, key, "a string", out, &found));
+  if (found && out->empty()) return InvalidArgument(StrCat(where_, ".", key, ": must not be empty"));
+  return OkStatus();
+}
+Status SectionReader::Int(const char* key, int64_t* out) {
+  seen_.push_back(key);
+  HAMI_RETURN_IF_ERROR(ReadScalar(*node_, where_, key, "an integer", out));
+  if (*out < 0) return InvalidArgument(StrCat(where_, ".", key, ": must be >= 0, got ", *out));
+  return OkStatus();
+}
+Status SectionReader::Bool(const char* key, bool* out) {
+  seen_.push_back(key);
+  return ReadScalar(*node_, where_, key, "true or false", out);
+}
+YAML::Node SectionReader::Child(const char* key) {
+  seen_.push_back(key);
+  if (!node_->IsDefined() || !node_->IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  return (*node_)[key];
+}
+Status SectionReader::CheckKeys() const {
+  if (!node_->IsDefined() || node_->IsNull()) return OkStatus();
+  if (!node_->IsMap()) return InvalidArgument(StrCat(where_, ": expected a mapping"));
+  for (const auto& kv : *node_) {
+    const std::string k = kv.first.Scalar();
+    if (std::find(seen_.begin(), seen_.end(), k) == seen_.end())
+      return InvalidArgument(StrCat(where_, ".", k, ": unknown option"));
+  }
+  return OkStatus();
+}
+
+Status ReadResourceKeys(SectionReader& r, ResourceNames* n) {
+  bool enabled = true;
+  HAMI_RETURN_IF_ERROR(r.Bool("enabled", &enabled));
+  if (!n->count.empty()) HAMI_RETURN_IF_ERROR(r.String("resourceCountName", &n->count));
+  if (!n->memory.empty()) HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &n->memory));
+  if (!n->memory_percentage.empty())
+    HAMI_RETURN_IF_ERROR(r.String("resourceMemoryPercentageName", &n->memory_percentage));
+  if (!n->cores.empty()) HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &n->cores));
+  if (!n->priority.empty()) HAMI_RETURN_IF_ERROR(r.String("resourcePriorityName", &n->priority));
+  return OkStatus();
+}
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(Spec spec, const YAML::Node& section, const char* where) {
+  SectionReader r(section, where);
+  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &spec.resources));
+  HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  return One<GenericVendor>(std::move(spec));
+}
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(StrCat("vendor config: line ", e.mark.line + 1, ": ", e.msg));
+  }
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+    return InvalidArgument("vendor config: expected a mapping of vendor sections");
+  std::vector<std::unique_ptr<Vendor>> out;
+  for (const VendorRow& row : VendorRegistry()) {
+    YAML::Node section(YAML::NodeType::Undefined);
+    if (root.IsMap() && root[row.section].IsDefined()) section = root[row.section];
+    bool enabled = row.enabled_by_default || section.IsDefined();
+    if (section.IsMap() && section["enabled"].IsDefined()) {
+      try {
+        enabled = section["enabled"].as<bool>();
+      } catch (const YAML::Exception&) {
+        return InvalidArgument(StrCat(row.section, ".enabled: expected true or false"));
+      }
+    }
+    if (!enabled) continue;  // a disabled vendor is never built
+    HAMI_ASSIGN_OR_RETURN(auto vendors, row.make(section));
+    for (auto& v : vendors) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<Vendor>> AllVendorsWithDefaults() {
+  std::vector<std::unique_ptr<Vendor>> out;
+  for (const VendorRow& row : VendorRegistry()) {
+    auto vendors = row.make(YAML::Node(YAML::NodeType::Undefined));
+    if (!vendors.ok()) continue;  // defaults always build; covered by config_test
+    for (auto& v : *vendors) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace hami::vendors

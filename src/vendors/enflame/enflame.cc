@@ -1,0 +1,50 @@
+// Enflame (hami.md §1.3, §4): two vendors.
+//  - GCU: whole cards (enflame.com/gcu) from node capacity; decisions hami.io/enflame-gcu-devices-*.
+//  - Enflame (DRS): hardware partitions by profile `Ng.Mgb`; memory is rounded up to the smallest
+//    profile. Devices are read from enflame.com/gcu-drs-capacity, here as the DeviceInfo JSON array
+//    (constructed: hami.md names the key and the profile form, not the full value). Only the
+//    permanent record hami.io/enflame-vgpu-devices-allocated is written (no to-allocate key).
+#include "vendors/enflame/enflame.h"
+
+#include "vendors/config.h"
+#include "vendors/generic.h"
+#include "yaml-cpp/yaml.h"
+
+namespace hami::vendors {
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& section) {
+  SectionReader r(section, "enflame");
+  Spec gcu;
+  gcu.name = "enflame";
+  gcu.common_word = "GCU";
+  gcu.resources = {"enflame.com/gcu", "", "", "", ""};
+  gcu.keys = {"", "", "hami.io/enflame-gcu-devices-to-allocate", "hami.io/enflame-gcu-devices-allocated", "", "",
+              "enflame.com/use-gpuuuid", "enflame.com/nouse-gpuuuid"};
+  gcu.rules.whole_device_only = true;
+  gcu.registration = Registration::kCapacity;
+  gcu.capacity_resource = "enflame.com/gcu";
+  gcu.capacity_device_memory_mib = 49152;
+  gcu.model = "S60";
+  Spec drs;
+  drs.name = "enflame";
+  drs.common_word = "Enflame";
+  drs.resources = {"enflame.com/drs-gcu", "enflame.com/gcu-memory", "", "enflame.com/gcu-core", ""};
+  drs.keys = {"enflame.com/gcu-drs-capacity", "", "", "hami.io/enflame-vgpu-devices-allocated", "", "",
+              "enflame.com/use-gpuuuid", "enflame.com/nouse-gpuuuid"};
+  drs.rules.max_devices_per_container = 1;
+  drs.rules.templates = {{"1g.12gb", 12288, 25}, {"2g.24gb", 24576, 50}, {"4g.48gb", 49152, 100}};
+  drs.registration = Registration::kJson;
+  bool enabled = true;
+  HAMI_RETURN_IF_ERROR(r.Bool("enabled", &enabled));
+  HAMI_RETURN_IF_ERROR(r.String("resourceCountName", &gcu.resources.count));
+  HAMI_RETURN_IF_ERROR(r.String("resourceDRSName", &drs.resources.count));
+  HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &drs.resources.memory));
+  HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &drs.resources.cores));
+  HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  std::vector<std::unique_ptr<Vendor>> out;
+  out.push_back(std::make_unique<GenericVendor>(std::move(gcu)));
+  out.push_back(std::make_unique<GenericVendor>(std::move(drs)));
+  return out;
+}
+
+}  // namespace hami::vendors

@@ -1,0 +1,101 @@
+// NVIDIA (hami.md §1.2, §1.3, §2, §5): resource parsing, defaulting, selectors and codecs are
+// core's upstream-exact ones (core/pod_request.h, core/node_codec.h, core/pod_codec.h); this file
+// only puts them behind the Vendor interface and adds the Allocate environment of our device plugin.
+#include "vendors/nvidia/nvidia.h"
+
+#include "core/annotations.h"
+#include "core/pod_request.h"
+#include "nlohmann/json.hpp"
+#include "vendors/config.h"
+#include "vendors/generic.h"
+#include "yaml-cpp/yaml.h"
+
+namespace hami::vendors {
+namespace {
+
+class NvidiaVendor : public GenericVendor {
+ public:
+  NvidiaVendor(Spec spec, core::ResourceConfig config) : GenericVendor(std::move(spec)), config_(std::move(config)) {}
+
+  StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
+      const nlohmann::json& resources, const std::map<std::string, std::string>&) const override {
+    HAMI_ASSIGN_OR_RETURN(auto reqs, core::ParseContainerDevices(resources, config_));
+    if (reqs.empty()) return std::optional<core::DeviceRequest>();
+    return std::optional<core::DeviceRequest>(reqs.front());
+  }
+  StatusOr<Mutation> Mutate(const nlohmann::json& resources,
+                            const std::map<std::string, std::string>&) const override {
+    Mutation m;
+    HAMI_ASSIGN_OR_RETURN(m.add_limits, core::ComputeAdmissionDefaults(resources, config_));
+    HAMI_ASSIGN_OR_RETURN(auto prio, ReadResource(resources, config_.nvidia.priority));
+    if (prio) m.env["CUDA_TASK_PRIORITY"] = std::to_string(*prio);
+    return m;
+  }
+  StatusOr<core::DeviceSelectors> ParseSelectors(const std::map<std::string, std::string>& a) const override {
+    return core::ParseDeviceSelectors(a);
+  }
+  std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
+                                     const core::DeviceUsage& u, const core::DeviceSelectors& s) const override {
+    // nvidia.com/vgpu-mode is a substring match against the device mode ("" = hami-core).
+    const std::string mode = d.mode.empty() ? core::kModeHamiCore : d.mode;
+    if (!s.vgpu_mode.empty() && mode.find(s.vgpu_mode) == std::string::npos)
+      return Refusal{"CardTypeMismatch", StrCat(d.uuid, ": mode ", mode, ", pod asks ", s.vgpu_mode), true};
+    return GenericVendor::CheckDevice(r, d, u, s);
+  }
+  // hami.md §5: per-device memory limits, the first device's SM limit, visible devices.
+  std::map<std::string, std::string> AllocateEnv(const std::vector<core::ContainerDevice>& devices) const override {
+    std::map<std::string, std::string> env;
+    std::string visible;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      visible += (i ? "," : "") + devices[i].uuid;
+      env[StrCat("CUDA_DEVICE_MEMORY_LIMIT_", i)] = StrCat(devices[i].usedmem_mib, "m");
+    }
+    if (!devices.empty()) {
+      env["NVIDIA_VISIBLE_DEVICES"] = visible;
+      env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(devices.front().usedcores);
+    }
+    return env;
+  }
+
+ private:
+  core::ResourceConfig config_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& section) {
+  core::ResourceConfig config;
+  SectionReader r(section, "nvidia");
+  ResourceNames n{config.nvidia.count, config.nvidia.memory, config.nvidia.memory_percentage,
+                  config.nvidia.cores, config.nvidia.priority};
+  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &n));
+  config.nvidia = {n.count, n.memory, n.memory_percentage, n.cores, n.priority};
+  int64_t v = config.default_memory_mib;
+  HAMI_RETURN_IF_ERROR(r.Int("defaultMemory", &v));
+  config.default_memory_mib = v;
+  v = config.default_cores;
+  HAMI_RETURN_IF_ERROR(r.Int("defaultCores", &v));
+  config.default_cores = static_cast<int>(v);
+  v = config.default_gpu_num;
+  HAMI_RETURN_IF_ERROR(r.Int("defaultGPUNum", &v));
+  config.default_gpu_num = static_cast<int>(v);
+  HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &config.memory_factor));
+  // Upstream keys read by the device plugin or webhook, not by the vendor backend.
+  for (const char* k : {"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName", "libCudaLogLevel",
+                        "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling",
+                        "preConfiguredDeviceMemory", "enableNumaTopology", "migProfileAllowlist",
+                        "knownMigGeometries"})
+    r.Child(k);
+  HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  HAMI_RETURN_IF_ERROR(config.Validate());
+  Spec s;
+  s.name = "nvidia";
+  s.common_word = core::kNvidiaVendor;
+  s.resources = n;
+  s.keys = {core::kNodeNvidiaRegister, core::kNodeHandshake, core::kNvidiaDevicesToAllocate,
+            core::kNvidiaDevicesAllocated, core::kUseGpuType, core::kNoUseGpuType, core::kUseGpuUuid,
+            core::kNoUseGpuUuid};
+  return One<NvidiaVendor>(std::move(s), std::move(config));
+}
+
+}  // namespace hami::vendors

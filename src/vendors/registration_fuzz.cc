@@ -1,0 +1,36 @@
+// Fuzz target: every vendor's registration decoder (dispatched by the first byte), decision decoder
+// and the config loader never crash; what decodes re-encodes to something that decodes the same.
+#include <cstdint>
+#include <string>
+
+#include "core/fuzz_check.h"
+#include "vendors/config.h"
+
+using namespace hami::vendors;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const auto* all = new std::vector<std::unique_ptr<Vendor>>(AllVendorsWithDefaults());
+  if (size == 0) return 0;
+  const Vendor& v = *(*all)[data[0] % all->size()];
+  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+  NodeView node;
+  if (!v.keys().node_register.empty()) node.annotations[v.keys().node_register] = text;
+  node.annotations["hami-vnpu-core"] = "true";
+  if (auto devs = v.DecodeNode(node); devs.ok()) {
+    NodeView out;
+    if (v.EncodeNode(*devs, &out).ok()) {
+      auto back = v.DecodeNode(out);
+      FUZZ_CHECK(back.ok() && *back == *devs, text.c_str());
+    }
+    (void)v.ScoreNode(*devs, {}, node);
+  }
+  if (auto a = v.DecodeDecision({{v.keys().allocated, text}}); a.ok()) {
+    if (auto enc = v.EncodeDecision(*a, 0); enc.ok()) {
+      auto back = v.DecodeDecision(*enc);
+      FUZZ_CHECK(back.ok() && *back == *a, text.c_str());
+    }
+  }
+  (void)ParseRefusal(text);
+  (void)LoadVendors(text);
+  return 0;
+}

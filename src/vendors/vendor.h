@@ -1,0 +1,171 @@
+#pragma once
+// One interface for every device vendor (reference/hami.md §4, upstream pkg/device/devices.go).
+// A vendor owns: its extended-resource names and request defaulting, the webhook mutation, the node
+// registration annotation and its codec, the handshake key, per-device fit rules with parseable
+// refusal reasons, a node score hook, the decision annotations on pods, the use/nouse selector
+// annotations and, where we own the device plugin, the Allocate environment.
+//
+// Everything here is pure (no I/O, no clock: `now` is passed in) and thread-compatible: a Vendor is
+// immutable after construction, so one instance serves concurrent scheduling cycles.
+//
+// Contracts the conformance suite (conformance_test.cc) checks for every backend:
+//  - Fit's feasibility does not depend on the order of the devices;
+//  - a grant never takes a device beyond its slots, memory or cores;
+//  - every refusal renders as "<Reason>: <detail>" and ParseRefusal reads it back;
+//  - ScoreNode is 0..100, higher is better, and ranks placements as `score_polarity` declares;
+//  - registration and decision annotations round-trip.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "core/model.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace hami::vendors {
+
+// Extended-resource names of one vendor. An empty name means the vendor has no such resource.
+struct ResourceNames {
+  std::string count;              // number of devices (e.g. nvidia.com/gpu)
+  std::string memory;             // memory per device, in `memory_unit_mib` units
+  std::string memory_percentage;  // percent of the device's memory
+  std::string cores;              // compute per device, in `core_units` units of a whole device
+  std::string priority;           // task priority
+};
+
+// The node as a vendor may read it: annotations and status.capacity (integers; extended resources).
+struct NodeView {
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, int64_t> capacity;
+};
+
+// Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons (upstream's
+// CamelCase strings where upstream has one); `never` says waiting cannot help (wrong type, too small).
+struct Refusal {
+  std::string reason;
+  std::string detail;
+  bool never = false;
+  // "<reason>: <detail>" (or just "<reason>" when detail is empty).
+  std::string ToString() const;
+  bool operator==(const Refusal&) const = default;
+};
+// Every reason a vendor may return. Retryable ones are busy-now; the others never fit on that device.
+inline constexpr const char* kRefusalReasons[] = {
+    "CardNotHealth", "CardTypeMismatch", "CardUuidMismatch", "CardTimeSlicingExhausted",
+    "CardInsufficientMemory", "CardInsufficientCore", "ExclusiveDeviceAllocateConflict",
+    "CardComputeUnitsExhausted", "CardTemplateNotFound", "NodeInsufficientDevice",
+    "DeviceCountNotAllowed", "CardTopologyInfeasible"};
+// Parses Refusal::ToString output: the reason must be one of kRefusalReasons. Errors name the text.
+StatusOr<Refusal> ParseRefusal(std::string_view text);
+
+// What the webhook does to one container: limits to add (resource -> integer), environment to inject
+// and denials (each an actionable message; any denial rejects the pod).
+struct Mutation {
+  std::map<std::string, int64_t> add_limits;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> denials;
+  bool empty() const { return add_limits.empty() && env.empty() && denials.empty(); }
+};
+
+// Result of fitting one container's request on one node's devices of this vendor.
+struct FitResult {
+  std::vector<core::ContainerDevice> devices;  // exactly request.nums when it fits (index set)
+  std::vector<Refusal> refusals;               // per refused device, plus node-level refusals
+  bool ok() const { return !devices.empty(); }
+  // Upstream's tally: "2/8 CardInsufficientMemory, 1/8 CardTypeMismatch" (N = devices examined).
+  std::string Summary(int examined) const;
+};
+
+// How ScoreNode ranks placements (0..100, higher is always better; this says better *by what*).
+enum class ScorePolarity {
+  kNeutral,            // always 0: the vendor adds nothing to the framework's node score (NVIDIA)
+  kTopologyCohesion,   // higher when the granted devices are better connected (same group/link)
+};
+
+// Fit rules as data, so a scheduler applying its own generic checks can honour them too.
+struct Template {
+  std::string name;     // e.g. "vir05_1c_16g"
+  int64_t memory_mib = 0;
+  int cores = 0;        // percent of the device the template takes
+  bool operator==(const Template&) const = default;
+};
+struct FitRules {
+  bool whole_device_only = false;       // a request always takes the whole device, exclusively
+  int max_devices_per_container = 0;    // 0 = unlimited; template vNPU: 1 unless whole devices
+  std::vector<int> allowed_counts;      // empty = any; Kunlun whole XPU: 1, 2, 4, 8
+  std::vector<Template> templates;      // memory rounded up to the smallest template that fits
+};
+
+// Annotation keys of one vendor.
+struct AnnotationKeys {
+  std::string node_register;   // registration (empty: devices come from node capacity)
+  std::string handshake;       // "hami.io/node-handshake[-<x>]" (empty: none)
+  std::string to_allocate;     // decision consumed by the device plugin (empty: none)
+  std::string allocated;       // permanent decision record
+  std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
+};
+
+class Vendor {
+ public:
+  virtual ~Vendor() = default;
+
+  // Registry/config name ("nvidia", "ascend", ...) and the Type keyword written in decisions
+  // (upstream CommonWord: "NVIDIA", "Ascend910B3", "DCU", "MLU", ...).
+  virtual const std::string& name() const = 0;
+  virtual const std::string& common_word() const = 0;
+  virtual const ResourceNames& resources() const = 0;
+  virtual const AnnotationKeys& keys() const = 0;
+  virtual const FitRules& rules() const = 0;
+  virtual ScorePolarity score_polarity() const = 0;
+
+  // The request of one container (`resources` = {"limits":{..},"requests":{..}}) after this vendor's
+  // defaulting, or nullopt when the container does not ask for this vendor. Errors name the resource.
+  virtual StatusOr<std::optional<core::DeviceRequest>> ParseRequest(const nlohmann::json& resources,
+                                                                    const std::map<std::string, std::string>& pod_annotations) const = 0;
+  // The webhook's changes for one container. Errors only for malformed input (bad quantities).
+  virtual StatusOr<Mutation> Mutate(const nlohmann::json& resources,
+                                    const std::map<std::string, std::string>& pod_annotations) const = 0;
+  // use/nouse annotations of this vendor -> selectors (comma lists, blanks dropped).
+  virtual StatusOr<core::DeviceSelectors> ParseSelectors(
+      const std::map<std::string, std::string>& pod_annotations) const = 0;
+
+  // The node's devices of this vendor (vendor = common_word()). A node without this vendor's
+  // annotation/capacity has none (not an error). Errors name the annotation and device.
+  virtual StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const = 0;
+  // The registration annotation value as this vendor's device plugin writes it (for tests, fakes and
+  // the sim). Capacity-based vendors fill `node->capacity` instead.
+  virtual Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const = 0;
+
+  // Whether one device can take one unit of `request` given its usage; nullopt = fits.
+  virtual std::optional<Refusal> CheckDevice(const core::DeviceRequest& request, const core::DeviceInfo& device,
+                                             const core::DeviceUsage& usage,
+                                             const core::DeviceSelectors& selectors) const = 0;
+  // What the container takes on a device that passed CheckDevice (memory resolved and rounded).
+  virtual core::ContainerDevice Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const = 0;
+  // Chooses request.nums devices (reference first-fit honouring the vendor's group rules).
+  virtual FitResult Fit(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
+                        std::span<const core::DeviceUsage> usage, const core::DeviceSelectors& selectors,
+                        const NodeView& node) const = 0;
+  // 0..100, higher is better per score_polarity(); `granted` are indices into `devices`.
+  virtual int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
+                        const NodeView& node) const = 0;
+
+  // Pod annotations carrying the decision: to_allocate + allocated (upstream
+  // `UUID,Type,mem,cores:` / `;` format with this vendor's Type) plus vendor extras (Cambricon lock,
+  // Ascend template choice). `now_unix` stamps time-based extras.
+  virtual StatusOr<std::map<std::string, std::string>> EncodeDecision(const core::PodAllocation& allocation,
+                                                                      int64_t now_unix) const = 0;
+  // The allocated-key decision of a pod (only this vendor's devices), for the usage cache.
+  virtual StatusOr<core::PodAllocation> DecodeDecision(const std::map<std::string, std::string>& pod_annotations) const = 0;
+
+  // Container environment for Allocate, where we own the device plugin (NVIDIA); empty otherwise.
+  virtual std::map<std::string, std::string> AllocateEnv(const std::vector<core::ContainerDevice>& devices) const {
+    return {};
+  }
+};
+
+}  // namespace hami::vendors

@@ -1,0 +1,421 @@
+// Per-vendor rules and wire values. Values marked "hami.md" are quoted from
+// /work/shared/reference/hami.md; values marked "constructed" follow the format hami.md §1.2/§1.3/§4
+// describes, with made-up identifiers.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "nlohmann/json.hpp"
+#include "vendors/config.h"
+#include "vendors/registry.h"
+
+namespace hami::vendors {
+namespace {
+
+const std::vector<std::unique_ptr<Vendor>>& All() {
+  static const auto* all = new std::vector<std::unique_ptr<Vendor>>(AllVendorsWithDefaults());
+  return *all;
+}
+const Vendor& ByWord(const std::string& w) {
+  for (const auto& v : All())
+    if (v->common_word() == w) return *v;
+  ADD_FAILURE() << "no vendor " << w;
+  return *All().front();
+}
+nlohmann::json Limits(std::initializer_list<std::pair<const std::string, nlohmann::json>> l) {
+  return {{"limits", nlohmann::json(std::map<std::string, nlohmann::json>(l))}};
+}
+
+// ---- Registration annotations ----
+struct RegCase {
+  const char* word;
+  const char* key;
+  const char* value;
+  const char* source;
+  int devices;
+  const char* first_uuid;
+  int64_t first_mem;
+};
+const RegCase kRegCases[] = {
+    {"NVIDIA", "hami.io/node-nvidia-register",
+     R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])",
+     "hami.md §1.2", 1, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 32768},
+    {"DCU", "hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:DCU-0a1c,4,16368,100,DCU-Z100L,1,true,1,:",
+     "constructed (legacy CSV of hami.md §1.2)", 2, "DCU-0a1b", 16368},
+    {"MR-V100", "hami.io/node-MR-V100-register", "ILU-77,8,32768,100,MR-V100,0,true,0,:",
+     "constructed (legacy CSV)", 1, "ILU-77", 32768},
+    {"Ascend910B3", "hami.io/node-register-Ascend910B3",
+     R"([{"id":"910B3-0","count":4,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])",
+     "constructed (DeviceInfo JSON)", 1, "910B3-0", 65536},
+    {"XPU", "hami.io/node-register-xpu", R"([{"id":"XPU-a","count":4,"devmem":98304,"devcore":100,"type":"P800","health":true}])",
+     "constructed", 1, "XPU-a", 98304},
+    {"AMD", "hami.io/node-amd-register", R"([{"id":"AMD-1","count":4,"devmem":196608,"devcore":100,"type":"MI300X","health":true}])",
+     "constructed", 1, "AMD-1", 196608},
+};
+
+TEST(RegistrationTest, DecodesAndReEncodesByteForByte) {
+  for (const RegCase& c : kRegCases) {
+    SCOPED_TRACE(StrCat(c.word, " (", c.source, ")"));
+    const Vendor& v = ByWord(c.word);
+    EXPECT_EQ(v.keys().node_register, c.key);
+    NodeView node;
+    node.annotations[c.key] = c.value;
+    auto devs = v.DecodeNode(node);
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(static_cast<int>(devs->size()), c.devices);
+    EXPECT_EQ((*devs)[0].uuid, c.first_uuid);
+    EXPECT_EQ((*devs)[0].devmem_mib, c.first_mem);
+    EXPECT_EQ((*devs)[0].vendor, c.word);
+    NodeView out;
+    ASSERT_TRUE(v.EncodeNode(*devs, &out).ok());
+    EXPECT_EQ(out.annotations[c.key], c.value);
+  }
+}
+
+TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
+  struct Case { const char* word; const char* res; int64_t cap; int devices; int64_t mem; } cases[] = {
+      {"MLU", "cambricon.com/mlu.smlu.vcore", 400, 4, 24576},
+      {"Mthreads", "mthreads.com/sgpu-core", 32, 2, 49152},
+      {"Metax-GPU", "metax-tech.com/gpu", 8, 8, 65536},
+      {"GCU", "enflame.com/gcu", 8, 8, 49152},
+      {"kunlun", "kunlunxin.com/xpu", 8, 8, 98304},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.word);
+    NodeView node;
+    node.capacity[c.res] = c.cap;
+    auto devs = ByWord(c.word).DecodeNode(node);
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(static_cast<int>(devs->size()), c.devices);
+    EXPECT_EQ(devs->back().devmem_mib, c.mem);
+  }
+  NodeView bad;
+  bad.capacity["cambricon.com/mlu.smlu.vcore"] = 150;  // not whole cards
+  auto r = ByWord("MLU").DecodeNode(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("cambricon.com/mlu.smlu.vcore"), std::string::npos);
+}
+
+TEST(RegistrationTest, MalformedAnnotationsNameTheKey) {
+  for (const RegCase& c : kRegCases) {
+    NodeView node;
+    node.annotations[c.key] = std::string(c.value).substr(0, 12);
+    auto r = ByWord(c.word).DecodeNode(node);
+    if (r.ok()) continue;  // a CSV prefix may still be a valid (shorter) list
+    EXPECT_NE(std::string(r.status().message()).find(c.key), std::string::npos) << r.status();
+  }
+}
+
+// ---- Decision annotations ----
+TEST(DecisionTest, UpstreamNvidiaExampleRoundTrips) {
+  const std::string v =  // hami.md §1.3, verbatim
+      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
+  const Vendor& n = ByWord("NVIDIA");
+  auto a = n.DecodeDecision({{"hami.io/vgpu-devices-allocated", v}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->containers.size(), 2u);
+  EXPECT_EQ(a->containers[1][0].usedmem_mib, 5000);
+  auto enc = n.EncodeDecision(*a, 0);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->at("hami.io/vgpu-devices-allocated"), v);
+  EXPECT_EQ(enc->at("hami.io/vgpu-devices-to-allocate"), v);
+}
+
+TEST(DecisionTest, KeysPerVendorAreUpstreams) {  // hami.md §1.3 table
+  struct Case { const char* word; const char* to; const char* done; } cases[] = {
+      {"NVIDIA", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated"},
+      {"MLU", "hami.io/cambricon-mlu-devices-to-allocate", "hami.io/cambricon-mlu-devices-allocated"},
+      {"DCU", "hami.io/dcu-devices-to-allocate", "hami.io/dcu-devices-allocated"},
+      {"Mthreads", "hami.io/mthreads-vgpu-devices-to-allocate", "hami.io/mthreads-vgpu-devices-allocated"},
+      {"Metax-GPU", "hami.io/metax-gpu-devices-to-allocate", "hami.io/metax-gpu-devices-allocated"},
+      {"Metax-SGPU", "hami.io/metax-sgpu-devices-to-allocate", "hami.io/metax-sgpu-devices-allocated"},
+      {"GCU", "hami.io/enflame-gcu-devices-to-allocate", "hami.io/enflame-gcu-devices-allocated"},
+      {"Enflame", "", "hami.io/enflame-vgpu-devices-allocated"},
+      {"XPU", "hami.io/xpu-devices-to-allocate", "hami.io/xpu-devices-allocated"},
+      {"kunlun", "", "hami.io/kunlun-allocated"},
+      {"AMD", "hami.io/amd-devices-to-allocate", "hami.io/amd-devices-allocated"},
+      {"Ascend910B3", "hami.io/Ascend910B3-devices-to-allocate", "hami.io/Ascend910B3-devices-allocated"},
+      {"MR-V100", "hami.io/MR-V100-devices-to-allocate", "hami.io/MR-V100-devices-allocated"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(ByWord(c.word).keys().to_allocate, c.to) << c.word;
+    EXPECT_EQ(ByWord(c.word).keys().allocated, c.done) << c.word;
+  }
+}
+
+TEST(DecisionTest, CambriconWritesProfileAndLock) {
+  core::PodAllocation a;
+  a.containers = {{{"MLU-2", "MLU", 4096, 25, 2}}};
+  auto enc = ByWord("MLU").EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->at("hami.io/cambricon-mlu-devices-allocated"), "MLU-2,MLU,4096,25:;");
+  EXPECT_EQ(enc->at("CAMBRICON_DSMLU_PROFILE"), "2_25_16");  // <idx>_<cores>_<mem/256>
+  EXPECT_EQ(enc->at("cambricon.com/dsmlu.lock"), "2023-11-14T22:13:20Z");
+}
+
+TEST(DecisionTest, AscendWritesTheTemplateChoice) {
+  core::PodAllocation a;
+  a.containers = {{{"910B3-0", "Ascend910B3", 16384, 25, 0}}};
+  auto enc = ByWord("Ascend910B3").EncodeDecision(a, 0);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->at("huawei.com/Ascend910B3"), R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])");
+}
+
+// ---- Request parsing and webhook ----
+struct ReqCase {
+  const char* word;
+  nlohmann::json resources;
+  std::map<std::string, std::string> annotations;
+  bool asks;
+  int nums;
+  int64_t mem;
+  int pct;
+  int cores;
+};
+TEST(RequestTest, DefaultingPerVendor) {
+  const ReqCase cases[] = {
+      // bare count = whole exclusive device
+      {"DCU", Limits({{"hygon.com/dcunum", 1}}), {}, true, 1, 0, 100, 100},
+      {"DCU", Limits({{"hygon.com/dcumem", 2000}}), {}, true, 1, 2000, 0, 0},
+      {"DCU", Limits({{"cpu", "2"}}), {}, false, 0, 0, 0, 0},
+      // Moore Threads: 512 MiB memory units, 16 core units per GPU
+      {"Mthreads", Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 8}, {"mthreads.com/sgpu-core", 4}}),
+       {}, true, 1, 4096, 0, 25},
+      // Iluvatar: 256 MiB units, per-chip names
+      {"BI-V150", Limits({{"iluvatar.ai/BI-V150-vgpu", 1}, {"iluvatar.ai/BI-V150.vMem", 16}}), {}, true, 1, 4096, 0, 0},
+      // whole-device vendors ignore partial sizes
+      {"kunlun", Limits({{"kunlunxin.com/xpu", 2}}), {}, true, 2, 0, 100, 100},
+      {"Metax-GPU", Limits({{"metax-tech.com/gpu", 1}}), {}, true, 1, 0, 100, 100},
+      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}), {}, true, 1,
+       10000, 0, 0},
+      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3-memory", 10000}, {"huawei.com/Ascend910B3-core", 30}}),
+       {{"huawei.com/vnpu-mode", "hami-core"}}, true, 1, 10000, 0, 30},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(StrCat(c.word, " ", c.resources.dump()));
+    auto r = ByWord(c.word).ParseRequest(c.resources, c.annotations);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->has_value(), c.asks);
+    if (!c.asks) continue;
+    EXPECT_EQ((*r)->vendor, c.word);
+    EXPECT_EQ((*r)->nums, c.nums);
+    EXPECT_EQ((*r)->memreq_mib, c.mem);
+    EXPECT_EQ((*r)->mem_percentage, c.pct);
+    EXPECT_EQ((*r)->coresreq, c.cores);
+  }
+}
+
+TEST(WebhookTest, DefaultsEnvAndDenials) {
+  auto m = ByWord("DCU").Mutate(Limits({{"hygon.com/dcumem", 2000}}), {});
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"hygon.com/dcunum", 1}}));
+  m = ByWord("DCU").Mutate(Limits({{"hygon.com/dcunum", 1}}), {});
+  EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"hygon.com/dcucores", 100}}));
+  m = ByWord("Mthreads").Mutate(Limits({{"mthreads.com/vgpu", 1}}), {});
+  EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"mthreads.com/sgpu-core", 16}}));
+  m = ByWord("NVIDIA").Mutate(Limits({{"nvidia.com/gpu", 1}, {"nvidia.com/priority", 1}}), {});
+  EXPECT_EQ(m->env.at("CUDA_TASK_PRIORITY"), "1");
+  EXPECT_EQ(m->add_limits.at("nvidia.com/gpucores"), 100);
+
+  struct Deny { const char* word; nlohmann::json res; std::map<std::string, std::string> ann; const char* part; } denies[] = {
+      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}), {},
+       "cannot split memory across more than 1"},
+      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 10}}), {},
+       "huawei.com/vnpu-mode: hami-core"},
+      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 70000}}), {},
+       "largest Ascend910B3 template (32768 MiB)"},
+      {"kunlun", Limits({{"kunlunxin.com/xpu", 3}}), {}, "allows only 1, 2, 4, 8"},
+      {"Metax-SGPU", Limits({{"metax-tech.com/sgpu", 1}}), {{"metax-tech.com/sgpu-qos-policy", "fast"}},
+       "best-effort|fixed-share|burst-share"},
+  };
+  for (const auto& d : denies) {
+    auto r = ByWord(d.word).Mutate(d.res, d.ann);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->denials.size(), 1u) << d.word << " " << d.res.dump();
+    EXPECT_NE(r->denials[0].find(d.part), std::string::npos) << r->denials[0];
+  }
+  // hami-core mode lifts the template rules.
+  auto ok = ByWord("Ascend910B3").Mutate(Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}),
+                                         {{"huawei.com/vnpu-mode", "hami-core"}});
+  EXPECT_TRUE(ok->denials.empty());
+}
+
+TEST(SelectorTest, UseNouseKeysPerVendor) {
+  auto s = ByWord("DCU").ParseSelectors({{"hygon.com/use-dcutype", "Z100, K100"}, {"hygon.com/nouse-gpuuuid", "DCU-1"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->use_types, (std::vector<std::string>{"Z100", "K100"}));
+  EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"DCU-1"}));
+  s = ByWord("XPU").ParseSelectors({{"hami.io/use-xpu-uuid", "XPU-a"}});
+  EXPECT_EQ(s->use_uuids, (std::vector<std::string>{"XPU-a"}));
+  s = ByWord("Ascend910B3").ParseSelectors({{"hami.io/no-use-Ascend910B3-uuid", "x"}});
+  EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"x"}));
+  EXPECT_FALSE(ByWord("NVIDIA").ParseSelectors({{"nvidia.com/numa-bind", "maybe"}}).ok());
+}
+
+// ---- Fit rules ----
+std::vector<core::DeviceInfo> Devs(const Vendor& v, int n, int64_t mem, const std::string& mode = "") {
+  std::vector<core::DeviceInfo> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back({StrCat(v.common_word(), "-", i), i, 4, mem, 100, "model", v.common_word(), 0, true, mode, {}});
+  return out;
+}
+
+TEST(FitTest, AscendRoundsUpToTheSmallestTemplate) {
+  const Vendor& v = ByWord("Ascend910B3");
+  auto devs = Devs(v, 2, 65536);
+  std::vector<core::DeviceUsage> usage(2);
+  struct Case { int64_t mem; int64_t granted; int cores; } cases[] = {{1, 16384, 25}, {16384, 16384, 25}, {16385, 32768, 50}};
+  for (const auto& c : cases) {
+    auto r = v.ParseRequest(Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", c.mem}}), {});
+    ASSERT_TRUE(r.ok() && *r);
+    auto fit = v.Fit(**r, devs, usage, {}, {});
+    ASSERT_TRUE(fit.ok()) << fit.Summary(2);
+    EXPECT_EQ(fit.devices[0].usedmem_mib, c.granted) << c.mem;
+    EXPECT_EQ(fit.devices[0].usedcores, c.cores) << c.mem;
+  }
+  // hami-core pods only on hami-core nodes, and vice versa.
+  auto r = v.ParseRequest(Limits({{"huawei.com/Ascend910B3-memory", 1000}}), {{"huawei.com/vnpu-mode", "hami-core"}});
+  auto sel = v.ParseSelectors({{"huawei.com/vnpu-mode", "hami-core"}});
+  auto fit = v.Fit(**r, devs, usage, *sel, {});
+  EXPECT_FALSE(fit.ok());
+  EXPECT_EQ(fit.refusals[0].reason, "CardTypeMismatch");
+  auto soft = Devs(v, 2, 65536, "hami-core");
+  fit = v.Fit(**r, soft, usage, *sel, {});
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit.devices[0].usedmem_mib, 1000);  // no template rounding in soft split
+}
+
+TEST(FitTest, KunlunKeepsGroupsTogetherAndScoresThem) {
+  const Vendor& v = ByWord("kunlun");
+  NodeView node;
+  node.capacity["kunlunxin.com/xpu"] = 8;
+  auto devs = *v.DecodeNode(node);
+  std::vector<core::DeviceUsage> usage(8);
+  usage[0].used = usage[1].used = 1;  // half 0 has 2 free cards, half 1 has 4
+  auto two = v.ParseRequest(Limits({{"kunlunxin.com/xpu", 2}}), {});
+  auto fit = v.Fit(**two, devs, usage, {}, node);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit.devices[0].uuid, "kunlun-2");  // binpack inside the fuller half
+  EXPECT_EQ(fit.devices[1].uuid, "kunlun-3");
+  auto four = v.ParseRequest(Limits({{"kunlunxin.com/xpu", 4}}), {});
+  fit = v.Fit(**four, devs, usage, {}, node);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit.devices[0].uuid, "kunlun-4");
+  usage[5].used = 1;  // no half has 4 free cards
+  fit = v.Fit(**four, devs, usage, {}, node);
+  EXPECT_FALSE(fit.ok());
+  EXPECT_EQ(fit.refusals.back().reason, "CardTopologyInfeasible");
+  // Polarity: one half scores above a split.
+  const int same[] = {4, 5}, split[] = {3, 4};
+  EXPECT_GT(v.ScoreNode(devs, same, node), v.ScoreNode(devs, split, node));
+}
+
+TEST(ScoreTest, MetaxLossesAndAscendNetworkIdRespectPolarity) {
+  const Vendor& m = ByWord("Metax-GPU");
+  NodeView node;
+  node.capacity["metax-tech.com/gpu"] = 4;
+  node.annotations["metax-tech.com/gpu.topology.losses"] = R"({"0,1":0,"0,2":1500,"1,2":1500})";  // constructed
+  auto devs = *m.DecodeNode(node);
+  const int near[] = {0, 1}, far[] = {0, 2};
+  EXPECT_EQ(m.ScoreNode(devs, near, node), 100);
+  EXPECT_EQ(m.ScoreNode(devs, far, node), 25);
+
+  const Vendor& a = ByWord("Ascend910B3");
+  NodeView an;
+  an.annotations["hami.io/node-register-Ascend910B3"] =  // constructed: customInfo.NetworkID per device
+      R"([{"id":"a0","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":1}},)"
+      R"({"id":"a1","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":1}},)"
+      R"({"id":"a2","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":2}}])";
+  auto ad = a.DecodeNode(an);
+  ASSERT_TRUE(ad.ok()) << ad.status();
+  const int same[] = {0, 1}, mixed[] = {1, 2};
+  EXPECT_EQ(a.ScoreNode(*ad, same, an), 100);
+  EXPECT_EQ(a.ScoreNode(*ad, mixed, an), 50);
+}
+
+TEST(AllocateEnvTest, NvidiaArmsLibvgpu) {
+  auto env = ByWord("NVIDIA").AllocateEnv({{"GPU-a", "NVIDIA", 3000, 30, 0}, {"GPU-b", "NVIDIA", 5000, 30, 1}});
+  EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+  EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
+  EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
+  EXPECT_TRUE(ByWord("DCU").AllocateEnv({{"DCU-0", "DCU", 1, 1, 0}}).empty());
+}
+
+TEST(RefusalTest, ParsesOnlyKnownReasons) {
+  auto r = ParseRefusal("CardInsufficientMemory: GPU-a: needs 5 MiB, 3 free");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->detail, "GPU-a: needs 5 MiB, 3 free");
+  EXPECT_FALSE(ParseRefusal("Nope: x").ok());
+  FitResult f;
+  f.refusals = {{"CardInsufficientMemory", "a", false}, {"CardInsufficientMemory", "b", false}, {"CardNotHealth", "c", false}};
+  EXPECT_EQ(f.Summary(8), "2/8 CardInsufficientMemory, 1/8 CardNotHealth");
+}
+
+// ---- Config ----
+TEST(ConfigTest, SectionsEnableVendorsAndRenameResources) {
+  auto none = LoadVendors("");
+  ASSERT_TRUE(none.ok());
+  ASSERT_EQ(none->size(), 1u);  // NVIDIA only; disabled vendors are never built
+  EXPECT_EQ((*none)[0]->common_word(), "NVIDIA");
+  auto some = LoadVendors(R"(
+nvidia:
+  resourceCountName: example.com/gpu
+  deviceSplitCount: 10
+hygon:
+  resourceMemoryName: hygon.com/mem
+kunlun:
+  enabled: false
+vnpus:
+- chipName: 910B4
+  commonWord: Ascend910B4
+  resourceName: huawei.com/Ascend910B4
+  resourceMemoryName: huawei.com/Ascend910B4-memory
+  memoryAllocatable: 32768
+  memoryCapacity: 32768
+  aiCore: 20
+  aiCPU: 7
+  templates:
+  - {name: vir05_1c_8g, memory: 8192, aiCore: 5, aiCPU: 1}
+)");
+  ASSERT_TRUE(some.ok()) << some.status();
+  std::vector<std::string> words;
+  for (const auto& v : *some) words.push_back(v->common_word());
+  EXPECT_EQ(words, (std::vector<std::string>{"NVIDIA", "Ascend910B4", "DCU"}));
+  EXPECT_EQ((*some)[0]->resources().count, "example.com/gpu");
+  EXPECT_EQ((*some)[2]->resources().memory, "hygon.com/mem");
+  EXPECT_EQ((*some)[1]->rules().templates, (std::vector<Template>{{"vir05_1c_8g", 8192, 25}}));
+  auto r = (*some)[0]->ParseRequest(Limits({{"example.com/gpu", 1}}), {});
+  ASSERT_TRUE(r.ok() && *r);
+}
+
+TEST(ConfigTest, ErrorsNameTheOption) {
+  struct Case { const char* yaml; const char* part; } cases[] = {
+      {"hygon:\n  resourceMemoryNam: x\n", "hygon.resourceMemoryNam: unknown option"},
+      {"nvidia:\n  defaultMemory: lots\n", "nvidia.defaultMemory: expected an integer"},
+      {"vnpus:\n- chipName: x\n  aiCore: 0\n", "vnpus[0]: chipName and aiCore > 0 are required"},
+      {"vnpus: {}\n", "vnpus: expected a list"},
+      {"kunlun:\n  enabled: maybe\n", "kunlun.enabled"},
+      {"nvidia: [\n", "line"},
+      {"- a\n", "expected a mapping"},
+  };
+  for (const auto& c : cases) {
+    auto r = LoadVendors(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(std::string(r.status().message()).find(c.part), std::string::npos) << r.status();
+  }
+}
+
+TEST(RegistryTest, EveryRowBuildsWithDefaultsAndNamesAreUnique) {
+  std::set<std::string> words, counts;
+  for (const auto& v : All()) {
+    EXPECT_TRUE(words.insert(v->common_word()).second) << v->common_word();
+    EXPECT_TRUE(counts.insert(v->resources().count).second) << v->resources().count;
+    EXPECT_FALSE(v->keys().allocated.empty()) << v->common_word();
+  }
+  EXPECT_EQ(All().size(), 17u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
+                                 // iluvatar 4, enflame 2, kunlun 2, amd
+}
+
+}  // namespace
+}  // namespace hami::vendors
