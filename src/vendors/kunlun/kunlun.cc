@@ -7,6 +7,10 @@
 //    registration JSON hami.io/node-register-xpu, handshake hami.io/node-handshake-xpu.
 #include "vendors/kunlun/kunlun.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
 #include "vendors/config.h"
 #include "vendors/generic.h"
 #include "yaml-cpp/yaml.h"
@@ -35,18 +39,15 @@ class KunlunXpu : public GenericVendor {
     if (static_cast<int>(candidates.size()) < r.nums) return {};
     if (r.nums == 1 || r.nums >= 2 * kHalf) return GenericVendor::ChooseSet(r, devices, candidates);
     // Prefer one half: the half with the fewest free cards that still holds the request (binpack).
+    std::map<int, std::vector<int>> halves;  // half -> its candidates, in index order
+    for (int c : candidates) halves[devices[c].index / kHalf].push_back(c);
     std::vector<int> best;
     size_t best_free = SIZE_MAX;
-    for (int half = 0; half * kHalf <= devices.back().index + kHalf; ++half) {
-      std::vector<int> in;
-      for (int c : candidates)
-        if (devices[c].index / kHalf == half) in.push_back(c);
+    for (const auto& [half, in] : halves)
       if (static_cast<int>(in.size()) >= r.nums && in.size() < best_free) {
         best_free = in.size();
         best.assign(in.begin(), in.begin() + r.nums);
       }
-      if (half > 256) break;
-    }
     if (!best.empty() || r.nums == kHalf) return best;  // 4 cards must be one half
     return GenericVendor::ChooseSet(r, devices, candidates);
   }
