@@ -1,0 +1,67 @@
+#pragma once
+// Keeps ClusterState in sync with the API server and runs what only the leader may do.
+//  - informers: pods (all namespaces), nodes, resource quotas -> ClusterState; a restart rebuilds
+//    everything from the annotations they deliver;
+//  - optional leader election on a coordination.k8s.io Lease (k8s::LeaderElector);
+//  - housekeeping (leader only, every `housekeeping_period`): upstream's node handshake and the
+//    clean-up of nodes whose device plugin stopped answering (reference/hami.md §1.2).
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "extender/state.h"
+#include "k8s/client.h"
+#include "k8s/informer.h"
+#include "k8s/leader_election.h"
+
+namespace hami::extender {
+
+struct ControllerOptions {
+  bool leader_elect = false;
+  k8s::LeaderElectionConfig election;      // identity, lease name/namespace, timings
+  std::chrono::milliseconds housekeeping_period{15'000};
+  std::string node_label_selector;         // only these nodes (upstream --node-label-selector)
+  int64_t watch_timeout_seconds = 300;
+};
+
+class Controller {
+ public:
+  Controller(k8s::Client& client, ClusterState& state, ControllerOptions opts);
+  ~Controller();  // Stop()
+
+  void Start();
+  void Stop();
+
+  // Informers have delivered their first list.
+  bool Synced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // Leading (or not electing at all).
+  bool IsLeader() const;
+  // The current holder of the lease ("" when unknown; our identity when leading).
+  std::string Leader() const;
+  // /readyz: synced, and with election on, leading or knowing who leads.
+  bool Ready() const;
+
+  // One housekeeping pass now (tests); returns how many node patches were sent.
+  int HousekeepOnce();
+
+  k8s::Informer& pods() { return *pods_; }
+  k8s::Informer& nodes() { return *nodes_; }
+
+ private:
+  k8s::Client& client_;
+  ClusterState& state_;
+  ControllerOptions opts_;
+  std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_;
+  std::unique_ptr<k8s::LeaderElector> elector_;
+  std::thread housekeeper_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+};
+
+}  // namespace hami::extender

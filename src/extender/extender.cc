@@ -1,0 +1,287 @@
+#include "extender/extender.h"
+
+#include <map>
+
+#include "common/log.h"
+#include "core/annotations.h"
+#include "core/pod_codec.h"
+#include "k8s/errors.h"
+
+namespace hami::extender {
+namespace {
+
+constexpr const char* kNotInCache = "node not found in the scheduler cache";
+
+std::string PodKey(const core::PodRequest& p) { return StrCat(p.namespace_, "/", p.name); }
+
+Json PodRef(const std::string& ns, const std::string& name, const std::string& uid) {
+  Json r{{"kind", "Pod"}, {"apiVersion", "v1"}, {"namespace", ns}, {"name", name}};
+  if (!uid.empty()) r["uid"] = uid;
+  return r;
+}
+
+std::string Reason(const scheduler::NodeFailure& f) {
+  if (f.reason == kNotInCache)
+    return "node unregistered: no usable hami.io/node-nvidia-register annotation (or its handshake timed out)";
+  return f.reason;
+}
+
+// The per-device usage of `state` as one synthetic pod (one container per task slot), so a private
+// cache reproduces slots, memory and cores exactly.
+core::PodAllocation UsageAsAllocation(const scheduler::NodeState& state) {
+  core::PodAllocation a;
+  a.node = state.info.name;
+  for (size_t i = 0; i < state.info.devices.size() && i < state.usage.size(); ++i) {
+    const auto& u = state.usage[i];
+    for (int k = 0; k < std::max(u.used, u.usedmem_mib > 0 || u.usedcores > 0 ? 1 : 0); ++k) {
+      core::ContainerDevice d;
+      d.uuid = state.info.devices[i].uuid;
+      d.usedmem_mib = k == 0 ? u.usedmem_mib : 0;
+      d.usedcores = k == 0 ? u.usedcores : 0;
+      a.containers.push_back({d});
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t now) {
+  return Json{{"metadata",
+               {{"annotations",
+                 {{core::kVgpuNode, node},
+                  {core::kVgpuTime, std::to_string(now)},
+                  {core::kNvidiaDevicesToAllocate, encoded},
+                  {core::kNvidiaDevicesAllocated, encoded},
+                  {core::kBindPhase, nullptr},
+                  {core::kBindTime, nullptr}}},
+                {"labels", {{core::kVgpuNode, node}}}}}};
+}
+
+Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts)
+    : sched_(sched), state_(state), client_(client), opts_(std::move(opts)),
+      clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
+
+std::string Extender::NotLeaderError() const {
+  std::string leader = opts_.leader_name ? opts_.leader_name() : "";
+  return StrCat("this hami-scheduler replica is not the leader (leader: ", leader.empty() ? "unknown" : leader,
+                "); kube-scheduler will retry");
+}
+
+void Extender::Event(const Json& ref, const std::string& type, const std::string& reason, const std::string& message) {
+  if (client_ == nullptr) return;
+  k8s::EventSpec ev;
+  ev.involved_object = ref;
+  ev.type = type;
+  ev.reason = reason;
+  ev.message = message;
+  ev.component = opts_.component;
+  Status s = client_->CreateEvent(ev);
+  if (!s.ok()) SPDLOG_DEBUG("event {} not recorded: {}", reason, std::string(s.message()));
+}
+
+ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
+  counters_.filter_total.fetch_add(1, std::memory_order_relaxed);
+  ExtenderFilterResult out;
+  if (opts_.is_leader && !opts_.is_leader()) {
+    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+    out.error = NotLeaderError();
+    return out;
+  }
+  auto parsed = core::ParsePodJson(args.pod, opts_.resources);
+  if (!parsed.ok()) {
+    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+    out.error = StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
+    return out;
+  }
+  core::PodRequest pod = std::move(*parsed);
+  const std::vector<std::string> candidates = args.CandidateNames();
+  if (!pod.HasDevices()) {
+    // Not ours to judge (upstream passes every node through).
+    out.node_names = candidates;
+    if (args.nodes) out.nodes = args.nodes;
+    return out;
+  }
+  // kube-scheduler has already checked node CPU and memory; we judge devices only.
+  for (auto& c : pod.containers) c.cpu_milli = c.memory_mib = 0;
+  if (args.nodes) return Simulate(args, pod);
+
+  // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation up.
+  if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
+  const std::vector<core::ContainerKind> kinds = core::ContainerKinds(pod);
+
+  scheduler::ScheduleOptions so;
+  so.explain = true;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto d = sched_.Schedule(pod, &candidates, so);
+    if (!d.ok()) {
+      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+      out.error = StrCat("pod ", PodKey(pod), ": ", std::string(d.status().message()));
+      return out;
+    }
+    if (d->node.empty()) {
+      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+      out.node_names = std::vector<std::string>{};
+      if (opts_.filter_failed_events)
+        Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed",
+              StrCat("no node fits: ", candidates.size(), " nodes do not fit"));
+      return out;
+    }
+    auto encoded = core::EncodePodDevices(d->allocation);
+    if (!encoded.ok()) {
+      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+      out.error = StrCat("pod ", PodKey(pod), ": cannot encode the decision: ", std::string(encoded.status().message()));
+      return out;
+    }
+    PodRecord rec;
+    rec.uid = pod.uid;
+    rec.namespace_ = pod.namespace_;
+    rec.name = pod.name;
+    rec.allocation = d->allocation;
+    rec.allocation.node = d->node;
+    rec.kinds = kinds;
+    rec.totals = TotalsOf(kinds, rec.allocation);
+    rec.encoded = *encoded;
+    Status q = state_.TryReserve(rec);
+    if (!q.ok()) {
+      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      const std::string why = StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
+      for (const auto& n : candidates) out.failed_nodes[n] = why;
+      out.node_names = std::vector<std::string>{};
+      return out;
+    }
+    Status r = sched_.Reserve(pod, *d);
+    if (!r.ok()) {
+      state_.Drop(pod.uid);
+      if (absl::IsAborted(r) || absl::IsAlreadyExists(r)) {
+        // A concurrent decision took the room first, or a stale informer copy re-added the pod.
+        counters_.reserve_conflicts.fetch_add(1, std::memory_order_relaxed);
+        if (absl::IsAlreadyExists(r)) (void)sched_.Unreserve(pod.uid);
+        continue;
+      }
+      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+      out.error = StrCat("pod ", PodKey(pod), ": ", std::string(r.message()));
+      return out;
+    }
+    if (client_ != nullptr) {
+      auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge,
+                              DecisionPatch(d->node, *encoded, clock_.UnixSeconds()));
+      if (!p.ok()) {
+        state_.Drop(pod.uid);
+        (void)sched_.Unreserve(pod.uid);
+        counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+        out.error = StrCat("pod ", PodKey(pod), ": cannot write the decision: ", std::string(p.status().message()));
+        return out;
+      }
+    }
+    for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+    out.node_names = std::vector<std::string>{d->node};
+    return out;
+  }
+  counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node 8 times; retry");
+  return out;
+}
+
+ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::PodRequest& pod) {
+  ExtenderFilterResult out;
+  auto sim = scheduler::Scheduler::Create(opts_.scheduler);
+  if (!sim.ok()) {
+    out.error = std::string(sim.status().message());
+    return out;
+  }
+  const int64_t now = clock_.UnixSeconds();
+  std::map<std::string, const Json*> by_name;
+  std::vector<std::string> names;
+  for (const auto& n : *args.nodes) {
+    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s);
+    if (!v.registered) {
+      out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
+      continue;
+    }
+    by_name[v.info.name] = &n;
+    names.push_back(v.info.name);
+    const std::string name = v.info.name;
+    (*sim)->UpsertNode(std::move(v.info));
+    // Usage of the devices the live cache knows on that node (same uuids), as one synthetic pod.
+    auto snap = sched_.cache().Snapshot(name);
+    if (snap) {
+      core::PodAllocation a = UsageAsAllocation(*snap);
+      if (!a.containers.empty()) (void)(*sim)->AddPod("usage/" + name, a);
+    }
+  }
+  scheduler::ScheduleOptions so;
+  so.explain = true;
+  auto d = (*sim)->Schedule(pod, &names, so);
+  if (!d.ok()) {
+    out.error = std::string(d.status().message());
+    return out;
+  }
+  for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+  if (d->node.empty()) {
+    out.nodes = std::vector<Json>{};
+    out.node_names = std::vector<std::string>{};
+    return out;
+  }
+  out.nodes = std::vector<Json>{*by_name[d->node]};
+  out.node_names = std::vector<std::string>{d->node};
+  return out;
+}
+
+ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
+  counters_.bind_total.fetch_add(1, std::memory_order_relaxed);
+  ExtenderBindingResult out;
+  if (opts_.is_leader && !opts_.is_leader()) {
+    counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+    out.error = NotLeaderError();
+    return out;
+  }
+  if (client_ == nullptr) return out;
+  const std::string now = std::to_string(clock_.UnixSeconds());
+  Status s = client_->Bind(a.pod_namespace, a.pod_name, a.pod_uid, a.node,
+                           {{core::kBindPhase, core::kBindPhaseAllocating}, {core::kBindTime, now}});
+  if (s.ok()) return out;
+  if (absl::IsAlreadyExists(s) || k8s::IsConflict(s)) {
+    // A retried bind whose first attempt went through: already bound to this very node is success.
+    auto pod = client_->Get(k8s::kPods, a.pod_namespace, a.pod_name);
+    if (pod.ok() && pod->value("spec", Json::object()).value("nodeName", "") == a.node) return out;
+  }
+  counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+  std::string uid = a.pod_uid;
+  if (uid.empty()) uid = state_.UidOf(a.pod_namespace, a.pod_name).value_or("");
+  if (!uid.empty()) {
+    state_.Drop(uid);
+    (void)sched_.Unreserve(uid);
+  }
+  auto p = client_->Patch(
+      k8s::kPods, a.pod_namespace, a.pod_name, k8s::PatchType::kMerge,
+      Json{{"metadata", {{"annotations", {{core::kBindPhase, core::kBindPhaseFailed}, {core::kBindTime, now}}}}}});
+  if (!p.ok()) SPDLOG_DEBUG("bind-phase failed not recorded: {}", std::string(p.status().message()));
+  out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node, " failed: ",
+                     std::string(s.message()));
+  Event(PodRef(a.pod_namespace, a.pod_name, a.pod_uid), "Warning", "BindingFailed", out.error);
+  return out;
+}
+
+std::string Extender::HandleFilter(std::string_view body) {
+  auto args = ParseExtenderArgs(body);
+  if (!args.ok()) {
+    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+    ExtenderFilterResult r;
+    r.error = std::string(args.status().message());
+    return ToJson(r).dump();
+  }
+  return ToJson(Filter(*args)).dump();
+}
+
+std::string Extender::HandleBind(std::string_view body) {
+  auto args = ParseExtenderBindingArgs(body);
+  if (!args.ok()) {
+    counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+    return ToJson(ExtenderBindingResult{std::string(args.status().message())}).dump();
+  }
+  return ToJson(Bind(*args)).dump();
+}
+
+}  // namespace hami::extender

@@ -1,0 +1,85 @@
+#pragma once
+// The scheduler extender's verbs (reference/hami.md §1.4 steps 3-4, k8s-wire.md §1):
+//
+//  Filter: picks exactly one node and the GPUs per container with the scheduler library, charges the
+//    namespace quota, reserves the usage in the cache, and merge-patches the decision onto the pod in
+//    upstream's keys and formats (hami.io/vgpu-node [+ label], hami.io/vgpu-time,
+//    hami.io/vgpu-devices-to-allocate, hami.io/vgpu-devices-allocated). Other candidates come back in
+//    FailedNodes (retryable) or FailedAndUnresolvableNodes (can never fit as registered) with
+//    upstream-style reasons ("2/4 CardInsufficientMemory"). A request with the full Nodes list
+//    (nodeCacheCapable=false, e.g. the cluster-autoscaler dry-run) is simulated on a private copy:
+//    nothing is reserved or patched.
+//  Bind: POSTs the Binding with hami.io/bind-phase=allocating and hami.io/bind-time in its
+//    annotations (the API server merges them into the pod atomically with spec.nodeName, so the device
+//    plugin never sees a bound pod without its phase). On failure: unreserve, bind-phase=failed, Event
+//    BindingFailed.
+//
+// There is no node lock (DESIGN.md §5): concurrent binds to one node proceed; the device plugin finds
+// its pod as the one bound to its node with bind-phase allocating and a non-empty to-allocate record.
+// Only the leader decides: a follower answers every verb with an Error, which kube-scheduler retries.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "core/pod_request.h"
+#include "extender/state.h"
+#include "extender/wire.h"
+#include "k8s/client.h"
+#include "scheduler/scheduler.h"
+
+namespace hami::extender {
+
+struct ExtenderOptions {
+  core::ResourceConfig resources;
+  scheduler::SchedulerOptions scheduler;   // to build the private scheduler of a dry run
+  const Clock* clock = nullptr;            // default RealClock
+  // Leader gate; null = always the leader (single replica, or leader election off).
+  std::function<bool()> is_leader;
+  std::function<std::string()> leader_name;  // for the follower's error message
+  std::string component = "hami-scheduler";  // Event source
+  bool filter_failed_events = true;          // Event FilteringFailed when no node fits
+};
+
+// Counters for /metrics (monotonic).
+struct ExtenderCounters {
+  std::atomic<int64_t> filter_total{0}, filter_errors{0}, filter_unschedulable{0};
+  std::atomic<int64_t> bind_total{0}, bind_errors{0};
+  std::atomic<int64_t> reserve_conflicts{0};
+};
+
+class Extender {
+ public:
+  // `client` may be null in tests of the pure paths (then nothing is patched or bound).
+  Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts);
+
+  ExtenderFilterResult Filter(const ExtenderArgs& args);
+  ExtenderBindingResult Bind(const ExtenderBindingArgs& args);
+
+  // HTTP bodies in, HTTP bodies out (always a well-formed reply object; errors go in "Error").
+  std::string HandleFilter(std::string_view body);
+  std::string HandleBind(std::string_view body);
+
+  const ExtenderCounters& counters() const { return counters_; }
+
+ private:
+  ExtenderFilterResult Simulate(const ExtenderArgs& args, const core::PodRequest& pod);
+  std::string NotLeaderError() const;
+  void Event(const Json& pod_ref, const std::string& type, const std::string& reason, const std::string& message);
+
+  scheduler::Scheduler& sched_;
+  ClusterState& state_;
+  k8s::Client* client_;
+  ExtenderOptions opts_;
+  const Clock& clock_;
+  ExtenderCounters counters_;
+};
+
+// Merge patch that writes a decision onto a pod (exposed for tests): annotations vgpu-node,
+// vgpu-time, to-allocate, allocated, bind-phase removed; label vgpu-node.
+Json DecisionPatch(const std::string& node, const std::string& encoded_devices, int64_t unix_seconds);
+
+}  // namespace hami::extender

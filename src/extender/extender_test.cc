@@ -1,0 +1,184 @@
+// Extender verbs on the pure paths (no API server): decisions, reasons, dry runs, leader gate.
+#include "extender/extender.h"
+
+#include <gtest/gtest.h>
+
+#include "extender/metrics.h"
+
+namespace hami::extender {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000;
+
+Json NodeJson(const std::string& name, int gpus, int64_t mem = 16000, const std::string& type = "NVIDIA-T4") {
+  Json devs = Json::array();
+  for (int i = 0; i < gpus; ++i)
+    devs.push_back({{"id", name + "-gpu" + std::to_string(i)}, {"index", i}, {"count", 4}, {"devmem", mem},
+                    {"devcore", 100}, {"type", type}, {"health", true}});
+  return Json{{"metadata", {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
+}
+
+Json PodJson(const std::string& uid, const Json& limits, const Json& init_limits = nullptr) {
+  Json spec{{"containers", Json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}};
+  if (!init_limits.is_null()) spec["initContainers"] = Json::array({{{"name", "init"}, {"resources", {{"limits", init_limits}}}}});
+  return Json{{"metadata", {{"name", "pod-" + uid}, {"namespace", "ml"}, {"uid", uid}}}, {"spec", spec}};
+}
+
+class ExtenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sched_ = std::move(*scheduler::Scheduler::Create({}));
+    StateOptions so;
+    so.clock = &clock_;
+    state_ = std::make_unique<ClusterState>(*sched_, so);
+    state_->OnNode(NodeJson("n1", 2));
+    state_->OnNode(NodeJson("n2", 2, 8000));
+    state_->OnNode(NodeJson("a100", 1, 80000, "NVIDIA-A100"));
+    ExtenderOptions eo;
+    eo.clock = &clock_;
+    eo.is_leader = [this] { return leader_; };
+    eo.leader_name = [] { return std::string("hami-0"); };
+    ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
+  }
+  ExtenderFilterResult Filter(const Json& pod, std::vector<std::string> names = {"n1", "n2", "a100"}) {
+    ExtenderArgs a;
+    a.pod = pod;
+    a.node_names = std::move(names);
+    return ext_->Filter(a);
+  }
+  FakeClock clock_{kNow};
+  bool leader_ = true;
+  std::unique_ptr<scheduler::Scheduler> sched_;
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<Extender> ext_;
+};
+
+TEST_F(ExtenderTest, FilterTable) {
+  struct Case {
+    const char* name;
+    Json pod;
+    std::vector<std::string> names;
+    size_t passed;        // NodeNames size
+    std::string failed_on;  // a node expected in FailedNodes or FailedAndUnresolvableNodes
+    std::string reason_part;
+    std::string error_part;
+  };
+  const std::vector<Case> cases = {
+      {"one gpu share", PodJson("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n1", "n2"}, 1, "", "", ""},
+      {"too much memory per gpu", PodJson("b", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "12000"}}), {"n2"}, 0, "n2",
+       "CardInsufficientMemory", ""},
+      {"more gpus than a node has", PodJson("c", {{"nvidia.com/gpu", "2"}}), {"a100"}, 0, "a100", "", ""},
+      {"type filter", [] {
+         Json p = PodJson("d", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
+         p["metadata"]["annotations"] = {{"nvidia.com/use-gputype", "A100"}};
+         return p;
+       }(), {"n1", "a100"}, 1, "n1", "CardTypeMismatch", ""},
+      {"unknown node", PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost", "n1"}, 1, "ghost",
+       "node unregistered", ""},
+      {"no devices: every candidate passes", PodJson("f", {{"cpu", "1"}}), {"n1", "ghost"}, 2, "", "", ""},
+      {"bad request", PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "-5"}}), {"n1"}, 0, "", "", "gpumem"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = Filter(c.pod, c.names);
+    EXPECT_NE(r.error.find(c.error_part), std::string::npos) << r.error;
+    if (!c.error_part.empty()) continue;
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    ASSERT_TRUE(r.node_names.has_value());
+    EXPECT_EQ(r.node_names->size(), c.passed);
+    if (!c.failed_on.empty()) {
+      std::string why;
+      if (r.failed_nodes.count(c.failed_on)) why = r.failed_nodes.at(c.failed_on);
+      if (r.failed_and_unresolvable.count(c.failed_on)) why = r.failed_and_unresolvable.at(c.failed_on);
+      EXPECT_FALSE(why.empty()) << "no failure recorded for " << c.failed_on;
+      EXPECT_NE(why.find(c.reason_part), std::string::npos) << why;
+    }
+  }
+}
+
+TEST_F(ExtenderTest, FilterReservesAndRefilterReplaces) {
+  auto r = Filter(PodJson("x", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}}), {"n2"});
+  ASSERT_EQ(r.node_names->size(), 1u);
+  auto used = [&] {
+    int64_t mem = 0;
+    const auto snap = sched_->cache().Snapshot("n2");
+    for (const auto& u : snap->usage) mem += u.usedmem_mib;
+    return mem;
+  };
+  EXPECT_EQ(used(), 4000);
+  EXPECT_EQ(state_->pod_count(), 1u);
+  // The same pod filtered again (its bind failed): the old reservation is given back first.
+  Filter(PodJson("x", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}}), {"n2"});
+  EXPECT_EQ(used(), 4000);
+  // Two whole-card pods fill n2; a third does not fit.
+  EXPECT_EQ(Filter(PodJson("y", {{"nvidia.com/gpu", "1"}}), {"n2"}).node_names->size(), 1u);
+  auto third = Filter(PodJson("z", {{"nvidia.com/gpu", "1"}}), {"n2"});
+  EXPECT_EQ(third.node_names->size(), 0u);
+  // One card holds 4000 MiB, the other a whole-card pod: neither has a whole card free.
+  EXPECT_EQ(third.failed_nodes["n2"], "2/2 CardInsufficientMemory");
+}
+
+TEST_F(ExtenderTest, DryRunWithFullNodesHasNoSideEffects) {
+  Filter(PodJson("seed", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}}), {"n2"});
+  const size_t pods = state_->pod_count();
+  ExtenderArgs a;
+  a.pod = PodJson("sim", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "4000"}});
+  a.nodes = std::vector<Json>{NodeJson("n2", 2, 8000), NodeJson("fresh", 2, 8000), Json{{"metadata", {{"name", "bare"}}}}};
+  auto r = ext_->Filter(a);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  ASSERT_TRUE(r.nodes.has_value());
+  ASSERT_EQ(r.nodes->size(), 1u);
+  // n2 has 6000 of 8000 used on one card (seen from the live cache): only "fresh" fits 2 x 4000.
+  EXPECT_EQ((*r.nodes)[0]["metadata"]["name"], "fresh");
+  EXPECT_EQ(*r.node_names, std::vector<std::string>{"fresh"});
+  EXPECT_TRUE(r.failed_nodes.count("n2"));
+  EXPECT_NE(r.failed_nodes["bare"].find("unregistered"), std::string::npos);
+  EXPECT_EQ(state_->pod_count(), pods);
+  EXPECT_FALSE(sched_->cache().Snapshot("fresh").has_value());
+}
+
+TEST_F(ExtenderTest, FollowersRefuse) {
+  leader_ = false;
+  auto r = Filter(PodJson("l", {{"nvidia.com/gpu", "1"}}));
+  EXPECT_NE(r.error.find("not the leader (leader: hami-0)"), std::string::npos) << r.error;
+  EXPECT_NE(ext_->Bind({"p", "ml", "u", "n1"}).error.find("not the leader"), std::string::npos);
+  EXPECT_EQ(state_->pod_count(), 0u);
+}
+
+TEST_F(ExtenderTest, HandleBodies) {
+  const Json bad = Json::parse(ext_->HandleFilter("{"));
+  EXPECT_NE(bad["Error"].get<std::string>().find("not valid JSON"), std::string::npos);
+  EXPECT_TRUE(bad.contains("FailedNodes"));
+  const Json ok = Json::parse(ext_->HandleFilter(
+      Json{{"Pod", PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump()));
+  EXPECT_EQ(ok["NodeNames"], Json::array({"n1"}));
+  EXPECT_EQ(ok["Error"], "");
+  const Json bind = Json::parse(ext_->HandleBind(R"({"PodName":"p"})"));
+  EXPECT_NE(bind["Error"].get<std::string>().find("PodNamespace"), std::string::npos);
+}
+
+TEST(DecisionPatch, UpstreamKeys) {
+  const Json p = DecisionPatch("n1", "GPU-a,NVIDIA,3000,30:;", kNow);
+  EXPECT_EQ(p, Json::parse(R"({"metadata":{"annotations":{"hami.io/vgpu-node":"n1","hami.io/vgpu-time":"1700000000",
+    "hami.io/vgpu-devices-to-allocate":"GPU-a,NVIDIA,3000,30:;","hami.io/vgpu-devices-allocated":"GPU-a,NVIDIA,3000,30:;",
+    "hami.io/bind-phase":null,"hami.io/bind-time":null},"labels":{"hami.io/vgpu-node":"n1"}}})"));
+}
+
+TEST_F(ExtenderTest, MetricsReflectAllocations) {
+  Filter(PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "25"}}), {"a100"});
+  const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
+  const std::string want[] = {
+      "# TYPE hami_gpu_memory_allocated_bytes gauge",
+      R"(hami_gpu_memory_allocated_bytes{zone="vGPU",node="a100",device_uuid="a100-gpu0",device_index="0",device_type="NVIDIA-A100",device_cores="100"} 3145728000)",
+      R"(hami_gpu_shared_count{zone="vGPU",node="a100",device_uuid="a100-gpu0",device_index="0",device_type="NVIDIA-A100"} 1)",
+      R"(hami_gpu_core_allocated_ratio{zone="vGPU",node="a100",device_uuid="a100-gpu0",device_index="0",device_type="NVIDIA-A100"} 25)",
+      R"(hami_gpu_memory_limit_bytes{zone="vGPU",node="n2",device_uuid="n2-gpu1",device_index="1",device_type="NVIDIA-T4"} 8388608000)",
+      R"(hami_vgpu_memory_allocated_bytes{zone="vGPU",namespace="ml",node="a100",pod="pod-m",container_index="0",device_uuid="a100-gpu0"} 3145728000)",
+      "hami_extender_filter_requests_total 1",
+  };
+  for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
+  EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+}  // namespace
+}  // namespace hami::extender

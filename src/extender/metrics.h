@@ -1,0 +1,20 @@
+#pragma once
+// Prometheus text exposition (format 0.0.4) of the scheduler's allocation state, with upstream's
+// metric names and labels (reference/hami.md §6 "Scheduler metrics"), computed from the in-memory
+// usage cache, not from the devices. Every series carries zone="vGPU" as upstream's do.
+#include <string>
+
+#include "extender/extender.h"
+#include "extender/state.h"
+#include "scheduler/scheduler.h"
+
+namespace hami::extender {
+
+// counters may be null (no extender in this process).
+std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState& state,
+                          const ExtenderCounters* counters);
+
+// Escapes a label value (backslash, double quote, newline) per the exposition format.
+std::string EscapeLabel(const std::string& v);
+
+}  // namespace hami::extender

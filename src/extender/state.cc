@@ -1,0 +1,364 @@
+#include "extender/state.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "core/annotations.h"
+#include "core/lock_codec.h"
+#include "core/node_codec.h"
+#include "core/pod_codec.h"
+#include "core/quantity.h"
+
+namespace hami::extender {
+namespace {
+
+const Json* Path(const Json& j, std::initializer_list<const char*> keys) {
+  const Json* cur = &j;
+  for (const char* k : keys) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(k);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+std::string StringAt(const Json& j, std::initializer_list<const char*> keys) {
+  const Json* v = Path(j, keys);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+// An annotation of an object, or nullptr.
+const std::string* Annotation(const Json& obj, const char* key) {
+  const Json* v = Path(obj, {"metadata", "annotations", key});
+  return v && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
+}
+
+std::string KeyOf(const std::string& ns, const std::string& name) { return StrCat(ns, "/", name); }
+
+// Integer value of a quantity-valued map entry (allocatable count, quota limit); nullopt when absent
+// or malformed.
+std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const char*> path, const std::string& key) {
+  const Json* m = Path(obj, path);
+  if (m == nullptr || !m->is_object()) return std::nullopt;
+  auto it = m->find(key);
+  if (it == m->end()) return std::nullopt;
+  auto q = core::ParseQuantityJson(*it);
+  if (!q.ok()) return std::nullopt;
+  return core::QuantityToUnits(*q, core::Rounding::kDown);
+}
+
+}  // namespace
+
+NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
+                          int64_t handshake_timeout_s) {
+  NodeView v;
+  v.info.name = StringAt(node, {"metadata", "name"});
+  if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
+    for (const auto& [k, val] : labels->items())
+      if (val.is_string()) v.info.labels[k] = val.get<std::string>();
+  const std::string* reg = Annotation(node, core::kNodeNvidiaRegister);
+  if (reg == nullptr) {
+    v.error = StrCat("node has no ", core::kNodeNvidiaRegister, " annotation (device plugin not running?)");
+    return v;
+  }
+  auto devices = core::DecodeNodeDevices(*reg);
+  if (!devices.ok()) {
+    v.error = StrCat(core::kNodeNvidiaRegister, ": ", std::string(devices.status().message()));
+    return v;
+  }
+  v.registered = true;
+  v.info.devices = std::move(*devices);
+  if (const std::string* cordon = Annotation(node, core::kDeviceCordon)) v.info.cordoned = core::DecodeDeviceCordon(*cordon);
+  if (const std::string* score = Annotation(node, core::kNodeNvidiaScore)) {
+    auto s = core::DecodeLinkScores(*score);
+    if (s.ok()) v.info.link_scores = std::move(*s);
+  }
+  // Handshake: still "Requesting" long after we asked, and kubelet reports no devices -> unhealthy.
+  if (const std::string* hs = Annotation(node, core::kNodeHandshake)) {
+    auto h = core::DecodeHandshake(*hs);
+    if (h.ok() && h->state == core::kHandshakeRequesting && now - h->unix_seconds > handshake_timeout_s) {
+      auto alloc = QuantityAt(node, {"status", "allocatable"}, names.count);
+      if (!alloc || *alloc == 0) {
+        v.unhealthy = true;
+        v.error = StrCat("handshake ", *hs, " unanswered for more than ", handshake_timeout_s,
+                         " s and no allocatable ", names.count, ": devices dropped");
+        v.info.devices.clear();
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod) {
+  std::vector<core::ContainerKind> kinds;
+  if (const Json* init = Path(pod, {"spec", "initContainers"}); init && init->is_array())
+    for (const auto& c : *init)
+      kinds.push_back(c.is_object() && c.value("restartPolicy", "") == "Always" ? core::ContainerKind::kSidecar
+                                                                                 : core::ContainerKind::kInit);
+  if (const Json* app = Path(pod, {"spec", "containers"}); app && app->is_array())
+    kinds.insert(kinds.end(), app->size(), core::ContainerKind::kApp);
+  return kinds;
+}
+
+std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not) {
+  auto no = [&](std::string why) -> std::optional<core::PodAllocation> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  const std::string phase = StringAt(pod, {"status", "phase"});
+  if (phase == "Succeeded" || phase == "Failed") return no("pod finished");
+  const std::string* node = Annotation(pod, core::kVgpuNode);
+  const std::string* allocated = Annotation(pod, core::kNvidiaDevicesAllocated);
+  if (node == nullptr || node->empty() || allocated == nullptr) return no("no decision annotations");
+  const std::string* bind_phase = Annotation(pod, core::kBindPhase);
+  if (bind_phase && *bind_phase == core::kBindPhaseFailed && StringAt(pod, {"spec", "nodeName"}).empty())
+    return no("bind failed and the pod is not bound");
+  auto alloc = core::DecodePodDevices(*allocated);
+  if (!alloc.ok()) return no(StrCat(core::kNvidiaDevicesAllocated, ": ", std::string(alloc.status().message())));
+  alloc->node = *node;
+  return std::move(*alloc);
+}
+
+PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc) {
+  PodTotals t;
+  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
+    t.mem_mib += u.usedmem_mib;
+    t.cores += u.usedcores;
+  }
+  return t;
+}
+
+ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
+    : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
+
+void ClusterState::ApplyNode(const Json& node, int64_t now) {
+  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
+  if (v.info.name.empty()) return;
+  // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
+  std::string fp = StrCat(v.registered, v.unhealthy, "|", core::EncodeNodeDevicesJson(v.info.devices), "|",
+                          core::EncodeDeviceCordon(v.info.cordoned), "|", core::EncodeLinkScores(v.info.link_scores));
+  for (const auto& [k, val] : v.info.labels) fp += StrCat("|", k, "=", val);
+  {
+    absl::MutexLock l(&nodes_mu_);
+    auto it = node_fingerprint_.find(v.info.name);
+    if (it != node_fingerprint_.end() && it->second == fp) return;
+    node_fingerprint_[v.info.name] = fp;
+    if (v.error.empty()) node_errors_.erase(v.info.name);
+    else node_errors_[v.info.name] = v.error;
+  }
+  if (!v.registered) {
+    SPDLOG_DEBUG("node {}: {}", v.info.name, v.error);
+    sched_.RemoveNode(v.info.name);
+    return;
+  }
+  if (v.unhealthy) spdlog::warn("node {}: {}", v.info.name, v.error);
+  sched_.UpsertNode(std::move(v.info));
+}
+
+void ClusterState::OnNode(const Json& node) { ApplyNode(node, clock_.UnixSeconds()); }
+
+void ClusterState::OnNodeDeleted(const Json& node) {
+  const std::string name = StringAt(node, {"metadata", "name"});
+  {
+    absl::MutexLock l(&nodes_mu_);
+    node_fingerprint_.erase(name);
+    node_errors_.erase(name);
+  }
+  sched_.RemoveNode(name);
+}
+
+void ClusterState::AddLocked(PodRecord rec) {
+  RemoveLocked(rec.uid);
+  auto& u = ns_usage_[rec.namespace_];
+  u.mem_mib += rec.totals.mem_mib;
+  u.cores += rec.totals.cores;
+  uid_by_key_[KeyOf(rec.namespace_, rec.name)] = rec.uid;
+  std::string uid = rec.uid;
+  pods_.emplace(std::move(uid), std::move(rec));
+}
+
+void ClusterState::RemoveLocked(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  auto& u = ns_usage_[it->second.namespace_];
+  u.mem_mib -= it->second.totals.mem_mib;
+  u.cores -= it->second.totals.cores;
+  auto k = uid_by_key_.find(KeyOf(it->second.namespace_, it->second.name));
+  if (k != uid_by_key_.end() && k->second == uid) uid_by_key_.erase(k);
+  pods_.erase(it);
+}
+
+void ClusterState::OnPod(const Json& pod) {
+  const std::string uid = StringAt(pod, {"metadata", "uid"});
+  if (uid.empty()) return;
+  std::string why;
+  auto alloc = HeldAllocation(pod, &why);
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(uid);
+  if (!alloc) {
+    const std::string phase = StringAt(pod, {"status", "phase"});
+    const bool finished = phase == "Succeeded" || phase == "Failed";
+    // A reservation in flight is kept: this copy of the pod predates our patch.
+    if (it != pods_.end() && (it->second.confirmed || finished)) {
+      RemoveLocked(uid);
+      (void)sched_.RemovePod(uid);
+    }
+    return;
+  }
+  const std::string* encoded = Annotation(pod, core::kNvidiaDevicesAllocated);
+  if (it != pods_.end()) {
+    const bool same = it->second.encoded == *encoded && it->second.allocation.node == alloc->node;
+    if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
+    if (same) {
+      it->second.confirmed = true;
+      return;  // the cache already holds exactly this
+    }
+  }
+  PodRecord rec;
+  rec.uid = uid;
+  rec.namespace_ = StringAt(pod, {"metadata", "namespace"});
+  rec.name = StringAt(pod, {"metadata", "name"});
+  rec.kinds = KindsOfPodJson(pod);
+  rec.allocation = std::move(*alloc);
+  rec.totals = TotalsOf(rec.kinds, rec.allocation);
+  rec.encoded = *encoded;
+  rec.confirmed = true;
+  scheduler::PlacedPodResources res;
+  res.kinds = rec.kinds;
+  if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
+  Status s = sched_.AddPod(uid, rec.allocation, res);
+  if (!s.ok()) {
+    spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name, std::string(s.message()));
+    return;
+  }
+  AddLocked(std::move(rec));
+}
+
+void ClusterState::OnPodDeleted(const Json& pod) {
+  const std::string uid = StringAt(pod, {"metadata", "uid"});
+  absl::MutexLock l(&mu_);
+  RemoveLocked(uid);
+  (void)sched_.RemovePod(uid);
+}
+
+void ClusterState::OnQuota(const Json& quota) {
+  QuotaRecord q;
+  q.namespace_ = StringAt(quota, {"metadata", "namespace"});
+  q.name = StringAt(quota, {"metadata", "name"});
+  const auto& n = opts_.resources.nvidia;
+  if (auto m = QuantityAt(quota, {"spec", "hard"}, "limits." + n.memory)) q.mem_mib = *m * opts_.resources.memory_factor;
+  if (auto c = QuantityAt(quota, {"spec", "hard"}, "limits." + n.cores)) q.cores = *c;
+  absl::MutexLock l(&mu_);
+  if (!q.mem_mib && !q.cores) {
+    quotas_.erase(KeyOf(q.namespace_, q.name));
+    return;
+  }
+  quotas_[KeyOf(q.namespace_, q.name)] = std::move(q);
+}
+
+void ClusterState::OnQuotaDeleted(const Json& quota) {
+  absl::MutexLock l(&mu_);
+  quotas_.erase(KeyOf(StringAt(quota, {"metadata", "namespace"}), StringAt(quota, {"metadata", "name"})));
+}
+
+Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const {
+  auto lo = quotas_.lower_bound(ns + "/");
+  if (lo == quotas_.end() || lo->second.namespace_ != ns) return OkStatus();
+  PodTotals used;
+  if (auto u = ns_usage_.find(ns); u != ns_usage_.end()) used = u->second;
+  const auto& names = opts_.resources.nvidia;
+  for (auto it = lo; it != quotas_.end() && it->second.namespace_ == ns; ++it) {
+    const QuotaRecord& q = it->second;
+    if (q.mem_mib && mem > 0 && used.mem_mib + mem > *q.mem_mib)
+      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.", names.memory, " is ",
+                               *q.mem_mib, " MiB, ", used.mem_mib, " MiB in use, this pod asks ", mem, " MiB");
+    if (q.cores && cores > 0 && used.cores + cores > *q.cores)
+      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.", names.cores, " is ",
+                               *q.cores, ", ", used.cores, " in use, this pod asks ", cores);
+  }
+  return OkStatus();
+}
+
+Status ClusterState::TryReserve(PodRecord record) {
+  absl::MutexLock l(&mu_);
+  RemoveLocked(record.uid);
+  HAMI_RETURN_IF_ERROR(CheckQuotaLocked(record.namespace_, record.totals.mem_mib, record.totals.cores));
+  record.confirmed = false;
+  AddLocked(std::move(record));
+  return OkStatus();
+}
+
+bool ClusterState::Drop(const std::string& uid) {
+  absl::MutexLock l(&mu_);
+  const bool known = pods_.count(uid) > 0;
+  RemoveLocked(uid);
+  return known;
+}
+
+Status ClusterState::CheckQuota(const std::string& ns, int64_t mem_mib, int64_t cores) const {
+  absl::ReaderMutexLock l(&mu_);
+  return CheckQuotaLocked(ns, mem_mib, cores);
+}
+
+std::optional<std::string> ClusterState::UidOf(const std::string& ns, const std::string& name) const {
+  absl::ReaderMutexLock l(&mu_);
+  auto it = uid_by_key_.find(KeyOf(ns, name));
+  if (it == uid_by_key_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<PodRecord> ClusterState::Pods() const {
+  absl::ReaderMutexLock l(&mu_);
+  std::vector<PodRecord> out;
+  out.reserve(pods_.size());
+  for (const auto& [uid, r] : pods_) out.push_back(r);
+  return out;
+}
+
+std::vector<QuotaRecord> ClusterState::Quotas() const {
+  absl::ReaderMutexLock l(&mu_);
+  std::vector<QuotaRecord> out;
+  for (const auto& [k, q] : quotas_) out.push_back(q);
+  return out;
+}
+
+std::map<std::string, PodTotals> ClusterState::NamespaceUsage() const {
+  absl::ReaderMutexLock l(&mu_);
+  return ns_usage_;
+}
+
+size_t ClusterState::pod_count() const {
+  absl::ReaderMutexLock l(&mu_);
+  return pods_.size();
+}
+
+std::map<std::string, std::string> ClusterState::NodeErrors() const {
+  absl::MutexLock l(&nodes_mu_);
+  return node_errors_;
+}
+
+std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(const std::vector<Json>& nodes) {
+  const int64_t now = clock_.UnixSeconds();
+  std::vector<std::pair<std::string, Json>> patches;
+  for (const auto& node : nodes) {
+    ApplyNode(node, now);
+    const std::string name = StringAt(node, {"metadata", "name"});
+    if (name.empty()) continue;
+    const std::string* hs = Annotation(node, core::kNodeHandshake);
+    NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
+    if (v.unhealthy) {
+      // NodeCleanUp: drop the handshake so the device plugin's next registration starts afresh.
+      patches.emplace_back(name, Json{{"metadata", {{"annotations", {{core::kNodeHandshake, nullptr}}}}}});
+    } else if (hs == nullptr || hs->find(core::kHandshakeRequesting) == std::string::npos) {
+      if (!v.registered && hs == nullptr) continue;  // not a GPU node: leave it alone
+      patches.emplace_back(
+          name, Json{{"metadata",
+                      {{"annotations",
+                        {{core::kNodeHandshake, core::EncodeHandshake({core::kHandshakeRequesting, now})}}}}}});
+    }
+  }
+  return patches;
+}
+
+}  // namespace hami::extender

@@ -1,0 +1,142 @@
+#pragma once
+// ClusterState: turns the Kubernetes objects the informers deliver (nodes, pods, resource quotas)
+// into updates of the scheduler's incremental usage cache, and keeps the per-pod and per-namespace
+// bookkeeping the extender needs (quota usage, metrics, reservations in flight).
+//
+// All state is rebuilt from annotations (reference/hami.md §3.1): a node's devices from
+// hami.io/node-nvidia-register (JSON or legacy CSV), a pod's usage from hami.io/vgpu-node +
+// hami.io/vgpu-devices-allocated. A restart therefore loses nothing.
+//
+// Reservations: Filter records a pod here (TryReserve) *before* it patches the decision onto the
+// pod. Until the informer delivers the pod carrying exactly that decision, informer copies of the
+// pod with another (older) decision are ignored, so a stale watch event can never replace a newer
+// reservation. Thread-safe: informer threads and HTTP threads call in concurrently.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "core/model.h"
+#include "core/pod_request.h"
+#include "scheduler/scheduler.h"
+
+namespace hami::extender {
+
+using Json = nlohmann::json;
+
+struct StateOptions {
+  core::ResourceConfig resources;
+  const Clock* clock = nullptr;          // default RealClock
+  int64_t handshake_timeout_s = 60;      // upstream: a node still "Requesting" after 60 s is unhealthy
+};
+
+// A node's registration as the scheduler sees it. `unhealthy` is set when the handshake timed out
+// with no allocatable devices (reference/hami.md §1.2); the node then offers no devices.
+struct NodeView {
+  core::NodeInfo info;
+  bool registered = false;   // has a register annotation that decodes
+  bool unhealthy = false;
+  std::string error;         // why the annotation did not decode
+};
+// Pure conversion of a Node object (k8s-wire.md §7) at time `now` (Unix seconds).
+NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
+                          int64_t handshake_timeout_s);
+
+// The decision a pod object carries, if it holds devices now: placed (hami.io/vgpu-node and a
+// decodable hami.io/vgpu-devices-allocated), not finished (phase Succeeded/Failed) and not a failed
+// bind that left it unbound. nullopt otherwise.
+std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not = nullptr);
+
+// Container kinds of a Pod object in decision order (init containers first; restartPolicy Always
+// = sidecar), as core::ContainerKinds does for a parsed pod.
+std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod);
+
+// What a placed pod takes, summed over its devices (effective usage: init containers collapsed).
+struct PodTotals {
+  int64_t mem_mib = 0;
+  int64_t cores = 0;
+};
+PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc);
+
+struct PodRecord {
+  std::string uid, namespace_, name;
+  core::PodAllocation allocation;     // node + devices per container
+  std::vector<core::ContainerKind> kinds;
+  PodTotals totals;
+  std::string encoded;                // hami.io/vgpu-devices-allocated text
+  bool confirmed = false;             // seen on the API server (false: a reservation in flight)
+};
+
+struct QuotaRecord {
+  std::string namespace_, name;
+  std::optional<int64_t> mem_mib;     // limits.<memory resource> (x memoryFactor)
+  std::optional<int64_t> cores;       // limits.<cores resource>
+};
+
+class ClusterState {
+ public:
+  ClusterState(scheduler::Scheduler& sched, StateOptions opts);
+
+  // ---- informer callbacks ----
+  void OnNode(const Json& node);
+  void OnNodeDeleted(const Json& node);
+  void OnPod(const Json& pod);
+  void OnPodDeleted(const Json& pod);
+  void OnQuota(const Json& quota);
+  void OnQuotaDeleted(const Json& quota);
+
+  // ---- Filter / Bind ----
+  // Records a decision for the pod and charges its namespace's quota. RESOURCE_EXHAUSTED (message
+  // names the quota, the limit and the usage) when a quota would be exceeded; nothing is recorded.
+  Status TryReserve(PodRecord record);
+  // Forgets the pod (reservation given up, bind failed). Returns true when it was known.
+  bool Drop(const std::string& uid);
+  // Checks a request (webhook) against the namespace's quotas without charging it.
+  Status CheckQuota(const std::string& ns, int64_t mem_mib, int64_t cores) const;
+  std::optional<std::string> UidOf(const std::string& ns, const std::string& name) const;
+
+  // ---- reads (metrics, tests) ----
+  std::vector<PodRecord> Pods() const;
+  std::vector<QuotaRecord> Quotas() const;
+  std::map<std::string, PodTotals> NamespaceUsage() const;
+  size_t pod_count() const;
+  // Nodes whose registration did not decode, with the reason (for /readyz details and logs).
+  std::map<std::string, std::string> NodeErrors() const;
+
+  // Upstream's handshake (reference/hami.md §1.2) as merge patches to send, for the nodes the
+  // informer holds: "Requesting_<now>" where the annotation does not say Requesting; removal of the
+  // annotation (NodeCleanUp) for nodes found unhealthy. Also re-evaluates node health at `now`.
+  std::vector<std::pair<std::string, Json>> Housekeeping(const std::vector<Json>& nodes);
+
+  const StateOptions& options() const { return opts_; }
+
+ private:
+  void AddLocked(PodRecord rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void ApplyNode(const Json& node, int64_t now);
+
+  scheduler::Scheduler& sched_;
+  StateOptions opts_;
+  const Clock& clock_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);              // by uid
+  std::map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);      // "ns/name" -> uid
+  std::map<std::string, PodTotals> ns_usage_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);          // "ns/name"
+
+  mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);
+  std::map<std::string, std::string> node_errors_ ABSL_GUARDED_BY(nodes_mu_);
+};
+
+}  // namespace hami::extender

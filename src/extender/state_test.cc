@@ -1,0 +1,204 @@
+// ClusterState: node registration, pod decisions, stale informer copies, quotas, handshake.
+#include "extender/state.h"
+
+#include <gtest/gtest.h>
+
+#include "core/annotations.h"
+#include "core/pod_codec.h"
+
+namespace hami::extender {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000;
+
+Json NodeJson(const std::string& name, const Json& annotations, const Json& allocatable = Json::object()) {
+  return Json{{"metadata", {{"name", name}, {"annotations", annotations}}}, {"status", {{"allocatable", allocatable}}}};
+}
+
+const char* kTwoGpus =
+    R"([{"id":"GPU-a","index":0,"count":10,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true},)"
+    R"({"id":"GPU-b","index":1,"count":10,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true}])";
+
+TEST(NodeView, Table) {
+  struct Case {
+    const char* name;
+    Json node;
+    bool registered;
+    bool unhealthy;
+    size_t devices;
+  };
+  const Case cases[] = {
+      {"json registration", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}}), true, false, 2},
+      {"legacy csv", NodeJson("n", {{"hami.io/node-nvidia-register", "GPU-x,10,32768,100,NVIDIA-V100,0,true:"}}), true, false, 1},
+      {"no annotation", NodeJson("n", Json::object()), false, false, 0},
+      {"broken annotation", NodeJson("n", {{"hami.io/node-nvidia-register", "[{"}}), false, false, 0},
+      {"handshake fresh", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
+       true, false, 2},
+      {"handshake expired, nothing allocatable",
+       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+                {{"nvidia.com/gpu", "0"}}),
+       true, true, 0},
+      {"handshake expired but kubelet has devices",
+       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+                {{"nvidia.com/gpu", "20"}}),
+       true, false, 2},
+      {"reported", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Reported_2023-11-14 22:00:00"}}),
+       true, false, 2},
+  };
+  // kNow = 2023-11-14 22:13:20 UTC.
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    NodeView v = NodeViewFromJson(c.node, core::NvidiaResourceNames{}, kNow, 60);
+    EXPECT_EQ(v.registered, c.registered) << v.error;
+    EXPECT_EQ(v.unhealthy, c.unhealthy) << v.error;
+    EXPECT_EQ(v.info.devices.size(), c.devices);
+    EXPECT_EQ(v.error.empty(), c.registered && !c.unhealthy) << v.error;
+  }
+}
+
+Json PodJson(const std::string& uid, const Json& annotations, const std::string& phase = "Pending",
+             const std::string& node_name = "") {
+  Json pod{{"metadata", {{"name", "p-" + uid}, {"namespace", "ml"}, {"uid", uid}, {"annotations", annotations}}},
+           {"spec", {{"containers", Json::array({{{"name", "c"}}})}}},
+           {"status", {{"phase", phase}}}};
+  if (!node_name.empty()) pod["spec"]["nodeName"] = node_name;
+  return pod;
+}
+
+TEST(HeldAllocation, Table) {
+  const Json placed{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,3000,30:;"}};
+  Json failed = placed;
+  failed["hami.io/bind-phase"] = "failed";
+  struct Case {
+    const char* name;
+    Json pod;
+    bool held;
+  };
+  const Case cases[] = {
+      {"placed", PodJson("1", placed), true},
+      {"running", PodJson("1", placed, "Running", "n1"), true},
+      {"succeeded", PodJson("1", placed, "Succeeded", "n1"), false},
+      {"failed phase", PodJson("1", placed, "Failed", "n1"), false},
+      {"bind failed, unbound", PodJson("1", failed), false},
+      {"bind failed but bound", PodJson("1", failed, "Pending", "n1"), true},
+      {"no annotations", PodJson("1", Json::object()), false},
+      {"garbage decision", PodJson("1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "x"}}), false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto a = HeldAllocation(c.pod);
+    EXPECT_EQ(a.has_value(), c.held);
+    if (a) { EXPECT_EQ(a->node, "n1"); }
+  }
+}
+
+class StateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sched_ = std::move(*scheduler::Scheduler::Create({}));
+    StateOptions o;
+    o.clock = &clock_;
+    state_ = std::make_unique<ClusterState>(*sched_, o);
+    state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
+  }
+  core::DeviceUsage Usage(int dev) { return sched_->cache().Snapshot("n1")->usage[dev]; }
+  FakeClock clock_{kNow};
+  std::unique_ptr<scheduler::Scheduler> sched_;
+  std::unique_ptr<ClusterState> state_;
+};
+
+TEST_F(StateTest, PodsFromAnnotationsAddAndRelease) {
+  const Json ann{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,3000,30:;"}};
+  state_->OnPod(PodJson("u1", ann));
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{1, 3000, 30}));
+  state_->OnPod(PodJson("u1", ann));  // same event again: idempotent
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{1, 3000, 30}));
+  state_->OnPod(PodJson("u1", ann, "Succeeded", "n1"));
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
+  state_->OnPod(PodJson("u2", ann));
+  state_->OnPodDeleted(PodJson("u2", ann));
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
+  EXPECT_EQ(state_->pod_count(), 0u);
+}
+
+TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
+  PodRecord rec;
+  rec.uid = "u1";
+  rec.namespace_ = "ml";
+  rec.name = "p-u1";
+  rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
+  rec.allocation.node = "n1";
+  rec.encoded = "GPU-a,NVIDIA,5000,0:;";
+  rec.totals = {5000, 0};
+  ASSERT_TRUE(state_->TryReserve(rec).ok());
+  // An informer copy from before our patch (an older decision, or none) must not touch it.
+  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1000,0:;"}}));
+  state_->OnPod(PodJson("u1", Json::object()));
+  EXPECT_EQ(state_->Pods().size(), 1u);
+  EXPECT_EQ(state_->Pods()[0].encoded, "GPU-a,NVIDIA,5000,0:;");
+  EXPECT_FALSE(state_->Pods()[0].confirmed);
+  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}}));
+  EXPECT_TRUE(state_->Pods()[0].confirmed);
+  // Once confirmed, the API server's copy rules: removing the decision releases the pod.
+  state_->OnPod(PodJson("u1", Json::object()));
+  EXPECT_EQ(state_->pod_count(), 0u);
+}
+
+TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
+  state_->OnQuota(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}}},
+                       {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "8000"}, {"limits.nvidia.com/gpucores", "50"}}}}}});
+  state_->OnQuota(Json{{"metadata", {{"name", "cpu-only"}, {"namespace", "ml"}}}, {"spec", {{"hard", {{"limits.cpu", "8"}}}}}});
+  EXPECT_EQ(state_->Quotas().size(), 1u);
+  struct Step {
+    const char* name;
+    std::string ns;
+    int64_t mem, cores;
+    bool ok;
+  };
+  const Step steps[] = {
+      {"fits", "ml", 6000, 30, true},
+      {"memory over", "ml", 3000, 10, false},
+      {"cores over", "ml", 1000, 30, false},
+      {"exactly to the limit", "ml", 2000, 20, true},
+      {"other namespace unlimited", "web", 100000, 1000, true},
+  };
+  int i = 0;
+  for (const auto& s : steps) {
+    SCOPED_TRACE(s.name);
+    PodRecord rec;
+    rec.uid = "q" + std::to_string(i++);
+    rec.namespace_ = s.ns;
+    rec.name = rec.uid;
+    rec.totals = {s.mem, s.cores};
+    Status st = state_->TryReserve(rec);
+    EXPECT_EQ(st.ok(), s.ok) << st;
+    if (!s.ok) { EXPECT_NE(std::string(st.message()).find("exceeding resource quota ml/q"), std::string::npos); }
+  }
+  EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, 8000);
+  EXPECT_FALSE(state_->CheckQuota("ml", 1, 0).ok());
+  state_->Drop("q0");
+  EXPECT_TRUE(state_->CheckQuota("ml", 6000, 30).ok());
+  state_->OnQuotaDeleted(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}}}});
+  EXPECT_TRUE(state_->CheckQuota("ml", 1'000'000, 1000).ok());
+}
+
+TEST_F(StateTest, HousekeepingHandshake) {
+  const std::vector<Json> nodes = {
+      NodeJson("fresh", {{"hami.io/node-nvidia-register", kTwoGpus}}),
+      NodeJson("asked", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
+      NodeJson("dead", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 21:00:00"}}),
+      NodeJson("cpu-only", Json::object()),
+  };
+  auto patches = state_->Housekeeping(nodes);
+  ASSERT_EQ(patches.size(), 2u);
+  EXPECT_EQ(patches[0].first, "fresh");
+  EXPECT_EQ(patches[0].second["metadata"]["annotations"]["hami.io/node-handshake"], "Requesting_2023-11-14 22:13:20");
+  EXPECT_EQ(patches[1].first, "dead");
+  EXPECT_TRUE(patches[1].second["metadata"]["annotations"]["hami.io/node-handshake"].is_null());
+  // The dead node offers no devices any more.
+  EXPECT_EQ(sched_->cache().Snapshot("dead")->info.devices.size(), 0u);
+  EXPECT_EQ(sched_->cache().Snapshot("fresh")->info.devices.size(), 2u);
+}
+
+}  // namespace
+}  // namespace hami::extender

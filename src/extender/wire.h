@@ -1,0 +1,76 @@
+#pragma once
+// Wire types of the kube-scheduler extender protocol v1 (shared/reference/k8s-wire.md §1).
+//
+// The Go structs have no json tags: keys are the capitalised Go field names and are never omitted
+// (nil slices/maps/pointers are `null`). kube-scheduler decodes with encoding/json, which matches
+// keys case-insensitively, so parsing here does the same; serialising always uses the exact names.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hami::extender {
+
+using Json = nlohmann::json;
+
+// ExtenderArgs (filter and prioritize request): {"Pod":{...},"Nodes":{NodeList}|null,"NodeNames":[...]|null}.
+struct ExtenderArgs {
+  Json pod;                                // the v1.Pod object
+  // nodeCacheCapable=false: the full Node objects (NodeList.items); nullopt when "Nodes" is null.
+  std::optional<std::vector<Json>> nodes;
+  // nodeCacheCapable=true: the candidate names; nullopt when "NodeNames" is null.
+  std::optional<std::vector<std::string>> node_names;
+
+  // The candidates whichever form was sent: NodeNames when present, else Nodes.items[].metadata.name.
+  std::vector<std::string> CandidateNames() const;
+};
+// Errors name the field: not JSON, not an object, Pod missing or not an object, a node without
+// metadata.name, a name that is not a string.
+StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body);
+Json ToJson(const ExtenderArgs& args);
+
+// ExtenderFilterResult (filter reply).
+struct ExtenderFilterResult {
+  std::optional<std::vector<Json>> nodes;               // serialised as {"metadata":{},"items":[...]} or null
+  std::optional<std::vector<std::string>> node_names;   // null when nullopt
+  std::map<std::string, std::string> failed_nodes;      // FailedNodes
+  std::map<std::string, std::string> failed_and_unresolvable;  // FailedAndUnresolvableNodes
+  std::string error;                                    // Error ("" = none)
+};
+Json ToJson(const ExtenderFilterResult& result);
+StatusOr<ExtenderFilterResult> ParseExtenderFilterResult(std::string_view body);
+
+// ExtenderBindingArgs (bind request) and ExtenderBindingResult (bind reply).
+struct ExtenderBindingArgs {
+  std::string pod_name;       // PodName
+  std::string pod_namespace;  // PodNamespace
+  std::string pod_uid;        // PodUID
+  std::string node;           // Node
+};
+// Errors: not JSON, wrong types, an empty PodName, PodNamespace or Node.
+StatusOr<ExtenderBindingArgs> ParseExtenderBindingArgs(std::string_view body);
+Json ToJson(const ExtenderBindingArgs& args);
+
+struct ExtenderBindingResult {
+  std::string error;  // Error ("" = success)
+};
+Json ToJson(const ExtenderBindingResult& result);
+StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body);
+
+// HostPriority list (prioritize reply): [{"Host":..,"Score":0..10}].
+struct HostPriority {
+  std::string host;
+  int64_t score = 0;
+};
+Json ToJson(const std::vector<HostPriority>& list);
+
+// Looks a key up the way Go's encoding/json does: exact match first, then case-insensitive.
+// nullptr when absent.
+const Json* FindKeyFold(const Json& obj, std::string_view key);
+
+}  // namespace hami::extender

@@ -1,0 +1,84 @@
+#pragma once
+// Mutating admission webhook for pods (AdmissionReview admission.k8s.io/v1, k8s-wire.md §2) with
+// upstream HAMi's behaviour (reference/hami.md §1.4 step 1, §2, §3.5):
+//  - pods that request no device are allowed untouched (no patch);
+//  - pods labelled hami.io/webhook=ignore, and pods that name another scheduler, are skipped
+//    (a pod naming default-scheduler is taken over when force_overwrite_default_scheduler);
+//  - denials, each with a message that says what to change: a privileged container that requests
+//    devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem / gpucores) that
+//    the pod would exceed, a device request that cannot be parsed;
+//  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
+//    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
+//    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
+//    sets spec.schedulerName.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "core/pod_request.h"
+
+namespace hami::webhook {
+
+using Json = nlohmann::json;
+
+struct WebhookOptions {
+  core::ResourceConfig resources;
+  std::string scheduler_name = "hami-scheduler";
+  bool force_overwrite_default_scheduler = true;
+  std::string runtime_class_name;          // "" = leave spec.runtimeClassName alone
+  std::string gpu_core_policy = "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
+  bool overwrite_env = false;              // containers without devices get NVIDIA_VISIBLE_DEVICES=none
+  // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
+  std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
+};
+
+// The parts of an AdmissionRequest the webhook reads.
+struct AdmissionRequest {
+  std::string uid;
+  std::string namespace_;
+  std::string operation;    // CREATE | UPDATE | DELETE | CONNECT
+  std::string kind;         // request.kind.kind ("Pod")
+  Json object;              // request.object (null when absent)
+  bool dry_run = false;
+};
+// Errors name the field: body not JSON, not an AdmissionReview v1, request or request.uid missing,
+// wrong types.
+StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body);
+
+struct AdmissionResponse {
+  std::string uid;
+  bool allowed = true;
+  int32_t code = 0;             // with a denial: HTTP-style code of the Status (403)
+  std::string reason;           // metav1.Status reason ("Forbidden")
+  std::string message;          // why it was denied
+  std::optional<Json> patch;    // RFC 6902 array; sent base64-encoded with patchType JSONPatch
+  std::vector<std::string> warnings;
+};
+// The AdmissionReview reply: {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{...}}.
+Json ToJson(const AdmissionResponse& response);
+// Reads a reply back (tests and tools): decodes the base64 patch.
+StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body);
+
+// RFC 6901 escaping of one reference token ("~" -> "~0", "/" -> "~1").
+std::string EscapePointer(std::string_view token);
+
+class Webhook {
+ public:
+  explicit Webhook(WebhookOptions opts) : opts_(std::move(opts)) {}
+
+  AdmissionResponse Review(const AdmissionRequest& request) const;
+  // HTTP body in, body out. A body that cannot be read gets an AdmissionReview whose response denies
+  // with the parse error (uid empty) so the API server logs why.
+  std::string Handle(std::string_view body) const;
+
+ private:
+  WebhookOptions opts_;
+};
+
+}  // namespace hami::webhook

@@ -1,0 +1,320 @@
+// Control plane end to end through the fake API server (label integration): webhook -> filter -> bind
+// as kube-scheduler drives it, concurrency without oversubscription, restart recovery from
+// annotations, and API faults (409, 500, dropped watches, 410).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "core/annotations.h"
+#include "harness.h"
+
+namespace hami::controlplane {
+namespace {
+
+using k8s::testing::FakeApiServer;
+
+Json Container(const std::string& name, const Json& limits) {
+  return Json{{"name", name}, {"image", "cuda:12"}, {"resources", {{"limits", limits}}}};
+}
+
+Json PodSpec(const std::string& name, const std::string& ns, const Json& containers, const Json& init = nullptr) {
+  Json pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+           {"spec", {{"containers", containers}}}};
+  if (!init.is_null()) pod["spec"]["initContainers"] = init;
+  return pod;
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(api_.Start().ok());
+  }
+  void AddNodes(int n, int gpus) {
+    for (int i = 0; i < n; ++i) {
+      const std::string name = "node-" + std::to_string(i);
+      ASSERT_TRUE(api_.Upsert("nodes", GpuNode(name, gpus)).ok());
+      nodes_.push_back(name);
+    }
+  }
+  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) {
+    auto r = std::make_unique<Replica>(api_, o);
+    EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
+    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes_.size(); }));
+    return r;
+  }
+  // Admit + create + filter + bind; returns the stored pod (null when not scheduled).
+  Json Schedule(Replica& rep, const Json& spec, std::string* why = nullptr) {
+    KubeScheduler ks(rep.port());
+    const std::string ns = spec["metadata"]["namespace"];
+    Json admitted = ks.Admit(spec, ns, why);
+    if (admitted.is_null()) return nullptr;
+    auto created = rep.client->Create(k8s::kPods, ns, admitted);
+    if (!created.ok()) {
+      if (why) *why = std::string(created.status().message());
+      return nullptr;
+    }
+    std::string err;
+    std::string node;
+    for (int attempt = 0; attempt < 5 && node.empty(); ++attempt) {  // kube-scheduler retries errors
+      node = ks.Filter(*created, nodes_, &err);
+      if (node.empty() && err.empty()) break;  // unschedulable, not an error
+    }
+    if (node.empty()) {
+      if (why) *why = err.empty() ? "unschedulable" : err;
+      return nullptr;
+    }
+    std::string bind_err = ks.Bind(*created, node);
+    if (!bind_err.empty()) {
+      if (why) *why = bind_err;
+      return nullptr;
+    }
+    return *api_.Get("pods", ns, (*created)["metadata"]["name"]);
+  }
+  void ExpectNoOversubscription() {
+    for (const auto& [uuid, t] : TotalsFromAnnotations(api_)) {
+      SCOPED_TRACE(uuid);
+      EXPECT_LE(t.mem, 16000);
+      EXPECT_LE(t.cores, 100);
+      EXPECT_LE(t.tasks, 4);
+      if (t.exclusive) { EXPECT_EQ(t.tasks, 1); }
+    }
+  }
+  // The replica's cache holds exactly what the annotations say.
+  bool CacheMatchesAnnotations(const Replica& rep) {
+    auto truth = TotalsFromAnnotations(api_);
+    for (const auto& name : nodes_) {
+      auto snap = rep.sched->cache().Snapshot(name);
+      if (!snap) return false;
+      for (size_t i = 0; i < snap->info.devices.size(); ++i) {
+        const auto& want = truth[snap->info.devices[i].uuid];
+        const auto& got = snap->usage[i];
+        if (got.used != want.tasks || got.usedmem_mib != want.mem || got.usedcores != want.cores) return false;
+      }
+    }
+    return true;
+  }
+
+  FakeApiServer api_;
+  std::vector<std::string> nodes_;
+};
+
+TEST_F(ControlPlaneTest, WebhookFilterBindTable) {
+  AddNodes(2, 4);
+  auto rep = StartReplica();
+  struct Case {
+    const char* name;
+    Json spec;
+    std::string want_allocated_pattern;  // number of ';'-separated container entries and devices
+    int containers;
+    int devices;
+  };
+  const Case cases[] = {
+      {"single gpu share", PodSpec("single", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}})})),
+       "", 1, 1},
+      {"bare gpu: whole exclusive card", PodSpec("whole", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "", 1, 1},
+      {"multi gpu", PodSpec("multi", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}})})), "", 1, 2},
+      {"multi container with init",
+       PodSpec("mc", "ml",
+               Json::array({Container("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "2000"}}),
+                            Container("b", {{"cpu", "1"}}),
+                            Container("c", {{"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})}),
+               Json::array({Container("init", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}})})),
+       "", 4, 3},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string why;
+    Json pod = Schedule(*rep, c.spec, &why);
+    ASSERT_FALSE(pod.is_null()) << why;
+    const auto& ann = pod["metadata"]["annotations"];
+    EXPECT_EQ(pod["spec"]["schedulerName"], "hami-scheduler");
+    EXPECT_EQ(pod["spec"]["nodeName"], ann[core::kVgpuNode]);
+    EXPECT_EQ(pod["metadata"]["labels"][core::kVgpuNode], ann[core::kVgpuNode]);
+    EXPECT_EQ(ann[core::kBindPhase], "allocating");
+    EXPECT_TRUE(ann.contains(core::kBindTime));
+    EXPECT_TRUE(ann.contains(core::kVgpuTime));
+    // The device plugin's contract: a to-allocate record equal to the permanent one until Allocate.
+    EXPECT_EQ(ann[core::kNvidiaDevicesToAllocate], ann[core::kNvidiaDevicesAllocated]);
+    auto alloc = core::DecodePodDevices(ann[core::kNvidiaDevicesAllocated].get<std::string>());
+    ASSERT_TRUE(alloc.ok()) << alloc.status();
+    EXPECT_EQ(static_cast<int>(alloc->containers.size()), c.containers);
+    int devices = 0;
+    for (const auto& ctr : alloc->containers) devices += static_cast<int>(ctr.size());
+    EXPECT_EQ(devices, c.devices);
+    for (const auto& ctr : alloc->containers)
+      for (const auto& d : ctr) EXPECT_EQ(d.vendor, "NVIDIA");
+  }
+  // Pods that request no GPU are left alone by the webhook; a preset nodeName is refused.
+  KubeScheduler ks(rep->port());
+  Json cpu = PodSpec("cpu", "ml", Json::array({Container("c", {{"cpu", "1"}})}));
+  EXPECT_EQ(ks.Admit(cpu, "ml"), cpu);
+  Json preset = PodSpec("preset", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})}));
+  preset["spec"]["nodeName"] = "node-0";
+  std::string denied;
+  EXPECT_TRUE(ks.Admit(preset, "ml", &denied).is_null());
+  EXPECT_NE(denied.find("spec.nodeName"), std::string::npos) << denied;
+  ExpectNoOversubscription();
+  EXPECT_TRUE(WaitFor([&] { return CacheMatchesAnnotations(*rep); }));
+}
+
+TEST_F(ControlPlaneTest, ConcurrentPodsNeverOversubscribe) {
+  AddNodes(20, 4);
+  auto rep = StartReplica({.threads = 32});
+  constexpr int kPods = 200;
+  std::atomic<int> next{0}, scheduled{0}, unschedulable{0};
+  std::mutex err_mu;
+  std::vector<std::string> errors;
+  auto worker = [&] {
+    for (int i; (i = next.fetch_add(1)) < kPods;) {
+      // A mix: shares of 1-2 GPUs, some whole cards, some compute-capped.
+      const int gpus = 1 + (i % 5 == 0);
+      Json limits{{"nvidia.com/gpu", std::to_string(gpus)}};
+      if (i % 7 != 0) limits["nvidia.com/gpumem"] = std::to_string(2000 + (i * 977) % 6000);
+      if (i % 3 == 0) limits["nvidia.com/gpucores"] = std::to_string(10 + (i * 13) % 50);
+      std::string why;
+      Json pod = Schedule(*rep, PodSpec("p" + std::to_string(i), "ns" + std::to_string(i % 4), Json::array({Container("c", limits)})), &why);
+      if (!pod.is_null()) {
+        scheduled++;
+      } else if (why == "unschedulable") {
+        unschedulable++;
+      } else {
+        std::lock_guard<std::mutex> l(err_mu);
+        errors.push_back(why);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(errors.empty()) << errors.size() << " errors, first: " << (errors.empty() ? "" : errors[0]);
+  EXPECT_EQ(scheduled + unschedulable, kPods);
+  EXPECT_GT(scheduled.load(), 150);  // 80 GPUs x 4 slots: most of the mix fits
+  ExpectNoOversubscription();
+  EXPECT_TRUE(WaitFor([&] { return CacheMatchesAnnotations(*rep); }));
+}
+
+TEST_F(ControlPlaneTest, RestartRecoversFromAnnotations) {
+  AddNodes(4, 4);
+  auto first = StartReplica();
+  for (int i = 0; i < 20; ++i) {
+    std::string why;
+    ASSERT_FALSE(Schedule(*first, PodSpec("a" + std::to_string(i), "ml",
+                                          Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})),
+                          &why)
+                     .is_null())
+        << why;
+  }
+  // A pod filtered (annotated) but not yet bound when the replica dies still holds its devices.
+  {
+    KubeScheduler ks(first->port());
+    Json spec = ks.Admit(PodSpec("inflight", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})), "ml");
+    auto created = first->client->Create(k8s::kPods, "ml", spec);
+    ASSERT_TRUE(created.ok());
+    ASSERT_FALSE(ks.Filter(*created, nodes_).empty());
+  }
+  first.reset();  // crash/restart: nothing survives but the API server's objects
+  auto second = StartReplica({.identity = "replica-1"});
+  EXPECT_TRUE(WaitFor([&] { return second->state->pod_count() == 21; })) << second->state->pod_count();
+  EXPECT_TRUE(CacheMatchesAnnotations(*second));
+  // Fill the cluster from the new replica: never more than fits, given what the first one placed.
+  int more = 0;
+  for (int i = 0; i < 40; ++i) {
+    std::string why;
+    if (!Schedule(*second, PodSpec("b" + std::to_string(i), "ml",
+                                   Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})),
+                  &why)
+             .is_null())
+      ++more;
+    else
+      EXPECT_EQ(why, "unschedulable");
+  }
+  EXPECT_EQ(more, 16 * 2 - 21);  // 16 GPUs x two 6000-MiB shares of 16000
+  ExpectNoOversubscription();
+}
+
+TEST_F(ControlPlaneTest, SurvivesApiFaults) {
+  AddNodes(3, 4);
+  auto rep = StartReplica();
+  auto spec = [](const std::string& name) {
+    return PodSpec(name, "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}})}));
+  };
+  std::string why;
+  // 409 on the decision patch: the filter fails cleanly (no leaked reservation), the retry succeeds.
+  api_.InjectErrors("PATCH", "/api/v1/namespaces/ml/pods/.*", 409, 1);
+  ASSERT_FALSE(Schedule(*rep, spec("conflict"), &why).is_null()) << why;
+  // 500s on binding are retried by the client.
+  api_.InjectErrors("POST", ".*/binding", 500, 2);
+  ASSERT_FALSE(Schedule(*rep, spec("internal"), &why).is_null()) << why;
+  // A binding that keeps failing: the reservation is released and the pod marked failed.
+  {
+    KubeScheduler ks(rep->port());
+    auto created = rep->client->Create(k8s::kPods, "ml", ks.Admit(spec("doomed"), "ml"));
+    ASSERT_TRUE(created.ok());
+    const std::string node = ks.Filter(*created, nodes_);
+    ASSERT_FALSE(node.empty());
+    api_.InjectErrors("POST", ".*/binding", 403, 1);
+    EXPECT_NE(ks.Bind(*created, node).find("failed"), std::string::npos);
+    EXPECT_FALSE(rep->sched->cache().HasPod((*created)["metadata"]["uid"]));
+    EXPECT_EQ((*api_.Get("pods", "ml", "doomed"))["metadata"]["annotations"][core::kBindPhase], "failed");
+    EXPECT_GE(api_.CountRequests("POST", "/api/v1/namespaces/ml/events"), 1);
+  }
+  // Dropped watches and 410 Gone: pods placed by someone else meanwhile still reach the cache.
+  api_.DropWatches();
+  api_.ForceGone(2);
+  Json foreign = PodSpec("foreign", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})}));
+  foreign["metadata"]["annotations"] = {{core::kVgpuNode, "node-2"}, {core::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
+  ASSERT_TRUE(api_.Upsert("pods", foreign).ok());
+  api_.Compact();
+  api_.DropWatches();
+  ASSERT_TRUE(api_.Delete("pods", "ml", "conflict").ok());
+  EXPECT_TRUE(WaitFor([&] { return CacheMatchesAnnotations(*rep); }));
+  EXPECT_GE(rep->controller->pods().lists(), 2);
+  ASSERT_FALSE(Schedule(*rep, spec("after"), &why).is_null()) << why;
+  ExpectNoOversubscription();
+  EXPECT_TRUE(WaitFor([&] { return CacheMatchesAnnotations(*rep); }));
+}
+
+TEST_F(ControlPlaneTest, QuotaEnforcedInWebhookAndFilter) {
+  AddNodes(2, 4);
+  ASSERT_TRUE(api_.Upsert("resourcequotas", Json{{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
+                                                 {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
+                                                 {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "10000"}}}}}})
+                  .ok());
+  auto rep = StartReplica();
+  ASSERT_TRUE(WaitFor([&] { return rep->state->Quotas().size() == 1; }));
+  auto spec = [](const std::string& name, int mem) {
+    return PodSpec(name, "team", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(mem)}})}));
+  };
+  std::string why;
+  ASSERT_FALSE(Schedule(*rep, spec("q1", 6000), &why).is_null()) << why;
+  EXPECT_TRUE(Schedule(*rep, spec("q2", 6000), &why).is_null());
+  EXPECT_NE(why.find("exceeding resource quota team/gpu"), std::string::npos) << why;
+  ASSERT_FALSE(Schedule(*rep, spec("q3", 4000), &why).is_null()) << why;
+  const std::string metrics = KubeScheduler(rep->port()).http.Get("/metrics")->body;
+  EXPECT_NE(metrics.find(R"(hami_resource_quota_used{zone="vGPU",namespace="team",quota_name="gpu",limit="limits.nvidia.com/gpumem"} 10000)"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+}
+
+TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
+  AddNodes(2, 4);
+  auto a = StartReplica({.leader_elect = true, .identity = "a"});
+  ASSERT_TRUE(WaitFor([&] { return a->controller->IsLeader(); }));
+  auto b = StartReplica({.leader_elect = true, .identity = "b"});
+  ASSERT_TRUE(WaitFor([&] { return b->controller->Ready(); }));
+  EXPECT_FALSE(b->controller->IsLeader());
+  EXPECT_EQ(b->controller->Leader(), "a");
+  KubeScheduler ks(b->port());
+  auto created = b->client->Create(k8s::kPods, "ml", ks.Admit(PodSpec("l", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
+  ASSERT_TRUE(created.ok());
+  std::string err;
+  EXPECT_TRUE(ks.Filter(*created, nodes_, &err).empty());
+  EXPECT_NE(err.find("not the leader"), std::string::npos) << err;
+  a.reset();  // the leader goes away (releases the lease): b takes over and decides
+  ASSERT_TRUE(WaitFor([&] { return b->controller->IsLeader(); }));
+  EXPECT_FALSE(ks.Filter(*created, nodes_, &err).empty()) << err;
+}
+
+}  // namespace
+}  // namespace hami::controlplane
