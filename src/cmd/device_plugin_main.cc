@@ -20,6 +20,7 @@
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
+#include "deviceplugin/pod_resources.h"
 #include "gpu/nvml_discovery.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -43,6 +44,7 @@ int DevicePluginMain(int argc, char** argv) {
   deviceplugin::PluginConfig cfg;
   std::string kubeconfig, node_name, config_file, log_level = "info";
   std::string nvml_library = "libnvidia-ml.so.1";
+  std::string pod_resources_socket = deviceplugin::kDefaultPodResourcesSocket;
   bool fail_on_init_error = false, dry_run = false;
   bool topology_score = EnvTrue("ENABLE_TOPOLOGY_SCORE");
   int register_interval_s = 30;
@@ -81,6 +83,10 @@ int DevicePluginMain(int argc, char** argv) {
                  "where containers see libvgpu.so and their region directory")
       ->capture_default_str();
   app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")->capture_default_str();
+  app.add_option("--pod-resources-socket", pod_resources_socket,
+                 "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "
+                 "(empty: not used)")
+      ->capture_default_str();
   app.add_option("--nvml-library", nvml_library, "NVML library to dlopen (normal library search)")->capture_default_str();
   app.add_flag("--fail-on-init-error", fail_on_init_error,
                "exit when NVML cannot be loaded (default: run with no GPUs)");
@@ -148,6 +154,11 @@ int DevicePluginMain(int argc, char** argv) {
   deviceplugin::K8sPendingPodSource pending(client->get(), node_name);
   if (seed == 0) seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^ static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
+  std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;
+  if (!pod_resources_socket.empty()) {
+    pod_resources = std::make_unique<deviceplugin::PodResourcesView>(pod_resources_socket, cfg.resource_name);
+    plugin.SetKubeletPodView(pod_resources.get());
+  }
   if (Status s = plugin.Start(); !s.ok()) return Fail(s);
   deviceplugin::NodeRegistrar registrar(
       client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); }, &RealClock::Get());

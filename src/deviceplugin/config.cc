@@ -36,6 +36,12 @@ Status Validate(const PluginConfig& c) {
   if (c.socket_name.empty() || c.socket_name.find('/') != std::string::npos)
     return InvalidArgument("socket name '", c.socket_name, "' must be a plain file name");
   if (c.plugin_dir.empty()) return InvalidArgument("plugin dir must not be empty");
+  // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+  for (const std::string& sock : {c.socket_name, c.kubelet_socket}) {
+    const std::string path = JoinPath(c.plugin_dir, sock);
+    if (path.size() > 107)
+      return InvalidArgument("plugin dir: socket path ", path, " is longer than 107 bytes (unix socket limit)");
+  }
   return OkStatus();
 }
 

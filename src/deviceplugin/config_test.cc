@@ -24,6 +24,7 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},
       {"socket", [](PluginConfig& c) { c.socket_name = "a/b.sock"; }, "socket name"},
       {"index", [](PluginConfig& c) { c.exclude_indices = {-1}; }, "index"},
+      {"socket path too long", [](PluginConfig& c) { c.plugin_dir = "/" + std::string(120, 'd'); }, "107 bytes"},
   };
   for (const auto& tc : cases) {
     PluginConfig c;

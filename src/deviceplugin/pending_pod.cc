@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "deviceplugin/node_devices.h"
 
 namespace hami::deviceplugin {
@@ -19,7 +20,7 @@ std::string Describe(const PendingPod& p) {
 
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
-                                  const std::vector<SteeredChoice>& steered) {
+                                  const std::vector<SteeredChoice>& steered, KubeletPodView* kubelet_view) {
   std::vector<const PendingPod*> waiting;
   std::vector<const PendingPod*> cands;
   for (const auto& p : pods) {
@@ -41,9 +42,27 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
   if (cands.size() == 1) {
     chosen = cands.front();
   } else {
+    if (kubelet_view != nullptr) {
+      auto listed = kubelet_view->ListPods();
+      if (listed.ok()) {
+        std::vector<const PendingPod*> admitting;
+        for (const auto* p : cands) {
+          for (const auto& k : *listed) {
+            if (k.namespace_ == p->namespace_ && k.name == p->name &&
+                !k.containers_with_devices.count(p->containers.front().name)) {
+              admitting.push_back(p);
+              break;
+            }
+          }
+        }
+        if (admitting.size() == 1) chosen = admitting.front();
+      } else {
+        spdlog::warn("kubelet PodResources unavailable: {}", std::string(listed.status().message()));
+      }
+    }
     std::set<std::string> ids(kubelet_ids.begin(), kubelet_ids.end());
     for (const auto& s : steered) {
-      if (s.ids != ids) continue;
+      if (chosen != nullptr || s.ids != ids) continue;
       for (const auto* p : cands) {
         if (p->uid == s.pod_uid && p->containers.front().index == s.container_index) chosen = p;
       }

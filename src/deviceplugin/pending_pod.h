@@ -61,14 +61,33 @@ struct SteeredChoice {
   std::set<std::string> ids;
 };
 
+// A pod as kubelet's PodResources API lists it: kubelet adds a pod to its list right before admitting
+// it, and lists the devices each container already holds. So while kubelet admits pod X, X is listed
+// with no devices of our resource for the container being allocated, and pods kubelet has not reached
+// yet are not listed at all.
+struct KubeletPod {
+  std::string namespace_;
+  std::string name;
+  std::set<std::string> containers_with_devices;  // containers holding devices of our resource
+  std::string Key() const { return StrCat(namespace_, "/", name); }
+};
+
+class KubeletPodView {
+ public:
+  virtual ~KubeletPodView() = default;
+  virtual StatusOr<std::vector<KubeletPod>> ListPods() = 0;
+};
+
 // Picks the pod whose next container is being allocated with `kubelet_ids`:
 //  1. candidates = pods whose next container wants exactly kubelet_ids.size() devices;
 //  2. one candidate: it (upstream behaviour: kubelet's replica IDs carry no pod identity);
-//  3. several: the one we steered kubelet to with exactly these IDs, if any;
+//  3. several: the only one kubelet lists (`kubelet_view`, asked only here) with that container still
+//     without devices; else the one we steered kubelet to with exactly these IDs;
 //  otherwise NotFound (no candidate) or FailedPrecondition (ambiguous), naming the pods.
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
-                                  const std::vector<SteeredChoice>& steered = {});
+                                  const std::vector<SteeredChoice>& steered = {},
+                                  KubeletPodView* kubelet_view = nullptr);
 
 // Pods whose next container wants `size` devices and whose GPUs each still have an available
 // replica among `available` (UUID of each); used to steer GetPreferredAllocation.

@@ -57,6 +57,52 @@ TEST(SelectPendingTest, Table) {
   }
 }
 
+class ListedPods final : public KubeletPodView {
+ public:
+  explicit ListedPods(StatusOr<std::vector<KubeletPod>> pods) : pods_(std::move(pods)) {}
+  StatusOr<std::vector<KubeletPod>> ListPods() override {
+    ++calls;
+    return pods_;
+  }
+  int calls = 0;
+
+ private:
+  StatusOr<std::vector<KubeletPod>> pods_;
+};
+
+TEST(SelectPendingTest, KubeletPodViewBreaksTies) {
+  const std::vector<PendingPod> pods = {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}, {"GPU-a"}})};
+  struct Case {
+    const char* name;
+    StatusOr<std::vector<KubeletPod>> listed;
+    std::string want_pod;  // "" = ambiguous
+  };
+  const std::vector<Case> cases = {
+      {"only b listed", std::vector<KubeletPod>{{"ns", "b", {}}}, "b"},
+      {"a listed, running pods too", std::vector<KubeletPod>{{"ns", "old", {"c0"}}, {"ns", "a", {}}}, "a"},
+      {"b's next container already holds devices", std::vector<KubeletPod>{{"ns", "b", {"c0"}}, {"ns", "a", {}}}, "a"},
+      {"both listed", std::vector<KubeletPod>{{"ns", "a", {}}, {"ns", "b", {}}}, ""},
+      {"other namespace", std::vector<KubeletPod>{{"other", "a", {}}}, ""},
+      {"none listed", std::vector<KubeletPod>{}, ""},
+      {"view unavailable", Unavailable("no socket"), ""},
+  };
+  for (const auto& tc : cases) {
+    ListedPods view(tc.listed);
+    auto s = SelectPending(pods, {"GPU-x-0"}, {}, &view);
+    EXPECT_EQ(view.calls, 1) << tc.name;
+    if (tc.want_pod.empty()) {
+      EXPECT_FALSE(s.ok()) << tc.name;
+    } else {
+      ASSERT_TRUE(s.ok()) << tc.name << ": " << s.status();
+      EXPECT_EQ(s->pod.name, tc.want_pod) << tc.name;
+    }
+  }
+  // With a single candidate by count the view is not asked (upstream behaviour).
+  ListedPods view(std::vector<KubeletPod>{});
+  EXPECT_TRUE(SelectPending({Pod("a", {{"GPU-a"}})}, {"GPU-x-0"}, {}, &view).ok());
+  EXPECT_EQ(view.calls, 0);
+}
+
 TEST(PreferenceCandidatesTest, NeedsSizeAndAvailableGpus) {
   std::vector<PendingPod> pods = {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b", "GPU-c"}})};
   EXPECT_EQ(PreferenceCandidates(pods, 1, {"GPU-a", "GPU-b"}).size(), 1u);

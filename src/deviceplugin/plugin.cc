@@ -440,7 +440,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   auto listed = pending_->ListPending();
   if (!listed.ok())
     return Unavailable("Allocate: cannot find pending pods: ", std::string(listed.status().message()));
-  HAMI_ASSIGN_OR_RETURN(Selection sel, SelectPending(*listed, ids, steered_));
+  HAMI_ASSIGN_OR_RETURN(Selection sel, SelectPending(*listed, ids, steered_, kubelet_view_));
   const PendingPod& pod = sel.pod;
   const PendingContainer& ctr = sel.container;
 

@@ -43,6 +43,10 @@ class DevicePlugin {
   DevicePlugin(const DevicePlugin&) = delete;
   DevicePlugin& operator=(const DevicePlugin&) = delete;
 
+  // Optional: kubelet's PodResources view, used to tell apart pods that wait for the same number of
+  // devices (see SelectPending). Must outlive the plugin; set before Start.
+  void SetKubeletPodView(KubeletPodView* view) { kubelet_view_ = view; }
+
   // Discovers devices and starts serving; registration with kubelet is attempted now and retried
   // by the watch thread until kubelet.sock answers. Errors: invalid config, discovery failure,
   // socket that cannot be served.
@@ -82,6 +86,7 @@ class DevicePlugin {
   PluginConfig config_;
   gpu::DeviceDiscovery* discovery_;
   PendingPodSource* pending_;
+  KubeletPodView* kubelet_view_ = nullptr;
 
   mutable std::mutex mu_;  // guards the device state below
   std::condition_variable cv_;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deviceplugin/pod_resources.h"
 #include "deviceplugin/testing/builders.h"
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/nvml_discovery.h"
@@ -267,6 +268,43 @@ TEST_F(PluginTest, SteeredChoiceResolvesOtherwiseAmbiguousPods) {
   ASSERT_TRUE(ra.ok()) << ra.status();
   EXPECT_EQ(ra->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1000m");
   EXPECT_EQ(ra->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa");
+}
+
+TEST_F(PluginTest, SameShapePodsAreToldApartByKubeletPodResources) {
+  // Two pods bound at the same time, both wanting one device: kubelet's replica IDs cannot tell them
+  // apart, but kubelet's PodResources lists only the pod it is admitting.
+  ASSERT_TRUE(kubelet_->ServePodResources(dir_ + "/pod-resources/kubelet.sock").ok());
+  PodResourcesView view(dir_ + "/pod-resources/kubelet.sock", config_.resource_name);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 42);
+  plugin_->SetKubeletPodView(&view);
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(10)));
+  pending_.AddPod(Pod("a", {{Dev("GPU-aaaa", 1000, 10)}}));
+  pending_.AddPod(Pod("b", {{Dev("GPU-bbbb", 2000, 20)}, {Dev("GPU-aaaa", 500, 5)}}));
+  // kubelet reaches b first (its order is not ours to know), with arbitrary replica IDs.
+  auto b0 = kubelet_->AdmitAndAllocate("default", "b", "c0", {"GPU-aaaa-0"});
+  ASSERT_TRUE(b0.ok()) << b0.status();
+  EXPECT_EQ(b0->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2000m");
+  EXPECT_EQ(b0->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-bbbb");
+  // b's second container: b is listed, its c1 has no devices yet; a is not listed yet.
+  auto b1 = kubelet_->AdmitAndAllocate("default", "b", "c1", {"GPU-bbbb-1"});
+  ASSERT_TRUE(b1.ok()) << b1.status();
+  EXPECT_EQ(b1->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "500m");
+  auto a0 = kubelet_->AdmitAndAllocate("default", "a", "c0", {"GPU-bbbb-2"});
+  ASSERT_TRUE(a0.ok()) << a0.status();
+  EXPECT_EQ(a0->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1000m");
+  EXPECT_EQ(a0->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa");
+
+  // Same shapes and kubelet lists both as waiting (e.g. an earlier admission failed): still refused.
+  pending_.AddPod(Pod("x", {{Dev("GPU-aaaa", 1, 0)}}));
+  pending_.AddPod(Pod("y", {{Dev("GPU-bbbb", 2, 0)}}));
+  // Failed admissions (wrong count) leave both listed without devices.
+  ASSERT_FALSE(kubelet_->AdmitAndAllocate("default", "x", "c0", {"GPU-aaaa-1", "GPU-bbbb-1"}).ok());
+  ASSERT_FALSE(kubelet_->AdmitAndAllocate("default", "y", "c0", {"GPU-aaaa-1", "GPU-bbbb-1"}).ok());
+  auto ambiguous = kubelet_->AdmitAndAllocate("default", "y", "c0", {"GPU-aaaa-1"});
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_NE(std::string(ambiguous.status().message()).find("refusing to guess"), std::string::npos);
 }
 
 TEST_F(PluginTest, TwoPodsAllocatedConcurrentlyGetTheirOwnLimits) {

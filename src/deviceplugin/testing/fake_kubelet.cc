@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "deviceplugin/proto/api.grpc.pb.h"
+#include "deviceplugin/proto/podresources.grpc.pb.h"
 
 namespace hami::deviceplugin::testing {
 
@@ -38,8 +39,79 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
   FakeKubelet* k_;
 };
 
+class FakeKubelet::PodResourcesService final : public v1::PodResourcesLister::Service {
+ public:
+  explicit PodResourcesService(FakeKubelet* k) : k_(k) {}
+  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+                    v1::ListPodResourcesResponse* out) override {
+    std::lock_guard<std::mutex> l(k_->mu_);
+    const std::string resource = k_->registrations_.empty() ? "" : k_->registrations_.back().resource_name();
+    for (const auto& p : k_->known_pods_) {
+      auto* pr = out->add_pod_resources();
+      pr->set_namespace_(p.ns);
+      pr->set_name(p.name);
+      for (const auto& [name, ids] : p.containers) {
+        auto* c = pr->add_containers();
+        c->set_name(name);
+        if (ids.empty()) continue;
+        auto* d = c->add_devices();
+        d->set_resource_name(resource);
+        for (const auto& id : ids) d->add_device_ids(id);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  FakeKubelet* k_;
+};
+
 FakeKubelet::FakeKubelet(std::string dir) : dir_(std::move(dir)) {}
-FakeKubelet::~FakeKubelet() { Stop(); }
+FakeKubelet::~FakeKubelet() {
+  Stop();
+  if (pr_server_) {
+    pr_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    pr_server_->Wait();
+  }
+}
+
+Status FakeKubelet::ServePodResources(const std::string& socket_path) {
+  std::error_code ec;
+  fs::create_directories(fs::path(socket_path).parent_path(), ec);
+  fs::remove(socket_path, ec);
+  pr_service_ = std::make_unique<PodResourcesService>(this);
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  b.RegisterService(pr_service_.get());
+  pr_server_ = b.BuildAndStart();
+  if (!pr_server_) return Unavailable("fake kubelet cannot serve PodResources on ", socket_path);
+  return OkStatus();
+}
+
+StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(const std::string& ns, const std::string& pod,
+                                                                  const std::string& container,
+                                                                  const std::vector<std::string>& ids) {
+  auto find = [&]() -> KnownPod& {
+    for (auto& p : known_pods_)
+      if (p.ns == ns && p.name == pod) return p;
+    known_pods_.push_back({ns, pod, {}});
+    return known_pods_.back();
+  };
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    KnownPod& p = find();
+    bool known = false;
+    for (auto& c : p.containers) known |= c.first == container;
+    if (!known) p.containers.push_back({container, {}});
+  }
+  auto r = Allocate({ids});
+  if (r.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& c : find().containers)
+      if (c.first == container) c.second = ids;
+  }
+  return r;
+}
 
 std::string FakeKubelet::KubeletSocketPath() const { return (fs::path(dir_) / "kubelet.sock").string(); }
 

@@ -51,8 +51,21 @@ class FakeKubelet {
 
   std::string KubeletSocketPath() const;
 
+  // Serves PodResourcesLister (List) on `socket_path`, listing the pods admitted below. Survives Restart.
+  Status ServePodResources(const std::string& socket_path);
+  // kubelet's admission of one container: the pod joins kubelet's pod list first (as kubelet adds a
+  // pod before admitting it), then Allocate, then the container holds the IDs.
+  StatusOr<v1beta1::AllocateResponse> AdmitAndAllocate(const std::string& ns, const std::string& pod,
+                                                       const std::string& container,
+                                                       const std::vector<std::string>& ids);
+
  private:
   class RegistrationService;
+  class PodResourcesService;
+  struct KnownPod {
+    std::string ns, name;
+    std::vector<std::pair<std::string, std::vector<std::string>>> containers;  // name -> device IDs
+  };
   Status Serve();
   void OnRegister(const v1beta1::RegisterRequest& req);  // connects to the plugin (own thread)
   void DisconnectPlugin();
@@ -61,6 +74,9 @@ class FakeKubelet {
   std::string dir_;
   std::unique_ptr<RegistrationService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<PodResourcesService> pr_service_;
+  std::unique_ptr<grpc::Server> pr_server_;
+  std::vector<KnownPod> known_pods_;  // guarded by mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
