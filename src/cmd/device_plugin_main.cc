@@ -166,11 +166,13 @@ int DevicePluginMain(int argc, char** argv) {
   // Node annotations: refreshed every --register-interval, at once when device health changes,
   // and 5 s after a failed write (upstream's rhythm).
   int64_t next_sync = 0;
+  bool last_failed = false;
   while (true) {
     const int64_t now = RealClock::Get().MonotonicNanos();
-    if (now >= next_sync || registrar.Changed()) {
+    if (now >= next_sync || (!last_failed && registrar.Changed())) {
       Status s = registrar.SyncOnce();
       if (!s.ok()) spdlog::warn("{}", std::string(s.message()));
+      last_failed = !s.ok();
       next_sync = now + (s.ok() ? register_interval_s : 5) * 1'000'000'000LL;
     }
     timespec tick{1, 0};
