@@ -33,7 +33,7 @@ CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_
 
 int64_t PickContext::MemFor(int d) const {
   if (request.memreq_mib > 0) return request.memreq_mib;
-  const int64_t devmem = node.info.devices[d].devmem_mib;
+  const int64_t devmem = node.caps[d].devmem_mib;
   if (request.mem_percentage > 0) return devmem * std::min(request.mem_percentage, 100) / 100;
   return devmem;  // neither given: the whole card's memory (upstream default)
 }
@@ -60,12 +60,13 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 // Upstream's per-device checks in upstream's order. Returns Reason::kCount when the device fits.
 Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool* never) {
-  const core::DeviceInfo& dev = ctx.node.info.devices[d];
+  const DeviceCaps& cap = ctx.node.caps[d];
   const core::DeviceUsage& u = ctx.usage[d];
   const core::DeviceSelectors& sel = ctx.cycle.pod().selectors;
   *never = false;
-  if (!dev.health) return Reason::kCardNotHealth;
-  if (ctx.node.cordoned[d]) return Reason::kCardCordoned;
+  if (!cap.health) return Reason::kCardNotHealth;
+  if (cap.cordoned) return Reason::kCardCordoned;
+  const core::DeviceInfo& dev = ctx.node.info.devices[d];   // strings: read only with selectors
   if (ctx.cycle.has_device_selectors() &&
       (!sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty())) {
     bool ok = sel.use_types.empty();
@@ -85,23 +86,25 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
     *never = true;
     return Reason::kCardUuidMismatch;
   }
-  if (dev.count <= u.used) {
-    *never = dev.count <= 0;
+  if (cap.count <= u.used) {
+    *never = cap.count <= 0;
     return Reason::kCardTimeSlicingExhausted;
   }
-  if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) return veto;
+  if (picker.vetoes()) {
+    if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) return veto;
+  }
   const int64_t mem = ctx.MemFor(d);
-  if (dev.devmem_mib - u.usedmem_mib < mem) {
-    *never = dev.devmem_mib < mem;
+  if (cap.devmem_mib - u.usedmem_mib < mem) {
+    *never = cap.devmem_mib < mem;
     return Reason::kCardInsufficientMemory;
   }
   const int cores = ctx.request.coresreq;
-  if (dev.devcore - u.usedcores < cores) {
-    *never = dev.devcore < cores;
+  if (cap.devcore - u.usedcores < cores) {
+    *never = cap.devcore < cores;
     return Reason::kCardInsufficientCore;
   }
-  if (cores > 0 && cores >= dev.devcore && u.used > 0) return Reason::kExclusiveDeviceAllocateConflict;
-  if (cores == 0 && dev.devcore > 0 && u.usedcores >= dev.devcore) return Reason::kCardComputeUnitsExhausted;
+  if (cores > 0 && cores >= cap.devcore && u.used > 0) return Reason::kExclusiveDeviceAllocateConflict;
+  if (cores == 0 && cap.devcore > 0 && u.usedcores >= cap.devcore) return Reason::kCardComputeUnitsExhausted;
   return Reason::kCount;
 }
 
@@ -157,14 +160,14 @@ bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch
   }
   // All GPUs of the container from one NUMA node: try each NUMA node, lowest first.
   std::vector<int> numas;
-  for (int d : s.candidates) numas.push_back(node.info.devices[d].numa);
+  for (int d : s.candidates) numas.push_back(node.caps[d].numa);
   std::sort(numas.begin(), numas.end());
   numas.erase(std::unique(numas.begin(), numas.end()), numas.end());
   std::vector<int> group;
   for (int numa : numas) {
     group.clear();
     for (int d : s.candidates)
-      if (node.info.devices[d].numa == numa) group.push_back(d);
+      if (node.caps[d].numa == numa) group.push_back(d);
     if (static_cast<int>(group.size()) < r.nums) continue;
     s.picked.clear();
     picker.Pick(ctx, group, &s.picked);
@@ -176,7 +179,7 @@ bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch
 
 void AddToPlacement(const NodeState& node, const DeviceDelta& eff, Placement* placement) {
   placement->delta.devices.push_back(eff);
-  placement->gpu_milli += RequestMilli(node.info.devices[eff.device], eff.mem_mib, eff.cores);
+  placement->gpu_milli += RequestMilli(node.caps[eff.device], eff.mem_mib, eff.cores);
   placement->gpus += eff.slots > 0;
 }
 

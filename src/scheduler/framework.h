@@ -109,9 +109,14 @@ class GpuPicker {
   // A veto on a device that passed the generic checks (e.g. mutex: only idle cards). Return the
   // reason to count, or Reason::kCount to admit.
   virtual Reason Admit(const PickContext& ctx, int device) const { return Reason::kCount; }
+  // False unless the picker overrides Admit (saves a virtual call per device on the hot path).
+  bool vetoes() const { return vetoes_; }
   // Appends request.nums devices chosen among `candidates` (ascending device index, each fits on its
   // own) to `out`, or fewer when no acceptable choice exists (the node then fails for this pod).
   virtual void Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const = 0;
+
+ protected:
+  bool vetoes_ = false;
 };
 
 // Where the pod would go on one node.

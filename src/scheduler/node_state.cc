@@ -9,6 +9,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int RequestMilli(const core::DeviceInfo& dev, int64_t mem_mib, int cores) {
+  return RequestMilli(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health, false}, mem_mib, cores);
+}
+
+int RequestMilli(const DeviceCaps& dev, int64_t mem_mib, int cores) {
   int64_t m = 0;
   if (dev.devmem_mib > 0) m = CeilDiv(std::max<int64_t>(mem_mib, 0) * kMilliPerGpu, dev.devmem_mib);
   if (dev.devcore > 0) m = std::max(m, CeilDiv(std::max(cores, 0) * int64_t{kMilliPerGpu}, dev.devcore));
@@ -39,6 +43,8 @@ NodeState NodeState::Make(core::NodeInfo info) {
     s.total_devcore += s.info.devices[i].devcore;
     s.total_devmem += s.info.devices[i].devmem_mib;
     s.cordoned[i] = std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
+    const auto& dev = s.info.devices[i];
+    s.caps.push_back(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health, s.cordoned[i] != 0});
     s.Refresh(static_cast<int>(i));
   }
   return s;

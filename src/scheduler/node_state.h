@@ -22,8 +22,20 @@ inline constexpr int kMilliPerGpu = 1000;
 inline constexpr int kPodClasses = 10;
 inline constexpr int kNoPodClass = -1;
 
+// The fields of a device the decision path reads, packed together (DeviceInfo also carries strings
+// and MIG tables; reading those for every device of every node costs cache misses).
+struct DeviceCaps {
+  int64_t devmem_mib = 0;
+  int count = 0;
+  int devcore = 0;
+  int numa = 0;
+  bool health = true;
+  bool cordoned = false;
+};
+
 // Milli of a request of (mem MiB, cores %) on `dev`, rounded up.
 int RequestMilli(const core::DeviceInfo& dev, int64_t mem_mib, int cores);
+int RequestMilli(const DeviceCaps& dev, int64_t mem_mib, int cores);
 // Free milli of a device given its usage (0 when its slots are exhausted).
 int FreeMilli(const core::DeviceInfo& dev, const core::DeviceUsage& usage);
 
@@ -48,6 +60,7 @@ struct NodeState {
   core::NodeInfo info;
   std::vector<core::DeviceUsage> usage;   // parallel to info.devices
   std::vector<char> cordoned;             // parallel to info.devices
+  std::vector<DeviceCaps> caps;           // parallel to info.devices
   int64_t cpu_used = 0;
   int64_t mem_used = 0;
   int pods = 0;

@@ -113,8 +113,9 @@ std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title) 
                                   "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
   const auto curves = MedianCurves(runs);
   // Plot area: x = arrived demand 0..130 %, y = unallocated 0..ymax %.
-  // Below 100 % arrival the unallocated share includes demand not yet arrived; start at k = 50.
-  const int k0 = 50;
+  // Below 100 % arrival the unallocated share is mostly demand not yet arrived; start at k = 75 (as
+  // the paper's Fig. 9a does).
+  const int k0 = 75;
   double ymax = 5;
   for (const auto& [p, c] : curves)
     for (int k = k0; k <= kCurveMax; ++k) ymax = std::max(ymax, 100.0 - c[k]);

@@ -45,7 +45,7 @@ StatusOr<GpuPolicy> ParseGpuPolicy(const std::string& text) {
 
 // Upstream's per-device score with the pod's own request counted (per mille, weighted).
 int64_t DeviceScore(const PickContext& ctx, int d, const core::ScoringWeights& w) {
-  const auto& dev = ctx.node.info.devices[d];
+  const auto& dev = ctx.node.caps[d];
   const auto& u = ctx.usage[d];
   int64_t s = 0;
   if (dev.count > 0) s += int64_t{w.slot} * 1000 * (u.used + 1) / dev.count;
@@ -56,7 +56,7 @@ int64_t DeviceScore(const PickContext& ctx, int d, const core::ScoringWeights& w
 
 class HamiPicker final : public GpuPicker {
  public:
-  explicit HamiPicker(std::string default_policy) : default_(std::move(default_policy)) {}
+  explicit HamiPicker(std::string default_policy) : default_(std::move(default_policy)) { vetoes_ = true; }
 
   Status PreFilter(CycleState& cycle) const override {
     const auto& pod = cycle.pod();
@@ -88,23 +88,28 @@ class HamiPicker final : public GpuPicker {
     thread_local std::vector<int> order;
     thread_local std::vector<int64_t> score;
     order.assign(candidates.begin(), candidates.end());
-    score.assign(ctx.node.gpus(), 0);
+    score.resize(ctx.node.gpus());
     for (int d : order) score[d] = DeviceScore(ctx, d, p.weights);
-    // Lexicographic over the chain's keys; each key lists the preferred device first.
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    // Lexicographic over the chain's keys; each key lists the preferred device first; then index.
+    auto better = [&](int a, int b) {
       for (GpuKey k : p.keys) {
         int64_t ka = 0, kb = 0;
         switch (k) {
           case GpuKey::kBinpack: ka = -score[a], kb = -score[b]; break;
           case GpuKey::kSpread: ka = score[a], kb = score[b]; break;
           case GpuKey::kMutex: ka = ctx.usage[a].used, kb = ctx.usage[b].used; break;
-          case GpuKey::kNuma: ka = ctx.node.info.devices[a].numa, kb = ctx.node.info.devices[b].numa; break;
+          case GpuKey::kNuma: ka = ctx.node.caps[a].numa, kb = ctx.node.caps[b].numa; break;
           case GpuKey::kTopology: break;
         }
         if (ka != kb) return ka < kb;
       }
-      return false;
-    });
+      return a < b;
+    };
+    if (nums == 1 && !order.empty()) {
+      out->push_back(*std::min_element(order.begin(), order.end(), better));
+      return;
+    }
+    std::sort(order.begin(), order.end(), better);
     for (int i = 0; i < nums && i < static_cast<int>(order.size()); ++i) out->push_back(order[i]);
   }
 

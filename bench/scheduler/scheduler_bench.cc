@@ -1,0 +1,125 @@
+// Filter+score decision latency of the scheduler versus cluster size: N nodes of 8 GPUs, about half of
+// the GPU capacity in use, one Schedule() call (all nodes examined) per iteration. Reports p50/p99 of the
+// per-decision time as counters (microseconds).
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "common/rng.h"
+#include "scheduler/scheduler.h"
+
+namespace hami::scheduler {
+namespace {
+
+core::NodeInfo MakeNode(int i) {
+  core::NodeInfo n;
+  n.name = "node-" + std::to_string(100000 + i);
+  n.cpu_milli = 96000;
+  n.memory_mib = 393216;
+  for (int d = 0; d < 8; ++d) {
+    core::DeviceInfo dev;
+    dev.index = d;
+    dev.uuid = n.name + "-gpu" + std::to_string(d);
+    dev.count = 10;
+    dev.devmem_mib = 32000;
+    dev.devcore = 100;
+    dev.type = "NVIDIA-Tesla V100-SXM2-32GB";
+    n.devices.push_back(std::move(dev));
+  }
+  return n;
+}
+
+core::PodRequest SharePod(const std::string& uid, int64_t mem, int cores) {
+  core::PodRequest p;
+  p.uid = uid;
+  core::ContainerRequest c;
+  c.cpu_milli = 4000;
+  c.memory_mib = 8192;
+  core::DeviceRequest r;
+  r.nums = 1;
+  r.memreq_mib = mem;
+  r.coresreq = cores;
+  c.devices.push_back(r);
+  p.containers.push_back(std::move(c));
+  return p;
+}
+
+// A cluster with ~50% of GPU memory and cores in use (each GPU 0..100% used, uniformly).
+std::unique_ptr<Scheduler> HalfFull(const std::string& policy, int nodes) {
+  SchedulerOptions o;
+  o.policy = policy;
+  auto s = std::move(*Scheduler::Create(o));
+  Rng rng(7);
+  int uid = 0;
+  for (int i = 0; i < nodes; ++i) {
+    core::NodeInfo n = MakeNode(i);
+    s->UpsertNode(n);
+    for (const auto& dev : n.devices) {
+      const int pct = static_cast<int>(rng.Uniform(101));
+      if (pct == 0) continue;
+      core::PodAllocation a;
+      a.node = n.name;
+      a.containers.push_back({core::ContainerDevice{dev.uuid, "NVIDIA", dev.devmem_mib * pct / 100, pct, dev.index}});
+      (void)s->AddPod("seed-" + std::to_string(uid++), a);
+    }
+  }
+  return s;
+}
+
+void Report(benchmark::State& state, std::vector<double>& us) {
+  std::sort(us.begin(), us.end());
+  if (us.empty()) return;
+  state.counters["p50_us"] = us[us.size() / 2];
+  state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  state.counters["nodes"] = static_cast<double>(state.range(0));
+}
+
+template <const char* kPolicy>
+void BM_FilterScore(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  auto s = HalfFull(kPolicy, nodes);
+  Rng rng(11);
+  std::vector<double> us;
+  for (auto _ : state) {
+    const int pct = 5 + static_cast<int>(rng.Uniform(40));
+    auto pod = SharePod("p", 32000 * pct / 100, pct);
+    auto t0 = std::chrono::steady_clock::now();
+    auto d = s->Schedule(pod, nullptr);
+    auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(d);
+    const double sec = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(sec);
+    us.push_back(sec * 1e6);
+  }
+  Report(state, us);
+}
+
+constexpr char kHami[] = "hami";
+constexpr char kBestFit[] = "best-fit";
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// Schedule + Reserve + Unreserve: the full per-pod cost the extender pays (cache update included).
+void BM_ScheduleReserve(benchmark::State& state) {
+  auto s = HalfFull("hami", static_cast<int>(state.range(0)));
+  auto pod = SharePod("p", 3200, 10);
+  std::vector<double> us;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto d = s->ScheduleAndReserve(pod, nullptr);
+    auto t1 = std::chrono::steady_clock::now();
+    (void)s->Unreserve("p");
+    const double sec = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(sec);
+    us.push_back(sec * 1e6);
+  }
+  Report(state, us);
+}
+BENCHMARK(BM_ScheduleReserve)->Arg(5000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace hami::scheduler
+
+BENCHMARK_MAIN();
