@@ -46,6 +46,10 @@ std::vector<ContainerSpec> Containers(const Json& pod) {
     if (l == spec->end() || !l->is_array()) continue;
     for (const auto& c : *l) {
       ContainerSpec s;
+      if (!c.is_object()) {
+        out.push_back(s);  // keeps the positions of the decision entries
+        continue;
+      }
       if (c.contains("name") && c["name"].is_string()) s.name = c["name"].get<std::string>();
       if (auto r = c.find("resources"); r != c.end() && r->is_object()) {
         for (const char* kind : {"limits", "requests"}) {
@@ -58,16 +62,20 @@ std::vector<ContainerSpec> Containers(const Json& pod) {
               s.priority = std::stoi(p->get<std::string>());
             } catch (...) {
             }
-          } else if (p->is_number_integer()) {
-            s.priority = p->get<int>();
+          } else if (p->is_number_integer() && p->get<int64_t>() >= 0 && p->get<int64_t>() <= 1000) {
+            s.priority = static_cast<int>(p->get<int64_t>());
           }
           break;
         }
       }
       if (auto env = c.find("env"); env != c.end() && env->is_array()) {
         for (const auto& e : *env) {
-          if (e.value("name", "") == "CUDA_DISABLE_CONTROL" && e.contains("value") && e["value"].is_string()) {
-            std::string v = e["value"].get<std::string>();
+          if (!e.is_object()) continue;
+          auto name = e.find("name");
+          auto value = e.find("value");
+          if (name != e.end() && name->is_string() && *name == "CUDA_DISABLE_CONTROL" && value != e.end() &&
+              value->is_string()) {
+            std::string v = value->get<std::string>();
             s.disable_control = v == "true" || v == "1" || v == "True" || v == "TRUE" || v == "t" || v == "T";
           }
         }
