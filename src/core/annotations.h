@@ -70,6 +70,10 @@ inline constexpr const char kPolicySpread[] = "spread";
 inline constexpr const char kPolicyTopologyAware[] = "topology-aware";
 inline constexpr const char kPolicyMutex[] = "mutex";
 inline constexpr const char kPolicyNuma[] = "numa";
+// Whole-placement policies of hami-cpp that a pod may select alone in hami.io/gpu-scheduler-policy
+// (they choose the node and the GPUs together, so they do not chain with the keys above).
+inline constexpr const char kPolicyFgd[] = "fgd";          // FGD as published (ATC'23)
+inline constexpr const char kPolicyDefault[] = "default";  // our fragmentation-aware default
 
 // ---- Device modes (DeviceInfo::mode, nvidia.com/vgpu-mode) ----
 inline constexpr const char kModeHamiCore[] = "hami-core";

@@ -287,11 +287,15 @@ StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view valu
   const auto fail = [&](auto... why) {
     return InvalidArgument("annotation ", kGpuSchedulerPolicy, ": ", text::Quote(value), ": ", why...,
                            " (expected a comma list of binpack, spread, topology-aware, mutex, numa, "
-                           "e.g. \"binpack,numa\")");
+                           "e.g. \"binpack,numa\", or one of \"fgd\", \"default\" alone)");
   };
+  if (const std::string_view whole = text::Trim(value); whole == kPolicyFgd || whole == kPolicyDefault) {
+    return std::vector<std::string>{std::string(whole)};
+  }
   for (std::string_view item : text::Split(value, ',')) {
     item = text::Trim(item);
     if (item.empty()) return fail("empty policy name");
+    if (item == kPolicyFgd || item == kPolicyDefault) return fail("\"", item, "\" cannot be chained");
     if (!IsGpuPolicyKey(item)) return fail("unknown policy \"", item, "\"");
     if (std::find(keys.begin(), keys.end(), item) != keys.end()) return fail("\"", item, "\" given twice");
     keys.emplace_back(item);

@@ -85,8 +85,9 @@ StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::
 StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
 
 // hami.io/gpu-scheduler-policy: a comma chain of binpack|spread|topology-aware|mutex|numa, e.g.
-// "binpack,numa". Returns the keys in order. Errors: empty items, unknown or repeated keys,
-// binpack together with spread.
+// "binpack,numa", or one of hami-cpp's whole-placement policies alone ("fgd", "default"). Returns the
+// keys in order. Errors: empty items, unknown or repeated keys, binpack together with spread, a
+// whole-placement policy chained with anything.
 StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value);
 
 // hami.io/device-scoring-weights: "slot=<int>,core=<int>,memory=<int>" in any order. All three

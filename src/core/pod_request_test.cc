@@ -288,6 +288,11 @@ TEST(AnnotationTest, GpuSchedulerPolicy) {
       {"Binpack", false, {}, "unknown policy \"Binpack\""},
       {"binpack,binpack", false, {}, "\"binpack\" given twice"},
       {"binpack,spread", false, {}, "contradict"},
+      {"fgd", true, {"fgd"}, ""},
+      {" default ", true, {"default"}, ""},
+      {"fgd,numa", false, {}, "\"fgd\" cannot be chained"},
+      {"binpack,default", false, {}, "\"default\" cannot be chained"},
+      {"FGD", false, {}, "unknown policy \"FGD\""},
   };
   for (const auto& c : cases) {
     auto got = ParseGpuSchedulerPolicy(c.value);
