@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "absl/time/time.h"
 #include "core/annotations.h"
 #include "core/node_codec.h"
 #include "core/pod_codec.h"
@@ -47,6 +48,25 @@ StatusOr<Refusal> ParseRefusal(std::string_view text) {
     if (r.reason == known) return r;
   return InvalidArgument(StrCat("refusal ", core::text::Quote(text), ": unknown reason ",
                                 core::text::Quote(r.reason)));
+}
+
+HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix, int64_t allocatable_count) {
+  constexpr const char kFormat[] = "%Y-%m-%d %H:%M:%S";
+  constexpr std::string_view kRequesting = "Requesting";
+  const size_t at = value.find(kRequesting);
+  if (at != std::string_view::npos) {
+    std::string_view rest = value.substr(at + kRequesting.size());
+    if (!rest.empty() && rest.front() == '_') rest.remove_prefix(1);
+    absl::Time t;
+    std::string err;
+    if (absl::ParseTime(kFormat, std::string(rest), absl::UTCTimeZone(), &t, &err)) {
+      if (now_unix - absl::ToUnixSeconds(t) > 60 && allocatable_count == 0) return {Handshake::kUnhealthy, ""};
+      return {Handshake::kHealthy, ""};
+    }
+    // An unreadable request is renewed, never taken as proof of a dead node.
+  }
+  return {Handshake::kWriteRequest,
+          StrCat("Requesting_", absl::FormatTime(kFormat, absl::FromUnixSeconds(now_unix), absl::UTCTimeZone()))};
 }
 
 std::string FitResult::Summary(int examined) const {

@@ -109,6 +109,17 @@ struct AnnotationKeys {
   std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
 };
 
+// Upstream's CheckHealth over a node's handshake annotation (hami.md §1.2): when the value does not
+// say "Requesting", the scheduler writes `Requesting_<YYYY-MM-DD HH:MM:SS>` (UTC here); the node is
+// unhealthy only when the request is older than 60 s and the node's allocatable count is 0.
+enum class Handshake { kHealthy, kWriteRequest, kUnhealthy };
+struct HandshakeDecision {
+  Handshake verdict = Handshake::kHealthy;
+  std::string write_value;  // set with kWriteRequest
+  bool operator==(const HandshakeDecision&) const = default;
+};
+HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix, int64_t allocatable_count);
+
 class Vendor {
  public:
   virtual ~Vendor() = default;

@@ -352,6 +352,19 @@ TEST(RefusalTest, ParsesOnlyKnownReasons) {
   EXPECT_EQ(f.Summary(8), "2/8 CardInsufficientMemory, 1/8 CardNotHealth");
 }
 
+TEST(HandshakeTest, UpstreamCheckHealthRules) {
+  const int64_t now = 1700000000;  // 2023-11-14 22:13:20 UTC
+  struct Case { const char* value; int64_t now; int64_t allocatable; HandshakeDecision want; } cases[] = {
+      {"", now, 8, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
+      {"Deleted_2023-11-14 22:00:00", now, 8, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
+      {"Requesting_2023-11-14 22:13:00", now, 0, {Handshake::kHealthy, ""}},     // 20 s: still waiting
+      {"Requesting_2023-11-14 22:12:00", now, 4, {Handshake::kHealthy, ""}},     // old, but allocatable
+      {"Requesting_2023-11-14 22:12:00", now, 0, {Handshake::kUnhealthy, ""}},   // 80 s and nothing allocatable
+      {"Requesting_garbage", now, 0, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(CheckHandshake(c.value, c.now, c.allocatable), c.want) << c.value;
+}
+
 // ---- Config ----
 TEST(ConfigTest, SectionsEnableVendorsAndRenameResources) {
   auto none = LoadVendors("");
