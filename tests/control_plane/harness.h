@@ -118,7 +118,10 @@ bool WaitFor(F&& cond, std::chrono::milliseconds timeout = std::chrono::millisec
 
 // What kube-scheduler does for one pod: /filter with the candidate names, then /bind to the one node.
 struct KubeScheduler {
-  explicit KubeScheduler(int port) : http("127.0.0.1", port) { http.set_keep_alive(true); }
+  explicit KubeScheduler(int port) : http("127.0.0.1", port) {
+    http.set_keep_alive(true);
+    http.set_tcp_nodelay(true);
+  }
 
   // Runs the webhook on `pod` and returns the mutated pod (or the denial message in *denied).
   Json Admit(const Json& pod, const std::string& ns, std::string* denied = nullptr) {

@@ -1,0 +1,205 @@
+// bench/extender: the control plane's speed (docs/benchmarks.md, section "extender").
+//  1. /filter latency over HTTPS at 1k and 5k nodes (8 GPUs each, half full, nodeCacheCapable: the
+//     request carries every node name, as kube-scheduler sends it), including the decision patch to
+//     a fake API server. Each decided pod is released afterwards so the cluster stays half full.
+//  2. Sustained pods/s of filter + bind end to end: a full replica (informers, webhook-less) against
+//     the fake API server, N client threads acting as kube-scheduler over HTTPS.
+// Prints a markdown table. Usage: extender_bench [--quick]
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "extender/controller.h"
+#include "extender/extender.h"
+#include "extender/http_server.h"
+#include "extender/testing/self_signed.h"
+#include "k8s/client.h"
+#include "k8s/testing/fake_apiserver.h"
+#include "scheduler/scheduler.h"
+
+using namespace hami;
+using Json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+Json GpuNode(const std::string& name, int gpus) {
+  Json devs = Json::array();
+  for (int i = 0; i < gpus; ++i)
+    devs.push_back({{"id", name + "-gpu" + std::to_string(i)}, {"index", i}, {"count", 10}, {"devmem", 81920},
+                    {"devcore", 100}, {"type", "NVIDIA-A100-SXM4-80GB"}, {"health", true}});
+  return Json{{"apiVersion", "v1"}, {"kind", "Node"},
+              {"metadata", {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
+}
+
+Json PodObject(const std::string& name, int64_t mem, int cores) {
+  return Json{{"apiVersion", "v1"}, {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "bench"}}},
+              {"spec", {{"schedulerName", "hami-scheduler"},
+                        {"containers", Json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"},
+                                                                                                {"nvidia.com/gpumem", std::to_string(mem)},
+                                                                                                {"nvidia.com/gpucores", std::to_string(cores)}}}}}}})}}}};
+}
+
+struct Tls {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("hami-bench-tls-" + std::to_string(::getpid()));
+  std::string cert, key;
+  Tls() {
+    std::filesystem::create_directories(dir);
+    cert = (dir / "tls.crt").string();
+    key = (dir / "tls.key").string();
+    extender::testing::WriteSelfSigned("bench", cert, key);
+  }
+  ~Tls() { std::filesystem::remove_all(dir); }
+};
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::unique_ptr<k8s::Client> MakeClient(const k8s::testing::FakeApiServer& api) {
+  k8s::ClientConfig cfg;
+  cfg.server = api.url();
+  cfg.qps = 0;
+  return std::move(*k8s::Client::Create(cfg));
+}
+
+void FilterLatency(int nodes, int samples, const Tls& tls) {
+  k8s::testing::FakeApiServer api;
+  (void)api.Start();
+  auto client = MakeClient(api);
+  auto sched = std::move(*scheduler::Scheduler::Create({}));
+  extender::ClusterState state(*sched, {});
+  std::vector<std::string> names;
+  for (int n = 0; n < nodes; ++n) {
+    names.push_back("node-" + std::to_string(n));
+    state.OnNode(GpuNode(names.back(), 8));
+    // Half full: GPUs 0..3 of every node carry a 40 GiB, 50 % share.
+    for (int g = 0; g < 4; ++g) {
+      core::PodAllocation a;
+      a.node = names.back();
+      a.containers = {{core::ContainerDevice{names.back() + "-gpu" + std::to_string(g), "NVIDIA", 40960, 50}}};
+      (void)sched->AddPod("fill-" + std::to_string(n) + "-" + std::to_string(g), a);
+    }
+  }
+  std::vector<Json> pods;
+  for (int i = 0; i < 64; ++i) pods.push_back(*api.Upsert("pods", PodObject("lat-" + std::to_string(i), 8192, 20)));
+  extender::Extender ext(*sched, state, client.get(), {});
+  extender::HttpServerOptions ho;
+  ho.cert_file = tls.cert;
+  ho.key_file = tls.key;
+  extender::HttpServer server(ho);
+  server.Route("POST", "/filter", [&](const extender::HttpRequest& r) {
+    return extender::HttpResponse{200, "application/json", ext.HandleFilter(r.body)};
+  });
+  (void)server.Start();
+  httplib::SSLClient http("127.0.0.1", server.port());
+  http.enable_server_certificate_verification(false);
+  http.set_keep_alive(true);
+  http.set_tcp_nodelay(true);
+  std::vector<double> us;
+  for (int i = 0; i < samples + 50; ++i) {
+    const Json& pod = pods[static_cast<size_t>(i) % pods.size()];
+    extender::ExtenderArgs a;
+    a.pod = pod;
+    a.node_names = names;
+    const std::string body = extender::ToJson(a).dump();
+    const auto t0 = SteadyClock::now();
+    auto r = http.Post("/filter", body, "application/json");
+    const auto t1 = SteadyClock::now();
+    if (!r || r->status != 200 || r->body.find("\"Error\":\"\"") == std::string::npos) {
+      std::fprintf(stderr, "filter failed: %s\n", r ? r->body.substr(0, 300).c_str() : "transport");
+      return;
+    }
+    const std::string uid = pod["metadata"]["uid"];
+    state.Drop(uid);
+    (void)sched->Unreserve(uid);
+    if (i >= 50) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::printf("| /filter over HTTPS, %d nodes x 8 GPUs, half full, NodeNames | %zu | %.0f us | %.0f us | %.0f us |\n", nodes,
+              us.size(), Percentile(us, 0.5), Percentile(us, 0.99), Percentile(us, 1.0));
+  server.Stop();
+}
+
+void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
+  k8s::testing::FakeApiServer api;
+  (void)api.Start();
+  for (int n = 0; n < nodes; ++n) (void)api.Upsert("nodes", GpuNode("node-" + std::to_string(n), 8));
+  std::vector<Json> objs;
+  for (int i = 0; i < pods; ++i) objs.push_back(*api.Upsert("pods", PodObject("e2e-" + std::to_string(i), 2048, 5)));
+  auto client = MakeClient(api);
+  auto sched = std::move(*scheduler::Scheduler::Create({}));
+  extender::ClusterState state(*sched, {});
+  extender::Controller ctl(*client, state, {});
+  ctl.Start();
+  ctl.WaitForSync(std::chrono::seconds(60));
+  extender::Extender ext(*sched, state, client.get(), {});
+  extender::HttpServerOptions ho;
+  ho.cert_file = tls.cert;
+  ho.key_file = tls.key;
+  ho.threads = threads * 2;
+  extender::HttpServer server(ho);
+  server.Route("POST", "/filter", [&](const extender::HttpRequest& r) {
+    return extender::HttpResponse{200, "application/json", ext.HandleFilter(r.body)};
+  });
+  server.Route("POST", "/bind", [&](const extender::HttpRequest& r) {
+    return extender::HttpResponse{200, "application/json", ext.HandleBind(r.body)};
+  });
+  (void)server.Start();
+  std::vector<std::string> names;
+  for (int n = 0; n < nodes; ++n) names.push_back("node-" + std::to_string(n));
+  std::atomic<int> next{0}, ok{0}, failed{0};
+  auto worker = [&] {
+    httplib::SSLClient http("127.0.0.1", server.port());
+    http.enable_server_certificate_verification(false);
+    http.set_keep_alive(true);
+    http.set_tcp_nodelay(true);
+    for (int i; (i = next.fetch_add(1)) < pods;) {
+      extender::ExtenderArgs a;
+      a.pod = objs[static_cast<size_t>(i)];
+      a.node_names = names;
+      auto r = http.Post("/filter", extender::ToJson(a).dump(), "application/json");
+      auto res = r ? extender::ParseExtenderFilterResult(r->body) : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
+      if (!res.ok() || !res->error.empty() || !res->node_names || res->node_names->size() != 1) {
+        failed++;
+        continue;
+      }
+      extender::ExtenderBindingArgs b{a.pod["metadata"]["name"], "bench", a.pod["metadata"]["uid"], (*res->node_names)[0]};
+      auto br = http.Post("/bind", extender::ToJson(b).dump(), "application/json");
+      if (br && br->body == R"({"Error":""})") ok++;
+      else failed++;
+    }
+  };
+  const auto t0 = SteadyClock::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) ts.emplace_back(worker);
+  for (auto& t : ts) t.join();
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  std::printf("| filter + bind end to end over HTTPS, %d nodes x 8 GPUs, %d client threads | %d pods (%d failed) | %.0f pods/s | | |\n",
+              nodes, threads, ok.load(), failed.load(), ok.load() / secs);
+  server.Stop();
+  ctl.Stop();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  spdlog::set_level(spdlog::level::warn);
+  Tls tls;
+  std::printf("| benchmark | samples | p50 | p99 | max |\n|---|---|---|---|---|\n");
+  FilterLatency(1000, quick ? 100 : 1000, tls);
+  FilterLatency(5000, quick ? 100 : 1000, tls);
+  EndToEnd(quick ? 20 : 100, quick ? 500 : 5000, 16, tls);
+  return 0;
+}

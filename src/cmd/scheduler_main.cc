@@ -1,0 +1,189 @@
+// hami scheduler: the control plane — kube-scheduler extender (/filter, /bind), mutating webhook
+// (/webhook), health (/healthz, /readyz) and Prometheus metrics (/metrics), over HTTPS when a
+// certificate is given. Flags and wiring only; the logic lives in src/extender and src/webhook.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "cmd/subcommands.h"
+#include "common/log.h"
+#include "extender/controller.h"
+#include "extender/device_config.h"
+#include "extender/extender.h"
+#include "extender/http_server.h"
+#include "extender/metrics.h"
+#include "k8s/client.h"
+#include "k8s/config.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
+#include "webhook/webhook.h"
+
+namespace hami::cmd {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+int Fail(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "hami scheduler: %s: %s\n", what.c_str(), std::string(s.message()).c_str());
+  return 1;
+}
+
+std::string Env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+}  // namespace
+
+int SchedulerMain(int argc, char** argv) {
+  CLI::App app{"HAMi control plane: scheduler extender (/filter, /bind) for the stock kube-scheduler, mutating "
+               "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's annotations; "
+               "all state is rebuilt from them on start."};
+  std::string kubeconfig, http_bind = "127.0.0.1:8080", cert_file, key_file, scheduler_name = "hami-scheduler";
+  std::string node_policy = "binpack", gpu_policy = "spread", policy = "hami", metrics_bind = ":9395";
+  std::string device_config_file, log_level = "info", node_label_selector;
+  std::string lease_name = "hami-scheduler-extender", lease_namespace = Env("POD_NAMESPACE", "kube-system");
+  std::string identity = Env("POD_NAME", "");
+  bool leader_elect = false, force_overwrite_default = true;
+  double kube_qps = 50;
+  int kube_burst = 100, threads = 32;
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig file; default: in-cluster service account, then $KUBECONFIG, then ~/.kube/config");
+  app.add_option("--http-bind,--http_bind", http_bind, "ADDR:PORT of the extender and webhook server")->capture_default_str();
+  app.add_option("--cert-file,--cert_file", cert_file, "TLS certificate (PEM); re-read when it changes. Plain HTTP when neither --cert-file nor --key-file is given");
+  app.add_option("--key-file,--key_file", key_file, "TLS private key (PEM); re-read when it changes");
+  app.add_option("--leader-elect", leader_elect, "elect one active replica on a coordination.k8s.io Lease; followers answer filter/bind with an error so kube-scheduler retries")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-name", lease_name, "name of the Lease used for leader election")->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace", lease_namespace, "namespace of the Lease (default $POD_NAMESPACE)")->capture_default_str();
+  app.add_option("--leader-elect-identity", identity, "identity in the Lease (default $POD_NAME, else the host name)");
+  app.add_option("--scheduler-name", scheduler_name, "schedulerName the webhook sets on GPU pods")->capture_default_str();
+  app.add_option("--force-overwrite-default-scheduler", force_overwrite_default, "take over GPU pods that name default-scheduler")
+      ->capture_default_str();
+  app.add_option("--node-scheduler-policy", node_policy, "default node policy: binpack | spread (pod annotation hami.io/node-scheduler-policy overrides)")
+      ->check(CLI::IsMember({"binpack", "spread"}))
+      ->capture_default_str();
+  app.add_option("--gpu-scheduler-policy", gpu_policy, "default GPU policy: binpack | spread | topology-aware | mutex | numa or a comma chain (hami.io/gpu-scheduler-policy overrides)")
+      ->capture_default_str();
+  std::string policies_doc = "placement policy of the scheduler library:";
+  for (const auto& row : scheduler::Policies()) policies_doc += StrCat(" ", row.name, " (", row.doc, ");");
+  app.add_option("--policy", policy, policies_doc)->capture_default_str();
+  app.add_option("--metrics-bind,--metrics-bind-address", metrics_bind, "ADDR:PORT of the plain-HTTP /metrics server; empty = serve /metrics on --http-bind only")
+      ->capture_default_str();
+  app.add_option("--device-config-file", device_config_file, "device-config.yaml (resource names, defaults, memoryFactor, gpuCorePolicy); default: upstream's defaults");
+  app.add_option("--node-label-selector", node_label_selector, "only nodes matching this label selector (k=v,...)");
+  app.add_option("--kube-qps", kube_qps, "API client requests per second (<= 0: unlimited)")->capture_default_str();
+  app.add_option("--kube-burst", kube_burst, "API client burst")->capture_default_str();
+  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (Status s = log::SetLevel(log_level); !s.ok()) return Fail("--log-level", s);
+  extender::DeviceConfig dc;
+  if (!device_config_file.empty()) {
+    auto loaded = extender::LoadDeviceConfig(device_config_file);
+    if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
+    dc = std::move(*loaded);
+  }
+  scheduler::SchedulerOptions so;
+  so.policy = policy;
+  so.config.node_policy = node_policy;
+  so.config.gpu_policy = gpu_policy;
+  auto sched = scheduler::Scheduler::Create(so);
+  if (!sched.ok()) return Fail("--policy/--gpu-scheduler-policy", sched.status());
+
+  auto cfg = k8s::LoadDefaultConfig(kubeconfig);
+  if (!cfg.ok()) return Fail("Kubernetes API configuration", cfg.status());
+  cfg->qps = kube_qps;
+  cfg->burst = kube_burst;
+  cfg->user_agent = "hami-scheduler";
+  auto client = k8s::Client::Create(*cfg);
+  if (!client.ok()) return Fail("Kubernetes API client", client.status());
+
+  extender::StateOptions sto;
+  sto.resources = dc.resources;
+  extender::ClusterState state(**sched, sto);
+  extender::ControllerOptions co;
+  co.leader_elect = leader_elect;
+  co.node_label_selector = node_label_selector;
+  if (identity.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    identity = host;
+  }
+  co.election.identity = StrCat(identity, "_", ::getpid());
+  co.election.lease_name = lease_name;
+  co.election.lease_namespace = lease_namespace;
+  extender::Controller controller(**client, state, co);
+
+  extender::ExtenderOptions eo;
+  eo.resources = dc.resources;
+  eo.scheduler = so;
+  eo.is_leader = [&controller] { return controller.IsLeader(); };
+  eo.leader_name = [&controller] { return controller.Leader(); };
+  eo.component = scheduler_name;
+  extender::Extender ext(**sched, state, client->get(), eo);
+
+  webhook::WebhookOptions wo;
+  wo.resources = dc.resources;
+  wo.scheduler_name = scheduler_name;
+  wo.force_overwrite_default_scheduler = force_overwrite_default;
+  wo.gpu_core_policy = dc.gpu_core_policy;
+  wo.runtime_class_name = dc.runtime_class_name;
+  wo.overwrite_env = dc.overwrite_env;
+  wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
+  webhook::Webhook wh(wo);
+
+  extender::HttpServerOptions ho;
+  ho.bind = http_bind;
+  ho.cert_file = cert_file;
+  ho.key_file = key_file;
+  ho.threads = threads;
+  extender::HttpServer server(ho);
+  auto json = [](std::string body) { return extender::HttpResponse{200, "application/json", std::move(body)}; };
+  auto metrics = [&](const extender::HttpRequest&) {
+    return extender::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters())};
+  };
+  server.Route("POST", "/filter", [&](const extender::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
+  server.Route("POST", "/bind", [&](const extender::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
+  server.Route("POST", "/webhook", [&](const extender::HttpRequest& r) { return json(wh.Handle(r.body)); });
+  server.Route("GET", "/healthz", [](const extender::HttpRequest&) { return extender::HttpResponse{200, "text/plain", "ok"}; });
+  server.Route("GET", "/readyz", [&](const extender::HttpRequest&) {
+    if (controller.Ready()) return extender::HttpResponse{200, "text/plain", "ok"};
+    return extender::HttpResponse{503, "text/plain",
+                                  controller.Synced() ? "waiting for a leader\n" : "informers not synced yet\n"};
+  });
+  server.Route("GET", "/metrics", metrics);
+  std::unique_ptr<extender::HttpServer> metrics_server;
+  if (!metrics_bind.empty()) {
+    extender::HttpServerOptions mo;
+    mo.bind = metrics_bind;
+    mo.threads = 2;
+    metrics_server = std::make_unique<extender::HttpServer>(mo);
+    metrics_server->Route("GET", "/metrics", metrics);
+  }
+
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  controller.Start();
+  if (Status s = server.Start(); !s.ok()) return Fail("--http-bind", s);
+  if (metrics_server)
+    if (Status s = metrics_server->Start(); !s.ok()) return Fail("--metrics-bind", s);
+  spdlog::info("hami scheduler serving on {} ({}), metrics on {}, leader election {}", http_bind,
+               server.tls() ? "https" : "http", metrics_bind.empty() ? http_bind : metrics_bind, leader_elect ? "on" : "off");
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  spdlog::info("hami scheduler stopping");
+  server.Stop();
+  if (metrics_server) metrics_server->Stop();
+  controller.Stop();
+  return 0;
+}
+
+}  // namespace hami::cmd
