@@ -48,7 +48,7 @@ int SchedulerMain(int argc, char** argv) {
                "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's annotations; "
                "all state is rebuilt from them on start."};
   std::string kubeconfig, http_bind = "127.0.0.1:8080", cert_file, key_file, scheduler_name = "hami-scheduler";
-  std::string node_policy = "binpack", gpu_policy = "spread", policy = "hami", metrics_bind = ":9395";
+  std::string node_policy = "binpack", gpu_policy = "spread", policy = "default", metrics_bind = ":9395";
   std::string device_config_file, log_level = "info", node_label_selector;
   std::string lease_name = "hami-scheduler-extender", lease_namespace = Env("POD_NAMESPACE", "kube-system");
   std::string identity = Env("POD_NAME", "");

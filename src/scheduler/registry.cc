@@ -1,6 +1,7 @@
 #include "scheduler/registry.h"
 
 #include "scheduler/policies/best_fit/best_fit.h"
+#include "scheduler/policies/default/default_policy.h"
 #include "scheduler/policies/dot_product/dot_product.h"
 #include "scheduler/policies/fgd/fgd.h"
 #include "scheduler/policies/gpu_clustering/gpu_clustering.h"
@@ -21,6 +22,7 @@ constexpr PolicyRow kPolicies[] = {
     {"gpu-packing", &policies::MakeGpuPacking, "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
     {"gpu-clustering", &policies::MakeGpuClustering, "FGD baseline: keep pods of one GPU class together"},
     {"best-fit", &policies::MakeBestFit, "FGD baseline: least CPU and GPU left after placement"},
+    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (FGD refined, see docs/sim.md)"},
     {"fgd", &policies::MakeFgd, "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
 };
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/annotations.h"
+
 namespace hami::scheduler {
 
 core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
@@ -25,7 +27,28 @@ core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
   HAMI_ASSIGN_OR_RETURN(auto profile, MakeProfile(options.policy, options.config));
-  return std::unique_ptr<Scheduler>(new Scheduler(std::move(profile), options.seed));
+  std::unique_ptr<Scheduler> s(new Scheduler(std::move(profile), options.seed));
+  // Policies a pod may select by annotation get their own profile (and, for the fragmentation-aware
+  // ones, their own learned task-shape model), unless the configured policy is that one.
+  const std::string& name = s->profile_->name;
+  if (name != core::kPolicyFgd) {
+    HAMI_ASSIGN_OR_RETURN(s->fgd_, MakeProfile(core::kPolicyFgd, options.config));
+  }
+  if (name != core::kPolicyDefault) {
+    HAMI_ASSIGN_OR_RETURN(s->default_, MakeProfile(core::kPolicyDefault, options.config));
+  }
+  if (name.rfind("hami", 0) != 0) {
+    HAMI_ASSIGN_OR_RETURN(s->hami_, MakeProfile("hami", options.config));
+  }
+  return s;
+}
+
+const Profile& Scheduler::ProfileFor(const core::PodRequest& pod) const {
+  if (pod.gpu_policy == core::kPolicyFgd && fgd_) return *fgd_;
+  if (pod.gpu_policy == core::kPolicyDefault && default_) return *default_;
+  if (pod.gpu_policy == core::kPolicyFgd || pod.gpu_policy == core::kPolicyDefault) return *profile_;
+  if (hami_ && (!pod.gpu_policy.empty() || !pod.node_policy.empty())) return *hami_;
+  return *profile_;
 }
 
 namespace {
@@ -46,15 +69,16 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (calls_.fetch_add(1, std::memory_order_relaxed) + 1)));
   Rng* rng = options.rng ? options.rng : &local;
   CycleState cycle(pod, rng);
-  HAMI_RETURN_IF_ERROR(profile_->picker->PreFilter(cycle));
-  HAMI_RETURN_IF_ERROR(profile_->scorer->PreFilter(cycle));
+  const Profile& profile = ProfileFor(pod);
+  HAMI_RETURN_IF_ERROR(profile.picker->PreFilter(cycle));
+  HAMI_RETURN_IF_ERROR(profile.scorer->PreFilter(cycle));
 
   ThreadScratch& ts = t_scratch;
   ts.raw.clear();
   ts.feasible = 0;
   Decision out;
-  const bool uniform = profile_->selection == HostSelection::kUniformFeasible;
-  const bool clamp = profile_->normalize == Normalize::kClamp;
+  const bool uniform = profile.selection == HostSelection::kUniformFeasible;
+  const bool clamp = profile.normalize == Normalize::kClamp;
   // The winner is tracked during the scan: min-max normalisation keeps the order and only raw ==
   // max maps to 100, and clamping is applied to the key, so no second pass over the nodes is needed.
   bool have_best = false;
@@ -64,7 +88,7 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
       candidates,
       [&](const NodeState& node) {
         FitFailure* why = options.explain ? &ts.failure : nullptr;
-        if (!EvaluateNode(*profile_, cycle, node, ts.eval, &ts.placement, why)) {
+        if (!EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, why)) {
           if (options.explain) out.failures.push_back({node.info.name, ts.failure.ToString(), !ts.failure.never});
           return;
         }
@@ -75,7 +99,7 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
         }
         ++ts.feasible;
         if (uniform) return;
-        const int64_t raw = profile_->scorer->Score(cycle, node, ts.placement);
+        const int64_t raw = profile.scorer->Score(cycle, node, ts.placement);
         if (options.explain) ts.raw.push_back(raw);
         const int64_t key = clamp ? std::clamp<int64_t>(raw, 0, 100) : raw;
         if (!have_best || key > best_key || (key == best_key && candidates && node.info.name < best_name)) {
@@ -100,14 +124,14 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   }
   if (options.explain) {
     if (uniform) ts.raw.assign(ts.feasible, 0);
-    NormalizeScores(profile_->normalize, ts.raw);
+    NormalizeScores(profile.normalize, ts.raw);
     out.scores.reserve(ts.raw.size());
     for (size_t i = 0; i < ts.raw.size(); ++i) out.scores.push_back({ts.names[i], static_cast<int>(ts.raw[i])});
   }
   // Re-evaluate the winner to get its placement (the node may have changed since; Reserve checks).
   bool fits = false;
   cache_.WithNode(winner, [&](const NodeState& node) {
-    fits = EvaluateNode(*profile_, cycle, node, ts.eval, &ts.placement, nullptr);
+    fits = EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, nullptr);
     if (fits) {
       out.allocation = AllocationOf(node, ts.placement);
       out.delta = ts.placement.delta;

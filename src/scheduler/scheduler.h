@@ -84,10 +84,15 @@ class Scheduler {
 
   const ClusterCache& cache() const { return cache_; }
   const Profile& profile() const { return *profile_; }
+  // The profile that places `pod`: the whole-placement policy it names in hami.io/gpu-scheduler-policy
+  // ("fgd", "default"); upstream HAMi's profile when it sets upstream policy annotations and the
+  // configured policy is not one of HAMi's; otherwise the configured one.
+  const Profile& ProfileFor(const core::PodRequest& pod) const;
 
  private:
   explicit Scheduler(std::unique_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
   std::unique_ptr<Profile> profile_;
+  std::unique_ptr<Profile> fgd_, default_, hami_;   // per-pod choices (null when profile_ is that policy)
   ClusterCache cache_;
   uint64_t seed_;
   mutable std::atomic<uint64_t> calls_{0};

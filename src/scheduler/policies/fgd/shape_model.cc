@@ -60,7 +60,7 @@ void ShapeModel::ObserveShape(const TaskShape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = weights_.try_emplace(shape);
   if (inserted) it->second.id = next_id_++;
-  it->second.weight += increment_;
+  it->second.weight += options_.demand_weighted ? increment_ * std::max(1, shape.gpus) : increment_;
   ++observed_;
   increment_ *= growth_;
   if (increment_ > 1e100) {  // rescale before the doubles run out of range

@@ -56,6 +56,10 @@ struct ShapeModelOptions {
   double half_life = 0;         // in observations; 0 = no decay (the paper's static distribution)
   size_t max_tracked = 4096;    // distinct shapes kept; the lightest is forgotten beyond this
   size_t max_typical = 128;     // cap on the typical set
+  // Weigh each observation by the GPUs it asks (a k-GPU task counts k, a share or CPU-only task 1)
+  // instead of counting tasks: the metric that matters is GPU capacity, and rare whole-node tasks
+  // that strand the most capacity when they fail would otherwise fall out of the typical set.
+  bool demand_weighted = false;
 };
 
 // Thread-safe. Observe() costs O(distinct shapes · log) under a mutex; Snapshot() is a pointer copy.

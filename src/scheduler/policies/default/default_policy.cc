@@ -1,0 +1,20 @@
+#include "scheduler/policies/default/default_policy.h"
+
+#include "scheduler/policies/fgd/fgd_common.h"
+
+namespace hami::scheduler::policies {
+
+StatusOr<std::unique_ptr<Profile>> MakeDefault(const PolicyConfig&) {
+  fgd::ShapeModelOptions shapes;
+  shapes.coverage_pct = 95;
+  shapes.demand_weighted = false;
+  auto model = std::make_shared<fgd::ShapeModel>(shapes);
+  auto p = std::make_unique<Profile>();
+  p->name = "default";
+  p->picker = std::make_unique<fgd::FgdPicker>(model);
+  p->scorer = std::make_unique<fgd::FgdScorer>(model, fgd::FgdScore::kSigmoidBestFit);
+  p->normalize = Normalize::kMinMax;
+  return p;
+}
+
+}  // namespace hami::scheduler::policies
