@@ -100,6 +100,11 @@ constexpr char kHami[] = "hami";
 constexpr char kBestFit[] = "best-fit";
 BENCHMARK_TEMPLATE(BM_FilterScore, kHami)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+// The fragmentation-aware policies (their task-shape model learns the benchmark's 40 pod shapes as it goes).
+constexpr char kFgd[] = "fgd";
+constexpr char kDefault[] = "default";
+BENCHMARK_TEMPLATE(BM_FilterScore, kFgd)->Arg(1000)->Arg(5000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kDefault)->Arg(1000)->Arg(5000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 // Schedule + Reserve + Unreserve: the full per-pod cost the extender pays (cache update included).
 void BM_ScheduleReserve(benchmark::State& state) {
