@@ -36,9 +36,9 @@ struct TallyCache {
     kinds.clear();
     nodes.clear();
   }
-  int KindOf(const TypicalSet& set, const core::DeviceInfo& dev);
-  const NodeEntry& Measure(const TypicalSet& set, const NodeState& node, std::span<const int> free, int64_t cpu_free,
-                           int64_t mem_free);
+  int KindOf(const TrackedShapes& shapes, const core::DeviceInfo& dev);
+  const NodeEntry& Measure(const TrackedShapes& shapes, const NodeState& node, std::span<const int> free,
+                           int64_t cpu_free, int64_t mem_free);
 };
 
 namespace {
@@ -46,7 +46,7 @@ thread_local TallyCache t_cache;
 constexpr size_t kMaxCachedNodes = 1 << 17;
 }  // namespace
 
-int TallyCache::KindOf(const TypicalSet& set, const core::DeviceInfo& dev) {
+int TallyCache::KindOf(const TrackedShapes& set, const core::DeviceInfo& dev) {
   for (size_t i = 0; i < kinds.size(); ++i) {
     const auto& k = kinds[i];
     if (k.devmem == dev.devmem_mib && k.devcore == dev.devcore && k.type == dev.type) return static_cast<int>(i);
@@ -56,23 +56,24 @@ int TallyCache::KindOf(const TypicalSet& set, const core::DeviceInfo& dev) {
   k.devmem = dev.devmem_mib;
   k.devcore = dev.devcore;
   k.need.reserve(set.shapes.size());
-  for (const auto& t : set.shapes) {
-    bool accepted = t.models.empty();
-    for (const auto& m : t.models) accepted = accepted || TypeMatches(dev.type, m);
-    if (!accepted || t.shape.gpus == 0) {
+  for (size_t i = 0; i < set.shapes.size(); ++i) {
+    const TaskShape& shape = set.shapes[i];
+    bool accepted = set.models[i].empty();
+    for (const auto& m : set.models[i]) accepted = accepted || TypeMatches(dev.type, m);
+    if (!accepted || shape.gpus == 0) {
       k.need.push_back(-1);
       continue;
     }
-    int64_t mem = t.shape.memreq_mib;
-    if (mem == 0) mem = dev.devmem_mib * (t.shape.mem_percentage > 0 ? std::min(t.shape.mem_percentage, 100) : 100) / 100;
+    int64_t mem = shape.memreq_mib;
+    if (mem == 0) mem = dev.devmem_mib * (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
     // A GPU with 0 free never holds anything, so a need of at least 1 keeps "fits" meaningful.
-    k.need.push_back(std::max(1, RequestMilli(dev, mem, t.shape.coresreq)));
+    k.need.push_back(std::max(1, RequestMilli(dev, mem, shape.coresreq)));
   }
   kinds.push_back(std::move(k));
   return static_cast<int>(kinds.size() - 1);
 }
 
-const TallyCache::NodeEntry& TallyCache::Measure(const TypicalSet& set, const NodeState& node,
+const TallyCache::NodeEntry& TallyCache::Measure(const TrackedShapes& set, const NodeState& node,
                                                  std::span<const int> free, int64_t cpu_free, int64_t mem_free) {
   if (nodes.size() > kMaxCachedNodes) nodes.clear();
   NodeEntry& e = nodes[&node];
@@ -106,12 +107,23 @@ const TallyCache::NodeEntry& TallyCache::Measure(const TypicalSet& set, const No
 }
 
 FragmentationView::FragmentationView(std::shared_ptr<const TypicalSet> set) : set_(std::move(set)) {
+  tracked_ = set_->tracked;
+  std::shared_ptr<TrackedShapes> own;
+  if (!tracked_) own = std::make_shared<TrackedShapes>();
   for (const auto& t : set_->shapes) {
     weight_.push_back(t.weight_ppm);
     cpu_.push_back(t.shape.cpu_milli);
     mem_.push_back(t.shape.memory_mib);
     gpus_.push_back(t.shape.gpus);
+    if (own) {
+      index_.push_back(static_cast<int>(own->shapes.size()));
+      own->shapes.push_back(t.shape);
+      own->models.push_back(t.models);
+    } else {
+      index_.push_back(t.tracked);
+    }
   }
+  if (own) tracked_ = std::move(own);
 }
 
 int64_t FragmentationView::FragmentationAfter(const NodeState& node, std::span<const int> free, int64_t cpu_free,
@@ -119,7 +131,7 @@ int64_t FragmentationView::FragmentationAfter(const NodeState& node, std::span<c
                                               int64_t cpu_after, int64_t mem_after) const {
   TallyCache& cache = t_cache;
   cache.Bind(*set_);
-  const TallyCache::NodeEntry& e = cache.Measure(*set_, node, free, cpu_free, mem_free);
+  const TallyCache::NodeEntry& e = cache.Measure(*tracked_, node, free, cpu_free, mem_free);
   int64_t total = e.total;
   for (const auto& c : changes) total += c.free_after - e.free[c.device];
   if (total == 0) return 0;
@@ -128,10 +140,11 @@ int64_t FragmentationView::FragmentationAfter(const NodeState& node, std::span<c
   const size_t shapes = weight_.size();
   int64_t frag = 0;
   for (size_t m = 0; m < shapes; ++m) {
-    int fits = e.fits[m];
-    int64_t stranded = e.stranded[m];
+    const int t = index_[m];
+    int fits = e.fits[t];
+    int64_t stranded = e.stranded[t];
     for (const auto& c : changes) {
-      const int need = cache.kinds[e.kinds[c.device]].need[m];
+      const int need = cache.kinds[e.kinds[c.device]].need[t];
       const int before = e.free[c.device];
       const bool held = need >= 0 && before >= need;
       const bool holds = need >= 0 && c.free_after >= need;

@@ -48,9 +48,10 @@ class FragmentationView {
 
  private:
   std::shared_ptr<const TypicalSet> set_;
-  // Shapes as arrays, for the inner loop.
+  std::shared_ptr<const TrackedShapes> tracked_;   // the set's, or one made of its typical shapes
+  // Typical shapes as arrays, for the inner loop; index_ points into tracked_.
   std::vector<int64_t> weight_, cpu_, mem_;
-  std::vector<int> gpus_;
+  std::vector<int> gpus_, index_;
 };
 
 // The FGD score of a change of fragmentation: int(100 * sigmoid(delta / 1000 GPUs)), where delta =

@@ -19,6 +19,20 @@ size_t TaskShapeHash::operator()(const TaskShape& s) const {
   return h;
 }
 
+namespace {
+std::vector<std::string> SplitModels(const std::string& models) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (!models.empty() && start <= models.size()) {
+    size_t bar = models.find('|', start);
+    if (bar == std::string::npos) bar = models.size();
+    out.push_back(models.substr(start, bar - start));
+    start = bar + 1;
+  }
+  return out;
+}
+}  // namespace
+
 TaskShape ShapeOf(const core::PodRequest& pod) {
   TaskShape s;
   int64_t init_cpu = 0, init_mem = 0;
@@ -59,7 +73,10 @@ void ShapeModel::Observe(const core::PodRequest& pod) { ObserveShape(ShapeOf(pod
 void ShapeModel::ObserveShape(const TaskShape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = weights_.try_emplace(shape);
-  if (inserted) it->second.id = next_id_++;
+  if (inserted) {
+    it->second.id = next_id_++;
+    tracked_dirty_ = true;
+  }
   it->second.weight += options_.demand_weighted ? increment_ * std::max(1, shape.gpus) : increment_;
   ++observed_;
   increment_ *= growth_;
@@ -71,6 +88,7 @@ void ShapeModel::ObserveShape(const TaskShape& shape) {
     auto lightest = std::min_element(weights_.begin(), weights_.end(),
                                      [](const auto& a, const auto& b) { return a.second.weight < b.second.weight; });
     weights_.erase(lightest);
+    tracked_dirty_ = true;
   }
   Rebuild();
 }
@@ -101,35 +119,39 @@ void ShapeModel::Rebuild() {
     if (covered >= goal) break;
   }
   order.resize(keep);
-  // Publish in first-seen order: the list (and so per-node tallies keyed on it) stays stable while
-  // only the weights move.
+  // Publish in first-seen order; the tracked list is rebuilt only when a shape was added or forgotten.
   std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
-  std::vector<uint64_t> members;
-  members.reserve(order.size());
-  for (const auto& e : order) members.push_back(e.id);
-  if (members != members_ || membership_ == 0) {
+  if (!tracked_ || tracked_dirty_) {
+    tracked_dirty_ = false;
+    std::vector<Entry> all;
+    all.reserve(weights_.size());
+    for (const auto& [k, t] : weights_) all.push_back({&k, t.weight, t.id});
+    std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
+    auto tracked = std::make_shared<TrackedShapes>();
+    tracked_ids_.clear();
+    for (const auto& e : all) {
+      tracked->shapes.push_back(*e.shape);
+      tracked->models.push_back(SplitModels(e.shape->models));
+      tracked_ids_.push_back(e.id);
+    }
+    tracked_ = std::move(tracked);
     // Process-wide unique, so caches keyed on it never confuse two models.
     static std::atomic<uint64_t> next_membership{0};
-    members_ = std::move(members);
     membership_ = next_membership.fetch_add(1) + 1;
   }
 
   auto set = std::make_shared<TypicalSet>();
   set->version = ++version_;
   set->membership = membership_;
+  set->tracked = tracked_;
   set->observed = observed_;
   set->shapes.reserve(order.size());
   int64_t sum = 0;
   for (const auto& e : order) {
     TypicalShape t;
     t.shape = *e.shape;
-    size_t start = 0;
-    while (!e.shape->models.empty() && start <= e.shape->models.size()) {
-      size_t bar = e.shape->models.find('|', start);
-      if (bar == std::string::npos) bar = e.shape->models.size();
-      t.models.push_back(e.shape->models.substr(start, bar - start));
-      start = bar + 1;
-    }
+    t.tracked = static_cast<int>(std::lower_bound(tracked_ids_.begin(), tracked_ids_.end(), e.id) - tracked_ids_.begin());
+    t.models = tracked_->models[t.tracked];
     t.weight_ppm = covered > 0 ? static_cast<int64_t>(std::floor(e.weight / covered * 1e6)) : 0;
     sum += t.weight_ppm;
     set->shapes.push_back(std::move(t));

@@ -42,12 +42,21 @@ struct TypicalShape {
   TaskShape shape;
   std::vector<std::string> models;   // `shape.models` split, for matching
   int64_t weight_ppm = 0;            // sums to 1'000'000 over the set
+  int tracked = -1;                  // index into TypicalSet::tracked (-1: the set has no tracked list)
+};
+
+// Every shape the model tracks, in first-seen order. Shared by the snapshots taken while no shape is
+// added or forgotten, so per-node tallies keyed on it survive weight changes and typical-set churn.
+struct TrackedShapes {
+  std::vector<TaskShape> shapes;
+  std::vector<std::vector<std::string>> models;   // shapes[i].models split
 };
 
 struct TypicalSet {
-  std::vector<TypicalShape> shapes;  // in the order shapes were first seen (stable across snapshots)
+  std::vector<TypicalShape> shapes;  // the typical ones, in first-seen order
+  std::shared_ptr<const TrackedShapes> tracked;   // null for hand-built sets: `shapes` is the list
   uint64_t version = 0;              // changes with every snapshot (weights)
-  uint64_t membership = 0;           // changes only when the list of shapes changes
+  uint64_t membership = 0;           // process-unique id of the tracked list (or of `shapes` when none)
   int64_t observed = 0;              // pods observed when the snapshot was taken
 };
 
@@ -82,7 +91,9 @@ class ShapeModel {
   std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_;
   uint64_t next_id_ = 0;
   uint64_t membership_ = 0;
-  std::vector<uint64_t> members_;   // ids of the current typical set, ascending
+  std::shared_ptr<const TrackedShapes> tracked_;
+  std::vector<uint64_t> tracked_ids_;   // ids of tracked_->shapes, ascending
+  bool tracked_dirty_ = true;           // a shape was added or forgotten since tracked_ was built
   double increment_ = 1.0;    // grows by the decay factor instead of decaying every entry
   double growth_ = 1.0;
   int64_t observed_ = 0;
