@@ -22,7 +22,7 @@ constexpr PolicyRow kPolicies[] = {
     {"gpu-packing", &policies::MakeGpuPacking, "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
     {"gpu-clustering", &policies::MakeGpuClustering, "FGD baseline: keep pods of one GPU class together"},
     {"best-fit", &policies::MakeBestFit, "FGD baseline: least CPU and GPU left after placement"},
-    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (FGD refined, see docs/sim.md)"},
+    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (today FGD with its own learned shapes; docs/sim.md)"},
     {"fgd", &policies::MakeFgd, "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
 };
 }  // namespace
