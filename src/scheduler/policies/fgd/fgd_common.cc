@@ -91,28 +91,14 @@ int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycl
   return before - after;
 }
 
-namespace {
-// The FGD paper's best-fit score: 100 * (1 - [0.5 * cpu left / 128 cores + 0.5 * GPU milli left / 8 GPUs]),
-// in integers (0..100, higher = less left).
-int64_t BestFit(const CycleState& cycle, const NodeState& node, const Placement& pl) {
-  const int64_t a = std::max<int64_t>(node.cpu_free() - cycle.cpu_milli(), 0);
-  const int64_t b = std::max<int64_t>(node.free_milli_total - pl.gpu_milli, 0);
-  return std::max<int64_t>(0, 100 - (a + 16 * b + 2559) / 2560);
-}
-}  // namespace
-
-int64_t FgdScorer::Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const {
-  const int64_t delta = FragmentationDelta(CycleOf(*model_, cycle).view, cycle, node, placement);
-  switch (mode_) {
-    case FgdScore::kSigmoid:
-      return SigmoidScore(delta);
-    case FgdScore::kSigmoidBestFit:
-      return SigmoidScore(delta) * 128 + BestFit(cycle, node, placement);
-    case FgdScore::kExactBestFit:
-      // delta is a multiple of ppm * milli; one milli-GPU of fragmentation outweighs any best-fit gap.
-      return (delta / 1000) * 128 + BestFit(cycle, node, placement);
-  }
-  return 0;
+std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOptions& shapes) {
+  auto model = std::make_shared<ShapeModel>(shapes);
+  auto p = std::make_unique<Profile>();
+  p->name = std::move(name);
+  p->picker = std::make_unique<FgdPicker>(model);
+  p->scorer = std::make_unique<FgdScorer>(model);
+  p->normalize = Normalize::kClamp;  // the sigmoid score is already 0..99
+  return p;
 }
 
 }  // namespace hami::scheduler::fgd

@@ -35,22 +35,19 @@ class FgdPicker final : public GpuPicker {
 int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycle, const NodeState& node,
                            const Placement& placement);
 
-enum class FgdScore {
-  kSigmoid,          // the paper: int(100 * sigmoid(delta / 1000)), clamped, ties to the tie-break order
-  kSigmoidBestFit,   // the paper's score, ties broken by the paper's best-fit score (least left)
-  kExactBestFit,     // the exact fragmentation change, ties broken by best-fit (min-max normalised)
-};
-
 class FgdScorer final : public NodeScorer {
  public:
-  FgdScorer(std::shared_ptr<ShapeModel> model, FgdScore mode = FgdScore::kSigmoid)
-      : model_(std::move(model)), mode_(mode) {}
+  explicit FgdScorer(std::shared_ptr<ShapeModel> model) : model_(std::move(model)) {}
   Status PreFilter(CycleState& cycle) const override { return PrepareCycle(*model_, cycle); }
-  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override;
+  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override {
+    return SigmoidScore(FragmentationDelta(CycleOf(*model_, cycle).view, cycle, node, placement));
+  }
 
  private:
   std::shared_ptr<ShapeModel> model_;
-  FgdScore mode_;
 };
+
+// A profile placing with FGD (picker + scorer over one fresh shape model), named `name`.
+std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOptions& shapes = {});
 
 }  // namespace hami::scheduler::fgd
