@@ -7,15 +7,7 @@ add_executable(vgpu_dlopen_prog e2e/vgpu_dlopen_prog.c)
 target_compile_options(vgpu_dlopen_prog PRIVATE ${HAMI_WARNINGS} -Wno-pedantic -std=gnu11)
 target_link_libraries(vgpu_dlopen_prog PRIVATE dl)
 # Sanitizer runtimes must not be in programs that get libvgpu preloaded.
-foreach(t vgpu_e2e_prog vgpu_dlopen_prog)
-  foreach(prop COMPILE_OPTIONS LINK_OPTIONS)
-    get_target_property(_opts ${t} ${prop})
-    if(_opts)
-      list(FILTER _opts EXCLUDE REGEX "^-fsanitize=")
-      set_target_properties(${t} PROPERTIES ${prop} "${_opts}")
-    endif()
-  endforeach()
-endforeach()
+hami_no_sanitizers(vgpu_e2e_prog vgpu_dlopen_prog)
 
 hami_test(NAME vgpu_e2e_test SRCS vgpu_e2e_test.cc DEPS vgpu_core LABELS integration)
 target_compile_definitions(vgpu_e2e_test PRIVATE
