@@ -108,6 +108,16 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   return Reason::kCount;
 }
 
+// A device of a vendor with its own rules: cordon is the framework's, the rest is the vendor's.
+Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, bool* never) {
+  *never = false;
+  if (ctx.node.caps[d].cordoned) return Reason::kCardCordoned;
+  const VendorRules::Verdict v =
+      rules.Check(ctx.cycle.pod(), ctx.request, ctx.node.info.devices[d], ctx.usage[d]);
+  *never = v.never;
+  return v.reason;
+}
+
 void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
   a.slots = std::max(a.slots, b.slots);
   a.mem_mib = std::max(a.mem_mib, b.mem_mib);
@@ -120,9 +130,11 @@ namespace {
 
 // Collects the devices that fit request `r` under ctx.usage and lets the picker choose; the chosen
 // devices are left in s.picked. False (with reasons in `why`) when the node cannot take the request.
-bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch& s, FitFailure* why) {
+bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const PickContext& ctx, EvalScratch& s,
+                    FitFailure* why) {
   const core::DeviceRequest& r = ctx.request;
   const NodeState& node = ctx.node;
+  if (rules != nullptr && !rules->Covers(r.vendor)) rules = nullptr;  // generic vendor (NVIDIA)
   int n = node.gpus();
   int of_vendor = 0;
   s.candidates.clear();
@@ -132,7 +144,7 @@ bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch
     if (!all_of_vendor && node.info.devices[d].vendor != r.vendor) continue;
     ++of_vendor;
     bool never = false;
-    Reason why_not = CheckDevice(picker, ctx, d, &never);
+    Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never) : CheckByRules(*rules, ctx, d, &never);
     if (why_not == Reason::kCount) {
       s.candidates.push_back(d);
     } else if (why) {
@@ -177,6 +189,16 @@ bool PickForRequest(const GpuPicker& picker, const PickContext& ctx, EvalScratch
   return false;
 }
 
+// What request `r` takes on device `d` once chosen: the vendor's grant (e.g. a template) where it has
+// rules, else the generic memory resolution.
+DeviceDelta Take(const VendorRules* rules, const PickContext& ctx, int d) {
+  if (rules != nullptr && rules->Covers(ctx.request.vendor)) {
+    const VendorRules::Take t = rules->Grant(ctx.request, ctx.node.info.devices[d]);
+    return DeviceDelta{d, 1, t.mem_mib, t.cores};
+  }
+  return DeviceDelta{d, 1, ctx.MemFor(d), ctx.request.coresreq};
+}
+
 void AddToPlacement(const NodeState& node, const DeviceDelta& eff, Placement* placement) {
   placement->delta.devices.push_back(eff);
   placement->gpu_milli += RequestMilli(node.caps[eff.device], eff.mem_mib, eff.cores);
@@ -210,10 +232,10 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
   if (const core::DeviceRequest* r = cycle.single_request()) {
     // Fast path: one request, so its devices are the pod's effective usage.
     PickContext ctx{cycle, node, node.usage, *r};
-    if (!PickForRequest(picker, ctx, s, why)) return false;
+    if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
     auto& out = placement->containers[cycle.single_request_container()];
     for (int k = 0; k < r->nums; ++k) {
-      DeviceDelta dd{s.picked[k], 1, ctx.MemFor(s.picked[k]), r->coresreq};
+      DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
       out.push_back(dd);
       AddToPlacement(node, dd, placement);
     }
@@ -235,10 +257,10 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     for (const core::DeviceRequest& r : c.devices) {
       if (r.nums <= 0) continue;
       PickContext ctx{cycle, node, usage, r};
-      if (!PickForRequest(picker, ctx, s, why)) return false;
+      if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
       for (int k = 0; k < r.nums; ++k) {
         const int d = s.picked[k];
-        DeviceDelta dd{d, 1, ctx.MemFor(d), r.coresreq};
+        DeviceDelta dd = Take(profile.vendor_rules, ctx, d);
         usage[d].used += 1;
         usage[d].usedmem_mib += dd.mem_mib;
         usage[d].usedcores += dd.cores;

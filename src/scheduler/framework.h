@@ -24,6 +24,7 @@
 #include "core/model.h"
 #include "scheduler/node_state.h"
 #include "scheduler/reasons.h"
+#include "scheduler/vendor_rules.h"
 
 namespace hami::scheduler {
 
@@ -160,6 +161,7 @@ struct Profile {
   std::unique_ptr<NodeScorer> scorer;
   Normalize normalize = Normalize::kClamp;
   HostSelection selection = HostSelection::kHighestScore;
+  const VendorRules* vendor_rules = nullptr;  // per-device rules of non-generic vendors; null = none
 };
 
 // Reusable buffers of one evaluation thread (no allocation per node once warm).

@@ -40,6 +40,8 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& o
   if (name.rfind("hami", 0) != 0) {
     HAMI_ASSIGN_OR_RETURN(s->hami_, MakeProfile("hami", options.config));
   }
+  for (auto* p : {s->profile_.get(), s->fgd_.get(), s->default_.get(), s->hami_.get()})
+    if (p) p->vendor_rules = options.vendor_rules;
   return s;
 }
 

@@ -33,6 +33,9 @@ struct SchedulerOptions {
   std::string policy = "hami";   // a registry name (registry.h)
   PolicyConfig config;
   uint64_t seed = 1;             // for randomized policies when no rng is passed per call
+  // Per-device rules of the enabled non-NVIDIA vendors (vendor_rules.h); null = generic checks only.
+  // Not owned; must outlive the scheduler.
+  const VendorRules* vendor_rules = nullptr;
 };
 
 struct ScheduleOptions {

@@ -330,22 +330,26 @@ std::vector<int> GenericVendor::ChooseSet(const core::DeviceRequest& r, std::spa
   return std::vector<int>(candidates.begin(), candidates.begin() + r.nums);
 }
 
+std::optional<Refusal> GenericVendor::CheckCount(const core::DeviceRequest& r, const core::DeviceSelectors& s) const {
+  const int maxd = spec_.rules.max_devices_per_container;
+  // The single-device rule belongs to hard (template) splits; hami-core soft split lifts it.
+  if (maxd > 0 && r.nums > maxd && !spec_.rules.whole_device_only && r.mem_percentage != 100 &&
+      s.vgpu_mode != core::kModeHamiCore)
+    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices with partial memory; at most ", maxd), true};
+  const auto& ac = spec_.rules.allowed_counts;
+  if (!ac.empty() && std::find(ac.begin(), ac.end(), r.nums) == ac.end())
+    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices is not an allowed count"), true};
+  return std::nullopt;
+}
+
 FitResult GenericVendor::Fit(const core::DeviceRequest& r, std::span<const core::DeviceInfo> devices,
                              std::span<const core::DeviceUsage> usage, const core::DeviceSelectors& s,
                              const NodeView&) const {
   FitResult res;
   int mine = 0;
   for (const auto& d : devices) mine += d.vendor == spec_.common_word;
-  const int maxd = spec_.rules.max_devices_per_container;
-  // The single-device rule belongs to hard (template) splits; hami-core soft split lifts it.
-  if (maxd > 0 && r.nums > maxd && !spec_.rules.whole_device_only && r.mem_percentage != 100 &&
-      s.vgpu_mode != core::kModeHamiCore) {
-    res.refusals.push_back({"DeviceCountNotAllowed", StrCat(r.nums, " devices with partial memory; at most ", maxd), true});
-    return res;
-  }
-  const auto& ac = spec_.rules.allowed_counts;
-  if (!ac.empty() && std::find(ac.begin(), ac.end(), r.nums) == ac.end()) {
-    res.refusals.push_back({"DeviceCountNotAllowed", StrCat(r.nums, " devices is not an allowed count"), true});
+  if (auto count = CheckCount(r, s)) {
+    res.refusals.push_back(*count);
     return res;
   }
   if (mine < r.nums) {

@@ -57,6 +57,8 @@ class GenericVendor : public Vendor {
       const std::map<std::string, std::string>& pod_annotations) const override;
   StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override;
   Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const override;
+  std::optional<Refusal> CheckCount(const core::DeviceRequest& request,
+                                    const core::DeviceSelectors& selectors) const override;
   std::optional<Refusal> CheckDevice(const core::DeviceRequest& request, const core::DeviceInfo& device,
                                      const core::DeviceUsage& usage,
                                      const core::DeviceSelectors& selectors) const override;

@@ -5,22 +5,12 @@
 
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
+#include "vendors/testing/mixed_config.h"
 
 namespace hami::vendors {
 namespace {
 
-constexpr const char kConfig[] = R"(
-nvidia: {}
-hygon: {}
-cambricon: {}
-vnpus:
-- chipName: 910B3
-  commonWord: Ascend910B3
-  aiCore: 20
-  templates:
-  - {name: vir05_1c_16g, memory: 16384, aiCore: 5}
-  - {name: vir10_3c_32g, memory: 32768, aiCore: 10}
-)";
+const char* const kConfig = testing::kMixedConfig;
 
 struct Node {
   std::string name;

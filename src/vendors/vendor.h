@@ -151,6 +151,11 @@ class Vendor {
   // the sim). Capacity-based vendors fill `node->capacity` instead.
   virtual Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const = 0;
 
+  // Request-level count rules (devices per container, allowed counts) that no device can lift;
+  // nullopt = the count is acceptable. Fit applies it first; a scheduler checking devices one by one
+  // applies it too.
+  virtual std::optional<Refusal> CheckCount(const core::DeviceRequest& request,
+                                            const core::DeviceSelectors& selectors) const = 0;
   // Whether one device can take one unit of `request` given its usage; nullopt = fits.
   virtual std::optional<Refusal> CheckDevice(const core::DeviceRequest& request, const core::DeviceInfo& device,
                                              const core::DeviceUsage& usage,

@@ -1,0 +1,42 @@
+#pragma once
+// Per-device rules of device vendors that the framework's generic checks cannot express (template
+// rounding, whole-device-only, vNPU mode matching, each vendor's own selector annotations). The
+// scheduler defines the interface and never sees a vendor: the adapter lives in src/vendors
+// (vendors/scheduler_rules.h) and is passed in SchedulerOptions::vendor_rules.
+//
+// Contract: for a request whose vendor is Covered, the framework skips its generic per-device checks
+// (it still drops cordoned devices) and asks Check for every device of that vendor; a chosen device
+// takes what Take says. Devices of other vendors (NVIDIA) keep the generic path unchanged. An
+// implementation is immutable after construction and called from concurrent scheduling cycles.
+#include <cstdint>
+#include <string>
+
+#include "core/model.h"
+#include "scheduler/reasons.h"
+
+namespace hami::scheduler {
+
+class VendorRules {
+ public:
+  virtual ~VendorRules() = default;
+
+  // True when devices whose DeviceInfo::vendor is `vendor` are judged by this object.
+  virtual bool Covers(const std::string& vendor) const = 0;
+
+  struct Verdict {
+    Reason reason = Reason::kCount;  // kCount = the device fits
+    bool never = false;              // waiting cannot help on this device
+  };
+  // Whether `device` can take one unit of `request` (a container of `pod`) under `usage`.
+  virtual Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request,
+                        const core::DeviceInfo& device, const core::DeviceUsage& usage) const = 0;
+
+  struct Take {
+    int64_t mem_mib = 0;
+    int cores = 0;
+  };
+  // What `request` takes on `device` once chosen (memory resolved and rounded, e.g. to a template).
+  virtual Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const = 0;
+};
+
+}  // namespace hami::scheduler

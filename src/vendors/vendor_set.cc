@@ -1,0 +1,223 @@
+#include "vendors/vendor_set.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/pod_request.h"
+#include "nlohmann/json.hpp"
+#include "vendors/config.h"
+
+namespace hami::vendors {
+namespace {
+
+bool EqualFold(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The allocatable count of a vendor's count resource (handshake rule); 0 when absent.
+int64_t Allocatable(const Vendor& v, const NodeView& node) {
+  const std::string& count = v.resources().count;
+  auto it = node.capacity.find(count);
+  return it == node.capacity.end() ? 0 : it->second;
+}
+
+bool Registers(const Vendor& v, const NodeView& node) {
+  const std::string& key = v.keys().node_register;
+  return !key.empty() && node.annotations.count(key) > 0;
+}
+
+}  // namespace
+
+scheduler::Reason ToSchedulerReason(std::string_view r) {
+  using scheduler::Reason;
+  struct Row {
+    const char* name;
+    Reason reason;
+  };
+  static constexpr Row kRows[] = {
+      {"CardNotHealth", Reason::kCardNotHealth},
+      {"CardTypeMismatch", Reason::kCardTypeMismatch},
+      {"CardUuidMismatch", Reason::kCardUuidMismatch},
+      {"CardTimeSlicingExhausted", Reason::kCardTimeSlicingExhausted},
+      {"CardInsufficientMemory", Reason::kCardInsufficientMemory},
+      {"CardInsufficientCore", Reason::kCardInsufficientCore},
+      {"ExclusiveDeviceAllocateConflict", Reason::kExclusiveDeviceAllocateConflict},
+      {"CardComputeUnitsExhausted", Reason::kCardComputeUnitsExhausted},
+      {"CardTemplateNotFound", Reason::kCardInsufficientMemory},
+      {"NodeInsufficientDevice", Reason::kNodeInsufficientDevice},
+      {"DeviceCountNotAllowed", Reason::kNodeInsufficientDevice},
+      {"CardTopologyInfeasible", Reason::kNumaNotFit},
+  };
+  for (const Row& row : kRows)
+    if (r == row.name) return row.reason;
+  return Reason::kCardTypeMismatch;  // unreachable for reasons in kRefusalReasons (tested)
+}
+
+VendorSet::VendorSet(std::vector<std::unique_ptr<Vendor>> vendors) : vendors_(std::move(vendors)) {
+  for (const auto& v : vendors_)
+    if (v->common_word() == core::kNvidiaVendor) nvidia_ = v.get();
+}
+
+StatusOr<std::unique_ptr<VendorSet>> VendorSet::Load(std::string_view yaml_text) {
+  HAMI_ASSIGN_OR_RETURN(auto vendors, LoadVendors(yaml_text));
+  return std::make_unique<VendorSet>(std::move(vendors));
+}
+
+const Vendor* VendorSet::ByCommonWord(std::string_view w) const {
+  for (const auto& v : vendors_)
+    if (v->common_word() == w) return v.get();
+  return nullptr;
+}
+
+const Vendor* VendorSet::Find(std::string_view name) const {
+  for (const auto& v : vendors_)
+    if (EqualFold(v->common_word(), name)) return v.get();
+  for (const auto& v : vendors_)
+    if (EqualFold(v->name(), name)) return v.get();
+  return nullptr;
+}
+
+StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod, const core::ResourceConfig& nvidia) const {
+  HAMI_ASSIGN_OR_RETURN(core::PodRequest p, core::ParsePodJson(pod, nvidia));
+  if (nvidia_ == nullptr)
+    for (auto& c : p.containers) c.devices.clear();  // NVIDIA disabled: its resources are not ours
+  if (vendors_.size() == (nvidia_ ? 1u : 0u)) return p;
+  // ParsePodJson accepted the shape: spec.initContainers then spec.containers, in PodRequest order.
+  size_t k = 0;
+  for (const char* list : {"initContainers", "containers"}) {
+    const auto spec = pod.find("spec");
+    if (spec == pod.end() || !spec->is_object()) break;
+    const auto arr = spec->find(list);
+    if (arr == spec->end() || !arr->is_array()) continue;
+    for (size_t i = 0; i < arr->size() && k < p.containers.size(); ++i, ++k) {
+      const nlohmann::json& c = (*arr)[i];
+      if (!c.is_object()) continue;
+      const auto res = c.find("resources");
+      if (res == c.end() || !res->is_object()) continue;
+      for (const auto& v : vendors_) {
+        if (v.get() == nvidia_) continue;
+        auto r = v->ParseRequest(*res, p.annotations);
+        if (!r.ok())
+          return InvalidArgument(StrCat("spec.", list, "[", i, "] \"", p.containers[k].name, "\": ",
+                                        std::string(r.status().message())));
+        if (*r) p.containers[k].devices.push_back(std::move(**r));
+      }
+    }
+  }
+  return p;
+}
+
+std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_t now, std::string* errors) const {
+  std::vector<core::DeviceInfo> out;
+  for (const auto& v : vendors_) {
+    if (v.get() == nvidia_) continue;
+    const std::string& hs = v->keys().handshake;
+    if (!hs.empty() && Registers(*v, node)) {
+      auto it = node.annotations.find(hs);
+      if (it != node.annotations.end() &&
+          CheckHandshake(it->second, now, Allocatable(*v, node)).verdict == Handshake::kUnhealthy) {
+        if (errors)
+          *errors += StrCat(errors->empty() ? "" : "; ", hs, " ", it->second,
+                            " unanswered and nothing allocatable: ", v->common_word(), " devices dropped");
+        continue;
+      }
+    }
+    auto devs = v->DecodeNode(node);
+    if (!devs.ok()) {
+      if (errors) *errors += StrCat(errors->empty() ? "" : "; ", std::string(devs.status().message()));
+      continue;
+    }
+    out.insert(out.end(), devs->begin(), devs->end());
+  }
+  return out;
+}
+
+std::map<std::string, std::string> VendorSet::HandshakeUpdates(const NodeView& node, int64_t now) const {
+  std::map<std::string, std::string> out;
+  for (const auto& v : vendors_) {
+    const std::string& hs = v->keys().handshake;
+    if (v.get() == nvidia_ || hs.empty() || !Registers(*v, node)) continue;
+    auto it = node.annotations.find(hs);
+    const HandshakeDecision d =
+        CheckHandshake(it == node.annotations.end() ? std::string_view() : std::string_view(it->second), now,
+                       Allocatable(*v, node));
+    if (d.verdict == Handshake::kWriteRequest) out[hs] = d.write_value;
+    if (d.verdict == Handshake::kUnhealthy) out[hs] = "";
+  }
+  return out;
+}
+
+StatusOr<std::map<std::string, std::string>> VendorSet::EncodeDecision(const core::PodAllocation& a,
+                                                                      int64_t now) const {
+  std::map<std::string, std::string> out;
+  std::vector<std::string> types;
+  for (const auto& c : a.containers)
+    for (const auto& d : c)
+      if (std::find(types.begin(), types.end(), d.vendor) == types.end()) types.push_back(d.vendor);
+  for (const std::string& t : types) {
+    const Vendor* v = ByCommonWord(t);
+    if (v == nullptr) return InvalidArgument(StrCat("decision: device type ", t, " belongs to no enabled vendor"));
+    core::PodAllocation mine;
+    mine.node = a.node;
+    for (const auto& c : a.containers) {
+      auto& m = mine.containers.emplace_back();
+      for (const auto& d : c)
+        if (d.vendor == t) m.push_back(d);
+    }
+    HAMI_ASSIGN_OR_RETURN(auto ann, v->EncodeDecision(mine, now));
+    out.merge(ann);
+  }
+  return out;
+}
+
+StatusOr<core::PodAllocation> VendorSet::DecodeDecision(const std::map<std::string, std::string>& a,
+                                                        bool* has_any) const {
+  core::PodAllocation out;
+  *has_any = false;
+  for (const auto& v : vendors_) {
+    if (v->keys().allocated.empty() || a.count(v->keys().allocated) == 0) continue;
+    *has_any = true;
+    HAMI_ASSIGN_OR_RETURN(core::PodAllocation mine, v->DecodeDecision(a));
+    if (out.containers.size() < mine.containers.size()) out.containers.resize(mine.containers.size());
+    for (size_t i = 0; i < mine.containers.size(); ++i)
+      out.containers[i].insert(out.containers[i].end(), mine.containers[i].begin(), mine.containers[i].end());
+  }
+  return out;
+}
+
+std::string VendorSet::DecisionFingerprint(const std::map<std::string, std::string>& a) const {
+  std::string out;
+  for (const auto& v : vendors_) {
+    auto it = v->keys().allocated.empty() ? a.end() : a.find(v->keys().allocated);
+    if (it != a.end()) out += StrCat(it->first, "=", it->second, "\n");
+  }
+  return out;
+}
+
+bool VendorSet::Covers(const std::string& vendor) const {
+  if (vendor == core::kNvidiaVendor) return false;
+  return ByCommonWord(vendor) != nullptr;
+}
+
+scheduler::VendorRules::Verdict VendorSet::Check(const core::PodRequest& pod, const core::DeviceRequest& r,
+                                                 const core::DeviceInfo& d, const core::DeviceUsage& u) const {
+  const Vendor* v = ByCommonWord(d.vendor);
+  if (v == nullptr) return {scheduler::Reason::kCardTypeMismatch, true};
+  // The vendor's own use/nouse annotations; a malformed one selects nothing.
+  auto sel = v->ParseSelectors(pod.annotations);
+  if (!sel.ok()) return {scheduler::Reason::kCardTypeMismatch, true};
+  if (auto count = v->CheckCount(r, *sel)) return {ToSchedulerReason(count->reason), count->never};
+  if (auto refusal = v->CheckDevice(r, d, u, *sel)) return {ToSchedulerReason(refusal->reason), refusal->never};
+  return {};
+}
+
+scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r, const core::DeviceInfo& d) const {
+  const Vendor* v = ByCommonWord(d.vendor);
+  if (v == nullptr) return {r.memreq_mib, r.coresreq};
+  const core::ContainerDevice g = v->Grant(r, d);
+  return {g.usedmem_mib, g.usedcores};
+}
+
+}  // namespace hami::vendors

@@ -1,0 +1,83 @@
+#pragma once
+// VendorSet: the enabled vendors as one object the control plane and the simulator use, so that a
+// mixed cluster goes through one path:
+//  - pods: NVIDIA requests by core::ParsePodJson (upstream-exact; it also reads the pod's metadata and
+//    NVIDIA selectors), every other enabled vendor's by its ParseRequest, container by container;
+//  - nodes: every non-NVIDIA vendor's DecodeNode (NVIDIA keeps core's codec in the extender), with
+//    upstream's handshake per vendor key;
+//  - decisions: each vendor encodes the devices of its own Type (a pod may mix vendors across
+//    containers) and decodes its own allocated key; the union is the pod's usage;
+//  - scheduling: it implements scheduler::VendorRules, so the framework checks a non-NVIDIA device
+//    with that vendor's CheckCount/CheckDevice and charges it what the vendor's Grant says (template
+//    rounding, whole devices). NVIDIA devices stay on the framework's generic checks.
+// Immutable after construction; safe for concurrent use.
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "core/model.h"
+#include "core/pod_request.h"
+#include "nlohmann/json_fwd.hpp"
+#include "scheduler/vendor_rules.h"
+#include "vendors/vendor.h"
+
+namespace hami::vendors {
+
+class VendorSet final : public scheduler::VendorRules {
+ public:
+  explicit VendorSet(std::vector<std::unique_ptr<Vendor>> vendors);
+  // LoadVendors(yaml_text) wrapped (empty text: NVIDIA only).
+  static StatusOr<std::unique_ptr<VendorSet>> Load(std::string_view yaml_text);
+
+  std::span<const std::unique_ptr<Vendor>> vendors() const { return vendors_; }
+  // The vendor whose Type keyword (DeviceInfo::vendor) is `common_word`; null when not enabled.
+  const Vendor* ByCommonWord(std::string_view common_word) const;
+  // A vendor named by a user: its Type keyword (case-insensitive, "DCU", "Ascend910B3") or, failing
+  // that, the first vendor with that registry name ("hygon", "ascend"). Null when none.
+  const Vendor* Find(std::string_view name) const;
+  bool nvidia_enabled() const { return nvidia_ != nullptr; }
+
+  // The pod as the scheduler sees it (see above). Errors name the container and resource.
+  StatusOr<core::PodRequest> ParsePod(const nlohmann::json& pod, const core::ResourceConfig& nvidia) const;
+
+  // Non-NVIDIA devices of a node, all vendors together. A vendor whose handshake says unhealthy at
+  // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
+  // its error is appended to *errors ("; "-separated).
+  std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix, std::string* errors) const;
+  // Handshake annotations to write on a node for its non-NVIDIA vendors (hami.md §1.2): key ->
+  // value, or key -> "" to remove it (NodeCleanUp of an unhealthy vendor). Only vendors that
+  // register on this node (annotation present) and have a handshake key take part.
+  std::map<std::string, std::string> HandshakeUpdates(const NodeView& node, int64_t now_unix) const;
+
+  // Decision annotations of every vendor present in `allocation` (each with its own devices, all
+  // containers kept in order). Errors: a device whose Type no enabled vendor owns.
+  StatusOr<std::map<std::string, std::string>> EncodeDecision(const core::PodAllocation& allocation,
+                                                              int64_t now_unix) const;
+  // The pod's devices over all vendors from its allocated keys (containers merged by position).
+  // has_any is false when the pod carries no vendor's allocated key.
+  StatusOr<core::PodAllocation> DecodeDecision(const std::map<std::string, std::string>& annotations,
+                                               bool* has_any) const;
+  // The allocated-key values the pod carries, in vendor order: equal strings = equal decisions.
+  std::string DecisionFingerprint(const std::map<std::string, std::string>& annotations) const;
+
+  // scheduler::VendorRules: every enabled vendor except NVIDIA.
+  bool Covers(const std::string& vendor) const override;
+  Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request, const core::DeviceInfo& device,
+                const core::DeviceUsage& usage) const override;
+  Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
+
+ private:
+  std::vector<std::unique_ptr<Vendor>> vendors_;
+  const Vendor* nvidia_ = nullptr;
+};
+
+// The scheduler's failure vocabulary for a vendor refusal reason (kRefusalReasons): upstream's
+// per-card reasons map one to one; CardTemplateNotFound counts as CardInsufficientMemory,
+// DeviceCountNotAllowed as NodeInsufficientDevice, CardTopologyInfeasible as NumaNotFit.
+scheduler::Reason ToSchedulerReason(std::string_view refusal_reason);
+
+}  // namespace hami::vendors

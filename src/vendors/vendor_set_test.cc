@@ -1,0 +1,239 @@
+// VendorSet: the enabled vendors as one path for pods, nodes, decisions and the scheduler's rules.
+#include "vendors/vendor_set.h"
+
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+#include "vendors/testing/mixed_config.h"
+
+namespace hami::vendors {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kConfig = std::string(testing::kMixedConfig) + "kunlun: {}\n";
+
+std::unique_ptr<VendorSet> Load(const std::string& yaml = kConfig) {
+  auto s = VendorSet::Load(yaml);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+Json Pod(Json containers, Json annotations = Json::object()) {
+  return Json{{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}, {"annotations", annotations}}},
+              {"spec", {{"containers", containers}}}};
+}
+Json Ctr(const std::string& name, Json limits) { return Json{{"name", name}, {"resources", {{"limits", limits}}}}; }
+
+TEST(VendorSetTest, ParsePodTable) {
+  auto set = Load();
+  struct Case {
+    const char* name;
+    Json pod;
+    // Per container: (vendor, nums, memreq, coresreq) of each request, in order.
+    std::vector<std::vector<std::tuple<std::string, int, int64_t, int>>> want;
+    std::string error;  // substring; empty = ok
+  };
+  const Case cases[] = {
+      {"nvidia only", Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", 3000}})})),
+       {{{"NVIDIA", 1, 3000, 0}}}, ""},
+      {"dcu", Pod(Json::array({Ctr("a", {{"hygon.com/dcunum", 2}, {"hygon.com/dcumem", 2000}, {"hygon.com/dcucores", 20}})})),
+       {{{"DCU", 2, 2000, 20}}}, ""},
+      {"mixed containers",
+       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}}), Ctr("b", {{"huawei.com/Ascend910B3", 1},
+                                                                     {"huawei.com/Ascend910B3-memory", 10000}}),
+                        Ctr("c", {{"cpu", 1}})})),
+       {{{"NVIDIA", 1, 0, 100}}, {{"Ascend910B3", 1, 10000, 0}}, {}}, ""},
+      {"two vendors in one container",
+       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}, {"cambricon.com/vmlu", 1}, {"cambricon.com/mlu.smlu.vmemory", 4096}})})),
+       {{{"NVIDIA", 1, 0, 100}, {"MLU", 1, 4096, 0}}}, ""},
+      {"ascend cores refused for template vNPU",
+       Pod(Json::array({Ctr("train", {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 5}})})), {},
+       "spec.containers[0] \"train\": huawei.com/Ascend910B3-core"},
+      {"bad quantity names the container",
+       Pod(Json::array({Ctr("x", {{"hygon.com/dcunum", "1.5"}})})), {}, "spec.containers[0] \"x\": "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto p = set->ParsePod(c.pod, {});
+    if (!c.error.empty()) {
+      ASSERT_FALSE(p.ok());
+      EXPECT_NE(std::string(p.status().message()).find(c.error), std::string::npos) << p.status();
+      continue;
+    }
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_EQ(p->containers.size(), c.want.size());
+    for (size_t i = 0; i < c.want.size(); ++i) {
+      ASSERT_EQ(p->containers[i].devices.size(), c.want[i].size()) << "container " << i;
+      for (size_t k = 0; k < c.want[i].size(); ++k) {
+        const auto& d = p->containers[i].devices[k];
+        const auto& [vendor, nums, mem, cores] = c.want[i][k];
+        EXPECT_EQ(d.vendor, vendor);
+        EXPECT_EQ(d.nums, nums);
+        EXPECT_EQ(d.memreq_mib, mem);
+        EXPECT_EQ(d.coresreq, cores);
+      }
+    }
+  }
+}
+
+TEST(VendorSetTest, DisabledVendorsAreNotParsedOrCovered) {
+  auto set = Load("hygon: {enabled: false}\n");
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->vendors().size(), 1u);
+  auto p = set->ParsePod(Pod(Json::array({Ctr("a", {{"hygon.com/dcunum", 1}})})), {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->HasDevices());
+  EXPECT_FALSE(set->Covers("DCU"));
+  EXPECT_FALSE(set->Covers("NVIDIA"));
+  auto full = Load();
+  EXPECT_TRUE(full->Covers("DCU"));
+  EXPECT_FALSE(full->Covers("NVIDIA")) << "NVIDIA keeps the framework's generic checks";
+}
+
+TEST(VendorSetTest, DecisionRoundTripAcrossVendors) {
+  auto set = Load();
+  core::ContainerDevice gpu{"GPU-a", "NVIDIA", 3000, 30, 0};
+  core::ContainerDevice npu{"910B3-0", "Ascend910B3", 16384, 25, 0};
+  core::ContainerDevice dcu{"DCU-0", "DCU", 2000, 20, 1};
+  core::PodAllocation a;
+  a.node = "n";
+  a.containers = {{gpu}, {npu, dcu}, {}};
+  auto ann = set->EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(ann.ok()) << ann.status();
+  const std::pair<const char*, const char*> want[] = {
+      {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,3000,30:;;;"},
+      {"hami.io/vgpu-devices-to-allocate", "GPU-a,NVIDIA,3000,30:;;;"},
+      {"hami.io/Ascend910B3-devices-allocated", ";910B3-0,Ascend910B3,16384,25:;;"},
+      {"hami.io/dcu-devices-allocated", ";DCU-0,DCU,2000,20:;;"},
+  };
+  for (const auto& [k, v] : want) {
+    ASSERT_TRUE(ann->count(k)) << k;
+    EXPECT_EQ(ann->at(k), v) << k;
+  }
+  EXPECT_EQ(ann->count("hami.io/cambricon-mlu-devices-allocated"), 0u) << "no MLU device, no MLU key";
+  bool any = false;
+  auto back = set->DecodeDecision(*ann, &any);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(any);
+  ASSERT_GE(back->containers.size(), 2u);
+  EXPECT_EQ(back->containers[0].size(), 1u);
+  EXPECT_EQ(back->containers[1].size(), 2u);
+  std::map<std::string, int64_t> mem;
+  for (const auto& c : back->containers)
+    for (const auto& d : c) mem[d.uuid] = d.usedmem_mib;
+  EXPECT_EQ(mem, (std::map<std::string, int64_t>{{"GPU-a", 3000}, {"910B3-0", 16384}, {"DCU-0", 2000}}));
+  EXPECT_NE(set->DecisionFingerprint(*ann), "");
+  EXPECT_EQ(set->DecisionFingerprint({{"x", "y"}}), "");
+
+  core::PodAllocation foreign;
+  foreign.containers = {{core::ContainerDevice{"X-0", "Unknown", 1, 1, 0}}};
+  EXPECT_FALSE(set->EncodeDecision(foreign, 0).ok());
+  bool none = true;
+  auto empty = set->DecodeDecision({}, &none);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(none);
+}
+
+TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
+  auto set = Load();
+  core::DeviceInfo npu;
+  npu.uuid = "910B3-0";
+  npu.vendor = "Ascend910B3";
+  npu.type = "Ascend910B3";
+  npu.count = 4;
+  npu.devmem_mib = 65536;
+  npu.devcore = 100;
+  core::DeviceInfo xpu = npu;
+  xpu.uuid = "XPU-0";
+  xpu.vendor = set->Find("kunlun")->common_word();
+  core::DeviceRequest ascend{"Ascend910B3", 1, 10000, 0, 0, -1};
+  core::DeviceRequest ascend2{"Ascend910B3", 2, 10000, 0, 0, -1};
+  core::DeviceRequest big{"Ascend910B3", 1, 40000, 0, 0, -1};
+  core::DeviceRequest kunlun3{xpu.vendor, 3, 0, 100, 100, -1};
+  struct Case {
+    const char* name;
+    core::DeviceRequest req;
+    core::DeviceInfo dev;
+    core::DeviceUsage usage;
+    scheduler::Reason reason;  // kCount = fits
+    bool never;
+  };
+  const Case cases[] = {
+      {"template fits", ascend, npu, {}, scheduler::Reason::kCount, false},
+      {"busy memory", ascend, npu, {1, 60000, 25}, scheduler::Reason::kCardInsufficientMemory, false},
+      {"no template holds 40000", big, npu, {}, scheduler::Reason::kCardInsufficientMemory, true},
+      {"partial vNPU on two devices", ascend2, npu, {}, scheduler::Reason::kNodeInsufficientDevice, true},
+      {"kunlun count 3 not allowed", kunlun3, xpu, {}, scheduler::Reason::kNodeInsufficientDevice, true},
+  };
+  core::PodRequest pod;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto v = set->Check(pod, c.req, c.dev, c.usage);
+    EXPECT_EQ(v.reason, c.reason) << scheduler::ReasonName(v.reason);
+    if (c.reason != scheduler::Reason::kCount) {
+      EXPECT_EQ(v.never, c.never);
+    }
+  }
+  const auto t = set->Grant(ascend, npu);
+  EXPECT_EQ(t.mem_mib, 16384) << "rounded up to the smallest template";
+  EXPECT_EQ(t.cores, 25);
+}
+
+TEST(VendorSetTest, EveryRefusalReasonMaps) {
+  const std::pair<const char*, scheduler::Reason> want[] = {
+      {"CardNotHealth", scheduler::Reason::kCardNotHealth},
+      {"CardTypeMismatch", scheduler::Reason::kCardTypeMismatch},
+      {"CardUuidMismatch", scheduler::Reason::kCardUuidMismatch},
+      {"CardTimeSlicingExhausted", scheduler::Reason::kCardTimeSlicingExhausted},
+      {"CardInsufficientMemory", scheduler::Reason::kCardInsufficientMemory},
+      {"CardInsufficientCore", scheduler::Reason::kCardInsufficientCore},
+      {"ExclusiveDeviceAllocateConflict", scheduler::Reason::kExclusiveDeviceAllocateConflict},
+      {"CardComputeUnitsExhausted", scheduler::Reason::kCardComputeUnitsExhausted},
+      {"CardTemplateNotFound", scheduler::Reason::kCardInsufficientMemory},
+      {"NodeInsufficientDevice", scheduler::Reason::kNodeInsufficientDevice},
+      {"DeviceCountNotAllowed", scheduler::Reason::kNodeInsufficientDevice},
+      {"CardTopologyInfeasible", scheduler::Reason::kNumaNotFit},
+  };
+  ASSERT_EQ(std::size(want), std::size(kRefusalReasons)) << "a new refusal reason needs a row here";
+  for (const auto& [name, reason] : want) EXPECT_EQ(ToSchedulerReason(name), reason) << name;
+}
+
+TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
+  auto set = Load();
+  constexpr int64_t kNow = 1700000000;  // 2023-11-14 22:13:20 UTC
+  struct Case {
+    const char* name;
+    NodeView node;
+    size_t devices;
+    std::map<std::string, std::string> updates;
+    bool error;
+  };
+  const std::string dcu = "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:";
+  const Case cases[] = {
+      {"dcu without handshake: ask", {{{"hami.io/node-dcu-register", dcu}}, {}}, 1,
+       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}}, false},
+      {"dcu requested recently: healthy", {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:00"}}, {}},
+       1, {}, false},
+      {"dcu requested long ago, nothing allocatable: dropped and cleaned",
+       {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}}, {}}, 0,
+       {{"hami.io/node-handshake-dcu", ""}}, true},
+      {"dcu requested long ago but allocatable: healthy",
+       {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}},
+        {{"hygon.com/dcunum", 4}}}, 1, {}, false},
+      {"mlu from capacity: no handshake key", {{}, {{"cambricon.com/mlu.smlu.vcore", 200}}}, 2, {}, false},
+      {"broken registration", {{{"hami.io/node-dcu-register", "x,y:"}}, {}}, 0,
+       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}}, true},
+      {"nvidia only: not ours here", {{{"hami.io/node-nvidia-register", "[]"}}, {}}, 0, {}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string errors;
+    EXPECT_EQ(set->DecodeNode(c.node, kNow, &errors).size(), c.devices);
+    EXPECT_EQ(!errors.empty(), c.error) << errors;
+    EXPECT_EQ(set->HandshakeUpdates(c.node, kNow), c.updates);
+  }
+}
+
+}  // namespace
+}  // namespace hami::vendors
