@@ -7,7 +7,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -23,6 +25,7 @@
 #include "k8s/config.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
+#include "vendors/vendor_set.h"
 #include "webhook/webhook.h"
 
 namespace hami::cmd {
@@ -77,7 +80,9 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--policy", policy, policies_doc)->capture_default_str();
   app.add_option("--metrics-bind,--metrics-bind-address", metrics_bind, "ADDR:PORT of the plain-HTTP /metrics server; empty = serve /metrics on --http-bind only")
       ->capture_default_str();
-  app.add_option("--device-config-file", device_config_file, "device-config.yaml (resource names, defaults, memoryFactor, gpuCorePolicy); default: upstream's defaults");
+  app.add_option("--device-config-file,--device-config", device_config_file,
+                 "device-config.yaml (resource names, defaults, memoryFactor, gpuCorePolicy; vendor sections "
+                 "enable other vendors: docs/vendors.md); default: upstream's defaults, NVIDIA only");
   app.add_option("--node-label-selector", node_label_selector, "only nodes matching this label selector (k=v,...)");
   app.add_option("--kube-qps", kube_qps, "API client requests per second (<= 0: unlimited)")->capture_default_str();
   app.add_option("--kube-burst", kube_burst, "API client burst")->capture_default_str();
@@ -92,7 +97,23 @@ int SchedulerMain(int argc, char** argv) {
     if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
     dc = std::move(*loaded);
   }
+  // The vendors the same file enables (docs/vendors.md). NVIDIA alone keeps the NVIDIA-only path.
+  std::unique_ptr<vendors::VendorSet> vendor_set;
+  if (!device_config_file.empty()) {
+    std::ifstream f(device_config_file);
+    std::stringstream text;
+    text << f.rdbuf();
+    auto loaded = vendors::VendorSet::Load(text.str());
+    if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
+    if ((*loaded)->vendors().size() != 1 || !(*loaded)->nvidia_enabled()) vendor_set = std::move(*loaded);
+  }
+  if (vendor_set) {
+    std::string names;
+    for (const auto& v : vendor_set->vendors()) names += StrCat(names.empty() ? "" : ", ", v->common_word());
+    spdlog::info("vendors enabled: {}", names);
+  }
   scheduler::SchedulerOptions so;
+  so.vendor_rules = vendor_set.get();
   so.policy = policy;
   so.config.node_policy = node_policy;
   so.config.gpu_policy = gpu_policy;
@@ -109,6 +130,7 @@ int SchedulerMain(int argc, char** argv) {
 
   extender::StateOptions sto;
   sto.resources = dc.resources;
+  sto.vendors = vendor_set.get();
   extender::ClusterState state(**sched, sto);
   extender::ControllerOptions co;
   co.leader_elect = leader_elect;
@@ -138,6 +160,7 @@ int SchedulerMain(int argc, char** argv) {
   wo.gpu_core_policy = dc.gpu_core_policy;
   wo.runtime_class_name = dc.runtime_class_name;
   wo.overwrite_env = dc.overwrite_env;
+  wo.vendors = vendor_set.get();
   wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
   webhook::Webhook wh(wo);
 

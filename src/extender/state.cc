@@ -50,22 +50,52 @@ std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const c
 
 }  // namespace
 
+std::map<std::string, std::string> AnnotationsOf(const Json& obj) {
+  std::map<std::string, std::string> out;
+  if (const Json* a = Path(obj, {"metadata", "annotations"}); a && a->is_object())
+    for (const auto& [k, val] : a->items())
+      if (val.is_string()) out[k] = val.get<std::string>();
+  return out;
+}
+
+vendors::NodeView VendorNodeView(const Json& node) {
+  vendors::NodeView v;
+  v.annotations = AnnotationsOf(node);
+  for (const char* part : {"capacity", "allocatable"}) {
+    const Json* m = Path(node, {"status", part});
+    if (m == nullptr || !m->is_object()) continue;
+    for (const auto& [k, val] : m->items()) {
+      if (v.capacity.count(k)) continue;
+      if (auto n = QuantityAt(node, {"status", part}, k)) v.capacity[k] = *n;
+    }
+  }
+  return v;
+}
+
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
-                          int64_t handshake_timeout_s) {
+                          int64_t handshake_timeout_s, const vendors::VendorSet* vendors) {
   NodeView v;
   v.info.name = StringAt(node, {"metadata", "name"});
   if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
     for (const auto& [k, val] : labels->items())
       if (val.is_string()) v.info.labels[k] = val.get<std::string>();
+  // Every other enabled vendor's devices (appended after NVIDIA's below).
+  std::vector<core::DeviceInfo> others;
+  std::string other_errors;
+  if (vendors != nullptr) others = vendors->DecodeNode(VendorNodeView(node), now, &other_errors);
   const std::string* reg = Annotation(node, core::kNodeNvidiaRegister);
-  if (reg == nullptr) {
-    v.error = StrCat("node has no ", core::kNodeNvidiaRegister, " annotation (device plugin not running?)");
+  if (reg == nullptr && others.empty()) {
+    v.error = other_errors.empty()
+                  ? StrCat("node has no ", core::kNodeNvidiaRegister, " annotation (device plugin not running?)")
+                  : other_errors;
     return v;
   }
-  auto devices = core::DecodeNodeDevices(*reg);
+  StatusOr<std::vector<core::DeviceInfo>> devices = std::vector<core::DeviceInfo>{};
+  if (reg != nullptr) devices = core::DecodeNodeDevices(*reg);
   if (!devices.ok()) {
     v.error = StrCat(core::kNodeNvidiaRegister, ": ", std::string(devices.status().message()));
-    return v;
+    if (others.empty()) return v;
+    devices = std::vector<core::DeviceInfo>{};
   }
   v.registered = true;
   v.info.devices = std::move(*devices);
@@ -87,6 +117,8 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
       }
     }
   }
+  v.info.devices.insert(v.info.devices.end(), others.begin(), others.end());
+  if (!other_errors.empty()) v.error = v.error.empty() ? other_errors : StrCat(v.error, "; ", other_errors);
   return v;
 }
 
@@ -101,7 +133,8 @@ std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod) {
   return kinds;
 }
 
-std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not) {
+std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not,
+                                                  const vendors::VendorSet* vendors) {
   auto no = [&](std::string why) -> std::optional<core::PodAllocation> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -110,10 +143,19 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
   if (phase == "Succeeded" || phase == "Failed") return no("pod finished");
   const std::string* node = Annotation(pod, core::kVgpuNode);
   const std::string* allocated = Annotation(pod, core::kNvidiaDevicesAllocated);
-  if (node == nullptr || node->empty() || allocated == nullptr) return no("no decision annotations");
+  if (node == nullptr || node->empty() || (allocated == nullptr && vendors == nullptr))
+    return no("no decision annotations");
   const std::string* bind_phase = Annotation(pod, core::kBindPhase);
   if (bind_phase && *bind_phase == core::kBindPhaseFailed && StringAt(pod, {"spec", "nodeName"}).empty())
     return no("bind failed and the pod is not bound");
+  if (vendors != nullptr) {
+    bool any = false;
+    auto all = vendors->DecodeDecision(AnnotationsOf(pod), &any);
+    if (!any) return no("no decision annotations");
+    if (!all.ok()) return no(std::string(all.status().message()));
+    all->node = *node;
+    return std::move(*all);
+  }
   auto alloc = core::DecodePodDevices(*allocated);
   if (!alloc.ok()) return no(StrCat(core::kNvidiaDevicesAllocated, ": ", std::string(alloc.status().message())));
   alloc->node = *node;
@@ -133,7 +175,7 @@ ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
     : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
-  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
+  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s, opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
   std::string fp = StrCat(v.registered, v.unhealthy, "|", core::EncodeNodeDevicesJson(v.info.devices), "|",
@@ -193,7 +235,7 @@ void ClusterState::OnPod(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   if (uid.empty()) return;
   std::string why;
-  auto alloc = HeldAllocation(pod, &why);
+  auto alloc = HeldAllocation(pod, &why, opts_.vendors);
   absl::MutexLock l(&mu_);
   auto it = pods_.find(uid);
   if (!alloc) {
@@ -206,9 +248,10 @@ void ClusterState::OnPod(const Json& pod) {
     }
     return;
   }
-  const std::string* encoded = Annotation(pod, core::kNvidiaDevicesAllocated);
+  const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
+                                            : *Annotation(pod, core::kNvidiaDevicesAllocated);
   if (it != pods_.end()) {
-    const bool same = it->second.encoded == *encoded && it->second.allocation.node == alloc->node;
+    const bool same = it->second.encoded == encoded && it->second.allocation.node == alloc->node;
     if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
     if (same) {
       it->second.confirmed = true;
@@ -222,7 +265,7 @@ void ClusterState::OnPod(const Json& pod) {
   rec.kinds = KindsOfPodJson(pod);
   rec.allocation = std::move(*alloc);
   rec.totals = TotalsOf(rec.kinds, rec.allocation);
-  rec.encoded = *encoded;
+  rec.encoded = encoded;
   rec.confirmed = true;
   scheduler::PlacedPodResources res;
   res.kinds = rec.kinds;
@@ -347,6 +390,13 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(const std::
     if (name.empty()) continue;
     const std::string* hs = Annotation(node, core::kNodeHandshake);
     NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
+    if (opts_.vendors != nullptr) {
+      // Upstream's handshake per vendor key (hami.io/node-handshake-dcu, ...); "" = NodeCleanUp.
+      Json ann = Json::object();
+      for (const auto& [key, value] : opts_.vendors->HandshakeUpdates(VendorNodeView(node), now))
+        ann[key] = value.empty() ? Json(nullptr) : Json(value);
+      if (!ann.empty()) patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
+    }
     if (v.unhealthy) {
       // NodeCleanUp: drop the handshake so the device plugin's next registration starts afresh.
       patches.emplace_back(name, Json{{"metadata", {{"annotations", {{core::kNodeHandshake, nullptr}}}}}});

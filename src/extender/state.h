@@ -27,6 +27,7 @@
 #include "core/model.h"
 #include "core/pod_request.h"
 #include "scheduler/scheduler.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::extender {
 
@@ -36,6 +37,10 @@ struct StateOptions {
   core::ResourceConfig resources;
   const Clock* clock = nullptr;          // default RealClock
   int64_t handshake_timeout_s = 60;      // upstream: a node still "Requesting" after 60 s is unhealthy
+  // The enabled vendors (not owned; null = NVIDIA only). With it, nodes also register every other
+  // vendor's devices (Vendor::DecodeNode, handshake per vendor key) and a pod's usage is the union of
+  // every vendor's allocated annotation.
+  const vendors::VendorSet* vendors = nullptr;
 };
 
 // A node's registration as the scheduler sees it. `unhealthy` is set when the handshake timed out
@@ -46,14 +51,22 @@ struct NodeView {
   bool unhealthy = false;
   std::string error;         // why the annotation did not decode
 };
-// Pure conversion of a Node object (k8s-wire.md §7) at time `now` (Unix seconds).
+// Pure conversion of a Node object (k8s-wire.md §7) at time `now` (Unix seconds). With `vendors`, the
+// devices of every other enabled vendor follow the NVIDIA ones; a node registering any is registered.
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
-                          int64_t handshake_timeout_s);
+                          int64_t handshake_timeout_s, const vendors::VendorSet* vendors = nullptr);
+// A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
+// resources capacity lacks) as integers.
+vendors::NodeView VendorNodeView(const Json& node);
 
 // The decision a pod object carries, if it holds devices now: placed (hami.io/vgpu-node and a
 // decodable hami.io/vgpu-devices-allocated), not finished (phase Succeeded/Failed) and not a failed
 // bind that left it unbound. nullopt otherwise.
-std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not = nullptr);
+// With `vendors`, the decision is the union of every enabled vendor's allocated annotation.
+std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not = nullptr,
+                                                  const vendors::VendorSet* vendors = nullptr);
+// The annotation map of an object (string values only).
+std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 
 // Container kinds of a Pod object in decision order (init containers first; restartPolicy Always
 // = sidecar), as core::ContainerKinds does for a parsed pod.
@@ -71,7 +84,8 @@ struct PodRecord {
   core::PodAllocation allocation;     // node + devices per container
   std::vector<core::ContainerKind> kinds;
   PodTotals totals;
-  std::string encoded;                // hami.io/vgpu-devices-allocated text
+  std::string encoded;                // hami.io/vgpu-devices-allocated text (with vendors: the
+                                      // VendorSet::DecisionFingerprint of the allocated keys)
   bool confirmed = false;             // seen on the API server (false: a reservation in flight)
 };
 

@@ -178,7 +178,7 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
       !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
     return allow;  // another scheduler owns this pod
 
-  auto parsed = core::ParsePodJson(pod, opts_.resources);
+  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources) : core::ParsePodJson(pod, opts_.resources);
   if (!parsed.ok())
     return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ", std::string(parsed.status().message())));
   if (!parsed->HasDevices()) return allow;
@@ -214,6 +214,7 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
     int64_t run_mem = 0, run_cores = 0, init_mem = 0, init_cores = 0;
     for (const auto& c : parsed->containers)
       for (const auto& d : c.devices) {
+        if (d.vendor != core::kNvidiaVendor) continue;  // the quota keys are NVIDIA's resources
         const int64_t mem = static_cast<int64_t>(d.nums) * d.memreq_mib, cores = static_cast<int64_t>(d.nums) * d.coresreq;
         if (c.kind == core::ContainerKind::kInit) {
           init_mem = std::max(init_mem, mem);
@@ -231,6 +232,19 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
   for (const auto& c : ctrs) {
     const Json* res = Member(*c.json, "resources");
     auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
+    std::vector<std::pair<std::string, std::string>> env;
+    if (defaults.ok() && opts_.vendors && !opts_.vendors->nvidia_enabled()) defaults->clear();
+    if (defaults.ok() && opts_.vendors && res && res->is_object()) {
+      // Every other enabled vendor's defaulting of this container (NVIDIA's is the line above).
+      for (const auto& v : opts_.vendors->vendors()) {
+        if (v->common_word() == core::kNvidiaVendor) continue;
+        auto m = v->Mutate(*res, parsed->annotations);
+        if (!m.ok()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", std::string(m.status().message())));
+        if (!m->denials.empty()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", m->denials.front()));
+        for (const auto& [name, value] : m->add_limits) (*defaults)[name] = value;
+        for (const auto& kv : m->env) env.push_back(kv);
+      }
+    }
     if (defaults.ok() && !defaults->empty()) {
       const Json* limits = res ? Member(*res, "limits") : nullptr;
       if (res == nullptr || !res->is_object()) {
@@ -248,13 +262,13 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
                              {"value", std::to_string(v)}});
       }
     }
-    std::vector<std::pair<std::string, std::string>> env;
     const bool has_devices = c.req && !c.req->devices.empty();
-    if (has_devices) {
+    const bool has_nvidia = has_devices && c.req->devices[0].vendor == core::kNvidiaVendor;
+    if (has_nvidia) {
       if (c.req->devices[0].priority >= 0) env.emplace_back("CUDA_TASK_PRIORITY", std::to_string(c.req->devices[0].priority));
       if (opts_.gpu_core_policy != "default" && !opts_.gpu_core_policy.empty())
         env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts_.gpu_core_policy);
-    } else if (opts_.overwrite_env) {
+    } else if (!has_devices && opts_.overwrite_env) {
       env.emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
     }
     AddEnv(ops, c.path, *c.json, env);

@@ -10,7 +10,9 @@
 //  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
 //    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
 //    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
-//    sets spec.schedulerName.
+//    sets spec.schedulerName;
+//  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its limits
+//    and env to the container and its denials reject the pod (quotas count NVIDIA devices only).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +24,7 @@
 
 #include "common/status.h"
 #include "core/pod_request.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::webhook {
 
@@ -34,6 +37,10 @@ struct WebhookOptions {
   std::string runtime_class_name;          // "" = leave spec.runtimeClassName alone
   std::string gpu_core_policy = "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
   bool overwrite_env = false;              // containers without devices get NVIDIA_VISIBLE_DEVICES=none
+  // The enabled vendors (not owned; null = NVIDIA only, through `resources`). With it, every other
+  // vendor's resources are parsed and defaulted by that vendor (Vendor::Mutate: limits to add, env,
+  // denials such as Ascend's partial-memory multi-device request), container by container.
+  const vendors::VendorSet* vendors = nullptr;
   // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
   std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
 };

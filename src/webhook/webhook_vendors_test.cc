@@ -1,0 +1,100 @@
+// Webhook defaulting per vendor: per vendor a pod in, the exact JSONPatch (or denial) out.
+#include <gtest/gtest.h>
+
+#include "webhook/webhook.h"
+#include "vendors/testing/mixed_config.h"
+
+namespace hami::webhook {
+namespace {
+
+const std::string kConfig = std::string(vendors::testing::kMixedConfig) + "mthreads: {}\nkunlun: {}\n";
+
+Json Pod(const Json& limits, const Json& annotations = Json::object()) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}}},
+              {"spec", {{"containers", Json::array({Json{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}};
+}
+
+AdmissionRequest Req(const Json& pod) {
+  AdmissionRequest r;
+  r.uid = "u";
+  r.namespace_ = "ml";
+  r.operation = "CREATE";
+  r.kind = "Pod";
+  r.object = pod;
+  return r;
+}
+
+Json Add(const std::string& path, const Json& value) { return Json{{"op", "add"}, {"path", path}, {"value", value}}; }
+const Json kScheduler = Add("/spec/schedulerName", "hami-scheduler");
+const std::string kLimits = "/spec/containers/0/resources/limits/";
+
+TEST(WebhookVendors, DefaultingPerVendor) {
+  auto set = vendors::VendorSet::Load(kConfig);
+  ASSERT_TRUE(set.ok()) << set.status();
+  WebhookOptions opts;
+  opts.vendors = set->get();
+  Webhook wh(opts);
+  struct Case {
+    const char* name;
+    Json pod;
+    Json patch;                 // null: no patch
+    const char* denial = "";    // substring of the denial; "" = allowed
+  };
+  const Case cases[] = {
+      {"nvidia: bare count is a whole card", Pod({{"nvidia.com/gpu", "1"}}),
+       Json::array({Add(kLimits + "nvidia.com~1gpucores", "100"), kScheduler})},
+      {"hygon: memory alone gets a count", Pod({{"hygon.com/dcumem", "2000"}}),
+       Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), kScheduler})},
+      {"hygon: bare count is a whole DCU", Pod({{"hygon.com/dcunum", "1"}}),
+       Json::array({Add(kLimits + "hygon.com~1dcucores", "100"), kScheduler})},
+      {"cambricon: bare count takes all vcore", Pod({{"cambricon.com/vmlu", "1"}}),
+       Json::array({Add(kLimits + "cambricon.com~1mlu.smlu.vcore", "100"), kScheduler})},
+      {"mthreads: a whole device is 16 core units", Pod({{"mthreads.com/vgpu", "1"}}),
+       Json::array({Add(kLimits + "mthreads.com~1sgpu-core", "16"), kScheduler})},
+      {"ascend: memory alone gets a count, no cores (template decides)",
+       Pod({{"huawei.com/Ascend910B3-memory", "10000"}}),
+       Json::array({Add(kLimits + "huawei.com~1Ascend910B3", "1"), kScheduler})},
+      {"ascend: explicit count and memory need nothing but the scheduler",
+       Pod({{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}}), Json::array({kScheduler})},
+      {"ascend: partial memory on two vNPUs is denied",
+       Pod({{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "10000"}}), nullptr,
+       "cannot split memory across more than 1 device"},
+      {"ascend: memory beyond every template is denied", Pod({{"huawei.com/Ascend910B3-memory", "40000"}}), nullptr,
+       "larger than the largest Ascend910B3 template (32768 MiB)"},
+      {"kunlun: 3 whole XPUs is not an allowed count", Pod({{"kunlunxin.com/xpu", "3"}}), nullptr,
+       "allows only 1, 2, 4, 8"},
+      {"kunlun: 2 whole XPUs", Pod({{"kunlunxin.com/xpu", "2"}}), Json::array({kScheduler})},
+      {"two vendors in one container: both defaulted",
+       Pod({{"nvidia.com/gpumem", "3000"}, {"hygon.com/dcumem", "2000"}}),
+       Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), Add(kLimits + "nvidia.com~1gpu", "1"), kScheduler})},
+      {"a disabled vendor's resources are not ours", Pod({{"amd.com/gpu", "1"}}), nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const AdmissionResponse r = wh.Review(Req(c.pod));
+    if (*c.denial) {
+      EXPECT_FALSE(r.allowed);
+      EXPECT_NE(r.message.find(c.denial), std::string::npos) << r.message;
+      continue;
+    }
+    EXPECT_TRUE(r.allowed) << r.message;
+    if (c.patch.is_null()) {
+      EXPECT_FALSE(r.patch.has_value()) << r.patch->dump();
+      continue;
+    }
+    ASSERT_TRUE(r.patch.has_value());
+    EXPECT_EQ(*r.patch, c.patch) << r.patch->dump();
+  }
+}
+
+TEST(WebhookVendors, WithoutVendorsOtherResourcesAreIgnored) {
+  Webhook wh(WebhookOptions{});
+  const AdmissionResponse r = wh.Review(Req(Pod({{"hygon.com/dcunum", "1"}})));
+  EXPECT_TRUE(r.allowed);
+  EXPECT_FALSE(r.patch.has_value()) << "NVIDIA-only configuration: a DCU pod is not ours";
+}
+
+}  // namespace
+}  // namespace hami::webhook

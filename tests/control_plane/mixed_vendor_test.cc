@@ -1,0 +1,260 @@
+// A mixed cluster end to end (label integration): NVIDIA, Ascend, Hygon and Cambricon nodes registered
+// exactly as those vendors' device plugins annotate/capacity them, on the fake API server; pods go
+// webhook -> create -> filter -> bind through the production control plane wired with a VendorSet (as
+// `hami scheduler --device-config` wires it). Each pod must land only where a device fits it, with the
+// decision annotations that vendor's device plugin reads (values as in src/vendors/mixed_cluster_test.cc);
+// a second replica rebuilds every vendor's usage from those annotations.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "vendors/vendor_set.h"
+#include "vendors/testing/mixed_config.h"
+
+namespace hami::controlplane {
+namespace {
+
+using k8s::testing::FakeApiServer;
+
+const char* const kConfig = vendors::testing::kMixedConfig;
+
+Json NodeObject(const std::string& name, const Json& annotations, const Json& capacity) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Node"},
+              {"metadata", {{"name", name}, {"annotations", annotations}}},
+              {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
+}
+
+// The four nodes as their device plugins register them.
+std::vector<Json> MixedNodes() {
+  return {
+      NodeObject("gpu-node",
+                 {{"hami.io/node-nvidia-register",
+                   R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])"}},
+                 {{"nvidia.com/gpu", "10"}}),
+      NodeObject("npu-node",
+                 {{"hami.io/node-register-Ascend910B3",
+                   R"([{"id":"910B3-0","count":4,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])"}},
+                 {{"huawei.com/Ascend910B3", "4"}}),
+      NodeObject("dcu-node", {{"hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:"}},
+                 {{"hygon.com/dcunum", "4"}}),
+      NodeObject("mlu-node", Json::object(), {{"cambricon.com/mlu.smlu.vcore", "200"}}),
+  };
+}
+
+// A control-plane replica with vendors: the objects scheduler_main.cc builds, minus the HTTP server
+// (the verbs are called directly; the API traffic is real).
+struct MixedReplica {
+  MixedReplica(FakeApiServer& api, const vendors::VendorSet& set) {
+    k8s::ClientConfig cfg;
+    cfg.server = api.url();
+    cfg.qps = 0;
+    client = std::move(*k8s::Client::Create(cfg, {}));
+    scheduler::SchedulerOptions so;
+    so.vendor_rules = &set;
+    sched = std::move(*scheduler::Scheduler::Create(so));
+    extender::StateOptions sto;
+    sto.vendors = &set;
+    state = std::make_unique<extender::ClusterState>(*sched, sto);
+    controller = std::make_unique<extender::Controller>(*client, *state, extender::ControllerOptions{});
+    extender::ExtenderOptions eo;
+    eo.scheduler = so;
+    ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
+    webhook::WebhookOptions wo;
+    wo.vendors = &set;
+    wh = std::make_unique<webhook::Webhook>(wo);
+    controller->Start();
+  }
+  ~MixedReplica() { controller->Stop(); }
+
+  std::unique_ptr<k8s::Client> client;
+  std::unique_ptr<scheduler::Scheduler> sched;
+  std::unique_ptr<extender::ClusterState> state;
+  std::unique_ptr<extender::Controller> controller;
+  std::unique_ptr<extender::Extender> ext;
+  std::unique_ptr<webhook::Webhook> wh;
+};
+
+// `containers`: one container object, or an array of them.
+Json Pod(const std::string& name, const Json& containers) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "mixed"}}},
+              {"spec", {{"containers", containers.is_array() ? containers : Json::array({containers})}}}};
+}
+Json Ctr(const std::string& name, const Json& limits) {
+  return Json{{"name", name}, {"image", "app"}, {"resources", {{"limits", limits}}}};
+}
+
+const std::vector<std::string> kNodes = {"gpu-node", "npu-node", "dcu-node", "mlu-node"};
+
+class MixedVendorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(api_.Start().ok());
+    for (const auto& n : MixedNodes()) ASSERT_TRUE(api_.Upsert("nodes", n).ok());
+    auto set = vendors::VendorSet::Load(kConfig);
+    ASSERT_TRUE(set.ok()) << set.status();
+    set_ = std::move(*set);
+  }
+  std::unique_ptr<MixedReplica> Start() {
+    auto r = std::make_unique<MixedReplica>(api_, *set_);
+    EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
+    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == kNodes.size(); }))
+        << r->sched->cache().node_count() << " nodes registered";
+    return r;
+  }
+  // Webhook -> create -> filter -> bind. Returns the stored pod, or null with the reason in *why.
+  Json Schedule(MixedReplica& rep, const Json& spec, std::string* why, extender::ExtenderFilterResult* filtered) {
+    webhook::AdmissionRequest req;
+    req.uid = "r";
+    req.namespace_ = "mixed";
+    req.operation = "CREATE";
+    req.kind = "Pod";
+    req.object = spec;
+    const webhook::AdmissionResponse adm = rep.wh->Review(req);
+    if (!adm.allowed) {
+      *why = adm.message;
+      return nullptr;
+    }
+    Json admitted = adm.patch ? spec.patch(*adm.patch) : spec;
+    auto created = rep.client->Create(k8s::kPods, "mixed", admitted);
+    if (!created.ok()) {
+      *why = std::string(created.status().message());
+      return nullptr;
+    }
+    extender::ExtenderArgs args;
+    args.pod = *created;
+    args.node_names = kNodes;
+    *filtered = rep.ext->Filter(args);
+    if (!filtered->error.empty() || !filtered->node_names || filtered->node_names->size() != 1) {
+      *why = filtered->error.empty() ? "unschedulable" : filtered->error;
+      return nullptr;
+    }
+    const std::string node = (*filtered->node_names)[0];
+    const auto bound = rep.ext->Bind({(*created)["metadata"]["name"], "mixed", (*created)["metadata"]["uid"], node});
+    if (!bound.error.empty()) {
+      *why = bound.error;
+      return nullptr;
+    }
+    return *api_.Get("pods", "mixed", (*created)["metadata"]["name"]);
+  }
+
+  FakeApiServer api_;
+  std::unique_ptr<vendors::VendorSet> set_;
+};
+
+TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) {
+  auto rep = Start();
+  struct Case {
+    const char* name;
+    Json spec;
+    std::string node;                                 // "" = must not be scheduled
+    std::map<std::string, std::string> annotations;   // decision keys its device plugin reads
+    std::vector<std::string> absent = {};             // keys of other vendors that must not be written
+    std::string unschedulable_on_npu = "";            // with node "": reason part on npu-node
+  };
+  const Case cases[] = {
+      {"cuda share", Pod("cuda", {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}})}),
+       "gpu-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"},
+        {"hami.io/vgpu-devices-to-allocate", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"}},
+       {"hami.io/dcu-devices-allocated", "hami.io/Ascend910B3-devices-allocated"}},
+      {"npu: 10000 MiB rounds up to vir05 (the webhook adds nothing but the scheduler)",
+       Pod("npu", {Ctr("c", {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}})}), "npu-node",
+       {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,16384,25:;"},
+        {"hami.io/Ascend910B3-devices-to-allocate", "910B3-0,Ascend910B3,16384,25:;"},
+        {"huawei.com/Ascend910B3", R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])"}},
+       {"hami.io/vgpu-devices-allocated"}},
+      {"npu: memory alone, the webhook adds the count; 20000 MiB rounds up to vir10",
+       Pod("npu2", {Ctr("c", {{"huawei.com/Ascend910B3-memory", "20000"}})}), "npu-node",
+       {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,32768,50:;"}}, {}},
+      {"dcu share", Pod("dcu", {Ctr("c", {{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "2000"}, {"hygon.com/dcucores", "20"}})}),
+       "dcu-node",
+       {{"hami.io/dcu-devices-allocated", "DCU-0a1b,DCU,2000,20:;"},
+        {"hami.io/dcu-devices-to-allocate", "DCU-0a1b,DCU,2000,20:;"}},
+       {"hami.io/vgpu-devices-allocated"}},
+      {"mlu share with its profile",
+       Pod("mlu", {Ctr("c", {{"cambricon.com/vmlu", "1"}, {"cambricon.com/mlu.smlu.vmemory", "4096"}, {"cambricon.com/mlu.smlu.vcore", "25"}})}),
+       "mlu-node",
+       {{"hami.io/cambricon-mlu-devices-allocated", "MLU-0,MLU,4096,25:;"},
+        {"CAMBRICON_DSMLU_PROFILE", "0_25_16"},
+        {"CAMBRICON_DSMLU_ASSIGHED", "false"}},
+       {"hami.io/vgpu-devices-allocated"}},
+      {"npu: a third template no longer fits (16384 MiB left, vir10 needs 32768)",
+       Pod("npu3", {Ctr("c", {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "30000"}})}), "",
+       {}, {}, "CardInsufficientMemory"},
+      {"one container NVIDIA, one DCU: no node has both",
+       Pod("both", {Ctr("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}),
+                    Ctr("b", {{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "1000"}})}),
+       "", {}, {}, "NodeInsufficientDevice"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string why;
+    extender::ExtenderFilterResult filtered;
+    Json pod = Schedule(*rep, c.spec, &why, &filtered);
+    if (c.node.empty()) {
+      EXPECT_TRUE(pod.is_null());
+      EXPECT_EQ(why, "unschedulable");
+      std::string on_npu = filtered.failed_nodes.count("npu-node") ? filtered.failed_nodes["npu-node"]
+                                                                   : filtered.failed_and_unresolvable["npu-node"];
+      EXPECT_NE(on_npu.find(c.unschedulable_on_npu), std::string::npos) << on_npu;
+      continue;
+    }
+    ASSERT_FALSE(pod.is_null()) << why;
+    EXPECT_EQ(pod["spec"]["nodeName"], c.node);
+    const Json& ann = pod["metadata"]["annotations"];
+    EXPECT_EQ(ann["hami.io/vgpu-node"], c.node);
+    EXPECT_EQ(ann["hami.io/bind-phase"], "allocating");
+    for (const auto& [k, v] : c.annotations) {
+      ASSERT_TRUE(ann.contains(k)) << k << " missing in " << ann.dump();
+      EXPECT_EQ(ann[k], v) << k;
+    }
+    for (const auto& k : c.absent) EXPECT_FALSE(ann.contains(k)) << k;
+    // Every other candidate was refused with a reason, never silently dropped.
+    EXPECT_EQ(filtered.failed_nodes.size() + filtered.failed_and_unresolvable.size(), kNodes.size() - 1);
+  }
+  // The Cambricon lock carries the decision time (RFC 3339).
+  auto mlu = api_.Get("pods", "mixed", "mlu");
+  ASSERT_TRUE(mlu.has_value());
+  EXPECT_TRUE((*mlu)["metadata"]["annotations"].contains("cambricon.com/dsmlu.lock"));
+
+  // A fresh replica rebuilds every vendor's usage from the annotations alone.
+  auto second = Start();
+  struct Usage {
+    std::string node, uuid;
+    core::DeviceUsage want;
+  };
+  const Usage usages[] = {
+      {"gpu-node", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", {1, 3000, 30}},
+      {"npu-node", "910B3-0", {2, 16384 + 32768, 75}},
+      {"dcu-node", "DCU-0a1b", {1, 2000, 20}},
+      {"mlu-node", "MLU-0", {1, 4096, 25}},
+      {"mlu-node", "MLU-1", {0, 0, 0}},
+  };
+  for (auto* r : {rep.get(), second.get()}) {
+    for (const Usage& u : usages) {
+      SCOPED_TRACE(u.uuid);
+      EXPECT_TRUE(WaitFor([&] {
+        auto snap = r->sched->cache().Snapshot(u.node);
+        if (!snap) return false;
+        for (size_t i = 0; i < snap->info.devices.size(); ++i)
+          if (snap->info.devices[i].uuid == u.uuid) return snap->usage[i] == u.want;
+        return false;
+      })) << "usage of " << u.uuid << " on " << u.node;
+    }
+  }
+}
+
+TEST_F(MixedVendorTest, WebhookRefusesWhatAVendorCannotPlace) {
+  auto rep = Start();
+  std::string why;
+  extender::ExtenderFilterResult filtered;
+  Json pod = Schedule(*rep, Pod("split", {Ctr("c", {{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "8000"}})}),
+                      &why, &filtered);
+  EXPECT_TRUE(pod.is_null());
+  EXPECT_NE(why.find("cannot split memory across more than 1 device"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace hami::controlplane
