@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -16,6 +18,8 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "vendors/config.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::cmd {
 
@@ -44,7 +48,7 @@ int SimMain(int argc, char** argv) {
   CLI::App app{"Trace-driven scheduling simulator: the FGD paper's workload-inflation experiment "
                "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
   std::string nodes_path, pods_path, policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit";
-  std::string json_path, plot_path;
+  std::string json_path, plot_path, device_config;
   int seeds = 1, jobs = 1;
   uint64_t first_seed = 42;
   double inflation = 1.3;
@@ -58,6 +62,8 @@ int SimMain(int argc, char** argv) {
   app.add_option("--inflation", inflation, "stop adding pods when requested GPU reaches this multiple of capacity")
       ->check(CLI::Range(0.01, 100.0))
       ->capture_default_str();
+  app.add_option("--device-config", device_config,
+                 "vendor config (docs/vendors.md) for traces with a vendor column; default: every vendor with its defaults");
   app.add_option("--json", json_path, "write all runs and the summary as JSON to FILE");
   app.add_option("--plot", plot_path, "write unallocated GPU % vs arrived demand as SVG to FILE");
   app.add_option("--jobs,-j", jobs, "runs in parallel threads")->check(CLI::Range(1, 256))->capture_default_str();
@@ -88,6 +94,22 @@ int SimMain(int argc, char** argv) {
   if (!nodes.ok()) return Fail(nodes.status());
   auto tasks = sim::ReadPodsCsv(pods_path);
   if (!tasks.ok()) return Fail(tasks.status());
+  // Heterogeneous traces (a vendor column): the vendors come from --device-config, else all defaults.
+  std::unique_ptr<vendors::VendorSet> vendor_set;
+  if (sim::HasOtherVendors(*nodes, *tasks) || !device_config.empty()) {
+    if (device_config.empty()) {
+      vendor_set = std::make_unique<vendors::VendorSet>(vendors::AllVendorsWithDefaults());
+    } else {
+      std::ifstream f(device_config);
+      if (!f) return Fail(NotFound("--device-config: cannot read ", device_config));
+      std::stringstream text;
+      text << f.rdbuf();
+      auto loaded = vendors::VendorSet::Load(text.str());
+      if (!loaded.ok()) return Fail(Annotate(loaded.status(), "--device-config"));
+      vendor_set = std::move(*loaded);
+    }
+    if (Status s = sim::ResolveVendors(*vendor_set, &*nodes, &*tasks); !s.ok()) return Fail(s);
+  }
   const std::vector<std::string> names = SplitComma(policies);
   if (names.empty()) return Fail(InvalidArgument("--policy: no policy given"));
   for (const auto& n : names) {
@@ -119,7 +141,7 @@ int SimMain(int argc, char** argv) {
   progress();
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < work.size();) {
-      results[i] = sim::RunInflation(*nodes, *tasks, {work[i].policy, work[i].seed, inflation});
+      results[i] = sim::RunInflation(*nodes, *tasks, {work[i].policy, work[i].seed, inflation, vendor_set.get()});
       done.fetch_add(1);
       progress();
     }

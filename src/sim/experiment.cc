@@ -24,6 +24,7 @@ core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name) {
     d.devmem_mib = kSimGpuMemMib;
     d.devcore = 100;
     d.type = node.model;
+    if (!node.vendor.empty()) d.vendor = node.vendor;
     n.devices.push_back(std::move(d));
   }
   return n;
@@ -43,6 +44,12 @@ core::PodRequest ToPodRequest(const TraceTask& t, const std::string& uid) {
     r.nums = t.num_gpu;
     r.memreq_mib = int64_t{t.gpu_milli} * kMibPerMilli;
     r.coresreq = t.gpu_milli / 10;
+    if (!t.vendor.empty()) {
+      r.vendor = t.vendor;
+      // A whole device asks the whole card (what `<vendor count>: n` alone means), so template and
+      // whole-device vendors see the request their users would write. NVIDIA keeps the published mapping.
+      if (t.gpu_milli == 1000) r.memreq_mib = 0, r.mem_percentage = 100;
+    }
     c.devices.push_back(r);
   }
   p.containers.push_back(std::move(c));
@@ -59,6 +66,28 @@ ClusterTotals Totals(const std::vector<TraceNode>& nodes) {
     t.memory_mib += n.memory_mib;
   }
   return t;
+}
+
+Status ResolveVendors(const vendors::VendorSet& set, std::vector<TraceNode>* nodes, std::vector<TraceTask>* tasks) {
+  auto resolve = [&](std::string* vendor, const std::string& row) -> Status {
+    if (vendor->empty()) return OkStatus();
+    const vendors::Vendor* v = set.Find(*vendor);
+    if (v == nullptr) {
+      std::string known;
+      for (const auto& k : set.vendors()) known += StrCat(known.empty() ? "" : ", ", k->common_word());
+      return InvalidArgument(row, ": vendor '", *vendor, "' is not enabled (enabled: ", known, ")");
+    }
+    *vendor = v->common_word() == core::kNvidiaVendor ? std::string() : v->common_word();
+    return OkStatus();
+  };
+  for (auto& n : *nodes) HAMI_RETURN_IF_ERROR(resolve(&n.vendor, StrCat("node ", n.name)));
+  for (auto& t : *tasks) HAMI_RETURN_IF_ERROR(resolve(&t.vendor, StrCat("pod ", t.name)));
+  return OkStatus();
+}
+
+bool HasOtherVendors(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks) {
+  return std::any_of(nodes.begin(), nodes.end(), [](const TraceNode& n) { return !n.vendor.empty(); }) ||
+         std::any_of(tasks.begin(), tasks.end(), [](const TraceTask& t) { return !t.vendor.empty(); });
 }
 
 void AllocationCurve::Record(int64_t arrived, int64_t used) {
@@ -123,6 +152,9 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
   scheduler::SchedulerOptions so;
   so.policy = config.policy;
   so.seed = config.seed;
+  so.vendor_rules = config.vendors;
+  if (config.vendors == nullptr && HasOtherVendors(nodes, tasks))
+    return InvalidArgument("the trace names vendors other than NVIDIA but no vendor set was given");
   HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
 
   Rng rng(config.seed);
@@ -142,7 +174,16 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
 
   std::vector<core::PodRequest> templates;
   templates.reserve(tasks.size());
-  for (const auto& t : tasks) templates.push_back(ToPodRequest(t, ""));
+  for (const auto& t : tasks) {
+    templates.push_back(ToPodRequest(t, ""));
+    // Another vendor reads gpu_spec from its own use-type annotation (when it has one).
+    const vendors::Vendor* v = config.vendors && !t.vendor.empty() ? config.vendors->ByCommonWord(t.vendor) : nullptr;
+    if (v != nullptr && !t.gpu_spec.empty() && !v->keys().use_type.empty()) {
+      std::string list;
+      for (const auto& m : t.gpu_spec) list += StrCat(list.empty() ? "" : ",", m);
+      templates.back().annotations[v->keys().use_type] = list;
+    }
+  }
 
   RunResult r;
   r.policy = config.policy;

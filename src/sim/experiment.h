@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "core/model.h"
 #include "sim/trace.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::sim {
 
@@ -24,6 +25,11 @@ inline constexpr int64_t kSimGpuMemMib = 1000 * kMibPerMilli;
 inline constexpr int kSimSplitCount = 1000;
 inline constexpr int kCurveMax = 130;   // A(k) for k = 0..130
 
+// Heterogeneous traces (docs/vendors.md): a node's GPUs register with vendor = node.vendor and a task
+// asks its vendor's devices (TraceNode/TraceTask::vendor as ResolveVendors leaves it; "" = NVIDIA).
+// The device shape above is the same for every vendor; the vendor's own rules (templates, whole
+// devices, allowed counts) apply through VendorSet's scheduler rules. A whole-GPU task of another
+// vendor asks 100 % of the device's memory (not 16000 MiB) so that templates do not apply to it.
 core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name);
 core::PodRequest ToPodRequest(const TraceTask& task, const std::string& uid);
 
@@ -34,6 +40,12 @@ struct ClusterTotals {
   int64_t memory_mib = 0;
 };
 ClusterTotals Totals(const std::vector<TraceNode>& nodes);
+
+// Rewrites every non-empty `vendor` of the trace to the Type keyword of the vendor of `set` it names
+// (VendorSet::Find: "hygon" -> "DCU"); NVIDIA becomes "". Errors name the row and the vendors known.
+Status ResolveVendors(const vendors::VendorSet& set, std::vector<TraceNode>* nodes, std::vector<TraceTask>* tasks);
+// True when some node or task names a vendor other than NVIDIA.
+bool HasOtherVendors(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks);
 
 // A(k): the mean GPU allocation ratio (percent, 2 decimals) over the pod events whose arrived
 // demand rounds to k percent of capacity; fallback k-1..k+1; else the previous point (documented).
@@ -55,6 +67,9 @@ struct RunConfig {
   std::string policy;
   uint64_t seed = 42;
   double inflation = 1.3;
+  // The vendors of a heterogeneous trace (not owned; required when HasOtherVendors). NVIDIA rows keep
+  // the generic checks; the others are checked by their vendor.
+  const vendors::VendorSet* vendors = nullptr;
 };
 
 struct RunResult {

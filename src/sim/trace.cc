@@ -1,6 +1,7 @@
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -98,7 +99,25 @@ StatusOr<int64_t> Int(const Csv& csv, int line, const std::vector<std::string_vi
   return out;
 }
 
-Status CheckModel(const Csv& csv, int line, const char* field, const std::string& model) {
+// The optional `vendor` column: one token (letters, digits, '-', '_', '.'); "nvidia" in any case = "".
+StatusOr<std::string> VendorField(const Csv& csv, int line, const std::vector<std::string_view>& f) {
+  auto it = csv.column.find("vendor");
+  if (it == csv.column.end()) return std::string();
+  std::string v(f[it->second]);
+  for (char ch : v)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
+      return InvalidArgument(csv.source, ":", line, ": field vendor: '", v, "' is not a vendor name");
+  std::string lower = v;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower == "nvidia" ? std::string() : v;
+}
+
+Status CheckModel(const Csv& csv, int line, const char* field, const std::string& model,
+                  const std::string& vendor = "") {
+  if (!vendor.empty()) {
+    if (model.empty()) return InvalidArgument(csv.source, ":", line, ": field ", field, ": empty model");
+    return OkStatus();  // other vendors' model names are free text
+  }
   const auto& known = KnownGpuModels();
   if (std::find(known.begin(), known.end(), model) != known.end()) return OkStatus();
   std::string list;
@@ -135,7 +154,8 @@ StatusOr<std::vector<TraceNode>> ParseNodesCsv(std::string_view text, std::strin
         HAMI_ASSIGN_OR_RETURN(int64_t gpus, Int(csv, line, f, "gpu", kMaxGpus));
         n.gpus = static_cast<int>(gpus);
         n.model = std::string(f[csv.column.at("model")]);
-        if (n.gpus > 0) HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "model", n.model));
+        HAMI_ASSIGN_OR_RETURN(n.vendor, VendorField(csv, line, f));
+        if (n.gpus > 0) HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "model", n.model, n.vendor));
         nodes.push_back(std::move(n));
         return OkStatus();
       }));
@@ -165,6 +185,7 @@ StatusOr<std::vector<TraceTask>> ParsePodsCsv(std::string_view text, std::string
           return InvalidArgument(csv.source, ":", line, ": field gpu_milli: ", t.gpu_milli, " with num_gpu ",
                                  t.num_gpu, " (multi-GPU tasks take whole GPUs: want 1000)");
         if (t.num_gpu == 0) t.gpu_milli = 0;
+        HAMI_ASSIGN_OR_RETURN(t.vendor, VendorField(csv, line, f));
         if (auto it = csv.column.find("gpu_spec"); it != csv.column.end()) {
           std::string_view spec = f[it->second];
           while (!spec.empty()) {
@@ -172,7 +193,7 @@ StatusOr<std::vector<TraceTask>> ParsePodsCsv(std::string_view text, std::string
             std::string m(Trim(spec.substr(0, bar)));
             spec = bar == std::string_view::npos ? std::string_view{} : spec.substr(bar + 1);
             if (m.empty()) continue;
-            HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "gpu_spec", m));
+            HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "gpu_spec", m, t.vendor));
             if (std::find(t.gpu_spec.begin(), t.gpu_spec.end(), m) == t.gpu_spec.end()) t.gpu_spec.push_back(m);
           }
         }

@@ -1,6 +1,10 @@
 #pragma once
 // Readers of the openb trace CSVs (Alibaba cluster-trace-gpu-v2023, see data/openb/README.md).
 // Columns are found by header name; extra columns are ignored. Errors name file, line and field.
+// Heterogeneous clusters (docs/vendors.md): an optional `vendor` column in both files names the
+// device vendor of a node's GPUs and of a task's request (a Type keyword such as NVIDIA, DCU, MLU,
+// Ascend310P, or a registry name such as hygon); empty or absent = NVIDIA. Models and gpu_spec of
+// NVIDIA rows must be openb models; other vendors' models are free text.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,6 +23,7 @@ struct TraceNode {
   int64_t memory_mib = 0;
   int gpus = 0;
   std::string model;     // empty when gpus == 0
+  std::string vendor{};  // `vendor` column; "" = NVIDIA
 };
 
 struct TraceTask {
@@ -28,6 +33,7 @@ struct TraceTask {
   int num_gpu = 0;
   int gpu_milli = 0;                   // per GPU, 1..1000 when num_gpu > 0
   std::vector<std::string> gpu_spec;   // allowed models ("A|B"); empty = any
+  std::string vendor{};                // `vendor` column; "" = NVIDIA
   // Total GPU milli requested: num_gpu * gpu_milli.
   int64_t total_gpu_milli() const { return int64_t{num_gpu} * gpu_milli; }
 };

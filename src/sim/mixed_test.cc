@@ -1,0 +1,111 @@
+// Heterogeneous traces: the optional vendor column, vendor resolution, and a mixed cluster run through
+// the production scheduler with the vendors' rules.
+#include <gtest/gtest.h>
+
+#include "sim/experiment.h"
+#include "sim/trace.h"
+#include "vendors/config.h"
+
+namespace hami::sim {
+namespace {
+
+TEST(MixedTraceTest, VendorColumnTable) {
+  struct Case {
+    const char* name;
+    std::string nodes;
+    std::string want_vendor;  // of the first node; or the error part
+    bool ok;
+  };
+  const Case cases[] = {
+      {"absent: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model\nn,1,1,1,T4\n", "", true},
+      {"nvidia in any case: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,T4,NVidia\n", "", true},
+      {"empty: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,T4,\n", "", true},
+      {"other vendor, free model", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,hygon\n", "hygon", true},
+      {"NVIDIA keeps the openb models", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,nvidia\n",
+       "nodes.csv:2: field model: unknown GPU model 'Z100L'", false},
+      {"other vendor needs a model", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,,DCU\n",
+       "nodes.csv:2: field model: empty model", false},
+      {"vendor is one token", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,X,a b\n",
+       "nodes.csv:2: field vendor: 'a b' is not a vendor name", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto n = ParseNodesCsv(c.nodes, "nodes.csv");
+    ASSERT_EQ(n.ok(), c.ok) << n.status();
+    if (c.ok) {
+      EXPECT_EQ((*n)[0].vendor, c.want_vendor);
+    } else {
+      EXPECT_NE(std::string(n.status().message()).find(c.want_vendor), std::string::npos) << n.status();
+    }
+  }
+  auto pods = ParsePodsCsv("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,vendor\n"
+                           "a,1,1,1,500,T4,\nb,1,1,1,500,Z100L,DCU\n",
+                           "pods.csv");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ((*pods)[0].vendor, "");
+  EXPECT_EQ((*pods)[1].vendor, "DCU");
+  EXPECT_EQ((*pods)[1].gpu_spec, std::vector<std::string>{"Z100L"});
+}
+
+TEST(MixedTraceTest, ResolveVendorsNamesTheRow) {
+  vendors::VendorSet set(vendors::AllVendorsWithDefaults());
+  std::vector<TraceNode> nodes = {{"a", 1, 1, 1, "T4", ""}, {"b", 1, 1, 1, "Z100L", "hygon"}, {"c", 1, 1, 1, "x", "nvidia"}};
+  std::vector<TraceTask> tasks(1);
+  tasks[0].name = "t";
+  tasks[0].vendor = "mlu";
+  ASSERT_TRUE(ResolveVendors(set, &nodes, &tasks).ok());
+  EXPECT_EQ(nodes[1].vendor, "DCU");
+  EXPECT_EQ(nodes[2].vendor, "") << "NVIDIA is the empty vendor";
+  EXPECT_EQ(tasks[0].vendor, "MLU");
+  nodes[0].vendor = "tpu";
+  Status s = ResolveVendors(set, &nodes, &tasks);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("node a: vendor 'tpu' is not enabled"), std::string::npos) << s;
+}
+
+// Three nodes of three vendors; every task asks one vendor. A task lands only on its vendor's GPUs,
+// and the vendor rules apply: Kunlun whole XPUs come in counts of 1, 2, 4, 8, so a 3-XPU task never fits.
+TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
+  vendors::VendorSet set(vendors::AllVendorsWithDefaults());
+  std::vector<TraceNode> nodes = {{"gpu", 64000, 262144, 2, "T4", ""},
+                                  {"dcu", 64000, 262144, 2, "Z100L", "hygon"},
+                                  {"xpu", 64000, 262144, 4, "P800", "kunlun"}};
+  auto task = [](const char* name, int gpus, int milli, const char* vendor) {
+    TraceTask t;
+    t.name = name;
+    t.cpu_milli = 1000;
+    t.memory_mib = 1024;
+    t.num_gpu = gpus;
+    t.gpu_milli = milli;
+    t.vendor = vendor;
+    return t;
+  };
+  struct Case {
+    const char* name;
+    std::vector<TraceTask> tasks;
+    int64_t scheduled;
+  };
+  const Case cases[] = {
+      {"each vendor's share fits", {task("a", 1, 500, ""), task("b", 1, 500, "hygon"), task("c", 1, 1000, "kunlun")}, 3},
+      {"a vendor with no node", {task("a", 1, 500, "mlu")}, 0},
+      {"kunlun counts: 3 is not allowed, 4 is", {task("three", 3, 1000, "kunlun"), task("four", 4, 1000, "kunlun")}, 1},
+      {"dcu: three whole cards on a 2-card node", {task("d", 3, 1000, "hygon")}, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto ns = nodes;
+    auto ts = c.tasks;
+    ASSERT_TRUE(ResolveVendors(set, &ns, &ts).ok());
+    // inflation 1e-9: exactly the trace, no resampled copies.
+    auto r = RunInflation(ns, ts, {"hami", 42, 1e-9, &set});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->tasks_scheduled, c.scheduled);
+    EXPECT_EQ(r->tasks_arrived, static_cast<int64_t>(ts.size()));
+  }
+  auto ts = std::vector<TraceTask>{task("b", 1, 500, "DCU")};
+  auto r = RunInflation(nodes, ts, {"hami", 42, 1.0, nullptr});
+  EXPECT_FALSE(r.ok()) << "a mixed trace without a vendor set is an error";
+}
+
+}  // namespace
+}  // namespace hami::sim
