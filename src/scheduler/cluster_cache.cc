@@ -14,6 +14,61 @@ bool SameNode(const core::NodeInfo& a, const core::NodeInfo& b) {
 
 }  // namespace
 
+void ClusterCache::Slot::Publish(const NodeSummary& v) {
+  const uint64_t s0 = seq.load(std::memory_order_relaxed);
+  seq.store(s0 + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const int64_t vals[kDynamic] = {v.cpu_free,        v.mem_free,     v.sum_used,       v.sum_usedcores,
+                                  v.sum_usedmem,     v.free_milli_total, v.max_free_mem, v.max_free_cores,
+                                  v.usable,          v.max_free_milli,   v.fully_free,   v.last_slot};
+  for (int i = 0; i < kDynamic; ++i) dyn[i].store(vals[i], std::memory_order_relaxed);
+  seq.store(s0 + 2, std::memory_order_release);
+}
+
+NodeSummary ClusterCache::Slot::Read() const {
+  NodeSummary v = fixed;
+  int64_t vals[kDynamic];
+  while (true) {
+    const uint64_t s0 = seq.load(std::memory_order_acquire);
+    for (int i = 0; i < kDynamic; ++i) vals[i] = dyn[i].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if ((s0 & 1) == 0 && seq.load(std::memory_order_relaxed) == s0) break;
+  }
+  v.cpu_free = vals[0];
+  v.mem_free = vals[1];
+  v.sum_used = vals[2];
+  v.sum_usedcores = vals[3];
+  v.sum_usedmem = vals[4];
+  v.free_milli_total = vals[5];
+  v.max_free_mem = vals[6];
+  v.max_free_cores = static_cast<int>(vals[7]);
+  v.usable = static_cast<int>(vals[8]);
+  v.max_free_milli = static_cast<int>(vals[9]);
+  v.fully_free = static_cast<int>(vals[10]);
+  v.last_slot = static_cast<int>(vals[11]);
+  return v;
+}
+
+void ClusterCache::PublishAllLocked(Entry& e) {
+  NodeSummary v = e.state.Summarize();
+  const auto& devs = e.state.info.devices;
+  v.kind = -1;
+  v.kind_device = nullptr;
+  bool uniform = !devs.empty();
+  for (const auto& d : devs)
+    uniform = uniform && d.vendor == devs[0].vendor && d.type == devs[0].type &&
+              d.devmem_mib == devs[0].devmem_mib && d.devcore == devs[0].devcore;
+  if (uniform) {
+    auto key = std::make_tuple(devs[0].vendor, devs[0].type, devs[0].devmem_mib, devs[0].devcore);
+    auto it = std::find(kinds_.begin(), kinds_.end(), key);
+    if (it == kinds_.end()) it = kinds_.insert(kinds_.end(), std::move(key));
+    v.kind = static_cast<int>(it - kinds_.begin());
+    v.kind_device = &devs[0];
+  }
+  SlotAt(e.slot).fixed = v;
+  SlotAt(e.slot).Publish(v);
+}
+
 PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
                                            std::vector<std::string>* uuids) {
   std::map<std::string, DeviceDelta> init_peak, app_sum;
@@ -97,6 +152,7 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
       e.state = NodeState::Make(std::move(info));
     }
     ApplyPendingLocked(e);
+    PublishAllLocked(e);
     return;
   }
   auto entry = std::make_unique<Entry>(NodeState::Make(std::move(info)));
@@ -107,9 +163,20 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
     name = raw->state.info.name;
   }
   auto pos = std::lower_bound(order_.begin(), order_.end(), name, [](const std::unique_ptr<Entry>& a, const std::string& n) { return a->state.info.name < n; });
+  const size_t at = static_cast<size_t>(pos - order_.begin());
+  if (free_slots_.empty()) {
+    raw->slot = slot_count_++;
+    if (raw->slot / kSlotChunk >= slots_.size()) slots_.push_back(std::make_unique<Slot[]>(kSlotChunk));
+  } else {
+    raw->slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
   order_.insert(pos, std::move(entry));
+  order_slot_.insert(order_slot_.begin() + at, static_cast<uint32_t>(raw->slot));
+  for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
   by_name_[name] = raw;
   ApplyPendingLocked(*raw);
+  PublishAllLocked(*raw);
 }
 
 void ClusterCache::RemoveNode(const std::string& name) {
@@ -124,7 +191,11 @@ void ClusterCache::RemoveNode(const std::string& name) {
     if (np != node_pods_.end())
       for (const auto& uid : np->second) pods_.at(uid).applied = false;
   }
-  order_.erase(std::find_if(order_.begin(), order_.end(), [raw](const auto& p) { return p.get() == raw; }));
+  const size_t at = raw->index;
+  free_slots_.push_back(static_cast<uint32_t>(raw->slot));
+  order_slot_.erase(order_slot_.begin() + at);
+  order_.erase(order_.begin() + at);
+  for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
 }
 
 Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& alloc, const PodResources& res) {
@@ -142,6 +213,7 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
       if (auto e = by_name_.find(o.node); e != by_name_.end()) {
         std::lock_guard nl(e->second->mu);
         e->second->state.Apply(o.delta, -1);
+        PublishUsage(*e->second);
       }
     }
     node_pods_[o.node].erase(uid);
@@ -150,6 +222,7 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
   if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
     std::lock_guard nl(e->second->mu);
     ApplyRecord(e->second->state, rec);
+    PublishUsage(*e->second);
   }
   node_pods_[rec.node].insert(uid);
   pods_.emplace(uid, std::move(rec));
@@ -166,6 +239,7 @@ Status ClusterCache::RemovePod(const std::string& uid) {
     if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
       std::lock_guard nl(e->second->mu);
       e->second->state.Apply(rec.delta, -1);
+      PublishUsage(*e->second);
     }
   }
   auto np = node_pods_.find(rec.node);
@@ -193,6 +267,7 @@ Status ClusterCache::Reserve(const std::string& uid, const std::string& node, co
   for (const auto& d : delta.devices) rec.uuids.push_back(st.info.devices[d.device].uuid);
   if (rec.delta.pod_class == kNoPodClass) rec.delta.pod_class = PodClassOf(st, rec.delta);
   st.Apply(rec.delta, +1);
+  PublishUsage(*e->second);
   rec.applied = true;
   node_pods_[node].insert(uid);
   pods_.emplace(uid, std::move(rec));

@@ -12,10 +12,15 @@
 //    node's lock), so concurrent decisions can never oversubscribe memory, cores, slots, CPU or
 //    memory of a node; the loser gets ABORTED and schedules again.
 //  - Lock order: nodes_mu_ -> pods_mu_ -> a node's mu. Node add/remove takes nodes_mu_ exclusively.
+//  - Every node also has a NodeSummary in one contiguous array, republished (sequence lock) after each
+//    change of the node: a View reads it without the node's lock, so a decision can reject or bound a
+//    node without touching the node itself.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -95,6 +100,37 @@ class ClusterCache {
     return true;
   }
 
+  // A read view of all nodes, valid during Read(): nodes by index in name order, their summaries
+  // (lock-free), and each node's full state under its lock. Node add/remove waits for the view.
+  class View {
+   public:
+    size_t size() const { return c_.order_.size(); }
+    // Index of the node in name order, or -1 when unknown.
+    int IndexOf(const std::string& name) const {
+      auto it = c_.by_name_.find(name);
+      return it == c_.by_name_.end() ? -1 : static_cast<int>(it->second->index);
+    }
+    // A consistent copy of the node's summary (retries while the node is being updated).
+    NodeSummary Summary(size_t i) const { return c_.SlotAt(c_.order_slot_[i]).Read(); }
+    // Calls f(const NodeState&) under the node's lock.
+    template <typename F>
+    void WithNode(size_t i, F&& f) const {
+      const Entry& e = *c_.order_[i];
+      std::lock_guard nl(e.mu);
+      f(static_cast<const NodeState&>(e.state));
+    }
+
+   private:
+    friend class ClusterCache;
+    explicit View(const ClusterCache& c) : c_(c) {}
+    const ClusterCache& c_;
+  };
+  template <typename F>
+  void Read(F&& f) const {
+    std::shared_lock l(nodes_mu_);
+    f(View(*this));
+  }
+
   // A copy of one node's state (tests, reports).
   std::optional<NodeState> Snapshot(const std::string& name) const;
   std::vector<std::string> NodeNames() const;
@@ -107,7 +143,25 @@ class ClusterCache {
     explicit Entry(NodeState s) : state(std::move(s)) {}
     mutable std::mutex mu;
     NodeState state;   // guarded by mu
+    size_t index = 0;  // position in order_; guarded by nodes_mu_
+    size_t slot = 0;   // its summary in slots_; guarded by nodes_mu_
   };
+  // One node's summary. The registration-fixed part is written only with nodes_mu_ held exclusively;
+  // the usage part under the node's lock (one writer) behind a sequence counter.
+  struct Slot {
+    static constexpr int kDynamic = 12;
+    NodeSummary fixed;
+    std::atomic<uint64_t> seq{0};
+    std::atomic<int64_t> dyn[kDynamic] = {};
+    void Publish(const NodeSummary& s);   // the usage part
+    NodeSummary Read() const;
+  };
+  // Republishes the usage part of e's summary; requires e.mu (or nodes_mu_ exclusively).
+  void PublishUsage(const Entry& e) const { SlotAt(e.slot).Publish(e.state.Summarize()); }
+  static constexpr size_t kSlotChunk = 1024;
+  Slot& SlotAt(size_t i) const { return slots_[i / kSlotChunk][i % kSlotChunk]; }
+  // Rewrites e's whole summary (kind included); requires nodes_mu_ exclusively.
+  void PublishAllLocked(Entry& e);
   struct PodRecord {
     std::string node;
     PodDelta delta;                   // device indices valid while applied
@@ -128,6 +182,14 @@ class ClusterCache {
   mutable std::shared_mutex nodes_mu_;
   std::vector<std::unique_ptr<Entry>> order_;                    // guarded by nodes_mu_; sorted by name
   std::unordered_map<std::string, Entry*> by_name_;              // guarded by nodes_mu_
+  // Summaries in chunks of kSlotChunk (contiguous for the scan, never moved): slot_count_ grows only
+  // (a removed node's slot is reused); order_slot_ is parallel to order_.
+  std::vector<std::unique_ptr<Slot[]>> slots_;                    // shape guarded by nodes_mu_
+  size_t slot_count_ = 0;                                         // guarded by nodes_mu_
+  std::vector<uint32_t> order_slot_;                              // guarded by nodes_mu_
+  std::vector<uint32_t> free_slots_;                              // guarded by nodes_mu_
+  // Interned device kinds (vendor, type, memory, cores) for NodeSummary::kind.
+  std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_;   // guarded by nodes_mu_
 
   mutable std::mutex pods_mu_;                                    // acquired after nodes_mu_
   std::unordered_map<std::string, PodRecord> pods_;               // guarded by pods_mu_

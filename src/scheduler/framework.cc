@@ -288,6 +288,25 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
   return true;
 }
 
+bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& node) {
+  if (node.track_cpu && cycle.cpu_milli() > node.cpu_free) return false;
+  if (node.track_mem && cycle.memory_mib() > node.mem_free) return false;
+  if (!cycle.has_devices()) return true;
+  for (const auto& c : cycle.pod().containers) {
+    for (const auto& r : c.devices) {
+      if (r.nums <= 0) continue;
+      if (profile.vendor_rules != nullptr && profile.vendor_rules->Covers(r.vendor)) continue;   // its own checks
+      // Every device a request takes is usable and has the memory and cores on its own.
+      if (r.nums > node.usable || r.coresreq > node.max_free_cores) return false;
+      const int64_t mem = r.memreq_mib > 0     ? r.memreq_mib
+                          : r.mem_percentage > 0 ? node.min_devmem * std::min(r.mem_percentage, 100) / 100
+                                                 : node.min_devmem;
+      if (mem > node.max_free_mem) return false;
+    }
+  }
+  return true;
+}
+
 void NormalizeScores(Normalize how, std::span<int64_t> scores) {
   if (scores.empty()) return;
   if (how == Normalize::kClamp) {

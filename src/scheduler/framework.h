@@ -13,6 +13,7 @@
 // src/scheduler/policies/<name>/ and is one row of the registry (registry.h). Plugins see a request,
 // a node view and per-cycle scratch state; never RPC, never the cache.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -136,6 +137,9 @@ struct Placement {
   }
 };
 
+// UpperBound's answer when the scorer cannot bound the node's score.
+inline constexpr int64_t kNoBound = INT64_MAX;
+
 // Rates a feasible node with the pod placed. Raw scores are integers; the framework normalises them
 // once (Profile::normalize) into 0..100, higher is better.
 class NodeScorer {
@@ -144,6 +148,15 @@ class NodeScorer {
   virtual Status PreFilter(CycleState& cycle) const { return OkStatus(); }
   // `node` is the state before the pod; `placement` is where the pod would go.
   virtual int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const = 0;
+  // A value >= Score(...) for any placement of the cycle's pod on a node with this summary, or
+  // kNoBound. Lets the scheduler examine nodes best bound first and stop when no node left can beat
+  // (or tie earlier in name order with) the best one found: the decision is the same as scoring every
+  // node. Called only when bounded() (saves a virtual call per node otherwise); must not use randomness.
+  virtual int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const { return kNoBound; }
+  bool bounded() const { return bounded_; }
+
+ protected:
+  bool bounded_ = false;
 };
 
 enum class Normalize {
@@ -177,6 +190,11 @@ struct EvalScratch {
 // (when not null). `node` must not change during the call (the caller holds the node's lock).
 bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeState& node,
                   EvalScratch& scratch, Placement* placement, FitFailure* why);
+
+// False when the pod cannot fit a node with this summary (node CPU/memory; for requests on the generic
+// per-device checks also usable devices and the largest free memory and cores of a device): a
+// necessary condition of EvaluateNode, O(requests of the pod). Keep it one when the checks change.
+bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& node);
 
 // Normalised 0..100 scores from raw scores, per the profile.
 void NormalizeScores(Normalize how, std::span<int64_t> scores);

@@ -86,6 +86,38 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
   }
 }
 
+NodeSummary NodeState::Summarize() const {
+  NodeSummary s;
+  s.cpu_free = cpu_free();
+  s.mem_free = mem_free();
+  s.sum_used = sum_used;
+  s.sum_usedcores = sum_usedcores;
+  s.sum_usedmem = sum_usedmem;
+  s.free_milli_total = free_milli_total;
+  s.fully_free = fully_free;
+  s.gpus = gpus();
+  s.track_cpu = info.cpu_milli > 0;
+  s.track_mem = info.memory_mib > 0;
+  s.total_count = total_count;
+  s.total_devcore = total_devcore;
+  s.total_devmem = total_devmem;
+  for (size_t d = 0; d < caps.size(); ++d) {
+    const DeviceCaps& c = caps[d];
+    const core::DeviceUsage& u = usage[d];
+    s.min_devmem = d == 0 ? c.devmem_mib : std::min(s.min_devmem, c.devmem_mib);
+    s.max_devmem = std::max(s.max_devmem, c.devmem_mib);
+    s.min_devcore = d == 0 ? c.devcore : std::min(s.min_devcore, c.devcore);
+    s.max_devcore = std::max(s.max_devcore, c.devcore);
+    s.max_free_milli = std::max(s.max_free_milli, free_milli[d]);
+    if (!c.health || c.cordoned || c.count <= u.used) continue;
+    ++s.usable;
+    s.last_slot += c.count - u.used == 1;
+    s.max_free_mem = std::max(s.max_free_mem, c.devmem_mib - u.usedmem_mib);
+    s.max_free_cores = std::max(s.max_free_cores, c.devcore - u.usedcores);
+  }
+  return s;
+}
+
 bool NodeState::Fits(const PodDelta& delta) const {
   if (info.cpu_milli > 0 && delta.cpu_milli > cpu_free()) return false;
   if (info.memory_mib > 0 && delta.memory_mib > mem_free()) return false;

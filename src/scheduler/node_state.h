@@ -56,6 +56,34 @@ struct PodDelta {
   int pod_class = kNoPodClass;
 };
 
+// What a decision can read about a node without its lock (ClusterCache keeps one per node in a
+// contiguous array, published with a sequence lock): enough for a quick reject and for a policy's upper
+// bound on the node's score (NodeScorer::UpperBound). Usage-dependent fields follow NodeState::Apply;
+// the rest are fixed while the node's registration is.
+struct NodeSummary {
+  // Usage-dependent.
+  int64_t cpu_free = 0, mem_free = 0;        // NodeState::cpu_free() / mem_free()
+  int64_t sum_used = 0, sum_usedcores = 0, sum_usedmem = 0;
+  int64_t free_milli_total = 0;
+  int64_t max_free_mem = 0;   // largest devmem - usedmem over usable devices (healthy, not cordoned, a slot left)
+  int max_free_cores = 0;     // largest devcore - usedcores over usable devices
+  int usable = 0;             // usable devices
+  int max_free_milli = 0;     // largest free_milli over all devices
+  int fully_free = 0;         // NodeState::fully_free
+  int last_slot = 0;          // usable devices with exactly one slot left (their free milli drops to 0 when taken)
+  // Fixed by the registration.
+  int gpus = 0;
+  bool track_cpu = false, track_mem = false;   // info.cpu_milli > 0, info.memory_mib > 0
+  int64_t total_count = 0, total_devcore = 0, total_devmem = 0;
+  int64_t min_devmem = 0, max_devmem = 0;      // over the devices (0 when none)
+  int min_devcore = 0, max_devcore = 0;
+  // Identity of the node's device kind when every device has the same vendor, type, memory and cores
+  // (ClusterCache interns kinds; -1 when mixed or no devices), and one such device (valid while the
+  // caller holds the cache's view).
+  int kind = -1;
+  const core::DeviceInfo* kind_device = nullptr;
+};
+
 struct NodeState {
   core::NodeInfo info;
   std::vector<core::DeviceUsage> usage;   // parallel to info.devices
@@ -88,6 +116,8 @@ struct NodeState {
 
   // Adds (sign = +1) or removes (sign = -1) a pod's usage; O(devices of the delta).
   void Apply(const PodDelta& delta, int sign);
+  // The summary of this state (O(devices)); `kind` and `kind_device` are left for the cache to set.
+  NodeSummary Summarize() const;
   // True when `delta` still fits on top of the current usage (slots, memory, cores, exclusivity,
   // CPU and memory of the node). Used to commit a reservation optimistically.
   bool Fits(const PodDelta& delta) const;

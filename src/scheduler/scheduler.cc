@@ -62,8 +62,20 @@ struct ThreadScratch {
   std::vector<int64_t> raw;
   std::vector<std::string> names;   // reused: assign() keeps capacity
   size_t feasible = 0;
+  std::vector<BoundedNode> heap;    // ScheduleBounded
+  Placement best_placement;
 };
 thread_local ThreadScratch t_scratch;
+
+// True when no device request of the pod goes to vendor rules (the scorers' bounds assume the generic
+// memory and cores of a share).
+bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
+  if (profile.vendor_rules == nullptr) return true;
+  for (const auto& c : pod.containers)
+    for (const auto& r : c.devices)
+      if (r.nums > 0 && profile.vendor_rules->Covers(r.vendor)) return false;
+  return true;
+}
 }  // namespace
 
 StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidates,
@@ -74,6 +86,10 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   const Profile& profile = ProfileFor(pod);
   HAMI_RETURN_IF_ERROR(profile.picker->PreFilter(cycle));
   HAMI_RETURN_IF_ERROR(profile.scorer->PreFilter(cycle));
+
+  if (!options.explain && !options.full_scan && profile.selection == HostSelection::kHighestScore &&
+      profile.scorer->bounded() && OnGenericChecks(profile, pod))
+    return ScheduleBounded(profile, cycle, candidates);
 
   ThreadScratch& ts = t_scratch;
   ts.raw.clear();
@@ -141,6 +157,71 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   });
   if (!fits) return Aborted("node ", winner, " changed during the decision; schedule again");
   out.node = std::move(winner);
+  return out;
+}
+
+StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const CycleState& cycle,
+                                              const std::vector<std::string>* candidates) const {
+  ThreadScratch& ts = t_scratch;
+  const bool clamp = profile.normalize == Normalize::kClamp;
+  auto key_of = [clamp](int64_t raw) { return clamp ? std::clamp<int64_t>(raw, 0, 100) : raw; };
+  Decision out;
+  cache_.Read([&](const ClusterCache::View& view) {
+    // Nodes that may fit, with an upper bound of their key; index = name order, so the node that
+    // wins a tie is the lowest index (among all nodes, or among the candidates).
+    auto& heap = ts.heap;
+    heap.clear();
+    auto consider = [&](size_t i) {
+      const NodeSummary sum = view.Summary(i);
+      if (!MayFit(profile, cycle, sum)) return;
+      const int64_t bound = profile.scorer->UpperBound(cycle, sum);
+      heap.push_back({bound == kNoBound ? kNoBound : key_of(bound), static_cast<uint32_t>(i)});
+    };
+    if (candidates == nullptr) {
+      for (size_t i = 0; i < view.size(); ++i) consider(i);
+    } else {
+      for (const auto& name : *candidates)
+        if (const int i = view.IndexOf(name); i >= 0) consider(static_cast<size_t>(i));
+    }
+    // Max-heap on (bound, then lower index first).
+    auto lower = [](const BoundedNode& a, const BoundedNode& b) {
+      return a.bound < b.bound || (a.bound == b.bound && a.index > b.index);
+    };
+    std::make_heap(heap.begin(), heap.end(), lower);
+    bool have_best = false;
+    int64_t best_key = 0;
+    uint32_t best = 0;
+    size_t last = static_cast<size_t>(-1);
+    while (!heap.empty()) {
+      const BoundedNode top = heap.front();
+      // Nothing left can score higher, or tie and come earlier in name order.
+      if (have_best && (top.bound < best_key || (top.bound == best_key && top.index > best))) break;
+      std::pop_heap(heap.begin(), heap.end(), lower);
+      heap.pop_back();
+      if (top.index == last) continue;   // a candidate named twice
+      last = top.index;
+      view.WithNode(top.index, [&](const NodeState& node) {
+        if (!EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, nullptr)) return;
+        ++out.feasible_nodes;
+        const int64_t key = key_of(profile.scorer->Score(cycle, node, ts.placement));
+        if (!have_best || key > best_key || (key == best_key && top.index < best)) {
+          have_best = true;
+          best_key = key;
+          best = top.index;
+          ts.best_placement = ts.placement;
+        }
+      });
+    }
+    if (!have_best) return;
+    out.score = clamp ? static_cast<int>(best_key) : 100;
+    // The winner's placement was computed under its lock in this view; the node may change before
+    // Reserve, which checks.
+    view.WithNode(best, [&](const NodeState& node) {
+      out.node = node.info.name;
+      out.allocation = AllocationOf(node, ts.best_placement);
+      out.delta = ts.best_placement.delta;
+    });
+  });
   return out;
 }
 

@@ -41,6 +41,9 @@ struct SchedulerOptions {
 struct ScheduleOptions {
   Rng* rng = nullptr;     // per-call randomness (the simulator passes its run's stream)
   bool explain = false;   // fill Decision::failures and Decision::scores (costs a string per node)
+  // Score every feasible node even when the policy can bound its scores (same decision, slower; for
+  // benchmarks and tests).
+  bool full_scan = false;
 };
 
 struct NodeFailure {
@@ -58,6 +61,9 @@ struct Decision {
   std::string node;                  // empty: no node fits
   core::PodAllocation allocation;    // per container (PodRequest order), its devices
   PodDelta delta;                    // what Reserve commits (effective usage)
+  // Feasible nodes found. Exact with explain and for policies that choose among all feasible nodes;
+  // a policy whose scorer bounds its scores stops examining nodes once none can win, and counts only
+  // the nodes it examined.
   int feasible_nodes = 0;
   int score = 0;                     // of the chosen node
   std::vector<NodeFailure> failures; // explain only
@@ -94,11 +100,21 @@ class Scheduler {
 
  private:
   explicit Scheduler(std::unique_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+  // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping when
+  // no node left can win. Same decision as scoring every node.
+  StatusOr<Decision> ScheduleBounded(const Profile& profile, const CycleState& cycle,
+                                     const std::vector<std::string>* candidates) const;
   std::unique_ptr<Profile> profile_;
   std::unique_ptr<Profile> fgd_, default_, hami_;   // per-pod choices (null when profile_ is that policy)
   ClusterCache cache_;
   uint64_t seed_;
   mutable std::atomic<uint64_t> calls_{0};
+};
+
+// A node waiting to be examined by a bounded scan: the upper bound of its key and its index.
+struct BoundedNode {
+  int64_t bound = 0;
+  uint32_t index = 0;
 };
 
 // The allocation annotations describe: devices per container from a placement.

@@ -91,6 +91,93 @@ int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycl
   return before - after;
 }
 
+void WeightAbove::Build(std::vector<std::pair<int64_t, int64_t>> vw) {
+  std::sort(vw.begin(), vw.end());
+  values.resize(vw.size());
+  suffix.assign(vw.size() + 1, 0);
+  for (size_t i = vw.size(); i-- > 0;) {
+    values[i] = vw[i].first;
+    suffix[i] = suffix[i + 1] + vw[i].second;
+  }
+}
+
+int64_t WeightAbove::Above(int64_t x) const {
+  if (values.empty() || x >= values.back()) return 0;   // the common case: nothing above
+  return suffix[std::upper_bound(values.begin(), values.end(), x) - values.begin()];
+}
+
+namespace {
+
+void BuildTables(const TypicalSet& set, FgdBoundTables& t) {
+  std::vector<std::pair<int64_t, int64_t>> cpu, mem, multi;
+  for (const auto& ts : set.shapes) {
+    t.total += ts.weight_ppm;
+    cpu.push_back({ts.shape.cpu_milli, ts.weight_ppm});
+    mem.push_back({ts.shape.memory_mib, ts.weight_ppm});
+    if (ts.shape.gpus >= 2) multi.push_back({ts.shape.gpus, ts.weight_ppm});
+  }
+  t.cpu.Build(std::move(cpu));
+  t.mem.Build(std::move(mem));
+  t.multi_gpus.Build(std::move(multi));
+  t.built = true;
+}
+
+// Per-GPU milli of each typical shape on `dev` (as the tally cache computes it), -1 = cannot use it.
+void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTables::Kind& k) {
+  std::vector<std::pair<int64_t, int64_t>> need;
+  for (const auto& ts : set.shapes) {
+    const TaskShape& shape = ts.shape;
+    bool accepted = ts.models.empty();
+    for (const auto& m : ts.models) accepted = accepted || TypeMatches(dev.type, m);
+    if (!accepted || shape.gpus == 0) {
+      k.unaccepted += ts.weight_ppm;
+      continue;
+    }
+    int64_t mem = shape.memreq_mib;
+    if (mem == 0) mem = dev.devmem_mib * (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
+    need.push_back({std::max(1, RequestMilli(dev, mem, shape.coresreq)), ts.weight_ppm});
+  }
+  k.need.Build(std::move(need));
+  k.built = true;
+}
+
+}  // namespace
+
+int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
+  // A pod without GPUs frees nothing and can only stop shapes from running: F cannot fall.
+  if (!cycle.has_devices()) return SigmoidScore(0);
+  const core::DeviceRequest* r = cycle.single_request();
+  if (r == nullptr || node.kind < 0 || node.kind_device == nullptr || r->nums <= 0) return kNoBound;
+  FgdBoundTables& t = fc.bounds;
+  const TypicalSet& set = fc.view.set();
+  if (!t.built) BuildTables(set, t);
+  if (static_cast<size_t>(node.kind) >= t.kinds.size()) t.kinds.resize(node.kind + 1);
+  FgdBoundTables::Kind& k = t.kinds[node.kind];
+  if (!k.built) {
+    const core::DeviceInfo& dev = *node.kind_device;
+    BuildKind(set, dev, k);
+    // The pod's share of one GPU of this kind.
+    int64_t mem = r->memreq_mib;
+    if (mem <= 0) mem = dev.devmem_mib * (r->mem_percentage > 0 ? std::min(r->mem_percentage, 100) : 100) / 100;
+    mem = std::max<int64_t>(mem, 0);
+    const int cores = std::max(r->coresreq, 0);
+    // Least free milli of a GPU the request fits on (free memory >= mem, free cores >= cores, a slot).
+    int64_t f_lb = kMilliPerGpu;
+    if (dev.devmem_mib > 0) f_lb = std::min(f_lb, mem * kMilliPerGpu / dev.devmem_mib);
+    if (dev.devcore > 0) f_lb = std::min<int64_t>(f_lb, int64_t{cores} * kMilliPerGpu / dev.devcore);
+    k.drop = RequestMilli(dev, mem, cores);
+    k.weight = k.unaccepted + k.need.Above(f_lb);
+  }
+  // Free milli one GPU loses: at most the share's milli, or all of it when its last slot goes.
+  const int64_t drop = node.last_slot > 0 ? std::max<int64_t>(k.drop, node.max_free_milli) : k.drop;
+  const int64_t taken = std::min<int64_t>(int64_t{r->nums} * drop, node.free_milli_total);
+  int64_t w = k.weight + t.multi_gpus.Above(node.fully_free);
+  if (node.track_cpu) w += t.cpu.Above(node.cpu_free);
+  if (node.track_mem) w += t.mem.Above(node.mem_free);
+  w = std::min(w, t.total);
+  return SigmoidScore(std::max<int64_t>(taken, 0) * w);
+}
+
 std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOptions& shapes) {
   auto model = std::make_shared<ShapeModel>(shapes);
   auto p = std::make_unique<Profile>();

@@ -8,11 +8,44 @@
 
 namespace hami::scheduler::fgd {
 
+// Weights of typical shapes above a threshold: values ascending, suffix sums of their weights.
+struct WeightAbove {
+  std::vector<int64_t> values, suffix;   // suffix[i] = sum of weights of entries i.. (size + 1)
+  void Build(std::vector<std::pair<int64_t, int64_t>> value_weight);
+  int64_t Above(int64_t x) const;        // total weight of entries with value > x
+};
+
+// Per-cycle tables for FgdScorer::UpperBound, built on first use.
+struct FgdBoundTables {
+  struct Kind {
+    bool built = false;
+    int64_t unaccepted = 0;   // weight of shapes that cannot use this kind of GPU (or use none)
+    WeightAbove need;         // per-GPU milli of each GPU shape on this kind
+    // For the cycle's request on this kind: the milli one GPU of it takes, and the weight of the
+    // shapes that cannot use a GPU the request fits on or cannot use this kind at all.
+    int64_t drop = 0;
+    int64_t weight = 0;
+  };
+  bool built = false;
+  int64_t total = 0;          // sum of the typical weights
+  WeightAbove cpu, mem, multi_gpus;   // node CPU, node memory, GPU count of multi-GPU shapes
+  std::vector<Kind> kinds;    // by NodeSummary::kind
+};
+
 // Per-cycle data: the typical set of this decision and its device-kind cache.
 struct FgdCycle {
   explicit FgdCycle(std::shared_ptr<const TypicalSet> set) : view(std::move(set)) {}
   FragmentationView view;
+  mutable FgdBoundTables bounds;
 };
+
+// An upper bound of the FGD score of any placement of the cycle's pod on a node with summary `node`
+// when the pod asks no GPU or one request of GPUs (kNoBound for other pods and for nodes with mixed
+// devices). Every shape's
+// fragmentation falls by at most the free milli the pod takes, and falls at all only for shapes that
+// could not run on the node before or that could not use a GPU the pod takes; the second set is bounded
+// from the node's CPU, memory, fully free GPUs and the least free milli a fitting GPU has.
+int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node);
 
 // Observes the pod into the model (once per cycle) and stores the cycle's view. Both the picker and
 // the scorer call it; the first one does the work.
@@ -37,7 +70,10 @@ int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycl
 
 class FgdScorer final : public NodeScorer {
  public:
-  explicit FgdScorer(std::shared_ptr<ShapeModel> model) : model_(std::move(model)) {}
+  explicit FgdScorer(std::shared_ptr<ShapeModel> model) : model_(std::move(model)) { bounded_ = true; }
+  int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override {
+    return FgdUpperBound(CycleOf(*model_, cycle), cycle, node);
+  }
   Status PreFilter(CycleState& cycle) const override { return PrepareCycle(*model_, cycle); }
   int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override {
     return SigmoidScore(FragmentationDelta(CycleOf(*model_, cycle).view, cycle, node, placement));

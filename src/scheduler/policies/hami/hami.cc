@@ -162,6 +162,16 @@ class HamiPicker final : public GpuPicker {
 
 enum class NodeMode { kBinpack, kSpread };
 
+// Utilisation 0..100 from the node's summed usage: the mean of the slot, core and memory fractions.
+int64_t Utilization(int64_t used, int64_t cores, int64_t mem, int64_t total_count, int64_t total_devcore,
+                    int64_t total_devmem) {
+  int64_t perm = 0;
+  if (total_count > 0) perm += 1000 * used / total_count;
+  if (total_devcore > 0) perm += 1000 * cores / total_devcore;
+  if (total_devmem > 0) perm += 1000 * mem / total_devmem;
+  return perm / 30;
+}
+
 // Node utilisation after placing the pod, 0..100: the mean of the slot, core and memory fractions
 // over all devices of the node (upstream's NodeScore / 30, pod counted).
 int64_t NodeUtilization(const NodeState& node, const Placement& pl) {
@@ -171,16 +181,42 @@ int64_t NodeUtilization(const NodeState& node, const Placement& pl) {
     cores += d.cores;
     mem += d.mem_mib;
   }
-  int64_t perm = 0;
-  if (node.total_count > 0) perm += 1000 * used / node.total_count;
-  if (node.total_devcore > 0) perm += 1000 * cores / node.total_devcore;
-  if (node.total_devmem > 0) perm += 1000 * mem / node.total_devmem;
-  return perm / 30;
+  return Utilization(used, cores, mem, node.total_count, node.total_devcore, node.total_devmem);
+}
+
+// Bounds of the utilisation after placing the pod on a node with summary `n` (Utilization is
+// monotone in each sum). Upper: every device request of every container adds its full share (the
+// effective usage is at most that); memory of a share resolved on the largest device. Lower: a pod
+// with one request adds exactly nums x (slot, cores, memory on the smallest device); otherwise nothing.
+int64_t MemOf(const core::DeviceRequest& r, int64_t devmem) {
+  if (r.memreq_mib > 0) return r.memreq_mib;
+  if (r.mem_percentage > 0) return devmem * std::min(r.mem_percentage, 100) / 100;
+  return devmem;
+}
+int64_t UtilizationUpper(const CycleState& cycle, const NodeSummary& n) {
+  int64_t used = 0, cores = 0, mem = 0;
+  for (const auto& c : cycle.pod().containers)
+    for (const auto& r : c.devices) {
+      if (r.nums <= 0) continue;
+      used += r.nums;
+      cores += int64_t{r.nums} * std::max(r.coresreq, 0);
+      mem += r.nums * std::max<int64_t>(MemOf(r, n.max_devmem), 0);
+    }
+  return Utilization(n.sum_used + used, n.sum_usedcores + cores, n.sum_usedmem + mem, n.total_count,
+                     n.total_devcore, n.total_devmem);
+}
+int64_t UtilizationLower(const CycleState& cycle, const NodeSummary& n) {
+  if (const core::DeviceRequest* r = cycle.single_request(); r && r->coresreq >= 0) {
+    return Utilization(n.sum_used + r->nums, n.sum_usedcores + int64_t{r->nums} * r->coresreq,
+                       n.sum_usedmem + r->nums * std::max<int64_t>(MemOf(*r, n.min_devmem), 0), n.total_count,
+                       n.total_devcore, n.total_devmem);
+  }
+  return Utilization(n.sum_used, n.sum_usedcores, n.sum_usedmem, n.total_count, n.total_devcore, n.total_devmem);
 }
 
 class HamiNodeScorer final : public NodeScorer {
  public:
-  explicit HamiNodeScorer(std::string default_policy) : default_(std::move(default_policy)) {}
+  explicit HamiNodeScorer(std::string default_policy) : default_(std::move(default_policy)) { bounded_ = true; }
 
   Status PreFilter(CycleState& cycle) const override {
     const std::string& p = cycle.pod().node_policy.empty() ? default_ : cycle.pod().node_policy;
@@ -194,6 +230,11 @@ class HamiNodeScorer final : public NodeScorer {
   int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& pl) const override {
     const int64_t util = NodeUtilization(node, pl);
     return *cycle.Read<NodeMode>(this) == NodeMode::kBinpack ? util : 100 - util;
+  }
+
+  int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override {
+    return *cycle.Read<NodeMode>(this) == NodeMode::kBinpack ? UtilizationUpper(cycle, node)
+                                                             : 100 - UtilizationLower(cycle, node);
   }
 
  private:
