@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +76,9 @@ std::unique_ptr<k8s::Client> MakeClient(const k8s::testing::FakeApiServer& api) 
   return std::move(*k8s::Client::Create(cfg));
 }
 
+// "Where the time goes" and codec rows, printed after the main table.
+std::vector<std::string> stage_rows, codec_rows;
+
 void FilterLatency(int nodes, int samples, const Tls& tls) {
   k8s::testing::FakeApiServer api;
   (void)api.Start();
@@ -108,7 +113,17 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   http.set_keep_alive(true);
   http.set_tcp_nodelay(true);
   std::vector<double> us;
+  // Stage sums (ns) at the end of the warm-up, to attribute the measured part.
+  const auto& c = ext.counters();
+  int64_t st0[4] = {};
+  auto stages = [&](int64_t* v) {
+    v[0] = c.filter_parse_ns.load();
+    v[1] = c.filter_library_ns.load();
+    v[2] = c.filter_patch_ns.load();
+    v[3] = c.filter_encode_ns.load();
+  };
   for (int i = 0; i < samples + 50; ++i) {
+    if (i == 50) stages(st0);
     const Json& pod = pods[static_cast<size_t>(i) % pods.size()];
     extender::ExtenderArgs a;
     a.pod = pod;
@@ -128,7 +143,54 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   }
   std::printf("| /filter over HTTPS, %d nodes x 8 GPUs, half full, NodeNames | %zu | %.0f us | %.0f us | %.0f us |\n", nodes,
               us.size(), Percentile(us, 0.5), Percentile(us, 0.99), Percentile(us, 1.0));
+  int64_t st1[4];
+  stages(st1);
+  double mean = 0;
+  for (double v : us) mean += v;
+  mean /= static_cast<double>(us.size());
+  double part[4], sum = 0;
+  for (int k = 0; k < 4; ++k) sum += part[k] = static_cast<double>(st1[k] - st0[k]) / 1e3 / static_cast<double>(us.size());
+  stage_rows.push_back(
+      StrCat("| ", nodes, " nodes | ", static_cast<int>(mean), " us | ", static_cast<int>(part[0]), " us | ",
+             static_cast<int>(part[1]), " us | ", static_cast<int>(part[2]), " us | ", static_cast<int>(part[3]),
+             " us | ", static_cast<int>(mean - sum), " us |"));
   server.Stop();
+}
+
+// The extender's own request/reply work at 5k nodes, old way against new way (median of `reps`):
+// ExtenderArgs through nlohmann's DOM vs the scanning parser, and a reply with 5000 FailedNodes
+// (the unschedulable case) through ToJson().dump() vs SerializeFilterResult.
+void CodecCosts(int nodes, int reps) {
+  extender::ExtenderArgs a;
+  a.pod = PodObject("codec", 8192, 20);
+  a.pod["metadata"]["uid"] = "uid-codec";
+  a.node_names.emplace();
+  extender::ExtenderFilterResult r;
+  r.node_names.emplace();
+  for (int n = 0; n < nodes; ++n) {
+    a.node_names->push_back("node-" + std::to_string(n));
+    r.failed_nodes["node-" + std::to_string(n)] = "8/8 CardInsufficientMemory";
+  }
+  const std::string body = extender::ToJson(a).dump();
+  auto median = [&](auto&& f) {
+    std::vector<double> us;
+    for (int i = 0; i < reps; ++i) {
+      const auto t0 = SteadyClock::now();
+      f();
+      us.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
+    }
+    return Percentile(us, 0.5);
+  };
+  size_t sink = 0;
+  const double dom = median([&] { sink += extender::ParseExtenderArgsDom(body)->node_names->size(); });
+  const double fast = median([&] { sink += extender::ParseExtenderArgs(body)->node_names->size(); });
+  const double dump = median([&] { sink += extender::ToJson(r).dump().size(); });
+  const double direct = median([&] { sink += extender::SerializeFilterResult(r).size(); });
+  codec_rows.push_back(StrCat("| ExtenderArgs parse, ", nodes, " NodeNames (", body.size() / 1024, " KiB) | ",
+                              static_cast<int>(dom), " us | ", static_cast<int>(fast), " us |"));
+  codec_rows.push_back(StrCat("| ExtenderFilterResult encode, ", nodes, " FailedNodes | ", static_cast<int>(dump),
+                              " us | ", static_cast<int>(direct), " us |"));
+  if (sink == 0) std::fprintf(stderr, "unexpected\n");
 }
 
 void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
@@ -159,6 +221,13 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   std::vector<std::string> names;
   for (int n = 0; n < nodes; ++n) names.push_back("node-" + std::to_string(n));
   std::atomic<int> next{0}, ok{0}, failed{0};
+  std::mutex err_mu;
+  std::map<std::string, int> errors;  // what failed, by message (the first 200 characters)
+  auto record = [&](const std::string& what) {
+    failed++;
+    std::lock_guard<std::mutex> l(err_mu);
+    errors[what.substr(0, 200)]++;
+  };
   auto worker = [&] {
     httplib::SSLClient http("127.0.0.1", server.port());
     http.enable_server_certificate_verification(false);
@@ -171,13 +240,14 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
       auto r = http.Post("/filter", extender::ToJson(a).dump(), "application/json");
       auto res = r ? extender::ParseExtenderFilterResult(r->body) : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
       if (!res.ok() || !res->error.empty() || !res->node_names || res->node_names->size() != 1) {
-        failed++;
+        record(!res.ok() ? "filter: " + std::string(res.status().message())
+                         : !res->error.empty() ? "filter: " + res->error : "filter: no node fits");
         continue;
       }
       extender::ExtenderBindingArgs b{a.pod["metadata"]["name"], "bench", a.pod["metadata"]["uid"], (*res->node_names)[0]};
       auto br = http.Post("/bind", extender::ToJson(b).dump(), "application/json");
       if (br && br->body == R"({"Error":""})") ok++;
-      else failed++;
+      else record("bind: " + (br ? br->body : std::string("transport: ") + httplib::to_string(br.error())));
     }
   };
   const auto t0 = SteadyClock::now();
@@ -187,6 +257,7 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   std::printf("| filter + bind end to end over HTTPS, %d nodes x 8 GPUs, %d client threads | %d pods (%d failed) | %.0f pods/s | | |\n",
               nodes, threads, ok.load(), failed.load(), ok.load() / secs);
+  for (const auto& [what, n] : errors) std::fprintf(stderr, "  %d x %s\n", n, what.c_str());
   server.Stop();
   ctl.Stop();
 }
@@ -194,12 +265,35 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, latency = true, e2e = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--latency-only") == 0) e2e = false;
+    else if (std::strcmp(argv[i], "--e2e-only") == 0) latency = false;
+    else {
+      std::fprintf(stderr, "usage: extender_bench [--quick] [--latency-only | --e2e-only]\n");
+      return 2;
+    }
+  }
   spdlog::set_level(spdlog::level::warn);
   Tls tls;
   std::printf("| benchmark | samples | p50 | p99 | max |\n|---|---|---|---|---|\n");
-  FilterLatency(1000, quick ? 100 : 1000, tls);
-  FilterLatency(5000, quick ? 100 : 1000, tls);
-  EndToEnd(quick ? 20 : 100, quick ? 500 : 5000, 16, tls);
+  if (latency) {
+    FilterLatency(1000, quick ? 100 : 1000, tls);
+    FilterLatency(5000, quick ? 100 : 1000, tls);
+  }
+  if (e2e) EndToEnd(quick ? 20 : 100, quick ? 500 : 5000, 16, tls);
+  if (latency) CodecCosts(5000, quick ? 20 : 200);
+  if (!codec_rows.empty()) {
+    std::printf("\nThe extender's request/reply codecs (median per call):\n\n"
+                "| work | nlohmann DOM | direct |\n|---|---|---|\n");
+    for (const auto& r : codec_rows) std::printf("%s\n", r.c_str());
+  }
+  if (!stage_rows.empty()) {
+    std::printf("\nWhere a /filter's time goes (means per call; \"rest\" = TLS + HTTP + pod parse + bookkeeping):\n\n"
+                "| cluster | total | ExtenderArgs parse | scheduler library | decision patch | reply encode | rest |\n"
+                "|---|---|---|---|---|---|---|\n");
+    for (const auto& r : stage_rows) std::printf("%s\n", r.c_str());
+  }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "extender/extender.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "common/log.h"
@@ -44,6 +46,54 @@ core::PodAllocation UsageAsAllocation(const scheduler::NodeState& state) {
   return a;
 }
 
+// Whether what a pod is charged against a quota depends on the device it gets: a percentage of the
+// card's memory (nvidia.com/gpumem-percentage without gpumem).
+bool ChargeDependsOnDevice(const core::PodRequest& pod) {
+  for (const auto& c : pod.containers)
+    for (const auto& d : c.devices)
+      if (d.memreq_mib == 0 && d.mem_percentage > 0) return true;
+  return false;
+}
+
+// Adds the time of its scope to a counter (ExtenderCounters' filter_*_ns).
+class StageTimer {
+ public:
+  explicit StageTimer(std::atomic<int64_t>& sum) : sum_(sum), t0_(std::chrono::steady_clock::now()) {}
+  ~StageTimer() {
+    sum_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count(),
+                   std::memory_order_relaxed);
+  }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+
+ private:
+  std::atomic<int64_t>& sum_;
+  const std::chrono::steady_clock::time_point t0_;
+};
+
+// decide_mu_ held shared (optimistic decisions run together) or exclusive (a pod that kept losing).
+class DecideLock {
+ public:
+  DecideLock(absl::Mutex& mu, bool exclusive) : mu_(mu), exclusive_(exclusive) {
+    if (exclusive_) mu_.Lock();
+    else mu_.ReaderLock();
+  }
+  ~DecideLock() { Release(); }
+  DecideLock(const DecideLock&) = delete;
+  DecideLock& operator=(const DecideLock&) = delete;
+  void Release() {
+    if (!held_) return;
+    held_ = false;
+    if (exclusive_) mu_.Unlock();
+    else mu_.ReaderUnlock();
+  }
+
+ private:
+  absl::Mutex& mu_;
+  const bool exclusive_;
+  bool held_ = true;
+};
+
 }  // namespace
 
 Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t now) {
@@ -56,13 +106,6 @@ Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t 
                   {core::kBindPhase, nullptr},
                   {core::kBindTime, nullptr}}},
                 {"labels", {{core::kVgpuNode, node}}}}}};
-}
-
-Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision, int64_t now) {
-  Json ann{{core::kVgpuNode, node}, {core::kVgpuTime, std::to_string(now)}, {core::kBindPhase, nullptr},
-           {core::kBindTime, nullptr}};
-  for (const auto& [k, v] : decision) ann[k] = v;
-  return Json{{"metadata", {{"annotations", std::move(ann)}, {"labels", {{core::kVgpuNode, node}}}}}};
 }
 
 Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts)
@@ -95,15 +138,17 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     out.error = NotLeaderError();
     return out;
   }
-  const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors ? vendors->ParsePod(args.pod, opts_.resources) : core::ParsePodJson(args.pod, opts_.resources);
+  auto parsed = core::ParsePodJson(args.pod, opts_.resources);
   if (!parsed.ok()) {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
     out.error = StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
     return out;
   }
   core::PodRequest pod = std::move(*parsed);
-  const std::vector<std::string> candidates = args.CandidateNames();
+  // NodeNames is used in place (5000 names at 5k nodes); only the Nodes form builds a list.
+  std::vector<std::string> from_nodes;
+  if (!args.node_names) from_nodes = args.CandidateNames();
+  const std::vector<std::string>& candidates = args.node_names ? *args.node_names : from_nodes;
   if (!pod.HasDevices()) {
     // Not ours to judge (upstream passes every node through).
     out.node_names = candidates;
@@ -120,8 +165,29 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
 
   scheduler::ScheduleOptions so;
   so.explain = true;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    auto d = sched_.Schedule(pod, &candidates, so);
+  // Decisions run concurrently (optimistic: Schedule reads, Reserve re-checks). A decision that loses
+  // a race - the winner changed before Schedule's own re-check (ABORTED) or before Reserve - is made
+  // again; after kOptimisticAttempts lost races the pod decides alone (decide_mu_ exclusive), so only an
+  // informer update can still get in its way. The lock covers deciding and reserving, never the patch.
+  constexpr int kOptimisticAttempts = 8;
+  // Quota: upstream checks it per device while fitting, so a charge that depends on the card (a
+  // percentage of its memory) can still fit on a node with smaller cards. Such a pod whose decision
+  // exceeds the quota rules that node out and decides again (kQuotaRetries times at most).
+  constexpr int kQuotaRetries = 8;
+  const bool charge_depends_on_device = ChargeDependsOnDevice(pod);
+  int quota_retries = 0;
+  const std::vector<std::string>* cand = &candidates;
+  std::vector<std::string> narrowed;
+  for (int attempt = 0; attempt <= kOptimisticAttempts; ++attempt) {
+    DecideLock lock(decide_mu_, /*exclusive=*/attempt == kOptimisticAttempts);
+    auto d = [&] {
+      StageTimer t(counters_.filter_library_ns);
+      return sched_.Schedule(pod, cand, so);
+    }();
+    if (!d.ok() && absl::IsAborted(d.status())) {
+      counters_.reserve_conflicts.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     if (!d.ok()) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
       out.error = StrCat("pod ", PodKey(pod), ": ", std::string(d.status().message()));
@@ -136,21 +202,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
               StrCat("no node fits: ", candidates.size(), " nodes do not fit"));
       return out;
     }
-    // Each vendor's decision annotations (NVIDIA alone: its to-allocate/allocated pair, as before).
-    const int64_t now = clock_.UnixSeconds();
-    std::map<std::string, std::string> decision;
-    StatusOr<std::string> encoded = std::string();
-    if (vendors != nullptr) {
-      auto ann = vendors->EncodeDecision(d->allocation, now);
-      if (ann.ok()) {
-        decision = std::move(*ann);
-        encoded = vendors->DecisionFingerprint(decision);
-      } else {
-        encoded = ann.status();
-      }
-    } else {
-      encoded = core::EncodePodDevices(d->allocation);
-    }
+    auto encoded = core::EncodePodDevices(d->allocation);
     if (!encoded.ok()) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
       out.error = StrCat("pod ", PodKey(pod), ": cannot encode the decision: ", std::string(encoded.status().message()));
@@ -167,13 +219,25 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     rec.encoded = *encoded;
     Status q = state_.TryReserve(rec);
     if (!q.ok()) {
-      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
       const std::string why = StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
-      for (const auto& n : candidates) out.failed_nodes[n] = why;
+      if (charge_depends_on_device && quota_retries < kQuotaRetries && cand->size() > 1) {
+        ++quota_retries;
+        --attempt;  // not a lost race
+        out.failed_nodes[d->node] = why;
+        if (cand != &narrowed) narrowed = candidates;
+        narrowed.erase(std::remove(narrowed.begin(), narrowed.end(), d->node), narrowed.end());
+        cand = &narrowed;
+        continue;
+      }
+      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& n : *cand) out.failed_nodes[n] = why;
       out.node_names = std::vector<std::string>{};
       return out;
     }
-    Status r = sched_.Reserve(pod, *d);
+    Status r = [&] {
+      StageTimer t(counters_.filter_library_ns);
+      return sched_.Reserve(pod, *d);
+    }();
     if (!r.ok()) {
       state_.Drop(pod.uid);
       if (absl::IsAborted(r) || absl::IsAlreadyExists(r)) {
@@ -186,9 +250,11 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
       out.error = StrCat("pod ", PodKey(pod), ": ", std::string(r.message()));
       return out;
     }
+    lock.Release();
     if (client_ != nullptr) {
+      StageTimer t(counters_.filter_patch_ns);
       auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge,
-                              vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now));
+                              DecisionPatch(d->node, *encoded, clock_.UnixSeconds()));
       if (!p.ok()) {
         state_.Drop(pod.uid);
         (void)sched_.Unreserve(pod.uid);
@@ -202,7 +268,8 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     return out;
   }
   counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node 8 times; retry");
+  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ", kOptimisticAttempts + 1,
+                     " times (the cluster changed under it); retry");
   return out;
 }
 
@@ -217,8 +284,7 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
-    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s,
-                                  state_.options().vendors);
+    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;
@@ -288,14 +354,19 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
 }
 
 std::string Extender::HandleFilter(std::string_view body) {
-  auto args = ParseExtenderArgs(body);
-  if (!args.ok()) {
+  auto args = [&] {
+    StageTimer t(counters_.filter_parse_ns);
+    return ParseExtenderArgs(body);
+  }();
+  ExtenderFilterResult r;
+  if (args.ok()) {
+    r = Filter(*args);
+  } else {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-    ExtenderFilterResult r;
     r.error = std::string(args.status().message());
-    return ToJson(r).dump();
   }
-  return ToJson(Filter(*args)).dump();
+  StageTimer t(counters_.filter_encode_ns);
+  return SerializeFilterResult(r);
 }
 
 std::string Extender::HandleBind(std::string_view body) {

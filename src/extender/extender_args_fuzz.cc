@@ -37,14 +37,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static World* world = new World();
   const std::string body(reinterpret_cast<const char*>(data), size);
   auto args = ParseExtenderArgs(body);
+  auto dom = ParseExtenderArgsDom(body);
+  FUZZ_CHECK(args.ok() == dom.ok(), "the fast ExtenderArgs parse accepts exactly what the DOM parse does");
+  if (args.ok())
+    FUZZ_CHECK(args->pod == dom->pod && args->nodes == dom->nodes && args->node_names == dom->node_names,
+               "the fast ExtenderArgs parse reads what the DOM parse reads");
+  else
+    FUZZ_CHECK(args.status() == dom.status(), "the same error either way");
   if (args.ok()) {
     auto again = ParseExtenderArgs(ToJson(*args).dump());
     FUZZ_CHECK(again.ok(), "re-serialised ExtenderArgs parse");
     FUZZ_CHECK(again->CandidateNames() == args->CandidateNames(), "candidates survive a round trip");
     ExtenderFilterResult r = world->ext->Filter(*args);
     if (r.error.empty() && r.node_names) FUZZ_CHECK(r.node_names->size() <= args->CandidateNames().size() || !args->node_names, "no invented nodes");
-    auto back = ParseExtenderFilterResult(ToJson(r).dump());
+    const std::string reply = SerializeFilterResult(r);
+    auto back = ParseExtenderFilterResult(reply);
     FUZZ_CHECK(back.ok(), "a filter result parses back");
+    FUZZ_CHECK(reply == ToJson(r).dump(-1, ' ', false, Json::error_handler_t::replace),
+               "the direct reply encoding is nlohmann's dump byte for byte");
     // Keep the cache small: give the reservation back.
     const Json* meta = FindKeyFold(args->pod, "metadata");
     if (meta && meta->is_object() && meta->contains("uid") && (*meta)["uid"].is_string()) {

@@ -1,7 +1,10 @@
 #include "extender/metrics.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace hami::extender {
@@ -128,6 +131,19 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             counters->reserve_conflicts.load());
     counter("hami_extender_bind_requests_total", "Bind calls answered.", counters->bind_total.load());
     counter("hami_extender_bind_errors_total", "Bind calls answered with an Error.", counters->bind_errors.load());
+    out += "# HELP hami_extender_filter_stage_seconds_total Time spent in /filter by stage: the request parse, the "
+           "scheduler library (decide and reserve), the decision patch to the API server, the reply encoding.\n"
+           "# TYPE hami_extender_filter_stage_seconds_total counter\n";
+    const std::pair<const char*, const std::atomic<int64_t>*> stages[] = {{"parse", &counters->filter_parse_ns},
+                                                                           {"library", &counters->filter_library_ns},
+                                                                           {"patch", &counters->filter_patch_ns},
+                                                                           {"encode", &counters->filter_encode_ns}};
+    for (const auto& [stage, ns] : stages) {
+      char line[128];
+      std::snprintf(line, sizeof line, "hami_extender_filter_stage_seconds_total{stage=\"%s\"} %.6f\n", stage,
+                    static_cast<double>(ns->load()) / 1e9);
+      out += line;
+    }
   }
   return out;
 }

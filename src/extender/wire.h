@@ -31,7 +31,11 @@ struct ExtenderArgs {
 };
 // Errors name the field: not JSON, not an object, Pod missing or not an object, a node without
 // metadata.name, a name that is not a string.
+// Scans the top level itself and copies NodeNames without building a DOM for them; falls back to
+// ParseExtenderArgsDom for anything unusual, so both always agree (results and errors).
 StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body);
+// The reference: the whole body through nlohmann's DOM (fuzz target, tests).
+StatusOr<ExtenderArgs> ParseExtenderArgsDom(std::string_view body);
 Json ToJson(const ExtenderArgs& args);
 
 // ExtenderFilterResult (filter reply).
@@ -43,6 +47,9 @@ struct ExtenderFilterResult {
   std::string error;                                    // Error ("" = none)
 };
 Json ToJson(const ExtenderFilterResult& result);
+// Byte for byte ToJson(result).dump(), written directly (FailedNodes can hold 5000 entries); invalid
+// UTF-8 is replaced rather than thrown on.
+std::string SerializeFilterResult(const ExtenderFilterResult& result);
 StatusOr<ExtenderFilterResult> ParseExtenderFilterResult(std::string_view body);
 
 // ExtenderBindingArgs (bind request) and ExtenderBindingResult (bind reply).

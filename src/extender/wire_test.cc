@@ -49,6 +49,62 @@ TEST(ExtenderArgs, ParsesBothNodeCacheModes) {
   }
 }
 
+// ParseExtenderArgs scans the common shape itself and hands the rest to ParseExtenderArgsDom: both
+// must agree on every body, accepted or not, including the words of the error.
+TEST(ExtenderArgs, FastPathAgreesWithTheDomParser) {
+  using namespace std::string_literals;
+  const std::string bodies[] = {
+      R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":["n1","n2","n3"]})",
+      " \n{ \"Pod\" : {} ,\t\"NodeNames\" : [ \"a\" , \"b\" ] , \"Nodes\" : null } \r\n",
+      R"({"Pod":{},"NodeNames":[]})",
+      R"({"Pod":{},"NodeNames":null,"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}}]}})",
+      R"({"NodeNames":["x"],"Pod":{"spec":{"containers":[{"name":"c]}{\"x"}]}}})",  // brackets inside strings
+      R"({"pod":{"a":1},"POD":{"b":2},"nodeNames":["l"],"NODENAMES":["u"]})",      // folded: smallest key wins
+      R"({"pod":{"a":1},"Pod":{"b":2}})",                                          // exact beats folded
+      R"({"Pod":{"a":1},"Pod":{"b":2},"NodeNames":["1"],"NodeNames":["2"]})",      // duplicates: last wins
+      R"({"Pod":{},"Extra":[1,{"x":"}"},-2.5e3,true,null],"NodeNames":["n"]})",     // unknown members
+      R"({"Pod":{},"NodeNames":["caf\u00e9","tab\t"]})",                           // escapes: DOM path
+      "{\"Pod\":{},\"NodeNames\":[\"caf\xc3\xa9\"]}",                             // UTF-8: DOM path
+      "{\"Pod\":{},\"NodeNames\":[\"bad\xff\"]}",                                   // invalid UTF-8
+      "{\"Pod\":{},\"NodeNames\":[\"ctl\x01\"]}",                                   // raw control byte
+      R"({"Pod":{},"Pod":{,},"NodeNames":["a"]})",     // an invalid value, even if replaced: rejected
+      R"({"Pod":{},"pod":[,],"NodeNames":["a"]})",     // an invalid folded value beside the exact key
+      R"({"Pod":{},"Extra":01,"NodeNames":["a"]})",    // invalid number in an unknown member
+      R"({"Pod":{},"NodeNames":["a",]})",
+      R"({"Pod":{},"NodeNames":["a"] "x":1})",
+      R"({"Pod":{},"NodeNames":["a"]}x)",
+      R"({"Pod":{},"NodeNames":["a"],})",
+      R"({"Pod":{},"NodeNames":[1,"a"]})",
+      R"({"Pod":{},"NodeNames":"a"})",
+      R"({"Pod":[],"NodeNames":["a"]})",
+      R"({"Pod":{},"Nodes":{"items":[{}]}})",
+      R"({"Pod":{"a":"\"}"},"NodeNames":["a"]})",
+      R"({"Pod":{"a":"x\)",
+      R"({"Pod":{"a":[}]},"NodeNames":["a"]})",
+      R"({"Pod":{}})",
+      R"({})",
+      R"({"Pod")",
+      "",
+      "[]",
+      "\xef\xbb\xbf{\"Pod\":{}}",  // BOM
+      "{\"Pod\":{},\"Nodes\":null\0}"s,         // NUL after a literal (nlohmann stops at it; the body is invalid)
+      "{\"Pod\":{},\"X\":12\0,\"NodeNames\":[]}"s,
+  };
+  for (const std::string& body : bodies) {
+    SCOPED_TRACE(body);
+    auto fast = ParseExtenderArgs(body);
+    auto dom = ParseExtenderArgsDom(body);
+    ASSERT_EQ(fast.ok(), dom.ok()) << fast.status() << " vs " << dom.status();
+    if (!dom.ok()) {
+      EXPECT_EQ(fast.status(), dom.status());
+      continue;
+    }
+    EXPECT_EQ(fast->pod, dom->pod);
+    EXPECT_EQ(fast->nodes, dom->nodes);
+    EXPECT_EQ(fast->node_names, dom->node_names);
+  }
+}
+
 TEST(ExtenderArgs, SerialisesCapitalisedKeysWithNulls) {
   ExtenderArgs a;
   a.pod = Json{{"metadata", {{"name", "p"}}}};
@@ -93,6 +149,29 @@ TEST(ExtenderFilterResult, ExactKeysNeverOmitted) {
     EXPECT_EQ(back->error, c.r.error);
     EXPECT_EQ(back->nodes.has_value(), c.r.nodes.has_value());
   }
+}
+
+// The reply is written directly: byte for byte what nlohmann's dump of ToJson gives.
+TEST(ExtenderFilterResult, SerialiseMatchesDomDump) {
+  std::vector<ExtenderFilterResult> cases(6);
+  cases[1].node_names = std::vector<std::string>{"n1"};
+  cases[1].failed_nodes = {{"n2", "1/4 CardInsufficientMemory"}, {"n0", "node unregistered: \"x\"\n\ttab\\"}};
+  cases[2].error = "pod ns/p: \x01 control, caf\xc3\xa9, quote \" and slash /";
+  cases[3].nodes = std::vector<Json>{Json{{"metadata", {{"name", "n1"}}}}};
+  cases[3].node_names = std::vector<std::string>{};
+  cases[3].failed_and_unresolvable = {{"n3", "4/4 CardTypeMismatch"}};
+  for (int i = 0; i < 5000; ++i) cases[4].failed_nodes["node-" + std::to_string(i)] = "8/8 CardInsufficientMemory";
+  cases[5].nodes = std::vector<Json>{};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(SerializeFilterResult(cases[i]), ToJson(cases[i]).dump());
+  }
+  // Invalid UTF-8 (which dump() throws on) is replaced, and the reply still parses.
+  ExtenderFilterResult bad;
+  bad.error = "bad \xff byte";
+  auto back = ParseExtenderFilterResult(SerializeFilterResult(bad));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->error, "bad \xef\xbf\xbd byte");
 }
 
 TEST(ExtenderBindingArgs, Table) {

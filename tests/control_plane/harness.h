@@ -4,9 +4,11 @@
 // Shared by the control-plane integration tests and bench/extender.
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +116,27 @@ bool WaitFor(F&& cond, std::chrono::milliseconds timeout = std::chrono::millisec
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return cond();
+}
+
+// Runs f(worker, i) for every i in [0, n) on `workers` threads (each i once, in no fixed order), and
+// collects what f reports as an error (non-empty string).
+template <typename F>
+std::vector<std::string> ParallelFor(int workers, int n, F&& f) {
+  std::atomic<int> next{0};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (int i; (i = next.fetch_add(1)) < n;) {
+        std::string err = f(w, i);
+        if (err.empty()) continue;
+        std::lock_guard<std::mutex> l(mu);
+        errors.push_back(std::move(err));
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
 }
 
 // What kube-scheduler does for one pod: /filter with the candidate names, then /bind to the one node.
