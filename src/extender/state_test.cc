@@ -182,6 +182,80 @@ TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
   EXPECT_TRUE(state_->CheckQuota("ml", 1'000'000, 1000).ok());
 }
 
+// What a placed pod is charged against its namespace's quota (reference/hami.md §3.5): the sum of
+// the memory and cores of its devices as allocated (so nvidia.com/gpu x gpumem, and a percentage as
+// resolved on its card), per pod. Init containers are collapsed per device as device usage is
+// (max(peak init, sum of the app containers)); upstream's countPodDevices adds them up instead,
+// which charges a pod for memory it never holds at once.
+TEST_F(StateTest, QuotaChargesEachPodTheSumOfItsDevices) {
+  struct Case {
+    const char* name;
+    int init_containers, app_containers;
+    const char* allocated;  // hami.io/vgpu-devices-allocated, init containers first
+    int64_t mem, cores;
+  };
+  const Case cases[] = {
+      {"one container, one device", 0, 1, "GPU-a,NVIDIA,3000,30:;", 3000, 30},
+      {"nvidia.com/gpu 2 x 3000 MiB: 6000", 0, 1, "GPU-a,NVIDIA,3000,30:GPU-b,NVIDIA,3000,30:;", 6000, 60},
+      {"two containers on one device", 0, 2, "GPU-a,NVIDIA,3000,10:;GPU-a,NVIDIA,2000,20:;", 5000, 30},
+      {"a percentage as resolved on the card (50 % of 16000)", 0, 1, "GPU-b,NVIDIA,8000,0:;", 8000, 0},
+      {"init 4000 then app 1000 on one device: 4000, not 5000", 1, 1, "GPU-a,NVIDIA,4000,50:;GPU-a,NVIDIA,1000,10:;",
+       4000, 50},
+      {"init and app on different devices: both", 1, 1, "GPU-a,NVIDIA,4000,50:;GPU-b,NVIDIA,1000,10:;", 5000, 60},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string uid = "c" + std::to_string(i++);
+    Json pod = PodJson(uid, {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", c.allocated}});
+    pod["spec"]["containers"] = Json::array();
+    for (int k = 0; k < c.app_containers; ++k) pod["spec"]["containers"].push_back({{"name", "app" + std::to_string(k)}});
+    for (int k = 0; k < c.init_containers; ++k) pod["spec"]["initContainers"].push_back({{"name", "init" + std::to_string(k)}});
+    state_->OnPod(pod);
+    ASSERT_EQ(state_->pod_count(), 1u);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, c.mem);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"].cores, c.cores);
+    state_->OnPodDeleted(pod);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, 0);
+  }
+}
+
+// Quota limits: memoryFactor scales the memory limit like requests; several ResourceQuota objects in
+// a namespace all apply (the strictest decides); an explicit 0 forbids (Kubernetes' meaning; older
+// upstream read 0 as "no limit").
+TEST(QuotaLimits, Table) {
+  struct Case {
+    const char* name;
+    int memory_factor;
+    std::vector<Json> hards;  // spec.hard of each ResourceQuota in namespace ml
+    int64_t mem, cores;       // asked for (memory in scaled units, as requests are)
+    bool ok;
+  };
+  const Case cases[] = {
+      {"under the limit", 1, {{{"limits.nvidia.com/gpumem", "8000"}}}, 8000, 0, true},
+      {"over the limit", 1, {{{"limits.nvidia.com/gpumem", "8000"}}}, 8001, 0, false},
+      {"memoryFactor 10 scales the limit", 10, {{{"limits.nvidia.com/gpumem", "8000"}}}, 80000, 0, true},
+      {"memoryFactor 10, over", 10, {{{"limits.nvidia.com/gpumem", "8000"}}}, 80001, 0, false},
+      {"cores are not scaled", 10, {{{"limits.nvidia.com/gpucores", "50"}}}, 0, 51, false},
+      {"two quotas: the stricter", 1, {{{"limits.nvidia.com/gpumem", "8000"}}, {{"limits.nvidia.com/gpumem", "4000"}}}, 5000, 0, false},
+      {"explicit 0 forbids", 1, {{{"limits.nvidia.com/gpumem", "0"}}}, 1, 0, false},
+      {"0 memory asked passes a memory quota", 1, {{{"limits.nvidia.com/gpumem", "0"}}}, 0, 100, true},
+      {"requests.* keys do not count", 1, {{{"requests.nvidia.com/gpumem", "1"}}}, 5000, 0, true},
+      {"unparsable limit ignored", 1, {{{"limits.nvidia.com/gpumem", "lots"}}}, 5000, 0, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto sched = std::move(*scheduler::Scheduler::Create({}));
+    StateOptions o;
+    o.resources.memory_factor = c.memory_factor;
+    ClusterState state(*sched, o);
+    int k = 0;
+    for (const auto& hard : c.hards)
+      state.OnQuota(Json{{"metadata", {{"name", "q" + std::to_string(k++)}, {"namespace", "ml"}}}, {"spec", {{"hard", hard}}}});
+    EXPECT_EQ(state.CheckQuota("ml", c.mem, c.cores).ok(), c.ok);
+  }
+}
+
 TEST_F(StateTest, HousekeepingHandshake) {
   const std::vector<Json> nodes = {
       NodeJson("fresh", {{"hami.io/node-nvidia-register", kTwoGpus}}),
