@@ -157,6 +157,7 @@ int SimMain(int argc, char** argv) {
     runs.push_back(std::move(*r));
   }
   std::fputs(sim::ToTable(runs, default_trace).c_str(), stdout);
+  std::fputs(sim::ToVendorTable(runs).c_str(), stdout);
   const sim::ClusterTotals totals = sim::Totals(*nodes);
   if (!json_path.empty()) {
     sim::TraceInfo info{nodes_path, pods_path, static_cast<int64_t>(tasks->size()), inflation};

@@ -199,6 +199,10 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
     ++r.tasks_arrived;
     arrived += t.total_gpu_milli();
     HAMI_ASSIGN_OR_RETURN(scheduler::Decision d, sched->Schedule(pod, nullptr, opts));
+    RunResult::VendorCount* vc =
+        t.num_gpu > 0 ? &r.by_vendor[t.vendor.empty() ? core::kNvidiaVendor : t.vendor] : nullptr;
+    if (vc) ++vc->arrived;
+    if (vc && !d.node.empty()) ++vc->scheduled;
     if (!d.node.empty()) {
       HAMI_RETURN_IF_ERROR(sched->Reserve(pod, d));
       ++r.tasks_scheduled;

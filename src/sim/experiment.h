@@ -9,6 +9,7 @@
 // nvidia.com/use-gputype A,B; cpu_milli and memory_mib are the node CPU and memory requests.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,12 @@ struct RunResult {
   int64_t tasks_scheduled = 0;
   int64_t tasks_failed = 0;
   std::vector<double> curve;   // A(k), k = 0..130
+  // Task events per device vendor ("NVIDIA", "DCU", ...; tasks without GPUs are not counted), by name.
+  struct VendorCount {
+    int64_t arrived = 0;
+    int64_t scheduled = 0;
+  };
+  std::map<std::string, VendorCount> by_vendor;
   double wall_seconds = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/experiment.h"
+#include "sim/report.h"
 #include "sim/trace.h"
 #include "vendors/config.h"
 
@@ -102,9 +103,54 @@ TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
     EXPECT_EQ(r->tasks_scheduled, c.scheduled);
     EXPECT_EQ(r->tasks_arrived, static_cast<int64_t>(ts.size()));
   }
+  // The per-vendor counts of one run: NVIDIA 1/1, DCU 1/1, kunlun 1/1 for the first case above.
+  auto ns = nodes;
+  auto first = cases[0].tasks;
+  ASSERT_TRUE(ResolveVendors(set, &ns, &first).ok());
+  auto r0 = RunInflation(ns, first, {"hami", 42, 1e-9, &set});
+  ASSERT_TRUE(r0.ok());
+  ASSERT_EQ(r0->by_vendor.size(), 3u);
+  EXPECT_EQ(r0->by_vendor.at("DCU").arrived, 1);
+  EXPECT_EQ(r0->by_vendor.at("DCU").scheduled, 1);
+  EXPECT_EQ(r0->by_vendor.at("NVIDIA").scheduled, 1);
   auto ts = std::vector<TraceTask>{task("b", 1, 500, "DCU")};
   auto r = RunInflation(nodes, ts, {"hami", 42, 1.0, nullptr});
   EXPECT_FALSE(r.ok()) << "a mixed trace without a vendor set is an error";
+}
+
+TEST(MixedTraceTest, VendorTableMediansPerPolicy) {
+  auto run = [](const char* policy, std::map<std::string, RunResult::VendorCount> counts) {
+    RunResult r;
+    r.policy = policy;
+    r.by_vendor = std::move(counts);
+    return r;
+  };
+  struct Case {
+    const char* name;
+    std::vector<RunResult> runs;
+    std::vector<std::string> want_lines;  // substrings, in order; empty = no table
+  };
+  const Case cases[] = {
+      {"one vendor: no table", {run("hami", {{"NVIDIA", {10, 5}}})}, {}},
+      {"two vendors, three seeds: medians",
+       {run("hami", {{"NVIDIA", {10, 5}}, {"DCU", {4, 4}}}), run("hami", {{"NVIDIA", {10, 7}}, {"DCU", {4, 1}}}),
+        run("hami", {{"NVIDIA", {10, 9}}, {"DCU", {4, 2}}}), run("random", {{"NVIDIA", {10, 10}}})},
+       {"DCU      NVIDIA", "hami", "50.00       70.00", "random", "-      100.00"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string t = ToVendorTable(c.runs);
+    if (c.want_lines.empty()) {
+      EXPECT_EQ(t, "");
+      continue;
+    }
+    size_t at = 0;
+    for (const auto& w : c.want_lines) {
+      const size_t found = t.find(w, at);
+      ASSERT_NE(found, std::string::npos) << "'" << w << "' after " << at << " in\n" << t;
+      at = found + w.size();
+    }
+  }
 }
 
 }  // namespace

@@ -191,6 +191,41 @@ std::string ToTable(const std::vector<RunResult>& runs, bool default_trace) {
   return s;
 }
 
+std::string ToVendorTable(const std::vector<RunResult>& runs) {
+  std::vector<std::string> vendors, policies;
+  for (const auto& r : runs) {
+    if (std::find(policies.begin(), policies.end(), r.policy) == policies.end()) policies.push_back(r.policy);
+    for (const auto& [v, c] : r.by_vendor)
+      if (std::find(vendors.begin(), vendors.end(), v) == vendors.end()) vendors.push_back(v);
+  }
+  if (vendors.size() < 2) return "";
+  std::sort(vendors.begin(), vendors.end());
+  std::string s = StrCat("placed % of task events per vendor (median over seeds)\n", std::string(16, ' '));
+  char buf[64];
+  for (const auto& v : vendors) {
+    std::snprintf(buf, sizeof buf, " %11s", v.c_str());
+    s += buf;
+  }
+  s += "\n";
+  for (const auto& p : policies) {
+    std::snprintf(buf, sizeof buf, "%-16s", p.c_str());
+    s += buf;
+    for (const auto& v : vendors) {
+      std::vector<double> pct;
+      for (const auto& r : runs) {
+        auto it = r.by_vendor.find(v);
+        if (r.policy == p && it != r.by_vendor.end() && it->second.arrived > 0)
+          pct.push_back(100.0 * static_cast<double>(it->second.scheduled) / static_cast<double>(it->second.arrived));
+      }
+      if (pct.empty()) std::snprintf(buf, sizeof buf, " %11s", "-");
+      else std::snprintf(buf, sizeof buf, " %11.2f", Median(pct));
+      s += buf;
+    }
+    s += "\n";
+  }
+  return s;
+}
+
 Status WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Unavailable(path, ": cannot open for writing");

@@ -37,6 +37,10 @@ std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title);
 // The terminal table: A(90), A(100), A(130) medians, unallocated % at 100, and the published value.
 std::string ToTable(const std::vector<RunResult>& runs, bool default_trace);
 
+// Heterogeneous traces: per policy and device vendor, the median over seeds of the share of the
+// vendor's task events that were placed ("" when the runs saw only one vendor).
+std::string ToVendorTable(const std::vector<RunResult>& runs);
+
 Status WriteFile(const std::string& path, const std::string& content);
 
 // Where the bundled trace file `name` (e.g. "openb_pod_list_default.csv") is: $HAMI_DATA_DIR, then
