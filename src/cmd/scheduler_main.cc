@@ -53,6 +53,7 @@ int SchedulerMain(int argc, char** argv) {
   std::string kubeconfig, http_bind = "127.0.0.1:8080", cert_file, key_file, scheduler_name = "hami-scheduler";
   std::string node_policy = "binpack", gpu_policy = "spread", policy = "default", metrics_bind = ":9395";
   std::string device_config_file, log_level = "info", node_label_selector;
+  std::string follow_lease;
   std::string lease_name = "hami-scheduler-extender", lease_namespace = Env("POD_NAMESPACE", "kube-system");
   std::string identity = Env("POD_NAME", "");
   bool leader_elect = false, force_overwrite_default = true;
@@ -66,6 +67,10 @@ int SchedulerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--leader-elect-resource-name", lease_name, "name of the Lease used for leader election")->capture_default_str();
   app.add_option("--leader-elect-resource-namespace", lease_namespace, "namespace of the Lease (default $POD_NAMESPACE)")->capture_default_str();
+  app.add_option("--leader-elect-follow-lease", follow_lease,
+                 "with --leader-elect: lead exactly when this pod's kube-scheduler holds the Lease of this name (its "
+                 "holderIdentity starts with our pod name), instead of electing on --leader-elect-resource-name; for "
+                 "kube-scheduler and the extender in one pod, so the scheduling kube-scheduler always calls the leader");
   app.add_option("--leader-elect-identity", identity, "identity in the Lease (default $POD_NAME, else the host name)");
   app.add_option("--scheduler-name", scheduler_name, "schedulerName the webhook sets on GPU pods")->capture_default_str();
   app.add_option("--force-overwrite-default-scheduler", force_overwrite_default, "take over GPU pods that name default-scheduler")
@@ -143,6 +148,7 @@ int SchedulerMain(int argc, char** argv) {
   co.election.identity = StrCat(identity, "_", ::getpid());
   co.election.lease_name = lease_name;
   co.election.lease_namespace = lease_namespace;
+  co.follow_lease = follow_lease;
   extender::Controller controller(**client, state, co);
 
   extender::ExtenderOptions eo;

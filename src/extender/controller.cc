@@ -3,6 +3,12 @@
 #include "common/log.h"
 
 namespace hami::extender {
+namespace {
+
+// "<host>_<suffix>" -> "<host>" (client-go's and our identities).
+std::string HostOf(const std::string& identity) { return identity.substr(0, identity.find('_')); }
+
+}  // namespace
 
 Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptions opts)
     : client_(client), state_(state), opts_(std::move(opts)) {
@@ -39,7 +45,17 @@ void Controller::Start() {
   nodes_->Start();
   quotas_->Start();
   pods_->Start();
-  if (opts_.leader_elect) {
+  if (opts_.leader_elect && !opts_.follow_lease.empty()) {
+    follower_ = std::thread([this] {
+      std::unique_lock<std::mutex> l(mu_);
+      while (!stopping_) {
+        l.unlock();
+        FollowOnce();
+        l.lock();
+        cv_.wait_for(l, opts_.election.retry_period);
+      }
+    });
+  } else if (opts_.leader_elect) {
     auto e = k8s::LeaderElector::Create(client_, opts_.election);
     if (e.ok()) {
       elector_ = std::move(*e);
@@ -67,6 +83,7 @@ void Controller::Stop() {
   }
   cv_.notify_all();
   if (housekeeper_.joinable()) housekeeper_.join();
+  if (follower_.joinable()) follower_.join();
   if (elector_) elector_->Stop();
   pods_->Stop();
   nodes_->Stop();
@@ -79,13 +96,47 @@ bool Controller::WaitForSync(std::chrono::milliseconds timeout) const {
   return pods_->WaitForSync(timeout) && nodes_->WaitForSync(timeout) && quotas_->WaitForSync(timeout);
 }
 
+void Controller::FollowOnce() {
+  auto lease = client_.Get(k8s::kLeases, opts_.election.lease_namespace, opts_.follow_lease);
+  std::string holder, renew;
+  if (lease.ok()) {
+    const Json spec = lease->value("spec", Json::object());
+    if (spec.is_object()) {
+      if (auto h = spec.find("holderIdentity"); h != spec.end() && h->is_string()) holder = h->get<std::string>();
+      if (auto r = spec.find("renewTime"); r != spec.end() && r->is_string()) renew = r->get<std::string>();
+    }
+  } else if (!absl::IsNotFound(lease.status())) {
+    SPDLOG_DEBUG("lease {}: {}", opts_.follow_lease, std::string(lease.status().message()));
+    return;  // keep what we knew; expiry still applies
+  }
+  std::lock_guard<std::mutex> l(lease_mu_);
+  if (holder != lease_holder_ || renew != lease_renew_) {
+    if (HostOf(holder) != HostOf(lease_holder_))
+      spdlog::info("kube-scheduler lease {}: held by {}{}", opts_.follow_lease, holder.empty() ? "nobody" : holder,
+                   !holder.empty() && HostOf(holder) == HostOf(opts_.election.identity) ? " (this pod: leading)" : "");
+    lease_holder_ = holder;
+    lease_renew_ = renew;
+    lease_changed_ = std::chrono::steady_clock::now();
+  }
+}
+
 bool Controller::IsLeader() const {
   if (!opts_.leader_elect) return true;
+  if (!opts_.follow_lease.empty()) {
+    std::lock_guard<std::mutex> l(lease_mu_);
+    return !lease_holder_.empty() && HostOf(lease_holder_) == HostOf(opts_.election.identity) &&
+           std::chrono::steady_clock::now() - lease_changed_ < opts_.election.lease_duration;
+  }
   return elector_ && elector_->IsLeader();
 }
 
 std::string Controller::Leader() const {
   if (!opts_.leader_elect) return opts_.election.identity;
+  if (!opts_.follow_lease.empty()) {
+    std::lock_guard<std::mutex> l(lease_mu_);
+    if (std::chrono::steady_clock::now() - lease_changed_ >= opts_.election.lease_duration) return "";
+    return HostOf(lease_holder_);
+  }
   return elector_ ? elector_->ObservedLeader() : "";
 }
 

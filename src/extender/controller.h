@@ -25,6 +25,14 @@ struct ControllerOptions {
   std::chrono::milliseconds housekeeping_period{15'000};
   std::string node_label_selector;         // only these nodes (upstream --node-label-selector)
   int64_t watch_timeout_seconds = 300;
+  // With leader_elect: lead exactly when this pod's kube-scheduler holds the Lease of this name (in
+  // election.lease_namespace) instead of electing on election.lease_name. kube-scheduler's identity
+  // is "<host name>_<uuid>" and a pod's host name is its name, the part of election.identity before
+  // '_'. kube-scheduler calls the extender on 127.0.0.1, so the scheduling kube-scheduler always
+  // talks to the deciding extender; with two independent elections they can end up in different
+  // pods, and then every /filter is answered "not the leader". Expiry: the record must change
+  // (renewTime) within election.lease_duration, measured on our own clock.
+  std::string follow_lease;
 };
 
 class Controller {
@@ -47,6 +55,8 @@ class Controller {
 
   // One housekeeping pass now (tests); returns how many node patches were sent.
   int HousekeepOnce();
+  // One read of the followed Lease now (tests; the background loop does it every retry_period).
+  void FollowOnce();
 
   k8s::Informer& pods() { return *pods_; }
   k8s::Informer& nodes() { return *nodes_; }
@@ -57,7 +67,11 @@ class Controller {
   ControllerOptions opts_;
   std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_;
   std::unique_ptr<k8s::LeaderElector> elector_;
-  std::thread housekeeper_;
+  std::thread housekeeper_, follower_;
+  // follow_lease: the holder last read and when its record last changed.
+  mutable std::mutex lease_mu_;
+  std::string lease_holder_, lease_renew_;
+  std::chrono::steady_clock::time_point lease_changed_{};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -427,5 +427,38 @@ TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
   EXPECT_FALSE(ks.Filter(*created, nodes_, &err).empty()) << err;
 }
 
+// Deployed, kube-scheduler runs in each replica's pod and calls the extender on 127.0.0.1; with
+// follow_lease the extender leads exactly where kube-scheduler holds its Lease (identity
+// "<pod name>_<uuid>"), so the scheduling kube-scheduler never meets a follower.
+TEST_F(ControlPlaneTest, FollowsTheKubeSchedulerLease) {
+  AddNodes(2, 4);
+  auto lease = [&](const std::string& holder, int renew) {
+    ASSERT_TRUE(api_.Upsert("leases", Json{{"apiVersion", "coordination.k8s.io/v1"}, {"kind", "Lease"},
+                                          {"metadata", {{"name", "kube-scheduler-lease"}, {"namespace", "hami-system"}}},
+                                          {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", 15},
+                                                    {"renewTime", StrCat("2026-01-01T00:00:", 10 + renew, ".000000Z")}}}})
+                    .ok());
+  };
+  lease("pod-b_0b6a1e2c-5d4f-4e1a-9c7b-2f3e4d5c6b7a", 0);
+  auto a = StartReplica({.leader_elect = true, .identity = "pod-a_1", .follow_lease = "kube-scheduler-lease"});
+  auto b = StartReplica({.leader_elect = true, .identity = "pod-b_2", .follow_lease = "kube-scheduler-lease"});
+  ASSERT_TRUE(WaitFor([&] { return b->controller->IsLeader(); }));
+  EXPECT_FALSE(a->controller->IsLeader());
+  EXPECT_EQ(a->controller->Leader(), "pod-b");
+  EXPECT_TRUE(a->controller->Ready());
+  KubeScheduler ka(a->port()), kb(b->port());
+  auto created = b->client->Create(k8s::kPods, "ml", kb.Admit(PodSpec("f", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
+  ASSERT_TRUE(created.ok());
+  std::string err;
+  EXPECT_TRUE(ka.Filter(*created, nodes_, &err).empty());
+  EXPECT_NE(err.find("not the leader (leader: pod-b)"), std::string::npos) << err;
+  // kube-scheduler fails over to pod a: so does the extender.
+  lease("pod-a_9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a", 1);
+  ASSERT_TRUE(WaitFor([&] { return a->controller->IsLeader() && !b->controller->IsLeader(); }));
+  EXPECT_FALSE(ka.Filter(*created, nodes_, &err).empty()) << err;
+  // A lease nobody renews expires (lease_duration 1.5 s in the harness): nobody decides.
+  EXPECT_TRUE(WaitFor([&] { return !a->controller->IsLeader() && !b->controller->IsLeader(); }));
+}
+
 }  // namespace
 }  // namespace hami::controlplane

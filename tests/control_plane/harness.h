@@ -46,6 +46,7 @@ struct ReplicaOptions {
   std::string identity = "replica-0";
   bool tls = false;
   int threads = 16;
+  std::string follow_lease = "";  // ControllerOptions::follow_lease
 };
 
 class Replica {
@@ -68,6 +69,7 @@ class Replica {
     co.election.renew_deadline = std::chrono::milliseconds(1000);
     co.election.retry_period = std::chrono::milliseconds(100);
     co.watch_timeout_seconds = 30;
+    co.follow_lease = o.follow_lease;
     controller = std::make_unique<extender::Controller>(*client, *state, co);
     extender::ExtenderOptions eo;
     eo.is_leader = [this] { return controller->IsLeader(); };
