@@ -6,6 +6,8 @@
 // a second replica rebuilds every vendor's usage from those annotations.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "harness.h"
 #include "vendors/vendor_set.h"
 #include "vendors/testing/mixed_config.h"
@@ -254,6 +256,21 @@ TEST_F(MixedVendorTest, WebhookRefusesWhatAVendorCannotPlace) {
                       &why, &filtered);
   EXPECT_TRUE(pod.is_null());
   EXPECT_NE(why.find("cannot split memory across more than 1 device"), std::string::npos) << why;
+}
+
+TEST_F(MixedVendorTest, HousekeepingAsksEveryVendorsHandshake) {
+  auto rep = Start();
+  std::map<std::string, std::set<std::string>> asked;  // node -> handshake keys set to Requesting_<time>
+  for (const auto& [node, patch] : rep->state->Housekeeping(api_.List("nodes")))
+    for (const auto& [k, v] : patch["metadata"]["annotations"].items())
+      if (v.is_string() && v.get<std::string>().rfind("Requesting_", 0) == 0) asked[node].insert(k);
+  const std::map<std::string, std::set<std::string>> want = {
+      {"gpu-node", {"hami.io/node-handshake"}},
+      {"npu-node", {"hami.io/node-handshake-Ascend910B3"}},
+      {"dcu-node", {"hami.io/node-handshake-dcu"}},
+      // mlu-node: Cambricon registers through capacity and has no handshake key.
+  };
+  EXPECT_EQ(asked, want);
 }
 
 }  // namespace
