@@ -18,9 +18,13 @@ void ClusterCache::Slot::Publish(const NodeSummary& v) {
   const uint64_t s0 = seq.load(std::memory_order_relaxed);
   seq.store(s0 + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  const int64_t vals[kDynamic] = {v.cpu_free,        v.mem_free,     v.sum_used,       v.sum_usedcores,
+  int64_t vals[kDynamic] = {v.cpu_free,        v.mem_free,     v.sum_used,       v.sum_usedcores,
                                   v.sum_usedmem,     v.free_milli_total, v.max_free_mem, v.max_free_cores,
-                                  v.usable,          v.max_free_milli,   v.fully_free,   v.last_slot};
+                                  v.usable,          v.max_free_milli,   v.fully_free,   v.last_slot,
+                                  0,                 0};
+  static_assert(NodeSummary::kFreeLevels == 8);   // packed 4 x 16 bits into each of the last two
+  for (int i = 0; i < NodeSummary::kFreeLevels; ++i)
+    vals[12 + i / 4] |= static_cast<int64_t>(static_cast<uint16_t>(v.free_levels[i])) << (16 * (i % 4));
   for (int i = 0; i < kDynamic; ++i) dyn[i].store(vals[i], std::memory_order_relaxed);
   seq.store(s0 + 2, std::memory_order_release);
 }
@@ -46,6 +50,8 @@ NodeSummary ClusterCache::Slot::Read() const {
   v.max_free_milli = static_cast<int>(vals[9]);
   v.fully_free = static_cast<int>(vals[10]);
   v.last_slot = static_cast<int>(vals[11]);
+  for (int i = 0; i < NodeSummary::kFreeLevels; ++i)
+    v.free_levels[i] = static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint64_t>(vals[12 + i / 4]) >> (16 * (i % 4))));
   return v;
 }
 

@@ -149,7 +149,7 @@ class ClusterCache {
   // One node's summary. The registration-fixed part is written only with nodes_mu_ held exclusively;
   // the usage part under the node's lock (one writer) behind a sequence counter.
   struct Slot {
-    static constexpr int kDynamic = 12;
+    static constexpr int kDynamic = 14;
     NodeSummary fixed;
     std::atomic<uint64_t> seq{0};
     std::atomic<int64_t> dyn[kDynamic] = {};

@@ -112,9 +112,11 @@ NodeSummary NodeState::Summarize() const {
     if (!c.health || c.cordoned || c.count <= u.used) continue;
     ++s.usable;
     s.last_slot += c.count - u.used == 1;
+    if (s.usable <= NodeSummary::kFreeLevels) s.free_levels[s.usable - 1] = static_cast<int16_t>(free_milli[d]);
     s.max_free_mem = std::max(s.max_free_mem, c.devmem_mib - u.usedmem_mib);
     s.max_free_cores = std::max(s.max_free_cores, c.devcore - u.usedcores);
   }
+  if (s.usable <= NodeSummary::kFreeLevels) std::sort(s.free_levels.begin(), s.free_levels.begin() + s.usable);
   return s;
 }
 

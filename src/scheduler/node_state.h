@@ -71,6 +71,17 @@ struct NodeSummary {
   int max_free_milli = 0;     // largest free_milli over all devices
   int fully_free = 0;         // NodeState::fully_free
   int last_slot = 0;          // usable devices with exactly one slot left (their free milli drops to 0 when taken)
+  // Free milli of the usable devices, ascending, when there are at most kFreeLevels of them.
+  static constexpr int kFreeLevels = 8;
+  std::array<int16_t, kFreeLevels> free_levels{};
+  // The least free milli >= f among the usable devices, or f when unknown (more than kFreeLevels
+  // usable devices), or -1 when none.
+  int LeastFreeAtLeast(int f) const {
+    if (usable > kFreeLevels) return f;
+    for (int i = 0; i < usable; ++i)
+      if (free_levels[i] >= f) return free_levels[i];
+    return -1;
+  }
   // Fixed by the registration.
   int gpus = 0;
   bool track_cpu = false, track_mem = false;   // info.cpu_milli > 0, info.memory_mib > 0

@@ -219,6 +219,7 @@ TEST(ClusterCacheTest, SummariesFollowEveryChange) {
           EXPECT_EQ(sum.max_free_mem, want.max_free_mem) << node.info.name;
           EXPECT_EQ(sum.usable, want.usable) << node.info.name;
           EXPECT_EQ(sum.last_slot, want.last_slot) << node.info.name;
+          EXPECT_EQ(sum.free_levels, want.free_levels) << node.info.name;
           EXPECT_EQ(sum.gpus, want.gpus) << node.info.name;
           EXPECT_EQ(sum.kind < 0, sum.kind_device == nullptr);
         });

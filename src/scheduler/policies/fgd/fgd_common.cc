@@ -19,7 +19,8 @@ const FgdCycle& CycleOf(const ShapeModel& model, const CycleState& cycle) {
 }
 
 void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const {
-  const FragmentationView& view = CycleOf(*model_, ctx.cycle).view;
+  const FgdCycle& fc = CycleOf(*model_, ctx.cycle);
+  const FragmentationView& view = fc.view;
   const NodeState& node = ctx.node;
   const int n = node.gpus();
   // Free milli under the usage this container sees (earlier containers of the pod included).
@@ -39,12 +40,21 @@ void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, st
     return FreeMilli(node.info.devices[d], u);
   };
 
+  // Devices already evaluated in this round by what F depends on: a later one equal in all of these
+  // has the same F, so it can never be strictly better (ties go to the lower index).
+  struct Seen {
+    int free, after;
+    const DeviceCaps* caps;
+    const std::string* type;
+  };
+  thread_local std::vector<Seen> seen;
   std::vector<char> taken(candidates.size(), 0);
   for (int k = 0; k < ctx.request.nums; ++k) {
     int64_t best = std::numeric_limits<int64_t>::max();
-    int best_i = -1;
+    int best_i = -1, best_after = 0;
     int last_free = -1;
     const std::string* last_type = nullptr;
+    seen.clear();
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (taken[i]) continue;
       const int d = candidates[i];
@@ -52,28 +62,56 @@ void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, st
       // Candidates with the same free milli on the same kind of device are interchangeable: the
       // lowest index stands for them.
       if (free[d] == last_free && last_type && *last_type == dev.type) continue;
-      changes.push_back({d, free_after(d)});
+      last_free = free[d];
+      last_type = &dev.type;
+      const int after = free_after(d);
+      const DeviceCaps& caps = node.caps[d];
+      bool again = false;
+      for (const Seen& v : seen)
+        again = again || (v.free == free[d] && v.after == after && v.caps->devmem_mib == caps.devmem_mib &&
+                          v.caps->devcore == caps.devcore && *v.type == dev.type);
+      if (again) continue;
+      seen.push_back({free[d], after, &caps, &dev.type});
+      changes.push_back({d, after});
       const int64_t f = view.FragmentationAfter(node, free, cpu_free, mem_free, changes, cpu_after, mem_after);
       changes.pop_back();
       if (f < best) {
         best = f;
         best_i = static_cast<int>(i);
+        best_after = after;
       }
-      last_free = free[d];
-      last_type = &dev.type;
     }
     if (best_i < 0) return;
     taken[best_i] = 1;
     const int d = candidates[best_i];
     out->push_back(d);
-    changes.push_back({d, free_after(d)});
+    changes.push_back({d, best_after});
+    if (ctx.request.nums == 1 && ctx.usage.data() == node.usage.data())
+      fc.last = {&node, d, best_after, node.free_milli_total, cpu_after, mem_after, best};
   }
   // Keep the device order stable for the annotation (ascending index).
   std::sort(out->end() - std::min<int>(ctx.request.nums, static_cast<int>(out->size())), out->end());
 }
 
+namespace {
+int64_t Delta(const FragmentationView& view, const FgdCycle::LastPick* last, const NodeState& node,
+              const Placement& placement);
+}  // namespace
+
 int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycle, const NodeState& node,
                            const Placement& placement) {
+  (void)cycle;
+  return Delta(view, nullptr, node, placement);
+}
+
+int64_t FgdScorer::Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const {
+  const FgdCycle& fc = CycleOf(*model_, cycle);
+  return SigmoidScore(Delta(fc.view, &fc.last, node, placement));
+}
+
+namespace {
+int64_t Delta(const FragmentationView& view, const FgdCycle::LastPick* last, const NodeState& node,
+              const Placement& placement) {
   thread_local std::vector<FreeChange> changes;
   changes.clear();
   for (const auto& d : placement.delta.devices) {
@@ -84,12 +122,17 @@ int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycl
     changes.push_back({d.device, FreeMilli(node.info.devices[d.device], u)});
   }
   const int64_t cpu = node.cpu_free(), mem = node.mem_free();
+  const int64_t cpu_after = cpu - placement.delta.cpu_milli, mem_after = mem - placement.delta.memory_mib;
   const int64_t before = view.Fragmentation(node, node.free_milli, cpu, mem);
-  const int64_t after = view.FragmentationAfter(node, node.free_milli, cpu, mem, changes,
-                                                cpu - placement.delta.cpu_milli, mem - placement.delta.memory_mib);
-  (void)cycle;
+  // The picker's evaluation of exactly this change (same node state, GPU, free after, CPU, memory).
+  if (last && last->node == &node && last->free_total == node.free_milli_total && changes.size() == 1 &&
+      changes[0].device == last->device &&
+      changes[0].free_after == last->free_after && cpu_after == last->cpu_after && mem_after == last->mem_after)
+    return before - last->fragmentation;
+  const int64_t after = view.FragmentationAfter(node, node.free_milli, cpu, mem, changes, cpu_after, mem_after);
   return before - after;
 }
+}  // namespace
 
 void WeightAbove::Build(std::vector<std::pair<int64_t, int64_t>> vw) {
   std::sort(vw.begin(), vw.end());
@@ -144,8 +187,13 @@ void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTable
 }  // namespace
 
 int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
+  const int64_t delta = FragmentationDeltaUpperBound(fc, cycle, node);
+  return delta == kNoBound ? kNoBound : SigmoidScore(delta);
+}
+
+int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
   // A pod without GPUs frees nothing and can only stop shapes from running: F cannot fall.
-  if (!cycle.has_devices()) return SigmoidScore(0);
+  if (!cycle.has_devices()) return 0;
   const core::DeviceRequest* r = cycle.single_request();
   if (r == nullptr || node.kind < 0 || node.kind_device == nullptr || r->nums <= 0) return kNoBound;
   FgdBoundTables& t = fc.bounds;
@@ -166,16 +214,20 @@ int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSum
     if (dev.devmem_mib > 0) f_lb = std::min(f_lb, mem * kMilliPerGpu / dev.devmem_mib);
     if (dev.devcore > 0) f_lb = std::min<int64_t>(f_lb, int64_t{cores} * kMilliPerGpu / dev.devcore);
     k.drop = RequestMilli(dev, mem, cores);
-    k.weight = k.unaccepted + k.need.Above(f_lb);
+    k.f_lb = static_cast<int>(f_lb);
   }
+  // Every GPU the pod can take has at least f_lb free; the node's least such level is tighter.
+  const int f_min = node.LeastFreeAtLeast(k.f_lb);
+  if (f_min < 0) return kNoBound;   // no usable device that fits: the summary disagrees with the node; no bound
+  const int64_t shape_w = k.unaccepted + k.need.Above(f_min);
   // Free milli one GPU loses: at most the share's milli, or all of it when its last slot goes.
   const int64_t drop = node.last_slot > 0 ? std::max<int64_t>(k.drop, node.max_free_milli) : k.drop;
   const int64_t taken = std::min<int64_t>(int64_t{r->nums} * drop, node.free_milli_total);
-  int64_t w = k.weight + t.multi_gpus.Above(node.fully_free);
+  int64_t w = shape_w + t.multi_gpus.Above(node.fully_free);
   if (node.track_cpu) w += t.cpu.Above(node.cpu_free);
   if (node.track_mem) w += t.mem.Above(node.mem_free);
   w = std::min(w, t.total);
-  return SigmoidScore(std::max<int64_t>(taken, 0) * w);
+  return std::max<int64_t>(taken, 0) * w;
 }
 
 std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOptions& shapes) {

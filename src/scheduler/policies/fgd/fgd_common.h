@@ -21,10 +21,9 @@ struct FgdBoundTables {
     bool built = false;
     int64_t unaccepted = 0;   // weight of shapes that cannot use this kind of GPU (or use none)
     WeightAbove need;         // per-GPU milli of each GPU shape on this kind
-    // For the cycle's request on this kind: the milli one GPU of it takes, and the weight of the
-    // shapes that cannot use a GPU the request fits on or cannot use this kind at all.
+    // For the cycle's request on this kind: the milli one GPU of it takes.
     int64_t drop = 0;
-    int64_t weight = 0;
+    int f_lb = 0;   // least free milli of a GPU the request fits on
   };
   bool built = false;
   int64_t total = 0;          // sum of the typical weights
@@ -37,6 +36,13 @@ struct FgdCycle {
   explicit FgdCycle(std::shared_ptr<const TypicalSet> set) : view(std::move(set)) {}
   FragmentationView view;
   mutable FgdBoundTables bounds;
+  // The picker's last one-GPU choice on a node, so that the scorer does not evaluate it again.
+  struct LastPick {
+    const NodeState* node = nullptr;
+    int device = -1, free_after = 0;
+    int64_t free_total = 0, cpu_after = 0, mem_after = 0, fragmentation = 0;
+  };
+  mutable LastPick last;
 };
 
 // An upper bound of the FGD score of any placement of the cycle's pod on a node with summary `node`
@@ -46,6 +52,9 @@ struct FgdCycle {
 // could not run on the node before or that could not use a GPU the pod takes; the second set is bounded
 // from the node's CPU, memory, fully free GPUs and the least free milli a fitting GPU has.
 int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node);
+// The same bound on FragmentationDelta itself (ppm * milli), for scorers that build on it; kNoBound
+// when there is none.
+int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node);
 
 // Observes the pod into the model (once per cycle) and stores the cycle's view. Both the picker and
 // the scorer call it; the first one does the work.
@@ -75,9 +84,7 @@ class FgdScorer final : public NodeScorer {
     return FgdUpperBound(CycleOf(*model_, cycle), cycle, node);
   }
   Status PreFilter(CycleState& cycle) const override { return PrepareCycle(*model_, cycle); }
-  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override {
-    return SigmoidScore(FragmentationDelta(CycleOf(*model_, cycle).view, cycle, node, placement));
-  }
+  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override;
 
  private:
   std::shared_ptr<ShapeModel> model_;
