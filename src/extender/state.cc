@@ -164,7 +164,13 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
 
 PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc) {
   PodTotals t;
+  // Quotas are NVIDIA resources (limits.nvidia.com/gpumem, gpucores): other vendors' devices do not count.
+  std::set<std::string> other_vendor;
+  for (const auto& c : alloc.containers)
+    for (const auto& d : c)
+      if (d.vendor != core::kNvidiaVendor) other_vendor.insert(d.uuid);
   for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
+    if (other_vendor.count(uuid)) continue;
     t.mem_mib += u.usedmem_mib;
     t.cores += u.usedcores;
   }

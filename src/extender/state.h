@@ -72,7 +72,8 @@ std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 // = sidecar), as core::ContainerKinds does for a parsed pod.
 std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod);
 
-// What a placed pod takes, summed over its devices (effective usage: init containers collapsed).
+// What a placed pod takes, summed over its NVIDIA devices (effective usage: init containers collapsed);
+// the namespace quotas count NVIDIA resources only.
 struct PodTotals {
   int64_t mem_mib = 0;
   int64_t cores = 0;

@@ -216,6 +216,10 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
     // Every other candidate was refused with a reason, never silently dropped.
     EXPECT_EQ(filtered.failed_nodes.size() + filtered.failed_and_unresolvable.size(), kNodes.size() - 1);
   }
+  // The NVIDIA quota counts the NVIDIA share only, not the Ascend, DCU or MLU devices of the namespace.
+  const auto used = rep->state->NamespaceUsage()["mixed"];
+  EXPECT_EQ(used.mem_mib, 3000);
+  EXPECT_EQ(used.cores, 30);
   // The Cambricon lock carries the decision time (RFC 3339).
   auto mlu = api_.Get("pods", "mixed", "mlu");
   ASSERT_TRUE(mlu.has_value());
