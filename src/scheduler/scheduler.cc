@@ -187,30 +187,49 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
     auto lower = [](const BoundedNode& a, const BoundedNode& b) {
       return a.bound < b.bound || (a.bound == b.bound && a.index > b.index);
     };
-    std::make_heap(heap.begin(), heap.end(), lower);
     bool have_best = false;
     int64_t best_key = 0;
     uint32_t best = 0;
+    auto examine = [&](uint32_t index) {
+      view.WithNode(index, [&](const NodeState& node) {
+        if (!EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, nullptr)) return;
+        ++out.feasible_nodes;
+        const int64_t key = key_of(profile.scorer->Score(cycle, node, ts.placement));
+        if (!have_best || key > best_key || (key == best_key && index < best)) {
+          have_best = true;
+          best_key = key;
+          best = index;
+          ts.best_placement = ts.placement;
+        }
+      });
+    };
+    // Nothing left at this bound can score higher, or tie and come earlier in name order.
+    auto pruned = [&](const BoundedNode& n) {
+      return have_best && (n.bound < best_key || (n.bound == best_key && n.index > best));
+    };
+    // Over all nodes (ascending index, no repeats), the usual case is settled by the nodes of the
+    // highest bound alone, in index order: examine them without ordering the rest.
+    if (candidates == nullptr && !heap.empty()) {
+      int64_t top = heap[0].bound;
+      for (const BoundedNode& n : heap) top = std::max(top, n.bound);
+      for (const BoundedNode& n : heap) {
+        if (n.bound != top) continue;
+        if (pruned(n)) break;
+        examine(n.index);
+      }
+      if (have_best && best_key >= top) heap.clear();
+      else std::erase_if(heap, [top](const BoundedNode& n) { return n.bound == top; });
+    }
+    std::make_heap(heap.begin(), heap.end(), lower);
     size_t last = static_cast<size_t>(-1);
     while (!heap.empty()) {
       const BoundedNode top = heap.front();
-      // Nothing left can score higher, or tie and come earlier in name order.
-      if (have_best && (top.bound < best_key || (top.bound == best_key && top.index > best))) break;
+      if (pruned(top)) break;
       std::pop_heap(heap.begin(), heap.end(), lower);
       heap.pop_back();
       if (top.index == last) continue;   // a candidate named twice
       last = top.index;
-      view.WithNode(top.index, [&](const NodeState& node) {
-        if (!EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, nullptr)) return;
-        ++out.feasible_nodes;
-        const int64_t key = key_of(profile.scorer->Score(cycle, node, ts.placement));
-        if (!have_best || key > best_key || (key == best_key && top.index < best)) {
-          have_best = true;
-          best_key = key;
-          best = top.index;
-          ts.best_placement = ts.placement;
-        }
-      });
+      examine(top.index);
     }
     if (!have_best) return;
     out.score = clamp ? static_cast<int>(best_key) : 100;

@@ -188,7 +188,10 @@ void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTable
 
 int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
   const int64_t delta = FragmentationDeltaUpperBound(fc, cycle, node);
-  return delta == kNoBound ? kNoBound : SigmoidScore(delta);
+  if (delta == kNoBound) return kNoBound;
+  FgdBoundTables& t = fc.bounds;   // nodes alike give the same delta: remember the last one
+  if (delta != t.last_delta) t.last_delta = delta, t.last_score = SigmoidScore(delta);
+  return t.last_score;
 }
 
 int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
@@ -215,11 +218,18 @@ int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle
     if (dev.devcore > 0) f_lb = std::min<int64_t>(f_lb, int64_t{cores} * kMilliPerGpu / dev.devcore);
     k.drop = RequestMilli(dev, mem, cores);
     k.f_lb = static_cast<int>(f_lb);
+    // Above(f) for every free level, in one sweep over the sorted needs.
+    k.need_above.resize(kMilliPerGpu + 1);
+    size_t i = 0;
+    for (int f = 0; f <= kMilliPerGpu; ++f) {
+      while (i < k.need.values.size() && k.need.values[i] <= f) ++i;
+      k.need_above[f] = k.need.suffix[i];
+    }
   }
   // Every GPU the pod can take has at least f_lb free; the node's least such level is tighter.
   const int f_min = node.LeastFreeAtLeast(k.f_lb);
   if (f_min < 0) return kNoBound;   // no usable device that fits: the summary disagrees with the node; no bound
-  const int64_t shape_w = k.unaccepted + k.need.Above(f_min);
+  const int64_t shape_w = k.unaccepted + k.need_above[std::clamp(f_min, 0, kMilliPerGpu)];
   // Free milli one GPU loses: at most the share's milli, or all of it when its last slot goes.
   const int64_t drop = node.last_slot > 0 ? std::max<int64_t>(k.drop, node.max_free_milli) : k.drop;
   const int64_t taken = std::min<int64_t>(int64_t{r->nums} * drop, node.free_milli_total);

@@ -24,11 +24,13 @@ struct FgdBoundTables {
     // For the cycle's request on this kind: the milli one GPU of it takes.
     int64_t drop = 0;
     int f_lb = 0;   // least free milli of a GPU the request fits on
+    std::vector<int64_t> need_above;   // need.Above(f) for f = 0..1000 (the free milli of a GPU)
   };
   bool built = false;
   int64_t total = 0;          // sum of the typical weights
   WeightAbove cpu, mem, multi_gpus;   // node CPU, node memory, GPU count of multi-GPU shapes
   std::vector<Kind> kinds;    // by NodeSummary::kind
+  int64_t last_delta = -1, last_score = SigmoidScore(-1);   // the last SigmoidScore asked
 };
 
 // Per-cycle data: the typical set of this decision and its device-kind cache.
