@@ -4,6 +4,7 @@
 #include "scheduler/policies/default/default_policy.h"
 #include "scheduler/policies/dot_product/dot_product.h"
 #include "scheduler/policies/fgd/fgd.h"
+#include "scheduler/policies/fgd_balance/fgd_balance.h"
 #include "scheduler/policies/gpu_clustering/gpu_clustering.h"
 #include "scheduler/policies/gpu_packing/gpu_packing.h"
 #include "scheduler/policies/hami/hami.h"
@@ -22,8 +23,9 @@ constexpr PolicyRow kPolicies[] = {
     {"gpu-packing", &policies::MakeGpuPacking, "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
     {"gpu-clustering", &policies::MakeGpuClustering, "FGD baseline: keep pods of one GPU class together"},
     {"best-fit", &policies::MakeBestFit, "FGD baseline: least CPU and GPU left after placement"},
-    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (today FGD with its own learned shapes; docs/sim.md)"},
+    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (today fgd-balance, with its own learned models; docs/sim.md)"},
     {"fgd", &policies::MakeFgd, "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
+    {"fgd-balance", &policies::MakeFgdBalance, "FGD plus the GPU capacity a placement strands for lack of CPU (learned CPU per GPU; docs/sim.md)"},
 };
 }  // namespace
 

@@ -1,11 +1,12 @@
 #include "scheduler/policies/default/default_policy.h"
 
-#include "scheduler/policies/fgd/fgd_common.h"
+#include "scheduler/policies/fgd_balance/fgd_balance.h"
 
 namespace hami::scheduler::policies {
 
-// The best-fit tie-break variant measured no better on the default trace and worse on gpuspec10
-// (docs/sim-traces.md), so the default is FGD until a variant beats it on every trace.
-StatusOr<std::unique_ptr<Profile>> MakeDefault(const PolicyConfig&) { return fgd::MakeFgdProfile("default"); }
+// fgd-balance leaves fewer GPUs unallocated than fgd on every openb trace (docs/sim.md, 10 seeds).
+StatusOr<std::unique_ptr<Profile>> MakeDefault(const PolicyConfig&) {
+  return fgd_balance::MakeFgdBalanceProfile("default");
+}
 
 }  // namespace hami::scheduler::policies

@@ -41,11 +41,22 @@ TEST(ProfileForTest, PodAnnotationsChooseThePolicy) {
 }
 
 TEST(DefaultPolicyTest, ClosesAHoleLikeFgd) {
-  // Node a has a GPU with exactly 500 free; node b is empty. A 500 task closes a's hole.
+  // Node a has a GPU with exactly 500 free; node b is empty. A 500 task closes a's hole (FGD's
+  // behaviour, kept by fgd-balance where CPU is plentiful).
   auto s = MakeCluster("default", {SimNode("a", 2), SimNode("b", 2)}, {SimPod("x", 1, 500).UseUuid("a-gpu0")});
   auto d = s->Schedule(SimPod("p", 1, 500).Build(), nullptr);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(Describe(*d), "a:a-gpu0");
+}
+
+TEST(DefaultPolicyTest, PlacesAsFgdBalance) {
+  // The cluster of FgdBalanceTest.KeepsCpuNextToFreeGpus: a CPU-only pod that would leave node a
+  // with too little CPU for its free GPUs goes to b (fgd sends it to a).
+  auto s = MakeCluster("default", {SimNode("a", 2, 8000), SimNode("b", 2, 64000)},
+                       {SimPod("pinned", 1, 1000, 2000).UseUuid("b-gpu0")});
+  auto d = s->Schedule(SimPod("cpu", 0, 0, 6000).Build(), nullptr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->node, "b");
 }
 
 TEST(DefaultPolicyTest, PodsSelectingFgdLearnTheirOwnShapes) {

@@ -1,0 +1,95 @@
+#include "scheduler/policies/fgd_balance/fgd_balance.h"
+
+#include <algorithm>
+
+namespace hami::scheduler::fgd_balance {
+
+namespace {
+// Sums are halved past this (ratio kept, no overflow in StrandedMilli: cpu_free * milli < 2^63).
+constexpr int64_t kMaxSum = int64_t{1} << 40;
+}  // namespace
+
+void CpuDemand::Observe(const core::PodRequest& pod) {
+  const fgd::TaskShape s = fgd::ShapeOf(pod);
+  if (s.gpus <= 0) return;
+  // The shape's per-GPU milli on a reference device (ShapeOf keeps the request as written): a
+  // request by memory is exact only relative to a device, so use the core share, which every
+  // shape carries in percent, and a whole device when neither is given.
+  int64_t per_gpu = s.coresreq > 0 ? std::min(100, s.coresreq) * 10 : 1000;
+  if (s.mem_percentage > 0) per_gpu = std::max<int64_t>(per_gpu, std::min(100, s.mem_percentage) * 10);
+  std::lock_guard<std::mutex> lock(mu_);
+  sums_.cpu += s.cpu_milli;
+  sums_.milli += per_gpu * s.gpus;
+  while (sums_.cpu > kMaxSum || sums_.milli > kMaxSum) {
+    sums_.cpu /= 2;
+    sums_.milli /= 2;
+  }
+}
+
+CpuDemand::Ratio CpuDemand::Get() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sums_;
+}
+
+int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand::Ratio& ratio) {
+  if (ratio.cpu <= 0 || ratio.milli <= 0) return 0;
+  const int64_t servable = std::max<int64_t>(0, cpu_free) * ratio.milli / ratio.cpu;
+  return std::max<int64_t>(0, gpu_free_milli - servable);
+}
+
+namespace {
+// Per-cycle: the ratio this decision uses (one snapshot, so every node is measured alike).
+struct BalanceCycle {
+  CpuDemand::Ratio ratio;
+};
+}  // namespace
+
+Status BalanceScorer::PreFilter(CycleState& cycle) const {
+  HAMI_RETURN_IF_ERROR(fgd::PrepareCycle(*shapes_, cycle));
+  if (cycle.Read<BalanceCycle>(this) == nullptr) {
+    demand_->Observe(cycle.pod());
+    cycle.Write(this, BalanceCycle{demand_->Get()});
+  }
+  return OkStatus();
+}
+
+int64_t BalanceScorer::Combine(int64_t fgd_delta, int64_t stranded_increase) {
+  // Stranded milli weigh like FGD's fragmentation with weight one (1e6 ppm).
+  const int64_t level = fgd::SigmoidScore(fgd_delta - stranded_increase * 1'000'000);
+  // Inside a level, the smaller increase wins; |increase| <= free milli of one node, far below 2^31.
+  const int64_t tie = std::clamp<int64_t>((int64_t{1} << 31) - stranded_increase, 0, (int64_t{1} << 32) - 1);
+  return (level << 32) + tie;
+}
+
+int64_t BalanceScorer::Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const {
+  const int64_t delta = fgd::FragmentationDelta(fgd::CycleOf(*shapes_, cycle).view, cycle, node, placement);
+  int64_t increase = 0;
+  if (node.info.cpu_milli > 0) {   // nodes that do not report CPU strand nothing
+    const CpuDemand::Ratio& r = cycle.Read<BalanceCycle>(this)->ratio;
+    const int64_t cpu = node.cpu_free(), gpu = node.free_milli_total;
+    increase = StrandedMilli(gpu - placement.gpu_milli, cpu - placement.delta.cpu_milli, r) - StrandedMilli(gpu, cpu, r);
+  }
+  return Combine(delta, increase);
+}
+
+std::unique_ptr<Profile> MakeFgdBalanceProfile(std::string name) {
+  auto shapes = std::make_shared<fgd::ShapeModel>();
+  auto p = std::make_unique<Profile>();
+  p->name = std::move(name);
+  p->picker = std::make_unique<fgd::FgdPicker>(shapes);
+  p->scorer = std::make_unique<BalanceScorer>(shapes, std::make_shared<CpuDemand>());
+  // Raw scores are ordered keys (level, tie-break); the highest raw wins. Min-max only shapes the
+  // explained 0..100 scores.
+  p->normalize = Normalize::kMinMax;
+  return p;
+}
+
+}  // namespace hami::scheduler::fgd_balance
+
+namespace hami::scheduler::policies {
+
+StatusOr<std::unique_ptr<Profile>> MakeFgdBalance(const PolicyConfig&) {
+  return fgd_balance::MakeFgdBalanceProfile("fgd-balance");
+}
+
+}  // namespace hami::scheduler::policies
