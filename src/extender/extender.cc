@@ -163,8 +163,12 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
   const std::vector<core::ContainerKind> kinds = core::ContainerKinds(pod);
 
+  // Reasons per node are needed only when no node fits: decide without them (the library then stops at
+  // the best bound instead of scoring and explaining every node) and explain once when nothing fits.
+  // On success FailedNodes therefore holds only nodes ruled out by the quota (kube-scheduler reads
+  // the failed nodes only when the pod ends up unschedulable).
   scheduler::ScheduleOptions so;
-  so.explain = true;
+  so.explain = false;
   // Decisions run concurrently (optimistic: Schedule reads, Reserve re-checks). A decision that loses
   // a race - the winner changed before Schedule's own re-check (ABORTED) or before Reserve - is made
   // again; after kOptimisticAttempts lost races the pod decides alone (decide_mu_ exclusive), so only an
@@ -192,6 +196,11 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
       out.error = StrCat("pod ", PodKey(pod), ": ", std::string(d.status().message()));
       return out;
+    }
+    if (d->node.empty() && !so.explain) {
+      so.explain = true;
+      --attempt;  // not a lost race
+      continue;
     }
     if (d->node.empty()) {
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);

@@ -72,8 +72,15 @@ TEST_F(ExtenderTest, FilterTable) {
          Json p = PodJson("d", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
          p["metadata"]["annotations"] = {{"nvidia.com/use-gputype", "A100"}};
          return p;
-       }(), {"n1", "a100"}, 1, "n1", "CardTypeMismatch", ""},
-      {"unknown node", PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost", "n1"}, 1, "ghost",
+       }(), {"n1", "a100"}, 1, "", "", ""},
+      // Reasons come back when no node fits (on success kube-scheduler does not read them).
+      {"type filter, nothing fits", [] {
+         Json p = PodJson("d2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
+         p["metadata"]["annotations"] = {{"nvidia.com/use-gputype", "A100"}};
+         return p;
+       }(), {"n1", "n2"}, 0, "n1", "CardTypeMismatch", ""},
+      {"unknown node", PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost", "n1"}, 1, "", "", ""},
+      {"unknown node only", PodJson("e2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost"}, 0, "ghost",
        "node unregistered", ""},
       {"no devices: every candidate passes", PodJson("f", {{"cpu", "1"}}), {"n1", "ghost"}, 2, "", "", ""},
       {"bad request", PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "-5"}}), {"n1"}, 0, "", "", "gpumem"},
