@@ -5,8 +5,9 @@
 namespace hami::scheduler::fgd_balance {
 
 namespace {
-// Sums are halved past this (ratio kept, no overflow in StrandedMilli: cpu_free * milli < 2^63).
-constexpr int64_t kMaxSum = int64_t{1} << 40;
+// Sums are halved past this, keeping the ratio; with the CPU clamp below, cpu * milli < 2^61.
+constexpr int64_t kMaxSum = int64_t{1} << 30;
+constexpr int64_t kMaxCpu = int64_t{1} << 31;   // milli-cores of one node (2 million cores)
 }  // namespace
 
 void CpuDemand::Observe(const core::PodRequest& pod) {
@@ -33,7 +34,7 @@ CpuDemand::Ratio CpuDemand::Get() const {
 
 int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand::Ratio& ratio) {
   if (ratio.cpu <= 0 || ratio.milli <= 0) return 0;
-  const int64_t servable = std::max<int64_t>(0, cpu_free) * ratio.milli / ratio.cpu;
+  const int64_t servable = std::clamp<int64_t>(cpu_free, 0, kMaxCpu) * ratio.milli / ratio.cpu;
   return std::max<int64_t>(0, gpu_free_milli - servable);
 }
 

@@ -26,6 +26,7 @@ TEST(FgdBalanceTest, StrandedMilli) {
       {0, 0, {2000, 1000}, 0},            // nothing free, nothing stranded
       {2000, 0, {0, 1000}, 0},            // GPU pods asked no CPU: nothing measured
       {2000, 0, {0, 0}, 0},               // no GPU pod seen yet
+      {2000, int64_t{1} << 62, {int64_t{1} << 30, int64_t{1} << 30}, 0},   // huge node: no overflow
   };
   for (const auto& c : cases)
     EXPECT_EQ(StrandedMilli(c.gpu_free, c.cpu_free, c.ratio), c.want) << c.gpu_free << " " << c.cpu_free;
@@ -41,6 +42,11 @@ TEST(FgdBalanceTest, LearnsCpuPerGpuFromGpuPodsOnly) {
   d.Observe(SimPod("two", 2, 1000, 9000).Build());
   EXPECT_EQ(d.Get().cpu, 24000);
   EXPECT_EQ(d.Get().milli, 3500);
+  // Long runs halve both sums: the ratio stays, nothing overflows.
+  for (int i = 0; i < 200'000; ++i) d.Observe(SimPod("big", 8, 1000, 1'000'000).Build());
+  const CpuDemand::Ratio r = d.Get();
+  EXPECT_LE(r.milli, int64_t{1} << 30);
+  EXPECT_NEAR(static_cast<double>(r.cpu) / r.milli, 125.0, 1.0);
 }
 
 TEST(FgdBalanceTest, FgdLevelFirstThenLessStranding) {
