@@ -108,6 +108,13 @@ Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t 
                 {"labels", {{core::kVgpuNode, node}}}}}};
 }
 
+Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision, int64_t now) {
+  Json ann{{core::kVgpuNode, node}, {core::kVgpuTime, std::to_string(now)}, {core::kBindPhase, nullptr},
+           {core::kBindTime, nullptr}};
+  for (const auto& [k, v] : decision) ann[k] = v;
+  return Json{{"metadata", {{"annotations", std::move(ann)}, {"labels", {{core::kVgpuNode, node}}}}}};
+}
+
 Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts)
     : sched_(sched), state_(state), client_(client), opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
@@ -138,7 +145,8 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     out.error = NotLeaderError();
     return out;
   }
-  auto parsed = core::ParsePodJson(args.pod, opts_.resources);
+  const vendors::VendorSet* vendors = state_.options().vendors;
+  auto parsed = vendors ? vendors->ParsePod(args.pod, opts_.resources) : core::ParsePodJson(args.pod, opts_.resources);
   if (!parsed.ok()) {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
     out.error = StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
@@ -211,7 +219,21 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
               StrCat("no node fits: ", candidates.size(), " nodes do not fit"));
       return out;
     }
-    auto encoded = core::EncodePodDevices(d->allocation);
+    // Each vendor's decision annotations (NVIDIA alone: its to-allocate/allocated pair, as before).
+    const int64_t now = clock_.UnixSeconds();
+    std::map<std::string, std::string> decision;
+    StatusOr<std::string> encoded = std::string();
+    if (vendors != nullptr) {
+      auto ann = vendors->EncodeDecision(d->allocation, now);
+      if (ann.ok()) {
+        decision = std::move(*ann);
+        encoded = vendors->DecisionFingerprint(decision);
+      } else {
+        encoded = ann.status();
+      }
+    } else {
+      encoded = core::EncodePodDevices(d->allocation);
+    }
     if (!encoded.ok()) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
       out.error = StrCat("pod ", PodKey(pod), ": cannot encode the decision: ", std::string(encoded.status().message()));
@@ -263,7 +285,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     if (client_ != nullptr) {
       StageTimer t(counters_.filter_patch_ns);
       auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge,
-                              DecisionPatch(d->node, *encoded, clock_.UnixSeconds()));
+                              vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now));
       if (!p.ok()) {
         state_.Drop(pod.uid);
         (void)sched_.Unreserve(pod.uid);
@@ -293,7 +315,8 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
-    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s);
+    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s,
+                                  state_.options().vendors);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;
