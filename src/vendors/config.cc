@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "vendors/generic.h"
 #include "vendors/registry.h"
 #include "yaml-cpp/yaml.h"
@@ -19,6 +20,7 @@ Status ReadScalar(const YAML::Node& node, const std::string& where, const char* 
   if (!node.IsDefined() || !node.IsMap()) return OkStatus();
   const YAML::Node v = node[key];
   if (!v.IsDefined() || v.IsNull()) return OkStatus();
+  if (v.IsScalar() && v.Scalar().empty()) return OkStatus();  // `key: ""`: the chart's unset value
   if (found) *found = true;
   if (!v.IsScalar()) return InvalidArgument(StrCat(where, ".", key, ": expected ", kind));
   try {
@@ -32,10 +34,7 @@ Status ReadScalar(const YAML::Node& node, const std::string& where, const char* 
 
 Status SectionReader::String(const char* key, std::string* out) {
   seen_.push_back(key);
-  bool found = false;
-  HAMI_RETURN_IF_ERROR(ReadScalar(*node_, where_, key, "a string", out, &found));
-  if (found && out->empty()) return InvalidArgument(StrCat(where_, ".", key, ": must not be empty"));
-  return OkStatus();
+  return ReadScalar(*node_, where_, key, "a string", out);
 }
 Status SectionReader::Int(const char* key, int64_t* out) {
   seen_.push_back(key);
@@ -52,14 +51,20 @@ YAML::Node SectionReader::Child(const char* key) {
   if (!node_->IsDefined() || !node_->IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   return (*node_)[key];
 }
+void SectionReader::Ignore(std::initializer_list<const char*> keys) { ignored_.insert(ignored_.end(), keys.begin(), keys.end()); }
 Status SectionReader::CheckKeys() const {
   if (!node_->IsDefined() || node_->IsNull()) return OkStatus();
   if (!node_->IsMap()) return InvalidArgument(StrCat(where_, ": expected a mapping"));
+  std::string ignored;
   for (const auto& kv : *node_) {
     const std::string k = kv.first.Scalar();
-    if (std::find(seen_.begin(), seen_.end(), k) == seen_.end())
+    if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) continue;
+    if (std::find(ignored_.begin(), ignored_.end(), k) == ignored_.end())
       return InvalidArgument(StrCat(where_, ".", k, ": unknown option"));
+    ignored += StrCat(ignored.empty() ? "" : ", ", k);
   }
+  if (!ignored.empty())
+    spdlog::info("vendor config: {}: upstream keys not used by the scheduler, ignored: {}", where_, ignored);
   return OkStatus();
 }
 
@@ -75,8 +80,10 @@ Status ReadResourceKeys(SectionReader& r, ResourceNames* n) {
   return OkStatus();
 }
 
-StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(Spec spec, const YAML::Node& section, const char* where) {
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(Spec spec, const YAML::Node& section, const char* where,
+                                                           std::initializer_list<const char*> ignored) {
   SectionReader r(section, where);
+  r.Ignore(ignored);
   HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &spec.resources));
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   return One<GenericVendor>(std::move(spec));
@@ -91,12 +98,22 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml
   }
   if (root.IsDefined() && !root.IsNull() && !root.IsMap())
     return InvalidArgument("vendor config: expected a mapping of vendor sections");
+  std::string unsupported;  // sections of vendors we do not implement (upstream has more)
+  for (const auto& kv : root.IsMap() ? root : YAML::Node(YAML::NodeType::Map)) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+    const auto rows = VendorRegistry();
+    if (std::none_of(rows.begin(), rows.end(), [&](const VendorRow& r) { return k == r.section; }))
+      unsupported += StrCat(unsupported.empty() ? "" : ", ", k);
+  }
+  if (!unsupported.empty())
+    spdlog::warn("vendor config: sections of vendors not supported, ignored: {}", unsupported);
   std::vector<std::unique_ptr<Vendor>> out;
   for (const VendorRow& row : VendorRegistry()) {
     YAML::Node section(YAML::NodeType::Undefined);
     if (root.IsMap() && root[row.section].IsDefined()) section = root[row.section];
     bool enabled = row.enabled_by_default || section.IsDefined();
-    if (section.IsMap() && section["enabled"].IsDefined()) {
+    if (section.IsMap() && section["enabled"].IsDefined() && !section["enabled"].IsNull() &&
+        !(section["enabled"].IsScalar() && section["enabled"].Scalar().empty())) {
       try {
         enabled = section["enabled"].as<bool>();
       } catch (const YAML::Exception&) {

@@ -3,11 +3,14 @@
 // describes, with made-up identifiers.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/registry.h"
+#include "yaml-cpp/yaml.h"
 
 namespace hami::vendors {
 namespace {
@@ -407,7 +410,15 @@ TEST(ConfigTest, ErrorsNameTheOption) {
       {"hygon:\n  resourceMemoryNam: x\n", "hygon.resourceMemoryNam: unknown option"},
       {"nvidia:\n  defaultMemory: lots\n", "nvidia.defaultMemory: expected an integer"},
       {"vnpus:\n- chipName: x\n  aiCore: 0\n", "vnpus[0]: chipName and aiCore > 0 are required"},
-      {"vnpus: {}\n", "vnpus: expected a list"},
+      {"vnpus: 5\n", "vnpus: expected a list of chips or a mapping"},
+      {"vnpus:\n  configs: {}\n", "vnpus.configs: expected a list"},
+      {"vnpus:\n  hamiVnpuCore: maybe\n", "vnpus.hamiVnpuCore: expected true or false"},
+      {"vnpus:\n  hamiVnpuCore: true\n  config: []\n", "vnpus.config: unknown option"},
+      {"vnpus:\n  configs:\n  - {chipName: x, aiCore: 1, superPodd: 1}\n", "vnpus.configs[0].superPodd: unknown"},
+      {"nvidia:\n  resourceCountNmae: x\n", "nvidia.resourceCountNmae: unknown option"},
+      {"metax:\n  resourceVCountName: [a]\n", "metax.resourceVCountName: expected a string"},
+      {"mthreads:\n  memoryPerCards: [1]\n", "mthreads.memoryPerCards: unknown option"},
+      {"enflame:\n  resourceNameGCUCores: x\n", "enflame.resourceNameGCUCores: unknown option"},
       {"kunlun:\n  enabled: maybe\n", "kunlun.enabled"},
       {"nvidia: [\n", "line"},
       {"- a\n", "expected a mapping"},
@@ -416,6 +427,73 @@ TEST(ConfigTest, ErrorsNameTheOption) {
     auto r = LoadVendors(c.yaml);
     ASSERT_FALSE(r.ok()) << c.yaml;
     EXPECT_NE(std::string(r.status().message()).find(c.part), std::string::npos) << r.status();
+  }
+}
+
+// Upstream's chart-rendered device-config.yaml (testdata, chart defaults) loads as is, in both vnpus
+// forms, and names exactly the resources our defaults use.
+std::string UpstreamConfig(bool vnpus_as_list) {
+  std::ifstream in("src/vendors/testdata/upstream-device-config.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!vnpus_as_list) return text.str();
+  YAML::Node root = YAML::Load(text.str());
+  root["vnpus"] = YAML::Clone(root["vnpus"]["configs"]);  // older upstream: a plain list of chips
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
+}
+
+TEST(ConfigTest, UpstreamDefaultFileLoadsAsIs) {
+  const std::vector<std::string> want = {"NVIDIA",  "Ascend910B3", "Ascend310P", "DCU",    "MLU",     "Metax-GPU",
+                                         "Metax-SGPU", "Mthreads", "MR-V100",    "MR-V50", "BI-V150", "BI-V100",
+                                         "GCU",     "Enflame",     "kunlun",     "XPU",    "AMD"};
+  struct Case { const char* name; bool vnpus_as_list; } cases[] = {{"vnpus map", false}, {"vnpus list", true}};
+  for (const auto& c : cases) {
+    const std::string text = UpstreamConfig(c.vnpus_as_list);
+    ASSERT_NE(text.find("vnpus"), std::string::npos) << c.name;
+    ASSERT_EQ(YAML::Load(text)["vnpus"].IsSequence(), c.vnpus_as_list) << c.name;
+    auto got = LoadVendors(text);
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    std::vector<std::string> words;
+    for (const auto& v : *got) {
+      words.push_back(v->common_word());
+      const Vendor& d = ByWord(v->common_word());
+      EXPECT_EQ(v->resources().count, d.resources().count) << c.name << " " << v->common_word();
+      EXPECT_EQ(v->resources().memory, d.resources().memory) << c.name << " " << v->common_word();
+      EXPECT_EQ(v->resources().memory_percentage, d.resources().memory_percentage) << c.name;
+      EXPECT_EQ(v->resources().cores, d.resources().cores) << c.name << " " << v->common_word();
+      EXPECT_EQ(v->resources().priority, d.resources().priority) << c.name;
+      EXPECT_EQ(v->rules().templates, d.rules().templates) << c.name << " " << v->common_word();
+    }
+    EXPECT_EQ(words, want) << c.name;
+    EXPECT_EQ((*got)[1]->resources().count, "huawei.com/Ascend910B3");
+    EXPECT_EQ((*got)[1]->rules().templates,
+              (std::vector<Template>{{"vir05_1c_16g", 16384, 25}, {"vir10_3c_32g", 32768, 50}}));
+  }
+}
+
+TEST(ConfigTest, EmptyValuesKeepDefaultsAndUnknownVendorsAreIgnored) {
+  struct Case { const char* name; const char* yaml; std::vector<std::string> words; } cases[] = {
+      {"unset values", "hygon:\n  resourceCountName:\n  resourceMemoryName: \"\"\nnvidia:\n  defaultMemory: \"\"\n"
+                       "  resourceCoreName: ''\n  overwriteEnv: \"\"\n", {"NVIDIA", "DCU"}},
+      {"vendors we lack", "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: [1]\nfoo: 1\n",
+       {"NVIDIA"}},
+      {"vnpus map, no configs", "vnpus:\n  hamiVnpuCore: true\n", {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+      {"vnpus empty list", "vnpus: []\nnvidia:\n  enabled: \"\"\n", {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+  };
+  for (const auto& c : cases) {
+    auto got = LoadVendors(c.yaml);
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    std::vector<std::string> words;
+    for (const auto& v : *got) {
+      words.push_back(v->common_word());
+      const Vendor& d = ByWord(v->common_word());
+      EXPECT_EQ(v->resources().count, d.resources().count) << c.name;
+      EXPECT_EQ(v->resources().memory, d.resources().memory) << c.name;
+      EXPECT_EQ(v->resources().cores, d.resources().cores) << c.name;
+    }
+    EXPECT_EQ(words, c.words) << c.name;
   }
 }
 

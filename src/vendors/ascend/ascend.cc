@@ -4,6 +4,7 @@
 // `hami-vnpu-core: "true"`. Node score: share of the granted devices in one NetworkID (910 SuperPod).
 #include "vendors/ascend/ascend.h"
 
+#include "common/log.h"
 #include "core/annotations.h"
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
@@ -123,13 +124,13 @@ struct Chip {
   std::string chip, common_word;
   int64_t memory_mib, ai_core;
   std::vector<std::tuple<std::string, int64_t, int64_t>> templates;  // name, MiB, aiCore
-  std::string resource, memory_resource;  // renames (empty: huawei.com/<CommonWord>[-memory])
+  std::string resource, memory_resource, core_resource;  // renames (empty: huawei.com/<CommonWord>[-memory|-core])
 };
 
 // Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
 std::vector<Chip> DefaultChips() {
-  return {{"910B3", "Ascend910B3", 65536, 20, {{"vir05_1c_16g", 16384, 5}, {"vir10_3c_32g", 32768, 10}}, "", ""},
-          {"310P3", "Ascend310P", 21527, 8, {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}}, "", ""}};
+  return {{"910B3", "Ascend910B3", 65536, 20, {{"vir05_1c_16g", 16384, 5}, {"vir10_3c_32g", 32768, 10}}, "", "", ""},
+          {"310P3", "Ascend310P", 21527, 8, {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}}, "", "", ""}};
 }
 
 Spec ChipSpec(const Chip& c) {
@@ -138,7 +139,8 @@ Spec ChipSpec(const Chip& c) {
   s.common_word = c.common_word;
   const std::string res = StrCat("huawei.com/", c.common_word);
   s.resources = {c.resource.empty() ? res : c.resource,
-                 c.memory_resource.empty() ? StrCat(res, "-memory") : c.memory_resource, "", StrCat(res, "-core"), ""};
+                 c.memory_resource.empty() ? StrCat(res, "-memory") : c.memory_resource, "",
+                 c.core_resource.empty() ? StrCat(res, "-core") : c.core_resource, ""};
   s.keys = {StrCat("hami.io/node-register-", c.common_word), StrCat("hami.io/node-handshake-", c.common_word),
             StrCat("hami.io/", c.common_word, "-devices-to-allocate"),
             StrCat("hami.io/", c.common_word, "-devices-allocated"), "", "",
@@ -155,10 +157,26 @@ Spec ChipSpec(const Chip& c) {
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& section) {
   std::vector<Chip> chips;
-  if (section.IsDefined() && !section.IsNull()) {
-    if (!section.IsSequence()) return InvalidArgument("vnpus: expected a list of chips");
-    for (size_t i = 0; i < section.size(); ++i) {
-      SectionReader r(section[i], StrCat("vnpus[", i, "]"));
+  YAML::Node list = section;
+  std::string where = "vnpus";
+  if (section.IsMap()) {  // current upstream: {hamiVnpuCore: bool, configs: [chips]}; older: the list itself
+    SectionReader top(section, "vnpus");
+    bool hami_core = false;
+    HAMI_RETURN_IF_ERROR(top.Bool("hamiVnpuCore", &hami_core));
+    top.Ignore({"enabled"});  // LoadVendors reads it
+    list.reset(top.Child("configs"));  // reset rebinds; operator= would write into `section`
+    HAMI_RETURN_IF_ERROR(top.CheckKeys());
+    if (hami_core)
+      spdlog::info("vendor config: vnpus.hamiVnpuCore ignored: hami-core mode is chosen per node by the "
+                   "hami-vnpu-core node annotation");
+    where = "vnpus.configs";
+  }
+  if (list.IsDefined() && !list.IsNull()) {
+    if (!list.IsSequence())
+      return InvalidArgument(StrCat(where, ": expected a list of chips",
+                                    section.IsMap() ? "" : " or a mapping {hamiVnpuCore, configs}"));
+    for (size_t i = 0; i < list.size(); ++i) {
+      SectionReader r(list[i], StrCat(where, "[", i, "]"));
       Chip c;
       int64_t alloc = 0, aicpu = 0;
       HAMI_RETURN_IF_ERROR(r.String("chipName", &c.chip));
@@ -166,6 +184,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       HAMI_RETURN_IF_ERROR(r.String("commonWord", &c.common_word));
       HAMI_RETURN_IF_ERROR(r.String("resourceName", &c.resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &c.memory_resource));
+      HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &c.core_resource));
+      r.Ignore({"memoryFactor", "runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
       c.memory_mib = 0;
       c.ai_core = 0;
       HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));

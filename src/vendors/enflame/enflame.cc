@@ -40,6 +40,11 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   HAMI_RETURN_IF_ERROR(r.String("resourceDRSName", &drs.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &drs.resources.memory));
   HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &drs.resources.cores));
+  // Upstream chart's names for the same four resources (read after ours: they win when both are set).
+  HAMI_RETURN_IF_ERROR(r.String("resourceNameGCU", &gcu.resources.count));
+  HAMI_RETURN_IF_ERROR(r.String("resourceNameDRSGCU", &drs.resources.count));
+  HAMI_RETURN_IF_ERROR(r.String("resourceNameGCUMemory", &drs.resources.memory));
+  HAMI_RETURN_IF_ERROR(r.String("resourceNameGCUCore", &drs.resources.cores));
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   std::vector<std::unique_ptr<Vendor>> out;
   out.push_back(std::make_unique<GenericVendor>(std::move(gcu)));

@@ -16,7 +16,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeHygon(const YAML::Node& secti
             "hami.io/dcu-devices-allocated", "hygon.com/use-dcutype", "hygon.com/nouse-dcutype",
             "hygon.com/use-gpuuuid", "hygon.com/nouse-gpuuuid"};
   s.registration = Registration::kCsv;
-  return MakeGeneric(std::move(s), section, "hygon");
+  return MakeGeneric(std::move(s), section, "hygon", {"memoryFactor"});  // upstream key, not read
 }
 
 }  // namespace hami::vendors

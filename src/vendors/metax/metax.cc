@@ -98,6 +98,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMetax(const YAML::Node& secti
   HAMI_RETURN_IF_ERROR(r.String("resourceVCountName", &sgpu.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceVMemoryName", &sgpu.resources.memory));
   HAMI_RETURN_IF_ERROR(r.String("resourceVCoreName", &sgpu.resources.cores));
+  r.Ignore({"sgpuTopologyAware"});  // upstream key, not read
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   std::vector<std::unique_ptr<Vendor>> out;
   out.push_back(std::make_unique<MetaxGpu>(std::move(gpu)));

@@ -23,7 +23,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMthreads(const YAML::Node& se
   s.capacity_device_memory_mib = 49152;
   s.capacity_slots = 16;
   s.model = "MTT S4000";
-  return MakeGeneric(std::move(s), section, "mthreads");
+  return MakeGeneric(std::move(s), section, "mthreads", {"memoryPerCard"});  // upstream key, not read
 }
 
 }  // namespace hami::vendors

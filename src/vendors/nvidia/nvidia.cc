@@ -81,11 +81,9 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& sect
   config.default_gpu_num = static_cast<int>(v);
   HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &config.memory_factor));
   // Upstream keys read by the device plugin or webhook, not by the vendor backend.
-  for (const char* k : {"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName", "libCudaLogLevel",
-                        "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling",
-                        "preConfiguredDeviceMemory", "enableNumaTopology", "migProfileAllowlist",
-                        "knownMigGeometries"})
-    r.Child(k);
+  r.Ignore({"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName", "libCudaLogLevel",
+            "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling", "preConfiguredDeviceMemory",
+            "enableNumaTopology", "migProfileAllowlist", "knownMigGeometries"});
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   HAMI_RETURN_IF_ERROR(config.Validate());
   Spec s;
