@@ -73,6 +73,14 @@ int64_t BalanceScorer::Score(const CycleState& cycle, const NodeState& node, con
   return Combine(delta, increase);
 }
 
+int64_t BalanceScorer::UpperBound(const CycleState& cycle, const NodeSummary& node) const {
+  const int64_t delta = fgd::FragmentationDeltaUpperBound(fgd::CycleOf(*shapes_, cycle), cycle, node);
+  if (delta == kNoBound) return kNoBound;
+  // stranded(after) >= 0, so the increase is at least -stranded(before) (0 for nodes without CPU).
+  const int64_t before = StrandedMilli(node.free_milli_total, node.cpu_free, cycle.Read<BalanceCycle>(this)->ratio);
+  return Combine(delta, -before);
+}
+
 std::unique_ptr<Profile> MakeFgdBalanceProfile(std::string name) {
   auto shapes = std::make_shared<fgd::ShapeModel>();
   auto p = std::make_unique<Profile>();

@@ -43,9 +43,13 @@ int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand:
 class BalanceScorer final : public NodeScorer {
  public:
   BalanceScorer(std::shared_ptr<fgd::ShapeModel> shapes, std::shared_ptr<CpuDemand> demand)
-      : shapes_(std::move(shapes)), demand_(std::move(demand)) {}
+      : shapes_(std::move(shapes)), demand_(std::move(demand)) {
+    bounded_ = true;
+  }
   Status PreFilter(CycleState& cycle) const override;
   int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override;
+  // FGD's bound on the fragmentation change, with the stranded milli falling at most to zero.
+  int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override;
 
   // The raw score from its parts (exposed for tests): level in the high bits, tie-break below.
   static int64_t Combine(int64_t fgd_delta, int64_t stranded_increase);

@@ -101,5 +101,46 @@ TEST(FgdBalanceTest, KeepsCpuNextToFreeGpus) {
   }
 }
 
+// The bounded scan's contract, node by node: the bound is never below the score, through a run that
+// drains CPU (CPU-only and CPU-heavy pods among sharing and whole-GPU ones) so stranding appears.
+TEST(FgdBalanceTest, UpperBoundIsAtLeastTheScore) {
+  auto s = MakeCluster("fgd-balance", {SimNode("a", 8, 24000), SimNode("b", 2, 64000), SimNode("c", 4, 16000),
+                                       SimNode("d", 8, 96000)});
+  const Profile& profile = s->profile();
+  ASSERT_TRUE(profile.scorer->bounded());
+  struct Shape {
+    int gpus, milli;
+    int64_t cpu;
+  };
+  const Shape shapes[] = {{0, 0, 8000}, {1, 1000, 4000}, {1, 500, 2000}, {1, 300, 6000}, {2, 1000, 3000},
+                          {0, 0, 12000}, {1, 700, 1000}, {4, 1000, 8000}};
+  Rng rng(7);
+  int checked = 0, bounded = 0;
+  for (int i = 0; i < 60; ++i) {
+    const Shape& sh = shapes[i % std::size(shapes)];
+    const core::PodRequest pod = SimPod("p" + std::to_string(i), sh.gpus, sh.milli, sh.cpu).Build();
+    CycleState cycle(pod, &rng);
+    ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
+    ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
+    s->cache().Read([&](const ClusterCache::View& view) {
+      EvalScratch scratch;
+      Placement placement;
+      for (size_t n = 0; n < view.size(); ++n) {
+        const NodeSummary sum = view.Summary(n);
+        view.WithNode(n, [&](const NodeState& node) {
+          if (!EvaluateNode(profile, cycle, node, scratch, &placement, nullptr)) return;
+          const int64_t bound = profile.scorer->UpperBound(cycle, sum);
+          EXPECT_GE(bound, profile.scorer->Score(cycle, node, placement)) << "pod " << i << " node " << node.info.name;
+          ++checked;
+          bounded += bound != kNoBound;
+        });
+      }
+    });
+    ASSERT_TRUE(s->ScheduleAndReserve(pod, nullptr).ok());
+  }
+  EXPECT_GT(checked, 60);
+  EXPECT_GT(bounded, checked / 2);
+}
+
 }  // namespace
 }  // namespace hami::scheduler
