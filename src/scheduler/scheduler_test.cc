@@ -164,7 +164,7 @@ TEST(SchedulerTest, BoundedScanDecidesAsTheFullScan) {
 
 // The bound itself, node by node: never below the score of the placement the policy would choose.
 TEST(SchedulerTest, UpperBoundIsAtLeastTheScore) {
-  for (const char* policy : {"hami", "hami-spread", "best-fit", "fgd"}) {
+  for (const char* policy : {"hami", "hami-spread", "best-fit", "fgd", "default"}) {
     SCOPED_TRACE(policy);
     Rng rng(5);
     auto s = MakeCluster(policy, RandomNodes(rng, 30));
