@@ -12,6 +12,8 @@ template <typename T>
 Status Read(const YAML::Node& section, const char* key, std::string_view source, T* out) {
   const YAML::Node v = section[key];
   if (!v || v.IsNull()) return OkStatus();
+  // The upstream chart renders unset values as empty strings (`runtimeClassName: ""`): the default.
+  if (v.IsScalar() && v.Scalar().empty()) return OkStatus();
   try {
     *out = v.as<T>();
   } catch (const YAML::Exception&) {

@@ -21,6 +21,9 @@ TEST(DeviceConfig, Table) {
       {"renamed + factor", "nvidia:\n  resourceCountName: example.com/vgpu\n  memoryFactor: 1024\n  disableCoreLimit: true\n", true, "",
        "example.com/vgpu", 1024, "disable"},
       {"empty file", "", true, "", "nvidia.com/gpu", 1, "default"},
+      {"chart's empty values keep defaults",
+       "nvidia:\n  resourceCountName: \"\"\n  defaultMemory: ''\n  runtimeClassName: \"\"\n  memoryFactor:\n", true, "",
+       "nvidia.com/gpu", 1, "default"},
       {"wrong type", "nvidia:\n  defaultCores: lots\n", false, "nvidia.defaultCores", "", 0, ""},
       {"bad policy", "nvidia:\n  gpuCorePolicy: sometimes\n", false, "gpuCorePolicy", "", 0, ""},
       {"invalid factor", "nvidia:\n  memoryFactor: 0\n", false, "memory", "", 0, ""},
@@ -39,6 +42,14 @@ TEST(DeviceConfig, Table) {
     EXPECT_EQ(r->resources.memory_factor, c.factor);
     EXPECT_EQ(r->gpu_core_policy, c.policy);
   }
+}
+
+// The upstream chart's default device-config.yaml (vendors/testdata) loads as is.
+TEST(DeviceConfig, UpstreamDefaultFileParses) {
+  auto r = LoadDeviceConfig("src/vendors/testdata/upstream-device-config.yaml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->resources.nvidia.count, "nvidia.com/gpu");
+  EXPECT_EQ(r->resources.nvidia.memory, "nvidia.com/gpumem");
 }
 
 TEST(DeviceConfig, DeployManifestParses) {
