@@ -27,6 +27,8 @@
 
 #include <mutex>
 #include <shared_mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "common/status.h"
 #include "core/model.h"
 #include "scheduler/node_state.h"
@@ -181,7 +183,7 @@ class ClusterCache {
   // costs more than the node evaluation itself on the decision path.
   mutable std::shared_mutex nodes_mu_;
   std::vector<std::unique_ptr<Entry>> order_;                    // guarded by nodes_mu_; sorted by name
-  std::unordered_map<std::string, Entry*> by_name_;              // guarded by nodes_mu_
+  absl::flat_hash_map<std::string, Entry*> by_name_;             // guarded by nodes_mu_; flat: one probe per NodeNames entry
   // Summaries in chunks of kSlotChunk (contiguous for the scan, never moved): slot_count_ grows only
   // (a removed node's slot is reused); order_slot_ is parallel to order_.
   std::vector<std::unique_ptr<Slot[]>> slots_;                    // shape guarded by nodes_mu_

@@ -63,6 +63,8 @@ struct ThreadScratch {
   std::vector<std::string> names;   // reused: assign() keeps capacity
   size_t feasible = 0;
   std::vector<BoundedNode> heap;    // ScheduleBounded
+  std::vector<uint32_t> mark;       // ScheduleBounded: candidate nodes by index, == epoch when listed
+  uint32_t epoch = 0;
   Placement best_placement;
 };
 thread_local ThreadScratch t_scratch;
@@ -180,8 +182,19 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
     if (candidates == nullptr) {
       for (size_t i = 0; i < view.size(); ++i) consider(i);
     } else {
+      // The candidates as a set of indices (duplicates and unknown names drop out), visited in name
+      // order, so the scan below is the one over all nodes (kube-scheduler sends NodeNames rotated
+      // by its own start node; the order of the list never matters).
+      auto& mark = ts.mark;
+      if (mark.size() != view.size()) mark.assign(view.size(), 0);
+      if (++ts.epoch == 0) {
+        std::fill(mark.begin(), mark.end(), 0);
+        ts.epoch = 1;
+      }
       for (const auto& name : *candidates)
-        if (const int i = view.IndexOf(name); i >= 0) consider(static_cast<size_t>(i));
+        if (const int i = view.IndexOf(name); i >= 0) mark[static_cast<size_t>(i)] = ts.epoch;
+      for (size_t i = 0; i < view.size(); ++i)
+        if (mark[i] == ts.epoch) consider(i);
     }
     // Max-heap on (bound, then lower index first).
     auto lower = [](const BoundedNode& a, const BoundedNode& b) {
@@ -207,9 +220,9 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
     auto pruned = [&](const BoundedNode& n) {
       return have_best && (n.bound < best_key || (n.bound == best_key && n.index > best));
     };
-    // Over all nodes (ascending index, no repeats), the usual case is settled by the nodes of the
-    // highest bound alone, in index order: examine them without ordering the rest.
-    if (candidates == nullptr && !heap.empty()) {
+    // The heap holds ascending indices without repeats: the usual case is settled by the nodes of
+    // the highest bound alone, in index order; examine them without ordering the rest.
+    if (!heap.empty()) {
       int64_t top = heap[0].bound;
       for (const BoundedNode& n : heap) top = std::max(top, n.bound);
       for (const BoundedNode& n : heap) {
@@ -221,14 +234,11 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
       else std::erase_if(heap, [top](const BoundedNode& n) { return n.bound == top; });
     }
     std::make_heap(heap.begin(), heap.end(), lower);
-    size_t last = static_cast<size_t>(-1);
     while (!heap.empty()) {
       const BoundedNode top = heap.front();
       if (pruned(top)) break;
       std::pop_heap(heap.begin(), heap.end(), lower);
       heap.pop_back();
-      if (top.index == last) continue;   // a candidate named twice
-      last = top.index;
       examine(top.index);
     }
     if (!have_best) return;
