@@ -47,7 +47,7 @@ int Fail(const Status& s) {
 int SimMain(int argc, char** argv) {
   CLI::App app{"Trace-driven scheduling simulator: the FGD paper's workload-inflation experiment "
                "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
-  std::string nodes_path, pods_path, policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit";
+  std::string nodes_path, pods_path, policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit,fgd,default";
   std::string json_path, plot_path, device_config;
   int seeds = 1, jobs = 1;
   uint64_t first_seed = 42;
