@@ -135,6 +135,7 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   const core::DeviceRequest& r = ctx.request;
   const NodeState& node = ctx.node;
   if (rules != nullptr && !rules->Covers(r.vendor)) rules = nullptr;  // generic vendor (NVIDIA)
+  s.scored_by = rules;
   int n = node.gpus();
   int of_vendor = 0;
   s.candidates.clear();
@@ -164,6 +165,13 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     return false;
   }
   s.picked.clear();
+  // A vendor with group rules chooses the set itself; refusing means no group holds the request.
+  if (rules != nullptr &&
+      rules->Pick(ctx.cycle.pod(), r, node.info.devices, ctx.usage, s.candidates, &s.picked)) {
+    if (static_cast<int>(s.picked.size()) >= r.nums) return true;
+    if (why) why->Add(Reason::kNumaNotFit, false);
+    return false;
+  }
   if (!ctx.cycle.pod().selectors.numa_bind) {
     picker.Pick(ctx, s.candidates, &s.picked);
     if (static_cast<int>(s.picked.size()) >= r.nums) return true;
@@ -233,6 +241,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     // Fast path: one request, so its devices are the pod's effective usage.
     PickContext ctx{cycle, node, node.usage, *r};
     if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
+    if (s.scored_by != nullptr)
+      placement->vendor_score += s.scored_by->Score(*r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
     auto& out = placement->containers[cycle.single_request_container()];
     for (int k = 0; k < r->nums; ++k) {
       DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
@@ -258,6 +268,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       if (r.nums <= 0) continue;
       PickContext ctx{cycle, node, usage, r};
       if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
+      if (s.scored_by != nullptr)
+        placement->vendor_score += s.scored_by->Score(r, node.info.devices, std::span<const int>(s.picked).first(r.nums));
       for (int k = 0; k < r.nums; ++k) {
         const int d = s.picked[k];
         DeviceDelta dd = Take(profile.vendor_rules, ctx, d);

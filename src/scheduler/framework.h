@@ -127,6 +127,7 @@ struct Placement {
   std::vector<std::vector<DeviceDelta>> containers;      // per container (PodRequest order)
   int64_t gpu_milli = 0;    // sum over the pod's devices of the milli it takes (effective usage)
   int gpus = 0;             // devices the pod takes (effective usage)
+  int vendor_score = 0;     // sum of VendorRules::Score over the pod's covered requests (tie-break)
   void Clear() {
     delta.devices.clear();
     delta.cpu_milli = delta.memory_mib = 0;
@@ -134,6 +135,7 @@ struct Placement {
     for (auto& c : containers) c.clear();
     gpu_milli = 0;
     gpus = 0;
+    vendor_score = 0;
   }
 };
 
@@ -184,6 +186,7 @@ struct EvalScratch {
   std::vector<int> candidates;
   std::vector<int> picked;
   std::vector<DeviceDelta> init_peak;
+  const VendorRules* scored_by = nullptr;  // set by a pick: the rules that covered it (null: generic)
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`

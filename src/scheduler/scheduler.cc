@@ -103,6 +103,7 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   // max maps to 100, and clamping is applied to the key, so no second pass over the nodes is needed.
   bool have_best = false;
   int64_t best_key = 0;
+  int best_vendor = 0;  // Placement::vendor_score of the best: breaks ties of the policy's key
   std::string best_name;
   cache_.ForEachNode(
       candidates,
@@ -122,9 +123,12 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
         const int64_t raw = profile.scorer->Score(cycle, node, ts.placement);
         if (options.explain) ts.raw.push_back(raw);
         const int64_t key = clamp ? std::clamp<int64_t>(raw, 0, 100) : raw;
-        if (!have_best || key > best_key || (key == best_key && candidates && node.info.name < best_name)) {
+        const int vs = ts.placement.vendor_score;  // 0 unless vendor rules scored (never NVIDIA)
+        if (!have_best || key > best_key ||
+            (key == best_key && (vs > best_vendor || (vs == best_vendor && candidates && node.info.name < best_name)))) {
           have_best = true;
           best_key = key;
+          best_vendor = vs;
           best_name.assign(node.info.name);
         }
       },

@@ -9,7 +9,9 @@
 // takes what Take says. Devices of other vendors (NVIDIA) keep the generic path unchanged. An
 // implementation is immutable after construction and called from concurrent scheduling cycles.
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/model.h"
 #include "scheduler/reasons.h"
@@ -37,6 +39,22 @@ class VendorRules {
   };
   // What `request` takes on `device` once chosen (memory resolved and rounded, e.g. to a template).
   virtual Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const = 0;
+
+  // Group rules (Kunlun's NUMA halves): chooses request.nums of `candidates` (positions in `devices`
+  // that passed Check under `usage`) into *out. False = no opinion, the policy's picker chooses.
+  // True with fewer than request.nums in *out = no allowed group: the node is refused (NumaNotFit).
+  virtual bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request,
+                    std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
+                    std::span<const int> candidates, std::vector<int>* out) const {
+    return false;
+  }
+  // Topology cohesion of a grant (`granted` = positions in `devices`), 0..100, higher = better
+  // connected; 0 for vendors without a topology score. The framework sums it over a pod's covered
+  // requests into Placement::vendor_score, which breaks ties between equal policy scores.
+  virtual int Score(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
+                    std::span<const int> granted) const {
+    return 0;
+  }
 };
 
 }  // namespace hami::scheduler

@@ -98,6 +98,8 @@ struct FitRules {
   int max_devices_per_container = 0;    // 0 = unlimited; template vNPU: 1 unless whole devices
   std::vector<int> allowed_counts;      // empty = any; Kunlun whole XPU: 1, 2, 4, 8
   std::vector<Template> templates;      // memory rounded up to the smallest template that fits
+  bool group_rules = false;             // Fit keeps a multi-device grant inside a topology group
+                                        // (Kunlun halves): a scheduler lets Fit choose the set
 };
 
 // Annotation keys of one vendor.

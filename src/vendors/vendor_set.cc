@@ -220,4 +220,39 @@ scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r, cons
   return {g.usedmem_mib, g.usedcores};
 }
 
+bool VendorSet::Pick(const core::PodRequest& pod, const core::DeviceRequest& r,
+                     std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
+                     std::span<const int> candidates, std::vector<int>* out) const {
+  const Vendor* v = ByCommonWord(r.vendor);
+  if (v == nullptr || !v->rules().group_rules) return false;
+  out->clear();
+  auto sel = v->ParseSelectors(pod.annotations);
+  if (!sel.ok()) return true;  // Check refused every device already; nothing to choose
+  // Fit over the candidates only (they passed Check), with their usage; map its grant back by uuid.
+  std::vector<core::DeviceInfo> sub;
+  std::vector<core::DeviceUsage> sub_usage;
+  sub.reserve(candidates.size());
+  sub_usage.reserve(candidates.size());
+  for (int c : candidates) {
+    sub.push_back(devices[c]);
+    sub_usage.push_back(static_cast<size_t>(c) < usage.size() ? usage[c] : core::DeviceUsage{});
+  }
+  const FitResult fit = v->Fit(r, sub, sub_usage, *sel, NodeView{});
+  for (const core::ContainerDevice& g : fit.devices)
+    for (size_t i = 0; i < sub.size(); ++i)
+      if (sub[i].uuid == g.uuid && std::find(out->begin(), out->end(), candidates[i]) == out->end()) {
+        out->push_back(candidates[i]);
+        break;
+      }
+  if (static_cast<int>(out->size()) < r.nums) out->clear();
+  return true;
+}
+
+int VendorSet::Score(const core::DeviceRequest& r, std::span<const core::DeviceInfo> devices,
+                     std::span<const int> granted) const {
+  const Vendor* v = ByCommonWord(r.vendor);
+  if (v == nullptr || v->score_polarity() != ScorePolarity::kTopologyCohesion) return 0;
+  return std::clamp(v->ScoreNode(devices, granted, NodeView{}), 0, 100);
+}
+
 }  // namespace hami::vendors

@@ -69,6 +69,15 @@ class VendorSet final : public scheduler::VendorRules {
   Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request, const core::DeviceInfo& device,
                 const core::DeviceUsage& usage) const override;
   Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
+  // Vendors with FitRules::group_rules choose with their own Fit over the candidates (its group rules,
+  // e.g. Kunlun's halves); the others leave the choice to the policy.
+  bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
+            std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
+            std::vector<int>* out) const override;
+  // The vendor's ScoreNode for kTopologyCohesion vendors, else 0. The scheduler has no node
+  // annotations here (empty NodeView): scores read from devices only (Kunlun halves) count.
+  int Score(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
+            std::span<const int> granted) const override;
 
  private:
   std::vector<std::unique_ptr<Vendor>> vendors_;

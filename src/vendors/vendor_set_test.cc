@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "nlohmann/json.hpp"
+#include "scheduler/scheduler.h"
 #include "vendors/testing/mixed_config.h"
 
 namespace hami::vendors {
@@ -233,6 +236,131 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
     EXPECT_EQ(!errors.empty(), c.error) << errors;
     EXPECT_EQ(set->HandshakeUpdates(c.node, kNow), c.updates);
   }
+}
+
+// A Kunlun node of 8 whole XPUs (two NUMA halves 0-3, 4-7) as its capacity registers it, with the
+// XPUs at `busy` indices taken by one pod each.
+void AddKunlunNode(scheduler::Scheduler& sched, const VendorSet& set, const std::string& name,
+                   const std::vector<int>& busy) {
+  NodeView view;
+  view.capacity["kunlunxin.com/xpu"] = 8;
+  std::string errors;
+  core::NodeInfo info;
+  info.name = name;
+  info.devices = set.DecodeNode(view, 0, &errors);
+  ASSERT_EQ(info.devices.size(), 8u) << errors;
+  for (int b : busy) {
+    const core::DeviceInfo& d = info.devices[b];
+    ASSERT_EQ(d.index, b);
+    core::PodAllocation a;
+    a.node = name;
+    a.containers.push_back({core::ContainerDevice{d.uuid, d.vendor, d.devmem_mib, 100, d.index}});
+    ASSERT_TRUE(sched.AddPod(StrCat(name, "-busy-", b), a).ok());
+  }
+  sched.UpsertNode(std::move(info));
+}
+
+StatusOr<std::unique_ptr<scheduler::Scheduler>> MakeScheduler(const VendorSet& set) {
+  scheduler::SchedulerOptions so;
+  so.vendor_rules = &set;
+  return scheduler::Scheduler::Create(so);
+}
+
+core::PodRequest KunlunPod(const VendorSet& set, int nums) {
+  auto p = set.ParsePod(Pod(Json::array({Ctr("c", {{"kunlunxin.com/xpu", nums}})})), core::ResourceConfig{});
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : core::PodRequest{};
+}
+
+// Device indices of the decision's devices (uuid -> index over the node's devices).
+std::set<int> GrantedIndices(const VendorSet& set, const scheduler::Decision& d) {
+  NodeView view;
+  view.capacity["kunlunxin.com/xpu"] = 8;
+  std::string errors;
+  std::set<int> out;
+  for (const auto& dev : set.DecodeNode(view, 0, &errors))
+    for (const auto& c : d.allocation.containers)
+      for (const auto& g : c)
+        if (g.uuid == dev.uuid) out.insert(dev.index);
+  return out;
+}
+
+TEST(VendorSetTest, KunlunGrantStaysInOneHalf) {
+  auto set = Load();
+  struct Case {
+    const char* name;
+    std::vector<int> busy;
+    int nums;
+    std::set<int> want;  // empty = refused (NumaNotFit)
+  } cases[] = {
+      // free 3 | 4, 7: first-fit by index would take 3 and 4 across the halves
+      {"2 XPUs take two of one half", {0, 1, 2, 5, 6}, 2, {4, 7}},
+      {"2 XPUs, the fuller half first", {0, 1, 4}, 2, {2, 3}},
+      {"4 XPUs, 3 free per half: refused", {0, 4}, 4, {}},
+      {"4 XPUs take the free half", {0}, 4, {4, 5, 6, 7}},
+      {"8 XPUs take the node", {}, 8, {0, 1, 2, 3, 4, 5, 6, 7}},
+      {"2 XPUs, one free per half: allowed across", {0, 1, 2, 4, 5, 6}, 2, {3, 7}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto sched = MakeScheduler(*set);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    AddKunlunNode(**sched, *set, "xpu-node", c.busy);
+    scheduler::ScheduleOptions opt;
+    opt.explain = true;
+    auto d = (*sched)->Schedule(KunlunPod(*set, c.nums), nullptr, opt);
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (c.want.empty()) {
+      EXPECT_EQ(d->node, "");
+      ASSERT_EQ(d->failures.size(), 1u);
+      EXPECT_NE(d->failures[0].reason.find("NumaNotFit"), std::string::npos) << d->failures[0].reason;
+    } else {
+      EXPECT_EQ(d->node, "xpu-node");
+      EXPECT_EQ(GrantedIndices(*set, *d), c.want);
+    }
+  }
+}
+
+TEST(VendorSetTest, TopologyScoreBreaksTiesBetweenNodes) {
+  auto set = Load();
+  // Both nodes have two free XPUs (equal policy scores): "a-split" only across the halves (score
+  // 50), "z-half" inside one half (100). Without the vendor score the name order picks a-split.
+  struct Case {
+    const char* name;
+    std::vector<int> a_busy, z_busy;
+    std::string want;
+  } cases[] = {
+      {"one half beats across halves", {0, 1, 2, 5, 6, 7}, {0, 1, 2, 3, 6, 7}, "z-half"},
+      {"equal cohesion keeps name order", {0, 1, 2, 3, 6, 7}, {0, 1, 2, 3, 6, 7}, "a-split"},
+      {"reversed", {0, 1, 4, 5, 6, 7}, {0, 1, 2, 4, 5, 6}, "a-split"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto sched = MakeScheduler(*set);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    AddKunlunNode(**sched, *set, "a-split", c.a_busy);
+    AddKunlunNode(**sched, *set, "z-half", c.z_busy);
+    const std::vector<std::string> names = {"z-half", "a-split"};
+    auto d = (*sched)->Schedule(KunlunPod(*set, 2), &names, {});
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->node, c.want);
+    EXPECT_EQ(d->feasible_nodes, 2);
+  }
+}
+
+TEST(VendorSetTest, PickAndScoreOnlyForVendorsWithRules) {
+  auto set = Load();
+  std::vector<core::DeviceInfo> devs(4);
+  for (int i = 0; i < 4; ++i) {
+    devs[i].uuid = StrCat("DCU-", i);
+    devs[i].vendor = "DCU";
+    devs[i].index = i;
+  }
+  const std::vector<int> cand = {0, 1, 2, 3};
+  std::vector<int> out;
+  core::DeviceRequest dcu{"DCU", 2, 1000, 0, 0, -1};
+  EXPECT_FALSE(set->Pick(core::PodRequest{}, dcu, devs, {}, cand, &out));  // the policy chooses
+  EXPECT_EQ(set->Score(dcu, devs, std::vector<int>{0, 3}), 0);
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeKunlun(const YAML::Node& sect
   xpu.keys = {"", "", "", "hami.io/kunlun-allocated", "", "", "baidu.com/use-gpuuuid", "baidu.com/nouse-gpuuuid"};
   xpu.rules.whole_device_only = true;
   xpu.rules.allowed_counts = {1, 2, 4, 8};
+  xpu.rules.group_rules = true;
   xpu.polarity = ScorePolarity::kTopologyCohesion;
   xpu.registration = Registration::kCapacity;
   xpu.capacity_resource = "kunlunxin.com/xpu";
