@@ -173,29 +173,7 @@ TEST(SchedulerTest, UpperBoundIsAtLeastTheScore) {
     int checked = 0, bounded = 0;
     for (int i = 0; i < 300; ++i) {
       const core::PodRequest pod = RandomPod(rng, i);
-      CycleState cycle(pod, &rng);
-      ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
-      ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
-      s->cache().Read([&](const ClusterCache::View& view) {
-        EvalScratch scratch;
-        Placement placement;
-        for (size_t n = 0; n < view.size(); ++n) {
-          const NodeSummary sum = view.Summary(n);
-          view.WithNode(n, [&](const NodeState& node) {
-            const bool fits = EvaluateNode(profile, cycle, node, scratch, &placement, nullptr);
-            if (!MayFit(profile, cycle, sum)) {
-              EXPECT_FALSE(fits) << "MayFit rejected a node that fits: pod " << i << " node " << node.info.name;
-              return;
-            }
-            if (!fits) return;
-            const int64_t bound = profile.scorer->UpperBound(cycle, sum);
-            const int64_t score = profile.scorer->Score(cycle, node, placement);
-            EXPECT_GE(bound, score) << "pod " << i << " node " << node.info.name;
-            ++checked;
-            bounded += bound != kNoBound;
-          });
-        }
-      });
+      ExpectBoundsHold(*s, pod, rng, "pod " + std::to_string(i), &checked, &bounded);
       auto d = s->ScheduleAndReserve(pod, nullptr);
       ASSERT_TRUE(d.ok());
     }

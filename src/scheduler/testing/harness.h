@@ -41,6 +41,36 @@ inline Decision Explain(const std::string& policy, const std::vector<core::NodeI
   return d.ok() ? *d : Decision{};
 }
 
+// The bounded scan's contract for one pod, node by node, on the scheduler's current state: MayFit
+// never rejects a node the pod fits, and the scorer's UpperBound is never below the score of the
+// placement the profile would choose. Counts the fitting nodes checked and those with a bound.
+inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rng& rng, const std::string& what,
+                             int* checked, int* bounded) {
+  const Profile& profile = s.profile();
+  CycleState cycle(pod, &rng);
+  ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
+  ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
+  s.cache().Read([&](const ClusterCache::View& view) {
+    EvalScratch scratch;
+    Placement placement;
+    for (size_t n = 0; n < view.size(); ++n) {
+      const NodeSummary sum = view.Summary(n);
+      view.WithNode(n, [&](const NodeState& node) {
+        const bool fits = EvaluateNode(profile, cycle, node, scratch, &placement, nullptr);
+        if (!MayFit(profile, cycle, sum)) {
+          EXPECT_FALSE(fits) << "MayFit rejected a node that fits: " << what << " node " << node.info.name;
+          return;
+        }
+        if (!fits) return;
+        const int64_t bound = profile.scorer->UpperBound(cycle, sum);
+        EXPECT_GE(bound, profile.scorer->Score(cycle, node, placement)) << what << " node " << node.info.name;
+        ++*checked;
+        *bounded += bound != kNoBound;
+      });
+    }
+  });
+}
+
 // Normalised scores of the feasible nodes, in name order.
 inline std::vector<int> ScoresOf(const Decision& d) {
   std::vector<int> out;

@@ -119,23 +119,7 @@ TEST(FgdBalanceTest, UpperBoundIsAtLeastTheScore) {
   for (int i = 0; i < 60; ++i) {
     const Shape& sh = shapes[i % std::size(shapes)];
     const core::PodRequest pod = SimPod("p" + std::to_string(i), sh.gpus, sh.milli, sh.cpu).Build();
-    CycleState cycle(pod, &rng);
-    ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
-    ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
-    s->cache().Read([&](const ClusterCache::View& view) {
-      EvalScratch scratch;
-      Placement placement;
-      for (size_t n = 0; n < view.size(); ++n) {
-        const NodeSummary sum = view.Summary(n);
-        view.WithNode(n, [&](const NodeState& node) {
-          if (!EvaluateNode(profile, cycle, node, scratch, &placement, nullptr)) return;
-          const int64_t bound = profile.scorer->UpperBound(cycle, sum);
-          EXPECT_GE(bound, profile.scorer->Score(cycle, node, placement)) << "pod " << i << " node " << node.info.name;
-          ++checked;
-          bounded += bound != kNoBound;
-        });
-      }
-    });
+    ExpectBoundsHold(*s, pod, rng, "pod " + std::to_string(i), &checked, &bounded);
     ASSERT_TRUE(s->ScheduleAndReserve(pod, nullptr).ok());
   }
   EXPECT_GT(checked, 60);
