@@ -3,6 +3,8 @@
 # a folder (default: ../shared/data/openb, else data/openb) and writes docs/sim-traces.md with the
 # unallocated GPU % at 100 % arrived demand (100 - A(100)): median, mean and standard deviation over
 # seeds. Usage: scripts/sim-traces.sh [TRACE_DIR] [POLICIES] [SEEDS]
+# With VARIANTS=1 it also runs the workload variants of scripts/gen-variants.py (seed VARIANT_SEED,
+# default 1), generated into a temporary folder from data/openb's default trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:-../shared/data/openb}"
@@ -17,30 +19,49 @@ if [ -z "$bin" ]; then
 fi
 out="$(mktemp -d)"
 nodes="$dir/openb_node_list_gpu_node.csv"
-for pods in "$dir"/openb_pod_list_*.csv; do
+traces=("$dir"/openb_pod_list_*.csv)
+if [ "${VARIANTS:-0}" = "1" ]; then
+  python3 scripts/gen-variants.py --seed "${VARIANT_SEED:-1}" --out "$out/variants" >&2
+  traces+=("$out"/variants/openb_pod_list_*.csv)
+fi
+for pods in "${traces[@]}"; do
   trace="$(basename "$pods" .csv)"; trace="${trace#openb_pod_list_}"
   echo "== $trace" >&2
   "$bin" sim --nodes "$nodes" --pods "$pods" --policy "$policies" --seeds "$seeds" \
     --jobs "$(nproc)" --json "$out/$trace.json" >&2
 done
-python3 - "$out" "$policies" "$seeds" > docs/sim-traces.md <<'PY'
+HAMI_REPO="$PWD" python3 - "$out" "$policies" "$seeds" > docs/sim-traces.md <<'PY'
 import json, os, statistics, sys
 out, policies, seeds = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
-traces = sorted(f[:-5] for f in os.listdir(out) if f.endswith(".json"))
+import re
+def order(t):  # bundled traces first, then each variant family by its number
+    m = re.fullmatch(r"([a-z]+?)(\d+)", t)
+    return (t not in bundled, m.group(1) if m else t, int(m.group(2)) if m else 0)
+bundled = {"cpu100", "default", "gpushare40", "gpuspec10", "multigpu30"}
+traces = sorted((f[:-5] for f in os.listdir(out) if f.endswith(".json")), key=order)
 data = {t: json.load(open(os.path.join(out, t + ".json"))) for t in traces}
 print("# Policies across the openb traces\n")
 print("Unallocated GPU % when arrived GPU demand = 100 % of capacity (100 - A(100)): median, and mean ± sd")
-print(f"over {seeds} seeds (42..). Produced by `scripts/sim-traces.sh` (one command; see the script for")
-print("arguments). Lower is better. Published FGD-paper medians for reference are in docs/sim.md.\n")
-print("| policy | " + " | ".join(traces) + " |")
-print("|---|" + "---|" * len(traces))
-for p in policies:
-    cells = []
-    for t in traces:
+print(f"over {seeds} seeds (42..). Produced by `scripts/sim-traces.sh` (one command; `VARIANTS=1` adds the")
+print("workload variants of `scripts/gen-variants.py`, defined below). Lower is better; the lowest median of")
+print("each row is in bold. Published FGD-paper medians for reference are in docs/sim.md.\n")
+print("| trace | " + " | ".join(policies) + " |")
+print("|---|" + "---|" * len(policies))
+for t in traces:
+    stats = {}
+    for p in policies:
         vals = [100 - r["curve"][100][1] for r in data[t]["runs"] if r["policy"] == p]
         sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
-        cells.append(f"{statistics.median(vals):.2f} ({statistics.mean(vals):.2f} ± {sd:.2f})")
-    print(f"| {p} | " + " | ".join(cells) + " |")
+        stats[p] = (statistics.median(vals), statistics.mean(vals), sd)
+    best = min(v[0] for v in stats.values())
+    cells = []
+    for p in policies:
+        med, mean, sd = stats[p]
+        cell = f"{med:.2f}"
+        cells.append((f"**{cell}**" if med == best else cell) + f" ({mean:.2f} ± {sd:.2f})")
+    print(f"| {t}{'' if t in bundled else ' (variant)'} | " + " | ".join(cells) + " |")
+if any(t not in bundled for t in traces):
+    print(open(os.path.join(os.environ["HAMI_REPO"], "docs", "sim-variants.inc.md")).read(), end="")
 PY
 rm -rf "$out"
 echo "wrote docs/sim-traces.md" >&2
