@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Renders every kustomize overlay with kubectl and lints all deploy YAML (Helm templates are linted
-# only for their non-template files). Exit 77 (ctest skip) when kubectl or yamllint is missing.
+# only for their non-template files; tests/deploy/helm_chart.sh renders them), and checks the overlays'
+# references with check-refs.py. Exit 77 (ctest skip) when kubectl or yamllint is missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 for tool in kubectl yamllint; do
@@ -14,6 +15,10 @@ for dir in base overlays/*; do
   n="$(grep -c '^kind:' "$out/$name.yaml")"
   echo "kustomize $dir: $n objects"
   [ "$n" -gt 0 ]
+done
+# Every reference in a deployable overlay resolves (the base alone leaves the TLS secret to overlays).
+for o in overlays-dev overlays-production; do
+  /usr/bin/python3 check-refs.py "$out/$o.yaml"
 done
 # Rendered output must keep the objects the components rely on.
 grep -q 'kind: KubeSchedulerConfiguration' "$out/base.yaml"

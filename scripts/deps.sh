@@ -12,6 +12,7 @@ PACKAGES=(
   prometheus yamllint valgrind openssl
   prometheus-cpp-dev
   strace
+  python3-yaml unzip
 )
 
 missing=()
