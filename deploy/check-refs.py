@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks rendered Kubernetes manifests (multi-document YAML on stdin or in FILE) for dangling references.
 
-usage: check-refs.py [--namespace-exists NS]... [--allow-cluster-role NAME]... [FILE]
+usage: check-refs.py [--namespace-exists NS]... [--only-namespace NS] [--allow-cluster-role NAME]... [FILE]
 
 Every namespaced object must carry a namespace, and the namespace must be rendered too or named by
 --namespace-exists (e.g. the Helm release namespace, created by `helm install --create-namespace`).
@@ -11,6 +11,7 @@ webhook clientConfig.service (Service, port, and a workload its selector matches
 and target ports; PodDisruptionBudget selectors; cert-manager issuerRef, Certificate secretName and
 the cert-manager.io/inject-ca-from annotation. A Secret counts as present when rendered or when a
 rendered cert-manager Certificate writes it. ClusterRoles named system:* are Kubernetes' own.
+With --only-namespace every namespaced object (and every ServiceAccount subject) must be in NS.
 Exit 0 when clean, 1 with one line per problem, 2 for unreadable input.
 """
 import argparse
@@ -41,6 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--namespace-exists", action="append", default=[])
     ap.add_argument("--allow-cluster-role", action="append", default=[])
+    ap.add_argument("--only-namespace")
     ap.add_argument("file", nargs="?")
     a = ap.parse_args()
     try:
@@ -78,6 +80,12 @@ def main():
 
     for (kind, ns, name), o in objs.items():
         where = f"{kind}/{name}" + (f" in {ns}" if ns else "")
+        if a.only_namespace and ns and ns != a.only_namespace:
+            problems.append(f"{where}: not in namespace {a.only_namespace}")
+        if a.only_namespace and kind in ("RoleBinding", "ClusterRoleBinding"):
+            for sub in o.get("subjects") or []:
+                if sub.get("kind") == "ServiceAccount" and sub.get("namespace", ns) != a.only_namespace:
+                    problems.append(f"{where}: subject {sub['name']} is in {sub.get('namespace')}, not {a.only_namespace}")
         if ns and ns not in namespaces:
             problems.append(f"{where}: namespace {ns} is neither rendered nor declared present")
         if kind in WORKLOADS:

@@ -1,6 +1,122 @@
+{{/* Names. Defaults (release "hami" or any, no overrides) match the kustomize base: hami-scheduler, ... */}}
 {{- define "hami.fullname" -}}
-{{- if .Values.fullnameOverride -}}{{ .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else -}}{{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- if .Values.fullnameOverride -}}{{ .Values.fullnameOverride | trunc 50 | trimSuffix "-" }}
+{{- else -}}{{ default .Chart.Name .Values.nameOverride | trunc 50 | trimSuffix "-" }}{{- end -}}
 {{- end -}}
-{{- define "hami.namespace" -}}{{ default .Release.Namespace .Values.namespaceOverride }}{{- end -}}
-{{- define "hami.image" -}}{{ .root.Values.global.imageRegistry }}/{{ .image }}:{{ .root.Values.global.imageTag }}{{- end -}}
+{{- define "hami.namespace" -}}{{ default .Release.Namespace .Values.namespaceOverride | trunc 63 }}{{- end -}}
+{{- define "hami.scheduler" -}}{{ include "hami.fullname" . }}-scheduler{{- end -}}
+{{- define "hami.nodeAgent" -}}{{ include "hami.fullname" . }}-node-agent{{- end -}}
+{{- define "hami.tlsSecret" -}}{{ include "hami.scheduler" . }}-tls{{- end -}}
+
+{{- define "hami.labels" -}}
+app.kubernetes.io/part-of: hami
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.global.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Metadata lines every object carries: labels (app.kubernetes.io/name = .name, plus global.labels and
+.labels) and annotations (global.annotations plus .annotations). */}}
+{{- define "hami.metadata" -}}
+labels:
+  app.kubernetes.io/name: {{ .name }}
+  {{- include "hami.labels" .root | nindent 2 }}
+  {{- with .labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- $ann := merge (dict) (.annotations | default dict) (.root.Values.global.annotations | default dict) }}
+{{- with $ann }}
+annotations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+An image reference from a string ("repo/name[:tag]", prefixed with global.imageRegistry unless its
+first part names a registry) or upstream's map {registry, repository, tag}. Empty tag: .tag, then
+global.imageTag, then the chart's appVersion.  Args: dict "root" . "image" <value> "tag" <default tag>.
+*/}}
+{{- define "hami.image" -}}
+{{- $root := .root -}}
+{{- $defTag := default (default $root.Chart.AppVersion $root.Values.global.imageTag) .tag -}}
+{{- if kindIs "string" .image -}}
+{{- $ref := .image -}}
+{{- $first := first (splitList "/" $ref) -}}
+{{- if and $root.Values.global.imageRegistry (not (or (contains "." $first) (contains ":" $first) (eq $first "localhost"))) -}}
+{{- $ref = printf "%s/%s" $root.Values.global.imageRegistry $ref -}}
+{{- end -}}
+{{- if or (contains "@" $ref) (contains ":" (last (splitList "/" $ref))) -}}{{ $ref }}{{- else -}}{{ $ref }}:{{ $defTag }}{{- end -}}
+{{- else if kindIs "map" .image -}}
+{{- $reg := default $root.Values.global.imageRegistry .image.registry -}}
+{{- $repo := required "an image map needs a repository" .image.repository -}}
+{{- $tag := default $defTag (toString (default "" .image.tag)) -}}
+{{- if $reg }}{{ $reg }}/{{ end }}{{ $repo }}{{ if hasPrefix "sha256:" $tag }}@{{ else }}:{{ end }}{{ $tag }}
+{{- else -}}
+{{- fail (printf "image must be a string or a map of registry/repository/tag, got %s" (kindOf .image)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hami.pullPolicy" -}}
+{{- if and (kindIs "map" .) .pullPolicy }}{{ .pullPolicy }}{{ else }}IfNotPresent{{ end -}}
+{{- end -}}
+
+{{/* kube-scheduler must match the cluster's minor version: tag from .Capabilities.KubeVersion unless set. */}}
+{{- define "hami.kubeSchedulerImage" -}}
+{{- $v := regexFind "v[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version -}}
+{{- include "hami.image" (dict "root" . "image" .Values.scheduler.kubeScheduler.image "tag" $v) -}}
+{{- end -}}
+
+{{- define "hami.libPath" -}}{{ default (printf "%s/vgpu" .Values.global.gpuHookPath) .Values.devicePlugin.libPath }}{{- end -}}
+
+{{/* Port of an ADDR:PORT or :PORT bind address. */}}
+{{- define "hami.port" -}}{{ regexFind "[0-9]+$" (toString .) }}{{- end -}}
+
+{{/* Replicas: one without leader election (two schedulers without a Lease would both bind). */}}
+{{- define "hami.schedulerReplicas" -}}
+{{- if .Values.scheduler.leaderElect }}{{ int .Values.scheduler.replicas }}{{ else }}1{{ end -}}
+{{- end -}}
+
+{{- define "hami.pullSecrets" -}}
+{{- $s := list -}}
+{{- range .Values.global.imagePullSecrets }}{{ $s = append $s (ternary (dict "name" .) . (kindIs "string" .)) }}{{ end -}}
+{{- with $s }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Upstream HAMi values that have no meaning in hami-cpp, as "path=inert value" (a value other than the
+inert one, or any value when none is given, is reported by NOTES.txt). docs/install.md lists why.
+*/}}
+{{- define "hami.notApplicable" -}}
+{{- $keys := list
+  "platform.openshift=false" "openshift.securityContextConstraints.create=true" "selinux.enabled=false"
+  "podSecurityPolicy.enabled=false" "global.managedNodeSelectorEnable=false"
+  "scheduler.admissionWebhook.customURL.enabled=false" "scheduler.networkPolicy.enabled=false"
+  "scheduler.nodeLockExpire=5m" "scheduler.nodeLockRetryTimeout=" "scheduler.kubeTimeout="
+  "devicePlugin.gpuOperatorToolkitReady.enabled=false" "devicePlugin.numaRefit.enabled=false"
+  "devicePlugin.hostPIDBroker.enabled=false" "devicePlugin.migStrategy=none"
+  "devicePlugin.passDeviceSpecsEnabled=true" "devicePlugin.deviceListStrategy=envvar"
+  "devicePlugin.nvidiaHookPath=" "devicePlugin.nvidiaDriverRoot=auto" "devicePlugin.gdrcopyEnabled="
+  "devicePlugin.gdsEnabled=" "devicePlugin.mofedEnabled=" "devicePlugin.hostNetwork=false"
+  "mockDevicePlugin.enabled=false" "legacyMetrics=false" "prometheus.enabled=false"
+  "devices.ascend.enabled=false" "devices.iluvatar.enabled=false" "devices.vastai.enabled=false"
+  "devices.biren.enabled=false" "devices.awsneuron.enabled=false"
+  "devices.amd.enabled=false" "vastaiResourceName=" "birenResourceName="
+-}}
+{{- $set := list -}}
+{{- range $keys -}}
+{{- $path := first (splitList "=" .) -}}
+{{- $inert := trimPrefix (printf "%s=" $path) . -}}
+{{- $v := $.Values -}}{{- $found := true -}}
+{{- range splitList "." $path -}}
+{{- if and $found (kindIs "map" $v) (hasKey $v .) }}{{ $v = index $v . }}{{ else }}{{ $found = false }}{{ end -}}
+{{- end -}}
+{{- if and $found (ne (toString $v) $inert) (ne (toString $v) "") (ne (toString $v) "<nil>") -}}
+{{- $set = append $set (printf "%s=%v" $path $v) -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $set -}}
+{{- end -}}

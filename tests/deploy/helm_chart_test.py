@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Helm chart test: `helm lint --strict` and `helm template` of deploy/helm/hami with its defaults, with an
+upstream-HAMi-style values file, and over the option matrix (cert-manager on/off x leader election on/off x
+namespaceOverride), every rendering checked by deploy/check-refs.py for dangling references and by the
+assertions below for what the components need. Helm comes from scripts/helm.sh (exit 77 = skipped when
+it can be neither found nor fetched). Run from the repository root."""
+import itertools
+import os
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.getcwd()
+CHART = os.path.join(ROOT, "deploy/helm/hami")
+UPSTREAM = os.path.join(ROOT, "tests/deploy/testdata/upstream-values.yaml")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL", what)
+
+
+def helm_path():
+    r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
+    if r.returncode == 77:
+        print(r.stderr.strip() or "helm not available", file=sys.stderr)
+        sys.exit(77)
+    if r.returncode != 0:
+        print(r.stderr, file=sys.stderr)
+        sys.exit(1)
+    return r.stdout.strip().splitlines()[-1]
+
+
+HELM = helm_path()
+
+
+def helm(*args):
+    r = subprocess.run([HELM, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"helm {' '.join(args)}: {r.stderr.strip()}")
+        print("FAIL helm", *args, "\n", r.stderr)
+    return r.stdout
+
+
+def render(name, ns, *args):
+    text = helm("template", "hami", CHART, "-n", ns, *args)
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    return text, docs
+
+
+def refs(name, text, *args):
+    r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "deploy/check-refs.py"), *args], input=text,
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: dangling references:\n{r.stdout}{r.stderr}")
+
+
+def find(docs, kind, name_suffix=""):
+    return [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(name_suffix)]
+
+
+def container(docs, kind, cname):
+    for d in docs:
+        if d["kind"] == kind:
+            spec = d["spec"]["template"]["spec"]
+            for c in spec.get("containers", []) + spec.get("initContainers", []):
+                if c["name"] == cname:
+                    return c
+    return None
+
+
+def scheduler_config(docs):
+    cm = find(docs, "ConfigMap", "-scheduler-config")
+    return yaml.safe_load(cm[0]["data"]["config.yaml"]) if cm else {}
+
+
+# 1. lint
+for extra in ([], ["-f", UPSTREAM]):
+    helm("lint", "--strict", CHART, *extra)
+
+# 2. the option matrix
+for cm, le, nso in itertools.product([False, True], [True, False], ["", "gpu-system"]):
+    name = f"certManager={cm} leaderElect={le} namespaceOverride={nso!r}"
+    ns = nso or "hami-system"
+    text, docs = render(name, "hami-system", "--set", f"scheduler.certManager.enabled={cm}",
+                        "--set", f"scheduler.leaderElect={le}", "--set", "scheduler.replicas=3",
+                        "--set", f"namespaceOverride={nso}", "--kube-version", "1.31.4")
+    refs(name, text, "--namespace-exists", ns, "--only-namespace", ns)
+    dep = find(docs, "Deployment", "-scheduler")
+    check(len(dep) == 1, f"{name}: one scheduler Deployment")
+    if not dep:
+        continue
+    check(dep[0]["spec"]["replicas"] == (3 if le else 1), f"{name}: replicas {dep[0]['spec']['replicas']}")
+    check(bool(find(docs, "PodDisruptionBudget")) == le, f"{name}: PodDisruptionBudget only with leader election")
+    ext = container(docs, "Deployment", "extender")
+    args = ext["command"]
+    for want in ["--extender-bind=127.0.0.1:8888", "--http-bind=0.0.0.0:8443", "--device-config-file=/device-config/device-config.yaml",
+                 f"--scheduler-service-account={ns}:hami-scheduler", f"--leader-elect={str(le).lower()}"]:
+        check(want in args, f"{name}: extender lacks {want}: {args}")
+    ks = container(docs, "Deployment", "kube-scheduler")
+    check(ks["image"] == "registry.k8s.io/kube-scheduler:v1.31.4", f"{name}: kube-scheduler image {ks['image']}")
+    sc = scheduler_config(docs)
+    check(sc["leaderElection"]["leaderElect"] == le, f"{name}: scheduler config leaderElect")
+    check(sc.get("percentageOfNodesToScore") == 100, f"{name}: percentageOfNodesToScore")
+    e = sc["extenders"][0]
+    check(e["urlPrefix"] == "http://127.0.0.1:8888" and e["enableHTTPS"] is False, f"{name}: extender URL {e}")
+    check(len(e["managedResources"]) >= 46, f"{name}: managedResources {len(e['managedResources'])}")
+    wh = find(docs, "MutatingWebhookConfiguration")
+    check(len(wh) == 1, f"{name}: one webhook configuration")
+    w = wh[0]["webhooks"][0]
+    check(w["rules"][0]["operations"] == ["CREATE", "UPDATE"], f"{name}: webhook operations")
+    if cm:
+        check(find(docs, "Certificate") and not find(docs, "Secret"), f"{name}: cert-manager Certificate, no Secret")
+        check(wh[0]["metadata"]["annotations"].get("cert-manager.io/inject-ca-from") == f"{ns}/hami-scheduler-tls",
+              f"{name}: inject-ca-from")
+    else:
+        sec = find(docs, "Secret", "-scheduler-tls")
+        check(sec and w["clientConfig"].get("caBundle") == sec[0]["data"]["ca.crt"], f"{name}: generated Secret and caBundle")
+    dp = container(docs, "DaemonSet", "device-plugin")
+    check("--device-config-file=/device-config/device-config.yaml" in dp["command"], f"{name}: device plugin device config")
+    init = container(docs, "DaemonSet", "install-libvgpu")
+    check(init is not None and "libvgpu.so" in " ".join(init["command"]), f"{name}: libvgpu installed by an init container")
+
+# 3. webhook off: plain HTTP, no TLS secret needed
+text, docs = render("no webhook", "hami-system", "--set", "scheduler.admissionWebhook.enabled=false")
+refs("no webhook", text, "--namespace-exists", "hami-system")
+check(not find(docs, "MutatingWebhookConfiguration") and not find(docs, "Secret"), "no webhook: no webhook objects")
+check("--cert-file=/tls/tls.crt" not in container(docs, "Deployment", "extender")["command"], "no webhook: no TLS flags")
+
+# 4. upstream-style values
+text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
+refs("upstream values", text, "--namespace-exists", "hami-system")
+check("map[" not in text, "upstream values: an image map rendered as a Go map")
+ext = container(docs, "Deployment", "extender")
+check(ext["image"] == "docker.io/projecthami/hami:v2.6.0", f"upstream values: extender image {ext['image']}")
+for want in ["--debug", "-v=4", "--http-bind=0.0.0.0:9443", "--kube-qps=20", "--node-label-selector=gpu=on"]:
+    check(want in ext["command"], f"upstream values: extender lacks {want}")
+ks = container(docs, "Deployment", "kube-scheduler")
+check(ks["image"] == "registry.cn-hangzhou.aliyuncs.com/google_containers/kube-scheduler:v1.30.2", f"upstream values: {ks['image']}")
+check(not any("policy-config-file" in a for a in ks["command"]) and ks["command"].count("--config=/config/config.yaml") == 1,
+      f"upstream values: kube-scheduler args {ks['command']}")
+svc = find(docs, "Service", "-scheduler")[0]
+check(svc["spec"]["type"] == "NodePort" and svc["spec"]["ports"][0]["nodePort"] == 31998, "upstream values: NodePort service")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+check(set(dc) == {"nvidia", "kunlun", "enflame", "mthreads"}, f"upstream values: device-config sections {sorted(dc)}")
+check(find(docs, "ConfigMap", "-device-config")[0]["data"]["config.json"].find("gpu-node-1") > 0, "upstream values: nodeConfiguration")
+names = {m["name"] for m in scheduler_config(docs)["extenders"][0]["managedResources"]}
+check("hygon.com/hcunum" in names, "upstream values: hcuResourceName in managedResources")
+w = find(docs, "MutatingWebhookConfiguration")[0]["webhooks"][0]
+check({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]} in w["namespaceSelector"]["matchExpressions"],
+      "upstream values: whitelistNamespaces")
+check(container(docs, "Deployment", "extender").get("livenessProbe") is not None, "upstream values: livenessProbe")
+dep = find(docs, "Deployment", "-scheduler")[0]
+check(dep["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}], "upstream values: imagePullSecrets")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "-f", UPSTREAM)
+for want in ["devicePlugin.nvidiaDriverRoot=/run/nvidia/driver", "devices.vastai.enabled=true", "names upstream's image"]:
+    check(want in notes, f"upstream values: NOTES lack the warning {want!r}")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client")
+check("WARNING" not in notes, "defaults: NOTES warn")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "--set", "scheduler.leaderElect=false",
+             "--set", "scheduler.replicas=2")
+check("one scheduler replica is rendered" in notes, "leaderElect=false replicas=2: NOTES say replicas are forced to 1")
+
+# 5. the schema refuses wrong types
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.deviceSplitCount=ten"], capture_output=True, text=True)
+check(r.returncode != 0 and "deviceSplitCount" in r.stderr, "schema: a string deviceSplitCount is refused")
+
+print(f"helm_chart_test: {len(failures)} failures")
+sys.exit(1 if failures else 0)
