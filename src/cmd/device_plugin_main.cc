@@ -11,12 +11,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/annotations.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
+#include "extender/device_config.h"
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
@@ -42,7 +44,7 @@ bool EnvTrue(const char* name) {
 
 int DevicePluginMain(int argc, char** argv) {
   deviceplugin::PluginConfig cfg;
-  std::string kubeconfig, node_name, config_file, log_level = "info";
+  std::string kubeconfig, node_name, config_file, device_config_file, log_level = "info";
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string pod_resources_socket = deviceplugin::kDefaultPodResourcesSocket;
   bool fail_on_init_error = false, dry_run = false;
@@ -72,6 +74,9 @@ int DevicePluginMain(int argc, char** argv) {
   app.add_flag("--enable-numa-topology", cfg.enable_numa_topology, "report each replica's NUMA node to kubelet");
   app.add_option("--config", config_file,
                  "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), applied over the flags");
+  app.add_option("--device-config-file,--device-config", device_config_file,
+                 "device-config.yaml shared with the scheduler: its nvidia resourceCountName and gpuCorePolicy are the "
+                 "defaults of --resource-name and --core-policy");
   app.add_option("--libvgpu-path", cfg.libvgpu_host_path, "host path of libvgpu.so mounted into containers")
       ->capture_default_str();
   app.add_option("--ld-preload-path", cfg.ld_preload_host_path, "host file mounted as the container's /etc/ld.so.preload")
@@ -98,16 +103,25 @@ int DevicePluginMain(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of region file names (0: from the clock)");
   app.add_flag("--dry-run", dry_run, "print the node annotations this node would get, then exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  LogFlags log_flags;
+  AddLogFlags(app, log_flags);
+  NormalizeKlogArgs(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (Status s = log::SetLevel(log_level); !s.ok()) return Fail(s);
+  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail(s);
   if (node_name.empty()) {
     if (const char* n = std::getenv("NODE_NAME")) node_name = n;
   }
   if (node_name.empty() && !dry_run) return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
+  if (!device_config_file.empty()) {
+    auto dc = extender::LoadDeviceConfig(device_config_file);
+    if (!dc.ok()) return Fail(dc.status());
+    if (app.count("--resource-name") == 0) cfg.resource_name = dc->resources.nvidia.count;
+    if (app.count("--core-policy") == 0) cfg.core_policy = dc->gpu_core_policy;
+  }
   if (!config_file.empty()) {
     if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok()) return Fail(s);
   }

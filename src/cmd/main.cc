@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (std::strcmp(argv[1], "--version") == 0) return hami::cmd::VersionMain(argc - 1, argv + 1);
   for (const auto& s : kSubcommands) {
     if (std::string_view(argv[1]) == s.name) return s.run(argc - 1, argv + 1);
   }

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -68,6 +69,9 @@ int MonitorMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nvml-library", nvml_library, "NVML library to dlopen")->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  LogFlags log_flags;
+  AddLogFlags(app, log_flags);
+  NormalizeKlogArgs(argc, argv);
   CLI11_PARSE(app, argc, argv);
   // SIGINT/SIGTERM end the process through sigwait, so that Stop() releases the feedback fields.
   // Blocked before any thread starts, so every thread inherits the mask.
@@ -77,7 +81,7 @@ int MonitorMain(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  if (Status s = log::SetLevel(log_level); !s.ok()) return Fail(s);
+  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail(s);
   std::string host;
   int port = 0;
   if (Status s = monitor::ParseBindAddress(bind, &host, &port); !s.ok()) return Fail(s);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/log.h"
 #include "extender/controller.h"
@@ -93,9 +94,12 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--kube-burst", kube_burst, "API client burst")->capture_default_str();
   app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")->capture_default_str();
+  LogFlags log_flags;
+  AddLogFlags(app, log_flags);
+  NormalizeKlogArgs(argc, argv);
   CLI11_PARSE(app, argc, argv);
 
-  if (Status s = log::SetLevel(log_level); !s.ok()) return Fail("--log-level", s);
+  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail("--log-level/--log-format", s);
   extender::DeviceConfig dc;
   if (!device_config_file.empty()) {
     auto loaded = extender::LoadDeviceConfig(device_config_file);
@@ -178,7 +182,7 @@ int SchedulerMain(int argc, char** argv) {
   extender::HttpServer server(ho);
   auto json = [](std::string body) { return extender::HttpResponse{200, "application/json", std::move(body)}; };
   auto metrics = [&](const extender::HttpRequest&) {
-    return extender::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters())};
+    return extender::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
   };
   server.Route("POST", "/filter", [&](const extender::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
   server.Route("POST", "/bind", [&](const extender::HttpRequest& r) { return json(ext.HandleBind(r.body)); });

@@ -1,10 +1,11 @@
 #include <cstdio>
 
+#include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 
 namespace hami::cmd {
 int VersionMain(int, char**) {
-  std::printf("hami-cpp %s\n", HAMI_VERSION);
+  std::printf("%s\n", VersionLine().c_str());
   return 0;
 }
 }  // namespace hami::cmd
