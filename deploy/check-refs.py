@@ -166,6 +166,17 @@ def main():
                     t = p.get("targetPort", p.get("port"))
                     if (isinstance(t, str) and t not in cports) or (isinstance(t, int) and t not in cports.values()):
                         problems.append(f"{where}: port {p.get('name')} targets {t}, which no selected container declares")
+        if kind == "ServiceMonitor":
+            spec = o.get("spec") or {}
+            sel = (spec.get("selector") or {}).get("matchLabels") or {}
+            nss = (spec.get("namespaceSelector") or {}).get("matchNames") or [ns]
+            svcs = [s for (k, sns, _), s in objs.items() if k == "Service" and sns in nss
+                    and all(((s["metadata"].get("labels") or {}).get(lk)) == lv for lk, lv in sel.items())]
+            if not svcs:
+                problems.append(f"{where}: selector {sel} matches no rendered Service in {nss}")
+            for ep in spec.get("endpoints") or []:
+                if ep.get("port") and not any(ep["port"] in [p.get("name") for p in (s.get("spec") or {}).get("ports") or []] for s in svcs):
+                    problems.append(f"{where}: endpoint port {ep['port']} is not a port of the selected Services")
         if kind == "Certificate":
             ir = (o.get("spec") or {}).get("issuerRef") or {}
             if ir.get("kind", "Issuer") == "Issuer" and not has("Issuer", ns, ir.get("name")):

@@ -129,6 +129,11 @@ refs("no webhook", text, "--namespace-exists", "hami-system")
 check(not find(docs, "MutatingWebhookConfiguration") and not find(docs, "Secret"), "no webhook: no webhook objects")
 check("--cert-file=/tls/tls.crt" not in container(docs, "Deployment", "extender")["command"], "no webhook: no TLS flags")
 
+# 3b. ServiceMonitors select the metrics Services (check-refs follows selector and port)
+text, docs = render("serviceMonitor", "hami-system", "--set", "serviceMonitor.enabled=true")
+refs("serviceMonitor", text, "--namespace-exists", "hami-system")
+check(len(find(docs, "ServiceMonitor")) == 2, "serviceMonitor: two ServiceMonitors")
+
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
 refs("upstream values", text, "--namespace-exists", "hami-system")
