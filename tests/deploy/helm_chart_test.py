@@ -168,6 +168,17 @@ notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", 
              "--set", "scheduler.replicas=2")
 check("one scheduler replica is rendered" in notes, "leaderElect=false replicas=2: NOTES say replicas are forced to 1")
 
+# 4b. renderings are clean YAML (no trailing spaces or blank-line noise from the templates)
+if subprocess.run(["sh", "-c", "command -v yamllint"], capture_output=True).returncode == 0:
+    conf = "{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: disable, indentation: {indent-sequences: whatever}}}"
+    for name, args in {"defaults": [], "upstream values": ["-f", UPSTREAM], "cert-manager": ["--set", "scheduler.certManager.enabled=true"]}.items():
+        text = helm("template", "hami", CHART, "-n", "hami-system", *args)
+        text = "\n".join(l for l in text.splitlines() if not l.startswith("      caBundle:") and not l.startswith("  tls.") and not l.startswith("  ca.crt:")) + "\n"
+        r = subprocess.run(["yamllint", "-s", "-d", conf, "-"], input=text, capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: yamllint of the rendering:\n{r.stdout}")
+else:
+    print("NOTE: yamllint missing, renderings not linted")
+
 # 5. the schema refuses wrong types
 r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.deviceSplitCount=ten"], capture_output=True, text=True)
 check(r.returncode != 0 and "deviceSplitCount" in r.stderr, "schema: a string deviceSplitCount is refused")

@@ -81,9 +81,7 @@ global.imageTag, then the chart's appVersion.  Args: dict "root" . "image" <valu
 {{- define "hami.pullSecrets" -}}
 {{- $s := list -}}
 {{- range .Values.global.imagePullSecrets }}{{ $s = append $s (ternary (dict "name" .) . (kindIs "string" .)) }}{{ end -}}
-{{- with $s }}
-imagePullSecrets: {{- toYaml . | nindent 2 }}
-{{- end }}
+imagePullSecrets: {{- toYaml $s | nindent 2 }}
 {{- end -}}
 
 {{/*
