@@ -8,7 +8,10 @@ pod. Checked: /readyz over HTTPS verified with the rendered caBundle for the Ser
 API server does); the webhook sends a GPU pod to schedulerName; /filter picks the node and writes the decision; /bind binds it; /metrics
 names the build.
 
-usage: rendered_deployment_test.py HAMI FAKE_APISERVER FAKE_NVML   (repository root; 77 without helm)"""
+The same run with the kustomize dev overlay (plain HTTP, no webhook) when given `--kustomize-dev`.
+
+usage: rendered_deployment_test.py HAMI FAKE_APISERVER FAKE_NVML [--kustomize-dev]
+(repository root; exit 77 without helm, or without kubectl for --kustomize-dev)"""
 import base64
 import datetime
 import json
@@ -37,22 +40,34 @@ def check(cond, what):
     return cond
 
 
-r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
-if r.returncode != 0:
-    print(r.stderr.strip(), file=sys.stderr)
-    sys.exit(77 if r.returncode == 77 else 1)
-HELM = r.stdout.strip().splitlines()[-1]
-docs = [d for d in yaml.safe_load_all(subprocess.run([HELM, "template", "hami", "deploy/helm/hami", "-n", NS],
-                                                     capture_output=True, text=True, check=True).stdout) if d]
+KUSTOMIZE_DEV = "--kustomize-dev" in sys.argv[4:]
+if KUSTOMIZE_DEV:
+    if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode != 0:
+        print("kubectl missing: kustomize rendering not run", file=sys.stderr)
+        sys.exit(77)
+    rendered = subprocess.run(["kubectl", "kustomize", "deploy/overlays/dev"], capture_output=True, text=True, check=True).stdout
+else:
+    r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr.strip(), file=sys.stderr)
+        sys.exit(77 if r.returncode == 77 else 1)
+    HELM = r.stdout.strip().splitlines()[-1]
+    rendered = subprocess.run([HELM, "template", "hami", "deploy/helm/hami", "-n", NS], capture_output=True, text=True,
+                              check=True).stdout
+docs = [d for d in yaml.safe_load_all(rendered) if d]
 by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
 dep = by[("Deployment", "hami-scheduler")]
 pod_spec = dep["spec"]["template"]["spec"]
 ext = next(c for c in pod_spec["containers"] if c["name"] == "extender")
 vols = {v["name"]: v for v in pod_spec["volumes"]}
-webhook = by[("MutatingWebhookConfiguration", "hami-webhook")]["webhooks"][0]
-ca_pem = base64.b64decode(webhook["clientConfig"]["caBundle"]).decode()
-svc = webhook["clientConfig"]["service"]
-server_name = f"{svc['name']}.{svc['namespace']}.svc"
+mwc = by.get(("MutatingWebhookConfiguration", "hami-webhook"))
+webhook = mwc["webhooks"][0] if mwc else None
+check(bool(webhook) != KUSTOMIZE_DEV, "a webhook configuration exactly when not the dev overlay")
+TLS = any(a.startswith("--cert-file=") for a in ext["command"])
+if TLS:
+    ca_pem = base64.b64decode(webhook["clientConfig"]["caBundle"]).decode()
+    svc = webhook["clientConfig"]["service"]
+    server_name = f"{svc['name']}.{svc['namespace']}.svc"
 
 
 def free_port():
@@ -145,10 +160,12 @@ try:
     sched = subprocess.Popen([HAMI, "scheduler", *args, "--kubeconfig", tmp + "/kubeconfig"], stdout=log, stderr=log, env=env)
     procs.append(sched)
 
-    ctx = ssl.create_default_context(cadata=ca_pem)
-
-    def https(path, body=None):
-        conn_ctx = ctx
+    def https(path, body=None):  # the --http-bind listener: TLS verified as the API server does, or plain
+        if not TLS:
+            res = urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{ports['--http-bind']}{path}", data=body,
+                                                                headers={"Content-Type": "application/json"}), timeout=10)
+            return res.status, res.read().decode()
+        conn_ctx = ssl.create_default_context(cadata=ca_pem)
         req = urllib.request.Request(f"https://127.0.0.1:{ports['--http-bind']}{path}", data=body,
                                      headers={"Content-Type": "application/json"})
         # Verify the certificate for the Service's name, as the API server does.
@@ -171,18 +188,19 @@ try:
         except (OSError, ssl.SSLError) as e:
             ready = (0, str(e))
         time.sleep(0.2)
-    if not check(ready and ready[0] == 200, f"/readyz over HTTPS for {server_name}: {ready}; log:\n{open(tmp + '/scheduler.log').read()}"):
+    if not check(ready and ready[0] == 200, f"/readyz ({'TLS' if TLS else 'plain'}): {ready}; log:\n{open(tmp + '/scheduler.log').read()}"):
         raise SystemExit
 
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
               "request": {"uid": "r-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                           "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "default",
                           "operation": "CREATE", "userInfo": {"username": "alice"}, "object": pod}}
-    code, body = https(webhook["clientConfig"]["service"]["path"], json.dumps(review).encode())
-    resp = json.loads(body).get("response", {}) if code == 200 else {}
-    patch = json.loads(base64.b64decode(resp.get("patch", "")) or "[]")
-    check(resp.get("allowed") is True and any(p.get("path") == "/spec/schedulerName" and p.get("value") == "hami-scheduler" for p in patch),
-          f"webhook: {code} {body[:400]}")
+    if webhook:
+        code, body = https(webhook["clientConfig"]["service"]["path"], json.dumps(review).encode())
+        resp = json.loads(body).get("response", {}) if code == 200 else {}
+        patch = json.loads(base64.b64decode(resp.get("patch", "")) or "[]")
+        check(resp.get("allowed") is True and any(p.get("path") == "/spec/schedulerName" and p.get("value") == "hami-scheduler"
+                                                  for p in patch), f"webhook: {code} {body[:400]}")
 
     pod = None
     for _ in range(50):  # the informer's copy carries the uid the fake server gave the pod
@@ -215,7 +233,8 @@ try:
     check(re.search(r'hami_build_info\{component="scheduler",version="[^"]+",revision="[^"]+"', res) is not None,
           "metrics: hami_build_info{component=\"scheduler\"} missing")
     if not failures:
-        print("rendered_deployment_test: scheduler with the rendered args served /readyz (TLS, chart CA), /webhook, /filter, /bind, /metrics")
+        print(f"rendered_deployment_test ({'kustomize dev' if KUSTOMIZE_DEV else 'helm'}): scheduler with the rendered args "
+              f"served /readyz ({'TLS, chart CA' if TLS else 'plain HTTP'}){', /webhook' if webhook else ''}, /filter, /bind, /metrics")
 finally:
     for p in reversed(procs):
         p.terminate()
