@@ -166,6 +166,13 @@ def main():
                     t = p.get("targetPort", p.get("port"))
                     if (isinstance(t, str) and t not in cports) or (isinstance(t, int) and t not in cports.values()):
                         problems.append(f"{where}: port {p.get('name')} targets {t}, which no selected container declares")
+        if kind in ("Role", "ClusterRole"):
+            for rule in o.get("rules") or []:
+                for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                    if "*" in (rule.get(field) or []):
+                        problems.append(f"{where}: wildcard in {field} (least privilege: name each one)")
+                if kind == "ClusterRole" and "secrets" in (rule.get("resources") or []):
+                    problems.append(f"{where}: cluster-wide access to secrets")
         if kind == "ServiceMonitor":
             spec = o.get("spec") or {}
             sel = (spec.get("selector") or {}).get("matchLabels") or {}
