@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cmd/log_flags.h"
@@ -94,6 +95,16 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--kube-burst", kube_burst, "API client burst")->capture_default_str();
   app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")->capture_default_str();
+  std::string scheduler_sa = Env("POD_NAMESPACE", "kube-system") + ":hami-scheduler";
+  std::vector<std::string> node_agent_sas = {Env("POD_NAMESPACE", "kube-system") + ":hami-node-agent"};
+  app.add_option("--scheduler-service-account", scheduler_sa,
+                 "NAMESPACE:NAME of the service account this scheduler runs as: the only identity the webhook lets "
+                 "change scheduler-owned pod annotations on UPDATE (docs/security.md)")
+      ->capture_default_str();
+  app.add_option("--node-agent-service-account", node_agent_sas,
+                 "NAMESPACE:NAME of the device plugins' service account(s): they may change only the to-allocate "
+                 "records they consume and bind-phase (repeatable)")
+      ->capture_default_str();
   LogFlags log_flags;
   AddLogFlags(app, log_flags);
   NormalizeKlogArgs(argc, argv);
@@ -171,6 +182,14 @@ int SchedulerMain(int argc, char** argv) {
   wo.runtime_class_name = dc.runtime_class_name;
   wo.overwrite_env = dc.overwrite_env;
   wo.vendors = vendor_set.get();
+  auto scheduler_user = webhook::ServiceAccountUsername(scheduler_sa);
+  if (!scheduler_user.ok()) return Fail("--scheduler-service-account", scheduler_user.status());
+  wo.scheduler_users = {*scheduler_user};
+  for (const std::string& sa : node_agent_sas) {
+    auto user = webhook::ServiceAccountUsername(sa);
+    if (!user.ok()) return Fail("--node-agent-service-account", user.status());
+    wo.node_agent_users.push_back(*user);
+  }
   wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
   webhook::Webhook wh(wo);
 

@@ -1,5 +1,6 @@
 // Fuzz target: the webhook answers every body with a well-formed AdmissionReview, and every patch it
-// returns applies cleanly (RFC 6902) to the pod it was computed for.
+// returns applies cleanly (RFC 6902) to the pod it was computed for, and no scheduler-owned annotation
+// is left on a created pod.
 #include <cstdint>
 #include <string>
 
@@ -18,8 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.quota_check = [](const std::string&, int64_t mem, int64_t) -> Status {
       return mem > 100000 ? ResourceExhausted("exceeding resource quota") : OkStatus();
     };
+    o.scheduler_users = {"system:serviceaccount:hami-system:hami-scheduler"};
     return new Webhook(o);
   }();
+  static const OwnedKeys owned = SchedulerOwnedKeys(nullptr);
   const std::string body(reinterpret_cast<const char*>(data), size);
   const std::string reply = wh->Handle(body);
   auto resp = ParseAdmissionResponse(reply);
@@ -38,7 +41,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const std::exception& e) {
       FUZZ_CHECK(false, e.what());
     }
-    FUZZ_CHECK(patched["spec"]["schedulerName"] == "hami-scheduler", "the pod is ours after the patch");
+    bool only_strips = true;  // a patch may do nothing but remove scheduler-owned keys
+    for (const auto& op : *resp->patch) only_strips = only_strips && op.value("op", "") == "remove";
+    FUZZ_CHECK(only_strips || patched["spec"]["schedulerName"] == "hami-scheduler", "the pod is ours after the patch");
+    const auto* ann = patched.contains("metadata") && patched["metadata"].is_object() &&
+                              patched["metadata"].contains("annotations") && patched["metadata"]["annotations"].is_object()
+                          ? &patched["metadata"]["annotations"]
+                          : nullptr;
+    if (req->operation == "CREATE" && ann != nullptr)
+      for (const auto& key : owned.annotations) FUZZ_CHECK(!ann->contains(key), "no scheduler-owned annotation survives CREATE");
   }
   return 0;
 }

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "core/annotations.h"
+#include "vendors/config.h"
 
 namespace hami::webhook {
 namespace {
@@ -45,11 +48,68 @@ bool Privileged(const Json& container) {
   return p && p->is_boolean() && p->get<bool>();
 }
 
+// securityContext.capabilities.add names SYS_ADMIN (with or without CAP_, any case) or ALL.
+bool AddsSysAdmin(const Json& container) {
+  const Json* sc = Member(container, "securityContext");
+  const Json* caps = sc ? Member(*sc, "capabilities") : nullptr;
+  const Json* add = caps ? Member(*caps, "add") : nullptr;
+  if (add == nullptr || !add->is_array()) return false;
+  for (const Json& c : *add) {
+    if (!c.is_string()) continue;
+    std::string name = absl::AsciiStrToUpper(c.get<std::string>());
+    if (absl::StartsWith(name, "CAP_")) name.erase(0, 4);
+    if (name == "SYS_ADMIN" || name == "ALL") return true;
+  }
+  return false;
+}
+
+// Why `container` may not run in a pod that requests devices ("" = it may).
+const char* PrivilegeProblem(const Json& container) {
+  if (Privileged(container)) return "is privileged";
+  if (AddsSysAdmin(container)) return "adds CAP_SYS_ADMIN";
+  return "";
+}
+
+AdmissionResponse DenyPrivileged(const std::string& uid, const char* list, const Json& container, const char* problem,
+                                 const std::string& count_resource) {
+  return Deny(uid, StrCat("hami: ", list, " container \"", StringMember(container, "name"), "\" ", problem,
+                          " in a pod that requests GPUs; such a container can reach every GPU of the node, so the "
+                          "pod's share cannot be enforced. Remove securityContext.privileged and SYS_ADMIN/ALL from "
+                          "securityContext.capabilities.add, or the pod's ", count_resource, " request"));
+}
+
+constexpr const char* kContainerLists[] = {"initContainers", "containers", "ephemeralContainers"};
+
+// metadata.<which> of a pod when it is an object.
+const Json* MetaMap(const Json& pod, const char* which) {
+  const Json* meta = Member(pod, "metadata");
+  const Json* m = meta ? Member(*meta, which) : nullptr;
+  return m && m->is_object() ? m : nullptr;
+}
+
+const Json* MapEntry(const Json* map, const std::string& key) {
+  if (map == nullptr) return nullptr;
+  auto it = map->find(key);
+  return it == map->end() ? nullptr : &*it;
+}
+
+bool SameEntry(const Json* a, const Json* b) { return a == nullptr || b == nullptr ? a == b : *a == *b; }
+
+std::string JoinKeys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += StrCat(out.empty() ? "" : ", ", k);
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& list, const std::string& s) {
+  return !s.empty() && std::find(list.begin(), list.end(), s) != list.end();
+}
+
 // An env var of a container, or nullptr.
 bool HasEnv(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
   if (env == nullptr || !env->is_array()) return false;
-  return std::any_of(env->begin(), env->end(), [&](const Json& e) { return e.is_object() && e.value("name", "") == name; });
+  return std::any_of(env->begin(), env->end(), [&](const Json& e) { return StringMember(e, "name") == name; });
 }
 
 // JSON-patch ops that add env vars to one container.
@@ -103,9 +163,18 @@ StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body) {
     if (!k->is_object()) return InvalidArgument("request.kind must be an object");
     HAMI_RETURN_IF_ERROR(GetString(*k, "kind", "request.kind", &r.kind));
   }
+  HAMI_RETURN_IF_ERROR(GetString(*req, "subResource", "request", &r.sub_resource));
+  if (const Json* u = Member(*req, "userInfo")) {
+    if (!u->is_object()) return InvalidArgument("request.userInfo must be an object");
+    HAMI_RETURN_IF_ERROR(GetString(*u, "username", "request.userInfo", &r.username));
+  }
   if (const Json* o = Member(*req, "object")) {
     if (!o->is_object()) return InvalidArgument("request.object must be an object");
     r.object = *o;
+  }
+  if (const Json* o = Member(*req, "oldObject")) {
+    if (!o->is_object()) return InvalidArgument("request.oldObject must be an object");
+    r.old_object = *o;
   }
   if (const Json* d = Member(*req, "dryRun")) {
     if (!d->is_boolean()) return InvalidArgument("request.dryRun must be a boolean");
@@ -160,28 +229,143 @@ StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
   return r;
 }
 
+OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled) {
+  OwnedKeys k;
+  k.annotations = {core::kNvidiaDevicesToAllocate, core::kNvidiaDevicesAllocated, core::kMigAllocations,
+                   core::kVgpuNode,  core::kVgpuTime, core::kBindTime, core::kBindPhase};
+  k.node_agent = {core::kNvidiaDevicesToAllocate, core::kBindPhase};
+  k.labels = {core::kVgpuNode};
+  auto add = [&k](const vendors::Vendor& v) {
+    const vendors::AnnotationKeys& keys = v.keys();
+    if (!keys.to_allocate.empty()) {
+      k.annotations.insert(keys.to_allocate);
+      k.node_agent.insert(keys.to_allocate);
+    }
+    if (!keys.allocated.empty()) k.annotations.insert(keys.allocated);
+    // The vendor's extra decision keys (Cambricon's profile and lock, Ascend's template choice) are
+    // whatever its EncodeDecision writes besides the two records: read them off a one-device decision.
+    core::PodAllocation sample;
+    sample.containers = {{core::ContainerDevice{"sample-0", v.common_word(), 1, 1, 0}}};
+    auto encoded = v.EncodeDecision(sample, 0);
+    if (!encoded.ok()) return;
+    for (const auto& [key, value] : *encoded) {
+      if (key == keys.allocated || key == keys.to_allocate) continue;
+      k.annotations.insert(key);
+      k.node_agent.insert(key);  // device plugins acknowledge in them (Cambricon's ASSIGHED flag)
+    }
+  };
+  for (const auto& v : vendors::AllVendorsWithDefaults()) add(*v);
+  if (enabled != nullptr)
+    for (const auto& v : enabled->vendors()) add(*v);
+  return k;
+}
+
+StatusOr<std::string> ServiceAccountUsername(std::string_view value) {
+  constexpr std::string_view kPrefix = "system:serviceaccount:";
+  std::string_view rest = value;
+  if (rest.substr(0, kPrefix.size()) == kPrefix) rest.remove_prefix(kPrefix.size());
+  const size_t colon = rest.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size() ||
+      rest.find(':', colon + 1) != std::string_view::npos)
+    return InvalidArgument("service account \"", std::string(value), "\": want NAMESPACE:NAME");
+  return StrCat(kPrefix, std::string(rest));
+}
+
+Webhook::Webhook(WebhookOptions opts) : opts_(std::move(opts)), owned_(SchedulerOwnedKeys(opts_.vendors)) {}
+
 AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
   AdmissionResponse allow;
   allow.uid = req.uid;
-  if (req.operation != "CREATE" || !req.object.is_object()) return allow;
+  if (!req.object.is_object()) return allow;
   if (!req.kind.empty() && req.kind != "Pod") return allow;
-  const Json& pod = req.object;
-  const Json* meta = Member(pod, "metadata");
-  if (meta) {
-    const Json* labels = Member(*meta, "labels");
-    if (labels && labels->is_object() && labels->value(core::kWebhookLabel, "") == "ignore") return allow;
+  if (req.operation == "CREATE") return ReviewCreate(req);
+  if (req.operation == "UPDATE") return ReviewUpdate(req);
+  return allow;
+}
+
+AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
+  AdmissionResponse allow;
+  allow.uid = req.uid;
+  const Json none = Json::object();
+  const Json& old = req.old_object.is_object() ? req.old_object : none;
+  std::vector<std::string> changed;
+  bool agent_may = true;  // every changed key is one node agents may change
+  for (const char* which : {"annotations", "labels"}) {
+    const bool labels = std::string_view(which) == "labels";
+    const Json* before = MetaMap(old, which);
+    const Json* after = MetaMap(req.object, which);
+    for (const std::string& key : labels ? owned_.labels : owned_.annotations) {
+      if (SameEntry(MapEntry(before, key), MapEntry(after, key))) continue;
+      changed.push_back(labels ? StrCat("label ", key) : key);
+      agent_may = agent_may && !labels && owned_.node_agent.count(key) > 0;
+    }
   }
+  if (!changed.empty() && !Contains(opts_.scheduler_users, req.username) &&
+      !(agent_may && Contains(opts_.node_agent_users, req.username))) {
+    return Deny(req.uid, StrCat("hami: ", req.username.empty() ? std::string("a request without a username")
+                                                                : StrCat("user \"", req.username, "\""),
+                                " may not change ", JoinKeys(changed),
+                                ": they record hami-scheduler's device decision and only its service account (and "
+                                "node agents, for what they consume) write them"));
+  }
+  // An ephemeral container added to a GPU pod (kubectl debug) is held to the containers' rule.
+  const Json* spec = Member(req.object, "spec");
+  const Json* added = spec ? Member(*spec, "ephemeralContainers") : nullptr;
+  if (added == nullptr || !added->is_array() || added->empty()) return allow;
+  const Json* old_spec = Member(old, "spec");
+  const Json* had = old_spec ? Member(*old_spec, "ephemeralContainers") : nullptr;
+  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(req.object, opts_.resources)
+                              : core::ParsePodJson(req.object, opts_.resources);
+  if (!parsed.ok() || !parsed->HasDevices()) return allow;
+  for (const Json& c : *added) {
+    const std::string name = StringMember(c, "name");
+    const bool existed = had && had->is_array() && std::any_of(had->begin(), had->end(), [&](const Json& h) {
+                           return StringMember(h, "name") == name;
+                         });
+    const char* problem = PrivilegeProblem(c);
+    if (!existed && *problem) return DenyPrivileged(req.uid, "ephemeralContainers", c, problem, opts_.resources.nvidia.count);
+  }
+  return allow;
+}
+
+AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
+  const Json& pod = req.object;
+  // Scheduler-owned keys go first, from every pod: a decision written at creation is nobody's.
+  Json ops = Json::array();
+  std::vector<std::string> stripped;
+  for (const char* which : {"annotations", "labels"}) {
+    const bool labels = std::string_view(which) == "labels";
+    const Json* map = MetaMap(pod, which);
+    for (const std::string& key : labels ? owned_.labels : owned_.annotations) {
+      if (MapEntry(map, key) == nullptr) continue;
+      ops.push_back(Json{{"op", "remove"}, {"path", StrCat("/metadata/", which, "/", EscapePointer(key))}});
+      stripped.push_back(labels ? StrCat("label ", key) : key);
+    }
+  }
+  AdmissionResponse allow;
+  allow.uid = req.uid;
+  if (!stripped.empty())
+    allow.warnings.push_back(StrCat("hami: removed ", JoinKeys(stripped),
+                                    ": only hami-scheduler writes them (they carry its device decision)"));
+  auto allowed = [&] {
+    AdmissionResponse r = allow;
+    if (!ops.empty()) r.patch = ops;
+    return r;
+  };
+  const Json* meta = Member(pod, "metadata");
+  if (const Json* ignore = MapEntry(MetaMap(pod, "labels"), core::kWebhookLabel); ignore && *ignore == "ignore")
+    return allowed();
   const Json* spec = Member(pod, "spec");
-  if (spec == nullptr || !spec->is_object()) return allow;
+  if (spec == nullptr || !spec->is_object()) return allowed();
   const std::string scheduler = StringMember(*spec, "schedulerName");
   if (!scheduler.empty() && scheduler != opts_.scheduler_name &&
       !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
-    return allow;  // another scheduler owns this pod
+    return allowed();  // another scheduler owns this pod
 
   auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources) : core::ParsePodJson(pod, opts_.resources);
   if (!parsed.ok())
     return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ", std::string(parsed.status().message())));
-  if (!parsed->HasDevices()) return allow;
+  if (!parsed->HasDevices()) return allowed();
 
   // Decision-order index -> the container JSON and its patch path.
   struct Ctr {
@@ -198,12 +382,15 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
       ctrs.push_back({&(*arr)[i], StrCat("/spec/", list, "/", i), k < parsed->containers.size() ? &parsed->containers[k] : nullptr});
   }
 
-  for (const auto& c : ctrs)
-    if (c.req && !c.req->devices.empty() && Privileged(*c.json))
-      return Deny(req.uid, StrCat("hami: container \"", c.req->name,
-                                  "\" is privileged and requests GPUs; a privileged container sees every GPU of the "
-                                  "node, so its share cannot be enforced. Remove securityContext.privileged or the ",
-                                  opts_.resources.nvidia.count, " request"));
+  // Any privileged or CAP_SYS_ADMIN container of the pod, not only those that request devices: a
+  // sidecar sees the node's GPUs as well as the container it sits next to.
+  for (const char* list : kContainerLists) {
+    const Json* arr = Member(*spec, list);
+    if (arr == nullptr || !arr->is_array()) continue;
+    for (const Json& c : *arr)
+      if (const char* problem = PrivilegeProblem(c); *problem)
+        return DenyPrivileged(req.uid, list, c, problem, opts_.resources.nvidia.count);
+  }
   if (!StringMember(*spec, "nodeName").empty())
     return Deny(req.uid, StrCat("hami: spec.nodeName is preset (\"", StringMember(*spec, "nodeName"),
                                 "\"); a pod that requests GPUs must be placed by ", opts_.scheduler_name,
@@ -224,11 +411,15 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
           run_cores += cores;
         }
       }
-    Status q = opts_.quota_check(req.namespace_, std::max(run_mem, init_mem), std::max(run_cores, init_cores));
+    // request.namespace is the API server's word; a request without it is charged to the object's.
+    const std::string ns = !req.namespace_.empty() ? req.namespace_ : meta ? StringMember(*meta, "namespace") : "";
+    if (ns.empty())
+      return Deny(req.uid, "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
+                           "empty), so its GPU quota cannot be checked");
+    Status q = opts_.quota_check(ns, std::max(run_mem, init_mem), std::max(run_cores, init_cores));
     if (!q.ok()) return Deny(req.uid, StrCat("hami: ", std::string(q.message())));
   }
 
-  Json ops = Json::array();
   for (const auto& c : ctrs) {
     const Json* res = Member(*c.json, "resources");
     auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
@@ -279,9 +470,7 @@ AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
     ops.push_back(Json{{"op", spec->contains("schedulerName") ? "replace" : "add"},
                        {"path", "/spec/schedulerName"},
                        {"value", opts_.scheduler_name}});
-  AdmissionResponse out = allow;
-  if (!ops.empty()) out.patch = std::move(ops);
-  return out;
+  return allowed();
 }
 
 std::string Webhook::Handle(std::string_view body) const {

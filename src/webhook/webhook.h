@@ -13,9 +13,19 @@
 //    sets spec.schedulerName;
 //  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its limits
 //    and env to the container and its denials reject the pod (quotas count NVIDIA devices only).
+// Trust boundary (docs/security.md, "Admission and node agent"):
+//  - scheduler-owned annotations and labels (SchedulerOwnedKeys) are removed from every pod on CREATE
+//    (ignored and other schedulers' pods included: nobody but hami-scheduler writes them), with a
+//    warning; on UPDATE a change to any of them is denied unless userInfo.username is one of
+//    scheduler_users, or one of node_agent_users changing only the keys node agents consume;
+//  - in a pod that requests devices, every container (app, init, ephemeral) that is privileged or
+//    adds CAP_SYS_ADMIN is denied, on CREATE and when an ephemeral container is added (UPDATE);
+//  - the quota is charged to request.namespace, else to the object's metadata.namespace; a GPU pod
+//    with neither is denied when quotas are checked.
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,7 +53,29 @@ struct WebhookOptions {
   const vendors::VendorSet* vendors = nullptr;
   // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
   std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
+  // userInfo.username values allowed to change scheduler-owned annotations on UPDATE (the scheduler's
+  // service account, "system:serviceaccount:<ns>:<name>"). Empty: nobody.
+  std::vector<std::string> scheduler_users;
+  // userInfo.username values of node agents (device plugins): they may change only
+  // SchedulerOwnedKeys::node_agent (the to-allocate records they consume, bind-phase, vendor extras).
+  std::vector<std::string> node_agent_users;
 };
+
+// The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and
+// its bookkeeping (hami.io/vgpu-devices-*, vgpu-node, vgpu-time, bind-phase, bind-time,
+// vgpu-mig-allocations) and, for every vendor of the registry (vendors::AllVendorsWithDefaults) and
+// of `enabled` (configured names such as Ascend chips), its to-allocate and allocated keys and the
+// extra keys its EncodeDecision writes.
+struct OwnedKeys {
+  std::set<std::string> annotations;
+  std::set<std::string> node_agent;  // subset of `annotations` node agents may change on UPDATE
+  std::set<std::string> labels;      // hami.io/vgpu-node (Filter writes it as a label too)
+};
+OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled);
+
+// "NAMESPACE:NAME" (or an already complete "system:serviceaccount:NAMESPACE:NAME") -> the
+// username the API server puts in userInfo for that service account. Errors name the value.
+StatusOr<std::string> ServiceAccountUsername(std::string_view flag_value);
 
 // The parts of an AdmissionRequest the webhook reads.
 struct AdmissionRequest {
@@ -51,11 +83,14 @@ struct AdmissionRequest {
   std::string namespace_;
   std::string operation;    // CREATE | UPDATE | DELETE | CONNECT
   std::string kind;         // request.kind.kind ("Pod")
+  std::string sub_resource; // request.subResource ("ephemeralcontainers", ...)
+  std::string username;     // request.userInfo.username
   Json object;              // request.object (null when absent)
+  Json old_object;          // request.oldObject (UPDATE; null when absent)
   bool dry_run = false;
 };
 // Errors name the field: body not JSON, not an AdmissionReview v1, request or request.uid missing,
-// wrong types.
+// wrong types (request.userInfo must be an object, its username a string).
 StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body);
 
 struct AdmissionResponse {
@@ -77,7 +112,7 @@ std::string EscapePointer(std::string_view token);
 
 class Webhook {
  public:
-  explicit Webhook(WebhookOptions opts) : opts_(std::move(opts)) {}
+  explicit Webhook(WebhookOptions opts);
 
   AdmissionResponse Review(const AdmissionRequest& request) const;
   // HTTP body in, body out. A body that cannot be read gets an AdmissionReview whose response denies
@@ -85,7 +120,11 @@ class Webhook {
   std::string Handle(std::string_view body) const;
 
  private:
+  AdmissionResponse ReviewCreate(const AdmissionRequest& request) const;
+  AdmissionResponse ReviewUpdate(const AdmissionRequest& request) const;
+
   WebhookOptions opts_;
+  OwnedKeys owned_;
 };
 
 }  // namespace hami::webhook
