@@ -61,6 +61,9 @@ int DevicePluginMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--socket-name", cfg.socket_name, "our socket's file name in --plugin-dir")->capture_default_str();
   app.add_option("--resource-name", cfg.resource_name, "extended resource advertised to kubelet")->capture_default_str();
+  app.add_option("--scheduler-name", cfg.scheduler_name,
+                 "schedulerName of the pods whose device decisions arm containers (others are refused)")
+      ->capture_default_str();
   app.add_option("--split-count", cfg.split_count, "replicas per GPU: the most containers that may share one GPU")
       ->envname("DEVICE_SPLIT_COUNT")
       ->capture_default_str();
@@ -165,7 +168,7 @@ int DevicePluginMain(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  deviceplugin::K8sPendingPodSource pending(client->get(), node_name);
+  deviceplugin::K8sPendingPodSource pending(client->get(), node_name, cfg.scheduler_name);
   if (seed == 0) seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^ static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
   std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;

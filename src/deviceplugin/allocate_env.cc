@@ -30,6 +30,11 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, co
     const auto& d = ctr.devices[i];
     if (d.usedmem_mib < 0 || d.usedcores < 0)
       return InvalidArgument("pod ", pod.Key(), ": negative limit for ", d.uuid);
+    // The decision always names the memory granted (a whole card is its full memory); 0 would reach
+    // libvgpu as "no limit", so a record saying 0 is refused rather than run unlimited.
+    if (d.usedmem_mib == 0)
+      return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": the decision grants 0 MiB on ", d.uuid,
+                             "; refusing to start it without a memory limit");
     uuids += (i ? "," : "") + d.uuid;
     a.envs[StrCat(kEnvMemoryLimitPrefix, i)] = StrCat(d.usedmem_mib, "m");
   }
@@ -49,6 +54,8 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, co
   if (ctr.priority >= 0) a.envs[kEnvTaskPriority] = StrCat(ctr.priority);
 
   a.region_host_dir = JoinPath(c.region_root, StrCat(pod.uid, "_", ctr.name));
+  a.region_uid = ctr.uid;
+  a.region_gid = ctr.gid;
   a.mounts.push_back({JoinPath(c.container_hook_dir, "libvgpu.so"), c.libvgpu_host_path, true});
   a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
   a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});

@@ -21,7 +21,12 @@ struct MountSpec {
 struct ContainerAllocation {
   std::map<std::string, std::string> envs;
   std::vector<MountSpec> mounts;
-  std::string region_host_dir;  // to be created (empty, mode 0777) before the container starts
+  // To be created empty before the container starts, mode 0770 (never world-writable), owned by
+  // region_uid:region_gid where given (-1 = the plugin's own id): the container's user and the pod's
+  // fsGroup, so libvgpu in the container can create its region file (mode 0660) there.
+  std::string region_host_dir;
+  int64_t region_uid = -1;
+  int64_t region_gid = -1;
 };
 
 // Env keys (upstream contract).
@@ -35,7 +40,8 @@ inline constexpr char kEnvCorePolicy[] = "GPU_CORE_UTILIZATION_POLICY";
 inline constexpr char kEnvTaskPriority[] = "CUDA_TASK_PRIORITY";
 
 // `cache_file_name` is the region file's name inside the container's region directory (unique per
-// allocation, e.g. a random UUID + ".cache"). Errors: no devices, a pod UID or container name that
+// allocation, e.g. a random UUID + ".cache"). Errors: no devices, a device without a memory limit
+// (usedmem 0 or less: libvgpu would read a 0 limit as "no limit"), a pod UID or container name that
 // cannot be a single path component.
 StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, const PendingContainer& ctr,
                                                        const PluginConfig& config,

@@ -120,6 +120,15 @@ TEST(AllocateEnvTest, Mounts) {
   ASSERT_TRUE(b.ok());
   for (const auto& m : b->mounts) EXPECT_NE(m.container_path, "/etc/ld.so.preload");
   EXPECT_EQ(b->mounts.size(), 3u);
+  EXPECT_EQ(b->region_uid, -1) << "no user named: the directory stays the plugin's";
+
+  PendingPod owned = Pod({Dev("GPU-a", 1, 0)});
+  owned.containers[0].uid = 1000;
+  owned.containers[0].gid = 2000;
+  auto o = BuildContainerAllocation(owned, owned.containers[0], c, "r.cache");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->region_uid, 1000);
+  EXPECT_EQ(o->region_gid, 2000);
 }
 
 TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {
@@ -137,6 +146,8 @@ TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {
       {"empty container", "u", "", "r.cache", {Dev("GPU-a", 1, 0)}},
       {"cache with slash", "u", "c", "x/r.cache", {Dev("GPU-a", 1, 0)}},
       {"negative memory", "u", "c", "r.cache", {Dev("GPU-a", -1, 0)}},
+      {"0 memory would be no limit", "u", "c", "r.cache", {Dev("GPU-a", 0, 100)}},
+      {"0 memory on the second device", "u", "c", "r.cache", {Dev("GPU-a", 1000, 0), Dev("GPU-b", 0, 0)}},
   };
   for (const auto& tc : cases) {
     PendingPod p = Pod(tc.devs);

@@ -16,6 +16,7 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
 Status Validate(const PluginConfig& c) {
   if (c.resource_name.find('/') == std::string::npos)
     return InvalidArgument("resource name '", c.resource_name, "' must be <domain>/<name>");
+  if (c.scheduler_name.empty()) return InvalidArgument("scheduler name must not be empty");
   if (c.split_count < 1 || c.split_count > 1000)
     return InvalidArgument("split count ", c.split_count, " must be in 1..1000");
   if (!(c.memory_scaling > 0) || !std::isfinite(c.memory_scaling))

@@ -11,12 +11,16 @@
 
 namespace hami::deviceplugin {
 
+// The schedulerName of pods whose device decisions this plugin trusts (hami-scheduler's default).
+inline constexpr char kDefaultSchedulerName[] = "hami-scheduler";
+
 struct PluginConfig {
   // ---- kubelet ----
   std::string resource_name = "nvidia.com/gpu";  // extended resource advertised to kubelet
   std::string plugin_dir = "/var/lib/kubelet/device-plugins/";
   std::string socket_name = "nvidia-gpu.sock";   // our endpoint, relative to plugin_dir
   std::string kubelet_socket = "kubelet.sock";   // kubelet's Registration socket in plugin_dir
+  std::string scheduler_name = kDefaultSchedulerName;  // only its decisions arm containers
 
   // ---- devices (per-node overridable) ----
   int split_count = 10;               // replicas advertised per GPU (deviceSplitCount)

@@ -105,7 +105,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
                  {{core::kNvidiaDevicesToAllocate, std::string(kDev1) + ",NVIDIA,3000,30:;"},
                   {core::kVgpuNode, "node1"},
                   {core::kBindPhase, "allocating"}}}}},
-              {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "main"}}}}}},
+              {"spec", {{"nodeName", "node1"}, {"schedulerName", "hami-scheduler"}, {"containers", {{{"name", "main"}}}}}},
               {"status", {{"phase", "Pending"}}}};
   ASSERT_TRUE(api.Upsert("pods", pod).ok());
   auto r = kubelet.Allocate({{std::string(kDev0) + "-2"}});

@@ -34,13 +34,26 @@ struct ContainerSpec {
   std::string name;
   int priority = -1;
   bool disable_control = false;
+  int64_t uid = -1, gid = -1;
 };
+
+// securityContext.<key> of `obj` as a non-negative integer, or -1.
+int64_t SecurityId(const Json& obj, const char* key) {
+  auto sc = obj.find("securityContext");
+  if (sc == obj.end() || !sc->is_object()) return -1;
+  auto v = sc->find(key);
+  if (v == sc->end() || !v->is_number_integer()) return -1;
+  const int64_t id = v->get<int64_t>();
+  return id >= 0 && id <= 0xfffffffe ? id : -1;
+}
 
 // Init containers first, then app containers: the order of the decision annotation.
 std::vector<ContainerSpec> Containers(const Json& pod) {
   std::vector<ContainerSpec> out;
   auto spec = pod.find("spec");
   if (spec == pod.end() || !spec->is_object()) return out;
+  const int64_t pod_uid = SecurityId(*spec, "runAsUser"), fs_group = SecurityId(*spec, "fsGroup"),
+                pod_gid = SecurityId(*spec, "runAsGroup");
   for (const char* list : {"initContainers", "containers"}) {
     auto l = spec->find(list);
     if (l == spec->end() || !l->is_array()) continue;
@@ -51,6 +64,11 @@ std::vector<ContainerSpec> Containers(const Json& pod) {
         continue;
       }
       if (c.contains("name") && c["name"].is_string()) s.name = c["name"].get<std::string>();
+      s.uid = SecurityId(c, "runAsUser");
+      if (s.uid < 0) s.uid = pod_uid;
+      s.gid = fs_group;
+      if (s.gid < 0) s.gid = SecurityId(c, "runAsGroup");
+      if (s.gid < 0) s.gid = pod_gid;
       if (auto r = c.find("resources"); r != c.end() && r->is_object()) {
         for (const char* kind : {"limits", "requests"}) {
           auto m = r->find(kind);
@@ -88,7 +106,8 @@ std::vector<ContainerSpec> Containers(const Json& pod) {
 
 }  // namespace
 
-StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const std::string& node) {
+StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const std::string& node,
+                                                       const std::string& scheduler_name) {
   PendingPod p;
   p.uid = Str(pod, "metadata", "uid");
   p.namespace_ = Str(pod, "metadata", "namespace");
@@ -96,11 +115,6 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   const std::string* to_allocate = Annotation(pod, core::kNvidiaDevicesToAllocate);
   if (to_allocate == nullptr) return std::optional<PendingPod>();
   if (Str(pod, "spec", "nodeName") != node) return std::optional<PendingPod>();
-  if (const std::string* vnode = Annotation(pod, core::kVgpuNode); vnode != nullptr && *vnode != node)
-    return std::optional<PendingPod>();
-  const std::string* phase = Annotation(pod, core::kBindPhase);
-  if (phase == nullptr || (*phase != core::kBindPhaseAllocating && *phase != core::kBindPhaseSuccess))
-    return std::optional<PendingPod>();
   std::string pod_phase = Str(pod, "status", "phase");
   if (!pod_phase.empty() && pod_phase != "Pending") return std::optional<PendingPod>();
   auto decision = core::DecodePodDevices(*to_allocate);
@@ -124,14 +138,35 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
     c.devices = decision->containers[i];
     c.priority = specs[i].priority;
     c.disable_control = specs[i].disable_control;
+    c.uid = specs[i].uid;
+    c.gid = specs[i].gid;
     p.containers.push_back(std::move(c));
   }
   if (p.containers.empty()) return std::optional<PendingPod>();
+
+  // The record is trusted only as the scheduler leaves it after binding the pod here: anyone who can
+  // create or edit a pod can write the annotation itself (the webhook strips and guards it, but a pod
+  // it never saw - ignore label, another scheduler, webhook down - would otherwise be armed as written).
+  std::vector<std::string> why;
+  const std::string* phase = Annotation(pod, core::kBindPhase);
+  if (phase == nullptr) why.push_back(StrCat("no ", core::kBindPhase));
+  else if (*phase != core::kBindPhaseAllocating)
+    why.push_back(StrCat(core::kBindPhase, " is \"", *phase, "\", not ", core::kBindPhaseAllocating));
+  const std::string* vnode = Annotation(pod, core::kVgpuNode);
+  if (vnode == nullptr) why.push_back(StrCat("no ", core::kVgpuNode));
+  else if (*vnode != node) why.push_back(StrCat(core::kVgpuNode, " is \"", *vnode, "\", not this node"));
+  const std::string scheduler = Str(pod, "spec", "schedulerName");
+  if (scheduler != scheduler_name)
+    why.push_back(StrCat("spec.schedulerName is \"", scheduler, "\", not ", scheduler_name));
+  auto md = pod.find("metadata");
+  if (md != pod.end() && md->is_object() && Str(*md, "labels", core::kWebhookLabel) == "ignore")
+    why.push_back(StrCat("labelled ", core::kWebhookLabel, "=ignore, so the webhook never checked it"));
+  for (const auto& w : why) p.refused += StrCat(p.refused.empty() ? "" : ", ", w);
   return std::optional<PendingPod>(std::move(p));
 }
 
-K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name)
-    : client_(client), node_(std::move(node_name)) {}
+K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name)
+    : client_(client), node_(std::move(node_name)), scheduler_name_(std::move(scheduler_name)) {}
 
 StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
   k8s::ListOptions opts;
@@ -140,12 +175,14 @@ StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
   std::vector<PendingPod> out;
   if (!list.contains("items") || !list["items"].is_array()) return out;
   for (const auto& pod : list["items"]) {
-    auto p = PendingFromPodJson(pod, node_);
+    auto p = PendingFromPodJson(pod, node_, scheduler_name_);
     if (!p.ok()) {
       spdlog::warn("skipping pod: {}", std::string(p.status().message()));
       continue;
     }
-    if (p->has_value()) out.push_back(std::move(**p));
+    if (!p->has_value()) continue;
+    if (!(*p)->refused.empty()) spdlog::warn("pod {}: not arming its devices: {}", (*p)->Key(), (*p)->refused);
+    out.push_back(std::move(**p));
   }
   return out;
 }

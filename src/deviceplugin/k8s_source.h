@@ -9,19 +9,24 @@
 #include <string>
 
 #include "common/clock.h"
+#include "deviceplugin/config.h"
 #include "deviceplugin/pending_pod.h"
 #include "k8s/client.h"
 
 namespace hami::deviceplugin {
 
 // Pending pods from a pod object (exposed for tests): none when the pod is not waiting on `node`.
-// Errors name the pod and annotation.
-StatusOr<std::optional<PendingPod>> PendingFromPodJson(const nlohmann::json& pod, const std::string& node);
+// A pod on `node` with a to-allocate record that the scheduler did not leave there (bind-phase not
+// allocating, hami.io/vgpu-node not `node`, spec.schedulerName not `scheduler_name`, or labelled
+// hami.io/webhook=ignore) comes back with PendingPod::refused saying why. Errors name the pod and
+// annotation.
+StatusOr<std::optional<PendingPod>> PendingFromPodJson(const nlohmann::json& pod, const std::string& node,
+                                                       const std::string& scheduler_name = kDefaultSchedulerName);
 
 class K8sPendingPodSource final : public PendingPodSource {
  public:
   // `client` must outlive the source.
-  K8sPendingPodSource(k8s::Client* client, std::string node_name);
+  K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name = kDefaultSchedulerName);
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
@@ -29,6 +34,7 @@ class K8sPendingPodSource final : public PendingPodSource {
  private:
   k8s::Client* client_;
   std::string node_;
+  std::string scheduler_name_;
 };
 
 class NodeRegistrar {

@@ -35,6 +35,7 @@ Json BoundPod(const std::string& name, const std::string& to_allocate, const std
                   {core::kBindTime, "1700000000"}}}}},
               {"spec",
                {{"nodeName", node},
+                {"schedulerName", "hami-scheduler"},
                 {"initContainers", {{{"name", "init"}}}},
                 {"containers",
                  {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/priority", "1"}}}}}},
@@ -50,21 +51,40 @@ TEST(PendingFromPodJsonTest, Table) {
     Json pod;
     bool want_error;
     int want_containers;  // -1 = not pending
+    const char* refused = "";  // substring of PendingPod::refused; "" = trusted
+  };
+  auto edit = [&](auto f) {
+    Json p = BoundPod("p", two);
+    f(p);
+    return p;
   };
   std::vector<Case> cases = {
       {"pending, two containers", BoundPod("p", two), false, 2},
       {"other node", BoundPod("p", two, "node2"), false, -1},
-      {"bind failed", BoundPod("p", two, "node1", "failed"), false, -1},
       {"all consumed", BoundPod("p", ";;;"), false, -1},
       {"bad annotation", BoundPod("p", "GPU-a,NVIDIA,x,0:;"), true, 0},
       {"entry beyond containers", BoundPod("p", ";;;" + std::string(kGpuA) + ",NVIDIA,1,0:;"), true, 0},
+      {"no decision", edit([](Json& p) { p["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate); }), false, -1},
+      {"already running", edit([](Json& p) { p["status"]["phase"] = "Running"; }), false, -1},
+      // A record the scheduler did not leave there: reported, never armed.
+      {"bind failed", BoundPod("p", two, "node1", "failed"), false, 2, "bind-phase is \"failed\", not allocating"},
+      {"already success", BoundPod("p", two, "node1", "success"), false, 2, "not allocating"},
+      {"user-written: no bind phase, no node",
+       edit([](Json& p) {
+         p["metadata"]["annotations"].erase(core::kBindPhase);
+         p["metadata"]["annotations"].erase(core::kVgpuNode);
+       }),
+       false, 2, "no hami.io/bind-phase, no hami.io/vgpu-node"},
+      {"decided for another node", edit([](Json& p) { p["metadata"]["annotations"][core::kVgpuNode] = "node2"; }), false,
+       2, "hami.io/vgpu-node is \"node2\", not this node"},
+      {"another scheduler's pod", edit([](Json& p) { p["spec"]["schedulerName"] = "volcano"; }), false, 2,
+       "spec.schedulerName is \"volcano\", not hami-scheduler"},
+      {"no schedulerName", edit([](Json& p) { p["spec"].erase("schedulerName"); }), false, 2, "spec.schedulerName"},
+      {"labelled ignore", edit([](Json& p) { p["metadata"]["labels"] = {{core::kWebhookLabel, "ignore"}}; }), false, 2,
+       "hami.io/webhook=ignore"},
+      {"ignore label that is not a string", edit([](Json& p) { p["metadata"]["labels"] = {{core::kWebhookLabel, 1}}; }),
+       false, 2},
   };
-  Json no_annotation = BoundPod("p", two);
-  no_annotation["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate);
-  cases.push_back({"no decision", no_annotation, false, -1});
-  Json running = BoundPod("p", two);
-  running["status"]["phase"] = "Running";
-  cases.push_back({"already running", running, false, -1});
   for (const auto& tc : cases) {
     auto r = PendingFromPodJson(tc.pod, "node1");
     if (tc.want_error) {
@@ -78,6 +98,11 @@ TEST(PendingFromPodJsonTest, Table) {
     }
     ASSERT_TRUE(r->has_value()) << tc.name;
     const PendingPod& p = **r;
+    if (*tc.refused) {
+      EXPECT_NE(p.refused.find(tc.refused), std::string::npos) << tc.name << ": " << p.refused;
+    } else {
+      EXPECT_EQ(p.refused, "") << tc.name;
+    }
     ASSERT_EQ(static_cast<int>(p.containers.size()), tc.want_containers) << tc.name;
     EXPECT_EQ(p.uid, "uid-p");
     EXPECT_EQ(p.Key(), "ml/p");
@@ -89,6 +114,37 @@ TEST(PendingFromPodJsonTest, Table) {
     EXPECT_EQ(p.containers[0].devices[0].usedmem_mib, 3000);
     EXPECT_EQ(p.containers[1].name, "side");
     EXPECT_TRUE(p.containers[1].disable_control);
+  }
+  // The scheduler name is the plugin's configuration.
+  auto other = PendingFromPodJson(BoundPod("p", two), "node1", "my-scheduler");
+  ASSERT_TRUE(other.ok() && other->has_value());
+  EXPECT_NE((*other)->refused.find("not my-scheduler"), std::string::npos) << (*other)->refused;
+}
+
+TEST(PendingFromPodJsonTest, RegionOwnerFromTheSecurityContext) {
+  const std::string one = std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
+  struct Case {
+    const char* name;
+    Json pod_sc, main_sc;
+    int64_t uid, gid;  // of container "main"
+  };
+  const Case cases[] = {
+      {"nothing said: the plugin's own", nullptr, nullptr, -1, -1},
+      {"pod user and fsGroup", {{"runAsUser", 1000}, {"fsGroup", 3000}, {"runAsGroup", 2000}}, nullptr, 1000, 3000},
+      {"container user wins, pod runAsGroup without fsGroup", {{"runAsUser", 1000}, {"runAsGroup", 2000}},
+       {{"runAsUser", 1001}}, 1001, 2000},
+      {"container runAsGroup", nullptr, {{"runAsUser", 5}, {"runAsGroup", 6}}, 5, 6},
+      {"fsGroup beats the container's runAsGroup", {{"fsGroup", 7}}, {{"runAsGroup", 6}}, -1, 7},
+      {"garbage ids are ignored", {{"runAsUser", "root"}, {"fsGroup", -4}}, {{"runAsUser", 1.5}}, -1, -1},
+  };
+  for (const Case& c : cases) {
+    Json pod = BoundPod("p", one);
+    if (!c.pod_sc.is_null()) pod["spec"]["securityContext"] = c.pod_sc;
+    if (!c.main_sc.is_null()) pod["spec"]["containers"][0]["securityContext"] = c.main_sc;
+    auto r = PendingFromPodJson(pod, "node1");
+    ASSERT_TRUE(r.ok() && r->has_value()) << c.name;
+    EXPECT_EQ((*r)->containers[0].uid, c.uid) << c.name;
+    EXPECT_EQ((*r)->containers[0].gid, c.gid) << c.name;
   }
 }
 
@@ -189,6 +245,20 @@ TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
     EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "success");
     auto again = kubelet.Allocate({{std::string(kGpuA) + "-0"}});
     EXPECT_FALSE(again.ok());
+
+    // A pod whose creator wrote the decision (scheduled elsewhere, bound here): refused, untouched.
+    Json forged = BoundPod("forged", std::string(";") + kGpuA + ",NVIDIA,15360,0:;;");
+    forged["metadata"]["annotations"].erase(core::kBindPhase);
+    forged["spec"]["schedulerName"] = "default-scheduler";
+    ASSERT_TRUE(api_->Upsert("pods", forged).ok());
+    auto refused = kubelet.Allocate({{std::string(kGpuA) + "-0"}});
+    ASSERT_FALSE(refused.ok());
+    const std::string msg(refused.status().message());
+    EXPECT_NE(msg.find("refusing to arm"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ml/forged: no hami.io/bind-phase"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("spec.schedulerName is \"default-scheduler\""), std::string::npos) << msg;
+    EXPECT_EQ(PodAnnotation("forged", core::kNvidiaDevicesToAllocate), std::string(";") + kGpuA + ",NVIDIA,15360,0:;;");
+    EXPECT_EQ(PodAnnotation("forged", core::kBindPhase), "<absent>");
   }
   kubelet.Stop();
   std::error_code ec;

@@ -23,10 +23,20 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<SteeredChoice>& steered, KubeletPodView* kubelet_view) {
   std::vector<const PendingPod*> waiting;
   std::vector<const PendingPod*> cands;
+  std::string refused;  // refused pods whose next container wants this many devices
   for (const auto& p : pods) {
     if (p.containers.empty()) continue;
+    const bool fits = p.containers.front().devices.size() == kubelet_ids.size();
+    if (!p.refused.empty()) {
+      if (fits) refused += StrCat(refused.empty() ? "" : "; ", p.Key(), ": ", p.refused);
+      continue;
+    }
     waiting.push_back(&p);
-    if (p.containers.front().devices.size() == kubelet_ids.size()) cands.push_back(&p);
+    if (fits) cands.push_back(&p);
+  }
+  if (cands.empty() && !refused.empty()) {
+    return absl::PermissionDeniedError(StrCat("refusing to arm a container from a device decision hami-scheduler "
+                                              "did not make for this node (", refused, ")"));
   }
   if (waiting.empty()) {
     return NotFound("no pod bound to this node is waiting for devices (kubelet asked for ",
@@ -82,7 +92,7 @@ std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod
                                                     const std::vector<std::string>& available_uuids) {
   std::vector<const PendingPod*> out;
   for (const auto& p : pods) {
-    if (p.containers.empty()) continue;
+    if (p.containers.empty() || !p.refused.empty()) continue;
     const auto& devs = p.containers.front().devices;
     if (static_cast<int>(devs.size()) != size) continue;
     bool all = true;

@@ -22,6 +22,11 @@ struct PendingContainer {
   std::vector<core::ContainerDevice> devices;
   int priority = -1;            // nvidia.com/priority; -1 = not given
   bool disable_control = false; // container env CUDA_DISABLE_CONTROL=true: no ld.so.preload mount
+  // Owner of the region directory: the container's user (securityContext.runAsUser of the container,
+  // else of the pod) and group (the pod's fsGroup, which every process of the pod holds, else
+  // runAsGroup); -1 = not given, the directory keeps the plugin's own.
+  int64_t uid = -1;
+  int64_t gid = -1;
   bool operator==(const PendingContainer&) const = default;
 };
 
@@ -32,13 +37,18 @@ struct PendingPod {
   int64_t bind_time = 0;  // hami.io/bind-time (Unix seconds)
   // Containers whose devices are still to be allocated, in decision order (non-empty entries only).
   std::vector<PendingContainer> containers;
+  // Why the pod's decision is not trusted (not written by the scheduler for this node: bind phase,
+  // node, schedulerName, ignore label); empty = trusted. Refused pods are never armed: SelectPending
+  // and PreferenceCandidates pass over them and name them in the error kubelet reports.
+  std::string refused;
   std::string Key() const { return StrCat(namespace_, "/", name); }
 };
 
 class PendingPodSource {
  public:
   virtual ~PendingPodSource() = default;
-  // Pods bound to this node whose NVIDIA decision still has containers waiting for Allocate.
+  // Pods bound to this node whose NVIDIA decision still has containers waiting for Allocate, and
+  // those carrying such a record that the scheduler did not write for this node (PendingPod::refused).
   // Must be current (kubelet admits a pod only after it is bound, so a fresh read sees it).
   virtual StatusOr<std::vector<PendingPod>> ListPending() = 0;
   // The pod's container `container_index` was answered: erase its entry from the to-allocate record
@@ -84,6 +94,8 @@ class KubeletPodView {
 //  3. several: the only one kubelet lists (`kubelet_view`, asked only here) with that container still
 //     without devices; else the one we steered kubelet to with exactly these IDs;
 //  otherwise NotFound (no candidate) or FailedPrecondition (ambiguous), naming the pods.
+// Refused pods are never candidates; with no candidate, PermissionDenied names the refused pods that
+// would have matched, and why.
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
                                   const std::vector<SteeredChoice>& steered = {},

@@ -18,6 +18,13 @@ PendingPod Pod(const std::string& name, const std::vector<std::vector<std::strin
   return p;
 }
 
+// A pod whose record the scheduler did not write for this node (PendingFromPodJson says why).
+PendingPod Refused(const std::string& name, const std::vector<std::vector<std::string>>& containers_uuids) {
+  PendingPod p = Pod(name, containers_uuids);
+  p.refused = "no hami.io/bind-phase";
+  return p;
+}
+
 TEST(SelectPendingTest, Table) {
   struct Case {
     const char* name;
@@ -41,6 +48,14 @@ TEST(SelectPendingTest, Table) {
       {"steered to other IDs does not resolve", {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})}, {"GPU-b-5"},
        {SteeredChoice{"uid-b", 0, {"GPU-b-4"}}}, "", absl::StatusCode::kFailedPrecondition, "ambiguous"},
       {"pod with nothing left is ignored", {Pod("a", {}), Pod("b", {{"GPU-b"}})}, {"GPU-b-0"}, {}, "b", absl::StatusCode::kOk, ""},
+      {"a forged record alone is refused, and says why", {Refused("f", {{"GPU-a"}})}, {"GPU-a-0"}, {}, "",
+       absl::StatusCode::kPermissionDenied, "did not make for this node (ns/f: no hami.io/bind-phase)"},
+      {"a forged record does not make a real one ambiguous", {Refused("f", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
+       {"GPU-b-0"}, {}, "b", absl::StatusCode::kOk, ""},
+      {"steering never selects a forged record", {Refused("f", {{"GPU-a"}})}, {"GPU-a-0"},
+       {SteeredChoice{"uid-f", 0, {"GPU-a-0"}}}, "", absl::StatusCode::kPermissionDenied, "refusing to arm"},
+      {"a forged record of another size is not mentioned", {Refused("f", {{"GPU-a", "GPU-b"}})}, {"GPU-a-0"}, {}, "",
+       absl::StatusCode::kNotFound, "no pod bound to this node"},
   };
   for (const auto& tc : cases) {
     auto s = SelectPending(tc.pods, tc.ids, tc.steered);
@@ -106,6 +121,7 @@ TEST(SelectPendingTest, KubeletPodViewBreaksTies) {
 TEST(PreferenceCandidatesTest, NeedsSizeAndAvailableGpus) {
   std::vector<PendingPod> pods = {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b", "GPU-c"}})};
   EXPECT_EQ(PreferenceCandidates(pods, 1, {"GPU-a", "GPU-b"}).size(), 1u);
+  EXPECT_TRUE(PreferenceCandidates({Refused("f", {{"GPU-a"}})}, 1, {"GPU-a"}).empty()) << "never steer to a forged record";
   EXPECT_EQ(PreferenceCandidates(pods, 1, {"GPU-b"}).size(), 0u);
   auto two = PreferenceCandidates(pods, 2, {"GPU-a", "GPU-b", "GPU-c"});
   ASSERT_EQ(two.size(), 1u);

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -45,15 +47,22 @@ FileId StatFile(const std::string& path) {
   return {true, st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 
-Status PrepareRegionDir(const std::string& dir) {
+// The region directory of one container: fresh, 0770, owned by the container's user and the pod's
+// group. Never world-writable: the monitor (root) reads the files in it, and any other user of the
+// host must not plant or swap them.
+Status PrepareRegionDir(const std::string& dir, int64_t uid, int64_t gid) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (ec) return Internal("cannot clear region directory ", dir, ": ", ec.message());
-  fs::create_directories(dir, ec);
-  if (ec) return Internal("cannot create region directory ", dir, ": ", ec.message());
-  // The container may run as any user; libvgpu must be able to create its region file there.
-  fs::permissions(dir, fs::perms::all, ec);
-  if (ec) return Internal("cannot chmod region directory ", dir, ": ", ec.message());
+  fs::create_directories(fs::path(dir).parent_path(), ec);
+  if (ec) return Internal("cannot create region root of ", dir, ": ", ec.message());
+  if (::mkdir(dir.c_str(), 0700) != 0) return Internal("cannot create region directory ", dir, ": ", std::strerror(errno));
+  if ((uid >= 0 || gid >= 0) &&
+      ::chown(dir.c_str(), uid >= 0 ? static_cast<uid_t>(uid) : static_cast<uid_t>(-1),
+              gid >= 0 ? static_cast<gid_t>(gid) : static_cast<gid_t>(-1)) != 0)
+    return Internal("cannot give region directory ", dir, " to ", uid, ":", gid, " (the container's runAsUser:fsGroup; "
+                    "the plugin needs CAP_CHOWN): ", std::strerror(errno));
+  if (::chmod(dir.c_str(), 0770) != 0) return Internal("cannot chmod region directory ", dir, ": ", std::strerror(errno));
   return OkStatus();
 }
 
@@ -460,7 +469,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   }
   auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName());
   if (!alloc.ok()) return fail(alloc.status());
-  if (Status s = PrepareRegionDir(alloc->region_host_dir); !s.ok()) return fail(s);
+  if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid); !s.ok()) return fail(s);
   if (Status s = pending_->MarkAllocated(pod, ctr.index); !s.ok())
     return Unavailable("Allocate for pod ", pod.Key(), ": cannot record the allocation: ",
                        std::string(s.message()));

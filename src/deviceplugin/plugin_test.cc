@@ -163,7 +163,11 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   config_.libcuda_log_level = "1";
   config_.memory_scaling = 1.5;
   StartBoth();
-  pending_.AddPod(Pod("p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}}));
+  PendingPod p1 = Pod("p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}});
+  // The first container names its user and the pod's group (ids we may give files to without privilege).
+  p1.containers[0].uid = ::getuid();
+  p1.containers[0].gid = ::getgid();
+  pending_.AddPod(p1);
 
   auto r1 = kubelet_->Allocate({{"GPU-aaaa-2"}});  // kubelet's replica choice carries no identity
   ASSERT_TRUE(r1.ok()) << r1.status();
@@ -182,7 +186,9 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   EXPECT_EQ(mounts[1].host_path(), config_.region_root + "/uid-p1_c0");
   struct stat st {};
   ASSERT_EQ(::stat(mounts[1].host_path().c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0777u);
+  EXPECT_EQ(st.st_mode & 07777, 0770u) << "never world-writable";
+  EXPECT_EQ(st.st_uid, ::getuid());
+  EXPECT_EQ(st.st_gid, ::getgid());
 
   auto r2 = kubelet_->Allocate({{"GPU-aaaa-0", "GPU-bbbb-0"}});
   ASSERT_TRUE(r2.ok()) << r2.status();
