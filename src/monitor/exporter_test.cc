@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -140,6 +145,66 @@ TEST_F(ExporterTest, LabelValuesAreEscaped) {
   (*p)->Device({"GPU-aaa", 0, 100, 0});
   std::string text = Make().Render();
   EXPECT_NE(text.find("pod=\"we\\\"ird\\\\pod\""), std::string::npos) << text;
+}
+
+// A container owns its region file and directory: whatever it writes there may cost its own series,
+// never another tenant's or the node's scrape (which Prometheus rejects whole on invalid UTF-8).
+TEST_F(ExporterTest, OneTenantsGarbageDropsOnlyItsSeries) {
+  struct Case {
+    const char* name;
+    std::function<void(FakeContainerProcess&, const std::string& dir)> spoil;
+    std::function<void(FakeContainerProcess&)> repair = [](FakeContainerProcess&) {};  // before it detaches
+  };
+  const Case cases[] = {
+      {"invalid UTF-8 in a device UUID",
+       [](FakeContainerProcess& p, const std::string&) { std::memcpy(p.region()->devices[0].uuid, "GPU-\xff\xfe", 7); }},
+      {"a quote and a newline in a device UUID",
+       [](FakeContainerProcess& p, const std::string&) { std::memcpy(p.region()->devices[0].uuid, "G\"\n}", 5); }},
+      {"the same device twice",
+       [](FakeContainerProcess& p, const std::string&) {
+         p.Device({"GPU-ccc", 0, 100, 1});
+         std::memcpy(p.region()->devices[1].uuid, "GPU-bbb", 8);
+       }},
+      {"wrong layout version", [](FakeContainerProcess& p, const std::string&) { p.region()->hdr.version = 99; }},
+      {"truncated file", [](FakeContainerProcess& p, const std::string&) { ASSERT_EQ(truncate(p.path().c_str(), 100), 0); },
+       [](FakeContainerProcess& p) { ASSERT_EQ(truncate(p.path().c_str(), sizeof(vgpu_region)), 0); }},
+      {"region replaced by a link to another tenant's",
+       [this](FakeContainerProcess& p, const std::string& dir) {
+         ASSERT_EQ(unlink(p.path().c_str()), 0);
+         ASSERT_EQ(symlink((root_.path() + "/uid-1_main/vgpu.cache").c_str(), (dir + "/vgpu.cache").c_str()), 0);
+       }},
+      {"region replaced by a FIFO",
+       [](FakeContainerProcess& p, const std::string& dir) {
+         ASSERT_EQ(unlink(p.path().c_str()), 0);
+         ASSERT_EQ(mkfifo((dir + "/vgpu.cache").c_str(), 0600), 0);
+       }},
+  };
+  auto good = FakeContainerProcess::Attach(root_.path(), "uid-1", "main");
+  ASSERT_TRUE(good.ok());
+  ASSERT_EQ((*good)->Device({"GPU-aaa", 3000 * kMiB, 30, 0}), 0);
+  ASSERT_EQ((*good)->Reserve(0, 700 * kMiB), 0);
+  pods_.Set("uid-bad", {"team-b", "evil"});
+  const std::string used = Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = root_.path() + "/uid-bad_c";
+    {
+      auto bad = FakeContainerProcess::Attach(root_.path(), "uid-bad", "c");
+      ASSERT_TRUE(bad.ok());
+      ASSERT_EQ((*bad)->Device({"GPU-bbb", 1000 * kMiB, 100, 0}), 0);
+      EXPECT_EQ(ParseExposition(Make().Render())["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 2)
+          << "both tenants before the damage";
+      c.spoil(**bad, dir);
+      const std::string text = Make().Render();
+      for (unsigned char ch : text) ASSERT_LT(ch, 0x80) << "the exposition stays ASCII";
+      auto m = ParseExposition(text);
+      EXPECT_EQ(m[used], 700.0 * kMiB) << text;
+      EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 1);
+      for (const auto& [k, v] : m) EXPECT_EQ(k.find("pod=\"evil\""), std::string::npos) << k;
+      c.repair(**bad);
+    }
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST_F(ExporterTest, HostMetricsMissingWhenTelemetryFails) {

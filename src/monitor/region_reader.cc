@@ -81,6 +81,13 @@ bool GuardedStore32(int32_t* p, int32_t value) {
 
 std::string CString(const char* s, size_t max) { return std::string(s, strnlen(s, max)); }
 
+// A device UUID as NVML writes it ("GPU-8f3a...", "MIG-..."): printable ASCII without quotes or
+// backslashes. Anything else came from the container, and as a label value it could make the whole
+// exposition unreadable (invalid UTF-8) for every tenant of the node.
+bool PlausibleUuid(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"' && c != '\\'; });
+}
+
 }  // namespace
 
 MappedRegion::MappedRegion(std::string path, int fd, void* map, uint64_t inode, uint64_t device)
@@ -93,7 +100,9 @@ MappedRegion::~MappedRegion() {
 
 StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& path) {
   InstallSigbusHandler();
-  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  // The file lies in a directory its container can write: never follow a link it planted (ELOOP) and
+  // never wait on a FIFO or device it put there (O_NONBLOCK; then only a regular file is used).
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Unavailable(StrCat(path, ": cannot open: ", std::strerror(errno)));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -202,6 +211,11 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.waves_launched = e.waves_launched;
     dev.throttled_ns = e.throttled_ns;
     if (dev.uuid.empty()) continue;  // entry being written right now; next scrape sees it
+    if (!PlausibleUuid(dev.uuid))
+      return InvalidArgument(StrCat(path_, ": device entry ", d, " has a UUID that is not printable ASCII"));
+    for (const RegionDevice& seen : s.devices)
+      if (seen.uuid == dev.uuid)
+        return InvalidArgument(StrCat(path_, ": device ", dev.uuid, " has two entries (", seen.entry, " and ", d, ")"));
     s.devices.push_back(std::move(dev));
   }
   return s;

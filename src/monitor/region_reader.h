@@ -5,7 +5,10 @@
 //  - a slot counts only while its owner is alive (the owner holds an OFD lock on its liveness byte), so
 //    usage of a SIGKILLed process that nobody reclaimed yet is not reported;
 //  - a file that shrinks under us (a container may truncate its own region file) must not crash the
-//    daemon: every access to the mapping runs under a SIGBUS guard and fails with a Status instead.
+//    daemon: every access to the mapping runs under a SIGBUS guard and fails with a Status instead;
+//  - the file is the container's: it is opened without following links and without blocking, used only
+//    when regular, and only sizeof(vgpu_region) bytes of it are ever mapped; a snapshot whose device
+//    UUIDs are not printable ASCII or repeat is an error (that region's series only are dropped).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
 #include "monitor/region_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -149,6 +150,71 @@ TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
     }
   }
   EXPECT_EQ(MappedRegion::Open(dir.path() + "/missing.cache").status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(RegionReader, OpenUsesOnlyTheContainersOwnRegularFile) {
+  TempDir root;
+  auto a = FakeContainerProcess::Attach(root.path(), "uid1", "main");
+  ASSERT_TRUE(a.ok());
+  (*a)->Device({"GPU-aaa", 1000 * kMiB, 100, 0});
+  const std::string dir = root.path() + "/uid1_main";
+  // A link to a valid region (another tenant's, or any file of the host) is not followed.
+  ASSERT_EQ(symlink((*a)->path().c_str(), (dir + "/link.cache").c_str()), 0);
+  auto link = MappedRegion::Open(dir + "/link.cache");
+  EXPECT_FALSE(link.ok());
+  EXPECT_NE(link.status().message().find("cannot open"), absl::string_view::npos) << link.status();
+  // A FIFO nobody writes to is refused at once (the test would hang if the open waited).
+  ASSERT_EQ(mkfifo((dir + "/fifo.cache").c_str(), 0600), 0);
+  auto fifo = MappedRegion::Open(dir + "/fifo.cache");
+  EXPECT_EQ(fifo.status().code(), absl::StatusCode::kInvalidArgument) << fifo.status();
+  EXPECT_NE(fifo.status().message().find("not a regular file"), absl::string_view::npos) << fifo.status();
+  // A region file grown far past the region (sparse, 1 TiB) is read as the region only.
+  ASSERT_EQ(truncate((*a)->path().c_str(), off_t{1} << 40), 0);
+  auto big = MappedRegion::Open((*a)->path());
+  ASSERT_TRUE(big.ok()) << big.status();
+  auto s = (*big)->Snapshot();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->devices.size(), 1u);
+}
+
+TEST(RegionReader, SnapshotRefusesDeviceNamesNoDriverWrites) {
+  struct Case {
+    const char* name;
+    std::function<void(vgpu_region*)> spoil;
+    const char* message;  // "" = fine
+  };
+  const Case cases[] = {
+      {"GPU UUID", [](vgpu_region*) {}, ""},
+      {"MIG UUID", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "MIG-4b0d-7/1/0"); }, ""},
+      {"invalid UTF-8", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\xc3\x28"); }, "not printable ASCII"},
+      {"control character", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-a\nb"); }, "not printable ASCII"},
+      {"quote", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\"x"); }, "not printable ASCII"},
+      {"space", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU- x"); }, "not printable ASCII"},
+      {"unterminated", [](vgpu_region* r) { std::memset(r->devices[0].uuid, 'A', sizeof(r->devices[0].uuid)); }, ""},
+      {"the same device twice",
+       [](vgpu_region* r) {
+         std::strcpy(r->devices[1].uuid, r->devices[0].uuid);
+       },
+       "has two entries (0 and 1)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir root;
+    auto a = FakeContainerProcess::Attach(root.path(), "uid1", "main");
+    ASSERT_TRUE(a.ok());
+    (*a)->Device({"GPU-aaa", 1000 * kMiB, 100, 0});
+    (*a)->Device({"GPU-bbb", 1000 * kMiB, 100, 1});
+    c.spoil((*a)->region());
+    auto r = MappedRegion::Open((*a)->path());
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto s = (*r)->Snapshot();
+    if (*c.message) {
+      EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
+      EXPECT_NE(s.status().message().find(c.message), absl::string_view::npos) << s.status();
+    } else {
+      EXPECT_TRUE(s.ok()) << s.status();
+    }
+  }
 }
 
 TEST(RegionReader, FileTruncatedUnderTheReaderIsAnErrorNotACrash) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "common/log.h"
@@ -25,14 +26,19 @@ int64_t MtimeNs(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-// Entries of `dir` (names only, without "." and ".."); empty when it cannot be read.
-std::vector<std::string> ListDir(const std::string& dir) {
+// Entries of `dir` (names only, without "." and ".."), at most `max` of them (*more set when there are
+// more); empty when it cannot be read.
+std::vector<std::string> ListDir(const std::string& dir, size_t max = SIZE_MAX, bool* more = nullptr) {
   std::vector<std::string> names;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return names;
   while (struct dirent* e = readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
+    if (names.size() == max) {
+      if (more) *more = true;
+      break;
+    }
     names.push_back(std::move(n));
   }
   closedir(d);
@@ -72,7 +78,18 @@ ScanStats RegionStore::Rescan() {
       continue;
     }
     std::vector<CacheFile> files;
-    for (const std::string& f : ListDir(dir_path)) {
+    bool crowded = false;
+    const std::vector<std::string> entries =
+        ListDir(dir_path, static_cast<size_t>(std::max(options_.max_entries_per_dir, 1)), &crowded);
+    if (crowded) {
+      ++stats.crowded;
+      if (reported_[dir_path] != "crowded") {
+        spdlog::warn("monitor: region directory {} has more than {} entries; reading only those", dir_path,
+                     options_.max_entries_per_dir);
+        reported_[dir_path] = "crowded";
+      }
+    }
+    for (const std::string& f : entries) {
       if (!EndsWith(f, ".cache")) continue;
       std::string path = dir_path + "/" + f;
       struct stat fst;

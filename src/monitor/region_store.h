@@ -32,12 +32,16 @@ struct RegionStoreOptions {
   int64_t stale_after_seconds = 300;
   // Files considered per directory (a container can create files in its own directory).
   int max_files_per_dir = 16;
+  // Entries read per container directory: a container that fills its directory costs the scan this
+  // many names, not all of them (its own region may then be missed: only its series suffer).
+  int max_entries_per_dir = 256;
 };
 
 struct ScanStats {
   int regions = 0;   // mapped and valid
   int invalid = 0;   // directories with .cache files none of which could be used
   int skipped = 0;   // entries of the root that are not container directories
+  int crowded = 0;   // container directories with more than max_entries_per_dir entries
 };
 
 class RegionStore {

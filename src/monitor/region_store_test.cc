@@ -87,6 +87,21 @@ TEST(RegionStore, ScanMapsOneRegionPerContainerDirectory) {
   EXPECT_EQ(store.Rescan().regions, 1);
 }
 
+TEST(RegionStore, ACrowdedDirectoryCostsTheScanABoundedRead) {
+  TempDir root;
+  FakeClock clock;
+  auto a = FakeContainerProcess::Attach(root.path(), "uid-a", "main");
+  ASSERT_TRUE(a.ok());
+  fs::create_directories(root.path() + "/uid-b_c");
+  for (int i = 0; i < 40; ++i) std::ofstream(root.path() + "/uid-b_c/junk" + std::to_string(i));
+  RegionStore store({root.path(), 300, 16, /*max_entries_per_dir=*/32}, clock);
+  ScanStats s = store.Rescan();
+  EXPECT_EQ(s.crowded, 1);
+  EXPECT_EQ(s.regions, 1);
+  ASSERT_EQ(store.Regions().size(), 1u);
+  EXPECT_EQ(store.Regions()[0].pod_uid, "uid-a");
+}
+
 TEST(RegionStore, MissingRootIsAnEmptyNode) {
   FakeClock clock;
   RegionStore store({"/nonexistent/hami/containers", 300, 16}, clock);

@@ -246,11 +246,13 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   c->fd = -1;
   c->slot = -1;
   const char* why = NULL;
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd >= 0) {
-    (void)fchmod(fd, 0666); /* other uids of the container may share it; no process-wide umask change */
+    /* Other uids of the container share it through the group (the device plugin gives the directory the
+     * pod's fsGroup); never world-writable. fchmod, not a process-wide umask change. */
+    (void)fchmod(fd, 0660);
   } else if (errno == EEXIST) {
-    fd = open(path, O_RDWR | O_CLOEXEC);
+    fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   }
   if (fd < 0) {
     VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only", path,

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,28 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
     ASSERT_NE(c.r, nullptr);
     vgpu_region_detach(&c);
   }
+}
+
+// The region file is created 0660 whatever the umask (group members of the container share it), never
+// world-writable, and a link planted at its path is not followed (private fallback instead).
+TEST_F(RegionTest, CreatedWithoutWorldBitsAndNeverThroughALink) {
+  const mode_t old = umask(0);
+  vgpu_region_ctx c;
+  EXPECT_EQ(Attach(&c), 0);
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0660u);
+  vgpu_region_detach(&c);
+
+  const std::string target = dir_ + "/target";
+  ASSERT_EQ(rename(path_.c_str(), target.c_str()), 0);
+  ASSERT_EQ(symlink(target.c_str(), path_.c_str()), 0);
+  vgpu_region_ctx d;
+  EXPECT_EQ(Attach(&d), -1);
+  EXPECT_EQ(d.shared, 0);
+  vgpu_region_detach(&d);
+  unlink(target.c_str());
 }
 
 }  // namespace
