@@ -64,6 +64,10 @@ int DevicePluginMain(int argc, char** argv) {
   app.add_option("--scheduler-name", cfg.scheduler_name,
                  "schedulerName of the pods whose device decisions arm containers (others are refused)")
       ->capture_default_str();
+  app.add_option("--region-group", cfg.region_group,
+                 "gid of region directories (mode 0770) for pods holding it in supplementalGroups; set the same "
+                 "value as the scheduler's --region-group (-1: none)")
+      ->capture_default_str();
   app.add_option("--split-count", cfg.split_count, "replicas per GPU: the most containers that may share one GPU")
       ->envname("DEVICE_SPLIT_COUNT")
       ->capture_default_str();
@@ -168,7 +172,7 @@ int DevicePluginMain(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  deviceplugin::K8sPendingPodSource pending(client->get(), node_name, cfg.scheduler_name);
+  deviceplugin::K8sPendingPodSource pending(client->get(), node_name, cfg.scheduler_name, cfg.region_group);
   if (seed == 0) seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^ static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
   std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;

@@ -105,6 +105,12 @@ int SchedulerMain(int argc, char** argv) {
                  "NAMESPACE:NAME of the device plugins' service account(s): they may change only the to-allocate "
                  "records they consume and bind-phase (repeatable)")
       ->capture_default_str();
+  int64_t region_group = -1;
+  app.add_option("--region-group", region_group,
+                 "gid the webhook adds to supplementalGroups of GPU pods; the device plugin's --region-group "
+                 "gives region directories to it, so any user of the pod can use them (-1: none)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{0xfffffffe}))
+      ->capture_default_str();
   LogFlags log_flags;
   AddLogFlags(app, log_flags);
   NormalizeKlogArgs(argc, argv);
@@ -190,6 +196,7 @@ int SchedulerMain(int argc, char** argv) {
     if (!user.ok()) return Fail("--node-agent-service-account", user.status());
     wo.node_agent_users.push_back(*user);
   }
+  wo.region_group = region_group;
   wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
   webhook::Webhook wh(wo);
 

@@ -17,6 +17,8 @@ Status Validate(const PluginConfig& c) {
   if (c.resource_name.find('/') == std::string::npos)
     return InvalidArgument("resource name '", c.resource_name, "' must be <domain>/<name>");
   if (c.scheduler_name.empty()) return InvalidArgument("scheduler name must not be empty");
+  if (c.region_group < -1 || c.region_group > 0xfffffffe)
+    return InvalidArgument("region group ", c.region_group, " must be a gid or -1");
   if (c.split_count < 1 || c.split_count > 1000)
     return InvalidArgument("split count ", c.split_count, " must be in 1..1000");
   if (!(c.memory_scaling > 0) || !std::isfinite(c.memory_scaling))

@@ -21,6 +21,10 @@ struct PluginConfig {
   std::string socket_name = "nvidia-gpu.sock";   // our endpoint, relative to plugin_dir
   std::string kubelet_socket = "kubelet.sock";   // kubelet's Registration socket in plugin_dir
   std::string scheduler_name = kDefaultSchedulerName;  // only its decisions arm containers
+  // Group of region directories for pods whose supplementalGroups hold it (the webhook's
+  // --region-group adds it to every GPU pod): any user of the pod can then use the 0770 directory.
+  // -1 = none (the pod's fsGroup or runAsGroup, if any).
+  int64_t region_group = -1;
 
   // ---- devices (per-node overridable) ----
   int split_count = 10;               // replicas advertised per GPU (deviceSplitCount)

@@ -1,5 +1,6 @@
 #include "deviceplugin/k8s_source.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/log.h"
@@ -48,12 +49,19 @@ int64_t SecurityId(const Json& obj, const char* key) {
 }
 
 // Init containers first, then app containers: the order of the decision annotation.
-std::vector<ContainerSpec> Containers(const Json& pod) {
+std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
   std::vector<ContainerSpec> out;
   auto spec = pod.find("spec");
   if (spec == pod.end() || !spec->is_object()) return out;
-  const int64_t pod_uid = SecurityId(*spec, "runAsUser"), fs_group = SecurityId(*spec, "fsGroup"),
-                pod_gid = SecurityId(*spec, "runAsGroup");
+  const int64_t pod_uid = SecurityId(*spec, "runAsUser"), pod_gid = SecurityId(*spec, "runAsGroup");
+  int64_t fs_group = SecurityId(*spec, "fsGroup");
+  // The region group the webhook added, held by every process of the pod like fsGroup.
+  if (auto sc = spec->find("securityContext"); region_group >= 0 && sc != spec->end() && sc->is_object()) {
+    auto groups = sc->find("supplementalGroups");
+    if (groups != sc->end() && groups->is_array() &&
+        std::find(groups->begin(), groups->end(), Json(region_group)) != groups->end())
+      fs_group = region_group;
+  }
   for (const char* list : {"initContainers", "containers"}) {
     auto l = spec->find(list);
     if (l == spec->end() || !l->is_array()) continue;
@@ -107,7 +115,7 @@ std::vector<ContainerSpec> Containers(const Json& pod) {
 }  // namespace
 
 StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const std::string& node,
-                                                       const std::string& scheduler_name) {
+                                                       const std::string& scheduler_name, int64_t region_group) {
   PendingPod p;
   p.uid = Str(pod, "metadata", "uid");
   p.namespace_ = Str(pod, "metadata", "namespace");
@@ -126,7 +134,7 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
     } catch (...) {
     }
   }
-  std::vector<ContainerSpec> specs = Containers(pod);
+  std::vector<ContainerSpec> specs = Containers(pod, region_group);
   for (size_t i = 0; i < decision->containers.size(); ++i) {
     if (decision->containers[i].empty()) continue;
     if (i >= specs.size())
@@ -165,8 +173,10 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   return std::optional<PendingPod>(std::move(p));
 }
 
-K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name)
-    : client_(client), node_(std::move(node_name)), scheduler_name_(std::move(scheduler_name)) {}
+K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name,
+                                         int64_t region_group)
+    : client_(client), node_(std::move(node_name)), scheduler_name_(std::move(scheduler_name)),
+      region_group_(region_group) {}
 
 StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
   k8s::ListOptions opts;
@@ -175,7 +185,7 @@ StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
   std::vector<PendingPod> out;
   if (!list.contains("items") || !list["items"].is_array()) return out;
   for (const auto& pod : list["items"]) {
-    auto p = PendingFromPodJson(pod, node_, scheduler_name_);
+    auto p = PendingFromPodJson(pod, node_, scheduler_name_, region_group_);
     if (!p.ok()) {
       spdlog::warn("skipping pod: {}", std::string(p.status().message()));
       continue;

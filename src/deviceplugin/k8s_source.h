@@ -18,15 +18,18 @@ namespace hami::deviceplugin {
 // Pending pods from a pod object (exposed for tests): none when the pod is not waiting on `node`.
 // A pod on `node` with a to-allocate record that the scheduler did not leave there (bind-phase not
 // allocating, hami.io/vgpu-node not `node`, spec.schedulerName not `scheduler_name`, or labelled
-// hami.io/webhook=ignore) comes back with PendingPod::refused saying why. Errors name the pod and
-// annotation.
+// hami.io/webhook=ignore) comes back with PendingPod::refused saying why. A pod whose
+// supplementalGroups hold `region_group` (>= 0; the webhook adds it) gets that group for its region
+// directories. Errors name the pod and annotation.
 StatusOr<std::optional<PendingPod>> PendingFromPodJson(const nlohmann::json& pod, const std::string& node,
-                                                       const std::string& scheduler_name = kDefaultSchedulerName);
+                                                       const std::string& scheduler_name = kDefaultSchedulerName,
+                                                       int64_t region_group = -1);
 
 class K8sPendingPodSource final : public PendingPodSource {
  public:
   // `client` must outlive the source.
-  K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name = kDefaultSchedulerName);
+  K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name = kDefaultSchedulerName,
+                      int64_t region_group = -1);
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
@@ -35,6 +38,7 @@ class K8sPendingPodSource final : public PendingPodSource {
   k8s::Client* client_;
   std::string node_;
   std::string scheduler_name_;
+  int64_t region_group_;
 };
 
 class NodeRegistrar {

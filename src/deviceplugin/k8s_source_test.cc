@@ -146,6 +146,16 @@ TEST(PendingFromPodJsonTest, RegionOwnerFromTheSecurityContext) {
     EXPECT_EQ((*r)->containers[0].uid, c.uid) << c.name;
     EXPECT_EQ((*r)->containers[0].gid, c.gid) << c.name;
   }
+  // The webhook's region group, when the pod holds it, beats fsGroup: every process holds both, and
+  // the plugin's directories all use one group.
+  Json pod = BoundPod("p", one);
+  pod["spec"]["securityContext"] = {{"fsGroup", 7}, {"supplementalGroups", {3, 4242}}};
+  auto held = PendingFromPodJson(pod, "node1", "hami-scheduler", 4242);
+  ASSERT_TRUE(held.ok() && held->has_value());
+  EXPECT_EQ((*held)->containers[0].gid, 4242);
+  auto not_held = PendingFromPodJson(pod, "node1", "hami-scheduler", 5555);
+  ASSERT_TRUE(not_held.ok() && not_held->has_value());
+  EXPECT_EQ((*not_held)->containers[0].gid, 7);
 }
 
 class K8sSourceTest : public ::testing::Test {

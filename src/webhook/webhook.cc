@@ -464,6 +464,19 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     }
     AddEnv(ops, c.path, *c.json, env);
   }
+  if (opts_.region_group >= 0) {
+    // Every process of the pod, whatever its user, then shares the region directory the device plugin
+    // gives to this group (mode 0770), so the directory need not be world-writable.
+    const Json* sc = Member(*spec, "securityContext");
+    const Json* groups = sc ? Member(*sc, "supplementalGroups") : nullptr;
+    const Json gid = opts_.region_group;
+    if (sc == nullptr || !sc->is_object())
+      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext"}, {"value", {{"supplementalGroups", {gid}}}}});
+    else if (groups == nullptr || !groups->is_array())
+      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext/supplementalGroups"}, {"value", {gid}}});
+    else if (std::find(groups->begin(), groups->end(), gid) == groups->end())
+      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext/supplementalGroups/-"}, {"value", gid}});
+  }
   if (!opts_.runtime_class_name.empty() && StringMember(*spec, "runtimeClassName").empty())
     ops.push_back(Json{{"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts_.runtime_class_name}});
   if (scheduler != opts_.scheduler_name)

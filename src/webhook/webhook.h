@@ -59,6 +59,9 @@ struct WebhookOptions {
   // userInfo.username values of node agents (device plugins): they may change only
   // SchedulerOwnedKeys::node_agent (the to-allocate records they consume, bind-phase, vendor extras).
   std::vector<std::string> node_agent_users;
+  // Group added to spec.securityContext.supplementalGroups of every GPU pod we patch, the group the
+  // device plugin gives region directories (its --region-group); -1 = none.
+  int64_t region_group = -1;
 };
 
 // The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and

@@ -239,6 +239,37 @@ TEST(WebhookTrust, QuotaNamespaceFallsBackToTheObjects) {
   EXPECT_EQ(charged.size(), 1u) << "not charged to the empty namespace";
 }
 
+TEST(WebhookTrust, RegionGroupJoinsEveryGpuPod) {
+  WebhookOptions o = Options();
+  o.region_group = 4242;
+  Webhook wh(o);
+  auto with_sc = [](const Json& limits, const Json& sc) {
+    Json p = Pod(limits);
+    if (!sc.is_null()) p["spec"]["securityContext"] = sc;
+    return p;
+  };
+  struct Case {
+    const char* name;
+    Json pod;
+    Json want;  // spec.securityContext.supplementalGroups after the patch; null = none
+  };
+  const Case cases[] = {
+      {"no securityContext", with_sc(kGpu, nullptr), {4242}},
+      {"securityContext without groups", with_sc(kGpu, {{"runAsUser", 1000}}), {4242}},
+      {"other groups kept", with_sc(kGpu, {{"supplementalGroups", {7}}}), {7, 4242}},
+      {"already there", with_sc(kGpu, {{"supplementalGroups", {4242}}}), {4242}},
+      {"pod without devices is not ours", with_sc(nullptr, nullptr), nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const AdmissionResponse r = wh.Review(Req("CREATE", c.pod));
+    ASSERT_TRUE(r.allowed) << r.message;
+    const Json patched = r.patch ? c.pod.patch(*r.patch) : c.pod;
+    const Json ptr = patched.value(Json::json_pointer("/spec/securityContext/supplementalGroups"), Json());
+    EXPECT_EQ(ptr, c.want) << patched["spec"].dump();
+  }
+}
+
 TEST(WebhookTrust, ParsesUserInfoAndOldObject) {
   const std::string body = Json{{"apiVersion", "admission.k8s.io/v1"},
                                 {"kind", "AdmissionReview"},
