@@ -164,9 +164,12 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   config_.memory_scaling = 1.5;
   StartBoth();
   PendingPod p1 = Pod("p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}});
-  // The first container names its user and the pod's group (ids we may give files to without privilege).
-  p1.containers[0].uid = ::getuid();
-  p1.containers[0].gid = ::getgid();
+  // The first container names its user and the pod's group: other ids when the test may give files
+  // away (root), else our own.
+  const uid_t want_uid = ::geteuid() == 0 ? 4321 : ::getuid();
+  const gid_t want_gid = ::geteuid() == 0 ? 4322 : ::getgid();
+  p1.containers[0].uid = want_uid;
+  p1.containers[0].gid = want_gid;
   pending_.AddPod(p1);
 
   auto r1 = kubelet_->Allocate({{"GPU-aaaa-2"}});  // kubelet's replica choice carries no identity
@@ -187,8 +190,8 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   struct stat st {};
   ASSERT_EQ(::stat(mounts[1].host_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0770u) << "never world-writable";
-  EXPECT_EQ(st.st_uid, ::getuid());
-  EXPECT_EQ(st.st_gid, ::getgid());
+  EXPECT_EQ(st.st_uid, want_uid);
+  EXPECT_EQ(st.st_gid, want_gid);
 
   auto r2 = kubelet_->Allocate({{"GPU-aaaa-0", "GPU-bbbb-0"}});
   ASSERT_TRUE(r2.ok()) << r2.status();
