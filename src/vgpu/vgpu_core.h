@@ -34,6 +34,36 @@ typedef struct vgpu_visible_entry {
  * Like the driver, parsing stops at the first invalid entry (the devices before it stay visible). */
 int vgpu_parse_visible_devices(const char* s, vgpu_visible_entry* out, int max);
 
+/* ---- The device plugin's limits file (vgpu_env.c) ---------------------------------------------------
+ * A container armed by the device plugin has a read-only file `vgpu.limits` next to libvgpu.so (the
+ * directory libvgpu was loaded from; else /usr/local/vgpu) with KEY=VALUE lines for the variables below.
+ * When it exists its values are the only ones used for these keys: the environment (which any process of
+ * the container can change) cannot lift them. Lines: KEY=VALUE, blank, or starting with '#'. */
+#define VGPU_LIMITS_FILE_NAME "vgpu.limits"
+#define VGPU_LIMITS_DEFAULT_DIR "/usr/local/vgpu"
+#define VGPU_CFG_MAX 48
+#define VGPU_CFG_KEY_LEN 48
+#define VGPU_CFG_VALUE_LEN 208
+typedef struct vgpu_cfg_entry {
+  char key[VGPU_CFG_KEY_LEN];
+  char value[VGPU_CFG_VALUE_LEN];
+} vgpu_cfg_entry;
+typedef struct vgpu_cfg {
+  int count;
+  vgpu_cfg_entry e[VGPU_CFG_MAX];
+} vgpu_cfg;
+/* 1 for the variables a limits file governs: CUDA_DEVICE_MEMORY_LIMIT(_<i>), CUDA_DEVICE_SM_LIMIT(_<i>),
+ * CUDA_DEVICE_MEMORY_SHARED_CACHE, GPU_CORE_UTILIZATION_POLICY, CUDA_TASK_PRIORITY, CUDA_OVERSUBSCRIBE. */
+int vgpu_cfg_key_governed(const char* key, size_t len);
+/* Parses `len` bytes of a limits file into `cfg` (cleared first). Returns the number of lines that were
+ * not understood (unknown key, no '=', too long, duplicate key, more than VGPU_CFG_MAX entries) and sets
+ * *first_bad to the first one's 1-based number (0 when none); those lines are skipped. */
+int vgpu_parse_limits(const char* text, size_t len, vgpu_cfg* cfg, int* first_bad);
+/* The value of `key` in cfg, NULL when absent. */
+const char* vgpu_cfg_get(const vgpu_cfg* cfg, const char* key);
+/* Parses "true"/"1"/"false"/"0" (case-insensitive; empty = false). */
+int vgpu_parse_bool(const char* s, int* out);
+
 /* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message". -------------------- */
 enum { VGPU_LOG_ERROR = 1, VGPU_LOG_WARN = 2, VGPU_LOG_INFO = 3, VGPU_LOG_DEBUG = 4 };
 extern int vgpu_log_level;
@@ -44,31 +74,47 @@ void vgpu_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 
   } while (0)
 
 /* ---- Shared region (vgpu_region.c) ------------------------------------------------------------- */
-typedef struct vgpu_region_ctx {
-  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback) */
-  int fd;           /* region file, -1 for the private fallback */
-  int slot;         /* own slot index, -1 if none */
-  int shared;       /* 1 when backed by the file */
-} vgpu_region_ctx;
-
 typedef struct vgpu_region_params {
   uint32_t policy;
   int32_t priority;
 } vgpu_region_params;
 
+typedef struct vgpu_region_ctx {
+  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); replaced when the file is found
+                     * tampered with under this process (see vgpu_region_reserve) */
+  int fd;           /* region file, -1 for the private fallback */
+  int slot;         /* own slot index, -1 if none */
+  int shared;       /* 1 when backed by the file */
+  uint32_t lock_word; /* value of hdr.lock while this process holds it: slot + 1 | generation << 11 */
+  vgpu_region_params params;
+  /* Per device entry, private to this process (the file is writable by the whole container, so nothing in
+   * it is trusted on its own): the limit this process enforces (the stricter of its own and the region's),
+   * its SM limit, and a shadow of its own slot's usage that detects an overwritten region. */
+  uint64_t limit[VGPU_MAX_DEVICES];
+  uint32_t sm_pct[VGPU_MAX_DEVICES];
+  uint64_t mine[VGPU_MAX_DEVICES];
+  char uuid[VGPU_MAX_DEVICES][VGPU_UUID_LEN];
+} vgpu_region_ctx;
+
 /* Maps (creating and initialising if needed) the region file at `path`, claims a slot, and reclaims
- * slots of dead processes. On any failure falls back to a private anonymous region (limits then hold
- * per process) and returns -1 after logging why; returns 0 when the shared file is in use. */
+ * slots of dead processes. A file that cannot be trusted (no valid header, another layout version, a body
+ * that breaks the layout's invariants) is rebuilt when no live process uses it, with one ERROR line; while
+ * live processes use it, and on any other failure, this process falls back to a private anonymous region
+ * (its own limits then hold for it alone) and -1 is returned after one ERROR line; 0 when the shared file
+ * is in use. */
 int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p);
 /* Drops this process's usage and slot (normal exit), unmaps. */
 void vgpu_region_detach(vgpu_region_ctx* c);
-/* Finds the entry for `uuid`, creating it with the given limits if absent (first process wins; a later
- * process with different limits only logs). Returns the entry index or -1 when the table is full. */
+/* Finds the entry for `uuid`, creating it with the given limits if absent. A later process whose limits
+ * differ enforces the stricter of its own and the region's (c->limit / c->sm_pct; a warning says so).
+ * Returns the entry index or -1 when the table is full. */
 int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
                        uint64_t total_bytes, int32_t container_index, uint32_t sm_count);
-/* Reserves `bytes` on entry `dev` for this process. force != 0 charges even past the limit.
- * Returns 0 when reserved, 1 when it would exceed the limit (nothing charged), -1 when the region could
- * not be locked in bounded time (nothing charged). */
+/* Reserves `bytes` on entry `dev` for this process against c->limit[dev]. force != 0 charges even past the
+ * limit. Returns 0 when reserved, 1 when it would exceed the limit (nothing charged), -1 when the region
+ * could not be locked in bounded time (nothing charged). When the file no longer holds what this process
+ * wrote to it (overwritten under it), one ERROR line is logged and the process continues on a private region
+ * that keeps its usage and limits (reserve and release both check). */
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force);
 /* Returns bytes reserved earlier (clamped, never underflows). */
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);
@@ -81,6 +127,13 @@ uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev);
  * the device cache store; 2: right after taking the lock). Set from VGPU_TEST_CRASH_POINT=point[:n]. */
 extern int vgpu_region_crash_point;
 extern int vgpu_region_crash_after;
+/* Test hook: called in the dead-owner lock takeover between the liveness check and the compare-and-swap
+ * (the window in which another process can claim the dead slot and lock). NULL in production. */
+extern void (*vgpu_region_takeover_hook)(void);
+/* The cross-process region lock (bounded wait, dead owners taken over): 0 or -1. For tests and callers that
+ * group several updates. */
+int vgpu_region_lock(vgpu_region_ctx* c);
+void vgpu_region_unlock(vgpu_region_ctx* c);
 
 /* ---- Allocation table (vgpu_alloc_table.c): open addressing in a fixed mmap'ed arena. -------------- */
 enum { VGPU_KIND_DPTR = 1, VGPU_KIND_HANDLE = 2, VGPU_KIND_ARRAY = 3, VGPU_KIND_MIPMAP = 4, VGPU_KIND_CTX = 5 };
@@ -118,6 +171,9 @@ static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
   __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
   return 1;
 }
+/* Test hook: called in a refill after the new token count is computed and before it is committed (the window
+ * in which a concurrent launch can charge the bucket). NULL in production. */
+extern void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d);
 /* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch may start
  * (and charges it), else the number of nanoseconds to wait before trying again. */
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);

@@ -86,12 +86,14 @@ class VgpuE2e : public ::testing::Test {
             "LIBCUDA_LOG_LEVEL=1"};
   }
 
-  static Proc Start(const std::vector<std::string>& argv, const Env& env) {
+  // `with_stderr`: the child's stderr goes to the same pipe (to check its log lines).
+  static Proc Start(const std::vector<std::string>& argv, const Env& env, bool with_stderr = false) {
     int p[2];
     if (pipe(p) != 0) return {};
     pid_t pid = fork();
     if (pid == 0) {
       dup2(p[1], 1);
+      if (with_stderr) dup2(p[1], 2);
       close(p[0]);
       close(p[1]);
       std::vector<char*> a, e;
@@ -122,7 +124,46 @@ class VgpuE2e : public ::testing::Test {
     return r;
   }
 
-  static Result Run(const std::vector<std::string>& argv, const Env& env) { return Wait(Start(argv, env)); }
+  static Result Run(const std::vector<std::string>& argv, const Env& env, bool with_stderr = false) {
+    return Wait(Start(argv, env, with_stderr));
+  }
+
+  // Lines of `out` containing `what`.
+  static int CountLines(const std::string& out, const std::string& what) {
+    std::istringstream in(out);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.find(what) != std::string::npos;
+    return n;
+  }
+
+  // Waits (bounded) until `path` exists.
+  static bool WaitForFile(const std::string& path) {
+    for (int i = 0; i < 3000; i++) {
+      if (access(path.c_str(), F_OK) == 0) return true;
+      usleep(10000);
+    }
+    return false;
+  }
+
+  static void Touch(const std::string& path) {
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (fd >= 0) close(fd);
+  }
+
+  // A copy of libvgpu.so in its own directory with the device plugin's limits file beside it (what the
+  // device plugin's mounts give a container). Returns the library's path.
+  std::string ArmedLibrary(const std::string& limits) const {
+    std::string lib_dir = dir_ + "/vgpu";
+    mkdir(lib_dir.c_str(), 0755);
+    std::string cmd = std::string("cp '") + VGPU_LIB + "' '" + lib_dir + "/libvgpu.so'";
+    if (system(cmd.c_str()) != 0) return "";
+    FILE* f = fopen((lib_dir + "/vgpu.limits").c_str(), "w");
+    if (!f) return "";
+    fputs(limits.c_str(), f);
+    fclose(f);
+    return lib_dir + "/libvgpu.so";
+  }
 
   // `env` with the KEY=VALUE entries of `extra` replacing same-named ones (getenv takes the first match).
   static Env With(Env env, const Env& extra) {
@@ -472,6 +513,183 @@ TEST_F(VgpuE2e, LibraryNeedsOnlyLibcFamily) {
   }
   EXPECT_EQ(pclose(f), 0);
   EXPECT_GE(needed, 1);
+}
+
+// ---- Tampered region files fail closed: the limit from the environment holds, one ERROR line says why. ----
+
+// Writes `bytes` over the start of `path` in place (no truncation: a mapped file must keep its size).
+bool Overwrite(const std::string& path, const void* bytes, size_t n) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0666);
+  if (fd < 0) return false;
+  bool ok = pwrite(fd, bytes, n, 0) == static_cast<ssize_t>(n);
+  close(fd);
+  return ok;
+}
+
+// A region with a valid header over a body of pseudo-random bytes.
+std::vector<unsigned char> GarbageRegion(unsigned seed) {
+  std::vector<unsigned char> b(sizeof(vgpu_region));
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& c : b) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<unsigned char>(x);
+  }
+  auto* r = reinterpret_cast<vgpu_region*>(b.data());
+  r->hdr.magic = VGPU_REGION_MAGIC;
+  r->hdr.version = VGPU_REGION_VERSION;
+  r->hdr.size_bytes = sizeof(vgpu_region);
+  r->hdr.init_state = VGPU_REGION_READY;
+  return b;
+}
+
+TEST_F(VgpuE2e, UntrustedRegionFilesAreRebuiltAndTheLimitHolds) {
+  // The fake's first device UUID (src/fakes/README.md): a forged entry that says "unlimited".
+  const char* kUuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  struct Case {
+    const char* name;
+    std::vector<unsigned char> bytes;
+    const char* why;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"garbage_body", GarbageRegion(1), "could not be trusted"});
+  {
+    std::vector<unsigned char> b = GarbageRegion(2);
+    reinterpret_cast<vgpu_region*>(b.data())->hdr.version = 99;
+    cases.push_back({"other_version", b, "another layout version"});
+  }
+  {
+    std::vector<unsigned char> b = GarbageRegion(3);
+    auto* r = reinterpret_cast<vgpu_region*>(b.data());
+    vgpu_region_header h = r->hdr;
+    memset(static_cast<void*>(r), 0, sizeof(*r));
+    r->hdr.magic = h.magic;
+    r->hdr.version = h.version;
+    r->hdr.size_bytes = h.size_bytes;
+    r->hdr.init_state = h.init_state;
+    r->hdr.device_count = 1;
+    snprintf(r->devices[0].uuid, sizeof(r->devices[0].uuid), "%s", kUuid);
+    r->devices[0].limit_bytes = 0;  // "no limit"
+    r->devices[0].sm_limit_pct = 100;
+    cases.push_back({"forged_unlimited_entry", b, nullptr});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_TRUE(Overwrite(dir_ + "/region" + c.name + ".cache", c.bytes.data(), c.bytes.size()));
+    Result r = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, c.name), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}), true);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_total"), kGi) << r.out;
+    EXPECT_EQ(r.U("start_free"), kGi - kCtx);
+    EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
+    if (c.why) {
+      EXPECT_EQ(CountLines(r.out, "ERROR"), 1) << r.out;
+      EXPECT_EQ(CountLines(r.out, c.why), 1) << r.out;
+      vgpu_region reg;
+      ASSERT_TRUE(ReadRegion(c.name, &reg));
+      EXPECT_EQ(reg.hdr.version, VGPU_REGION_VERSION) << "rebuilt in place";
+    }
+  }
+}
+
+TEST_F(VgpuE2e, RegionOverwrittenUnderARunningProcessKeepsItsLimit) {
+  std::vector<unsigned char> zeros(sizeof(vgpu_region), 0);
+  struct Case {
+    const char* name;
+    std::vector<unsigned char> bytes;
+  } cases[] = {{"zeros", zeros}, {"garbage", GarbageRegion(4)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string flag = dir_ + "/flag_" + c.name;
+    Proc p = Start({VGPU_PROG, "tamper", flag},
+                   With(BaseEnv(kOneGpu, c.name), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}), true);
+    ASSERT_TRUE(WaitForFile(flag + ".ready"));
+    ASSERT_TRUE(Overwrite(dir_ + "/region" + std::string(c.name) + ".cache", c.bytes.data(), c.bytes.size()));
+    Touch(flag);
+    Result r = Wait(p);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    // 1 GiB - context (300 MiB) - 512 MiB held leaves 212 MiB: three 64 MiB chunks, not 8 GiB.
+    EXPECT_EQ(r.U("after_bytes"), 3 * 64 * kMi) << r.out;
+    EXPECT_EQ(r.U("after_total"), kGi);
+    EXPECT_EQ(r.U("after_free"), kGi - kCtx - 512 * kMi - 3 * 64 * kMi);
+    EXPECT_EQ(CountLines(r.out, "ERROR"), 1) << r.out;
+    EXPECT_EQ(CountLines(r.out, "overwritten under this process"), 1) << r.out;
+  }
+}
+
+// ---- Environment semantics and the device plugin's limits file. ----
+
+TEST_F(VgpuE2e, ZeroEmptyOrMalformedPerDeviceLimitFallsBackToTheGlobalOne) {
+  for (const char* v : {"0", "", "junk", "0m"}) {
+    SCOPED_TRACE(std::string("CUDA_DEVICE_MEMORY_LIMIT_0=") + v);
+    Result r = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, v[0] ? v : "empty"),
+                                              {"CUDA_DEVICE_MEMORY_LIMIT=1Gi",
+                                               std::string("CUDA_DEVICE_MEMORY_LIMIT_0=") + v}));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_total"), kGi);
+    EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
+  }
+}
+
+TEST_F(VgpuE2e, ArmedLimitsCannotBeLiftedFromTheEnvironment) {
+  const std::string region = dir_ + "/regionarmed.cache";
+  const std::string lib = ArmedLibrary("# written by the device plugin\n"
+                                       "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n"
+                                       "CUDA_DEVICE_SM_LIMIT=30\n"
+                                       "GPU_CORE_UTILIZATION_POLICY=default\n"
+                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + region + "\n");
+  ASSERT_FALSE(lib.empty());
+  const std::vector<Env> attempts = {
+      {"CUDA_DEVICE_MEMORY_LIMIT_0=0"},
+      {"CUDA_DEVICE_MEMORY_LIMIT_0="},
+      {"CUDA_DEVICE_MEMORY_LIMIT_0=junk", "CUDA_DEVICE_MEMORY_LIMIT=0"},
+      {"CUDA_DISABLE_CONTROL=true", "CUDA_DEVICE_MEMORY_LIMIT_0=8Gi", "CUDA_DEVICE_MEMORY_LIMIT=8Gi"},
+      {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/mine.cache", "GPU_CORE_UTILIZATION_POLICY=disable",
+       "CUDA_DEVICE_SM_LIMIT=0"},
+  };
+  for (const Env& extra : attempts) {
+    SCOPED_TRACE(extra.front());
+    Env env = With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib});
+    env = With(env, extra);
+    Result r = Run({VGPU_PROG, "exact"}, env);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_total"), kGi);
+    EXPECT_EQ(r.U("start_free"), kGi - kCtx);
+    EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
+  }
+  vgpu_region reg;
+  ASSERT_TRUE(ReadRegion("armed", &reg)) << "the limits file names the region";
+  EXPECT_EQ(reg.devices[0].limit_bytes, kGi);
+  EXPECT_EQ(reg.devices[0].sm_limit_pct, 30u);
+  EXPECT_EQ(reg.hdr.policy, VGPU_POLICY_DEFAULT);
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/mine.cache").c_str(), &st), 0);
+  EXPECT_NE(stat((dir_ + "/region.cache").c_str(), &st), 0);
+  // The environment may still make the policy stricter.
+  unlink(region.c_str());
+  Result f = Run({VGPU_PROG, "exact"}, With(With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib}),
+                                            {"GPU_CORE_UTILIZATION_POLICY=force"}));
+  ASSERT_TRUE(f.Exited(0)) << f.out;
+  ASSERT_TRUE(ReadRegion("armed", &reg));
+  EXPECT_EQ(reg.hdr.policy, VGPU_POLICY_FORCE);
+}
+
+// A context is charged even when NVML lists more processes on the device than a fixed array holds.
+TEST_F(VgpuE2e, ContextIsChargedWithMoreThan64ProcessesOnTheDevice) {
+  const char* big = "NVIDIA A100-SXM4-80GB:81920:108";
+  Env plain;  // the other processes: the fake driver only, no libvgpu
+  for (const std::string& e : BaseEnv(big)) {
+    if (e.rfind("LD_PRELOAD=", 0) != 0) plain.push_back(e);
+  }
+  const std::string flag = dir_ + "/release";
+  std::vector<Proc> holders;
+  for (int i = 0; i < 70; i++) {
+    holders.push_back(Start({VGPU_PROG, "hold", flag + std::to_string(i)}, plain));
+  }
+  for (int i = 0; i < 70; i++) ASSERT_TRUE(WaitForFile(flag + std::to_string(i) + ".ready")) << i;
+  Result r = Run({VGPU_PROG, "exact"}, With(BaseEnv(big), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));
+  for (int i = 0; i < 70; i++) Touch(flag + std::to_string(i));
+  for (Proc& p : holders) EXPECT_TRUE(Wait(p).Exited(0));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("start_free"), kGi - kCtx) << "the context's 300 MiB must be charged";
 }
 
 }  // namespace

@@ -151,3 +151,102 @@ int vgpu_parse_visible_devices(const char* s, vgpu_visible_entry* out, int max) 
   }
   return count;
 }
+
+static int is_digits(const char* s, size_t n) {
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+  }
+  return 1;
+}
+
+static int key_is(const char* k, size_t n, const char* name) { return strlen(name) == n && memcmp(k, name, n) == 0; }
+
+int vgpu_cfg_key_governed(const char* k, size_t n) {
+  static const char* const kExact[] = {"CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT",
+                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE", "GPU_CORE_UTILIZATION_POLICY",
+                                       "CUDA_TASK_PRIORITY", "CUDA_OVERSUBSCRIBE"};
+  for (size_t i = 0; i < sizeof(kExact) / sizeof(kExact[0]); i++) {
+    if (key_is(k, n, kExact[i])) return 1;
+  }
+  static const char* const kIndexed[] = {"CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_SM_LIMIT_"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t p = strlen(kIndexed[i]);
+    if (n > p && n <= p + 4 && memcmp(k, kIndexed[i], p) == 0 && is_digits(k + p, n - p)) return 1;
+  }
+  return 0;
+}
+
+static void trim(const char** b, const char** e) {
+  while (*b < *e && (**b == ' ' || **b == '\t' || **b == '\r')) (*b)++;
+  while (*e > *b && ((*e)[-1] == ' ' || (*e)[-1] == '\t' || (*e)[-1] == '\r')) (*e)--;
+}
+
+const char* vgpu_cfg_get(const vgpu_cfg* cfg, const char* key) {
+  if (!cfg || !key) return NULL;
+  for (int i = 0; i < cfg->count; i++) {
+    if (strcmp(cfg->e[i].key, key) == 0) return cfg->e[i].value;
+  }
+  return NULL;
+}
+
+int vgpu_parse_limits(const char* text, size_t len, vgpu_cfg* cfg, int* first_bad) {
+  int bad = 0, line = 0;
+  if (first_bad) *first_bad = 0;
+  if (!cfg) return -1;
+  cfg->count = 0;
+  if (!text) return 0;
+  const char* p = text;
+  const char* end = text + len;
+  while (p < end) {
+    line++;
+    const char* nl = memchr(p, '\n', (size_t)(end - p));
+    const char* le = nl ? nl : end;
+    const char* b = p;
+    const char* e = le;
+    p = nl ? nl + 1 : end;
+    trim(&b, &e);
+    if (b == e || *b == '#') continue;
+    const char* eq = memchr(b, '=', (size_t)(e - b));
+    int ok = eq != NULL && memchr(b, 0, (size_t)(e - b)) == NULL;
+    const char *kb = b, *ke = eq, *vb = eq ? eq + 1 : NULL, *ve = e;
+    if (ok) {
+      trim(&kb, &ke);
+      trim(&vb, &ve);
+      ok = vgpu_cfg_key_governed(kb, (size_t)(ke - kb)) && (size_t)(ve - vb) < VGPU_CFG_VALUE_LEN &&
+           cfg->count < VGPU_CFG_MAX;
+    }
+    if (ok) {
+      char key[VGPU_CFG_KEY_LEN];
+      memcpy(key, kb, (size_t)(ke - kb));
+      key[ke - kb] = 0;
+      ok = vgpu_cfg_get(cfg, key) == NULL;
+      if (ok) {
+        vgpu_cfg_entry* x = &cfg->e[cfg->count++];
+        memcpy(x->key, key, sizeof(key));
+        memcpy(x->value, vb, (size_t)(ve - vb));
+        x->value[ve - vb] = 0;
+      }
+    }
+    if (!ok) {
+      if (!bad && first_bad) *first_bad = line;
+      bad++;
+    }
+  }
+  return bad;
+}
+
+int vgpu_parse_bool(const char* s, int* out) {
+  if (!s || !out) return -1;
+  s = skip_space(s);
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  if (n == 0 || unit_is(s, n, "false") || unit_is(s, n, "0")) {
+    *out = 0;
+  } else if (unit_is(s, n, "true") || unit_is(s, n, "1")) {
+    *out = 1;
+  } else {
+    return -1;
+  }
+  return 0;
+}

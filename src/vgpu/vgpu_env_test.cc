@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include "vgpu/vgpu_core.h"
 
@@ -77,6 +78,45 @@ TEST(VgpuEnv, VisibleDevices) {
   EXPECT_EQ(vgpu_parse_visible_devices("0,bogus,1", e, 8), 1);  // stops at the first invalid entry
   EXPECT_EQ(vgpu_parse_visible_devices("bogus", e, 8), -1);
   EXPECT_EQ(vgpu_parse_visible_devices("0,1,2", e, 2), 2);
+}
+
+TEST(VgpuEnv, LimitsFile) {
+  const std::string text =
+      "# written by the device plugin\n"
+      "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n"
+      "  CUDA_DEVICE_SM_LIMIT = 30 \r\n"
+      "\n"
+      "PATH=/evil\n"                       // not a governed key
+      "CUDA_DEVICE_MEMORY_LIMIT_0=8g\n"    // duplicate: the first one stays
+      "no equals sign\n"
+      "CUDA_DEVICE_MEMORY_LIMIT_12345=1g\n"  // index too long
+      "GPU_CORE_UTILIZATION_POLICY=default";  // no final newline
+  vgpu_cfg cfg;
+  int first_bad = -1;
+  EXPECT_EQ(vgpu_parse_limits(text.data(), text.size(), &cfg, &first_bad), 4);
+  EXPECT_EQ(first_bad, 5);
+  EXPECT_EQ(cfg.count, 3);
+  EXPECT_STREQ(vgpu_cfg_get(&cfg, "CUDA_DEVICE_MEMORY_LIMIT_0"), "1024m");
+  EXPECT_STREQ(vgpu_cfg_get(&cfg, "CUDA_DEVICE_SM_LIMIT"), "30");
+  EXPECT_STREQ(vgpu_cfg_get(&cfg, "GPU_CORE_UTILIZATION_POLICY"), "default");
+  EXPECT_EQ(vgpu_cfg_get(&cfg, "PATH"), nullptr);
+  EXPECT_EQ(vgpu_cfg_get(&cfg, "CUDA_DEVICE_MEMORY_LIMIT"), nullptr);
+  EXPECT_EQ(vgpu_parse_limits("", 0, &cfg, &first_bad), 0);
+  EXPECT_EQ(cfg.count, 0);
+  EXPECT_EQ(first_bad, 0);
+  const std::string nul("CUDA_DEVICE_SM_LIMIT=3\0" "0\n", 25);
+  EXPECT_EQ(vgpu_parse_limits(nul.data(), nul.size(), &cfg, &first_bad), 1);
+  EXPECT_EQ(cfg.count, 0);
+  std::string many;
+  for (int i = 0; i < VGPU_CFG_MAX + 2; i++) many += "CUDA_DEVICE_SM_LIMIT_" + std::to_string(i) + "=1\n";
+  EXPECT_EQ(vgpu_parse_limits(many.data(), many.size(), &cfg, &first_bad), 2);
+  EXPECT_EQ(cfg.count, VGPU_CFG_MAX);
+  int b = -1;
+  EXPECT_EQ(vgpu_parse_bool("TRUE", &b), 0);
+  EXPECT_EQ(b, 1);
+  EXPECT_EQ(vgpu_parse_bool("", &b), 0);
+  EXPECT_EQ(b, 0);
+  EXPECT_EQ(vgpu_parse_bool("yes", &b), -1);
 }
 
 }  // namespace

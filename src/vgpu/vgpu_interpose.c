@@ -7,10 +7,13 @@
  * cuMemGetInfo) make no system call and scan nothing (the limiter's sleep is its only syscall). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,10 +141,75 @@ static void* sym(void* handle, const char* name) {
   return vgpu_real_dlsym && handle ? vgpu_real_dlsym(handle, name) : NULL;
 }
 
+/* ---- The device plugin's limits file (see vgpu_core.h): authoritative over the environment. ---- */
+static vgpu_cfg g_cfg;
+static int g_armed;
+static char g_limits_path[512];
+
+static int read_limits_file(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return 0;
+    /* It exists but cannot be read: its values are unknown, the environment's are not trusted either. */
+    VGPU_LOG(VGPU_LOG_ERROR, "limits file %s unreadable (%s); using the environment's limits", path, strerror(errno));
+    return 0;
+  }
+  static char buf[VGPU_CFG_MAX * 256];
+  size_t n = 0;
+  ssize_t k;
+  while (n < sizeof(buf) && (k = read(fd, buf + n, sizeof(buf) - n)) > 0) n += (size_t)k;
+  struct statvfs sv;
+  int writable = fstatvfs(fd, &sv) == 0 && !(sv.f_flag & ST_RDONLY) && access(path, W_OK) == 0;
+  close(fd);
+  int first_bad = 0;
+  int bad = vgpu_parse_limits(buf, n, &g_cfg, &first_bad);
+  snprintf(g_limits_path, sizeof(g_limits_path), "%s", path);
+  if (bad) {
+    VGPU_LOG(VGPU_LOG_ERROR, "limits file %s: %d line(s) not understood (first: line %d); they are ignored", path,
+             bad, first_bad);
+  }
+  if (writable) VGPU_LOG(VGPU_LOG_WARN, "limits file %s is writable by this process: mount it read-only", path);
+  return 1;
+}
+
+static void load_limits(void) {
+  Dl_info info;
+  char path[512];
+  if (dladdr((void*)&cuInit, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+    const char* slash = strrchr(info.dli_fname, '/');
+    int dir_len = (int)(slash - info.dli_fname);
+    snprintf(path, sizeof(path), "%.*s/%s", dir_len, info.dli_fname, VGPU_LIMITS_FILE_NAME);
+    if (read_limits_file(path)) {
+      g_armed = 1;
+      return;
+    }
+  }
+  snprintf(path, sizeof(path), "%s/%s", VGPU_LIMITS_DEFAULT_DIR, VGPU_LIMITS_FILE_NAME);
+  g_armed = read_limits_file(path);
+}
+
+/* A governed variable: from the limits file when armed (the environment is then only compared, once per
+ * key, to say it is ignored), else from the environment. */
+static const char* cfg_get(const char* name) {
+  if (!g_armed) return getenv(name);
+  const char* v = vgpu_cfg_get(&g_cfg, name);
+  const char* env = getenv(name);
+  if (env && (!v || strcmp(env, v) != 0)) {
+    static uint64_t warned; /* bit per hashed key: a warning at most once per variable */
+    uint64_t bit = 1ull << (strlen(name) * 7 + (unsigned char)name[strlen(name) - 1]) % 64;
+    if (!(__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)) {
+      VGPU_LOG(VGPU_LOG_WARN, "%s=\"%s\" in the environment is ignored: the device plugin's %s%s%s applies", name,
+               env, v ? "value \"" : "limits file does not set it", v ? v : "", v ? "\"" : "");
+    }
+  }
+  return v;
+}
+
 static void load_real(void) {
   const char* lvl = getenv("LIBCUDA_LOG_LEVEL");
   int32_t v;
   if (lvl && vgpu_parse_int(lvl, &v) == 0) vgpu_log_level = v;
+  load_limits();
   /* RTLD_LOCAL: we only use the handles; the application's own symbol lookup stays as it was. */
   g.cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   g.nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -179,17 +247,22 @@ static uint64_t now_ns(void) {
 
 /* ---- Configuration from the environment (upstream's contract). ------------------------------ */
 
+/* Memory limit of device index `index`: CUDA_DEVICE_MEMORY_LIMIT_<i>, else (unset, 0, malformed: as upstream,
+ * 0 there is not "unlimited") CUDA_DEVICE_MEMORY_LIMIT (0 = none). */
 static uint64_t env_mem_limit(int index) {
   char name[64];
   uint64_t v;
   snprintf(name, sizeof(name), "CUDA_DEVICE_MEMORY_LIMIT_%d", index);
-  const char* s = index >= 0 ? getenv(name) : NULL;
+  const char* s = index >= 0 ? cfg_get(name) : NULL;
   if (s) {
-    if (vgpu_parse_mem_size(s, &v) == 0) return v;
-    VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored, falling back to "
-             "CUDA_DEVICE_MEMORY_LIMIT", name, s);
+    if (vgpu_parse_mem_size(s, &v) == 0) {
+      if (v) return v;
+    } else {
+      VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored, falling back to "
+               "CUDA_DEVICE_MEMORY_LIMIT", name, s);
+    }
   }
-  s = getenv("CUDA_DEVICE_MEMORY_LIMIT");
+  s = cfg_get("CUDA_DEVICE_MEMORY_LIMIT");
   if (s) {
     if (vgpu_parse_mem_size(s, &v) == 0) return v;
     VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_MEMORY_LIMIT=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored: no "
@@ -202,13 +275,13 @@ static uint32_t env_sm_limit(int index) {
   char name[64];
   uint32_t v;
   snprintf(name, sizeof(name), "CUDA_DEVICE_SM_LIMIT_%d", index);
-  const char* s = index >= 0 ? getenv(name) : NULL;
+  const char* s = index >= 0 ? cfg_get(name) : NULL;
   if (s) {
     if (vgpu_parse_percent(s, &v) == 0 && v > 0) return v;
     if (vgpu_parse_percent(s, &v) != 0)
       VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a percent 0..100; ignored", name, s);
   }
-  s = getenv("CUDA_DEVICE_SM_LIMIT");
+  s = cfg_get("CUDA_DEVICE_SM_LIMIT");
   if (s) {
     if (vgpu_parse_percent(s, &v) == 0) return v == 0 ? 100 : v;
     VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_SM_LIMIT=\"%s\" is not a percent 0..100; ignored: no SM limit", s);
@@ -262,14 +335,23 @@ static void atfork_child(void) {
   __atomic_store_n(&g.state, ST_NONE, __ATOMIC_RELEASE);
 }
 
+/* Strictness of a policy: disable < default < force. */
+static int policy_rank(uint32_t p) { return p == VGPU_POLICY_DISABLE ? 0 : p == VGPU_POLICY_FORCE ? 2 : 1; }
+
 static int attach_region_locked(void) {
   if (g.rc.r) return 0;
   vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1};
-  const char* s = getenv("GPU_CORE_UTILIZATION_POLICY");
+  const char* s = cfg_get("GPU_CORE_UTILIZATION_POLICY");
   if (s && vgpu_parse_policy(s, &p.policy) != 0) {
     VGPU_LOG(VGPU_LOG_ERROR, "GPU_CORE_UTILIZATION_POLICY=\"%s\" is not default/force/disable; using default", s);
   }
-  s = getenv("CUDA_TASK_PRIORITY");
+  /* Armed: the environment may make the policy stricter (force), never looser. */
+  uint32_t env_policy;
+  s = getenv("GPU_CORE_UTILIZATION_POLICY");
+  if (g_armed && s && vgpu_parse_policy(s, &env_policy) == 0 && policy_rank(env_policy) > policy_rank(p.policy)) {
+    p.policy = env_policy;
+  }
+  s = cfg_get("CUDA_TASK_PRIORITY");
   if (s && vgpu_parse_int(s, &p.priority) != 0) {
     VGPU_LOG(VGPU_LOG_ERROR, "CUDA_TASK_PRIORITY=\"%s\" is not an integer; using 1", s);
     p.priority = 1;
@@ -287,7 +369,7 @@ static int attach_region_locked(void) {
       vgpu_region_crash_after = after;
     }
   }
-  const char* path = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  const char* path = cfg_get("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   if (!path || !*path) path = "/tmp/cudevshr.cache";
   vgpu_region_attach(&g.rc, path, &p);
   static int atfork_done;
@@ -344,12 +426,12 @@ static void init_locked(void) {
       continue;
     }
     g.ent[ord] = e;
-    uint32_t pct = g.rc.r->devices[e].sm_limit_pct;
+    uint32_t pct = g.rc.sm_pct[e];
     g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
     g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
     if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = vgpu_sm_active = 1;
-    VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%", ord, uuid,
-             ci, (unsigned long long)g.rc.r->devices[e].limit_bytes, pct);
+    VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%%s", ord, uuid,
+             ci, (unsigned long long)g.rc.limit[e], pct, g_armed ? " (device plugin's limits file)" : "");
   }
   __atomic_store_n(&g.state, ST_READY, __ATOMIC_RELEASE);
 }
@@ -395,7 +477,7 @@ static CUresult reserve(int e, uint64_t bytes) {
     const vgpu_device_entry* d = &g.rc.r->devices[e];
     VGPU_LOG(VGPU_LOG_WARN, "%s: out of memory (#%u in this process): %llu B requested, %llu of %llu B in use",
              d->uuid, n, (unsigned long long)bytes, (unsigned long long)vgpu_region_used(&g.rc, e),
-             (unsigned long long)d->limit_bytes);
+             (unsigned long long)g.rc.limit[e]);
   }
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -625,17 +707,34 @@ EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
  * context is created this is the context's overhead. Uses NVML's per-process usage; 0 if unavailable. */
 static uint64_t uncharged_bytes(int ord, int e) {
   if (!g.nvml_ok || !nvml_DeviceGetComputeRunningProcesses || !g.nvml_dev[ord]) return 0;
-  nvmlProcessInfo_v2_t procs[64];
-  unsigned int n = 64;
-  if (nvml_DeviceGetComputeRunningProcesses(g.nvml_dev[ord], &n, procs) != NVML_SUCCESS) return 0;
-  vgpu_proc_slot* s = &g.rc.r->slots[g.rc.slot];
-  for (unsigned int i = 0; i < n && i < 64; i++) {
-    if (procs[i].pid == (unsigned)getpid() || (s->host_pid && procs[i].pid == s->host_pid)) {
-      uint64_t charged = __atomic_load_n(&s->used[e], __ATOMIC_ACQUIRE);
-      return procs[i].usedGpuMemory > charged ? procs[i].usedGpuMemory - charged : 0;
-    }
+  /* As many entries as NVML has processes (a busy node can have more than any fixed array holds). */
+  nvmlProcessInfo_v2_t small[64];
+  nvmlProcessInfo_v2_t* procs = small;
+  unsigned int cap = 64, n = cap;
+  nvmlReturn_t r;
+  for (int tries = 0; (r = nvml_DeviceGetComputeRunningProcesses(g.nvml_dev[ord], &n, procs)) ==
+                      NVML_ERROR_INSUFFICIENT_SIZE && tries < 4; tries++) {
+    if (procs != small) free(procs);
+    cap = n + 16;
+    procs = (nvmlProcessInfo_v2_t*)malloc(cap * sizeof(*procs));
+    if (!procs) return 0;
+    n = cap;
   }
-  return 0;
+  uint64_t out = 0;
+  if (r == NVML_SUCCESS) {
+    vgpu_proc_slot* s = &g.rc.r->slots[g.rc.slot];
+    for (unsigned int i = 0; i < n && i < cap; i++) {
+      if (procs[i].pid == (unsigned)getpid() || (s->host_pid && procs[i].pid == s->host_pid)) {
+        uint64_t charged = g.rc.mine[e];
+        out = procs[i].usedGpuMemory > charged ? procs[i].usedGpuMemory - charged : 0;
+        break;
+      }
+    }
+  } else {
+    VGPU_LOG(VGPU_LOG_WARN, "NVML process list unavailable (%d): this context's memory is not charged", (int)r);
+  }
+  if (procs != small) free(procs);
+  return out;
 }
 
 static uint64_t charge_context(CUdevice dev) {
@@ -725,7 +824,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
 /* Applies the container view of entry e to a driver (free, total) pair. */
 static inline void clamp_info(int e, uint64_t* free, uint64_t* total) {
   const vgpu_device_entry* d = &g.rc.r->devices[e];
-  uint64_t limit = d->limit_bytes;
+  uint64_t limit = g.rc.limit[e];
   if (!limit) return;
   uint64_t t = *total < limit ? *total : limit;
   uint64_t used = __atomic_load_n(&d->used_bytes, __ATOMIC_ACQUIRE);
@@ -757,7 +856,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   int e;
   if (ready() && (e = entry_of(dev)) >= 0) {
-    uint64_t limit = g.rc.r->devices[e].limit_bytes;
+    uint64_t limit = g.rc.limit[e];
     if (limit && limit < t) t = (size_t)limit;
   }
   *bytes = t;
@@ -787,7 +886,7 @@ EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   int e;
   if (g.state == ST_READY && (e = entry_of(dev)) >= 0) {
-    uint64_t limit = g.rc.r->devices[e].limit_bytes;
+    uint64_t limit = g.rc.limit[e];
     if (limit && limit < t) t = (unsigned int)limit;
   }
   *bytes = t;

@@ -9,6 +9,8 @@
  * atomics: processes of one container share the budget, and a killed process leaves nothing locked. */
 #include "vgpu/vgpu_core.h"
 
+void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d) = NULL;
+
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
   /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
@@ -18,8 +20,13 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
     uint64_t dt = now_ns - last;
     if (last == 0 || dt > 1000000000ull) dt = 1000000000ull; /* first use or long idle: full burst */
     int64_t add = (int64_t)(dt * pct / 100);
-    int64_t t = __atomic_add_fetch(&d->tokens_ns, add, __ATOMIC_RELAXED);
-    if (t > cap) __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
+    /* Add and clamp in one step: a launch charging the bucket meanwhile makes the exchange fail and is
+     * kept (adding first and storing the clamp afterwards would overwrite its charge). */
+    int64_t cur = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED), next;
+    do {
+      next = cur + add > cap ? (cur > cap ? cur : cap) : cur + add;
+      if (__builtin_expect(vgpu_limiter_refill_hook != NULL, 0)) vgpu_limiter_refill_hook(d);
+    } while (!__atomic_compare_exchange_n(&d->tokens_ns, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   }
   __atomic_store_n(&d->last_launch_ns, now_ns, __ATOMIC_RELAXED); /* activity heartbeat (coarse) */
   if (vgpu_limiter_take(d, waves)) return 0;

@@ -116,4 +116,26 @@ TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   EXPECT_EQ(d.ns_per_wave, 200000u);
 }
 
+// A launch that charges the bucket while another thread refills it keeps its charge: the refill's clamp to
+// the burst must not overwrite it.
+void ChargeFortyWaves(vgpu_device_entry* d) {
+  vgpu_limiter_refill_hook = nullptr;
+  EXPECT_EQ(vgpu_limiter_take(d, 40), 1);
+}
+
+TEST(VgpuLimiter, RefillClampKeepsAConcurrentCharge) {
+  const int64_t kMs = 1000000;
+  vgpu_device_entry d{};
+  d.ns_per_wave = kMs;
+  d.refill_ns = 1000 * kMs;
+  d.tokens_ns = 14 * kMs;  // the burst at 30 % is 15 ms
+  vgpu_limiter_refill_hook = ChargeFortyWaves;
+  // 100 ms later: +30 ms, clamped to 15 ms; meanwhile 40 ms are charged; then this launch's 1 ms.
+  EXPECT_EQ(vgpu_limiter_try(&d, 30, 1, 1100 * kMs), 0u);
+  EXPECT_EQ(vgpu_limiter_refill_hook, nullptr) << "the race window was not reached";
+  // Either order of refill and charge is fine (14-40+30 = 4, or 15-40 = -25), less this launch's 1 ms.
+  EXPECT_LE(d.tokens_ns, 3 * kMs) << "the concurrent 40 ms charge was lost";
+  EXPECT_EQ(d.waves_launched, 41u);
+}
+
 }  // namespace

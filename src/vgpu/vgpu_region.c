@@ -17,6 +17,7 @@
 
 int vgpu_region_crash_point = 0;
 int vgpu_region_crash_after = 0;
+void (*vgpu_region_takeover_hook)(void) = NULL;
 static int crash_calls;
 
 #define LOAD32(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -67,10 +68,18 @@ static int slot_alive(const vgpu_region_ctx* c, int slot) {
   return fl.l_type != F_UNLCK;
 }
 
-/* Lock word of a holder: its slot + 1. Threads of one process share it: a lock word naming our own slot is
- * always held by a live thread of ours (claim_slot clears a dead predecessor's lock before using a slot). */
+/* Lock word of a holder: its slot + 1 in the low 11 bits and the slot's generation above them, so that the
+ * word of a dead owner never equals the word of the process that claims its slot next (a stale
+ * compare-and-swap from a process that saw the old owner dead then fails instead of sharing the lock).
+ * Threads of one process share it: a lock word naming our own slot is always held by a live thread of ours
+ * (claim_slot clears a dead predecessor's lock before using a slot). */
 #define LOCK_SLOT_MASK 0x7ffu
-static inline uint32_t lock_word(const vgpu_region_ctx* c) { return (uint32_t)c->slot + 1; }
+#define LOCK_GEN_SHIFT 11
+static inline uint32_t lock_word(const vgpu_region_ctx* c) { return c->lock_word; }
+static inline uint32_t make_lock_word(int slot, uint32_t generation) {
+  uint32_t w = ((uint32_t)slot + 1) | (generation << LOCK_GEN_SHIFT);
+  return w ? w : 1;
+}
 
 /* Rebuilds every device's used_bytes from the slots. Caller holds the region lock. */
 static void recompute_usage(vgpu_region* r) {
@@ -90,8 +99,7 @@ static void recompute_usage(vgpu_region* r) {
  * process). Returns 0 or -1. A holder found dead (its slot's liveness lock is free) is replaced and the
  * usage cache rebuilt; a holder from this process's own slot is always alive (claim_slot clears a dead
  * predecessor's lock before the slot is used). */
-static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, uint32_t me) {
-  vgpu_region* r = c->r;
+static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, vgpu_region* r, uint32_t me) {
   for (int round = 0; round < 42000; round++) { /* ~2000 spins, then 40000 * 50 us = 2 s */
     uint32_t expected = 0;
     if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
@@ -102,9 +110,12 @@ static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, uint32
       continue;
     }
     int owner = (int)(expected & LOCK_SLOT_MASK) - 1;
-    if ((round & 15) == 15 && owner >= 0 && owner < VGPU_MAX_SLOTS && owner != c->slot && !slot_alive(c, owner)) {
+    /* A word naming no slot was not written by libvgpu (an overwritten file): nobody holds it. */
+    int bogus = owner < 0 || owner >= VGPU_MAX_SLOTS;
+    if ((round & 15) == 15 && (bogus || (owner != c->slot && !slot_alive(c, owner)))) {
+      if (__builtin_expect(vgpu_region_takeover_hook != NULL, 0)) vgpu_region_takeover_hook();
       if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from dead slot %d", owner);
+        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from %s slot %d", bogus ? "an invalid" : "dead", owner);
         recompute_usage(r);
         return 0;
       }
@@ -115,17 +126,25 @@ static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, uint32
   return -1;
 }
 
-static inline int region_lock(vgpu_region_ctx* c) {
+/* Locks region `r` (c->r, or the mapping a caller loaded from it). */
+static inline int region_lock_on(vgpu_region_ctx* c, vgpu_region* r) {
   uint32_t me = lock_word(c);
   uint32_t expected = 0;
-  if (__builtin_expect(__atomic_compare_exchange_n(&c->r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
+  if (__builtin_expect(__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
                                                    __ATOMIC_RELAXED), 1)) {
     return 0;
   }
-  return region_lock_slow(c, me);
+  return region_lock_slow(c, r, me);
 }
 
+static inline int region_lock(vgpu_region_ctx* c) { return region_lock_on(c, c->r); }
+
 static void region_unlock(vgpu_region_ctx* c) { STORE32(&c->r->hdr.lock, 0); }
+
+int vgpu_region_lock(vgpu_region_ctx* c) { return c->r ? region_lock(c) : -1; }
+void vgpu_region_unlock(vgpu_region_ctx* c) {
+  if (c->r) region_unlock(c);
+}
 
 /* Subtracts a dead slot's usage and frees it. Caller holds the region lock and the slot's liveness lock. */
 static void reclaim_slot_locked(vgpu_region* r, int i) {
@@ -141,29 +160,132 @@ static void reclaim_slot_locked(vgpu_region* r, int i) {
   STORE32(&s->state, VGPU_SLOT_FREE);
 }
 
-static int use_private(vgpu_region_ctx* c, const vgpu_region_params* p) {
-  void* m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) {
-    c->r = NULL;
-    return -1;
-  }
-  c->r = (vgpu_region*)m;
-  c->fd = -1;
-  c->shared = 0;
-  c->slot = 0;
-  vgpu_region* r = c->r;
+static void init_header(vgpu_region* r, const vgpu_region_params* p) {
   r->hdr.version = VGPU_REGION_VERSION;
   r->hdr.size_bytes = sizeof(vgpu_region);
   r->hdr.policy = p->policy;
   r->hdr.priority = p->priority;
   r->hdr.utilization_switch = 1;
   r->hdr.recent_kernel = 2;
+  r->hdr.created_ns = clock_ns(CLOCK_REALTIME);
+}
+
+/* A private anonymous region holding this process's devices, limits and usage (from the ctx, never from a
+ * file). Returns the mapping or NULL. */
+static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev) {
+  void* m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  vgpu_region* r = (vgpu_region*)m;
+  init_header(r, &c->params);
+  for (uint32_t i = 0; i < ndev && i < VGPU_MAX_DEVICES; i++) {
+    vgpu_device_entry* d = &r->devices[i];
+    memcpy(d->uuid, c->uuid[i], VGPU_UUID_LEN);
+    d->uuid[VGPU_UUID_LEN - 1] = 0;
+    d->limit_bytes = c->limit[i];
+    d->sm_limit_pct = c->sm_pct[i] ? c->sm_pct[i] : 100;
+    d->used_bytes = c->mine[i];
+    d->container_index = -1;
+    r->slots[0].used[i] = c->mine[i];
+  }
+  r->hdr.device_count = ndev;
   r->hdr.slot_hwm = 1;
-  r->hdr.init_state = VGPU_REGION_READY;
-  r->hdr.magic = VGPU_REGION_MAGIC;
   r->slots[0].state = VGPU_SLOT_ACTIVE;
   r->slots[0].pid = (uint32_t)getpid();
+  r->hdr.init_state = VGPU_REGION_READY;
+  r->hdr.magic = VGPU_REGION_MAGIC;
+  return r;
+}
+
+static int use_private(vgpu_region_ctx* c, const vgpu_region_params* p) {
+  c->params = *p;
+  c->r = private_region(c, 0);
+  c->fd = -1;
+  c->shared = 0;
+  c->slot = c->r ? 0 : -1;
+  c->lock_word = 1;
+  return c->r ? 0 : -1;
+}
+
+/* Number of device entries this process knows (1 + highest entry index it has registered). */
+static uint32_t known_devices(const vgpu_region_ctx* c) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < VGPU_MAX_DEVICES; i++) {
+    if (c->uuid[i][0]) n = i + 1;
+  }
+  return n;
+}
+
+/* The file no longer holds what this process wrote to it: continue on a private region that keeps this
+ * process's usage and limits. Caller holds the lock of `old` (c->r); it is released here. The old mapping
+ * stays mapped (other threads may still read it) and the descriptor is closed, which drops this process's
+ * liveness lock, so that the others see it gone. */
+static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, vgpu_region* old, const char* why) {
+  vgpu_region* priv = private_region(c, known_devices(c));
+  VGPU_LOG(VGPU_LOG_ERROR,
+           "shared region was overwritten under this process (%s); its limits are now enforced for this "
+           "process alone, from its own records%s",
+           why, priv ? "" : " (no memory for a private region: allocations are refused)");
+  if (!priv) {
+    /* Keep the old mapping but refuse everything: limit 1 byte, nothing reservable. */
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++) c->limit[i] = 1;
+    STORE32(&old->hdr.lock, 0);
+    return -1;
+  }
+  __atomic_store_n(&c->r, priv, __ATOMIC_RELEASE);
+  c->shared = 0;
+  c->slot = 0;
+  c->lock_word = 1;
+  STORE32(&old->hdr.lock, 0);
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
   return 0;
+}
+
+/* Checks the structure of a region whose header is valid: counts, lock word, device entries, slot states.
+ * Returns NULL when it is a plausible libvgpu region, else what is wrong. Runs without the lock while others
+ * may register devices: data beyond the device count is judged against a count loaded after the data (a
+ * device's usage or identifier is written only once the count covers it, except the entry being created). */
+static const char* region_check(const vgpu_region* r) {
+  uint32_t n = LOAD32(&r->hdr.device_count), hwm = LOAD32(&r->hdr.slot_hwm), lock = LOAD32(&r->hdr.lock);
+  if (n > VGPU_MAX_DEVICES) return "device count out of range";
+  if (hwm > VGPU_MAX_SLOTS) return "slot count out of range";
+  if (r->hdr.policy > VGPU_POLICY_DISABLE) return "policy out of range";
+  if (lock && ((lock & LOCK_SLOT_MASK) == 0 || (lock & LOCK_SLOT_MASK) > VGPU_MAX_SLOTS)) return "invalid lock word";
+  for (uint32_t i = 0; i < VGPU_MAX_DEVICES; i++) {
+    const vgpu_device_entry* d = &r->devices[i];
+    if (i >= n) {
+      int data = d->uuid[0] != 0 || LOAD64(&d->used_bytes) != 0;
+      if (data && i > LOAD32(&r->hdr.device_count)) return "data in an unused device entry";
+      continue;
+    }
+    if (!memchr(d->uuid, 0, VGPU_UUID_LEN) || (strncmp(d->uuid, "GPU-", 4) != 0 && strncmp(d->uuid, "MIG-", 4) != 0)) {
+      return "device entry without a GPU-/MIG- identifier";
+    }
+    if (d->sm_limit_pct < 1 || d->sm_limit_pct > 100) return "SM limit out of range";
+    if (d->container_index < -1) return "device index out of range";
+  }
+  for (uint32_t i = 0; i < VGPU_MAX_SLOTS; i++) {
+    uint32_t st = LOAD32(&r->slots[i].state);
+    if (st != VGPU_SLOT_FREE && st != VGPU_SLOT_ACTIVE) return "invalid process slot state";
+    if (st == VGPU_SLOT_FREE) continue;
+    if (i >= LOAD32(&r->hdr.slot_hwm)) return "process slot beyond the high-water mark";
+    for (uint32_t d = n; d < VGPU_MAX_DEVICES; d++) {
+      if (LOAD64(&r->slots[i].used[d]) && d >= LOAD32(&r->hdr.device_count)) return "usage on an unused device entry";
+    }
+  }
+  return NULL;
+}
+
+/* 1 when some other open file description holds a liveness lock of the file (a live process uses it). */
+static int any_live_user(int fd) {
+  struct flock fl;
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)VGPU_REGION_LIVENESS_BASE;
+  fl.l_len = VGPU_MAX_SLOTS;
+  if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return 1; /* unknown: assume in use (safe) */
+  return fl.l_type != F_UNLCK;
 }
 
 static uint32_t host_pid(void) {
@@ -186,6 +308,10 @@ static int claim_slot(vgpu_region_ctx* c) {
   for (int i = 0; i < VGPU_MAX_SLOTS; i++) {
     if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_WRLCK) != 0) continue;
     c->slot = i;
+    /* A new generation first: our lock word must differ from the one a dead predecessor may have left. */
+    vgpu_proc_slot* s = &r->slots[i];
+    uint32_t gen = __atomic_add_fetch(&s->generation, 1, __ATOMIC_ACQ_REL);
+    c->lock_word = make_lock_word(i, gen);
     /* A dead previous owner of this slot may hold the region lock: we hold its liveness lock now, so take
      * the lock over (nobody else will, seeing the slot alive) and rebuild the cache. */
     uint32_t held = LOAD32(&r->hdr.lock);
@@ -206,11 +332,9 @@ static int claim_slot(vgpu_region_ctx* c) {
       return -1;
     }
     reclaim_slot_locked(r, i); /* a dead previous owner's leftovers */
-    vgpu_proc_slot* s = &r->slots[i];
     s->pid = (uint32_t)getpid();
     s->host_pid = host_pid();
     s->start_ns = clock_ns(CLOCK_BOOTTIME);
-    __atomic_fetch_add(&s->generation, 1, __ATOMIC_RELAXED);
     STORE32(&s->state, VGPU_SLOT_ACTIVE);
     region_unlock(c);
     return 0;
@@ -245,6 +369,7 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   memset(c, 0, sizeof(*c));
   c->fd = -1;
   c->slot = -1;
+  c->params = *p;
   const char* why = NULL;
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd >= 0) {
@@ -257,7 +382,8 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   if (fd < 0) {
     VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only", path,
              strerror(errno));
-    return use_private(c, p) == 0 ? -1 : -1;
+    use_private(c, p);
+    return -1;
   }
   /* Initialisation is serialised by an OFD lock (bounded wait: 5 s). */
   int locked = 0;
@@ -283,22 +409,30 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     if (m == MAP_FAILED) why = "mmap failed";
   }
   if (!why) {
+    /* Anything that is not a region this version wrote is rebuilt while nobody uses it, else refused. */
     vgpu_region* r = (vgpu_region*)m;
+    const char* untrusted = NULL;
     if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
-      if (!fresh) memset(r, 0, sizeof(*r));
-      r->hdr.version = VGPU_REGION_VERSION;
-      r->hdr.size_bytes = sizeof(vgpu_region);
-      r->hdr.policy = p->policy;
-      r->hdr.priority = p->priority;
-      r->hdr.utilization_switch = 1;
-      r->hdr.recent_kernel = 2;
-      r->hdr.created_ns = clock_ns(CLOCK_REALTIME);
-      STORE32(&r->hdr.init_state, VGPU_REGION_READY);
-      STORE32(&r->hdr.magic, VGPU_REGION_MAGIC);
+      if (!fresh) untrusted = "no valid header";
     } else if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region)) {
-      why = "region file has another layout version (delete it after all users exit)";
+      untrusted = "another layout version";
+    } else {
+      untrusted = region_check(r);
+      if (!untrusted) fresh = -1; /* a valid region: keep it */
+    }
+    if (untrusted && any_live_user(fd)) {
+      why = untrusted; /* refused below, with the reason */
       munmap(m, sizeof(vgpu_region));
       m = MAP_FAILED;
+    } else if (fresh != -1) {
+      if (untrusted) {
+        VGPU_LOG(VGPU_LOG_ERROR, "shared region %s could not be trusted (%s) and no process uses it: rebuilt",
+                 path, untrusted);
+      }
+      if (!fresh) memset(r, 0, sizeof(*r));
+      init_header(r, p);
+      STORE32(&r->hdr.init_state, VGPU_REGION_READY);
+      STORE32(&r->hdr.magic, VGPU_REGION_MAGIC);
     }
   }
   if (!why) {
@@ -315,7 +449,8 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   if (why) {
     close(fd);
     c->fd = -1;
-    VGPU_LOG(VGPU_LOG_ERROR, "shared region %s unusable: %s; limits apply per process only", path, why);
+    VGPU_LOG(VGPU_LOG_ERROR, "shared region %s refused: %s, and live processes use it; this process enforces its "
+             "own limits alone", path, why);
     use_private(c, p);
     return -1;
   }
@@ -336,12 +471,21 @@ void vgpu_region_detach(vgpu_region_ctx* c) {
   c->r = NULL;
   c->fd = -1;
   c->slot = -1;
+  memset(c->mine, 0, sizeof(c->mine));
+}
+
+/* Stricter of two memory limits (0 = unlimited). */
+static uint64_t stricter_bytes(uint64_t a, uint64_t b) {
+  if (!a) return b;
+  if (!b) return a;
+  return a < b ? a : b;
 }
 
 int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
                        uint64_t total_bytes, int32_t container_index, uint32_t sm_count) {
   vgpu_region* r = c->r;
   if (!r || !uuid || !uuid[0]) return -1;
+  if (sm_limit_pct < 1 || sm_limit_pct > 100) sm_limit_pct = 100;
   if (region_lock(c) != 0) {
     return -1;
   }
@@ -353,6 +497,8 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
       break;
     }
   }
+  uint64_t limit = limit_bytes;
+  uint32_t sm = sm_limit_pct;
   if (found < 0 && n < VGPU_MAX_DEVICES) {
     vgpu_device_entry* d = &r->devices[n];
     memset(d, 0, sizeof(*d));
@@ -366,59 +512,97 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
     found = (int)n;
   } else if (found >= 0) {
     vgpu_device_entry* d = &r->devices[found];
+    /* The region's values came from another process (or were edited): the stricter one holds here. */
+    limit = stricter_bytes(limit_bytes, d->limit_bytes);
+    sm = d->sm_limit_pct >= 1 && d->sm_limit_pct < sm_limit_pct ? d->sm_limit_pct : sm_limit_pct;
     if (d->limit_bytes != limit_bytes || d->sm_limit_pct != sm_limit_pct) {
       VGPU_LOG(VGPU_LOG_WARN,
-               "%s: region keeps limit %llu B / %u%% (this process asked %llu B / %u%%)", uuid,
-               (unsigned long long)d->limit_bytes, d->sm_limit_pct, (unsigned long long)limit_bytes,
-               sm_limit_pct);
+               "%s: region has limit %llu B / %u%%, this process %llu B / %u%% (0 B = none); enforcing %llu B / %u%%",
+               uuid, (unsigned long long)d->limit_bytes, d->sm_limit_pct, (unsigned long long)limit_bytes,
+               sm_limit_pct, (unsigned long long)limit, sm);
     }
     if (!d->sm_count) d->sm_count = sm_count;
+  }
+  if (found >= 0) {
+    c->limit[found] = limit;
+    c->sm_pct[found] = sm;
+    strncpy(c->uuid[found], uuid, VGPU_UUID_LEN - 1);
   }
   region_unlock(c);
   return found;
 }
 
+/* 1 when this process's own records disagree with its slot in the file (the file was overwritten). */
+static inline int slot_tampered(const vgpu_region_ctx* c, const vgpu_proc_slot* s, uint64_t slot_used,
+                                uint64_t dev_used, int dev) {
+  return slot_used != c->mine[dev] || dev_used < slot_used || LOAD32(&s->state) != VGPU_SLOT_ACTIVE;
+}
+
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) {
-  vgpu_region* r = c->r;
-  vgpu_device_entry* d = &r->devices[dev];
-  vgpu_proc_slot* s = &r->slots[c->slot];
   int arm = 0;
   if (__builtin_expect(vgpu_region_crash_point != 0, 0)) arm = ++crash_calls >= vgpu_region_crash_after;
-  if (__builtin_expect(region_lock(c) != 0, 0)) return -1;
-  if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
-  uint64_t used = LOAD64(&d->used_bytes);
-  uint64_t limit = d->limit_bytes;
-  int rc = 0;
-  if (limit && !force && (bytes > limit || used > limit - bytes)) {
-    rc = 1;
-  } else {
-    STORE64(&s->used[dev], LOAD64(&s->used[dev]) + bytes);
-    if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
-    STORE64(&d->used_bytes, used + bytes);
+  for (;;) {
+    vgpu_region* r = __atomic_load_n(&c->r, __ATOMIC_ACQUIRE);
+    vgpu_device_entry* d = &r->devices[dev];
+    vgpu_proc_slot* s = &r->slots[c->slot];
+    if (__builtin_expect(region_lock_on(c, r) != 0, 0)) return -1;
+    if (__builtin_expect(r != c->r, 0)) { /* another thread moved this process to a private region */
+      STORE32(&r->hdr.lock, 0);
+      continue;
+    }
+    if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
+    uint64_t used = LOAD64(&d->used_bytes);
+    uint64_t mine = LOAD64(&s->used[dev]);
+    if (__builtin_expect(slot_tampered(c, s, mine, used, dev), 0)) {
+      if (region_tampered(c, r, "its usage records changed") != 0) return -1;
+      continue;
+    }
+    uint64_t limit = c->limit[dev];
+    int rc = 0;
+    if (limit && !force && (bytes > limit || used > limit - bytes)) {
+      rc = 1;
+    } else {
+      STORE64(&s->used[dev], mine + bytes);
+      c->mine[dev] = mine + bytes;
+      if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
+      STORE64(&d->used_bytes, used + bytes);
+    }
+    region_unlock(c);
+    return rc;
   }
-  region_unlock(c);
-  return rc;
 }
 
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
-  vgpu_region* r = c->r;
-  vgpu_device_entry* d = &r->devices[dev];
-  vgpu_proc_slot* s = &r->slots[c->slot];
-  int locked = region_lock(c) == 0;
-  /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
-   * limit, and recovery recomputes the cache from the slots anyway. */
-  uint64_t mine = LOAD64(&s->used[dev]);
-  if (bytes > mine) bytes = mine;
-  STORE64(&s->used[dev], mine - bytes);
-  if (locked) {
-    uint64_t used = LOAD64(&d->used_bytes);
-    STORE64(&d->used_bytes, used > bytes ? used - bytes : 0);
-    region_unlock(c);
-  } else {
-    uint64_t used = LOAD64(&d->used_bytes);
-    while (!__atomic_compare_exchange_n(&d->used_bytes, &used, used > bytes ? used - bytes : 0, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  for (;;) {
+    vgpu_region* r = __atomic_load_n(&c->r, __ATOMIC_ACQUIRE);
+    vgpu_device_entry* d = &r->devices[dev];
+    vgpu_proc_slot* s = &r->slots[c->slot];
+    int locked = region_lock_on(c, r) == 0;
+    if (locked && __builtin_expect(r != c->r, 0)) {
+      STORE32(&r->hdr.lock, 0);
+      continue;
     }
+    /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
+     * limit, and recovery recomputes the cache from the slots anyway. */
+    uint64_t mine = LOAD64(&s->used[dev]);
+    if (locked && __builtin_expect(slot_tampered(c, s, mine, LOAD64(&d->used_bytes), dev), 0)) {
+      if (region_tampered(c, r, "its usage records changed") != 0) return;
+      continue;
+    }
+    if (bytes > mine) bytes = mine;
+    STORE64(&s->used[dev], mine - bytes);
+    c->mine[dev] = mine - bytes;
+    if (locked) {
+      uint64_t used = LOAD64(&d->used_bytes);
+      STORE64(&d->used_bytes, used > bytes ? used - bytes : 0);
+      region_unlock(c);
+    } else {
+      uint64_t used = LOAD64(&d->used_bytes);
+      while (!__atomic_compare_exchange_n(&d->used_bytes, &used, used > bytes ? used - bytes : 0, 0,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      }
+    }
+    return;
   }
 }
 

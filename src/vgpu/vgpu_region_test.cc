@@ -36,6 +36,11 @@ class RegionTest : public ::testing::Test {
     vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
     return vgpu_region_attach(c, path_.c_str(), &p);
   }
+  // Attaches and registers device "GPU-a" (entry 0) with `limit` bytes.
+  void AttachOneDevice(vgpu_region_ctx* c, uint64_t limit) {
+    ASSERT_EQ(Attach(c), 0);
+    ASSERT_EQ(vgpu_region_device(c, "GPU-a", limit, 100, 0, 0, 10), 0);
+  }
   std::string dir_, path_;
 };
 
@@ -93,7 +98,7 @@ TEST_F(RegionTest, FourProcessesNeverExceedTheSharedLimit) {
     kids[k] = fork();
     if (kids[k] == 0) {
       vgpu_region_ctx me;
-      if (Attach(&me) != 0) _exit(2);
+      if (Attach(&me) != 0 || vgpu_region_device(&me, "GPU-a", kLimit, 100, 0, 0, 10) != 0) _exit(2);
       std::mt19937_64 rng(k);
       uint64_t held[64] = {};
       for (int i = 0; i < 20000; i++) {
@@ -194,14 +199,42 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
     EXPECT_EQ(c.r->hdr.magic, VGPU_REGION_MAGIC);
     vgpu_region_detach(&c);
   }
-  {  // another layout version: private fallback, limits still hold in this process
+  {  // another layout version nobody uses: rebuilt in place
     vgpu_region_ctx c;
     ASSERT_EQ(Attach(&c), 0);
     c.r->hdr.version = 99;
     vgpu_region_detach(&c);
     vgpu_region_ctx d;
+    EXPECT_EQ(Attach(&d), 0);
+    EXPECT_EQ(d.shared, 1);
+    EXPECT_EQ(d.r->hdr.version, VGPU_REGION_VERSION);
+    vgpu_region_detach(&d);
+  }
+  {  // another layout version a live process uses: refused, this process's limits hold for it alone
+    vgpu_region_ctx c;
+    ASSERT_EQ(Attach(&c), 0);
+    c.r->hdr.version = 99;
+    vgpu_region_ctx d;
     EXPECT_EQ(Attach(&d), -1);
     EXPECT_EQ(d.shared, 0);
+    ASSERT_EQ(vgpu_region_device(&d, "GPU-a", 10, 100, 0, 0, 1), 0);
+    EXPECT_EQ(vgpu_region_reserve(&d, 0, 11, 0), 1);
+    EXPECT_EQ(vgpu_region_reserve(&d, 0, 10, 0), 0);
+    vgpu_region_detach(&d);
+    c.r->hdr.version = VGPU_REGION_VERSION;
+    vgpu_region_detach(&c);
+  }
+  {  // a valid header over a garbage body: rebuilt while nobody uses it
+    vgpu_region_ctx c;
+    ASSERT_EQ(Attach(&c), 0);
+    vgpu_region_detach(&c);
+    int fd = open(path_.c_str(), O_RDWR);
+    std::string junk(sizeof(vgpu_region) - sizeof(vgpu_region_header), '\x5a');
+    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), sizeof(vgpu_region_header)), static_cast<ssize_t>(junk.size()));
+    close(fd);
+    vgpu_region_ctx d;
+    EXPECT_EQ(Attach(&d), 0);
+    EXPECT_EQ(d.r->hdr.device_count, 0u);
     ASSERT_EQ(vgpu_region_device(&d, "GPU-a", 10, 100, 0, 0, 1), 0);
     EXPECT_EQ(vgpu_region_reserve(&d, 0, 11, 0), 1);
     vgpu_region_detach(&d);
@@ -235,6 +268,83 @@ TEST_F(RegionTest, CreatedWithoutWorldBitsAndNeverThroughALink) {
   EXPECT_EQ(d.shared, 0);
   vgpu_region_detach(&d);
   unlink(target.c_str());
+}
+
+// A forged entry cannot loosen the limit of a process that brings its own: the stricter one holds.
+TEST_F(RegionTest, RegionLimitsNeverLoosenAProcesssOwn) {
+  vgpu_region_ctx a, b;
+  ASSERT_EQ(Attach(&a), 0);
+  ASSERT_EQ(vgpu_region_device(&a, "GPU-a", 0, 100, 0, 0, 10), 0);  // first process: unlimited
+  ASSERT_EQ(Attach(&b), 0);
+  ASSERT_EQ(vgpu_region_device(&b, "GPU-a", 1000, 30, 0, 0, 10), 0);
+  EXPECT_EQ(b.limit[0], 1000u);
+  EXPECT_EQ(b.sm_pct[0], 30u);
+  EXPECT_EQ(vgpu_region_reserve(&b, 0, 1001, 0), 1);
+  a.r->devices[0].limit_bytes = 5000;  // edited in the file: not trusted
+  EXPECT_EQ(vgpu_region_reserve(&b, 0, 1001, 0), 1);
+  EXPECT_EQ(vgpu_region_reserve(&b, 0, 1000, 0), 0);
+  vgpu_region_detach(&b);
+  vgpu_region_detach(&a);
+}
+
+// The file overwritten under a live process: its next operation notices, keeps its usage and limit.
+TEST_F(RegionTest, OverwrittenRegionIsDetectedAndTheLimitHolds) {
+  for (int pattern : {0x00, 0x5a}) {
+    vgpu_region_ctx c;
+    AttachOneDevice(&c, 1000);
+    ASSERT_EQ(vgpu_region_reserve(&c, 0, 600, 0), 0);
+    int fd = open(path_.c_str(), O_RDWR);
+    std::string bytes(sizeof(vgpu_region), static_cast<char>(pattern));
+    ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+    close(fd);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 600, 0), 1) << "pattern " << pattern;
+    EXPECT_EQ(c.shared, 0);
+    EXPECT_EQ(vgpu_region_used(&c, 0), 600u);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 400, 0), 0);
+    vgpu_region_release(&c, 0, 1000);
+    EXPECT_EQ(vgpu_region_used(&c, 0), 0u);
+    vgpu_region_detach(&c);
+    unlink(path_.c_str());
+  }
+}
+
+// Two processes see the lock holder dead; one of them claims the dead slot (and so its lock word's slot
+// bits) and locks before the other's compare-and-swap. The stale compare-and-swap must fail: one holder.
+vgpu_region_ctx* g_claimer;
+const char* g_claim_path;
+void ClaimDeadSlotAndLock() {
+  vgpu_region_takeover_hook = nullptr;
+  vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+  if (vgpu_region_attach(g_claimer, g_claim_path, &p) != 0 || vgpu_region_lock(g_claimer) != 0) std::abort();
+}
+
+TEST_F(RegionTest, DeadOwnerTakeoverHasOneWinner) {
+  vgpu_region_ctx a;
+  AttachOneDevice(&a, 1000);
+  pid_t kid = fork();
+  if (kid == 0) {
+    vgpu_region_ctx me;
+    if (Attach(&me) != 0) _exit(2);
+    vgpu_region_crash_point = 2;  // dies holding the lock
+    vgpu_region_reserve(&me, 0, 1, 0);
+    _exit(4);
+  }
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  ASSERT_NE(__atomic_load_n(&a.r->hdr.lock, __ATOMIC_ACQUIRE), 0u);
+  vgpu_region_ctx c;
+  g_claimer = &c;
+  g_claim_path = path_.c_str();
+  vgpu_region_takeover_hook = ClaimDeadSlotAndLock;
+  // a sees the owner dead; c claims its slot and locks in between; a must not get the lock too.
+  EXPECT_EQ(vgpu_region_reserve(&a, 0, 10, 0), -1) << "two processes held the region lock at once";
+  EXPECT_EQ(vgpu_region_takeover_hook, nullptr) << "the race window was not reached";
+  EXPECT_EQ(__atomic_load_n(&a.r->hdr.lock, __ATOMIC_ACQUIRE), c.lock_word);
+  vgpu_region_unlock(&c);
+  EXPECT_EQ(vgpu_region_reserve(&a, 0, 10, 0), 0);
+  vgpu_region_detach(&c);
+  vgpu_region_detach(&a);
 }
 
 }  // namespace

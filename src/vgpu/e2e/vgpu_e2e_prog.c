@@ -10,7 +10,10 @@
  *   threads <n>           n threads allocating and freeing concurrently in one process; usage must return
  *   procs <start_us>      holds a context and 64 MiB, then lists NVML compute processes of its device
  *   launch <start_us> <ms> <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed;
- *                         prints this process's device busy time and the window */
+ *                         prints this process's device busy time and the window
+ *   tamper <flag>         holds 512 MiB, creates <flag>.ready, waits for <flag>, then allocates 64 MiB chunks
+ *                         until refused; prints what it got after the wait (the test overwrites the region)
+ *   hold <flag>           holds a context (no allocation), creates <flag>.ready, exits once <flag> exists */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -472,6 +475,50 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   return 0;
 }
 
+/* Waits (bounded: 30 s) until `path` exists. */
+static int wait_for_file(const char* path) {
+  for (int i = 0; i < 3000; i++) {
+    if (access(path, F_OK) == 0) return 0;
+    usleep(10000);
+  }
+  return -1;
+}
+
+static void touch(const char* path) {
+  FILE* f = fopen(path, "w");
+  if (f) fclose(f);
+}
+
+static int mode_tamper(const char* flag) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 512 * kMi));
+  char ready[4096];
+  snprintf(ready, sizeof(ready), "%s.ready", flag);
+  touch(ready);
+  if (wait_for_file(flag) != 0) return 12;
+  unsigned long long got = 0;
+  int chunks = 0;
+  for (; chunks < 256; chunks++) {
+    if (cuMemAlloc(&p, 64 * kMi) != CUDA_SUCCESS) break;
+    got += 64 * kMi;
+  }
+  size_t f = 0, t = 0;
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("after_bytes=%llu after_free=%zu after_total=%zu\n", got, f, t);
+  return 0;
+}
+
+static int mode_hold(const char* flag) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  char ready[4096];
+  snprintf(ready, sizeof(ready), "%s.ready", flag);
+  touch(ready);
+  return wait_for_file(flag) == 0 ? 0 : 12;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) return 2;
@@ -486,5 +533,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "threads") && argc == 3) return mode_threads(atoi(argv[2]));
   if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
   if (!strcmp(m, "launch") && argc == 5) return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
+  if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
+  if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
   return 2;
 }
