@@ -60,6 +60,17 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, co
   a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
   a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});
   if (!ctr.disable_control) a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
+
+  // The limits file: every libvgpu setting above except the device list and the log level, and the core
+  // policy even when it is "default" (so that the environment cannot say "disable").
+  a.limits_host_path = JoinPath(c.region_root, StrCat(pod.uid, "_", ctr.name, ".limits"));
+  std::map<std::string, std::string> armed = a.envs;
+  armed.erase(kEnvVisibleDevices);
+  armed.erase(kEnvLogLevel);
+  armed[kEnvCorePolicy] = c.core_policy;
+  a.limits_file = "# libvgpu limits for this container, written by the hami device plugin\n";
+  for (const auto& [k, v] : armed) a.limits_file += StrCat(k, "=", v, "\n");
+  a.mounts.push_back({JoinPath(c.container_hook_dir, kLimitsFileName), a.limits_host_path, true});
   return a;
 }
 

@@ -27,6 +27,11 @@ struct ContainerAllocation {
   std::string region_host_dir;
   int64_t region_uid = -1;
   int64_t region_gid = -1;
+  // libvgpu's limits file (src/vgpu/README.md, "Armed limits"): written to limits_host_path (mode 0444)
+  // before the container starts and mounted read-only next to libvgpu.so. Its values win over the
+  // environment, which the container's processes can change.
+  std::string limits_host_path;
+  std::string limits_file;
 };
 
 // Env keys (upstream contract).
@@ -38,6 +43,7 @@ inline constexpr char kEnvOversubscribe[] = "CUDA_OVERSUBSCRIBE";
 inline constexpr char kEnvLogLevel[] = "LIBCUDA_LOG_LEVEL";
 inline constexpr char kEnvCorePolicy[] = "GPU_CORE_UTILIZATION_POLICY";
 inline constexpr char kEnvTaskPriority[] = "CUDA_TASK_PRIORITY";
+inline constexpr char kLimitsFileName[] = "vgpu.limits";
 
 // `cache_file_name` is the region file's name inside the container's region directory (unique per
 // allocation, e.g. a random UUID + ".cache"). Errors: no devices, a device without a memory limit

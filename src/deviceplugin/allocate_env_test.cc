@@ -112,14 +112,17 @@ TEST(AllocateEnvTest, Mounts) {
       {"/usr/local/vgpu", "/var/lib/hami/containers/uid-p1_c0", false},
       {"/tmp/vgpulock", "/tmp/vgpulock", false},
       {"/etc/ld.so.preload", "/usr/local/vgpu/ld.so.preload", true},
+      {"/usr/local/vgpu/vgpu.limits", "/var/lib/hami/containers/uid-p1_c0.limits", true},
   };
   EXPECT_EQ(a->mounts, want);
+  EXPECT_EQ(a->limits_host_path, "/var/lib/hami/containers/uid-p1_c0.limits");
 
   PendingPod opt_out = Pod({Dev("GPU-a", 1, 0)}, -1, /*disable_control=*/true);
   auto b = BuildContainerAllocation(opt_out, opt_out.containers[0], c, "r.cache");
   ASSERT_TRUE(b.ok());
   for (const auto& m : b->mounts) EXPECT_NE(m.container_path, "/etc/ld.so.preload");
-  EXPECT_EQ(b->mounts.size(), 3u);
+  EXPECT_EQ(b->mounts.size(), 4u);
+  EXPECT_EQ(b->mounts.back().container_path, "/usr/local/vgpu/vgpu.limits") << "opting out of the preload keeps the limits";
   EXPECT_EQ(b->region_uid, -1) << "no user named: the directory stays the plugin's";
 
   PendingPod owned = Pod({Dev("GPU-a", 1, 0)});
@@ -129,6 +132,26 @@ TEST(AllocateEnvTest, Mounts) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->region_uid, 1000);
   EXPECT_EQ(o->region_gid, 2000);
+}
+
+// The limits file holds every libvgpu setting of the environment except the device list and log level,
+// and the core policy even when it is the default.
+TEST(AllocateEnvTest, LimitsFileMirrorsTheArmedEnvironment) {
+  PluginConfig c;
+  c.libcuda_log_level = "3";
+  c.memory_scaling = 2.0;
+  PendingPod p = Pod({Dev("GPU-a", 1000, 30), Dev("GPU-b", 2000, 30)}, 0);
+  auto a = BuildContainerAllocation(p, p.containers[0], c, "r.cache");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->limits_file,
+            "# libvgpu limits for this container, written by the hami device plugin\n"
+            "CUDA_DEVICE_MEMORY_LIMIT_0=1000m\n"
+            "CUDA_DEVICE_MEMORY_LIMIT_1=2000m\n"
+            "CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/r.cache\n"
+            "CUDA_DEVICE_SM_LIMIT=30\n"
+            "CUDA_OVERSUBSCRIBE=true\n"
+            "CUDA_TASK_PRIORITY=0\n"
+            "GPU_CORE_UTILIZATION_POLICY=default\n");
 }
 
 TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {

@@ -67,6 +67,18 @@ Status PrepareRegionDir(const std::string& dir, int64_t uid, int64_t gid) {
   return OkStatus();
 }
 
+// Writes libvgpu's limits file (read-only for everybody; replaced atomically).
+Status WriteLimitsFile(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return Internal("cannot write limits file ", tmp);
+  bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || ::chmod(tmp.c_str(), 0444) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Internal("cannot write limits file ", path);
+  return OkStatus();
+}
+
 }  // namespace
 
 // ---- gRPC service: thin adapter over DevicePlugin ----
@@ -471,6 +483,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName());
   if (!alloc.ok()) return fail(alloc.status());
   if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid); !s.ok()) return fail(s);
+  if (Status s = WriteLimitsFile(alloc->limits_host_path, alloc->limits_file); !s.ok()) return fail(s);
   if (Status s = pending_->MarkAllocated(pod, ctr.index); !s.ok())
     return Unavailable("Allocate for pod ", pod.Key(), ": cannot record the allocation: ",
                        std::string(s.message()));

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -184,7 +185,7 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   const std::string cache = e1.at("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   EXPECT_EQ(cache.rfind("/usr/local/vgpu/", 0), 0u) << cache;
   const auto& mounts = r1->container_responses(0).mounts();
-  ASSERT_EQ(mounts.size(), 4);
+  ASSERT_EQ(mounts.size(), 5);
   EXPECT_EQ(mounts[1].container_path(), "/usr/local/vgpu");
   EXPECT_EQ(mounts[1].host_path(), config_.region_root + "/uid-p1_c0");
   struct stat st {};
@@ -192,6 +193,14 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   EXPECT_EQ(st.st_mode & 07777, 0770u) << "never world-writable";
   EXPECT_EQ(st.st_uid, want_uid);
   EXPECT_EQ(st.st_gid, want_gid);
+  // libvgpu's limits file: written before the container starts, read-only, mounted read-only.
+  EXPECT_EQ(mounts[4].container_path(), "/usr/local/vgpu/vgpu.limits");
+  EXPECT_TRUE(mounts[4].read_only());
+  ASSERT_EQ(::stat(mounts[4].host_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  std::ifstream limits(mounts[4].host_path());
+  std::string text((std::istreambuf_iterator<char>(limits)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("CUDA_DEVICE_MEMORY_LIMIT_0=3000m\n"), std::string::npos) << text;
 
   auto r2 = kubelet_->Allocate({{"GPU-aaaa-0", "GPU-bbbb-0"}});
   ASSERT_TRUE(r2.ok()) << r2.status();

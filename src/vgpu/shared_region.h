@@ -12,7 +12,7 @@
  *    write, except the two monitor-feedback fields documented on vgpu_region_header.
  *  - Crash safety: `used_bytes` of a device is a cache of the sum of `used[dev]` of all non-free slots; it is
  *    changed only together with the caller's slot while holding `lock` (a spin lock word holding the owner's
- *    slot index + 1). A process SIGKILLed anywhere leaves at worst a held lock or a cache that is off by its
+ *    slot index + 1 in bits 0..10 and the low 21 bits of its slot's generation above them). A process SIGKILLed anywhere leaves at worst a held lock or a cache that is off by its
  *    last in-flight change; whoever next takes the lock from a dead owner recomputes the cache from the slots,
  *    which are each changed by single stores. Liveness of a slot's owner is an OFD byte-range lock held by
  *    the owner on byte VGPU_REGION_LIVENESS_BASE + slot of the file: the kernel drops it when the process dies
@@ -101,7 +101,7 @@ typedef struct vgpu_region_header {
   uint32_t init_state;          /* VGPU_REGION_READY once initialised */
   uint32_t device_count;        /* atomic: entries in devices[] in use (append-only) */
   uint32_t slot_hwm;            /* atomic: 1 + highest slot index ever claimed */
-  uint32_t lock;                /* atomic: 0 free, else owner's slot index + 1 */
+  uint32_t lock;                /* atomic: 0 free, else owner's slot index + 1 (bits 0..10) | generation << 11 */
   uint32_t policy;              /* VGPU_POLICY_*, from GPU_CORE_UTILIZATION_POLICY of the creator */
   int32_t priority;             /* CUDA_TASK_PRIORITY of the creator (0 = high; default 1) */
   /* Monitor feedback (written by a node agent, read by libvgpu; same meaning as upstream HAMi):
