@@ -80,7 +80,19 @@ typedef struct vgpu_device_entry {
                                  * calibration tick with launches; not by every launch) */
   uint32_t sm_count;            /* multiprocessors of the device */
   uint32_t reserved0;
-  uint8_t reserved[72];
+  /* SM limiter controller (written by the one calibration thread elected per window; zero in files from
+   * before these fields existed, which means "no tick yet"). */
+  int64_t outstanding_ns;       /* charged at launch but not yet measured as busy time */
+  uint64_t calib_us;            /* CLOCK_REALTIME us of the last controller tick (elects one ticker) */
+  uint64_t calib_waves;         /* waves_launched at that tick */
+  uint64_t seg_busy_ns;         /* calibration segment (since the container last had nothing in flight): */
+  uint64_t seg_waves;           /* busy time and waves */
+  uint32_t seg_ticks;           /* ticks in the segment */
+  uint32_t seg_closed;          /* segments closed so far */
+  uint64_t burst_ns;            /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
+  uint32_t full_run;            /* consecutive ticks the container kept the device busy */
+  uint32_t reserved1;
+  uint8_t reserved[8];
 } vgpu_device_entry;
 
 /* One process. 256 bytes. Written only by its owner (and by a reclaimer once the owner is dead). */
@@ -132,6 +144,7 @@ VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, used_bytes) == 104, "used of
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_limit_pct) == 120, "sm limit offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, tokens_ns) == 128, "tokens offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_count) == 176, "sm count offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, outstanding_ns) == 184, "controller offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, used) == 24, "slot used offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region, devices) == 128, "devices offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region, slots) == 128 + 16 * 256, "slots offset");

@@ -157,8 +157,12 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 
 /* ---- SM limiter (vgpu_limiter.c): token bucket in device nanoseconds, shared per device entry. ---- */
 #define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull /* prior before the first calibration */
-#define VGPU_LIMITER_BURST_NS 50000000ull          /* tokens held at most: 50 ms of device time */
+#define VGPU_LIMITER_BURST_NS 50000000ull          /* tokens held at most: 50 ms of device time (default) */
+#define VGPU_LIMITER_MAX_BURST_NS 4000000000ull    /* ... or up to this for containers running long kernels */
 #define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull      /* one wait step at most */
+#define VGPU_LIMITER_MAX_COST_NS 10000000000ull    /* what one launch can be charged up front */
+#define VGPU_LIMITER_MAX_WAIT_NS 60000000000ull    /* a launch waits at most this long, then starts anyway */
+#define VGPU_LIMITER_SEGMENT_TICKS 20              /* a calibration segment ends after this many ticks */
 /* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds tokens;
  * returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only when empty grants
  * over any interval at most the burst plus pct% of the interval, like a continuously refilled bucket. */
@@ -166,7 +170,7 @@ static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
   if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) <= 0) return 0;
   uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
   uint64_t cost = waves * (npw ? npw : VGPU_LIMITER_DEFAULT_NS_PER_WAVE);
-  if (cost > 1000000000ull) cost = 1000000000ull; /* one launch can owe at most 1 s */
+  if (cost > VGPU_LIMITER_MAX_COST_NS) cost = VGPU_LIMITER_MAX_COST_NS;
   __atomic_sub_fetch(&d->tokens_ns, (int64_t)cost, __ATOMIC_RELAXED);
   __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
   return 1;
@@ -180,6 +184,22 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves were
  * launched. Updates d->ns_per_wave (exponential average). */
 void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves);
+/* One controller tick (once per window of `window_ns`, by one calibration thread per container): `busy_ns` is
+ * the device time the container was measured busy in the window, `waves` the waves launched in it. Device
+ * time measured beyond what launches were charged is taken from the bucket at once (the bucket then tracks
+ * measured time, whatever the kernels' length or shape); charges not yet measured stay outstanding while the
+ * container keeps the device busy, and are given back after a window it did not fill (work still queued
+ * then is charged again when it runs). ns_per_wave is calibrated over
+ * segments between such idle windows (or of VGPU_LIMITER_SEGMENT_TICKS ticks), so that a kernel longer than a
+ * window is measured against the launch that started it. */
+void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves, uint64_t window_ns);
+/* The bucket's burst at `pct`: the default burst, or four times the longest run of fully busy windows seen
+ * lately (so that a container running long kernels, or blocked behind another's, keeps its share). */
+static inline int64_t vgpu_limiter_cap(const vgpu_device_entry* d, uint32_t pct) {
+  uint64_t b = __atomic_load_n(&d->burst_ns, __ATOMIC_RELAXED);
+  if (b < VGPU_LIMITER_BURST_NS) b = VGPU_LIMITER_BURST_NS;
+  return (int64_t)(b / 100 * pct);
+}
 
 #ifdef __cplusplus
 }

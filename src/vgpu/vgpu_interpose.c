@@ -1016,7 +1016,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
 /* ---- SM limiter glue. ------------------------------------------------------------------------ */
 
 #define WATCH_PERIOD_NS 100000000ull
-#define MAX_TOTAL_WAIT_NS 2000000000ull
+#define MAX_PRIORITY_WAIT_NS 2000000000ull
+#define MIN_TICK_US 90000ull
 
 static uint64_t realtime_us(void) {
   struct timespec ts;
@@ -1024,8 +1025,62 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody else's
+ * percent (the sample array grows to what NVML reports). */
+static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine, uint64_t* others) {
+  nvmlProcessUtilizationSample_t small[64];
+  nvmlProcessUtilizationSample_t* s = small;
+  unsigned int cap = 64, n = cap;
+  nvmlReturn_t r;
+  *mine = *others = 0;
+  for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) == NVML_ERROR_INSUFFICIENT_SIZE &&
+                      tries < 4; tries++) {
+    if (s != small) free(s);
+    cap = n + 16;
+    s = (nvmlProcessUtilizationSample_t*)malloc(cap * sizeof(*s));
+    if (!s) return NVML_ERROR_INSUFFICIENT_SIZE;
+    n = cap;
+  }
+  if (r == NVML_SUCCESS) {
+    for (unsigned int i = 0; i < n && i < cap; i++) {
+      if (container_pid(s[i].pid)) {
+        *mine += s[i].smUtil;
+      } else {
+        *others += s[i].smUtil;
+      }
+    }
+  }
+  if (s != small) free(s);
+  return r;
+}
 
-/* Calibrates ns_per_wave of every limited device from NVML per-process utilisation, every 100 ms. */
+/* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration thread of the
+ * container that wins the window (compare-and-swap on calib_us). */
+static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct, uint64_t now_us) {
+  uint64_t prev = __atomic_load_n(&d->calib_us, __ATOMIC_ACQUIRE);
+  uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
+  if (prev == 0 || prev > now_us) { /* first tick of the container (or the clock went back): start a window */
+    if (__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&d->calib_waves, waves, __ATOMIC_RELEASE);
+    }
+    return;
+  }
+  if (now_us - prev < MIN_TICK_US ||
+      !__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    return;
+  }
+  uint64_t w0 = __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
+  uint64_t mine = 0, others = 0;
+  nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
+  if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
+  uint64_t busy_ns = mine * (now_us - prev) * 10; /* pct/100 * us * 1000 */
+  vgpu_limiter_tick(d, pct, busy_ns, waves - w0, (now_us - prev) * 1000);
+  VGPU_LOG(VGPU_LOG_DEBUG, "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
+           (unsigned long long)busy_ns, (unsigned long long)(waves - w0), (unsigned long long)d->ns_per_wave,
+           (long long)d->outstanding_ns, (long long)d->tokens_ns);
+}
+
+/* Every 100 ms: contention detection for the default policy, activity stamps, and the controller tick. */
 static void* watcher_main(void* arg) {
   (void)arg;
   uint64_t last_waves[MAX_ORD] = {0};
@@ -1035,45 +1090,32 @@ static void* watcher_main(void* arg) {
     int e = g.ent[ord];
     if (e >= 0) last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
   }
-  /* The first samples come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
+  /* The first ticks come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
   uint64_t period = WATCH_PERIOD_NS / 5;
   for (;;) {
     struct timespec ts = {0, (long)period};
     nanosleep(&ts, NULL);
     if (period < WATCH_PERIOD_NS) period = period * 2 < WATCH_PERIOD_NS ? period * 2 : WATCH_PERIOD_NS;
     uint64_t now_us = realtime_us();
-    uint64_t window_us = now_us - last_us;
     for (int ord = 0; ord < g.ndev; ord++) {
       int e = g.ent[ord];
       if (e < 0 || !g.sm_pct[e] || !g.nvml_dev[ord]) continue;
       vgpu_device_entry* d = &g.rc.r->devices[e];
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
-      nvmlProcessUtilizationSample_t s[64];
-      unsigned int n = 64;
-      uint64_t busy_pct_sum = 0, others = 0;
-      nvmlReturn_t ur = nvml_DeviceGetProcessUtilization(g.nvml_dev[ord], s, &n, last_us);
-      if (ur == NVML_SUCCESS) {
-        for (unsigned int i = 0; i < n && i < 64; i++) {
-          if (container_pid(s[i].pid)) {
-            busy_pct_sum += s[i].smUtil;
-          } else {
-            others += s[i].smUtil;
-          }
-        }
-      }
+      uint64_t mine = 0, others = 0;
+      nvmlReturn_t ur = process_util(g.nvml_dev[ord], last_us, &mine, &others);
       /* Contended as soon as another process used the device; uncontended after two quiet samples. */
       if (ur == NVML_SUCCESS || ur == NVML_ERROR_NOT_FOUND) {
         quiet[e] = others ? 0 : quiet[e] + 1;
         g.uncontended[e] = quiet[e] >= 2;
       }
-      uint64_t busy_ns = busy_pct_sum * window_us * 10; /* pct/100 * us * 1000 */
-      vgpu_limiter_calibrate(d, busy_ns, waves - last_waves[ord]);
       /* Activity stamp for the node monitor (the hot path stamps only when it refills). */
       if (waves != last_waves[ord]) __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
-      VGPU_LOG(VGPU_LOG_DEBUG, "calibration dev %d: busy %llu ns, %llu waves -> %llu ns/wave", ord,
-               (unsigned long long)busy_ns, (unsigned long long)(waves - last_waves[ord]),
-               (unsigned long long)d->ns_per_wave);
       last_waves[ord] = waves;
+      /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
+      int64_t cap = vgpu_limiter_cap(d, g.sm_pct[e]);
+      if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) > cap) __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
+      controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
     }
     last_us = now_us;
   }
@@ -1106,7 +1148,7 @@ static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, ui
   uint64_t now = now_ns();
   uint64_t waited = 0;
   /* Priority (monitor feedback): a higher-priority container is active; yield, bounded. */
-  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) && waited < MAX_TOTAL_WAIT_NS) {
+  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) && waited < MAX_PRIORITY_WAIT_NS) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
     waited += 10000000;
@@ -1114,7 +1156,7 @@ static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, ui
   for (;;) {
     uint64_t w = vgpu_limiter_try(d, pct, waves, now);
     if (!w) break;
-    if (waited >= MAX_TOTAL_WAIT_NS) {
+    if (waited >= VGPU_LIMITER_MAX_WAIT_NS) {
       VGPU_LOG(VGPU_LOG_DEBUG, "launch waited %llu ns; starting it anyway", (unsigned long long)waited);
       break;
     }

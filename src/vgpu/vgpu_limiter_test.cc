@@ -1,52 +1,63 @@
-// The SM limiter as a pure algorithm, in simulation with an injected clock: a FIFO device of N SMs runs
-// kernels of ceil(blocks/SMs) waves; containers launch greedily through their own limiter (one shared
-// device entry per container), blocked by the device backlog like the real driver; calibration gets each
-// container's measured busy time every 100 ms, as the NVML watcher does. The achieved share over 10 s of
-// simulated time must be within 3 points of each target, on 20 and 132 SMs, for 1 and 2 containers.
+// The SM limiter as a pure algorithm, in simulation on a virtual device clock: a FIFO device of N SMs runs
+// kernels of ceil(blocks/SMs) waves (the fake driver's model, src/fakes/README.md); containers launch
+// greedily through their own limiter (one shared device entry per container) as the interposer does (fast
+// path, else refill-and-wait in steps, at most VGPU_LIMITER_MAX_WAIT_NS per launch), blocked by the device
+// backlog like the driver; every 100 ms the controller tick gets the container's busy time in the window
+// rounded to whole percent (as NVML's per-process samples are) and the waves launched. Deterministic and
+// quick: no wall clock anywhere.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "vgpu/vgpu_core.h"
 
 namespace {
 
+constexpr uint64_t kUs = 1000, kMs = 1000000, kSec = 1000000000;
+
 struct Interval {
   uint64_t start, end;
+};
+
+// A kernel shape: `waves` waves of `wave_ns` each (the fake's kernel time is waves x wave time).
+struct Shape {
+  uint64_t waves, wave_ns;
 };
 
 struct Container {
   uint32_t pct = 0;
   vgpu_device_entry entry{};
-  uint64_t next_try = 0;  // time the launcher acts next
-  std::vector<Interval> busy;
+  uint64_t next_try = 0, waited = 0;
+  std::vector<Interval> busy;  // increasing, non-overlapping
+  size_t cal_from = 0;         // first interval that may overlap the next window
   uint64_t last_cal = 0, last_waves = 0;
 };
 
-uint64_t BusyIn(const std::vector<Interval>& v, uint64_t a, uint64_t b) {
+// Busy time of `c` in (a, b]; intervals before a are skipped for good (windows only move forward).
+uint64_t BusyInWindow(Container& c, uint64_t a, uint64_t b) {
+  while (c.cal_from < c.busy.size() && c.busy[c.cal_from].end <= a) c.cal_from++;
   uint64_t s = 0;
-  for (const Interval& i : v) {
-    uint64_t lo = std::max(i.start, a), hi = std::min(i.end, b);
+  for (size_t i = c.cal_from; i < c.busy.size() && c.busy[i].start < b; i++) {
+    uint64_t lo = std::max(c.busy[i].start, a), hi = std::min(c.busy[i].end, b);
     if (hi > lo) s += hi - lo;
   }
   return s;
 }
 
-// Returns each container's share of device time over [0, horizon), in percent.
-std::vector<double> Simulate(uint32_t sms, uint64_t wave_ns, std::vector<uint32_t> pcts, uint64_t horizon,
-                             unsigned seed) {
-  std::vector<Container> cs;
-  for (uint32_t p : pcts) {
-    Container c;
-    c.pct = p;
-    cs.push_back(c);
-  }
+// Runs the containers until `horizon` and returns each one's share of device time over [from, horizon), in
+// percent. `shape(k, rng)` is the k-th container's next kernel.
+std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from, uint64_t horizon,
+                             const std::function<Shape(size_t, std::mt19937&)>& shape, unsigned seed) {
+  std::vector<Container> cs(pcts.size());
+  for (size_t i = 0; i < pcts.size(); i++) cs[i].pct = pcts[i];
   std::mt19937 rng(seed);
-  const uint64_t kBacklog = 20000000, kCal = 100000000;
+  const uint64_t kBacklog = 20 * kMs, kCal = 100 * kMs, kHost = 2 * kUs;
   uint64_t busy_until = 0;
   for (;;) {
     size_t k = 0;
@@ -56,29 +67,40 @@ std::vector<double> Simulate(uint32_t sms, uint64_t wave_ns, std::vector<uint32_
     Container& c = cs[k];
     uint64_t now = c.next_try;
     if (now >= horizon) break;
-    while (c.last_cal + kCal <= now) {  // the watcher's calibration tick
+    while (c.last_cal + kCal <= now) {  // the calibration thread's tick (NVML: whole percent of the window)
       uint64_t a = c.last_cal, b = c.last_cal + kCal;
+      uint64_t pct = (BusyInWindow(c, a, b) * 100 + kCal / 2) / kCal;
       uint64_t waves = c.entry.waves_launched;
-      vgpu_limiter_calibrate(&c.entry, BusyIn(c.busy, a, b), waves - c.last_waves);
+      vgpu_limiter_tick(&c.entry, c.pct, pct * kCal / 100, waves - c.last_waves, kCal);
       c.last_waves = waves;
       c.last_cal = b;
     }
-    uint64_t blocks = 1 + rng() % (8 * sms);
+    Shape sh = shape(k, rng);
+    uint64_t blocks = (sh.waves - 1) * sms + 1 + rng() % sms;  // any grid that takes sh.waves waves
     uint64_t waves = (blocks + sms - 1) / sms;
-    // As in the interposer: the clock is read only when the bucket is empty.
+    // As in the interposer: the clock is read only when the bucket is empty; waits are bounded.
     uint64_t wait = vgpu_limiter_take(&c.entry, waves) ? 0 : vgpu_limiter_try(&c.entry, c.pct, waves, now);
-    if (wait) {
+    if (wait && c.waited < VGPU_LIMITER_MAX_WAIT_NS) {
+      c.waited += wait;
       c.next_try = now + wait;
       continue;
     }
+    c.waited = 0;
     uint64_t start = std::max(now, busy_until);
-    busy_until = start + waves * wave_ns;
-    c.busy.push_back({start, busy_until});
-    // The launch returns at once unless the backlog is too deep; 2 us of host work per launch.
-    c.next_try = std::max(now + 2000, busy_until > kBacklog ? busy_until - kBacklog : 0);
+    busy_until = start + waves * sh.wave_ns;
+    if (!c.busy.empty() && c.busy.back().end == start) {
+      c.busy.back().end = busy_until;
+    } else {
+      c.busy.push_back({start, busy_until});
+    }
+    // The launch returns at once unless the backlog is too deep; some host work per launch.
+    c.next_try = std::max(now + kHost, busy_until > kBacklog ? busy_until - kBacklog : 0);
   }
   std::vector<double> shares;
-  for (const Container& c : cs) shares.push_back(100.0 * BusyIn(c.busy, 0, horizon) / horizon);
+  for (Container& c : cs) {
+    c.cal_from = 0;
+    shares.push_back(100.0 * static_cast<double>(BusyInWindow(c, from, horizon)) / static_cast<double>(horizon - from));
+  }
   return shares;
 }
 
@@ -91,11 +113,59 @@ TEST(VgpuLimiter, HoldsTargetsIndependentOfSmCount) {
       {20, {30, 70}},  {20, {50, 50}},  {20, {70, 30}},  {132, {30, 70}}, {132, {50, 50}}, {132, {70, 30}},
   };
   for (const Case& c : cases) {
-    // A wave cost different from the limiter's prior (100 us), so calibration has to work.
-    std::vector<double> got = Simulate(c.sms, 250000, c.pcts, 10000000000ull, c.sms);
+    // Random grids of up to 8 waves of 250 us: a wave cost different from the limiter's prior (100 us).
+    auto shape = [](size_t, std::mt19937& rng) { return Shape{1 + rng() % 8, 250 * kUs}; };
+    std::vector<double> got = Simulate(c.sms, c.pcts, 0, 10 * kSec, shape, c.sms);
     for (size_t i = 0; i < c.pcts.size(); i++) {
       EXPECT_NEAR(got[i], c.pcts[i], 3.0) << c.sms << " SMs, container " << i << " target " << c.pcts[i];
       std::printf("sms=%u containers=%zu target=%u achieved=%.2f\n", c.sms, c.pcts.size(), c.pcts[i], got[i]);
+    }
+  }
+}
+
+// Kernel-length sweep: kernels of 10 us to 2 s (one long wave, or many 250 us waves), and a mix of short
+// and long kernels in one container; 20, 132 and 188 SMs; one container at 30/50/70 % and two at 30/70.
+// Each run lasts long enough for ~60 cycles of its longest kernel; the share is measured after the first
+// 10 s. The limit holds within 2 points, except for the mix in two containers at 30/70 (3 points): the
+// targets add up to the whole device, and the device idles now and then while both wait for tokens.
+TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
+  const uint64_t lengths[] = {10 * kUs, 100 * kUs, 1 * kMs, 10 * kMs, 100 * kMs, 500 * kMs, 2 * kSec};
+  struct Kind {
+    const char* name;
+    uint64_t longest;
+    std::function<Shape(size_t, std::mt19937&)> shape;
+  };
+  std::vector<Kind> kinds;
+  for (uint64_t len : lengths) {
+    kinds.push_back({"one wave", len, [len](size_t, std::mt19937&) { return Shape{1, len}; }});
+    if (len > 250 * kUs) {
+      kinds.push_back({"250us waves", len, [len](size_t, std::mt19937&) { return Shape{len / (250 * kUs), 250 * kUs}; }});
+    }
+  }
+  kinds.push_back({"mixed", 500 * kMs, [](size_t, std::mt19937& rng) {
+                     switch (rng() % 4) {
+                       case 0: return Shape{1, 20 * kUs};
+                       case 1: return Shape{40, 250 * kUs};
+                       case 2: return Shape{1 + rng() % 8, 100 * kUs};
+                       default: return Shape{1, 500 * kMs};
+                     }
+                   }});
+  const std::vector<std::vector<uint32_t>> configs = {{30}, {50}, {70}, {30, 70}};
+  int runs = 0;
+  for (uint32_t sms : {20u, 132u, 188u}) {
+    for (const Kind& kind : kinds) {
+      for (const auto& pcts : configs) {
+        uint64_t horizon = std::clamp<uint64_t>(kind.longest * 200, 30 * kSec, 500 * kSec);
+        std::vector<double> got = Simulate(sms, pcts, 10 * kSec, horizon, kind.shape, sms + runs);
+        runs++;
+        const double tolerance = std::string(kind.name) == "mixed" && pcts.size() == 2 ? 3.0 : 2.0;
+        for (size_t i = 0; i < pcts.size(); i++) {
+          EXPECT_NEAR(got[i], pcts[i], tolerance) << sms << " SMs, " << kind.name << " kernels of up to "
+                                            << kind.longest / kUs << " us, container " << i << " of " << pcts.size();
+          std::printf("sms=%u kernels=%s longest_us=%llu containers=%zu target=%u achieved=%.2f\n", sms,
+                      kind.name, static_cast<unsigned long long>(kind.longest / kUs), pcts.size(), pcts[i], got[i]);
+        }
+      }
     }
   }
 }
@@ -108,6 +178,7 @@ TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   EXPECT_GT(w, 0u);
   EXPECT_LE(w, VGPU_LIMITER_MAX_SLEEP_NS);
   // A calibration sample replaces the prior, later samples are averaged.
+  d.ns_per_wave = 0;
   vgpu_limiter_calibrate(&d, 1000000, 10);
   EXPECT_EQ(d.ns_per_wave, 100000u);
   vgpu_limiter_calibrate(&d, 3000000, 10);
