@@ -81,6 +81,7 @@ struct Alloc {
   uint64_t size;
   AllocKind kind;
   Ctx* ctx;
+  uint64_t charged;  // device-resident bytes (managed memory: the rest lives in host memory)
 };
 
 struct Phys {
@@ -222,8 +223,9 @@ uint64_t AllocVa(int dev, uint64_t size, uint64_t align) {
   return 0;
 }
 
-// Allocates device memory for the current context. Takes G().mu.
-CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1) {
+// Allocates device memory for the current context; `managed`: as much as fits is device-resident and the
+// rest is host memory (never out of device memory). Takes G().mu.
+CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1, bool managed = false) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Globals& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
@@ -233,8 +235,9 @@ CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1) {
   uint64_t rounded = (bytes + 511) / 512 * 512;
   uint64_t va = AllocVa(dev, rounded, 512);
   if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (!GetRuntime().state->Charge(dev, rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
-  g.allocs[va] = Alloc{dev, rounded, AllocKind::kDevice, c};
+  uint64_t charged = GetRuntime().state->ChargeUpTo(dev, rounded, managed);
+  if (charged != rounded && !managed) return CUDA_ERROR_OUT_OF_MEMORY;
+  g.allocs[va] = Alloc{dev, rounded, AllocKind::kDevice, c, charged};
   *dptr = va;
   return CUDA_SUCCESS;
 }
@@ -246,7 +249,7 @@ CUresult DeviceFree(CUdeviceptr p) {
   auto it = g.allocs.find(p);
   if (it == g.allocs.end() || it->second.kind != AllocKind::kDevice)
     return CUDA_ERROR_INVALID_VALUE;
-  GetRuntime().state->Uncharge(it->second.dev, it->second.size);
+  GetRuntime().state->Uncharge(it->second.dev, it->second.charged);
   g.allocs.erase(it);
   return CUDA_SUCCESS;
 }
@@ -257,7 +260,7 @@ void DestroyCtxLocked(Ctx* c) {
   fakegpu::SharedState& s = *GetRuntime().state;
   for (auto it = g.allocs.begin(); it != g.allocs.end();) {
     if (it->second.ctx == c && it->second.kind == AllocKind::kDevice) {
-      s.Uncharge(it->second.dev, it->second.size);
+      s.Uncharge(it->second.dev, it->second.charged);
       it = g.allocs.erase(it);
     } else {
       ++it;
@@ -1175,7 +1178,7 @@ FAKEGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsig
   FG_ENTRY();
   FG_NEED_INIT();
   if (flags != 0x1 && flags != 0x2) return CUDA_ERROR_INVALID_VALUE;
-  return DeviceAlloc(dptr, bytes);
+  return DeviceAlloc(dptr, bytes, -1, /*managed=*/true);
 }
 
 FG_CU(cuMemFree_v2, (CUdeviceptr p), DeviceFree(p))
@@ -1328,7 +1331,7 @@ FAKEGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_
   int window = fakegpu::kMaxDevices - 1;
   uint64_t va = AllocVa(window, size, std::max<uint64_t>(alignment, kGranularity));
   if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  G().allocs[va] = Alloc{window, size, AllocKind::kReservation, nullptr};
+  G().allocs[va] = Alloc{window, size, AllocKind::kReservation, nullptr, 0};
   *ptr = va;
   return CUDA_SUCCESS;
 }

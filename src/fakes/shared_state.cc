@@ -219,25 +219,28 @@ void SharedState::ReclaimDeadLocked(bool deep) {
   }
 }
 
-bool SharedState::Charge(int dev, uint64_t bytes) {
+uint64_t SharedState::ChargeUpTo(int dev, uint64_t bytes, bool partial) {
   Lock();
   ProcRec* self = SelfLocked();
-  bool ok = false;
+  uint64_t charged = 0;
   if (self != nullptr) {
-    for (int attempt = 0; attempt < 2 && !ok; ++attempt) {
+    for (int attempt = 0; attempt < 2 && charged < bytes; ++attempt) {
       if (attempt == 1) ReclaimDeadLocked(/*deep=*/true);
       uint64_t used = 0;
       for (const ProcRec& p : r_->procs) {
         if (p.live) used += p.mem_bytes[dev];
       }
       uint64_t total = r_->devs[dev].total_bytes;
-      ok = used <= total && bytes <= total - used;
+      uint64_t room = used <= total ? total - used : 0;
+      charged = bytes <= room ? bytes : (partial ? room : 0);
     }
-    if (ok) self->mem_bytes[dev] += bytes;
+    self->mem_bytes[dev] += charged;
   }
   Unlock();
-  return ok;
+  return charged;
 }
+
+bool SharedState::Charge(int dev, uint64_t bytes) { return ChargeUpTo(dev, bytes, false) == bytes; }
 
 void SharedState::Uncharge(int dev, uint64_t bytes) {
   Lock();

@@ -692,4 +692,32 @@ TEST_F(VgpuE2e, ContextIsChargedWithMoreThan64ProcessesOnTheDevice) {
   EXPECT_EQ(r.U("start_free"), kGi - kCtx) << "the context's 300 MiB must be charged";
 }
 
+// Virtual device memory (CUDA_OVERSUBSCRIBE, deviceMemoryScaling > 1): a 12 GiB limit on an 8 GiB card.
+// Allocations within the limit succeed (beyond the card as managed memory, which the fake keeps in host
+// memory), the limit still holds, and every report shows the virtual device.
+TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
+  const uint64_t limit = 12 * kGi;
+  Result r = Run({VGPU_PROG, "exact"},
+                 With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("start_total"), limit);
+  EXPECT_EQ(r.U("start_devtotal"), limit);
+  EXPECT_EQ(r.U("start_free"), limit - kCtx);
+  EXPECT_EQ(r.I("alloc_free_rc"), 0) << "11.7 GiB on an 8 GiB card";
+  EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
+  EXPECT_EQ(r.U("full_free"), 0u);
+  EXPECT_EQ(r.I("alloc_over_rc"), 2);
+  EXPECT_EQ(r.I("alloc_again_rc"), 0);
+  EXPECT_EQ(r.U("end_free"), limit - kCtx);
+  for (const char* tag : {"start", "full", "end"}) {
+    std::string t = tag;
+    EXPECT_EQ(r.U(t + "_nvml_total"), r.U(t + "_total")) << t;
+    EXPECT_EQ(r.U(t + "_nvml_free"), r.U(t + "_free")) << t;
+  }
+  // Without CUDA_OVERSUBSCRIBE the same limit is capped by the card.
+  Result plain = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, "plain"), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi"}));
+  ASSERT_TRUE(plain.Exited(0)) << plain.out;
+  EXPECT_EQ(plain.U("start_total"), 8192 * kMi);
+}
+
 }  // namespace

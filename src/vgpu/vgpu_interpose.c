@@ -105,6 +105,7 @@ static struct {
   uint32_t sm_pct[VGPU_MAX_DEVICES];  /* per entry: 1..99 limited, 0 not limited */
   uint32_t sms[VGPU_MAX_DEVICES];
   int sm_active;          /* some entry has an SM limit and the policy is not "disable" */
+  int oversubscribe;      /* CUDA_OVERSUBSCRIBE: limits may exceed the device; the excess is managed memory */
   uint32_t policy;
   int watcher_started;
   /* Per entry, written by the calibration thread: 1 while no process outside the container used the device
@@ -401,6 +402,11 @@ static void init_locked(void) {
   g.ndev = n;
   g.single = n == 1;
   g.sm_active = 0;
+  const char* os = cfg_get("CUDA_OVERSUBSCRIBE");
+  if (os && vgpu_parse_bool(os, &g.oversubscribe) != 0) {
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_OVERSUBSCRIBE=\"%s\" is not true/false; no oversubscription", os);
+    g.oversubscribe = 0;
+  }
   for (int ord = 0; ord < n; ord++) {
     g.ent[ord] = -1;
     CUdevice dev;
@@ -520,13 +526,23 @@ static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64
   return r;
 }
 
+/* Device memory; with oversubscription, what the device cannot hold any more (within the container's
+ * virtual limit, already reserved) becomes managed memory, which the driver pages between device and host. */
+static inline CUresult alloc_device(CUdeviceptr* dptr, size_t bytesize) {
+  CUresult r = real_cuMemAlloc_v2(dptr, bytesize);
+  if (UNLIKELY(r == CUDA_ERROR_OUT_OF_MEMORY) && g.oversubscribe && real_cuMemAllocManaged) {
+    r = real_cuMemAllocManaged(dptr, bytesize, CU_MEM_ATTACH_GLOBAL);
+  }
+  return r;
+}
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   int e;
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
     ensure_loaded();
     return real_cuMemAlloc_v2 ? real_cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
   }
-  CHARGED_CALL(e, bytesize, real_cuMemAlloc_v2(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
+  CHARGED_CALL(e, bytesize, alloc_device(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
 }
 
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
@@ -826,8 +842,13 @@ static inline void clamp_info(int e, uint64_t* free, uint64_t* total) {
   const vgpu_device_entry* d = &g.rc.r->devices[e];
   uint64_t limit = g.rc.limit[e];
   if (!limit) return;
-  uint64_t t = *total < limit ? *total : limit;
   uint64_t used = __atomic_load_n(&d->used_bytes, __ATOMIC_ACQUIRE);
+  if (UNLIKELY(g.oversubscribe)) { /* the virtual device: the limit, whatever the card holds */
+    *total = limit;
+    *free = limit > used ? limit - used : 0;
+    return;
+  }
+  uint64_t t = *total < limit ? *total : limit;
   uint64_t avail = t > used ? t - used : 0;
   *total = t;
   if (*free > avail) *free = avail;
@@ -857,7 +878,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   int e;
   if (ready() && (e = entry_of(dev)) >= 0) {
     uint64_t limit = g.rc.limit[e];
-    if (limit && limit < t) t = (size_t)limit;
+    if (limit && (limit < t || g.oversubscribe)) t = (size_t)limit;
   }
   *bytes = t;
   return r;
