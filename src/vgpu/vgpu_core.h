@@ -80,7 +80,7 @@ typedef struct vgpu_region_params {
 } vgpu_region_params;
 
 typedef struct vgpu_region_ctx {
-  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); replaced when the file is found
+  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); a private copy is moved onto it when the file is found
                      * tampered with under this process (see vgpu_region_reserve) */
   int fd;           /* region file, -1 for the private fallback */
   int slot;         /* own slot index, -1 if none */

@@ -171,8 +171,8 @@ static void init_header(vgpu_region* r, const vgpu_region_params* p) {
 }
 
 /* A private anonymous region holding this process's devices, limits and usage (from the ctx, never from a
- * file). Returns the mapping or NULL. */
-static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev) {
+ * file) in slot `slot`, with the lock word `lock`. Returns the mapping or NULL. */
+static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev, int slot, uint32_t lock) {
   void* m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   vgpu_region* r = (vgpu_region*)m;
@@ -185,12 +185,13 @@ static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev) {
     d->sm_limit_pct = c->sm_pct[i] ? c->sm_pct[i] : 100;
     d->used_bytes = c->mine[i];
     d->container_index = -1;
-    r->slots[0].used[i] = c->mine[i];
+    r->slots[slot].used[i] = c->mine[i];
   }
   r->hdr.device_count = ndev;
-  r->hdr.slot_hwm = 1;
-  r->slots[0].state = VGPU_SLOT_ACTIVE;
-  r->slots[0].pid = (uint32_t)getpid();
+  r->hdr.slot_hwm = (uint32_t)slot + 1;
+  r->hdr.lock = lock;
+  r->slots[slot].state = VGPU_SLOT_ACTIVE;
+  r->slots[slot].pid = (uint32_t)getpid();
   r->hdr.init_state = VGPU_REGION_READY;
   r->hdr.magic = VGPU_REGION_MAGIC;
   return r;
@@ -198,7 +199,7 @@ static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev) {
 
 static int use_private(vgpu_region_ctx* c, const vgpu_region_params* p) {
   c->params = *p;
-  c->r = private_region(c, 0);
+  c->r = private_region(c, 0, 0, 0);
   c->fd = -1;
   c->shared = 0;
   c->slot = c->r ? 0 : -1;
@@ -216,26 +217,28 @@ static uint32_t known_devices(const vgpu_region_ctx* c) {
 }
 
 /* The file no longer holds what this process wrote to it: continue on a private region that keeps this
- * process's usage and limits. Caller holds the lock of `old` (c->r); it is released here. The old mapping
- * stays mapped (other threads may still read it) and the descriptor is closed, which drops this process's
- * liveness lock, so that the others see it gone. */
-static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, vgpu_region* old, const char* why) {
-  vgpu_region* priv = private_region(c, known_devices(c));
+ * process's usage and limits. The caller holds the region lock. The private region is moved onto the
+ * mapping's address (so every thread keeps its pointers, slot index and lock word, and the lock stays held
+ * by the caller); the descriptor is closed, which drops this process's liveness lock, so that the others
+ * see it gone. Returns 0, or -1 (lock released) when no private region could be made: then nothing more
+ * can be reserved. */
+static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, const char* why) {
+  vgpu_region* priv = private_region(c, known_devices(c), c->slot, c->lock_word);
+  void* moved = MAP_FAILED;
+  if (priv) {
+    moved = mremap(priv, sizeof(vgpu_region), sizeof(vgpu_region), MREMAP_MAYMOVE | MREMAP_FIXED, c->r);
+    if (moved == MAP_FAILED) munmap(priv, sizeof(vgpu_region));
+  }
   VGPU_LOG(VGPU_LOG_ERROR,
            "shared region was overwritten under this process (%s); its limits are now enforced for this "
            "process alone, from its own records%s",
-           why, priv ? "" : " (no memory for a private region: allocations are refused)");
-  if (!priv) {
-    /* Keep the old mapping but refuse everything: limit 1 byte, nothing reservable. */
+           why, moved != MAP_FAILED ? "" : " (no private region: allocations are refused)");
+  if (moved == MAP_FAILED) {
     for (int i = 0; i < VGPU_MAX_DEVICES; i++) c->limit[i] = 1;
-    STORE32(&old->hdr.lock, 0);
+    STORE32(&c->r->hdr.lock, 0);
     return -1;
   }
-  __atomic_store_n(&c->r, priv, __ATOMIC_RELEASE);
   c->shared = 0;
-  c->slot = 0;
-  c->lock_word = 1;
-  STORE32(&old->hdr.lock, 0);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   return 0;
@@ -539,70 +542,59 @@ static inline int slot_tampered(const vgpu_region_ctx* c, const vgpu_proc_slot* 
 }
 
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) {
+  vgpu_region* r = c->r;
+  vgpu_device_entry* d = &r->devices[dev];
+  vgpu_proc_slot* s = &r->slots[c->slot];
   int arm = 0;
   if (__builtin_expect(vgpu_region_crash_point != 0, 0)) arm = ++crash_calls >= vgpu_region_crash_after;
-  for (;;) {
-    vgpu_region* r = __atomic_load_n(&c->r, __ATOMIC_ACQUIRE);
-    vgpu_device_entry* d = &r->devices[dev];
-    vgpu_proc_slot* s = &r->slots[c->slot];
-    if (__builtin_expect(region_lock_on(c, r) != 0, 0)) return -1;
-    if (__builtin_expect(r != c->r, 0)) { /* another thread moved this process to a private region */
-      STORE32(&r->hdr.lock, 0);
-      continue;
-    }
-    if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
-    uint64_t used = LOAD64(&d->used_bytes);
-    uint64_t mine = LOAD64(&s->used[dev]);
-    if (__builtin_expect(slot_tampered(c, s, mine, used, dev), 0)) {
-      if (region_tampered(c, r, "its usage records changed") != 0) return -1;
-      continue;
-    }
-    uint64_t limit = c->limit[dev];
-    int rc = 0;
-    if (limit && !force && (bytes > limit || used > limit - bytes)) {
-      rc = 1;
-    } else {
-      STORE64(&s->used[dev], mine + bytes);
-      c->mine[dev] = mine + bytes;
-      if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
-      STORE64(&d->used_bytes, used + bytes);
-    }
-    region_unlock(c);
-    return rc;
+  if (__builtin_expect(region_lock(c) != 0, 0)) return -1;
+  if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
+  uint64_t used = LOAD64(&d->used_bytes);
+  uint64_t mine = LOAD64(&s->used[dev]);
+  if (__builtin_expect(slot_tampered(c, s, mine, used, dev), 0)) {
+    if (region_tampered(c, "its usage records changed") != 0) return -1;
+    used = LOAD64(&d->used_bytes);
+    mine = LOAD64(&s->used[dev]);
   }
+  uint64_t limit = c->limit[dev];
+  int rc = 0;
+  if (limit && !force && (bytes > limit || used > limit - bytes)) {
+    rc = 1;
+  } else {
+    STORE64(&s->used[dev], mine + bytes);
+    c->mine[dev] = mine + bytes;
+    if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
+    STORE64(&d->used_bytes, used + bytes);
+  }
+  region_unlock(c);
+  return rc;
 }
 
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
-  for (;;) {
-    vgpu_region* r = __atomic_load_n(&c->r, __ATOMIC_ACQUIRE);
-    vgpu_device_entry* d = &r->devices[dev];
-    vgpu_proc_slot* s = &r->slots[c->slot];
-    int locked = region_lock_on(c, r) == 0;
-    if (locked && __builtin_expect(r != c->r, 0)) {
-      STORE32(&r->hdr.lock, 0);
-      continue;
+  vgpu_region* r = c->r;
+  vgpu_device_entry* d = &r->devices[dev];
+  vgpu_proc_slot* s = &r->slots[c->slot];
+  int locked = region_lock(c) == 0;
+  /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
+   * limit, and recovery recomputes the cache from the slots anyway. */
+  uint64_t mine = LOAD64(&s->used[dev]);
+  uint64_t used = LOAD64(&d->used_bytes);
+  /* (A release cannot raise usage: the slot's state is checked by reserve only.) */
+  if (locked && __builtin_expect(mine != c->mine[dev] || used < mine, 0)) {
+    if (region_tampered(c, "its usage records changed") != 0) return;
+    mine = LOAD64(&s->used[dev]);
+    used = LOAD64(&d->used_bytes);
+  }
+  if (bytes > mine) bytes = mine;
+  STORE64(&s->used[dev], mine - bytes);
+  c->mine[dev] = mine - bytes;
+  if (locked) {
+    STORE64(&d->used_bytes, used > bytes ? used - bytes : 0);
+    region_unlock(c);
+  } else {
+    while (!__atomic_compare_exchange_n(&d->used_bytes, &used, used > bytes ? used - bytes : 0, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
-    /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
-     * limit, and recovery recomputes the cache from the slots anyway. */
-    uint64_t mine = LOAD64(&s->used[dev]);
-    if (locked && __builtin_expect(slot_tampered(c, s, mine, LOAD64(&d->used_bytes), dev), 0)) {
-      if (region_tampered(c, r, "its usage records changed") != 0) return;
-      continue;
-    }
-    if (bytes > mine) bytes = mine;
-    STORE64(&s->used[dev], mine - bytes);
-    c->mine[dev] = mine - bytes;
-    if (locked) {
-      uint64_t used = LOAD64(&d->used_bytes);
-      STORE64(&d->used_bytes, used > bytes ? used - bytes : 0);
-      region_unlock(c);
-    } else {
-      uint64_t used = LOAD64(&d->used_bytes);
-      while (!__atomic_compare_exchange_n(&d->used_bytes, &used, used > bytes ? used - bytes : 0, 0,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      }
-    }
-    return;
   }
 }
 
