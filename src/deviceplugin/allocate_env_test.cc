@@ -122,7 +122,8 @@ TEST(AllocateEnvTest, Mounts) {
   ASSERT_TRUE(b.ok());
   for (const auto& m : b->mounts) EXPECT_NE(m.container_path, "/etc/ld.so.preload");
   EXPECT_EQ(b->mounts.size(), 4u);
-  EXPECT_EQ(b->mounts.back().container_path, "/usr/local/vgpu/vgpu.limits") << "opting out of the preload keeps the limits";
+  EXPECT_EQ(b->mounts.back().container_path, "/usr/local/vgpu/vgpu.limits")
+      << "opting out of the preload keeps the limits";
   EXPECT_EQ(b->region_uid, -1) << "no user named: the directory stays the plugin's";
 
   PendingPod owned = Pod({Dev("GPU-a", 1, 0)});

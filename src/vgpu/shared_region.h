@@ -12,9 +12,10 @@
  *    write, except the two monitor-feedback fields documented on vgpu_region_header.
  *  - Crash safety: `used_bytes` of a device is a cache of the sum of `used[dev]` of all non-free slots; it is
  *    changed only together with the caller's slot while holding `lock` (a spin lock word holding the owner's
- *    slot index + 1 in bits 0..10 and the low 21 bits of its slot's generation above them). A process SIGKILLed anywhere leaves at worst a held lock or a cache that is off by its
- *    last in-flight change; whoever next takes the lock from a dead owner recomputes the cache from the slots,
- *    which are each changed by single stores. Liveness of a slot's owner is an OFD byte-range lock held by
+ *    slot index + 1 in bits 0..10 and the low 21 bits of its slot's generation above them). A process
+ *    SIGKILLed anywhere leaves at worst a held lock or a cache that is off by its last in-flight change;
+ *    whoever next takes the lock from a dead owner recomputes the cache from the slots, which are each
+ *    changed by single stores. Liveness of a slot's owner is an OFD byte-range lock held by
  *    the owner on byte VGPU_REGION_LIVENESS_BASE + slot of the file: the kernel drops it when the process dies
  *    (any PID namespace, no PID-reuse confusion). Dead slots are reclaimed (their usage subtracted) by the next
  *    process that registers or hits the limit. `generation` changes on every claim so a reader can tell that

@@ -80,8 +80,8 @@ typedef struct vgpu_region_params {
 } vgpu_region_params;
 
 typedef struct vgpu_region_ctx {
-  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); a private copy is moved onto it when the file is found
-                     * tampered with under this process (see vgpu_region_reserve) */
+  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); a private copy is moved onto it
+                     * when the file is found tampered with under this process (see vgpu_region_reserve) */
   int fd;           /* region file, -1 for the private fallback */
   int slot;         /* own slot index, -1 if none */
   int shared;       /* 1 when backed by the file */
@@ -110,11 +110,12 @@ void vgpu_region_detach(vgpu_region_ctx* c);
  * Returns the entry index or -1 when the table is full. */
 int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
                        uint64_t total_bytes, int32_t container_index, uint32_t sm_count);
-/* Reserves `bytes` on entry `dev` for this process against c->limit[dev]. force != 0 charges even past the
- * limit. Returns 0 when reserved, 1 when it would exceed the limit (nothing charged), -1 when the region
- * could not be locked in bounded time (nothing charged). When the file no longer holds what this process
- * wrote to it (overwritten under it), one ERROR line is logged and the process continues on a private region
- * that keeps its usage and limits (reserve and release both check). */
+/* Reserves `bytes` on entry `dev` for this process against c->limit[dev] (the region's limit for an entry it
+ * never registered). force != 0 charges even past the limit. Returns 0 when reserved, 1 when it would
+ * exceed the limit (nothing charged), -1 when the region could not be locked in bounded time (nothing
+ * charged). When the file no longer holds what this process wrote to it (overwritten under it), one ERROR
+ * line is logged and the process continues on a private region that keeps its usage and limits (reserve
+ * and release both check). */
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force);
 /* Returns bytes reserved earlier (clamped, never underflows). */
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);

@@ -1135,7 +1135,9 @@ static void* watcher_main(void* arg) {
       last_waves[ord] = waves;
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
       int64_t cap = vgpu_limiter_cap(d, g.sm_pct[e]);
-      if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) > cap) __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
+      if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) > cap) {
+        __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
+      }
       controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
     }
     last_us = now_us;

@@ -6,8 +6,9 @@
  * any window the container starts at most pct% of the window's device time (plus one burst). A controller
  * tick per window (vgpu_limiter_tick) charges the bucket with measured device time beyond the launch
  * charges, so the share holds whatever the kernels' length; ns_per_wave is calibrated from measured busy
- * time so that the up-front charges are close to what launches really cost. All state is in the shared device entry and updated with
- * atomics: processes of one container share the budget, and a killed process leaves nothing locked. */
+ * time so that the up-front charges are close to what launches really cost. All state is in the shared
+ * device entry and updated with atomics: processes of one container share the budget, and a killed
+ * process leaves nothing locked. */
 #include "vgpu/vgpu_core.h"
 
 void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d) = NULL;

@@ -139,7 +139,8 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
   for (uint64_t len : lengths) {
     kinds.push_back({"one wave", len, [len](size_t, std::mt19937&) { return Shape{1, len}; }});
     if (len > 250 * kUs) {
-      kinds.push_back({"250us waves", len, [len](size_t, std::mt19937&) { return Shape{len / (250 * kUs), 250 * kUs}; }});
+      kinds.push_back(
+          {"250us waves", len, [len](size_t, std::mt19937&) { return Shape{len / (250 * kUs), 250 * kUs}; }});
     }
   }
   kinds.push_back({"mixed", 500 * kMs, [](size_t, std::mt19937& rng) {

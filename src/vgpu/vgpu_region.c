@@ -557,6 +557,8 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
     mine = LOAD64(&s->used[dev]);
   }
   uint64_t limit = c->limit[dev];
+  /* An entry this process never registered (another process made it): the region's limit holds. */
+  if (__builtin_expect(!limit, 0) && !c->uuid[dev][0]) limit = d->limit_bytes;
   int rc = 0;
   if (limit && !force && (bytes > limit || used > limit - bytes)) {
     rc = 1;
