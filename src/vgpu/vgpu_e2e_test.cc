@@ -714,6 +714,16 @@ TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
     EXPECT_EQ(r.U(t + "_nvml_total"), r.U(t + "_total")) << t;
     EXPECT_EQ(r.U(t + "_nvml_free"), r.U(t + "_free")) << t;
   }
+  // As the device plugin arms it (limits file, as AllocateEnvTest.LimitsFileMirrorsTheArmedEnvironment
+  // writes it for deviceMemoryScaling > 1): the environment cannot turn it off.
+  const std::string lib = ArmedLibrary("CUDA_DEVICE_MEMORY_LIMIT_0=12288m\nCUDA_OVERSUBSCRIBE=true\n"
+                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/regionarmed.cache\n");
+  ASSERT_FALSE(lib.empty());
+  Result armed = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib, "CUDA_OVERSUBSCRIBE=false"}));
+  ASSERT_TRUE(armed.Exited(0)) << armed.out;
+  EXPECT_EQ(armed.U("start_total"), limit);
+  EXPECT_EQ(armed.I("alloc_free_rc"), 0);
+  EXPECT_EQ(armed.I("alloc_one_more_rc"), 2);
   // Without CUDA_OVERSUBSCRIBE the same limit is capped by the card.
   Result plain = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, "plain"), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi"}));
   ASSERT_TRUE(plain.Exited(0)) << plain.out;
