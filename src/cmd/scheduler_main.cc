@@ -174,7 +174,6 @@ int SchedulerMain(int argc, char** argv) {
 
   extender::ExtenderOptions eo;
   eo.resources = dc.resources;
-  eo.scheduler = so;
   eo.is_leader = [&controller] { return controller.IsLeader(); };
   eo.leader_name = [&controller] { return controller.Leader(); };
   eo.component = scheduler_name;

@@ -306,11 +306,8 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
 
 ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::PodRequest& pod) {
   ExtenderFilterResult out;
-  auto sim = scheduler::Scheduler::Create(opts_.scheduler);
-  if (!sim.ok()) {
-    out.error = std::string(sim.status().message());
-    return out;
-  }
+  // Same policies and learned models as the live decisions, on a private cache.
+  std::unique_ptr<scheduler::Scheduler> sim = sched_.DryRun();
   const int64_t now = clock_.UnixSeconds();
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
@@ -324,17 +321,17 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
     by_name[v.info.name] = &n;
     names.push_back(v.info.name);
     const std::string name = v.info.name;
-    (*sim)->UpsertNode(std::move(v.info));
+    sim->UpsertNode(std::move(v.info));
     // Usage of the devices the live cache knows on that node (same uuids), as one synthetic pod.
     auto snap = sched_.cache().Snapshot(name);
     if (snap) {
       core::PodAllocation a = UsageAsAllocation(*snap);
-      if (!a.containers.empty()) (void)(*sim)->AddPod("usage/" + name, a);
+      if (!a.containers.empty()) (void)sim->AddPod("usage/" + name, a);
     }
   }
   scheduler::ScheduleOptions so;
   so.explain = true;
-  auto d = (*sim)->Schedule(pod, &names, so);
+  auto d = sim->Schedule(pod, &names, so);
   if (!d.ok()) {
     out.error = std::string(d.status().message());
     return out;

@@ -37,7 +37,6 @@ namespace hami::extender {
 
 struct ExtenderOptions {
   core::ResourceConfig resources;
-  scheduler::SchedulerOptions scheduler;   // to build the private scheduler of a dry run
   const Clock* clock = nullptr;            // default RealClock
   // Leader gate; null = always the leader (single replica, or leader election off).
   std::function<bool()> is_leader;

@@ -8,6 +8,9 @@
 //     Score:   the profile's NodeScorer rates the node with the pod placed (raw integer).
 //   then once: normalisation to 0..100 (higher is better), host selection (highest score, ties to the
 //   node earliest in name order), and the winner is re-evaluated to produce the allocation.
+//   Reserve:   when (and only when) the decision is committed to the cache, the profile's ReservePlugins
+//              learn from it; Unreserve undoes that when the reservation is rolled back. Everything
+//              before Reserve is a pure function of the cache and the learned state.
 //
 // A policy is a Profile = one GpuPicker + one NodeScorer + how to normalise and select; it lives in
 // src/scheduler/policies/<name>/ and is one row of the registry (registry.h). Plugins see a request,
@@ -170,10 +173,40 @@ enum class HostSelection {
   kUniformFeasible,  // a uniformly random feasible node (scores are ignored)
 };
 
+// Learns from the decisions that are kept (the Reserve/Unreserve extension points of the Kubernetes
+// scheduling framework). Reserve runs once per committed decision, after the cache has taken it;
+// Unreserve undoes exactly that when the reservation is rolled back (bind failed, pod filtered again,
+// decision patch lost); Forget drops the record of a pod that ran and left, keeping what it taught
+// (the policies learn the arrivals, not the running set). Unknown uids are ignored. Thread-safe.
+// Schedule never calls these, so deciding has no side effect: a pod that is retried, explained or
+// dry-run a thousand times is learned once, when it is reserved.
+class ReservePlugin {
+ public:
+  virtual ~ReservePlugin() = default;
+  virtual void Reserve(const core::PodRequest& pod, const PodDelta& delta) = 0;
+  virtual void Unreserve(const std::string& uid) = 0;
+  virtual void Forget(const std::string& uid) = 0;
+};
+
+// A ReservePlugin over a model with Observe(uid, pod) / Unobserve(uid) / Forget(uid) (the FGD shape
+// model, fgd-balance's CPU demand).
+template <typename Model>
+class ObservingPlugin final : public ReservePlugin {
+ public:
+  explicit ObservingPlugin(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  void Reserve(const core::PodRequest& pod, const PodDelta&) override { model_->Observe(pod.uid, pod); }
+  void Unreserve(const std::string& uid) override { model_->Unobserve(uid); }
+  void Forget(const std::string& uid) override { model_->Forget(uid); }
+
+ private:
+  std::shared_ptr<Model> model_;
+};
+
 struct Profile {
   std::string name;
   std::unique_ptr<GpuPicker> picker;
   std::unique_ptr<NodeScorer> scorer;
+  std::vector<std::shared_ptr<ReservePlugin>> reserve;   // learning policies only; empty for the others
   Normalize normalize = Normalize::kClamp;
   HostSelection selection = HostSelection::kHighestScore;
   const VendorRules* vendor_rules = nullptr;  // per-device rules of non-generic vendors; null = none

@@ -26,7 +26,7 @@ core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
 }
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
-  HAMI_ASSIGN_OR_RETURN(auto profile, MakeProfile(options.policy, options.config));
+  HAMI_ASSIGN_OR_RETURN(std::shared_ptr<Profile> profile, MakeProfile(options.policy, options.config));
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(profile), options.seed));
   // Policies a pod may select by annotation get their own profile (and, for the fragmentation-aware
   // ones, their own learned task-shape model), unless the configured policy is that one.
@@ -260,7 +260,38 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
 
 Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
   if (decision.node.empty()) return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
-  return cache_.Reserve(pod.uid, decision.node, decision.delta);
+  HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
+  if (learns_)
+    for (const auto& plugin : ProfileFor(pod).reserve) plugin->Reserve(pod, decision.delta);
+  return OkStatus();
+}
+
+template <typename F>
+void Scheduler::ForEachPlugin(F&& f) const {
+  if (!learns_) return;
+  for (const Profile* p : {profile_.get(), fgd_.get(), default_.get(), hami_.get()})
+    if (p)
+      for (const auto& plugin : p->reserve) f(*plugin);
+}
+
+Status Scheduler::Unreserve(const std::string& uid) {
+  // Each profile's plugins know only the pods they learned; the others ignore the uid.
+  ForEachPlugin([&](ReservePlugin& p) { p.Unreserve(uid); });
+  return cache_.RemovePod(uid);
+}
+
+Status Scheduler::RemovePod(const std::string& uid) {
+  ForEachPlugin([&](ReservePlugin& p) { p.Forget(uid); });
+  return cache_.RemovePod(uid);
+}
+
+std::unique_ptr<Scheduler> Scheduler::DryRun() const {
+  std::unique_ptr<Scheduler> s(new Scheduler(profile_, seed_));
+  s->fgd_ = fgd_;
+  s->default_ = default_;
+  s->hami_ = hami_;
+  s->learns_ = false;
+  return s;
 }
 
 StatusOr<Decision> Scheduler::ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidates,

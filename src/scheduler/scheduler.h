@@ -3,13 +3,16 @@
 // incremental ClusterCache.
 //
 // Contract:
-//  - Schedule() decides, it does not change the cache. It is thread-safe and may run concurrently
-//    with itself and with every other method. It returns OK with an empty Decision::node when no
+//  - Schedule() decides, it changes nothing: not the cache, not what the policies have learned (the
+//    only state it advances is the scheduler's own random stream when no ScheduleOptions::rng is
+//    given). It is thread-safe and may run concurrently with itself and with every other method. It returns OK with an empty Decision::node when no
 //    node fits (Decision::failures then says why, when explain is set); an error only for a request
 //    that can never be scheduled as written (e.g. a bad hami.io/gpu-scheduler-policy annotation).
 //  - Reserve() commits a Decision. It succeeds only if the decision still fits the node at commit
-//    time (ABORTED otherwise: call Schedule again). ScheduleAndReserve() does that loop.
-//  - Unreserve()/RemovePod() give the usage back; AddPod() records a pod placed earlier (restart,
+//    time (ABORTED otherwise: call Schedule again). ScheduleAndReserve() does that loop. A committed
+//    decision is what the policy learns from (Profile::reserve, framework.h): once per reservation.
+//  - Unreserve() rolls a reservation back (usage and learning); RemovePod() gives the usage of a pod
+//    that ran back and keeps what the policy learned from it; AddPod() records a pod placed earlier (restart,
 //    watch); UpsertNode()/RemoveNode() follow node registrations.
 //  - Scores in a Decision are 0..100, higher is better. Ties go to the node that sorts first by name
 //    (among all nodes, or among the candidates when candidate_nodes is given).
@@ -81,13 +84,17 @@ class Scheduler {
   // Schedule + Reserve, retrying a few times when a concurrent reservation wins the node.
   StatusOr<Decision> ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidate_nodes,
                                         const ScheduleOptions& options = {});
-  Status Unreserve(const std::string& uid) { return cache_.RemovePod(uid); }
+  Status Unreserve(const std::string& uid);
 
   Status AddPod(const std::string& uid, const core::PodAllocation& allocation,
                 const ClusterCache::PodResources& res = {}) {
     return cache_.AddPod(uid, allocation, res);
   }
-  Status RemovePod(const std::string& uid) { return cache_.RemovePod(uid); }
+  Status RemovePod(const std::string& uid);
+
+  // A scheduler with an empty cache that decides with this one's policies and what they have learned
+  // so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach nothing.
+  std::unique_ptr<Scheduler> DryRun() const;
   void UpsertNode(core::NodeInfo info) { cache_.UpsertNode(std::move(info)); }
   void RemoveNode(const std::string& name) { cache_.RemoveNode(name); }
 
@@ -99,13 +106,18 @@ class Scheduler {
   const Profile& ProfileFor(const core::PodRequest& pod) const;
 
  private:
-  explicit Scheduler(std::unique_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+  explicit Scheduler(std::shared_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+  // f(ReservePlugin&) for every plugin of every profile this scheduler holds (none in a DryRun copy).
+  template <typename F>
+  void ForEachPlugin(F&& f) const;
   // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping when
   // no node left can win. Same decision as scoring every node.
   StatusOr<Decision> ScheduleBounded(const Profile& profile, const CycleState& cycle,
                                      const std::vector<std::string>* candidates) const;
-  std::unique_ptr<Profile> profile_;
-  std::unique_ptr<Profile> fgd_, default_, hami_;   // per-pod choices (null when profile_ is that policy)
+  // Shared with the DryRun() copies (a profile is immutable; its learned models are thread-safe).
+  std::shared_ptr<Profile> profile_;
+  std::shared_ptr<Profile> fgd_, default_, hami_;   // per-pod choices (null when profile_ is that policy)
+  bool learns_ = true;   // false in DryRun() copies
   ClusterCache cache_;
   uint64_t seed_;
   mutable std::atomic<uint64_t> calls_{0};

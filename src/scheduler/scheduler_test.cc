@@ -216,5 +216,146 @@ TEST(ClusterCacheTest, SummariesFollowEveryChange) {
   check();
 }
 
+// Decisions of `s` for pods `from`..`to` of the stream `seed` (each reserved when it fits), with a
+// fixed random stream per pod, so that only the scheduler's own state can make two runs differ.
+std::vector<std::string> Decide(Scheduler& s, uint64_t seed, int from, int to) {
+  std::vector<std::string> out;
+  Rng pods(seed);
+  for (int i = 0; i < to; ++i) {
+    const core::PodRequest pod = RandomPod(pods, i);
+    if (i < from) continue;
+    Rng rng(seed * 7919 + static_cast<uint64_t>(i));
+    ScheduleOptions so;
+    so.rng = &rng;
+    auto d = s.Schedule(pod, nullptr, so);
+    EXPECT_TRUE(d.ok()) << d.status();
+    if (!d.ok()) break;
+    out.push_back(Describe(*d));
+    if (!d->node.empty()) {
+      EXPECT_TRUE(s.Reserve(pod, *d).ok());
+    }
+  }
+  return out;
+}
+
+// Schedule has no side effect: a pod decided (and explained) a thousand times but never reserved -
+// kube-scheduler retrying an unschedulable pod, explain re-runs, lost races - leaves every later
+// decision as it was, for every registered policy.
+TEST(SchedulerReserveTest, ScheduleAThousandTimesChangesNothing) {
+  for (const auto& row : Policies()) {
+    SCOPED_TRACE(row.name);
+    Rng rng(11);
+    const auto nodes = RandomNodes(rng, 30);
+    auto a = MakeCluster(row.name, nodes);
+    auto b = MakeCluster(row.name, nodes);
+    ASSERT_EQ(Decide(*a, 5, 0, 60), Decide(*b, 5, 0, 60));
+    const core::PodRequest ghost = PodBuilder("ghost").Gpu(3, 7000, 35, 6000, 8192).UseType("V100");
+    ScheduleOptions explain;
+    explain.explain = true;
+    for (int i = 0; i < 1000; ++i) {
+      Rng r(static_cast<uint64_t>(i));
+      ScheduleOptions so = i % 10 == 0 ? explain : ScheduleOptions{};
+      so.rng = &r;
+      ASSERT_TRUE(a->Schedule(ghost, nullptr, so).ok());
+    }
+    EXPECT_EQ(Decide(*a, 5, 60, 260), Decide(*b, 5, 60, 260));
+  }
+}
+
+// A decision is learned when reserved and only then: reserving a pod and rolling the reservation back
+// leaves the scheduler as if the pod had never come; a pod that ran and left (RemovePod) stays learned.
+TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
+  for (const char* policy : {"fgd", "fgd-balance", "default"}) {
+    SCOPED_TRACE(policy);
+    Rng rng(12);
+    const auto nodes = RandomNodes(rng, 30);
+    auto a = MakeCluster(policy, nodes);
+    auto b = MakeCluster(policy, nodes);
+    ASSERT_EQ(Decide(*a, 6, 0, 40), Decide(*b, 6, 0, 40));
+    // Shapes the stream never asks: a new one and a heavy one, each reserved 50 times and rolled back.
+    for (int i = 0; i < 50; ++i) {
+      for (const core::PodRequest& x : {PodBuilder("x" + std::to_string(i)).Gpu(1, 123, 7, 777, 0).Build(),
+                                        PodBuilder("y" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build()}) {
+        auto d = a->Schedule(x, nullptr);
+        ASSERT_TRUE(d.ok());
+        if (d->node.empty()) continue;
+        ASSERT_TRUE(a->Reserve(x, *d).ok());
+        ASSERT_TRUE(a->Unreserve(x.uid).ok());
+      }
+    }
+    EXPECT_EQ(Decide(*a, 6, 40, 200), Decide(*b, 6, 40, 200));
+
+    // The same pods reserved and then removed as finished do teach the policy (the test can fail).
+    auto c = MakeCluster(policy, nodes);
+    (void)Decide(*c, 6, 0, 40);
+    for (int i = 0; i < 50; ++i) {
+      const core::PodRequest x = PodBuilder("z" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build();
+      auto d = c->Schedule(x, nullptr);
+      ASSERT_TRUE(d.ok());
+      if (d->node.empty()) continue;
+      ASSERT_TRUE(c->Reserve(x, *d).ok());
+      ASSERT_TRUE(c->RemovePod(x.uid).ok());
+    }
+    auto fresh = MakeCluster(policy, nodes);
+    (void)Decide(*fresh, 6, 0, 40);
+    EXPECT_NE(Decide(*c, 6, 40, 200), Decide(*fresh, 6, 40, 200));
+  }
+}
+
+// A dry run (DryRun(): the extender's Simulate) decides with the live models: given the same nodes and
+// usage it decides as the live scheduler, and what it reserves teaches the live scheduler nothing.
+TEST(SchedulerReserveTest, DryRunUsesTheLiveModels) {
+  for (const char* policy : {"fgd", "default"}) {
+    SCOPED_TRACE(policy);
+    Rng rng(13);
+    const auto nodes = RandomNodes(rng, 20);
+    auto live = MakeCluster(policy, nodes);
+    auto twin = MakeCluster(policy, nodes);
+    (void)Decide(*live, 8, 0, 80);
+    (void)Decide(*twin, 8, 0, 80);
+    auto dry = live->DryRun();
+    for (const auto& n : nodes) dry->UpsertNode(n);
+    int compared = 0;
+    Rng pods(9);
+    for (int i = 0; i < 40; ++i) {
+      const core::PodRequest pod = RandomPod(pods, 1000 + i);
+      auto d = dry->Schedule(pod, nullptr);
+      ASSERT_TRUE(d.ok());
+      if (d->node.empty()) continue;
+      ASSERT_TRUE(dry->Reserve(pod, *d).ok());
+      ++compared;
+    }
+    EXPECT_GT(compared, 10);
+    // Nothing reserved on the dry run reached the live models.
+    EXPECT_EQ(Decide(*live, 8, 80, 200), Decide(*twin, 8, 80, 200));
+    // Same usage, same decision: a dry run over a copy of the live usage decides like the live one.
+    auto copy = live->DryRun();
+    for (const auto& n : nodes) copy->UpsertNode(n);
+    for (const auto& n : nodes) {
+      auto snap = live->cache().Snapshot(n.name);
+      ASSERT_TRUE(snap.has_value());
+      core::PodAllocation a;
+      a.node = n.name;
+      for (size_t d = 0; d < snap->usage.size(); ++d)
+        for (int k = 0; k < snap->usage[d].used; ++k)
+          a.containers.push_back({core::ContainerDevice{.uuid = n.devices[d].uuid,
+                                                        .usedmem_mib = k == 0 ? snap->usage[d].usedmem_mib : 0,
+                                                        .usedcores = k == 0 ? snap->usage[d].usedcores : 0}});
+      ClusterCache::PodResources res;
+      res.cpu_milli = snap->cpu_used;
+      res.memory_mib = snap->mem_used;
+      ASSERT_TRUE(copy->AddPod("usage/" + n.name, a, res).ok());
+    }
+    Rng more(10);
+    for (int i = 0; i < 30; ++i) {
+      const core::PodRequest pod = RandomPod(more, 2000 + i);
+      auto l = live->Schedule(pod, nullptr);
+      auto d = copy->Schedule(pod, nullptr);
+      ASSERT_TRUE(l.ok() && d.ok());
+      EXPECT_EQ(Describe(*l), Describe(*d)) << pod.uid;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hami::scheduler

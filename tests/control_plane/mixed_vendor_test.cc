@@ -59,7 +59,6 @@ struct MixedReplica {
     state = std::make_unique<extender::ClusterState>(*sched, sto);
     controller = std::make_unique<extender::Controller>(*client, *state, extender::ControllerOptions{});
     extender::ExtenderOptions eo;
-    eo.scheduler = so;
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
     wo.vendors = &set;

@@ -5,9 +5,8 @@
 
 namespace hami::scheduler::fgd {
 
-Status PrepareCycle(ShapeModel& model, CycleState& cycle) {
+Status PrepareCycle(const ShapeModel& model, CycleState& cycle) {
   if (cycle.Read<FgdCycle>(&model) != nullptr) return OkStatus();
-  model.Observe(cycle.pod());
   cycle.Write(&model, FgdCycle(model.Snapshot()));
   return OkStatus();
 }
@@ -246,6 +245,7 @@ std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOption
   p->name = std::move(name);
   p->picker = std::make_unique<FgdPicker>(model);
   p->scorer = std::make_unique<FgdScorer>(model);
+  p->reserve.push_back(std::make_shared<ObservingPlugin<ShapeModel>>(model));
   p->normalize = Normalize::kClamp;  // the sigmoid score is already 0..99
   return p;
 }

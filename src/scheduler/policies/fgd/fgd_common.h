@@ -58,9 +58,9 @@ int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSum
 // when there is none.
 int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node);
 
-// Observes the pod into the model (once per cycle) and stores the cycle's view. Both the picker and
+// Stores the cycle's view of the model (once per cycle; the model is only read). Both the picker and
 // the scorer call it; the first one does the work.
-Status PrepareCycle(ShapeModel& model, CycleState& cycle);
+Status PrepareCycle(const ShapeModel& model, CycleState& cycle);
 const FgdCycle& CycleOf(const ShapeModel& model, const CycleState& cycle);
 
 // Chooses, one GPU at a time, the fitting GPU that leaves the node least fragmented; ties go to the
@@ -91,6 +91,7 @@ class FgdScorer final : public NodeScorer {
  private:
   std::shared_ptr<ShapeModel> model_;
 };
+
 
 // A profile placing with FGD (picker + scorer over one fresh shape model), named `name`.
 std::unique_ptr<Profile> MakeFgdProfile(std::string name, const ShapeModelOptions& shapes = {});

@@ -139,6 +139,39 @@ TEST(ShapeModelTest, DecayForgetsOldShapes) {
   EXPECT_EQ(set->shapes[0].shape.coresreq, 25);
 }
 
+TEST(ShapeModelTest, UnobserveTakesBackExactlyWhatWasAdded) {
+  for (double half_life : {0.0, 10.0}) {
+    fgd::ShapeModel model(fgd::ShapeModelOptions{.coverage_pct = 90, .half_life = half_life});
+    for (int i = 0; i < 6; ++i) model.Observe(SimPod("a", 1, 500).Build());
+    model.Observe(SimPod("b", 1, 250).Build());
+    auto weights = [&] {
+      std::vector<std::pair<int, int64_t>> w;
+      for (const auto& s : model.Snapshot()->shapes) w.push_back({s.shape.coresreq, s.weight_ppm});
+      return w;
+    };
+    const auto before = weights();
+    const int64_t observed = model.Snapshot()->observed;
+    model.Observe("r1", SimPod("r1", 1, 500).Build());   // a known shape
+    model.Observe("r2", SimPod("r2", 1, 120).Build());   // a new one
+    model.Observe("r2", SimPod("r2", 1, 130).Build());   // replaces r2's first observation
+    EXPECT_EQ(model.recorded(), 2u);
+    EXPECT_NE(weights(), before);
+    model.Unobserve("r1");
+    model.Unobserve("r2");
+    model.Unobserve("r2");      // already taken back: nothing
+    model.Unobserve("never");   // unknown: nothing
+    EXPECT_EQ(weights(), before) << half_life;
+    EXPECT_EQ(model.Snapshot()->observed, observed);
+    // Forget keeps the weight (the pod left after running), and a later Unobserve finds nothing.
+    model.Observe("r3", SimPod("r3", 1, 120).Build());
+    const auto learned = weights();
+    model.Forget("r3");
+    model.Unobserve("r3");
+    EXPECT_EQ(weights(), learned);
+    EXPECT_EQ(model.recorded(), 0u);
+  }
+}
+
 TEST(FgdPolicyTest, PicksTheGpuThatStrandsLeast) {
   // gpu0 has 600 free, gpu1 350. Learned shapes, 1/3 each: 400, 650 and 300 milli.
   //   300 on gpu0 -> free {300, 350}: 400 and 650 cannot run (650 each), 300 fits both (0) => F = 433.

@@ -72,16 +72,55 @@ void ShapeModel::Observe(const core::PodRequest& pod) { ObserveShape(ShapeOf(pod
 
 void ShapeModel::ObserveShape(const TaskShape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(shape);
+  Rebuild();
+}
+
+void ShapeModel::Observe(const std::string& uid, const core::PodRequest& pod) {
+  TaskShape shape = ShapeOf(pod);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = records_.find(uid); it != records_.end()) {
+    SubtractLocked(it->second.shape, it->second.weight, it->second.log_scale);
+    records_.erase(it);
+  }
+  const double w = AddLocked(shape);
+  records_[uid] = Record{std::move(shape), w, log_scale_};
+  Rebuild();
+}
+
+void ShapeModel::Unobserve(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(uid);
+  if (it == records_.end()) return;
+  SubtractLocked(it->second.shape, it->second.weight, it->second.log_scale);
+  records_.erase(it);
+  Rebuild();
+}
+
+void ShapeModel::Forget(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  records_.erase(uid);
+}
+
+size_t ShapeModel::recorded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_.size();
+}
+
+double ShapeModel::AddLocked(const TaskShape& shape) {
   auto [it, inserted] = weights_.try_emplace(shape);
   if (inserted) {
     it->second.id = next_id_++;
     tracked_dirty_ = true;
   }
-  it->second.weight += options_.demand_weighted ? increment_ * std::max(1, shape.gpus) : increment_;
+  const double added = options_.demand_weighted ? increment_ * std::max(1, shape.gpus) : increment_;
+  it->second.weight += added;
+  ++it->second.count;
   ++observed_;
   increment_ *= growth_;
   if (increment_ > 1e100) {  // rescale before the doubles run out of range
     for (auto& [k, t] : weights_) t.weight /= increment_;
+    log_scale_ += std::log2(increment_);
     increment_ = 1.0;
   }
   if (weights_.size() > options_.max_tracked) {
@@ -90,7 +129,19 @@ void ShapeModel::ObserveShape(const TaskShape& shape) {
     weights_.erase(lightest);
     tracked_dirty_ = true;
   }
-  Rebuild();
+  return added;
+}
+
+void ShapeModel::SubtractLocked(const TaskShape& shape, double weight, double log_scale) {
+  auto it = weights_.find(shape);
+  if (it == weights_.end()) return;   // forgotten as the lightest meanwhile
+  --observed_;
+  if (--it->second.count <= 0) {
+    weights_.erase(it);
+    tracked_dirty_ = true;
+    return;
+  }
+  it->second.weight = std::max(0.0, it->second.weight - weight * std::exp2(log_scale - log_scale_));
 }
 
 void ShapeModel::Rebuild() {

@@ -77,9 +77,18 @@ class ShapeModel {
   explicit ShapeModel(ShapeModelOptions options = {});
   void Observe(const core::PodRequest& pod);
   void ObserveShape(const TaskShape& shape);
+  // Observe() remembered under the pod's uid, so that Unobserve() can take exactly that weight back
+  // (a reservation rolled back) and Forget() can drop the record (the pod left; its weight stays).
+  // A second Observe for a uid still recorded replaces the first.
+  void Observe(const std::string& uid, const core::PodRequest& pod);
+  void Unobserve(const std::string& uid);
+  void Forget(const std::string& uid);
+  size_t recorded() const;   // uids with a record (tests)
   std::shared_ptr<const TypicalSet> Snapshot() const;
 
  private:
+  double AddLocked(const TaskShape& shape);                       // requires mu_; the weight added
+  void SubtractLocked(const TaskShape& shape, double weight, double log_scale);   // requires mu_
   void Rebuild();   // requires mu_
 
   ShapeModelOptions options_;
@@ -87,7 +96,15 @@ class ShapeModel {
   struct Tracked {
     double weight = 0;
     uint64_t id = 0;   // first-seen order
+    int64_t count = 0; // observations not taken back; the shape is dropped when none is left
   };
+  struct Record {
+    TaskShape shape;
+    double weight = 0;      // as added, in the units of log_scale_ at that time
+    double log_scale = 0;
+  };
+  std::unordered_map<std::string, Record> records_;   // by uid
+  double log_scale_ = 0;    // log2 of the product of every rescale divisor so far
   std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_;
   uint64_t next_id_ = 0;
   uint64_t membership_ = 0;

@@ -11,20 +11,57 @@ constexpr int64_t kMaxCpu = int64_t{1} << 31;   // milli-cores of one node (2 mi
 }  // namespace
 
 void CpuDemand::Observe(const core::PodRequest& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(pod);
+}
+
+void CpuDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = records_.find(uid); it != records_.end()) {
+    SubtractLocked(it->second);
+    records_.erase(it);
+  }
+  const Ratio added = AddLocked(pod);
+  if (added.cpu != 0 || added.milli != 0) records_[uid] = Added{added, halvings_};
+}
+
+void CpuDemand::Unobserve(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(uid);
+  if (it == records_.end()) return;
+  SubtractLocked(it->second);
+  records_.erase(it);
+}
+
+void CpuDemand::Forget(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  records_.erase(uid);
+}
+
+CpuDemand::Ratio CpuDemand::AddLocked(const core::PodRequest& pod) {
   const fgd::TaskShape s = fgd::ShapeOf(pod);
-  if (s.gpus <= 0) return;
+  if (s.gpus <= 0) return {};
   // The shape's per-GPU milli on a reference device (ShapeOf keeps the request as written): a
   // request by memory is exact only relative to a device, so use the core share, which every
   // shape carries in percent, and a whole device when neither is given.
   int64_t per_gpu = s.coresreq > 0 ? std::min(100, s.coresreq) * 10 : 1000;
   if (s.mem_percentage > 0) per_gpu = std::max<int64_t>(per_gpu, std::min(100, s.mem_percentage) * 10);
-  std::lock_guard<std::mutex> lock(mu_);
-  sums_.cpu += s.cpu_milli;
-  sums_.milli += per_gpu * s.gpus;
+  const Ratio added{s.cpu_milli, per_gpu * s.gpus};
+  sums_.cpu += added.cpu;
+  sums_.milli += added.milli;
   while (sums_.cpu > kMaxSum || sums_.milli > kMaxSum) {
     sums_.cpu /= 2;
     sums_.milli /= 2;
+    ++halvings_;
   }
+  return added;
+}
+
+void CpuDemand::SubtractLocked(const Added& a) {
+  // What is left of the addition after the halvings since (exact while there were none).
+  const int64_t shift = std::min<int64_t>(halvings_ - a.halvings, 62);
+  sums_.cpu = std::max<int64_t>(0, sums_.cpu - (a.sums.cpu >> shift));
+  sums_.milli = std::max<int64_t>(0, sums_.milli - (a.sums.milli >> shift));
 }
 
 CpuDemand::Ratio CpuDemand::Get() const {
@@ -48,7 +85,6 @@ struct BalanceCycle {
 Status BalanceScorer::PreFilter(CycleState& cycle) const {
   HAMI_RETURN_IF_ERROR(fgd::PrepareCycle(*shapes_, cycle));
   if (cycle.Read<BalanceCycle>(this) == nullptr) {
-    demand_->Observe(cycle.pod());
     cycle.Write(this, BalanceCycle{demand_->Get()});
   }
   return OkStatus();
@@ -86,7 +122,10 @@ std::unique_ptr<Profile> MakeFgdBalanceProfile(std::string name) {
   auto p = std::make_unique<Profile>();
   p->name = std::move(name);
   p->picker = std::make_unique<fgd::FgdPicker>(shapes);
-  p->scorer = std::make_unique<BalanceScorer>(shapes, std::make_shared<CpuDemand>());
+  auto demand = std::make_shared<CpuDemand>();
+  p->scorer = std::make_unique<BalanceScorer>(shapes, demand);
+  p->reserve.push_back(std::make_shared<ObservingPlugin<fgd::ShapeModel>>(shapes));
+  p->reserve.push_back(std::make_shared<ObservingPlugin<CpuDemand>>(std::move(demand)));
   // Raw scores are ordered keys (level, tie-break); the highest raw wins. Min-max only shapes the
   // explained 0..100 scores.
   p->normalize = Normalize::kMinMax;

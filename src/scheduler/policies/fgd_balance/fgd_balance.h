@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "scheduler/framework.h"
 #include "scheduler/policies/fgd/fgd_common.h"
@@ -30,12 +32,26 @@ class CpuDemand {
     int64_t milli = 0;   // sum of their GPU milli (0: no GPU pod seen, no stranding measured)
   };
   void Observe(const core::PodRequest& pod);
+  // Observe() remembered under the pod's uid: Unobserve() takes it back (reservation rolled back),
+  // Forget() drops the record (the pod left; what it taught stays). A second Observe replaces.
+  void Observe(const std::string& uid, const core::PodRequest& pod);
+  void Unobserve(const std::string& uid);
+  void Forget(const std::string& uid);
   Ratio Get() const;
 
  private:
+  struct Added {
+    Ratio sums;
+    int64_t halvings = 0;   // halvings_ when added
+  };
+  Ratio AddLocked(const core::PodRequest& pod);   // requires mu_; what was added
+  void SubtractLocked(const Added& a);            // requires mu_
   mutable std::mutex mu_;
   Ratio sums_;
+  int64_t halvings_ = 0;
+  std::unordered_map<std::string, Added> records_;   // by uid
 };
+
 
 // Free GPU milli that `cpu_free` cannot serve at `ratio` (0 when no GPU pod asked for CPU yet).
 int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand::Ratio& ratio);
