@@ -163,8 +163,10 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     if (args.nodes) out.nodes = args.nodes;
     return out;
   }
-  // kube-scheduler has already checked node CPU and memory; we judge devices only.
-  for (auto& c : pod.containers) c.cpu_milli = c.memory_mib = 0;
+  // The pod's CPU and memory stay in the request: kube-scheduler has filtered them already, and the
+  // cache counts every pod bound to a node and every reservation (ClusterState), so a node it passed
+  // is refused here only when the pods the cache knows leave less than the pod asks (docs/scheduler.md);
+  // CPU-aware policies (fgd, default) score with them exactly as in `hami sim`.
   if (args.nodes) return Simulate(args, pod);
 
   // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation up.

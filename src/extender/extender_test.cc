@@ -187,5 +187,47 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
   EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
 
+// The cache knows node allocatable CPU/memory and what every bound pod asks (devices or not), and
+// Filter keeps the pod's CPU/memory: a GPU pod avoids the node whose CPU a kube-scheduler-placed pod
+// has taken, and a reservation counts its CPU until the pod is gone.
+TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
+  auto with_cpu = [](Json node, const char* cpu, const char* memory) {
+    node["status"]["allocatable"] = {{"cpu", cpu}, {"memory", memory}};
+    return node;
+  };
+  state_->OnNode(with_cpu(NodeJson("c1", 2), "4", "16Gi"));
+  state_->OnNode(with_cpu(NodeJson("c2", 2), "8", "32Gi"));
+  auto c1 = sched_->cache().Snapshot("c1");
+  ASSERT_TRUE(c1.has_value());
+  EXPECT_EQ(c1->info.cpu_milli, 4000);
+  EXPECT_EQ(c1->info.memory_mib, 16384);
+  // A CPU-only pod kube-scheduler bound to c1, with a sidecar and an init container.
+  Json cpu_pod = PodJson("cpu", {{"cpu", "2500m"}, {"memory", "1Gi"}}, {{"cpu", "3"}});
+  cpu_pod["spec"]["nodeName"] = "c1";
+  cpu_pod["status"]["phase"] = "Running";
+  state_->OnPod(cpu_pod);
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 3000);   // the init container's peak
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->mem_used, 1024);
+  // A GPU pod asking 2 cores fits only c2 now (c1 would fit its GPU but not its CPU).
+  Json gpu = PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"cpu", "2"}});
+  auto r = Filter(gpu, {"c1", "c2"});
+  ASSERT_EQ(r.node_names->size(), 1u) << r.error;
+  EXPECT_EQ((*r.node_names)[0], "c2");
+  EXPECT_EQ(sched_->cache().Snapshot("c2")->cpu_used, 2000);   // the reservation carries its CPU
+  // The CPU-only pod finishes: its CPU is given back, and c1 takes the next one.
+  cpu_pod["status"]["phase"] = "Succeeded";
+  state_->OnPod(cpu_pod);
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
+  // A placed GPU pod seen by the informer (restart) counts its CPU as well.
+  Json placed = PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"cpu", "1500m"}});
+  placed["metadata"]["annotations"] = {{"hami.io/vgpu-node", "c1"},
+                                       {"hami.io/vgpu-devices-allocated", "c1-gpu0,NVIDIA,1000,0:;"}};
+  placed["spec"]["nodeName"] = "c1";
+  state_->OnPod(placed);
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 1500);
+  state_->OnPodDeleted(placed);
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
+}
+
 }  // namespace
 }  // namespace hami::extender

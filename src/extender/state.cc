@@ -48,7 +48,35 @@ std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const c
   return core::QuantityToUnits(*q, core::Rounding::kDown);
 }
 
+// A quantity-valued map entry in milli units (CPU) or MiB (memory, rounded up); 0 when absent or
+// malformed (0 = not tracked).
+int64_t MilliAt(const Json& obj, std::initializer_list<const char*> path, const char* key) {
+  const Json* m = Path(obj, path);
+  if (m == nullptr || !m->is_object() || !m->contains(key)) return 0;
+  auto q = core::ParseQuantityJson((*m)[key]);
+  if (!q.ok()) return 0;
+  auto milli = core::QuantityToMilli(*q);
+  return milli.ok() ? std::max<int64_t>(*milli, 0) : 0;
+}
+int64_t MiBAt(const Json& obj, std::initializer_list<const char*> path, const char* key) {
+  const Json* m = Path(obj, path);
+  if (m == nullptr || !m->is_object() || !m->contains(key)) return 0;
+  auto q = core::ParseQuantityJson((*m)[key]);
+  if (!q.ok() || q->IsNegative()) return 0;
+  return core::QuantityToMiB(*q, core::Rounding::kUp);
+}
+
 }  // namespace
+
+core::CpuMemory NodeAllocatable(const Json& node) {
+  return {MilliAt(node, {"status", "allocatable"}, "cpu"), MiBAt(node, {"status", "allocatable"}, "memory")};
+}
+
+core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources) {
+  auto parsed = core::ParsePodJson(pod, resources);
+  if (!parsed.ok()) return {};
+  return core::EffectivePodRequest(*parsed);
+}
 
 std::map<std::string, std::string> AnnotationsOf(const Json& obj) {
   std::map<std::string, std::string> out;
@@ -76,6 +104,9 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
                           int64_t handshake_timeout_s, const vendors::VendorSet* vendors) {
   NodeView v;
   v.info.name = StringAt(node, {"metadata", "name"});
+  const core::CpuMemory alloc = NodeAllocatable(node);
+  v.info.cpu_milli = alloc.cpu_milli;
+  v.info.memory_mib = alloc.memory_mib;
   if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
     for (const auto& [k, val] : labels->items())
       if (val.is_string()) v.info.labels[k] = val.get<std::string>();
@@ -184,7 +215,8 @@ void ClusterState::ApplyNode(const Json& node, int64_t now) {
   NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s, opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
-  std::string fp = StrCat(v.registered, v.unhealthy, "|", core::EncodeNodeDevicesJson(v.info.devices), "|",
+  std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib, "|",
+                          core::EncodeNodeDevicesJson(v.info.devices), "|",
                           core::EncodeDeviceCordon(v.info.cordoned), "|", core::EncodeLinkScores(v.info.link_scores));
   for (const auto& [k, val] : v.info.labels) fp += StrCat("|", k, "=", val);
   {
@@ -242,16 +274,36 @@ void ClusterState::OnPod(const Json& pod) {
   if (uid.empty()) return;
   std::string why;
   auto alloc = HeldAllocation(pod, &why, opts_.vendors);
+  const std::string phase = StringAt(pod, {"status", "phase"});
+  const bool finished = phase == "Succeeded" || phase == "Failed";
+  const std::string bound_to = StringAt(pod, {"spec", "nodeName"});
   absl::MutexLock l(&mu_);
   auto it = pods_.find(uid);
   if (!alloc) {
-    const std::string phase = StringAt(pod, {"status", "phase"});
-    const bool finished = phase == "Succeeded" || phase == "Failed";
     // A reservation in flight is kept: this copy of the pod predates our patch.
-    if (it != pods_.end() && (it->second.confirmed || finished)) {
+    if (it != pods_.end() && !it->second.confirmed && !finished) return;
+    if (it != pods_.end()) {
       RemoveLocked(uid);
       (void)sched_.RemovePod(uid);
     }
+    // Without devices the pod still takes CPU and memory on the node it is bound to (kube-scheduler
+    // placed it, or it runs on a node we do not decide): the policies count it as the sim does.
+    auto c = cpu_only_.find(uid);
+    if (finished || bound_to.empty()) {
+      if (c != cpu_only_.end()) {
+        (void)sched_.RemovePod(uid);
+        cpu_only_.erase(c);
+      }
+      return;
+    }
+    if (c != cpu_only_.end() && c->second == bound_to) return;   // the cache already holds it
+    const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+    scheduler::PlacedPodResources res;
+    res.cpu_milli = req.cpu_milli;
+    res.memory_mib = req.memory_mib;
+    core::PodAllocation none;
+    none.node = bound_to;
+    if (sched_.AddPod(uid, none, res).ok()) cpu_only_[uid] = bound_to;
     return;
   }
   const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
@@ -264,6 +316,7 @@ void ClusterState::OnPod(const Json& pod) {
       return;  // the cache already holds exactly this
     }
   }
+  cpu_only_.erase(uid);   // AddPod below replaces that record
   PodRecord rec;
   rec.uid = uid;
   rec.namespace_ = StringAt(pod, {"metadata", "namespace"});
@@ -276,6 +329,9 @@ void ClusterState::OnPod(const Json& pod) {
   scheduler::PlacedPodResources res;
   res.kinds = rec.kinds;
   if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
+  const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+  res.cpu_milli = req.cpu_milli;
+  res.memory_mib = req.memory_mib;
   Status s = sched_.AddPod(uid, rec.allocation, res);
   if (!s.ok()) {
     spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name, std::string(s.message()));
@@ -288,6 +344,7 @@ void ClusterState::OnPodDeleted(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   absl::MutexLock l(&mu_);
   RemoveLocked(uid);
+  cpu_only_.erase(uid);
   (void)sched_.RemovePod(uid);
 }
 

@@ -68,6 +68,13 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
 // The annotation map of an object (string values only).
 std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 
+// A Node's status.allocatable CPU (milli) and memory (MiB, rounded up); 0 where absent or malformed
+// (0 = not tracked: the scheduler does not filter on it).
+core::CpuMemory NodeAllocatable(const Json& node);
+// The CPU and memory a Pod object needs on its node (core::EffectivePodRequest of its containers'
+// requests, limits where a request is absent; spec.overhead is not counted); zero when it does not parse.
+core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources);
+
 // Container kinds of a Pod object in decision order (init containers first; restartPolicy Always
 // = sidecar), as core::ContainerKinds does for a parsed pod.
 std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod);
@@ -148,6 +155,8 @@ class ClusterState {
   std::map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);      // "ns/name" -> uid
   std::map<std::string, PodTotals> ns_usage_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);          // "ns/name"
+  // Bound pods without devices (uid -> node): in the scheduler cache for their CPU and memory only.
+  std::map<std::string, std::string> cpu_only_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);

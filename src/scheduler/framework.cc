@@ -3,21 +3,14 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/pod_request.h"
+
 namespace hami::scheduler {
 
 CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_(rng) {
-  int64_t init_cpu = 0, init_mem = 0, cpu = 0, mem = 0;
   int requests = 0;
   for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
-    const auto& c = pod.containers[ci];
-    if (c.kind == core::ContainerKind::kInit) {
-      init_cpu = std::max(init_cpu, c.cpu_milli);
-      init_mem = std::max(init_mem, c.memory_mib);
-    } else {
-      cpu += c.cpu_milli;
-      mem += c.memory_mib;
-    }
-    for (const auto& d : c.devices) {
+    for (const auto& d : pod.containers[ci].devices) {
       if (d.nums <= 0) continue;
       has_devices_ = true;
       if (++requests == 1) single_request_ = &d, single_container_ = static_cast<int>(ci);
@@ -27,8 +20,9 @@ CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_
   const auto& sel = pod.selectors;
   has_selectors_ = !sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty() ||
                    !sel.use_uuids.empty() || !sel.nouse_uuids.empty();
-  cpu_milli_ = std::max(init_cpu, cpu);
-  memory_mib_ = std::max(init_mem, mem);
+  const core::CpuMemory eff = core::EffectivePodRequest(pod);
+  cpu_milli_ = eff.cpu_milli;
+  memory_mib_ = eff.memory_mib;
 }
 
 int64_t PickContext::MemFor(int d) const {

@@ -41,7 +41,7 @@ class CycleState {
   const core::PodRequest& pod() const { return *pod_; }
   // Randomness for randomized policies; never null during a cycle.
   Rng& rng() const { return *rng_; }
-  // Effective node resources of the pod: max(peak init container, sum of the others) (k8s rule).
+  // Effective node resources of the pod (core::EffectivePodRequest: init containers, sidecars, apps).
   int64_t cpu_milli() const { return cpu_milli_; }
   int64_t memory_mib() const { return memory_mib_; }
   bool has_devices() const { return has_devices_; }

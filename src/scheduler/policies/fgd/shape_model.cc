@@ -5,6 +5,8 @@
 #include <cmath>
 #include <functional>
 
+#include "core/pod_request.h"
+
 namespace hami::scheduler::fgd {
 
 size_t TaskShapeHash::operator()(const TaskShape& s) const {
@@ -35,15 +37,7 @@ std::vector<std::string> SplitModels(const std::string& models) {
 
 TaskShape ShapeOf(const core::PodRequest& pod) {
   TaskShape s;
-  int64_t init_cpu = 0, init_mem = 0;
   for (const auto& c : pod.containers) {
-    if (c.kind == core::ContainerKind::kInit) {
-      init_cpu = std::max(init_cpu, c.cpu_milli);
-      init_mem = std::max(init_mem, c.memory_mib);
-    } else {
-      s.cpu_milli += c.cpu_milli;
-      s.memory_mib += c.memory_mib;
-    }
     for (const auto& d : c.devices) {
       if (d.nums <= 0) continue;
       if (c.kind != core::ContainerKind::kInit) s.gpus += d.nums;
@@ -52,8 +46,9 @@ TaskShape ShapeOf(const core::PodRequest& pod) {
       s.coresreq = std::max(s.coresreq, d.coresreq);
     }
   }
-  s.cpu_milli = std::max(s.cpu_milli, init_cpu);
-  s.memory_mib = std::max(s.memory_mib, init_mem);
+  const core::CpuMemory eff = core::EffectivePodRequest(pod);
+  s.cpu_milli = eff.cpu_milli;
+  s.memory_mib = eff.memory_mib;
   if (s.gpus == 0 && (s.memreq_mib > 0 || s.mem_percentage > 0 || s.coresreq > 0)) s.gpus = 1;
   if (s.memreq_mib > 0) s.mem_percentage = 0;
   for (const auto& t : pod.selectors.use_types) {
