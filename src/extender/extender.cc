@@ -158,10 +158,12 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   if (!args.node_names) from_nodes = args.CandidateNames();
   const std::vector<std::string>& candidates = args.node_names ? *args.node_names : from_nodes;
   if (!pod.HasDevices()) {
-    // Not ours to judge (upstream passes every node through).
-    out.node_names = candidates;
-    if (args.nodes) out.nodes = args.nodes;
-    return out;
+    if (args.nodes) {   // dry run of a pod without devices: nothing of ours to judge
+      out.node_names = candidates;
+      out.nodes = args.nodes;
+      return out;
+    }
+    return FilterWithoutDevices(pod, candidates);
   }
   // The pod's CPU and memory stay in the request: kube-scheduler has filtered them already, and the
   // cache counts every pod bound to a node and every reservation (ClusterState), so a node it passed
@@ -303,6 +305,45 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
   out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ", kOptimisticAttempts + 1,
                      " times (the cluster changed under it); retry");
+  return out;
+}
+
+ExtenderFilterResult Extender::FilterWithoutDevices(const core::PodRequest& pod,
+                                                   const std::vector<std::string>& candidates) {
+  ExtenderFilterResult out;
+  // Nodes without HAMi devices (unknown to the cache) take a pod without devices first: it strands no
+  // GPU there; kube-scheduler chooses among them.
+  std::vector<std::string> plain;
+  for (const auto& n : candidates)
+    if (!sched_.cache().WithNode(n, [](const scheduler::NodeState&) {})) plain.push_back(n);
+  if (!plain.empty() || candidates.empty()) {
+    out.node_names = std::move(plain);
+    return out;
+  }
+  // Only GPU nodes: the policy places it as `hami sim` does (its CPU and memory next to the GPUs that
+  // need them least), and the reservation holds its CPU until the informer delivers the bound pod.
+  (void)sched_.Unreserve(pod.uid);   // an earlier Filter of this pod whose bind never came
+  scheduler::ScheduleOptions so;
+  auto d = [&] {
+    StageTimer t(counters_.filter_library_ns);
+    return sched_.ScheduleAndReserve(pod, &candidates, so);
+  }();
+  if (!d.ok()) {
+    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+    out.error = StrCat("pod ", PodKey(pod), ": ", std::string(d.status().message()));
+    return out;
+  }
+  if (d->node.empty()) {
+    // kube-scheduler found these nodes fit; the cache says none does (CPU or memory): say why.
+    so.explain = true;
+    auto e = sched_.Schedule(pod, &candidates, so);
+    counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+    if (e.ok())
+      for (const auto& f : e->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+    out.node_names = std::vector<std::string>{};
+    return out;
+  }
+  out.node_names = std::vector<std::string>{d->node};
   return out;
 }
 

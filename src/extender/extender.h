@@ -72,6 +72,8 @@ class Extender {
 
  private:
   ExtenderFilterResult Simulate(const ExtenderArgs& args, const core::PodRequest& pod);
+  // A pod without devices: nodes without HAMi devices first; else the policy's choice, reserved.
+  ExtenderFilterResult FilterWithoutDevices(const core::PodRequest& pod, const std::vector<std::string>& candidates);
   std::string NotLeaderError() const;
   void Event(const Json& pod_ref, const std::string& type, const std::string& reason, const std::string& message);
 

@@ -82,7 +82,9 @@ TEST_F(ExtenderTest, FilterTable) {
       {"unknown node", PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost", "n1"}, 1, "", "", ""},
       {"unknown node only", PodJson("e2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost"}, 0, "ghost",
        "node unregistered", ""},
-      {"no devices: every candidate passes", PodJson("f", {{"cpu", "1"}}), {"n1", "ghost"}, 2, "", "", ""},
+      // Nodes without HAMi devices take a pod without devices; among GPU nodes only, the policy picks one.
+      {"no devices: a node without HAMi devices", PodJson("f", {{"cpu", "1"}}), {"n1", "ghost"}, 1, "", "", ""},
+      {"no devices, only gpu nodes", PodJson("f2", {{"cpu", "1"}}), {"n1", "n2", "a100"}, 1, "", "", ""},
       {"bad request", PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "-5"}}), {"n1"}, 0, "", "", "gpumem"},
   };
   for (const auto& c : cases) {
@@ -201,7 +203,7 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   ASSERT_TRUE(c1.has_value());
   EXPECT_EQ(c1->info.cpu_milli, 4000);
   EXPECT_EQ(c1->info.memory_mib, 16384);
-  // A CPU-only pod kube-scheduler bound to c1, with a sidecar and an init container.
+  // A CPU-only pod kube-scheduler bound to c1, with an init container larger than its app.
   Json cpu_pod = PodJson("cpu", {{"cpu", "2500m"}, {"memory", "1Gi"}}, {{"cpu", "3"}});
   cpu_pod["spec"]["nodeName"] = "c1";
   cpu_pod["status"]["phase"] = "Running";
@@ -214,7 +216,7 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   ASSERT_EQ(r.node_names->size(), 1u) << r.error;
   EXPECT_EQ((*r.node_names)[0], "c2");
   EXPECT_EQ(sched_->cache().Snapshot("c2")->cpu_used, 2000);   // the reservation carries its CPU
-  // The CPU-only pod finishes: its CPU is given back, and c1 takes the next one.
+  // The CPU-only pod finishes: its CPU is given back.
   cpu_pod["status"]["phase"] = "Succeeded";
   state_->OnPod(cpu_pod);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
@@ -227,6 +229,25 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 1500);
   state_->OnPodDeleted(placed);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
+  // A pod without devices on GPU nodes only: placed by the policy and reserved with its CPU; the bound
+  // pod from the informer then replaces the reservation (counted once); a node without HAMi devices
+  // among the candidates takes it instead.
+  Json plain = PodJson("plain", {{"cpu", "3"}});
+  auto p = Filter(plain, {"c1", "c2"});
+  ASSERT_EQ(p.node_names->size(), 1u) << p.error;
+  const std::string where = (*p.node_names)[0];
+  const int64_t before = where == "c1" ? 0 : 2000;
+  EXPECT_EQ(sched_->cache().Snapshot(where)->cpu_used, before + 3000);
+  plain["spec"]["nodeName"] = where;
+  state_->OnPod(plain);
+  EXPECT_EQ(sched_->cache().Snapshot(where)->cpu_used, before + 3000);
+  auto q = Filter(PodJson("plain2", {{"cpu", "3"}}), {"c1", "cpu-node"});
+  ASSERT_EQ(q.node_names->size(), 1u);
+  EXPECT_EQ((*q.node_names)[0], "cpu-node");
+  // More CPU than any GPU node has left: no node (the cache proves it cannot fit).
+  auto big = Filter(PodJson("big", {{"cpu", "7"}}), {"c1", "c2"});
+  EXPECT_TRUE(big.node_names->empty());
+  EXPECT_FALSE(big.failed_nodes.empty() && big.failed_and_unresolvable.empty());
 }
 
 }  // namespace
