@@ -193,14 +193,35 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
   return std::move(*alloc);
 }
 
-PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc) {
+bool InitContainersSucceeded(const Json& pod) {
+  const Json* init = Path(pod, {"spec", "initContainers"});
+  if (init == nullptr || !init->is_array()) return false;
+  const Json* statuses = Path(pod, {"status", "initContainerStatuses"});
+  if (statuses == nullptr || !statuses->is_array()) return false;
+  int regular = 0;
+  for (const auto& c : *init) {
+    if (!c.is_object() || c.value("restartPolicy", "") == "Always") continue;   // a sidecar keeps running
+    ++regular;
+    const std::string name = c.value("name", "");
+    bool ok = false;
+    for (const auto& st : *statuses) {
+      if (!st.is_object() || st.value("name", "") != name) continue;
+      const Json* code = Path(st, {"state", "terminated", "exitCode"});
+      ok = code != nullptr && code->is_number_integer() && code->get<int64_t>() == 0;
+    }
+    if (!ok) return false;
+  }
+  return regular > 0;
+}
+
+PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc, bool init_finished) {
   PodTotals t;
   // Quotas are NVIDIA resources (limits.nvidia.com/gpumem, gpucores): other vendors' devices do not count.
   std::set<std::string> other_vendor;
   for (const auto& c : alloc.containers)
     for (const auto& d : c)
       if (d.vendor != core::kNvidiaVendor) other_vendor.insert(d.uuid);
-  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
+  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc, init_finished)) {
     if (other_vendor.count(uuid)) continue;
     t.mem_mib += u.usedmem_mib;
     t.cores += u.usedcores;
@@ -308,10 +329,11 @@ void ClusterState::OnPod(const Json& pod) {
   }
   const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
                                             : *Annotation(pod, core::kNvidiaDevicesAllocated);
+  const bool init_finished = InitContainersSucceeded(pod);
   if (it != pods_.end()) {
     const bool same = it->second.encoded == encoded && it->second.allocation.node == alloc->node;
     if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
-    if (same) {
+    if (same && it->second.init_finished == init_finished) {
       it->second.confirmed = true;
       return;  // the cache already holds exactly this
     }
@@ -323,11 +345,13 @@ void ClusterState::OnPod(const Json& pod) {
   rec.name = StringAt(pod, {"metadata", "name"});
   rec.kinds = KindsOfPodJson(pod);
   rec.allocation = std::move(*alloc);
-  rec.totals = TotalsOf(rec.kinds, rec.allocation);
+  rec.init_finished = init_finished;
+  rec.totals = TotalsOf(rec.kinds, rec.allocation, init_finished);
   rec.encoded = encoded;
   rec.confirmed = true;
   scheduler::PlacedPodResources res;
   res.kinds = rec.kinds;
+  res.init_finished = init_finished;
   if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
   const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
   res.cpu_milli = req.cpu_milli;

@@ -85,7 +85,12 @@ struct PodTotals {
   int64_t mem_mib = 0;
   int64_t cores = 0;
 };
-PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc);
+// With init_finished the init containers no longer count (core::EffectiveDeviceUsage).
+PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc,
+                   bool init_finished = false);
+// True when the pod has init containers (not sidecars) and status.initContainerStatuses says every one
+// of them terminated with exit code 0: their device usage and quota are released, as upstream does.
+bool InitContainersSucceeded(const Json& pod);
 
 struct PodRecord {
   std::string uid, namespace_, name;
@@ -95,6 +100,7 @@ struct PodRecord {
   std::string encoded;                // hami.io/vgpu-devices-allocated text (with vendors: the
                                       // VendorSet::DecisionFingerprint of the allocated keys)
   bool confirmed = false;             // seen on the API server (false: a reservation in flight)
+  bool init_finished = false;         // InitContainersSucceeded when last seen
 };
 
 struct QuotaRecord {

@@ -274,5 +274,39 @@ TEST_F(StateTest, HousekeepingHandshake) {
   EXPECT_EQ(sched_->cache().Snapshot("fresh")->info.devices.size(), 2u);
 }
 
+// Devices and quota held by init containers are given back once every init container succeeded
+// (status.initContainerStatuses), as upstream does; a sidecar does not hold the release back.
+TEST(ClusterState, InitContainerUsageIsReleasedWhenTheyAllSucceeded) {
+  auto sched = std::move(*scheduler::Scheduler::Create({}));
+  FakeClock clock(kNow);
+  StateOptions so;
+  so.clock = &clock;
+  ClusterState st(*sched, so);
+  st.OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
+  Json pod{{"metadata", {{"name", "p"}, {"namespace", "ml"}, {"uid", "u"},
+                         {"annotations", {{"hami.io/vgpu-node", "n1"},
+                                          {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,8000,50:;GPU-a,NVIDIA,1000,0:;GPU-a,NVIDIA,2000,10:;"}}}}},
+           {"spec", {{"nodeName", "n1"},
+                     {"initContainers", Json::array({{{"name", "init"}}, {{"name", "side"}, {"restartPolicy", "Always"}}})},
+                     {"containers", Json::array({{{"name", "c"}}})}}},
+           {"status", {{"phase", "Pending"}}}};
+  st.OnPod(pod);
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // init 8000 > 1000 + 2000
+  EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 8000);
+  pod["status"]["initContainerStatuses"] = Json::array({{{"name", "init"}, {"state", {{"running", Json::object()}}}},
+                                                        {{"name", "side"}, {"state", {{"running", Json::object()}}}}});
+  st.OnPod(pod);
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // still running
+  pod["status"]["initContainerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 1}}}};
+  st.OnPod(pod);
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // failed: it will run again
+  pod["status"]["initContainerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 0}}}};
+  pod["status"]["phase"] = "Running";
+  st.OnPod(pod);
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 3000);   // sidecar + app
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].used, 2);
+  EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 3000);
+}
+
 }  // namespace
 }  // namespace hami::extender

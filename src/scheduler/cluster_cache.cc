@@ -1,5 +1,7 @@
 #include "scheduler/cluster_cache.h"
 
+#include "core/pod_request.h"
+
 #include <algorithm>
 #include <map>
 
@@ -77,42 +79,14 @@ void ClusterCache::PublishAllLocked(Entry& e) {
 
 PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
                                            std::vector<std::string>* uuids) {
-  std::map<std::string, DeviceDelta> init_peak, app_sum;
-  for (size_t ci = 0; ci < alloc.containers.size(); ++ci) {
-    const bool init = ci < res.kinds.size() && res.kinds[ci] == core::ContainerKind::kInit;
-    std::map<std::string, DeviceDelta> mine;
-    for (const auto& d : alloc.containers[ci]) {
-      DeviceDelta& t = mine[d.uuid];
-      t.slots += 1;
-      t.mem_mib += d.usedmem_mib;
-      t.cores += d.usedcores;
-    }
-    for (const auto& [uuid, t] : mine) {
-      if (init) {
-        DeviceDelta& p = init_peak[uuid];
-        p.slots = std::max(p.slots, t.slots);
-        p.mem_mib = std::max(p.mem_mib, t.mem_mib);
-        p.cores = std::max(p.cores, t.cores);
-      } else {
-        DeviceDelta& a = app_sum[uuid];
-        a.slots += t.slots;
-        a.mem_mib += t.mem_mib;
-        a.cores += t.cores;
-      }
-    }
-  }
-  for (const auto& [uuid, p] : init_peak) {
-    DeviceDelta& a = app_sum[uuid];
-    a.slots = std::max(a.slots, p.slots);
-    a.mem_mib = std::max(a.mem_mib, p.mem_mib);
-    a.cores = std::max(a.cores, p.cores);
-  }
+  std::vector<core::ContainerKind> kinds = res.kinds;
+  if (kinds.empty()) kinds.assign(alloc.containers.size(), core::ContainerKind::kApp);
   PodDelta delta;
   delta.cpu_milli = res.cpu_milli;
   delta.memory_mib = res.memory_mib;
   uuids->clear();
-  for (const auto& [uuid, a] : app_sum) {
-    delta.devices.push_back(a);
+  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc, res.init_finished)) {
+    delta.devices.push_back(DeviceDelta{-1, u.used, u.usedmem_mib, u.usedcores});
     uuids->push_back(uuid);
   }
   return delta;

@@ -41,6 +41,7 @@ struct PlacedPodResources {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<core::ContainerKind> kinds;
+  bool init_finished = false;   // every init container has succeeded: their devices are given back
 };
 
 class ClusterCache {
@@ -173,7 +174,7 @@ class ClusterCache {
 
   // Maps the record's uuids onto `state` (devices that are gone are dropped) and applies it.
   static void ApplyRecord(NodeState& state, PodRecord& rec);
-  // Effective per-device usage of an allocation: max(peak init container, sum of the others).
+  // Effective per-device usage of an allocation (core::EffectiveDeviceUsage).
   static PodDelta DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
                                       std::vector<std::string>* uuids);
   // Requires nodes_mu_ held exclusively.

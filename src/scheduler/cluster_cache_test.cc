@@ -102,5 +102,38 @@ TEST(ClusterCacheTest, NodesIterateInNameOrder) {
   EXPECT_EQ(c.NodeNames(), (std::vector<std::string>{"a", "c"}));
 }
 
+// The cache counts a placed pod as core::EffectiveDeviceUsage does, sidecars included: a sidecar
+// declared before an init container runs next to it; once the init containers succeeded only the
+// sidecars and app containers count.
+TEST(ClusterCacheTest, EffectiveUsageTable) {
+  using K = core::ContainerKind;
+  struct Case {
+    const char* name;
+    std::vector<K> kinds;
+    std::vector<int64_t> mem;   // per container, all on n1-gpu0
+    bool init_finished;
+    core::DeviceUsage want;
+  };
+  const Case cases[] = {
+      {"apps add up", {K::kApp, K::kApp}, {3000, 2000}, false, {2, 5000, 20}},
+      {"init peak above the apps", {K::kInit, K::kApp}, {9000, 1000}, false, {1, 9000, 10}},
+      {"sidecar before init runs next to it", {K::kSidecar, K::kInit, K::kApp}, {3000, 6000, 1000}, false, {2, 9000, 20}},
+      {"sidecar after init does not", {K::kInit, K::kSidecar, K::kApp}, {6000, 3000, 1000}, false, {2, 6000, 20}},
+      {"init finished: only sidecars and apps", {K::kSidecar, K::kInit, K::kApp}, {3000, 6000, 1000}, true, {2, 4000, 20}},
+  };
+  for (const auto& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    ClusterCache c;
+    c.UpsertNode(NodeBuilder("n1").Gpus(1, 16000));
+    ClusterCache::PodResources res;
+    res.kinds = cs.kinds;
+    res.init_finished = cs.init_finished;
+    std::vector<std::vector<core::ContainerDevice>> containers;
+    for (int64_t m : cs.mem) containers.push_back({Dev("n1-gpu0", m, 10)});
+    ASSERT_TRUE(c.AddPod("u1", Alloc("n1", containers), res).ok());
+    EXPECT_EQ(c.Snapshot("n1")->usage[0], cs.want);
+  }
+}
+
 }  // namespace
 }  // namespace hami::scheduler
