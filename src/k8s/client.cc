@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "k8s/errors.h"
+#include "k8s/names.h"
 
 namespace hami::k8s {
 namespace {
@@ -118,6 +119,17 @@ std::string ResourcePath(const Resource& r, std::string_view ns, std::string_vie
   if (!name.empty()) p += "/" + UrlEscape(name);
   if (!subresource.empty()) p += "/" + std::string(subresource);
   return p;
+}
+
+StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns, std::string_view name,
+                                           std::string_view subresource) {
+  if (r.namespaced && !ns.empty()) HAMI_RETURN_IF_ERROR(ValidateDns1123Label(ns, StrCat(r.kind, " namespace")));
+  if (!name.empty()) HAMI_RETURN_IF_ERROR(ValidateDns1123Subdomain(name, StrCat(r.kind, " name")));
+  if (name.empty() && !subresource.empty())
+    return InvalidArgument(r.kind, " subresource \"", subresource, "\" needs an object name");
+  for (char c : subresource)
+    if (c < 'a' || c > 'z') return InvalidArgument(r.kind, " subresource \"", subresource, "\" is not a lowercase word");
+  return ResourcePath(r, ns, name, subresource);
 }
 
 StatusOr<WatchEvent> ParseWatchEvent(std::string_view line) {
@@ -392,11 +404,12 @@ StatusOr<HttpReply> Client::Request(std::string_view method, std::string_view pa
 
 StatusOr<Json> Client::Get(const Resource& r, std::string_view ns, std::string_view name,
                            std::string_view subresource) {
-  return impl_->RequestJson("GET", ResourcePath(r, ns, name, subresource), nullptr);
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, subresource));
+  return impl_->RequestJson("GET", path, nullptr);
 }
 
 StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOptions& opts) {
-  const std::string base = ResourcePath(r, ns);
+  HAMI_ASSIGN_OR_RETURN(const std::string base, CheckedResourcePath(r, ns, "", ""));
   Json result;
   std::string cont;
   for (int page = 0; page < 100000; ++page) {
@@ -423,8 +436,9 @@ StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOp
 Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& opts,
                      const std::function<bool(WatchEvent&)>& on_event, std::stop_token stop) {
   Impl& im = *impl_;
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, "", ""));
+  path += QueryString(opts, true, "");
   if (int64_t wait = im.limiter.Reserve(); wait > 0) im.opts.sleep(wait);
-  const std::string path = ResourcePath(r, ns) + QueryString(opts, true, "");
   const std::string what = StrCat("watch ", path);
   CURL* h = curl_easy_init();
   CURLM* multi = curl_multi_init();
@@ -524,7 +538,8 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
 
 StatusOr<Json> Client::Create(const Resource& r, std::string_view ns, const Json& obj,
                               std::string_view subresource, std::string_view name) {
-  return impl_->RequestJson("POST", ResourcePath(r, ns, name, subresource), &obj);
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, subresource));
+  return impl_->RequestJson("POST", path, &obj);
 }
 
 StatusOr<Json> Client::Update(const Resource& r, std::string_view ns, const Json& obj,
@@ -534,7 +549,8 @@ StatusOr<Json> Client::Update(const Resource& r, std::string_view ns, const Json
     name = obj["metadata"]["name"];
   }
   if (name.empty()) return InvalidArgument("update ", r.plural, ": object has no metadata.name");
-  return impl_->RequestJson("PUT", ResourcePath(r, ns, name, subresource), &obj);
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, subresource));
+  return impl_->RequestJson("PUT", path, &obj);
 }
 
 StatusOr<Json> Client::Patch(const Resource& r, std::string_view ns, std::string_view name,
@@ -542,11 +558,13 @@ StatusOr<Json> Client::Patch(const Resource& r, std::string_view ns, std::string
   std::string_view ct = type == PatchType::kJson    ? "application/json-patch+json"
                         : type == PatchType::kMerge ? "application/merge-patch+json"
                                                     : "application/strategic-merge-patch+json";
-  return impl_->RequestJson("PATCH", ResourcePath(r, ns, name, subresource), &patch, ct);
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, subresource));
+  return impl_->RequestJson("PATCH", path, &patch, ct);
 }
 
 Status Client::Delete(const Resource& r, std::string_view ns, std::string_view name) {
-  return impl_->RequestJson("DELETE", ResourcePath(r, ns, name), nullptr).status();
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, ""));
+  return impl_->RequestJson("DELETE", path, nullptr).status();
 }
 
 StatusOr<Json> Client::Mutate(const Resource& r, std::string_view ns, std::string_view name,
@@ -587,6 +605,8 @@ StatusOr<Json> Client::Mutate(const Resource& r, std::string_view ns, std::strin
 
 Status Client::Bind(std::string_view ns, std::string_view pod, std::string_view uid,
                     std::string_view node, const std::map<std::string, std::string>& annotations) {
+  HAMI_RETURN_IF_ERROR(ValidateDns1123Subdomain(node, "Binding target node name"));
+  if (!uid.empty()) HAMI_RETURN_IF_ERROR(ValidateUid(uid, "Binding uid"));
   Json b = {{"apiVersion", "v1"},
             {"kind", "Binding"},
             {"metadata", {{"name", pod}, {"namespace", ns}}},

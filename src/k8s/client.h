@@ -43,6 +43,11 @@ inline constexpr Resource kLeases{"/apis/coordination.k8s.io/v1", "leases", "Lea
 // The URL path of a collection ("" namespace = all namespaces) or of one object (+ subresource).
 std::string ResourcePath(const Resource& r, std::string_view ns, std::string_view name = "",
                          std::string_view subresource = "");
+// The same after checking the pieces (k8s/names.h): namespace a DNS-1123 label, name a DNS-1123
+// subdomain, subresource a lowercase word; InvalidArgument otherwise. Every verb of Client uses it,
+// so no crafted name changes the URL a request goes to.
+StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns, std::string_view name = "",
+                                          std::string_view subresource = "");
 
 struct ListOptions {
   std::string label_selector;   // "app=x,tier!=db"

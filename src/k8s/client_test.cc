@@ -148,6 +148,24 @@ TEST_F(ClientTest, BindSetsNodeOnceAndMergesAnnotations) {
   EXPECT_TRUE(absl::IsNotFound(client_->Bind("default", "ghost", "", "node-1")));
 }
 
+// A crafted name never changes the URL: "pods/.." would be resolved to the namespace itself.
+TEST_F(ClientTest, InvalidNamesNeverReachTheServer) {
+  const int64_t before = fake_->CountRequests("", ".*");
+  const Json patch = {{"metadata", {{"annotations", {{"a", "b"}}}}}};
+  for (const char* name : {"..", ".", "a/b", "../../nodes/n1", "A", "%2e%2e"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Patch(kPods, "default", name, PatchType::kMerge, patch).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Get(kPods, "default", name).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Delete(kPods, "default", name)));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", name, "", "node-1")));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", "p", "", name)));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->Patch(kPods, name, "p", PatchType::kMerge, patch).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(client_->List(kPods, name).status()));
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", "p", "../uid", "node-1")));
+  EXPECT_EQ(fake_->CountRequests("", ".*"), before);
+}
+
 TEST_F(ClientTest, PatchKinds) {
   ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n1")).ok());
   auto merged = client_->Patch(kNodes, "", "n1", PatchType::kMerge,

@@ -21,7 +21,7 @@ struct LeaderElector::Impl {
   std::string observed_holder;
   std::string observed_renew;     // renewTime of the record we last saw
   int64_t observed_at_ns = 0;     // our monotonic time when the record last changed
-  int64_t last_renew_ns = 0;      // our monotonic time of our last successful write
+  int64_t last_renew_ns = 0;      // our monotonic time when the last successful attempt began (mu)
   bool have_observed = false;
   std::string last_rv;            // resourceVersion of the lease we last saw
   std::thread thread;
@@ -35,18 +35,23 @@ struct LeaderElector::Impl {
     return static_cast<int>(std::max<int64_t>(1, (cfg.lease_duration.count() + 999) / 1000));
   }
 
+  // Called by one attempt at a time (step_mu) or by Release. Leadership is published after
+  // on_started_leading has run and withdrawn before on_stopped_leading runs, so whoever sees
+  // IsLeader() true also sees the effects of the start callback.
   void SetLeader(bool now_leader) {
-    bool changed;
     {
       std::lock_guard<std::mutex> l(mu);
-      changed = leader != now_leader;
-      leader = now_leader;
+      if (leader == now_leader) return;
+      if (!now_leader) leader = false;
     }
-    if (!changed) return;
     SPDLOG_INFO("leader election {}/{}: {} {} leading", cfg.lease_namespace, cfg.lease_name, cfg.identity,
                 now_leader ? "started" : "stopped");
     if (now_leader && cfg.on_started_leading) cfg.on_started_leading();
     if (!now_leader && cfg.on_stopped_leading) cfg.on_stopped_leading();
+    if (now_leader) {
+      std::lock_guard<std::mutex> l(mu);
+      leader = true;
+    }
   }
 
   // After a failed attempt: a leader keeps leading until renew_deadline has passed since its last
@@ -57,9 +62,28 @@ struct LeaderElector::Impl {
       std::lock_guard<std::mutex> l(mu);
       is_leader = leader;
     }
-    if (is_leader && now - last_renew_ns >= Ns(cfg.renew_deadline)) SetLeader(false);
+    int64_t last;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      last = last_renew_ns;
+    }
+    if (is_leader && now - last >= Ns(cfg.renew_deadline)) SetLeader(false);
     std::lock_guard<std::mutex> l(mu);
     return leader;
+  }
+
+  void Renewed(int64_t attempt_start) {
+    std::lock_guard<std::mutex> l(mu);
+    last_renew_ns = attempt_start;
+  }
+
+  // Leading and still inside the renew deadline: an attempt that hangs (API server unreachable)
+  // cannot keep us leading, whatever the background loop is doing. `attempt_start` of the last
+  // successful write, not its end, so the window closes no later than the other candidates' view
+  // of the lease's expiry (they measure lease_duration from when they saw the record change).
+  bool LeadingNow() const {
+    std::lock_guard<std::mutex> l(mu);
+    return leader && clock.MonotonicNanos() - last_renew_ns < Ns(cfg.renew_deadline);
   }
 
   void Observe(const std::string& holder, const std::string& renew, int64_t now) {
@@ -93,7 +117,7 @@ struct LeaderElector::Impl {
                       {"leaseTransitions", 0}}}};
       auto created = client.Create(kLeases, cfg.lease_namespace, lease);
       if (!created.ok()) return Failed(now);
-      last_renew_ns = now;
+      Renewed(now);
       Observe(cfg.identity, lease["spec"]["renewTime"], now);
       SetLeader(true);
       return true;
@@ -137,7 +161,7 @@ struct LeaderElector::Impl {
       }
       return Failed(now);
     }
-    last_renew_ns = now;
+    Renewed(now);
     Observe(cfg.identity, spec["renewTime"], now);
     SetLeader(true);
     return true;
@@ -170,8 +194,7 @@ struct LeaderElector::Impl {
   }
 };
 
-StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, LeaderElectionConfig cfg,
-                                                               const Clock& clock) {
+Status ValidateLeaderElectionConfig(const LeaderElectionConfig& cfg) {
   if (cfg.identity.empty()) return InvalidArgument("leader election: identity must not be empty");
   if (cfg.lease_name.empty() || cfg.lease_namespace.empty()) {
     return InvalidArgument("leader election: lease name and namespace must not be empty");
@@ -184,6 +207,12 @@ StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, L
     return InvalidArgument("leader election: renew deadline (", cfg.renew_deadline.count(),
                            " ms) must be greater than retry period (", cfg.retry_period.count(), " ms) > 0");
   }
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, LeaderElectionConfig cfg,
+                                                               const Clock& clock) {
+  HAMI_RETURN_IF_ERROR(ValidateLeaderElectionConfig(cfg));
   return std::unique_ptr<LeaderElector>(
       new LeaderElector(std::make_unique<Impl>(client, std::move(cfg), clock)));
 }
@@ -211,10 +240,7 @@ void LeaderElector::Stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
-  return impl_->leader;
-}
+bool LeaderElector::IsLeader() const { return impl_->LeadingNow(); }
 
 std::string LeaderElector::ObservedLeader() const {
   std::lock_guard<std::mutex> l(impl_->mu);

@@ -3,7 +3,10 @@
 // - acquire when the lease is absent, has no holder, or has not been renewed for leaseDuration
 //   (measured on our own monotonic clock from when we last saw the record change, so clock skew
 //   between machines does not matter);
-// - the leader renews every retry_period; if it cannot renew within renew_deadline it steps down;
+// - the leader renews every retry_period; if it cannot renew within renew_deadline it steps down,
+//   and IsLeader() says false from that instant on even while a renewal is still hanging, so a
+//   leader cut off from the API server stops deciding before any other candidate may take over
+//   (renew_deadline < lease_duration is required);
 // - writes are conditional on resourceVersion: a 409 means someone else won the race.
 // Expiry is judged with this candidate's own lease_duration (the record's leaseDurationSeconds is
 // written for other tools, rounded up to whole seconds), so all candidates should share one config.
@@ -29,6 +32,10 @@ struct LeaderElectionConfig {
   std::function<void(const std::string& identity)> on_new_leader;  // observed holder changed
 };
 
+// The checks Create makes: identity, lease name and namespace set; lease_duration > renew_deadline
+// > retry_period > 0. For flags, at start.
+Status ValidateLeaderElectionConfig(const LeaderElectionConfig& cfg);
+
 class LeaderElector {
  public:
   // `client` and `clock` must outlive the elector. `clock` drives lease expiry and MicroTimes.
@@ -47,6 +54,8 @@ class LeaderElector {
   void Start();
   void Stop();
 
+  // Leading now: the lease was renewed by an attempt that began less than renew_deadline ago (on
+  // `clock`). Callers check it before every decision.
   bool IsLeader() const;
   std::string ObservedLeader() const;
 

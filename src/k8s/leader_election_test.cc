@@ -97,6 +97,30 @@ TEST_F(LeaderElectionTest, LeaderLosesLeaseAfterRenewDeadlineWithoutServer) {
   EXPECT_EQ(stop, 1);
 }
 
+// A leader whose renewal hangs (the API server unreachable: no attempt returns) stops leading at its
+// renew deadline, before the lease expires for anyone else: at no instant do two candidates lead.
+TEST_F(LeaderElectionTest, HangingLeaderStopsAtRenewDeadlineBeforeTakeOver) {
+  FakeClock clock;
+  std::atomic<int> a_start{0}, a_stop{0}, b_start{0}, b_stop{0};
+  auto a = LeaderElector::Create(*client_, Cfg("a", &a_start, &a_stop), clock);
+  auto b = LeaderElector::Create(*client_, Cfg("b", &b_start, &b_stop), clock);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->TryAcquireOrRenew());
+  EXPECT_FALSE((*b)->TryAcquireOrRenew());
+  int a_last_ms = -1, b_first_ms = -1;
+  for (int ms = 0; ms <= 20'000; ms += 250) {  // a never gets to renew again
+    SCOPED_TRACE(ms);
+    const bool b_leads = (*b)->TryAcquireOrRenew();
+    const bool a_leads = (*a)->IsLeader();
+    EXPECT_FALSE(a_leads && b_leads);
+    if (a_leads) a_last_ms = ms;
+    if (b_leads && b_first_ms < 0) b_first_ms = ms;
+    clock.AdvanceNanos(250'000'000);
+  }
+  EXPECT_EQ(a_last_ms, 9'750);   // renew deadline 10 s
+  EXPECT_EQ(b_first_ms, 15'000);  // lease duration 15 s
+}
+
 TEST_F(LeaderElectionTest, BackgroundElectorsHandOver) {
   std::atomic<int> a_start{0}, a_stop{0}, b_start{0}, b_stop{0};
   auto fast = [&](LeaderElectionConfig c) {
@@ -141,6 +165,7 @@ TEST_F(LeaderElectionTest, RejectsBadConfig) {
     c.edit(cfg);
     auto e = LeaderElector::Create(*client_, cfg);
     EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << c.name;
+    EXPECT_TRUE(absl::IsInvalidArgument(ValidateLeaderElectionConfig(cfg))) << c.name;
   }
 }
 
