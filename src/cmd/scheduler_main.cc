@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "extender/metrics.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/leader_election.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
 #include "vendors/vendor_set.h"
@@ -62,6 +64,8 @@ int SchedulerMain(int argc, char** argv) {
   // Each GPU pod costs two API writes (decision patch + binding), a pod without devices one: 200 QPS
   // leaves >= 100 pods/s, twice what kube-scheduler's own default client (50 QPS, one Scheduled event
   // per pod) dispatches (docs/benchmarks.md).
+  int64_t reservation_ttl_s = 60;
+  double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   double kube_qps = 200;
   int kube_burst = 400, threads = 32;
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig file; default: in-cluster service account, then $KUBECONFIG, then ~/.kube/config");
@@ -76,6 +80,17 @@ int SchedulerMain(int argc, char** argv) {
                  "with --leader-elect: lead exactly when this pod's kube-scheduler holds the Lease of this name (its "
                  "holderIdentity starts with our pod name), instead of electing on --leader-elect-resource-name; for "
                  "kube-scheduler and the extender in one pod, so the scheduling kube-scheduler always calls the leader");
+  app.add_option("--leader-elect-lease-duration", lease_duration_s,
+                 "seconds a Lease holds without renewal before another replica may take it")->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", renew_deadline_s,
+                 "seconds a leader keeps deciding without a successful renewal (must be < lease duration)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", retry_period_s, "seconds between election attempts")
+      ->capture_default_str();
+  app.add_option("--reservation-ttl", reservation_ttl_s,
+                 "seconds a /filter decision holds its devices when no /bind follows (docs/security.md)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}))
+      ->capture_default_str();
   app.add_option("--leader-elect-identity", identity, "identity in the Lease (default $POD_NAME, else the host name)");
   app.add_option("--scheduler-name", scheduler_name, "schedulerName the webhook sets on GPU pods")->capture_default_str();
   app.add_option("--force-overwrite-default-scheduler", force_overwrite_default, "take over GPU pods that name default-scheduler")
@@ -160,6 +175,19 @@ int SchedulerMain(int argc, char** argv) {
   extender::StateOptions sto;
   sto.resources = dc.resources;
   sto.vendors = vendor_set.get();
+  sto.scheduler_name = scheduler_name;
+  sto.reservation_ttl_s = reservation_ttl_s;
+  k8s::Client* events = client->get();
+  sto.on_rejected_decision = [events, scheduler_name](const extender::Json& ref, const std::string& reason,
+                                                      const std::string& message) {
+    k8s::EventSpec ev;
+    ev.involved_object = ref;
+    ev.type = "Warning";
+    ev.reason = StrCat("Decision", reason);
+    ev.message = message;
+    ev.component = scheduler_name;
+    if (Status s = events->CreateEvent(ev); !s.ok()) SPDLOG_DEBUG("event not recorded: {}", std::string(s.message()));
+  };
   extender::ClusterState state(**sched, sto);
   extender::ControllerOptions co;
   co.leader_elect = leader_elect;
@@ -173,6 +201,13 @@ int SchedulerMain(int argc, char** argv) {
   co.election.lease_name = lease_name;
   co.election.lease_namespace = lease_namespace;
   co.follow_lease = follow_lease;
+  auto secs = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  co.election.lease_duration = secs(lease_duration_s);
+  co.election.renew_deadline = secs(renew_deadline_s);
+  co.election.retry_period = secs(retry_period_s);
+  if (leader_elect) {
+    if (Status s = k8s::ValidateLeaderElectionConfig(co.election); !s.ok()) return Fail("--leader-elect-*", s);
+  }
   extender::Controller controller(**client, state, co);
 
   extender::ExtenderOptions eo;
@@ -180,6 +215,7 @@ int SchedulerMain(int argc, char** argv) {
   eo.is_leader = [&controller] { return controller.IsLeader(); };
   eo.leader_name = [&controller] { return controller.Leader(); };
   eo.component = scheduler_name;
+  eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) { return controller.LookupPod(ns, name); };
   extender::Extender ext(**sched, state, client->get(), eo);
 
   webhook::WebhookOptions wo;

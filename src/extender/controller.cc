@@ -70,6 +70,7 @@ void Controller::Start() {
       cv_.wait_for(l, opts_.housekeeping_period);
       if (stopping_) break;
       l.unlock();
+      state_.ExpireReservations();
       if (Synced() && IsLeader()) HousekeepOnce();
       l.lock();
     }
@@ -88,6 +89,10 @@ void Controller::Stop() {
   pods_->Stop();
   nodes_->Stop();
   quotas_->Stop();
+}
+
+std::optional<Json> Controller::LookupPod(const std::string& ns, const std::string& name) const {
+  return pods_->Get(ns + "/" + name);
 }
 
 bool Controller::Synced() const { return pods_->HasSynced() && nodes_->HasSynced() && quotas_->HasSynced(); }
@@ -124,8 +129,10 @@ bool Controller::IsLeader() const {
   if (!opts_.leader_elect) return true;
   if (!opts_.follow_lease.empty()) {
     std::lock_guard<std::mutex> l(lease_mu_);
+    // renew_deadline, not lease_duration: we see a renewal up to retry_period late, and another
+    // kube-scheduler may take over lease_duration after the renewal itself.
     return !lease_holder_.empty() && HostOf(lease_holder_) == HostOf(opts_.election.identity) &&
-           std::chrono::steady_clock::now() - lease_changed_ < opts_.election.lease_duration;
+           std::chrono::steady_clock::now() - lease_changed_ < opts_.election.renew_deadline;
   }
   return elector_ && elector_->IsLeader();
 }

@@ -4,11 +4,14 @@
 //    everything from the annotations they deliver;
 //  - optional leader election on a coordination.k8s.io Lease (k8s::LeaderElector);
 //  - housekeeping (leader only, every `housekeeping_period`): upstream's node handshake and the
-//    clean-up of nodes whose device plugin stopped answering (reference/hami.md §1.2).
+//    clean-up of nodes whose device plugin stopped answering (reference/hami.md §1.2);
+//  - on every replica, every `housekeeping_period`: decisions that no bind followed within the
+//    reservation TTL give their devices back (ClusterState::ExpireReservations).
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -57,6 +60,9 @@ class Controller {
   int HousekeepOnce();
   // One read of the followed Lease now (tests; the background loop does it every retry_period).
   void FollowOnce();
+
+  // The pod from the informer cache (nullopt when it has not arrived), for ExtenderOptions::pod_lookup.
+  std::optional<Json> LookupPod(const std::string& ns, const std::string& name) const;
 
   k8s::Informer& pods() { return *pods_; }
   k8s::Informer& nodes() { return *nodes_; }

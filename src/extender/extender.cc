@@ -8,6 +8,7 @@
 #include "core/annotations.h"
 #include "core/pod_codec.h"
 #include "k8s/errors.h"
+#include "k8s/names.h"
 
 namespace hami::extender {
 namespace {
@@ -137,6 +138,88 @@ void Extender::Event(const Json& ref, const std::string& type, const std::string
   if (!s.ok()) SPDLOG_DEBUG("event {} not recorded: {}", reason, std::string(s.message()));
 }
 
+StatusOr<std::optional<Json>> Extender::LivePod(const std::string& ns, const std::string& name) const {
+  if (opts_.pod_lookup) {
+    if (auto p = opts_.pod_lookup(ns, name)) return std::optional<Json>(std::move(*p));
+  }
+  if (client_ == nullptr) return std::optional<Json>();
+  HAMI_ASSIGN_OR_RETURN(Json p, client_->Get(k8s::kPods, ns, name));
+  return std::optional<Json>(std::move(p));
+}
+
+bool Extender::NodeExists(const std::string& node) const {
+  if (sched_.cache().Snapshot(node)) return true;
+  if (client_ == nullptr) return false;
+  return client_->Get(k8s::kNodes, "", node).ok();
+}
+
+namespace {
+std::string NodeNameOf(const Json& pod) {
+  if (!pod.is_object()) return "";
+  auto spec = pod.find("spec");
+  if (spec == pod.end() || !spec->is_object()) return "";
+  auto n = spec->find("nodeName");
+  return n != spec->end() && n->is_string() ? n->get<std::string>() : "";
+}
+std::string UidOfJson(const Json& pod) {
+  if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object()) return "";
+  return pod["metadata"].value("uid", "");
+}
+}  // namespace
+
+Status Extender::CheckFilterPod(const core::PodRequest& pod, const Json& request_pod) const {
+  if (pod.uid.empty()) return InvalidArgument("pod ", PodKey(pod), " has no metadata.uid");
+  HAMI_RETURN_IF_ERROR(k8s::ValidateObjectRef(pod.namespace_, pod.name, pod.uid));
+  if (std::string n = NodeNameOf(request_pod); !n.empty())
+    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n, "; its decision stands");
+  if (auto rec = state_.Find(pod.uid)) {
+    if (rec->namespace_ != pod.namespace_ || rec->name != pod.name)
+      return FailedPrecondition("uid ", pod.uid, " belongs to pod ", rec->namespace_, "/", rec->name, ", not ",
+                                PodKey(pod));
+    if (!rec->bound_node.empty())
+      return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", rec->bound_node,
+                                "; its decision stands");
+  }
+  HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(pod.namespace_, pod.name));
+  if (!live) return OkStatus();
+  if (UidOfJson(*live) != pod.uid)
+    return FailedPrecondition("pod ", PodKey(pod), " on the API server has uid ", UidOfJson(*live), ", not ", pod.uid);
+  if (std::string n = NodeNameOf(*live); !n.empty())
+    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n, "; its decision stands");
+  return OkStatus();
+}
+
+Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_uid) const {
+  reserved_uid->clear();
+  HAMI_RETURN_IF_ERROR(k8s::ValidateObjectRef(a.pod_namespace, a.pod_name, a.pod_uid));
+  HAMI_RETURN_IF_ERROR(k8s::ValidateDns1123Subdomain(a.node, "node name"));
+  const std::string key = StrCat(a.pod_namespace, "/", a.pod_name);
+  std::string uid = a.pod_uid;
+  if (uid.empty()) uid = state_.UidOf(a.pod_namespace, a.pod_name).value_or("");
+  if (auto rec = uid.empty() ? std::nullopt : state_.Find(uid)) {
+    if (rec->namespace_ != a.pod_namespace || rec->name != a.pod_name)
+      return FailedPrecondition("uid ", uid, " belongs to pod ", rec->namespace_, "/", rec->name, ", not ", key);
+    if (rec->allocation.node != a.node)
+      return FailedPrecondition("pod ", key, " was decided for node ", rec->allocation.node, ", not ", a.node);
+    if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
+    *reserved_uid = uid;
+    return OkStatus();
+  }
+  // No reservation: only a pod that needs no devices may be bound (CPU-only pods routed here).
+  HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(a.pod_namespace, a.pod_name));
+  const std::string no_decision = StrCat("pod ", key, " has no device decision to bind (never filtered here, or its ",
+                                         "reservation lapsed after ", state_.options().reservation_ttl_s,
+                                         " s); filter it again");
+  if (!live) return FailedPrecondition(no_decision, "; it cannot be checked either");
+  if (!a.pod_uid.empty() && UidOfJson(*live) != a.pod_uid)
+    return FailedPrecondition("pod ", key, " on the API server has uid ", UidOfJson(*live), ", not ", a.pod_uid);
+  const vendors::VendorSet* vendors = state_.options().vendors;
+  auto parsed = vendors ? vendors->ParsePod(*live, opts_.resources) : core::ParsePodJson(*live, opts_.resources);
+  if (!parsed.ok() || parsed->HasDevices()) return FailedPrecondition(no_decision);
+  if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
+  return OkStatus();
+}
+
 ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   counters_.filter_total.fetch_add(1, std::memory_order_relaxed);
   ExtenderFilterResult out;
@@ -170,6 +253,13 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   // is refused here only when the pods the cache knows leave less than the pod asks (docs/scheduler.md);
   // CPU-aware policies (fgd, default) score with them exactly as in `hami sim`.
   if (args.nodes) return Simulate(args, pod);
+  state_.ExpireReservations();
+  if (Status ok = CheckFilterPod(pod, args.pod); !ok.ok()) {
+    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+    counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
+    out.error = std::string(ok.message());
+    return out;
+  }
 
   // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation up.
   if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
@@ -286,10 +376,18 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
       return out;
     }
     lock.Release();
+    if (!Leading()) {  // lost the lease while deciding: write nothing
+      state_.Drop(pod.uid);
+      (void)sched_.Unreserve(pod.uid);
+      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+      out.error = NotLeaderError();
+      return out;
+    }
     if (client_ != nullptr) {
       StageTimer t(counters_.filter_patch_ns);
-      auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge,
-                              vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now));
+      Json patch = vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now);
+      patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
+      auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
       if (!p.ok()) {
         state_.Drop(pod.uid);
         (void)sched_.Unreserve(pod.uid);
@@ -398,20 +496,37 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
     out.error = NotLeaderError();
     return out;
   }
-  if (client_ == nullptr) return out;
+  std::string uid;
+  if (Status ok = CheckBind(a, &uid); !ok.ok()) {
+    // Refused before anything changed: no reservation is released, nothing is written.
+    counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+    counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
+    out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node, " refused: ",
+                       std::string(ok.message()));
+    return out;
+  }
+  if (client_ == nullptr) {
+    if (!uid.empty()) state_.MarkBound(uid, a.node);
+    return out;
+  }
   const std::string now = std::to_string(clock_.UnixSeconds());
-  Status s = client_->Bind(a.pod_namespace, a.pod_name, a.pod_uid, a.node,
+  Status s = client_->Bind(a.pod_namespace, a.pod_name, uid.empty() ? a.pod_uid : uid, a.node,
                            {{core::kBindPhase, core::kBindPhaseAllocating}, {core::kBindTime, now}});
-  if (s.ok()) return out;
+  if (s.ok()) {
+    if (!uid.empty()) state_.MarkBound(uid, a.node);
+    return out;
+  }
   if (absl::IsAlreadyExists(s) || k8s::IsConflict(s)) {
     // A retried bind whose first attempt went through: already bound to this very node is success.
     auto pod = client_->Get(k8s::kPods, a.pod_namespace, a.pod_name);
-    if (pod.ok() && pod->value("spec", Json::object()).value("nodeName", "") == a.node) return out;
+    if (pod.ok() && pod->value("spec", Json::object()).value("nodeName", "") == a.node &&
+        (uid.empty() || UidOfJson(*pod) == uid)) {
+      if (!uid.empty()) state_.MarkBound(uid, a.node);
+      return out;
+    }
   }
   counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
-  std::string uid = a.pod_uid;
-  if (uid.empty()) uid = state_.UidOf(a.pod_namespace, a.pod_name).value_or("");
-  if (!uid.empty()) {
+  if (!uid.empty()) {  // the reservation of this very pod (checked above), never another's
     state_.Drop(uid);
     (void)sched_.Unreserve(uid);
   }

@@ -14,14 +14,24 @@
 //    plugin never sees a bound pod without its phase). On failure: unreserve, bind-phase=failed, Event
 //    BindingFailed.
 //
+// Both verbs act only on the pod they name (docs/security.md, "Extender integrity"): namespace,
+// name, uid and node must be Kubernetes names (k8s/names.h); the pod must exist with that uid on
+// the API server (informer cache first) and not be bound yet (Filter); Bind is refused unless it
+// binds the very pod, by uid, to the node its reservation names, or, for a pod that requests no
+// devices, to a node that exists. Nothing else is released on a refusal. A reservation that no
+// bind follows lapses after StateOptions::reservation_ttl_s. The decision patch carries the pod's
+// uid, so a pod re-created under the same name is never given another's decision.
+//
 // There is no node lock (DESIGN.md §5): concurrent binds to one node proceed; the device plugin finds
 // its pod as the one bound to its node with bind-phase allocating and a non-empty to-allocate record.
 // Only the leader decides: a follower answers every verb with an Error, which kube-scheduler retries.
+// Leadership is checked when a verb starts and again before the decision is written.
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,6 +53,10 @@ struct ExtenderOptions {
   std::function<std::string()> leader_name;  // for the follower's error message
   std::string component = "hami-scheduler";  // Event source
   bool filter_failed_events = true;          // Event FilteringFailed when no node fits
+  // The pod as the API server has it, from the informer cache (nullopt: not there). When unset or
+  // when it finds nothing, the pod is read from the API server (client); with neither, the
+  // request's own copy is trusted (tests of the pure paths).
+  std::function<std::optional<Json>(const std::string& ns, const std::string& name)> pod_lookup;
 };
 
 // Counters for /metrics (monotonic).
@@ -50,6 +64,7 @@ struct ExtenderCounters {
   std::atomic<int64_t> filter_total{0}, filter_errors{0}, filter_unschedulable{0};
   std::atomic<int64_t> bind_total{0}, bind_errors{0};
   std::atomic<int64_t> reserve_conflicts{0};
+  std::atomic<int64_t> refused_requests{0};  // /filter or /bind refused: names, uid, node or bound state
   // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be told
   // from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve), the
   // decision patch (an API round trip) and the reply encoding.
@@ -75,6 +90,14 @@ class Extender {
   // A pod without devices: nodes without HAMi devices first; else the policy's choice, reserved.
   ExtenderFilterResult FilterWithoutDevices(const core::PodRequest& pod, const std::vector<std::string>& candidates);
   std::string NotLeaderError() const;
+  bool Leading() const { return !opts_.is_leader || opts_.is_leader(); }
+  // The pod on the API server: OK(nullopt) when it cannot be checked (no lookup, no client).
+  StatusOr<std::optional<Json>> LivePod(const std::string& ns, const std::string& name) const;
+  // Filter's checks of the pod it is asked to decide for (names, uid, not bound).
+  Status CheckFilterPod(const core::PodRequest& pod, const Json& request_pod) const;
+  // Bind's checks; *reserved_uid = the uid whose reservation this bind may release ("" = none).
+  Status CheckBind(const ExtenderBindingArgs& a, std::string* reserved_uid) const;
+  bool NodeExists(const std::string& node) const;
   void Event(const Json& pod_ref, const std::string& type, const std::string& reason, const std::string& message);
 
   scheduler::Scheduler& sched_;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "extender/metrics.h"
 
 namespace hami::extender {
@@ -164,6 +166,106 @@ TEST_F(ExtenderTest, HandleBodies) {
   EXPECT_EQ(ok["Error"], "");
   const Json bind = Json::parse(ext_->HandleBind(R"({"PodName":"p"})"));
   EXPECT_NE(bind["Error"].get<std::string>().find("PodNamespace"), std::string::npos);
+}
+
+// Bind acts only on the pod it names: another pod's uid, another node or a node that does not exist
+// is refused and releases nothing.
+TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
+  auto r = Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n1"});
+  ASSERT_EQ(r.node_names->size(), 1u) << r.error;
+  auto used = [&] {
+    int64_t mem = 0;
+    const auto snap = sched_->cache().Snapshot("n1");
+    for (const auto& u : snap->usage) mem += u.usedmem_mib;
+    return mem;
+  };
+  ASSERT_EQ(used(), 4000);
+  struct Case {
+    const char* name;
+    ExtenderBindingArgs args;
+    const char* error_part;
+  };
+  const Case cases[] = {
+      {"another pod's uid", {"pod-attacker", "ml", "victim", "n1"}, "belongs to pod ml/pod-victim"},
+      {"another namespace", {"pod-victim", "other", "victim", "n1"}, "belongs to pod ml/pod-victim"},
+      {"not the decision's node", {"pod-victim", "ml", "victim", "n2"}, "decided for node n1, not n2"},
+      {"no such node", {"pod-victim", "ml", "victim", "ghost"}, "decided for node n1"},
+      {"dot-dot pod name", {"..", "ml", "victim", "n1"}, "DNS-1123 subdomain"},
+      {"slash in namespace", {"pod-victim", "ml/x", "victim", "n1"}, "DNS-1123 label"},
+      {"bad node name", {"pod-victim", "ml", "victim", "../n1"}, "DNS-1123 subdomain"},
+      {"bad uid", {"pod-victim", "ml", "vic/tim", "n1"}, "uid"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto b = ext_->Bind(c.args);
+    EXPECT_NE(b.error.find(c.error_part), std::string::npos) << b.error;
+    EXPECT_EQ(used(), 4000);  // the victim's reservation stands
+    EXPECT_EQ(state_->pod_count(), 1u);
+  }
+  EXPECT_EQ(ext_->counters().refused_requests.load(), 8);
+  // The victim's own bind goes through; a /filter for it afterwards cannot rewrite its decision.
+  EXPECT_EQ(ext_->Bind({"pod-victim", "ml", "victim", "n1"}).error, "");
+  auto again = Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n2"});
+  EXPECT_NE(again.error.find("already bound to node n1"), std::string::npos) << again.error;
+  EXPECT_EQ(state_->Find("victim")->allocation.node, "n1");
+  EXPECT_EQ(used(), 4000);
+  // A request copy that says it is bound is not decided either.
+  Json bound = PodJson("other", {{"nvidia.com/gpu", "1"}});
+  bound["spec"]["nodeName"] = "n2";
+  EXPECT_NE(Filter(bound).error.find("already bound to node n2"), std::string::npos);
+  EXPECT_FALSE(state_->Find("other").has_value());
+}
+
+// With the API server's copy (informer cache) the uid and the bound state are checked there.
+TEST_F(ExtenderTest, FilterChecksThePodOnTheApiServer) {
+  std::map<std::string, Json> live;
+  ExtenderOptions eo;
+  eo.clock = &clock_;
+  eo.pod_lookup = [&live](const std::string& ns, const std::string& name) -> std::optional<Json> {
+    auto it = live.find(ns + "/" + name);
+    if (it == live.end()) return std::nullopt;
+    return it->second;
+  };
+  ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
+  const Json mine = PodJson("mine", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
+  live["ml/pod-mine"] = mine;
+  // The attacker's own pod name with fresh uids: refused, nothing reserved.
+  for (int i = 0; i < 20; ++i) {
+    Json forged = mine;
+    forged["metadata"]["uid"] = "fresh-" + std::to_string(i);
+    auto r = Filter(forged);
+    EXPECT_NE(r.error.find("has uid mine, not fresh-"), std::string::npos) << r.error;
+  }
+  EXPECT_EQ(state_->pod_count(), 0u);
+  EXPECT_EQ(Filter(mine).node_names->size(), 1u);
+  live["ml/pod-mine"]["spec"]["nodeName"] = "n2";
+  EXPECT_NE(Filter(mine).error.find("already bound to node n2"), std::string::npos);
+}
+
+// Decisions no bind follows lapse after the TTL (injected clock): 20 /filter calls with fresh uids
+// fill a GPU only until then, and a bind after the lapse is refused.
+TEST_F(ExtenderTest, ReservationsWithoutBindExpire) {
+  const Json whole = {{"nvidia.com/gpu", "1"}};
+  int placed = 0;
+  for (int i = 0; i < 20; ++i)
+    if (Filter(PodJson("phantom-" + std::to_string(i), whole), {"a100"}).node_names->size() == 1) ++placed;
+  EXPECT_EQ(placed, 1);  // one whole card
+  EXPECT_EQ(Filter(PodJson("real", whole), {"a100"}).node_names->size(), 0u);
+  clock_.AdvanceSeconds(state_->options().reservation_ttl_s - 1);
+  EXPECT_EQ(Filter(PodJson("real", whole), {"a100"}).node_names->size(), 0u);
+  clock_.AdvanceSeconds(1);
+  auto r = Filter(PodJson("real", whole), {"a100"});
+  ASSERT_EQ(r.node_names->size(), 1u) << r.error;
+  EXPECT_EQ(state_->expired_reservations(), 1);
+  EXPECT_FALSE(state_->Find("phantom-0").has_value());
+  EXPECT_NE(ext_->Bind({"pod-phantom-0", "ml", "phantom-0", "a100"}).error.find("refused"), std::string::npos);
+  // A bound decision never lapses.
+  EXPECT_EQ(ext_->Bind({"pod-real", "ml", "real", "a100"}).error, "");
+  clock_.AdvanceSeconds(10 * state_->options().reservation_ttl_s);
+  EXPECT_EQ(state_->ExpireReservations(), 0);
+  EXPECT_TRUE(state_->Find("real").has_value());
+  EXPECT_NE(RenderMetrics(*sched_, *state_, &ext_->counters()).find("hami_scheduler_reservations_expired_total 1"),
+            std::string::npos);
 }
 
 TEST(DecisionPatch, UpstreamKeys) {

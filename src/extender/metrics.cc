@@ -115,10 +115,21 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
     }
   }
 
+  Family rejected("hami_scheduler_decisions_rejected_total",
+                  "Pods whose decision annotations were not charged (or, reason OverCommitted, charged and "
+                  "over-committing a device), by reason; each pod counted once per reason and decision.",
+                  "counter");
+  for (const auto& [reason, n] : state.RejectedDecisions()) rejected.Add({{"reason", reason}}, static_cast<double>(n));
+
   std::string out;
   for (const Family* f : {&mem_limit, &core_limit, &shared, &core_alloc, &mem_ratio, &mem_alloc, &overview, &vmem,
-                          &vcore, &qused, &qlimit})
+                          &vcore, &qused, &qlimit, &rejected})
     f->Render(out);
+  out += StrCat("# HELP hami_scheduler_reservations_expired_total Decisions that no bind followed within the "
+                "reservation TTL (their devices were given back).\n"
+                "# TYPE hami_scheduler_reservations_expired_total counter\n"
+                "hami_scheduler_reservations_expired_total ",
+                state.expired_reservations(), "\n");
   if (counters != nullptr) {
     auto counter = [&](const char* name, const char* help, int64_t v) {
       out += StrCat("# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", v, "\n");
@@ -131,6 +142,10 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             counters->reserve_conflicts.load());
     counter("hami_extender_bind_requests_total", "Bind calls answered.", counters->bind_total.load());
     counter("hami_extender_bind_errors_total", "Bind calls answered with an Error.", counters->bind_errors.load());
+    counter("hami_extender_refused_requests_total",
+            "Filter or bind calls refused for the pod they name (bad name or uid, another pod's uid, a node other "
+            "than the decision's or none, an already bound pod).",
+            counters->refused_requests.load());
     out += "# HELP hami_extender_filter_stage_seconds_total Time spent in /filter by stage: the request parse, the "
            "scheduler library (decide and reserve), the decision patch to the API server, the reply encoding.\n"
            "# TYPE hami_extender_filter_stage_seconds_total counter\n";

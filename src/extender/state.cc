@@ -1,6 +1,9 @@
 #include "extender/state.h"
 
 #include <algorithm>
+#include <climits>
+
+#include "absl/strings/numbers.h"
 
 #include "common/log.h"
 #include "core/annotations.h"
@@ -290,83 +293,231 @@ void ClusterState::RemoveLocked(const std::string& uid) {
   pods_.erase(it);
 }
 
+// A pod reference for Events.
+Json PodRefOf(const Json& pod) {
+  Json r{{"kind", "Pod"}, {"apiVersion", "v1"}, {"namespace", StringAt(pod, {"metadata", "namespace"})},
+         {"name", StringAt(pod, {"metadata", "name"})}};
+  if (std::string uid = StringAt(pod, {"metadata", "uid"}); !uid.empty()) r["uid"] = uid;
+  return r;
+}
+
+std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAllocation& alloc,
+                                              const std::vector<core::ContainerKind>& kinds, bool fresh,
+                                              std::string* message, bool* over_committed) const {
+  *over_committed = false;
+  std::string scheduler = StringAt(pod, {"spec", "schedulerName"});
+  if (scheduler.empty()) scheduler = "default-scheduler";
+  if (scheduler != opts_.scheduler_name) {
+    *message = StrCat("pod names scheduler \"", scheduler, "\", not ", opts_.scheduler_name,
+                      ": its device decision is not ours and is not charged");
+    return kRejectForeignScheduler;
+  }
+  const std::string bound = StringAt(pod, {"spec", "nodeName"});
+  if (!bound.empty() && bound != alloc.node) {
+    *message = StrCat("pod is bound to node ", bound, " but its decision names node ", alloc.node,
+                      ": the decision is not charged");
+    return kRejectNodeMismatch;
+  }
+  auto snap = sched_.cache().Snapshot(alloc.node);
+  if (!snap) return "";  // node not (yet) known: nothing to check against
+  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
+    size_t i = 0;
+    while (i < snap->info.devices.size() && snap->info.devices[i].uuid != uuid) ++i;
+    if (i == snap->info.devices.size()) {
+      *message = StrCat("decision names device ", uuid, ", which node ", alloc.node, " does not have");
+      return kRejectUnknownDevice;
+    }
+    const core::DeviceInfo& d = snap->info.devices[i];
+    if (u.used > std::max(d.count, 1) || u.usedmem_mib > d.devmem_mib || u.usedcores > d.devcore) {
+      *message = StrCat("decision claims ", u.used, " task(s), ", u.usedmem_mib, " MiB and ", u.usedcores,
+                        " cores on device ", uuid, ", which holds ", d.count, " task(s), ", d.devmem_mib,
+                        " MiB and ", d.devcore, " cores");
+      return kRejectExceedsDevice;
+    }
+    if (!fresh || i >= snap->usage.size()) continue;
+    const core::DeviceUsage& in_use = snap->usage[i];
+    if (in_use.used + u.used > std::max(d.count, 1) || in_use.usedmem_mib + u.usedmem_mib > d.devmem_mib ||
+        in_use.usedcores + u.usedcores > d.devcore) {
+      *over_committed = true;
+      *message = StrCat("with the pods already charged, device ", uuid, " would hold ", in_use.used + u.used,
+                        " task(s), ", in_use.usedmem_mib + u.usedmem_mib, " MiB and ",
+                        in_use.usedcores + u.usedcores, " cores of ", d.count, ", ", d.devmem_mib, " MiB and ",
+                        d.devcore);
+    }
+  }
+  return "";
+}
+
+void ClusterState::ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint,
+                                std::string message, std::vector<Report>& out) {
+  const std::string uid = StringAt(pod, {"metadata", "uid"});
+  std::string& last = reported_[uid];
+  const std::string key = StrCat(reason, "|", fingerprint);
+  if (last == key) return;
+  last = key;
+  ++rejected_[reason];
+  spdlog::warn("pod {}/{}: {}: {}", StringAt(pod, {"metadata", "namespace"}), StringAt(pod, {"metadata", "name"}),
+               reason, message);
+  out.push_back({PodRefOf(pod), reason, std::move(message)});
+}
+
+void ClusterState::Emit(const std::vector<Report>& reports) const {
+  if (!opts_.on_rejected_decision) return;
+  for (const auto& r : reports) opts_.on_rejected_decision(r.ref, r.reason, r.message);
+}
+
+void ClusterState::ScheduleExpiryLocked(const std::string& uid, int64_t at) {
+  expiry_.emplace(at, uid);
+  next_expiry_.store(expiry_.begin()->first, std::memory_order_relaxed);
+}
+
 void ClusterState::OnPod(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   if (uid.empty()) return;
   std::string why;
   auto alloc = HeldAllocation(pod, &why, opts_.vendors);
-  const std::string phase = StringAt(pod, {"status", "phase"});
-  const bool finished = phase == "Succeeded" || phase == "Failed";
-  const std::string bound_to = StringAt(pod, {"spec", "nodeName"});
-  absl::MutexLock l(&mu_);
-  auto it = pods_.find(uid);
-  if (!alloc) {
-    // A reservation in flight is kept: this copy of the pod predates our patch.
-    if (it != pods_.end() && !it->second.confirmed && !finished) return;
-    if (it != pods_.end()) {
-      RemoveLocked(uid);
-      (void)sched_.RemovePod(uid);
-    }
-    // Without devices the pod still takes CPU and memory on the node it is bound to (kube-scheduler
-    // placed it, or it runs on a node we do not decide): the policies count it as the sim does.
-    auto c = cpu_only_.find(uid);
-    if (finished || bound_to.empty()) {
-      if (c != cpu_only_.end()) {
+  std::vector<Report> reports;
+  [&] {
+    const std::string phase = StringAt(pod, {"status", "phase"});
+    const bool finished = phase == "Succeeded" || phase == "Failed";
+    const std::string bound = StringAt(pod, {"spec", "nodeName"});
+    absl::MutexLock l(&mu_);
+    auto it = pods_.find(uid);
+    if (!alloc) {
+      expired_.erase(uid);
+      if (it != pods_.end()) {
+        // A reservation in flight is kept: this copy of the pod predates our patch.
+        if (!it->second.confirmed && !finished) return;
+        RemoveLocked(uid);
         (void)sched_.RemovePod(uid);
-        cpu_only_.erase(c);
       }
+      // Without devices the pod still takes CPU and memory on the node it is bound to (kube-scheduler
+      // placed it, or it runs on a node we do not decide): the policies count it as the sim does.
+      auto c = cpu_only_.find(uid);
+      if (finished || bound.empty()) {
+        if (c != cpu_only_.end()) {
+          (void)sched_.RemovePod(uid);
+          cpu_only_.erase(c);
+        }
+        return;
+      }
+      if (c != cpu_only_.end() && c->second == bound) return;   // the cache already holds it
+      const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+      scheduler::PlacedPodResources res;
+      res.cpu_milli = req.cpu_milli;
+      res.memory_mib = req.memory_mib;
+      core::PodAllocation none;
+      none.node = bound;
+      if (sched_.AddPod(uid, none, res).ok()) cpu_only_[uid] = bound;
       return;
     }
-    if (c != cpu_only_.end() && c->second == bound_to) return;   // the cache already holds it
-    const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
-    scheduler::PlacedPodResources res;
-    res.cpu_milli = req.cpu_milli;
-    res.memory_mib = req.memory_mib;
-    core::PodAllocation none;
-    none.node = bound_to;
-    if (sched_.AddPod(uid, none, res).ok()) cpu_only_[uid] = bound_to;
-    return;
-  }
-  const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
-                                            : *Annotation(pod, core::kNvidiaDevicesAllocated);
-  const bool init_finished = InitContainersSucceeded(pod);
-  if (it != pods_.end()) {
-    const bool same = it->second.encoded == encoded && it->second.allocation.node == alloc->node;
-    if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
-    if (same && it->second.init_finished == init_finished) {
-      it->second.confirmed = true;
-      return;  // the cache already holds exactly this
+    const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
+                                              : *Annotation(pod, core::kNvidiaDevicesAllocated);
+    const std::string fingerprint = StrCat(alloc->node, "|", encoded);
+    const std::vector<core::ContainerKind> kinds = KindsOfPodJson(pod);
+    const bool init_finished = InitContainersSucceeded(pod);
+    if (it != pods_.end()) {
+      const bool same = it->second.encoded == encoded && it->second.allocation.node == alloc->node;
+      if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
+      if (!same && !it->second.bound_node.empty()) {
+        // Bound pods are never decided again: a changed decision is an edit, not ours.
+        ReportLocked(pod, kRejectChangedAfterBind, fingerprint,
+                     StrCat("decision annotations changed after the pod was bound to ", it->second.bound_node,
+                            "; the decision it was bound with is still charged"),
+                     reports);
+        return;
+      }
+      if (same) {
+        if (!bound.empty() && bound != alloc->node) {
+          std::string message;
+          bool over = false;
+          const std::string reason = CheckDecisionLocked(pod, *alloc, kinds, false, &message, &over);
+          RemoveLocked(uid);
+          (void)sched_.RemovePod(uid);
+          ReportLocked(pod, reason, fingerprint, message, reports);
+          return;
+        }
+        it->second.confirmed = true;
+        if (!bound.empty()) {
+          it->second.bound_node = bound;
+          it->second.expires_at = 0;
+        }
+        // The cache already holds exactly this, unless the init containers have finished since:
+        // then it is recorded again with their usage released.
+        if (it->second.init_finished == init_finished) return;
+      }
     }
-  }
-  cpu_only_.erase(uid);   // AddPod below replaces that record
-  PodRecord rec;
-  rec.uid = uid;
-  rec.namespace_ = StringAt(pod, {"metadata", "namespace"});
-  rec.name = StringAt(pod, {"metadata", "name"});
-  rec.kinds = KindsOfPodJson(pod);
-  rec.allocation = std::move(*alloc);
-  rec.init_finished = init_finished;
-  rec.totals = TotalsOf(rec.kinds, rec.allocation, init_finished);
-  rec.encoded = encoded;
-  rec.confirmed = true;
-  scheduler::PlacedPodResources res;
-  res.kinds = rec.kinds;
-  res.init_finished = init_finished;
-  if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
-  const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
-  res.cpu_milli = req.cpu_milli;
-  res.memory_mib = req.memory_mib;
-  Status s = sched_.AddPod(uid, rec.allocation, res);
-  if (!s.ok()) {
-    spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name, std::string(s.message()));
-    return;
-  }
-  AddLocked(std::move(rec));
+    {
+      if (bound.empty()) {
+        if (auto e = expired_.find(uid); e != expired_.end() && e->second == fingerprint) return;  // lapsed
+      }
+      std::string message;
+      bool over = false;
+      const std::string reason = CheckDecisionLocked(pod, *alloc, kinds, it == pods_.end(), &message, &over);
+      if (!reason.empty()) {
+        if (it != pods_.end()) {
+          RemoveLocked(uid);
+          (void)sched_.RemovePod(uid);
+        }
+        ReportLocked(pod, reason, fingerprint, message, reports);
+        return;
+      }
+      if (over) ReportLocked(pod, kOverCommitted, fingerprint, message, reports);
+      PodRecord rec;
+      rec.uid = uid;
+      rec.namespace_ = StringAt(pod, {"metadata", "namespace"});
+      rec.name = StringAt(pod, {"metadata", "name"});
+      rec.kinds = kinds;
+      rec.allocation = std::move(*alloc);
+      rec.init_finished = init_finished;
+      rec.totals = TotalsOf(rec.kinds, rec.allocation, init_finished);
+      rec.encoded = encoded;
+      rec.confirmed = true;
+      rec.bound_node = bound;
+      const int64_t now = clock_.UnixSeconds();
+      if (bound.empty()) {
+        // Unbound: the earlier of when it was decided (as it says) and now, plus the TTL.
+        int64_t since = now;
+        if (const std::string* t = Annotation(pod, core::kVgpuTime)) {
+          int64_t v = 0;
+          if (absl::SimpleAtoi(*t, &v) && v > 0 && v < since) since = v;
+        }
+        rec.expires_at = since + opts_.reservation_ttl_s;
+        if (rec.expires_at <= now) {
+          expired_[uid] = fingerprint;
+          if (it != pods_.end()) {
+            RemoveLocked(uid);
+            (void)sched_.RemovePod(uid);
+          }
+          return;
+        }
+      }
+      cpu_only_.erase(uid);   // AddPod below replaces that record
+      scheduler::PlacedPodResources res;
+      res.kinds = rec.kinds;
+      res.init_finished = init_finished;
+      if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
+      const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+      res.cpu_milli = req.cpu_milli;
+      res.memory_mib = req.memory_mib;
+      Status st = sched_.AddPod(uid, rec.allocation, res);
+      if (!st.ok()) {
+        spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name, std::string(st.message()));
+        return;
+      }
+      expired_.erase(uid);
+      if (rec.expires_at != 0) ScheduleExpiryLocked(uid, rec.expires_at);
+      AddLocked(std::move(rec));
+    }
+  }();
+  Emit(reports);
 }
 
 void ClusterState::OnPodDeleted(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   absl::MutexLock l(&mu_);
+  expired_.erase(uid);
+  reported_.erase(uid);
   RemoveLocked(uid);
   cpu_only_.erase(uid);
   (void)sched_.RemovePod(uid);
@@ -415,8 +566,60 @@ Status ClusterState::TryReserve(PodRecord record) {
   RemoveLocked(record.uid);
   HAMI_RETURN_IF_ERROR(CheckQuotaLocked(record.namespace_, record.totals.mem_mib, record.totals.cores));
   record.confirmed = false;
+  record.bound_node.clear();
+  record.expires_at = clock_.UnixSeconds() + opts_.reservation_ttl_s;
+  ScheduleExpiryLocked(record.uid, record.expires_at);
+  expired_.erase(record.uid);
   AddLocked(std::move(record));
   return OkStatus();
+}
+
+std::optional<PodRecord> ClusterState::Find(const std::string& uid) const {
+  absl::ReaderMutexLock l(&mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ClusterState::MarkBound(const std::string& uid, const std::string& node) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  it->second.bound_node = node;
+  it->second.expires_at = 0;
+}
+
+int ClusterState::ExpireReservations() {
+  const int64_t now = clock_.UnixSeconds();
+  if (next_expiry_.load(std::memory_order_relaxed) > now) return 0;
+  absl::MutexLock l(&mu_);
+  int n = 0;
+  while (!expiry_.empty() && expiry_.begin()->first <= now) {
+    const auto [at, uid] = *expiry_.begin();
+    expiry_.erase(expiry_.begin());
+    auto it = pods_.find(uid);
+    if (it == pods_.end() || it->second.expires_at != at || !it->second.bound_node.empty()) continue;  // moved on
+    SPDLOG_INFO("pod {}/{}: decision for node {} not followed by a bind within {} s: devices given back",
+                it->second.namespace_, it->second.name, it->second.allocation.node, opts_.reservation_ttl_s);
+    expired_[uid] = StrCat(it->second.allocation.node, "|", it->second.encoded);
+    const bool in_flight = !it->second.confirmed;
+    RemoveLocked(uid);
+    (void)(in_flight ? sched_.Unreserve(uid) : sched_.RemovePod(uid));
+    ++expired_total_;
+    ++n;
+  }
+  next_expiry_.store(expiry_.empty() ? INT64_MAX : expiry_.begin()->first, std::memory_order_relaxed);
+  return n;
+}
+
+std::map<std::string, int64_t> ClusterState::RejectedDecisions() const {
+  absl::ReaderMutexLock l(&mu_);
+  return rejected_;
+}
+
+int64_t ClusterState::expired_reservations() const {
+  absl::ReaderMutexLock l(&mu_);
+  return expired_total_;
 }
 
 bool ClusterState::Drop(const std::string& uid) {

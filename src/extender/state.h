@@ -11,7 +11,16 @@
 // pod. Until the informer delivers the pod carrying exactly that decision, informer copies of the
 // pod with another (older) decision are ignored, so a stale watch event can never replace a newer
 // reservation. Thread-safe: informer threads and HTTP threads call in concurrently.
+//
+// What an annotation is trusted for (docs/security.md, "Extender integrity"): a pod is charged for
+// the decision it carries only if spec.schedulerName is ours, it is unbound or bound to the node the
+// decision names, and every device it names exists on that node with at least the claimed room.
+// A decision no bind follows holds its devices for StateOptions::reservation_ttl_s at most; once a
+// pod is seen bound its decision is final (later edits are reported and ignored). Pods that fail a
+// check are reported (StateOptions::on_rejected_decision, RejectedDecisions()).
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,7 +50,26 @@ struct StateOptions {
   // vendor's devices (Vendor::DecodeNode, handshake per vendor key) and a pod's usage is the union of
   // every vendor's allocated annotation.
   const vendors::VendorSet* vendors = nullptr;
+  // Only pods whose spec.schedulerName is this are charged from their annotations (the API server
+  // fills an absent schedulerName with "default-scheduler").
+  std::string scheduler_name = "hami-scheduler";
+  // How long a decision that no bind follows holds its devices, in seconds (flag
+  // --reservation-ttl): from TryReserve, or for a decision found on an unbound pod from the earlier
+  // of its hami.io/vgpu-time and when this replica first saw it.
+  int64_t reservation_ttl_s = 60;
+  // Called (outside the state's lock, at most once per pod, reason and decision) for a pod whose
+  // decision is not charged or over-commits a device: the Controller turns it into an Event.
+  std::function<void(const Json& pod_ref, const std::string& reason, const std::string& message)>
+      on_rejected_decision;
 };
+
+// Reasons a decision found on a pod is not charged (or, kOverCommitted, charged and reported).
+inline constexpr const char* kRejectForeignScheduler = "ForeignScheduler";  // other spec.schedulerName
+inline constexpr const char* kRejectNodeMismatch = "NodeMismatch";          // bound elsewhere
+inline constexpr const char* kRejectUnknownDevice = "UnknownDevice";        // not on that node
+inline constexpr const char* kRejectExceedsDevice = "ExceedsDevice";        // claims more than it holds
+inline constexpr const char* kRejectChangedAfterBind = "ChangedAfterBind";  // edited once bound: ignored
+inline constexpr const char* kOverCommitted = "OverCommitted";              // with the others, too much
 
 // A node's registration as the scheduler sees it. `unhealthy` is set when the handshake timed out
 // with no allocatable devices (reference/hami.md §1.2); the node then offers no devices.
@@ -101,6 +129,8 @@ struct PodRecord {
                                       // VendorSet::DecisionFingerprint of the allocated keys)
   bool confirmed = false;             // seen on the API server (false: a reservation in flight)
   bool init_finished = false;         // InitContainersSucceeded when last seen
+  std::string bound_node;             // spec.nodeName seen (or our bind succeeded); "" = not bound
+  int64_t expires_at = 0;             // Unix seconds when an unbound decision lapses; 0 = bound
 };
 
 struct QuotaRecord {
@@ -130,6 +160,12 @@ class ClusterState {
   // Checks a request (webhook) against the namespace's quotas without charging it.
   Status CheckQuota(const std::string& ns, int64_t mem_mib, int64_t cores) const;
   std::optional<std::string> UidOf(const std::string& ns, const std::string& name) const;
+  std::optional<PodRecord> Find(const std::string& uid) const;
+  // Our bind of the pod to `node` succeeded: its decision no longer expires.
+  void MarkBound(const std::string& uid, const std::string& node);
+  // Gives back the devices of every unbound decision whose TTL has passed (cache included).
+  // Returns how many. Cheap when none is due (one atomic read).
+  int ExpireReservations();
 
   // ---- reads (metrics, tests) ----
   std::vector<PodRecord> Pods() const;
@@ -138,6 +174,9 @@ class ClusterState {
   size_t pod_count() const;
   // Nodes whose registration did not decode, with the reason (for /readyz details and logs).
   std::map<std::string, std::string> NodeErrors() const;
+  // Pods reported per reason (kReject*, kOverCommitted), and decisions expired, since start.
+  std::map<std::string, int64_t> RejectedDecisions() const;
+  int64_t expired_reservations() const;
 
   // Upstream's handshake (reference/hami.md §1.2) as merge patches to send, for the nodes the
   // informer holds: "Requesting_<now>" where the annotation does not say Requesting; removal of the
@@ -147,7 +186,21 @@ class ClusterState {
   const StateOptions& options() const { return opts_; }
 
  private:
+  struct Report {
+    Json ref;
+    std::string reason, message;
+  };
   void AddLocked(PodRecord rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why `alloc` found on `pod` must not be charged ("" = it may), with a message; sets
+  // *over_committed when it fits each device alone but not with what the cache already holds
+  // (checked only when `fresh`: no earlier record of the pod is in the cache).
+  std::string CheckDecisionLocked(const Json& pod, const core::PodAllocation& alloc,
+                                  const std::vector<core::ContainerKind>& kinds, bool fresh, std::string* message,
+                                  bool* over_committed) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint, std::string message,
+                    std::vector<Report>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Emit(const std::vector<Report>& reports) const;
+  void ScheduleExpiryLocked(const std::string& uid, int64_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void ApplyNode(const Json& node, int64_t now);
@@ -163,6 +216,12 @@ class ClusterState {
   std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);          // "ns/name"
   // Bound pods without devices (uid -> node): in the scheduler cache for their CPU and memory only.
   std::map<std::string, std::string> cpu_only_ ABSL_GUARDED_BY(mu_);
+  std::multimap<int64_t, std::string> expiry_ ABSL_GUARDED_BY(mu_);         // expires_at -> uid (lazy)
+  std::atomic<int64_t> next_expiry_{INT64_MAX};                             // earliest key of expiry_
+  std::map<std::string, std::string> expired_ ABSL_GUARDED_BY(mu_);         // uid -> lapsed decision
+  std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);        // uid -> reason|decision
+  std::map<std::string, int64_t> rejected_ ABSL_GUARDED_BY(mu_);            // reason -> pods
+  int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);

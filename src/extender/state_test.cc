@@ -59,7 +59,7 @@ TEST(NodeView, Table) {
 Json PodJson(const std::string& uid, const Json& annotations, const std::string& phase = "Pending",
              const std::string& node_name = "") {
   Json pod{{"metadata", {{"name", "p-" + uid}, {"namespace", "ml"}, {"uid", uid}, {"annotations", annotations}}},
-           {"spec", {{"containers", Json::array({{{"name", "c"}}})}}},
+           {"spec", {{"containers", Json::array({{{"name", "c"}}})}, {"schedulerName", "hami-scheduler"}}},
            {"status", {{"phase", phase}}}};
   if (!node_name.empty()) pod["spec"]["nodeName"] = node_name;
   return pod;
@@ -142,6 +142,111 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
   // Once confirmed, the API server's copy rules: removing the decision releases the pod.
   state_->OnPod(PodJson("u1", Json::object()));
   EXPECT_EQ(state_->pod_count(), 0u);
+}
+
+// Rebuilding from annotations charges a pod only for a decision consistent with its binding, its
+// scheduler and the device; the rest is reported once (sink + RejectedDecisions) and blocks nothing.
+TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
+  std::vector<std::string> events;
+  StateOptions o;
+  o.clock = &clock_;
+  o.on_rejected_decision = [&events](const Json& ref, const std::string& reason, const std::string&) {
+    events.push_back(ref["name"].get<std::string>() + ":" + reason);
+  };
+  state_ = std::make_unique<ClusterState>(*sched_, o);
+  state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
+  auto ann = [](const std::string& devices, const std::string& node = "n1") {
+    return Json{{"hami.io/vgpu-node", node}, {"hami.io/vgpu-devices-allocated", devices},
+                {"hami.io/vgpu-time", std::to_string(kNow)}};
+  };
+  struct Case {
+    const char* name;
+    Json pod;
+    const char* reason;  // "" = charged
+  };
+  Json foreign = PodJson("foreign", ann("GPU-a,NVIDIA,16000,100:;"), "Running", "n1");
+  foreign["spec"]["schedulerName"] = "default-scheduler";
+  Json unnamed = PodJson("unnamed", ann("GPU-a,NVIDIA,16000,100:;"), "Running", "n1");
+  unnamed["spec"].erase("schedulerName");
+  const Case cases[] = {
+      {"other scheduler", foreign, kRejectForeignScheduler},
+      {"no scheduler name (= default-scheduler)", unnamed, kRejectForeignScheduler},
+      {"bound elsewhere", PodJson("elsewhere", ann("GPU-a,NVIDIA,1000,10:;"), "Running", "n2"), kRejectNodeMismatch},
+      {"device not on the node", PodJson("ghostdev", ann("GPU-z,NVIDIA,1000,10:;"), "Running", "n1"),
+       kRejectUnknownDevice},
+      {"more memory than the device", PodJson("huge", ann("GPU-a,NVIDIA,20000,10:;"), "Running", "n1"),
+       kRejectExceedsDevice},
+      {"more cores than the device", PodJson("cores", ann("GPU-a,NVIDIA,100,150:;"), "Running", "n1"),
+       kRejectExceedsDevice},
+      {"consistent", PodJson("ok", ann("GPU-b,NVIDIA,12000,60:;"), "Running", "n1"), ""},
+      {"over-commits with the others (charged, reported)", PodJson("over", ann("GPU-b,NVIDIA,8000,10:;"), "Running", "n1"),
+       kOverCommitted},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    state_->OnPod(c.pod);
+    state_->OnPod(c.pod);  // a resync: reported once
+    const std::string uid = c.pod["metadata"]["uid"];
+    const bool charged = std::string(c.reason).empty() || std::string(c.reason) == kOverCommitted;
+    EXPECT_EQ(state_->Find(uid).has_value(), charged);
+    if (!std::string(c.reason).empty()) {
+      ASSERT_FALSE(events.empty());
+      EXPECT_EQ(events.back(), "p-" + uid + ":" + c.reason);
+    }
+  }
+  EXPECT_EQ(events.size(), 7u);
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{}));  // no forged decision blocks GPU-a
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{2, 20000, 70}));
+  const auto rejected = state_->RejectedDecisions();
+  EXPECT_EQ(rejected.at(kRejectForeignScheduler), 2);
+  EXPECT_EQ(rejected.at(kRejectExceedsDevice), 2);
+  EXPECT_EQ(rejected.at(kOverCommitted), 1);
+}
+
+// Once bound, a pod's decision is final: an edit of its annotations (to claim less, or another
+// device) changes neither the device usage nor the namespace's quota usage.
+TEST_F(StateTest, EditsAfterBindAreIgnored) {
+  const Json ann{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}};
+  state_->OnPod(PodJson("u1", ann, "Running", "n1"));
+  ASSERT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
+  const Json edited{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1,0:;"}};
+  state_->OnPod(PodJson("u1", edited, "Running", "n1"));
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
+  EXPECT_EQ(state_->NamespaceUsage().at("ml").mem_mib, 12000);
+  EXPECT_EQ(state_->RejectedDecisions().at(kRejectChangedAfterBind), 1);
+  // The pod going away still releases what it was charged.
+  state_->OnPodDeleted(PodJson("u1", edited, "Running", "n1"));
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+}
+
+// An unbound pod's decision (a filter no bind followed) holds its devices for the TTL at most,
+// counted from its hami.io/vgpu-time when that is earlier than when it was first seen; a forged
+// future time does not extend it, and the same copy seen again after the lapse is not charged again.
+TEST_F(StateTest, UnboundDecisionsLapse) {
+  auto ann = [](const std::string& dev, int64_t t) {
+    return Json{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", dev},
+                {"hami.io/vgpu-time", std::to_string(t)}};
+  };
+  const int64_t ttl = state_->options().reservation_ttl_s;
+  state_->OnPod(PodJson("old", ann("GPU-a,NVIDIA,1000,0:;", kNow - ttl)));
+  EXPECT_FALSE(state_->Find("old").has_value());
+  state_->OnPod(PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10)));
+  state_->OnPod(PodJson("future", ann("GPU-b,NVIDIA,3000,0:;", kNow + 100000)));
+  EXPECT_EQ(Usage(0).usedmem_mib, 2000);
+  EXPECT_EQ(Usage(1).usedmem_mib, 3000);
+  clock_.AdvanceSeconds(ttl - 10);
+  EXPECT_EQ(state_->ExpireReservations(), 1);  // "recent"
+  EXPECT_EQ(Usage(0).usedmem_mib, 0);
+  clock_.AdvanceSeconds(10);
+  EXPECT_EQ(state_->ExpireReservations(), 1);  // "future": from when it was seen
+  EXPECT_EQ(Usage(1).usedmem_mib, 0);
+  state_->OnPod(PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10)));  // resync of the same copy
+  EXPECT_EQ(Usage(0).usedmem_mib, 0);
+  // Bound after all (someone else's bind): a bound, consistent decision counts.
+  state_->OnPod(PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10), "Running", "n1"));
+  EXPECT_EQ(Usage(0).usedmem_mib, 2000);
+  EXPECT_EQ(state_->expired_reservations(), 2);
 }
 
 TEST_F(StateTest, QuotaLimitsMemoryAndCores) {

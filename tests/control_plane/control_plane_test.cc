@@ -37,12 +37,7 @@ class ControlPlaneTest : public ::testing::Test {
       nodes_.push_back(name);
     }
   }
-  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) {
-    auto r = std::make_unique<Replica>(api_, o);
-    EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
-    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes_.size(); }));
-    return r;
-  }
+  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) { return StartSynced(api_, nodes_.size(), o); }
   // Admit + create + filter + bind; returns the stored pod (null when not scheduled).
   Json Schedule(Replica& rep, const Json& spec, std::string* why = nullptr) {
     KubeScheduler ks(rep.port());
@@ -293,6 +288,7 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
   api_.ForceGone(2);
   Json foreign = PodSpec("foreign", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})}));
   foreign["metadata"]["annotations"] = {{core::kVgpuNode, "node-2"}, {core::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
+  foreign["spec"]["schedulerName"] = "hami-scheduler";  // placed by another replica of ours
   ASSERT_TRUE(api_.Upsert("pods", foreign).ok());
   api_.Compact();
   api_.DropWatches();

@@ -2,6 +2,7 @@
 // A control-plane replica (`hami scheduler` wired as in src/cmd/scheduler_main.cc) over a fake API
 // server, plus a tiny stand-in for kube-scheduler that calls /webhook, /filter and /bind over HTTP.
 // Shared by the control-plane integration tests and bench/extender.
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <atomic>
@@ -47,6 +48,9 @@ struct ReplicaOptions {
   bool tls = false;
   int threads = 16;
   std::string follow_lease = "";  // ControllerOptions::follow_lease
+  int64_t reservation_ttl_s = 60;  // StateOptions::reservation_ttl_s
+  const Clock* clock = nullptr;    // state and extender (TTL); default the real clock
+  std::string token = "";          // bearer token of the replica's client (FakeApiServer::Partition)
 };
 
 class Replica {
@@ -54,13 +58,25 @@ class Replica {
   Replica(k8s::testing::FakeApiServer& api, ReplicaOptions o = {}) {
     k8s::ClientConfig cfg;
     cfg.server = api.url();
+    cfg.bearer_token = o.token;
     cfg.qps = 0;  // no client-side limit against the fake
     cfg.max_retries = 4;
     k8s::ClientOptions copts;
     copts.retry_backoff = {1'000'000, 20'000'000, 2.0, 0.2};
     client = std::move(*k8s::Client::Create(cfg, copts));
     sched = std::move(*scheduler::Scheduler::Create({}));
-    state = std::make_unique<extender::ClusterState>(*sched, extender::StateOptions{});
+    extender::StateOptions so;
+    so.reservation_ttl_s = o.reservation_ttl_s;
+    so.clock = o.clock;
+    so.on_rejected_decision = [this](const Json& ref, const std::string& reason, const std::string& message) {
+      k8s::EventSpec ev;
+      ev.involved_object = ref;
+      ev.type = "Warning";
+      ev.reason = "Decision" + reason;
+      ev.message = message;
+      (void)client->CreateEvent(ev);
+    };
+    state = std::make_unique<extender::ClusterState>(*sched, so);
     extender::ControllerOptions co;
     co.leader_elect = o.leader_elect;
     co.election.identity = o.identity;
@@ -74,6 +90,8 @@ class Replica {
     extender::ExtenderOptions eo;
     eo.is_leader = [this] { return controller->IsLeader(); };
     eo.leader_name = [this] { return controller->Leader(); };
+    eo.clock = o.clock;
+    eo.pod_lookup = [this](const std::string& ns, const std::string& name) { return controller->LookupPod(ns, name); };
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
     wo.quota_check = [this](const std::string& ns, int64_t m, int64_t c) { return state->CheckQuota(ns, m, c); };
@@ -139,6 +157,14 @@ std::vector<std::string> ParallelFor(int workers, int n, F&& f) {
     });
   for (auto& t : threads) t.join();
   return errors;
+}
+
+// A replica started on `api` once its informers have synced and its cache holds `nodes` nodes.
+inline std::unique_ptr<Replica> StartSynced(k8s::testing::FakeApiServer& api, size_t nodes, ReplicaOptions o = {}) {
+  auto r = std::make_unique<Replica>(api, o);
+  EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes; }));
+  return r;
 }
 
 // What kube-scheduler does for one pod: /filter with the candidate names, then /bind to the one node.

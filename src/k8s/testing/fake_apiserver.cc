@@ -154,6 +154,7 @@ struct FakeApiServer::Impl {
   int64_t drop_generation = 0;
   int force_gone = 0;
   std::chrono::milliseconds latency{0};
+  std::map<std::string, bool> partitioned;  // Authorization header -> cut off
   bool stopping = false;
   int open_watches = 0;
   std::vector<RequestRecord> requests;
@@ -259,6 +260,15 @@ struct FakeApiServer::Impl {
       requests.push_back({req.method, req.path, query, req.get_header_value("Content-Type"),
                           req.get_header_value("Authorization")});
       delay = latency;
+      if (auto p = partitioned.find(req.get_header_value("Authorization")); p != partitioned.end() && p->second) {
+        // Cut off: the request never arrives. Held until the cut heals (or the server stops), then
+        // refused unapplied; a client that gives up first only sees its own timeout.
+        std::unique_lock<std::mutex> ul(mu, std::adopt_lock);
+        cv.wait(ul, [&] { return stopping || !partitioned[req.get_header_value("Authorization")]; });
+        ul.release();
+        Reply(res, 503, MakeStatus(503, "ServiceUnavailable", "network partition (fake)"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
       for (auto& r : rules) {
         if (r.remaining <= 0) continue;
         if (!r.method.empty() && r.method != req.method) continue;
@@ -604,6 +614,15 @@ struct FakeApiServer::Impl {
     } else if (t.def->has_status && stored.contains("status")) {
       next["status"] = stored["status"];
     }
+    // As the real server's object-meta update validation: a write naming another uid is refused
+    // (a pod re-created under the same name is never changed by a write meant for the old one).
+    if (next["metadata"].is_object() && next["metadata"].contains("uid") && next["metadata"]["uid"].is_string() &&
+        !next["metadata"]["uid"].get<std::string>().empty() && next["metadata"]["uid"] != stored["metadata"]["uid"]) {
+      throw Err(422, "Invalid",
+                StrCat(t.def->kind, " \"", t.name, "\" is invalid: metadata.uid: Invalid value: \"",
+                       next["metadata"]["uid"].get<std::string>(), "\": field is immutable"),
+                Json{{"name", t.name}, {"kind", t.def->plural}});
+    }
     for (const char* f : {"name", "namespace", "uid", "creationTimestamp"}) {
       if (stored["metadata"].contains(f)) next["metadata"][f] = stored["metadata"][f];
     }
@@ -913,6 +932,14 @@ void FakeApiServer::Compact() {
     std::lock_guard<std::mutex> l(impl_->mu);
     impl_->log.clear();
     impl_->compacted_rv = impl_->rv;
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::Partition(const std::string& authorization, bool cut) {
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    impl_->partitioned[authorization] = cut;
   }
   impl_->cv.notify_all();
 }

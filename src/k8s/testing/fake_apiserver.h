@@ -83,6 +83,10 @@ class FakeApiServer {
   void Compact();
   // Added before every reply.
   void SetLatency(std::chrono::milliseconds latency);
+  // Network partition of one client, told by its Authorization header ("Bearer <token>"): while
+  // cut, its requests are held unanswered and never applied; when the cut heals (or the server
+  // stops) the held ones get 503. Other clients are served as usual.
+  void Partition(const std::string& authorization, bool cut);
 
   // --- observation ---
   struct RequestRecord {
