@@ -327,6 +327,7 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   placed["metadata"]["annotations"] = {{"hami.io/vgpu-node", "c1"},
                                        {"hami.io/vgpu-devices-allocated", "c1-gpu0,NVIDIA,1000,0:;"}};
   placed["spec"]["nodeName"] = "c1";
+  placed["spec"]["schedulerName"] = "hami-scheduler";   // only our own decisions are charged
   state_->OnPod(placed);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 1500);
   state_->OnPodDeleted(placed);

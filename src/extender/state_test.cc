@@ -391,7 +391,7 @@ TEST(ClusterState, InitContainerUsageIsReleasedWhenTheyAllSucceeded) {
   Json pod{{"metadata", {{"name", "p"}, {"namespace", "ml"}, {"uid", "u"},
                          {"annotations", {{"hami.io/vgpu-node", "n1"},
                                           {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,8000,50:;GPU-a,NVIDIA,1000,0:;GPU-a,NVIDIA,2000,10:;"}}}}},
-           {"spec", {{"nodeName", "n1"},
+           {"spec", {{"nodeName", "n1"}, {"schedulerName", "hami-scheduler"},
                      {"initContainers", Json::array({{{"name", "init"}}, {{"name", "side"}, {"restartPolicy", "Always"}}})},
                      {"containers", Json::array({{{"name", "c"}}})}}},
            {"status", {{"phase", "Pending"}}}};
