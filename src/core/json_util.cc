@@ -5,11 +5,35 @@ namespace hami::core::jsonutil {
 using nlohmann::json;
 
 StatusOr<json> Parse(std::string_view text, std::string_view what) {
+  HAMI_RETURN_IF_ERROR(CheckDepth(text, what));
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     return InvalidArgument(what, ": invalid JSON: ", e.what());
   }
+}
+
+Status CheckDepth(std::string_view text, std::string_view what, int max_depth) {
+  int depth = 0;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    const char c = *p++;
+    if (c == '"') {
+      // Skip the string: only an unescaped quote ends it.
+      while (p < end) {
+        const char d = *p++;
+        if (d == '"') break;
+        if (d == '\\' && p < end) ++p;
+      }
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth)
+        return InvalidArgument(what, ": JSON nested deeper than ", max_depth, " levels (at byte ", p - text.data() - 1, ")");
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    }
+  }
+  return OkStatus();
 }
 
 namespace {

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "core/json_util.h"
+
 namespace hami::extender {
 namespace {
 
@@ -13,6 +15,7 @@ bool EqualFold(std::string_view a, std::string_view b) {
 }
 
 StatusOr<Json> ParseObject(std::string_view body, std::string_view what) {
+  HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, what));
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(what, ": body is not valid JSON");
   if (!j.is_object()) return InvalidArgument(what, ": body must be a JSON object, got ", j.type_name());
@@ -363,6 +366,8 @@ StatusOr<ExtenderArgs> ParseExtenderArgsDom(std::string_view body) {
 }
 
 StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
+  // Before the fast path too: it hands Pod and Nodes to nlohmann, whose trees are copied recursively.
+  HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, "ExtenderArgs"));
   ExtenderArgs args;
   if (ParseExtenderArgsFast(body, &args)) return args;
   return ParseExtenderArgsDom(body);  // not the common shape, or an error: the reference path words it

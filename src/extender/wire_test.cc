@@ -219,5 +219,38 @@ TEST(HostPriority, IsAnArray) {
   EXPECT_EQ(ToJson(std::vector<HostPriority>{{"a", 10}, {"b", 0}}).dump(), R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
 }
 
+// Issue 11: bodies nested 100k levels deep anywhere (in Pod, in Nodes.items, in an unknown field,
+// in NodeNames) are refused with the nesting error before any tree is built, by both parse paths.
+TEST(ExtenderArgs, DeepNestingIsRefusedEverywhere) {
+  const std::string deep_obj = [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "{\"a\":";
+    return s + "1" + std::string(100000, '}');
+  }();
+  const std::string deep_arr = std::string(100000, '[') + std::string(100000, ']');
+  const std::string bodies[] = {
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"},\"spec\":" + deep_obj + "},\"NodeNames\":[\"n\"]}",
+      "{\"Pod\":{\"spec\":" + deep_arr + "},\"NodeNames\":[\"n\"]}",
+      "{\"Pod\":{},\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"n\"},\"x\":" + deep_arr + "}]}}",
+      "{\"Pod\":{},\"Other\":" + deep_obj + "}",
+      "{\"Pod\":{},\"NodeNames\":" + deep_arr + "}",
+      std::string(8u << 20, '['),
+  };
+  for (const auto& b : bodies) {
+    for (auto parse : {&ParseExtenderArgs, &ParseExtenderArgsDom}) {
+      auto r = parse(b);
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(std::string(r.status().message()).find("ExtenderArgs: JSON nested deeper than 1000"), std::string::npos)
+          << r.status();
+    }
+  }
+  auto bind = ParseExtenderBindingArgs("{\"PodName\":" + deep_arr + "}");
+  ASSERT_FALSE(bind.ok());
+  EXPECT_NE(std::string(bind.status().message()).find("nested deeper"), std::string::npos);
+  // 1000 levels are still a document like any other.
+  const std::string ok_depth = "{\"Pod\":{\"x\":" + std::string(998, '[') + std::string(998, ']') + "},\"NodeNames\":[\"n\"]}";
+  EXPECT_TRUE(ParseExtenderArgs(ok_depth).ok());
+}
+
 }  // namespace
 }  // namespace hami::extender

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "core/annotations.h"
+#include "core/json_util.h"
 #include "vendors/config.h"
 
 namespace hami::webhook {
@@ -142,6 +143,7 @@ std::string EscapePointer(std::string_view token) {
 }
 
 StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body) {
+  HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, "AdmissionReview"));
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("AdmissionReview: body is not valid JSON");
   if (!j.is_object()) return InvalidArgument("AdmissionReview: body must be a JSON object");
@@ -200,6 +202,7 @@ Json ToJson(const AdmissionResponse& r) {
 }
 
 StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
+  HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, "AdmissionReview reply"));
   Json j = Json::parse(body.begin(), body.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("AdmissionReview reply: not a JSON object");
   const Json* resp = Member(j, "response");

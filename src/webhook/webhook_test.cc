@@ -156,5 +156,22 @@ TEST(EscapePointer, Rfc6901) {
   EXPECT_EQ(EscapePointer("a~b/c"), "a~0b~1c");
 }
 
+TEST(AdmissionReview, DeepNestingIsDeniedNotCrashed) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1" + std::string(100000, '}');
+  const std::string body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
+                           "\"object\":{\"metadata\":{\"annotations\":" + deep + "}}}}";
+  auto parsed = ParseAdmissionReview(body);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(std::string(parsed.status().message()).find("AdmissionReview: JSON nested deeper than 1000"), std::string::npos);
+  Webhook wh({});
+  auto resp = ParseAdmissionResponse(wh.Handle(body));
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_FALSE(resp->allowed);
+  EXPECT_EQ(resp->code, 400);
+  EXPECT_NE(resp->message.find("nested deeper"), std::string::npos) << resp->message;
+}
+
 }  // namespace
 }  // namespace hami::webhook
