@@ -1,6 +1,7 @@
 // HttpServer: routing over plain HTTP, TLS, and certificate rotation on disk without a restart.
 #include "extender/http_server.h"
 #include "extender/testing/self_signed.h"
+#include "http/testing/tls_client.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -18,34 +19,7 @@
 namespace hami::extender {
 namespace {
 
-// Common name of the certificate the server presents on a fresh TLS connection.
-std::string PeerCommonName(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  SSL* ssl = SSL_new(ctx);
-  SSL_set_fd(ssl, fd);
-  std::string cn = "handshake failed";
-  if (SSL_connect(ssl) == 1) {
-    X509* peer = SSL_get1_peer_certificate(ssl);
-    char buf[256] = {0};
-    X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, buf, sizeof buf);
-    cn = buf;
-    X509_free(peer);
-    SSL_shutdown(ssl);
-  }
-  SSL_free(ssl);
-  SSL_CTX_free(ctx);
-  ::close(fd);
-  return cn;
-}
+using http::testing::PeerCommonName;
 
 TEST(SplitHostPort, Table) {
   struct Case {

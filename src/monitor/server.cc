@@ -1,7 +1,5 @@
 #include "monitor/server.h"
 
-#include <httplib.h>
-
 #include <charconv>
 #include <climits>
 #include <cstdint>
@@ -56,21 +54,20 @@ MonitorServer::MonitorServer(ServerOptions options, Exporter& exporter, Feedback
 MonitorServer::~MonitorServer() { Stop(); }
 
 StatusOr<int> MonitorServer::Start() {
-  http_ = std::make_unique<httplib::Server>();
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(exporter_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+  // The same event-driven server as the scheduler's listeners: a scrape is a GET without a body, so
+  // a small worker pool and the default limits are plenty.
+  http::HttpServerOptions ho;
+  ho.bind = options_.host.find(':') != std::string::npos ? StrCat("[", options_.host, "]:", options_.port)
+                                                          : StrCat(options_.host, ":", options_.port);
+  ho.threads = 2;
+  ho.max_body_bytes = 64u << 10;
+  http_ = std::make_unique<http::HttpServer>(ho);
+  http_->Route("GET", "/metrics", [this](const http::HttpRequest&) {
+    return http::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", exporter_.Render()};
   });
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-    if (port < 0) return Unavailable("cannot bind ", options_.host, ":0");
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    return Unavailable("cannot bind ", options_.host, ":", port, " (in use, or not a local address?)");
-  }
-  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  http_->Route("GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse{200, "text/plain", "ok\n"}; });
+  if (Status s = http_->Start(); !s.ok()) return Unavailable("monitor: ", std::string(s.message()));
+  const int port = http_->port();
   if (feedback_ != nullptr && options_.feedback_interval_ms > 0) {
     feedback_thread_ = std::thread([this] {
       Loop(options_.feedback_interval_ms, [this] {
@@ -107,8 +104,8 @@ void MonitorServer::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (http_) http_->stop();
-  for (std::thread* t : {&http_thread_, &feedback_thread_, &cleanup_thread_}) {
+  if (http_) http_->Stop();
+  for (std::thread* t : {&feedback_thread_, &cleanup_thread_}) {
     if (t->joinable()) t->join();
   }
   if (started_ && feedback_ != nullptr) feedback_->Release();

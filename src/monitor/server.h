@@ -8,12 +8,9 @@
 #include <string>
 #include <thread>
 
+#include "http/server.h"
 #include "monitor/exporter.h"
 #include "monitor/feedback.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace hami::monitor {
 
@@ -51,8 +48,8 @@ class MonitorServer {
   FeedbackLoop* feedback_;
   RegionStore& store_;
   const PodDirectory& pods_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread http_thread_, feedback_thread_, cleanup_thread_;
+  std::unique_ptr<http::HttpServer> http_;
+  std::thread feedback_thread_, cleanup_thread_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
