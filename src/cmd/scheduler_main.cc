@@ -1,6 +1,8 @@
-// hami scheduler: the control plane — kube-scheduler extender (/filter, /bind), mutating webhook
-// (/webhook), health (/healthz, /readyz) and Prometheus metrics (/metrics), over HTTPS when a
+// hami scheduler: the control plane — kube-scheduler extender (/filter, /bind) on its own listener
+// (--extender-bind, loopback: kube-scheduler runs in the same pod), mutating webhook (/webhook),
+// health (/healthz, /readyz) and Prometheus metrics (/metrics) on --http-bind, over HTTPS when a
 // certificate is given. Flags and wiring only; the logic lives in src/extender and src/webhook.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,8 +24,8 @@
 #include "extender/controller.h"
 #include "extender/device_config.h"
 #include "extender/extender.h"
-#include "extender/http_server.h"
 #include "extender/metrics.h"
+#include "http/server.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/leader_election.h"
@@ -43,6 +45,16 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
+// Each open connection is a descriptor: let the listeners hold their max_connections (the soft
+// limit is often 1024, the hard one far higher).
+void RaiseFileLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
 std::string Env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
@@ -54,7 +66,7 @@ int SchedulerMain(int argc, char** argv) {
   CLI::App app{"HAMi control plane: scheduler extender (/filter, /bind) for the stock kube-scheduler, mutating "
                "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's annotations; "
                "all state is rebuilt from them on start."};
-  std::string kubeconfig, http_bind = "127.0.0.1:8080", cert_file, key_file, scheduler_name = "hami-scheduler";
+  std::string kubeconfig, http_bind = "127.0.0.1:8080", extender_bind = "127.0.0.1:8888", cert_file, key_file, scheduler_name = "hami-scheduler";
   std::string node_policy = "binpack", gpu_policy = "spread", policy = "default", metrics_bind = ":9395";
   std::string device_config_file, log_level = "info", node_label_selector;
   std::string follow_lease;
@@ -69,7 +81,12 @@ int SchedulerMain(int argc, char** argv) {
   double kube_qps = 200;
   int kube_burst = 400, threads = 32;
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig file; default: in-cluster service account, then $KUBECONFIG, then ~/.kube/config");
-  app.add_option("--http-bind,--http_bind", http_bind, "ADDR:PORT of the extender and webhook server")->capture_default_str();
+  app.add_option("--http-bind,--http_bind", http_bind, "ADDR:PORT of the webhook server (/webhook, /healthz, /readyz, /metrics); TLS with --cert-file")
+      ->capture_default_str();
+  app.add_option("--extender-bind", extender_bind,
+                 "ADDR:PORT of the extender (/filter, /bind, /healthz), plain HTTP: keep it on loopback, for the "
+                 "kube-scheduler container of the same pod")
+      ->capture_default_str();
   app.add_option("--cert-file,--cert_file", cert_file, "TLS certificate (PEM); re-read when it changes. Plain HTTP when neither --cert-file nor --key-file is given");
   app.add_option("--key-file,--key_file", key_file, "TLS private key (PEM); re-read when it changes");
   app.add_option("--leader-elect", leader_elect, "elect one active replica on a coordination.k8s.io Lease; followers answer filter/bind with an error so kube-scheduler retries")
@@ -238,45 +255,58 @@ int SchedulerMain(int argc, char** argv) {
   wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
   webhook::Webhook wh(wo);
 
-  extender::HttpServerOptions ho;
+  // Two listeners (docs/security.md, "HTTP surfaces"): the extender only for kube-scheduler, the
+  // webhook listener for the API server and scrapers. /filter and /bind are not routed on the latter.
+  http::HttpServerOptions xo;
+  xo.bind = extender_bind;
+  xo.threads = threads;
+  http::HttpServer extender_server(xo);
+  http::HttpServerOptions ho;
   ho.bind = http_bind;
   ho.cert_file = cert_file;
   ho.key_file = key_file;
   ho.threads = threads;
-  extender::HttpServer server(ho);
-  auto json = [](std::string body) { return extender::HttpResponse{200, "application/json", std::move(body)}; };
-  auto metrics = [&](const extender::HttpRequest&) {
-    return extender::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
+  http::HttpServer server(ho);
+  auto json = [](std::string body) { return http::HttpResponse{200, "application/json", std::move(body)}; };
+  auto metrics = [&](const http::HttpRequest&) {
+    return http::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
   };
-  server.Route("POST", "/filter", [&](const extender::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
-  server.Route("POST", "/bind", [&](const extender::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
-  server.Route("POST", "/webhook", [&](const extender::HttpRequest& r) { return json(wh.Handle(r.body)); });
-  server.Route("GET", "/healthz", [](const extender::HttpRequest&) { return extender::HttpResponse{200, "text/plain", "ok"}; });
-  server.Route("GET", "/readyz", [&](const extender::HttpRequest&) {
-    if (controller.Ready()) return extender::HttpResponse{200, "text/plain", "ok"};
-    return extender::HttpResponse{503, "text/plain",
+  auto healthz = [](const http::HttpRequest&) { return http::HttpResponse{200, "text/plain", "ok"}; };
+  extender_server.Route("POST", "/filter", [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
+  extender_server.Route("POST", "/bind", [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
+  extender_server.Route("GET", "/healthz", healthz);
+  server.Route("POST", "/webhook", [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });
+  server.Route("GET", "/healthz", healthz);
+  server.Route("GET", "/readyz", [&](const http::HttpRequest&) {
+    if (controller.Ready()) return http::HttpResponse{200, "text/plain", "ok"};
+    return http::HttpResponse{503, "text/plain",
                                   controller.Synced() ? "waiting for a leader\n" : "informers not synced yet\n"};
   });
   server.Route("GET", "/metrics", metrics);
-  std::unique_ptr<extender::HttpServer> metrics_server;
+  std::unique_ptr<http::HttpServer> metrics_server;
   if (!metrics_bind.empty()) {
-    extender::HttpServerOptions mo;
+    http::HttpServerOptions mo;
     mo.bind = metrics_bind;
     mo.threads = 2;
-    metrics_server = std::make_unique<extender::HttpServer>(mo);
+    mo.max_body_bytes = 64u << 10;
+    metrics_server = std::make_unique<http::HttpServer>(mo);
     metrics_server->Route("GET", "/metrics", metrics);
   }
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
+  RaiseFileLimit();
   controller.Start();
+  if (Status s = extender_server.Start(); !s.ok()) return Fail("--extender-bind", s);
   if (Status s = server.Start(); !s.ok()) return Fail("--http-bind", s);
   if (metrics_server)
     if (Status s = metrics_server->Start(); !s.ok()) return Fail("--metrics-bind", s);
-  spdlog::info("hami scheduler serving on {} ({}), metrics on {}, leader election {}", http_bind,
-               server.tls() ? "https" : "http", metrics_bind.empty() ? http_bind : metrics_bind, leader_elect ? "on" : "off");
+  spdlog::info("hami scheduler: extender on {} (http), webhook on {} ({}), metrics on {}, leader election {}",
+               extender_bind, http_bind, server.tls() ? "https" : "http", metrics_bind.empty() ? http_bind : metrics_bind,
+               leader_elect ? "on" : "off");
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("hami scheduler stopping");
+  extender_server.Stop();
   server.Stop();
   if (metrics_server) metrics_server->Stop();
   controller.Stop();

@@ -45,6 +45,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "k8s/testing/fake_apiserver.h"
 #include "k8s/testing/test_util.h"
+#include "tests/testing/child.h"
 
 namespace hami::e2e {
 namespace {
@@ -69,132 +70,7 @@ constexpr int kSplitCount = 4;
 // Child processes. Each one dies with this process (PR_SET_PDEATHSIG) and is stopped (SIGTERM,
 // then SIGKILL) when its handle goes away, so a failed assertion never leaves a process behind.
 
-class Child {
- public:
-  // Starts argv[0] with exactly `env`. stdout and stderr go to `log`; with `pipes`, stdin and stdout
-  // are pipes to this process instead (stderr still to `log`).
-  static std::unique_ptr<Child> Start(const std::string& name, const std::vector<std::string>& argv,
-                                      const std::vector<std::string>& env, const std::string& log, bool pipes) {
-    auto c = std::unique_ptr<Child>(new Child(name, log));
-    std::vector<char*> av, ev;  // built before fork: nothing but async-signal-safe calls after it
-    for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
-    ev.push_back(nullptr);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) return nullptr;
-    int in[2] = {-1, -1}, out[2] = {-1, -1};
-    if (pipes && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) return nullptr;
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) return nullptr;
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(126);
-      ::setpgid(0, 0);
-      if (pipes) {
-        ::dup2(in[0], 0);
-        ::dup2(out[1], 1);
-      } else {
-        int devnull = ::open("/dev/null", O_RDONLY);
-        ::dup2(devnull, 0);
-        ::dup2(log_fd, 1);
-      }
-      ::dup2(log_fd, 2);
-      ::execve(av[0], av.data(), ev.data());
-      ::_exit(127);
-    }
-    ::close(log_fd);
-    c->pid_ = pid;
-    if (pipes) {
-      ::close(in[0]);
-      ::close(out[1]);
-      c->stdin_fd_ = in[1];
-      c->stdout_fd_ = out[0];
-    }
-    return c;
-  }
-
-  ~Child() { Stop(); }
-
-  // SIGTERM, up to 20 s for a clean exit, then SIGKILL. Returns the wait status (-1 if none).
-  int Stop() {
-    CloseStdin();
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      if (!WaitExit(seconds(20))) {
-        ::kill(-pid_, SIGKILL);
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status_, 0);
-      }
-      pid_ = -1;
-    }
-    if (stdout_fd_ >= 0) ::close(stdout_fd_);
-    stdout_fd_ = -1;
-    return status_;
-  }
-
-  // Waits up to `timeout` for the process to exit by itself.
-  bool WaitExit(std::chrono::milliseconds timeout) {
-    if (pid_ <= 0) return true;
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      pid_t r = ::waitpid(pid_, &status_, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return true;
-      }
-      if (std::chrono::steady_clock::now() >= end) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  bool Running() {
-    if (pid_ <= 0) return false;
-    return ::waitpid(pid_, &status_, WNOHANG) == 0 || (pid_ = -1, false);
-  }
-
-  void CloseStdin() {
-    if (stdin_fd_ >= 0) ::close(stdin_fd_);
-    stdin_fd_ = -1;
-  }
-
-  // Reads stdout lines until one equals `until` (returned true), EOF or the deadline. Every
-  // "key=value" line lands in *kv.
-  bool ReadUntil(const std::string& until, std::map<std::string, std::string>* kv, std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      size_t nl;
-      while ((nl = buf_.find('\n')) != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        output_ += line + "\n";
-        if (line == until) return true;
-        if (auto eq = line.find('='); eq != std::string::npos) (*kv)[line.substr(0, eq)] = line.substr(eq + 1);
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || stdout_fd_ < 0) return false;
-      pollfd p{stdout_fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-      char chunk[4096];
-      ssize_t n = ::read(stdout_fd_, chunk, sizeof chunk);
-      if (n <= 0) return false;
-      buf_.append(chunk, static_cast<size_t>(n));
-    }
-  }
-
-  const std::string& name() const { return name_; }
-  const std::string& log() const { return log_; }
-  const std::string& output() const { return output_; }
-  int status() const { return status_; }
-
- private:
-  Child(std::string name, std::string log) : name_(std::move(name)), log_(std::move(log)) {}
-  std::string name_, log_;
-  pid_t pid_ = -1;
-  int status_ = -1;
-  int stdin_fd_ = -1, stdout_fd_ = -1;
-  std::string buf_, output_;
-};
+using testprocess::Child;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
@@ -311,17 +187,22 @@ class SliceTest : public ::testing::Test {
         << Logs();
 
     // The control plane. Started after the node registered, so that its first list has the GPUs.
-    const int sched_port = FreePort();
+    const int sched_port = FreePort(), extender_port = FreePort();
     ASSERT_GT(sched_port, 0);
+    ASSERT_GT(extender_port, 0);
     scheduler_ = Spawn("scheduler",
                        {E2E_HAMI, "scheduler", "--kubeconfig", kubeconfig_, "--http-bind",
-                        "127.0.0.1:" + std::to_string(sched_port), "--leader-elect=false", "--metrics-bind", "",
+                        "127.0.0.1:" + std::to_string(sched_port), "--extender-bind",
+                        "127.0.0.1:" + std::to_string(extender_port), "--leader-elect=false", "--metrics-bind", "",
                         "--threads", "4", "--log-level", "info"},
                        BaseEnv());
     ASSERT_NE(scheduler_, nullptr);
     sched_http_ = std::make_unique<httplib::Client>("127.0.0.1", sched_port);
     sched_http_->set_connection_timeout(5);
     sched_http_->set_read_timeout(60);
+    extender_http_ = std::make_unique<httplib::Client>("127.0.0.1", extender_port);
+    extender_http_->set_connection_timeout(5);
+    extender_http_->set_read_timeout(60);
     ASSERT_TRUE(Eventually(
         [&] {
           auto r = sched_http_->Get("/readyz");
@@ -428,7 +309,7 @@ class SliceTest : public ::testing::Test {
   // POST /filter as kube-scheduler with nodeCacheCapable: true (NodeNames, no Nodes).
   Json Filter(const Json& pod) {
     Json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {kNode}}};
-    auto r = sched_http_->Post("/filter", args.dump(), "application/json");
+    auto r = extender_http_->Post("/filter", args.dump(), "application/json");
     EXPECT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
     if (!r || r->status != 200) return nullptr;
     return Json::parse(r->body, nullptr, false);
@@ -440,7 +321,7 @@ class SliceTest : public ::testing::Test {
                  {"PodNamespace", pod["metadata"]["namespace"]},
                  {"PodUID", pod["metadata"]["uid"]},
                  {"Node", node}};
-    auto r = sched_http_->Post("/bind", args.dump(), "application/json");
+    auto r = extender_http_->Post("/bind", args.dump(), "application/json");
     if (!r || r->status != 200) return r ? "HTTP " + std::to_string(r->status) : httplib::to_string(r.error());
     Json res = Json::parse(r->body, nullptr, false);
     return res.is_object() ? res.value("Error", "") : "unparsable: " + r->body;
@@ -609,7 +490,7 @@ class SliceTest : public ::testing::Test {
   std::unique_ptr<Child> device_plugin_, scheduler_, monitor_;
   std::vector<std::unique_ptr<Child>> containers_;
   std::vector<std::pair<std::string, std::string>> logs_;
-  std::unique_ptr<httplib::Client> sched_http_, monitor_http_;
+  std::unique_ptr<httplib::Client> sched_http_, extender_http_, monitor_http_;
   std::set<std::string> in_use_;
   std::string last_scrape_;
 };
