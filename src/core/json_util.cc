@@ -1,5 +1,7 @@
 #include "core/json_util.h"
 
+#include <array>
+
 namespace hami::core::jsonutil {
 
 using nlohmann::json;
@@ -13,24 +15,37 @@ StatusOr<json> Parse(std::string_view text, std::string_view what) {
   }
 }
 
+namespace {
+// Bytes CheckDepth stops at outside strings.
+constexpr auto kStructural = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : {'"', '{', '[', '}', ']'}) t[c] = true;
+  return t;
+}();
+}  // namespace
+
 Status CheckDepth(std::string_view text, std::string_view what, int max_depth) {
   int depth = 0;
-  const char* p = text.data();
-  const char* const end = p + text.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const begin = p;
+  const auto* const end = p + text.size();
   while (p < end) {
-    const char c = *p++;
+    while (p < end && !kStructural[*p]) ++p;  // tight loops: this runs over every /filter body
+    if (p == end) break;
+    const unsigned char c = *p++;
     if (c == '"') {
       // Skip the string: only an unescaped quote ends it.
-      while (p < end) {
-        const char d = *p++;
-        if (d == '"') break;
-        if (d == '\\' && p < end) ++p;
+      for (;;) {
+        while (p < end && *p != '"' && *p != '\\') ++p;
+        if (p >= end) break;
+        if (*p++ == '"') break;
+        if (p < end) ++p;  // the escaped byte
       }
     } else if (c == '{' || c == '[') {
       if (++depth > max_depth)
-        return InvalidArgument(what, ": JSON nested deeper than ", max_depth, " levels (at byte ", p - text.data() - 1, ")");
-    } else if (c == '}' || c == ']') {
-      if (depth > 0) --depth;
+        return InvalidArgument(what, ": JSON nested deeper than ", max_depth, " levels (at byte ", p - begin - 1, ")");
+    } else if (depth > 0) {
+      --depth;
     }
   }
   return OkStatus();

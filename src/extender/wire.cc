@@ -106,6 +106,8 @@ Json MapJson(const std::map<std::string, std::string>& m) {
 // unusual (escapes or non-ASCII in a string, a non-string name, malformed JSON) makes the fast path
 // give up so the DOM path produces the result or the worded error: the fast path never accepts what
 // the DOM path rejects, and when it accepts, the result is the same (the fuzz target checks both).
+// The nesting limit is checked on the parts nlohmann reads (Pod, Nodes, validated values), not on the
+// whole body: NodeNames, nearly all of it, is flat when the fast path takes it.
 
 class Scanner {
  public:
@@ -203,6 +205,12 @@ bool FastNames(std::string_view v, std::optional<std::vector<std::string>>* out)
   return true;
 }
 
+// Inside the top-level object: one level less than the whole body may nest.
+bool DepthOk(std::string_view value) { return core::jsonutil::CheckDepth(value, "", core::jsonutil::kMaxDepth - 1).ok(); }
+// A value only validated, never kept. Json::accept builds no tree (its parser keeps one bit per level),
+// but the DOM path refuses the nesting, so the fast path must too.
+bool Valid(std::string_view value) { return DepthOk(value) && Json::accept(value); }
+
 bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   Scanner sc(body);
   if (!sc.Eat('{')) return false;
@@ -220,21 +228,21 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
       bool known = false;
       for (auto& f : fields) {
         if (key == f.name) {
-          if (f.has_exact && !Json::accept(f.exact)) return false;
+          if (f.has_exact && !Valid(f.exact)) return false;
           f.exact = value;
           f.has_exact = known = true;
         } else if (EqualFold(key, f.name)) {
           if (!f.has_folded || key <= f.folded_key) {
-            if (f.has_folded && !Json::accept(f.folded)) return false;
+            if (f.has_folded && !Valid(f.folded)) return false;
             f.folded = value;
             f.folded_key = key;
-          } else if (!Json::accept(value)) {
+          } else if (!Valid(value)) {
             return false;
           }
           f.has_folded = known = true;
         }
       }
-      if (!known && !Json::accept(value)) return false;
+      if (!known && !Valid(value)) return false;
       if (sc.Eat(',')) continue;
       if (sc.Eat('}')) break;
       return false;
@@ -248,11 +256,12 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   };
   // Pod.
   const std::string_view* pod = chosen(fields[0]);
-  if (pod == nullptr) return false;
+  if (pod == nullptr || !DepthOk(*pod)) return false;
   args->pod = Json::parse(pod->begin(), pod->end(), nullptr, /*allow_exceptions=*/false);
   if (!args->pod.is_object()) return false;
   // Nodes (the nodeCacheCapable=false form): rare, parsed as a whole.
   if (const std::string_view* nodes = chosen(fields[1])) {
+    if (!DepthOk(*nodes)) return false;
     Json j = Json::parse(nodes->begin(), nodes->end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !GetNodeList(&j, "ExtenderArgs", &args->nodes).ok()) return false;
   }
@@ -263,7 +272,7 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   // A case-folded value the exact key overrides is validated here (the chosen ones were parsed above).
   for (const auto& f : fields) {
     const std::string_view* c = chosen(f);
-    if (f.has_folded && c != &f.folded && !Json::accept(f.folded)) return false;
+    if (f.has_folded && c != &f.folded && !Valid(f.folded)) return false;
   }
   return true;
 }
@@ -366,8 +375,6 @@ StatusOr<ExtenderArgs> ParseExtenderArgsDom(std::string_view body) {
 }
 
 StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
-  // Before the fast path too: it hands Pod and Nodes to nlohmann, whose trees are copied recursively.
-  HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, "ExtenderArgs"));
   ExtenderArgs args;
   if (ParseExtenderArgsFast(body, &args)) return args;
   return ParseExtenderArgsDom(body);  // not the common shape, or an error: the reference path words it

@@ -63,7 +63,13 @@ struct Gate {
   }
 };
 
-void AddRoutes(HttpServer& s) {
+// /echo, /healthz, and with a gate /slow, which answers once the gate opens.
+void AddRoutes(HttpServer& s, Gate* gate = nullptr) {
+  if (gate != nullptr)
+    s.Route("POST", "/slow", [gate](const HttpRequest&) {
+      gate->Wait();
+      return HttpResponse{200, "text/plain", "slow"};
+    });
   s.Route("POST", "/echo", [](const HttpRequest& r) { return HttpResponse{200, "text/plain", r.path + ":" + r.body}; });
   s.Route("GET", "/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; });
 }
@@ -200,11 +206,7 @@ TEST(HttpServer, BusyConnectionsAreNotEvictedAndExcessIsRefused) {
   o.threads = 4;
   HttpServer s(o);
   Gate gate;
-  s.Route("POST", "/slow", [&](const HttpRequest&) {
-    gate.Wait();
-    return HttpResponse{200, "text/plain", "slow"};
-  });
-  AddRoutes(s);
+  AddRoutes(s, &gate);
   ASSERT_TRUE(s.Start().ok());
   int busy[2];
   for (int& fd : busy) {
@@ -227,11 +229,7 @@ TEST(HttpServer, ASlowHandlerDoesNotHoldOthers) {
   o.threads = 2;
   HttpServer s(o);
   Gate gate;
-  s.Route("POST", "/slow", [&](const HttpRequest&) {
-    gate.Wait();
-    return HttpResponse{200, "text/plain", "slow"};
-  });
-  AddRoutes(s);
+  AddRoutes(s, &gate);
   ASSERT_TRUE(s.Start().ok());
   const int slow = ConnectLoopback(s.port());
   ASSERT_TRUE(SendAll(slow, Post("/slow", "x")));

@@ -43,6 +43,7 @@
 #include "absl/strings/escaping.h"
 #include "core/annotations.h"
 #include "deviceplugin/testing/fake_kubelet.h"
+#include "http/testing/raw_client.h"
 #include "k8s/testing/fake_apiserver.h"
 #include "k8s/testing/test_util.h"
 #include "tests/testing/child.h"
@@ -79,21 +80,7 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// A port nobody listens on right now (for the binaries that need ADDR:PORT up front).
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
+using http::testing::FreeLoopbackPort;
 
 // Value of the first sample of `metric` whose labels contain every `label="value"` given.
 std::optional<double> Sample(const std::string& exposition, const std::string& metric,
@@ -187,7 +174,7 @@ class SliceTest : public ::testing::Test {
         << Logs();
 
     // The control plane. Started after the node registered, so that its first list has the GPUs.
-    const int sched_port = FreePort(), extender_port = FreePort();
+    const int sched_port = FreeLoopbackPort(), extender_port = FreeLoopbackPort();
     ASSERT_GT(sched_port, 0);
     ASSERT_GT(extender_port, 0);
     scheduler_ = Spawn("scheduler",
@@ -212,7 +199,7 @@ class SliceTest : public ::testing::Test {
         << Logs();
 
     // The node exporter.
-    const int monitor_port = FreePort();
+    const int monitor_port = FreeLoopbackPort();
     ASSERT_GT(monitor_port, 0);
     monitor_ = Spawn("monitor",
                      {E2E_HAMI, "monitor", "--metrics-bind", "127.0.0.1:" + std::to_string(monitor_port),
