@@ -352,7 +352,7 @@ TEST_F(Hostile, SlowDripClients) {
   ProbeAll("slow-drip x64 per listener");
   stop = true;
   drip.join();
-  for (int fd : fds) ::close(fd);
+  for (int fd : fds) http::testing::ResetClose(fd);
   ExpectClean("slow-drip x64 per listener");
 }
 
@@ -364,8 +364,7 @@ TEST_F(Hostile, TwoThousandIdleConnections) {
   std::this_thread::sleep_for(500ms);
   ProbeAll("2000 idle per listener");
   Tallies()["2000 idle per listener"].note = std::to_string(opened) + " idle sockets open";
-  for (int fd : fds)
-    if (fd >= 0) ::close(fd);
+  for (int fd : fds) http::testing::ResetClose(fd);
   ExpectClean("2000 idle per listener");
 }
 
