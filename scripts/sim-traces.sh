@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Policy x trace comparison (issue 6): runs `hami sim` with 10 seeds on every openb pod trace found in
-# a folder (default: ../shared/data/openb, else data/openb) and writes docs/sim-traces.md with the
+# a folder (default: data/openb; pass the folder holding the other released traces) and writes docs/sim-traces.md with the
 # unallocated GPU % at 100 % arrived demand (100 - A(100)): median, mean and standard deviation over
 # seeds. Usage: scripts/sim-traces.sh [TRACE_DIR] [POLICIES] [SEEDS]
 # With VARIANTS=1 it also runs the workload variants of scripts/gen-variants.py (seed VARIANT_SEED,
 # default 1), generated into a temporary folder from data/openb's default trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir="${1:-../shared/data/openb}"
-[ -d "$dir" ] || dir=data/openb
+dir="${1:-data/openb}"
 policies="${2:-default,fgd,best-fit,gpu-packing,gpu-clustering,dot-product,random,hami}"
 seeds="${3:-10}"
 bin="${HAMI_BIN:-}"   # a prebuilt hami binary, else the release preset is built

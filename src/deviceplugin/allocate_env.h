@@ -1,6 +1,6 @@
 #pragma once
 // The container environment and mounts that arm libvgpu for one container's decision (upstream
-// names and values, shared/reference/hami.md §5). Pure: no files are touched here.
+// names and values). Pure: no files are touched here.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #pragma once
 // Device plugin configuration: one table of options with defaults (PluginConfig), validated at
-// start-up, and the per-node override file of upstream HAMi ({"nodeconfig":[{"name":...}]},
-// shared/reference/hami.md §2) applied over it.
+// start-up, and the per-node override file of upstream HAMi ({"nodeconfig":[{"name":...}]})
+// applied over it.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,5 +1,5 @@
 #pragma once
-// Wire types of the kube-scheduler extender protocol v1 (shared/reference/k8s-wire.md §1).
+// Wire types of the kube-scheduler extender protocol v1 (kube-scheduler's extender API).
 //
 // The Go structs have no json tags: keys are the capitalised Go field names and are never omitted
 // (nil slices/maps/pointers are `null`). kube-scheduler decodes with encoding/json, which matches

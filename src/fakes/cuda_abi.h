@@ -1,5 +1,5 @@
 // Minimal CUDA driver API declarations (CUDA 13.0 ABI, x86_64 Linux) for the fake libcuda.so.1.
-// Written from shared/reference/nvml-cuda.md §2 so the build does not need the CUDA toolkit; only
+// Written from NVIDIA's published CUDA driver API so the build does not need the CUDA toolkit; only
 // the types, values and layouts the fake implements. Layouts are checked with static_asserts below.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Minimal NVML declarations (nvml.h, NVML_API_VERSION 13, x86_64 Linux) for the fake
-// libnvidia-ml.so.1, written from shared/reference/nvml-cuda.md §1 (the toolkit ships no nvml.h
+// libnvidia-ml.so.1, written from NVIDIA's published NVML API (the toolkit ships no nvml.h
 // here). Layouts are checked with static_asserts below.
 #pragma once
 

@@ -1,6 +1,6 @@
 #pragma once
-// The few NVML declarations we use, written from NVIDIA's published nvml.h facts
-// (shared/reference/nvml-cuda.md §1). We never link libnvidia-ml: symbols are resolved with dlsym,
+// The few NVML declarations we use, written from NVIDIA's published nvml.h facts.
+// We never link libnvidia-ml: symbols are resolved with dlsym,
 // so only types and function-pointer types are declared here.
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The node exporter's metrics (upstream vGPUmonitor names, shared/reference/hami.md §6), built fresh on
+// The node exporter's metrics (upstream vGPUmonitor names), built fresh on
 // every scrape from the mapped regions, the pod directory and GPU telemetry. Every series carries the
 // constant label zone="vGPU" like upstream's.
 //

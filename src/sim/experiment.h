@@ -1,5 +1,5 @@
 #pragma once
-// The FGD paper's workload-inflation experiment (reference: shared/reference/fgd-experiment.md §2-4)
+// The FGD paper's workload-inflation experiment (as described in docs/sim.md)
 // run through the production scheduler (scheduler::Scheduler), and its metric.
 //
 // Mapping of the trace onto HAMi devices (docs/sim.md): every simulated GPU registers

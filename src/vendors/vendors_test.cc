@@ -1,6 +1,5 @@
-// Per-vendor rules and wire values. Values marked "hami.md" are quoted from
-// /work/shared/reference/hami.md; values marked "constructed" follow the format hami.md §1.2/§1.3/§4
-// describes, with made-up identifiers.
+// Per-vendor rules and wire values. Values marked "hami.md" are upstream HAMi's published wire
+// values; values marked "constructed" follow those formats with made-up identifiers.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -3,7 +3,7 @@
 // hami-cpp uses: pods (+ binding, status), nodes (+ status), events, leases, resourcequotas,
 // namespaces, configmaps. Enough discovery (/api, /apis, /version) for kubectl get/annotate.
 //
-// Semantics kept from the real server (see shared/reference/k8s-wire.md §6):
+// Semantics kept from the real server:
 // - one global, increasing resourceVersion; list replies carry it; items lack kind/apiVersion;
 // - label selectors (=, ==, !=, in, notin, exists, !exists) and field selectors (=, ==, !=) on any
 //   dotted field path (metadata.name, spec.nodeName, status.phase, ...); limit/continue pagination;

@@ -1,5 +1,5 @@
 // Wire-level checks of the fake API server: what it sends must look like the real one
-// (shared/reference/k8s-wire.md §6), since every k8s test trusts it.
+// since every k8s test trusts it.
 #include "k8s/testing/fake_apiserver.h"
 
 #include <gtest/gtest.h>
