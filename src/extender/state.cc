@@ -257,7 +257,37 @@ void ClusterState::ApplyNode(const Json& node, int64_t now) {
     return;
   }
   if (v.unhealthy) spdlog::warn("node {}: {}", v.info.name, v.error);
+  const std::string name = v.info.name;
   sched_.UpsertNode(std::move(v.info));
+  CheckDecisionsOnNode(name);
+}
+
+void ClusterState::CheckDecisionsOnNode(const std::string& node) {
+  std::vector<Report> reports;
+  {
+    absl::MutexLock l(&mu_);
+    auto u = unchecked_.find(node);
+    if (u == unchecked_.end()) return;
+    const std::set<std::string> uids = std::move(u->second);
+    unchecked_.erase(u);
+    for (const std::string& uid : uids) {
+      auto it = pods_.find(uid);
+      if (it == pods_.end() || it->second.allocation.node != node) continue;
+      const PodRecord& rec = it->second;
+      // What CheckDecisionLocked reads of the pod: it was ours and bound to this node when charged.
+      const Json pod{{"metadata", {{"uid", uid}, {"name", rec.name}, {"namespace", rec.namespace_}}},
+                     {"spec", {{"schedulerName", opts_.scheduler_name}, {"nodeName", rec.bound_node}}}};
+      std::string message;
+      bool over = false;
+      const std::string reason = CheckDecisionLocked(pod, rec.allocation, rec.kinds, false, &message, &over);
+      if (reason.empty()) continue;
+      const std::string fingerprint = StrCat(node, "|", rec.encoded);
+      RemoveLocked(uid);
+      (void)sched_.RemovePod(uid);
+      ReportLocked(pod, reason, fingerprint, message, reports);
+    }
+  }
+  Emit(reports);
 }
 
 void ClusterState::OnNode(const Json& node) { ApplyNode(node, clock_.UnixSeconds()); }
@@ -507,6 +537,7 @@ void ClusterState::OnPod(const Json& pod) {
       }
       expired_.erase(uid);
       if (rec.expires_at != 0) ScheduleExpiryLocked(uid, rec.expires_at);
+      if (!sched_.cache().Snapshot(rec.allocation.node)) unchecked_[rec.allocation.node].insert(uid);
       AddLocked(std::move(rec));
     }
   }();

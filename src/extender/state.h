@@ -204,6 +204,10 @@ class ClusterState {
   void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void ApplyNode(const Json& node, int64_t now);
+  // Checks the decisions charged while their node was not yet known (the pod informer can deliver a
+  // pod before its node) now that `node` is: the ones the node's devices cannot hold are dropped and
+  // reported, as they would have been had the node come first.
+  void CheckDecisionsOnNode(const std::string& node);
 
   scheduler::Scheduler& sched_;
   StateOptions opts_;
@@ -222,6 +226,7 @@ class ClusterState {
   std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);        // uid -> reason|decision
   std::map<std::string, int64_t> rejected_ ABSL_GUARDED_BY(mu_);            // reason -> pods
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::set<std::string>> unchecked_ ABSL_GUARDED_BY(mu_);  // node -> uids charged unchecked
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);

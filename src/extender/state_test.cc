@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/annotations.h"
 #include "core/pod_codec.h"
 
@@ -201,6 +203,39 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   EXPECT_EQ(rejected.at(kRejectForeignScheduler), 2);
   EXPECT_EQ(rejected.at(kRejectExceedsDevice), 2);
   EXPECT_EQ(rejected.at(kOverCommitted), 1);
+}
+
+// The pod informer may deliver pods before their node: a decision charged while the node was unknown is
+// checked when the node arrives, so a restart cannot charge what the device cannot hold.
+TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {
+  std::vector<std::string> events;
+  StateOptions o;
+  o.clock = &clock_;
+  o.on_rejected_decision = [&events](const Json& ref, const std::string& reason, const std::string&) {
+    events.push_back(ref["name"].get<std::string>() + ":" + reason);
+  };
+  state_ = std::make_unique<ClusterState>(*sched_, o);
+  auto ann = [](const std::string& devices) {
+    return Json{{"hami.io/vgpu-node", "n9"}, {"hami.io/vgpu-devices-allocated", devices},
+                {"hami.io/vgpu-time", std::to_string(kNow)}};
+  };
+  state_->OnPod(PodJson("huge", ann("GPU-a,NVIDIA,20000,10:;"), "Running", "n9"));
+  state_->OnPod(PodJson("ghost", ann("GPU-z,NVIDIA,1000,10:;"), "Running", "n9"));
+  state_->OnPod(PodJson("ok", ann("GPU-b,NVIDIA,12000,60:;"), "Running", "n9"));
+  EXPECT_TRUE(events.empty());
+  state_->OnNode(NodeJson("n9", {{"hami.io/node-nvidia-register", kTwoGpus}}));
+  std::sort(events.begin(), events.end());
+  EXPECT_EQ(events, (std::vector<std::string>{"p-ghost:" + std::string(kRejectUnknownDevice),
+                                              "p-huge:" + std::string(kRejectExceedsDevice)}));
+  EXPECT_FALSE(state_->Find("huge").has_value());
+  EXPECT_FALSE(state_->Find("ghost").has_value());
+  EXPECT_TRUE(state_->Find("ok").has_value());
+  auto n9 = sched_->cache().Snapshot("n9");
+  ASSERT_TRUE(n9.has_value());
+  EXPECT_EQ(n9->usage[0], (core::DeviceUsage{}));
+  EXPECT_EQ(n9->usage[1], (core::DeviceUsage{1, 12000, 60}));
+  state_->OnNode(NodeJson("n9", {{"hami.io/node-nvidia-register", kTwoGpus}, {"changed", "1"}}));
+  EXPECT_EQ(events.size(), 2u) << "checked once";
 }
 
 // Once bound, a pod's decision is final: an edit of its annotations (to claim less, or another
