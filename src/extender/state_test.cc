@@ -104,6 +104,15 @@ class StateTest : public ::testing::Test {
     state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
   }
   core::DeviceUsage Usage(int dev) { return sched_->cache().Snapshot("n1")->usage[dev]; }
+  // A fresh state whose rejected decisions are logged as "<pod name>:<reason>" into `events`.
+  void RecordRejections(std::vector<std::string>* events) {
+    StateOptions o;
+    o.clock = &clock_;
+    o.on_rejected_decision = [events](const Json& ref, const std::string& reason, const std::string&) {
+      events->push_back(ref["name"].get<std::string>() + ":" + reason);
+    };
+    state_ = std::make_unique<ClusterState>(*sched_, o);
+  }
   FakeClock clock_{kNow};
   std::unique_ptr<scheduler::Scheduler> sched_;
   std::unique_ptr<ClusterState> state_;
@@ -150,12 +159,7 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
 // scheduler and the device; the rest is reported once (sink + RejectedDecisions) and blocks nothing.
 TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   std::vector<std::string> events;
-  StateOptions o;
-  o.clock = &clock_;
-  o.on_rejected_decision = [&events](const Json& ref, const std::string& reason, const std::string&) {
-    events.push_back(ref["name"].get<std::string>() + ":" + reason);
-  };
-  state_ = std::make_unique<ClusterState>(*sched_, o);
+  RecordRejections(&events);
   state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
   auto ann = [](const std::string& devices, const std::string& node = "n1") {
     return Json{{"hami.io/vgpu-node", node}, {"hami.io/vgpu-devices-allocated", devices},
@@ -209,12 +213,7 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
 // checked when the node arrives, so a restart cannot charge what the device cannot hold.
 TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {
   std::vector<std::string> events;
-  StateOptions o;
-  o.clock = &clock_;
-  o.on_rejected_decision = [&events](const Json& ref, const std::string& reason, const std::string&) {
-    events.push_back(ref["name"].get<std::string>() + ":" + reason);
-  };
-  state_ = std::make_unique<ClusterState>(*sched_, o);
+  RecordRejections(&events);
   auto ann = [](const std::string& devices) {
     return Json{{"hami.io/vgpu-node", "n9"}, {"hami.io/vgpu-devices-allocated", devices},
                 {"hami.io/vgpu-time", std::to_string(kNow)}};
