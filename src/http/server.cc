@@ -138,14 +138,21 @@ struct HttpServer::Impl {
     sessions.erase(it);
   }
   // Closes the connection that has been quiet the longest among those idle or reading a header.
+  // Every reference taken under reg_mu is dropped after it is released: a connection that finished
+  // on another I/O thread meanwhile may be left with ours as its last reference, and its destructor
+  // unregisters itself (takes reg_mu). Dropping it under the lock deadlocked the acceptor.
   bool EvictOne() {
+    std::vector<std::shared_ptr<SessionBase>> seen;  // destroyed after the lock below
     std::shared_ptr<SessionBase> victim;
     {
       std::lock_guard<std::mutex> l(reg_mu);
+      seen.reserve(sessions.size());
       int64_t oldest = INT64_MAX;
       for (auto& w : sessions) {
         auto s = w.lock();
-        if (!s || s->phase.load() != kEvictable) continue;
+        if (!s) continue;
+        seen.push_back(s);
+        if (s->phase.load() != kEvictable) continue;
         const int64_t t = s->last_active_ns.load();
         if (t < oldest) {
           oldest = t;

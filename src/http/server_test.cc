@@ -200,6 +200,27 @@ TEST(HttpServer, AtTheConnectionLimitTheIdlestGoesFirst) {
   for (int fd : idle) ::close(fd);
 }
 
+// Connections that die while the acceptor looks for one to evict: the eviction scan must not drop
+// the last reference to a session (whose destructor unregisters it) while it holds the registry lock.
+// Before the fix this deadlocked the acceptor within a few thousand churned connections.
+TEST(HttpServer, EvictionScanSurvivesConnectionsDyingUnderIt) {
+  HttpServerOptions o;
+  o.max_connections = 64;
+  o.io_threads = 4;
+  HttpServer s(o);
+  AddRoutes(s);
+  ASSERT_TRUE(s.Start().ok());
+  // Floods of idle connections: past the limit each admission evicts one, and the evicted ones die
+  // on other I/O threads while the next admission scans the registry.
+  for (int round = 0; round < 6; ++round) {
+    std::vector<int> idle;
+    for (int i = 0; i < 1000; ++i) idle.push_back(ConnectLoopback(s.port()));
+    ASSERT_EQ(Exchange(s.port(), kHealthz, kWait).status, 200) << "round " << round;
+    for (int fd : idle) testing::ResetClose(fd);
+  }
+  EXPECT_GT(s.stats().evicted, 5000);
+}
+
 TEST(HttpServer, BusyConnectionsAreNotEvictedAndExcessIsRefused) {
   HttpServerOptions o;
   o.max_connections = 2;

@@ -176,7 +176,7 @@ class Hostile : public ::testing::Test {
   static void ExpectClean(const std::string& name) {
     const Tally& t = Tallies()[name];
     EXPECT_EQ(t.crashes, 0) << name << "\n" << ReadText(scheduler_->log());
-    EXPECT_EQ(t.hangs, 0) << name;
+    EXPECT_EQ(t.hangs, 0) << name << "\n" << ReadText(scheduler_->log());
     EXPECT_EQ(t.wrong, 0) << name;
     EXPECT_GT(t.tried, 0) << name;
   }
