@@ -10,7 +10,17 @@ names the build.
 
 The same run with the kustomize dev overlay (plain HTTP, no webhook) when given `--kustomize-dev`.
 
+With `--node FAKE_KUBELET LIBVGPU FAKES_DIR CONTAINER_PROG` the node agent runs too, as the chart renders
+it: the node's filesystem is a directory (every hostPath volume below it), the init container's command
+installs libvgpu.so and ld.so.preload there (its `cp` source is the image's libvgpu path, checked against
+the Dockerfile), the device plugin runs with its rendered args and env (paths remapped to that directory,
+plus what a cluster provides: kubeconfig, node name, the fake NVML), a fake kubelet admits the bound pod's
+container (GetPreferredAllocation + Allocate), and a CUDA program runs with exactly the environment and
+preload Allocate returned, under libvgpu with the fake driver: it must see 3000 MiB and be refused a
+byte more.
+
 usage: rendered_deployment_test.py HAMI FAKE_APISERVER FAKE_NVML [--kustomize-dev]
+                                   [--node FAKE_KUBELET LIBVGPU FAKES_DIR CONTAINER_PROG]
 (repository root; exit 77 without helm, or without kubectl for --kustomize-dev)"""
 import base64
 import datetime
@@ -41,6 +51,9 @@ def check(cond, what):
 
 
 KUSTOMIZE_DEV = "--kustomize-dev" in sys.argv[4:]
+NODE = sys.argv[sys.argv.index("--node") + 1:sys.argv.index("--node") + 5] if "--node" in sys.argv else None
+CUDA_ERROR_OUT_OF_MEMORY = 2
+MIB = 1 << 20
 if KUSTOMIZE_DEV:
     if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode != 0:
         print("kubectl missing: kustomize rendering not run", file=sys.stderr)
@@ -76,6 +89,145 @@ def free_port():
         return s.getsockname()[1]
 
 
+def write_config_map(name, dst):
+    os.makedirs(dst, exist_ok=True)
+    for k, val in by[("ConfigMap", name)]["data"].items():
+        open(os.path.join(dst, k), "w").write(val)
+
+
+def run_node_agent(by, tmp, procs, bound):
+    """The rendered node agent on a node whose filesystem is tmp/host: install, register, Allocate, run."""
+    fake_kubelet, libvgpu, fakes_dir, container_prog = NODE
+    spec = by[("DaemonSet", "hami-node-agent")]["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec["volumes"]}
+    host = tmp + "/host"
+
+    def view(c):  # a container's mount paths -> where they are here
+        out = {}
+        for m in c.get("volumeMounts", []):
+            v = vols[m["name"]]
+            if "hostPath" in v:
+                out[m["mountPath"]] = host + v["hostPath"]["path"]
+                os.makedirs(out[m["mountPath"]], exist_ok=True)
+            elif "configMap" in v:
+                out[m["mountPath"]] = f"{tmp}/volume-{m['name']}"
+                write_config_map(v["configMap"]["name"], out[m["mountPath"]])
+        return out
+
+    def remap(path, mounts):  # a path inside the container -> here (longest mount path first)
+        for mp in sorted(mounts, key=len, reverse=True):
+            if path == mp or path.startswith(mp + "/"):
+                return mounts[mp] + path[len(mp):]
+        return None
+
+    # Init container: its copy's source must be where the image puts libvgpu.so.
+    init = next(c for c in spec["initContainers"] if c["name"] == "install-libvgpu")
+    script = init["command"][-1]
+    src = re.search(r"cp -f (\S+) ", script)
+    dockerfile = open(os.path.join(ROOT, "docker/Dockerfile")).read()
+    if not check(src is not None and re.search(r"COPY .*libvgpu\.so " + re.escape(src.group(1)) + r"\s", dockerfile),
+                 f"init container copies {src.group(1) if src else '?'}, not where the image has libvgpu.so"):
+        return
+    script = script.replace(f"cp -f {src.group(1)} ", f"cp -f {libvgpu} ", 1)
+    for mp, here in sorted(view(init).items(), key=lambda kv: -len(kv[0])):
+        script = script.replace(mp + "/", here + "/").replace(mp + " ", here + " ")
+    out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60)
+    if not check(out.returncode == 0, f"init container: {out.stderr}"):
+        return
+
+    # Device plugin: rendered args; the host-path flags must be paths its container sees at the same
+    # place as the host (mountPath == hostPath), since it hands them to kubelet as host paths.
+    dp = next(c for c in spec["containers"] if c["name"] == "device-plugin")
+    mounts = view(dp)
+    same_place = {m["mountPath"] for m in dp["volumeMounts"]
+                  if "hostPath" in vols[m["name"]] and vols[m["name"]]["hostPath"]["path"] == m["mountPath"]}
+    args = []
+    for a in dp["command"][2:]:
+        flag, eq, val = a.partition("=")
+        if eq and val.startswith("/"):
+            if flag in ("--libvgpu-path", "--ld-preload-path", "--region-root"):
+                check(any(val == mp or val.startswith(mp + "/") for mp in same_place),
+                      f"device plugin {flag}={val}: not visible to it at its host path")
+            here = remap(val, mounts)
+            check(here is not None, f"device plugin {flag}={val}: no volume mounted there")
+            a = f"{flag}={here}"
+        args.append(a)
+    os.makedirs(host + "/tmp/vgpulock", exist_ok=True)  # the default --lock-dir, a host path
+    args += [f"--lock-dir={host}/tmp/vgpulock", "--kubeconfig", tmp + "/kubeconfig", f"--nvml-library={FAKE_NVML}",
+             "--register-interval=1"]
+    node_env = dict(os.environ, FAKEGPU_DEVICES="NVIDIA A100-SXM4-80GB:81920:108;NVIDIA A100-SXM4-80GB:81920:108",
+                    FAKEGPU_STATE=tmp + "/fakegpu", LD_LIBRARY_PATH=fakes_dir)
+    dp_env = dict(node_env, NODE_NAME="gpu-1")
+    dp_env.update({e["name"]: e["value"] for e in dp.get("env", []) if "value" in e})
+    plugin_dir = next(v for k, v in mounts.items() if k.endswith("device-plugins"))
+    kubelet = subprocess.Popen([fake_kubelet, "--plugin-dir", plugin_dir, "--min-devices", "1", "--timeout-s", "60"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(kubelet)
+    check("serving" in kubelet.stdout.readline(), "fake kubelet did not start")
+    dp_log = open(tmp + "/device-plugin.log", "w")
+    procs.append(subprocess.Popen([HAMI, "device-plugin", *args], stdout=dp_log, stderr=dp_log, env=dp_env))
+    reg = json.loads(kubelet.stdout.readline() or "{}")
+    if not check(reg.get("registered") == "nvidia.com/gpu",
+                 f"device plugin registration: {reg}; log:\n{open(tmp + '/device-plugin.log').read()[-2000:]}"):
+        return
+
+    kubelet.stdin.write("allocate default train c 1\n")
+    kubelet.stdin.flush()
+    alloc = json.loads(kubelet.stdout.readline() or "{}")
+    if not check("envs" in alloc, f"Allocate: {alloc}; log:\n{open(tmp + '/device-plugin.log').read()[-2000:]}"):
+        return
+    envs = alloc["envs"]
+    decided = bound["metadata"]["annotations"]["hami.io/vgpu-devices-to-allocate"]
+    check(envs.get("CUDA_DEVICE_MEMORY_LIMIT_0") == "3000m", f"Allocate: limit {envs.get('CUDA_DEVICE_MEMORY_LIMIT_0')}")
+    check(envs.get("NVIDIA_VISIBLE_DEVICES", "?") in decided, f"Allocate: GPU {envs.get('NVIDIA_VISIBLE_DEVICES')} "
+                                                             f"is not the decided one ({decided})")
+
+    def host_of(path):  # a path in the workload container -> the host file behind it (longest mount)
+        best = max((m for m in alloc["mounts"] if path == m["container_path"] or path.startswith(m["container_path"] + "/")),
+                   key=lambda m: len(m["container_path"]), default=None)
+        return best["host_path"] + path[len(best["container_path"]):] if best else path
+
+    preload = [host_of(line.strip()) for m in alloc["mounts"] if m["container_path"] == "/etc/ld.so.preload"
+               for line in open(m["host_path"]) if line.strip() and not line.startswith("#")]
+    if not check(preload and all(os.path.exists(p) for p in preload), f"ld.so.preload mount names {preload}"):
+        return
+    c_env = dict(node_env)
+    c_env.update({k: host_of(v) if v.startswith("/") else v for k, v in envs.items()})
+    c_env["CUDA_VISIBLE_DEVICES"] = envs["NVIDIA_VISIBLE_DEVICES"]  # what the NVIDIA container runtime exposes
+    c_env["LD_PRELOAD"] = ":".join(preload)
+    prog = subprocess.Popen([container_prog, "256"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=c_env)
+    procs.append(prog)
+    kv, lines = {}, []
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = prog.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        k, _, v = line.strip().partition("=")
+        kv[k] = v
+        if line.strip() == "ready":
+            break
+    out = "".join(lines)
+    check(kv.get("total") == str(3000 * MIB), f"container: cuMemGetInfo total {kv.get('total')}, want 3000 MiB\n{out}")
+    check(kv.get("over_rc") == str(CUDA_ERROR_OUT_OF_MEMORY), f"container: limit + 1 MiB allowed\n{out}")
+    check(kv.get("fill_rc") == "0" and kv.get("one_more_rc") == str(CUDA_ERROR_OUT_OF_MEMORY),
+          f"container: not refused exactly at the limit\n{out}")
+    prog.stdin.close()
+    prog.wait(timeout=30)
+    for _ in range(50):
+        pod = json.loads(urllib.request.urlopen(f"{API_URL[0]}/api/v1/namespaces/default/pods/train", timeout=10).read())
+        if pod["metadata"].get("annotations", {}).get("hami.io/bind-phase") == "success":
+            break
+        time.sleep(0.1)
+    check(pod["metadata"].get("annotations", {}).get("hami.io/bind-phase") == "success",
+          f"bind phase after Allocate: {pod['metadata'].get('annotations', {}).get('hami.io/bind-phase')}")
+    print(f"node agent: init container installed libvgpu, device plugin registered {reg.get('devices')} devices, "
+          f"Allocate armed {envs.get('NVIDIA_VISIBLE_DEVICES')} with 3000m, the container saw {kv.get('total')} bytes")
+
+
+API_URL = []
 help_text = subprocess.run([HAMI, "scheduler", "--help"], capture_output=True, text=True).stdout
 tmp = tempfile.mkdtemp(prefix="hami-deploy-")
 procs = []
@@ -137,6 +289,7 @@ try:
     m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
     if not check(m is not None, f"fake API server did not start: {line} {api.stderr.read() if api.poll() is not None else ''}"):
         raise SystemExit
+    API_URL.append(m.group(1))
     open(tmp + "/kubeconfig", "w").write(
         f"apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n    server: {m.group(1)}\n"
         "users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n")
@@ -228,6 +381,9 @@ try:
     check(bound["spec"].get("nodeName") == "gpu-1", f"bind: pod not on gpu-1: {bound['spec'].get('nodeName')}")
     check("hami.io/vgpu-devices-to-allocate" in bound["metadata"].get("annotations", {}),
           f"filter: no decision annotation on the pod: {bound['metadata'].get('annotations')}")
+
+    if NODE:
+        run_node_agent(by, tmp, procs, bound)
 
     res = urllib.request.urlopen(f"http://127.0.0.1:{ports['--metrics-bind']}/metrics", timeout=10).read().decode()
     check(re.search(r'hami_build_info\{component="scheduler",version="[^"]+",revision="[^"]+"', res) is not None,
