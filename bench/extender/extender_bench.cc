@@ -99,7 +99,17 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   }
   std::vector<Json> pods;
   for (int i = 0; i < 64; ++i) pods.push_back(*api.Upsert("pods", PodObject("lat-" + std::to_string(i), 8192, 20)));
-  extender::Extender ext(*sched, state, client.get(), {});
+  // The pod check reads the informer's copy in production (scheduler_main's pod_lookup); here the
+  // pods never change, so their stored objects are that copy.
+  std::map<std::string, Json> by_name;
+  for (const auto& p : pods) by_name[p["metadata"]["name"].get<std::string>()] = p;
+  extender::ExtenderOptions eo;
+  eo.pod_lookup = [&by_name](const std::string&, const std::string& name) -> std::optional<Json> {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) return std::nullopt;
+    return it->second;
+  };
+  extender::Extender ext(*sched, state, client.get(), eo);
   extender::HttpServerOptions ho;
   ho.cert_file = tls.cert;
   ho.key_file = tls.key;
@@ -205,7 +215,9 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   extender::Controller ctl(*client, state, {});
   ctl.Start();
   ctl.WaitForSync(std::chrono::seconds(60));
-  extender::Extender ext(*sched, state, client.get(), {});
+  extender::ExtenderOptions eo;  // as scheduler_main wires it: the pod check reads the informer's copy
+  eo.pod_lookup = [&ctl](const std::string& ns, const std::string& name) { return ctl.LookupPod(ns, name); };
+  extender::Extender ext(*sched, state, client.get(), eo);
   extender::HttpServerOptions ho;
   ho.cert_file = tls.cert;
   ho.key_file = tls.key;
