@@ -84,7 +84,8 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   (void)api.Start();
   auto client = MakeClient(api);
   auto sched = std::move(*scheduler::Scheduler::Create({}));
-  extender::ClusterState state(*sched, {});
+  const extender::StateOptions state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
+  extender::ClusterState state(*sched, state_opts);
   std::vector<std::string> names;
   for (int n = 0; n < nodes; ++n) {
     names.push_back("node-" + std::to_string(n));
@@ -211,8 +212,10 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   for (int i = 0; i < pods; ++i) objs.push_back(*api.Upsert("pods", PodObject("e2e-" + std::to_string(i), 2048, 5)));
   auto client = MakeClient(api);
   auto sched = std::move(*scheduler::Scheduler::Create({}));
-  extender::ClusterState state(*sched, {});
-  extender::Controller ctl(*client, state, {});
+  const extender::StateOptions state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
+  extender::ClusterState state(*sched, state_opts);
+  const extender::ControllerOptions ctl_opts;
+  extender::Controller ctl(*client, state, ctl_opts);
   ctl.Start();
   ctl.WaitForSync(std::chrono::seconds(60));
   extender::ExtenderOptions eo;  // as scheduler_main wires it: the pod check reads the informer's copy
