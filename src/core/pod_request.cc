@@ -98,21 +98,41 @@ StatusOr<std::optional<int64_t>> WholeResource(const Resources& r, const std::st
   return std::optional<int64_t>(*v);
 }
 
+// gpumem-percentage read as upstream's scheduler reads it: any whole number, negative or past int32
+// included (the callers clamp it). A fraction is an error (Kubernetes itself only admits whole
+// extended resources). The quantity parser caps values at 2^63-1, so the value fits in int64.
+StatusOr<std::optional<int64_t>> PercentResource(const Resources& r, const std::string& name) {
+  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> q, r.LimitOrRequest(name));
+  if (!q) return std::optional<int64_t>();
+  if (q->milli() % 1000 != 0) {
+    return InvalidArgument(name, ": quantity ", text::Quote(FormatQuantity(*q)),
+                           " must be a whole number (an integer such as \"50\")");
+  }
+  return std::optional<int64_t>(static_cast<int64_t>(q->milli() / 1000));
+}
+
 // The defaulting decisions of hami.md §2, shared by the parser and the webhook helper.
 struct Defaulted {
   std::optional<DeviceRequest> request;
   std::map<std::string, int64_t> added_limits;
 };
 
-StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg) {
+// `admission`: the webhook's view (upstream's MutateAdmission): gpumem-percentage outside 0..100 is an
+// error. Otherwise the scheduler's view (upstream's GenerateResourceRequests): it is clamped or ignored.
+StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg, bool admission) {
   HAMI_RETURN_IF_ERROR(cfg.Validate());
   HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources_json));
   const NvidiaResourceNames& n = cfg.nvidia;
   Defaulted out;
 
+  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, PercentResource(r, n.memory_percentage));
+  if (admission && pct && (*pct < 0 || *pct > 100)) {
+    return InvalidArgument(n.memory_percentage, ": ", *pct,
+                           " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
+                           n.memory, " in MiB)");
+  }
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> mem, WholeResource(r, n.memory, kInt32Max));
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, WholeResource(r, n.memory_percentage, kInt32Max));
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> cores, WholeResource(r, n.cores, kInt32Max));
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> priority, WholeResource(r, n.priority, kInt32Max));
 
@@ -139,13 +159,15 @@ StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceCo
                              " exceeds the int32 MiB range");
     }
     req.memreq_mib = *mem * cfg.memory_factor;
-  } else if (pct && *pct > 0) {
+  } else if (pct && *pct > 0) {  // 0 and negative values are ignored, as upstream does
     req.mem_percentage = static_cast<int>(std::min<int64_t>(*pct, 100));
   } else if (cfg.default_memory_mib > 0) {
     req.memreq_mib = cfg.default_memory_mib;
   } else {
     req.mem_percentage = 100;
   }
+  // The exclusive default books 100 cores here too, not only in the limit the webhook writes: a pod
+  // that skipped the webhook is booked as it would have been admitted (docs/migration.md).
   if (cores) {
     req.coresreq = static_cast<int>(std::min<int64_t>(*cores, 100));
   } else {
@@ -237,7 +259,7 @@ Status ResourceConfig::Validate() const {
 
 StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json& resources,
                                                            const ResourceConfig& config) {
-  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config));
+  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config, /*admission=*/false));
   std::vector<DeviceRequest> out;
   if (d.request) out.push_back(*d.request);
   return out;
@@ -245,7 +267,7 @@ StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json&
 
 StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
                                                                    const ResourceConfig& config) {
-  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config));
+  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config, /*admission=*/true));
   return d.added_limits;
 }
 
@@ -268,11 +290,30 @@ StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::
     s.vgpu_mode = std::string(mode);
   }
   if (auto* v = get(kNumaBind)) {
-    const auto b = text::ParseBool(text::Trim(*v));
-    if (!b) return InvalidArgument("annotation ", kNumaBind, ": ", text::Quote(*v), " is not a boolean (expected \"true\" or \"false\")");
-    s.numa_bind = *b;
+    // Upstream enforces NUMA binding only for a value Go's ParseBool reads as true; anything else,
+    // garbage included, leaves it off (IgnoredAnnotations reports the garbage).
+    s.numa_bind = text::ParseBool(text::Trim(*v)).value_or(false);
   }
   return s;
+}
+
+std::vector<std::string> IgnoredAnnotations(const std::map<std::string, std::string>& annotations) {
+  std::vector<std::string> out;
+  if (auto it = annotations.find(kNumaBind); it != annotations.end() && !text::ParseBool(text::Trim(it->second))) {
+    out.push_back(StrCat("annotation ", kNumaBind, ": ", text::Quote(it->second),
+                         " is not a boolean (true/false/1/0), so NUMA binding is off"));
+  }
+  if (auto it = annotations.find(kNodeSchedulerPolicy); it != annotations.end()) {
+    if (auto p = ParseNodeSchedulerPolicy(it->second); !p.ok()) {
+      out.push_back(StrCat(p.status().message(), "; the scheduler's configured node policy applies"));
+    }
+  }
+  if (auto it = annotations.find(kGpuSchedulerPolicy); it != annotations.end()) {
+    if (auto p = ParseGpuSchedulerPolicy(it->second); !p.ok()) {
+      out.push_back(StrCat(p.status().message(), "; the scheduler's configured GPU policy applies"));
+    }
+  }
+  return out;
 }
 
 StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value) {
@@ -292,17 +333,15 @@ StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view valu
   if (const std::string_view whole = text::Trim(value); whole == kPolicyFgd || whole == kPolicyDefault) {
     return std::vector<std::string>{std::string(whole)};
   }
+  // Upstream's chain rule: every item a known key; repeats and binpack next to spread are allowed
+  // (the chain is a list of sort keys: a later key only breaks the earlier ones' ties).
   for (std::string_view item : text::Split(value, ',')) {
     item = text::Trim(item);
     if (item.empty()) return fail("empty policy name");
     if (item == kPolicyFgd || item == kPolicyDefault) return fail("\"", item, "\" cannot be chained");
     if (!IsGpuPolicyKey(item)) return fail("unknown policy \"", item, "\"");
-    if (std::find(keys.begin(), keys.end(), item) != keys.end()) return fail("\"", item, "\" given twice");
     keys.emplace_back(item);
   }
-  const bool binpack = std::find(keys.begin(), keys.end(), kPolicyBinpack) != keys.end();
-  const bool spread = std::find(keys.begin(), keys.end(), kPolicySpread) != keys.end();
-  if (binpack && spread) return fail("binpack and spread contradict each other");
   return keys;
 }
 
@@ -358,12 +397,15 @@ StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfi
       HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "containers", false, config, &out.containers));
     }
     HAMI_ASSIGN_OR_RETURN(out.selectors, ParseDeviceSelectors(out.annotations));
+    // A policy annotation upstream does not recognise is ignored there (the configured policy
+    // stands); so here. IgnoredAnnotations says which, for the webhook's warnings.
     if (auto it = out.annotations.find(kNodeSchedulerPolicy); it != out.annotations.end()) {
-      HAMI_ASSIGN_OR_RETURN(out.node_policy, ParseNodeSchedulerPolicy(it->second));
+      if (auto p = ParseNodeSchedulerPolicy(it->second); p.ok()) out.node_policy = *p;
     }
     if (auto it = out.annotations.find(kGpuSchedulerPolicy); it != out.annotations.end()) {
-      HAMI_ASSIGN_OR_RETURN(std::vector<std::string> keys, ParseGpuSchedulerPolicy(it->second));
-      for (size_t i = 0; i < keys.size(); ++i) out.gpu_policy += (i ? "," : "") + keys[i];
+      if (auto keys = ParseGpuSchedulerPolicy(it->second); keys.ok()) {
+        for (size_t i = 0; i < keys->size(); ++i) out.gpu_policy += (i ? "," : "") + (*keys)[i];
+      }
     }
     if (auto it = out.annotations.find(kDeviceScoringWeights); it != out.annotations.end()) {
       HAMI_ASSIGN_OR_RETURN(out.weights, ParseScoringWeights(it->second));

@@ -46,7 +46,8 @@ struct ResourceConfig {
 //  - per container: cpu (milli, rounded up) and memory (MiB, rounded up) from requests, falling
 //    back to limits as Kubernetes does; the NVIDIA request per ParseContainerDevices;
 //  - pod annotations per ParseDeviceSelectors, ParseNodeSchedulerPolicy,
-//    ParseGpuSchedulerPolicy and ParseScoringWeights.
+//    ParseGpuSchedulerPolicy and ParseScoringWeights; a policy annotation those parsers reject is
+//    ignored (node_policy / gpu_policy stay "", the configured default), as upstream ignores it.
 // Absent fields are fine (a pod without GPUs parses to containers without devices). Wrong JSON
 // types, bad quantities and invalid annotations are errors naming the path, e.g.
 // `spec.containers[1] "trainer": nvidia.com/gpumem: quantity "4.5" must be a whole number`.
@@ -57,38 +58,51 @@ StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfi
 //  - each resource is read from limits first, then requests;
 //  - count: `nvidia.com/gpu`; when absent but gpumem, gpumem-percentage or gpucores is in the
 //    limits, count = default_gpu_num (no request when that is 0);
-//  - memory: gpumem * memory_factor when > 0; else gpumem-percentage when > 0 (clamped to 100);
-//    else default_memory_mib when > 0; else 100 % of the card;
+//  - memory: gpumem * memory_factor when > 0; else gpumem-percentage when > 0 (above 100 clamped
+//    to 100; 0 and negative values ignored, as upstream's scheduler does); else
+//    default_memory_mib when > 0; else 100 % of the card;
 //  - cores: gpucores (clamped to 100); when absent, 100 if gpumem-percentage is given and is
 //    100, or if neither gpumem-percentage nor gpumem is given (a bare `nvidia.com/gpu: 1` is an
-//    exclusive whole card); otherwise default_cores;
+//    exclusive whole card), otherwise default_cores. Upstream's scheduler books default_cores for
+//    such a pod when it skipped the webhook (which writes gpucores=100); hami-cpp books the same as
+//    for an admitted pod, on purpose (docs/migration.md);
 //  - priority: `nvidia.com/priority` when given, else -1.
 // Returns an empty vector when the container asks for no NVIDIA device (count 0 or absent),
-// otherwise one DeviceRequest. Errors: non-integer or negative values, gpumem * factor beyond
-// int32 MiB (upstream's limit), counts beyond 1024.
+// otherwise one DeviceRequest. Errors: non-integer values, negative values other than
+// gpumem-percentage, gpumem * factor beyond int32 MiB (upstream's limit), counts beyond 1024.
 StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json& resources,
                                                            const ResourceConfig& config);
 
 // The limits the mutating webhook adds to one container (resource name -> integer value) to
 // make the defaulting explicit in the stored pod: the count (default_gpu_num) when only
-// gpumem/%/cores are in the limits, and gpucores=100 for an exclusive card. Empty when nothing
-// is added. Same input and errors as ParseContainerDevices.
+// gpumem/%/cores are in the limits, and gpucores=100 for an exclusive card (no gpucores, and
+// gpumem-percentage is 100 or neither it nor gpumem is given). Empty when nothing is added.
+// Errors: those of ParseContainerDevices, and gpumem-percentage outside 0..100 (upstream's
+// webhook denies it; its scheduler would clamp or ignore it).
 StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
                                                                    const ResourceConfig& config);
 
 // nvidia.com/{use,nouse}-gputype, {use,nouse}-gpuuuid (comma lists; blanks around items and empty
-// items dropped), nvidia.com/vgpu-mode (hami-core|mig|mps) and nvidia.com/numa-bind (Go
-// ParseBool syntax: true/false/1/0/t/f/TRUE/...). Unknown annotations are ignored.
+// items dropped), nvidia.com/vgpu-mode (hami-core|mig|mps; anything else is an error) and
+// nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed: true/1/t/TRUE; any
+// other value, garbage included, leaves it off, as upstream). Unknown annotations are ignored.
 StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::string>& annotations);
 
 // hami.io/node-scheduler-policy: "binpack" | "spread" (surrounding blanks trimmed).
 StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
 
 // hami.io/gpu-scheduler-policy: a comma chain of binpack|spread|topology-aware|mutex|numa, e.g.
-// "binpack,numa", or one of hami-cpp's whole-placement policies alone ("fgd", "default"). Returns the
-// keys in order. Errors: empty items, unknown or repeated keys, binpack together with spread, a
-// whole-placement policy chained with anything.
+// "binpack,numa" (items trimmed; repeats and binpack next to spread allowed, as upstream: the
+// chain is an ordered list of sort keys), or one of hami-cpp's whole-placement policies alone
+// ("fgd", "default"). Returns the keys in order. Errors: a blank value or empty item, an unknown key
+// (case matters: "Binpack" is unknown), a whole-placement policy chained with anything.
 StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value);
+
+// The pod annotations ParsePodJson reads leniently and found unusable, one sentence each: a
+// non-boolean nvidia.com/numa-bind (binding stays off), a hami.io/node-scheduler-policy or
+// hami.io/gpu-scheduler-policy the parsers above reject (the annotation is ignored and the
+// scheduler's configured policy applies, as upstream). The webhook returns them as warnings.
+std::vector<std::string> IgnoredAnnotations(const std::map<std::string, std::string>& annotations);
 
 // hami.io/device-scoring-weights: "slot=<int>,core=<int>,memory=<int>" in any order. All three
 // keys are required, each >= 0, at least one > 0; unknown or repeated keys are errors.

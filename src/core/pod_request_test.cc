@@ -27,6 +27,7 @@ struct DefaultingCase {
   DeviceRequest want;
   std::map<std::string, int64_t> added;  // what the webhook adds to the limits
   ResourceConfig config = {};
+  const char* admission_error = nullptr;  // the webhook denies the container with this message part
 };
 
 ResourceConfig WithDefaults(int64_t mem, int cores, int num, int64_t factor = 1) {
@@ -44,6 +45,10 @@ TEST(DefaultingTest, UpstreamRules) {
        Req(1, 0, 100, 100), {{"nvidia.com/gpucores", 100}}},
       {"gpu count 2 bare", R"({"limits":{"nvidia.com/gpu":2}})", true, Req(2, 0, 100, 100),
        {{"nvidia.com/gpucores", 100}}},
+      // Upstream's scheduler would book defaultCores (30) for this pod when it skipped the webhook; we
+      // book what the webhook's gpucores=100 says (a deliberate difference, docs/migration.md).
+      {"bare gpu books 100 cores whatever defaultCores", R"({"limits":{"nvidia.com/gpu":1}})", true,
+       Req(1, 0, 100, 100), {{"nvidia.com/gpucores", 100}}, WithDefaults(0, 30, 1)},
       {"gpumem shares a card without compute cap", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000}})",
        true, Req(1, 3000, 0, 0), {}},
       {"gpumem + cores", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4000","nvidia.com/gpucores":"30"}})",
@@ -65,8 +70,20 @@ TEST(DefaultingTest, UpstreamRules) {
       {"gpumem 0 falls back to percentage",
        R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":0,"nvidia.com/gpumem-percentage":30}})", true,
        Req(1, 0, 30, 0), {}},
+      // gpumem-percentage outside 0..100: the webhook denies it; the scheduler (a pod that skipped the
+      // webhook) clamps values above 100 and ignores values below 1, as upstream's does.
       {"percentage above 100 is clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
-       true, Req(1, 0, 100, 0), {}},
+       true, Req(1, 0, 100, 0), {}, {}, "150 is outside 0..100"},
+      {"percentage past int32 is clamped",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"3000000000"}})", true, Req(1, 0, 100, 0),
+       {}, {}, "3000000000 is outside 0..100"},
+      {"percentage 1e18 is clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"1e18"}})",
+       true, Req(1, 0, 100, 0), {}, {}, "1000000000000000000 is outside 0..100"},
+      {"percentage -1 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})", true,
+       Req(1, 0, 100, 0), {}, {}, "-1 is outside 0..100"},
+      {"percentage -1 is ignored: defaultMemory applies",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})", true, Req(1, 2048, 0, 0), {},
+       WithDefaults(2048, 0, 1), "-1 is outside 0..100"},
       {"percentage 0 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})", true,
        Req(1, 0, 100, 0), {}},
       {"cores above 100 are clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})", true,
@@ -111,6 +128,12 @@ TEST(DefaultingTest, UpstreamRules) {
       EXPECT_EQ((*got)[0], c.want);
     }
     auto added = ComputeAdmissionDefaults(resources, c.config);
+    if (c.admission_error != nullptr) {
+      ASSERT_FALSE(added.ok());
+      EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos) << added.status();
+      EXPECT_NE(added.status().message().find("nvidia.com/gpumem-percentage"), std::string::npos);
+      continue;
+    }
     ASSERT_TRUE(added.ok()) << added.status();
     EXPECT_EQ(*added, c.added);
   }
@@ -141,7 +164,8 @@ TEST(DefaultingTest, BadResourceValuesAreActionableErrors) {
       {R"({"limits":{"nvidia.com/gpu":"x"}})", "limits[nvidia.com/gpu]: quantity \"x\" does not start with a number"},
       {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4.5"}})", "nvidia.com/gpumem: quantity 4500m must be a whole number"},
       {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"3000000000"}})", "larger than the supported maximum"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":-5}})", "gpumem-percentage: must not be negative"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"50.5"}})",
+       "nvidia.com/gpumem-percentage: quantity \"50500m\" must be a whole number"},
       {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":"-1"}})", "gpucores: must not be negative"},
       {R"({"limits":{"nvidia.com/gpu":true}})", "quantity must be a string"},
       {R"({"limits":[1]})", "resources.limits: expected JSON object, got array"},
@@ -255,10 +279,7 @@ TEST(ParsePodJsonTest, ErrorsNameThePath) {
       {R"({"spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"lots"}}}]}})",
        "spec.initContainers[0] \"i\": requests[cpu]: quantity \"lots\" does not start with a number"},
       {R"({"spec":{"containers":[{"resources":{"limits":{"memory":"-1Gi"}}}]}})", "memory: must not be negative"},
-      {R"({"metadata":{"annotations":{"nvidia.com/numa-bind":"yes"}}})", "nvidia.com/numa-bind: \"yes\" is not a boolean"},
       {R"({"metadata":{"annotations":{"nvidia.com/vgpu-mode":"time-slice"}}})", "is not a sharing mode"},
-      {R"({"metadata":{"annotations":{"hami.io/node-scheduler-policy":"random"}}})", "expected binpack or spread"},
-      {R"({"metadata":{"annotations":{"hami.io/gpu-scheduler-policy":"binpack,best"}}})", "unknown policy \"best\""},
       {R"({"metadata":{"annotations":{"hami.io/device-scoring-weights":"slot=1"}}})", "key \"core\" is missing"},
   };
   for (const auto& c : cases) {
@@ -283,11 +304,21 @@ TEST(AnnotationTest, GpuSchedulerPolicy) {
       {"mutex", true, {"mutex"}, ""},
       {" binpack , numa ", true, {"binpack", "numa"}, ""},
       {"numa,spread", true, {"numa", "spread"}, ""},
+      // Upstream's TestIsValidGPUSchedulerPolicy (pkg/util), every row.
+      {"numa", true, {"numa"}, ""},
+      {"binpack,numa", true, {"binpack", "numa"}, ""},
+      {"binpack, numa", true, {"binpack", "numa"}, ""},
+      {"mutex,topology-aware", true, {"mutex", "topology-aware"}, ""},
       {"", false, {}, "empty policy name"},
-      {"binpack,", false, {}, "empty policy name"},
+      {"   ", false, {}, "empty policy name"},
+      {"binpakc", false, {}, "unknown policy \"binpakc\""},
       {"Binpack", false, {}, "unknown policy \"Binpack\""},
-      {"binpack,binpack", false, {}, "\"binpack\" given twice"},
-      {"binpack,spread", false, {}, "contradict"},
+      {"binpack,nmua", false, {}, "unknown policy \"nmua\""},
+      {"binpack,", false, {}, "empty policy name"},
+      // Chains upstream accepts: a list of sort keys, repeats and binpack next to spread included.
+      {"binpack,binpack", true, {"binpack", "binpack"}, ""},
+      {"binpack,spread", true, {"binpack", "spread"}, ""},
+      {"spread,numa,binpack", true, {"spread", "numa", "binpack"}, ""},
       {"fgd", true, {"fgd"}, ""},
       {" default ", true, {"default"}, ""},
       {"fgd,numa", false, {}, "\"fgd\" cannot be chained"},
@@ -302,6 +333,76 @@ TEST(AnnotationTest, GpuSchedulerPolicy) {
     } else {
       EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos) << got.status();
       EXPECT_NE(std::string(got.status().message()).find("expected a comma list"), std::string::npos);
+    }
+  }
+}
+
+// Upstream's TestGetGPUSchedulerPolicyByPodUnrecognizedValue and TestIsValidNodeSchedulerPolicy
+// (pkg/util): an annotation upstream does not recognise is ignored and the configured policy stands
+// ("" here). The pod still parses, so it is scheduled rather than left Pending on a /filter error.
+TEST(AnnotationTest, UnrecognisedPolicyAnnotationsAreIgnored) {
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* want;  // node_policy or gpu_policy after parsing; "" = the configured default
+  };
+  const Case cases[] = {
+      {kGpuSchedulerPolicy, "spread", "spread"},
+      {kGpuSchedulerPolicy, "binpack,numa", "binpack,numa"},
+      {kGpuSchedulerPolicy, "topology-aware", "topology-aware"},
+      {kGpuSchedulerPolicy, "binpack,spread", "binpack,spread"},
+      {kGpuSchedulerPolicy, "binpakc", ""},
+      {kGpuSchedulerPolicy, "", ""},
+      {kGpuSchedulerPolicy, "binpack,nmua", ""},
+      {kNodeSchedulerPolicy, "binpack", "binpack"},
+      {kNodeSchedulerPolicy, " spread ", "spread"},
+      {kNodeSchedulerPolicy, "", ""},
+      {kNodeSchedulerPolicy, "binpakc", ""},
+      {kNodeSchedulerPolicy, "Spread", ""},
+      {kNodeSchedulerPolicy, "binpack,spread", ""},
+      {kNodeSchedulerPolicy, "numa", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.key) + "=" + c.value);
+    json pod = {{"metadata", {{"annotations", {{c.key, c.value}}}}}};
+    auto parsed = ParsePodJson(pod, ResourceConfig{});
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    const bool gpu = std::string_view(c.key) == kGpuSchedulerPolicy;
+    EXPECT_EQ(gpu ? parsed->gpu_policy : parsed->node_policy, c.want);
+    EXPECT_TRUE((gpu ? parsed->node_policy : parsed->gpu_policy).empty());
+    // The webhook warns about exactly the ignored ones, naming the annotation.
+    const auto warnings = IgnoredAnnotations(parsed->annotations);
+    ASSERT_EQ(warnings.size(), std::string_view(c.want).empty() ? 1u : 0u);
+    if (!warnings.empty()) {
+      EXPECT_NE(warnings[0].find(c.key), std::string::npos) << warnings[0];
+      EXPECT_NE(warnings[0].find("configured"), std::string::npos) << warnings[0];
+    }
+  }
+}
+
+// Upstream's assertNuma (pkg/device/nvidia): nvidia.com/numa-bind is enforced only when Go's ParseBool
+// reads true; a value it cannot read leaves binding off instead of failing the pod.
+TEST(AnnotationTest, NumaBindIsLenient) {
+  struct Case {
+    const char* value;
+    bool bind;
+    bool warned;
+  };
+  const Case cases[] = {
+      {"true", true, false}, {"1", true, false}, {"T", true, false}, {"TRUE", true, false},
+      {"false", false, false}, {"0", false, false}, {"yes", false, true}, {"", false, true},
+      {"on", false, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    const std::map<std::string, std::string> annotations = {{kNumaBind, c.value}};
+    auto s = ParseDeviceSelectors(annotations);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->numa_bind, c.bind);
+    const auto warnings = IgnoredAnnotations(annotations);
+    ASSERT_EQ(warnings.size(), c.warned ? 1u : 0u);
+    if (c.warned) {
+      EXPECT_NE(warnings[0].find("NUMA binding is off"), std::string::npos) << warnings[0];
     }
   }
 }
