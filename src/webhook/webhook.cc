@@ -1,6 +1,7 @@
 #include "webhook/webhook.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -111,6 +112,41 @@ bool HasEnv(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
   if (env == nullptr || !env->is_array()) return false;
   return std::any_of(env->begin(), env->end(), [&](const Json& e) { return StringMember(e, "name") == name; });
+}
+
+// Whether upstream's NVIDIA MutateAdmission counts `container` as asking for NVIDIA devices: the count
+// named in its limits (whatever its value, 0 included), or gpumem/%/cores named there while
+// defaultGPUNum > 0. (Upstream also counts a count named only in requests when it adds the exclusive
+// cores; `parsed` covers that: it holds the container's NVIDIA request, if any.)
+bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed, const core::ResourceConfig& cfg) {
+  if (parsed != nullptr && std::any_of(parsed->devices.begin(), parsed->devices.end(),
+                                       [](const core::DeviceRequest& d) { return d.vendor == core::kNvidiaVendor; }))
+    return true;
+  const Json* res = Member(container, "resources");
+  const Json* limits = res ? Member(*res, "limits") : nullptr;
+  if (limits == nullptr || !limits->is_object()) return false;
+  const core::NvidiaResourceNames& n = cfg.nvidia;
+  if (limits->contains(n.count)) return true;
+  return cfg.default_gpu_num > 0 &&
+         (limits->contains(n.memory) || limits->contains(n.memory_percentage) || limits->contains(n.cores));
+}
+
+// JSON-patch op that sets env var `name` of one container to `value`, replacing an entry of that name
+// (upstream appends a second entry, which Kubernetes resolves to the last one: the same effect).
+void SetEnv(Json& ops, const std::string& base, const Json& container, const std::string& name, const std::string& value) {
+  const Json* env = Member(container, "env");
+  const Json entry{{"name", name}, {"value", value}};
+  if (env == nullptr || !env->is_array()) {
+    ops.push_back(Json{{"op", "add"}, {"path", base + "/env"}, {"value", Json::array({entry})}});
+    return;
+  }
+  for (size_t i = 0; i < env->size(); ++i) {
+    if (StringMember((*env)[i], "name") != name) continue;
+    if ((*env)[i] == entry) return;
+    ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", entry}});
+    return;
+  }
+  ops.push_back(Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", entry}});
 }
 
 // JSON-patch ops that add env vars to one container.
@@ -359,7 +395,9 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   if (const Json* ignore = MapEntry(MetaMap(pod, "labels"), core::kWebhookLabel); ignore && *ignore == "ignore")
     return allowed();
   const Json* spec = Member(pod, "spec");
-  if (spec == nullptr || !spec->is_object()) return allowed();
+  const Json* containers = spec ? Member(*spec, "containers") : nullptr;
+  if (containers == nullptr || !containers->is_array() || containers->empty())  // upstream denies these too
+    return Deny(req.uid, "hami: the pod has no containers (spec.containers is empty); a pod needs at least one");
   const std::string scheduler = StringMember(*spec, "schedulerName");
   if (!scheduler.empty() && scheduler != opts_.scheduler_name &&
       !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
@@ -368,13 +406,13 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources) : core::ParsePodJson(pod, opts_.resources);
   if (!parsed.ok())
     return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ", std::string(parsed.status().message())));
-  if (!parsed->HasDevices()) return allowed();
 
   // Decision-order index -> the container JSON and its patch path.
   struct Ctr {
     const Json* json;
     std::string path;
     const core::ContainerRequest* req;
+    std::map<std::string, int64_t> defaults;  // the NVIDIA limits the webhook adds
   };
   std::vector<Ctr> ctrs;
   size_t k = 0;
@@ -382,8 +420,38 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     const Json* arr = Member(*spec, list);
     if (arr == nullptr || !arr->is_array()) continue;
     for (size_t i = 0; i < arr->size(); ++i, ++k)
-      ctrs.push_back({&(*arr)[i], StrCat("/spec/", list, "/", i), k < parsed->containers.size() ? &parsed->containers[k] : nullptr});
+      ctrs.push_back({&(*arr)[i], StrCat("/spec/", list, "/", i), k < parsed->containers.size() ? &parsed->containers[k] : nullptr, {}});
   }
+  // NVIDIA's admission rules, for every container whether or not the pod asks for devices (upstream's
+  // MutateAdmission runs on each): gpumem-percentage outside 0..100 is denied here, where the scheduler
+  // would only clamp or ignore it.
+  const bool nvidia_on = opts_.vendors == nullptr || opts_.vendors->nvidia_enabled();
+  for (auto& c : ctrs) {
+    if (!nvidia_on) break;
+    const Json* res = Member(*c.json, "resources");
+    auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
+    if (!defaults.ok())
+      return Deny(req.uid, StrCat("hami: ", c.path, " \"", StringMember(*c.json, "name"), "\": ",
+                                  std::string(defaults.status().message())));
+    c.defaults = std::move(*defaults);
+  }
+  // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
+  // resource, in pods without devices too (they would otherwise see every GPU of the node).
+  const auto overwrite_env = [&](const Ctr& c, std::vector<std::pair<std::string, std::string>>* env) {
+    if (!nvidia_on || !opts_.overwrite_env || NamesNvidia(*c.json, c.req, opts_.resources)) return;
+    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES")) SetEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
+    else env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
+  };
+  if (!parsed->HasDevices()) {
+    for (const auto& c : ctrs) {
+      std::vector<std::pair<std::string, std::string>> env;
+      overwrite_env(c, &env);
+      AddEnv(ops, c.path, *c.json, env);
+    }
+    return allowed();
+  }
+  // Annotations read leniently (as upstream reads them) that will not do what they say.
+  for (const std::string& w : core::IgnoredAnnotations(parsed->annotations)) allow.warnings.push_back(StrCat("hami: ", w));
 
   // Any privileged or CAP_SYS_ADMIN container of the pod, not only those that request devices: a
   // sidecar sees the node's GPUs as well as the container it sits next to.
@@ -425,32 +493,31 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
 
   for (const auto& c : ctrs) {
     const Json* res = Member(*c.json, "resources");
-    auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
+    std::map<std::string, int64_t> defaults = c.defaults;  // NVIDIA's (none when it is not enabled)
     std::vector<std::pair<std::string, std::string>> env;
-    if (defaults.ok() && opts_.vendors && !opts_.vendors->nvidia_enabled()) defaults->clear();
-    if (defaults.ok() && opts_.vendors && res && res->is_object()) {
+    if (opts_.vendors && res && res->is_object()) {
       // Every other enabled vendor's defaulting of this container (NVIDIA's is the line above).
       for (const auto& v : opts_.vendors->vendors()) {
         if (v->common_word() == core::kNvidiaVendor) continue;
         auto m = v->Mutate(*res, parsed->annotations);
         if (!m.ok()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", std::string(m.status().message())));
         if (!m->denials.empty()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", m->denials.front()));
-        for (const auto& [name, value] : m->add_limits) (*defaults)[name] = value;
+        for (const auto& [name, value] : m->add_limits) defaults[name] = value;
         for (const auto& kv : m->env) env.push_back(kv);
       }
     }
-    if (defaults.ok() && !defaults->empty()) {
+    if (!defaults.empty()) {
       const Json* limits = res ? Member(*res, "limits") : nullptr;
       if (res == nullptr || !res->is_object()) {
         Json l = Json::object();
-        for (const auto& [name, v] : *defaults) l[name] = std::to_string(v);
+        for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
         ops.push_back(Json{{"op", "add"}, {"path", c.path + "/resources"}, {"value", Json{{"limits", l}}}});
       } else if (limits == nullptr || !limits->is_object()) {
         Json l = Json::object();
-        for (const auto& [name, v] : *defaults) l[name] = std::to_string(v);
+        for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
         ops.push_back(Json{{"op", "add"}, {"path", c.path + "/resources/limits"}, {"value", l}});
       } else {
-        for (const auto& [name, v] : *defaults)
+        for (const auto& [name, v] : defaults)
           ops.push_back(Json{{"op", "add"},
                              {"path", StrCat(c.path, "/resources/limits/", EscapePointer(name))},
                              {"value", std::to_string(v)}});
@@ -462,9 +529,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
       if (c.req->devices[0].priority >= 0) env.emplace_back("CUDA_TASK_PRIORITY", std::to_string(c.req->devices[0].priority));
       if (opts_.gpu_core_policy != "default" && !opts_.gpu_core_policy.empty())
         env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts_.gpu_core_policy);
-    } else if (!has_devices && opts_.overwrite_env) {
-      env.emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
     }
+    overwrite_env(c, &env);
     AddEnv(ops, c.path, *c.json, env);
   }
   if (opts_.region_group >= 0) {

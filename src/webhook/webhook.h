@@ -1,12 +1,18 @@
 #pragma once
 // Mutating admission webhook for pods (AdmissionReview admission.k8s.io/v1, k8s-wire.md §2) with
 // upstream HAMi's behaviour (reference/hami.md §1.4 step 1, §2, §3.5):
-//  - pods that request no device are allowed untouched (no patch);
+//  - pods that request no device are allowed untouched (no patch), except that with overwrite_env
+//    their containers get NVIDIA_VISIBLE_DEVICES=none, as upstream's;
 //  - pods labelled hami.io/webhook=ignore, and pods that name another scheduler, are skipped
 //    (a pod naming default-scheduler is taken over when force_overwrite_default_scheduler);
-//  - denials, each with a message that says what to change: a privileged container that requests
-//    devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem / gpucores) that
-//    the pod would exceed, a device request that cannot be parsed;
+//  - denials, each with a message that says what to change: a pod without containers (before the
+//    scheduler check, as upstream), a container whose gpumem-percentage is outside 0..100 (any
+//    container, device pod or not, while NVIDIA is enabled), a privileged container in a pod that
+//    requests devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem / gpucores)
+//    that the pod would exceed (an exclusive card counts 100 cores, as upstream counts the mutated
+//    pod), a device request that cannot be parsed;
+//  - warnings (kubectl prints them) for pod annotations that are read leniently and ignored, as
+//    upstream ignores them: non-boolean nvidia.com/numa-bind, unknown scheduler policies;
 //  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
 //    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
 //    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
@@ -46,7 +52,9 @@ struct WebhookOptions {
   bool force_overwrite_default_scheduler = true;
   std::string runtime_class_name;          // "" = leave spec.runtimeClassName alone
   std::string gpu_core_policy = "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
-  bool overwrite_env = false;              // containers without devices get NVIDIA_VISIBLE_DEVICES=none
+  // Upstream's overwriteEnv: NVIDIA_VISIBLE_DEVICES=none (replacing a value the pod set) in every
+  // container, init containers included, that names no NVIDIA resource (NVIDIA enabled only).
+  bool overwrite_env = false;
   // The enabled vendors (not owned; null = NVIDIA only, through `resources`). With it, every other
   // vendor's resources are parsed and defaulted by that vendor (Vendor::Mutate: limits to add, env,
   // denials such as Ascend's partial-memory multi-device request), container by container.

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace hami::webhook {
 namespace {
 
@@ -110,6 +112,160 @@ TEST(Webhook, Table) {
       EXPECT_EQ(reply["response"]["patchType"], "JSONPatch");
       Json patched = c.pod.patch(*r->patch);  // RFC 6902 application must succeed
       for (const auto& [ptr, v] : c.want) EXPECT_EQ(patched.at(Json::json_pointer(ptr)), v) << ptr;
+    }
+  }
+}
+
+// Upstream's own webhook cases, one row each, named after the upstream test (pkg/scheduler/webhook_test.go,
+// and pkg/device/nvidia's MutateAdmission rules: validateMemoryPercentage, overwriteEnv).
+struct UpstreamCase {
+  const char* name;
+  Json pod;
+  bool allowed;
+  const char* message_part = "";
+  std::vector<std::pair<std::string, Json>> want = {};  // JSON pointer -> value after the patch; null = absent
+  std::function<void(WebhookOptions&)> tweak = nullptr;
+  const char* warning_part = nullptr;  // a warning that must be returned (none when null)
+};
+
+TEST(Webhook, UpstreamCases) {
+  // TestFitResourceQuota's namespace: gpumem used 1000 of 2000 MiB, gpucores used 200 of 400.
+  const auto quota = [](const std::string& ns, int64_t mem, int64_t cores) -> Status {
+    if (ns == "ml" && (1000 + mem > 2000 || 200 + cores > 400)) return ResourceExhausted("exceeding resource quota");
+    return OkStatus();
+  };
+  const Json gpu1 = {{"nvidia.com/gpu", "1"}};
+  const Json priv = {{"securityContext", {{"privileged", true}}}};
+  const Json visible_all = {{"env", Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}})}};
+  const auto overwrite = [](WebhookOptions& o) { o.overwrite_env = true; };
+  const auto annotated = [](Json pod, const char* key, const char* value) {
+    pod["metadata"]["annotations"] = {{key, value}};
+    return pod;
+  };
+  const std::vector<UpstreamCase> cases = {
+      {"TestHandle", Pod(Json::array({Ctr("container1", gpu1)})), true},
+      {"TestPodHasNodeName", Pod(Json::array({Ctr("container1", gpu1)}), {{"nodeName", "test-node"}}), false, "nodeName"},
+      {"TestPodHasDifferentScheduler", Pod(Json::array({Ctr("container1", gpu1)}), {{"schedulerName", "different-scheduler"}}),
+       true, "", {{"/spec/schedulerName", "different-scheduler"}}},
+      {"TestFitResourceQuota/quota passed",
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})})), true},
+      {"TestFitResourceQuota/quota exceeded",
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1024"}})})), false,
+       "exceeding resource quota"},
+      {"TestFitResourceQuota/request multiple gpus",
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "1024"}})})), false,
+       "exceeding resource quota"},
+      {"TestFitResourceQuota/request multiple gpus within quota",
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "400"}})})), true},
+      {"TestFitResourceQuota/request ascend (not an NVIDIA resource)",
+       Pod(Json::array({Ctr("container1", {{"huawei.com/Ascend910B", "1"}, {"huawei.com/Ascend910B-memory", "1024"}})})),
+       true},
+      // The quota counts the pod as admitted: a bare card books the 100 cores the webhook adds.
+      {"TestFitResourceQuota/exclusive cards count their added cores",
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "3"}})})), false, "exceeding resource quota"},
+      {"TestNonGPUPodAllowedAdmission", Pod(Json::array({Ctr("cpu-only", {{"cpu", "1"}, {"memory", "256Mi"}})})), true, "",
+       {}, [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
+      {"TestEmptyContainersDenied", Pod(Json::array()), false, "no containers"},
+      {"TestEmptyContainersDenied/no containers key",
+       Json{{"metadata", {{"name", "p"}}}, {"spec", Json::object()}}, false, "no containers"},
+      {"TestEmptyContainersDenied/other scheduler", Pod(Json::array(), {{"schedulerName", "volcano"}}), false,
+       "no containers"},
+      {"TestSchedulerNameEmptyNoOverwrite", Pod(Json::array({Ctr("container1", gpu1)})), true, "",
+       {{"/spec/schedulerName", "hami-scheduler"}}, [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
+      {"TestPrivilegedContainerDenied/privileged container only without gpu",
+       Pod(Json::array({Ctr("privileged", nullptr, priv)})), true},
+      {"TestPrivilegedContainerDenied/privileged sidecar with gpu workload",
+       Pod(Json::array({Ctr("privileged-sidecar", nullptr, priv), Ctr("gpu-workload", gpu1)})), false, "is privileged"},
+      {"TestPrivilegedContainerDenied/privileged init container with gpu workload",
+       Pod(Json::array({Ctr("gpu-workload", gpu1)}), {{"initContainers", Json::array({Ctr("privileged-init", nullptr, priv)})}}),
+       false, "is privileged"},
+      {"TestPrivilegedContainerDenied/privileged pod with different scheduler",
+       Pod(Json::array({Ctr("privileged", nullptr, priv)}), {{"schedulerName", "other-scheduler"}}), true},
+      {"TestMutateAdmissionMultiContainerAndInitContainers",
+       Pod(Json::array({Ctr("app-main", gpu1), Ctr("sidecar-logging", Json::object())}),
+           {{"initContainers", Json::array({Ctr("init-downloader", gpu1)})}}),
+       true, "",
+       {{"/spec/initContainers/0/resources/limits/nvidia.com~1gpucores", "100"},
+        {"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"},
+        {"/spec/containers/1/resources/limits/nvidia.com~1gpucores", nullptr}}},
+      // pkg/device/nvidia validateMemoryPercentage: outside 0..100 is an error, so the pod is denied.
+      {"validateMemoryPercentage/150", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}})})),
+       false, "/spec/containers/0 \"c\": nvidia.com/gpumem-percentage: 150 is outside 0..100"},
+      {"validateMemoryPercentage/-1", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "-1"}})})),
+       false, "-1 is outside 0..100"},
+      {"validateMemoryPercentage/past int32",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "3000000000"}})})), false,
+       "3000000000 is outside 0..100"},
+      {"validateMemoryPercentage/init container", Pod(Json::array({Ctr("c", gpu1)}),
+           {{"initContainers", Json::array({Ctr("i", {{"nvidia.com/gpumem-percentage", "101"}})})}}),
+       false, "/spec/initContainers/0 \"i\""},
+      {"validateMemoryPercentage/a container that gets no device",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "150"}})})), false, "150 is outside 0..100", {},
+       [](WebhookOptions& o) { o.resources.default_gpu_num = 0; }},
+      {"validateMemoryPercentage/100", Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "100"}})})), true, "",
+       {{"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"}}},
+      {"validateMemoryPercentage/0", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}})})),
+       true},
+      // pkg/device/nvidia overwriteEnv: every container that names no NVIDIA resource, GPU pod or not.
+      {"overwriteEnv/cpu-only pod", Pod(Json::array({Ctr("a", nullptr), Ctr("b", {{"cpu", "1"}})})), true, "",
+       {{"/spec/containers/0/env/0/value", "none"}, {"/spec/containers/1/env/0/name", "NVIDIA_VISIBLE_DEVICES"},
+        {"/spec/schedulerName", nullptr}},
+       overwrite},
+      {"overwriteEnv/gpu pod: only the container without a gpu",
+       Pod(Json::array({Ctr("gpu", gpu1), Ctr("side", nullptr)}), {{"initContainers", Json::array({Ctr("i", nullptr)})}}),
+       true, "",
+       {{"/spec/containers/0/env", nullptr}, {"/spec/containers/1/env/0/value", "none"},
+        {"/spec/initContainers/0/env/0/value", "none"}},
+       overwrite},
+      {"overwriteEnv/nvidia.com/gpu: 0 names the resource", Pod(Json::array({Ctr("z", {{"nvidia.com/gpu", "0"}})})), true, "",
+       {{"/spec/containers/0/env", nullptr}}, overwrite},
+      {"overwriteEnv/the pod's own value is overwritten", Pod(Json::array({Ctr("a", nullptr, visible_all)})), true, "",
+       {{"/spec/containers/0/env/0/value", "none"}, {"/spec/containers/0/env/1", nullptr}}, overwrite},
+      {"overwriteEnv/other scheduler untouched", Pod(Json::array({Ctr("a", nullptr)}), {{"schedulerName", "volcano"}}), true,
+       "", {{"/spec/containers/0/env", nullptr}}, overwrite},
+      {"overwriteEnv/off by default", Pod(Json::array({Ctr("a", nullptr)})), true, "", {{"/spec/containers/0/env", nullptr}}},
+      // Annotations upstream reads leniently: admitted, with a warning where they will be ignored.
+      {"assertNuma/non-boolean numa-bind is admitted, not enforced",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "nvidia.com/numa-bind", "yes"), true, "", {}, nullptr,
+       "NUMA binding is off"},
+      {"TestIsValidGPUSchedulerPolicy/binpack,spread is a chain",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy", "binpack,spread"), true},
+      {"TestGetGPUSchedulerPolicyByPodUnrecognizedValue",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy", "binpakc"), true, "", {}, nullptr,
+       "configured GPU policy applies"},
+      {"TestIsValidNodeSchedulerPolicy/binpack,spread is ignored",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/node-scheduler-policy", "binpack,spread"), true, "", {},
+       nullptr, "configured node policy applies"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    WebhookOptions opts;
+    opts.quota_check = quota;
+    if (c.tweak) c.tweak(opts);
+    Webhook wh(opts);
+    auto r = ParseAdmissionResponse(wh.Handle(Review(c.pod)));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->allowed, c.allowed) << r->message;
+    EXPECT_NE(r->message.find(c.message_part), std::string::npos) << r->message;
+    if (!c.allowed) {
+      EXPECT_FALSE(r->patch.has_value());
+    }
+    const Json patched = r->patch ? c.pod.patch(*r->patch) : c.pod;
+    for (const auto& [ptr, v] : c.want) {
+      const Json::json_pointer at(ptr);
+      if (v.is_null()) {
+        EXPECT_FALSE(patched.contains(at)) << ptr << " = " << patched.value(at, Json()).dump();
+      } else {
+        ASSERT_TRUE(patched.contains(at)) << ptr;
+        EXPECT_EQ(patched.at(at), v) << ptr;
+      }
+    }
+    std::string warnings;
+    for (const auto& w : r->warnings) warnings += w + "\n";
+    if (c.warning_part != nullptr) {
+      EXPECT_NE(warnings.find(c.warning_part), std::string::npos) << warnings;
+    } else {
+      EXPECT_TRUE(warnings.empty()) << warnings;
     }
   }
 }
