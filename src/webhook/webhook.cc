@@ -107,7 +107,7 @@ bool Contains(const std::vector<std::string>& list, const std::string& s) {
   return !s.empty() && std::find(list.begin(), list.end(), s) != list.end();
 }
 
-// An env var of a container, or nullptr.
+// Whether the container has an env entry named `name`.
 bool HasEnv(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
   if (env == nullptr || !env->is_array()) return false;
@@ -131,22 +131,17 @@ bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed, co
          (limits->contains(n.memory) || limits->contains(n.memory_percentage) || limits->contains(n.cores));
 }
 
-// JSON-patch op that sets env var `name` of one container to `value`, replacing an entry of that name
-// (upstream appends a second entry, which Kubernetes resolves to the last one: the same effect).
-void SetEnv(Json& ops, const std::string& base, const Json& container, const std::string& name, const std::string& value) {
+// JSON-patch op that sets the container's existing env entry `name` to `value` (upstream appends a
+// second entry instead, which Kubernetes resolves to the last one: the same effect).
+void ReplaceEnv(Json& ops, const std::string& base, const Json& container, const std::string& name, const std::string& value) {
   const Json* env = Member(container, "env");
+  if (env == nullptr || !env->is_array()) return;
   const Json entry{{"name", name}, {"value", value}};
-  if (env == nullptr || !env->is_array()) {
-    ops.push_back(Json{{"op", "add"}, {"path", base + "/env"}, {"value", Json::array({entry})}});
-    return;
-  }
   for (size_t i = 0; i < env->size(); ++i) {
     if (StringMember((*env)[i], "name") != name) continue;
-    if ((*env)[i] == entry) return;
-    ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", entry}});
+    if ((*env)[i] != entry) ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", entry}});
     return;
   }
-  ops.push_back(Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", entry}});
 }
 
 // JSON-patch ops that add env vars to one container.
@@ -439,7 +434,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   // resource, in pods without devices too (they would otherwise see every GPU of the node).
   const auto overwrite_env = [&](const Ctr& c, std::vector<std::pair<std::string, std::string>>* env) {
     if (!nvidia_on || !opts_.overwrite_env || NamesNvidia(*c.json, c.req, opts_.resources)) return;
-    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES")) SetEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
+    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES")) ReplaceEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
     else env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
   };
   if (!parsed->HasDevices()) {
