@@ -70,6 +70,15 @@ class Resources {
     if (q) return q;
     return Get(limits_, "limits", name);
   }
+  // The value in limits and the one in requests, each when present (in that order).
+  StatusOr<std::vector<Quantity>> Both(const std::string& name) const {
+    std::vector<Quantity> out;
+    for (const auto& [m, where] : {std::pair{limits_, "limits"}, std::pair{requests_, "requests"}}) {
+      HAMI_ASSIGN_OR_RETURN(auto q, Get(m, where, name));
+      if (q) out.push_back(*q);
+    }
+    return out;
+  }
   bool InLimits(const std::string& name) const { return Has(limits_, name); }
   bool Present(const std::string& name) const { return Has(limits_, name) || Has(requests_, name); }
 
@@ -126,10 +135,18 @@ StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceCo
   Defaulted out;
 
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, PercentResource(r, n.memory_percentage));
-  if (admission && pct && (*pct < 0 || *pct > 100)) {
-    return InvalidArgument(n.memory_percentage, ": ", *pct,
-                           " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
-                           n.memory, " in MiB)");
+  if (admission) {  // upstream's webhook checks the value in limits and the one in requests
+    HAMI_ASSIGN_OR_RETURN(std::vector<Quantity> both, r.Both(n.memory_percentage));
+    for (const Quantity& q : both) {
+      if (q.milli() % 1000 != 0) {
+        return InvalidArgument(n.memory_percentage, ": quantity ", text::Quote(FormatQuantity(q)),
+                               " must be a whole number (an integer such as \"50\")");
+      }
+      if (q.milli() >= 0 && q.milli() <= 100 * 1000) continue;
+      return InvalidArgument(n.memory_percentage, ": ", FormatQuantity(q),
+                             " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
+                             n.memory, " in MiB)");
+    }
   }
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> mem, WholeResource(r, n.memory, kInt32Max));

@@ -86,6 +86,13 @@ TEST(DefaultingTest, UpstreamRules) {
        WithDefaults(2048, 0, 1), "-1 is outside 0..100"},
       {"percentage 0 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})", true,
        Req(1, 0, 100, 0), {}},
+      // The webhook checks the value in requests too (upstream's validateMemoryPercentage reads both).
+      {"percentage: limits win, an out-of-range request is denied at admission",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":150}})",
+       true, Req(1, 0, 50, 0), {}, {}, "150 is outside 0..100"},
+      {"percentage: a fraction in requests is denied at admission",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":"50.5"}})",
+       true, Req(1, 0, 50, 0), {}, {}, "must be a whole number"},
       {"cores above 100 are clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})", true,
        Req(1, 0, 100, 100), {}},
       {"explicit cores 0 is kept (no SM limit)", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
