@@ -188,6 +188,18 @@ TEST(Webhook, UpstreamCases) {
        {{"/spec/initContainers/0/resources/limits/nvidia.com~1gpucores", "100"},
         {"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"},
         {"/spec/containers/1/resources/limits/nvidia.com~1gpucores", nullptr}}},
+      // pkg/device/nvidia Test_MutateAdmission: a count, or gpumem/%/cores that get defaultGPUNum (1).
+      {"Test_MutateAdmission/having ResourceName set to resource limits", Pod(Json::array({Ctr("test", gpu1)})), true, "",
+       {{"/spec/schedulerName", "hami-scheduler"}}},
+      {"Test_MutateAdmission/ResourceCores only", Pod(Json::array({Ctr("test", {{"nvidia.com/gpucores", "1"}})})), true, "",
+       {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}, {"/spec/schedulerName", "hami-scheduler"}}},
+      {"Test_MutateAdmission/ResourceMem only", Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem", "1"}})})), true, "",
+       {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}}},
+      {"Test_MutateAdmission/ResourceMemPercentage only",
+       Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem-percentage", "1"}})})), true, "",
+       {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}}},
+      {"Test_MutateAdmission/no GPU resources", Pod(Json::array({Ctr("test", Json::object())})), true, "",
+       {{"/spec/schedulerName", nullptr}, {"/spec/containers/0/resources/limits/nvidia.com~1gpu", nullptr}}},
       // pkg/device/nvidia validateMemoryPercentage: outside 0..100 is an error, so the pod is denied.
       {"validateMemoryPercentage/150", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}})})),
        false, "/spec/containers/0 \"c\": nvidia.com/gpumem-percentage: 150 is outside 0..100"},
