@@ -1,6 +1,7 @@
 #pragma once
 // Every annotation, label and resource key of upstream HAMi's wire contract that we read or write
-// (reference/hami.md §1.2, §1.3, §2). One place, so a typo cannot split the contract in two.
+// (docs/upstream-contract.md#node-registration-and-handshake, #decision-annotations-per-vendor,
+// #resource-model). One place, so a typo cannot split the contract in two.
 // Values are encoded and decoded by core/node_codec.h, core/pod_codec.h and core/lock_codec.h.
 
 namespace hami::core {

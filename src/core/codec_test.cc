@@ -1,4 +1,4 @@
-// Codecs of upstream's annotations: the upstream example values of reference/hami.md decode to
+// Codecs of upstream's annotations: upstream's example values (docs/upstream-contract.md) decode to
 // what they say, encode back byte for byte, and malformed values fail with actionable errors.
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ bool Contains(const Status& s, const char* part) {
   return std::string(s.message()).find(part) != std::string::npos;
 }
 
-// hami.md §1.2, verbatim.
+// Upstream's example (docs/upstream-contract.md#node-registration-and-handshake), verbatim.
 constexpr const char kUpstreamRegister[] =
     R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])";
 
@@ -70,7 +70,7 @@ TEST(NodeDevicesTest, MigProfilesRoundTrip) {
 }
 
 TEST(NodeDevicesTest, LegacyCsv) {
-  // hami.md §1.2 example (UUID completed).
+  // Upstream's example (docs/upstream-contract.md#node-registration-and-handshake, UUID completed).
   constexpr const char kCsv[] = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,0,hami-core:";
   auto devs = DecodeNodeDevices(kCsv);
   ASSERT_TRUE(devs.ok()) << devs.status();
@@ -169,7 +169,8 @@ ContainerDevice CD(const char* uuid, int64_t mem, int cores) {
 }
 
 TEST(PodDevicesTest, UpstreamExampleAndRoundTrips) {
-  // hami.md §1.3, verbatim: two containers on the same card.
+  // docs/upstream-contract.md#decision-annotations-per-vendor, verbatim: two containers on the same
+  // card.
   constexpr const char kUpstream[] =
       "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
   auto a = DecodePodDevices(kUpstream);

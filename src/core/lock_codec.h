@@ -1,6 +1,8 @@
 #pragma once
-// Codecs of the timestamped coordination annotations (reference/hami.md §1.2, §1.3): the node
-// lock hami.io/mutex.lock and the scheduler/device-plugin handshake hami.io/node-handshake[-x].
+// Codecs of the timestamped coordination annotations
+// (docs/upstream-contract.md#node-registration-and-handshake, #decision-annotations-per-vendor):
+// the node lock hami.io/mutex.lock and the scheduler/device-plugin handshake
+// hami.io/node-handshake[-x].
 // Times are Unix seconds (callers take them from an injected hami::Clock); text is UTC.
 #include <cstdint>
 #include <string>

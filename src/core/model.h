@@ -67,7 +67,8 @@ struct NodeInfo {
   std::vector<std::string> cordoned;
 };
 
-// What one container asks of one vendor's devices, after defaulting (reference/hami.md §2).
+// What one container asks of one vendor's devices, after defaulting
+// (docs/upstream-contract.md#resource-model).
 struct DeviceRequest {
   std::string vendor = kNvidiaVendor;
   int nums = 0;                 // number of distinct physical devices

@@ -1,6 +1,7 @@
 #pragma once
-// Codecs of the node annotations upstream HAMi writes and reads (reference/hami.md §1.2, §2,
-// §3.4): device registration (hami.io/node-nvidia-register, JSON or legacy CSV), pairwise link
+// Codecs of the node annotations upstream HAMi writes and reads
+// (docs/upstream-contract.md#node-registration-and-handshake, #resource-model, #topology-and-numa):
+// device registration (hami.io/node-nvidia-register, JSON or legacy CSV), pairwise link
 // scores (hami.io/node-nvidia-score) and the cordon list (hami.io/device-cordon).
 // Encoders produce the exact text upstream writes, so an unchanged inventory yields an unchanged
 // annotation (the device plugin patches only on change). Decoders accept everything upstream

@@ -1,5 +1,6 @@
 #pragma once
-// Codecs of the decision annotations on pods (reference/hami.md §1.3, §3.4):
+// Codecs of the decision annotations on pods
+// (docs/upstream-contract.md#decision-annotations-per-vendor):
 // hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated (same format), and
 // hami.io/vgpu-mig-allocations. Keys: core/annotations.h.
 #include <string>

@@ -120,7 +120,8 @@ StatusOr<std::optional<int64_t>> PercentResource(const Resources& r, const std::
   return std::optional<int64_t>(static_cast<int64_t>(q->milli() / 1000));
 }
 
-// The defaulting decisions of hami.md §2, shared by the parser and the webhook helper.
+// The defaulting decisions of docs/upstream-contract.md#resource-model, shared by the parser and
+// the webhook helper.
 struct Defaulted {
   std::optional<DeviceRequest> request;
   std::map<std::string, int64_t> added_limits;

@@ -1,8 +1,10 @@
 #pragma once
 // A pod as the API server sends it (Pod JSON) -> core::PodRequest, with upstream HAMi's
-// defaulting rules for NVIDIA resources (reference/hami.md §2) and validation of the user-facing
+// defaulting rules for NVIDIA resources (docs/upstream-contract.md#resource-model) and validation
+// of the user-facing
 // pod annotations. Also the effective per-device usage of a placed pod, with init containers and
-// sidecars collapsed the way Kubernetes runs them (hami.md §3.1, k8s-wire.md §7).
+// sidecars collapsed the way Kubernetes runs them
+// (docs/upstream-contract.md#where-usage-comes-from, #pod-and-node-fields).
 //
 // Every function here is pure: no I/O, no clock, no globals. Errors are InvalidArgument with a
 // message that names the container, resource or annotation and says what was expected.
@@ -39,7 +41,8 @@ struct ResourceConfig {
   Status Validate() const;
 };
 
-// Parses a Pod object (JSON as the API server sends it, k8s-wire.md §7) into a PodRequest:
+// Parses a Pod object (JSON as the API server sends it,
+// docs/upstream-contract.md#pod-and-node-fields) into a PodRequest:
 //  - metadata: uid, namespace, name, labels, annotations (copied verbatim);
 //  - containers: spec.initContainers first (restartPolicy "Always" -> kSidecar, else kInit), then
 //    spec.containers (kApp), each keeping its declaration order and name;
@@ -54,7 +57,8 @@ struct ResourceConfig {
 StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfig& config);
 
 // The NVIDIA request of one container given its `resources` object ({"limits":{..},
-// "requests":{..}}), after upstream's webhook and scheduler defaulting (hami.md §2):
+// "requests":{..}}), after upstream's webhook and scheduler defaulting
+// (docs/upstream-contract.md#resource-model):
 //  - each resource is read from limits first, then requests;
 //  - count: `nvidia.com/gpu`; when absent but gpumem, gpumem-percentage or gpucores is in the
 //    limits, count = default_gpu_num (no request when that is 0);
@@ -115,7 +119,8 @@ struct CpuMemory {
   bool operator==(const CpuMemory&) const = default;
 };
 
-// The pod's effective CPU/memory request by Kubernetes' formula (k8s-wire.md §7), per dimension:
+// The pod's effective CPU/memory request by Kubernetes' formula
+// (docs/upstream-contract.md#pod-and-node-fields), per dimension:
 //   max( sum(app containers) + sum(sidecars), max over init container i of
 //        (request_i + sum of sidecars declared before i) )
 // (spec.overhead is not included: PodRequest does not carry it).

@@ -19,7 +19,8 @@ DeviceRequest Req(int nums, int64_t mem, int pct, int cores, int priority = -1) 
   return r;
 }
 
-// One row per bullet of hami.md §2 "Defaulting" (and the edges around it).
+// One row per defaulting bullet of docs/upstream-contract.md#resource-model (and the edges around
+// it).
 struct DefaultingCase {
   const char* name;
   const char* resources;  // container.resources JSON

@@ -1,6 +1,6 @@
 #pragma once
 // Kubernetes resource.Quantity ("16Gi", "500m", "1.5", "1e3") parsed exactly into integers
-// (reference/k8s-wire.md "resource.Quantity"). No floating point anywhere: the value is held as
+// (docs/upstream-contract.md#resource-quantities). No floating point anywhere: the value is held as
 // a signed count of milli-units, rounded up (away from zero) past 3 decimal places as the API
 // server does ("0.1m" -> 1m).
 #include <cstdint>

@@ -28,7 +28,8 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& config);
 
-// Pairwise link scores for hami.io/node-nvidia-score (upstream's weights, hami.md §3.4): the PCIe
+// Pairwise link scores for hami.io/node-nvidia-score (upstream's weights,
+// docs/upstream-contract.md#topology-and-numa): the PCIe
 // path scores cross-CPU 10, same CPU 20, host bridge 30, multiple switches 40, single switch 50,
 // same board 60, plus 100 per NVLink. Excluded GPUs are left out; `links` index GPUs by NVML index.
 core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus, const std::vector<gpu::GpuLink>& links,

@@ -4,7 +4,8 @@
 //    everything from the annotations they deliver;
 //  - optional leader election on a coordination.k8s.io Lease (k8s::LeaderElector);
 //  - housekeeping (leader only, every `housekeeping_period`): upstream's node handshake and the
-//    clean-up of nodes whose device plugin stopped answering (reference/hami.md §1.2);
+//    clean-up of nodes whose device plugin stopped answering
+//    (docs/upstream-contract.md#node-registration-and-handshake);
 //  - on every replica, every `housekeeping_period`: decisions that no bind followed within the
 //    reservation TTL give their devices back (ClusterState::ExpireReservations).
 #include <chrono>

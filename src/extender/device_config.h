@@ -1,5 +1,6 @@
 #pragma once
-// The control plane's view of device-config.yaml (upstream's keys, reference/hami.md §2): the `nvidia:`
+// The control plane's view of device-config.yaml (upstream's keys,
+// docs/upstream-contract.md#resource-model): the `nvidia:`
 // section's resource names and defaulting values, and the webhook knobs that live there.
 // Unknown keys are ignored (the node agent reads the rest); wrong types fail naming the key.
 #include <string>

@@ -1,5 +1,6 @@
 #pragma once
-// The scheduler extender's verbs (reference/hami.md §1.4 steps 3-4, k8s-wire.md §1):
+// The scheduler extender's verbs (docs/upstream-contract.md#life-of-a-gpu-pod steps 3-4,
+// #scheduler-extender-v1):
 //
 //  Filter: picks exactly one node and the GPUs per container with the scheduler library, charges the
 //    namespace quota, reserves the usage in the cache, and merge-patches the decision onto the pod in

@@ -1,6 +1,6 @@
 #pragma once
 // Prometheus text exposition (format 0.0.4) of the scheduler's allocation state, with upstream's
-// metric names and labels (reference/hami.md §6 "Scheduler metrics"), computed from the in-memory
+// metric names and labels (docs/upstream-contract.md#monitoring), computed from the in-memory
 // usage cache, not from the devices. Every series carries zone="vGPU" as upstream's do.
 #include <string>
 

@@ -3,7 +3,8 @@
 // into updates of the scheduler's incremental usage cache, and keeps the per-pod and per-namespace
 // bookkeeping the extender needs (quota usage, metrics, reservations in flight).
 //
-// All state is rebuilt from annotations (reference/hami.md §3.1): a node's devices from
+// All state is rebuilt from annotations (docs/upstream-contract.md#where-usage-comes-from): a
+// node's devices from
 // hami.io/node-nvidia-register (JSON or legacy CSV), a pod's usage from hami.io/vgpu-node +
 // hami.io/vgpu-devices-allocated. A restart therefore loses nothing.
 //
@@ -72,14 +73,16 @@ inline constexpr const char* kRejectChangedAfterBind = "ChangedAfterBind";  // e
 inline constexpr const char* kOverCommitted = "OverCommitted";              // with the others, too much
 
 // A node's registration as the scheduler sees it. `unhealthy` is set when the handshake timed out
-// with no allocatable devices (reference/hami.md §1.2); the node then offers no devices.
+// with no allocatable devices (docs/upstream-contract.md#node-registration-and-handshake); the node
+// then offers no devices.
 struct NodeView {
   core::NodeInfo info;
   bool registered = false;   // has a register annotation that decodes
   bool unhealthy = false;
   std::string error;         // why the annotation did not decode
 };
-// Pure conversion of a Node object (k8s-wire.md §7) at time `now` (Unix seconds). With `vendors`, the
+// Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
+// (Unix seconds). With `vendors`, the
 // devices of every other enabled vendor follow the NVIDIA ones; a node registering any is registered.
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
                           int64_t handshake_timeout_s, const vendors::VendorSet* vendors = nullptr);
@@ -178,7 +181,8 @@ class ClusterState {
   std::map<std::string, int64_t> RejectedDecisions() const;
   int64_t expired_reservations() const;
 
-  // Upstream's handshake (reference/hami.md §1.2) as merge patches to send, for the nodes the
+  // Upstream's handshake (docs/upstream-contract.md#node-registration-and-handshake) as merge
+  // patches to send, for the nodes the
   // informer holds: "Requesting_<now>" where the annotation does not say Requesting; removal of the
   // annotation (NodeCleanUp) for nodes found unhealthy. Also re-evaluates node health at `now`.
   std::vector<std::pair<std::string, Json>> Housekeeping(const std::vector<Json>& nodes);

@@ -321,7 +321,8 @@ TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
   EXPECT_TRUE(state_->CheckQuota("ml", 1'000'000, 1000).ok());
 }
 
-// What a placed pod is charged against its namespace's quota (reference/hami.md §3.5): the sum of
+// What a placed pod is charged against its namespace's quota (docs/upstream-contract.md#quota): the
+// sum of
 // the memory and cores of its devices as allocated (so nvidia.com/gpu x gpumem, and a percentage as
 // resolved on its card), per pod. Init containers are collapsed per device as device usage is
 // (max(peak init, sum of the app containers)); upstream's countPodDevices adds them up instead,

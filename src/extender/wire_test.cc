@@ -1,5 +1,5 @@
-// Conformance of the extender wire types with k8s-wire.md §1: tables of JSON as kube-scheduler sends
-// and reads it.
+// Conformance of the extender wire types with docs/upstream-contract.md#scheduler-extender-v1:
+// tables of JSON as kube-scheduler sends and reads it.
 #include "extender/wire.h"
 
 #include <gtest/gtest.h>

@@ -19,7 +19,7 @@ struct Node {
 
 std::vector<Node> Cluster() {
   std::vector<Node> nodes(4);
-  nodes[0].name = "gpu-node";  // hami.md §1.2 example
+  nodes[0].name = "gpu-node";  // docs/upstream-contract.md#node-registration-and-handshake example
   nodes[0].view.annotations["hami.io/node-nvidia-register"] =
       R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])";
   nodes[1].name = "npu-node";  // constructed

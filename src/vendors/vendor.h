@@ -1,5 +1,6 @@
 #pragma once
-// One interface for every device vendor (reference/hami.md §4, upstream pkg/device/devices.go).
+// One interface for every device vendor (docs/upstream-contract.md#vendors, upstream
+// pkg/device/devices.go).
 // A vendor owns: its extended-resource names and request defaulting, the webhook mutation, the node
 // registration annotation and its codec, the handshake key, per-device fit rules with parseable
 // refusal reasons, a node score hook, the decision annotations on pods, the use/nouse selector
@@ -111,7 +112,8 @@ struct AnnotationKeys {
   std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
 };
 
-// Upstream's CheckHealth over a node's handshake annotation (hami.md §1.2): when the value does not
+// Upstream's CheckHealth over a node's handshake annotation
+// (docs/upstream-contract.md#node-registration-and-handshake): when the value does not
 // say "Requesting", the scheduler writes `Requesting_<YYYY-MM-DD HH:MM:SS>` (UTC here); the node is
 // unhealthy only when the request is older than 60 s and the node's allocatable count is 0.
 enum class Handshake { kHealthy, kWriteRequest, kUnhealthy };

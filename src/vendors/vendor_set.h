@@ -48,7 +48,8 @@ class VendorSet final : public scheduler::VendorRules {
   // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
   // its error is appended to *errors ("; "-separated).
   std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix, std::string* errors) const;
-  // Handshake annotations to write on a node for its non-NVIDIA vendors (hami.md §1.2): key ->
+  // Handshake annotations to write on a node for its non-NVIDIA vendors
+  // (docs/upstream-contract.md#node-registration-and-handshake): key ->
   // value, or key -> "" to remove it (NodeCleanUp of an unhealthy vendor). Only vendors that
   // register on this node (annotation present) and have a handshake key take part.
   std::map<std::string, std::string> HandshakeUpdates(const NodeView& node, int64_t now_unix) const;

@@ -1,4 +1,4 @@
-// Per-vendor rules and wire values. Values marked "hami.md" are upstream HAMi's published wire
+// Per-vendor rules and wire values. Values marked "upstream" are upstream HAMi's published wire
 // values; values marked "constructed" follow those formats with made-up identifiers.
 #include <gtest/gtest.h>
 
@@ -41,9 +41,9 @@ struct RegCase {
 const RegCase kRegCases[] = {
     {"NVIDIA", "hami.io/node-nvidia-register",
      R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])",
-     "hami.md §1.2", 1, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 32768},
+     "upstream", 1, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 32768},
     {"DCU", "hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:DCU-0a1c,4,16368,100,DCU-Z100L,1,true,1,:",
-     "constructed (legacy CSV of hami.md §1.2)", 2, "DCU-0a1b", 16368},
+     "constructed (upstream's legacy CSV)", 2, "DCU-0a1b", 16368},
     {"MR-V100", "hami.io/node-MR-V100-register", "ILU-77,8,32768,100,MR-V100,0,true,0,:",
      "constructed (legacy CSV)", 1, "ILU-77", 32768},
     {"Ascend910B3", "hami.io/node-register-Ascend910B3",
@@ -110,7 +110,7 @@ TEST(RegistrationTest, MalformedAnnotationsNameTheKey) {
 
 // ---- Decision annotations ----
 TEST(DecisionTest, UpstreamNvidiaExampleRoundTrips) {
-  const std::string v =  // hami.md §1.3, verbatim
+  const std::string v =  // docs/upstream-contract.md#decision-annotations-per-vendor, verbatim
       "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
   const Vendor& n = ByWord("NVIDIA");
   auto a = n.DecodeDecision({{"hami.io/vgpu-devices-allocated", v}});
@@ -123,7 +123,7 @@ TEST(DecisionTest, UpstreamNvidiaExampleRoundTrips) {
   EXPECT_EQ(enc->at("hami.io/vgpu-devices-to-allocate"), v);
 }
 
-TEST(DecisionTest, KeysPerVendorAreUpstreams) {  // hami.md §1.3 table
+TEST(DecisionTest, KeysPerVendorAreUpstreams) {  // table in docs/upstream-contract.md
   struct Case { const char* word; const char* to; const char* done; } cases[] = {
       {"NVIDIA", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated"},
       {"MLU", "hami.io/cambricon-mlu-devices-to-allocate", "hami.io/cambricon-mlu-devices-allocated"},

@@ -1,6 +1,7 @@
 #pragma once
-// Mutating admission webhook for pods (AdmissionReview admission.k8s.io/v1, k8s-wire.md §2) with
-// upstream HAMi's behaviour (reference/hami.md §1.4 step 1, §2, §3.5):
+// Mutating admission webhook for pods (AdmissionReview admission.k8s.io/v1,
+// docs/upstream-contract.md#admission-webhooks) with upstream HAMi's behaviour
+// (docs/upstream-contract.md#life-of-a-gpu-pod step 1, #resource-model, #quota):
 //  - pods that request no device are allowed untouched (no patch), except that with overwrite_env
 //    their containers get NVIDIA_VISIBLE_DEVICES=none, as upstream's;
 //  - pods labelled hami.io/webhook=ignore, and pods that name another scheduler, are skipped

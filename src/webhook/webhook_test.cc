@@ -1,4 +1,5 @@
-// AdmissionReview v1 conformance (k8s-wire.md §2) and upstream's defaulting/denials (hami.md §1.4, §2).
+// AdmissionReview v1 conformance (docs/upstream-contract.md#admission-webhooks) and upstream's
+// defaulting/denials (docs/upstream-contract.md#life-of-a-gpu-pod, #resource-model).
 #include "webhook/webhook.h"
 
 #include <gtest/gtest.h>

@@ -322,8 +322,8 @@ TEST_F(ControlPlaneTest, QuotaEnforcedInWebhookAndFilter) {
       << metrics.substr(0, 2000);
 }
 
-// Quotas charge a pod as upstream does (reference/hami.md §3.5): the sum over its devices, so
-// nvidia.com/gpu x gpumem per container, a gpumem-percentage resolved against the card it gets
+// Quotas charge a pod as upstream does (docs/upstream-contract.md#quota): the sum over its devices,
+// so nvidia.com/gpu x gpumem per container, a gpumem-percentage resolved against the card it gets
 // (upstream checks the quota per device while fitting, so a node with smaller cards can still fit),
 // and gpucores likewise. The steps run in order; usage accumulates.
 TEST_F(ControlPlaneTest, QuotaChargesPerPodAndResolvesPercentagesOnTheCard) {

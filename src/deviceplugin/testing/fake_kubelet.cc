@@ -24,7 +24,8 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
  public:
   explicit RegistrationService(FakeKubelet* k) : k_(k) {}
   grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req, v1beta1::Empty*) override {
-    // kubelet's checks (k8s-wire.md §3): supported version, extended resource name, file endpoint.
+    // kubelet's checks (docs/upstream-contract.md#device-plugin-api-v1beta1): supported version,
+    // extended resource name, file endpoint.
     if (req->version() != "v1beta1")
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unsupported API version " + req->version());
     if (req->resource_name().find('/') == std::string::npos)

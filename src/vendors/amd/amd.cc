@@ -1,6 +1,6 @@
-// AMD (hami.md §4): memory limit plus CU masking; devices registered as JSON in
-// hami.io/node-amd-register. The handshake key follows the hami.io/node-handshake-<x> pattern
-// (constructed: hami.md does not quote AMD's).
+// AMD (docs/upstream-contract.md#vendors): memory limit plus CU masking; devices registered as JSON
+// in hami.io/node-amd-register. The handshake key follows the hami.io/node-handshake-<x> pattern
+// (constructed: upstream's published values do not include AMD's).
 #include "vendors/amd/amd.h"
 
 #include "vendors/config.h"

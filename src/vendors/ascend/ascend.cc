@@ -1,4 +1,5 @@
-// Huawei Ascend (hami.md §2, §4): one vendor per `vnpus:` chip. Template vNPU (hard split): memory is
+// Huawei Ascend (docs/upstream-contract.md#resource-model, #vendors): one vendor per `vnpus:` chip.
+// Template vNPU (hard split): memory is
 // rounded up to the smallest template, a partial-memory request takes one device, `-core` is refused.
 // hami-core soft split: pod `huawei.com/vnpu-mode: hami-core` on nodes annotated
 // `hami-vnpu-core: "true"`. Node score: share of the granted devices in one NetworkID (910 SuperPod).

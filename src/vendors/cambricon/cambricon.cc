@@ -1,4 +1,4 @@
-// Cambricon MLU (hami.md §1.2, §1.3, §4): dynamic sMLU. Devices come from node capacity
+// Cambricon MLU (docs/upstream-contract.md#vendors): dynamic sMLU. Devices come from node capacity
 // (cambricon.com/mlu.smlu.vcore, 100 per card; memory from the vmemory capacity). The decision
 // adds the profile the device plugin creates, CAMBRICON_DSMLU_PROFILE=<idx>_<cores>_<mem/256>, the
 // CAMBRICON_DSMLU_ASSIGHED=false marker (upstream's spelling) and the lock

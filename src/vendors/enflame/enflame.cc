@@ -1,8 +1,8 @@
-// Enflame (hami.md §1.3, §4): two vendors.
+// Enflame (docs/upstream-contract.md#decision-annotations-per-vendor, #vendors): two vendors.
 //  - GCU: whole cards (enflame.com/gcu) from node capacity; decisions hami.io/enflame-gcu-devices-*.
 //  - Enflame (DRS): hardware partitions by profile `Ng.Mgb`; memory is rounded up to the smallest
 //    profile. Devices are read from enflame.com/gcu-drs-capacity, here as the DeviceInfo JSON array
-//    (constructed: hami.md names the key and the profile form, not the full value). Only the
+//    (constructed: upstream names the key and the profile form, not the full value). Only the
 //    permanent record hami.io/enflame-vgpu-devices-allocated is written (no to-allocate key).
 #include "vendors/enflame/enflame.h"
 

@@ -1,5 +1,5 @@
-// Hygon DCU (hami.md §1.3, §2, §4): memory and core slicing (vDCU); devices registered by the DCU
-// device plugin as legacy CSV in hami.io/node-dcu-register.
+// Hygon DCU (docs/upstream-contract.md#vendors): memory and core slicing (vDCU); devices registered
+// by the DCU device plugin as legacy CSV in hami.io/node-dcu-register.
 #include "vendors/hygon/hygon.h"
 
 #include "vendors/config.h"

@@ -1,4 +1,4 @@
-// Iluvatar (hami.md §2, §4): one vendor per chip, resource names per chip
+// Iluvatar (docs/upstream-contract.md#vendors): one vendor per chip, resource names per chip
 // (iluvatar.ai/<chip>-vgpu, iluvatar.ai/<chip>.vMem in 256 MiB units, iluvatar.ai/<chip>.vCore),
 // devices registered as legacy CSV in hami.io/node-<chip>-register; decisions and selectors keyed
 // by CommonWord (= chip name by default).

@@ -1,4 +1,4 @@
-// Kunlunxin (hami.md §1.3, §3.3, §4): two vendors.
+// Kunlunxin (docs/upstream-contract.md#node-score-and-choice, #vendors): two vendors.
 //  - kunlun: whole XPUs (kunlunxin.com/xpu) from node capacity, 98304 MiB per card, 1/2/4/8 per
 //    container; the 8 cards form two NUMA halves (0-3, 4-7): a multi-card request is kept inside one
 //    half when it fits in one (4 cards: exactly one half). Score: 100 when the grant is one half

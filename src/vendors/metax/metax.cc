@@ -1,7 +1,7 @@
-// MetaX (hami.md §2, §3.3, §4): two vendors.
+// MetaX (docs/upstream-contract.md#node-score-and-choice, #vendors): two vendors.
 //  - Metax-GPU: whole cards from node capacity metax-tech.com/gpu; node score from the pairwise
 //    losses in metax-tech.com/gpu.topology.losses (lower loss = better connected = higher score).
-//    Format (constructed; hami.md gives only the key): JSON {"<i>,<j>": loss} over device indices.
+//    Format (constructed; upstream gives only the key): JSON {"<i>,<j>": loss} over device indices.
 //  - Metax-SGPU: memory and core slicing, devices registered in metax-tech.com/node-gpu-devices (JSON,
 //    same DeviceInfo array; constructed), QoS policy metax-tech.com/sgpu-qos-policy
 //    (best-effort|fixed-share|burst-share) and class metax-tech.com/sgpu-app-class (online|offline),

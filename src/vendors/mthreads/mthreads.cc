@@ -1,4 +1,5 @@
-// Moore Threads (hami.md §4): memory in 512 MiB units (mthreads.com/sgpu-memory), compute in 16 units
+// Moore Threads (docs/upstream-contract.md#vendors): memory in 512 MiB units
+// (mthreads.com/sgpu-memory), compute in 16 units
 // per GPU (mthreads.com/sgpu-core); devices from node capacity: sgpu-core / 16 = GPUs, sgpu-memory
 // capacity spread evenly. Slots per GPU = 16 (one per core unit; constructed).
 #include "vendors/mthreads/mthreads.h"

@@ -1,4 +1,5 @@
-// NVIDIA (hami.md §1.2, §1.3, §2, §5): resource parsing, defaulting, selectors and codecs are
+// NVIDIA (docs/upstream-contract.md#resource-model, #nvidia-device-plugin): resource parsing,
+// defaulting, selectors and codecs are
 // core's upstream-exact ones (core/pod_request.h, core/node_codec.h, core/pod_codec.h); this file
 // only puts them behind the Vendor interface and adds the Allocate environment of our device plugin.
 #include "vendors/nvidia/nvidia.h"
@@ -42,7 +43,8 @@ class NvidiaVendor : public GenericVendor {
       return Refusal{"CardTypeMismatch", StrCat(d.uuid, ": mode ", mode, ", pod asks ", s.vgpu_mode), true};
     return GenericVendor::CheckDevice(r, d, u, s);
   }
-  // hami.md §5: per-device memory limits, the first device's SM limit, visible devices.
+  // docs/upstream-contract.md#nvidia-device-plugin: per-device memory limits, the first device's SM
+  // limit, visible devices.
   std::map<std::string, std::string> AllocateEnv(const std::vector<core::ContainerDevice>& devices) const override {
     std::map<std::string, std::string> env;
     std::string visible;

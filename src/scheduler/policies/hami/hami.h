@@ -1,5 +1,6 @@
 #pragma once
-// Upstream HAMi's policies (reference/hami.md §3.2-3.4): node binpack/spread and GPU
+// Upstream HAMi's policies (docs/upstream-contract.md#filter-per-node, #node-score-and-choice,
+// #topology-and-numa): node binpack/spread and GPU
 // binpack/spread/mutex/numa/topology-aware and comma chains, with per-pod overrides
 // (hami.io/node-scheduler-policy, hami.io/gpu-scheduler-policy, hami.io/device-scoring-weights).
 // Unlike upstream, the pod's own request is counted in both the GPU and the node score.
