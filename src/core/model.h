@@ -2,7 +2,7 @@
 // The pure domain model shared by every layer: what a node has, what a pod asks for, what the
 // scheduler decided. No I/O, no threads. Units: memory in MiB, cores in percent of one device
 // (a device may register more than 100 cores when deviceCoreScaling > 1), CPU in milli-cores; all
-// integers (DESIGN.md §3).
+// integers (docs/design.md#contracts).
 #include <cstdint>
 #include <map>
 #include <optional>

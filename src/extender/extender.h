@@ -23,7 +23,7 @@
 // bind follows lapses after StateOptions::reservation_ttl_s. The decision patch carries the pod's
 // uid, so a pod re-created under the same name is never given another's decision.
 //
-// There is no node lock (DESIGN.md §5): concurrent binds to one node proceed; the device plugin finds
+// There is no node lock (docs/design.md): concurrent binds to one node proceed; the device plugin finds
 // its pod as the one bound to its node with bind-phase allocating and a non-empty to-allocate record.
 // Only the leader decides: a follower answers every verb with an Error, which kube-scheduler retries.
 // Leadership is checked when a verb starts and again before the decision is written.

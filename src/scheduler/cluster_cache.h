@@ -1,5 +1,5 @@
 #pragma once
-// The incremental cluster-usage cache (DESIGN.md §5: no rebuild of every node's usage per decision).
+// The incremental cluster-usage cache (docs/design.md: no rebuild of every node's usage per decision).
 //
 // Holds per node its registration and usage (NodeState) and per pod what it adds where. Every update
 // costs O(devices of the touched node); a decision reads each node once under that node's lock.

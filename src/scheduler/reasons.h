@@ -1,5 +1,5 @@
 #pragma once
-// The failure vocabulary of the scheduler (DESIGN.md §3): why a GPU or a node does not fit, and whether
+// The failure vocabulary of the scheduler (docs/design.md#contracts): why a GPU or a node does not fit, and whether
 // waiting can help (retryable: busy now) or not (never: wrong type, too small). Per-GPU reasons are
 // upstream HAMi's strings and are aggregated per node as upstream does ("3/8 CardInsufficientMemory").
 #include <array>
