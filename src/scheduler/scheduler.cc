@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/annotations.h"
+#include "scheduler/pickers.h"
 
 namespace hami::scheduler {
 
@@ -82,10 +83,23 @@ bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
 
 StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidates,
                                        const ScheduleOptions& options) const {
-  Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (calls_.fetch_add(1, std::memory_order_relaxed) + 1)));
+  // The stream of a decision depends on how many decisions were reserved before it, not on how many
+  // times Schedule ran: retries, explains and dry runs draw what the decision they repeat drew, so the
+  // extender (which explains a failure with a second call) draws as `hami sim` does.
+  Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (reserved_.load(std::memory_order_relaxed) + 1)));
   Rng* rng = options.rng ? options.rng : &local;
   CycleState cycle(pod, rng);
   const Profile& profile = ProfileFor(pod);
+  // A profile that draws per node (uniform host choice, random GPUs) visits the candidates in name
+  // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them in.
+  std::vector<std::string> in_name_order;
+  if (candidates != nullptr && (profile.selection == HostSelection::kUniformFeasible ||
+                                dynamic_cast<const RandomPicker*>(profile.picker.get()) != nullptr)) {
+    in_name_order = *candidates;
+    std::sort(in_name_order.begin(), in_name_order.end());
+    in_name_order.erase(std::unique(in_name_order.begin(), in_name_order.end()), in_name_order.end());
+    candidates = &in_name_order;
+  }
   HAMI_RETURN_IF_ERROR(profile.picker->PreFilter(cycle));
   HAMI_RETURN_IF_ERROR(profile.scorer->PreFilter(cycle));
 
@@ -261,6 +275,7 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
 Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
   if (decision.node.empty()) return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
   HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
+  reserved_.fetch_add(1, std::memory_order_relaxed);
   if (learns_)
     for (const auto& plugin : ProfileFor(pod).reserve) plugin->Reserve(pod, decision.delta);
   return OkStatus();

@@ -3,9 +3,9 @@
 // incremental ClusterCache.
 //
 // Contract:
-//  - Schedule() decides, it changes nothing: not the cache, not what the policies have learned (the
-//    only state it advances is the scheduler's own random stream when no ScheduleOptions::rng is
-//    given). It is thread-safe and may run concurrently with itself and with every other method. It returns OK with an empty Decision::node when no
+//  - Schedule() decides, it changes nothing: not the cache, not what the policies have learned, not
+//    the random stream (without ScheduleOptions::rng, a decision draws from a stream seeded by the
+//    scheduler's seed and the number of reservations so far). It is thread-safe and may run concurrently with itself and with every other method. It returns OK with an empty Decision::node when no
 //    node fits (Decision::failures then says why, when explain is set); an error only for a request
 //    that can never be scheduled as written (e.g. a bad hami.io/gpu-scheduler-policy annotation).
 //  - Reserve() commits a Decision. It succeeds only if the decision still fits the node at commit
@@ -16,7 +16,8 @@
 //    watch); UpsertNode()/RemoveNode() follow node registrations.
 //  - Scores in a Decision are 0..100, higher is better. Ties go to the node that sorts first by name
 //    (among all nodes, or among the candidates when candidate_nodes is given).
-//  - Randomness comes only from ScheduleOptions::rng, or from the scheduler's own seeded stream.
+//  - Randomness comes only from ScheduleOptions::rng, or from the scheduler's own seeded stream; a
+//    profile that draws visits the candidates in name order, so their order never matters.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -120,7 +121,7 @@ class Scheduler {
   bool learns_ = true;   // false in DryRun() copies
   ClusterCache cache_;
   uint64_t seed_;
-  mutable std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> reserved_{0};   // successful Reserve calls: seeds the random stream of Schedule
 };
 
 // A node waiting to be examined by a bounded scan: the upper bound of its key and its index.

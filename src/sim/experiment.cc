@@ -139,27 +139,19 @@ std::vector<int> ArrivalOrder(const std::vector<TraceTask>& tasks, int64_t capac
   return order;
 }
 
-StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
-                                 const RunConfig& config) {
-  const auto start = std::chrono::steady_clock::now();
+StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
+                          const RunConfig& config, Rng& rng) {
   if (nodes.empty() || tasks.empty()) return InvalidArgument("the trace has no nodes or no pods");
   if (!(config.inflation > 0) || config.inflation > 100)
     return InvalidArgument("inflation ", config.inflation, " is out of range (0, 100]");
-  const ClusterTotals totals = Totals(nodes);
-  const int64_t capacity = totals.gpus * 1000;
-  if (capacity == 0) return InvalidArgument("the cluster has no GPUs");
-
-  scheduler::SchedulerOptions so;
-  so.policy = config.policy;
-  so.seed = config.seed;
-  so.vendor_rules = config.vendors;
   if (config.vendors == nullptr && HasOtherVendors(nodes, tasks))
     return InvalidArgument("the trace names vendors other than NVIDIA but no vendor set was given");
-  HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
+  RunPlan plan;
+  plan.capacity_milli = Totals(nodes).gpus * 1000;
+  if (plan.capacity_milli == 0) return InvalidArgument("the cluster has no GPUs");
 
-  Rng rng(config.seed);
   std::vector<int> rank;
-  const std::vector<int> order = ArrivalOrder(tasks, capacity, config.inflation, nodes.size(), rng, &rank);
+  plan.order = ArrivalOrder(tasks, plan.capacity_milli, config.inflation, nodes.size(), rng, &rank);
 
   // Nodes sorted by name get a random "%04d-" prefix: the tie-break order of the scheduler.
   std::vector<int> by_name(nodes.size());
@@ -169,29 +161,47 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
   for (size_t i = 0; i < by_name.size(); ++i) {
     char prefix[32];
     std::snprintf(prefix, sizeof prefix, "%0*d-", width, rank[i]);
-    sched->UpsertNode(ToNodeInfo(nodes[by_name[i]], prefix + nodes[by_name[i]].name));
+    plan.nodes.push_back(ToNodeInfo(nodes[by_name[i]], prefix + nodes[by_name[i]].name));
   }
 
-  std::vector<core::PodRequest> templates;
-  templates.reserve(tasks.size());
+  plan.pods.reserve(tasks.size());
   for (const auto& t : tasks) {
-    templates.push_back(ToPodRequest(t, ""));
+    plan.pods.push_back(ToPodRequest(t, ""));
     // Another vendor reads gpu_spec from its own use-type annotation (when it has one).
     const vendors::Vendor* v = config.vendors && !t.vendor.empty() ? config.vendors->ByCommonWord(t.vendor) : nullptr;
     if (v != nullptr && !t.gpu_spec.empty() && !v->keys().use_type.empty()) {
       std::string list;
       for (const auto& m : t.gpu_spec) list += StrCat(list.empty() ? "" : ",", m);
-      templates.back().annotations[v->keys().use_type] = list;
+      plan.pods.back().annotations[v->keys().use_type] = list;
     }
   }
+  return plan;
+}
+
+StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
+                                 const RunConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  Rng rng(config.seed);
+  HAMI_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(nodes, tasks, config, rng));
+  const int64_t capacity = plan.capacity_milli;
+
+  scheduler::SchedulerOptions so;
+  so.policy = config.policy;
+  so.seed = config.seed;
+  so.vendor_rules = config.vendors;
+  HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
+  for (auto& n : plan.nodes) sched->UpsertNode(std::move(n));
+  const std::vector<int>& order = plan.order;
+  std::vector<core::PodRequest>& templates = plan.pods;
 
   RunResult r;
   r.policy = config.policy;
   r.seed = config.seed;
   AllocationCurve curve(capacity);
   int64_t arrived = 0, used = 0;
+  // Randomized policies draw from the scheduler's own stream (seeded with the run's seed), as in the
+  // extender, so a run replayed through the extender decides the same.
   scheduler::ScheduleOptions opts;
-  opts.rng = &rng;
   for (size_t i = 0; i < order.size(); ++i) {
     const TraceTask& t = tasks[order[i]];
     core::PodRequest& pod = templates[order[i]];
@@ -203,6 +213,7 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
         t.num_gpu > 0 ? &r.by_vendor[t.vendor.empty() ? core::kNvidiaVendor : t.vendor] : nullptr;
     if (vc) ++vc->arrived;
     if (vc && !d.node.empty()) ++vc->scheduled;
+    if (config.record_placements) r.placements.push_back({order[i], d.node, d.allocation});
     if (!d.node.empty()) {
       HAMI_RETURN_IF_ERROR(sched->Reserve(pod, d));
       ++r.tasks_scheduled;

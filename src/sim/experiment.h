@@ -64,6 +64,13 @@ class AllocationCurve {
   std::array<int64_t, kBuckets> count_{};
 };
 
+// One task event of a run as the scheduler decided it (RunConfig::record_placements).
+struct TaskPlacement {
+  int task = 0;                     // index into the trace's tasks
+  std::string node;                 // "" = fitted nowhere (dropped)
+  core::PodAllocation allocation;   // devices per container (empty for a task without GPUs)
+};
+
 struct RunConfig {
   std::string policy;
   uint64_t seed = 42;
@@ -71,6 +78,8 @@ struct RunConfig {
   // The vendors of a heterogeneous trace (not owned; required when HasOtherVendors). NVIDIA rows keep
   // the generic checks; the others are checked by their vendor.
   const vendors::VendorSet* vendors = nullptr;
+  // Keep every decision in RunResult::placements (for replaying the run through the extender).
+  bool record_placements = false;
 };
 
 struct RunResult {
@@ -87,6 +96,7 @@ struct RunResult {
   };
   std::map<std::string, VendorCount> by_vendor;
   double wall_seconds = 0;
+  std::vector<TaskPlacement> placements;   // arrival order; only with RunConfig::record_placements
 };
 
 // The arrival order of one seed: the trace sorted by name and shuffled, then resampled copies (uniform,
@@ -94,6 +104,19 @@ struct RunResult {
 // Also returns, through node_order, the tie-break rank of every node (a random permutation).
 std::vector<int> ArrivalOrder(const std::vector<TraceTask>& tasks, int64_t capacity_milli, double inflation,
                               size_t nodes, Rng& rng, std::vector<int>* node_rank);
+
+// What a run replays, built from the trace and the seed exactly as RunInflation builds it: the nodes
+// with their tie-break names, the arrival order and each task's pod, drawn from `rng` (seeded with
+// the run's seed). Scheduling then draws from the scheduler's own stream (SchedulerOptions::seed =
+// the run's seed), not from `rng`.
+struct RunPlan {
+  int64_t capacity_milli = 0;
+  std::vector<core::NodeInfo> nodes;          // named "%04d-<sn>" (docs/sim.md), in name order of the trace
+  std::vector<int> order;                     // task indices in arrival order
+  std::vector<core::PodRequest> pods;         // per task (uid empty; RunInflation names event i "t<i>")
+};
+StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
+                          const RunConfig& config, Rng& rng);
 
 StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
                                  const RunConfig& config);

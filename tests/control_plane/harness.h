@@ -51,6 +51,8 @@ struct ReplicaOptions {
   int64_t reservation_ttl_s = 60;  // StateOptions::reservation_ttl_s
   const Clock* clock = nullptr;    // state and extender (TTL); default the real clock
   std::string token = "";          // bearer token of the replica's client (FakeApiServer::Partition)
+  std::string policy = "hami";     // SchedulerOptions::policy (hami scheduler --policy)
+  uint64_t seed = 1;               // SchedulerOptions::seed (randomized policies)
 };
 
 class Replica {
@@ -64,7 +66,10 @@ class Replica {
     k8s::ClientOptions copts;
     copts.retry_backoff = {1'000'000, 20'000'000, 2.0, 0.2};
     client = std::move(*k8s::Client::Create(cfg, copts));
-    sched = std::move(*scheduler::Scheduler::Create({}));
+    scheduler::SchedulerOptions sched_opts;
+    sched_opts.policy = o.policy;
+    sched_opts.seed = o.seed;
+    sched = std::move(*scheduler::Scheduler::Create(sched_opts));
     extender::StateOptions so;
     so.reservation_ttl_s = o.reservation_ttl_s;
     so.clock = o.clock;

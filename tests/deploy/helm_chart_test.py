@@ -76,6 +76,14 @@ def scheduler_config(docs):
     return yaml.safe_load(cm[0]["data"]["config.yaml"]) if cm else {}
 
 
+def fit_ignored(sc):
+    """NodeResourcesFit's ignoredResources in the first profile of a KubeSchedulerConfiguration."""
+    for pc in sc["profiles"][0].get("pluginConfig", []):
+        if pc["name"] == "NodeResourcesFit":
+            return pc["args"].get("ignoredResources", [])
+    return []
+
+
 # 1. lint
 for extra in ([], ["-f", UPSTREAM]):
     helm("lint", "--strict", CHART, *extra)
@@ -106,7 +114,9 @@ for cm, le, nso in itertools.product([False, True], [True, False], ["", "gpu-sys
     check(sc.get("percentageOfNodesToScore") == 100, f"{name}: percentageOfNodesToScore")
     e = sc["extenders"][0]
     check(e["urlPrefix"] == "http://127.0.0.1:8888" and e["enableHTTPS"] is False, f"{name}: extender URL {e}")
-    check(len(e["managedResources"]) >= 46, f"{name}: managedResources {len(e['managedResources'])}")
+    ignored = fit_ignored(sc)
+    check("managedResources" not in e and len(ignored) >= 46,
+          f"{name}: no managedResources (every pod reaches the extender), NodeResourcesFit ignores {len(ignored)}")
     wh = find(docs, "MutatingWebhookConfiguration")
     check(len(wh) == 1, f"{name}: one webhook configuration")
     w = wh[0]["webhooks"][0]
@@ -151,8 +161,8 @@ check(svc["spec"]["type"] == "NodePort" and svc["spec"]["ports"][0]["nodePort"] 
 dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
 check(set(dc) == {"nvidia", "kunlun", "enflame", "mthreads"}, f"upstream values: device-config sections {sorted(dc)}")
 check(find(docs, "ConfigMap", "-device-config")[0]["data"]["config.json"].find("gpu-node-1") > 0, "upstream values: nodeConfiguration")
-names = {m["name"] for m in scheduler_config(docs)["extenders"][0]["managedResources"]}
-check("hygon.com/hcunum" in names, "upstream values: hcuResourceName in managedResources")
+names = set(fit_ignored(scheduler_config(docs)))
+check("hygon.com/hcunum" in names, "upstream values: hcuResourceName in NodeResourcesFit ignoredResources")
 w = find(docs, "MutatingWebhookConfiguration")[0]["webhooks"][0]
 check({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]} in w["namespaceSelector"]["matchExpressions"],
       "upstream values: whitelistNamespaces")

@@ -1,8 +1,10 @@
-// Every extended resource a vendor of the registry knows must be in the kube-scheduler config's
-// managedResources (with ignoredByScheduler), in every shipped manifest: otherwise kube-scheduler's
-// own fit plugin rejects pods that ask for it (no node advertises e.g. hygon.com/dcumem) or never
-// calls the extender for them. The names are taken from the registry itself, built from upstream's
-// chart-rendered device-config.yaml, so a new vendor row cannot be forgotten here.
+// Every extended resource a vendor of the registry knows must be ignored by kube-scheduler's own
+// NodeResourcesFit (pluginConfig ignoredResources of the hami-scheduler profile), in every shipped
+// manifest: otherwise it rejects pods that ask for it (no node advertises e.g. hygon.com/dcumem).
+// The extender has no managedResources, so kube-scheduler calls it for every pod of the profile,
+// those without devices too (docs/sim.md: the policy places them as `hami sim` does).
+// The names are taken from the registry itself, built from upstream's chart-rendered
+// device-config.yaml, so a new vendor row cannot be forgotten here.
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -41,7 +43,7 @@ std::set<std::string> RegistryResources() {
   return names;
 }
 
-// managedResources of a KubeSchedulerConfiguration text; every entry must be ignoredByScheduler.
+// The helm chart's list of resource names (files/managed-resources.yaml); every entry ignoredByScheduler.
 std::set<std::string> Managed(const YAML::Node& list, const std::string& where) {
   std::set<std::string> names;
   EXPECT_TRUE(list.IsSequence()) << where << ": managedResources is not a list";
@@ -63,13 +65,19 @@ std::set<std::string> FromConfigMap(const std::string& path) {
   YAML::Node config = YAML::Load(cm["data"]["config.yaml"].as<std::string>());
   EXPECT_EQ(config["percentageOfNodesToScore"].as<int>(0), 100) << path;
   EXPECT_EQ(config["extenders"][0]["urlPrefix"].as<std::string>(""), "http://127.0.0.1:8888") << path;
-  return Managed(config["extenders"][0]["managedResources"], path);
+  EXPECT_FALSE(config["extenders"][0]["managedResources"])
+      << path << ": managedResources keeps pods without devices from the extender (docs/sim.md)";
+  std::set<std::string> names;
+  for (const auto& pc : config["profiles"][0]["pluginConfig"])
+    if (pc["name"].as<std::string>("") == "NodeResourcesFit")
+      for (const auto& n : pc["args"]["ignoredResources"]) names.insert(n.as<std::string>());
+  return names;
 }
 
 void ExpectCovers(const std::set<std::string>& have, const std::string& where) {
   static const std::set<std::string> want = RegistryResources();
   ASSERT_GT(want.size(), 10u);
-  for (const auto& n : want) EXPECT_TRUE(have.count(n)) << where << " lacks managedResources entry " << n;
+  for (const auto& n : want) EXPECT_TRUE(have.count(n)) << where << " does not ignore " << n;
 }
 
 TEST(ManagedResourcesTest, KustomizeBaseListsEveryVendorResource) {
