@@ -16,6 +16,7 @@
 // A pod nothing fits is deleted (the simulator drops it; the cluster only fills, so it never fits later).
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -89,7 +90,8 @@ struct Trace {
   std::vector<sim::TraceTask> tasks;
 };
 
-Trace Slice() {
+// Every `stride`-th node and task of the bundled default trace (stride 1: the whole trace).
+Trace Bundled(size_t stride) {
   Trace t;
   auto n = sim::FindBundledTrace("openb_node_list_gpu_node.csv");
   auto p = sim::FindBundledTrace("openb_pod_list_default.csv");
@@ -99,8 +101,8 @@ Trace Slice() {
   auto tasks = sim::ReadPodsCsv(*p);
   EXPECT_TRUE(nodes.ok() && tasks.ok());
   if (!nodes.ok() || !tasks.ok()) return t;
-  for (size_t i = 0; i < nodes->size(); i += kNodeStride) t.nodes.push_back((*nodes)[i]);
-  for (size_t i = 0; i < tasks->size(); i += kNodeStride) t.tasks.push_back((*tasks)[i]);
+  for (size_t i = 0; i < nodes->size(); i += stride) t.nodes.push_back((*nodes)[i]);
+  for (size_t i = 0; i < tasks->size(); i += stride) t.tasks.push_back((*tasks)[i]);
   return t;
 }
 
@@ -228,11 +230,14 @@ std::string Describe(const std::string& node, const core::PodAllocation& a) {
   return s;
 }
 
-class ReplayTest : public ::testing::TestWithParam<std::string> {};
+struct ReplayStats {
+  int compared = 0, diverged = 0, gpu_pods = 0, cpu_pods = 0, failed = 0;
+  double sim_a100 = 0, extender_a100 = 0;
+};
 
-TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
-  const std::string policy = GetParam();
-  const Trace trace = Slice();
+// Replays `trace` (seed kSeed, inflation 1.3) through hami sim and through the extender, comparing
+// every pod; stops after `max_divergences` differences (later pods see another cluster).
+void Replay(const Trace& trace, const std::string& policy, int max_divergences, ReplayStats* stats) {
   ASSERT_FALSE(trace.nodes.empty());
   const KubeSchedulerConfig config = ShippedConfig();
   ASSERT_EQ(config.percentage_of_nodes_to_score, 100) << "the model below hands every feasible node to the extender";
@@ -268,7 +273,13 @@ TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
   KubeScheduler ks(rep->port());
   KubeSchedulerModel kube(config, plan->nodes);
 
-  int compared = 0, diverged = 0, gpu_pods = 0, cpu_pods = 0, failed = 0;
+  int& compared = stats->compared;
+  int& diverged = stats->diverged;
+  int& gpu_pods = stats->gpu_pods;
+  int& cpu_pods = stats->cpu_pods;
+  int& failed = stats->failed;
+  sim::AllocationCurve curve(plan->capacity_milli);
+  int64_t arrived = 0, used = 0;
   for (size_t i = 0; i < plan->order.size(); ++i) {
     const sim::TraceTask& t = trace.tasks[plan->order[i]];
     const sim::TaskPlacement& want = run->placements[i];
@@ -331,6 +342,9 @@ TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
     }
     (t.num_gpu > 0 ? gpu_pods : cpu_pods)++;
     ++compared;
+    arrived += t.total_gpu_milli();
+    if (!node.empty()) used += t.total_gpu_milli();
+    curve.Record(arrived, used);
     // The same node and the same GPUs, memory and cores per container.
     got.node.clear();
     core::PodAllocation want_alloc = want.allocation;
@@ -341,13 +355,44 @@ TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
     if (node != want.node || (!node.empty() && t.num_gpu > 0 && got.containers != want_alloc.containers)) {
       ++diverged;
       ADD_FAILURE() << "extender: " << Describe(node, got) << "\n    hami sim: " << Describe(want.node, want_alloc);
-      if (diverged >= 5) break;  // later pods see a different cluster: their differences say nothing new
+      if (diverged >= max_divergences) break;  // later pods see another cluster: nothing new
     }
   }
-  std::printf("[ replay ] policy %s: %d pods compared (%d with GPUs, %d CPU-only; %d failed in both), %d diverged\n",
-              policy.c_str(), compared, gpu_pods, cpu_pods, failed, diverged);
+  stats->sim_a100 = run->curve[100];
+  stats->extender_a100 = curve.Points()[100];
+  std::printf("[ replay ] policy %s: %d pods compared (%d with GPUs, %d CPU-only; %d failed in both), %d diverged; "
+              "A(100) hami sim %.2f, extender %.2f\n",
+              policy.c_str(), compared, gpu_pods, cpu_pods, failed, diverged, stats->sim_a100, stats->extender_a100);
   EXPECT_EQ(compared, static_cast<int>(plan->order.size()));
   EXPECT_EQ(failed, run->tasks_failed);
+}
+
+class ReplayTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
+  ReplayStats stats;
+  Replay(Bundled(kNodeStride), GetParam(), 5, &stats);
+  EXPECT_EQ(stats.extender_a100, stats.sim_a100);
+}
+
+// The whole default trace (1213 nodes, ~8,300 pods) end to end through the extender, for the
+// policies in $HAMI_REPLAY_POLICIES (comma-separated; default "default"), printing A(100) of both
+// paths (docs/sim.md). Not run by default (about a minute per policy); run it with
+//   replay_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_WholeDefaultTrace*'
+TEST(ReplayWholeTrace, DISABLED_WholeDefaultTrace) {
+  const char* env = std::getenv("HAMI_REPLAY_POLICIES");
+  std::string list = env && *env ? env : "default";
+  const Trace trace = Bundled(1);
+  for (size_t pos = 0; pos <= list.size();) {
+    size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string policy = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (policy.empty()) continue;
+    SCOPED_TRACE(policy);
+    ReplayStats stats;
+    Replay(trace, policy, 20, &stats);
+    EXPECT_EQ(stats.extender_a100, stats.sim_a100);
+  }
 }
 
 std::vector<std::string> AllPolicies() {
