@@ -262,6 +262,34 @@ TEST(SchedulerReserveTest, ScheduleAThousandTimesChangesNothing) {
   }
 }
 
+// The random baseline without a per-call stream (the extender): a decision depends on the reservations
+// made before it, not on how often Schedule ran (the extender explains a failure with a second call) nor
+// on the order the candidates come in (kube-scheduler's own), so it decides as `hami sim` does.
+TEST(SchedulerReserveTest, RandomDecisionsIgnoreRepeatsAndCandidateOrder) {
+  Rng rng(13);
+  const auto nodes = RandomNodes(rng, 40);
+  auto a = MakeCluster("random", nodes);
+  auto b = MakeCluster("random", nodes);
+  std::vector<std::string> names, reversed;
+  for (const auto& n : nodes) names.push_back(n.name);
+  reversed.assign(names.rbegin(), names.rend());
+  int placed = 0;
+  for (int i = 0; i < 60; ++i) {
+    const core::PodRequest pod = RandomPod(rng, i);
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(a->Schedule(pod, &names).ok());   // repeats draw nothing
+    auto da = a->Schedule(pod, &names);
+    auto db = b->Schedule(pod, &reversed);
+    ASSERT_TRUE(da.ok() && db.ok());
+    ASSERT_EQ(da->node, db->node) << pod.uid;
+    ASSERT_EQ(da->allocation, db->allocation) << pod.uid;
+    if (da->node.empty()) continue;
+    ++placed;
+    ASSERT_TRUE(a->Reserve(pod, *da).ok());
+    ASSERT_TRUE(b->Reserve(pod, *db).ok());
+  }
+  EXPECT_GT(placed, 10);
+}
+
 // A decision is learned when reserved and only then: reserving a pod and rolling the reservation back
 // leaves the scheduler as if the pod had never come; a pod that ran and left (RemovePod) stays learned.
 TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
