@@ -27,8 +27,13 @@ Status Validate(const PluginConfig& c) {
     return InvalidArgument("device core scaling ", c.core_scaling, " must be > 0");
   if (c.preconfigured_memory_mib < 0)
     return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib, " must be >= 0");
-  if (c.mode != "hami-core" && c.mode != "mig" && c.mode != "mps")
-    return InvalidArgument("operating mode '", c.mode, "' must be hami-core, mig or mps");
+  // Upstream's other modes are named so that a config written for upstream fails here, at start, with
+  // the option named, instead of registering devices whose Allocate cannot arm them.
+  if (c.mode == "mig" || c.mode == "mps")
+    return absl::UnimplementedError(StrCat("operating mode '", c.mode,
+                                           "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
+                                           "hami-core is (docs/migration.md)"));
+  if (c.mode != "hami-core") return InvalidArgument("operating mode '", c.mode, "' must be hami-core");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
     return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&

@@ -19,6 +19,8 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"mem scaling", [](PluginConfig& c) { c.memory_scaling = 0; }, "memory scaling"},
       {"core scaling", [](PluginConfig& c) { c.core_scaling = -1; }, "core scaling"},
       {"mode", [](PluginConfig& c) { c.mode = "vgpu"; }, "operating mode"},
+      {"mig mode", [](PluginConfig& c) { c.mode = "mig"; }, "operating mode 'mig' (nodeconfig operatingmode) is not implemented"},
+      {"mps mode", [](PluginConfig& c) { c.mode = "mps"; }, "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
       {"policy", [](PluginConfig& c) { c.core_policy = "always"; }, "core policy"},
       {"log level", [](PluginConfig& c) { c.libcuda_log_level = "9"; }, "log level"},
       {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},

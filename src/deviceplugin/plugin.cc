@@ -457,8 +457,6 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
         return InvalidArgument("Allocate: unknown device ID '", id, "' (not advertised by this plugin)");
     }
   }
-  if (config_.mode == "mig")
-    return absl::UnimplementedError("Allocate: operating mode mig is not supported by this plugin yet");
   auto listed = pending_->ListPending();
   if (!listed.ok())
     return Unavailable("Allocate: cannot find pending pods: ", std::string(listed.status().message()));
