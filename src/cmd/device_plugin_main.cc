@@ -128,6 +128,20 @@ int DevicePluginMain(int argc, char** argv) {
     if (!dc.ok()) return Fail(dc.status());
     if (app.count("--resource-name") == 0) cfg.resource_name = dc->resources.nvidia.count;
     if (app.count("--core-policy") == 0) cfg.core_policy = dc->gpu_core_policy;
+    // The file's device plugin knobs where no flag names them (flag > device-config.yaml > default).
+    const auto& k = dc->plugin;
+    auto unset = [&app](const char* flag) {
+      const CLI::Option* o = app.get_option_no_throw(flag);
+      return o == nullptr || o->count() == 0;
+    };
+    if (k.device_split_count && unset("--split-count") && !std::getenv("DEVICE_SPLIT_COUNT"))
+      cfg.split_count = *k.device_split_count;
+    if (k.device_memory_scaling && unset("--device-memory-scaling")) cfg.memory_scaling = *k.device_memory_scaling;
+    if (k.device_core_scaling && unset("--device-cores-scaling")) cfg.core_scaling = *k.device_core_scaling;
+    if (k.preconfigured_memory && unset("--preconfigured-device-memory"))
+      cfg.preconfigured_memory_mib = *k.preconfigured_memory;
+    if (k.enable_numa_topology && unset("--enable-numa-topology")) cfg.enable_numa_topology = *k.enable_numa_topology;
+    if (k.lib_cuda_log_level && unset("--libcuda-log-level")) cfg.libcuda_log_level = *k.lib_cuda_log_level;
   }
   if (!config_file.empty()) {
     if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok()) return Fail(s);

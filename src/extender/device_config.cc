@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 namespace hami::extender {
 namespace {
@@ -50,6 +51,22 @@ StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view
   HAMI_RETURN_IF_ERROR(Read(n, "gpuCorePolicy", source, &c.gpu_core_policy));
   HAMI_RETURN_IF_ERROR(Read(n, "runtimeClassName", source, &c.runtime_class_name));
   HAMI_RETURN_IF_ERROR(Read(n, "overwriteEnv", source, &c.overwrite_env));
+  auto knob = [&](const char* key, auto* out) -> Status {
+    using T = typename std::remove_reference_t<decltype(*out)>::value_type;
+    T v{};
+    const YAML::Node node = n[key];
+    if (!node || node.IsNull() || (node.IsScalar() && node.Scalar().empty())) return OkStatus();
+    HAMI_RETURN_IF_ERROR(Read(n, key, source, &v));
+    *out = v;
+    return OkStatus();
+  };
+  auto& k = c.plugin;
+  HAMI_RETURN_IF_ERROR(knob("deviceSplitCount", &k.device_split_count));
+  HAMI_RETURN_IF_ERROR(knob("deviceMemoryScaling", &k.device_memory_scaling));
+  HAMI_RETURN_IF_ERROR(knob("deviceCoreScaling", &k.device_core_scaling));
+  HAMI_RETURN_IF_ERROR(knob("preConfiguredDeviceMemory", &k.preconfigured_memory));
+  HAMI_RETURN_IF_ERROR(knob("enableNumaTopology", &k.enable_numa_topology));
+  HAMI_RETURN_IF_ERROR(knob("libCudaLogLevel", &k.lib_cuda_log_level));
   bool disable_core_limit = false;
   HAMI_RETURN_IF_ERROR(Read(n, "disableCoreLimit", source, &disable_core_limit));
   if (disable_core_limit) c.gpu_core_policy = "disable";
@@ -61,11 +78,16 @@ StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view
 }
 
 StatusOr<DeviceConfig> LoadDeviceConfig(const std::string& path) {
-  std::ifstream f(path);
+  // A ConfigMap holds at most 1 MiB; read a little past that and refuse the rest.
+  constexpr std::streamsize kMaxBytes = 2 << 20;
+  std::ifstream f(path, std::ios::binary);
   if (!f) return NotFound("--device-config-file: cannot read ", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseDeviceConfig(ss.str(), path);
+  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
+  f.read(text.data(), kMaxBytes + 1);
+  text.resize(static_cast<size_t>(f.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kMaxBytes)
+    return InvalidArgument("--device-config-file: ", path, " is larger than ", kMaxBytes, " bytes");
+  return ParseDeviceConfig(text, path);
 }
 
 }  // namespace hami::extender

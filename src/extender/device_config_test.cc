@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace hami::extender {
 namespace {
 
@@ -59,4 +61,42 @@ TEST(DeviceConfig, DeployManifestParses) {
 }
 
 }  // namespace
+TEST(DeviceConfig, DevicePluginKnobs) {
+  auto c = ParseDeviceConfig(
+      "nvidia:\n  deviceSplitCount: 7\n  deviceMemoryScaling: 1.5\n  deviceCoreScaling: 2\n"
+      "  preConfiguredDeviceMemory: 0\n  enableNumaTopology: true\n  libCudaLogLevel: 3\n",
+      "dc.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->plugin.device_split_count, 7);
+  EXPECT_EQ(c->plugin.device_memory_scaling, 1.5);
+  EXPECT_EQ(c->plugin.device_core_scaling, 2.0);
+  EXPECT_EQ(c->plugin.preconfigured_memory, 0);
+  EXPECT_EQ(c->plugin.enable_numa_topology, true);
+  EXPECT_EQ(c->plugin.lib_cuda_log_level, "3");
+  // Absent or rendered empty: unset, so the device plugin keeps its flag or default.
+  auto none = ParseDeviceConfig("nvidia:\n  deviceSplitCount: \"\"\n  resourceCountName: nvidia.com/gpu\n", "dc.yaml");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->plugin.device_split_count.has_value());
+  EXPECT_FALSE(none->plugin.device_memory_scaling.has_value());
+  EXPECT_FALSE(none->plugin.lib_cuda_log_level.has_value());
+  auto bad = ParseDeviceConfig("nvidia:\n  deviceSplitCount: many\n", "dc.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("nvidia.deviceSplitCount"), std::string::npos) << bad.status();
+}
+
+TEST(DeviceConfig, OversizedFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "/hami-big-device-config.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    const std::string line = "# " + std::string(1000, 'x') + "\n";
+    for (int i = 0; i < 3000; ++i) std::fputs(line.c_str(), f);  // ~3 MB of comments
+    std::fclose(f);
+  }
+  auto c = LoadDeviceConfig(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("larger than"), std::string::npos) << c.status();
+}
+
 }  // namespace hami::extender

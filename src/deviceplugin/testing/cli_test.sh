@@ -24,6 +24,18 @@ echo "$out" | grep -q '"id":"GPU-fa4e0000-0000-4000-8000-000000000001","index":1
 echo "$out" | grep -q '"type":"NVIDIA-Tesla T4"' || fail "model: $out"
 echo "$out" | grep -q ':250}' || fail "link score of 2 NVLinks + single switch: $out"
 
+# device-config.yaml's device plugin knobs apply where no flag is given; a flag wins over the file.
+dc=$(mktemp /tmp/hami-cli-dc.XXXXXX)
+printf 'nvidia:\n  resourceCountName: nvidia.com/gpu\n  deviceSplitCount: 7\n  deviceMemoryScaling: 2\n' > "$dc"
+state=$(mktemp /tmp/hami-cli-test.XXXXXX)
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_DEVICES="Tesla T4:15360:40" \
+      "$hami" device-plugin --dry-run --device-config-file "$dc" 2>&1) || fail "--dry-run with a device config: $out"
+echo "$out" | grep -q '"count":7,"devmem":30720' || fail "deviceSplitCount/deviceMemoryScaling from the file not applied: $out"
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_DEVICES="Tesla T4:15360:40" \
+      "$hami" device-plugin --dry-run --device-config-file "$dc" --split-count 3 2>&1) || fail "--dry-run: $out"
+echo "$out" | grep -q '"count":3,"devmem":30720' || fail "--split-count does not win over deviceSplitCount: $out"
+rm -f "$dc" "$state"
+
 out=$("$hami" device-plugin --dry-run --split-count 0 2>&1) && fail "--split-count 0 accepted"
 echo "$out" | grep -q "split count 0" || fail "error does not name the option: $out"
 out=$("$hami" device-plugin --dry-run --fail-on-init-error --nvml-library libnvidia-ml-missing.so.1 2>&1) \
