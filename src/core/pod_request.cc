@@ -530,4 +530,25 @@ std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<Contai
   return out;
 }
 
+DeviceTotals RequestedDeviceTotals(const PodRequest& pod, std::string_view vendor) {
+  PodAllocation a;
+  a.containers.reserve(pod.containers.size());
+  for (const auto& c : pod.containers) {
+    std::vector<ContainerDevice> devs;
+    int k = 0;
+    for (const auto& d : c.devices) {
+      if (d.vendor != vendor) continue;
+      for (int n = 0; n < d.nums; ++n, ++k)
+        devs.push_back({StrCat("pod-device-", k), d.vendor, d.memreq_mib, d.coresreq});
+    }
+    a.containers.push_back(std::move(devs));
+  }
+  DeviceTotals t;
+  for (const auto& [uuid, u] : EffectiveDeviceUsage(ContainerKinds(pod), a)) {
+    t.mem_mib += u.usedmem_mib;
+    t.cores += u.usedcores;
+  }
+  return t;
+}
+
 }  // namespace hami::core

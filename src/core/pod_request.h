@@ -143,4 +143,17 @@ std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<Contai
                                                         const PodAllocation& allocation,
                                                         bool init_finished = false);
 
+// The device memory and cores of `vendor` that a pod not yet placed counts against a namespace
+// quota: EffectiveDeviceUsage (the same formula the scheduler charges a placed pod with) over a
+// placement where each container's k-th device is the pod's k-th device, i.e. the fewest devices the
+// scheduler can give it. A lower bound of what the scheduler charges once it has chosen the devices
+// (the extender checks the quota again then). Requests by memory percentage count 0 MiB here (the
+// device's size is not known yet).
+struct DeviceTotals {
+  int64_t mem_mib = 0;
+  int64_t cores = 0;
+  bool operator==(const DeviceTotals&) const = default;
+};
+DeviceTotals RequestedDeviceTotals(const PodRequest& pod, std::string_view vendor);
+
 }  // namespace hami::core

@@ -548,4 +548,31 @@ TEST(EffectiveUsageTest, InitSidecarAndAppCollapse) {
 }
 
 }  // namespace
+// The webhook's quota demand is the scheduler's effective-usage formula over the fewest devices:
+// a sidecar declared before an init container runs next to it (was: max(init peak, the others)).
+TEST(RequestedDeviceTotals, SameFormulaAsTheScheduler) {
+  using K = ContainerKind;
+  auto ctr = [](K kind, int nums, int64_t mem, int cores, const char* vendor = kNvidiaVendor) {
+    ContainerRequest c;
+    c.kind = kind;
+    DeviceRequest d;
+    d.vendor = vendor;
+    d.nums = nums;
+    d.memreq_mib = mem;
+    d.coresreq = cores;
+    c.devices.push_back(d);
+    return c;
+  };
+  PodRequest pod;
+  pod.containers = {ctr(K::kSidecar, 1, 2048, 10), ctr(K::kInit, 1, 4096, 30), ctr(K::kApp, 1, 3072, 20)};
+  EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor), (DeviceTotals{6144, 40}));  // init 4096 + sidecar 2048
+  // Two devices each: per device max(init phase, sidecar + app), summed over the two.
+  pod.containers = {ctr(K::kInit, 2, 1000, 50), ctr(K::kApp, 2, 300, 10)};
+  EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor), (DeviceTotals{2000, 100}));
+  // Other vendors' devices do not count against NVIDIA's quota keys.
+  pod.containers = {ctr(K::kApp, 1, 500, 5), ctr(K::kApp, 1, 700, 7, "Ascend")};
+  EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor), (DeviceTotals{500, 5}));
+  EXPECT_EQ(RequestedDeviceTotals(PodRequest{}, kNvidiaVendor), (DeviceTotals{}));
+}
+
 }  // namespace hami::core

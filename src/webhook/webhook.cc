@@ -463,26 +463,15 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
                                 " so its devices are reserved. Remove spec.nodeName and use a nodeSelector or node "
                                 "affinity instead"));
   if (opts_.quota_check) {
-    // The pod's device memory and cores as the quota counts them: max(peak init, sum of the others).
-    int64_t run_mem = 0, run_cores = 0, init_mem = 0, init_cores = 0;
-    for (const auto& c : parsed->containers)
-      for (const auto& d : c.devices) {
-        if (d.vendor != core::kNvidiaVendor) continue;  // the quota keys are NVIDIA's resources
-        const int64_t mem = static_cast<int64_t>(d.nums) * d.memreq_mib, cores = static_cast<int64_t>(d.nums) * d.coresreq;
-        if (c.kind == core::ContainerKind::kInit) {
-          init_mem = std::max(init_mem, mem);
-          init_cores = std::max(init_cores, cores);
-        } else {
-          run_mem += mem;
-          run_cores += cores;
-        }
-      }
+    // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
+    // (init, sidecar and app containers); the quota keys are NVIDIA's resources.
+    const core::DeviceTotals demand = core::RequestedDeviceTotals(*parsed, core::kNvidiaVendor);
     // request.namespace is the API server's word; a request without it is charged to the object's.
     const std::string ns = !req.namespace_.empty() ? req.namespace_ : meta ? StringMember(*meta, "namespace") : "";
     if (ns.empty())
       return Deny(req.uid, "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
                            "empty), so its GPU quota cannot be checked");
-    Status q = opts_.quota_check(ns, std::max(run_mem, init_mem), std::max(run_cores, init_cores));
+    Status q = opts_.quota_check(ns, demand.mem_mib, demand.cores);
     if (!q.ok()) return Deny(req.uid, StrCat("hami: ", std::string(q.message())));
   }
 
