@@ -129,12 +129,15 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
     {
       std::lock_guard nl(e.mu);
       if (SameNode(e.state.info, info)) return;
+      CountCapacityLocked(e.state.info, -1);
+      CountCapacityLocked(info, +1);
       e.state = NodeState::Make(std::move(info));
     }
     ApplyPendingLocked(e);
     PublishAllLocked(e);
     return;
   }
+  CountCapacityLocked(info, +1);
   auto entry = std::make_unique<Entry>(NodeState::Make(std::move(info)));
   Entry* raw = entry.get();
   std::string name;
@@ -159,11 +162,25 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
   PublishAllLocked(*raw);
 }
 
+void ClusterCache::CountCapacityLocked(const core::NodeInfo& info, int sign) {
+  if (info.devices.empty()) return;
+  for (const auto& d : info.devices) {
+    int64_t& n = gpus_by_type_[d.type];
+    n += sign;
+    if (n <= 0) gpus_by_type_.erase(d.type);
+  }
+  std::atomic_store(&capacity_, std::shared_ptr<const GpuCapacity>(std::make_shared<const GpuCapacity>(gpus_by_type_)));
+}
+
 void ClusterCache::RemoveNode(const std::string& name) {
   std::unique_lock l(nodes_mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;
   Entry* raw = it->second;
+  {
+    std::lock_guard nl(raw->mu);
+    CountCapacityLocked(raw->state.info, -1);
+  }
   by_name_.erase(it);
   {
     std::lock_guard pl(pods_mu_);

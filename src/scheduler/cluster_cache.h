@@ -137,6 +137,9 @@ class ClusterCache {
   // A copy of one node's state (tests, reports).
   std::optional<NodeState> Snapshot(const std::string& name) const;
   std::vector<std::string> NodeNames() const;
+  // GPUs per device type over all nodes, republished on every node change (a pointer copy to read).
+  std::shared_ptr<const GpuCapacity> gpu_capacity() const { return std::atomic_load(&capacity_); }
+
   size_t node_count() const;
   size_t pod_count() const;
   bool HasPod(const std::string& uid) const;
@@ -179,6 +182,8 @@ class ClusterCache {
                                       std::vector<std::string>* uuids);
   // Requires nodes_mu_ held exclusively.
   void ApplyPendingLocked(Entry& e);
+  // Adds (sign = +1) or removes a node's GPUs to capacity_; requires nodes_mu_ exclusively.
+  void CountCapacityLocked(const core::NodeInfo& info, int sign);
 
   // std:: locks rather than absl::Mutex: Debian's abseil is built with deadlock detection, which
   // costs more than the node evaluation itself on the decision path.
@@ -193,6 +198,8 @@ class ClusterCache {
   std::vector<uint32_t> free_slots_;                              // guarded by nodes_mu_
   // Interned device kinds (vendor, type, memory, cores) for NodeSummary::kind.
   std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_;   // guarded by nodes_mu_
+  GpuCapacity gpus_by_type_;                                      // guarded by nodes_mu_
+  std::shared_ptr<const GpuCapacity> capacity_ = std::make_shared<const GpuCapacity>();   // atomic_load/store
 
   mutable std::mutex pods_mu_;                                    // acquired after nodes_mu_
   std::unordered_map<std::string, PodRecord> pods_;               // guarded by pods_mu_

@@ -135,5 +135,20 @@ TEST(ClusterCacheTest, EffectiveUsageTable) {
   }
 }
 
+TEST(ClusterCacheTest, GpuCapacityFollowsNodeChanges) {
+  ClusterCache cache;
+  EXPECT_TRUE(cache.gpu_capacity()->empty());
+  cache.UpsertNode(NodeBuilder("a").Gpus(2, 16000, "T4"));
+  cache.UpsertNode(NodeBuilder("b").Gpus(4, 32000, "V100").Gpus(1, 16000, "T4"));
+  cache.UpsertNode(NodeBuilder("cpu").Cpu(8000));
+  const auto before = cache.gpu_capacity();
+  EXPECT_EQ(*before, (GpuCapacity{{"T4", 3}, {"V100", 4}}));
+  cache.UpsertNode(NodeBuilder("a").Gpus(8, 16000, "A100"));   // re-registered with other GPUs
+  EXPECT_EQ(*cache.gpu_capacity(), (GpuCapacity{{"A100", 8}, {"T4", 1}, {"V100", 4}}));
+  cache.RemoveNode("b");
+  EXPECT_EQ(*cache.gpu_capacity(), (GpuCapacity{{"A100", 8}}));
+  EXPECT_EQ(*before, (GpuCapacity{{"T4", 3}, {"V100", 4}}));   // a snapshot never changes
+}
+
 }  // namespace
 }  // namespace hami::scheduler

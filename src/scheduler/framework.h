@@ -50,6 +50,10 @@ class CycleState {
   int single_request_container() const { return single_container_; }
   // True when the pod restricts devices by type, mode or uuid.
   bool has_device_selectors() const { return has_selectors_; }
+  // GPUs per device type in the cluster this cycle decides in (set by Scheduler::Schedule; null when
+  // the cycle runs without a cache, e.g. in a test).
+  const GpuCapacity* gpu_capacity() const { return capacity_.get(); }
+  void set_gpu_capacity(std::shared_ptr<const GpuCapacity> c) { capacity_ = std::move(c); }
 
   // Typed plugin data keyed by the plugin's address. Write replaces.
   template <typename T>
@@ -86,6 +90,7 @@ class CycleState {
   bool has_selectors_ = false;
   const core::DeviceRequest* single_request_ = nullptr;
   int single_container_ = -1;
+  std::shared_ptr<const GpuCapacity> capacity_;
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
 };
 

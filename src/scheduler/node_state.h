@@ -8,6 +8,7 @@
 // FGD-style policies work unchanged on real HAMi devices and are exact in the simulator.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ struct NodeSummary {
   int kind = -1;
   const core::DeviceInfo* kind_device = nullptr;
 };
+
+// GPUs per device type over every node of a cluster (ClusterCache::gpu_capacity).
+using GpuCapacity = std::map<std::string, int64_t>;
 
 struct NodeState {
   core::NodeInfo info;

@@ -48,6 +48,7 @@ inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rn
                              int* checked, int* bounded) {
   const Profile& profile = s.profile();
   CycleState cycle(pod, &rng);
+  cycle.set_gpu_capacity(s.cache().gpu_capacity());   // as Scheduler::Schedule does
   ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
   ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
   s.cache().Read([&](const ClusterCache::View& view) {

@@ -12,11 +12,23 @@
 // with F and the sigmoid exactly as FGD (the stranded milli count with weight 1, like one more shape
 // that every GPU pod has); inside a level, the smaller increase of stranded milli wins; then the node
 // order. The GPU(s) inside the node are FGD's choice. Per decision O(1) beyond FGD's own cost.
+//
+// Model pressure (issue 16): pods constrained to some GPU models (use-gputype) can only use those, so
+// a flexible pod that takes a scarce model's GPU takes it from them. The policy learns online, per
+// set of accepted models, the GPU milli the constrained pods ask (ModelDemand) and, with the
+// cluster's GPUs per model (ClusterCache::gpu_capacity), the expected share of each model's capacity
+// that pods constrained to it will ask when arrivals fill the cluster:
+//   pressure(T) = sum over sets S that accept T of (demand share of S) * (GPUs) / (GPUs of S's models)
+// capped at one. A placement then also costs pressure(T) per milli it takes on a GPU of model T, in
+// the same unit as the stranded milli (weight one). Without constrained pods it is zero everywhere.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "scheduler/framework.h"
 #include "scheduler/policies/fgd/fgd_common.h"
@@ -53,13 +65,43 @@ class CpuDemand {
 };
 
 
+// GPU milli asked by pods per set of accepted GPU models (the shape's use-gputype patterns,
+// '|'-joined; "" = any model), as learned at Reserve. Thread-safe.
+class ModelDemand {
+ public:
+  struct Sums {
+    int64_t total = 0;   // GPU milli of every GPU pod seen
+    std::vector<std::pair<std::vector<std::string>, int64_t>> constrained;   // accepted models, milli
+  };
+  static constexpr size_t kMaxSets = 256;   // distinct model sets kept; pods of further sets count in total only
+  void Observe(const std::string& uid, const core::PodRequest& pod);
+  void Unobserve(const std::string& uid);
+  void Forget(const std::string& uid);
+  Sums Get() const;
+
+ private:
+  struct Added {
+    std::string models;
+    int64_t milli = 0;
+  };
+  void SubtractLocked(const Added& a);   // requires mu_
+  mutable std::mutex mu_;
+  int64_t total_ = 0;
+  std::map<std::string, int64_t> by_models_;            // "" excluded
+  std::unordered_map<std::string, Added> records_;      // by uid
+};
+
+// Per device type, the pressure (ppm, 0..1e6) of constrained demand on its capacity (see above).
+std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Sums& demand, const GpuCapacity& capacity);
+
 // Free GPU milli that `cpu_free` cannot serve at `ratio` (0 when no GPU pod asked for CPU yet).
 int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand::Ratio& ratio);
 
 class BalanceScorer final : public NodeScorer {
  public:
-  BalanceScorer(std::shared_ptr<fgd::ShapeModel> shapes, std::shared_ptr<CpuDemand> demand)
-      : shapes_(std::move(shapes)), demand_(std::move(demand)) {
+  BalanceScorer(std::shared_ptr<fgd::ShapeModel> shapes, std::shared_ptr<CpuDemand> demand,
+                std::shared_ptr<ModelDemand> models = nullptr)
+      : shapes_(std::move(shapes)), demand_(std::move(demand)), models_(std::move(models)) {
     bounded_ = true;
   }
   Status PreFilter(CycleState& cycle) const override;
@@ -68,11 +110,13 @@ class BalanceScorer final : public NodeScorer {
   int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override;
 
   // The raw score from its parts (exposed for tests): level in the high bits, tie-break below.
-  static int64_t Combine(int64_t fgd_delta, int64_t stranded_increase);
+  // `pressure_cost` (ppm * milli, >= 0) lowers the level only.
+  static int64_t Combine(int64_t fgd_delta, int64_t stranded_increase, int64_t pressure_cost = 0);
 
  private:
   std::shared_ptr<fgd::ShapeModel> shapes_;
   std::shared_ptr<CpuDemand> demand_;
+  std::shared_ptr<ModelDemand> models_;
 };
 
 // A profile placing with fgd-balance (FGD picker, balance scorer, fresh learned models), named `name`.

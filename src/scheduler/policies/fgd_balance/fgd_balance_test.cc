@@ -9,7 +9,13 @@ namespace {
 using namespace testing;
 using fgd_balance::BalanceScorer;
 using fgd_balance::CpuDemand;
+using fgd_balance::ModelDemand;
+using fgd_balance::ModelPressure;
 using fgd_balance::StrandedMilli;
+
+NodeBuilder ModelNode(const std::string& name, int gpus, const std::string& model, int64_t cpu) {
+  return NodeBuilder(name).Cpu(cpu).Memory(262144).Gpus(gpus, kSimGpuMem, model, 1000, 100);
+}
 
 TEST(FgdBalanceTest, StrandedMilli) {
   struct Case {
@@ -67,6 +73,75 @@ TEST(FgdBalanceTest, FgdLevelFirstThenLessStranding) {
     const int64_t b = BalanceScorer::Combine(c.delta_b, c.stranded_b);
     if (c.a_wins) EXPECT_GT(a, b) << c.delta_a << " " << c.stranded_a << " vs " << c.delta_b << " " << c.stranded_b;
     else EXPECT_LT(a, b) << c.delta_a << " " << c.stranded_a << " vs " << c.delta_b << " " << c.stranded_b;
+  }
+}
+
+TEST(FgdBalanceTest, LearnsGpuDemandPerModelSet) {
+  ModelDemand d;
+  d.Observe("cpu", SimPod("cpu", 0, 0, 64000).Build());                    // no GPU: not counted
+  d.Observe("any", SimPod("any", 2, 1000).Build());                        // any model: total only
+  d.Observe("p100", SimPod("p100", 1, 500).UseType("P100").Build());
+  d.Observe("v100", SimPod("v100", 1, 1000).UseType("V100M16").UseType("V100M32").Build());
+  ModelDemand::Sums s = d.Get();
+  EXPECT_EQ(s.total, 3500);
+  ASSERT_EQ(s.constrained.size(), 2u);
+  EXPECT_EQ(s.constrained[0].first, (std::vector<std::string>{"P100"}));
+  EXPECT_EQ(s.constrained[0].second, 500);
+  EXPECT_EQ(s.constrained[1].first, (std::vector<std::string>{"V100M16", "V100M32"}));
+  EXPECT_EQ(s.constrained[1].second, 1000);
+  d.Unobserve("p100");   // a rolled-back reservation takes exactly its demand back
+  s = d.Get();
+  EXPECT_EQ(s.total, 3000);
+  ASSERT_EQ(s.constrained.size(), 1u);
+  d.Forget("v100");      // the pod left: what it taught stays
+  d.Unobserve("v100");
+  EXPECT_EQ(d.Get().total, 3000);
+}
+
+TEST(FgdBalanceTest, ModelPressureIsTheConstrainedShareOfEachModel) {
+  const GpuCapacity cap = {{"G2", 8}, {"P100", 2}};
+  ModelDemand::Sums demand;
+  demand.total = 1000;
+  EXPECT_TRUE(ModelPressure(demand, cap).empty());   // nobody constrained
+  // 10 % of the demand can only use P100, which is 20 % of the GPUs: half of P100 is theirs.
+  demand.constrained = {{{"P100"}, 100}};
+  EXPECT_EQ(ModelPressure(demand, cap), (std::vector<std::pair<std::string, int64_t>>{{"P100", 500'000}}));
+  // 20 % more accept both models (all GPUs): 0.2 on each. A set naming no GPU of the cluster adds nothing.
+  demand.constrained.push_back({{"G2", "P100"}, 200});
+  demand.constrained.push_back({{"A100"}, 300});
+  EXPECT_EQ(ModelPressure(demand, cap),
+            (std::vector<std::pair<std::string, int64_t>>{{"G2", 200'000}, {"P100", 700'000}}));
+  // More constrained demand than the model holds: capped at one.
+  demand.constrained = {{{"P100"}, 900}};
+  EXPECT_EQ(ModelPressure(demand, cap), (std::vector<std::pair<std::string, int64_t>>{{"P100", 1'000'000}}));
+  EXPECT_TRUE(ModelPressure(demand, {}).empty());
+}
+
+// Node a: one P100 GPU left and 2 free cores (a P100-only pod of 8 cores took the other); node b:
+// 4 free G2 GPUs and plenty of CPU. A flexible one-GPU pod takes the last P100 under FGD (both nodes
+// rate alike: the learned P100 shape runs on neither) and under the CPU-stranding term alone (a's
+// GPU is stranded for lack of CPU), so the next P100-only pod fails. The pressure term knows P100
+// is all the constrained pods have: the flexible pod goes to b and both P100 pods run.
+TEST(FgdBalanceTest, KeepsScarceModelsForThePodsConstrainedToThem) {
+  struct Case {
+    const char* policy;
+    const char* flexible_node;
+    bool second_p100_placed;
+  };
+  const Case cases[] = {
+      {"fgd", "a", false},
+      {"fgd-balance", "b", true},
+      {"default", "b", true},
+  };
+  for (const auto& c : cases) {
+    auto s = MakeCluster(c.policy, {ModelNode("a", 2, "P100", 10000), ModelNode("b", 4, "G2", 64000)},
+                         {SimPod("p0", 1, 1000, 8000).UseType("P100")});
+    auto f = s->ScheduleAndReserve(SimPod("flex", 1, 1000, 1000).Build(), nullptr);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_EQ(f->node, c.flexible_node) << c.policy;
+    auto p = s->ScheduleAndReserve(SimPod("p1", 1, 1000, 1000).UseType("P100").Build(), nullptr);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(!p->node.empty(), c.second_p100_placed) << c.policy;
   }
 }
 
