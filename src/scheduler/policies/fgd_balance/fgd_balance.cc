@@ -226,10 +226,25 @@ int64_t BalanceScorer::Score(const CycleState& cycle, const NodeState& node, con
 int64_t BalanceScorer::UpperBound(const CycleState& cycle, const NodeSummary& node) const {
   const int64_t delta = fgd::FragmentationDeltaUpperBound(fgd::CycleOf(*shapes_, cycle), cycle, node);
   if (delta == kNoBound) return kNoBound;
-  // stranded(after) >= 0, so the increase is at least -stranded(before) (0 for nodes without CPU);
-  // the pressure cost is at least zero.
-  const int64_t before = StrandedMilli(node.free_milli_total, node.cpu_free, cycle.Read<BalanceCycle>(this)->ratio);
-  return Combine(delta, -before);
+  // stranded(after) >= 0, so the increase is at least -stranded(before) (0 for nodes without CPU).
+  const BalanceCycle& bc = *cycle.Read<BalanceCycle>(this);
+  const int64_t before = StrandedMilli(node.free_milli_total, node.cpu_free, bc.ratio);
+  // The pressure cost is at least the model's pressure times what the request takes on its GPUs
+  // (a node of one kind; FragmentationDeltaUpperBound has a bound only for one request). Without
+  // it, flexible pods would scan every node of a pressured model.
+  int64_t cost = 0;
+  const core::DeviceRequest* r = cycle.single_request();
+  if (!bc.pressure.empty() && r != nullptr && r->nums > 0 && node.kind_device != nullptr) {
+    const core::DeviceInfo& dev = *node.kind_device;
+    for (const auto& [type, p] : bc.pressure)
+      if (type == dev.type) {
+        // Memory as a share of the device resolves against the node's capacities, which may differ
+        // from the registration: only MiB asked for count here.
+        cost = p * r->nums * RequestMilli(dev, std::max<int64_t>(r->memreq_mib, 0), std::max(r->coresreq, 0));
+        break;
+      }
+  }
+  return Combine(delta, -before, cost);
 }
 
 std::unique_ptr<Profile> MakeFgdBalanceProfile(std::string name) {

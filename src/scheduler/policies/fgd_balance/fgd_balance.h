@@ -106,7 +106,8 @@ class BalanceScorer final : public NodeScorer {
   }
   Status PreFilter(CycleState& cycle) const override;
   int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override;
-  // FGD's bound on the fragmentation change, with the stranded milli falling at most to zero.
+  // FGD's bound on the fragmentation change, with the stranded milli falling at most to zero and
+  // the least pressure cost the request can have on the node's model.
   int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override;
 
   // The raw score from its parts (exposed for tests): level in the high bits, tie-break below.
