@@ -274,11 +274,13 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       }
     }
     if (init) {
-      // This init container's per-device total; the pod keeps the peak over init containers.
+      // The pod's per-device usage while this init container runs: it and every container before it
+      // that keeps running (the sidecars declared earlier), as core::EffectiveDeviceUsage counts the
+      // placed pod; the pod keeps the peak over init containers.
       for (int d = 0; d < n; ++d) {
-        MaxInto(s.init_peak[d], DeviceDelta{d, s.work[d].used - s.base[d].used,
-                                            s.work[d].usedmem_mib - s.base[d].usedmem_mib,
-                                            s.work[d].usedcores - s.base[d].usedcores});
+        MaxInto(s.init_peak[d], DeviceDelta{d, s.work[d].used - node.usage[d].used,
+                                            s.work[d].usedmem_mib - node.usage[d].usedmem_mib,
+                                            s.work[d].usedcores - node.usage[d].usedcores});
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/pod_request.h"
 #include "gtest/gtest.h"
 #include "scheduler/testing/harness.h"
 
@@ -259,6 +260,33 @@ TEST(SchedulerReserveTest, ScheduleAThousandTimesChangesNothing) {
       ASSERT_TRUE(a->Schedule(ghost, nullptr, so).ok());
     }
     EXPECT_EQ(Decide(*a, 5, 60, 260), Decide(*b, 5, 60, 260));
+  }
+}
+
+// What Reserve charges is what the cache counts for the placed pod (core::EffectiveDeviceUsage): a
+// sidecar declared before an init container runs next to it, so the init phase holds both. Before, the
+// decision charged max(sidecars + apps, init alone) = 6000 MiB while the pod's annotations recount as
+// 9000, leaving 3000 MiB that another pod could be given until the informer caught up.
+TEST(SchedulerReserveTest, ReservedUsageIsTheEffectiveUsageOfThePlacement) {
+  const std::vector<core::NodeInfo> nodes = {NodeBuilder("n1").Gpus(1, 16000).Build()};
+  for (const auto& row : Policies()) {
+    SCOPED_TRACE(row.name);
+    auto s = MakeCluster(row.name, nodes);
+    core::PodRequest pod = PodBuilder("p")
+                               .Container(core::ContainerKind::kSidecar, 1, 3000, 10, 0, 0)
+                               .Init(1, 6000, 0)
+                               .Gpu(1, 1000, 10)
+                               .Build();
+    auto d = s->Schedule(pod, nullptr, {});
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->node, "n1");
+    const auto eff = core::EffectiveDeviceUsage(core::ContainerKinds(pod), d->allocation);
+    ASSERT_EQ(eff.size(), 1u);
+    ASSERT_EQ(d->delta.devices.size(), 1u);
+    EXPECT_EQ(d->delta.devices[0].mem_mib, eff.begin()->second.usedmem_mib);
+    EXPECT_EQ(d->delta.devices[0].mem_mib, 9000);
+    EXPECT_EQ(d->delta.devices[0].cores, eff.begin()->second.usedcores);
+    EXPECT_EQ(d->delta.devices[0].slots, eff.begin()->second.used);
   }
 }
 
