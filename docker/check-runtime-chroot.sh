@@ -15,7 +15,14 @@ set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 DOCKERFILE HAMI LIBVGPU [CACHE_DIR]" >&2; exit 2; }
 dockerfile="$1" hami="$2" libvgpu="$3"
 cache="${4:-$(dirname "$0")/../build/tools}"
-mirror="${HAMI_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The archive this machine's apt uses for Debian (deb822 or one-line sources), else deb.debian.org.
+apt_mirror() {
+  { { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+    grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'; } \
+    | grep -v -- '-security' | grep -E '^https?://' | head -1; } || true
+}
+mirror="${HAMI_DEBIAN_MIRROR:-$(apt_mirror)}"
+mirror="${mirror:-http://deb.debian.org/debian}"
 
 [ "$(id -u)" -eq 0 ] || { echo "check-runtime-chroot: needs root (chroot, debootstrap): skipped"; exit 77; }
 command -v debootstrap >/dev/null || { echo "check-runtime-chroot: no debootstrap (scripts/deps.sh installs it): skipped"; exit 77; }
@@ -35,7 +42,10 @@ user="$(stage | awk '/^USER /{print $2}' | head -1)"
 [ -n "$hami_dest" ] && [ -n "$vgpu_dest" ] && [ -n "$user" ] \
   || { echo "check-runtime-chroot: Dockerfile: COPY of hami ($hami_dest), of libvgpu.so ($vgpu_dest) or USER ($user) not found" >&2; exit 1; }
 
-if ! timeout 20 bash -c "exec 3<>/dev/tcp/$(echo "$mirror" | sed -E 's#^[a-z]+://([^/:]+).*#\1#')/80" 2>/dev/null; then
+host="$(echo "$mirror" | sed -E 's#^[a-z]+://([^/:]+).*#\1#')"
+port="$(echo "$mirror" | sed -nE 's#^[a-z]+://[^/:]+:([0-9]+).*#\1#p')"
+[ -n "$port" ] || { case "$mirror" in https:*) port=443 ;; *) port=80 ;; esac; }
+if ! timeout 20 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then
   echo "check-runtime-chroot: $mirror unreachable: skipped"; exit 77
 fi
 
@@ -47,8 +57,16 @@ if [ ! -e "$root/.complete" ]; then
   echo "check-runtime-chroot: debootstrap bookworm minbase + $(echo $packages | wc -w) packages (cached in $root)"
   if ! debootstrap --variant=minbase --include="$(echo $packages | tr ' ' ',')" bookworm "$root.tmp" "$mirror" \
       > "$cache/runtime-chroot-$key.log" 2>&1; then
+    log="$cache/runtime-chroot-$key.log"
+    rm -rf "$root.tmp"
+    # The archive going away mid-run says nothing about the image: skip. Anything else (a package name
+    # the archive does not have, a dependency it cannot resolve) is the Dockerfile's fault: fail.
+    if grep -qiE "couldn't download|failed getting release|temporary failure|connection (refused|timed out)|unable to connect" "$log" \
+       && ! grep -qiE "couldn't find these debs|unable to locate package" "$log"; then
+      echo "check-runtime-chroot: the Debian archive failed during debootstrap: skipped"; tail -5 "$log"; exit 77
+    fi
     echo "FAIL debootstrap of the runtime stage's packages failed (a package name the archive does not have?):"
-    tail -20 "$cache/runtime-chroot-$key.log"
+    tail -20 "$log"
     exit 1
   fi
   mv "$root.tmp" "$root"
