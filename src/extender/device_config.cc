@@ -4,22 +4,33 @@
 
 #include <fstream>
 #include <sstream>
-#include <type_traits>
 
 namespace hami::extender {
 namespace {
 
+// Absent, null, or the empty string the upstream chart renders for unset values (`runtimeClassName: ""`).
+bool Unset(const YAML::Node& v) { return !v || v.IsNull() || (v.IsScalar() && v.Scalar().empty()); }
+
+// Reads `key` into *out; an unset key leaves *out as it is (the default).
 template <typename T>
 Status Read(const YAML::Node& section, const char* key, std::string_view source, T* out) {
   const YAML::Node v = section[key];
-  if (!v || v.IsNull()) return OkStatus();
-  // The upstream chart renders unset values as empty strings (`runtimeClassName: ""`): the default.
-  if (v.IsScalar() && v.Scalar().empty()) return OkStatus();
+  if (Unset(v)) return OkStatus();
   try {
     *out = v.as<T>();
   } catch (const YAML::Exception&) {
     return InvalidArgument(source, ": nvidia.", key, ": value \"", v.Scalar(), "\" has the wrong type");
   }
+  return OkStatus();
+}
+
+// The same for a key whose absence must stay visible: an unset key leaves *out empty.
+template <typename T>
+Status Read(const YAML::Node& section, const char* key, std::string_view source, std::optional<T>* out) {
+  if (Unset(section[key])) return OkStatus();
+  T v{};
+  HAMI_RETURN_IF_ERROR(Read(section, key, source, &v));
+  *out = v;
   return OkStatus();
 }
 
@@ -51,22 +62,13 @@ StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view
   HAMI_RETURN_IF_ERROR(Read(n, "gpuCorePolicy", source, &c.gpu_core_policy));
   HAMI_RETURN_IF_ERROR(Read(n, "runtimeClassName", source, &c.runtime_class_name));
   HAMI_RETURN_IF_ERROR(Read(n, "overwriteEnv", source, &c.overwrite_env));
-  auto knob = [&](const char* key, auto* out) -> Status {
-    using T = typename std::remove_reference_t<decltype(*out)>::value_type;
-    T v{};
-    const YAML::Node node = n[key];
-    if (!node || node.IsNull() || (node.IsScalar() && node.Scalar().empty())) return OkStatus();
-    HAMI_RETURN_IF_ERROR(Read(n, key, source, &v));
-    *out = v;
-    return OkStatus();
-  };
   auto& k = c.plugin;
-  HAMI_RETURN_IF_ERROR(knob("deviceSplitCount", &k.device_split_count));
-  HAMI_RETURN_IF_ERROR(knob("deviceMemoryScaling", &k.device_memory_scaling));
-  HAMI_RETURN_IF_ERROR(knob("deviceCoreScaling", &k.device_core_scaling));
-  HAMI_RETURN_IF_ERROR(knob("preConfiguredDeviceMemory", &k.preconfigured_memory));
-  HAMI_RETURN_IF_ERROR(knob("enableNumaTopology", &k.enable_numa_topology));
-  HAMI_RETURN_IF_ERROR(knob("libCudaLogLevel", &k.lib_cuda_log_level));
+  HAMI_RETURN_IF_ERROR(Read(n, "deviceSplitCount", source, &k.device_split_count));
+  HAMI_RETURN_IF_ERROR(Read(n, "deviceMemoryScaling", source, &k.device_memory_scaling));
+  HAMI_RETURN_IF_ERROR(Read(n, "deviceCoreScaling", source, &k.device_core_scaling));
+  HAMI_RETURN_IF_ERROR(Read(n, "preConfiguredDeviceMemory", source, &k.preconfigured_memory));
+  HAMI_RETURN_IF_ERROR(Read(n, "enableNumaTopology", source, &k.enable_numa_topology));
+  HAMI_RETURN_IF_ERROR(Read(n, "libCudaLogLevel", source, &k.lib_cuda_log_level));
   bool disable_core_limit = false;
   HAMI_RETURN_IF_ERROR(Read(n, "disableCoreLimit", source, &disable_core_limit));
   if (disable_core_limit) c.gpu_core_policy = "disable";
