@@ -27,25 +27,9 @@ void CpuDemand::Observe(const core::PodRequest& pod) {
 
 void CpuDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = records_.find(uid); it != records_.end()) {
-    SubtractLocked(it->second);
-    records_.erase(it);
-  }
+  TakeBackLocked(uid);
   const Ratio added = AddLocked(pod);
-  if (added.cpu != 0 || added.milli != 0) records_[uid] = Added{added, halvings_};
-}
-
-void CpuDemand::Unobserve(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = records_.find(uid);
-  if (it == records_.end()) return;
-  SubtractLocked(it->second);
-  records_.erase(it);
-}
-
-void CpuDemand::Forget(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  records_.erase(uid);
+  if (added.cpu != 0 || added.milli != 0) records_[uid] = CpuDemandRecord{added.cpu, added.milli, halvings_};
 }
 
 CpuDemand::Ratio CpuDemand::AddLocked(const core::PodRequest& pod) {
@@ -62,11 +46,11 @@ CpuDemand::Ratio CpuDemand::AddLocked(const core::PodRequest& pod) {
   return added;
 }
 
-void CpuDemand::SubtractLocked(const Added& a) {
+void CpuDemand::SubtractLocked(const CpuDemandRecord& a) {
   // What is left of the addition after the halvings since (exact while there were none).
   const int64_t shift = std::min<int64_t>(halvings_ - a.halvings, 62);
-  sums_.cpu = std::max<int64_t>(0, sums_.cpu - (a.sums.cpu >> shift));
-  sums_.milli = std::max<int64_t>(0, sums_.milli - (a.sums.milli >> shift));
+  sums_.cpu = std::max<int64_t>(0, sums_.cpu - (a.cpu >> shift));
+  sums_.milli = std::max<int64_t>(0, sums_.milli - (a.milli >> shift));
 }
 
 CpuDemand::Ratio CpuDemand::Get() const {
@@ -77,12 +61,9 @@ CpuDemand::Ratio CpuDemand::Get() const {
 void ModelDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   const fgd::TaskShape s = fgd::ShapeOf(pod);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = records_.find(uid); it != records_.end()) {
-    SubtractLocked(it->second);
-    records_.erase(it);
-  }
+  TakeBackLocked(uid);
   if (s.gpus <= 0) return;
-  Added a{s.models, std::min<int64_t>(ShapeMilli(s), kMaxSum)};
+  ModelDemandRecord a{s.models, std::min<int64_t>(ShapeMilli(s), kMaxSum)};
   if (!a.models.empty()) {
     auto it = by_models_.find(a.models);
     if (it == by_models_.end() && by_models_.size() >= kMaxSets) a.models.clear();   // counts in total only
@@ -96,26 +77,13 @@ void ModelDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   records_[uid] = std::move(a);
 }
 
-void ModelDemand::SubtractLocked(const Added& a) {
+void ModelDemand::SubtractLocked(const ModelDemandRecord& a) {
   total_ = std::max<int64_t>(0, total_ - a.milli);
   if (a.models.empty()) return;
   auto it = by_models_.find(a.models);
   if (it == by_models_.end()) return;
   it->second -= a.milli;
   if (it->second <= 0) by_models_.erase(it);
-}
-
-void ModelDemand::Unobserve(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = records_.find(uid);
-  if (it == records_.end()) return;
-  SubtractLocked(it->second);
-  records_.erase(it);
-}
-
-void ModelDemand::Forget(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  records_.erase(uid);
 }
 
 ModelDemand::Sums ModelDemand::Get() const {

@@ -36,8 +36,39 @@
 
 namespace hami::scheduler::fgd_balance {
 
+// What each observed pod added, by uid, so that a rolled-back reservation can be taken back
+// (Unobserve) while a pod that left keeps what it taught (Forget). Derived defines
+// SubtractLocked(const Record&), called with mu_ held.
+template <class Derived, class Record>
+class UidRecords {
+ public:
+  void Unobserve(const std::string& uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    TakeBackLocked(uid);
+  }
+  void Forget(const std::string& uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.erase(uid);
+  }
+
+ protected:
+  void TakeBackLocked(const std::string& uid) {   // requires mu_
+    auto it = records_.find(uid);
+    if (it == records_.end()) return;
+    static_cast<Derived*>(this)->SubtractLocked(it->second);
+    records_.erase(it);
+  }
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Record> records_;   // by uid
+};
+
+struct CpuDemandRecord {
+  int64_t cpu = 0, milli = 0;   // the sums added
+  int64_t halvings = 0;         // the halvings done before
+};
+
 // CPU per milli-GPU asked by the GPU pods seen so far, as a ratio of two integer sums. Thread-safe.
-class CpuDemand {
+class CpuDemand : public UidRecords<CpuDemand, CpuDemandRecord> {
  public:
   struct Ratio {
     int64_t cpu = 0;     // sum of the CPU milli of GPU pods
@@ -47,27 +78,25 @@ class CpuDemand {
   // Observe() remembered under the pod's uid: Unobserve() takes it back (reservation rolled back),
   // Forget() drops the record (the pod left; what it taught stays). A second Observe replaces.
   void Observe(const std::string& uid, const core::PodRequest& pod);
-  void Unobserve(const std::string& uid);
-  void Forget(const std::string& uid);
   Ratio Get() const;
 
  private:
-  struct Added {
-    Ratio sums;
-    int64_t halvings = 0;   // halvings_ when added
-  };
+  friend class UidRecords<CpuDemand, CpuDemandRecord>;
   Ratio AddLocked(const core::PodRequest& pod);   // requires mu_; what was added
-  void SubtractLocked(const Added& a);            // requires mu_
-  mutable std::mutex mu_;
+  void SubtractLocked(const CpuDemandRecord& a);  // requires mu_
   Ratio sums_;
   int64_t halvings_ = 0;
-  std::unordered_map<std::string, Added> records_;   // by uid
 };
 
 
+struct ModelDemandRecord {
+  std::string models;   // '|'-joined; "" = counted in the total only
+  int64_t milli = 0;
+};
+
 // GPU milli asked by pods per set of accepted GPU models (the shape's use-gputype patterns,
 // '|'-joined; "" = any model), as learned at Reserve. Thread-safe.
-class ModelDemand {
+class ModelDemand : public UidRecords<ModelDemand, ModelDemandRecord> {
  public:
   struct Sums {
     int64_t total = 0;   // GPU milli of every GPU pod seen
@@ -75,20 +104,13 @@ class ModelDemand {
   };
   static constexpr size_t kMaxSets = 256;   // distinct model sets kept; pods of further sets count in total only
   void Observe(const std::string& uid, const core::PodRequest& pod);
-  void Unobserve(const std::string& uid);
-  void Forget(const std::string& uid);
   Sums Get() const;
 
  private:
-  struct Added {
-    std::string models;
-    int64_t milli = 0;
-  };
-  void SubtractLocked(const Added& a);   // requires mu_
-  mutable std::mutex mu_;
+  friend class UidRecords<ModelDemand, ModelDemandRecord>;
+  void SubtractLocked(const ModelDemandRecord& a);   // requires mu_
   int64_t total_ = 0;
-  std::map<std::string, int64_t> by_models_;            // "" excluded
-  std::unordered_map<std::string, Added> records_;      // by uid
+  std::map<std::string, int64_t> by_models_;   // "" excluded
 };
 
 // Per device type, the pressure (ppm, 0..1e6) of constrained demand on its capacity (see above).
