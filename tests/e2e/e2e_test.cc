@@ -353,19 +353,10 @@ class SliceTest : public ::testing::Test {
   // plugin's preference among the free healthy replicas, then calls Allocate with it.
   StatusOr<::v1beta1::ContainerAllocateResponse> KubeletAllocate(const std::string& pod,
                                                                              const std::string& container = "cuda") {
-    std::vector<std::string> available;
-    for (const auto& d : kubelet_->Devices())
-      if (d.health() == "Healthy" && !in_use_.count(d.id())) available.push_back(d.id());
-    auto pref = kubelet_->GetPreferredAllocation(available, {}, 1);
-    if (!pref.ok()) return pref.status();
-    if (pref->container_responses_size() != 1 || pref->container_responses(0).deviceids_size() != 1)
-      return absl::InternalError("GetPreferredAllocation: not one device");
-    const std::string id = pref->container_responses(0).deviceids(0);
-    auto r = kubelet_->AdmitAndAllocate(kNamespace, pod, container, {id});
+    auto r = kubelet_->AdmitPreferred(kNamespace, pod, container, 1);
     if (!r.ok()) return r.status();
-    if (r->container_responses_size() != 1) return absl::InternalError("Allocate: not one container response");
-    in_use_.insert(id);
-    return r->container_responses(0);
+    if (r->response.container_responses_size() != 1) return absl::InternalError("Allocate: not one container response");
+    return r->response.container_responses(0);
   }
 
   // --- the container runtime ---------------------------------------------------------------
@@ -478,7 +469,6 @@ class SliceTest : public ::testing::Test {
   std::vector<std::unique_ptr<Child>> containers_;
   std::vector<std::pair<std::string, std::string>> logs_;
   std::unique_ptr<httplib::Client> sched_http_, extender_http_, monitor_http_;
-  std::set<std::string> in_use_;
   std::string last_scrape_;
 };
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
@@ -112,6 +113,28 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(const std::str
       if (c.first == container) c.second = ids;
   }
   return r;
+}
+
+StatusOr<FakeKubelet::Admitted> FakeKubelet::AdmitPreferred(const std::string& ns, const std::string& pod,
+                                                            const std::string& container, int n) {
+  std::vector<std::string> available;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    std::set<std::string> held;
+    for (const auto& p : known_pods_)
+      for (const auto& c : p.containers) held.insert(c.second.begin(), c.second.end());
+    for (const auto& d : devices_)
+      if (d.health() == "Healthy" && !held.count(d.id())) available.push_back(d.id());
+  }
+  auto pref = GetPreferredAllocation(available, {}, n);
+  if (!pref.ok()) return pref.status();
+  if (pref->container_responses_size() != 1) return Internal("GetPreferredAllocation: not one container response");
+  Admitted out;
+  out.ids.assign(pref->container_responses(0).deviceids().begin(), pref->container_responses(0).deviceids().end());
+  if (static_cast<int>(out.ids.size()) != n)
+    return Internal("GetPreferredAllocation: ", out.ids.size(), " devices, asked ", n);
+  HAMI_ASSIGN_OR_RETURN(out.response, AdmitAndAllocate(ns, pod, container, out.ids));
+  return out;
 }
 
 std::string FakeKubelet::KubeletSocketPath() const { return (fs::path(dir_) / "kubelet.sock").string(); }

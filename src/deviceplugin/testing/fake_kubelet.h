@@ -58,6 +58,15 @@ class FakeKubelet {
   StatusOr<v1beta1::AllocateResponse> AdmitAndAllocate(const std::string& ns, const std::string& pod,
                                                        const std::string& container,
                                                        const std::vector<std::string>& ids);
+  // The same for a container asking `n` devices, with the IDs chosen as kubelet chooses them: the
+  // plugin's preference (GetPreferredAllocation) among the healthy devices that no container
+  // admitted so far holds. Returns the chosen IDs with the response.
+  struct Admitted {
+    std::vector<std::string> ids;
+    v1beta1::AllocateResponse response;
+  };
+  StatusOr<Admitted> AdmitPreferred(const std::string& ns, const std::string& pod, const std::string& container,
+                                    int n);
 
  private:
   class RegistrationService;

@@ -11,7 +11,6 @@
 //
 // Every wait is bounded (--timeout-s); EOF on stdin ends it.
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,22 +27,12 @@ using hami::deviceplugin::testing::FakeKubelet;
 
 Json Error(const std::string& what) { return Json{{"error", what}}; }
 
-Json AllocateOne(FakeKubelet& k, std::set<std::string>& handed_out, const std::string& ns, const std::string& pod,
-                 const std::string& container, int n) {
-  std::vector<std::string> available;
-  for (const auto& d : k.Devices())
-    if (d.health() == "Healthy" && !handed_out.count(d.id())) available.push_back(d.id());
-  auto pref = k.GetPreferredAllocation(available, {}, n);
-  if (!pref.ok()) return Error("GetPreferredAllocation: " + std::string(pref.status().message()));
-  if (pref->container_responses_size() != 1) return Error("GetPreferredAllocation: not one container response");
-  std::vector<std::string> ids(pref->container_responses(0).deviceids().begin(),
-                               pref->container_responses(0).deviceids().end());
-  if (static_cast<int>(ids.size()) != n) return Error("GetPreferredAllocation: " + std::to_string(ids.size()) + " ids");
-  auto r = k.AdmitAndAllocate(ns, pod, container, ids);
-  if (!r.ok()) return Error("Allocate: " + std::string(r.status().message()));
-  if (r->container_responses_size() != 1) return Error("Allocate: not one container response");
-  const auto& c = r->container_responses(0);
-  Json out = {{"ids", ids}, {"envs", Json::object()}, {"mounts", Json::array()}, {"devices", Json::array()}};
+Json AllocateOne(FakeKubelet& k, const std::string& ns, const std::string& pod, const std::string& container, int n) {
+  auto r = k.AdmitPreferred(ns, pod, container, n);
+  if (!r.ok()) return Error(std::string(r.status().message()));
+  if (r->response.container_responses_size() != 1) return Error("Allocate: not one container response");
+  const auto& c = r->response.container_responses(0);
+  Json out = {{"ids", r->ids}, {"envs", Json::object()}, {"mounts", Json::array()}, {"devices", Json::array()}};
   for (const auto& [key, value] : c.envs()) out["envs"][key] = value;
   for (const auto& m : c.mounts())
     out["mounts"].push_back({{"container_path", m.container_path()}, {"host_path", m.host_path()},
@@ -51,7 +40,6 @@ Json AllocateOne(FakeKubelet& k, std::set<std::string>& handed_out, const std::s
   for (const auto& d : c.devices())
     out["devices"].push_back({{"container_path", d.container_path()}, {"host_path", d.host_path()},
                               {"permissions", d.permissions()}});
-  handed_out.insert(ids.begin(), ids.end());
   return out;
 }
 
@@ -92,7 +80,6 @@ int main(int argc, char** argv) {
   std::cout << Json{{"registered", reg.resource_name()}, {"endpoint", reg.endpoint()}, {"devices", k.Devices().size()}}.dump()
             << std::endl;
 
-  std::set<std::string> handed_out;
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream words(line);
@@ -109,7 +96,7 @@ int main(int argc, char** argv) {
         std::cout << Error("usage: allocate NS POD CONTAINER N").dump() << std::endl;
         continue;
       }
-      std::cout << AllocateOne(k, handed_out, ns, pod, container, n).dump() << std::endl;
+      std::cout << AllocateOne(k, ns, pod, container, n).dump() << std::endl;
     } else if (!cmd.empty()) {
       std::cout << Error("unknown command " + cmd).dump() << std::endl;
     }
