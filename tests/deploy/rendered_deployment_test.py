@@ -239,8 +239,7 @@ try:
         dst = tmp + m["mountPath"]
         os.makedirs(dst, exist_ok=True)
         if "configMap" in v:
-            for k, val in by[("ConfigMap", v["configMap"]["name"])]["data"].items():
-                open(os.path.join(dst, k), "w").write(val)
+            write_config_map(v["configMap"]["name"], dst)
         elif "secret" in v:
             for k, val in by[("Secret", v["secret"]["secretName"])]["data"].items():
                 open(os.path.join(dst, k), "wb").write(base64.b64decode(val))
@@ -249,9 +248,7 @@ try:
     # The node, as the rendered device plugin registers it.
     dp = next(c for c in by[("DaemonSet", "hami-node-agent")]["spec"]["template"]["spec"]["containers"] if c["name"] == "device-plugin")
     dc_dir = tmp + "/node-agent"
-    os.makedirs(dc_dir)
-    for k, val in by[("ConfigMap", "hami-device-config")]["data"].items():
-        open(os.path.join(dc_dir, k), "w").write(val)
+    write_config_map("hami-device-config", dc_dir)
     dp_args = [re.sub(r"=/(device-config|node-config)/", f"={dc_dir}/", a) for a in dp["command"][2:]]
     env = dict(os.environ, FAKEGPU_DEVICES="NVIDIA A100-SXM4-80GB:81920:108;NVIDIA A100-SXM4-80GB:81920:108",
                FAKEGPU_STATE=tmp + "/fakegpu")
