@@ -29,16 +29,15 @@ command -v debootstrap >/dev/null || { echo "check-runtime-chroot: no debootstra
 for f in "$dockerfile" "$hami" "$libvgpu"; do [ -e "$f" ] || { echo "check-runtime-chroot: $f does not exist" >&2; exit 2; }; done
 
 # The runtime stage: its apt-get install list, its COPY destinations and its USER.
-stage() { awk '/^FROM /{ s = ($0 ~ / AS runtime-base$/) } s' "$dockerfile"; }
-packages="$(stage | awk '{ line = line " " $0; if ($0 !~ /\\$/) { print line; line = "" } }' \
-  | grep -o 'apt-get install[^&]*' | sed 's/apt-get install//; s/\\//g' | tr ' ' '\n' | grep -v '^-' | grep -v '^$' | sort -u)"
+. "$(dirname "$0")/runtime-stage.sh"
+packages="$(runtime_stage_packages "$dockerfile")"
 [ -n "$packages" ] || { echo "check-runtime-chroot: no apt-get install in the runtime-base stage" >&2; exit 1; }
 dest_of() {  # the COPY destination of a build output whose path ends in $1, in any stage
   grep -E "^COPY --from=build [^ ]*/$1 " "$dockerfile" | awk '{print $NF}' | head -1
 }
 hami_dest="$(dest_of src/cmd/hami)"
 vgpu_dest="$(dest_of src/vgpu/libvgpu.so)"
-user="$(stage | awk '/^USER /{print $2}' | head -1)"
+user="$(runtime_stage "$dockerfile" | awk '/^USER /{print $2}' | head -1)"
 [ -n "$hami_dest" ] && [ -n "$vgpu_dest" ] && [ -n "$user" ] \
   || { echo "check-runtime-chroot: Dockerfile: COPY of hami ($hami_dest), of libvgpu.so ($vgpu_dest) or USER ($user) not found" >&2; exit 1; }
 

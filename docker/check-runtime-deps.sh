@@ -13,11 +13,8 @@ dockerfile="$1"; shift
 command -v dpkg-query >/dev/null || { echo "check-runtime-deps: no dpkg here, skipping"; exit 77; }
 
 # Packages named by apt-get install in the runtime-base stage (up to the next FROM).
-named="$(awk '
-  /^FROM /{ stage = ($0 ~ / AS runtime-base$/) }
-  stage { line = line " " $0; if ($0 !~ /\\$/) { print line; line = "" } }
-' "$dockerfile" | grep -o 'apt-get install[^&]*' | sed 's/apt-get install//; s/\\//g' \
-  | tr ' ' '\n' | grep -v '^-' | grep -v '^$' | sort -u || true)"
+. "$(dirname "$0")/runtime-stage.sh"
+named="$(runtime_stage_packages "$dockerfile")"
 [ -n "$named" ] || { echo "check-runtime-deps: no apt-get install in the runtime-base stage of $dockerfile" >&2; exit 1; }
 
 # Closure over Depends/Pre-Depends of what is installed on this machine.
