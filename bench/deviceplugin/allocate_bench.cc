@@ -1,10 +1,11 @@
-// Allocate latency of the device plugin as kubelet sees it: one AllocateRequest over the unix socket
-// (gRPC v1beta1, persistent channel as kubelet keeps one), including finding the pending pod,
-// building the environment, creating the container's region directory and recording the allocation.
-// Variants: pending pods in memory; pending pods read from and written to the fake API server (List +
-// GET + PATCH over HTTP, as in production); and the handler without gRPC.
+// Allocate latency of the device plugin as kubelet sees it: one AllocateRequest over the unix
+// socket (gRPC v1beta1, persistent channel as kubelet keeps one), including finding the pending
+// pod, building the environment, creating the container's region directory and recording the
+// allocation. Variants: pending pods in memory; pending pods read from and written to the fake API
+// server (List + GET + PATCH over HTTP, as in production); and the handler without gRPC.
 //
 // usage: deviceplugin_allocate_bench [iterations] [gpus]
+#include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "common/log.h"
 #include "core/annotations.h"
@@ -40,15 +39,20 @@ Stats Summarize(std::vector<double> us) {
   std::sort(us.begin(), us.end());
   double sum = 0;
   for (double u : us) sum += u;
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))]; };
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))];
+  };
   return {at(0.50), at(0.99), us.back(), sum / us.size()};
 }
 
 void Report(const char* name, int n, const Stats& s) {
-  std::printf("| %-44s | %6d | %8.0f | %8.0f | %8.0f | %8.0f |\n", name, n, s.p50_us, s.p99_us, s.max_us, s.mean_us);
+  std::printf("| %-44s | %6d | %8.0f | %8.0f | %8.0f | %8.0f |\n", name, n, s.p50_us, s.p99_us,
+              s.max_us, s.mean_us);
 }
 
-std::string Uuid(int i) { return "GPU-bench000-0000-4000-8000-" + std::to_string(100000000000 + i); }
+std::string Uuid(int i) {
+  return "GPU-bench000-0000-4000-8000-" + std::to_string(100000000000 + i);
+}
 
 v1beta1::AllocateRequest Request(const std::string& id) {
   v1beta1::AllocateRequest req;
@@ -70,10 +74,12 @@ int main(int argc, char** argv) {
   cfg.region_root = dir + "/regions";
   cfg.split_count = 10;
   std::vector<gpu::GpuInfo> devs;
-  for (int i = 0; i < gpus; ++i) devs.push_back(gpu::MakeGpu(i, Uuid(i), "NVIDIA A100-SXM4-80GB", 81920));
+  for (int i = 0; i < gpus; ++i)
+    devs.push_back(gpu::MakeGpu(i, Uuid(i), "NVIDIA A100-SXM4-80GB", 81920));
   gpu::StaticDiscovery discovery(devs);
 
-  std::printf("| variant | allocs | p50 µs | p99 µs | max µs | mean µs |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| variant | allocs | p50 µs | p99 µs | max µs | mean µs |\n|---|---|---|---|---|---|\n");
 
   // 1. In-memory pending pods, over the unix socket.
   {
@@ -81,13 +87,15 @@ int main(int argc, char** argv) {
     testing::FakeKubelet kubelet(cfg.plugin_dir);
     if (!kubelet.Start().ok()) return 1;
     DevicePlugin plugin(cfg, &discovery, &pending, 1);
-    if (!plugin.Start().ok() || !kubelet.WaitForRegistrations(1, std::chrono::seconds(10))) return 1;
+    if (!plugin.Start().ok() || !kubelet.WaitForRegistrations(1, std::chrono::seconds(10)))
+      return 1;
     auto stub = v1beta1::DevicePlugin::NewStub(
         grpc::CreateChannel("unix:" + plugin.SocketPath(), grpc::InsecureChannelCredentials()));
     std::vector<double> us;
     for (int i = 0; i < n + 50; ++i) {
       const int g = i % gpus;
-      pending.AddPod(testing::MakePod("p" + std::to_string(i), {{testing::Dev(Uuid(g), 3000, 30)}}));
+      pending.AddPod(
+          testing::MakePod("p" + std::to_string(i), {{testing::Dev(Uuid(g), 3000, 30)}}));
       v1beta1::AllocateResponse resp;
       grpc::ClientContext ctx;
       auto t0 = Steady::now();
@@ -97,7 +105,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "Allocate: %s\n", s.error_message().c_str());
         return 1;
       }
-      if (i >= 50) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());  // 50 warm-up
+      if (i >= 50)
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());  // 50 warm-up
     }
     Report("unix socket, pending pods in memory", n, Summarize(us));
 
@@ -105,7 +114,8 @@ int main(int argc, char** argv) {
     us.clear();
     for (int i = 0; i < n; ++i) {
       const int g = i % gpus;
-      pending.AddPod(testing::MakePod("d" + std::to_string(i), {{testing::Dev(Uuid(g), 3000, 30)}}));
+      pending.AddPod(
+          testing::MakePod("d" + std::to_string(i), {{testing::Dev(Uuid(g), 3000, 30)}}));
       auto t0 = Steady::now();
       auto r = plugin.Allocate(Request(Uuid(g) + "-0"));
       auto t1 = Steady::now();
@@ -129,14 +139,16 @@ int main(int argc, char** argv) {
     testing::FakeKubelet kubelet(cfg.plugin_dir);
     if (!kubelet.Start().ok()) return 1;
     DevicePlugin plugin(cfg, &discovery, &pending, 2);
-    if (!plugin.Start().ok() || !kubelet.WaitForRegistrations(1, std::chrono::seconds(10))) return 1;
+    if (!plugin.Start().ok() || !kubelet.WaitForRegistrations(1, std::chrono::seconds(10)))
+      return 1;
     auto stub = v1beta1::DevicePlugin::NewStub(
         grpc::CreateChannel("unix:" + plugin.SocketPath(), grpc::InsecureChannelCredentials()));
     // Background pods on the node that are not waiting (already running), as on a busy node.
     for (int i = 0; i < 20; ++i) {
-      nlohmann::json pod = {{"metadata", {{"name", "running-" + std::to_string(i)}, {"namespace", "ml"}}},
-                            {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "c"}}}}}},
-                            {"status", {{"phase", "Running"}}}};
+      nlohmann::json pod = {
+          {"metadata", {{"name", "running-" + std::to_string(i)}, {"namespace", "ml"}}},
+          {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "c"}}}}}},
+          {"status", {{"phase", "Running"}}}};
       if (!api.Upsert("pods", pod).ok()) return 1;
     }
     const int nk = std::max(1, n / 4);
@@ -144,16 +156,15 @@ int main(int argc, char** argv) {
     for (int i = 0; i < nk + 20; ++i) {
       const int g = i % gpus;
       const std::string name = "k" + std::to_string(i);
-      nlohmann::json pod = {
-          {"metadata",
-           {{"name", name},
-            {"namespace", "ml"},
-            {"annotations",
-             {{core::kNvidiaDevicesToAllocate, Uuid(g) + ",NVIDIA,3000,30:;"},
-              {core::kVgpuNode, "node1"},
-              {core::kBindPhase, "allocating"}}}}},
-          {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "main"}}}}}},
-          {"status", {{"phase", "Pending"}}}};
+      nlohmann::json pod = {{"metadata",
+                             {{"name", name},
+                              {"namespace", "ml"},
+                              {"annotations",
+                               {{core::kNvidiaDevicesToAllocate, Uuid(g) + ",NVIDIA,3000,30:;"},
+                                {core::kVgpuNode, "node1"},
+                                {core::kBindPhase, "allocating"}}}}},
+                            {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "main"}}}}}},
+                            {"status", {{"phase", "Pending"}}}};
       if (!api.Upsert("pods", pod).ok()) return 1;
       v1beta1::AllocateResponse resp;
       grpc::ClientContext ctx;

@@ -2,9 +2,11 @@
 //  1. /filter latency over HTTPS at 1k and 5k nodes (8 GPUs each, half full, nodeCacheCapable: the
 //     request carries every node name, as kube-scheduler sends it), including the decision patch to
 //     a fake API server. Each decided pod is released afterwards so the cluster stays half full.
-//  2. Sustained pods/s of filter + bind end to end: a full replica (informers, webhook-less) against
+//  2. Sustained pods/s of filter + bind end to end: a full replica (informers, webhook-less)
+//  against
 //     the fake API server, N client threads acting as kube-scheduler over HTTPS.
-// Prints a markdown table. Usage: extender_bench [--quick] [--latency-only | --e2e-only] [--shipped-limits]
+// Prints a markdown table. Usage: extender_bench [--quick] [--latency-only | --e2e-only]
+// [--shipped-limits]
 #include <httplib.h>
 
 #include <algorithm>
@@ -37,23 +39,37 @@ namespace {
 Json GpuNode(const std::string& name, int gpus) {
   Json devs = Json::array();
   for (int i = 0; i < gpus; ++i)
-    devs.push_back({{"id", name + "-gpu" + std::to_string(i)}, {"index", i}, {"count", 10}, {"devmem", 81920},
-                    {"devcore", 100}, {"type", "NVIDIA-A100-SXM4-80GB"}, {"health", true}});
-  return Json{{"apiVersion", "v1"}, {"kind", "Node"},
-              {"metadata", {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
+    devs.push_back({{"id", name + "-gpu" + std::to_string(i)},
+                    {"index", i},
+                    {"count", 10},
+                    {"devmem", 81920},
+                    {"devcore", 100},
+                    {"type", "NVIDIA-A100-SXM4-80GB"},
+                    {"health", true}});
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Node"},
+              {"metadata",
+               {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
 }
 
 Json PodObject(const std::string& name, int64_t mem, int cores) {
-  return Json{{"apiVersion", "v1"}, {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", "bench"}}},
-              {"spec", {{"schedulerName", "hami-scheduler"},
-                        {"containers", Json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"},
-                                                                                                {"nvidia.com/gpumem", std::to_string(mem)},
-                                                                                                {"nvidia.com/gpucores", std::to_string(cores)}}}}}}})}}}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "bench"}}},
+      {"spec",
+       {{"schedulerName", "hami-scheduler"},
+        {"containers", Json::array({{{"name", "c"},
+                                     {"resources",
+                                      {{"limits",
+                                        {{"nvidia.com/gpu", "1"},
+                                         {"nvidia.com/gpumem", std::to_string(mem)},
+                                         {"nvidia.com/gpucores", std::to_string(cores)}}}}}}})}}}};
 }
 
 struct Tls {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("hami-bench-tls-" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hami-bench-tls-" + std::to_string(::getpid()));
   std::string cert, key;
   Tls() {
     std::filesystem::create_directories(dir);
@@ -90,7 +106,8 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   (void)api.Start();
   auto client = MakeClient(api);
   auto sched = std::move(*scheduler::Scheduler::Create({}));
-  const extender::StateOptions state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
+  const extender::StateOptions
+      state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
   extender::ClusterState state(*sched, state_opts);
   std::vector<std::string> names;
   for (int n = 0; n < nodes; ++n) {
@@ -100,12 +117,14 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
     for (int g = 0; g < 4; ++g) {
       core::PodAllocation a;
       a.node = names.back();
-      a.containers = {{core::ContainerDevice{names.back() + "-gpu" + std::to_string(g), "NVIDIA", 40960, 50}}};
+      a.containers = {
+          {core::ContainerDevice{names.back() + "-gpu" + std::to_string(g), "NVIDIA", 40960, 50}}};
       (void)sched->AddPod("fill-" + std::to_string(n) + "-" + std::to_string(g), a);
     }
   }
   std::vector<Json> pods;
-  for (int i = 0; i < 64; ++i) pods.push_back(*api.Upsert("pods", PodObject("lat-" + std::to_string(i), 8192, 20)));
+  for (int i = 0; i < 64; ++i)
+    pods.push_back(*api.Upsert("pods", PodObject("lat-" + std::to_string(i), 8192, 20)));
   // The pod check reads the informer's copy in production (scheduler_main's pod_lookup); here the
   // pods never change, so their stored objects are that copy.
   std::map<std::string, Json> by_name;
@@ -158,19 +177,22 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
     (void)sched->Unreserve(uid);
     if (i >= 50) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
-  std::printf("| /filter over HTTPS, %d nodes x 8 GPUs, half full, NodeNames | %zu | %.0f us | %.0f us | %.0f us |\n", nodes,
-              us.size(), Percentile(us, 0.5), Percentile(us, 0.99), Percentile(us, 1.0));
+  std::printf(
+      "| /filter over HTTPS, %d nodes x 8 GPUs, half full, NodeNames | %zu | %.0f us | %.0f us | "
+      "%.0f us |\n",
+      nodes, us.size(), Percentile(us, 0.5), Percentile(us, 0.99), Percentile(us, 1.0));
   int64_t st1[4];
   stages(st1);
   double mean = 0;
   for (double v : us) mean += v;
   mean /= static_cast<double>(us.size());
   double part[4], sum = 0;
-  for (int k = 0; k < 4; ++k) sum += part[k] = static_cast<double>(st1[k] - st0[k]) / 1e3 / static_cast<double>(us.size());
+  for (int k = 0; k < 4; ++k)
+    sum += part[k] = static_cast<double>(st1[k] - st0[k]) / 1e3 / static_cast<double>(us.size());
   stage_rows.push_back(
-      StrCat("| ", nodes, " nodes | ", static_cast<int>(mean), " us | ", static_cast<int>(part[0]), " us | ",
-             static_cast<int>(part[1]), " us | ", static_cast<int>(part[2]), " us | ", static_cast<int>(part[3]),
-             " us | ", static_cast<int>(mean - sum), " us |"));
+      StrCat("| ", nodes, " nodes | ", static_cast<int>(mean), " us | ", static_cast<int>(part[0]),
+             " us | ", static_cast<int>(part[1]), " us | ", static_cast<int>(part[2]), " us | ",
+             static_cast<int>(part[3]), " us | ", static_cast<int>(mean - sum), " us |"));
   server.Stop();
 }
 
@@ -199,33 +221,42 @@ void CodecCosts(int nodes, int reps) {
     return Percentile(us, 0.5);
   };
   size_t sink = 0;
-  const double dom = median([&] { sink += extender::ParseExtenderArgsDom(body)->node_names->size(); });
-  const double fast = median([&] { sink += extender::ParseExtenderArgs(body)->node_names->size(); });
+  const double dom =
+      median([&] { sink += extender::ParseExtenderArgsDom(body)->node_names->size(); });
+  const double fast =
+      median([&] { sink += extender::ParseExtenderArgs(body)->node_names->size(); });
   const double dump = median([&] { sink += extender::ToJson(r).dump().size(); });
   const double direct = median([&] { sink += extender::SerializeFilterResult(r).size(); });
-  codec_rows.push_back(StrCat("| ExtenderArgs parse, ", nodes, " NodeNames (", body.size() / 1024, " KiB) | ",
-                              static_cast<int>(dom), " us | ", static_cast<int>(fast), " us |"));
-  codec_rows.push_back(StrCat("| ExtenderFilterResult encode, ", nodes, " FailedNodes | ", static_cast<int>(dump),
-                              " us | ", static_cast<int>(direct), " us |"));
+  codec_rows.push_back(StrCat("| ExtenderArgs parse, ", nodes, " NodeNames (", body.size() / 1024,
+                              " KiB) | ", static_cast<int>(dom), " us | ", static_cast<int>(fast),
+                              " us |"));
+  codec_rows.push_back(StrCat("| ExtenderFilterResult encode, ", nodes, " FailedNodes | ",
+                              static_cast<int>(dump), " us | ", static_cast<int>(direct), " us |"));
   if (sink == 0) std::fprintf(stderr, "unexpected\n");
 }
 
 void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   k8s::testing::FakeApiServer api;
   (void)api.Start();
-  for (int n = 0; n < nodes; ++n) (void)api.Upsert("nodes", GpuNode("node-" + std::to_string(n), 8));
+  for (int n = 0; n < nodes; ++n)
+    (void)api.Upsert("nodes", GpuNode("node-" + std::to_string(n), 8));
   std::vector<Json> objs;
-  for (int i = 0; i < pods; ++i) objs.push_back(*api.Upsert("pods", PodObject("e2e-" + std::to_string(i), 2048, 5)));
+  for (int i = 0; i < pods; ++i)
+    objs.push_back(*api.Upsert("pods", PodObject("e2e-" + std::to_string(i), 2048, 5)));
   auto client = MakeClient(api);
   auto sched = std::move(*scheduler::Scheduler::Create({}));
-  const extender::StateOptions state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
+  const extender::StateOptions
+      state_opts;  // named: GCC 12 -O3 misreads a braced temporary (maybe-uninitialized)
   extender::ClusterState state(*sched, state_opts);
   const extender::ControllerOptions ctl_opts;
   extender::Controller ctl(*client, state, ctl_opts);
   ctl.Start();
   ctl.WaitForSync(std::chrono::seconds(60));
-  extender::ExtenderOptions eo;  // as scheduler_main wires it: the pod check reads the informer's copy
-  eo.pod_lookup = [&ctl](const std::string& ns, const std::string& name) { return ctl.LookupPod(ns, name); };
+  extender::ExtenderOptions
+      eo;  // as scheduler_main wires it: the pod check reads the informer's copy
+  eo.pod_lookup = [&ctl](const std::string& ns, const std::string& name) {
+    return ctl.LookupPod(ns, name);
+  };
   extender::Extender ext(*sched, state, client.get(), eo);
   extender::HttpServerOptions ho;
   ho.cert_file = tls.cert;
@@ -259,16 +290,22 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
       a.pod = objs[static_cast<size_t>(i)];
       a.node_names = names;
       auto r = http.Post("/filter", extender::ToJson(a).dump(), "application/json");
-      auto res = r ? extender::ParseExtenderFilterResult(r->body) : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
+      auto res = r ? extender::ParseExtenderFilterResult(r->body)
+                   : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
       if (!res.ok() || !res->error.empty() || !res->node_names || res->node_names->size() != 1) {
-        record(!res.ok() ? "filter: " + std::string(res.status().message())
-                         : !res->error.empty() ? "filter: " + res->error : "filter: no node fits");
+        record(!res.ok()             ? "filter: " + std::string(res.status().message())
+               : !res->error.empty() ? "filter: " + res->error
+                                     : "filter: no node fits");
         continue;
       }
-      extender::ExtenderBindingArgs b{a.pod["metadata"]["name"], "bench", a.pod["metadata"]["uid"], (*res->node_names)[0]};
+      extender::ExtenderBindingArgs b{a.pod["metadata"]["name"], "bench", a.pod["metadata"]["uid"],
+                                      (*res->node_names)[0]};
       auto br = http.Post("/bind", extender::ToJson(b).dump(), "application/json");
-      if (br && br->body == R"({"Error":""})") ok++;
-      else record("bind: " + (br ? br->body : std::string("transport: ") + httplib::to_string(br.error())));
+      if (br && br->body == R"({"Error":""})")
+        ok++;
+      else
+        record("bind: " +
+               (br ? br->body : std::string("transport: ") + httplib::to_string(br.error())));
     }
   };
   const auto t0 = SteadyClock::now();
@@ -276,8 +313,11 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   for (int t = 0; t < threads; ++t) ts.emplace_back(worker);
   for (auto& t : ts) t.join();
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  std::printf("| filter + bind end to end over HTTPS, %d nodes x 8 GPUs, %d client threads, API client %s | %d pods (%d failed) | %.0f pods/s | | |\n",
-              nodes, threads, g_qps > 0 ? "qps 200 / burst 400 (shipped)" : "unlimited", ok.load(), failed.load(), ok.load() / secs);
+  std::printf(
+      "| filter + bind end to end over HTTPS, %d nodes x 8 GPUs, %d client threads, API client %s "
+      "| %d pods (%d failed) | %.0f pods/s | | |\n",
+      nodes, threads, g_qps > 0 ? "qps 200 / burst 400 (shipped)" : "unlimited", ok.load(),
+      failed.load(), ok.load() / secs);
   for (const auto& [what, n] : errors) std::fprintf(stderr, "  %d x %s\n", n, what.c_str());
   server.Stop();
   ctl.Stop();
@@ -288,14 +328,19 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
 int main(int argc, char** argv) {
   bool quick = false, latency = true, e2e = true;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (std::strcmp(argv[i], "--latency-only") == 0) e2e = false;
-    else if (std::strcmp(argv[i], "--e2e-only") == 0) latency = false;
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--latency-only") == 0)
+      e2e = false;
+    else if (std::strcmp(argv[i], "--e2e-only") == 0)
+      latency = false;
     else if (std::strcmp(argv[i], "--shipped-limits") == 0) {
       g_qps = 200;
       g_burst = 400;
     } else {
-      std::fprintf(stderr, "usage: extender_bench [--quick] [--latency-only | --e2e-only] [--shipped-limits]\n");
+      std::fprintf(
+          stderr,
+          "usage: extender_bench [--quick] [--latency-only | --e2e-only] [--shipped-limits]\n");
       return 2;
     }
   }
@@ -309,14 +354,18 @@ int main(int argc, char** argv) {
   if (e2e) EndToEnd(quick ? 20 : 100, quick ? 500 : 5000, 16, tls);
   if (latency) CodecCosts(5000, quick ? 20 : 200);
   if (!codec_rows.empty()) {
-    std::printf("\nThe extender's request/reply codecs (median per call):\n\n"
-                "| work | nlohmann DOM | direct |\n|---|---|---|\n");
+    std::printf(
+        "\nThe extender's request/reply codecs (median per call):\n\n"
+        "| work | nlohmann DOM | direct |\n|---|---|---|\n");
     for (const auto& r : codec_rows) std::printf("%s\n", r.c_str());
   }
   if (!stage_rows.empty()) {
-    std::printf("\nWhere a /filter's time goes (means per call; \"rest\" = TLS + HTTP + pod parse + bookkeeping):\n\n"
-                "| cluster | total | ExtenderArgs parse | scheduler library | decision patch | reply encode | rest |\n"
-                "|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "\nWhere a /filter's time goes (means per call; \"rest\" = TLS + HTTP + pod parse + "
+        "bookkeeping):\n\n"
+        "| cluster | total | ExtenderArgs parse | scheduler library | decision patch | reply "
+        "encode | rest |\n"
+        "|---|---|---|---|---|---|---|\n");
     for (const auto& r : stage_rows) std::printf("%s\n", r.c_str());
   }
   return 0;

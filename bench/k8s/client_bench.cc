@@ -66,7 +66,9 @@ void BM_PatchThenBind(benchmark::State& state) {
     const std::string name = "bind-" + std::to_string(seq++);
     (void)env.fake.Upsert("pods", MakePod("bench", name));
     state.ResumeTiming();
-    Json patch = {{"metadata", {{"annotations", {{"hami.io/vgpu-devices-allocated", "GPU-0,NVIDIA,4000,30:;"}}}}}};
+    Json patch = {
+        {"metadata",
+         {{"annotations", {{"hami.io/vgpu-devices-allocated", "GPU-0,NVIDIA,4000,30:;"}}}}}};
     auto p = env.client->Patch(kPods, "bench", name, PatchType::kMerge, patch);
     Status b = env.client->Bind("bench", name, "", "node-1");
     if (!p.ok() || !b.ok()) state.SkipWithError("patch or bind failed");
@@ -84,10 +86,13 @@ void BM_MutateJsonPatch(benchmark::State& state) {
   MutateOptions mo;
   mo.mode = MutateOptions::Mode::kJson;
   for (auto _ : state) {
-    auto r = env.client->Mutate(kPods, "bench", "mutate", [&](Json& pod) {
-      pod["metadata"]["annotations"]["n"] = std::to_string(++i);
-      return OkStatus();
-    }, mo);
+    auto r = env.client->Mutate(
+        kPods, "bench", "mutate",
+        [&](Json& pod) {
+          pod["metadata"]["annotations"]["n"] = std::to_string(++i);
+          return OkStatus();
+        },
+        mo);
     if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
   }
   state.SetItemsProcessed(state.iterations());

@@ -1,7 +1,7 @@
-// Scrape time of `hami monitor` for a node with N containers' regions (written through libvgpu's own
-// region code, each with its processes alive), 8 GPUs and per-process utilisation rows: the full
-// Render() path (rescan of the region root, snapshots with liveness checks, labels, text format).
-// Usage: monitor_scrape_bench [containers=100] [procs_per_container=2] [scrapes=2000]
+// Scrape time of `hami monitor` for a node with N containers' regions (written through libvgpu's
+// own region code, each with its processes alive), 8 GPUs and per-process utilisation rows: the
+// full Render() path (rescan of the region root, snapshots with liveness checks, labels, text
+// format). Usage: monitor_scrape_bench [containers=100] [procs_per_container=2] [scrapes=2000]
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,8 +31,10 @@ int main(int argc, char** argv) {
   StaticTelemetry telemetry;
   std::vector<HostGpu> gpus;
   for (int g = 0; g < kGpus; ++g) {
-    gpus.push_back({g, "GPU-bench-" + std::to_string(g), "NVIDIA A100-SXM4-80GB", 80ull << 30, 1000 * kMiB, 50, 10});
-    telemetry.SetProcessUtil(gpus.back().uuid, {{static_cast<uint32_t>(getpid()), 30}, {12345, 20}});
+    gpus.push_back({g, "GPU-bench-" + std::to_string(g), "NVIDIA A100-SXM4-80GB", 80ull << 30,
+                    1000 * kMiB, 50, 10});
+    telemetry.SetProcessUtil(gpus.back().uuid,
+                             {{static_cast<uint32_t>(getpid()), 30}, {12345, 20}});
   }
   telemetry.SetDevices(gpus);
   std::vector<std::unique_ptr<testing::FakeContainerProcess>> live;
@@ -75,8 +77,8 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
   };
-  std::printf("containers=%d procs_per_container=%d scrapes=%d exposition_bytes=%zu\n", containers, procs, scrapes,
-              bytes);
+  std::printf("containers=%d procs_per_container=%d scrapes=%d exposition_bytes=%zu\n", containers,
+              procs, scrapes, bytes);
   std::printf("scrape_us p50=%.1f p99=%.1f max=%.1f\n", pct(us, 0.5), pct(us, 0.99), pct(us, 1.0));
   std::printf("feedback_tick_us p50=%.1f p99=%.1f\n", pct(tick_us, 0.5), pct(tick_us, 0.99));
   return 0;

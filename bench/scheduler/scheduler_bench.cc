@@ -1,7 +1,7 @@
-// Filter+score decision latency of the scheduler versus cluster size: N nodes of 8 GPUs, about half of
-// the GPU capacity in use, one Schedule() call over all nodes (no candidate list) per iteration. Reports
-// p50/p99 of the per-decision wall time and the mean per-decision CPU time of the calling thread as
-// counters (microseconds).
+// Filter+score decision latency of the scheduler versus cluster size: N nodes of 8 GPUs, about half
+// of the GPU capacity in use, one Schedule() call over all nodes (no candidate list) per iteration.
+// Reports p50/p99 of the per-decision wall time and the mean per-decision CPU time of the calling
+// thread as counters (microseconds).
 #include <time.h>
 
 #include <algorithm>
@@ -64,7 +64,8 @@ std::unique_ptr<Scheduler> HalfFull(const std::string& policy, int nodes) {
       if (pct == 0) continue;
       core::PodAllocation a;
       a.node = n.name;
-      a.containers.push_back({core::ContainerDevice{dev.uuid, "NVIDIA", dev.devmem_mib * pct / 100, pct, dev.index}});
+      a.containers.push_back(
+          {core::ContainerDevice{dev.uuid, "NVIDIA", dev.devmem_mib * pct / 100, pct, dev.index}});
       (void)s->AddPod("seed-" + std::to_string(uid++), a);
     }
   }
@@ -86,9 +87,10 @@ void Report(benchmark::State& state, std::vector<double>& us, double cpu_sec = -
   state.counters["nodes"] = static_cast<double>(state.range(0));
 }
 
-// full_scan: score every feasible node (ScheduleOptions::full_scan), the cost without the bounded scan.
-// candidates: pass every node's name as the extender does with nodeCacheCapable (kube-scheduler's
-// NodeNames), in kube-scheduler's order: rotated by a different start node on every decision.
+// full_scan: score every feasible node (ScheduleOptions::full_scan), the cost without the bounded
+// scan. candidates: pass every node's name as the extender does with nodeCacheCapable
+// (kube-scheduler's NodeNames), in kube-scheduler's order: rotated by a different start node on
+// every decision.
 template <const char* kPolicy, bool kFullScan = false, bool kCandidates = false>
 void BM_FilterScore(benchmark::State& state) {
   ScheduleOptions opts;
@@ -97,7 +99,8 @@ void BM_FilterScore(benchmark::State& state) {
   auto s = HalfFull(kPolicy, nodes);
   Rng rng(11);
   // Steady state: the fragmentation-aware policies learn the 40 pod shapes of this benchmark from
-  // the first decisions (cold-start numbers are in docs/benchmarks.md); other policies are unaffected.
+  // the first decisions (cold-start numbers are in docs/benchmarks.md); other policies are
+  // unaffected.
   for (int i = 0; i < 300; ++i) {
     const int pct = 5 + static_cast<int>(rng.Uniform(40));
     benchmark::DoNotOptimize(s->Schedule(SharePod("w", 32000 * pct / 100, pct), nullptr));
@@ -110,7 +113,9 @@ void BM_FilterScore(benchmark::State& state) {
   for (auto _ : state) {
     const int pct = 5 + static_cast<int>(rng.Uniform(40));
     auto pod = SharePod("p", 32000 * pct / 100, pct);
-    if (kCandidates) std::rotate(names.begin(), names.begin() + static_cast<long>(rng.Uniform(names.size())), names.end());
+    if (kCandidates)
+      std::rotate(names.begin(), names.begin() + static_cast<long>(rng.Uniform(names.size())),
+                  names.end());
     const double c0 = ThreadCpuSeconds();
     auto t0 = std::chrono::steady_clock::now();
     auto d = s->Schedule(pod, kCandidates ? &names : nullptr, opts);
@@ -130,20 +135,70 @@ void BM_FilterScore(benchmark::State& state) {
 
 constexpr char kHami[] = "hami";
 constexpr char kBestFit[] = "best-fit";
-BENCHMARK_TEMPLATE(BM_FilterScore, kHami)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-// The fragmentation-aware policies (their task-shape model learns the benchmark's 40 pod shapes as it goes).
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// The fragmentation-aware policies (their task-shape model learns the benchmark's 40 pod shapes as
+// it goes).
 constexpr char kFgd[] = "fgd";
 constexpr char kDefault[] = "default";
-BENCHMARK_TEMPLATE(BM_FilterScore, kFgd)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kDefault)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-// The same decisions scoring every feasible node (what every decision cost before the bounded scan).
-BENCHMARK_TEMPLATE(BM_FilterScore, kHami, false, true)->Arg(1000)->Arg(5000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kDefault, false, true)->Arg(1000)->Arg(5000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kHami, true)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit, true)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kFgd, true)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_FilterScore, kDefault, true)->Arg(1000)->Arg(5000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kFgd)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kDefault)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// The same decisions scoring every feasible node (what every decision cost before the bounded
+// scan).
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami, false, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kDefault, false, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kBestFit, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kFgd, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kDefault, true)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Schedule + Reserve + Unreserve: the full per-pod cost the extender pays (cache update included).
 void BM_ScheduleReserve(benchmark::State& state) {

@@ -1,4 +1,5 @@
-// One full workload-inflation run (inflation 1.3, seed 42) of the bundled default openb trace per policy.
+// One full workload-inflation run (inflation 1.3, seed 42) of the bundled default openb trace per
+// policy.
 #include <cstdio>
 #include <string>
 
@@ -57,7 +58,8 @@ void BM_FullRun(benchmark::State& state, std::string policy) {
 
 const int kRegistered = [] {
   for (const auto& row : scheduler::Policies())
-    benchmark::RegisterBenchmark(("BM_FullRun/" + std::string(row.name)).c_str(), BM_FullRun, std::string(row.name))
+    benchmark::RegisterBenchmark(("BM_FullRun/" + std::string(row.name)).c_str(), BM_FullRun,
+                                 std::string(row.name))
         ->Unit(benchmark::kMillisecond)
         ->Iterations(1);
   return 0;

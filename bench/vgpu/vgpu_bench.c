@@ -1,9 +1,9 @@
-/* Per-call cost of libvgpu on the fake driver, for callgrind (instruction counts) and strace (system calls).
- * Each measured loop is its own noinline function (bench_*), so that
- *   valgrind --tool=callgrind --toggle-collect=bench_<name> vgpu_bench <name> <n>
- * counts exactly that loop; the script run_callgrind.sh runs it with and without LD_PRELOAD=libvgpu.so and
- * divides by n. Around each loop the program makes a marker system call (write(-1, "vgpu-bench begin|end")),
- * so that `strace -f` can count the system calls made inside the loop by this thread. */
+/* Per-call cost of libvgpu on the fake driver, for callgrind (instruction counts) and strace
+ * (system calls). Each measured loop is its own noinline function (bench_*), so that valgrind
+ * --tool=callgrind --toggle-collect=bench_<name> vgpu_bench <name> <n> counts exactly that loop;
+ * the script run_callgrind.sh runs it with and without LD_PRELOAD=libvgpu.so and divides by n.
+ * Around each loop the program makes a marker system call (write(-1, "vgpu-bench begin|end")), so
+ * that `strace -f` can count the system calls made inside the loop by this thread. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <stdio.h>
@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(call)                                          \
-  do {                                                       \
-    CUresult rc_ = (call);                                   \
-    if (rc_ != CUDA_SUCCESS) {                               \
-      fprintf(stderr, "%s failed: %d\n", #call, (int)rc_);   \
-      exit(1);                                               \
-    }                                                        \
+#define CHECK(call)                                        \
+  do {                                                     \
+    CUresult rc_ = (call);                                 \
+    if (rc_ != CUDA_SUCCESS) {                             \
+      fprintf(stderr, "%s failed: %d\n", #call, (int)rc_); \
+      exit(1);                                             \
+    }                                                      \
   } while (0)
 
 static void marker(const char* what) {
@@ -48,7 +48,8 @@ __attribute__((noinline)) void bench_startup(void) {
 }
 
 __attribute__((noinline)) void bench_launch(int n) {
-  for (int i = 0; i < n; i++) CHECK(cuLaunchKernel(g_fn, 1, 1, 1, 32, 1, 1, 0, g_stream, NULL, NULL));
+  for (int i = 0; i < n; i++)
+    CHECK(cuLaunchKernel(g_fn, 1, 1, 1, 32, 1, 1, 0, g_stream, NULL, NULL));
 }
 
 __attribute__((noinline)) void bench_alloc_free(int n) {

@@ -3,13 +3,12 @@
 // Kubernetes side (pending pods from decision annotations, node registration annotations).
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
@@ -18,11 +17,11 @@
 #include "core/annotations.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
-#include "extender/device_config.h"
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
 #include "deviceplugin/pod_resources.h"
+#include "extender/device_config.h"
 #include "gpu/nvml_discovery.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -52,64 +51,87 @@ int DevicePluginMain(int argc, char** argv) {
   int register_interval_s = 30;
   uint64_t seed = 0;
 
-  CLI::App app{"Kubelet device plugin (API v1beta1) for GPUs shared through libvgpu: advertises each GPU as "
-               "split-count replicas, answers Allocate with the libvgpu environment and mounts of the pod's "
-               "scheduling decision, and keeps the node's hami.io/node-nvidia-register annotation current."};
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig FILE (default: in-cluster, then $KUBECONFIG, ~/.kube/config)");
+  CLI::App app{
+      "Kubelet device plugin (API v1beta1) for GPUs shared through libvgpu: advertises each GPU as "
+      "split-count replicas, answers Allocate with the libvgpu environment and mounts of the pod's "
+      "scheduling decision, and keeps the node's hami.io/node-nvidia-register annotation current."};
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig FILE (default: in-cluster, then $KUBECONFIG, ~/.kube/config)");
   app.add_option("--node-name", node_name, "this node's name (default: env NODE_NAME)");
-  app.add_option("--plugin-dir", cfg.plugin_dir, "kubelet device plugin directory (kubelet.sock, our socket)")
+  app.add_option("--plugin-dir", cfg.plugin_dir,
+                 "kubelet device plugin directory (kubelet.sock, our socket)")
       ->capture_default_str();
-  app.add_option("--socket-name", cfg.socket_name, "our socket's file name in --plugin-dir")->capture_default_str();
-  app.add_option("--resource-name", cfg.resource_name, "extended resource advertised to kubelet")->capture_default_str();
-  app.add_option("--scheduler-name", cfg.scheduler_name,
-                 "schedulerName of the pods whose device decisions arm containers (others are refused)")
+  app.add_option("--socket-name", cfg.socket_name, "our socket's file name in --plugin-dir")
+      ->capture_default_str();
+  app.add_option("--resource-name", cfg.resource_name, "extended resource advertised to kubelet")
+      ->capture_default_str();
+  app.add_option(
+         "--scheduler-name", cfg.scheduler_name,
+         "schedulerName of the pods whose device decisions arm containers (others are refused)")
       ->capture_default_str();
   app.add_option("--region-group", cfg.region_group,
-                 "gid of region directories (mode 0770) for pods holding it in supplementalGroups; set the same "
+                 "gid of region directories (mode 0770) for pods holding it in supplementalGroups; "
+                 "set the same "
                  "value as the scheduler's --region-group (-1: none)")
       ->capture_default_str();
-  app.add_option("--split-count", cfg.split_count, "replicas per GPU: the most containers that may share one GPU")
+  app.add_option("--split-count", cfg.split_count,
+                 "replicas per GPU: the most containers that may share one GPU")
       ->envname("DEVICE_SPLIT_COUNT")
       ->capture_default_str();
-  app.add_option("--device-memory-scaling", cfg.memory_scaling,
-                 "registered memory = physical x this; > 1 oversubscribes (CUDA_OVERSUBSCRIBE=true)")
+  app.add_option(
+         "--device-memory-scaling", cfg.memory_scaling,
+         "registered memory = physical x this; > 1 oversubscribes (CUDA_OVERSUBSCRIBE=true)")
       ->capture_default_str();
-  app.add_option("--device-cores-scaling", cfg.core_scaling, "registered cores = 100 x this")->capture_default_str();
-  app.add_option("--core-policy", cfg.core_policy, "GPU_CORE_UTILIZATION_POLICY: default | force | disable")
+  app.add_option("--device-cores-scaling", cfg.core_scaling, "registered cores = 100 x this")
       ->capture_default_str();
-  app.add_option("--libcuda-log-level", cfg.libcuda_log_level, "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
-  app.add_flag("--enable-numa-topology", cfg.enable_numa_topology, "report each replica's NUMA node to kubelet");
+  app.add_option("--core-policy", cfg.core_policy,
+                 "GPU_CORE_UTILIZATION_POLICY: default | force | disable")
+      ->capture_default_str();
+  app.add_option("--libcuda-log-level", cfg.libcuda_log_level,
+                 "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
+  app.add_flag("--enable-numa-topology", cfg.enable_numa_topology,
+               "report each replica's NUMA node to kubelet");
   app.add_option("--config", config_file,
-                 "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), applied over the flags");
+                 "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), "
+                 "applied over the flags");
   app.add_option("--device-config-file,--device-config", device_config_file,
-                 "device-config.yaml shared with the scheduler: its nvidia resourceCountName and gpuCorePolicy are the "
+                 "device-config.yaml shared with the scheduler: its nvidia resourceCountName and "
+                 "gpuCorePolicy are the "
                  "defaults of --resource-name and --core-policy");
-  app.add_option("--libvgpu-path", cfg.libvgpu_host_path, "host path of libvgpu.so mounted into containers")
+  app.add_option("--libvgpu-path", cfg.libvgpu_host_path,
+                 "host path of libvgpu.so mounted into containers")
       ->capture_default_str();
-  app.add_option("--ld-preload-path", cfg.ld_preload_host_path, "host file mounted as the container's /etc/ld.so.preload")
+  app.add_option("--ld-preload-path", cfg.ld_preload_host_path,
+                 "host file mounted as the container's /etc/ld.so.preload")
       ->capture_default_str();
-  app.add_option("--region-root", cfg.region_root,
-                 "host directory of per-container region directories (<root>/<podUID>_<container>/)")
+  app.add_option(
+         "--region-root", cfg.region_root,
+         "host directory of per-container region directories (<root>/<podUID>_<container>/)")
       ->capture_default_str();
   app.add_option("--container-hook-dir", cfg.container_hook_dir,
                  "where containers see libvgpu.so and their region directory")
       ->capture_default_str();
-  app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")->capture_default_str();
-  app.add_option("--pod-resources-socket", pod_resources_socket,
-                 "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "
-                 "(empty: not used)")
+  app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")
       ->capture_default_str();
-  app.add_option("--nvml-library", nvml_library, "NVML library to dlopen (normal library search)")->capture_default_str();
+  app.add_option(
+         "--pod-resources-socket", pod_resources_socket,
+         "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "
+         "(empty: not used)")
+      ->capture_default_str();
+  app.add_option("--nvml-library", nvml_library, "NVML library to dlopen (normal library search)")
+      ->capture_default_str();
   app.add_flag("--fail-on-init-error", fail_on_init_error,
                "exit when NVML cannot be loaded (default: run with no GPUs)");
   app.add_flag("--enable-topology-score", topology_score,
                "also write hami.io/node-nvidia-score (default: env ENABLE_TOPOLOGY_SCORE)");
-  app.add_option("--register-interval", register_interval_s, "seconds between node annotation refreshes")
+  app.add_option("--register-interval", register_interval_s,
+                 "seconds between node annotation refreshes")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   app.add_option("--seed", seed, "seed of region file names (0: from the clock)");
   app.add_flag("--dry-run", dry_run, "print the node annotations this node would get, then exit");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->capture_default_str();
   LogFlags log_flags;
   AddLogFlags(app, log_flags);
   NormalizeKlogArgs(argc, argv);
@@ -122,13 +144,15 @@ int DevicePluginMain(int argc, char** argv) {
   if (node_name.empty()) {
     if (const char* n = std::getenv("NODE_NAME")) node_name = n;
   }
-  if (node_name.empty() && !dry_run) return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
+  if (node_name.empty() && !dry_run)
+    return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
   if (!device_config_file.empty()) {
     auto dc = extender::LoadDeviceConfig(device_config_file);
     if (!dc.ok()) return Fail(dc.status());
     if (app.count("--resource-name") == 0) cfg.resource_name = dc->resources.nvidia.count;
     if (app.count("--core-policy") == 0) cfg.core_policy = dc->gpu_core_policy;
-    // The file's device plugin knobs where no flag names them (flag > device-config.yaml > default).
+    // The file's device plugin knobs where no flag names them (flag > device-config.yaml >
+    // default).
     const auto& k = dc->plugin;
     auto unset = [&app](const char* flag) {
       const CLI::Option* o = app.get_option_no_throw(flag);
@@ -136,15 +160,20 @@ int DevicePluginMain(int argc, char** argv) {
     };
     if (k.device_split_count && unset("--split-count") && !std::getenv("DEVICE_SPLIT_COUNT"))
       cfg.split_count = *k.device_split_count;
-    if (k.device_memory_scaling && unset("--device-memory-scaling")) cfg.memory_scaling = *k.device_memory_scaling;
-    if (k.device_core_scaling && unset("--device-cores-scaling")) cfg.core_scaling = *k.device_core_scaling;
+    if (k.device_memory_scaling && unset("--device-memory-scaling"))
+      cfg.memory_scaling = *k.device_memory_scaling;
+    if (k.device_core_scaling && unset("--device-cores-scaling"))
+      cfg.core_scaling = *k.device_core_scaling;
     if (k.preconfigured_memory && unset("--preconfigured-device-memory"))
       cfg.preconfigured_memory_mib = *k.preconfigured_memory;
-    if (k.enable_numa_topology && unset("--enable-numa-topology")) cfg.enable_numa_topology = *k.enable_numa_topology;
-    if (k.lib_cuda_log_level && unset("--libcuda-log-level")) cfg.libcuda_log_level = *k.lib_cuda_log_level;
+    if (k.enable_numa_topology && unset("--enable-numa-topology"))
+      cfg.enable_numa_topology = *k.enable_numa_topology;
+    if (k.lib_cuda_log_level && unset("--libcuda-log-level"))
+      cfg.libcuda_log_level = *k.lib_cuda_log_level;
   }
   if (!config_file.empty()) {
-    if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok()) return Fail(s);
+    if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok())
+      return Fail(s);
   }
   if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
 
@@ -163,13 +192,15 @@ int DevicePluginMain(int argc, char** argv) {
   if (dry_run) {
     auto gpus = discovery->ListDevices();
     if (!gpus.ok()) return Fail(gpus.status());
-    std::printf("%s: %s\n", core::kNodeNvidiaRegister,
-                core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(*gpus, {}, cfg)).c_str());
+    std::printf(
+        "%s: %s\n", core::kNodeNvidiaRegister,
+        core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(*gpus, {}, cfg)).c_str());
     if (topology_score) {
       auto links = discovery->Topology();
       if (!links.ok()) return Fail(links.status());
-      std::printf("%s: %s\n", core::kNodeNvidiaScore,
-                  core::EncodeLinkScores(deviceplugin::BuildLinkScores(*gpus, *links, cfg)).c_str());
+      std::printf(
+          "%s: %s\n", core::kNodeNvidiaScore,
+          core::EncodeLinkScores(deviceplugin::BuildLinkScores(*gpus, *links, cfg)).c_str());
     }
     return 0;
   }
@@ -186,17 +217,22 @@ int DevicePluginMain(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  deviceplugin::K8sPendingPodSource pending(client->get(), node_name, cfg.scheduler_name, cfg.region_group);
-  if (seed == 0) seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^ static_cast<uint64_t>(::getpid());
+  deviceplugin::K8sPendingPodSource pending(client->get(), node_name, cfg.scheduler_name,
+                                            cfg.region_group);
+  if (seed == 0)
+    seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^
+           static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
   std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;
   if (!pod_resources_socket.empty()) {
-    pod_resources = std::make_unique<deviceplugin::PodResourcesView>(pod_resources_socket, cfg.resource_name);
+    pod_resources =
+        std::make_unique<deviceplugin::PodResourcesView>(pod_resources_socket, cfg.resource_name);
     plugin.SetKubeletPodView(pod_resources.get());
   }
   if (Status s = plugin.Start(); !s.ok()) return Fail(s);
   deviceplugin::NodeRegistrar registrar(
-      client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); }, &RealClock::Get());
+      client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); },
+      &RealClock::Get());
 
   // Node annotations: refreshed every --register-interval, at once when device health changes,
   // and 5 s after a failed write (upstream's rhythm).

@@ -9,9 +9,12 @@
 namespace hami::cmd {
 
 void AddLogFlags(CLI::App& app, LogFlags& flags) {
-  app.add_option("-v,--v", flags.verbosity, "klog-style verbosity (upstream's -v=N): 4 = debug, 5+ = trace; raises --log-level")
+  app.add_option(
+         "-v,--v", flags.verbosity,
+         "klog-style verbosity (upstream's -v=N): 4 = debug, 5+ = trace; raises --log-level")
       ->check(CLI::Range(0, 10));
-  app.add_flag("--debug", flags.debug, "debug logging (upstream's --debug; same as --log-level=debug)");
+  app.add_flag("--debug", flags.debug,
+               "debug logging (upstream's --debug; same as --log-level=debug)");
   app.add_option("--log-format", flags.format, "text | json (one JSON object per line)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -29,7 +32,9 @@ void NormalizeKlogArgs(int argc, char** argv) {
 
 std::string EffectiveLevel(const LogFlags& flags, std::string_view log_level) {
   // spdlog's order: trace < debug < info < ...; the most verbose of the requests wins.
-  auto rank = [](std::string_view l) { return static_cast<int>(spdlog::level::from_str(std::string(l))); };
+  auto rank = [](std::string_view l) {
+    return static_cast<int>(spdlog::level::from_str(std::string(l)));
+  };
   std::string level(log_level);
   auto raise = [&](std::string_view l) {
     if (rank(l) < rank(level)) level = std::string(l);
@@ -62,15 +67,18 @@ std::string LabelValue(std::string_view v) {
 
 std::string BuildInfoMetric(std::string_view component) {
   const monitor::BuildInfo b = monitor::CurrentBuildInfo();
-  return StrCat("# HELP hami_build_info Build information of this hami-cpp binary.\n# TYPE hami_build_info gauge\n",
-                "hami_build_info{component=\"", LabelValue(component), "\",version=\"", LabelValue(b.version),
-                "\",revision=\"", LabelValue(b.revision), "\",build_date=\"", LabelValue(b.build_date), "\"} 1\n");
+  return StrCat(
+      "# HELP hami_build_info Build information of this hami-cpp binary.\n# TYPE hami_build_info "
+      "gauge\n",
+      "hami_build_info{component=\"", LabelValue(component), "\",version=\"", LabelValue(b.version),
+      "\",revision=\"", LabelValue(b.revision), "\",build_date=\"", LabelValue(b.build_date),
+      "\"} 1\n");
 }
 
 std::string VersionLine() {
   const monitor::BuildInfo b = monitor::CurrentBuildInfo();
-  return StrCat("hami-cpp ", b.version, " (revision ", b.revision, ", built ", b.build_date, ", ", b.compiler, ", ",
-                b.platform, ")");
+  return StrCat("hami-cpp ", b.version, " (revision ", b.revision, ", built ", b.build_date, ", ",
+                b.compiler, ", ", b.platform, ")");
 }
 
 }  // namespace hami::cmd

@@ -22,7 +22,8 @@ void AddLogFlags(CLI::App& app, LogFlags& flags);
 // The replacement strings live as long as the process.
 void NormalizeKlogArgs(int argc, char** argv);
 
-// The level to use: --debug or -v=N raise --log-level (never lower it); then applies level and format.
+// The level to use: --debug or -v=N raise --log-level (never lower it); then applies level and
+// format.
 std::string EffectiveLevel(const LogFlags& flags, std::string_view log_level);
 Status ApplyLogFlags(const LogFlags& flags, std::string_view log_level);
 

@@ -1,10 +1,9 @@
 #include "cmd/log_flags.h"
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/log.h"
 #include "gtest/gtest.h"
@@ -49,7 +48,8 @@ TEST(LogFlagsTest, RejectsGarbage) {
 
 TEST(LogFlagsTest, JsonLinesAreJsonWithTheMessageEscaped) {
   std::ostringstream out;
-  auto logger = std::make_shared<spdlog::logger>("jsontest", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  auto logger = std::make_shared<spdlog::logger>(
+      "jsontest", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
   spdlog::register_logger(logger);
   LogFlags f;
   f.format = "json";
@@ -73,7 +73,10 @@ TEST(LogFlagsTest, JsonLinesAreJsonWithTheMessageEscaped) {
 TEST(BuildInfoTest, MetricNamesVersionAndRevision) {
   const std::string m = BuildInfoMetric("scheduler");
   EXPECT_NE(m.find("# TYPE hami_build_info gauge\n"), std::string::npos);
-  EXPECT_NE(m.find("hami_build_info{component=\"scheduler\",version=\"" HAMI_VERSION "\",revision=\""), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("hami_build_info{component=\"scheduler\",version=\"" HAMI_VERSION "\",revision=\""),
+      std::string::npos)
+      << m;
   EXPECT_TRUE(m.ends_with("\"} 1\n")) << m;
   EXPECT_NE(VersionLine().find("hami-cpp " HAMI_VERSION " (revision "), std::string::npos);
 }

@@ -21,7 +21,8 @@ constexpr Subcommand kSubcommands[] = {
 };
 
 void Usage(FILE* out) {
-  std::fprintf(out, "usage: hami <command> [flags]   (hami <command> --help for its flags)\n\ncommands:\n");
+  std::fprintf(
+      out, "usage: hami <command> [flags]   (hami <command> --help for its flags)\n\ncommands:\n");
   for (const auto& s : kSubcommands) std::fprintf(out, "  %-15s %s\n", s.name, s.help);
 }
 

@@ -1,13 +1,12 @@
-// `hami monitor`: the node exporter (Prometheus, :9394) over libvgpu's shared regions and NVML, with the
-// utilisation/priority feedback loop and stale-region cleanup. Flags and wiring only.
+// `hami monitor`: the node exporter (Prometheus, :9394) over libvgpu's shared regions and NVML,
+// with the utilisation/priority feedback loop and stale-region cleanup. Flags and wiring only.
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
@@ -36,7 +35,8 @@ class NoTelemetry final : public monitor::GpuTelemetry {
  public:
   explicit NoTelemetry(std::string why) : why_(std::move(why)) {}
   StatusOr<std::vector<monitor::HostGpu>> Devices() override { return Unavailable(why_); }
-  StatusOr<std::vector<monitor::ProcessUtil>> ProcessUtilization(const std::string&, int64_t) override {
+  StatusOr<std::vector<monitor::ProcessUtil>> ProcessUtilization(const std::string&,
+                                                                 int64_t) override {
     return Unavailable(why_);
   }
 
@@ -47,10 +47,13 @@ class NoTelemetry final : public monitor::GpuTelemetry {
 }  // namespace
 
 int MonitorMain(int argc, char** argv) {
-  CLI::App app{"hami monitor: Prometheus exporter of libvgpu container usage and host GPU metrics, with the "
-               "SM-limit/priority feedback loop and stale region cleanup"};
-  std::string bind = "0.0.0.0:9394", region_root = "/usr/local/vgpu/containers", node_name, kubeconfig;
-  std::string resync = "5m", feedback = "5s", log_level = "info", nvml_library = "libnvidia-ml.so.1";
+  CLI::App app{
+      "hami monitor: Prometheus exporter of libvgpu container usage and host GPU metrics, with the "
+      "SM-limit/priority feedback loop and stale region cleanup"};
+  std::string bind = "0.0.0.0:9394", region_root = "/usr/local/vgpu/containers", node_name,
+              kubeconfig;
+  std::string resync = "5m", feedback = "5s", log_level = "info",
+              nvml_library = "libnvidia-ml.so.1";
   app.add_option("--metrics-bind", bind, "ADDR:PORT to serve GET /metrics and GET /healthz on")
       ->capture_default_str();
   app.add_option("--region-root", region_root,
@@ -60,15 +63,18 @@ int MonitorMain(int argc, char** argv) {
   app.add_option("--kubeconfig", kubeconfig,
                  "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)");
   app.add_option("--resync-interval", resync,
-                 "how often stale region directories are deleted, and how long a directory of a deleted pod "
+                 "how often stale region directories are deleted, and how long a directory of a "
+                 "deleted pod "
                  "is kept (like upstream's HAMI_RESYNC_INTERVAL)")
       ->capture_default_str();
   app.add_option("--feedback-interval", feedback,
-                 "period of the utilisation/priority feedback loop (0 = off; regions keep libvgpu's default: "
+                 "period of the utilisation/priority feedback loop (0 = off; regions keep "
+                 "libvgpu's default: "
                  "SM limits always on)")
       ->capture_default_str();
   app.add_option("--nvml-library", nvml_library, "NVML library to dlopen")->capture_default_str();
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
   LogFlags log_flags;
   AddLogFlags(app, log_flags);
   NormalizeKlogArgs(argc, argv);
@@ -91,7 +97,8 @@ int MonitorMain(int argc, char** argv) {
   if (!feedback_ms.ok()) return Fail(feedback_ms.status());
   if (node_name.empty()) {
     const char* env = std::getenv("NODE_NAME");
-    if (env == nullptr || *env == '\0') return Fail(InvalidArgument("--node-name is empty and NODE_NAME is not set"));
+    if (env == nullptr || *env == '\0')
+      return Fail(InvalidArgument("--node-name is empty and NODE_NAME is not set"));
     node_name = env;
   }
 
@@ -128,14 +135,15 @@ int MonitorMain(int argc, char** argv) {
   exporter_options.build = monitor::CurrentBuildInfo();
   monitor::ActivityLog activity;
   monitor::Exporter exporter(exporter_options, store, pods, *telemetry, clock, &activity);
-  monitor::FeedbackLoop loop(store, *telemetry, clock, std::max<int64_t>(*feedback_ms, 1000) * 1'000'000,
-                             &activity);
+  monitor::FeedbackLoop loop(store, *telemetry, clock,
+                             std::max<int64_t>(*feedback_ms, 1000) * 1'000'000, &activity);
   monitor::ServerOptions server_options;
   server_options.host = host;
   server_options.port = port;
   server_options.feedback_interval_ms = *feedback_ms;
   server_options.resync_interval_ms = *resync_ms;
-  monitor::MonitorServer server(server_options, exporter, *feedback_ms > 0 ? &loop : nullptr, store, pods);
+  monitor::MonitorServer server(server_options, exporter, *feedback_ms > 0 ? &loop : nullptr, store,
+                                pods);
 
   auto bound = server.Start();
   if (!bound.ok()) return Fail(bound.status());

@@ -38,7 +38,9 @@ namespace hami::cmd {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+void OnSignal(int) {
+  g_stop = true;
+}
 
 int Fail(const std::string& what, const Status& s) {
   std::fprintf(stderr, "hami scheduler: %s: %s\n", what.c_str(), std::string(s.message()).c_str());
@@ -63,86 +65,132 @@ std::string Env(const char* name, const std::string& fallback) {
 }  // namespace
 
 int SchedulerMain(int argc, char** argv) {
-  CLI::App app{"HAMi control plane: scheduler extender (/filter, /bind) for the stock kube-scheduler, mutating "
-               "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's annotations; "
-               "all state is rebuilt from them on start."};
-  std::string kubeconfig, http_bind = "127.0.0.1:8080", extender_bind = "127.0.0.1:8888", cert_file, key_file, scheduler_name = "hami-scheduler";
-  std::string node_policy = "binpack", gpu_policy = "spread", policy = "default", metrics_bind = ":9395";
+  CLI::App app{
+      "HAMi control plane: scheduler extender (/filter, /bind) for the stock kube-scheduler, "
+      "mutating "
+      "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's "
+      "annotations; "
+      "all state is rebuilt from them on start."};
+  std::string kubeconfig, http_bind = "127.0.0.1:8080", extender_bind = "127.0.0.1:8888", cert_file,
+                          key_file, scheduler_name = "hami-scheduler";
+  std::string node_policy = "binpack", gpu_policy = "spread", policy = "default",
+              metrics_bind = ":9395";
   std::string device_config_file, log_level = "info", node_label_selector;
   std::string follow_lease;
-  std::string lease_name = "hami-scheduler-extender", lease_namespace = Env("POD_NAMESPACE", "kube-system");
+  std::string lease_name = "hami-scheduler-extender",
+              lease_namespace = Env("POD_NAMESPACE", "kube-system");
   std::string identity = Env("POD_NAME", "");
   bool leader_elect = false, force_overwrite_default = true;
-  // Each GPU pod costs two API writes (decision patch + binding), a pod without devices one: 200 QPS
-  // leaves >= 100 pods/s, twice what kube-scheduler's own default client (50 QPS, one Scheduled event
-  // per pod) dispatches (docs/benchmarks.md).
+  // Each GPU pod costs two API writes (decision patch + binding), a pod without devices one: 200
+  // QPS leaves >= 100 pods/s, twice what kube-scheduler's own default client (50 QPS, one Scheduled
+  // event per pod) dispatches (docs/benchmarks.md).
   int64_t reservation_ttl_s = 60;
   double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   double kube_qps = 200;
   int kube_burst = 400, threads = 32;
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig file; default: in-cluster service account, then $KUBECONFIG, then ~/.kube/config");
-  app.add_option("--http-bind,--http_bind", http_bind, "ADDR:PORT of the webhook server (/webhook, /healthz, /readyz, /metrics); TLS with --cert-file")
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig file; default: in-cluster service account, then $KUBECONFIG, then "
+                 "~/.kube/config");
+  app.add_option("--http-bind,--http_bind", http_bind,
+                 "ADDR:PORT of the webhook server (/webhook, /healthz, /readyz, /metrics); TLS "
+                 "with --cert-file")
       ->capture_default_str();
   app.add_option("--extender-bind", extender_bind,
-                 "ADDR:PORT of the extender (/filter, /bind, /healthz), plain HTTP: keep it on loopback, for the "
+                 "ADDR:PORT of the extender (/filter, /bind, /healthz), plain HTTP: keep it on "
+                 "loopback, for the "
                  "kube-scheduler container of the same pod")
       ->capture_default_str();
-  app.add_option("--cert-file,--cert_file", cert_file, "TLS certificate (PEM); re-read when it changes. Plain HTTP when neither --cert-file nor --key-file is given");
-  app.add_option("--key-file,--key_file", key_file, "TLS private key (PEM); re-read when it changes");
-  app.add_option("--leader-elect", leader_elect, "elect one active replica on a coordination.k8s.io Lease; followers answer filter/bind with an error so kube-scheduler retries")
+  app.add_option("--cert-file,--cert_file", cert_file,
+                 "TLS certificate (PEM); re-read when it changes. Plain HTTP when neither "
+                 "--cert-file nor --key-file is given");
+  app.add_option("--key-file,--key_file", key_file,
+                 "TLS private key (PEM); re-read when it changes");
+  app.add_option("--leader-elect", leader_elect,
+                 "elect one active replica on a coordination.k8s.io Lease; followers answer "
+                 "filter/bind with an error so kube-scheduler retries")
       ->capture_default_str();
-  app.add_option("--leader-elect-resource-name", lease_name, "name of the Lease used for leader election")->capture_default_str();
-  app.add_option("--leader-elect-resource-namespace", lease_namespace, "namespace of the Lease (default $POD_NAMESPACE)")->capture_default_str();
+  app.add_option("--leader-elect-resource-name", lease_name,
+                 "name of the Lease used for leader election")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace", lease_namespace,
+                 "namespace of the Lease (default $POD_NAMESPACE)")
+      ->capture_default_str();
   app.add_option("--leader-elect-follow-lease", follow_lease,
-                 "with --leader-elect: lead exactly when this pod's kube-scheduler holds the Lease of this name (its "
-                 "holderIdentity starts with our pod name), instead of electing on --leader-elect-resource-name; for "
-                 "kube-scheduler and the extender in one pod, so the scheduling kube-scheduler always calls the leader");
+                 "with --leader-elect: lead exactly when this pod's kube-scheduler holds the Lease "
+                 "of this name (its "
+                 "holderIdentity starts with our pod name), instead of electing on "
+                 "--leader-elect-resource-name; for "
+                 "kube-scheduler and the extender in one pod, so the scheduling kube-scheduler "
+                 "always calls the leader");
   app.add_option("--leader-elect-lease-duration", lease_duration_s,
-                 "seconds a Lease holds without renewal before another replica may take it")->capture_default_str();
-  app.add_option("--leader-elect-renew-deadline", renew_deadline_s,
-                 "seconds a leader keeps deciding without a successful renewal (must be < lease duration)")
+                 "seconds a Lease holds without renewal before another replica may take it")
+      ->capture_default_str();
+  app.add_option(
+         "--leader-elect-renew-deadline", renew_deadline_s,
+         "seconds a leader keeps deciding without a successful renewal (must be < lease duration)")
       ->capture_default_str();
   app.add_option("--leader-elect-retry-period", retry_period_s, "seconds between election attempts")
       ->capture_default_str();
-  app.add_option("--reservation-ttl", reservation_ttl_s,
-                 "seconds a /filter decision holds its devices when no /bind follows (docs/security.md)")
+  app.add_option(
+         "--reservation-ttl", reservation_ttl_s,
+         "seconds a /filter decision holds its devices when no /bind follows (docs/security.md)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}))
       ->capture_default_str();
-  app.add_option("--leader-elect-identity", identity, "identity in the Lease (default $POD_NAME, else the host name)");
-  app.add_option("--scheduler-name", scheduler_name, "schedulerName the webhook sets on GPU pods")->capture_default_str();
-  app.add_option("--force-overwrite-default-scheduler", force_overwrite_default, "take over GPU pods that name default-scheduler")
+  app.add_option("--leader-elect-identity", identity,
+                 "identity in the Lease (default $POD_NAME, else the host name)");
+  app.add_option("--scheduler-name", scheduler_name, "schedulerName the webhook sets on GPU pods")
       ->capture_default_str();
-  app.add_option("--node-scheduler-policy", node_policy, "default node policy: binpack | spread (pod annotation hami.io/node-scheduler-policy overrides)")
+  app.add_option("--force-overwrite-default-scheduler", force_overwrite_default,
+                 "take over GPU pods that name default-scheduler")
+      ->capture_default_str();
+  app.add_option("--node-scheduler-policy", node_policy,
+                 "default node policy: binpack | spread (pod annotation "
+                 "hami.io/node-scheduler-policy overrides)")
       ->check(CLI::IsMember({"binpack", "spread"}))
       ->capture_default_str();
-  app.add_option("--gpu-scheduler-policy", gpu_policy, "default GPU policy: binpack | spread | topology-aware | mutex | numa or a comma chain (hami.io/gpu-scheduler-policy overrides)")
+  app.add_option("--gpu-scheduler-policy", gpu_policy,
+                 "default GPU policy: binpack | spread | topology-aware | mutex | numa or a comma "
+                 "chain (hami.io/gpu-scheduler-policy overrides)")
       ->capture_default_str();
   std::string policies_doc = "placement policy of the scheduler library:";
-  for (const auto& row : scheduler::Policies()) policies_doc += StrCat(" ", row.name, " (", row.doc, ");");
+  for (const auto& row : scheduler::Policies())
+    policies_doc += StrCat(" ", row.name, " (", row.doc, ");");
   app.add_option("--policy", policy, policies_doc)->capture_default_str();
-  app.add_option("--metrics-bind,--metrics-bind-address", metrics_bind, "ADDR:PORT of the plain-HTTP /metrics server; empty = serve /metrics on --http-bind only")
+  app.add_option(
+         "--metrics-bind,--metrics-bind-address", metrics_bind,
+         "ADDR:PORT of the plain-HTTP /metrics server; empty = serve /metrics on --http-bind only")
       ->capture_default_str();
-  app.add_option("--device-config-file,--device-config", device_config_file,
-                 "device-config.yaml (resource names, defaults, memoryFactor, gpuCorePolicy; vendor sections "
-                 "enable other vendors: docs/vendors.md); default: upstream's defaults, NVIDIA only");
-  app.add_option("--node-label-selector", node_label_selector, "only nodes matching this label selector (k=v,...)");
-  app.add_option("--kube-qps", kube_qps, "API client requests per second (<= 0: unlimited)")->capture_default_str();
+  app.add_option(
+      "--device-config-file,--device-config", device_config_file,
+      "device-config.yaml (resource names, defaults, memoryFactor, gpuCorePolicy; vendor sections "
+      "enable other vendors: docs/vendors.md); default: upstream's defaults, NVIDIA only");
+  app.add_option("--node-label-selector", node_label_selector,
+                 "only nodes matching this label selector (k=v,...)");
+  app.add_option("--kube-qps", kube_qps, "API client requests per second (<= 0: unlimited)")
+      ->capture_default_str();
   app.add_option("--kube-burst", kube_burst, "API client burst")->capture_default_str();
-  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")->capture_default_str();
+  app.add_option("--threads", threads, "HTTP worker threads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")
+      ->capture_default_str();
   std::string scheduler_sa = Env("POD_NAMESPACE", "kube-system") + ":hami-scheduler";
-  std::vector<std::string> node_agent_sas = {Env("POD_NAMESPACE", "kube-system") + ":hami-node-agent"};
+  std::vector<std::string> node_agent_sas = {Env("POD_NAMESPACE", "kube-system") +
+                                             ":hami-node-agent"};
   app.add_option("--scheduler-service-account", scheduler_sa,
-                 "NAMESPACE:NAME of the service account this scheduler runs as: the only identity the webhook lets "
+                 "NAMESPACE:NAME of the service account this scheduler runs as: the only identity "
+                 "the webhook lets "
                  "change scheduler-owned pod annotations on UPDATE (docs/security.md)")
       ->capture_default_str();
   app.add_option("--node-agent-service-account", node_agent_sas,
-                 "NAMESPACE:NAME of the device plugins' service account(s): they may change only the to-allocate "
+                 "NAMESPACE:NAME of the device plugins' service account(s): they may change only "
+                 "the to-allocate "
                  "records they consume and bind-phase (repeatable)")
       ->capture_default_str();
   int64_t region_group = -1;
   app.add_option("--region-group", region_group,
-                 "gid the webhook adds to supplementalGroups of GPU pods; the device plugin's --region-group "
+                 "gid the webhook adds to supplementalGroups of GPU pods; the device plugin's "
+                 "--region-group "
                  "gives region directories to it, so any user of the pod can use them (-1: none)")
       ->check(CLI::Range(int64_t{-1}, int64_t{0xfffffffe}))
       ->capture_default_str();
@@ -151,7 +199,8 @@ int SchedulerMain(int argc, char** argv) {
   NormalizeKlogArgs(argc, argv);
   CLI11_PARSE(app, argc, argv);
 
-  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail("--log-level/--log-format", s);
+  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok())
+    return Fail("--log-level/--log-format", s);
   extender::DeviceConfig dc;
   if (!device_config_file.empty()) {
     auto loaded = extender::LoadDeviceConfig(device_config_file);
@@ -166,11 +215,13 @@ int SchedulerMain(int argc, char** argv) {
     text << f.rdbuf();
     auto loaded = vendors::VendorSet::Load(text.str());
     if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
-    if ((*loaded)->vendors().size() != 1 || !(*loaded)->nvidia_enabled()) vendor_set = std::move(*loaded);
+    if ((*loaded)->vendors().size() != 1 || !(*loaded)->nvidia_enabled())
+      vendor_set = std::move(*loaded);
   }
   if (vendor_set) {
     std::string names;
-    for (const auto& v : vendor_set->vendors()) names += StrCat(names.empty() ? "" : ", ", v->common_word());
+    for (const auto& v : vendor_set->vendors())
+      names += StrCat(names.empty() ? "" : ", ", v->common_word());
     spdlog::info("vendors enabled: {}", names);
   }
   scheduler::SchedulerOptions so;
@@ -195,7 +246,8 @@ int SchedulerMain(int argc, char** argv) {
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;
   k8s::Client* events = client->get();
-  sto.on_rejected_decision = [events, scheduler_name](const extender::Json& ref, const std::string& reason,
+  sto.on_rejected_decision = [events, scheduler_name](const extender::Json& ref,
+                                                      const std::string& reason,
                                                       const std::string& message) {
     k8s::EventSpec ev;
     ev.involved_object = ref;
@@ -203,7 +255,8 @@ int SchedulerMain(int argc, char** argv) {
     ev.reason = StrCat("Decision", reason);
     ev.message = message;
     ev.component = scheduler_name;
-    if (Status s = events->CreateEvent(ev); !s.ok()) SPDLOG_DEBUG("event not recorded: {}", std::string(s.message()));
+    if (Status s = events->CreateEvent(ev); !s.ok())
+      SPDLOG_DEBUG("event not recorded: {}", std::string(s.message()));
   };
   extender::ClusterState state(**sched, sto);
   extender::ControllerOptions co;
@@ -223,7 +276,8 @@ int SchedulerMain(int argc, char** argv) {
   co.election.renew_deadline = secs(renew_deadline_s);
   co.election.retry_period = secs(retry_period_s);
   if (leader_elect) {
-    if (Status s = k8s::ValidateLeaderElectionConfig(co.election); !s.ok()) return Fail("--leader-elect-*", s);
+    if (Status s = k8s::ValidateLeaderElectionConfig(co.election); !s.ok())
+      return Fail("--leader-elect-*", s);
   }
   extender::Controller controller(**client, state, co);
 
@@ -232,7 +286,9 @@ int SchedulerMain(int argc, char** argv) {
   eo.is_leader = [&controller] { return controller.IsLeader(); };
   eo.leader_name = [&controller] { return controller.Leader(); };
   eo.component = scheduler_name;
-  eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) { return controller.LookupPod(ns, name); };
+  eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) {
+    return controller.LookupPod(ns, name);
+  };
   extender::Extender ext(**sched, state, client->get(), eo);
 
   webhook::WebhookOptions wo;
@@ -252,11 +308,14 @@ int SchedulerMain(int argc, char** argv) {
     wo.node_agent_users.push_back(*user);
   }
   wo.region_group = region_group;
-  wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) { return state.CheckQuota(ns, mem, cores); };
+  wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) {
+    return state.CheckQuota(ns, mem, cores);
+  };
   webhook::Webhook wh(wo);
 
   // Two listeners (docs/security.md, "HTTP surfaces"): the extender only for kube-scheduler, the
-  // webhook listener for the API server and scrapers. /filter and /bind are not routed on the latter.
+  // webhook listener for the API server and scrapers. /filter and /bind are not routed on the
+  // latter.
   http::HttpServerOptions xo;
   xo.bind = extender_bind;
   xo.threads = threads;
@@ -267,20 +326,30 @@ int SchedulerMain(int argc, char** argv) {
   ho.key_file = key_file;
   ho.threads = threads;
   http::HttpServer server(ho);
-  auto json = [](std::string body) { return http::HttpResponse{200, "application/json", std::move(body)}; };
-  auto metrics = [&](const http::HttpRequest&) {
-    return http::HttpResponse{200, "text/plain; version=0.0.4", extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
+  auto json = [](std::string body) {
+    return http::HttpResponse{200, "application/json", std::move(body)};
   };
-  auto healthz = [](const http::HttpRequest&) { return http::HttpResponse{200, "text/plain", "ok"}; };
-  extender_server.Route("POST", "/filter", [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
-  extender_server.Route("POST", "/bind", [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
+  auto metrics = [&](const http::HttpRequest&) {
+    return http::HttpResponse{
+        200, "text/plain; version=0.0.4",
+        extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
+  };
+  auto healthz = [](const http::HttpRequest&) {
+    return http::HttpResponse{200, "text/plain", "ok"};
+  };
+  extender_server.Route("POST", "/filter",
+                        [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
+  extender_server.Route("POST", "/bind",
+                        [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
   extender_server.Route("GET", "/healthz", healthz);
-  server.Route("POST", "/webhook", [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });
+  server.Route("POST", "/webhook",
+               [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });
   server.Route("GET", "/healthz", healthz);
   server.Route("GET", "/readyz", [&](const http::HttpRequest&) {
     if (controller.Ready()) return http::HttpResponse{200, "text/plain", "ok"};
-    return http::HttpResponse{503, "text/plain",
-                                  controller.Synced() ? "waiting for a leader\n" : "informers not synced yet\n"};
+    return http::HttpResponse{
+        503, "text/plain",
+        controller.Synced() ? "waiting for a leader\n" : "informers not synced yet\n"};
   });
   server.Route("GET", "/metrics", metrics);
   std::unique_ptr<http::HttpServer> metrics_server;
@@ -301,9 +370,11 @@ int SchedulerMain(int argc, char** argv) {
   if (Status s = server.Start(); !s.ok()) return Fail("--http-bind", s);
   if (metrics_server)
     if (Status s = metrics_server->Start(); !s.ok()) return Fail("--metrics-bind", s);
-  spdlog::info("hami scheduler: extender on {} (http), webhook on {} ({}), metrics on {}, leader election {}",
-               extender_bind, http_bind, server.tls() ? "https" : "http", metrics_bind.empty() ? http_bind : metrics_bind,
-               leader_elect ? "on" : "off");
+  spdlog::info(
+      "hami scheduler: extender on {} (http), webhook on {} ({}), metrics on {}, leader election "
+      "{}",
+      extender_bind, http_bind, server.tls() ? "https" : "http",
+      metrics_bind.empty() ? http_bind : metrics_bind, leader_elect ? "on" : "off");
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("hami scheduler stopping");
   extender_server.Stop();

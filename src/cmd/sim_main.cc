@@ -45,28 +45,39 @@ int Fail(const Status& s) {
 }  // namespace
 
 int SimMain(int argc, char** argv) {
-  CLI::App app{"Trace-driven scheduling simulator: the FGD paper's workload-inflation experiment "
-               "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
-  std::string nodes_path, pods_path, policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit,fgd,default";
+  CLI::App app{
+      "Trace-driven scheduling simulator: the FGD paper's workload-inflation experiment "
+      "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
+  std::string nodes_path, pods_path,
+      policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit,fgd,default";
   std::string json_path, plot_path, device_config;
   int seeds = 1, jobs = 1;
   uint64_t first_seed = 42;
   double inflation = 1.3;
   bool list = false;
-  app.add_option("--nodes", nodes_path, "node CSV (sn,cpu_milli,memory_mib,gpu,model); default: bundled openb GPU nodes");
-  app.add_option("--pods", pods_path, "pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]); "
-                                      "default: bundled openb_pod_list_default.csv");
-  app.add_option("--policy", policies, "comma-separated scheduling policies")->capture_default_str();
-  app.add_option("--seeds", seeds, "number of seeds (first-seed .. first-seed+N-1)")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("--nodes", nodes_path,
+                 "node CSV (sn,cpu_milli,memory_mib,gpu,model); default: bundled openb GPU nodes");
+  app.add_option("--pods", pods_path,
+                 "pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]); "
+                 "default: bundled openb_pod_list_default.csv");
+  app.add_option("--policy", policies, "comma-separated scheduling policies")
+      ->capture_default_str();
+  app.add_option("--seeds", seeds, "number of seeds (first-seed .. first-seed+N-1)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
   app.add_option("--first-seed", first_seed, "first seed")->capture_default_str();
-  app.add_option("--inflation", inflation, "stop adding pods when requested GPU reaches this multiple of capacity")
+  app.add_option("--inflation", inflation,
+                 "stop adding pods when requested GPU reaches this multiple of capacity")
       ->check(CLI::Range(0.01, 100.0))
       ->capture_default_str();
   app.add_option("--device-config", device_config,
-                 "vendor config (docs/vendors.md) for traces with a vendor column; default: every vendor with its defaults");
+                 "vendor config (docs/vendors.md) for traces with a vendor column; default: every "
+                 "vendor with its defaults");
   app.add_option("--json", json_path, "write all runs and the summary as JSON to FILE");
   app.add_option("--plot", plot_path, "write unallocated GPU % vs arrived demand as SVG to FILE");
-  app.add_option("--jobs,-j", jobs, "runs in parallel threads")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--jobs,-j", jobs, "runs in parallel threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_flag("--list-policies", list, "print the registered policies and exit");
   try {
     app.parse(argc, argv);
@@ -94,7 +105,8 @@ int SimMain(int argc, char** argv) {
   if (!nodes.ok()) return Fail(nodes.status());
   auto tasks = sim::ReadPodsCsv(pods_path);
   if (!tasks.ok()) return Fail(tasks.status());
-  // Heterogeneous traces (a vendor column): the vendors come from --device-config, else all defaults.
+  // Heterogeneous traces (a vendor column): the vendors come from --device-config, else all
+  // defaults.
   std::unique_ptr<vendors::VendorSet> vendor_set;
   if (sim::HasOtherVendors(*nodes, *tasks) || !device_config.empty()) {
     if (device_config.empty()) {
@@ -141,13 +153,15 @@ int SimMain(int argc, char** argv) {
   progress();
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < work.size();) {
-      results[i] = sim::RunInflation(*nodes, *tasks, {work[i].policy, work[i].seed, inflation, vendor_set.get()});
+      results[i] = sim::RunInflation(*nodes, *tasks,
+                                     {work[i].policy, work[i].seed, inflation, vendor_set.get()});
       done.fetch_add(1);
       progress();
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(work.size())); ++t) threads.emplace_back(worker);
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(work.size())); ++t)
+    threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
 
@@ -161,11 +175,13 @@ int SimMain(int argc, char** argv) {
   const sim::ClusterTotals totals = sim::Totals(*nodes);
   if (!json_path.empty()) {
     sim::TraceInfo info{nodes_path, pods_path, static_cast<int64_t>(tasks->size()), inflation};
-    if (Status s = sim::WriteFile(json_path, sim::ToJson(info, totals, runs)); !s.ok()) return Fail(s);
+    if (Status s = sim::WriteFile(json_path, sim::ToJson(info, totals, runs)); !s.ok())
+      return Fail(s);
   }
   if (!plot_path.empty()) {
     std::string title = "hami sim: " + pods_path.substr(pods_path.find_last_of('/') + 1) + ", " +
-                        std::to_string(totals.gpus) + " GPUs, " + std::to_string(seeds) + " seed(s)";
+                        std::to_string(totals.gpus) + " GPUs, " + std::to_string(seeds) +
+                        " seed(s)";
     if (Status s = sim::WriteFile(plot_path, sim::ToSvg(runs, title)); !s.ok()) return Fail(s);
   }
   return 0;

@@ -43,8 +43,8 @@ std::vector<std::string> LoadCorpus(const std::vector<std::string>& dirs) {
 
 std::string Mutate(const std::vector<std::string>& corpus, hami::Rng& rng) {
   std::string s = corpus[rng.Uniform(corpus.size())];
-  static const char kInteresting[] = {'\0', '\xff', '"', ',', ':', ';', '{', '}', '[', ']', '\\',
-                                      '\n', '-', '0', '9', ' ', 'e', '.', '%', '\x7f'};
+  static const char kInteresting[] = {'\0', '\xff', '"', ',', ':', ';', '{', '}', '[', ']',
+                                      '\\', '\n',   '-', '0', '9', ' ', 'e', '.', '%', '\x7f'};
   const int edits = 1 + static_cast<int>(rng.Uniform(8));
   for (int i = 0; i < edits; ++i) {
     switch (rng.Uniform(6)) {

@@ -1,13 +1,13 @@
 #pragma once
 // Status at boundaries: every function that outside input or the environment can break returns
 // hami::Status / hami::StatusOr<T> (absl's types) with a message a user can act on.
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include <sstream>
 
 namespace hami {
 
@@ -24,7 +24,9 @@ using Status = absl::Status;
 template <typename T>
 using StatusOr = absl::StatusOr<T>;
 
-inline Status OkStatus() { return absl::OkStatus(); }
+inline Status OkStatus() {
+  return absl::OkStatus();
+}
 
 template <typename... Args>
 Status InvalidArgument(const Args&... args) {
@@ -66,10 +68,10 @@ inline Status Annotate(const Status& s, std::string_view context) {
 #define HAMI_STATUS_CONCAT_INNER_(a, b) a##b
 #define HAMI_STATUS_CONCAT_(a, b) HAMI_STATUS_CONCAT_INNER_(a, b)
 
-#define HAMI_RETURN_IF_ERROR(expr)                 \
-  do {                                             \
-    ::hami::Status hami_status_ = (expr);          \
-    if (!hami_status_.ok()) return hami_status_;   \
+#define HAMI_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::hami::Status hami_status_ = (expr);        \
+    if (!hami_status_.ok()) return hami_status_; \
   } while (0)
 
 #define HAMI_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -71,7 +71,9 @@ TEST(NodeDevicesTest, MigProfilesRoundTrip) {
 
 TEST(NodeDevicesTest, LegacyCsv) {
   // Upstream's example (docs/upstream-contract.md#node-registration-and-handshake, UUID completed).
-  constexpr const char kCsv[] = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,0,hami-core:";
+  constexpr const char kCsv[] =
+      "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla "
+      "V100-PCIE-32GB,0,true,0,hami-core:";
   auto devs = DecodeNodeDevices(kCsv);
   ASSERT_TRUE(devs.ok()) << devs.status();
   ASSERT_EQ(devs->size(), 1u);
@@ -117,13 +119,15 @@ TEST(NodeDevicesTest, ErrorsAreActionable) {
       {"[", "node devices: invalid JSON"},
       {R"({"id":"x"})", "invalid JSON"},  // not '[' -> CSV path -> '{' entry without fields
       {R"([1])", "node devices[0]: expected a JSON object, got number"},
-      {R"([{"id":"a","count":"10"}])", "node devices[0]: count: expected an integer, got JSON string"},
+      {R"([{"id":"a","count":"10"}])",
+       "node devices[0]: count: expected an integer, got JSON string"},
       {R"([{"id":"a","count":1.5}])", "count: expected an integer, got 1.5"},
       {R"([{"id":"a","index":-1}])", "index: -1 is below the minimum 0"},
       {R"([{"id":"a","devmem":3000000000}])", "devmem: 3000000000 is above the maximum 2147483647"},
       {R"([{"id":"a","health":"true"}])", "health: expected true or false"},
       {R"([{"id":"a","migProfiles":{}}])", "migProfiles: expected a JSON array"},
-      {R"([{"id":"a","migProfiles":[{"placements":[{"start":-1}]}]}])", "migProfiles[0].placements[0].start"},
+      {R"([{"id":"a","migProfiles":[{"placements":[{"start":-1}]}]}])",
+       "migProfiles[0].placements[0].start"},
       {R"([{"count":1}])", "node devices[0]: id is empty"},
       {R"([{"id":"a"},{"id":"a"}])", "node devices[1]: id \"a\" appears twice"},
       {"GPU-a,2,1000", "has 3 fields, expected 7"},
@@ -141,14 +145,17 @@ TEST(NodeDevicesTest, ErrorsAreActionable) {
 }
 
 TEST(LinkScoresTest, RoundTripAndErrors) {
-  constexpr const char kScores[] = R"([{"uuid":"GPU-a","score":{"GPU-b":600,"GPU-c":10}},{"uuid":"GPU-b","score":{"GPU-a":600}}])";
+  constexpr const char kScores[] =
+      R"([{"uuid":"GPU-a","score":{"GPU-b":600,"GPU-c":10}},{"uuid":"GPU-b","score":{"GPU-a":600}}])";
   auto s = DecodeLinkScores(kScores);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->at("GPU-a").at("GPU-b"), 600);
   EXPECT_EQ(s->at("GPU-a").at("GPU-c"), 10);
   EXPECT_EQ(EncodeLinkScores(*s), kScores);
-  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":-1}}])").status(), "score[\"b\"]: -1 is below"));
-  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a"},{"uuid":"a"}])").status(), "appears twice"));
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":-1}}])").status(),
+                       "score[\"b\"]: -1 is below"));
+  EXPECT_TRUE(
+      Contains(DecodeLinkScores(R"([{"uuid":"a"},{"uuid":"a"}])").status(), "appears twice"));
   EXPECT_TRUE(Contains(DecodeLinkScores(R"({})").status(), "expected a JSON array"));
   EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"score":{}}])").status(), "uuid is empty"));
 }
@@ -172,12 +179,17 @@ TEST(PodDevicesTest, UpstreamExampleAndRoundTrips) {
   // docs/upstream-contract.md#decision-annotations-per-vendor, verbatim: two containers on the same
   // card.
   constexpr const char kUpstream[] =
-      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
+      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-"
+      "cf5c855d1448,NVIDIA,5000,0:;";
   auto a = DecodePodDevices(kUpstream);
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_EQ(a->containers.size(), 2u);
-  EXPECT_EQ(a->containers[0], (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 3000, 30)}));
-  EXPECT_EQ(a->containers[1], (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 5000, 0)}));
+  EXPECT_EQ(
+      a->containers[0],
+      (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 3000, 30)}));
+  EXPECT_EQ(
+      a->containers[1],
+      (std::vector<ContainerDevice>{CD("GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 5000, 0)}));
   EXPECT_EQ(*EncodePodDevices(*a), kUpstream);
 
   struct Case {
@@ -188,9 +200,11 @@ TEST(PodDevicesTest, UpstreamExampleAndRoundTrips) {
       {"", {}},
       {";", {{}}},
       {";;", {{}, {}}},  // all containers allocated: the to-allocate annotation erased
-      {";GPU-a,NVIDIA,100,0:;", {{}, {CD("GPU-a", 100, 0)}}},  // init container without devices keeps its slot
+      {";GPU-a,NVIDIA,100,0:;",
+       {{}, {CD("GPU-a", 100, 0)}}},  // init container without devices keeps its slot
       {"GPU-a,NVIDIA,100,10:GPU-b,NVIDIA,200,20:;", {{CD("GPU-a", 100, 10), CD("GPU-b", 200, 20)}}},
-      {"GPU-a,NVIDIA,100,10:;;GPU-b,NVIDIA,0,100:;", {{CD("GPU-a", 100, 10)}, {}, {CD("GPU-b", 0, 100)}}},
+      {"GPU-a,NVIDIA,100,10:;;GPU-b,NVIDIA,0,100:;",
+       {{CD("GPU-a", 100, 10)}, {}, {CD("GPU-b", 0, 100)}}},
   };
   for (const auto& c : cases) {
     auto got = DecodePodDevices(c.text);
@@ -214,9 +228,12 @@ TEST(PodDevicesTest, ErrorsNameContainerAndDevice) {
     const char* error;
   };
   const Case cases[] = {
-      {"GPU-a,NVIDIA,100:;", "container 0 device 0 \"GPU-a,NVIDIA,100\": has 3 fields, expected UUID,Type,MemMiB,Cores"},
-      {";GPU-a,NVIDIA,x,0:;", "container 1 device 0 \"GPU-a,NVIDIA,x,0\": memory \"x\" is not an integer"},
-      {"GPU-a,NVIDIA,1,0:GPU-b,NVIDIA,1,-5:;", "container 0 device 1 \"GPU-b,NVIDIA,1,-5\": cores \"-5\""},
+      {"GPU-a,NVIDIA,100:;",
+       "container 0 device 0 \"GPU-a,NVIDIA,100\": has 3 fields, expected UUID,Type,MemMiB,Cores"},
+      {";GPU-a,NVIDIA,x,0:;",
+       "container 1 device 0 \"GPU-a,NVIDIA,x,0\": memory \"x\" is not an integer"},
+      {"GPU-a,NVIDIA,1,0:GPU-b,NVIDIA,1,-5:;",
+       "container 0 device 1 \"GPU-b,NVIDIA,1,-5\": cores \"-5\""},
       {",NVIDIA,1,0:;", "uuid is empty"},
       {"GPU-a,,1,0:;", "type is empty"},
       {"GPU-a,NVIDIA,99999999999,0:;", "memory \"99999999999\" is not an integer in 0..2147483647"},
@@ -258,11 +275,13 @@ TEST(MigAllocationsTest, Errors) {
     const char* error;
   };
   const Case cases[] = {
-      {R"([{"gpuUUID":"G","profile":"1g.10gb","migUUID":"MIG-1"}])", "must be all present or all absent, found 1 of 3"},
+      {R"([{"gpuUUID":"G","profile":"1g.10gb","migUUID":"MIG-1"}])",
+       "must be all present or all absent, found 1 of 3"},
       {R"([{"gpuUUID":"G","profile":"1g.10gb","migUUID":"M","gpuInstanceID":1}])", "found 2 of 3"},
       {R"([{"profile":"1g.10gb"}])", "gpuUUID is missing"},
       {R"([{"gpuUUID":"G"}])", "profile is missing"},
-      {R"([{"gpuUUID":"G","profile":"p","containerIndex":-1}])", "containerIndex: -1 is below the minimum 0"},
+      {R"([{"gpuUUID":"G","profile":"p","containerIndex":-1}])",
+       "containerIndex: -1 is below the minimum 0"},
       {R"([{"gpuUUID":"G","profile":"p","placement":[]}])", "placement: expected a JSON object"},
       {R"(nope)", "invalid JSON"},
   };
@@ -280,8 +299,12 @@ TEST(NodeLockTest, FormatsAndLegacy) {
     const char* canonical;  // re-encoded
   };
   const Case cases[] = {
-      {"2026-11-30T03:54:20Z,ml,train-0", {1796010860, "ml", "train-0"}, "2026-11-30T03:54:20Z,ml,train-0"},
-      {"2026-11-30T11:54:20+08:00,ml,train-0", {1796010860, "ml", "train-0"}, "2026-11-30T03:54:20Z,ml,train-0"},
+      {"2026-11-30T03:54:20Z,ml,train-0",
+       {1796010860, "ml", "train-0"},
+       "2026-11-30T03:54:20Z,ml,train-0"},
+      {"2026-11-30T11:54:20+08:00,ml,train-0",
+       {1796010860, "ml", "train-0"},
+       "2026-11-30T03:54:20Z,ml,train-0"},
       {"2026-11-30T03:54:20.123456Z,ns,p", {1796010860, "ns", "p"}, "2026-11-30T03:54:20Z,ns,p"},
       {"2026-11-30T03:54:20Z", {1796010860, "", ""}, "2026-11-30T03:54:20Z"},  // legacy
   };
@@ -291,8 +314,9 @@ TEST(NodeLockTest, FormatsAndLegacy) {
     EXPECT_EQ(*got, c.want) << c.text;
     EXPECT_EQ(EncodeNodeLock(*got), c.canonical);
   }
-  for (const char* bad : {"", "yesterday,ns,p", "2026-11-30T03:54:20Z,ns", "2026-11-30T03:54:20Z,,p",
-                          "2026-11-30T03:54:20Z,ns,p,extra", "2026-11-30 03:54:20,ns,p", "infinite-future"}) {
+  for (const char* bad :
+       {"", "yesterday,ns,p", "2026-11-30T03:54:20Z,ns", "2026-11-30T03:54:20Z,,p",
+        "2026-11-30T03:54:20Z,ns,p,extra", "2026-11-30 03:54:20,ns,p", "infinite-future"}) {
     auto got = DecodeNodeLock(bad);
     EXPECT_FALSE(got.ok()) << bad;
   }
@@ -336,9 +360,17 @@ TEST(TextUtilTest, Utf8Validation) {
     bool valid;
   };
   const Case cases[] = {
-      {"", true},           {"GPU-a", true},        {"\xc3\xa9", true},          {"\xe2\x82\xac", true},
-      {"\xf0\x9f\x98\x80", true}, {"\xff", false},         {"\xc3", false},              {"\xc0\x80", false},
-      {"\xed\xa0\x80", false}, {"\xf4\x90\x80\x80", false}, {"a\x80", false},
+      {"", true},
+      {"GPU-a", true},
+      {"\xc3\xa9", true},
+      {"\xe2\x82\xac", true},
+      {"\xf0\x9f\x98\x80", true},
+      {"\xff", false},
+      {"\xc3", false},
+      {"\xc0\x80", false},
+      {"\xed\xa0\x80", false},
+      {"\xf4\x90\x80\x80", false},
+      {"a\x80", false},
   };
   for (const auto& c : cases) EXPECT_EQ(text::IsValidUtf8(c.text), c.valid) << c.text;
 }

@@ -35,7 +35,8 @@ Status CheckDepth(std::string_view text, std::string_view what, int max_depth) {
   for (const char open : {'[', '{'}) {
     const char* q = text.data();
     const char* const e = q + text.size();
-    while (openers <= limit && q < e && (q = static_cast<const char*>(std::memchr(q, open, static_cast<size_t>(e - q))))) {
+    while (openers <= limit && q < e &&
+           (q = static_cast<const char*>(std::memchr(q, open, static_cast<size_t>(e - q))))) {
       ++openers;
       ++q;
     }
@@ -59,7 +60,8 @@ Status CheckDepth(std::string_view text, std::string_view what, int max_depth) {
       }
     } else if (c == '{' || c == '[') {
       if (++depth > max_depth)
-        return InvalidArgument(what, ": JSON nested deeper than ", max_depth, " levels (at byte ", p - begin - 1, ")");
+        return InvalidArgument(what, ": JSON nested deeper than ", max_depth, " levels (at byte ",
+                               p - begin - 1, ")");
     } else if (depth > 0) {
       --depth;
     }
@@ -77,7 +79,8 @@ const json* Find(const json& obj, const char* key) {
 Status ToInt(const json& v, int64_t min, int64_t max, std::string_view what, int64_t* out) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) return InvalidArgument(what, ": ", u, " is above the maximum ", max);
+    if (u > static_cast<uint64_t>(max))
+      return InvalidArgument(what, ": ", u, " is above the maximum ", max);
     *out = static_cast<int64_t>(u);
     return OkStatus();
   }
@@ -92,7 +95,8 @@ Status ToInt(const json& v, int64_t min, int64_t max, std::string_view what, int
   return OkStatus();
 }
 
-Status GetInt(const json& obj, const char* key, int64_t min, int64_t max, std::string_view where, int64_t* out) {
+Status GetInt(const json& obj, const char* key, int64_t min, int64_t max, std::string_view where,
+              int64_t* out) {
   const json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
   return ToInt(*v, min, max, StrCat(where, key), out);
@@ -101,7 +105,8 @@ Status GetInt(const json& obj, const char* key, int64_t min, int64_t max, std::s
 Status GetString(const json& obj, const char* key, std::string_view where, std::string* out) {
   const json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
-  if (!v->is_string()) return InvalidArgument(where, key, ": expected a string, got JSON ", v->type_name());
+  if (!v->is_string())
+    return InvalidArgument(where, key, ": expected a string, got JSON ", v->type_name());
   *out = v->get<std::string>();
   return OkStatus();
 }
@@ -109,7 +114,8 @@ Status GetString(const json& obj, const char* key, std::string_view where, std::
 Status GetBool(const json& obj, const char* key, std::string_view where, bool* out) {
   const json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
-  if (!v->is_boolean()) return InvalidArgument(where, key, ": expected true or false, got JSON ", v->type_name());
+  if (!v->is_boolean())
+    return InvalidArgument(where, key, ": expected true or false, got JSON ", v->type_name());
   *out = v->get<bool>();
   return OkStatus();
 }

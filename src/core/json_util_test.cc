@@ -21,10 +21,10 @@ TEST(CheckDepth, Table) {
       {"[[]]", 1, false},
       {"{\"a\":{\"b\":[1]}}", 3, true},
       {"{\"a\":{\"b\":[1]}}", 2, false},
-      {"[\"[[[[[[\"]", 1, true},              // brackets inside a string do not count
-      {"[\"\\\"[[[[\"]", 1, true},            // nor after an escaped quote
-      {"[\"\\\\\",[[]]]", 2, false},          // an escaped backslash ends the string before the quote
-      {"]]]]][[", 2, true},                   // stray closers never make room for more openers
+      {"[\"[[[[[[\"]", 1, true},      // brackets inside a string do not count
+      {"[\"\\\"[[[[\"]", 1, true},    // nor after an escaped quote
+      {"[\"\\\\\",[[]]]", 2, false},  // an escaped backslash ends the string before the quote
+      {"]]]]][[", 2, true},           // stray closers never make room for more openers
       {"]]]]][[[", 2, false},
       {std::string(100000, '['), 1000, false},
       {std::string(1000, '[') + std::string(1000, ']'), 1000, true},
@@ -44,7 +44,8 @@ TEST(CheckDepth, Table) {
 TEST(CheckDepth, ParseRefusesDeepDocumentsFirst) {
   auto r = Parse(std::string(8u << 20, '['), "node devices");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(std::string(r.status().message()).find("node devices: JSON nested deeper than 1000"), std::string::npos)
+  EXPECT_NE(std::string(r.status().message()).find("node devices: JSON nested deeper than 1000"),
+            std::string::npos)
       << r.status();
 }
 

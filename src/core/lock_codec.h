@@ -13,8 +13,8 @@
 namespace hami::core {
 
 struct NodeLock {
-  int64_t unix_seconds = 0;    // when the lock was taken
-  std::string pod_namespace;   // owner; empty for the legacy bare-timestamp form
+  int64_t unix_seconds = 0;   // when the lock was taken
+  std::string pod_namespace;  // owner; empty for the legacy bare-timestamp form
   std::string pod_name;
   bool operator==(const NodeLock&) const = default;
 };
@@ -27,7 +27,7 @@ std::string EncodeNodeLock(const NodeLock& lock);
 StatusOr<NodeLock> DecodeNodeLock(std::string_view text);
 
 struct Handshake {
-  std::string state;           // "Requesting" (scheduler) or another word (e.g. "Reported", "Deleted")
+  std::string state;  // "Requesting" (scheduler) or another word (e.g. "Reported", "Deleted")
   int64_t unix_seconds = 0;
   bool operator==(const Handshake&) const = default;
 };

@@ -32,23 +32,23 @@ struct MigProfile {
 
 // One physical device as its node registers it (hami.io/node-<vendor>-register).
 struct DeviceInfo {
-  std::string uuid;         // "GPU-0fc3eda5-..."
-  int index = 0;            // index on the node (NVML order)
-  int count = 0;            // split count: the most tasks that may share the device
-  int64_t devmem_mib = 0;   // after deviceMemoryScaling
-  int devcore = 100;        // 100 * deviceCoreScaling
-  std::string type;         // model, e.g. "NVIDIA-Tesla V100-PCIE-32GB"
+  std::string uuid;        // "GPU-0fc3eda5-..."
+  int index = 0;           // index on the node (NVML order)
+  int count = 0;           // split count: the most tasks that may share the device
+  int64_t devmem_mib = 0;  // after deviceMemoryScaling
+  int devcore = 100;       // 100 * deviceCoreScaling
+  std::string type;        // model, e.g. "NVIDIA-Tesla V100-PCIE-32GB"
   std::string vendor = kNvidiaVendor;
   int numa = 0;
   bool health = true;
-  std::string mode;         // "hami-core" | "mig" | "mps" | "" (= hami-core)
+  std::string mode;  // "hami-core" | "mig" | "mps" | "" (= hami-core)
   std::vector<MigProfile> mig_profiles;
   bool operator==(const DeviceInfo&) const = default;
 };
 
 // What is in use on one device (sum over the pods placed on it, reservations included).
 struct DeviceUsage {
-  int used = 0;            // number of tasks (slots)
+  int used = 0;  // number of tasks (slots)
   int64_t usedmem_mib = 0;
   int usedcores = 0;
   bool operator==(const DeviceUsage&) const = default;
@@ -57,8 +57,8 @@ struct DeviceUsage {
 // A node as the scheduler sees it: allocatable CPU/memory and its registered devices.
 struct NodeInfo {
   std::string name;
-  int64_t cpu_milli = 0;    // allocatable; 0 = not tracked
-  int64_t memory_mib = 0;   // allocatable; 0 = not tracked
+  int64_t cpu_milli = 0;   // allocatable; 0 = not tracked
+  int64_t memory_mib = 0;  // allocatable; 0 = not tracked
   std::map<std::string, std::string> labels;
   std::vector<DeviceInfo> devices;
   // Pairwise link scores (hami.io/node-nvidia-score): uuid -> (uuid -> score).
@@ -71,21 +71,21 @@ struct NodeInfo {
 // (docs/upstream-contract.md#resource-model).
 struct DeviceRequest {
   std::string vendor = kNvidiaVendor;
-  int nums = 0;                 // number of distinct physical devices
-  int64_t memreq_mib = 0;       // per device; 0 when mem_percentage is used
-  int mem_percentage = 0;       // 1..100 of the device's memory when memreq_mib == 0
-  int coresreq = 0;             // per device, percent; 100 = exclusive card
-  int priority = -1;            // nvidia.com/priority; -1 = not given
+  int nums = 0;            // number of distinct physical devices
+  int64_t memreq_mib = 0;  // per device; 0 when mem_percentage is used
+  int mem_percentage = 0;  // 1..100 of the device's memory when memreq_mib == 0
+  int coresreq = 0;        // per device, percent; 100 = exclusive card
+  int priority = -1;       // nvidia.com/priority; -1 = not given
   bool operator==(const DeviceRequest&) const = default;
 };
 
 // Selection constraints from pod annotations (use/nouse type and UUID, numa-bind, policies).
 struct DeviceSelectors {
-  std::vector<std::string> use_types;     // case-insensitive substring of the model
+  std::vector<std::string> use_types;  // case-insensitive substring of the model
   std::vector<std::string> nouse_types;
-  std::vector<std::string> use_uuids;     // exact
+  std::vector<std::string> use_uuids;  // exact
   std::vector<std::string> nouse_uuids;
-  std::string vgpu_mode;                  // "", "hami-core", "mig"
+  std::string vgpu_mode;  // "", "hami-core", "mig"
   bool numa_bind = false;
   bool operator==(const DeviceSelectors&) const = default;
 };
@@ -97,7 +97,7 @@ struct ContainerRequest {
   ContainerKind kind = ContainerKind::kApp;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  std::vector<DeviceRequest> devices;   // one entry per vendor it uses
+  std::vector<DeviceRequest> devices;  // one entry per vendor it uses
 };
 
 struct ScoringWeights {
@@ -112,12 +112,12 @@ struct PodRequest {
   std::string uid;
   std::string namespace_;
   std::string name;
-  std::vector<ContainerRequest> containers;   // init and sidecar containers first, then app
+  std::vector<ContainerRequest> containers;  // init and sidecar containers first, then app
   DeviceSelectors selectors;
-  std::string node_policy;                    // hami.io/node-scheduler-policy; "" = configured default
-  std::string gpu_policy;                     // hami.io/gpu-scheduler-policy; "" = configured default
+  std::string node_policy;  // hami.io/node-scheduler-policy; "" = configured default
+  std::string gpu_policy;   // hami.io/gpu-scheduler-policy; "" = configured default
   bool has_weights = false;
-  ScoringWeights weights;                     // hami.io/device-scoring-weights
+  ScoringWeights weights;  // hami.io/device-scoring-weights
   std::map<std::string, std::string> annotations;
   std::map<std::string, std::string> labels;
   bool HasDevices() const {
@@ -130,10 +130,10 @@ struct PodRequest {
 // One device granted to one container.
 struct ContainerDevice {
   std::string uuid;
-  std::string vendor = kNvidiaVendor;   // the "Type" field of the annotation
+  std::string vendor = kNvidiaVendor;  // the "Type" field of the annotation
   int64_t usedmem_mib = 0;
   int usedcores = 0;
-  int index = -1;                       // device index on the node, when known (not encoded)
+  int index = -1;  // device index on the node, when known (not encoded)
   bool operator==(const ContainerDevice&) const = default;
 };
 
@@ -144,7 +144,7 @@ struct MigAllocation {
   int container_index = 0;
   int device_index = 0;
   std::string gpu_uuid;
-  std::string profile;   // e.g. "1g.10gb"
+  std::string profile;  // e.g. "1g.10gb"
   MigPlacement placement;
   struct Runtime {
     std::string mig_uuid;  // "MIG-..."

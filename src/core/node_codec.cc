@@ -10,11 +10,11 @@
 namespace hami::core {
 namespace {
 
-using nlohmann::json;
-using nlohmann::ordered_json;
 using jsonutil::GetBool;
 using jsonutil::GetInt;
 using jsonutil::GetString;
+using nlohmann::json;
+using nlohmann::ordered_json;
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
@@ -38,11 +38,13 @@ Status DecodeMigProfile(const json& p, std::string_view where, MigProfile* out) 
   HAMI_RETURN_IF_ERROR(GetInt(p, "sliceCount", 0, kInt32Max, where, &v));
   out->slice_count = static_cast<int>(v);
   if (const auto it = p.find("placements"); it != p.end() && !it->is_null()) {
-    if (!it->is_array()) return InvalidArgument(where, "placements: expected a JSON array, got ", it->type_name());
+    if (!it->is_array())
+      return InvalidArgument(where, "placements: expected a JSON array, got ", it->type_name());
     for (size_t i = 0; i < it->size(); ++i) {
       const json& pl = (*it)[i];
       const std::string w = StrCat(where, "placements[", i, "].");
-      if (!pl.is_object()) return InvalidArgument(w, "expected a JSON object, got ", pl.type_name());
+      if (!pl.is_object())
+        return InvalidArgument(w, "expected a JSON object, got ", pl.type_name());
       int64_t start = 0, size = 0;
       HAMI_RETURN_IF_ERROR(GetInt(pl, "start", 0, kInt32Max, w, &start));
       HAMI_RETURN_IF_ERROR(GetInt(pl, "size", 0, kInt32Max, w, &size));
@@ -77,7 +79,8 @@ Status DecodeDeviceJson(const json& d, std::string_view where, DeviceInfo* out) 
   HAMI_RETURN_IF_ERROR(GetBool(d, "health", where, &out->health));
   HAMI_RETURN_IF_ERROR(GetString(d, "mode", where, &out->mode));
   if (const auto it = d.find("migProfiles"); it != d.end() && !it->is_null()) {
-    if (!it->is_array()) return InvalidArgument(where, "migProfiles: expected a JSON array, got ", it->type_name());
+    if (!it->is_array())
+      return InvalidArgument(where, "migProfiles: expected a JSON array, got ", it->type_name());
     for (size_t i = 0; i < it->size(); ++i) {
       MigProfile p;
       HAMI_RETURN_IF_ERROR(DecodeMigProfile((*it)[i], StrCat(where, "migProfiles[", i, "]."), &p));
@@ -89,7 +92,8 @@ Status DecodeDeviceJson(const json& d, std::string_view where, DeviceInfo* out) 
 
 StatusOr<std::vector<DeviceInfo>> DecodeJson(std::string_view text, std::string_view vendor) {
   HAMI_ASSIGN_OR_RETURN(json arr, jsonutil::Parse(text, "node devices"));
-  if (!arr.is_array()) return InvalidArgument("node devices: expected a JSON array, got ", arr.type_name());
+  if (!arr.is_array())
+    return InvalidArgument("node devices: expected a JSON array, got ", arr.type_name());
   std::vector<DeviceInfo> out;
   for (size_t i = 0; i < arr.size(); ++i) {
     DeviceInfo d;
@@ -117,8 +121,9 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
     if (item.empty()) continue;
     const auto f = text::Split(item, ',');
     if (f.size() != 7 && f.size() != 9) {
-      return InvalidArgument("node devices entry ", entry, " ", text::Quote(item), ": has ", f.size(),
-                             " fields, expected 7 (id,count,devmem,devcore,type,numa,health) or 9 (+index,mode)");
+      return InvalidArgument(
+          "node devices entry ", entry, " ", text::Quote(item), ": has ", f.size(),
+          " fields, expected 7 (id,count,devmem,devcore,type,numa,health) or 9 (+index,mode)");
     }
     DeviceInfo d;
     d.vendor = std::string(vendor);
@@ -133,7 +138,8 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
     HAMI_ASSIGN_OR_RETURN(int64_t numa, CsvInt(f[5], "numa", kInt32Min, entry));
     const auto health = text::ParseBool(f[6]);
     if (!health) {
-      return InvalidArgument("node devices entry ", entry, ": health ", text::Quote(f[6]), " is not true or false");
+      return InvalidArgument("node devices entry ", entry, ": health ", text::Quote(f[6]),
+                             " is not true or false");
     }
     d.count = static_cast<int>(count);
     d.devcore = static_cast<int>(devcore);
@@ -143,7 +149,8 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
       HAMI_ASSIGN_OR_RETURN(int64_t index, CsvInt(f[7], "index", 0, entry));
       d.index = static_cast<int>(index);
       d.mode = std::string(f[8]);
-      if (!text::IsValidUtf8(d.mode)) return InvalidArgument("node devices entry ", entry, ": mode must be valid UTF-8");
+      if (!text::IsValidUtf8(d.mode))
+        return InvalidArgument("node devices entry ", entry, ": mode must be valid UTF-8");
     }
     out.push_back(std::move(d));
     ++entry;
@@ -151,7 +158,9 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
   return out;
 }
 
-bool HasCsvSeparator(std::string_view s) { return s.find_first_of(",:") != std::string_view::npos; }
+bool HasCsvSeparator(std::string_view s) {
+  return s.find_first_of(",:") != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -178,7 +187,8 @@ std::string EncodeNodeDevicesJson(const std::vector<DeviceInfo>& devices) {
         PutNonZero(po, "sliceCount", p.slice_count);
         if (!p.placements.empty()) {
           ordered_json pls = ordered_json::array();
-          for (const auto& pl : p.placements) pls.push_back(ordered_json{{"start", pl.start}, {"size", pl.size}});
+          for (const auto& pl : p.placements)
+            pls.push_back(ordered_json{{"start", pl.start}, {"size", pl.size}});
           po["placements"] = std::move(pls);
         }
         profiles.push_back(std::move(po));
@@ -195,18 +205,21 @@ StatusOr<std::string> EncodeNodeDevicesCsv(const std::vector<DeviceInfo>& device
   std::string out;
   for (const auto& d : devices) {
     if (HasCsvSeparator(d.uuid) || HasCsvSeparator(d.type) || HasCsvSeparator(d.mode)) {
-      return InvalidArgument("device ", text::Quote(d.uuid), ": id, type and mode must not contain ',' or ':' in the CSV format");
+      return InvalidArgument("device ", text::Quote(d.uuid),
+                             ": id, type and mode must not contain ',' or ':' in the CSV format");
     }
     if (!d.mig_profiles.empty()) {
-      return InvalidArgument("device ", text::Quote(d.uuid), ": MIG profiles cannot be encoded in the CSV format; use JSON");
+      return InvalidArgument("device ", text::Quote(d.uuid),
+                             ": MIG profiles cannot be encoded in the CSV format; use JSON");
     }
-    out += StrCat(d.uuid, ",", d.count, ",", d.devmem_mib, ",", d.devcore, ",", d.type, ",", d.numa, ",",
-                  d.health ? "true" : "false", ",", d.index, ",", d.mode, ":");
+    out += StrCat(d.uuid, ",", d.count, ",", d.devmem_mib, ",", d.devcore, ",", d.type, ",", d.numa,
+                  ",", d.health ? "true" : "false", ",", d.index, ",", d.mode, ":");
   }
   return out;
 }
 
-StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text, std::string_view vendor) {
+StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text,
+                                                    std::string_view vendor) {
   const std::string_view t = text::Trim(text);
   StatusOr<std::vector<DeviceInfo>> out =
       !t.empty() && t.front() == '[' ? DecodeJson(t, vendor) : DecodeCsv(t, vendor);
@@ -215,7 +228,8 @@ StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text, std::
   for (size_t i = 0; i < out->size(); ++i) {
     const std::string& id = (*out)[i].uuid;
     if (id.empty()) return InvalidArgument("node devices[", i, "]: id is empty");
-    if (!seen.insert(id).second) return InvalidArgument("node devices[", i, "]: id ", text::Quote(id), " appears twice");
+    if (!seen.insert(id).second)
+      return InvalidArgument("node devices[", i, "]: id ", text::Quote(id), " appears twice");
   }
   return out;
 }
@@ -233,23 +247,28 @@ std::string EncodeLinkScores(const LinkScores& scores) {
 
 StatusOr<LinkScores> DecodeLinkScores(std::string_view text) {
   HAMI_ASSIGN_OR_RETURN(json arr, jsonutil::Parse(text, "link scores"));
-  if (!arr.is_array()) return InvalidArgument("link scores: expected a JSON array, got ", arr.type_name());
+  if (!arr.is_array())
+    return InvalidArgument("link scores: expected a JSON array, got ", arr.type_name());
   LinkScores out;
   for (size_t i = 0; i < arr.size(); ++i) {
     const json& e = arr[i];
     const std::string where = StrCat("link scores[", i, "].");
-    if (!e.is_object()) return InvalidArgument(where, " expected a JSON object, got ", e.type_name());
+    if (!e.is_object())
+      return InvalidArgument(where, " expected a JSON object, got ", e.type_name());
     std::string uuid;
     HAMI_RETURN_IF_ERROR(GetString(e, "uuid", where, &uuid));
     if (uuid.empty()) return InvalidArgument(where, "uuid is empty");
-    if (out.count(uuid)) return InvalidArgument(where, "uuid ", text::Quote(uuid), " appears twice");
+    if (out.count(uuid))
+      return InvalidArgument(where, "uuid ", text::Quote(uuid), " appears twice");
     auto& peers = out[uuid];
     const auto it = e.find("score");
     if (it == e.end() || it->is_null()) continue;
-    if (!it->is_object()) return InvalidArgument(where, "score: expected a JSON object, got ", it->type_name());
+    if (!it->is_object())
+      return InvalidArgument(where, "score: expected a JSON object, got ", it->type_name());
     for (const auto& [peer, value] : it->items()) {
       int64_t v = 0;
-      HAMI_RETURN_IF_ERROR(jsonutil::ToInt(value, 0, kInt32Max, StrCat(where, "score[", text::Quote(peer), "]"), &v));
+      HAMI_RETURN_IF_ERROR(jsonutil::ToInt(value, 0, kInt32Max,
+                                           StrCat(where, "score[", text::Quote(peer), "]"), &v));
       peers[peer] = static_cast<int>(v);
     }
   }
@@ -262,6 +281,8 @@ std::string EncodeDeviceCordon(const std::vector<std::string>& uuids) {
   return out;
 }
 
-std::vector<std::string> DecodeDeviceCordon(std::string_view text) { return text::SplitList(text); }
+std::vector<std::string> DecodeDeviceCordon(std::string_view text) {
+  return text::SplitList(text);
+}
 
 }  // namespace hami::core

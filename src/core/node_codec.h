@@ -20,7 +20,8 @@ namespace hami::core {
 // are left out. Keys in upstream order: id, index, count, devmem, devcore, type, numa, health,
 // mode, migProfiles ({name, memoryMB, core, sliceCount, placements:[{start,size}]}). The vendor
 // is not encoded (it is implied by the annotation key). Example:
-// [{"id":"GPU-0fc3...","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}]
+// [{"id":"GPU-0fc3...","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla
+// V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}]
 std::string EncodeNodeDevicesJson(const std::vector<DeviceInfo>& devices);
 
 // Legacy CSV: `id,count,devmem,devcore,type,numa,health,index,mode:` per device (each device

@@ -14,7 +14,9 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-bool BadField(std::string_view s) { return s.empty() || s.find_first_of(",:;") != std::string_view::npos; }
+bool BadField(std::string_view s) {
+  return s.empty() || s.find_first_of(",:;") != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -24,9 +26,14 @@ StatusOr<std::string> EncodePodDevices(const PodAllocation& allocation) {
     for (size_t i = 0; i < allocation.containers[c].size(); ++i) {
       const ContainerDevice& d = allocation.containers[c][i];
       const std::string where = StrCat("container ", c, " device ", i, ": ");
-      if (BadField(d.uuid)) return InvalidArgument(where, "uuid ", text::Quote(d.uuid), " is empty or holds ',', ':' or ';'");
-      if (BadField(d.vendor)) return InvalidArgument(where, "vendor ", text::Quote(d.vendor), " is empty or holds ',', ':' or ';'");
-      if (d.usedmem_mib < 0 || d.usedmem_mib > kInt32Max) return InvalidArgument(where, "memory ", d.usedmem_mib, " MiB is outside 0..", kInt32Max);
+      if (BadField(d.uuid))
+        return InvalidArgument(where, "uuid ", text::Quote(d.uuid),
+                               " is empty or holds ',', ':' or ';'");
+      if (BadField(d.vendor))
+        return InvalidArgument(where, "vendor ", text::Quote(d.vendor),
+                               " is empty or holds ',', ':' or ';'");
+      if (d.usedmem_mib < 0 || d.usedmem_mib > kInt32Max)
+        return InvalidArgument(where, "memory ", d.usedmem_mib, " MiB is outside 0..", kInt32Max);
       if (d.usedcores < 0) return InvalidArgument(where, "cores ", d.usedcores, " is negative");
       out += StrCat(d.uuid, ",", d.vendor, ",", d.usedmem_mib, ",", d.usedcores, ":");
     }
@@ -46,15 +53,21 @@ StatusOr<PodAllocation> DecodePodDevices(std::string_view text) {
     size_t i = 0;
     for (std::string_view item : text::Split(containers[c], ':')) {
       if (item.empty()) continue;
-      const std::string where = StrCat("pod devices container ", c, " device ", i, " ", text::Quote(item), ": ");
+      const std::string where =
+          StrCat("pod devices container ", c, " device ", i, " ", text::Quote(item), ": ");
       const auto f = text::Split(item, ',');
-      if (f.size() < 4) return InvalidArgument(where, "has ", f.size(), " fields, expected UUID,Type,MemMiB,Cores");
+      if (f.size() < 4)
+        return InvalidArgument(where, "has ", f.size(), " fields, expected UUID,Type,MemMiB,Cores");
       if (f[0].empty()) return InvalidArgument(where, "uuid is empty");
       if (f[1].empty()) return InvalidArgument(where, "type is empty");
       const auto mem = text::ParseInt(f[2]);
-      if (!mem || *mem < 0 || *mem > kInt32Max) return InvalidArgument(where, "memory ", text::Quote(f[2]), " is not an integer in 0..", kInt32Max);
+      if (!mem || *mem < 0 || *mem > kInt32Max)
+        return InvalidArgument(where, "memory ", text::Quote(f[2]), " is not an integer in 0..",
+                               kInt32Max);
       const auto cores = text::ParseInt(f[3]);
-      if (!cores || *cores < 0 || *cores > kInt32Max) return InvalidArgument(where, "cores ", text::Quote(f[3]), " is not an integer in 0..", kInt32Max);
+      if (!cores || *cores < 0 || *cores > kInt32Max)
+        return InvalidArgument(where, "cores ", text::Quote(f[3]), " is not an integer in 0..",
+                               kInt32Max);
       ContainerDevice d;
       d.uuid = std::string(f[0]);
       d.vendor = std::string(f[1]);
@@ -92,12 +105,14 @@ StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text)
   using jsonutil::GetInt;
   using jsonutil::GetString;
   HAMI_ASSIGN_OR_RETURN(json arr, jsonutil::Parse(text, "MIG allocations"));
-  if (!arr.is_array()) return InvalidArgument("MIG allocations: expected a JSON array, got ", arr.type_name());
+  if (!arr.is_array())
+    return InvalidArgument("MIG allocations: expected a JSON array, got ", arr.type_name());
   std::vector<MigAllocation> out;
   for (size_t i = 0; i < arr.size(); ++i) {
     const json& e = arr[i];
     const std::string where = StrCat("MIG allocations[", i, "].");
-    if (!e.is_object()) return InvalidArgument(where, " expected a JSON object, got ", e.type_name());
+    if (!e.is_object())
+      return InvalidArgument(where, " expected a JSON object, got ", e.type_name());
     MigAllocation a;
     int64_t v = 0;
     HAMI_RETURN_IF_ERROR(GetInt(e, "containerIndex", 0, kInt32Max, where, &v));
@@ -110,7 +125,8 @@ StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text)
     HAMI_RETURN_IF_ERROR(GetString(e, "profile", where, &a.profile));
     if (a.profile.empty()) return InvalidArgument(where, "profile is missing or empty");
     if (const auto it = e.find("placement"); it != e.end() && !it->is_null()) {
-      if (!it->is_object()) return InvalidArgument(where, "placement: expected a JSON object, got ", it->type_name());
+      if (!it->is_object())
+        return InvalidArgument(where, "placement: expected a JSON object, got ", it->type_name());
       int64_t start = 0, size = 0;
       HAMI_RETURN_IF_ERROR(GetInt(*it, "start", 0, kInt32Max, where + "placement.", &start));
       HAMI_RETURN_IF_ERROR(GetInt(*it, "size", 0, kInt32Max, where + "placement.", &size));
@@ -120,7 +136,9 @@ StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text)
                         int(e.contains("gpuInstanceID") && !e["gpuInstanceID"].is_null()) +
                         int(e.contains("computeInstanceID") && !e["computeInstanceID"].is_null());
     if (present != 0 && present != 3) {
-      return InvalidArgument(where, "runtime fields migUUID, gpuInstanceID, computeInstanceID must be all present or all absent, found ",
+      return InvalidArgument(where,
+                             "runtime fields migUUID, gpuInstanceID, computeInstanceID must be all "
+                             "present or all absent, found ",
                              present, " of 3");
     }
     if (present == 3) {

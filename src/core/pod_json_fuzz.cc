@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto dec = DecodePodDevices(*enc);
   FUZZ_CHECK(dec.ok() && dec->containers == alloc.containers, enc->c_str());
   int64_t effective_mem = 0;
-  for (const auto& [uuid, u] : EffectiveDeviceUsage(ContainerKinds(*pod), *dec)) effective_mem += u.usedmem_mib;
+  for (const auto& [uuid, u] : EffectiveDeviceUsage(ContainerKinds(*pod), *dec))
+    effective_mem += u.usedmem_mib;
   FUZZ_CHECK(effective_mem <= raw_mem, "collapse never exceeds the raw sum");
   return 0;
 }

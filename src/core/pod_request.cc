@@ -22,7 +22,8 @@ StatusOr<const json*> Member(const json& obj, const char* key, json::value_t typ
                              std::string_view path) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return nullptr;
-  const bool ok = type == json::value_t::number_integer ? it->is_number_integer() : it->type() == type;
+  const bool ok =
+      type == json::value_t::number_integer ? it->is_number_integer() : it->type() == type;
   if (!ok) {
     return InvalidArgument(path, key, ": expected JSON ", json(type).type_name(), ", got ",
                            it->type_name());
@@ -37,7 +38,8 @@ StatusOr<std::map<std::string, std::string>> StringMap(const json& obj, const ch
   if (m == nullptr) return out;
   for (const auto& [k, v] : m->items()) {
     if (!v.is_string()) {
-      return InvalidArgument(path, key, "[", k, "]: expected a string value, got JSON ", v.type_name());
+      return InvalidArgument(path, key, "[", k, "]: expected a string value, got JSON ",
+                             v.type_name());
     }
     out.emplace(k, v.get<std::string>());
   }
@@ -53,8 +55,10 @@ class Resources {
     if (!resources.is_object()) {
       return InvalidArgument("resources: expected JSON object, got ", resources.type_name());
     }
-    HAMI_ASSIGN_OR_RETURN(r.limits_, Member(resources, "limits", json::value_t::object, "resources."));
-    HAMI_ASSIGN_OR_RETURN(r.requests_, Member(resources, "requests", json::value_t::object, "resources."));
+    HAMI_ASSIGN_OR_RETURN(r.limits_,
+                          Member(resources, "limits", json::value_t::object, "resources."));
+    HAMI_ASSIGN_OR_RETURN(r.requests_,
+                          Member(resources, "requests", json::value_t::object, "resources."));
     return r;
   }
 
@@ -73,7 +77,8 @@ class Resources {
   // The value in limits and the one in requests, each when present (in that order).
   StatusOr<std::vector<Quantity>> Both(const std::string& name) const {
     std::vector<Quantity> out;
-    for (const auto& [m, where] : {std::pair{limits_, "limits"}, std::pair{requests_, "requests"}}) {
+    for (const auto& [m, where] :
+         {std::pair{limits_, "limits"}, std::pair{requests_, "requests"}}) {
       HAMI_ASSIGN_OR_RETURN(auto q, Get(m, where, name));
       if (q) out.push_back(*q);
     }
@@ -86,7 +91,8 @@ class Resources {
   static bool Has(const json* m, const std::string& name) {
     return m != nullptr && m->contains(name) && !(*m)[name].is_null();
   }
-  static StatusOr<std::optional<Quantity>> Get(const json* m, const char* where, const std::string& name) {
+  static StatusOr<std::optional<Quantity>> Get(const json* m, const char* where,
+                                               const std::string& name) {
     if (!Has(m, name)) return std::optional<Quantity>();
     auto q = ParseQuantityJson((*m)[name]);
     if (!q.ok()) return Annotate(q.status(), StrCat(where, "[", name, "]"));
@@ -97,13 +103,17 @@ class Resources {
 };
 
 // An integer-valued extended resource: whole number in [0, max].
-StatusOr<std::optional<int64_t>> WholeResource(const Resources& r, const std::string& name, int64_t max) {
+StatusOr<std::optional<int64_t>> WholeResource(const Resources& r, const std::string& name,
+                                               int64_t max) {
   HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> q, r.LimitOrRequest(name));
   if (!q) return std::optional<int64_t>();
   auto v = QuantityToExactInt(*q);
-  if (!v.ok()) return InvalidArgument(name, ": ", std::string(v.status().message()), " (an integer such as \"2\")");
+  if (!v.ok())
+    return InvalidArgument(name, ": ", std::string(v.status().message()),
+                           " (an integer such as \"2\")");
   if (*v < 0) return InvalidArgument(name, ": must not be negative, got ", *v);
-  if (*v > max) return InvalidArgument(name, ": ", *v, " is larger than the supported maximum ", max);
+  if (*v > max)
+    return InvalidArgument(name, ": ", *v, " is larger than the supported maximum ", max);
   return std::optional<int64_t>(*v);
 }
 
@@ -127,9 +137,11 @@ struct Defaulted {
   std::map<std::string, int64_t> added_limits;
 };
 
-// `admission`: the webhook's view (upstream's MutateAdmission): gpumem-percentage outside 0..100 is an
-// error. Otherwise the scheduler's view (upstream's GenerateResourceRequests): it is clamped or ignored.
-StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg, bool admission) {
+// `admission`: the webhook's view (upstream's MutateAdmission): gpumem-percentage outside 0..100 is
+// an error. Otherwise the scheduler's view (upstream's GenerateResourceRequests): it is clamped or
+// ignored.
+StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg,
+                                    bool admission) {
   HAMI_RETURN_IF_ERROR(cfg.Validate());
   HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources_json));
   const NvidiaResourceNames& n = cfg.nvidia;
@@ -144,9 +156,10 @@ StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceCo
                                " must be a whole number (an integer such as \"50\")");
       }
       if (q.milli() >= 0 && q.milli() <= 100 * 1000) continue;
-      return InvalidArgument(n.memory_percentage, ": ", FormatQuantity(q),
-                             " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
-                             n.memory, " in MiB)");
+      return InvalidArgument(
+          n.memory_percentage, ": ", FormatQuantity(q),
+          " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
+          n.memory, " in MiB)");
     }
   }
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
@@ -196,7 +209,8 @@ StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceCo
   return out;
 }
 
-StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind, const ResourceConfig& cfg) {
+StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind,
+                                          const ResourceConfig& cfg) {
   ContainerRequest out;
   out.kind = kind;
   if (!c.is_object()) return InvalidArgument("expected JSON object, got ", c.type_name());
@@ -215,7 +229,8 @@ StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind, con
   }
   HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> memory, r.RequestOrLimit("memory"));
   if (memory) {
-    if (memory->IsNegative()) return InvalidArgument("memory: must not be negative, got ", FormatQuantity(*memory));
+    if (memory->IsNegative())
+      return InvalidArgument("memory: must not be negative, got ", FormatQuantity(*memory));
     out.memory_mib = QuantityToMiB(*memory, Rounding::kUp);
   }
   HAMI_ASSIGN_OR_RETURN(out.devices, ParseContainerDevices(resources, cfg));
@@ -233,7 +248,8 @@ Status ParseContainerList(const json& spec, const char* key, bool init, const Re
       kind = ContainerKind::kInit;
       if (c.is_object()) {
         const auto rp = c.find("restartPolicy");
-        if (rp != c.end() && rp->is_string() && rp->get<std::string>() == "Always") kind = ContainerKind::kSidecar;
+        if (rp != c.end() && rp->is_string() && rp->get<std::string>() == "Always")
+          kind = ContainerKind::kSidecar;
       }
     }
     auto parsed = ParseContainer(c, kind, cfg);
@@ -250,25 +266,29 @@ Status ParseContainerList(const json& spec, const char* key, bool init, const Re
 }
 
 bool IsGpuPolicyKey(std::string_view k) {
-  return k == kPolicyBinpack || k == kPolicySpread || k == kPolicyTopologyAware || k == kPolicyMutex ||
-         k == kPolicyNuma;
+  return k == kPolicyBinpack || k == kPolicySpread || k == kPolicyTopologyAware ||
+         k == kPolicyMutex || k == kPolicyNuma;
 }
 
 }  // namespace
 
 Status ResourceConfig::Validate() const {
   const std::pair<const char*, const std::string*> names[] = {
-      {"resourceCountName", &nvidia.count},       {"resourceMemoryName", &nvidia.memory},
+      {"resourceCountName", &nvidia.count},
+      {"resourceMemoryName", &nvidia.memory},
       {"resourceMemoryPercentageName", &nvidia.memory_percentage},
-      {"resourceCoreName", &nvidia.cores},        {"resourcePriorityName", &nvidia.priority}};
+      {"resourceCoreName", &nvidia.cores},
+      {"resourcePriorityName", &nvidia.priority}};
   for (const auto& [field, value] : names) {
     if (value->empty()) return InvalidArgument("config nvidia.", field, " must not be empty");
   }
-  if (default_memory_mib < 0) return InvalidArgument("config nvidia.defaultMemory must be >= 0, got ", default_memory_mib);
+  if (default_memory_mib < 0)
+    return InvalidArgument("config nvidia.defaultMemory must be >= 0, got ", default_memory_mib);
   if (default_cores < 0 || default_cores > 100) {
     return InvalidArgument("config nvidia.defaultCores must be in 0..100, got ", default_cores);
   }
-  if (default_gpu_num < 0) return InvalidArgument("config nvidia.defaultGPUNum must be >= 0, got ", default_gpu_num);
+  if (default_gpu_num < 0)
+    return InvalidArgument("config nvidia.defaultGPUNum must be >= 0, got ", default_gpu_num);
   if (memory_factor < 1 || memory_factor > kInt32Max) {
     return InvalidArgument("config nvidia.memoryFactor must be >= 1, got ", memory_factor);
   }
@@ -284,12 +304,13 @@ StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json&
 }
 
 StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
-                                                                   const ResourceConfig& config) {
+                                                                  const ResourceConfig& config) {
   HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config, /*admission=*/true));
   return d.added_limits;
 }
 
-StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::string>& annotations) {
+StatusOr<DeviceSelectors> ParseDeviceSelectors(
+    const std::map<std::string, std::string>& annotations) {
   DeviceSelectors s;
   auto get = [&](const char* key) -> const std::string* {
     const auto it = annotations.find(key);
@@ -317,18 +338,21 @@ StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::
 
 std::vector<std::string> IgnoredAnnotations(const std::map<std::string, std::string>& annotations) {
   std::vector<std::string> out;
-  if (auto it = annotations.find(kNumaBind); it != annotations.end() && !text::ParseBool(text::Trim(it->second))) {
+  if (auto it = annotations.find(kNumaBind);
+      it != annotations.end() && !text::ParseBool(text::Trim(it->second))) {
     out.push_back(StrCat("annotation ", kNumaBind, ": ", text::Quote(it->second),
                          " is not a boolean (true/false/1/0), so NUMA binding is off"));
   }
   if (auto it = annotations.find(kNodeSchedulerPolicy); it != annotations.end()) {
     if (auto p = ParseNodeSchedulerPolicy(it->second); !p.ok()) {
-      out.push_back(StrCat(p.status().message(), "; the scheduler's configured node policy applies"));
+      out.push_back(
+          StrCat(p.status().message(), "; the scheduler's configured node policy applies"));
     }
   }
   if (auto it = annotations.find(kGpuSchedulerPolicy); it != annotations.end()) {
     if (auto p = ParseGpuSchedulerPolicy(it->second); !p.ok()) {
-      out.push_back(StrCat(p.status().message(), "; the scheduler's configured GPU policy applies"));
+      out.push_back(
+          StrCat(p.status().message(), "; the scheduler's configured GPU policy applies"));
     }
   }
   return out;
@@ -344,11 +368,13 @@ StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value) {
 StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value) {
   std::vector<std::string> keys;
   const auto fail = [&](auto... why) {
-    return InvalidArgument("annotation ", kGpuSchedulerPolicy, ": ", text::Quote(value), ": ", why...,
-                           " (expected a comma list of binpack, spread, topology-aware, mutex, numa, "
-                           "e.g. \"binpack,numa\", or one of \"fgd\", \"default\" alone)");
+    return InvalidArgument(
+        "annotation ", kGpuSchedulerPolicy, ": ", text::Quote(value), ": ", why...,
+        " (expected a comma list of binpack, spread, topology-aware, mutex, numa, "
+        "e.g. \"binpack,numa\", or one of \"fgd\", \"default\" alone)");
   };
-  if (const std::string_view whole = text::Trim(value); whole == kPolicyFgd || whole == kPolicyDefault) {
+  if (const std::string_view whole = text::Trim(value);
+      whole == kPolicyFgd || whole == kPolicyDefault) {
     return std::vector<std::string>{std::string(whole)};
   }
   // Upstream's chain rule: every item a known key; repeats and binpack next to spread are allowed
@@ -356,7 +382,8 @@ StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view valu
   for (std::string_view item : text::Split(value, ',')) {
     item = text::Trim(item);
     if (item.empty()) return fail("empty policy name");
-    if (item == kPolicyFgd || item == kPolicyDefault) return fail("\"", item, "\" cannot be chained");
+    if (item == kPolicyFgd || item == kPolicyDefault)
+      return fail("\"", item, "\" cannot be chained");
     if (!IsGpuPolicyKey(item)) return fail("unknown policy \"", item, "\"");
     keys.emplace_back(item);
   }
@@ -365,8 +392,9 @@ StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view valu
 
 StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value) {
   const auto fail = [&](auto... why) {
-    return InvalidArgument("annotation ", kDeviceScoringWeights, ": ", text::Quote(value), ": ", why...,
-                           " (expected \"slot=<int>,core=<int>,memory=<int>\", each >= 0, one > 0)");
+    return InvalidArgument(
+        "annotation ", kDeviceScoringWeights, ": ", text::Quote(value), ": ", why...,
+        " (expected \"slot=<int>,core=<int>,memory=<int>\", each >= 0, one > 0)");
   };
   std::map<std::string, int64_t> seen;
   for (std::string_view item : text::Split(value, ',')) {
@@ -386,7 +414,8 @@ StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value) {
   for (const char* key : {"slot", "core", "memory"}) {
     if (!seen.count(key)) return fail("key \"", key, "\" is missing");
   }
-  if (seen["slot"] == 0 && seen["core"] == 0 && seen["memory"] == 0) return fail("all weights are 0");
+  if (seen["slot"] == 0 && seen["core"] == 0 && seen["memory"] == 0)
+    return fail("all weights are 0");
   ScoringWeights w;
   w.slot = static_cast<int>(seen["slot"]);
   w.core = static_cast<int>(seen["core"]);
@@ -397,13 +426,15 @@ StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value) {
 StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfig& config) {
   try {
     HAMI_RETURN_IF_ERROR(config.Validate());
-    if (!pod.is_object()) return InvalidArgument("pod: expected JSON object, got ", pod.type_name());
+    if (!pod.is_object())
+      return InvalidArgument("pod: expected JSON object, got ", pod.type_name());
     PodRequest out;
     HAMI_ASSIGN_OR_RETURN(const json* meta, Member(pod, "metadata", json::value_t::object, ""));
     if (meta != nullptr) {
       for (auto [key, field] : {std::pair{"uid", &out.uid}, std::pair{"namespace", &out.namespace_},
                                 std::pair{"name", &out.name}}) {
-        HAMI_ASSIGN_OR_RETURN(const json* v, Member(*meta, key, json::value_t::string, "metadata."));
+        HAMI_ASSIGN_OR_RETURN(const json* v,
+                              Member(*meta, key, json::value_t::string, "metadata."));
         if (v != nullptr) *field = v->get<std::string>();
       }
       HAMI_ASSIGN_OR_RETURN(out.labels, StringMap(*meta, "labels", "metadata."));
@@ -411,7 +442,8 @@ StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfi
     }
     HAMI_ASSIGN_OR_RETURN(const json* spec, Member(pod, "spec", json::value_t::object, ""));
     if (spec != nullptr) {
-      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "initContainers", true, config, &out.containers));
+      HAMI_RETURN_IF_ERROR(
+          ParseContainerList(*spec, "initContainers", true, config, &out.containers));
       HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "containers", false, config, &out.containers));
     }
     HAMI_ASSIGN_OR_RETURN(out.selectors, ParseDeviceSelectors(out.annotations));

@@ -23,11 +23,11 @@ namespace hami::core {
 
 // Extended-resource names of the NVIDIA vendor (device-config.yaml `nvidia:` section).
 struct NvidiaResourceNames {
-  std::string count = kDefaultGpuResource;                         // resourceCountName
-  std::string memory = kDefaultGpuMemResource;                     // resourceMemoryName (MiB)
+  std::string count = kDefaultGpuResource;                           // resourceCountName
+  std::string memory = kDefaultGpuMemResource;                       // resourceMemoryName (MiB)
   std::string memory_percentage = kDefaultGpuMemPercentageResource;  // resourceMemoryPercentageName
-  std::string cores = kDefaultGpuCoresResource;                    // resourceCoreName (percent)
-  std::string priority = kDefaultGpuPriorityResource;              // resourcePriorityName
+  std::string cores = kDefaultGpuCoresResource;                      // resourceCoreName (percent)
+  std::string priority = kDefaultGpuPriorityResource;                // resourcePriorityName
 };
 
 // What ParsePodJson needs to know about the cluster's configuration. Defaults are upstream's.
@@ -84,13 +84,15 @@ StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json&
 // Errors: those of ParseContainerDevices, and gpumem-percentage outside 0..100 (upstream's
 // webhook denies it; its scheduler would clamp or ignore it).
 StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
-                                                                   const ResourceConfig& config);
+                                                                  const ResourceConfig& config);
 
 // nvidia.com/{use,nouse}-gputype, {use,nouse}-gpuuuid (comma lists; blanks around items and empty
 // items dropped), nvidia.com/vgpu-mode (hami-core|mig|mps; anything else is an error) and
-// nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed: true/1/t/TRUE; any
-// other value, garbage included, leaves it off, as upstream). Unknown annotations are ignored.
-StatusOr<DeviceSelectors> ParseDeviceSelectors(const std::map<std::string, std::string>& annotations);
+// nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed:
+// true/1/t/TRUE; any other value, garbage included, leaves it off, as upstream). Unknown
+// annotations are ignored.
+StatusOr<DeviceSelectors> ParseDeviceSelectors(
+    const std::map<std::string, std::string>& annotations);
 
 // hami.io/node-scheduler-policy: "binpack" | "spread" (surrounding blanks trimmed).
 StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
@@ -98,8 +100,8 @@ StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
 // hami.io/gpu-scheduler-policy: a comma chain of binpack|spread|topology-aware|mutex|numa, e.g.
 // "binpack,numa" (items trimmed; repeats and binpack next to spread allowed, as upstream: the
 // chain is an ordered list of sort keys), or one of hami-cpp's whole-placement policies alone
-// ("fgd", "default"). Returns the keys in order. Errors: a blank value or empty item, an unknown key
-// (case matters: "Binpack" is unknown), a whole-placement policy chained with anything.
+// ("fgd", "default"). Returns the keys in order. Errors: a blank value or empty item, an unknown
+// key (case matters: "Binpack" is unknown), a whole-placement policy chained with anything.
 StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value);
 
 // The pod annotations ParsePodJson reads leniently and found unusable, one sentence each: a
@@ -145,10 +147,10 @@ std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<Contai
 
 // The device memory and cores of `vendor` that a pod not yet placed counts against a namespace
 // quota: EffectiveDeviceUsage (the same formula the scheduler charges a placed pod with) over a
-// placement where each container's k-th device is the pod's k-th device, i.e. the fewest devices the
-// scheduler can give it. A lower bound of what the scheduler charges once it has chosen the devices
-// (the extender checks the quota again then). Requests by memory percentage count 0 MiB here (the
-// device's size is not known yet).
+// placement where each container's k-th device is the pod's k-th device, i.e. the fewest devices
+// the scheduler can give it. A lower bound of what the scheduler charges once it has chosen the
+// devices (the extender checks the quota again then). Requests by memory percentage count 0 MiB
+// here (the device's size is not known yet).
 struct DeviceTotals {
   int64_t mem_mib = 0;
   int64_t cores = 0;

@@ -42,85 +42,192 @@ ResourceConfig WithDefaults(int64_t mem, int cores, int num, int64_t factor = 1)
 
 TEST(DefaultingTest, UpstreamRules) {
   const DefaultingCase cases[] = {
-      {"bare gpu is an exclusive whole card", R"({"limits":{"nvidia.com/gpu":"1"}})", true,
-       Req(1, 0, 100, 100), {{"nvidia.com/gpucores", 100}}},
-      {"gpu count 2 bare", R"({"limits":{"nvidia.com/gpu":2}})", true, Req(2, 0, 100, 100),
+      {"bare gpu is an exclusive whole card",
+       R"({"limits":{"nvidia.com/gpu":"1"}})",
+       true,
+       Req(1, 0, 100, 100),
        {{"nvidia.com/gpucores", 100}}},
-      // Upstream's scheduler would book defaultCores (30) for this pod when it skipped the webhook; we
-      // book what the webhook's gpucores=100 says (a deliberate difference, docs/migration.md).
-      {"bare gpu books 100 cores whatever defaultCores", R"({"limits":{"nvidia.com/gpu":1}})", true,
-       Req(1, 0, 100, 100), {{"nvidia.com/gpucores", 100}}, WithDefaults(0, 30, 1)},
-      {"gpumem shares a card without compute cap", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000}})",
-       true, Req(1, 3000, 0, 0), {}},
-      {"gpumem + cores", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4000","nvidia.com/gpucores":"30"}})",
-       true, Req(1, 4000, 0, 30), {}},
-      {"gpumem without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpumem":3000}})", true,
-       Req(1, 3000, 0, 0), {{"nvidia.com/gpu", 1}}},
-      {"cores without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpucores":20}})", true,
-       Req(1, 0, 100, 20), {{"nvidia.com/gpu", 1}}},
-      {"percentage without gpu gets defaultGPUNum", R"({"limits":{"nvidia.com/gpumem-percentage":50}})", true,
-       Req(1, 0, 50, 0), {{"nvidia.com/gpu", 1}}},
-      {"percentage 100 alone is exclusive", R"({"limits":{"nvidia.com/gpumem-percentage":100}})", true,
-       Req(1, 0, 100, 100), {{"nvidia.com/gpu", 1}, {"nvidia.com/gpucores", 100}}},
+      {"gpu count 2 bare",
+       R"({"limits":{"nvidia.com/gpu":2}})",
+       true,
+       Req(2, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      // Upstream's scheduler would book defaultCores (30) for this pod when it skipped the webhook;
+      // we book what the webhook's gpucores=100 says (a deliberate difference, docs/migration.md).
+      {"bare gpu books 100 cores whatever defaultCores",
+       R"({"limits":{"nvidia.com/gpu":1}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}},
+       WithDefaults(0, 30, 1)},
+      {"gpumem shares a card without compute cap",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000}})",
+       true,
+       Req(1, 3000, 0, 0),
+       {}},
+      {"gpumem + cores",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4000","nvidia.com/gpucores":"30"}})",
+       true,
+       Req(1, 4000, 0, 30),
+       {}},
+      {"gpumem without gpu gets defaultGPUNum",
+       R"({"limits":{"nvidia.com/gpumem":3000}})",
+       true,
+       Req(1, 3000, 0, 0),
+       {{"nvidia.com/gpu", 1}}},
+      {"cores without gpu gets defaultGPUNum",
+       R"({"limits":{"nvidia.com/gpucores":20}})",
+       true,
+       Req(1, 0, 100, 20),
+       {{"nvidia.com/gpu", 1}}},
+      {"percentage without gpu gets defaultGPUNum",
+       R"({"limits":{"nvidia.com/gpumem-percentage":50}})",
+       true,
+       Req(1, 0, 50, 0),
+       {{"nvidia.com/gpu", 1}}},
+      {"percentage 100 alone is exclusive",
+       R"({"limits":{"nvidia.com/gpumem-percentage":100}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpu", 1}, {"nvidia.com/gpucores", 100}}},
       {"percentage 100 with gpumem: gpumem wins, still exclusive",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":100}})", true,
-       Req(1, 2000, 0, 100), {{"nvidia.com/gpucores", 100}}},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":100}})",
+       true,
+       Req(1, 2000, 0, 100),
+       {{"nvidia.com/gpucores", 100}}},
       {"percentage used only when gpumem absent",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":30}})", true,
-       Req(1, 2000, 0, 0), {}},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":30}})",
+       true,
+       Req(1, 2000, 0, 0),
+       {}},
       {"gpumem 0 falls back to percentage",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":0,"nvidia.com/gpumem-percentage":30}})", true,
-       Req(1, 0, 30, 0), {}},
-      // gpumem-percentage outside 0..100: the webhook denies it; the scheduler (a pod that skipped the
-      // webhook) clamps values above 100 and ignores values below 1, as upstream's does.
-      {"percentage above 100 is clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
-       true, Req(1, 0, 100, 0), {}, {}, "150 is outside 0..100"},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":0,"nvidia.com/gpumem-percentage":30}})",
+       true,
+       Req(1, 0, 30, 0),
+       {}},
+      // gpumem-percentage outside 0..100: the webhook denies it; the scheduler (a pod that skipped
+      // the webhook) clamps values above 100 and ignores values below 1, as upstream's does.
+      {"percentage above 100 is clamped",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "150 is outside 0..100"},
       {"percentage past int32 is clamped",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"3000000000"}})", true, Req(1, 0, 100, 0),
-       {}, {}, "3000000000 is outside 0..100"},
-      {"percentage 1e18 is clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"1e18"}})",
-       true, Req(1, 0, 100, 0), {}, {}, "1000000000000000000 is outside 0..100"},
-      {"percentage -1 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})", true,
-       Req(1, 0, 100, 0), {}, {}, "-1 is outside 0..100"},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"3000000000"}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "3000000000 is outside 0..100"},
+      {"percentage 1e18 is clamped",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"1e18"}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "1000000000000000000 is outside 0..100"},
+      {"percentage -1 is ignored",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "-1 is outside 0..100"},
       {"percentage -1 is ignored: defaultMemory applies",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})", true, Req(1, 2048, 0, 0), {},
-       WithDefaults(2048, 0, 1), "-1 is outside 0..100"},
-      {"percentage 0 is ignored", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})", true,
-       Req(1, 0, 100, 0), {}},
-      // The webhook checks the value in requests too (upstream's validateMemoryPercentage reads both).
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})",
+       true,
+       Req(1, 2048, 0, 0),
+       {},
+       WithDefaults(2048, 0, 1),
+       "-1 is outside 0..100"},
+      {"percentage 0 is ignored",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})",
+       true,
+       Req(1, 0, 100, 0),
+       {}},
+      // The webhook checks the value in requests too (upstream's validateMemoryPercentage reads
+      // both).
       {"percentage: limits win, an out-of-range request is denied at admission",
        R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":150}})",
-       true, Req(1, 0, 50, 0), {}, {}, "150 is outside 0..100"},
+       true,
+       Req(1, 0, 50, 0),
+       {},
+       {},
+       "150 is outside 0..100"},
       {"percentage: a fraction in requests is denied at admission",
        R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":"50.5"}})",
-       true, Req(1, 0, 50, 0), {}, {}, "must be a whole number"},
-      {"cores above 100 are clamped", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})", true,
-       Req(1, 0, 100, 100), {}},
-      {"explicit cores 0 is kept (no SM limit)", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
-       true, Req(1, 0, 100, 0), {}},
+       true,
+       Req(1, 0, 50, 0),
+       {},
+       {},
+       "must be a whole number"},
+      {"cores above 100 are clamped",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})",
+       true,
+       Req(1, 0, 100, 100),
+       {}},
+      {"explicit cores 0 is kept (no SM limit)",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
+       true,
+       Req(1, 0, 100, 0),
+       {}},
       {"defaultMemory used when no gpumem and no percentage",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":10}})", true, Req(1, 2048, 0, 10), {},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":10}})",
+       true,
+       Req(1, 2048, 0, 10),
+       {},
        WithDefaults(2048, 0, 1)},
       {"defaultCores used when cores absent and not exclusive",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000}})", true, Req(1, 1000, 0, 25), {},
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000}})",
+       true,
+       Req(1, 1000, 0, 25),
+       {},
        WithDefaults(0, 25, 1)},
-      {"memoryFactor scales gpumem", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":10}})", true,
-       Req(1, 10240, 0, 0), {}, WithDefaults(0, 0, 1, 1024)},
-      {"defaultGPUNum 0 disables count defaulting", R"({"limits":{"nvidia.com/gpumem":3000}})", false, {}, {},
+      {"memoryFactor scales gpumem",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":10}})",
+       true,
+       Req(1, 10240, 0, 0),
+       {},
+       WithDefaults(0, 0, 1, 1024)},
+      {"defaultGPUNum 0 disables count defaulting",
+       R"({"limits":{"nvidia.com/gpumem":3000}})",
+       false,
+       {},
+       {},
        WithDefaults(0, 0, 0)},
-      {"defaultGPUNum 2", R"({"limits":{"nvidia.com/gpumem":3000}})", true, Req(2, 3000, 0, 0),
-       {{"nvidia.com/gpu", 2}}, WithDefaults(0, 0, 2)},
+      {"defaultGPUNum 2",
+       R"({"limits":{"nvidia.com/gpumem":3000}})",
+       true,
+       Req(2, 3000, 0, 0),
+       {{"nvidia.com/gpu", 2}},
+       WithDefaults(0, 0, 2)},
       {"limits win over requests",
        R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000},"requests":{"nvidia.com/gpu":1,"nvidia.com/gpumem":5000}})",
-       true, Req(1, 1000, 0, 0), {}},
+       true,
+       Req(1, 1000, 0, 0),
+       {}},
       {"requests used when limits lack the key",
-       R"({"limits":{"nvidia.com/gpu":1},"requests":{"nvidia.com/gpumem":5000}})", true, Req(1, 5000, 0, 0), {}},
-      {"count only in requests still counts", R"({"requests":{"nvidia.com/gpu":1}})", true, Req(1, 0, 100, 100),
+       R"({"limits":{"nvidia.com/gpu":1},"requests":{"nvidia.com/gpumem":5000}})",
+       true,
+       Req(1, 5000, 0, 0),
+       {}},
+      {"count only in requests still counts",
+       R"({"requests":{"nvidia.com/gpu":1}})",
+       true,
+       Req(1, 0, 100, 100),
        {{"nvidia.com/gpucores", 100}}},
-      {"gpumem only in requests does not default the count", R"({"requests":{"nvidia.com/gpumem":1000}})", false,
-       {}, {}},
-      {"priority", R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000,"nvidia.com/priority":1}})", true,
-       Req(1, 1000, 0, 0, 1), {}},
+      {"gpumem only in requests does not default the count",
+       R"({"requests":{"nvidia.com/gpumem":1000}})",
+       false,
+       {},
+       {}},
+      {"priority",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000,"nvidia.com/priority":1}})",
+       true,
+       Req(1, 1000, 0, 0, 1),
+       {}},
       {"gpu 0 asks for nothing", R"({"limits":{"nvidia.com/gpu":0}})", false, {}, {}},
       {"no resources", R"({})", false, {}, {}},
       {"null resources", R"(null)", false, {}, {}},
@@ -138,7 +245,8 @@ TEST(DefaultingTest, UpstreamRules) {
     auto added = ComputeAdmissionDefaults(resources, c.config);
     if (c.admission_error != nullptr) {
       ASSERT_FALSE(added.ok());
-      EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos) << added.status();
+      EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos)
+          << added.status();
       EXPECT_NE(added.status().message().find("nvidia.com/gpumem-percentage"), std::string::npos);
       continue;
     }
@@ -151,7 +259,8 @@ TEST(DefaultingTest, CustomResourceNames) {
   ResourceConfig cfg;
   cfg.nvidia.count = "example.com/vgpu";
   cfg.nvidia.memory = "example.com/vgpu-memory";
-  const json resources = json::parse(R"({"limits":{"example.com/vgpu":1,"example.com/vgpu-memory":512,"nvidia.com/gpu":3}})");
+  const json resources = json::parse(
+      R"({"limits":{"example.com/vgpu":1,"example.com/vgpu-memory":512,"nvidia.com/gpu":3}})");
   auto got = ParseContainerDevices(resources, cfg);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 1u);
@@ -165,16 +274,21 @@ struct ErrorCase {
 
 TEST(DefaultingTest, BadResourceValuesAreActionableErrors) {
   const ErrorCase cases[] = {
-      {R"({"limits":{"nvidia.com/gpu":"1.5"}})", "nvidia.com/gpu: quantity 1500m must be a whole number"},
+      {R"({"limits":{"nvidia.com/gpu":"1.5"}})",
+       "nvidia.com/gpu: quantity 1500m must be a whole number"},
       {R"({"limits":{"nvidia.com/gpu":"500m"}})", "must be a whole number"},
       {R"({"limits":{"nvidia.com/gpu":"-1"}})", "nvidia.com/gpu: must not be negative"},
       {R"({"limits":{"nvidia.com/gpu":"2000"}})", "larger than the supported maximum 1024"},
-      {R"({"limits":{"nvidia.com/gpu":"x"}})", "limits[nvidia.com/gpu]: quantity \"x\" does not start with a number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4.5"}})", "nvidia.com/gpumem: quantity 4500m must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"3000000000"}})", "larger than the supported maximum"},
+      {R"({"limits":{"nvidia.com/gpu":"x"}})",
+       "limits[nvidia.com/gpu]: quantity \"x\" does not start with a number"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4.5"}})",
+       "nvidia.com/gpumem: quantity 4500m must be a whole number"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"3000000000"}})",
+       "larger than the supported maximum"},
       {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"50.5"}})",
        "nvidia.com/gpumem-percentage: quantity \"50500m\" must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":"-1"}})", "gpucores: must not be negative"},
+      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":"-1"}})",
+       "gpucores: must not be negative"},
       {R"({"limits":{"nvidia.com/gpu":true}})", "quantity must be a string"},
       {R"({"limits":[1]})", "resources.limits: expected JSON object, got array"},
       {R"("lots")", "resources: expected JSON object"},
@@ -186,10 +300,12 @@ TEST(DefaultingTest, BadResourceValuesAreActionableErrors) {
         << c.resources << " -> " << got.status();
   }
   // memoryFactor overflow is reported with both numbers.
-  auto big = ParseContainerDevices(json::parse(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000000}})"),
-                                   WithDefaults(0, 0, 1, 1024));
+  auto big = ParseContainerDevices(
+      json::parse(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000000}})"),
+      WithDefaults(0, 0, 1, 1024));
   ASSERT_FALSE(big.ok());
-  EXPECT_NE(std::string(big.status().message()).find("times memoryFactor 1024"), std::string::npos) << big.status();
+  EXPECT_NE(std::string(big.status().message()).find("times memoryFactor 1024"), std::string::npos)
+      << big.status();
 }
 
 TEST(DefaultingTest, ConfigValidation) {
@@ -261,13 +377,16 @@ TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
   EXPECT_TRUE(pod->has_weights);
   EXPECT_EQ(pod->weights, (ScoringWeights{1, 2, 0}));
   EXPECT_TRUE(pod->HasDevices());
-  EXPECT_EQ(ContainerKinds(*pod), (std::vector<ContainerKind>{ContainerKind::kInit, ContainerKind::kSidecar,
-                                                              ContainerKind::kApp, ContainerKind::kApp}));
+  EXPECT_EQ(ContainerKinds(*pod),
+            (std::vector<ContainerKind>{ContainerKind::kInit, ContainerKind::kSidecar,
+                                        ContainerKind::kApp, ContainerKind::kApp}));
 }
 
 TEST(ParsePodJsonTest, MinimalPodsParse) {
-  for (const char* text : {R"({})", R"({"metadata":{},"spec":{}})", R"({"spec":{"containers":[]}})",
-                           R"({"metadata":{"annotations":null},"spec":{"containers":[{"name":"a","resources":{}}]}})"}) {
+  for (
+      const char* text :
+      {R"({})", R"({"metadata":{},"spec":{}})", R"({"spec":{"containers":[]}})",
+       R"({"metadata":{"annotations":null},"spec":{"containers":[{"name":"a","resources":{}}]}})"}) {
     auto pod = ParsePodJson(json::parse(text), ResourceConfig{});
     ASSERT_TRUE(pod.ok()) << text << ": " << pod.status();
     EXPECT_FALSE(pod->HasDevices());
@@ -279,16 +398,21 @@ TEST(ParsePodJsonTest, ErrorsNameThePath) {
       {R"([])", "pod: expected JSON object, got array"},
       {R"({"metadata":[]})", "metadata: expected JSON object"},
       {R"({"metadata":{"name":5}})", "metadata.name: expected JSON string, got number"},
-      {R"({"metadata":{"annotations":{"a":1}}})", "metadata.annotations[a]: expected a string value"},
+      {R"({"metadata":{"annotations":{"a":1}}})",
+       "metadata.annotations[a]: expected a string value"},
       {R"({"spec":{"containers":{}}})", "spec.containers: expected JSON array, got object"},
       {R"({"spec":{"containers":[5]}})", "spec.containers[0]: expected JSON object, got number"},
       {R"({"spec":{"containers":[{"name":"a"},{"name":"trainer","resources":{"limits":{"nvidia.com/gpumem":"4.5"}}}]}})",
        "spec.containers[1] \"trainer\": nvidia.com/gpumem: quantity 4500m must be a whole number"},
       {R"({"spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"lots"}}}]}})",
-       "spec.initContainers[0] \"i\": requests[cpu]: quantity \"lots\" does not start with a number"},
-      {R"({"spec":{"containers":[{"resources":{"limits":{"memory":"-1Gi"}}}]}})", "memory: must not be negative"},
-      {R"({"metadata":{"annotations":{"nvidia.com/vgpu-mode":"time-slice"}}})", "is not a sharing mode"},
-      {R"({"metadata":{"annotations":{"hami.io/device-scoring-weights":"slot=1"}}})", "key \"core\" is missing"},
+       "spec.initContainers[0] \"i\": requests[cpu]: quantity \"lots\" does not start with a "
+       "number"},
+      {R"({"spec":{"containers":[{"resources":{"limits":{"memory":"-1Gi"}}}]}})",
+       "memory: must not be negative"},
+      {R"({"metadata":{"annotations":{"nvidia.com/vgpu-mode":"time-slice"}}})",
+       "is not a sharing mode"},
+      {R"({"metadata":{"annotations":{"hami.io/device-scoring-weights":"slot=1"}}})",
+       "key \"core\" is missing"},
   };
   for (const auto& c : cases) {
     auto pod = ParsePodJson(json::parse(c.resources), ResourceConfig{});
@@ -339,8 +463,10 @@ TEST(AnnotationTest, GpuSchedulerPolicy) {
     if (c.ok) {
       EXPECT_EQ(*got, c.keys) << c.value;
     } else {
-      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos) << got.status();
-      EXPECT_NE(std::string(got.status().message()).find("expected a comma list"), std::string::npos);
+      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos)
+          << got.status();
+      EXPECT_NE(std::string(got.status().message()).find("expected a comma list"),
+                std::string::npos);
     }
   }
 }
@@ -388,8 +514,8 @@ TEST(AnnotationTest, UnrecognisedPolicyAnnotationsAreIgnored) {
   }
 }
 
-// Upstream's assertNuma (pkg/device/nvidia): nvidia.com/numa-bind is enforced only when Go's ParseBool
-// reads true; a value it cannot read leaves binding off instead of failing the pod.
+// Upstream's assertNuma (pkg/device/nvidia): nvidia.com/numa-bind is enforced only when Go's
+// ParseBool reads true; a value it cannot read leaves binding off instead of failing the pod.
 TEST(AnnotationTest, NumaBindIsLenient) {
   struct Case {
     const char* value;
@@ -397,9 +523,9 @@ TEST(AnnotationTest, NumaBindIsLenient) {
     bool warned;
   };
   const Case cases[] = {
-      {"true", true, false}, {"1", true, false}, {"T", true, false}, {"TRUE", true, false},
-      {"false", false, false}, {"0", false, false}, {"yes", false, true}, {"", false, true},
-      {"on", false, true},
+      {"true", true, false}, {"1", true, false},      {"T", true, false},
+      {"TRUE", true, false}, {"false", false, false}, {"0", false, false},
+      {"yes", false, true},  {"", false, true},       {"on", false, true},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.value);
@@ -441,7 +567,8 @@ TEST(AnnotationTest, ScoringWeights) {
     if (c.ok) {
       EXPECT_EQ(*got, c.want) << c.value;
     } else {
-      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos) << got.status();
+      EXPECT_NE(std::string(got.status().message()).find(c.error), std::string::npos)
+          << got.status();
     }
   }
 }
@@ -476,10 +603,16 @@ TEST(EffectivePodRequestTest, KubernetesFormula) {
   const Case cases[] = {
       {"apps sum", {{K::kApp, 100, 10}, {K::kApp, 200, 20}}, {300, 30}},
       {"init peak wins", {{K::kInit, 1000, 5}, {K::kApp, 200, 20}}, {1000, 20}},
-      {"init containers do not add", {{K::kInit, 500, 0}, {K::kInit, 700, 0}, {K::kApp, 100, 0}}, {700, 0}},
+      {"init containers do not add",
+       {{K::kInit, 500, 0}, {K::kInit, 700, 0}, {K::kApp, 100, 0}},
+       {700, 0}},
       {"sidecar adds to apps", {{K::kSidecar, 50, 5}, {K::kApp, 200, 20}}, {250, 25}},
-      {"sidecar runs next to later init", {{K::kSidecar, 50, 5}, {K::kInit, 1000, 0}, {K::kApp, 10, 0}}, {1050, 5}},
-      {"init before sidecar does not see it", {{K::kInit, 1000, 0}, {K::kSidecar, 50, 5}, {K::kApp, 10, 0}}, {1000, 5}},
+      {"sidecar runs next to later init",
+       {{K::kSidecar, 50, 5}, {K::kInit, 1000, 0}, {K::kApp, 10, 0}},
+       {1050, 5}},
+      {"init before sidecar does not see it",
+       {{K::kInit, 1000, 0}, {K::kSidecar, 50, 5}, {K::kApp, 10, 0}},
+       {1000, 5}},
       {"empty pod", {}, {0, 0}},
   };
   for (const auto& c : cases) {
@@ -513,32 +646,72 @@ TEST(EffectiveUsageTest, InitSidecarAndAppCollapse) {
     std::map<std::string, DeviceUsage> want;
   };
   const Case cases[] = {
-      {"apps sum", {K::kApp, K::kApp}, {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 3000, 30}}}},
-      {"init peak larger than apps", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}}, false,
+      {"apps sum",
+       {K::kApp, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}},
+       false,
+       {{"g", {2, 3000, 30}}}},
+      {"init peak larger than apps",
+       {K::kInit, K::kApp},
+       {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}},
+       false,
        {{"g", {1, 8000, 50}}}},
-      {"apps larger than init", {K::kInit, K::kApp, K::kApp},
-       {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}, {Dev("g", 3000, 0)}}, false, {{"g", {2, 5000, 20}}}},
-      {"max is per dimension", {K::kInit, K::kApp}, {{Dev("g", 8000, 0)}, {Dev("g", 1000, 60)}}, false,
+      {"apps larger than init",
+       {K::kInit, K::kApp, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}, {Dev("g", 3000, 0)}},
+       false,
+       {{"g", {2, 5000, 20}}}},
+      {"max is per dimension",
+       {K::kInit, K::kApp},
+       {{Dev("g", 8000, 0)}, {Dev("g", 1000, 60)}},
+       false,
        {{"g", {1, 8000, 60}}}},
-      {"init containers do not add up", {K::kInit, K::kInit, K::kApp},
-       {{Dev("g", 3000, 0)}, {Dev("g", 4000, 0)}, {}}, false, {{"g", {1, 4000, 0}}}},
-      {"init finished leaves apps", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}}, true,
+      {"init containers do not add up",
+       {K::kInit, K::kInit, K::kApp},
+       {{Dev("g", 3000, 0)}, {Dev("g", 4000, 0)}, {}},
+       false,
+       {{"g", {1, 4000, 0}}}},
+      {"init finished leaves apps",
+       {K::kInit, K::kApp},
+       {{Dev("g", 8000, 50)}, {Dev("g", 2000, 20)}},
+       true,
        {{"g", {1, 2000, 20}}}},
       {"init only, finished: nothing", {K::kInit, K::kApp}, {{Dev("g", 8000, 50)}, {}}, true, {}},
-      {"sidecar runs with later init and with apps", {K::kSidecar, K::kInit, K::kApp},
-       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 7000, 30}}}},
-      {"init before sidecar does not see it", {K::kInit, K::kSidecar, K::kApp},
-       {{Dev("g", 6000, 0)}, {Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}}, false, {{"g", {2, 6000, 30}}}},
-      {"sidecar survives init completion", {K::kSidecar, K::kInit, K::kApp},
-       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}}, true, {{"g", {2, 3000, 30}}}},
-      {"devices are independent", {K::kInit, K::kApp}, {{Dev("a", 5000, 0)}, {Dev("b", 1000, 0)}}, false,
+      {"sidecar runs with later init and with apps",
+       {K::kSidecar, K::kInit, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}},
+       false,
+       {{"g", {2, 7000, 30}}}},
+      {"init before sidecar does not see it",
+       {K::kInit, K::kSidecar, K::kApp},
+       {{Dev("g", 6000, 0)}, {Dev("g", 1000, 10)}, {Dev("g", 2000, 20)}},
+       false,
+       {{"g", {2, 6000, 30}}}},
+      {"sidecar survives init completion",
+       {K::kSidecar, K::kInit, K::kApp},
+       {{Dev("g", 1000, 10)}, {Dev("g", 6000, 0)}, {Dev("g", 2000, 20)}},
+       true,
+       {{"g", {2, 3000, 30}}}},
+      {"devices are independent",
+       {K::kInit, K::kApp},
+       {{Dev("a", 5000, 0)}, {Dev("b", 1000, 0)}},
+       false,
        {{"a", {1, 5000, 0}}, {"b", {1, 1000, 0}}}},
-      {"trailing surplus empty entry ignored", {K::kInit, K::kApp}, {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}, {}},
-       false, {{"g", {1, 500, 0}}}},
-      {"short allocation aligned to the end", {K::kInit, K::kApp, K::kApp}, {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}},
-       false, {{"g", {2, 600, 0}}}},
-      {"entries beyond kinds count as apps", {K::kInit}, {{Dev("g", 500, 0)}, {Dev("g", 400, 0)}, {Dev("g", 300, 0)}},
-       false, {{"g", {2, 700, 0}}}},
+      {"trailing surplus empty entry ignored",
+       {K::kInit, K::kApp},
+       {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}, {}},
+       false,
+       {{"g", {1, 500, 0}}}},
+      {"short allocation aligned to the end",
+       {K::kInit, K::kApp, K::kApp},
+       {{Dev("g", 500, 0)}, {Dev("g", 100, 0)}},
+       false,
+       {{"g", {2, 600, 0}}}},
+      {"entries beyond kinds count as apps",
+       {K::kInit},
+       {{Dev("g", 500, 0)}, {Dev("g", 400, 0)}, {Dev("g", 300, 0)}},
+       false,
+       {{"g", {2, 700, 0}}}},
   };
   for (const auto& c : cases) {
     PodAllocation a;
@@ -564,8 +737,10 @@ TEST(RequestedDeviceTotals, SameFormulaAsTheScheduler) {
     return c;
   };
   PodRequest pod;
-  pod.containers = {ctr(K::kSidecar, 1, 2048, 10), ctr(K::kInit, 1, 4096, 30), ctr(K::kApp, 1, 3072, 20)};
-  EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor), (DeviceTotals{6144, 40}));  // init 4096 + sidecar 2048
+  pod.containers = {ctr(K::kSidecar, 1, 2048, 10), ctr(K::kInit, 1, 4096, 30),
+                    ctr(K::kApp, 1, 3072, 20)};
+  EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor),
+            (DeviceTotals{6144, 40}));  // init 4096 + sidecar 2048
   // Two devices each: per device max(init phase, sidecar + app), summed over the two.
   pod.containers = {ctr(K::kInit, 2, 1000, 50), ctr(K::kApp, 2, 300, 10)};
   EXPECT_EQ(RequestedDeviceTotals(pod, kNvidiaVendor), (DeviceTotals{2000, 100}));

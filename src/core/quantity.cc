@@ -20,9 +20,9 @@ struct Suffix {
 };
 // Binary suffixes first so "Mi" is not read as "M" + garbage.
 constexpr Suffix kSuffixes[] = {
-    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-    {"m", -3, 0},  {"", 0, 0},    {"k", 3, 0},   {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},
-    {"P", 15, 0},  {"E", 18, 0},
+    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
+    {"Ei", 0, 60}, {"m", -3, 0},  {"", 0, 0},    {"k", 3, 0},   {"M", 6, 0},
+    {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
 };
 
 int128 Pow10(int n) {
@@ -82,7 +82,8 @@ Status ParseSuffix(std::string_view text, std::string_view suffix, int64_t* dec_
 }  // namespace
 
 StatusOr<Quantity> ParseQuantity(std::string_view text) {
-  if (text.empty()) return InvalidArgument("quantity is empty (expected e.g. \"2\", \"500m\", \"16Gi\")");
+  if (text.empty())
+    return InvalidArgument("quantity is empty (expected e.g. \"2\", \"500m\", \"16Gi\")");
   if (text.size() > 256) return InvalidArgument("quantity is longer than 256 characters");
   size_t pos = 0;
   bool negative = false;
@@ -100,8 +101,9 @@ StatusOr<Quantity> ParseQuantity(std::string_view text) {
     frac_digits = text.substr(frac_begin, pos - frac_begin);
   }
   if (int_digits.empty() && frac_digits.empty()) {
-    return InvalidArgument("quantity \"", text,
-                           "\" does not start with a number (expected e.g. \"2\", \"500m\", \"16Gi\")");
+    return InvalidArgument(
+        "quantity \"", text,
+        "\" does not start with a number (expected e.g. \"2\", \"500m\", \"16Gi\")");
   }
   int64_t dec_exp = 0;
   int bin_exp = 0;
@@ -137,8 +139,9 @@ StatusOr<Quantity> ParseQuantity(std::string_view text) {
       milli += 1;  // the last significant digit is non-zero: there is a remainder; round up
     } else {
       if (k > 18) {
-        return InvalidArgument("quantity \"", text,
-                               "\" has too many digits after the point for a binary suffix (at most 21)");
+        return InvalidArgument(
+            "quantity \"", text,
+            "\" has too many digits after the point for a binary suffix (at most 21)");
       }
       // ceil(R * 2^b / 10^k) with R < 10^18: exact in 128 bits.
       const int128 r = DigitsValue(std::string_view(digits).substr(static_cast<size_t>(int_len)));
@@ -154,18 +157,21 @@ StatusOr<Quantity> ParseQuantityJson(const nlohmann::json& value) {
   if (value.is_string()) return ParseQuantity(value.get_ref<const std::string&>());
   if (value.is_number_unsigned()) {
     const uint64_t v = value.get<uint64_t>();
-    if (v > static_cast<uint64_t>(kInt64Max)) return InvalidArgument("quantity ", v, " is too large (the limit is 2^63-1)");
+    if (v > static_cast<uint64_t>(kInt64Max))
+      return InvalidArgument("quantity ", v, " is too large (the limit is 2^63-1)");
     return Quantity::FromMilli(int128(static_cast<int64_t>(v)) * 1000);
   }
   if (value.is_number_integer()) return Quantity::FromMilli(int128(value.get<int64_t>()) * 1000);
   if (value.is_number_float()) return ParseQuantity(value.dump());
-  return InvalidArgument("quantity must be a string such as \"2\" or \"16Gi\", got JSON ", value.type_name());
+  return InvalidArgument("quantity must be a string such as \"2\" or \"16Gi\", got JSON ",
+                         value.type_name());
 }
 
 StatusOr<int64_t> QuantityToMilli(const Quantity& q) {
   const int128 m = q.milli();
   if (m > int128(kInt64Max) || m < -int128(kInt64Max)) {
-    return InvalidArgument("quantity ", FormatQuantity(q), " does not fit in 64 bits as milli-units");
+    return InvalidArgument("quantity ", FormatQuantity(q),
+                           " does not fit in 64 bits as milli-units");
   }
   return static_cast<int64_t>(m);
 }

@@ -22,10 +22,10 @@ TEST(QuantityTest, ParsesToExactMilli) {
       {"1.5", "1500"},
       {"1.", "1000"},
       {".5", "500"},
-      {"0.1m", "1"},        // rounded up past 3 decimals
+      {"0.1m", "1"},  // rounded up past 3 decimals
       {"0.0001", "1"},
       {"1.0001", "1001"},
-      {"-0.0001", "-1"},    // away from zero
+      {"-0.0001", "-1"},  // away from zero
       {"1k", "1000000"},
       {"1M", "1000000000"},
       {"1G", "1000000000000"},
@@ -77,7 +77,7 @@ TEST(QuantityTest, RejectsGarbageAndOverflowWithClearErrors) {
       {"1 ", "unknown suffix \" \""},
       {" 1", "does not start with a number"},
       {"1KI", "unknown suffix \"KI\""},
-      {"1K", "unknown suffix \"K\""},   // kilo is lowercase only
+      {"1K", "unknown suffix \"K\""},  // kilo is lowercase only
       {"1mi", "unknown suffix \"mi\""},
       {"1e", "unknown suffix \"e\""},
       {"1e+", "unknown suffix"},

@@ -45,7 +45,8 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 
 std::optional<bool> ParseBool(std::string_view s) {
   if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
-  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False") return false;
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False")
+    return false;
   return std::nullopt;
 }
 

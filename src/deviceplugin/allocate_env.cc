@@ -15,7 +15,8 @@ Status CheckPathComponent(const std::string& s, const char* what) {
 
 }  // namespace
 
-StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, const PendingContainer& ctr,
+StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
+                                                       const PendingContainer& ctr,
                                                        const PluginConfig& c,
                                                        const std::string& cache_file_name) {
   if (ctr.devices.empty())
@@ -33,7 +34,8 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, co
     // The decision always names the memory granted (a whole card is its full memory); 0 would reach
     // libvgpu as "no limit", so a record saying 0 is refused rather than run unlimited.
     if (d.usedmem_mib == 0)
-      return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": the decision grants 0 MiB on ", d.uuid,
+      return InvalidArgument("pod ", pod.Key(), " container ", ctr.name,
+                             ": the decision grants 0 MiB on ", d.uuid,
                              "; refusing to start it without a memory limit");
     uuids += (i ? "," : "") + d.uuid;
     a.envs[StrCat(kEnvMemoryLimitPrefix, i)] = StrCat(d.usedmem_mib, "m");
@@ -59,10 +61,11 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, co
   a.mounts.push_back({JoinPath(c.container_hook_dir, "libvgpu.so"), c.libvgpu_host_path, true});
   a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
   a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});
-  if (!ctr.disable_control) a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
+  if (!ctr.disable_control)
+    a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
 
-  // The limits file: every libvgpu setting above except the device list and the log level, and the core
-  // policy even when it is "default" (so that the environment cannot say "disable").
+  // The limits file: every libvgpu setting above except the device list and the log level, and the
+  // core policy even when it is "default" (so that the environment cannot say "disable").
   a.limits_host_path = JoinPath(c.region_root, StrCat(pod.uid, "_", ctr.name, ".limits"));
   std::map<std::string, std::string> armed = a.envs;
   armed.erase(kEnvVisibleDevices);

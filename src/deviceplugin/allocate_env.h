@@ -22,14 +22,14 @@ struct ContainerAllocation {
   std::map<std::string, std::string> envs;
   std::vector<MountSpec> mounts;
   // To be created empty before the container starts, mode 0770 (never world-writable), owned by
-  // region_uid:region_gid where given (-1 = the plugin's own id): the container's user and the pod's
-  // fsGroup, so libvgpu in the container can create its region file (mode 0660) there.
+  // region_uid:region_gid where given (-1 = the plugin's own id): the container's user and the
+  // pod's fsGroup, so libvgpu in the container can create its region file (mode 0660) there.
   std::string region_host_dir;
   int64_t region_uid = -1;
   int64_t region_gid = -1;
-  // libvgpu's limits file (src/vgpu/README.md, "Armed limits"): written to limits_host_path (mode 0444)
-  // before the container starts and mounted read-only next to libvgpu.so. Its values win over the
-  // environment, which the container's processes can change.
+  // libvgpu's limits file (src/vgpu/README.md, "Armed limits"): written to limits_host_path (mode
+  // 0444) before the container starts and mounted read-only next to libvgpu.so. Its values win over
+  // the environment, which the container's processes can change.
   std::string limits_host_path;
   std::string limits_file;
 };
@@ -49,7 +49,8 @@ inline constexpr char kLimitsFileName[] = "vgpu.limits";
 // allocation, e.g. a random UUID + ".cache"). Errors: no devices, a device without a memory limit
 // (usedmem 0 or less: libvgpu would read a 0 limit as "no limit"), a pod UID or container name that
 // cannot be a single path component.
-StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod, const PendingContainer& ctr,
+StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
+                                                       const PendingContainer& ctr,
                                                        const PluginConfig& config,
                                                        const std::string& cache_file_name);
 

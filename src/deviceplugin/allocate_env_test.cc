@@ -9,7 +9,8 @@ namespace {
 
 using testing::Dev;
 
-PendingPod Pod(std::vector<core::ContainerDevice> devs, int priority = -1, bool disable_control = false) {
+PendingPod Pod(std::vector<core::ContainerDevice> devs, int priority = -1,
+               bool disable_control = false) {
   PendingPod p = testing::MakePod("p1", {std::move(devs)});
   p.containers[0].priority = priority;
   p.containers[0].disable_control = disable_control;
@@ -24,7 +25,7 @@ TEST(AllocateEnvTest, EnvironmentTable) {
     std::vector<core::ContainerDevice> devs;
     void (*cfg)(PluginConfig&);
     int priority;
-    Env want;               // must be present with these values
+    Env want;  // must be present with these values
     std::vector<std::string> absent;
   };
   const Case cases[] = {
@@ -32,10 +33,12 @@ TEST(AllocateEnvTest, EnvironmentTable) {
        {Dev("GPU-a", 3000, 0)},
        [](PluginConfig&) {},
        -1,
-       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "3000m"}, {"CUDA_DEVICE_SM_LIMIT", "0"},
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_0", "3000m"},
+        {"CUDA_DEVICE_SM_LIMIT", "0"},
         {"CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/r.cache"}},
-       {"CUDA_OVERSUBSCRIBE", "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY", "LIBCUDA_LOG_LEVEL",
-        "CUDA_DEVICE_MEMORY_LIMIT_1", "CUDA_DEVICE_SM_LIMIT_0"}},
+       {"CUDA_OVERSUBSCRIBE", "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY",
+        "LIBCUDA_LOG_LEVEL", "CUDA_DEVICE_MEMORY_LIMIT_1", "CUDA_DEVICE_SM_LIMIT_0"}},
       {"memory and cores",
        {Dev("GPU-a", 4000, 30)},
        [](PluginConfig&) {},
@@ -46,14 +49,18 @@ TEST(AllocateEnvTest, EnvironmentTable) {
        {Dev("GPU-a", 5000, 50), Dev("GPU-b", 5000, 50)},
        [](PluginConfig&) {},
        -1,
-       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a,GPU-b"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "5000m"},
-        {"CUDA_DEVICE_MEMORY_LIMIT_1", "5000m"}, {"CUDA_DEVICE_SM_LIMIT", "50"}},
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a,GPU-b"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_0", "5000m"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_1", "5000m"},
+        {"CUDA_DEVICE_SM_LIMIT", "50"}},
        {"CUDA_DEVICE_SM_LIMIT_0"}},
       {"two GPUs, different cores",
        {Dev("GPU-a", 1000, 20), Dev("GPU-b", 2000, 40)},
        [](PluginConfig&) {},
        -1,
-       {{"CUDA_DEVICE_SM_LIMIT", "20"}, {"CUDA_DEVICE_SM_LIMIT_0", "20"}, {"CUDA_DEVICE_SM_LIMIT_1", "40"},
+       {{"CUDA_DEVICE_SM_LIMIT", "20"},
+        {"CUDA_DEVICE_SM_LIMIT_0", "20"},
+        {"CUDA_DEVICE_SM_LIMIT_1", "40"},
         {"CUDA_DEVICE_MEMORY_LIMIT_1", "2000m"}},
        {}},
       {"oversubscription",
@@ -75,7 +82,9 @@ TEST(AllocateEnvTest, EnvironmentTable) {
          c.core_policy = "force";
        },
        1,
-       {{"LIBCUDA_LOG_LEVEL", "3"}, {"GPU_CORE_UTILIZATION_POLICY", "force"}, {"CUDA_TASK_PRIORITY", "1"}},
+       {{"LIBCUDA_LOG_LEVEL", "3"},
+        {"GPU_CORE_UTILIZATION_POLICY", "force"},
+        {"CUDA_TASK_PRIORITY", "1"}},
        {}},
       {"core limit disabled",
        {Dev("GPU-a", 100, 10)},
@@ -95,7 +104,8 @@ TEST(AllocateEnvTest, EnvironmentTable) {
       ASSERT_NE(it, a->envs.end()) << tc.name << ": missing " << k;
       EXPECT_EQ(it->second, v) << tc.name << ": " << k;
     }
-    for (const auto& k : tc.absent) EXPECT_EQ(a->envs.count(k), 0u) << tc.name << ": unexpected " << k;
+    for (const auto& k : tc.absent)
+      EXPECT_EQ(a->envs.count(k), 0u) << tc.name << ": unexpected " << k;
   }
 }
 
@@ -135,8 +145,8 @@ TEST(AllocateEnvTest, Mounts) {
   EXPECT_EQ(o->region_gid, 2000);
 }
 
-// The limits file holds every libvgpu setting of the environment except the device list and log level,
-// and the core policy even when it is the default.
+// The limits file holds every libvgpu setting of the environment except the device list and log
+// level, and the core policy even when it is the default.
 TEST(AllocateEnvTest, LimitsFileMirrorsTheArmedEnvironment) {
   PluginConfig c;
   c.libcuda_log_level = "3";
@@ -171,7 +181,11 @@ TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {
       {"cache with slash", "u", "c", "x/r.cache", {Dev("GPU-a", 1, 0)}},
       {"negative memory", "u", "c", "r.cache", {Dev("GPU-a", -1, 0)}},
       {"0 memory would be no limit", "u", "c", "r.cache", {Dev("GPU-a", 0, 100)}},
-      {"0 memory on the second device", "u", "c", "r.cache", {Dev("GPU-a", 1000, 0), Dev("GPU-b", 0, 0)}},
+      {"0 memory on the second device",
+       "u",
+       "c",
+       "r.cache",
+       {Dev("GPU-a", 1000, 0), Dev("GPU-b", 0, 0)}},
   };
   for (const auto& tc : cases) {
     PendingPod p = Pod(tc.devs);

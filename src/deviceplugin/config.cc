@@ -26,14 +26,17 @@ Status Validate(const PluginConfig& c) {
   if (!(c.core_scaling > 0) || !std::isfinite(c.core_scaling))
     return InvalidArgument("device core scaling ", c.core_scaling, " must be > 0");
   if (c.preconfigured_memory_mib < 0)
-    return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib, " must be >= 0");
-  // Upstream's other modes are named so that a config written for upstream fails here, at start, with
-  // the option named, instead of registering devices whose Allocate cannot arm them.
+    return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib,
+                           " must be >= 0");
+  // Upstream's other modes are named so that a config written for upstream fails here, at start,
+  // with the option named, instead of registering devices whose Allocate cannot arm them.
   if (c.mode == "mig" || c.mode == "mps")
-    return absl::UnimplementedError(StrCat("operating mode '", c.mode,
-                                           "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
-                                           "hami-core is (docs/migration.md)"));
-  if (c.mode != "hami-core") return InvalidArgument("operating mode '", c.mode, "' must be hami-core");
+    return absl::UnimplementedError(
+        StrCat("operating mode '", c.mode,
+               "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
+               "hami-core is (docs/migration.md)"));
+  if (c.mode != "hami-core")
+    return InvalidArgument("operating mode '", c.mode, "' must be hami-core");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
     return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&
@@ -48,7 +51,8 @@ Status Validate(const PluginConfig& c) {
   for (const std::string& sock : {c.socket_name, c.kubelet_socket}) {
     const std::string path = JoinPath(c.plugin_dir, sock);
     if (path.size() > 107)
-      return InvalidArgument("plugin dir: socket path ", path, " is longer than 107 bytes (unix socket limit)");
+      return InvalidArgument("plugin dir: socket path ", path,
+                             " is longer than 107 bytes (unix socket limit)");
   }
   return OkStatus();
 }
@@ -59,7 +63,8 @@ using nlohmann::json;
 
 Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
   auto number = [&](const json& v, const std::string& key) -> StatusOr<double> {
-    if (!v.is_number()) return InvalidArgument(where, ": ", key, " must be a number, got ", v.dump());
+    if (!v.is_number())
+      return InvalidArgument(where, ": ", key, " must be a number, got ", v.dump());
     return v.get<double>();
   };
   auto integer = [&](const json& v, const std::string& key) -> StatusOr<int64_t> {
@@ -68,11 +73,13 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
     return v.get<int64_t>();
   };
   auto boolean = [&](const json& v, const std::string& key) -> StatusOr<bool> {
-    if (!v.is_boolean()) return InvalidArgument(where, ": ", key, " must be true or false, got ", v.dump());
+    if (!v.is_boolean())
+      return InvalidArgument(where, ": ", key, " must be true or false, got ", v.dump());
     return v.get<bool>();
   };
   auto string = [&](const json& v, const std::string& key) -> StatusOr<std::string> {
-    if (!v.is_string()) return InvalidArgument(where, ": ", key, " must be a string, got ", v.dump());
+    if (!v.is_string())
+      return InvalidArgument(where, ": ", key, " must be a string, got ", v.dump());
     return v.get<std::string>();
   };
   for (auto it = e.begin(); it != e.end(); ++it) {
@@ -88,7 +95,8 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
       HAMI_ASSIGN_OR_RETURN(c->core_scaling, number(v, key));
     } else if (key == "devicesplitcount") {
       HAMI_ASSIGN_OR_RETURN(int64_t n, integer(v, key));
-      if (n < 1 || n > 1000) return InvalidArgument(where, ": devicesplitcount ", n, " must be in 1..1000");
+      if (n < 1 || n > 1000)
+        return InvalidArgument(where, ": devicesplitcount ", n, " must be in 1..1000");
       c->split_count = static_cast<int>(n);
     } else if (key == "preconfigureddevicememory") {
       HAMI_ASSIGN_OR_RETURN(c->preconfigured_memory_mib, integer(v, key));
@@ -114,18 +122,20 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
           return InvalidArgument(where, ": filterdevices.", f.key(), " must be an array");
         if (f.key() == "uuid") {
           for (const auto& u : f.value()) {
-            if (!u.is_string()) return InvalidArgument(where, ": filterdevices.uuid entries must be strings");
+            if (!u.is_string())
+              return InvalidArgument(where, ": filterdevices.uuid entries must be strings");
             c->exclude_uuids.push_back(u.get<std::string>());
           }
         } else if (f.key() == "index") {
           for (const auto& i : f.value()) {
             if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() > 1'000'000)
-              return InvalidArgument(where, ": filterdevices.index entries must be integers >= 0, got ",
-                                     i.dump());
+              return InvalidArgument(
+                  where, ": filterdevices.index entries must be integers >= 0, got ", i.dump());
             c->exclude_indices.push_back(static_cast<int>(i.get<int64_t>()));
           }
         } else {
-          return InvalidArgument(where, ": unknown key filterdevices.", f.key(), " (expected uuid, index)");
+          return InvalidArgument(where, ": unknown key filterdevices.", f.key(),
+                                 " (expected uuid, index)");
         }
       }
     } else {
@@ -151,19 +161,23 @@ Status ApplyNodeConfig(std::string_view text, std::string_view node_name, Plugin
     const std::string where = StrCat(source, ": nodeconfig[", i, "]");
     if (!e.is_object()) return InvalidArgument(where, ": must be an object");
     auto name = e.find("name");
-    if (name == e.end() || !name->is_string()) return InvalidArgument(where, ": name must be a string");
+    if (name == e.end() || !name->is_string())
+      return InvalidArgument(where, ": name must be a string");
     // Check every entry, so a broken entry for another node is found on any node.
     PluginConfig scratch = *config;
-    HAMI_RETURN_IF_ERROR(ApplyEntry(e, StrCat(where, " (", name->get<std::string>(), ")"), &scratch));
+    HAMI_RETURN_IF_ERROR(
+        ApplyEntry(e, StrCat(where, " (", name->get<std::string>(), ")"), &scratch));
     if (name->get<std::string>() == node_name) {
-      if (++matches > 1) return InvalidArgument(source, ": node '", node_name, "' has several entries");
+      if (++matches > 1)
+        return InvalidArgument(source, ": node '", node_name, "' has several entries");
       *config = std::move(scratch);
     }
   }
   return OkStatus();
 }
 
-Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name, PluginConfig* config) {
+Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name,
+                           PluginConfig* config) {
   std::ifstream f(path);
   if (!f) return NotFound("cannot read device plugin config ", path);
   std::stringstream ss;

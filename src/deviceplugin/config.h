@@ -18,8 +18,8 @@ struct PluginConfig {
   // ---- kubelet ----
   std::string resource_name = "nvidia.com/gpu";  // extended resource advertised to kubelet
   std::string plugin_dir = "/var/lib/kubelet/device-plugins/";
-  std::string socket_name = "nvidia-gpu.sock";   // our endpoint, relative to plugin_dir
-  std::string kubelet_socket = "kubelet.sock";   // kubelet's Registration socket in plugin_dir
+  std::string socket_name = "nvidia-gpu.sock";  // our endpoint, relative to plugin_dir
+  std::string kubelet_socket = "kubelet.sock";  // kubelet's Registration socket in plugin_dir
   std::string scheduler_name = kDefaultSchedulerName;  // only its decisions arm containers
   // Group of region directories for pods whose supplementalGroups hold it (the webhook's
   // --region-group adds it to every GPU pod): any user of the pod can then use the 0770 directory.
@@ -27,22 +27,24 @@ struct PluginConfig {
   int64_t region_group = -1;
 
   // ---- devices (per-node overridable) ----
-  int split_count = 10;               // replicas advertised per GPU (deviceSplitCount)
-  double memory_scaling = 1.0;        // devmem = physical * scaling; > 1 = oversubscription
-  double core_scaling = 1.0;          // devcore = 100 * scaling
+  int split_count = 10;                  // replicas advertised per GPU (deviceSplitCount)
+  double memory_scaling = 1.0;           // devmem = physical * scaling; > 1 = oversubscription
+  double core_scaling = 1.0;             // devcore = 100 * scaling
   int64_t preconfigured_memory_mib = 0;  // for GPUs whose memory NVML cannot report (0 = off)
-  std::string mode = "hami-core";     // operatingmode: hami-core (upstream's mig and mps fail Validate)
-  bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
+  std::string mode =
+      "hami-core";  // operatingmode: hami-core (upstream's mig and mps fail Validate)
+  bool enable_numa_topology = false;        // report each replica's NUMA node to kubelet
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision
   std::vector<std::string> exclude_uuids;   // filterdevices.uuid
   std::vector<int> exclude_indices;         // filterdevices.index
 
   // ---- container environment ----
-  std::string libcuda_log_level;      // LIBCUDA_LOG_LEVEL; "" = not set
+  std::string libcuda_log_level;        // LIBCUDA_LOG_LEVEL; "" = not set
   std::string core_policy = "default";  // GPU_CORE_UTILIZATION_POLICY: default | force | disable
 
   // ---- host paths (libvgpu install, HOOK_PATH of upstream) ----
-  std::string container_hook_dir = "/usr/local/vgpu";  // where the container sees libvgpu and its region
+  std::string container_hook_dir =
+      "/usr/local/vgpu";  // where the container sees libvgpu and its region
   std::string libvgpu_host_path = "/usr/local/vgpu/libvgpu.so";
   std::string ld_preload_host_path = "/usr/local/vgpu/ld.so.preload";
   std::string region_root = "/usr/local/vgpu/containers";  // host: <root>/<podUID>_<container>/
@@ -62,6 +64,7 @@ Status ApplyNodeConfig(std::string_view json, std::string_view node_name, Plugin
                        std::string_view source = "config.json");
 
 // Reads and applies a per-node config file.
-Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name, PluginConfig* config);
+Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name,
+                           PluginConfig* config);
 
 }  // namespace hami::deviceplugin

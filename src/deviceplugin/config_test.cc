@@ -5,7 +5,9 @@
 namespace hami::deviceplugin {
 namespace {
 
-TEST(ConfigTest, DefaultsAreValid) { EXPECT_TRUE(Validate(PluginConfig{}).ok()); }
+TEST(ConfigTest, DefaultsAreValid) {
+  EXPECT_TRUE(Validate(PluginConfig{}).ok());
+}
 
 TEST(ConfigTest, ValidateNamesTheOption) {
   struct Case {
@@ -19,21 +21,25 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"mem scaling", [](PluginConfig& c) { c.memory_scaling = 0; }, "memory scaling"},
       {"core scaling", [](PluginConfig& c) { c.core_scaling = -1; }, "core scaling"},
       {"mode", [](PluginConfig& c) { c.mode = "vgpu"; }, "operating mode"},
-      {"mig mode", [](PluginConfig& c) { c.mode = "mig"; }, "operating mode 'mig' (nodeconfig operatingmode) is not implemented"},
-      {"mps mode", [](PluginConfig& c) { c.mode = "mps"; }, "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
+      {"mig mode", [](PluginConfig& c) { c.mode = "mig"; },
+       "operating mode 'mig' (nodeconfig operatingmode) is not implemented"},
+      {"mps mode", [](PluginConfig& c) { c.mode = "mps"; },
+       "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
       {"policy", [](PluginConfig& c) { c.core_policy = "always"; }, "core policy"},
       {"log level", [](PluginConfig& c) { c.libcuda_log_level = "9"; }, "log level"},
       {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},
       {"socket", [](PluginConfig& c) { c.socket_name = "a/b.sock"; }, "socket name"},
       {"index", [](PluginConfig& c) { c.exclude_indices = {-1}; }, "index"},
-      {"socket path too long", [](PluginConfig& c) { c.plugin_dir = "/" + std::string(120, 'd'); }, "107 bytes"},
+      {"socket path too long", [](PluginConfig& c) { c.plugin_dir = "/" + std::string(120, 'd'); },
+       "107 bytes"},
   };
   for (const auto& tc : cases) {
     PluginConfig c;
     tc.mutate(c);
     Status s = Validate(c);
     EXPECT_FALSE(s.ok()) << tc.name;
-    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos) << tc.name << ": " << s.message();
+    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos)
+        << tc.name << ": " << s.message();
   }
 }
 
@@ -63,7 +69,8 @@ TEST(ConfigTest, AppliesOnlyThisNodesEntry) {
 
 TEST(ConfigTest, IntegerLogLevelAccepted) {
   PluginConfig c;
-  ASSERT_TRUE(ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","libcudaloglevel":4}]})", "n", &c).ok());
+  ASSERT_TRUE(
+      ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","libcudaloglevel":4}]})", "n", &c).ok());
   EXPECT_EQ(c.libcuda_log_level, "4");
 }
 
@@ -78,18 +85,26 @@ TEST(ConfigTest, ErrorsNameFileEntryAndField) {
       {R"({"nodeconfig":{}})", "nodeconfig must be an array"},
       {R"({"nodeconfig":[1]})", "nodeconfig[0]: must be an object"},
       {R"({"nodeconfig":[{"devicesplitcount":2}]})", "nodeconfig[0]: name must be a string"},
-      {R"({"nodeconfig":[{"name":"n","devicesplitcount":"ten"}]})", "devicesplitcount must be an integer"},
-      {R"({"nodeconfig":[{"name":"n","devicesplitcount":0}]})", "devicesplitcount 0 must be in 1..1000"},
-      {R"({"nodeconfig":[{"name":"n","devicememoryscaling":true}]})", "devicememoryscaling must be a number"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcount":"ten"}]})",
+       "devicesplitcount must be an integer"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcount":0}]})",
+       "devicesplitcount 0 must be in 1..1000"},
+      {R"({"nodeconfig":[{"name":"n","devicememoryscaling":true}]})",
+       "devicememoryscaling must be a number"},
       {R"({"nodeconfig":[{"name":"n","devicememoryscaling":-2}]})", "memory scaling"},
       {R"({"nodeconfig":[{"name":"n","operatingmode":"x"}]})", "operating mode 'x'"},
-      {R"({"nodeconfig":[{"name":"n","enablenumatopology":"yes"}]})", "enablenumatopology must be true or false"},
+      {R"({"nodeconfig":[{"name":"n","enablenumatopology":"yes"}]})",
+       "enablenumatopology must be true or false"},
       {R"({"nodeconfig":[{"name":"n","migstrategy":"all"}]})", "migstrategy 'all'"},
       {R"({"nodeconfig":[{"name":"n","filterdevices":[]}]})", "filterdevices must be an object"},
-      {R"({"nodeconfig":[{"name":"n","filterdevices":{"uuid":[1]}}]})", "filterdevices.uuid entries"},
-      {R"({"nodeconfig":[{"name":"n","filterdevices":{"index":[-1]}}]})", "filterdevices.index entries"},
-      {R"({"nodeconfig":[{"name":"n","filterdevices":{"name":[]}}]})", "unknown key filterdevices.name"},
-      {R"({"nodeconfig":[{"name":"n","devicesplitcnt":2}]})", "nodeconfig[0] (n): unknown key 'devicesplitcnt'"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"uuid":[1]}}]})",
+       "filterdevices.uuid entries"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"index":[-1]}}]})",
+       "filterdevices.index entries"},
+      {R"({"nodeconfig":[{"name":"n","filterdevices":{"name":[]}}]})",
+       "unknown key filterdevices.name"},
+      {R"({"nodeconfig":[{"name":"n","devicesplitcnt":2}]})",
+       "nodeconfig[0] (n): unknown key 'devicesplitcnt'"},
       {R"({"nodeconfig":[{"name":"other","devicesplitcount":-1}]})", "nodeconfig[0] (other)"},
       {R"({"nodeconfig":[{"name":"n"},{"name":"n"}]})", "has several entries"},
   };
@@ -97,7 +112,8 @@ TEST(ConfigTest, ErrorsNameFileEntryAndField) {
     PluginConfig c;
     Status s = ApplyNodeConfig(tc.json, "n", &c, "cfg.json");
     EXPECT_FALSE(s.ok()) << tc.json;
-    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos) << tc.json << " -> " << s.message();
+    EXPECT_NE(std::string(s.message()).find(tc.want), std::string::npos)
+        << tc.json << " -> " << s.message();
   }
 }
 

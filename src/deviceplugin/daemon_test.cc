@@ -1,8 +1,9 @@
-// `hami device-plugin` as a process, end to end without a GPU or a cluster: the real binary finds the
-// fake libnvidia-ml.so.1 through LD_LIBRARY_PATH, talks to the fake API server through a kubeconfig and
-// to the fake kubelet through the plugin directory. Checks registration, node annotations + handshake,
-// Allocate from a pod's decision annotation, an Xid injected into the shared fake GPU state reaching
-// kubelet, kubelet restart, and a clean SIGTERM.
+// `hami device-plugin` as a process, end to end without a GPU or a cluster: the real binary finds
+// the fake libnvidia-ml.so.1 through LD_LIBRARY_PATH, talks to the fake API server through a
+// kubeconfig and to the fake kubelet through the plugin directory. Checks registration, node
+// annotations + handshake, Allocate from a pod's decision annotation, an Xid injected into the
+// shared fake GPU state reaching kubelet, kubelet restart, and a clean SIGTERM.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -11,8 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/annotations.h"
 #include "deviceplugin/testing/fake_kubelet.h"
@@ -35,7 +34,8 @@ bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
   return cond();
 }
 
-int Count(const std::vector<v1beta1::Device>& devs, const std::string& prefix, const std::string& health) {
+int Count(const std::vector<v1beta1::Device>& devs, const std::string& prefix,
+          const std::string& health) {
   int n = 0;
   for (const auto& d : devs) n += d.id().rfind(prefix + "-", 0) == 0 && d.health() == health;
   return n;
@@ -56,12 +56,17 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   ASSERT_TRUE(api.Start().ok());
   Json node = {{"apiVersion", "v1"},
                {"kind", "Node"},
-               {"metadata", {{"name", "node1"}, {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
+               {"metadata",
+                {{"name", "node1"},
+                 {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api.Upsert("nodes", node).ok());
   const std::string kubeconfig = dir + "/kubeconfig";
-  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
-                               "    server: " << api.url() << "\nusers:\n- name: u\n  user:\n    token: t\n"
-                               "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+  std::ofstream(kubeconfig)
+      << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
+         "    server: "
+      << api.url()
+      << "\nusers:\n- name: u\n  user:\n    token: t\n"
+         "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
 
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
@@ -73,9 +78,10 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
     setenv("FAKEGPU_STATE", state.c_str(), 1);
     setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
     const std::string region_root = dir + "/regions";
-    execl(HAMI_BINARY, HAMI_BINARY, "device-plugin", "--kubeconfig", kubeconfig.c_str(), "--node-name", "node1",
-          "--plugin-dir", plugin_dir.c_str(), "--region-root", region_root.c_str(), "--split-count", "3",
-          "--register-interval", "1", "--fail-on-init-error", "--log-level", "warn", static_cast<char*>(nullptr));
+    execl(HAMI_BINARY, HAMI_BINARY, "device-plugin", "--kubeconfig", kubeconfig.c_str(),
+          "--node-name", "node1", "--plugin-dir", plugin_dir.c_str(), "--region-root",
+          region_root.c_str(), "--split-count", "3", "--register-interval", "1",
+          "--fail-on-init-error", "--log-level", "warn", static_cast<char*>(nullptr));
     _exit(127);
   }
 
@@ -89,11 +95,14 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
     if (!n) return "";
     return (*n)["metadata"]["annotations"].value(key, "");
   };
-  ASSERT_TRUE(Eventually([&] { return !node_annotation(core::kNodeNvidiaRegister).empty(); }, seconds(20)));
-  EXPECT_NE(node_annotation(core::kNodeNvidiaRegister).find(std::string("\"id\":\"") + kDev1 + "\",\"index\":1,\"count\":3"),
+  ASSERT_TRUE(
+      Eventually([&] { return !node_annotation(core::kNodeNvidiaRegister).empty(); }, seconds(20)));
+  EXPECT_NE(node_annotation(core::kNodeNvidiaRegister)
+                .find(std::string("\"id\":\"") + kDev1 + "\",\"index\":1,\"count\":3"),
             std::string::npos)
       << node_annotation(core::kNodeNvidiaRegister);
-  EXPECT_EQ(node_annotation(core::kNodeHandshake).rfind("Reported_", 0), 0u) << node_annotation(core::kNodeHandshake);
+  EXPECT_EQ(node_annotation(core::kNodeHandshake).rfind("Reported_", 0), 0u)
+      << node_annotation(core::kNodeHandshake);
 
   // A pod bound by the scheduler: its decision annotation turns into the container environment.
   Json pod = {{"apiVersion", "v1"},
@@ -105,7 +114,10 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
                  {{core::kNvidiaDevicesToAllocate, std::string(kDev1) + ",NVIDIA,3000,30:;"},
                   {core::kVgpuNode, "node1"},
                   {core::kBindPhase, "allocating"}}}}},
-              {"spec", {{"nodeName", "node1"}, {"schedulerName", "hami-scheduler"}, {"containers", {{{"name", "main"}}}}}},
+              {"spec",
+               {{"nodeName", "node1"},
+                {"schedulerName", "hami-scheduler"},
+                {"containers", {{{"name", "main"}}}}}},
               {"status", {{"phase", "Pending"}}}};
   ASSERT_TRUE(api.Upsert("pods", pod).ok());
   auto r = kubelet.Allocate({{std::string(kDev0) + "-2"}});
@@ -114,7 +126,8 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), kDev1);
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
-  EXPECT_EQ((*api.Get("pods", "ml", "train"))["metadata"]["annotations"][core::kBindPhase], "success");
+  EXPECT_EQ((*api.Get("pods", "ml", "train"))["metadata"]["annotations"][core::kBindPhase],
+            "success");
   auto unknown = kubelet.Allocate({{std::string(kDev0) + "-1"}});
   EXPECT_FALSE(unknown.ok());  // nobody else is waiting: an error, never someone else's limits
 
@@ -125,13 +138,15 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   ASSERT_TRUE(hooks.ok()) << hooks.error;
   hooks.reset();
   ASSERT_EQ(hooks.inject_xid(1, 79), 0);
-  ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return Count(d, kDev1, "Unhealthy") == 3; }, seconds(5)));
+  ASSERT_TRUE(kubelet.WaitForDevices(
+      [](const auto& d) { return Count(d, kDev1, "Unhealthy") == 3; }, seconds(5)));
   EXPECT_EQ(Count(kubelet.Devices(), kDev0, "Healthy"), 3);
   ASSERT_TRUE(Eventually(
       [&] {
         const std::string a = node_annotation(core::kNodeNvidiaRegister);
-        return a.find(std::string(kDev1) + "\",\"index\":1,\"count\":3,\"devmem\":15360,\"devcore\":100,"
-                                           "\"type\":\"NVIDIA-Tesla T4\",\"numa\":1,\"mode\"") != std::string::npos;
+        return a.find(std::string(kDev1) +
+                      "\",\"index\":1,\"count\":3,\"devmem\":15360,\"devcore\":100,"
+                      "\"type\":\"NVIDIA-Tesla T4\",\"numa\":1,\"mode\"") != std::string::npos;
       },
       seconds(20)))
       << node_annotation(core::kNodeNvidiaRegister);  // health false is omitted (omitempty)
@@ -140,7 +155,8 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   ASSERT_TRUE(kubelet.Restart().ok());
   ASSERT_TRUE(kubelet.WaitForRegistrations(2, seconds(20)));
   ASSERT_TRUE(kubelet.WaitForDevices(
-      [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; }, seconds(20)));
+      [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; },
+      seconds(20)));
 
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   int status = 0;

@@ -56,7 +56,8 @@ std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
   const int64_t pod_uid = SecurityId(*spec, "runAsUser"), pod_gid = SecurityId(*spec, "runAsGroup");
   int64_t fs_group = SecurityId(*spec, "fsGroup");
   // The region group the webhook added, held by every process of the pod like fsGroup.
-  if (auto sc = spec->find("securityContext"); region_group >= 0 && sc != spec->end() && sc->is_object()) {
+  if (auto sc = spec->find("securityContext");
+      region_group >= 0 && sc != spec->end() && sc->is_object()) {
     auto groups = sc->find("supplementalGroups");
     if (groups != sc->end() && groups->is_array() &&
         std::find(groups->begin(), groups->end(), Json(region_group)) != groups->end())
@@ -88,7 +89,8 @@ std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
               s.priority = std::stoi(p->get<std::string>());
             } catch (...) {
             }
-          } else if (p->is_number_integer() && p->get<int64_t>() >= 0 && p->get<int64_t>() <= 1000) {
+          } else if (p->is_number_integer() && p->get<int64_t>() >= 0 &&
+                     p->get<int64_t>() <= 1000) {
             s.priority = static_cast<int>(p->get<int64_t>());
           }
           break;
@@ -99,10 +101,11 @@ std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
           if (!e.is_object()) continue;
           auto name = e.find("name");
           auto value = e.find("value");
-          if (name != e.end() && name->is_string() && *name == "CUDA_DISABLE_CONTROL" && value != e.end() &&
-              value->is_string()) {
+          if (name != e.end() && name->is_string() && *name == "CUDA_DISABLE_CONTROL" &&
+              value != e.end() && value->is_string()) {
             std::string v = value->get<std::string>();
-            s.disable_control = v == "true" || v == "1" || v == "True" || v == "TRUE" || v == "t" || v == "T";
+            s.disable_control =
+                v == "true" || v == "1" || v == "True" || v == "TRUE" || v == "t" || v == "T";
           }
         }
       }
@@ -115,7 +118,8 @@ std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
 }  // namespace
 
 StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const std::string& node,
-                                                       const std::string& scheduler_name, int64_t region_group) {
+                                                       const std::string& scheduler_name,
+                                                       int64_t region_group) {
   PendingPod p;
   p.uid = Str(pod, "metadata", "uid");
   p.namespace_ = Str(pod, "metadata", "namespace");
@@ -127,7 +131,8 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   if (!pod_phase.empty() && pod_phase != "Pending") return std::optional<PendingPod>();
   auto decision = core::DecodePodDevices(*to_allocate);
   if (!decision.ok())
-    return Annotate(decision.status(), StrCat("pod ", p.namespace_, "/", p.name, " ", core::kNvidiaDevicesToAllocate));
+    return Annotate(decision.status(),
+                    StrCat("pod ", p.namespace_, "/", p.name, " ", core::kNvidiaDevicesToAllocate));
   if (const std::string* bt = Annotation(pod, core::kBindTime)) {
     try {
       p.bind_time = std::stoll(*bt);
@@ -138,8 +143,9 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   for (size_t i = 0; i < decision->containers.size(); ++i) {
     if (decision->containers[i].empty()) continue;
     if (i >= specs.size())
-      return InvalidArgument("pod ", p.namespace_, "/", p.name, ": ", core::kNvidiaDevicesToAllocate, " has entry ", i,
-                             " but the pod has ", specs.size(), " containers");
+      return InvalidArgument("pod ", p.namespace_, "/", p.name, ": ",
+                             core::kNvidiaDevicesToAllocate, " has entry ", i, " but the pod has ",
+                             specs.size(), " containers");
     PendingContainer c;
     c.index = static_cast<int>(i);
     c.name = specs[i].name;
@@ -152,30 +158,38 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   }
   if (p.containers.empty()) return std::optional<PendingPod>();
 
-  // The record is trusted only as the scheduler leaves it after binding the pod here: anyone who can
-  // create or edit a pod can write the annotation itself (the webhook strips and guards it, but a pod
-  // it never saw - ignore label, another scheduler, webhook down - would otherwise be armed as written).
+  // The record is trusted only as the scheduler leaves it after binding the pod here: anyone who
+  // can create or edit a pod can write the annotation itself (the webhook strips and guards it, but
+  // a pod it never saw - ignore label, another scheduler, webhook down - would otherwise be armed
+  // as written).
   std::vector<std::string> why;
   const std::string* phase = Annotation(pod, core::kBindPhase);
-  if (phase == nullptr) why.push_back(StrCat("no ", core::kBindPhase));
+  if (phase == nullptr)
+    why.push_back(StrCat("no ", core::kBindPhase));
   else if (*phase != core::kBindPhaseAllocating)
-    why.push_back(StrCat(core::kBindPhase, " is \"", *phase, "\", not ", core::kBindPhaseAllocating));
+    why.push_back(
+        StrCat(core::kBindPhase, " is \"", *phase, "\", not ", core::kBindPhaseAllocating));
   const std::string* vnode = Annotation(pod, core::kVgpuNode);
-  if (vnode == nullptr) why.push_back(StrCat("no ", core::kVgpuNode));
-  else if (*vnode != node) why.push_back(StrCat(core::kVgpuNode, " is \"", *vnode, "\", not this node"));
+  if (vnode == nullptr)
+    why.push_back(StrCat("no ", core::kVgpuNode));
+  else if (*vnode != node)
+    why.push_back(StrCat(core::kVgpuNode, " is \"", *vnode, "\", not this node"));
   const std::string scheduler = Str(pod, "spec", "schedulerName");
   if (scheduler != scheduler_name)
     why.push_back(StrCat("spec.schedulerName is \"", scheduler, "\", not ", scheduler_name));
   auto md = pod.find("metadata");
   if (md != pod.end() && md->is_object() && Str(*md, "labels", core::kWebhookLabel) == "ignore")
-    why.push_back(StrCat("labelled ", core::kWebhookLabel, "=ignore, so the webhook never checked it"));
+    why.push_back(
+        StrCat("labelled ", core::kWebhookLabel, "=ignore, so the webhook never checked it"));
   for (const auto& w : why) p.refused += StrCat(p.refused.empty() ? "" : ", ", w);
   return std::optional<PendingPod>(std::move(p));
 }
 
-K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name,
-                                         int64_t region_group)
-    : client_(client), node_(std::move(node_name)), scheduler_name_(std::move(scheduler_name)),
+K8sPendingPodSource::K8sPendingPodSource(k8s::Client* client, std::string node_name,
+                                         std::string scheduler_name, int64_t region_group)
+    : client_(client),
+      node_(std::move(node_name)),
+      scheduler_name_(std::move(scheduler_name)),
       region_group_(region_group) {}
 
 StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
@@ -191,7 +205,8 @@ StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
       continue;
     }
     if (!p->has_value()) continue;
-    if (!(*p)->refused.empty()) spdlog::warn("pod {}: not arming its devices: {}", (*p)->Key(), (*p)->refused);
+    if (!(*p)->refused.empty())
+      spdlog::warn("pod {}: not arming its devices: {}", (*p)->Key(), (*p)->refused);
     out.push_back(std::move(**p));
   }
   return out;
@@ -199,13 +214,16 @@ StatusOr<std::vector<PendingPod>> K8sPendingPodSource::ListPending() {
 
 Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
   auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
-    if (Str(obj, "metadata", "uid") != pod.uid) return NotFound("pod ", pod.Key(), " was re-created");
+    if (Str(obj, "metadata", "uid") != pod.uid)
+      return NotFound("pod ", pod.Key(), " was re-created");
     const std::string* text = Annotation(obj, core::kNvidiaDevicesToAllocate);
-    if (text == nullptr) return FailedPrecondition("pod ", pod.Key(), " has no ", core::kNvidiaDevicesToAllocate);
+    if (text == nullptr)
+      return FailedPrecondition("pod ", pod.Key(), " has no ", core::kNvidiaDevicesToAllocate);
     HAMI_ASSIGN_OR_RETURN(core::PodAllocation a, core::DecodePodDevices(*text));
     if (container_index < 0 || container_index >= static_cast<int>(a.containers.size()) ||
         a.containers[container_index].empty())
-      return FailedPrecondition("pod ", pod.Key(), ": container ", container_index, " is not waiting any more");
+      return FailedPrecondition("pod ", pod.Key(), ": container ", container_index,
+                                " is not waiting any more");
     a.containers[container_index].clear();
     HAMI_ASSIGN_OR_RETURN(std::string encoded, core::EncodePodDevices(a));
     auto& annotations = obj["metadata"]["annotations"];
@@ -221,7 +239,8 @@ Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_i
 Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {
   spdlog::error("pod {}: {}", pod.Key(), std::string(reason));
   auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
-    if (Str(obj, "metadata", "uid") != pod.uid) return NotFound("pod ", pod.Key(), " was re-created");
+    if (Str(obj, "metadata", "uid") != pod.uid)
+      return NotFound("pod ", pod.Key(), " was re-created");
     obj["metadata"]["annotations"][core::kBindPhase] = core::kBindPhaseFailed;
     return OkStatus();
   });
@@ -230,9 +249,14 @@ Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view r
 
 NodeRegistrar::NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations,
                              const Clock* clock)
-    : client_(client), node_(std::move(node_name)), annotations_(std::move(annotations)), clock_(clock) {}
+    : client_(client),
+      node_(std::move(node_name)),
+      annotations_(std::move(annotations)),
+      clock_(clock) {}
 
-bool NodeRegistrar::Changed() const { return annotations_() != last_written_; }
+bool NodeRegistrar::Changed() const {
+  return annotations_() != last_written_;
+}
 
 Status NodeRegistrar::SyncOnce() {
   std::map<std::string, std::string> want = annotations_();
@@ -243,7 +267,8 @@ Status NodeRegistrar::SyncOnce() {
     // Answer the scheduler's handshake: it marks the node unhealthy while "Requesting" stays.
     const std::string* hs = Annotation(obj, core::kNodeHandshake);
     if (hs == nullptr || hs->find(core::kHandshakeRequesting) != std::string::npos) {
-      annotations[core::kNodeHandshake] = core::EncodeHandshake({"Reported", clock_->UnixSeconds()});
+      annotations[core::kNodeHandshake] =
+          core::EncodeHandshake({"Reported", clock_->UnixSeconds()});
     }
     return OkStatus();
   });

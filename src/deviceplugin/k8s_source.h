@@ -3,7 +3,8 @@
 // - K8sPendingPodSource: pods bound to this node that wait for Allocate, read fresh from the API
 //   server (hami.io/vgpu-devices-to-allocate, consumed container by container; bind phase).
 // - NodeRegistrar: writes hami.io/node-nvidia-register (+ link scores) on the node when they change
-//   and answers the scheduler's handshake (hami.io/node-handshake "Requesting_..." -> "Reported_...").
+//   and answers the scheduler's handshake (hami.io/node-handshake "Requesting_..." ->
+//   "Reported_...").
 #include <functional>
 #include <map>
 #include <string>
@@ -21,14 +22,15 @@ namespace hami::deviceplugin {
 // hami.io/webhook=ignore) comes back with PendingPod::refused saying why. A pod whose
 // supplementalGroups hold `region_group` (>= 0; the webhook adds it) gets that group for its region
 // directories. Errors name the pod and annotation.
-StatusOr<std::optional<PendingPod>> PendingFromPodJson(const nlohmann::json& pod, const std::string& node,
-                                                       const std::string& scheduler_name = kDefaultSchedulerName,
-                                                       int64_t region_group = -1);
+StatusOr<std::optional<PendingPod>> PendingFromPodJson(
+    const nlohmann::json& pod, const std::string& node,
+    const std::string& scheduler_name = kDefaultSchedulerName, int64_t region_group = -1);
 
 class K8sPendingPodSource final : public PendingPodSource {
  public:
   // `client` must outlive the source.
-  K8sPendingPodSource(k8s::Client* client, std::string node_name, std::string scheduler_name = kDefaultSchedulerName,
+  K8sPendingPodSource(k8s::Client* client, std::string node_name,
+                      std::string scheduler_name = kDefaultSchedulerName,
                       int64_t region_group = -1);
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
@@ -44,7 +46,8 @@ class K8sPendingPodSource final : public PendingPodSource {
 class NodeRegistrar {
  public:
   using AnnotationsFn = std::function<std::map<std::string, std::string>()>;
-  NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations, const Clock* clock);
+  NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations,
+                const Clock* clock);
   // Patches the node when an annotation differs or the handshake asks; no write when all agree.
   Status SyncOnce();
   // True when the current annotations differ from the last ones written successfully.

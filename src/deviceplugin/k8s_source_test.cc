@@ -20,37 +20,39 @@ constexpr char kGpuA[] = "GPU-aaaa";
 constexpr char kGpuB[] = "GPU-bbbb";
 
 // A pod bound to `node` by hami-scheduler: one init container and two app containers.
-Json BoundPod(const std::string& name, const std::string& to_allocate, const std::string& node = "node1",
-              const std::string& phase = "allocating") {
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", "ml"},
-                {"uid", "uid-" + name},
-                {"annotations",
-                 {{core::kNvidiaDevicesToAllocate, to_allocate},
-                  {core::kVgpuNode, node},
-                  {core::kBindPhase, phase},
-                  {core::kBindTime, "1700000000"}}}}},
-              {"spec",
-               {{"nodeName", node},
-                {"schedulerName", "hami-scheduler"},
-                {"initContainers", {{{"name", "init"}}}},
-                {"containers",
-                 {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/priority", "1"}}}}}},
-                  {{"name", "side"}, {"env", {{{"name", "CUDA_DISABLE_CONTROL"}, {"value", "true"}}}}}}}}},
-              {"status", {{"phase", "Pending"}}}};
+Json BoundPod(const std::string& name, const std::string& to_allocate,
+              const std::string& node = "node1", const std::string& phase = "allocating") {
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", "ml"},
+        {"uid", "uid-" + name},
+        {"annotations",
+         {{core::kNvidiaDevicesToAllocate, to_allocate},
+          {core::kVgpuNode, node},
+          {core::kBindPhase, phase},
+          {core::kBindTime, "1700000000"}}}}},
+      {"spec",
+       {{"nodeName", node},
+        {"schedulerName", "hami-scheduler"},
+        {"initContainers", {{{"name", "init"}}}},
+        {"containers",
+         {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/priority", "1"}}}}}},
+          {{"name", "side"}, {"env", {{{"name", "CUDA_DISABLE_CONTROL"}, {"value", "true"}}}}}}}}},
+      {"status", {{"phase", "Pending"}}}};
   return pod;
 }
 
 TEST(PendingFromPodJsonTest, Table) {
-  const std::string two = std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
+  const std::string two =
+      std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
   struct Case {
     const char* name;
     Json pod;
     bool want_error;
-    int want_containers;  // -1 = not pending
+    int want_containers;       // -1 = not pending
     const char* refused = "";  // substring of PendingPod::refused; "" = trusted
   };
   auto edit = [&](auto f) {
@@ -63,26 +65,35 @@ TEST(PendingFromPodJsonTest, Table) {
       {"other node", BoundPod("p", two, "node2"), false, -1},
       {"all consumed", BoundPod("p", ";;;"), false, -1},
       {"bad annotation", BoundPod("p", "GPU-a,NVIDIA,x,0:;"), true, 0},
-      {"entry beyond containers", BoundPod("p", ";;;" + std::string(kGpuA) + ",NVIDIA,1,0:;"), true, 0},
-      {"no decision", edit([](Json& p) { p["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate); }), false, -1},
+      {"entry beyond containers", BoundPod("p", ";;;" + std::string(kGpuA) + ",NVIDIA,1,0:;"), true,
+       0},
+      {"no decision",
+       edit([](Json& p) { p["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate); }),
+       false, -1},
       {"already running", edit([](Json& p) { p["status"]["phase"] = "Running"; }), false, -1},
       // A record the scheduler did not leave there: reported, never armed.
-      {"bind failed", BoundPod("p", two, "node1", "failed"), false, 2, "bind-phase is \"failed\", not allocating"},
+      {"bind failed", BoundPod("p", two, "node1", "failed"), false, 2,
+       "bind-phase is \"failed\", not allocating"},
       {"already success", BoundPod("p", two, "node1", "success"), false, 2, "not allocating"},
-      {"user-written: no bind phase, no node",
-       edit([](Json& p) {
+      {"user-written: no bind phase, no node", edit([](Json& p) {
          p["metadata"]["annotations"].erase(core::kBindPhase);
          p["metadata"]["annotations"].erase(core::kVgpuNode);
        }),
        false, 2, "no hami.io/bind-phase, no hami.io/vgpu-node"},
-      {"decided for another node", edit([](Json& p) { p["metadata"]["annotations"][core::kVgpuNode] = "node2"; }), false,
-       2, "hami.io/vgpu-node is \"node2\", not this node"},
-      {"another scheduler's pod", edit([](Json& p) { p["spec"]["schedulerName"] = "volcano"; }), false, 2,
-       "spec.schedulerName is \"volcano\", not hami-scheduler"},
-      {"no schedulerName", edit([](Json& p) { p["spec"].erase("schedulerName"); }), false, 2, "spec.schedulerName"},
-      {"labelled ignore", edit([](Json& p) { p["metadata"]["labels"] = {{core::kWebhookLabel, "ignore"}}; }), false, 2,
-       "hami.io/webhook=ignore"},
-      {"ignore label that is not a string", edit([](Json& p) { p["metadata"]["labels"] = {{core::kWebhookLabel, 1}}; }),
+      {"decided for another node",
+       edit([](Json& p) { p["metadata"]["annotations"][core::kVgpuNode] = "node2"; }), false, 2,
+       "hami.io/vgpu-node is \"node2\", not this node"},
+      {"another scheduler's pod", edit([](Json& p) { p["spec"]["schedulerName"] = "volcano"; }),
+       false, 2, "spec.schedulerName is \"volcano\", not hami-scheduler"},
+      {"no schedulerName", edit([](Json& p) { p["spec"].erase("schedulerName"); }), false, 2,
+       "spec.schedulerName"},
+      {"labelled ignore", edit([](Json& p) {
+         p["metadata"]["labels"] = {{core::kWebhookLabel, "ignore"}};
+       }),
+       false, 2, "hami.io/webhook=ignore"},
+      {"ignore label that is not a string", edit([](Json& p) {
+         p["metadata"]["labels"] = {{core::kWebhookLabel, 1}};
+       }),
        false, 2},
   };
   for (const auto& tc : cases) {
@@ -122,7 +133,8 @@ TEST(PendingFromPodJsonTest, Table) {
 }
 
 TEST(PendingFromPodJsonTest, RegionOwnerFromTheSecurityContext) {
-  const std::string one = std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
+  const std::string one =
+      std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";
   struct Case {
     const char* name;
     Json pod_sc, main_sc;
@@ -130,12 +142,23 @@ TEST(PendingFromPodJsonTest, RegionOwnerFromTheSecurityContext) {
   };
   const Case cases[] = {
       {"nothing said: the plugin's own", nullptr, nullptr, -1, -1},
-      {"pod user and fsGroup", {{"runAsUser", 1000}, {"fsGroup", 3000}, {"runAsGroup", 2000}}, nullptr, 1000, 3000},
-      {"container user wins, pod runAsGroup without fsGroup", {{"runAsUser", 1000}, {"runAsGroup", 2000}},
-       {{"runAsUser", 1001}}, 1001, 2000},
+      {"pod user and fsGroup",
+       {{"runAsUser", 1000}, {"fsGroup", 3000}, {"runAsGroup", 2000}},
+       nullptr,
+       1000,
+       3000},
+      {"container user wins, pod runAsGroup without fsGroup",
+       {{"runAsUser", 1000}, {"runAsGroup", 2000}},
+       {{"runAsUser", 1001}},
+       1001,
+       2000},
       {"container runAsGroup", nullptr, {{"runAsUser", 5}, {"runAsGroup", 6}}, 5, 6},
       {"fsGroup beats the container's runAsGroup", {{"fsGroup", 7}}, {{"runAsGroup", 6}}, -1, 7},
-      {"garbage ids are ignored", {{"runAsUser", "root"}, {"fsGroup", -4}}, {{"runAsUser", 1.5}}, -1, -1},
+      {"garbage ids are ignored",
+       {{"runAsUser", "root"}, {"fsGroup", -4}},
+       {{"runAsUser", 1.5}},
+       -1,
+       -1},
   };
   for (const Case& c : cases) {
     Json pod = BoundPod("p", one);
@@ -179,10 +202,12 @@ class K8sSourceTest : public ::testing::Test {
 };
 
 TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
-  ASSERT_TRUE(api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB +
-                                                     ",NVIDIA,1000,0:;"))
+  ASSERT_TRUE(api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuA + ",NVIDIA,3000,30:;" +
+                                                     kGpuB + ",NVIDIA,1000,0:;"))
                   .ok());
-  ASSERT_TRUE(api_->Upsert("pods", BoundPod("elsewhere", std::string(";") + kGpuA + ",NVIDIA,1,0:;;", "node2")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", BoundPod("elsewhere",
+                                            std::string(";") + kGpuA + ",NVIDIA,1,0:;;", "node2"))
+                  .ok());
   K8sPendingPodSource src(client_.get(), "node1");
   auto pods = src.ListPending();
   ASSERT_TRUE(pods.ok()) << pods.status();
@@ -190,7 +215,8 @@ TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
   PendingPod p = (*pods)[0];
   p.uid = (*api_->Get("pods", "ml", "p"))["metadata"]["uid"];  // the server assigns uids
   ASSERT_TRUE(src.MarkAllocated(p, 1).ok());
-  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate), std::string(";;") + kGpuB + ",NVIDIA,1000,0:;");
+  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate),
+            std::string(";;") + kGpuB + ",NVIDIA,1000,0:;");
   EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "allocating");
   EXPECT_FALSE(src.MarkAllocated(p, 1).ok());  // already consumed
   ASSERT_TRUE(src.MarkAllocated(p, 2).ok());
@@ -207,11 +233,14 @@ TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
 TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
   Json node = {{"apiVersion", "v1"},
                {"kind", "Node"},
-               {"metadata", {{"name", "node1"}, {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
+               {"metadata",
+                {{"name", "node1"},
+                 {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api_->Upsert("nodes", node).ok());
   std::map<std::string, std::string> ann = {{core::kNodeNvidiaRegister, "[]"}};
   FakeClock clock(1'700'000'000);
-  NodeRegistrar reg(client_.get(), "node1", [&] { return ann; }, &clock);
+  NodeRegistrar reg(
+      client_.get(), "node1", [&] { return ann; }, &clock);
   EXPECT_TRUE(reg.Changed());
   ASSERT_TRUE(reg.SyncOnce().ok());
   EXPECT_FALSE(reg.Changed());
@@ -224,8 +253,13 @@ TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
   ann[core::kNodeNvidiaRegister] = "[{}]";
   EXPECT_TRUE(reg.Changed());
   ASSERT_TRUE(reg.SyncOnce().ok());
-  EXPECT_EQ((*api_->Get("nodes", "", "node1"))["metadata"]["annotations"][core::kNodeNvidiaRegister], "[{}]");
-  EXPECT_FALSE(NodeRegistrar(client_.get(), "missing-node", [&] { return ann; }, &clock).SyncOnce().ok());
+  EXPECT_EQ(
+      (*api_->Get("nodes", "", "node1"))["metadata"]["annotations"][core::kNodeNvidiaRegister],
+      "[{}]");
+  EXPECT_FALSE(NodeRegistrar(
+                   client_.get(), "missing-node", [&] { return ann; }, &clock)
+                   .SyncOnce()
+                   .ok());
 }
 
 TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
@@ -236,7 +270,8 @@ TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
   cfg.plugin_dir = dir + "/dp";
   cfg.region_root = dir + "/regions";
   cfg.split_count = 2;
-  gpu::StaticDiscovery disc({gpu::MakeGpu(0, kGpuA, "T4", 15360), gpu::MakeGpu(1, kGpuB, "T4", 15360)});
+  gpu::StaticDiscovery disc(
+      {gpu::MakeGpu(0, kGpuA, "T4", 15360), gpu::MakeGpu(1, kGpuB, "T4", 15360)});
   K8sPendingPodSource src(client_.get(), "node1");
   testing::FakeKubelet kubelet(cfg.plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
@@ -244,7 +279,8 @@ TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
     DevicePlugin plugin(cfg, &disc, &src, 9);
     ASSERT_TRUE(plugin.Start().ok());
     ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(10)));
-    ASSERT_TRUE(api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuB + ",NVIDIA,3000,30:;;")).ok());
+    ASSERT_TRUE(
+        api_->Upsert("pods", BoundPod("p", std::string(";") + kGpuB + ",NVIDIA,3000,30:;;")).ok());
     auto r = kubelet.Allocate({{std::string(kGpuA) + "-1"}});
     ASSERT_TRUE(r.ok()) << r.status();
     const auto& env = r->container_responses(0).envs();
@@ -267,7 +303,8 @@ TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
     EXPECT_NE(msg.find("refusing to arm"), std::string::npos) << msg;
     EXPECT_NE(msg.find("ml/forged: no hami.io/bind-phase"), std::string::npos) << msg;
     EXPECT_NE(msg.find("spec.schedulerName is \"default-scheduler\""), std::string::npos) << msg;
-    EXPECT_EQ(PodAnnotation("forged", core::kNvidiaDevicesToAllocate), std::string(";") + kGpuA + ",NVIDIA,15360,0:;;");
+    EXPECT_EQ(PodAnnotation("forged", core::kNvidiaDevicesToAllocate),
+              std::string(";") + kGpuA + ",NVIDIA,15360,0:;;");
     EXPECT_EQ(PodAnnotation("forged", core::kBindPhase), "<absent>");
   }
   kubelet.Stop();

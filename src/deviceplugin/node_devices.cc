@@ -5,12 +5,14 @@
 
 namespace hami::deviceplugin {
 
-std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus, const PluginConfig& c) {
+std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus,
+                                        const PluginConfig& c) {
   std::vector<gpu::GpuInfo> out;
   for (const auto& g : gpus) {
-    bool by_uuid = std::find(c.exclude_uuids.begin(), c.exclude_uuids.end(), g.uuid) != c.exclude_uuids.end();
-    bool by_index =
-        std::find(c.exclude_indices.begin(), c.exclude_indices.end(), g.index) != c.exclude_indices.end();
+    bool by_uuid =
+        std::find(c.exclude_uuids.begin(), c.exclude_uuids.end(), g.uuid) != c.exclude_uuids.end();
+    bool by_index = std::find(c.exclude_indices.begin(), c.exclude_indices.end(), g.index) !=
+                    c.exclude_indices.end();
     if (!by_uuid && !by_index) out.push_back(g);
   }
   return out;
@@ -59,18 +61,32 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
 int PairScore(const gpu::GpuLink& link) {
   int pcie = 0;
   switch (link.pcie) {
-    case gpu::PcieLevel::kSystem: pcie = 10; break;
-    case gpu::PcieLevel::kNode: pcie = 20; break;
-    case gpu::PcieLevel::kHostBridge: pcie = 30; break;
-    case gpu::PcieLevel::kMultiple: pcie = 40; break;
-    case gpu::PcieLevel::kSingle: pcie = 50; break;
-    case gpu::PcieLevel::kInternal: pcie = 60; break;
-    case gpu::PcieLevel::kUnknown: break;
+    case gpu::PcieLevel::kSystem:
+      pcie = 10;
+      break;
+    case gpu::PcieLevel::kNode:
+      pcie = 20;
+      break;
+    case gpu::PcieLevel::kHostBridge:
+      pcie = 30;
+      break;
+    case gpu::PcieLevel::kMultiple:
+      pcie = 40;
+      break;
+    case gpu::PcieLevel::kSingle:
+      pcie = 50;
+      break;
+    case gpu::PcieLevel::kInternal:
+      pcie = 60;
+      break;
+    case gpu::PcieLevel::kUnknown:
+      break;
   }
   return pcie + 100 * link.nvlinks;
 }
 
-core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus, const std::vector<gpu::GpuLink>& links,
+core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus,
+                                 const std::vector<gpu::GpuLink>& links,
                                  const PluginConfig& config) {
   std::map<int, std::string> uuid_of;
   for (const auto& g : FilterDevices(gpus, config)) uuid_of[g.index] = g.uuid;

@@ -14,7 +14,8 @@
 namespace hami::deviceplugin {
 
 // GPUs left after filterdevices (uuid or index).
-std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus, const PluginConfig& config);
+std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus,
+                                        const PluginConfig& config);
 
 // Replica IDs of one GPU: "<uuid>-0" .. "<uuid>-<split-1>".
 std::vector<std::string> ReplicaIds(const std::string& uuid, int split_count);
@@ -32,7 +33,8 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
 // docs/upstream-contract.md#topology-and-numa): the PCIe
 // path scores cross-CPU 10, same CPU 20, host bridge 30, multiple switches 40, single switch 50,
 // same board 60, plus 100 per NVLink. Excluded GPUs are left out; `links` index GPUs by NVML index.
-core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus, const std::vector<gpu::GpuLink>& links,
+core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus,
+                                 const std::vector<gpu::GpuLink>& links,
                                  const PluginConfig& config);
 int PairScore(const gpu::GpuLink& link);
 

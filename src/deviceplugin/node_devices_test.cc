@@ -25,7 +25,8 @@ TEST(NodeDevicesTest, ReplicaIdsRoundTrip) {
 }
 
 TEST(NodeDevicesTest, FilterByUuidAndIndex) {
-  std::vector<gpu::GpuInfo> gpus = {MakeGpu(0, "GPU-a", "T4", 15360), MakeGpu(1, "GPU-b", "T4", 15360),
+  std::vector<gpu::GpuInfo> gpus = {MakeGpu(0, "GPU-a", "T4", 15360),
+                                    MakeGpu(1, "GPU-b", "T4", 15360),
                                     MakeGpu(2, "GPU-c", "T4", 15360)};
   PluginConfig c;
   c.exclude_uuids = {"GPU-a"};
@@ -80,23 +81,26 @@ TEST(NodeDevicesTest, LinkScores) {
     int want;
   };
   const Case cases[] = {
-      {{0, 1, 0, gpu::PcieLevel::kSystem}, 10},   {{0, 1, 0, gpu::PcieLevel::kNode}, 20},
+      {{0, 1, 0, gpu::PcieLevel::kSystem}, 10},     {{0, 1, 0, gpu::PcieLevel::kNode}, 20},
       {{0, 1, 0, gpu::PcieLevel::kHostBridge}, 30}, {{0, 1, 0, gpu::PcieLevel::kMultiple}, 40},
-      {{0, 1, 0, gpu::PcieLevel::kSingle}, 50},   {{0, 1, 0, gpu::PcieLevel::kInternal}, 60},
-      {{0, 1, 12, gpu::PcieLevel::kSingle}, 1250}, {{0, 1, 2, gpu::PcieLevel::kUnknown}, 200},
+      {{0, 1, 0, gpu::PcieLevel::kSingle}, 50},     {{0, 1, 0, gpu::PcieLevel::kInternal}, 60},
+      {{0, 1, 12, gpu::PcieLevel::kSingle}, 1250},  {{0, 1, 2, gpu::PcieLevel::kUnknown}, 200},
   };
-  for (const auto& tc : cases) EXPECT_EQ(PairScore(tc.link), tc.want) << gpu::PcieLevelName(tc.link.pcie);
+  for (const auto& tc : cases)
+    EXPECT_EQ(PairScore(tc.link), tc.want) << gpu::PcieLevelName(tc.link.pcie);
 
   std::vector<gpu::GpuInfo> gpus = {MakeGpu(0, "GPU-a", "A100", 1), MakeGpu(1, "GPU-b", "A100", 1),
                                     MakeGpu(2, "GPU-c", "A100", 1)};
-  std::vector<gpu::GpuLink> links = {{0, 1, 12, gpu::PcieLevel::kSingle}, {0, 2, 0, gpu::PcieLevel::kSystem},
+  std::vector<gpu::GpuLink> links = {{0, 1, 12, gpu::PcieLevel::kSingle},
+                                     {0, 2, 0, gpu::PcieLevel::kSystem},
                                      {1, 2, 0, gpu::PcieLevel::kSystem}};
   PluginConfig c;
   c.exclude_indices = {2};
   core::LinkScores s = BuildLinkScores(gpus, links, c);
   core::LinkScores want = {{"GPU-a", {{"GPU-b", 1250}}}, {"GPU-b", {{"GPU-a", 1250}}}};
   EXPECT_EQ(s, want);
-  EXPECT_EQ(core::EncodeLinkScores(s), R"([{"uuid":"GPU-a","score":{"GPU-b":1250}},{"uuid":"GPU-b","score":{"GPU-a":1250}}])");
+  EXPECT_EQ(core::EncodeLinkScores(s),
+            R"([{"uuid":"GPU-a","score":{"GPU-b":1250}},{"uuid":"GPU-b","score":{"GPU-a":1250}}])");
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ std::string Describe(const PendingPod& p) {
 
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
-                                  const std::vector<SteeredChoice>& steered, KubeletPodView* kubelet_view) {
+                                  const std::vector<SteeredChoice>& steered,
+                                  KubeletPodView* kubelet_view) {
   std::vector<const PendingPod*> waiting;
   std::vector<const PendingPod*> cands;
   std::string refused;  // refused pods whose next container wants this many devices
@@ -35,8 +36,10 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
     if (fits) cands.push_back(&p);
   }
   if (cands.empty() && !refused.empty()) {
-    return absl::PermissionDeniedError(StrCat("refusing to arm a container from a device decision hami-scheduler "
-                                              "did not make for this node (", refused, ")"));
+    return absl::PermissionDeniedError(
+        StrCat("refusing to arm a container from a device decision hami-scheduler "
+               "did not make for this node (",
+               refused, ")"));
   }
   if (waiting.empty()) {
     return NotFound("no pod bound to this node is waiting for devices (kubelet asked for ",
@@ -67,7 +70,8 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
         }
         if (admitting.size() == 1) chosen = admitting.front();
       } else {
-        spdlog::warn("kubelet PodResources unavailable: {}", std::string(listed.status().message()));
+        spdlog::warn("kubelet PodResources unavailable: {}",
+                     std::string(listed.status().message()));
       }
     }
     std::set<std::string> ids(kubelet_ids.begin(), kubelet_ids.end());
@@ -80,16 +84,18 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
     if (chosen == nullptr) {
       std::string list;
       for (const auto* p : cands) list += (list.empty() ? "" : "; ") + Describe(*p);
-      return FailedPrecondition("ambiguous allocation: ", cands.size(), " pods wait for ", kubelet_ids.size(),
-                                " device(s) on this node and kubelet's IDs do not tell which one this is (",
-                                list, "); refusing to guess");
+      return FailedPrecondition(
+          "ambiguous allocation: ", cands.size(), " pods wait for ", kubelet_ids.size(),
+          " device(s) on this node and kubelet's IDs do not tell which one this is (", list,
+          "); refusing to guess");
     }
   }
   return Selection{*chosen, chosen->containers.front()};
 }
 
-std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod>& pods, int size,
-                                                    const std::vector<std::string>& available_uuids) {
+std::vector<const PendingPod*> PreferenceCandidates(
+    const std::vector<PendingPod>& pods, int size,
+    const std::vector<std::string>& available_uuids) {
   std::vector<const PendingPod*> out;
   for (const auto& p : pods) {
     if (p.containers.empty() || !p.refused.empty()) continue;
@@ -97,7 +103,9 @@ std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod
     if (static_cast<int>(devs.size()) != size) continue;
     bool all = true;
     for (const auto& d : devs) {
-      if (std::find(available_uuids.begin(), available_uuids.end(), d.uuid) == available_uuids.end()) all = false;
+      if (std::find(available_uuids.begin(), available_uuids.end(), d.uuid) ==
+          available_uuids.end())
+        all = false;
     }
     if (all) out.push_back(&p);
   }

@@ -17,14 +17,14 @@
 namespace hami::deviceplugin {
 
 struct PendingContainer {
-  int index = 0;          // position in the decision (init containers first, then app)
-  std::string name;       // container name (region directory "<podUID>_<name>")
+  int index = 0;     // position in the decision (init containers first, then app)
+  std::string name;  // container name (region directory "<podUID>_<name>")
   std::vector<core::ContainerDevice> devices;
-  int priority = -1;            // nvidia.com/priority; -1 = not given
-  bool disable_control = false; // container env CUDA_DISABLE_CONTROL=true: no ld.so.preload mount
-  // Owner of the region directory: the container's user (securityContext.runAsUser of the container,
-  // else of the pod) and group (the pod's fsGroup, which every process of the pod holds, else
-  // runAsGroup); -1 = not given, the directory keeps the plugin's own.
+  int priority = -1;             // nvidia.com/priority; -1 = not given
+  bool disable_control = false;  // container env CUDA_DISABLE_CONTROL=true: no ld.so.preload mount
+  // Owner of the region directory: the container's user (securityContext.runAsUser of the
+  // container, else of the pod) and group (the pod's fsGroup, which every process of the pod holds,
+  // else runAsGroup); -1 = not given, the directory keeps the plugin's own.
   int64_t uid = -1;
   int64_t gid = -1;
   bool operator==(const PendingContainer&) const = default;
@@ -38,8 +38,9 @@ struct PendingPod {
   // Containers whose devices are still to be allocated, in decision order (non-empty entries only).
   std::vector<PendingContainer> containers;
   // Why the pod's decision is not trusted (not written by the scheduler for this node: bind phase,
-  // node, schedulerName, ignore label); empty = trusted. Refused pods are never armed: SelectPending
-  // and PreferenceCandidates pass over them and name them in the error kubelet reports.
+  // node, schedulerName, ignore label); empty = trusted. Refused pods are never armed:
+  // SelectPending and PreferenceCandidates pass over them and name them in the error kubelet
+  // reports.
   std::string refused;
   std::string Key() const { return StrCat(namespace_, "/", name); }
 };
@@ -48,8 +49,9 @@ class PendingPodSource {
  public:
   virtual ~PendingPodSource() = default;
   // Pods bound to this node whose NVIDIA decision still has containers waiting for Allocate, and
-  // those carrying such a record that the scheduler did not write for this node (PendingPod::refused).
-  // Must be current (kubelet admits a pod only after it is bound, so a fresh read sees it).
+  // those carrying such a record that the scheduler did not write for this node
+  // (PendingPod::refused). Must be current (kubelet admits a pod only after it is bound, so a fresh
+  // read sees it).
   virtual StatusOr<std::vector<PendingPod>> ListPending() = 0;
   // The pod's container `container_index` was answered: erase its entry from the to-allocate record
   // (when none is left the pod's bind phase becomes success).
@@ -63,18 +65,18 @@ struct Selection {
   PendingContainer container;  // the pod's next container
 };
 
-// A replica choice we steered kubelet to for one pod (GetPreferredAllocation), remembered so that the
-// Allocate carrying exactly those IDs is attributed to that pod even when others wait as well.
+// A replica choice we steered kubelet to for one pod (GetPreferredAllocation), remembered so that
+// the Allocate carrying exactly those IDs is attributed to that pod even when others wait as well.
 struct SteeredChoice {
   std::string pod_uid;
   int container_index = -1;
   std::set<std::string> ids;
 };
 
-// A pod as kubelet's PodResources API lists it: kubelet adds a pod to its list right before admitting
-// it, and lists the devices each container already holds. So while kubelet admits pod X, X is listed
-// with no devices of our resource for the container being allocated, and pods kubelet has not reached
-// yet are not listed at all.
+// A pod as kubelet's PodResources API lists it: kubelet adds a pod to its list right before
+// admitting it, and lists the devices each container already holds. So while kubelet admits pod X,
+// X is listed with no devices of our resource for the container being allocated, and pods kubelet
+// has not reached yet are not listed at all.
 struct KubeletPod {
   std::string namespace_;
   std::string name;
@@ -91,11 +93,12 @@ class KubeletPodView {
 // Picks the pod whose next container is being allocated with `kubelet_ids`:
 //  1. candidates = pods whose next container wants exactly kubelet_ids.size() devices;
 //  2. one candidate: it (upstream behaviour: kubelet's replica IDs carry no pod identity);
-//  3. several: the only one kubelet lists (`kubelet_view`, asked only here) with that container still
+//  3. several: the only one kubelet lists (`kubelet_view`, asked only here) with that container
+//  still
 //     without devices; else the one we steered kubelet to with exactly these IDs;
 //  otherwise NotFound (no candidate) or FailedPrecondition (ambiguous), naming the pods.
-// Refused pods are never candidates; with no candidate, PermissionDenied names the refused pods that
-// would have matched, and why.
+// Refused pods are never candidates; with no candidate, PermissionDenied names the refused pods
+// that would have matched, and why.
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
                                   const std::vector<SteeredChoice>& steered = {},
@@ -103,8 +106,8 @@ StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
 
 // Pods whose next container wants `size` devices and whose GPUs each still have an available
 // replica among `available` (UUID of each); used to steer GetPreferredAllocation.
-std::vector<const PendingPod*> PreferenceCandidates(const std::vector<PendingPod>& pods, int size,
-                                                    const std::vector<std::string>& available_uuids);
+std::vector<const PendingPod*> PreferenceCandidates(
+    const std::vector<PendingPod>& pods, int size, const std::vector<std::string>& available_uuids);
 
 // An in-memory PendingPodSource: pods are added by the owner (tests, benchmarks, a node without
 // an API server). Thread-safe.

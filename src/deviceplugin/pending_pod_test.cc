@@ -7,7 +7,8 @@
 namespace hami::deviceplugin {
 namespace {
 
-PendingPod Pod(const std::string& name, const std::vector<std::vector<std::string>>& containers_uuids) {
+PendingPod Pod(const std::string& name,
+               const std::vector<std::vector<std::string>>& containers_uuids) {
   std::vector<std::vector<core::ContainerDevice>> ctrs;
   for (const auto& uuids : containers_uuids) {
     ctrs.emplace_back();
@@ -19,7 +20,8 @@ PendingPod Pod(const std::string& name, const std::vector<std::vector<std::strin
 }
 
 // A pod whose record the scheduler did not write for this node (PendingFromPodJson says why).
-PendingPod Refused(const std::string& name, const std::vector<std::vector<std::string>>& containers_uuids) {
+PendingPod Refused(const std::string& name,
+                   const std::vector<std::vector<std::string>>& containers_uuids) {
   PendingPod p = Pod(name, containers_uuids);
   p.refused = "no hami.io/bind-phase";
   return p;
@@ -31,31 +33,89 @@ TEST(SelectPendingTest, Table) {
     std::vector<PendingPod> pods;
     std::vector<std::string> ids;
     std::vector<SteeredChoice> steered;
-    std::string want_pod;    // "" = error
+    std::string want_pod;  // "" = error
     absl::StatusCode want_code = absl::StatusCode::kOk;
     std::string want_msg;
   };
   const std::vector<Case> cases = {
-      {"nothing pending", {}, {"GPU-a-0"}, {}, "", absl::StatusCode::kNotFound, "no pod bound to this node"},
+      {"nothing pending",
+       {},
+       {"GPU-a-0"},
+       {},
+       "",
+       absl::StatusCode::kNotFound,
+       "no pod bound to this node"},
       {"single pod", {Pod("a", {{"GPU-a"}})}, {"GPU-b-3"}, {}, "a", absl::StatusCode::kOk, ""},
-      {"count must match", {Pod("a", {{"GPU-a", "GPU-b"}})}, {"GPU-a-0"}, {}, "", absl::StatusCode::kNotFound,
+      {"count must match",
+       {Pod("a", {{"GPU-a", "GPU-b"}})},
+       {"GPU-a-0"},
+       {},
+       "",
+       absl::StatusCode::kNotFound,
        "wants that many: ns/a"},
-      {"count picks among pods", {Pod("a", {{"GPU-a", "GPU-b"}}), Pod("b", {{"GPU-c"}})}, {"GPU-c-1"}, {}, "b", absl::StatusCode::kOk, ""},
-      {"same count is ambiguous", {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})}, {"GPU-a-0"}, {}, "",
-       absl::StatusCode::kFailedPrecondition, "refusing to guess"},
-      {"steered IDs resolve", {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})}, {"GPU-b-4"},
-       {SteeredChoice{"uid-b", 0, {"GPU-b-4"}}}, "b", absl::StatusCode::kOk, ""},
-      {"steered to other IDs does not resolve", {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})}, {"GPU-b-5"},
-       {SteeredChoice{"uid-b", 0, {"GPU-b-4"}}}, "", absl::StatusCode::kFailedPrecondition, "ambiguous"},
-      {"pod with nothing left is ignored", {Pod("a", {}), Pod("b", {{"GPU-b"}})}, {"GPU-b-0"}, {}, "b", absl::StatusCode::kOk, ""},
-      {"a forged record alone is refused, and says why", {Refused("f", {{"GPU-a"}})}, {"GPU-a-0"}, {}, "",
-       absl::StatusCode::kPermissionDenied, "did not make for this node (ns/f: no hami.io/bind-phase)"},
-      {"a forged record does not make a real one ambiguous", {Refused("f", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
-       {"GPU-b-0"}, {}, "b", absl::StatusCode::kOk, ""},
-      {"steering never selects a forged record", {Refused("f", {{"GPU-a"}})}, {"GPU-a-0"},
-       {SteeredChoice{"uid-f", 0, {"GPU-a-0"}}}, "", absl::StatusCode::kPermissionDenied, "refusing to arm"},
-      {"a forged record of another size is not mentioned", {Refused("f", {{"GPU-a", "GPU-b"}})}, {"GPU-a-0"}, {}, "",
-       absl::StatusCode::kNotFound, "no pod bound to this node"},
+      {"count picks among pods",
+       {Pod("a", {{"GPU-a", "GPU-b"}}), Pod("b", {{"GPU-c"}})},
+       {"GPU-c-1"},
+       {},
+       "b",
+       absl::StatusCode::kOk,
+       ""},
+      {"same count is ambiguous",
+       {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
+       {"GPU-a-0"},
+       {},
+       "",
+       absl::StatusCode::kFailedPrecondition,
+       "refusing to guess"},
+      {"steered IDs resolve",
+       {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
+       {"GPU-b-4"},
+       {SteeredChoice{"uid-b", 0, {"GPU-b-4"}}},
+       "b",
+       absl::StatusCode::kOk,
+       ""},
+      {"steered to other IDs does not resolve",
+       {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
+       {"GPU-b-5"},
+       {SteeredChoice{"uid-b", 0, {"GPU-b-4"}}},
+       "",
+       absl::StatusCode::kFailedPrecondition,
+       "ambiguous"},
+      {"pod with nothing left is ignored",
+       {Pod("a", {}), Pod("b", {{"GPU-b"}})},
+       {"GPU-b-0"},
+       {},
+       "b",
+       absl::StatusCode::kOk,
+       ""},
+      {"a forged record alone is refused, and says why",
+       {Refused("f", {{"GPU-a"}})},
+       {"GPU-a-0"},
+       {},
+       "",
+       absl::StatusCode::kPermissionDenied,
+       "did not make for this node (ns/f: no hami.io/bind-phase)"},
+      {"a forged record does not make a real one ambiguous",
+       {Refused("f", {{"GPU-a"}}), Pod("b", {{"GPU-b"}})},
+       {"GPU-b-0"},
+       {},
+       "b",
+       absl::StatusCode::kOk,
+       ""},
+      {"steering never selects a forged record",
+       {Refused("f", {{"GPU-a"}})},
+       {"GPU-a-0"},
+       {SteeredChoice{"uid-f", 0, {"GPU-a-0"}}},
+       "",
+       absl::StatusCode::kPermissionDenied,
+       "refusing to arm"},
+      {"a forged record of another size is not mentioned",
+       {Refused("f", {{"GPU-a", "GPU-b"}})},
+       {"GPU-a-0"},
+       {},
+       "",
+       absl::StatusCode::kNotFound,
+       "no pod bound to this node"},
   };
   for (const auto& tc : cases) {
     auto s = SelectPending(tc.pods, tc.ids, tc.steered);
@@ -94,8 +154,10 @@ TEST(SelectPendingTest, KubeletPodViewBreaksTies) {
   };
   const std::vector<Case> cases = {
       {"only b listed", std::vector<KubeletPod>{{"ns", "b", {}}}, "b"},
-      {"a listed, running pods too", std::vector<KubeletPod>{{"ns", "old", {"c0"}}, {"ns", "a", {}}}, "a"},
-      {"b's next container already holds devices", std::vector<KubeletPod>{{"ns", "b", {"c0"}}, {"ns", "a", {}}}, "a"},
+      {"a listed, running pods too",
+       std::vector<KubeletPod>{{"ns", "old", {"c0"}}, {"ns", "a", {}}}, "a"},
+      {"b's next container already holds devices",
+       std::vector<KubeletPod>{{"ns", "b", {"c0"}}, {"ns", "a", {}}}, "a"},
       {"both listed", std::vector<KubeletPod>{{"ns", "a", {}}, {"ns", "b", {}}}, ""},
       {"other namespace", std::vector<KubeletPod>{{"other", "a", {}}}, ""},
       {"none listed", std::vector<KubeletPod>{}, ""},
@@ -121,7 +183,8 @@ TEST(SelectPendingTest, KubeletPodViewBreaksTies) {
 TEST(PreferenceCandidatesTest, NeedsSizeAndAvailableGpus) {
   std::vector<PendingPod> pods = {Pod("a", {{"GPU-a"}}), Pod("b", {{"GPU-b", "GPU-c"}})};
   EXPECT_EQ(PreferenceCandidates(pods, 1, {"GPU-a", "GPU-b"}).size(), 1u);
-  EXPECT_TRUE(PreferenceCandidates({Refused("f", {{"GPU-a"}})}, 1, {"GPU-a"}).empty()) << "never steer to a forged record";
+  EXPECT_TRUE(PreferenceCandidates({Refused("f", {{"GPU-a"}})}, 1, {"GPU-a"}).empty())
+      << "never steer to a forged record";
   EXPECT_EQ(PreferenceCandidates(pods, 1, {"GPU-b"}).size(), 0u);
   auto two = PreferenceCandidates(pods, 2, {"GPU-a", "GPU-b", "GPU-c"});
   ASSERT_EQ(two.size(), 1u);

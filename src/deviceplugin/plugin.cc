@@ -1,5 +1,6 @@
 #include "deviceplugin/plugin.h"
 
+#include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -12,8 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
-
-#include <grpcpp/grpcpp.h>
 
 #include "common/log.h"
 #include "core/annotations.h"
@@ -44,7 +43,8 @@ struct FileId {
 FileId StatFile(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {};
-  return {true, st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+  return {true, st.st_ino,
+          static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 
 // The region directory of one container: fresh, 0770, owned by the container's user and the pod's
@@ -56,14 +56,18 @@ Status PrepareRegionDir(const std::string& dir, int64_t uid, int64_t gid) {
   if (ec) return Internal("cannot clear region directory ", dir, ": ", ec.message());
   fs::create_directories(fs::path(dir).parent_path(), ec);
   if (ec) return Internal("cannot create region root of ", dir, ": ", ec.message());
-  if (::mkdir(dir.c_str(), 0700) != 0) return Internal("cannot create region directory ", dir, ": ", std::strerror(errno));
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    return Internal("cannot create region directory ", dir, ": ", std::strerror(errno));
   // chmod while the directory is still ours: after chown only CAP_FOWNER could.
-  if (::chmod(dir.c_str(), 0770) != 0) return Internal("cannot chmod region directory ", dir, ": ", std::strerror(errno));
+  if (::chmod(dir.c_str(), 0770) != 0)
+    return Internal("cannot chmod region directory ", dir, ": ", std::strerror(errno));
   if ((uid >= 0 || gid >= 0) &&
       ::chown(dir.c_str(), uid >= 0 ? static_cast<uid_t>(uid) : static_cast<uid_t>(-1),
               gid >= 0 ? static_cast<gid_t>(gid) : static_cast<gid_t>(-1)) != 0)
-    return Internal("cannot give region directory ", dir, " to ", uid, ":", gid, " (the container's runAsUser:fsGroup; "
-                    "the plugin needs CAP_CHOWN): ", std::strerror(errno));
+    return Internal("cannot give region directory ", dir, " to ", uid, ":", gid,
+                    " (the container's runAsUser:fsGroup; "
+                    "the plugin needs CAP_CHOWN): ",
+                    std::strerror(errno));
   return OkStatus();
 }
 
@@ -119,7 +123,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     }
   }
 
-  grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                      const v1beta1::PreferredAllocationRequest* req,
                                       v1beta1::PreferredAllocationResponse* out) override {
     *out = p_->PreferredAllocation(*req);
     return grpc::Status::OK;
@@ -145,13 +150,17 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
   DevicePlugin* p_;
 };
 
-DevicePlugin::DevicePlugin(PluginConfig config, gpu::DeviceDiscovery* discovery, PendingPodSource* pending,
-                           uint64_t seed)
+DevicePlugin::DevicePlugin(PluginConfig config, gpu::DeviceDiscovery* discovery,
+                           PendingPodSource* pending, uint64_t seed)
     : config_(std::move(config)), discovery_(discovery), pending_(pending), rng_(seed) {}
 
-DevicePlugin::~DevicePlugin() { Stop(); }
+DevicePlugin::~DevicePlugin() {
+  Stop();
+}
 
-std::string DevicePlugin::SocketPath() const { return JoinPath(config_.plugin_dir, config_.socket_name); }
+std::string DevicePlugin::SocketPath() const {
+  return JoinPath(config_.plugin_dir, config_.socket_name);
+}
 std::string DevicePlugin::KubeletSocketPath() const {
   return JoinPath(config_.plugin_dir, config_.kubelet_socket);
 }
@@ -176,8 +185,8 @@ Status DevicePlugin::Start() {
   } else {
     spdlog::warn("GPU topology unavailable: {}", std::string(links.status().message()));
   }
-  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", gpus_.size(),
-               all.size() - gpus_.size(), config_.split_count, config_.resource_name);
+  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}",
+               gpus_.size(), all.size() - gpus_.size(), config_.split_count, config_.resource_name);
 
   std::error_code ec;
   fs::create_directories(config_.plugin_dir, ec);
@@ -191,8 +200,8 @@ Status DevicePlugin::Start() {
   }
 
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0 ||
-      inotify_add_watch(inotify_fd_, config_.plugin_dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO) < 0) {
+  if (inotify_fd_ < 0 || inotify_add_watch(inotify_fd_, config_.plugin_dir.c_str(),
+                                           IN_CREATE | IN_DELETE | IN_MOVED_TO) < 0) {
     // Without inotify the watch loop still polls the sockets every tick.
     spdlog::warn("inotify on {} unavailable; polling for kubelet restarts", config_.plugin_dir);
   }
@@ -254,7 +263,8 @@ void DevicePlugin::StopServer() {
 }
 
 Status DevicePlugin::Register() {
-  auto channel = grpc::CreateChannel("unix:" + KubeletSocketPath(), grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("unix:" + KubeletSocketPath(), grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest req;
   req.set_version(kApiVersion);
@@ -266,11 +276,12 @@ Status DevicePlugin::Register() {
   v1beta1::Empty resp;
   grpc::Status s = stub->Register(&ctx, req, &resp);
   if (!s.ok()) {
-    return Unavailable("register ", config_.resource_name, " with kubelet at ", KubeletSocketPath(), ": ",
-                       s.error_message());
+    return Unavailable("register ", config_.resource_name, " with kubelet at ", KubeletSocketPath(),
+                       ": ", s.error_message());
   }
   ++registrations_;
-  spdlog::info("registered {} with kubelet (endpoint {})", config_.resource_name, config_.socket_name);
+  spdlog::info("registered {} with kubelet (endpoint {})", config_.resource_name,
+               config_.socket_name);
   return OkStatus();
 }
 
@@ -298,7 +309,8 @@ void DevicePlugin::WatchLoop() {
     if (registered_with.exists && !kubelet.exists) continue;
     bool restarted = registered_with.exists && (!(kubelet == registered_with) || !own);
     if (restarted) {
-      spdlog::info("kubelet restarted (kubelet.sock recreated or our socket removed); serving again");
+      spdlog::info(
+          "kubelet restarted (kubelet.sock recreated or our socket removed); serving again");
       StopServer();
       Status s = StartServer();
       if (!s.ok()) spdlog::error("{}", std::string(s.message()));
@@ -351,8 +363,11 @@ std::vector<core::DeviceInfo> DevicePlugin::NodeDevices() const {
 std::map<std::string, std::string> DevicePlugin::NodeAnnotations(bool with_link_scores) const {
   std::lock_guard<std::mutex> l(mu_);
   std::map<std::string, std::string> out;
-  out[core::kNodeNvidiaRegister] = core::EncodeNodeDevicesJson(BuildNodeDevices(gpus_, healthy_, config_));
-  if (with_link_scores) out[core::kNodeNvidiaScore] = core::EncodeLinkScores(BuildLinkScores(all_gpus_, links_, config_));
+  out[core::kNodeNvidiaRegister] =
+      core::EncodeNodeDevicesJson(BuildNodeDevices(gpus_, healthy_, config_));
+  if (with_link_scores)
+    out[core::kNodeNvidiaScore] =
+        core::EncodeLinkScores(BuildLinkScores(all_gpus_, links_, config_));
   return out;
 }
 
@@ -396,13 +411,17 @@ v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
   }
   v1beta1::PreferredAllocationResponse resp;
   for (const auto& cr : req.container_requests()) {
-    std::vector<std::string> available(cr.available_deviceids().begin(), cr.available_deviceids().end());
-    std::vector<std::string> chosen(cr.must_include_deviceids().begin(), cr.must_include_deviceids().end());
+    std::vector<std::string> available(cr.available_deviceids().begin(),
+                                       cr.available_deviceids().end());
+    std::vector<std::string> chosen(cr.must_include_deviceids().begin(),
+                                    cr.must_include_deviceids().end());
     std::vector<std::string> available_uuids;
     for (const auto& id : available) {
       if (auto u = ReplicaUuid(id); u.ok()) available_uuids.push_back(*u);
     }
-    auto taken = [&](const std::string& id) { return std::find(chosen.begin(), chosen.end(), id) != chosen.end(); };
+    auto taken = [&](const std::string& id) {
+      return std::find(chosen.begin(), chosen.end(), id) != chosen.end();
+    };
     auto cands = PreferenceCandidates(pods, cr.allocation_size(), available_uuids);
     if (cands.size() == 1 && chosen.empty()) {
       const PendingPod& p = *cands.front();
@@ -415,7 +434,8 @@ v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
           }
         }
       }
-      steered_.push_back({p.uid, p.containers.front().index, std::set<std::string>(chosen.begin(), chosen.end())});
+      steered_.push_back(
+          {p.uid, p.containers.front().index, std::set<std::string>(chosen.begin(), chosen.end())});
       if (steered_.size() > 64) steered_.erase(steered_.begin());
     }
     for (const auto& id : available) {
@@ -431,9 +451,10 @@ v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
 std::string DevicePlugin::NewCacheFileName() {
   uint64_t a = rng_.Next(), b = rng_.Next();
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx.cache", static_cast<unsigned>(a >> 32),
-                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
-                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx.cache",
+                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
+                static_cast<unsigned>(a & 0xffff), static_cast<unsigned>(b >> 48),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
 }
 
@@ -454,12 +475,14 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
     std::lock_guard<std::mutex> m(mu_);
     for (const auto& id : ids) {
       if (!replica_to_uuid_.count(id))
-        return InvalidArgument("Allocate: unknown device ID '", id, "' (not advertised by this plugin)");
+        return InvalidArgument("Allocate: unknown device ID '", id,
+                               "' (not advertised by this plugin)");
     }
   }
   auto listed = pending_->ListPending();
   if (!listed.ok())
-    return Unavailable("Allocate: cannot find pending pods: ", std::string(listed.status().message()));
+    return Unavailable("Allocate: cannot find pending pods: ",
+                       std::string(listed.status().message()));
   HAMI_ASSIGN_OR_RETURN(Selection sel, SelectPending(*listed, ids, steered_, kubelet_view_));
   const PendingPod& pod = sel.pod;
   const PendingContainer& ctr = sel.container;
@@ -467,26 +490,33 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   auto fail = [&](const Status& s) -> Status {
     Status annotated = Annotate(s, StrCat("Allocate for pod ", pod.Key(), " container ", ctr.name));
     Status mark = pending_->MarkFailed(pod, std::string(annotated.message()));
-    if (!mark.ok()) spdlog::error("cannot record failure of {}: {}", pod.Key(), std::string(mark.message()));
+    if (!mark.ok())
+      spdlog::error("cannot record failure of {}: {}", pod.Key(), std::string(mark.message()));
     return annotated;
   };
   {
     std::lock_guard<std::mutex> m(mu_);
     for (const auto& d : ctr.devices) {
       auto h = healthy_.find(d.uuid);
-      if (h == healthy_.end()) return fail(FailedPrecondition("decided GPU ", d.uuid, " is not on this node"));
+      if (h == healthy_.end())
+        return fail(FailedPrecondition("decided GPU ", d.uuid, " is not on this node"));
       if (!h->second) return fail(FailedPrecondition("decided GPU ", d.uuid, " is unhealthy"));
     }
   }
   auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName());
   if (!alloc.ok()) return fail(alloc.status());
-  if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid); !s.ok()) return fail(s);
-  if (Status s = WriteLimitsFile(alloc->limits_host_path, alloc->limits_file); !s.ok()) return fail(s);
+  if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid);
+      !s.ok())
+    return fail(s);
+  if (Status s = WriteLimitsFile(alloc->limits_host_path, alloc->limits_file); !s.ok())
+    return fail(s);
   if (Status s = pending_->MarkAllocated(pod, ctr.index); !s.ok())
-    return Unavailable("Allocate for pod ", pod.Key(), ": cannot record the allocation: ",
-                       std::string(s.message()));
+    return Unavailable("Allocate for pod ", pod.Key(),
+                       ": cannot record the allocation: ", std::string(s.message()));
   steered_.erase(std::remove_if(steered_.begin(), steered_.end(),
-                                [&](const SteeredChoice& c) { return c.pod_uid == pod.uid && c.container_index == ctr.index; }),
+                                [&](const SteeredChoice& c) {
+                                  return c.pod_uid == pod.uid && c.container_index == ctr.index;
+                                }),
                  steered_.end());
 
   v1beta1::ContainerAllocateResponse out;

@@ -1,11 +1,11 @@
 #pragma once
 // The kubelet device plugin (API v1beta1) for NVIDIA GPUs shared through libvgpu.
 //
-// Serves DevicePlugin on <plugin_dir>/<socket_name>, registers resource `resource_name` with kubelet
-// on <plugin_dir>/kubelet.sock, advertises every GPU as split_count replicas "<uuid>-<n>" and streams
-// health changes. Allocate finds the pod being allocated through a PendingPodSource and answers with
-// the libvgpu environment and mounts (allocate_env.h). A watch thread notices kubelet restarts
-// (kubelet.sock recreated, or our socket deleted) and serves + registers again.
+// Serves DevicePlugin on <plugin_dir>/<socket_name>, registers resource `resource_name` with
+// kubelet on <plugin_dir>/kubelet.sock, advertises every GPU as split_count replicas "<uuid>-<n>"
+// and streams health changes. Allocate finds the pod being allocated through a PendingPodSource and
+// answers with the libvgpu environment and mounts (allocate_env.h). A watch thread notices kubelet
+// restarts (kubelet.sock recreated, or our socket deleted) and serves + registers again.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -67,7 +67,8 @@ class DevicePlugin {
   // RPC bodies; the gRPC service delegates here (tests may call them directly).
   v1beta1::DevicePluginOptions Options() const;
   v1beta1::ListAndWatchResponse DeviceList() const;
-  v1beta1::PreferredAllocationResponse PreferredAllocation(const v1beta1::PreferredAllocationRequest& req);
+  v1beta1::PreferredAllocationResponse PreferredAllocation(
+      const v1beta1::PreferredAllocationRequest& req);
   StatusOr<v1beta1::AllocateResponse> Allocate(const v1beta1::AllocateRequest& req);
 
  private:
@@ -80,7 +81,8 @@ class DevicePlugin {
   void WatchLoop();
   void OnHealth(const gpu::HealthEvent& ev);
   v1beta1::ListAndWatchResponse DeviceListLocked() const;
-  StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(const v1beta1::ContainerAllocateRequest& req);
+  StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(
+      const v1beta1::ContainerAllocateRequest& req);
   std::string NewCacheFileName();
 
   PluginConfig config_;
@@ -90,13 +92,13 @@ class DevicePlugin {
 
   mutable std::mutex mu_;  // guards the device state below
   std::condition_variable cv_;
-  std::vector<gpu::GpuInfo> all_gpus_;        // as discovered
-  std::vector<gpu::GpuLink> links_;           // topology of all_gpus_
-  std::vector<gpu::GpuInfo> gpus_;            // after filterdevices
-  std::map<std::string, bool> healthy_;       // uuid -> healthy
+  std::vector<gpu::GpuInfo> all_gpus_;   // as discovered
+  std::vector<gpu::GpuLink> links_;      // topology of all_gpus_
+  std::vector<gpu::GpuInfo> gpus_;       // after filterdevices
+  std::map<std::string, bool> healthy_;  // uuid -> healthy
   std::map<std::string, std::string> replica_to_uuid_;
-  uint64_t version_ = 0;                      // bumped on every device state change
-  uint64_t generation_ = 0;                   // bumped on every server (re)start; old streams end
+  uint64_t version_ = 0;     // bumped on every device state change
+  uint64_t generation_ = 0;  // bumped on every server (re)start; old streams end
   bool stopping_ = false;
 
   std::mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)

@@ -1,15 +1,14 @@
 // The device plugin over real gRPC unix sockets against the fake kubelet.
 #include "deviceplugin/plugin.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "deviceplugin/pod_resources.h"
 #include "deviceplugin/testing/builders.h"
@@ -31,7 +30,8 @@ PendingPod Pod(const std::string& name, std::vector<std::vector<core::ContainerD
   return testing::MakePod(name, std::move(ctrs));
 }
 
-int CountHealth(const std::vector<v1beta1::Device>& devs, const std::string& uuid_prefix, const std::string& health) {
+int CountHealth(const std::vector<v1beta1::Device>& devs, const std::string& uuid_prefix,
+                const std::string& health) {
   int n = 0;
   for (const auto& d : devs) {
     if (d.id().rfind(uuid_prefix + "-", 0) == 0 && d.health() == health) ++n;
@@ -48,8 +48,9 @@ class PluginTest : public ::testing::Test {
     config_.plugin_dir = dir_ + "/dp/";
     config_.region_root = dir_ + "/regions";
     config_.split_count = 4;
-    discovery_ = std::make_unique<gpu::StaticDiscovery>(std::vector<gpu::GpuInfo>{
-        gpu::MakeGpu(0, "GPU-aaaa", "Tesla T4", 15360, 0), gpu::MakeGpu(1, "GPU-bbbb", "Tesla T4", 15360, 1)},
+    discovery_ = std::make_unique<gpu::StaticDiscovery>(
+        std::vector<gpu::GpuInfo>{gpu::MakeGpu(0, "GPU-aaaa", "Tesla T4", 15360, 0),
+                                  gpu::MakeGpu(1, "GPU-bbbb", "Tesla T4", 15360, 1)},
         std::vector<gpu::GpuLink>{{0, 1, 0, gpu::PcieLevel::kSingle}});
     kubelet_ = std::make_unique<testing::FakeKubelet>(config_.plugin_dir);
   }
@@ -96,12 +97,14 @@ TEST_F(PluginTest, RegistersAndAdvertisesSplitReplicas) {
   EXPECT_EQ(node[1].count, 4);
   EXPECT_EQ(node[1].numa, 1);
   auto ann = plugin_->NodeAnnotations(/*with_link_scores=*/true);
-  EXPECT_EQ(ann.at("hami.io/node-nvidia-register"),
-            R"([{"id":"GPU-aaaa","count":4,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true,)"
-            R"("mode":"hami-core"},{"id":"GPU-bbbb","index":1,"count":4,"devmem":15360,"devcore":100,)"
-            R"("type":"NVIDIA-Tesla T4","numa":1,"health":true,"mode":"hami-core"}])");
-  EXPECT_EQ(ann.at("hami.io/node-nvidia-score"),
-            R"([{"uuid":"GPU-aaaa","score":{"GPU-bbbb":50}},{"uuid":"GPU-bbbb","score":{"GPU-aaaa":50}}])");
+  EXPECT_EQ(
+      ann.at("hami.io/node-nvidia-register"),
+      R"([{"id":"GPU-aaaa","count":4,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true,)"
+      R"("mode":"hami-core"},{"id":"GPU-bbbb","index":1,"count":4,"devmem":15360,"devcore":100,)"
+      R"("type":"NVIDIA-Tesla T4","numa":1,"health":true,"mode":"hami-core"}])");
+  EXPECT_EQ(
+      ann.at("hami.io/node-nvidia-score"),
+      R"([{"uuid":"GPU-aaaa","score":{"GPU-bbbb":50}},{"uuid":"GPU-bbbb","score":{"GPU-aaaa":50}}])");
   EXPECT_EQ(plugin_->NodeAnnotations(false).count("hami.io/node-nvidia-score"), 0u);
 }
 
@@ -142,9 +145,7 @@ TEST_F(PluginTest, KubeletRestartLeadsToReRegistration) {
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1 + restart, seconds(10))) << "restart " << restart;
     // The new stream re-advertises every replica with its current health.
     ASSERT_TRUE(kubelet_->WaitForDevices(
-        [](const auto& d) {
-          return d.size() == 8 && CountHealth(d, "GPU-aaaa", "Unhealthy") == 4;
-        },
+        [](const auto& d) { return d.size() == 8 && CountHealth(d, "GPU-aaaa", "Unhealthy") == 4; },
         seconds(10)));
   }
   EXPECT_EQ(plugin_->registrations(), 3);
@@ -164,7 +165,8 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   config_.libcuda_log_level = "1";
   config_.memory_scaling = 1.5;
   StartBoth();
-  PendingPod p1 = Pod("p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}});
+  PendingPod p1 = Pod(
+      "p1", {{Dev("GPU-bbbb", 3000, 30)}, {Dev("GPU-aaaa", 2000, 0), Dev("GPU-bbbb", 2000, 0)}});
   // The first container names its user and the pod's group: other ids when the test may give files
   // away (root), else our own.
   const uid_t want_uid = ::geteuid() == 0 ? 4321 : ::getuid();
@@ -227,14 +229,26 @@ TEST_F(PluginTest, AllocateErrors) {
   };
   const std::vector<Case> cases = {
       {"unknown pod", {}, {"GPU-aaaa-0"}, absl::StatusCode::kNotFound, "no pod bound to this node"},
-      {"unknown device ID", {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})}, {"GPU-zzzz-0"},
-       absl::StatusCode::kInvalidArgument, "unknown device ID"},
-      {"count mismatch", {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})}, {"GPU-aaaa-0", "GPU-bbbb-0"},
-       absl::StatusCode::kNotFound, "wants that many"},
-      {"ambiguous", {Pod("p", {{Dev("GPU-aaaa", 1000, 0)}}), Pod("q", {{Dev("GPU-bbbb", 2000, 0)}})},
-       {"GPU-aaaa-0"}, absl::StatusCode::kFailedPrecondition, "refusing to guess"},
-      {"decided GPU not on node", {Pod("p", {{Dev("GPU-elsewhere", 1, 0)}})}, {"GPU-aaaa-0"},
-       absl::StatusCode::kFailedPrecondition, "not on this node"},
+      {"unknown device ID",
+       {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})},
+       {"GPU-zzzz-0"},
+       absl::StatusCode::kInvalidArgument,
+       "unknown device ID"},
+      {"count mismatch",
+       {Pod("p", {{Dev("GPU-aaaa", 1, 0)}})},
+       {"GPU-aaaa-0", "GPU-bbbb-0"},
+       absl::StatusCode::kNotFound,
+       "wants that many"},
+      {"ambiguous",
+       {Pod("p", {{Dev("GPU-aaaa", 1000, 0)}}), Pod("q", {{Dev("GPU-bbbb", 2000, 0)}})},
+       {"GPU-aaaa-0"},
+       absl::StatusCode::kFailedPrecondition,
+       "refusing to guess"},
+      {"decided GPU not on node",
+       {Pod("p", {{Dev("GPU-elsewhere", 1, 0)}})},
+       {"GPU-aaaa-0"},
+       absl::StatusCode::kFailedPrecondition,
+       "not on this node"},
   };
   int n = 0;
   for (const auto& tc : cases) {
@@ -245,7 +259,8 @@ TEST_F(PluginTest, AllocateErrors) {
     auto r = kubelet_->Allocate({tc.ids});
     ASSERT_FALSE(r.ok()) << tc.name;
     EXPECT_EQ(r.status().code(), tc.code) << tc.name << ": " << r.status();
-    EXPECT_NE(std::string(r.status().message()).find(tc.msg), std::string::npos) << tc.name << ": " << r.status();
+    EXPECT_NE(std::string(r.status().message()).find(tc.msg), std::string::npos)
+        << tc.name << ": " << r.status();
     // Reset the served source for the next case.
     for (const auto& p : pods) ASSERT_TRUE(pending_.MarkFailed(p, "test reset").ok());
   }
@@ -289,8 +304,8 @@ TEST_F(PluginTest, SteeredChoiceResolvesOtherwiseAmbiguousPods) {
 }
 
 TEST_F(PluginTest, SameShapePodsAreToldApartByKubeletPodResources) {
-  // Two pods bound at the same time, both wanting one device: kubelet's replica IDs cannot tell them
-  // apart, but kubelet's PodResources lists only the pod it is admitting.
+  // Two pods bound at the same time, both wanting one device: kubelet's replica IDs cannot tell
+  // them apart, but kubelet's PodResources lists only the pod it is admitting.
   ASSERT_TRUE(kubelet_->ServePodResources(dir_ + "/pod-resources/kubelet.sock").ok());
   PodResourcesView view(dir_ + "/pod-resources/kubelet.sock", config_.resource_name);
   ASSERT_TRUE(kubelet_->Start().ok());
@@ -314,7 +329,8 @@ TEST_F(PluginTest, SameShapePodsAreToldApartByKubeletPodResources) {
   EXPECT_EQ(a0->container_responses(0).envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1000m");
   EXPECT_EQ(a0->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa");
 
-  // Same shapes and kubelet lists both as waiting (e.g. an earlier admission failed): still refused.
+  // Same shapes and kubelet lists both as waiting (e.g. an earlier admission failed): still
+  // refused.
   pending_.AddPod(Pod("x", {{Dev("GPU-aaaa", 1, 0)}}));
   pending_.AddPod(Pod("y", {{Dev("GPU-bbbb", 2, 0)}}));
   // Failed admissions (wrong count) leave both listed without devices.
@@ -331,7 +347,8 @@ TEST_F(PluginTest, TwoPodsAllocatedConcurrentlyGetTheirOwnLimits) {
   // their own pod's limits, never the other's.
   for (int round = 0; round < 20; ++round) {
     pending_.AddPod(Pod("one-" + std::to_string(round), {{Dev("GPU-aaaa", 3000, 25)}}));
-    pending_.AddPod(Pod("two-" + std::to_string(round), {{Dev("GPU-aaaa", 5000, 50), Dev("GPU-bbbb", 5000, 50)}}));
+    pending_.AddPod(Pod("two-" + std::to_string(round),
+                        {{Dev("GPU-aaaa", 5000, 50), Dev("GPU-bbbb", 5000, 50)}}));
     StatusOr<v1beta1::AllocateResponse> r1 = Unavailable("not run"), r2 = Unavailable("not run");
     std::thread t1([&] { r1 = kubelet_->Allocate({{"GPU-bbbb-1"}}); });
     std::thread t2([&] { r2 = kubelet_->Allocate({{"GPU-aaaa-3", "GPU-bbbb-3"}}); });
@@ -378,7 +395,8 @@ TEST_F(PluginTest, StartFailsClearlyOnBadConfigOrDiscovery) {
 }
 
 TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
-  // The whole chain: fake libnvidia-ml.so.1 -> NvmlDiscovery health watch -> ListAndWatch -> kubelet.
+  // The whole chain: fake libnvidia-ml.so.1 -> NvmlDiscovery health watch -> ListAndWatch ->
+  // kubelet.
   const std::string state = dir_ + "/fakegpu.state";
   setenv("FAKEGPU_STATE", state.c_str(), 1);
   setenv("FAKEGPU_DEVICES", "Tesla T4:15360:40;Tesla T4:15360:40", 1);
@@ -394,12 +412,13 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   plugin_ = std::make_unique<DevicePlugin>(config_, nvml->get(), &pending_, 3);
   ASSERT_TRUE(plugin_->Start().ok());
   const std::string dev1 = "GPU-fa4e0000-0000-4000-8000-000000000001";
-  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Healthy") == 4; },
-                                       seconds(10)));
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return CountHealth(d, dev1, "Healthy") == 4; }, seconds(10)));
   ASSERT_EQ(hooks.inject_xid(1, 79), 0);
-  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return CountHealth(d, dev1, "Unhealthy") == 4; },
-                                       seconds(5)));
-  EXPECT_EQ(CountHealth(kubelet_->Devices(), "GPU-fa4e0000-0000-4000-8000-000000000000", "Healthy"), 4);
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return CountHealth(d, dev1, "Unhealthy") == 4; }, seconds(5)));
+  EXPECT_EQ(CountHealth(kubelet_->Devices(), "GPU-fa4e0000-0000-4000-8000-000000000000", "Healthy"),
+            4);
   plugin_.reset();  // before the discovery it uses
   nvml->reset();
   unlink(state.c_str());

@@ -1,6 +1,6 @@
 // Fuzz target: a pod object from the API server (decision annotation, containers, env, resources)
-// must give a pending pod or a Status, never a crash; a pod is trusted only with the scheduler's bind
-// phase, node and schedulerName.
+// must give a pending pod or a Status, never a crash; a pod is trusted only with the scheduler's
+// bind phase, node and schedulerName.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Trusted only as the scheduler leaves a pod it bound here.
     if ((*r)->refused.empty()) {
       const nlohmann::json& md = pod["metadata"];
-      if (!md.is_object() || !md.contains("annotations") || !md.at("annotations").is_object()) __builtin_trap();
+      if (!md.is_object() || !md.contains("annotations") || !md.at("annotations").is_object())
+        __builtin_trap();
       const nlohmann::json& ann = md.at("annotations");
       if (ann.value("hami.io/bind-phase", nlohmann::json()) != "allocating" ||
           ann.value("hami.io/vgpu-node", nlohmann::json()) != "node1" ||

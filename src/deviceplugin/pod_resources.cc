@@ -1,8 +1,8 @@
 #include "deviceplugin/pod_resources.h"
 
-#include <chrono>
-
 #include <grpcpp/grpcpp.h>
+
+#include <chrono>
 
 #include "deviceplugin/proto/podresources.grpc.pb.h"
 
@@ -37,7 +37,8 @@ StatusOr<std::vector<KubeletPod>> PodResourcesView::ListPods() {
     k.name = p.name();
     for (const auto& c : p.containers()) {
       for (const auto& d : c.devices()) {
-        if (d.resource_name() == impl_->resource && d.device_ids_size() > 0) k.containers_with_devices.insert(c.name());
+        if (d.resource_name() == impl_->resource && d.device_ids_size() > 0)
+          k.containers_with_devices.insert(c.name());
       }
     }
     out.push_back(std::move(k));

@@ -6,7 +6,9 @@ namespace hami::extender {
 namespace {
 
 // "<host>_<suffix>" -> "<host>" (client-go's and our identities).
-std::string HostOf(const std::string& identity) { return identity.substr(0, identity.find('_')); }
+std::string HostOf(const std::string& identity) {
+  return identity.substr(0, identity.find('_'));
+}
 
 }  // namespace
 
@@ -36,7 +38,9 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
                         [this](const Json& q) { state_.OnQuotaDeleted(q); }});
 }
 
-Controller::~Controller() { Stop(); }
+Controller::~Controller() {
+  Stop();
+}
 
 void Controller::Start() {
   if (started_) return;
@@ -95,10 +99,13 @@ std::optional<Json> Controller::LookupPod(const std::string& ns, const std::stri
   return pods_->Get(ns + "/" + name);
 }
 
-bool Controller::Synced() const { return pods_->HasSynced() && nodes_->HasSynced() && quotas_->HasSynced(); }
+bool Controller::Synced() const {
+  return pods_->HasSynced() && nodes_->HasSynced() && quotas_->HasSynced();
+}
 
 bool Controller::WaitForSync(std::chrono::milliseconds timeout) const {
-  return pods_->WaitForSync(timeout) && nodes_->WaitForSync(timeout) && quotas_->WaitForSync(timeout);
+  return pods_->WaitForSync(timeout) && nodes_->WaitForSync(timeout) &&
+         quotas_->WaitForSync(timeout);
 }
 
 void Controller::FollowOnce() {
@@ -107,8 +114,10 @@ void Controller::FollowOnce() {
   if (lease.ok()) {
     const Json spec = lease->value("spec", Json::object());
     if (spec.is_object()) {
-      if (auto h = spec.find("holderIdentity"); h != spec.end() && h->is_string()) holder = h->get<std::string>();
-      if (auto r = spec.find("renewTime"); r != spec.end() && r->is_string()) renew = r->get<std::string>();
+      if (auto h = spec.find("holderIdentity"); h != spec.end() && h->is_string())
+        holder = h->get<std::string>();
+      if (auto r = spec.find("renewTime"); r != spec.end() && r->is_string())
+        renew = r->get<std::string>();
     }
   } else if (!absl::IsNotFound(lease.status())) {
     SPDLOG_DEBUG("lease {}: {}", opts_.follow_lease, std::string(lease.status().message()));
@@ -117,8 +126,11 @@ void Controller::FollowOnce() {
   std::lock_guard<std::mutex> l(lease_mu_);
   if (holder != lease_holder_ || renew != lease_renew_) {
     if (HostOf(holder) != HostOf(lease_holder_))
-      spdlog::info("kube-scheduler lease {}: held by {}{}", opts_.follow_lease, holder.empty() ? "nobody" : holder,
-                   !holder.empty() && HostOf(holder) == HostOf(opts_.election.identity) ? " (this pod: leading)" : "");
+      spdlog::info("kube-scheduler lease {}: held by {}{}", opts_.follow_lease,
+                   holder.empty() ? "nobody" : holder,
+                   !holder.empty() && HostOf(holder) == HostOf(opts_.election.identity)
+                       ? " (this pod: leading)"
+                       : "");
     lease_holder_ = holder;
     lease_renew_ = renew;
     lease_changed_ = std::chrono::steady_clock::now();
@@ -141,7 +153,8 @@ std::string Controller::Leader() const {
   if (!opts_.leader_elect) return opts_.election.identity;
   if (!opts_.follow_lease.empty()) {
     std::lock_guard<std::mutex> l(lease_mu_);
-    if (std::chrono::steady_clock::now() - lease_changed_ >= opts_.election.lease_duration) return "";
+    if (std::chrono::steady_clock::now() - lease_changed_ >= opts_.election.lease_duration)
+      return "";
     return HostOf(lease_holder_);
   }
   return elector_ ? elector_->ObservedLeader() : "";
@@ -156,8 +169,10 @@ int Controller::HousekeepOnce() {
   int sent = 0;
   for (const auto& [name, patch] : state_.Housekeeping(nodes_->List())) {
     auto r = client_.Patch(k8s::kNodes, "", name, k8s::PatchType::kMerge, patch);
-    if (r.ok()) ++sent;
-    else spdlog::warn("node {}: handshake not written: {}", name, std::string(r.status().message()));
+    if (r.ok())
+      ++sent;
+    else
+      spdlog::warn("node {}: handshake not written: {}", name, std::string(r.status().message()));
   }
   return sent;
 }

@@ -25,9 +25,9 @@ namespace hami::extender {
 
 struct ControllerOptions {
   bool leader_elect = false;
-  k8s::LeaderElectionConfig election;      // identity, lease name/namespace, timings
+  k8s::LeaderElectionConfig election;  // identity, lease name/namespace, timings
   std::chrono::milliseconds housekeeping_period{15'000};
-  std::string node_label_selector;         // only these nodes (upstream --node-label-selector)
+  std::string node_label_selector;  // only these nodes (upstream --node-label-selector)
   int64_t watch_timeout_seconds = 300;
   // With leader_elect: lead exactly when this pod's kube-scheduler holds the Lease of this name (in
   // election.lease_namespace) instead of electing on election.lease_name. kube-scheduler's identity
@@ -62,7 +62,8 @@ class Controller {
   // One read of the followed Lease now (tests; the background loop does it every retry_period).
   void FollowOnce();
 
-  // The pod from the informer cache (nullopt when it has not arrived), for ExtenderOptions::pod_lookup.
+  // The pod from the informer cache (nullopt when it has not arrived), for
+  // ExtenderOptions::pod_lookup.
   std::optional<Json> LookupPod(const std::string& ns, const std::string& name) const;
 
   k8s::Informer& pods() { return *pods_; }

@@ -8,8 +8,11 @@
 namespace hami::extender {
 namespace {
 
-// Absent, null, or the empty string the upstream chart renders for unset values (`runtimeClassName: ""`).
-bool Unset(const YAML::Node& v) { return !v || v.IsNull() || (v.IsScalar() && v.Scalar().empty()); }
+// Absent, null, or the empty string the upstream chart renders for unset values (`runtimeClassName:
+// ""`).
+bool Unset(const YAML::Node& v) {
+  return !v || v.IsNull() || (v.IsScalar() && v.Scalar().empty());
+}
 
 // Reads `key` into *out; an unset key leaves *out as it is (the default).
 template <typename T>
@@ -19,14 +22,16 @@ Status Read(const YAML::Node& section, const char* key, std::string_view source,
   try {
     *out = v.as<T>();
   } catch (const YAML::Exception&) {
-    return InvalidArgument(source, ": nvidia.", key, ": value \"", v.Scalar(), "\" has the wrong type");
+    return InvalidArgument(source, ": nvidia.", key, ": value \"", v.Scalar(),
+                           "\" has the wrong type");
   }
   return OkStatus();
 }
 
 // The same for a key whose absence must stay visible: an unset key leaves *out empty.
 template <typename T>
-Status Read(const YAML::Node& section, const char* key, std::string_view source, std::optional<T>* out) {
+Status Read(const YAML::Node& section, const char* key, std::string_view source,
+            std::optional<T>* out) {
   if (Unset(section[key])) return OkStatus();
   T v{};
   HAMI_RETURN_IF_ERROR(Read(section, key, source, &v));
@@ -45,14 +50,16 @@ StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view
   }
   DeviceConfig c;
   if (!root || root.IsNull()) return c;
-  if (!root.IsMap()) return InvalidArgument(source, ": the top level must be a mapping with an `nvidia:` section");
+  if (!root.IsMap())
+    return InvalidArgument(source, ": the top level must be a mapping with an `nvidia:` section");
   const YAML::Node n = root["nvidia"];
   if (!n || n.IsNull()) return c;
   if (!n.IsMap()) return InvalidArgument(source, ": nvidia: must be a mapping");
   auto& r = c.resources;
   HAMI_RETURN_IF_ERROR(Read(n, "resourceCountName", source, &r.nvidia.count));
   HAMI_RETURN_IF_ERROR(Read(n, "resourceMemoryName", source, &r.nvidia.memory));
-  HAMI_RETURN_IF_ERROR(Read(n, "resourceMemoryPercentageName", source, &r.nvidia.memory_percentage));
+  HAMI_RETURN_IF_ERROR(
+      Read(n, "resourceMemoryPercentageName", source, &r.nvidia.memory_percentage));
   HAMI_RETURN_IF_ERROR(Read(n, "resourceCoreName", source, &r.nvidia.cores));
   HAMI_RETURN_IF_ERROR(Read(n, "resourcePriorityName", source, &r.nvidia.priority));
   HAMI_RETURN_IF_ERROR(Read(n, "defaultMemory", source, &r.default_memory_mib));
@@ -72,8 +79,10 @@ StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view
   bool disable_core_limit = false;
   HAMI_RETURN_IF_ERROR(Read(n, "disableCoreLimit", source, &disable_core_limit));
   if (disable_core_limit) c.gpu_core_policy = "disable";
-  if (c.gpu_core_policy != "default" && c.gpu_core_policy != "force" && c.gpu_core_policy != "disable")
-    return InvalidArgument(source, ": nvidia.gpuCorePolicy: \"", c.gpu_core_policy, "\" is not one of default, force, disable");
+  if (c.gpu_core_policy != "default" && c.gpu_core_policy != "force" &&
+      c.gpu_core_policy != "disable")
+    return InvalidArgument(source, ": nvidia.gpuCorePolicy: \"", c.gpu_core_policy,
+                           "\" is not one of default, force, disable");
   Status v = r.Validate();
   if (!v.ok()) return InvalidArgument(source, ": nvidia: ", std::string(v.message()));
   return c;

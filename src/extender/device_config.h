@@ -21,16 +21,17 @@ struct DeviceConfig {
   // name them. `hami device-plugin` uses each where its flag is not given (flag > file > default),
   // and a node's entry in the node config (config.json) overrides both.
   struct PluginKnobs {
-    std::optional<int> device_split_count;         // deviceSplitCount
-    std::optional<double> device_memory_scaling;   // deviceMemoryScaling
-    std::optional<double> device_core_scaling;     // deviceCoreScaling
-    std::optional<int64_t> preconfigured_memory;   // preConfiguredDeviceMemory (MiB, 0 = from NVML)
-    std::optional<bool> enable_numa_topology;      // enableNumaTopology
-    std::optional<std::string> lib_cuda_log_level; // libCudaLogLevel
+    std::optional<int> device_split_count;        // deviceSplitCount
+    std::optional<double> device_memory_scaling;  // deviceMemoryScaling
+    std::optional<double> device_core_scaling;    // deviceCoreScaling
+    std::optional<int64_t> preconfigured_memory;  // preConfiguredDeviceMemory (MiB, 0 = from NVML)
+    std::optional<bool> enable_numa_topology;     // enableNumaTopology
+    std::optional<std::string> lib_cuda_log_level;  // libCudaLogLevel
   } plugin;
 };
 
-// Parses the YAML text; `source` names the file in errors ("device-config.yaml: nvidia.defaultCores: ...").
+// Parses the YAML text; `source` names the file in errors ("device-config.yaml:
+// nvidia.defaultCores: ...").
 StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view yaml, std::string_view source);
 StatusOr<DeviceConfig> LoadDeviceConfig(const std::string& path);
 

@@ -18,14 +18,19 @@ TEST(DeviceConfig, Table) {
     std::string policy;
   };
   const Case cases[] = {
-      {"deploy default", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  memoryFactor: 1\n  gpuCorePolicy: default\n  deviceSplitCount: 10\n",
+      {"deploy default",
+       "nvidia:\n  resourceCountName: nvidia.com/gpu\n  memoryFactor: 1\n  gpuCorePolicy: "
+       "default\n  deviceSplitCount: 10\n",
        true, "", "nvidia.com/gpu", 1, "default"},
-      {"renamed + factor", "nvidia:\n  resourceCountName: example.com/vgpu\n  memoryFactor: 1024\n  disableCoreLimit: true\n", true, "",
-       "example.com/vgpu", 1024, "disable"},
+      {"renamed + factor",
+       "nvidia:\n  resourceCountName: example.com/vgpu\n  memoryFactor: 1024\n  disableCoreLimit: "
+       "true\n",
+       true, "", "example.com/vgpu", 1024, "disable"},
       {"empty file", "", true, "", "nvidia.com/gpu", 1, "default"},
       {"chart's empty values keep defaults",
-       "nvidia:\n  resourceCountName: \"\"\n  defaultMemory: ''\n  runtimeClassName: \"\"\n  memoryFactor:\n", true, "",
-       "nvidia.com/gpu", 1, "default"},
+       "nvidia:\n  resourceCountName: \"\"\n  defaultMemory: ''\n  runtimeClassName: \"\"\n  "
+       "memoryFactor:\n",
+       true, "", "nvidia.com/gpu", 1, "default"},
       {"wrong type", "nvidia:\n  defaultCores: lots\n", false, "nvidia.defaultCores", "", 0, ""},
       {"bad policy", "nvidia:\n  gpuCorePolicy: sometimes\n", false, "gpuCorePolicy", "", 0, ""},
       {"invalid factor", "nvidia:\n  memoryFactor: 0\n", false, "memory", "", 0, ""},
@@ -37,7 +42,8 @@ TEST(DeviceConfig, Table) {
     auto r = ParseDeviceConfig(c.yaml, "dc.yaml");
     ASSERT_EQ(r.ok(), c.ok) << r.status();
     if (!c.ok) {
-      EXPECT_NE(std::string(r.status().message()).find(c.error_part), std::string::npos) << r.status();
+      EXPECT_NE(std::string(r.status().message()).find(c.error_part), std::string::npos)
+          << r.status();
       continue;
     }
     EXPECT_EQ(r->resources.nvidia.count, c.count_name);
@@ -74,14 +80,16 @@ TEST(DeviceConfig, DevicePluginKnobs) {
   EXPECT_EQ(c->plugin.enable_numa_topology, true);
   EXPECT_EQ(c->plugin.lib_cuda_log_level, "3");
   // Absent or rendered empty: unset, so the device plugin keeps its flag or default.
-  auto none = ParseDeviceConfig("nvidia:\n  deviceSplitCount: \"\"\n  resourceCountName: nvidia.com/gpu\n", "dc.yaml");
+  auto none = ParseDeviceConfig(
+      "nvidia:\n  deviceSplitCount: \"\"\n  resourceCountName: nvidia.com/gpu\n", "dc.yaml");
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_FALSE(none->plugin.device_split_count.has_value());
   EXPECT_FALSE(none->plugin.device_memory_scaling.has_value());
   EXPECT_FALSE(none->plugin.lib_cuda_log_level.has_value());
   auto bad = ParseDeviceConfig("nvidia:\n  deviceSplitCount: many\n", "dc.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(std::string(bad.status().message()).find("nvidia.deviceSplitCount"), std::string::npos) << bad.status();
+  EXPECT_NE(std::string(bad.status().message()).find("nvidia.deviceSplitCount"), std::string::npos)
+      << bad.status();
 }
 
 TEST(DeviceConfig, OversizedFileIsRefused) {

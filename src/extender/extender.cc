@@ -15,7 +15,9 @@ namespace {
 
 constexpr const char* kNotInCache = "node not found in the scheduler cache";
 
-std::string PodKey(const core::PodRequest& p) { return StrCat(p.namespace_, "/", p.name); }
+std::string PodKey(const core::PodRequest& p) {
+  return StrCat(p.namespace_, "/", p.name);
+}
 
 Json PodRef(const std::string& ns, const std::string& name, const std::string& uid) {
   Json r{{"kind", "Pod"}, {"apiVersion", "v1"}, {"namespace", ns}, {"name", name}};
@@ -25,7 +27,8 @@ Json PodRef(const std::string& ns, const std::string& name, const std::string& u
 
 std::string Reason(const scheduler::NodeFailure& f) {
   if (f.reason == kNotInCache)
-    return "node unregistered: no usable hami.io/node-nvidia-register annotation (or its handshake timed out)";
+    return "node unregistered: no usable hami.io/node-nvidia-register annotation (or its handshake "
+           "timed out)";
   return f.reason;
 }
 
@@ -59,10 +62,13 @@ bool ChargeDependsOnDevice(const core::PodRequest& pod) {
 // Adds the time of its scope to a counter (ExtenderCounters' filter_*_ns).
 class StageTimer {
  public:
-  explicit StageTimer(std::atomic<int64_t>& sum) : sum_(sum), t0_(std::chrono::steady_clock::now()) {}
+  explicit StageTimer(std::atomic<int64_t>& sum)
+      : sum_(sum), t0_(std::chrono::steady_clock::now()) {}
   ~StageTimer() {
-    sum_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count(),
-                   std::memory_order_relaxed);
+    sum_.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+            .count(),
+        std::memory_order_relaxed);
   }
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;
@@ -76,8 +82,10 @@ class StageTimer {
 class DecideLock {
  public:
   DecideLock(absl::Mutex& mu, bool exclusive) : mu_(mu), exclusive_(exclusive) {
-    if (exclusive_) mu_.Lock();
-    else mu_.ReaderLock();
+    if (exclusive_)
+      mu_.Lock();
+    else
+      mu_.ReaderLock();
   }
   ~DecideLock() { Release(); }
   DecideLock(const DecideLock&) = delete;
@@ -85,8 +93,10 @@ class DecideLock {
   void Release() {
     if (!held_) return;
     held_ = false;
-    if (exclusive_) mu_.Unlock();
-    else mu_.ReaderUnlock();
+    if (exclusive_)
+      mu_.Unlock();
+    else
+      mu_.ReaderUnlock();
   }
 
  private:
@@ -109,24 +119,33 @@ Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t 
                 {"labels", {{core::kVgpuNode, node}}}}}};
 }
 
-Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision, int64_t now) {
-  Json ann{{core::kVgpuNode, node}, {core::kVgpuTime, std::to_string(now)}, {core::kBindPhase, nullptr},
+Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision,
+                   int64_t now) {
+  Json ann{{core::kVgpuNode, node},
+           {core::kVgpuTime, std::to_string(now)},
+           {core::kBindPhase, nullptr},
            {core::kBindTime, nullptr}};
   for (const auto& [k, v] : decision) ann[k] = v;
-  return Json{{"metadata", {{"annotations", std::move(ann)}, {"labels", {{core::kVgpuNode, node}}}}}};
+  return Json{
+      {"metadata", {{"annotations", std::move(ann)}, {"labels", {{core::kVgpuNode, node}}}}}};
 }
 
-Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts)
-    : sched_(sched), state_(state), client_(client), opts_(std::move(opts)),
+Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client,
+                   ExtenderOptions opts)
+    : sched_(sched),
+      state_(state),
+      client_(client),
+      opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
 
 std::string Extender::NotLeaderError() const {
   std::string leader = opts_.leader_name ? opts_.leader_name() : "";
-  return StrCat("this hami-scheduler replica is not the leader (leader: ", leader.empty() ? "unknown" : leader,
-                "); kube-scheduler will retry");
+  return StrCat("this hami-scheduler replica is not the leader (leader: ",
+                leader.empty() ? "unknown" : leader, "); kube-scheduler will retry");
 }
 
-void Extender::Event(const Json& ref, const std::string& type, const std::string& reason, const std::string& message) {
+void Extender::Event(const Json& ref, const std::string& type, const std::string& reason,
+                     const std::string& message) {
   if (client_ == nullptr) return;
   k8s::EventSpec ev;
   ev.involved_object = ref;
@@ -138,7 +157,8 @@ void Extender::Event(const Json& ref, const std::string& type, const std::string
   if (!s.ok()) SPDLOG_DEBUG("event {} not recorded: {}", reason, std::string(s.message()));
 }
 
-StatusOr<std::optional<Json>> Extender::LivePod(const std::string& ns, const std::string& name) const {
+StatusOr<std::optional<Json>> Extender::LivePod(const std::string& ns,
+                                                const std::string& name) const {
   if (opts_.pod_lookup) {
     if (auto p = opts_.pod_lookup(ns, name)) return std::optional<Json>(std::move(*p));
   }
@@ -171,11 +191,12 @@ Status Extender::CheckFilterPod(const core::PodRequest& pod, const Json& request
   if (pod.uid.empty()) return InvalidArgument("pod ", PodKey(pod), " has no metadata.uid");
   HAMI_RETURN_IF_ERROR(k8s::ValidateObjectRef(pod.namespace_, pod.name, pod.uid));
   if (std::string n = NodeNameOf(request_pod); !n.empty())
-    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n, "; its decision stands");
+    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n,
+                              "; its decision stands");
   if (auto rec = state_.Find(pod.uid)) {
     if (rec->namespace_ != pod.namespace_ || rec->name != pod.name)
-      return FailedPrecondition("uid ", pod.uid, " belongs to pod ", rec->namespace_, "/", rec->name, ", not ",
-                                PodKey(pod));
+      return FailedPrecondition("uid ", pod.uid, " belongs to pod ", rec->namespace_, "/",
+                                rec->name, ", not ", PodKey(pod));
     if (!rec->bound_node.empty())
       return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", rec->bound_node,
                                 "; its decision stands");
@@ -183,9 +204,11 @@ Status Extender::CheckFilterPod(const core::PodRequest& pod, const Json& request
   HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(pod.namespace_, pod.name));
   if (!live) return OkStatus();
   if (UidOfJson(*live) != pod.uid)
-    return FailedPrecondition("pod ", PodKey(pod), " on the API server has uid ", UidOfJson(*live), ", not ", pod.uid);
+    return FailedPrecondition("pod ", PodKey(pod), " on the API server has uid ", UidOfJson(*live),
+                              ", not ", pod.uid);
   if (std::string n = NodeNameOf(*live); !n.empty())
-    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n, "; its decision stands");
+    return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", n,
+                              "; its decision stands");
   return OkStatus();
 }
 
@@ -198,23 +221,27 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
   if (uid.empty()) uid = state_.UidOf(a.pod_namespace, a.pod_name).value_or("");
   if (auto rec = uid.empty() ? std::nullopt : state_.Find(uid)) {
     if (rec->namespace_ != a.pod_namespace || rec->name != a.pod_name)
-      return FailedPrecondition("uid ", uid, " belongs to pod ", rec->namespace_, "/", rec->name, ", not ", key);
+      return FailedPrecondition("uid ", uid, " belongs to pod ", rec->namespace_, "/", rec->name,
+                                ", not ", key);
     if (rec->allocation.node != a.node)
-      return FailedPrecondition("pod ", key, " was decided for node ", rec->allocation.node, ", not ", a.node);
+      return FailedPrecondition("pod ", key, " was decided for node ", rec->allocation.node,
+                                ", not ", a.node);
     if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
     *reserved_uid = uid;
     return OkStatus();
   }
   // No reservation: only a pod that needs no devices may be bound (CPU-only pods routed here).
   HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(a.pod_namespace, a.pod_name));
-  const std::string no_decision = StrCat("pod ", key, " has no device decision to bind (never filtered here, or its ",
-                                         "reservation lapsed after ", state_.options().reservation_ttl_s,
-                                         " s); filter it again");
+  const std::string no_decision = StrCat(
+      "pod ", key, " has no device decision to bind (never filtered here, or its ",
+      "reservation lapsed after ", state_.options().reservation_ttl_s, " s); filter it again");
   if (!live) return FailedPrecondition(no_decision, "; it cannot be checked either");
   if (!a.pod_uid.empty() && UidOfJson(*live) != a.pod_uid)
-    return FailedPrecondition("pod ", key, " on the API server has uid ", UidOfJson(*live), ", not ", a.pod_uid);
+    return FailedPrecondition("pod ", key, " on the API server has uid ", UidOfJson(*live),
+                              ", not ", a.pod_uid);
   const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors ? vendors->ParsePod(*live, opts_.resources) : core::ParsePodJson(*live, opts_.resources);
+  auto parsed = vendors ? vendors->ParsePod(*live, opts_.resources)
+                        : core::ParsePodJson(*live, opts_.resources);
   if (!parsed.ok() || parsed->HasDevices()) return FailedPrecondition(no_decision);
   if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
   return OkStatus();
@@ -229,10 +256,12 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     return out;
   }
   const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors ? vendors->ParsePod(args.pod, opts_.resources) : core::ParsePodJson(args.pod, opts_.resources);
+  auto parsed = vendors ? vendors->ParsePod(args.pod, opts_.resources)
+                        : core::ParsePodJson(args.pod, opts_.resources);
   if (!parsed.ok()) {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-    out.error = StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
+    out.error =
+        StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
     return out;
   }
   core::PodRequest pod = std::move(*parsed);
@@ -241,7 +270,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   if (!args.node_names) from_nodes = args.CandidateNames();
   const std::vector<std::string>& candidates = args.node_names ? *args.node_names : from_nodes;
   if (!pod.HasDevices()) {
-    if (args.nodes) {   // dry run of a pod without devices: nothing of ours to judge
+    if (args.nodes) {  // dry run of a pod without devices: nothing of ours to judge
       out.node_names = candidates;
       out.nodes = args.nodes;
       return out;
@@ -249,9 +278,10 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     return FilterWithoutDevices(pod, candidates);
   }
   // The pod's CPU and memory stay in the request: kube-scheduler has filtered them already, and the
-  // cache counts every pod bound to a node and every reservation (ClusterState), so a node it passed
-  // is refused here only when the pods the cache knows leave less than the pod asks (docs/scheduler.md);
-  // CPU-aware policies (fgd, default) score with them exactly as in `hami sim`.
+  // cache counts every pod bound to a node and every reservation (ClusterState), so a node it
+  // passed is refused here only when the pods the cache knows leave less than the pod asks
+  // (docs/scheduler.md); CPU-aware policies (fgd, default) score with them exactly as in `hami
+  // sim`.
   if (args.nodes) return Simulate(args, pod);
   state_.ExpireReservations();
   if (Status ok = CheckFilterPod(pod, args.pod); !ok.ok()) {
@@ -261,20 +291,22 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     return out;
   }
 
-  // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation up.
+  // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation
+  // up.
   if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
   const std::vector<core::ContainerKind> kinds = core::ContainerKinds(pod);
 
-  // Reasons per node are needed only when no node fits: decide without them (the library then stops at
-  // the best bound instead of scoring and explaining every node) and explain once when nothing fits.
-  // On success FailedNodes therefore holds only nodes ruled out by the quota (kube-scheduler reads
-  // the failed nodes only when the pod ends up unschedulable).
+  // Reasons per node are needed only when no node fits: decide without them (the library then stops
+  // at the best bound instead of scoring and explaining every node) and explain once when nothing
+  // fits. On success FailedNodes therefore holds only nodes ruled out by the quota (kube-scheduler
+  // reads the failed nodes only when the pod ends up unschedulable).
   scheduler::ScheduleOptions so;
   so.explain = false;
-  // Decisions run concurrently (optimistic: Schedule reads, Reserve re-checks). A decision that loses
-  // a race - the winner changed before Schedule's own re-check (ABORTED) or before Reserve - is made
-  // again; after kOptimisticAttempts lost races the pod decides alone (decide_mu_ exclusive), so only an
-  // informer update can still get in its way. The lock covers deciding and reserving, never the patch.
+  // Decisions run concurrently (optimistic: Schedule reads, Reserve re-checks). A decision that
+  // loses a race - the winner changed before Schedule's own re-check (ABORTED) or before Reserve -
+  // is made again; after kOptimisticAttempts lost races the pod decides alone (decide_mu_
+  // exclusive), so only an informer update can still get in its way. The lock covers deciding and
+  // reserving, never the patch.
   constexpr int kOptimisticAttempts = 8;
   // Quota: upstream checks it per device while fitting, so a charge that depends on the card (a
   // percentage of its memory) can still fit on a node with smaller cards. Such a pod whose decision
@@ -306,7 +338,8 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     }
     if (d->node.empty()) {
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
-      for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+      for (const auto& f : d->failures)
+        (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
       out.node_names = std::vector<std::string>{};
       if (opts_.filter_failed_events)
         Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed",
@@ -330,7 +363,8 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     }
     if (!encoded.ok()) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-      out.error = StrCat("pod ", PodKey(pod), ": cannot encode the decision: ", std::string(encoded.status().message()));
+      out.error = StrCat("pod ", PodKey(pod),
+                         ": cannot encode the decision: ", std::string(encoded.status().message()));
       return out;
     }
     PodRecord rec;
@@ -385,32 +419,35 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     }
     if (client_ != nullptr) {
       StageTimer t(counters_.filter_patch_ns);
-      Json patch = vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now);
+      Json patch =
+          vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now);
       patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
       auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
       if (!p.ok()) {
         state_.Drop(pod.uid);
         (void)sched_.Unreserve(pod.uid);
         counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-        out.error = StrCat("pod ", PodKey(pod), ": cannot write the decision: ", std::string(p.status().message()));
+        out.error = StrCat("pod ", PodKey(pod),
+                           ": cannot write the decision: ", std::string(p.status().message()));
         return out;
       }
     }
-    for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+    for (const auto& f : d->failures)
+      (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
     out.node_names = std::vector<std::string>{d->node};
     return out;
   }
   counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ", kOptimisticAttempts + 1,
-                     " times (the cluster changed under it); retry");
+  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ",
+                     kOptimisticAttempts + 1, " times (the cluster changed under it); retry");
   return out;
 }
 
 ExtenderFilterResult Extender::FilterWithoutDevices(const core::PodRequest& pod,
-                                                   const std::vector<std::string>& candidates) {
+                                                    const std::vector<std::string>& candidates) {
   ExtenderFilterResult out;
-  // Nodes without HAMi devices (unknown to the cache) take a pod without devices first: it strands no
-  // GPU there; kube-scheduler chooses among them.
+  // Nodes without HAMi devices (unknown to the cache) take a pod without devices first: it strands
+  // no GPU there; kube-scheduler chooses among them.
   std::vector<std::string> plain;
   for (const auto& n : candidates)
     if (!sched_.cache().WithNode(n, [](const scheduler::NodeState&) {})) plain.push_back(n);
@@ -418,9 +455,10 @@ ExtenderFilterResult Extender::FilterWithoutDevices(const core::PodRequest& pod,
     out.node_names = std::move(plain);
     return out;
   }
-  // Only GPU nodes: the policy places it as `hami sim` does (its CPU and memory next to the GPUs that
-  // need them least), and the reservation holds its CPU until the informer delivers the bound pod.
-  (void)sched_.Unreserve(pod.uid);   // an earlier Filter of this pod whose bind never came
+  // Only GPU nodes: the policy places it as `hami sim` does (its CPU and memory next to the GPUs
+  // that need them least), and the reservation holds its CPU until the informer delivers the bound
+  // pod.
+  (void)sched_.Unreserve(pod.uid);  // an earlier Filter of this pod whose bind never came
   scheduler::ScheduleOptions so;
   auto d = [&] {
     StageTimer t(counters_.filter_library_ns);
@@ -437,7 +475,8 @@ ExtenderFilterResult Extender::FilterWithoutDevices(const core::PodRequest& pod,
     auto e = sched_.Schedule(pod, &candidates, so);
     counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
     if (e.ok())
-      for (const auto& f : e->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+      for (const auto& f : e->failures)
+        (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
     out.node_names = std::vector<std::string>{};
     return out;
   }
@@ -453,8 +492,8 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
-    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now, state_.options().handshake_timeout_s,
-                                  state_.options().vendors);
+    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now,
+                                  state_.options().handshake_timeout_s, state_.options().vendors);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;
@@ -477,7 +516,8 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
     out.error = std::string(d.status().message());
     return out;
   }
-  for (const auto& f : d->failures) (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
+  for (const auto& f : d->failures)
+    (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
   if (d->node.empty()) {
     out.nodes = std::vector<Json>{};
     out.node_names = std::vector<std::string>{};
@@ -501,8 +541,8 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
     // Refused before anything changed: no reservation is released, nothing is written.
     counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
     counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
-    out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node, " refused: ",
-                       std::string(ok.message()));
+    out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node,
+                       " refused: ", std::string(ok.message()));
     return out;
   }
   if (client_ == nullptr) {
@@ -510,8 +550,9 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
     return out;
   }
   const std::string now = std::to_string(clock_.UnixSeconds());
-  Status s = client_->Bind(a.pod_namespace, a.pod_name, uid.empty() ? a.pod_uid : uid, a.node,
-                           {{core::kBindPhase, core::kBindPhaseAllocating}, {core::kBindTime, now}});
+  Status s =
+      client_->Bind(a.pod_namespace, a.pod_name, uid.empty() ? a.pod_uid : uid, a.node,
+                    {{core::kBindPhase, core::kBindPhaseAllocating}, {core::kBindTime, now}});
   if (s.ok()) {
     if (!uid.empty()) state_.MarkBound(uid, a.node);
     return out;
@@ -532,10 +573,13 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
   }
   auto p = client_->Patch(
       k8s::kPods, a.pod_namespace, a.pod_name, k8s::PatchType::kMerge,
-      Json{{"metadata", {{"annotations", {{core::kBindPhase, core::kBindPhaseFailed}, {core::kBindTime, now}}}}}});
-  if (!p.ok()) SPDLOG_DEBUG("bind-phase failed not recorded: {}", std::string(p.status().message()));
-  out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node, " failed: ",
-                     std::string(s.message()));
+      Json{{"metadata",
+            {{"annotations",
+              {{core::kBindPhase, core::kBindPhaseFailed}, {core::kBindTime, now}}}}}});
+  if (!p.ok())
+    SPDLOG_DEBUG("bind-phase failed not recorded: {}", std::string(p.status().message()));
+  out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node,
+                     " failed: ", std::string(s.message()));
   Event(PodRef(a.pod_namespace, a.pod_name, a.pod_uid), "Warning", "BindingFailed", out.error);
   return out;
 }

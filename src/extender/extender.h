@@ -2,18 +2,19 @@
 // The scheduler extender's verbs (docs/upstream-contract.md#life-of-a-gpu-pod steps 3-4,
 // #scheduler-extender-v1):
 //
-//  Filter: picks exactly one node and the GPUs per container with the scheduler library, charges the
-//    namespace quota, reserves the usage in the cache, and merge-patches the decision onto the pod in
-//    upstream's keys and formats (hami.io/vgpu-node [+ label], hami.io/vgpu-time,
-//    hami.io/vgpu-devices-to-allocate, hami.io/vgpu-devices-allocated). Other candidates come back in
-//    FailedNodes (retryable) or FailedAndUnresolvableNodes (can never fit as registered) with
+//  Filter: picks exactly one node and the GPUs per container with the scheduler library, charges
+//  the
+//    namespace quota, reserves the usage in the cache, and merge-patches the decision onto the pod
+//    in upstream's keys and formats (hami.io/vgpu-node [+ label], hami.io/vgpu-time,
+//    hami.io/vgpu-devices-to-allocate, hami.io/vgpu-devices-allocated). Other candidates come back
+//    in FailedNodes (retryable) or FailedAndUnresolvableNodes (can never fit as registered) with
 //    upstream-style reasons ("2/4 CardInsufficientMemory"). A request with the full Nodes list
 //    (nodeCacheCapable=false, e.g. the cluster-autoscaler dry-run) is simulated on a private copy:
 //    nothing is reserved or patched.
 //  Bind: POSTs the Binding with hami.io/bind-phase=allocating and hami.io/bind-time in its
-//    annotations (the API server merges them into the pod atomically with spec.nodeName, so the device
-//    plugin never sees a bound pod without its phase). On failure: unreserve, bind-phase=failed, Event
-//    BindingFailed.
+//    annotations (the API server merges them into the pod atomically with spec.nodeName, so the
+//    device plugin never sees a bound pod without its phase). On failure: unreserve,
+//    bind-phase=failed, Event BindingFailed.
 //
 // Both verbs act only on the pod they name (docs/security.md, "Extender integrity"): namespace,
 // name, uid and node must be Kubernetes names (k8s/names.h); the pod must exist with that uid on
@@ -23,10 +24,11 @@
 // bind follows lapses after StateOptions::reservation_ttl_s. The decision patch carries the pod's
 // uid, so a pod re-created under the same name is never given another's decision.
 //
-// There is no node lock (docs/design.md): concurrent binds to one node proceed; the device plugin finds
-// its pod as the one bound to its node with bind-phase allocating and a non-empty to-allocate record.
-// Only the leader decides: a follower answers every verb with an Error, which kube-scheduler retries.
-// Leadership is checked when a verb starts and again before the decision is written.
+// There is no node lock (docs/design.md): concurrent binds to one node proceed; the device plugin
+// finds its pod as the one bound to its node with bind-phase allocating and a non-empty to-allocate
+// record. Only the leader decides: a follower answers every verb with an Error, which
+// kube-scheduler retries. Leadership is checked when a verb starts and again before the decision is
+// written.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -48,7 +50,7 @@ namespace hami::extender {
 
 struct ExtenderOptions {
   core::ResourceConfig resources;
-  const Clock* clock = nullptr;            // default RealClock
+  const Clock* clock = nullptr;  // default RealClock
   // Leader gate; null = always the leader (single replica, or leader election off).
   std::function<bool()> is_leader;
   std::function<std::string()> leader_name;  // for the follower's error message
@@ -65,17 +67,20 @@ struct ExtenderCounters {
   std::atomic<int64_t> filter_total{0}, filter_errors{0}, filter_unschedulable{0};
   std::atomic<int64_t> bind_total{0}, bind_errors{0};
   std::atomic<int64_t> reserve_conflicts{0};
-  std::atomic<int64_t> refused_requests{0};  // /filter or /bind refused: names, uid, node or bound state
-  // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be told
-  // from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve), the
-  // decision patch (an API round trip) and the reply encoding.
-  std::atomic<int64_t> filter_parse_ns{0}, filter_library_ns{0}, filter_patch_ns{0}, filter_encode_ns{0};
+  std::atomic<int64_t> refused_requests{
+      0};  // /filter or /bind refused: names, uid, node or bound state
+  // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be
+  // told from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve),
+  // the decision patch (an API round trip) and the reply encoding.
+  std::atomic<int64_t> filter_parse_ns{0}, filter_library_ns{0}, filter_patch_ns{0},
+      filter_encode_ns{0};
 };
 
 class Extender {
  public:
   // `client` may be null in tests of the pure paths (then nothing is patched or bound).
-  Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client, ExtenderOptions opts);
+  Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client* client,
+           ExtenderOptions opts);
 
   ExtenderFilterResult Filter(const ExtenderArgs& args);
   ExtenderBindingResult Bind(const ExtenderBindingArgs& args);
@@ -89,7 +94,8 @@ class Extender {
  private:
   ExtenderFilterResult Simulate(const ExtenderArgs& args, const core::PodRequest& pod);
   // A pod without devices: nodes without HAMi devices first; else the policy's choice, reserved.
-  ExtenderFilterResult FilterWithoutDevices(const core::PodRequest& pod, const std::vector<std::string>& candidates);
+  ExtenderFilterResult FilterWithoutDevices(const core::PodRequest& pod,
+                                            const std::vector<std::string>& candidates);
   std::string NotLeaderError() const;
   bool Leading() const { return !opts_.is_leader || opts_.is_leader(); }
   // The pod on the API server: OK(nullopt) when it cannot be checked (no lookup, no client).
@@ -99,7 +105,8 @@ class Extender {
   // Bind's checks; *reserved_uid = the uid whose reservation this bind may release ("" = none).
   Status CheckBind(const ExtenderBindingArgs& a, std::string* reserved_uid) const;
   bool NodeExists(const std::string& node) const;
-  void Event(const Json& pod_ref, const std::string& type, const std::string& reason, const std::string& message);
+  void Event(const Json& pod_ref, const std::string& type, const std::string& reason,
+             const std::string& message);
 
   scheduler::Scheduler& sched_;
   ClusterState& state_;
@@ -113,8 +120,10 @@ class Extender {
 
 // Merge patch that writes a decision onto a pod (exposed for tests): annotations vgpu-node,
 // vgpu-time, to-allocate, allocated, bind-phase removed; label vgpu-node.
-Json DecisionPatch(const std::string& node, const std::string& encoded_devices, int64_t unix_seconds);
-// The same with every vendor's decision annotations (VendorSet::EncodeDecision) instead of NVIDIA's two.
+Json DecisionPatch(const std::string& node, const std::string& encoded_devices,
+                   int64_t unix_seconds);
+// The same with every vendor's decision annotations (VendorSet::EncodeDecision) instead of NVIDIA's
+// two.
 Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision,
                    int64_t unix_seconds);
 

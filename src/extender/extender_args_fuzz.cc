@@ -38,18 +38,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   auto args = ParseExtenderArgs(body);
   auto dom = ParseExtenderArgsDom(body);
-  FUZZ_CHECK(args.ok() == dom.ok(), "the fast ExtenderArgs parse accepts exactly what the DOM parse does");
+  FUZZ_CHECK(args.ok() == dom.ok(),
+             "the fast ExtenderArgs parse accepts exactly what the DOM parse does");
   if (args.ok())
-    FUZZ_CHECK(args->pod == dom->pod && args->nodes == dom->nodes && args->node_names == dom->node_names,
-               "the fast ExtenderArgs parse reads what the DOM parse reads");
+    FUZZ_CHECK(
+        args->pod == dom->pod && args->nodes == dom->nodes && args->node_names == dom->node_names,
+        "the fast ExtenderArgs parse reads what the DOM parse reads");
   else
     FUZZ_CHECK(args.status() == dom.status(), "the same error either way");
   if (args.ok()) {
     auto again = ParseExtenderArgs(ToJson(*args).dump());
     FUZZ_CHECK(again.ok(), "re-serialised ExtenderArgs parse");
-    FUZZ_CHECK(again->CandidateNames() == args->CandidateNames(), "candidates survive a round trip");
+    FUZZ_CHECK(again->CandidateNames() == args->CandidateNames(),
+               "candidates survive a round trip");
     ExtenderFilterResult r = world->ext->Filter(*args);
-    if (r.error.empty() && r.node_names) FUZZ_CHECK(r.node_names->size() <= args->CandidateNames().size() || !args->node_names, "no invented nodes");
+    if (r.error.empty() && r.node_names)
+      FUZZ_CHECK(r.node_names->size() <= args->CandidateNames().size() || !args->node_names,
+                 "no invented nodes");
     const std::string reply = SerializeFilterResult(r);
     auto back = ParseExtenderFilterResult(reply);
     FUZZ_CHECK(back.ok(), "a filter result parses back");
@@ -66,9 +71,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto bind = ParseExtenderBindingArgs(body);
   if (bind.ok()) {
     auto again = ParseExtenderBindingArgs(ToJson(*bind).dump());
-    FUZZ_CHECK(again.ok() && again->node == bind->node && again->pod_uid == bind->pod_uid, "binding args round trip");
+    FUZZ_CHECK(again.ok() && again->node == bind->node && again->pod_uid == bind->pod_uid,
+               "binding args round trip");
   }
   std::string reply = world->ext->HandleFilter(body);
-  FUZZ_CHECK(ParseExtenderFilterResult(reply).ok(), "HandleFilter always answers a well-formed result");
+  FUZZ_CHECK(ParseExtenderFilterResult(reply).ok(),
+             "HandleFilter always answers a well-formed result");
   return 0;
 }

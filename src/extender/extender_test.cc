@@ -12,18 +12,28 @@ namespace {
 
 constexpr int64_t kNow = 1'700'000'000;
 
-Json NodeJson(const std::string& name, int gpus, int64_t mem = 16000, const std::string& type = "NVIDIA-T4") {
+Json NodeJson(const std::string& name, int gpus, int64_t mem = 16000,
+              const std::string& type = "NVIDIA-T4") {
   Json devs = Json::array();
   for (int i = 0; i < gpus; ++i)
-    devs.push_back({{"id", name + "-gpu" + std::to_string(i)}, {"index", i}, {"count", 4}, {"devmem", mem},
-                    {"devcore", 100}, {"type", type}, {"health", true}});
-  return Json{{"metadata", {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
+    devs.push_back({{"id", name + "-gpu" + std::to_string(i)},
+                    {"index", i},
+                    {"count", 4},
+                    {"devmem", mem},
+                    {"devcore", 100},
+                    {"type", type},
+                    {"health", true}});
+  return Json{{"metadata",
+               {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
 }
 
 Json PodJson(const std::string& uid, const Json& limits, const Json& init_limits = nullptr) {
   Json spec{{"containers", Json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}};
-  if (!init_limits.is_null()) spec["initContainers"] = Json::array({{{"name", "init"}, {"resources", {{"limits", init_limits}}}}});
-  return Json{{"metadata", {{"name", "pod-" + uid}, {"namespace", "ml"}, {"uid", uid}}}, {"spec", spec}};
+  if (!init_limits.is_null())
+    spec["initContainers"] =
+        Json::array({{{"name", "init"}, {"resources", {{"limits", init_limits}}}}});
+  return Json{{"metadata", {{"name", "pod-" + uid}, {"namespace", "ml"}, {"uid", uid}}},
+              {"spec", spec}};
 }
 
 class ExtenderTest : public ::testing::Test {
@@ -42,7 +52,8 @@ class ExtenderTest : public ::testing::Test {
     eo.leader_name = [] { return std::string("hami-0"); };
     ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
   }
-  ExtenderFilterResult Filter(const Json& pod, std::vector<std::string> names = {"n1", "n2", "a100"}) {
+  ExtenderFilterResult Filter(const Json& pod,
+                              std::vector<std::string> names = {"n1", "n2", "a100"}) {
     ExtenderArgs a;
     a.pod = pod;
     a.node_names = std::move(names);
@@ -60,34 +71,93 @@ TEST_F(ExtenderTest, FilterTable) {
     const char* name;
     Json pod;
     std::vector<std::string> names;
-    size_t passed;        // NodeNames size
+    size_t passed;          // NodeNames size
     std::string failed_on;  // a node expected in FailedNodes or FailedAndUnresolvableNodes
     std::string reason_part;
     std::string error_part;
   };
   const std::vector<Case> cases = {
-      {"one gpu share", PodJson("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n1", "n2"}, 1, "", "", ""},
-      {"too much memory per gpu", PodJson("b", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "12000"}}), {"n2"}, 0, "n2",
-       "CardInsufficientMemory", ""},
-      {"more gpus than a node has", PodJson("c", {{"nvidia.com/gpu", "2"}}), {"a100"}, 0, "a100", "", ""},
-      {"type filter", [] {
+      {"one gpu share",
+       PodJson("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}),
+       {"n1", "n2"},
+       1,
+       "",
+       "",
+       ""},
+      {"too much memory per gpu",
+       PodJson("b", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "12000"}}),
+       {"n2"},
+       0,
+       "n2",
+       "CardInsufficientMemory",
+       ""},
+      {"more gpus than a node has",
+       PodJson("c", {{"nvidia.com/gpu", "2"}}),
+       {"a100"},
+       0,
+       "a100",
+       "",
+       ""},
+      {"type filter",
+       [] {
          Json p = PodJson("d", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
          p["metadata"]["annotations"] = {{"nvidia.com/use-gputype", "A100"}};
          return p;
-       }(), {"n1", "a100"}, 1, "", "", ""},
+       }(),
+       {"n1", "a100"},
+       1,
+       "",
+       "",
+       ""},
       // Reasons come back when no node fits (on success kube-scheduler does not read them).
-      {"type filter, nothing fits", [] {
+      {"type filter, nothing fits",
+       [] {
          Json p = PodJson("d2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});
          p["metadata"]["annotations"] = {{"nvidia.com/use-gputype", "A100"}};
          return p;
-       }(), {"n1", "n2"}, 0, "n1", "CardTypeMismatch", ""},
-      {"unknown node", PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost", "n1"}, 1, "", "", ""},
-      {"unknown node only", PodJson("e2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), {"ghost"}, 0, "ghost",
-       "node unregistered", ""},
-      // Nodes without HAMi devices take a pod without devices; among GPU nodes only, the policy picks one.
-      {"no devices: a node without HAMi devices", PodJson("f", {{"cpu", "1"}}), {"n1", "ghost"}, 1, "", "", ""},
-      {"no devices, only gpu nodes", PodJson("f2", {{"cpu", "1"}}), {"n1", "n2", "a100"}, 1, "", "", ""},
-      {"bad request", PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "-5"}}), {"n1"}, 0, "", "", "gpumem"},
+       }(),
+       {"n1", "n2"},
+       0,
+       "n1",
+       "CardTypeMismatch",
+       ""},
+      {"unknown node",
+       PodJson("e", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}),
+       {"ghost", "n1"},
+       1,
+       "",
+       "",
+       ""},
+      {"unknown node only",
+       PodJson("e2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}),
+       {"ghost"},
+       0,
+       "ghost",
+       "node unregistered",
+       ""},
+      // Nodes without HAMi devices take a pod without devices; among GPU nodes only, the policy
+      // picks one.
+      {"no devices: a node without HAMi devices",
+       PodJson("f", {{"cpu", "1"}}),
+       {"n1", "ghost"},
+       1,
+       "",
+       "",
+       ""},
+      {"no devices, only gpu nodes",
+       PodJson("f2", {{"cpu", "1"}}),
+       {"n1", "n2", "a100"},
+       1,
+       "",
+       "",
+       ""},
+      {"bad request",
+       PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "-5"}}),
+       {"n1"},
+       0,
+       "",
+       "",
+       "gpumem"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -100,7 +170,8 @@ TEST_F(ExtenderTest, FilterTable) {
     if (!c.failed_on.empty()) {
       std::string why;
       if (r.failed_nodes.count(c.failed_on)) why = r.failed_nodes.at(c.failed_on);
-      if (r.failed_and_unresolvable.count(c.failed_on)) why = r.failed_and_unresolvable.at(c.failed_on);
+      if (r.failed_and_unresolvable.count(c.failed_on))
+        why = r.failed_and_unresolvable.at(c.failed_on);
       EXPECT_FALSE(why.empty()) << "no failure recorded for " << c.failed_on;
       EXPECT_NE(why.find(c.reason_part), std::string::npos) << why;
     }
@@ -108,7 +179,10 @@ TEST_F(ExtenderTest, FilterTable) {
 }
 
 TEST_F(ExtenderTest, FilterReservesAndRefilterReplaces) {
-  auto r = Filter(PodJson("x", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}}), {"n2"});
+  auto r = Filter(PodJson("x", {{"nvidia.com/gpu", "1"},
+                                {"nvidia.com/gpumem", "4000"},
+                                {"nvidia.com/gpucores", "30"}}),
+                  {"n2"});
   ASSERT_EQ(r.node_names->size(), 1u);
   auto used = [&] {
     int64_t mem = 0;
@@ -119,7 +193,10 @@ TEST_F(ExtenderTest, FilterReservesAndRefilterReplaces) {
   EXPECT_EQ(used(), 4000);
   EXPECT_EQ(state_->pod_count(), 1u);
   // The same pod filtered again (its bind failed): the old reservation is given back first.
-  Filter(PodJson("x", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}}), {"n2"});
+  Filter(PodJson("x", {{"nvidia.com/gpu", "1"},
+                       {"nvidia.com/gpumem", "4000"},
+                       {"nvidia.com/gpucores", "30"}}),
+         {"n2"});
   EXPECT_EQ(used(), 4000);
   // Two whole-card pods fill n2; a third does not fit.
   EXPECT_EQ(Filter(PodJson("y", {{"nvidia.com/gpu", "1"}}), {"n2"}).node_names->size(), 1u);
@@ -134,7 +211,8 @@ TEST_F(ExtenderTest, DryRunWithFullNodesHasNoSideEffects) {
   const size_t pods = state_->pod_count();
   ExtenderArgs a;
   a.pod = PodJson("sim", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "4000"}});
-  a.nodes = std::vector<Json>{NodeJson("n2", 2, 8000), NodeJson("fresh", 2, 8000), Json{{"metadata", {{"name", "bare"}}}}};
+  a.nodes = std::vector<Json>{NodeJson("n2", 2, 8000), NodeJson("fresh", 2, 8000),
+                              Json{{"metadata", {{"name", "bare"}}}}};
   auto r = ext_->Filter(a);
   ASSERT_TRUE(r.error.empty()) << r.error;
   ASSERT_TRUE(r.nodes.has_value());
@@ -160,8 +238,10 @@ TEST_F(ExtenderTest, HandleBodies) {
   const Json bad = Json::parse(ext_->HandleFilter("{"));
   EXPECT_NE(bad["Error"].get<std::string>().find("not valid JSON"), std::string::npos);
   EXPECT_TRUE(bad.contains("FailedNodes"));
-  const Json ok = Json::parse(ext_->HandleFilter(
-      Json{{"Pod", PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump()));
+  const Json ok = Json::parse(ext_->HandleFilter(Json{
+      {"Pod", PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})},
+      {"Nodes", nullptr},
+      {"NodeNames", {"n1"}}}.dump()));
   EXPECT_EQ(ok["NodeNames"], Json::array({"n1"}));
   EXPECT_EQ(ok["Error"], "");
   const Json bind = Json::parse(ext_->HandleBind(R"({"PodName":"p"})"));
@@ -171,7 +251,8 @@ TEST_F(ExtenderTest, HandleBodies) {
 // Bind acts only on the pod it names: another pod's uid, another node or a node that does not exist
 // is refused and releases nothing.
 TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
-  auto r = Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n1"});
+  auto r =
+      Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n1"});
   ASSERT_EQ(r.node_names->size(), 1u) << r.error;
   auto used = [&] {
     int64_t mem = 0;
@@ -187,8 +268,12 @@ TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
   };
   const Case cases[] = {
       {"another pod's uid", {"pod-attacker", "ml", "victim", "n1"}, "belongs to pod ml/pod-victim"},
-      {"another namespace", {"pod-victim", "other", "victim", "n1"}, "belongs to pod ml/pod-victim"},
-      {"not the decision's node", {"pod-victim", "ml", "victim", "n2"}, "decided for node n1, not n2"},
+      {"another namespace",
+       {"pod-victim", "other", "victim", "n1"},
+       "belongs to pod ml/pod-victim"},
+      {"not the decision's node",
+       {"pod-victim", "ml", "victim", "n2"},
+       "decided for node n1, not n2"},
       {"no such node", {"pod-victim", "ml", "victim", "ghost"}, "decided for node n1"},
       {"dot-dot pod name", {"..", "ml", "victim", "n1"}, "DNS-1123 subdomain"},
       {"slash in namespace", {"pod-victim", "ml/x", "victim", "n1"}, "DNS-1123 label"},
@@ -205,7 +290,8 @@ TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
   EXPECT_EQ(ext_->counters().refused_requests.load(), 8);
   // The victim's own bind goes through; a /filter for it afterwards cannot rewrite its decision.
   EXPECT_EQ(ext_->Bind({"pod-victim", "ml", "victim", "n1"}).error, "");
-  auto again = Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n2"});
+  auto again =
+      Filter(PodJson("victim", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}), {"n2"});
   EXPECT_NE(again.error.find("already bound to node n1"), std::string::npos) << again.error;
   EXPECT_EQ(state_->Find("victim")->allocation.node, "n1");
   EXPECT_EQ(used(), 4000);
@@ -248,7 +334,8 @@ TEST_F(ExtenderTest, ReservationsWithoutBindExpire) {
   const Json whole = {{"nvidia.com/gpu", "1"}};
   int placed = 0;
   for (int i = 0; i < 20; ++i)
-    if (Filter(PodJson("phantom-" + std::to_string(i), whole), {"a100"}).node_names->size() == 1) ++placed;
+    if (Filter(PodJson("phantom-" + std::to_string(i), whole), {"a100"}).node_names->size() == 1)
+      ++placed;
   EXPECT_EQ(placed, 1);  // one whole card
   EXPECT_EQ(Filter(PodJson("real", whole), {"a100"}).node_names->size(), 0u);
   clock_.AdvanceSeconds(state_->options().reservation_ttl_s - 1);
@@ -258,25 +345,33 @@ TEST_F(ExtenderTest, ReservationsWithoutBindExpire) {
   ASSERT_EQ(r.node_names->size(), 1u) << r.error;
   EXPECT_EQ(state_->expired_reservations(), 1);
   EXPECT_FALSE(state_->Find("phantom-0").has_value());
-  EXPECT_NE(ext_->Bind({"pod-phantom-0", "ml", "phantom-0", "a100"}).error.find("refused"), std::string::npos);
+  EXPECT_NE(ext_->Bind({"pod-phantom-0", "ml", "phantom-0", "a100"}).error.find("refused"),
+            std::string::npos);
   // A bound decision never lapses.
   EXPECT_EQ(ext_->Bind({"pod-real", "ml", "real", "a100"}).error, "");
   clock_.AdvanceSeconds(10 * state_->options().reservation_ttl_s);
   EXPECT_EQ(state_->ExpireReservations(), 0);
   EXPECT_TRUE(state_->Find("real").has_value());
-  EXPECT_NE(RenderMetrics(*sched_, *state_, &ext_->counters()).find("hami_scheduler_reservations_expired_total 1"),
+  EXPECT_NE(RenderMetrics(*sched_, *state_, &ext_->counters())
+                .find("hami_scheduler_reservations_expired_total 1"),
             std::string::npos);
 }
 
 TEST(DecisionPatch, UpstreamKeys) {
   const Json p = DecisionPatch("n1", "GPU-a,NVIDIA,3000,30:;", kNow);
-  EXPECT_EQ(p, Json::parse(R"({"metadata":{"annotations":{"hami.io/vgpu-node":"n1","hami.io/vgpu-time":"1700000000",
+  EXPECT_EQ(
+      p,
+      Json::parse(
+          R"({"metadata":{"annotations":{"hami.io/vgpu-node":"n1","hami.io/vgpu-time":"1700000000",
     "hami.io/vgpu-devices-to-allocate":"GPU-a,NVIDIA,3000,30:;","hami.io/vgpu-devices-allocated":"GPU-a,NVIDIA,3000,30:;",
     "hami.io/bind-phase":null,"hami.io/bind-time":null},"labels":{"hami.io/vgpu-node":"n1"}}})"));
 }
 
 TEST_F(ExtenderTest, MetricsReflectAllocations) {
-  Filter(PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "25"}}), {"a100"});
+  Filter(PodJson("m", {{"nvidia.com/gpu", "1"},
+                       {"nvidia.com/gpumem", "3000"},
+                       {"nvidia.com/gpucores", "25"}}),
+         {"a100"});
   const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
   const std::string want[] = {
       "# TYPE hami_gpu_memory_allocated_bytes gauge",
@@ -292,8 +387,8 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
 }
 
 // The cache knows node allocatable CPU/memory and what every bound pod asks (devices or not), and
-// Filter keeps the pod's CPU/memory: a GPU pod avoids the node whose CPU a kube-scheduler-placed pod
-// has taken, and a reservation counts its CPU until the pod is gone.
+// Filter keeps the pod's CPU/memory: a GPU pod avoids the node whose CPU a kube-scheduler-placed
+// pod has taken, and a reservation counts its CPU until the pod is gone.
 TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   auto with_cpu = [](Json node, const char* cpu, const char* memory) {
     node["status"]["allocatable"] = {{"cpu", cpu}, {"memory", memory}};
@@ -310,31 +405,32 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
   cpu_pod["spec"]["nodeName"] = "c1";
   cpu_pod["status"]["phase"] = "Running";
   state_->OnPod(cpu_pod);
-  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 3000);   // the init container's peak
+  EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 3000);  // the init container's peak
   EXPECT_EQ(sched_->cache().Snapshot("c1")->mem_used, 1024);
   // A GPU pod asking 2 cores fits only c2 now (c1 would fit its GPU but not its CPU).
   Json gpu = PodJson("g", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"cpu", "2"}});
   auto r = Filter(gpu, {"c1", "c2"});
   ASSERT_EQ(r.node_names->size(), 1u) << r.error;
   EXPECT_EQ((*r.node_names)[0], "c2");
-  EXPECT_EQ(sched_->cache().Snapshot("c2")->cpu_used, 2000);   // the reservation carries its CPU
+  EXPECT_EQ(sched_->cache().Snapshot("c2")->cpu_used, 2000);  // the reservation carries its CPU
   // The CPU-only pod finishes: its CPU is given back.
   cpu_pod["status"]["phase"] = "Succeeded";
   state_->OnPod(cpu_pod);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
   // A placed GPU pod seen by the informer (restart) counts its CPU as well.
-  Json placed = PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"cpu", "1500m"}});
-  placed["metadata"]["annotations"] = {{"hami.io/vgpu-node", "c1"},
-                                       {"hami.io/vgpu-devices-allocated", "c1-gpu0,NVIDIA,1000,0:;"}};
+  Json placed =
+      PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"cpu", "1500m"}});
+  placed["metadata"]["annotations"] = {
+      {"hami.io/vgpu-node", "c1"}, {"hami.io/vgpu-devices-allocated", "c1-gpu0,NVIDIA,1000,0:;"}};
   placed["spec"]["nodeName"] = "c1";
-  placed["spec"]["schedulerName"] = "hami-scheduler";   // only our own decisions are charged
+  placed["spec"]["schedulerName"] = "hami-scheduler";  // only our own decisions are charged
   state_->OnPod(placed);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 1500);
   state_->OnPodDeleted(placed);
   EXPECT_EQ(sched_->cache().Snapshot("c1")->cpu_used, 0);
-  // A pod without devices on GPU nodes only: placed by the policy and reserved with its CPU; the bound
-  // pod from the informer then replaces the reservation (counted once); a node without HAMi devices
-  // among the candidates takes it instead.
+  // A pod without devices on GPU nodes only: placed by the policy and reserved with its CPU; the
+  // bound pod from the informer then replaces the reservation (counted once); a node without HAMi
+  // devices among the candidates takes it instead.
   Json plain = PodJson("plain", {{"cpu", "3"}});
   auto p = Filter(plain, {"c1", "c2"});
   ASSERT_EQ(p.node_names->size(), 1u) << p.error;

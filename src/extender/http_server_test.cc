@@ -1,7 +1,5 @@
 // HttpServer: routing over plain HTTP, TLS, and certificate rotation on disk without a restart.
 #include "extender/http_server.h"
-#include "extender/testing/self_signed.h"
-#include "http/testing/tls_client.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -16,6 +14,9 @@
 #include <fstream>
 #include <thread>
 
+#include "extender/testing/self_signed.h"
+#include "http/testing/tls_client.h"
+
 namespace hami::extender {
 namespace {
 
@@ -28,9 +29,12 @@ TEST(SplitHostPort, Table) {
     const char* host;
     int port;
   };
-  const Case cases[] = {{"127.0.0.1:8443", true, "127.0.0.1", 8443}, {":9395", true, "0.0.0.0", 9395},
-                        {"[::1]:443", true, "::1", 443},            {"0.0.0.0:0", true, "0.0.0.0", 0},
-                        {"localhost", false, "", 0},                {"a:99999", false, "", 0},
+  const Case cases[] = {{"127.0.0.1:8443", true, "127.0.0.1", 8443},
+                        {":9395", true, "0.0.0.0", 9395},
+                        {"[::1]:443", true, "::1", 443},
+                        {"0.0.0.0:0", true, "0.0.0.0", 0},
+                        {"localhost", false, "", 0},
+                        {"a:99999", false, "", 0},
                         {"a:x1", false, "", 0}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.in);
@@ -47,8 +51,12 @@ TEST(SplitHostPort, Table) {
 
 TEST(HttpServer, PlainRoutes) {
   HttpServer server({});
-  server.Route("POST", "/filter", [](const HttpRequest& r) { return HttpResponse{200, "application/json", "echo:" + r.body}; });
-  server.Route("GET", "/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; });
+  server.Route("POST", "/filter", [](const HttpRequest& r) {
+    return HttpResponse{200, "application/json", "echo:" + r.body};
+  });
+  server.Route("GET", "/healthz", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "ok"};
+  });
   ASSERT_TRUE(server.Start().ok());
   EXPECT_FALSE(server.tls());
   httplib::Client c("127.0.0.1", server.port());
@@ -66,7 +74,8 @@ TEST(HttpServer, PlainRoutes) {
 }
 
 TEST(HttpServer, TlsAndCertificateRotation) {
-  const auto dir = std::filesystem::temp_directory_path() / ("h7-tls-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("h7-tls-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string cert = (dir / "tls.crt").string(), key = (dir / "tls.key").string();
   ASSERT_TRUE(testing::WriteSelfSigned("first", cert, key));
@@ -75,7 +84,9 @@ TEST(HttpServer, TlsAndCertificateRotation) {
   o.key_file = key;
   o.reload_interval = std::chrono::milliseconds(20);
   HttpServer server(o);
-  server.Route("GET", "/readyz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ready"}; });
+  server.Route("GET", "/readyz", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "ready"};
+  });
   ASSERT_TRUE(server.Start().ok());
   EXPECT_TRUE(server.tls());
   httplib::SSLClient c("127.0.0.1", server.port());
@@ -87,7 +98,8 @@ TEST(HttpServer, TlsAndCertificateRotation) {
 
   ASSERT_TRUE(testing::WriteSelfSigned("second", cert, key));
   // Wait (bounded) for the watcher to pick the new pair up; no timing is asserted.
-  for (int i = 0; i < 500 && server.cert_loads() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && server.cert_loads() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_GE(server.cert_loads(), 2);
   EXPECT_EQ(PeerCommonName(server.port()), "second");
 

@@ -4,7 +4,6 @@
 #include <climits>
 
 #include "absl/strings/numbers.h"
-
 #include "common/log.h"
 #include "core/annotations.h"
 #include "core/lock_codec.h"
@@ -37,11 +36,14 @@ const std::string* Annotation(const Json& obj, const char* key) {
   return v && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
 }
 
-std::string KeyOf(const std::string& ns, const std::string& name) { return StrCat(ns, "/", name); }
+std::string KeyOf(const std::string& ns, const std::string& name) {
+  return StrCat(ns, "/", name);
+}
 
-// Integer value of a quantity-valued map entry (allocatable count, quota limit); nullopt when absent
-// or malformed.
-std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const char*> path, const std::string& key) {
+// Integer value of a quantity-valued map entry (allocatable count, quota limit); nullopt when
+// absent or malformed.
+std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const char*> path,
+                                  const std::string& key) {
   const Json* m = Path(obj, path);
   if (m == nullptr || !m->is_object()) return std::nullopt;
   auto it = m->find(key);
@@ -72,7 +74,8 @@ int64_t MiBAt(const Json& obj, std::initializer_list<const char*> path, const ch
 }  // namespace
 
 core::CpuMemory NodeAllocatable(const Json& node) {
-  return {MilliAt(node, {"status", "allocatable"}, "cpu"), MiBAt(node, {"status", "allocatable"}, "memory")};
+  return {MilliAt(node, {"status", "allocatable"}, "cpu"),
+          MiBAt(node, {"status", "allocatable"}, "memory")};
 }
 
 core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources) {
@@ -119,9 +122,9 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   if (vendors != nullptr) others = vendors->DecodeNode(VendorNodeView(node), now, &other_errors);
   const std::string* reg = Annotation(node, core::kNodeNvidiaRegister);
   if (reg == nullptr && others.empty()) {
-    v.error = other_errors.empty()
-                  ? StrCat("node has no ", core::kNodeNvidiaRegister, " annotation (device plugin not running?)")
-                  : other_errors;
+    v.error = other_errors.empty() ? StrCat("node has no ", core::kNodeNvidiaRegister,
+                                            " annotation (device plugin not running?)")
+                                   : other_errors;
     return v;
   }
   StatusOr<std::vector<core::DeviceInfo>> devices = std::vector<core::DeviceInfo>{};
@@ -133,7 +136,8 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   }
   v.registered = true;
   v.info.devices = std::move(*devices);
-  if (const std::string* cordon = Annotation(node, core::kDeviceCordon)) v.info.cordoned = core::DecodeDeviceCordon(*cordon);
+  if (const std::string* cordon = Annotation(node, core::kDeviceCordon))
+    v.info.cordoned = core::DecodeDeviceCordon(*cordon);
   if (const std::string* score = Annotation(node, core::kNodeNvidiaScore)) {
     auto s = core::DecodeLinkScores(*score);
     if (s.ok()) v.info.link_scores = std::move(*s);
@@ -141,7 +145,8 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   // Handshake: still "Requesting" long after we asked, and kubelet reports no devices -> unhealthy.
   if (const std::string* hs = Annotation(node, core::kNodeHandshake)) {
     auto h = core::DecodeHandshake(*hs);
-    if (h.ok() && h->state == core::kHandshakeRequesting && now - h->unix_seconds > handshake_timeout_s) {
+    if (h.ok() && h->state == core::kHandshakeRequesting &&
+        now - h->unix_seconds > handshake_timeout_s) {
       auto alloc = QuantityAt(node, {"status", "allocatable"}, names.count);
       if (!alloc || *alloc == 0) {
         v.unhealthy = true;
@@ -152,7 +157,8 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
     }
   }
   v.info.devices.insert(v.info.devices.end(), others.begin(), others.end());
-  if (!other_errors.empty()) v.error = v.error.empty() ? other_errors : StrCat(v.error, "; ", other_errors);
+  if (!other_errors.empty())
+    v.error = v.error.empty() ? other_errors : StrCat(v.error, "; ", other_errors);
   return v;
 }
 
@@ -160,8 +166,9 @@ std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod) {
   std::vector<core::ContainerKind> kinds;
   if (const Json* init = Path(pod, {"spec", "initContainers"}); init && init->is_array())
     for (const auto& c : *init)
-      kinds.push_back(c.is_object() && c.value("restartPolicy", "") == "Always" ? core::ContainerKind::kSidecar
-                                                                                 : core::ContainerKind::kInit);
+      kinds.push_back(c.is_object() && c.value("restartPolicy", "") == "Always"
+                          ? core::ContainerKind::kSidecar
+                          : core::ContainerKind::kInit);
   if (const Json* app = Path(pod, {"spec", "containers"}); app && app->is_array())
     kinds.insert(kinds.end(), app->size(), core::ContainerKind::kApp);
   return kinds;
@@ -180,7 +187,8 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
   if (node == nullptr || node->empty() || (allocated == nullptr && vendors == nullptr))
     return no("no decision annotations");
   const std::string* bind_phase = Annotation(pod, core::kBindPhase);
-  if (bind_phase && *bind_phase == core::kBindPhaseFailed && StringAt(pod, {"spec", "nodeName"}).empty())
+  if (bind_phase && *bind_phase == core::kBindPhaseFailed &&
+      StringAt(pod, {"spec", "nodeName"}).empty())
     return no("bind failed and the pod is not bound");
   if (vendors != nullptr) {
     bool any = false;
@@ -191,7 +199,8 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
     return std::move(*all);
   }
   auto alloc = core::DecodePodDevices(*allocated);
-  if (!alloc.ok()) return no(StrCat(core::kNvidiaDevicesAllocated, ": ", std::string(alloc.status().message())));
+  if (!alloc.ok())
+    return no(StrCat(core::kNvidiaDevicesAllocated, ": ", std::string(alloc.status().message())));
   alloc->node = *node;
   return std::move(*alloc);
 }
@@ -203,7 +212,8 @@ bool InitContainersSucceeded(const Json& pod) {
   if (statuses == nullptr || !statuses->is_array()) return false;
   int regular = 0;
   for (const auto& c : *init) {
-    if (!c.is_object() || c.value("restartPolicy", "") == "Always") continue;   // a sidecar keeps running
+    if (!c.is_object() || c.value("restartPolicy", "") == "Always")
+      continue;  // a sidecar keeps running
     ++regular;
     const std::string name = c.value("name", "");
     bool ok = false;
@@ -217,9 +227,11 @@ bool InitContainersSucceeded(const Json& pod) {
   return regular > 0;
 }
 
-PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc, bool init_finished) {
+PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc,
+                   bool init_finished) {
   PodTotals t;
-  // Quotas are NVIDIA resources (limits.nvidia.com/gpumem, gpucores): other vendors' devices do not count.
+  // Quotas are NVIDIA resources (limits.nvidia.com/gpumem, gpucores): other vendors' devices do not
+  // count.
   std::set<std::string> other_vendor;
   for (const auto& c : alloc.containers)
     for (const auto& d : c)
@@ -233,23 +245,29 @@ PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::Po
 }
 
 ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
-    : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
+    : sched_(sched),
+      opts_(std::move(opts)),
+      clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
-  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s, opts_.vendors);
+  NodeView v =
+      NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s, opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
-  std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib, "|",
-                          core::EncodeNodeDevicesJson(v.info.devices), "|",
-                          core::EncodeDeviceCordon(v.info.cordoned), "|", core::EncodeLinkScores(v.info.link_scores));
+  std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib,
+                          "|", core::EncodeNodeDevicesJson(v.info.devices), "|",
+                          core::EncodeDeviceCordon(v.info.cordoned), "|",
+                          core::EncodeLinkScores(v.info.link_scores));
   for (const auto& [k, val] : v.info.labels) fp += StrCat("|", k, "=", val);
   {
     absl::MutexLock l(&nodes_mu_);
     auto it = node_fingerprint_.find(v.info.name);
     if (it != node_fingerprint_.end() && it->second == fp) return;
     node_fingerprint_[v.info.name] = fp;
-    if (v.error.empty()) node_errors_.erase(v.info.name);
-    else node_errors_[v.info.name] = v.error;
+    if (v.error.empty())
+      node_errors_.erase(v.info.name);
+    else
+      node_errors_[v.info.name] = v.error;
   }
   if (!v.registered) {
     SPDLOG_DEBUG("node {}: {}", v.info.name, v.error);
@@ -275,11 +293,13 @@ void ClusterState::CheckDecisionsOnNode(const std::string& node) {
       if (it == pods_.end() || it->second.allocation.node != node) continue;
       const PodRecord& rec = it->second;
       // What CheckDecisionLocked reads of the pod: it was ours and bound to this node when charged.
-      const Json pod{{"metadata", {{"uid", uid}, {"name", rec.name}, {"namespace", rec.namespace_}}},
-                     {"spec", {{"schedulerName", opts_.scheduler_name}, {"nodeName", rec.bound_node}}}};
+      const Json pod{
+          {"metadata", {{"uid", uid}, {"name", rec.name}, {"namespace", rec.namespace_}}},
+          {"spec", {{"schedulerName", opts_.scheduler_name}, {"nodeName", rec.bound_node}}}};
       std::string message;
       bool over = false;
-      const std::string reason = CheckDecisionLocked(pod, rec.allocation, rec.kinds, false, &message, &over);
+      const std::string reason =
+          CheckDecisionLocked(pod, rec.allocation, rec.kinds, false, &message, &over);
       if (reason.empty()) continue;
       const std::string fingerprint = StrCat(node, "|", rec.encoded);
       RemoveLocked(uid);
@@ -290,7 +310,9 @@ void ClusterState::CheckDecisionsOnNode(const std::string& node) {
   Emit(reports);
 }
 
-void ClusterState::OnNode(const Json& node) { ApplyNode(node, clock_.UnixSeconds()); }
+void ClusterState::OnNode(const Json& node) {
+  ApplyNode(node, clock_.UnixSeconds());
+}
 
 void ClusterState::OnNodeDeleted(const Json& node) {
   const std::string name = StringAt(node, {"metadata", "name"});
@@ -325,15 +347,18 @@ void ClusterState::RemoveLocked(const std::string& uid) {
 
 // A pod reference for Events.
 Json PodRefOf(const Json& pod) {
-  Json r{{"kind", "Pod"}, {"apiVersion", "v1"}, {"namespace", StringAt(pod, {"metadata", "namespace"})},
+  Json r{{"kind", "Pod"},
+         {"apiVersion", "v1"},
+         {"namespace", StringAt(pod, {"metadata", "namespace"})},
          {"name", StringAt(pod, {"metadata", "name"})}};
   if (std::string uid = StringAt(pod, {"metadata", "uid"}); !uid.empty()) r["uid"] = uid;
   return r;
 }
 
 std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAllocation& alloc,
-                                              const std::vector<core::ContainerKind>& kinds, bool fresh,
-                                              std::string* message, bool* over_committed) const {
+                                              const std::vector<core::ContainerKind>& kinds,
+                                              bool fresh, std::string* message,
+                                              bool* over_committed) const {
   *over_committed = false;
   std::string scheduler = StringAt(pod, {"spec", "schedulerName"});
   if (scheduler.empty()) scheduler = "default-scheduler";
@@ -354,40 +379,43 @@ std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAl
     size_t i = 0;
     while (i < snap->info.devices.size() && snap->info.devices[i].uuid != uuid) ++i;
     if (i == snap->info.devices.size()) {
-      *message = StrCat("decision names device ", uuid, ", which node ", alloc.node, " does not have");
+      *message =
+          StrCat("decision names device ", uuid, ", which node ", alloc.node, " does not have");
       return kRejectUnknownDevice;
     }
     const core::DeviceInfo& d = snap->info.devices[i];
     if (u.used > std::max(d.count, 1) || u.usedmem_mib > d.devmem_mib || u.usedcores > d.devcore) {
-      *message = StrCat("decision claims ", u.used, " task(s), ", u.usedmem_mib, " MiB and ", u.usedcores,
-                        " cores on device ", uuid, ", which holds ", d.count, " task(s), ", d.devmem_mib,
-                        " MiB and ", d.devcore, " cores");
+      *message = StrCat("decision claims ", u.used, " task(s), ", u.usedmem_mib, " MiB and ",
+                        u.usedcores, " cores on device ", uuid, ", which holds ", d.count,
+                        " task(s), ", d.devmem_mib, " MiB and ", d.devcore, " cores");
       return kRejectExceedsDevice;
     }
     if (!fresh || i >= snap->usage.size()) continue;
     const core::DeviceUsage& in_use = snap->usage[i];
-    if (in_use.used + u.used > std::max(d.count, 1) || in_use.usedmem_mib + u.usedmem_mib > d.devmem_mib ||
+    if (in_use.used + u.used > std::max(d.count, 1) ||
+        in_use.usedmem_mib + u.usedmem_mib > d.devmem_mib ||
         in_use.usedcores + u.usedcores > d.devcore) {
       *over_committed = true;
-      *message = StrCat("with the pods already charged, device ", uuid, " would hold ", in_use.used + u.used,
-                        " task(s), ", in_use.usedmem_mib + u.usedmem_mib, " MiB and ",
-                        in_use.usedcores + u.usedcores, " cores of ", d.count, ", ", d.devmem_mib, " MiB and ",
-                        d.devcore);
+      *message = StrCat("with the pods already charged, device ", uuid, " would hold ",
+                        in_use.used + u.used, " task(s), ", in_use.usedmem_mib + u.usedmem_mib,
+                        " MiB and ", in_use.usedcores + u.usedcores, " cores of ", d.count, ", ",
+                        d.devmem_mib, " MiB and ", d.devcore);
     }
   }
   return "";
 }
 
-void ClusterState::ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint,
-                                std::string message, std::vector<Report>& out) {
+void ClusterState::ReportLocked(const Json& pod, const std::string& reason,
+                                const std::string& fingerprint, std::string message,
+                                std::vector<Report>& out) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   std::string& last = reported_[uid];
   const std::string key = StrCat(reason, "|", fingerprint);
   if (last == key) return;
   last = key;
   ++rejected_[reason];
-  spdlog::warn("pod {}/{}: {}: {}", StringAt(pod, {"metadata", "namespace"}), StringAt(pod, {"metadata", "name"}),
-               reason, message);
+  spdlog::warn("pod {}/{}: {}: {}", StringAt(pod, {"metadata", "namespace"}),
+               StringAt(pod, {"metadata", "name"}), reason, message);
   out.push_back({PodRefOf(pod), reason, std::move(message)});
 }
 
@@ -421,8 +449,9 @@ void ClusterState::OnPod(const Json& pod) {
         RemoveLocked(uid);
         (void)sched_.RemovePod(uid);
       }
-      // Without devices the pod still takes CPU and memory on the node it is bound to (kube-scheduler
-      // placed it, or it runs on a node we do not decide): the policies count it as the sim does.
+      // Without devices the pod still takes CPU and memory on the node it is bound to
+      // (kube-scheduler placed it, or it runs on a node we do not decide): the policies count it as
+      // the sim does.
       auto c = cpu_only_.find(uid);
       if (finished || bound.empty()) {
         if (c != cpu_only_.end()) {
@@ -431,7 +460,7 @@ void ClusterState::OnPod(const Json& pod) {
         }
         return;
       }
-      if (c != cpu_only_.end() && c->second == bound) return;   // the cache already holds it
+      if (c != cpu_only_.end() && c->second == bound) return;  // the cache already holds it
       const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
       scheduler::PlacedPodResources res;
       res.cpu_milli = req.cpu_milli;
@@ -441,8 +470,9 @@ void ClusterState::OnPod(const Json& pod) {
       if (sched_.AddPod(uid, none, res).ok()) cpu_only_[uid] = bound;
       return;
     }
-    const std::string encoded = opts_.vendors ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
-                                              : *Annotation(pod, core::kNvidiaDevicesAllocated);
+    const std::string encoded = opts_.vendors
+                                    ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
+                                    : *Annotation(pod, core::kNvidiaDevicesAllocated);
     const std::string fingerprint = StrCat(alloc->node, "|", encoded);
     const std::vector<core::ContainerKind> kinds = KindsOfPodJson(pod);
     const bool init_finished = InitContainersSucceeded(pod);
@@ -451,17 +481,19 @@ void ClusterState::OnPod(const Json& pod) {
       if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
       if (!same && !it->second.bound_node.empty()) {
         // Bound pods are never decided again: a changed decision is an edit, not ours.
-        ReportLocked(pod, kRejectChangedAfterBind, fingerprint,
-                     StrCat("decision annotations changed after the pod was bound to ", it->second.bound_node,
-                            "; the decision it was bound with is still charged"),
-                     reports);
+        ReportLocked(
+            pod, kRejectChangedAfterBind, fingerprint,
+            StrCat("decision annotations changed after the pod was bound to ",
+                   it->second.bound_node, "; the decision it was bound with is still charged"),
+            reports);
         return;
       }
       if (same) {
         if (!bound.empty() && bound != alloc->node) {
           std::string message;
           bool over = false;
-          const std::string reason = CheckDecisionLocked(pod, *alloc, kinds, false, &message, &over);
+          const std::string reason =
+              CheckDecisionLocked(pod, *alloc, kinds, false, &message, &over);
           RemoveLocked(uid);
           (void)sched_.RemovePod(uid);
           ReportLocked(pod, reason, fingerprint, message, reports);
@@ -479,11 +511,13 @@ void ClusterState::OnPod(const Json& pod) {
     }
     {
       if (bound.empty()) {
-        if (auto e = expired_.find(uid); e != expired_.end() && e->second == fingerprint) return;  // lapsed
+        if (auto e = expired_.find(uid); e != expired_.end() && e->second == fingerprint)
+          return;  // lapsed
       }
       std::string message;
       bool over = false;
-      const std::string reason = CheckDecisionLocked(pod, *alloc, kinds, it == pods_.end(), &message, &over);
+      const std::string reason =
+          CheckDecisionLocked(pod, *alloc, kinds, it == pods_.end(), &message, &over);
       if (!reason.empty()) {
         if (it != pods_.end()) {
           RemoveLocked(uid);
@@ -522,7 +556,7 @@ void ClusterState::OnPod(const Json& pod) {
           return;
         }
       }
-      cpu_only_.erase(uid);   // AddPod below replaces that record
+      cpu_only_.erase(uid);  // AddPod below replaces that record
       scheduler::PlacedPodResources res;
       res.kinds = rec.kinds;
       res.init_finished = init_finished;
@@ -532,12 +566,14 @@ void ClusterState::OnPod(const Json& pod) {
       res.memory_mib = req.memory_mib;
       Status st = sched_.AddPod(uid, rec.allocation, res);
       if (!st.ok()) {
-        spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name, std::string(st.message()));
+        spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name,
+                     std::string(st.message()));
         return;
       }
       expired_.erase(uid);
       if (rec.expires_at != 0) ScheduleExpiryLocked(uid, rec.expires_at);
-      if (!sched_.cache().Snapshot(rec.allocation.node)) unchecked_[rec.allocation.node].insert(uid);
+      if (!sched_.cache().Snapshot(rec.allocation.node))
+        unchecked_[rec.allocation.node].insert(uid);
       AddLocked(std::move(rec));
     }
   }();
@@ -559,7 +595,8 @@ void ClusterState::OnQuota(const Json& quota) {
   q.namespace_ = StringAt(quota, {"metadata", "namespace"});
   q.name = StringAt(quota, {"metadata", "name"});
   const auto& n = opts_.resources.nvidia;
-  if (auto m = QuantityAt(quota, {"spec", "hard"}, "limits." + n.memory)) q.mem_mib = *m * opts_.resources.memory_factor;
+  if (auto m = QuantityAt(quota, {"spec", "hard"}, "limits." + n.memory))
+    q.mem_mib = *m * opts_.resources.memory_factor;
   if (auto c = QuantityAt(quota, {"spec", "hard"}, "limits." + n.cores)) q.cores = *c;
   absl::MutexLock l(&mu_);
   if (!q.mem_mib && !q.cores) {
@@ -571,7 +608,8 @@ void ClusterState::OnQuota(const Json& quota) {
 
 void ClusterState::OnQuotaDeleted(const Json& quota) {
   absl::MutexLock l(&mu_);
-  quotas_.erase(KeyOf(StringAt(quota, {"metadata", "namespace"}), StringAt(quota, {"metadata", "name"})));
+  quotas_.erase(
+      KeyOf(StringAt(quota, {"metadata", "namespace"}), StringAt(quota, {"metadata", "name"})));
 }
 
 Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const {
@@ -583,11 +621,13 @@ Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_
   for (auto it = lo; it != quotas_.end() && it->second.namespace_ == ns; ++it) {
     const QuotaRecord& q = it->second;
     if (q.mem_mib && mem > 0 && used.mem_mib + mem > *q.mem_mib)
-      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.", names.memory, " is ",
-                               *q.mem_mib, " MiB, ", used.mem_mib, " MiB in use, this pod asks ", mem, " MiB");
+      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.",
+                               names.memory, " is ", *q.mem_mib, " MiB, ", used.mem_mib,
+                               " MiB in use, this pod asks ", mem, " MiB");
     if (q.cores && cores > 0 && used.cores + cores > *q.cores)
-      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.", names.cores, " is ",
-                               *q.cores, ", ", used.cores, " in use, this pod asks ", cores);
+      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.",
+                               names.cores, " is ", *q.cores, ", ", used.cores,
+                               " in use, this pod asks ", cores);
   }
   return OkStatus();
 }
@@ -595,7 +635,8 @@ Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_
 Status ClusterState::TryReserve(PodRecord record) {
   absl::MutexLock l(&mu_);
   RemoveLocked(record.uid);
-  HAMI_RETURN_IF_ERROR(CheckQuotaLocked(record.namespace_, record.totals.mem_mib, record.totals.cores));
+  HAMI_RETURN_IF_ERROR(
+      CheckQuotaLocked(record.namespace_, record.totals.mem_mib, record.totals.cores));
   record.confirmed = false;
   record.bound_node.clear();
   record.expires_at = clock_.UnixSeconds() + opts_.reservation_ttl_s;
@@ -629,9 +670,12 @@ int ClusterState::ExpireReservations() {
     const auto [at, uid] = *expiry_.begin();
     expiry_.erase(expiry_.begin());
     auto it = pods_.find(uid);
-    if (it == pods_.end() || it->second.expires_at != at || !it->second.bound_node.empty()) continue;  // moved on
-    SPDLOG_INFO("pod {}/{}: decision for node {} not followed by a bind within {} s: devices given back",
-                it->second.namespace_, it->second.name, it->second.allocation.node, opts_.reservation_ttl_s);
+    if (it == pods_.end() || it->second.expires_at != at || !it->second.bound_node.empty())
+      continue;  // moved on
+    SPDLOG_INFO(
+        "pod {}/{}: decision for node {} not followed by a bind within {} s: devices given back",
+        it->second.namespace_, it->second.name, it->second.allocation.node,
+        opts_.reservation_ttl_s);
     expired_[uid] = StrCat(it->second.allocation.node, "|", it->second.encoded);
     const bool in_flight = !it->second.confirmed;
     RemoveLocked(uid);
@@ -639,7 +683,8 @@ int ClusterState::ExpireReservations() {
     ++expired_total_;
     ++n;
   }
-  next_expiry_.store(expiry_.empty() ? INT64_MAX : expiry_.begin()->first, std::memory_order_relaxed);
+  next_expiry_.store(expiry_.empty() ? INT64_MAX : expiry_.begin()->first,
+                     std::memory_order_relaxed);
   return n;
 }
 
@@ -665,7 +710,8 @@ Status ClusterState::CheckQuota(const std::string& ns, int64_t mem_mib, int64_t 
   return CheckQuotaLocked(ns, mem_mib, cores);
 }
 
-std::optional<std::string> ClusterState::UidOf(const std::string& ns, const std::string& name) const {
+std::optional<std::string> ClusterState::UidOf(const std::string& ns,
+                                               const std::string& name) const {
   absl::ReaderMutexLock l(&mu_);
   auto it = uid_by_key_.find(KeyOf(ns, name));
   if (it == uid_by_key_.end()) return std::nullopt;
@@ -702,7 +748,8 @@ std::map<std::string, std::string> ClusterState::NodeErrors() const {
   return node_errors_;
 }
 
-std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(const std::vector<Json>& nodes) {
+std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(
+    const std::vector<Json>& nodes) {
   const int64_t now = clock_.UnixSeconds();
   std::vector<std::pair<std::string, Json>> patches;
   for (const auto& node : nodes) {
@@ -716,17 +763,20 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(const std::
       Json ann = Json::object();
       for (const auto& [key, value] : opts_.vendors->HandshakeUpdates(VendorNodeView(node), now))
         ann[key] = value.empty() ? Json(nullptr) : Json(value);
-      if (!ann.empty()) patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
+      if (!ann.empty())
+        patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
     }
     if (v.unhealthy) {
       // NodeCleanUp: drop the handshake so the device plugin's next registration starts afresh.
-      patches.emplace_back(name, Json{{"metadata", {{"annotations", {{core::kNodeHandshake, nullptr}}}}}});
+      patches.emplace_back(
+          name, Json{{"metadata", {{"annotations", {{core::kNodeHandshake, nullptr}}}}}});
     } else if (hs == nullptr || hs->find(core::kHandshakeRequesting) == std::string::npos) {
       if (!v.registered && hs == nullptr) continue;  // not a GPU node: leave it alone
       patches.emplace_back(
           name, Json{{"metadata",
                       {{"annotations",
-                        {{core::kNodeHandshake, core::EncodeHandshake({core::kHandshakeRequesting, now})}}}}}});
+                        {{core::kNodeHandshake,
+                          core::EncodeHandshake({core::kHandshakeRequesting, now})}}}}}});
     }
   }
   return patches;

@@ -14,8 +14,8 @@
 // reservation. Thread-safe: informer threads and HTTP threads call in concurrently.
 //
 // What an annotation is trusted for (docs/security.md, "Extender integrity"): a pod is charged for
-// the decision it carries only if spec.schedulerName is ours, it is unbound or bound to the node the
-// decision names, and every device it names exists on that node with at least the claimed room.
+// the decision it carries only if spec.schedulerName is ours, it is unbound or bound to the node
+// the decision names, and every device it names exists on that node with at least the claimed room.
 // A decision no bind follows holds its devices for StateOptions::reservation_ttl_s at most; once a
 // pod is seen bound its decision is final (later edits are reported and ignored). Pods that fail a
 // check are reported (StateOptions::on_rejected_decision, RejectedDecisions()).
@@ -23,12 +23,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -45,11 +44,11 @@ using Json = nlohmann::json;
 
 struct StateOptions {
   core::ResourceConfig resources;
-  const Clock* clock = nullptr;          // default RealClock
-  int64_t handshake_timeout_s = 60;      // upstream: a node still "Requesting" after 60 s is unhealthy
+  const Clock* clock = nullptr;      // default RealClock
+  int64_t handshake_timeout_s = 60;  // upstream: a node still "Requesting" after 60 s is unhealthy
   // The enabled vendors (not owned; null = NVIDIA only). With it, nodes also register every other
-  // vendor's devices (Vendor::DecodeNode, handshake per vendor key) and a pod's usage is the union of
-  // every vendor's allocated annotation.
+  // vendor's devices (Vendor::DecodeNode, handshake per vendor key) and a pod's usage is the union
+  // of every vendor's allocated annotation.
   const vendors::VendorSet* vendors = nullptr;
   // Only pods whose spec.schedulerName is this are charged from their annotations (the API server
   // fills an absent schedulerName with "default-scheduler").
@@ -65,25 +64,28 @@ struct StateOptions {
 };
 
 // Reasons a decision found on a pod is not charged (or, kOverCommitted, charged and reported).
-inline constexpr const char* kRejectForeignScheduler = "ForeignScheduler";  // other spec.schedulerName
-inline constexpr const char* kRejectNodeMismatch = "NodeMismatch";          // bound elsewhere
-inline constexpr const char* kRejectUnknownDevice = "UnknownDevice";        // not on that node
-inline constexpr const char* kRejectExceedsDevice = "ExceedsDevice";        // claims more than it holds
-inline constexpr const char* kRejectChangedAfterBind = "ChangedAfterBind";  // edited once bound: ignored
-inline constexpr const char* kOverCommitted = "OverCommitted";              // with the others, too much
+inline constexpr const char* kRejectForeignScheduler =
+    "ForeignScheduler";                                               // other spec.schedulerName
+inline constexpr const char* kRejectNodeMismatch = "NodeMismatch";    // bound elsewhere
+inline constexpr const char* kRejectUnknownDevice = "UnknownDevice";  // not on that node
+inline constexpr const char* kRejectExceedsDevice = "ExceedsDevice";  // claims more than it holds
+inline constexpr const char* kRejectChangedAfterBind =
+    "ChangedAfterBind";                                         // edited once bound: ignored
+inline constexpr const char* kOverCommitted = "OverCommitted";  // with the others, too much
 
 // A node's registration as the scheduler sees it. `unhealthy` is set when the handshake timed out
 // with no allocatable devices (docs/upstream-contract.md#node-registration-and-handshake); the node
 // then offers no devices.
 struct NodeView {
   core::NodeInfo info;
-  bool registered = false;   // has a register annotation that decodes
+  bool registered = false;  // has a register annotation that decodes
   bool unhealthy = false;
-  std::string error;         // why the annotation did not decode
+  std::string error;  // why the annotation did not decode
 };
 // Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
 // (Unix seconds). With `vendors`, the
-// devices of every other enabled vendor follow the NVIDIA ones; a node registering any is registered.
+// devices of every other enabled vendor follow the NVIDIA ones; a node registering any is
+// registered.
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
                           int64_t handshake_timeout_s, const vendors::VendorSet* vendors = nullptr);
 // A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
@@ -103,15 +105,16 @@ std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 // (0 = not tracked: the scheduler does not filter on it).
 core::CpuMemory NodeAllocatable(const Json& node);
 // The CPU and memory a Pod object needs on its node (core::EffectivePodRequest of its containers'
-// requests, limits where a request is absent; spec.overhead is not counted); zero when it does not parse.
+// requests, limits where a request is absent; spec.overhead is not counted); zero when it does not
+// parse.
 core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources);
 
 // Container kinds of a Pod object in decision order (init containers first; restartPolicy Always
 // = sidecar), as core::ContainerKinds does for a parsed pod.
 std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod);
 
-// What a placed pod takes, summed over its NVIDIA devices (effective usage: init containers collapsed);
-// the namespace quotas count NVIDIA resources only.
+// What a placed pod takes, summed over its NVIDIA devices (effective usage: init containers
+// collapsed); the namespace quotas count NVIDIA resources only.
 struct PodTotals {
   int64_t mem_mib = 0;
   int64_t cores = 0;
@@ -119,27 +122,28 @@ struct PodTotals {
 // With init_finished the init containers no longer count (core::EffectiveDeviceUsage).
 PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc,
                    bool init_finished = false);
-// True when the pod has init containers (not sidecars) and status.initContainerStatuses says every one
-// of them terminated with exit code 0: their device usage and quota are released, as upstream does.
+// True when the pod has init containers (not sidecars) and status.initContainerStatuses says every
+// one of them terminated with exit code 0: their device usage and quota are released, as upstream
+// does.
 bool InitContainersSucceeded(const Json& pod);
 
 struct PodRecord {
   std::string uid, namespace_, name;
-  core::PodAllocation allocation;     // node + devices per container
+  core::PodAllocation allocation;  // node + devices per container
   std::vector<core::ContainerKind> kinds;
   PodTotals totals;
-  std::string encoded;                // hami.io/vgpu-devices-allocated text (with vendors: the
-                                      // VendorSet::DecisionFingerprint of the allocated keys)
-  bool confirmed = false;             // seen on the API server (false: a reservation in flight)
-  bool init_finished = false;         // InitContainersSucceeded when last seen
-  std::string bound_node;             // spec.nodeName seen (or our bind succeeded); "" = not bound
-  int64_t expires_at = 0;             // Unix seconds when an unbound decision lapses; 0 = bound
+  std::string encoded;         // hami.io/vgpu-devices-allocated text (with vendors: the
+                               // VendorSet::DecisionFingerprint of the allocated keys)
+  bool confirmed = false;      // seen on the API server (false: a reservation in flight)
+  bool init_finished = false;  // InitContainersSucceeded when last seen
+  std::string bound_node;      // spec.nodeName seen (or our bind succeeded); "" = not bound
+  int64_t expires_at = 0;      // Unix seconds when an unbound decision lapses; 0 = bound
 };
 
 struct QuotaRecord {
   std::string namespace_, name;
-  std::optional<int64_t> mem_mib;     // limits.<memory resource> (x memoryFactor)
-  std::optional<int64_t> cores;       // limits.<cores resource>
+  std::optional<int64_t> mem_mib;  // limits.<memory resource> (x memoryFactor)
+  std::optional<int64_t> cores;    // limits.<cores resource>
 };
 
 class ClusterState {
@@ -199,18 +203,21 @@ class ClusterState {
   // *over_committed when it fits each device alone but not with what the cache already holds
   // (checked only when `fresh`: no earlier record of the pod is in the cache).
   std::string CheckDecisionLocked(const Json& pod, const core::PodAllocation& alloc,
-                                  const std::vector<core::ContainerKind>& kinds, bool fresh, std::string* message,
-                                  bool* over_committed) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint, std::string message,
-                    std::vector<Report>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                  const std::vector<core::ContainerKind>& kinds, bool fresh,
+                                  std::string* message, bool* over_committed) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint,
+                    std::string message, std::vector<Report>& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(const std::vector<Report>& reports) const;
   void ScheduleExpiryLocked(const std::string& uid, int64_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void ApplyNode(const Json& node, int64_t now);
   // Checks the decisions charged while their node was not yet known (the pod informer can deliver a
-  // pod before its node) now that `node` is: the ones the node's devices cannot hold are dropped and
-  // reported, as they would have been had the node come first.
+  // pod before its node) now that `node` is: the ones the node's devices cannot hold are dropped
+  // and reported, as they would have been had the node come first.
   void CheckDecisionsOnNode(const std::string& node);
 
   scheduler::Scheduler& sched_;
@@ -218,19 +225,20 @@ class ClusterState {
   const Clock& clock_;
 
   mutable absl::Mutex mu_;
-  std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);              // by uid
-  std::map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);      // "ns/name" -> uid
+  std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);          // by uid
+  std::map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> uid
   std::map<std::string, PodTotals> ns_usage_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);          // "ns/name"
+  std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);  // "ns/name"
   // Bound pods without devices (uid -> node): in the scheduler cache for their CPU and memory only.
   std::map<std::string, std::string> cpu_only_ ABSL_GUARDED_BY(mu_);
-  std::multimap<int64_t, std::string> expiry_ ABSL_GUARDED_BY(mu_);         // expires_at -> uid (lazy)
-  std::atomic<int64_t> next_expiry_{INT64_MAX};                             // earliest key of expiry_
-  std::map<std::string, std::string> expired_ ABSL_GUARDED_BY(mu_);         // uid -> lapsed decision
-  std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);        // uid -> reason|decision
-  std::map<std::string, int64_t> rejected_ ABSL_GUARDED_BY(mu_);            // reason -> pods
+  std::multimap<int64_t, std::string> expiry_ ABSL_GUARDED_BY(mu_);   // expires_at -> uid (lazy)
+  std::atomic<int64_t> next_expiry_{INT64_MAX};                       // earliest key of expiry_
+  std::map<std::string, std::string> expired_ ABSL_GUARDED_BY(mu_);   // uid -> lapsed decision
+  std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);  // uid -> reason|decision
+  std::map<std::string, int64_t> rejected_ ABSL_GUARDED_BY(mu_);      // reason -> pods
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, std::set<std::string>> unchecked_ ABSL_GUARDED_BY(mu_);  // node -> uids charged unchecked
+  std::map<std::string, std::set<std::string>> unchecked_
+      ABSL_GUARDED_BY(mu_);  // node -> uids charged unchecked
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);

@@ -13,8 +13,10 @@ namespace {
 
 constexpr int64_t kNow = 1'700'000'000;
 
-Json NodeJson(const std::string& name, const Json& annotations, const Json& allocatable = Json::object()) {
-  return Json{{"metadata", {{"name", name}, {"annotations", annotations}}}, {"status", {{"allocatable", allocatable}}}};
+Json NodeJson(const std::string& name, const Json& annotations,
+              const Json& allocatable = Json::object()) {
+  return Json{{"metadata", {{"name", name}, {"annotations", annotations}}},
+              {"status", {{"allocatable", allocatable}}}};
 }
 
 const char* kTwoGpus =
@@ -30,21 +32,33 @@ TEST(NodeView, Table) {
     size_t devices;
   };
   const Case cases[] = {
-      {"json registration", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}}), true, false, 2},
-      {"legacy csv", NodeJson("n", {{"hami.io/node-nvidia-register", "GPU-x,10,32768,100,NVIDIA-V100,0,true:"}}), true, false, 1},
+      {"json registration", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}}), true,
+       false, 2},
+      {"legacy csv",
+       NodeJson("n", {{"hami.io/node-nvidia-register", "GPU-x,10,32768,100,NVIDIA-V100,0,true:"}}),
+       true, false, 1},
       {"no annotation", NodeJson("n", Json::object()), false, false, 0},
-      {"broken annotation", NodeJson("n", {{"hami.io/node-nvidia-register", "[{"}}), false, false, 0},
-      {"handshake fresh", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
+      {"broken annotation", NodeJson("n", {{"hami.io/node-nvidia-register", "[{"}}), false, false,
+       0},
+      {"handshake fresh",
+       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus},
+                      {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
        true, false, 2},
       {"handshake expired, nothing allocatable",
-       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+       NodeJson("n",
+                {{"hami.io/node-nvidia-register", kTwoGpus},
+                 {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
                 {{"nvidia.com/gpu", "0"}}),
        true, true, 0},
       {"handshake expired but kubelet has devices",
-       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+       NodeJson("n",
+                {{"hami.io/node-nvidia-register", kTwoGpus},
+                 {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
                 {{"nvidia.com/gpu", "20"}}),
        true, false, 2},
-      {"reported", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Reported_2023-11-14 22:00:00"}}),
+      {"reported",
+       NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus},
+                      {"hami.io/node-handshake", "Reported_2023-11-14 22:00:00"}}),
        true, false, 2},
   };
   // kNow = 2023-11-14 22:13:20 UTC.
@@ -60,15 +74,19 @@ TEST(NodeView, Table) {
 
 Json PodJson(const std::string& uid, const Json& annotations, const std::string& phase = "Pending",
              const std::string& node_name = "") {
-  Json pod{{"metadata", {{"name", "p-" + uid}, {"namespace", "ml"}, {"uid", uid}, {"annotations", annotations}}},
-           {"spec", {{"containers", Json::array({{{"name", "c"}}})}, {"schedulerName", "hami-scheduler"}}},
-           {"status", {{"phase", phase}}}};
+  Json pod{
+      {"metadata",
+       {{"name", "p-" + uid}, {"namespace", "ml"}, {"uid", uid}, {"annotations", annotations}}},
+      {"spec",
+       {{"containers", Json::array({{{"name", "c"}}})}, {"schedulerName", "hami-scheduler"}}},
+      {"status", {{"phase", phase}}}};
   if (!node_name.empty()) pod["spec"]["nodeName"] = node_name;
   return pod;
 }
 
 TEST(HeldAllocation, Table) {
-  const Json placed{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,3000,30:;"}};
+  const Json placed{{"hami.io/vgpu-node", "n1"},
+                    {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,3000,30:;"}};
   Json failed = placed;
   failed["hami.io/bind-phase"] = "failed";
   struct Case {
@@ -84,13 +102,16 @@ TEST(HeldAllocation, Table) {
       {"bind failed, unbound", PodJson("1", failed), false},
       {"bind failed but bound", PodJson("1", failed, "Pending", "n1"), true},
       {"no annotations", PodJson("1", Json::object()), false},
-      {"garbage decision", PodJson("1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "x"}}), false},
+      {"garbage decision",
+       PodJson("1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "x"}}), false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto a = HeldAllocation(c.pod);
     EXPECT_EQ(a.has_value(), c.held);
-    if (a) { EXPECT_EQ(a->node, "n1"); }
+    if (a) {
+      EXPECT_EQ(a->node, "n1");
+    }
   }
 }
 
@@ -108,7 +129,8 @@ class StateTest : public ::testing::Test {
   void RecordRejections(std::vector<std::string>* events) {
     StateOptions o;
     o.clock = &clock_;
-    o.on_rejected_decision = [events](const Json& ref, const std::string& reason, const std::string&) {
+    o.on_rejected_decision = [events](const Json& ref, const std::string& reason,
+                                      const std::string&) {
       events->push_back(ref["name"].get<std::string>() + ":" + reason);
     };
     state_ = std::make_unique<ClusterState>(*sched_, o);
@@ -119,7 +141,8 @@ class StateTest : public ::testing::Test {
 };
 
 TEST_F(StateTest, PodsFromAnnotationsAddAndRelease) {
-  const Json ann{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,3000,30:;"}};
+  const Json ann{{"hami.io/vgpu-node", "n1"},
+                 {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,3000,30:;"}};
   state_->OnPod(PodJson("u1", ann));
   EXPECT_EQ(Usage(1), (core::DeviceUsage{1, 3000, 30}));
   state_->OnPod(PodJson("u1", ann));  // same event again: idempotent
@@ -143,12 +166,14 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
   rec.totals = {5000, 0};
   ASSERT_TRUE(state_->TryReserve(rec).ok());
   // An informer copy from before our patch (an older decision, or none) must not touch it.
-  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1000,0:;"}}));
+  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"},
+                               {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1000,0:;"}}));
   state_->OnPod(PodJson("u1", Json::object()));
   EXPECT_EQ(state_->Pods().size(), 1u);
   EXPECT_EQ(state_->Pods()[0].encoded, "GPU-a,NVIDIA,5000,0:;");
   EXPECT_FALSE(state_->Pods()[0].confirmed);
-  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}}));
+  state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"},
+                               {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}}));
   EXPECT_TRUE(state_->Pods()[0].confirmed);
   // Once confirmed, the API server's copy rules: removing the decision releases the pod.
   state_->OnPod(PodJson("u1", Json::object()));
@@ -156,13 +181,15 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
 }
 
 // Rebuilding from annotations charges a pod only for a decision consistent with its binding, its
-// scheduler and the device; the rest is reported once (sink + RejectedDecisions) and blocks nothing.
+// scheduler and the device; the rest is reported once (sink + RejectedDecisions) and blocks
+// nothing.
 TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   std::vector<std::string> events;
   RecordRejections(&events);
   state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
   auto ann = [](const std::string& devices, const std::string& node = "n1") {
-    return Json{{"hami.io/vgpu-node", node}, {"hami.io/vgpu-devices-allocated", devices},
+    return Json{{"hami.io/vgpu-node", node},
+                {"hami.io/vgpu-devices-allocated", devices},
                 {"hami.io/vgpu-time", std::to_string(kNow)}};
   };
   struct Case {
@@ -177,16 +204,17 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   const Case cases[] = {
       {"other scheduler", foreign, kRejectForeignScheduler},
       {"no scheduler name (= default-scheduler)", unnamed, kRejectForeignScheduler},
-      {"bound elsewhere", PodJson("elsewhere", ann("GPU-a,NVIDIA,1000,10:;"), "Running", "n2"), kRejectNodeMismatch},
-      {"device not on the node", PodJson("ghostdev", ann("GPU-z,NVIDIA,1000,10:;"), "Running", "n1"),
-       kRejectUnknownDevice},
-      {"more memory than the device", PodJson("huge", ann("GPU-a,NVIDIA,20000,10:;"), "Running", "n1"),
-       kRejectExceedsDevice},
-      {"more cores than the device", PodJson("cores", ann("GPU-a,NVIDIA,100,150:;"), "Running", "n1"),
-       kRejectExceedsDevice},
+      {"bound elsewhere", PodJson("elsewhere", ann("GPU-a,NVIDIA,1000,10:;"), "Running", "n2"),
+       kRejectNodeMismatch},
+      {"device not on the node",
+       PodJson("ghostdev", ann("GPU-z,NVIDIA,1000,10:;"), "Running", "n1"), kRejectUnknownDevice},
+      {"more memory than the device",
+       PodJson("huge", ann("GPU-a,NVIDIA,20000,10:;"), "Running", "n1"), kRejectExceedsDevice},
+      {"more cores than the device",
+       PodJson("cores", ann("GPU-a,NVIDIA,100,150:;"), "Running", "n1"), kRejectExceedsDevice},
       {"consistent", PodJson("ok", ann("GPU-b,NVIDIA,12000,60:;"), "Running", "n1"), ""},
-      {"over-commits with the others (charged, reported)", PodJson("over", ann("GPU-b,NVIDIA,8000,10:;"), "Running", "n1"),
-       kOverCommitted},
+      {"over-commits with the others (charged, reported)",
+       PodJson("over", ann("GPU-b,NVIDIA,8000,10:;"), "Running", "n1"), kOverCommitted},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -209,13 +237,14 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   EXPECT_EQ(rejected.at(kOverCommitted), 1);
 }
 
-// The pod informer may deliver pods before their node: a decision charged while the node was unknown is
-// checked when the node arrives, so a restart cannot charge what the device cannot hold.
+// The pod informer may deliver pods before their node: a decision charged while the node was
+// unknown is checked when the node arrives, so a restart cannot charge what the device cannot hold.
 TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {
   std::vector<std::string> events;
   RecordRejections(&events);
   auto ann = [](const std::string& devices) {
-    return Json{{"hami.io/vgpu-node", "n9"}, {"hami.io/vgpu-devices-allocated", devices},
+    return Json{{"hami.io/vgpu-node", "n9"},
+                {"hami.io/vgpu-devices-allocated", devices},
                 {"hami.io/vgpu-time", std::to_string(kNow)}};
   };
   state_->OnPod(PodJson("huge", ann("GPU-a,NVIDIA,20000,10:;"), "Running", "n9"));
@@ -240,10 +269,12 @@ TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {
 // Once bound, a pod's decision is final: an edit of its annotations (to claim less, or another
 // device) changes neither the device usage nor the namespace's quota usage.
 TEST_F(StateTest, EditsAfterBindAreIgnored) {
-  const Json ann{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}};
+  const Json ann{{"hami.io/vgpu-node", "n1"},
+                 {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}};
   state_->OnPod(PodJson("u1", ann, "Running", "n1"));
   ASSERT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
-  const Json edited{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1,0:;"}};
+  const Json edited{{"hami.io/vgpu-node", "n1"},
+                    {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1,0:;"}};
   state_->OnPod(PodJson("u1", edited, "Running", "n1"));
   EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
   EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
@@ -256,10 +287,12 @@ TEST_F(StateTest, EditsAfterBindAreIgnored) {
 
 // An unbound pod's decision (a filter no bind followed) holds its devices for the TTL at most,
 // counted from its hami.io/vgpu-time when that is earlier than when it was first seen; a forged
-// future time does not extend it, and the same copy seen again after the lapse is not charged again.
+// future time does not extend it, and the same copy seen again after the lapse is not charged
+// again.
 TEST_F(StateTest, UnboundDecisionsLapse) {
   auto ann = [](const std::string& dev, int64_t t) {
-    return Json{{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", dev},
+    return Json{{"hami.io/vgpu-node", "n1"},
+                {"hami.io/vgpu-devices-allocated", dev},
                 {"hami.io/vgpu-time", std::to_string(t)}};
   };
   const int64_t ttl = state_->options().reservation_ttl_s;
@@ -275,7 +308,8 @@ TEST_F(StateTest, UnboundDecisionsLapse) {
   clock_.AdvanceSeconds(10);
   EXPECT_EQ(state_->ExpireReservations(), 1);  // "future": from when it was seen
   EXPECT_EQ(Usage(1).usedmem_mib, 0);
-  state_->OnPod(PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10)));  // resync of the same copy
+  state_->OnPod(
+      PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10)));  // resync of the same copy
   EXPECT_EQ(Usage(0).usedmem_mib, 0);
   // Bound after all (someone else's bind): a bound, consistent decision counts.
   state_->OnPod(PodJson("recent", ann("GPU-a,NVIDIA,2000,0:;", kNow - 10), "Running", "n1"));
@@ -284,9 +318,12 @@ TEST_F(StateTest, UnboundDecisionsLapse) {
 }
 
 TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
-  state_->OnQuota(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}}},
-                       {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "8000"}, {"limits.nvidia.com/gpucores", "50"}}}}}});
-  state_->OnQuota(Json{{"metadata", {{"name", "cpu-only"}, {"namespace", "ml"}}}, {"spec", {{"hard", {{"limits.cpu", "8"}}}}}});
+  state_->OnQuota(Json{
+      {"metadata", {{"name", "q"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"hard", {{"limits.nvidia.com/gpumem", "8000"}, {"limits.nvidia.com/gpucores", "50"}}}}}});
+  state_->OnQuota(Json{{"metadata", {{"name", "cpu-only"}, {"namespace", "ml"}}},
+                       {"spec", {{"hard", {{"limits.cpu", "8"}}}}}});
   EXPECT_EQ(state_->Quotas().size(), 1u);
   struct Step {
     const char* name;
@@ -311,7 +348,9 @@ TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
     rec.totals = {s.mem, s.cores};
     Status st = state_->TryReserve(rec);
     EXPECT_EQ(st.ok(), s.ok) << st;
-    if (!s.ok) { EXPECT_NE(std::string(st.message()).find("exceeding resource quota ml/q"), std::string::npos); }
+    if (!s.ok) {
+      EXPECT_NE(std::string(st.message()).find("exceeding resource quota ml/q"), std::string::npos);
+    }
   }
   EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, 8000);
   EXPECT_FALSE(state_->CheckQuota("ml", 1, 0).ok());
@@ -336,21 +375,28 @@ TEST_F(StateTest, QuotaChargesEachPodTheSumOfItsDevices) {
   };
   const Case cases[] = {
       {"one container, one device", 0, 1, "GPU-a,NVIDIA,3000,30:;", 3000, 30},
-      {"nvidia.com/gpu 2 x 3000 MiB: 6000", 0, 1, "GPU-a,NVIDIA,3000,30:GPU-b,NVIDIA,3000,30:;", 6000, 60},
-      {"two containers on one device", 0, 2, "GPU-a,NVIDIA,3000,10:;GPU-a,NVIDIA,2000,20:;", 5000, 30},
-      {"a percentage as resolved on the card (50 % of 16000)", 0, 1, "GPU-b,NVIDIA,8000,0:;", 8000, 0},
-      {"init 4000 then app 1000 on one device: 4000, not 5000", 1, 1, "GPU-a,NVIDIA,4000,50:;GPU-a,NVIDIA,1000,10:;",
-       4000, 50},
-      {"init and app on different devices: both", 1, 1, "GPU-a,NVIDIA,4000,50:;GPU-b,NVIDIA,1000,10:;", 5000, 60},
+      {"nvidia.com/gpu 2 x 3000 MiB: 6000", 0, 1, "GPU-a,NVIDIA,3000,30:GPU-b,NVIDIA,3000,30:;",
+       6000, 60},
+      {"two containers on one device", 0, 2, "GPU-a,NVIDIA,3000,10:;GPU-a,NVIDIA,2000,20:;", 5000,
+       30},
+      {"a percentage as resolved on the card (50 % of 16000)", 0, 1, "GPU-b,NVIDIA,8000,0:;", 8000,
+       0},
+      {"init 4000 then app 1000 on one device: 4000, not 5000", 1, 1,
+       "GPU-a,NVIDIA,4000,50:;GPU-a,NVIDIA,1000,10:;", 4000, 50},
+      {"init and app on different devices: both", 1, 1,
+       "GPU-a,NVIDIA,4000,50:;GPU-b,NVIDIA,1000,10:;", 5000, 60},
   };
   int i = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string uid = "c" + std::to_string(i++);
-    Json pod = PodJson(uid, {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", c.allocated}});
+    Json pod = PodJson(
+        uid, {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", c.allocated}});
     pod["spec"]["containers"] = Json::array();
-    for (int k = 0; k < c.app_containers; ++k) pod["spec"]["containers"].push_back({{"name", "app" + std::to_string(k)}});
-    for (int k = 0; k < c.init_containers; ++k) pod["spec"]["initContainers"].push_back({{"name", "init" + std::to_string(k)}});
+    for (int k = 0; k < c.app_containers; ++k)
+      pod["spec"]["containers"].push_back({{"name", "app" + std::to_string(k)}});
+    for (int k = 0; k < c.init_containers; ++k)
+      pod["spec"]["initContainers"].push_back({{"name", "init" + std::to_string(k)}});
     state_->OnPod(pod);
     ASSERT_EQ(state_->pod_count(), 1u);
     EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, c.mem);
@@ -360,9 +406,9 @@ TEST_F(StateTest, QuotaChargesEachPodTheSumOfItsDevices) {
   }
 }
 
-// Quota limits: memoryFactor scales the memory limit like requests; several ResourceQuota objects in
-// a namespace all apply (the strictest decides); an explicit 0 forbids (Kubernetes' meaning; older
-// upstream read 0 as "no limit").
+// Quota limits: memoryFactor scales the memory limit like requests; several ResourceQuota objects
+// in a namespace all apply (the strictest decides); an explicit 0 forbids (Kubernetes' meaning;
+// older upstream read 0 as "no limit").
 TEST(QuotaLimits, Table) {
   struct Case {
     const char* name;
@@ -374,12 +420,27 @@ TEST(QuotaLimits, Table) {
   const Case cases[] = {
       {"under the limit", 1, {{{"limits.nvidia.com/gpumem", "8000"}}}, 8000, 0, true},
       {"over the limit", 1, {{{"limits.nvidia.com/gpumem", "8000"}}}, 8001, 0, false},
-      {"memoryFactor 10 scales the limit", 10, {{{"limits.nvidia.com/gpumem", "8000"}}}, 80000, 0, true},
+      {"memoryFactor 10 scales the limit",
+       10,
+       {{{"limits.nvidia.com/gpumem", "8000"}}},
+       80000,
+       0,
+       true},
       {"memoryFactor 10, over", 10, {{{"limits.nvidia.com/gpumem", "8000"}}}, 80001, 0, false},
       {"cores are not scaled", 10, {{{"limits.nvidia.com/gpucores", "50"}}}, 0, 51, false},
-      {"two quotas: the stricter", 1, {{{"limits.nvidia.com/gpumem", "8000"}}, {{"limits.nvidia.com/gpumem", "4000"}}}, 5000, 0, false},
+      {"two quotas: the stricter",
+       1,
+       {{{"limits.nvidia.com/gpumem", "8000"}}, {{"limits.nvidia.com/gpumem", "4000"}}},
+       5000,
+       0,
+       false},
       {"explicit 0 forbids", 1, {{{"limits.nvidia.com/gpumem", "0"}}}, 1, 0, false},
-      {"0 memory asked passes a memory quota", 1, {{{"limits.nvidia.com/gpumem", "0"}}}, 0, 100, true},
+      {"0 memory asked passes a memory quota",
+       1,
+       {{{"limits.nvidia.com/gpumem", "0"}}},
+       0,
+       100,
+       true},
       {"requests.* keys do not count", 1, {{{"requests.nvidia.com/gpumem", "1"}}}, 5000, 0, true},
       {"unparsable limit ignored", 1, {{{"limits.nvidia.com/gpumem", "lots"}}}, 5000, 0, true},
   };
@@ -391,7 +452,8 @@ TEST(QuotaLimits, Table) {
     ClusterState state(*sched, o);
     int k = 0;
     for (const auto& hard : c.hards)
-      state.OnQuota(Json{{"metadata", {{"name", "q" + std::to_string(k++)}, {"namespace", "ml"}}}, {"spec", {{"hard", hard}}}});
+      state.OnQuota(Json{{"metadata", {{"name", "q" + std::to_string(k++)}, {"namespace", "ml"}}},
+                         {"spec", {{"hard", hard}}}});
     EXPECT_EQ(state.CheckQuota("ml", c.mem, c.cores).ok(), c.ok);
   }
 }
@@ -399,14 +461,17 @@ TEST(QuotaLimits, Table) {
 TEST_F(StateTest, HousekeepingHandshake) {
   const std::vector<Json> nodes = {
       NodeJson("fresh", {{"hami.io/node-nvidia-register", kTwoGpus}}),
-      NodeJson("asked", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
-      NodeJson("dead", {{"hami.io/node-nvidia-register", kTwoGpus}, {"hami.io/node-handshake", "Requesting_2023-11-14 21:00:00"}}),
+      NodeJson("asked", {{"hami.io/node-nvidia-register", kTwoGpus},
+                         {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
+      NodeJson("dead", {{"hami.io/node-nvidia-register", kTwoGpus},
+                        {"hami.io/node-handshake", "Requesting_2023-11-14 21:00:00"}}),
       NodeJson("cpu-only", Json::object()),
   };
   auto patches = state_->Housekeeping(nodes);
   ASSERT_EQ(patches.size(), 2u);
   EXPECT_EQ(patches[0].first, "fresh");
-  EXPECT_EQ(patches[0].second["metadata"]["annotations"]["hami.io/node-handshake"], "Requesting_2023-11-14 22:13:20");
+  EXPECT_EQ(patches[0].second["metadata"]["annotations"]["hami.io/node-handshake"],
+            "Requesting_2023-11-14 22:13:20");
   EXPECT_EQ(patches[1].first, "dead");
   EXPECT_TRUE(patches[1].second["metadata"]["annotations"]["hami.io/node-handshake"].is_null());
   // The dead node offers no devices any more.
@@ -423,27 +488,37 @@ TEST(ClusterState, InitContainerUsageIsReleasedWhenTheyAllSucceeded) {
   so.clock = &clock;
   ClusterState st(*sched, so);
   st.OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
-  Json pod{{"metadata", {{"name", "p"}, {"namespace", "ml"}, {"uid", "u"},
-                         {"annotations", {{"hami.io/vgpu-node", "n1"},
-                                          {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,8000,50:;GPU-a,NVIDIA,1000,0:;GPU-a,NVIDIA,2000,10:;"}}}}},
-           {"spec", {{"nodeName", "n1"}, {"schedulerName", "hami-scheduler"},
-                     {"initContainers", Json::array({{{"name", "init"}}, {{"name", "side"}, {"restartPolicy", "Always"}}})},
-                     {"containers", Json::array({{{"name", "c"}}})}}},
+  Json pod{{"metadata",
+            {{"name", "p"},
+             {"namespace", "ml"},
+             {"uid", "u"},
+             {"annotations",
+              {{"hami.io/vgpu-node", "n1"},
+               {"hami.io/vgpu-devices-allocated",
+                "GPU-a,NVIDIA,8000,50:;GPU-a,NVIDIA,1000,0:;GPU-a,NVIDIA,2000,10:;"}}}}},
+           {"spec",
+            {{"nodeName", "n1"},
+             {"schedulerName", "hami-scheduler"},
+             {"initContainers",
+              Json::array({{{"name", "init"}}, {{"name", "side"}, {"restartPolicy", "Always"}}})},
+             {"containers", Json::array({{{"name", "c"}}})}}},
            {"status", {{"phase", "Pending"}}}};
   st.OnPod(pod);
-  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // init 8000 > 1000 + 2000
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);  // init 8000 > 1000 + 2000
   EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 8000);
-  pod["status"]["initContainerStatuses"] = Json::array({{{"name", "init"}, {"state", {{"running", Json::object()}}}},
-                                                        {{"name", "side"}, {"state", {{"running", Json::object()}}}}});
+  pod["status"]["initContainerStatuses"] =
+      Json::array({{{"name", "init"}, {"state", {{"running", Json::object()}}}},
+                   {{"name", "side"}, {"state", {{"running", Json::object()}}}}});
   st.OnPod(pod);
-  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // still running
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);  // still running
   pod["status"]["initContainerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 1}}}};
   st.OnPod(pod);
-  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);   // failed: it will run again
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib,
+            8000);  // failed: it will run again
   pod["status"]["initContainerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 0}}}};
   pod["status"]["phase"] = "Running";
   st.OnPod(pod);
-  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 3000);   // sidecar + app
+  EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 3000);  // sidecar + app
   EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].used, 2);
   EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 3000);
 }

@@ -10,7 +10,9 @@ namespace {
 bool EqualFold(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
   return true;
 }
 
@@ -18,14 +20,17 @@ StatusOr<Json> ParseObject(std::string_view body, std::string_view what) {
   HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, what));
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(what, ": body is not valid JSON");
-  if (!j.is_object()) return InvalidArgument(what, ": body must be a JSON object, got ", j.type_name());
+  if (!j.is_object())
+    return InvalidArgument(what, ": body must be a JSON object, got ", j.type_name());
   return j;
 }
 
-Status GetStringFold(const Json& obj, std::string_view key, std::string_view what, std::string* out) {
+Status GetStringFold(const Json& obj, std::string_view key, std::string_view what,
+                     std::string* out) {
   const Json* v = FindKeyFold(obj, key);
   if (v == nullptr || v->is_null()) return OkStatus();
-  if (!v->is_string()) return InvalidArgument(what, ": field ", key, " must be a string, got ", v->type_name());
+  if (!v->is_string())
+    return InvalidArgument(what, ": field ", key, " must be a string, got ", v->type_name());
   *out = v->get<std::string>();
   return OkStatus();
 }
@@ -34,18 +39,22 @@ Status GetStringMap(const Json& obj, std::string_view key, std::string_view what
                     std::map<std::string, std::string>* out) {
   const Json* v = FindKeyFold(obj, key);
   if (v == nullptr || v->is_null()) return OkStatus();
-  if (!v->is_object()) return InvalidArgument(what, ": field ", key, " must be an object, got ", v->type_name());
+  if (!v->is_object())
+    return InvalidArgument(what, ": field ", key, " must be an object, got ", v->type_name());
   for (const auto& [k, val] : v->items()) {
-    if (!val.is_string()) return InvalidArgument(what, ": field ", key, "[\"", k, "\"] must be a string");
+    if (!val.is_string())
+      return InvalidArgument(what, ": field ", key, "[\"", k, "\"] must be a string");
     (*out)[k] = val.get<std::string>();
   }
   return OkStatus();
 }
 
 // `nodes`: the value of the Nodes field (nullptr when absent).
-Status GetNodeList(const Json* nodes, std::string_view what, std::optional<std::vector<Json>>* out) {
+Status GetNodeList(const Json* nodes, std::string_view what,
+                   std::optional<std::vector<Json>>* out) {
   if (nodes == nullptr || nodes->is_null()) return OkStatus();
-  if (!nodes->is_object()) return InvalidArgument(what, ": field Nodes must be a NodeList object or null");
+  if (!nodes->is_object())
+    return InvalidArgument(what, ": field Nodes must be a NodeList object or null");
   std::vector<Json> items;
   auto it = nodes->find("items");
   if (it != nodes->end() && !it->is_null()) {
@@ -64,14 +73,17 @@ Status GetNodeList(const Json* nodes, std::string_view what, std::optional<std::
   return OkStatus();
 }
 
-Status GetNames(const Json& obj, std::string_view what, std::optional<std::vector<std::string>>* out) {
+Status GetNames(const Json& obj, std::string_view what,
+                std::optional<std::vector<std::string>>* out) {
   const Json* names = FindKeyFold(obj, "NodeNames");
   if (names == nullptr || names->is_null()) return OkStatus();
-  if (!names->is_array()) return InvalidArgument(what, ": field NodeNames must be an array of strings or null");
+  if (!names->is_array())
+    return InvalidArgument(what, ": field NodeNames must be an array of strings or null");
   std::vector<std::string> v;
   v.reserve(names->size());
   for (size_t i = 0; i < names->size(); ++i) {
-    if (!(*names)[i].is_string()) return InvalidArgument(what, ": NodeNames[", i, "] must be a string");
+    if (!(*names)[i].is_string())
+      return InvalidArgument(what, ": NodeNames[", i, "] must be a string");
     v.push_back((*names)[i].get<std::string>());
   }
   *out = std::move(v);
@@ -97,24 +109,26 @@ Json MapJson(const std::map<std::string, std::string>& m) {
   return out;
 }
 
-// ---- Fast ExtenderArgs parse (the hot request: ~70 KB at 5k nodes, nearly all of it NodeNames) ----
+// ---- Fast ExtenderArgs parse (the hot request: ~70 KB at 5k nodes, nearly all of it NodeNames)
+// ----
 //
 // The top-level object is scanned here; Pod and Nodes are parsed by nlohmann from their own extent,
 // NodeNames' strings are copied straight into std::strings, and any other member is only validated
 // (Json::accept). Key lookup mirrors FindKeyFold on the parsed object: duplicate keys keep the last
-// value, an exact key beats case-folded ones, and among case-folded keys the smallest wins. Anything
-// unusual (escapes or non-ASCII in a string, a non-string name, malformed JSON) makes the fast path
-// give up so the DOM path produces the result or the worded error: the fast path never accepts what
-// the DOM path rejects, and when it accepts, the result is the same (the fuzz target checks both).
-// The nesting limit is checked on the parts nlohmann reads (Pod, Nodes, validated values), not on the
-// whole body: NodeNames, nearly all of it, is flat when the fast path takes it.
+// value, an exact key beats case-folded ones, and among case-folded keys the smallest wins.
+// Anything unusual (escapes or non-ASCII in a string, a non-string name, malformed JSON) makes the
+// fast path give up so the DOM path produces the result or the worded error: the fast path never
+// accepts what the DOM path rejects, and when it accepts, the result is the same (the fuzz target
+// checks both). The nesting limit is checked on the parts nlohmann reads (Pod, Nodes, validated
+// values), not on the whole body: NodeNames, nearly all of it, is flat when the fast path takes it.
 
 class Scanner {
  public:
   explicit Scanner(std::string_view s) : s_(s) {}
 
   void SkipWs() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
   }
   bool Eat(char c) {
     SkipWs();
@@ -162,8 +176,10 @@ class Scanner {
         if (depth == 0) break;
         --depth;
         ++i_;
-      } else if (depth == 0 && !std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '+' && c != '.') {
-        break;  // the end of a number or literal (nlohmann would stop at a NUL byte and accept the rest)
+      } else if (depth == 0 && !std::isalnum(static_cast<unsigned char>(c)) && c != '-' &&
+                 c != '+' && c != '.') {
+        break;  // the end of a number or literal (nlohmann would stop at a NUL byte and accept the
+                // rest)
       } else {
         ++i_;
       }
@@ -206,10 +222,14 @@ bool FastNames(std::string_view v, std::optional<std::vector<std::string>>* out)
 }
 
 // Inside the top-level object: one level less than the whole body may nest.
-bool DepthOk(std::string_view value) { return core::jsonutil::CheckDepth(value, "", core::jsonutil::kMaxDepth - 1).ok(); }
-// A value only validated, never kept. Json::accept builds no tree (its parser keeps one bit per level),
-// but the DOM path refuses the nesting, so the fast path must too.
-bool Valid(std::string_view value) { return DepthOk(value) && Json::accept(value); }
+bool DepthOk(std::string_view value) {
+  return core::jsonutil::CheckDepth(value, "", core::jsonutil::kMaxDepth - 1).ok();
+}
+// A value only validated, never kept. Json::accept builds no tree (its parser keeps one bit per
+// level), but the DOM path refuses the nesting, so the fast path must too.
+bool Valid(std::string_view value) {
+  return DepthOk(value) && Json::accept(value);
+}
 
 bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   Scanner sc(body);
@@ -269,7 +289,8 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   if (const std::string_view* names = chosen(fields[2])) {
     if (!FastNames(*names, &args->node_names)) return false;
   }
-  // A case-folded value the exact key overrides is validated here (the chosen ones were parsed above).
+  // A case-folded value the exact key overrides is validated here (the chosen ones were parsed
+  // above).
   for (const auto& f : fields) {
     const std::string_view* c = chosen(f);
     if (f.has_folded && c != &f.folded && !Valid(f.folded)) return false;
@@ -358,7 +379,8 @@ std::vector<std::string> ExtenderArgs::CandidateNames() const {
   if (node_names) return *node_names;
   std::vector<std::string> out;
   if (nodes)
-    for (const auto& n : *nodes) out.push_back(FindKeyFold(*FindKeyFold(n, "metadata"), "name")->get<std::string>());
+    for (const auto& n : *nodes)
+      out.push_back(FindKeyFold(*FindKeyFold(n, "metadata"), "name")->get<std::string>());
   return out;
 }
 
@@ -367,7 +389,8 @@ StatusOr<ExtenderArgs> ParseExtenderArgsDom(std::string_view body) {
   HAMI_ASSIGN_OR_RETURN(Json j, ParseObject(body, kWhat));
   ExtenderArgs args;
   const Json* pod = FindKeyFold(j, "Pod");
-  if (pod == nullptr || !pod->is_object()) return InvalidArgument(kWhat, ": field Pod must be a Pod object");
+  if (pod == nullptr || !pod->is_object())
+    return InvalidArgument(kWhat, ": field Pod must be a Pod object");
   args.pod = *pod;
   HAMI_RETURN_IF_ERROR(GetNodeList(FindKeyFold(j, "Nodes"), kWhat, &args.nodes));
   HAMI_RETURN_IF_ERROR(GetNames(j, kWhat, &args.node_names));
@@ -377,11 +400,14 @@ StatusOr<ExtenderArgs> ParseExtenderArgsDom(std::string_view body) {
 StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
   ExtenderArgs args;
   if (ParseExtenderArgsFast(body, &args)) return args;
-  return ParseExtenderArgsDom(body);  // not the common shape, or an error: the reference path words it
+  return ParseExtenderArgsDom(
+      body);  // not the common shape, or an error: the reference path words it
 }
 
 Json ToJson(const ExtenderArgs& args) {
-  return Json{{"Pod", args.pod}, {"Nodes", NodeListJson(args.nodes)}, {"NodeNames", NamesJson(args.node_names)}};
+  return Json{{"Pod", args.pod},
+              {"Nodes", NodeListJson(args.nodes)},
+              {"NodeNames", NamesJson(args.node_names)}};
 }
 
 Json ToJson(const ExtenderFilterResult& r) {
@@ -399,7 +425,8 @@ StatusOr<ExtenderFilterResult> ParseExtenderFilterResult(std::string_view body) 
   HAMI_RETURN_IF_ERROR(GetNodeList(FindKeyFold(j, "Nodes"), kWhat, &r.nodes));
   HAMI_RETURN_IF_ERROR(GetNames(j, kWhat, &r.node_names));
   HAMI_RETURN_IF_ERROR(GetStringMap(j, "FailedNodes", kWhat, &r.failed_nodes));
-  HAMI_RETURN_IF_ERROR(GetStringMap(j, "FailedAndUnresolvableNodes", kWhat, &r.failed_and_unresolvable));
+  HAMI_RETURN_IF_ERROR(
+      GetStringMap(j, "FailedAndUnresolvableNodes", kWhat, &r.failed_and_unresolvable));
   HAMI_RETURN_IF_ERROR(GetStringFold(j, "Error", kWhat, &r.error));
   return r;
 }
@@ -419,10 +446,15 @@ StatusOr<ExtenderBindingArgs> ParseExtenderBindingArgs(std::string_view body) {
 }
 
 Json ToJson(const ExtenderBindingArgs& a) {
-  return Json{{"PodName", a.pod_name}, {"PodNamespace", a.pod_namespace}, {"PodUID", a.pod_uid}, {"Node", a.node}};
+  return Json{{"PodName", a.pod_name},
+              {"PodNamespace", a.pod_namespace},
+              {"PodUID", a.pod_uid},
+              {"Node", a.node}};
 }
 
-Json ToJson(const ExtenderBindingResult& r) { return Json{{"Error", r.error}}; }
+Json ToJson(const ExtenderBindingResult& r) {
+  return Json{{"Error", r.error}};
+}
 
 StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body) {
   constexpr std::string_view kWhat = "ExtenderBindingResult";

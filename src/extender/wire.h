@@ -5,12 +5,11 @@
 // (nil slices/maps/pointers are `null`). kube-scheduler decodes with encoding/json, which matches
 // keys case-insensitively, so parsing here does the same; serialising always uses the exact names.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -18,15 +17,17 @@ namespace hami::extender {
 
 using Json = nlohmann::json;
 
-// ExtenderArgs (filter and prioritize request): {"Pod":{...},"Nodes":{NodeList}|null,"NodeNames":[...]|null}.
+// ExtenderArgs (filter and prioritize request):
+// {"Pod":{...},"Nodes":{NodeList}|null,"NodeNames":[...]|null}.
 struct ExtenderArgs {
-  Json pod;                                // the v1.Pod object
+  Json pod;  // the v1.Pod object
   // nodeCacheCapable=false: the full Node objects (NodeList.items); nullopt when "Nodes" is null.
   std::optional<std::vector<Json>> nodes;
   // nodeCacheCapable=true: the candidate names; nullopt when "NodeNames" is null.
   std::optional<std::vector<std::string>> node_names;
 
-  // The candidates whichever form was sent: NodeNames when present, else Nodes.items[].metadata.name.
+  // The candidates whichever form was sent: NodeNames when present, else
+  // Nodes.items[].metadata.name.
   std::vector<std::string> CandidateNames() const;
 };
 // Errors name the field: not JSON, not an object, Pod missing or not an object, a node without
@@ -40,15 +41,15 @@ Json ToJson(const ExtenderArgs& args);
 
 // ExtenderFilterResult (filter reply).
 struct ExtenderFilterResult {
-  std::optional<std::vector<Json>> nodes;               // serialised as {"metadata":{},"items":[...]} or null
-  std::optional<std::vector<std::string>> node_names;   // null when nullopt
-  std::map<std::string, std::string> failed_nodes;      // FailedNodes
+  std::optional<std::vector<Json>> nodes;  // serialised as {"metadata":{},"items":[...]} or null
+  std::optional<std::vector<std::string>> node_names;          // null when nullopt
+  std::map<std::string, std::string> failed_nodes;             // FailedNodes
   std::map<std::string, std::string> failed_and_unresolvable;  // FailedAndUnresolvableNodes
-  std::string error;                                    // Error ("" = none)
+  std::string error;                                           // Error ("" = none)
 };
 Json ToJson(const ExtenderFilterResult& result);
-// Byte for byte ToJson(result).dump(), written directly (FailedNodes can hold 5000 entries); invalid
-// UTF-8 is replaced rather than thrown on.
+// Byte for byte ToJson(result).dump(), written directly (FailedNodes can hold 5000 entries);
+// invalid UTF-8 is replaced rather than thrown on.
 std::string SerializeFilterResult(const ExtenderFilterResult& result);
 StatusOr<ExtenderFilterResult> ParseExtenderFilterResult(std::string_view body);
 

@@ -19,20 +19,54 @@ struct ArgsCase {
 
 TEST(ExtenderArgs, ParsesBothNodeCacheModes) {
   const ArgsCase cases[] = {
-      {"cache capable", R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["n1","n2"]})", true, false, true,
-       {"n1", "n2"}, ""},
-      {"not cache capable", R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]},"NodeNames":null})",
-       true, true, false, {"a", "b"}, ""},
-      {"lower-case keys (Go decodes case-insensitively)", R"({"pod":{},"nodenames":["x"]})", true, false, true, {"x"}, ""},
-      {"both null: zero candidates", R"({"Pod":{},"Nodes":null,"NodeNames":null})", true, false, false, {}, ""},
-      {"empty items", R"({"Pod":{},"Nodes":{"metadata":{},"items":[]},"NodeNames":null})", true, true, false, {}, ""},
+      {"cache capable",
+       R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["n1","n2"]})",
+       true,
+       false,
+       true,
+       {"n1", "n2"},
+       ""},
+      {"not cache capable",
+       R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]},"NodeNames":null})",
+       true,
+       true,
+       false,
+       {"a", "b"},
+       ""},
+      {"lower-case keys (Go decodes case-insensitively)",
+       R"({"pod":{},"nodenames":["x"]})",
+       true,
+       false,
+       true,
+       {"x"},
+       ""},
+      {"both null: zero candidates",
+       R"({"Pod":{},"Nodes":null,"NodeNames":null})",
+       true,
+       false,
+       false,
+       {},
+       ""},
+      {"empty items",
+       R"({"Pod":{},"Nodes":{"metadata":{},"items":[]},"NodeNames":null})",
+       true,
+       true,
+       false,
+       {},
+       ""},
       {"not json", R"({"Pod":)", false, false, false, {}, "not valid JSON"},
       {"array body", R"([])", false, false, false, {}, "JSON object"},
       {"no pod", R"({"NodeNames":["a"]})", false, false, false, {}, "Pod"},
       {"pod not object", R"({"Pod":"x"})", false, false, false, {}, "Pod"},
       {"names not array", R"({"Pod":{},"NodeNames":"a"})", false, false, false, {}, "NodeNames"},
       {"name not string", R"({"Pod":{},"NodeNames":[1]})", false, false, false, {}, "NodeNames[0]"},
-      {"node without name", R"({"Pod":{},"Nodes":{"items":[{"metadata":{}}]}})", false, false, false, {}, "Nodes.items[0]"},
+      {"node without name",
+       R"({"Pod":{},"Nodes":{"items":[{"metadata":{}}]}})",
+       false,
+       false,
+       false,
+       {},
+       "Nodes.items[0]"},
       {"nodes not object", R"({"Pod":{},"Nodes":[1]})", false, false, false, {}, "Nodes"},
   };
   for (const auto& c : cases) {
@@ -40,7 +74,8 @@ TEST(ExtenderArgs, ParsesBothNodeCacheModes) {
     auto a = ParseExtenderArgs(c.body);
     ASSERT_EQ(a.ok(), c.ok) << a.status();
     if (!c.ok) {
-      EXPECT_NE(std::string(a.status().message()).find(c.error_part), std::string::npos) << a.status();
+      EXPECT_NE(std::string(a.status().message()).find(c.error_part), std::string::npos)
+          << a.status();
       continue;
     }
     EXPECT_EQ(a->nodes.has_value(), c.has_nodes);
@@ -58,18 +93,22 @@ TEST(ExtenderArgs, FastPathAgreesWithTheDomParser) {
       " \n{ \"Pod\" : {} ,\t\"NodeNames\" : [ \"a\" , \"b\" ] , \"Nodes\" : null } \r\n",
       R"({"Pod":{},"NodeNames":[]})",
       R"({"Pod":{},"NodeNames":null,"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}}]}})",
-      R"({"NodeNames":["x"],"Pod":{"spec":{"containers":[{"name":"c]}{\"x"}]}}})",  // brackets inside strings
-      R"({"pod":{"a":1},"POD":{"b":2},"nodeNames":["l"],"NODENAMES":["u"]})",      // folded: smallest key wins
-      R"({"pod":{"a":1},"Pod":{"b":2}})",                                          // exact beats folded
-      R"({"Pod":{"a":1},"Pod":{"b":2},"NodeNames":["1"],"NodeNames":["2"]})",      // duplicates: last wins
-      R"({"Pod":{},"Extra":[1,{"x":"}"},-2.5e3,true,null],"NodeNames":["n"]})",     // unknown members
-      R"({"Pod":{},"NodeNames":["caf\u00e9","tab\t"]})",                           // escapes: DOM path
-      "{\"Pod\":{},\"NodeNames\":[\"caf\xc3\xa9\"]}",                             // UTF-8: DOM path
-      "{\"Pod\":{},\"NodeNames\":[\"bad\xff\"]}",                                   // invalid UTF-8
-      "{\"Pod\":{},\"NodeNames\":[\"ctl\x01\"]}",                                   // raw control byte
-      R"({"Pod":{},"Pod":{,},"NodeNames":["a"]})",     // an invalid value, even if replaced: rejected
-      R"({"Pod":{},"pod":[,],"NodeNames":["a"]})",     // an invalid folded value beside the exact key
-      R"({"Pod":{},"Extra":01,"NodeNames":["a"]})",    // invalid number in an unknown member
+      R"({"NodeNames":["x"],"Pod":{"spec":{"containers":[{"name":"c]}{\"x"}]}}})",  // brackets
+                                                                                    // inside
+                                                                                    // strings
+      R"({"pod":{"a":1},"POD":{"b":2},"nodeNames":["l"],"NODENAMES":["u"]})",  // folded: smallest
+                                                                               // key wins
+      R"({"pod":{"a":1},"Pod":{"b":2}})",                                      // exact beats folded
+      R"({"Pod":{"a":1},"Pod":{"b":2},"NodeNames":["1"],"NodeNames":["2"]})",  // duplicates: last
+                                                                               // wins
+      R"({"Pod":{},"Extra":[1,{"x":"}"},-2.5e3,true,null],"NodeNames":["n"]})",  // unknown members
+      R"({"Pod":{},"NodeNames":["caf\u00e9","tab\t"]})",  // escapes: DOM path
+      "{\"Pod\":{},\"NodeNames\":[\"caf\xc3\xa9\"]}",     // UTF-8: DOM path
+      "{\"Pod\":{},\"NodeNames\":[\"bad\xff\"]}",         // invalid UTF-8
+      "{\"Pod\":{},\"NodeNames\":[\"ctl\x01\"]}",         // raw control byte
+      R"({"Pod":{},"Pod":{,},"NodeNames":["a"]})",   // an invalid value, even if replaced: rejected
+      R"({"Pod":{},"pod":[,],"NodeNames":["a"]})",   // an invalid folded value beside the exact key
+      R"({"Pod":{},"Extra":01,"NodeNames":["a"]})",  // invalid number in an unknown member
       R"({"Pod":{},"NodeNames":["a",]})",
       R"({"Pod":{},"NodeNames":["a"] "x":1})",
       R"({"Pod":{},"NodeNames":["a"]}x)",
@@ -86,8 +125,9 @@ TEST(ExtenderArgs, FastPathAgreesWithTheDomParser) {
       R"({"Pod")",
       "",
       "[]",
-      "\xef\xbb\xbf{\"Pod\":{}}",  // BOM
-      "{\"Pod\":{},\"Nodes\":null\0}"s,         // NUL after a literal (nlohmann stops at it; the body is invalid)
+      "\xef\xbb\xbf{\"Pod\":{}}",        // BOM
+      "{\"Pod\":{},\"Nodes\":null\0}"s,  // NUL after a literal (nlohmann stops at it; the body is
+                                         // invalid)
       "{\"Pod\":{},\"X\":12\0,\"NodeNames\":[]}"s,
   };
   for (const std::string& body : bodies) {
@@ -109,10 +149,14 @@ TEST(ExtenderArgs, SerialisesCapitalisedKeysWithNulls) {
   ExtenderArgs a;
   a.pod = Json{{"metadata", {{"name", "p"}}}};
   a.node_names = std::vector<std::string>{"n1"};
-  EXPECT_EQ(ToJson(a), Json::parse(R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["n1"]})"));
+  EXPECT_EQ(ToJson(a),
+            Json::parse(R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["n1"]})"));
   a.node_names.reset();
   a.nodes = std::vector<Json>{Json{{"metadata", {{"name", "n1"}}}}};
-  EXPECT_EQ(ToJson(a), Json::parse(R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"n1"}}]},"NodeNames":null})"));
+  EXPECT_EQ(
+      ToJson(a),
+      Json::parse(
+          R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"n1"}}]},"NodeNames":null})"));
 }
 
 TEST(ExtenderFilterResult, ExactKeysNeverOmitted) {
@@ -133,7 +177,8 @@ TEST(ExtenderFilterResult, ExactKeysNeverOmitted) {
   const Case cases[] = {
       {"one node", one,
        R"({"Nodes":null,"NodeNames":["n1"],"FailedNodes":{"n2":"1/4 CardInsufficientMemory"},"FailedAndUnresolvableNodes":{},"Error":""})"},
-      {"error", err, R"({"Nodes":null,"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"boom"})"},
+      {"error", err,
+       R"({"Nodes":null,"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"boom"})"},
       {"full nodes", full,
        R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"n1"}}]},"NodeNames":["n1"],"FailedNodes":{},"FailedAndUnresolvableNodes":{"n3":"4/4 CardTypeMismatch"},"Error":""})"},
   };
@@ -155,12 +200,14 @@ TEST(ExtenderFilterResult, ExactKeysNeverOmitted) {
 TEST(ExtenderFilterResult, SerialiseMatchesDomDump) {
   std::vector<ExtenderFilterResult> cases(6);
   cases[1].node_names = std::vector<std::string>{"n1"};
-  cases[1].failed_nodes = {{"n2", "1/4 CardInsufficientMemory"}, {"n0", "node unregistered: \"x\"\n\ttab\\"}};
+  cases[1].failed_nodes = {{"n2", "1/4 CardInsufficientMemory"},
+                           {"n0", "node unregistered: \"x\"\n\ttab\\"}};
   cases[2].error = "pod ns/p: \x01 control, caf\xc3\xa9, quote \" and slash /";
   cases[3].nodes = std::vector<Json>{Json{{"metadata", {{"name", "n1"}}}}};
   cases[3].node_names = std::vector<std::string>{};
   cases[3].failed_and_unresolvable = {{"n3", "4/4 CardTypeMismatch"}};
-  for (int i = 0; i < 5000; ++i) cases[4].failed_nodes["node-" + std::to_string(i)] = "8/8 CardInsufficientMemory";
+  for (int i = 0; i < 5000; ++i)
+    cases[4].failed_nodes["node-" + std::to_string(i)] = "8/8 CardInsufficientMemory";
   cases[5].nodes = std::vector<Json>{};
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(i);
@@ -183,11 +230,27 @@ TEST(ExtenderBindingArgs, Table) {
     const char* error_part;
   };
   const Case cases[] = {
-      {"exact", R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-1","Node":"n1"})", true, {"p", "ns", "u-1", "n1"}, ""},
-      {"case folded", R"({"podname":"p","podNamespace":"ns","poduid":"","node":"n1"})", true, {"p", "ns", "", "n1"}, ""},
-      {"no node", R"({"PodName":"p","PodNamespace":"ns","PodUID":"u"})", false, {}, "Node is empty"},
+      {"exact",
+       R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-1","Node":"n1"})",
+       true,
+       {"p", "ns", "u-1", "n1"},
+       ""},
+      {"case folded",
+       R"({"podname":"p","podNamespace":"ns","poduid":"","node":"n1"})",
+       true,
+       {"p", "ns", "", "n1"},
+       ""},
+      {"no node",
+       R"({"PodName":"p","PodNamespace":"ns","PodUID":"u"})",
+       false,
+       {},
+       "Node is empty"},
       {"no name", R"({"PodNamespace":"ns","Node":"n"})", false, {}, "PodName is empty"},
-      {"wrong type", R"({"PodName":1,"PodNamespace":"ns","Node":"n"})", false, {}, "PodName must be a string"},
+      {"wrong type",
+       R"({"PodName":1,"PodNamespace":"ns","Node":"n"})",
+       false,
+       {},
+       "PodName must be a string"},
       {"garbage", "nope", false, {}, "not valid JSON"},
   };
   for (const auto& c : cases) {
@@ -195,15 +258,18 @@ TEST(ExtenderBindingArgs, Table) {
     auto a = ParseExtenderBindingArgs(c.body);
     ASSERT_EQ(a.ok(), c.ok) << a.status();
     if (!c.ok) {
-      EXPECT_NE(std::string(a.status().message()).find(c.error_part), std::string::npos) << a.status();
+      EXPECT_NE(std::string(a.status().message()).find(c.error_part), std::string::npos)
+          << a.status();
       continue;
     }
     EXPECT_EQ(a->pod_name, c.want.pod_name);
     EXPECT_EQ(a->pod_namespace, c.want.pod_namespace);
     EXPECT_EQ(a->pod_uid, c.want.pod_uid);
     EXPECT_EQ(a->node, c.want.node);
-    EXPECT_EQ(ToJson(*a), Json({{"PodName", c.want.pod_name}, {"PodNamespace", c.want.pod_namespace},
-                                {"PodUID", c.want.pod_uid}, {"Node", c.want.node}}));
+    EXPECT_EQ(ToJson(*a), Json({{"PodName", c.want.pod_name},
+                                {"PodNamespace", c.want.pod_namespace},
+                                {"PodUID", c.want.pod_uid},
+                                {"Node", c.want.node}}));
   }
 }
 
@@ -216,7 +282,8 @@ TEST(ExtenderBindingResult, RoundTrip) {
 }
 
 TEST(HostPriority, IsAnArray) {
-  EXPECT_EQ(ToJson(std::vector<HostPriority>{{"a", 10}, {"b", 0}}).dump(), R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
+  EXPECT_EQ(ToJson(std::vector<HostPriority>{{"a", 10}, {"b", 0}}).dump(),
+            R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
 }
 
 // Issue 11: bodies nested 100k levels deep anywhere (in Pod, in Nodes.items, in an unknown field,
@@ -240,7 +307,9 @@ TEST(ExtenderArgs, DeepNestingIsRefusedEverywhere) {
     for (auto parse : {&ParseExtenderArgs, &ParseExtenderArgsDom}) {
       auto r = parse(b);
       ASSERT_FALSE(r.ok());
-      EXPECT_NE(std::string(r.status().message()).find("ExtenderArgs: JSON nested deeper than 1000"), std::string::npos)
+      EXPECT_NE(
+          std::string(r.status().message()).find("ExtenderArgs: JSON nested deeper than 1000"),
+          std::string::npos)
           << r.status();
     }
   }
@@ -248,7 +317,8 @@ TEST(ExtenderArgs, DeepNestingIsRefusedEverywhere) {
   ASSERT_FALSE(bind.ok());
   EXPECT_NE(std::string(bind.status().message()).find("nested deeper"), std::string::npos);
   // 1000 levels are still a document like any other.
-  const std::string ok_depth = "{\"Pod\":{\"x\":" + std::string(998, '[') + std::string(998, ']') + "},\"NodeNames\":[\"n\"]}";
+  const std::string ok_depth = "{\"Pod\":{\"x\":" + std::string(998, '[') + std::string(998, ']') +
+                               "},\"NodeNames\":[\"n\"]}";
   EXPECT_TRUE(ParseExtenderArgs(ok_depth).ok());
 }
 

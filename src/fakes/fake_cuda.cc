@@ -223,8 +223,8 @@ uint64_t AllocVa(int dev, uint64_t size, uint64_t align) {
   return 0;
 }
 
-// Allocates device memory for the current context; `managed`: as much as fits is device-resident and the
-// rest is host memory (never out of device memory). Takes G().mu.
+// Allocates device memory for the current context; `managed`: as much as fits is device-resident
+// and the rest is host memory (never out of device memory). Takes G().mu.
 CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1, bool managed = false) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Globals& g = G();

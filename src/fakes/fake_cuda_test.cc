@@ -149,7 +149,8 @@ TEST(FakeCudaTest, MemoryAccountingAndLimits) {
   EXPECT_EQ(free_b, (1024 - 100) * kMiB);
 }
 
-// Managed memory is device-resident while it fits; the rest stays in host memory (never out of memory).
+// Managed memory is device-resident while it fits; the rest stays in host memory (never out of
+// memory).
 TEST(FakeCudaTest, ManagedMemorySpillsToHost) {
   FakeEnv env({{FAKEGPU_ENV_DEVICES, "Small:1024:10"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "100"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
@@ -157,7 +158,8 @@ TEST(FakeCudaTest, ManagedMemorySpillsToHost) {
   CUdeviceptr a = 0, m = 0, b = 0;
   ASSERT_EQ(cuMemAlloc_v2(&a, 600 * kMiB), CUDA_SUCCESS);
   EXPECT_EQ(cuMemAlloc_v2(&b, 600 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
-  ASSERT_EQ(cuMemAllocManaged(&m, 2048 * kMiB, 1), CUDA_SUCCESS);  // 324 MiB resident, the rest on the host
+  ASSERT_EQ(cuMemAllocManaged(&m, 2048 * kMiB, 1),
+            CUDA_SUCCESS);  // 324 MiB resident, the rest on the host
   EXPECT_EQ(fakegpu_mem_used(0, getpid()), 1024 * kMiB);
   size_t free_b = 1, total_b = 0;
   ASSERT_EQ(cuMemGetInfo_v2(&free_b, &total_b), CUDA_SUCCESS);

@@ -240,7 +240,9 @@ uint64_t SharedState::ChargeUpTo(int dev, uint64_t bytes, bool partial) {
   return charged;
 }
 
-bool SharedState::Charge(int dev, uint64_t bytes) { return ChargeUpTo(dev, bytes, false) == bytes; }
+bool SharedState::Charge(int dev, uint64_t bytes) {
+  return ChargeUpTo(dev, bytes, false) == bytes;
+}
 
 void SharedState::Uncharge(int dev, uint64_t bytes) {
   Lock();

@@ -102,8 +102,8 @@ class SharedState {
   // Memory of the calling process (pid = getpid()). Charge fails (false) when the device would
   // exceed its physical total, after reclaiming dead pids.
   bool Charge(int dev, uint64_t bytes);
-  // Charges `bytes`, or with `partial` as much of them as fits (managed memory: the rest stays in host
-  // memory). Returns the bytes charged.
+  // Charges `bytes`, or with `partial` as much of them as fits (managed memory: the rest stays in
+  // host memory). Returns the bytes charged.
   uint64_t ChargeUpTo(int dev, uint64_t bytes, bool partial);
   void Uncharge(int dev, uint64_t bytes);
   void AddContext(int dev, int delta);

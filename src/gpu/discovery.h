@@ -25,13 +25,13 @@ enum class PcieLevel : int {
 const char* PcieLevelName(PcieLevel level);
 
 struct GpuInfo {
-  int index = 0;            // NVML index
-  std::string uuid;         // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-  std::string model;        // NVML name, e.g. "Tesla V100-PCIE-32GB"
-  int64_t memory_mib = 0;   // total framebuffer
-  int numa_node = -1;       // -1: unknown or not a NUMA system
-  std::string pci_bus_id;   // NVML busId, e.g. "00000000:3B:00.0"
-  bool mig_enabled = false; // current MIG mode
+  int index = 0;             // NVML index
+  std::string uuid;          // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string model;         // NVML name, e.g. "Tesla V100-PCIE-32GB"
+  int64_t memory_mib = 0;    // total framebuffer
+  int numa_node = -1;        // -1: unknown or not a NUMA system
+  std::string pci_bus_id;    // NVML busId, e.g. "00000000:3B:00.0"
+  bool mig_enabled = false;  // current MIG mode
   bool operator==(const GpuInfo&) const = default;
 };
 
@@ -39,16 +39,16 @@ struct GpuInfo {
 struct GpuLink {
   int a = 0;
   int b = 0;
-  int nvlinks = 0;                      // active NVLinks from a whose remote end is b
-  PcieLevel pcie = PcieLevel::kUnknown; // common PCIe ancestor
+  int nvlinks = 0;                       // active NVLinks from a whose remote end is b
+  PcieLevel pcie = PcieLevel::kUnknown;  // common PCIe ancestor
   bool operator==(const GpuLink&) const = default;
 };
 
 struct HealthEvent {
-  std::string uuid;       // empty: every device on the node
+  std::string uuid;  // empty: every device on the node
   bool healthy = false;
-  uint64_t xid = 0;       // the Xid that caused it, 0 when not an Xid
-  std::string reason;     // human-readable
+  uint64_t xid = 0;    // the Xid that caused it, 0 when not an Xid
+  std::string reason;  // human-readable
 };
 using HealthCallback = std::function<void(const HealthEvent&)>;
 

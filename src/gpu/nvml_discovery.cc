@@ -80,7 +80,8 @@ StatusOr<std::unique_ptr<NvmlDiscovery>> NvmlDiscovery::Open(NvmlOptions options
   api->init = Resolve<nvml::InitFn>(h, {"nvmlInit_v2", "nvmlInit"});
   api->shutdown = Resolve<nvml::ShutdownFn>(h, {"nvmlShutdown"});
   api->error_string = Resolve<nvml::ErrorStringFn>(h, {"nvmlErrorString"});
-  api->get_count = Resolve<nvml::DeviceGetCountFn>(h, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  api->get_count =
+      Resolve<nvml::DeviceGetCountFn>(h, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
   api->get_handle_by_index = Resolve<nvml::DeviceGetHandleByIndexFn>(
       h, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
   api->get_index = Resolve<nvml::DeviceGetIndexFn>(h, {"nvmlDeviceGetIndex"});
@@ -93,8 +94,8 @@ StatusOr<std::unique_ptr<NvmlDiscovery>> NvmlDiscovery::Open(NvmlOptions options
   api->get_memory_affinity =
       Resolve<nvml::DeviceGetMemoryAffinityFn>(h, {"nvmlDeviceGetMemoryAffinity"});
   api->get_mig_mode = Resolve<nvml::DeviceGetMigModeFn>(h, {"nvmlDeviceGetMigMode"});
-  api->get_common_ancestor = Resolve<nvml::DeviceGetTopologyCommonAncestorFn>(
-      h, {"nvmlDeviceGetTopologyCommonAncestor"});
+  api->get_common_ancestor =
+      Resolve<nvml::DeviceGetTopologyCommonAncestorFn>(h, {"nvmlDeviceGetTopologyCommonAncestor"});
   api->get_nvlink_state = Resolve<nvml::DeviceGetNvLinkStateFn>(h, {"nvmlDeviceGetNvLinkState"});
   api->get_nvlink_remote_pci = Resolve<nvml::DeviceGetNvLinkRemotePciInfoFn>(
       h, {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"});
@@ -142,9 +143,9 @@ StatusOr<std::vector<nvml::Device>> NvmlDiscovery::Handles() {
   HAMI_RETURN_IF_ERROR(Check(api_->get_count(&count), "nvmlDeviceGetCount"));
   std::vector<nvml::Device> out(count);
   for (unsigned i = 0; i < count; ++i) {
-    HAMI_RETURN_IF_ERROR(Annotate(Check(api_->get_handle_by_index(i, &out[i]),
-                                        "nvmlDeviceGetHandleByIndex"),
-                                  StrCat("device ", i)));
+    HAMI_RETURN_IF_ERROR(
+        Annotate(Check(api_->get_handle_by_index(i, &out[i]), "nvmlDeviceGetHandleByIndex"),
+                 StrCat("device ", i)));
   }
   return out;
 }
@@ -159,7 +160,8 @@ int NvmlDiscovery::NumaNode(nvml::Device d, const std::string& bus_id) const {
     }
   }
   if (bus_id.empty()) return -1;
-  std::ifstream f(StrCat(options_.sysfs_root, "/bus/pci/devices/", SysfsBusId(bus_id), "/numa_node"));
+  std::ifstream f(
+      StrCat(options_.sysfs_root, "/bus/pci/devices/", SysfsBusId(bus_id), "/numa_node"));
   int node = -1;
   if (f >> node) return node < 0 ? -1 : node;
   return -1;
@@ -178,7 +180,8 @@ StatusOr<std::vector<GpuInfo>> NvmlDiscovery::ListDevices() {
       if (api_->get_index(d, &idx) == nvml::kSuccess) g.index = static_cast<int>(idx);
     }
     char buf[nvml::kUuidBufferSize] = {};
-    HAMI_RETURN_IF_ERROR(Annotate(Check(api_->get_uuid(d, buf, sizeof buf), "nvmlDeviceGetUUID"), ctx));
+    HAMI_RETURN_IF_ERROR(
+        Annotate(Check(api_->get_uuid(d, buf, sizeof buf), "nvmlDeviceGetUUID"), ctx));
     g.uuid = CString(buf, sizeof buf);
     char name[nvml::kNameBufferSize] = {};
     HAMI_RETURN_IF_ERROR(
@@ -198,19 +201,22 @@ StatusOr<std::vector<GpuInfo>> NvmlDiscovery::ListDevices() {
     if (!have_mem) {
       if (!api_->get_memory) return Internal(ctx, ": nvmlDeviceGetMemoryInfo_v2 failed and no v1");
       nvml::Memory m{};
-      HAMI_RETURN_IF_ERROR(Annotate(Check(api_->get_memory(d, &m), "nvmlDeviceGetMemoryInfo"), ctx));
+      HAMI_RETURN_IF_ERROR(
+          Annotate(Check(api_->get_memory(d, &m), "nvmlDeviceGetMemoryInfo"), ctx));
       total = m.total;
     }
     g.memory_mib = static_cast<int64_t>(total / (1024ull * 1024ull));
 
     if (api_->get_pci) {
       nvml::PciInfo pci{};
-      if (api_->get_pci(d, &pci) == nvml::kSuccess) g.pci_bus_id = CString(pci.busId, sizeof pci.busId);
+      if (api_->get_pci(d, &pci) == nvml::kSuccess)
+        g.pci_bus_id = CString(pci.busId, sizeof pci.busId);
     }
     g.numa_node = NumaNode(d, g.pci_bus_id);
     if (api_->get_mig_mode) {
       unsigned cur = 0, pending = 0;
-      if (api_->get_mig_mode(d, &cur, &pending) == nvml::kSuccess) g.mig_enabled = cur == nvml::kMigEnable;
+      if (api_->get_mig_mode(d, &cur, &pending) == nvml::kSuccess)
+        g.mig_enabled = cur == nvml::kMigEnable;
     }
     out.push_back(std::move(g));
   }
@@ -232,7 +238,8 @@ StatusOr<std::vector<GpuLink>> NvmlDiscovery::Topology() {
     for (size_t i = 0; i < n; ++i) {
       for (unsigned link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
         int active = 0;
-        if (api_->get_nvlink_state(handles[i], link, &active) != nvml::kSuccess || !active) continue;
+        if (api_->get_nvlink_state(handles[i], link, &active) != nvml::kSuccess || !active)
+          continue;
         nvml::PciInfo remote{};
         if (api_->get_nvlink_remote_pci(handles[i], link, &remote) != nvml::kSuccess) continue;
         std::string rb = CString(remote.busId, sizeof remote.busId);
@@ -265,8 +272,12 @@ class NvmlDiscovery::Watch final : public HealthWatch {
  public:
   Watch(const Api* api, nvml::EventSet set, std::map<nvml::Device, std::string> uuids,
         std::set<uint64_t> ignored, unsigned wait_ms, HealthCallback cb)
-      : api_(api), set_(set), uuids_(std::move(uuids)), ignored_(std::move(ignored)),
-        wait_ms_(wait_ms), cb_(std::move(cb)) {
+      : api_(api),
+        set_(set),
+        uuids_(std::move(uuids)),
+        ignored_(std::move(ignored)),
+        wait_ms_(wait_ms),
+        cb_(std::move(cb)) {
     thread_ = std::thread([this] { Run(); });
   }
   ~Watch() override {
@@ -344,8 +355,9 @@ StatusOr<std::unique_ptr<HealthWatch>> NvmlDiscovery::WatchHealth(HealthCallback
       cb(HealthEvent{uuid, false, 0, "cannot register for Xid events"});
     }
   }
-  return std::unique_ptr<HealthWatch>(std::make_unique<Watch>(
-      api_.get(), set, std::move(uuids), options_.ignored_xids, options_.event_wait_ms, std::move(cb)));
+  return std::unique_ptr<HealthWatch>(
+      std::make_unique<Watch>(api_.get(), set, std::move(uuids), options_.ignored_xids,
+                              options_.event_wait_ms, std::move(cb)));
 }
 
 }  // namespace hami::gpu

@@ -1,7 +1,8 @@
 #pragma once
 // DeviceDiscovery over NVML. libnvidia-ml.so.1 is dlopen()ed at run time with the normal library
-// search (LD_LIBRARY_PATH first), so a host without the driver still starts, and tests load the fake
-// from src/fakes. Versioned symbols (nvmlInit_v2, ...) are preferred, with the old names as fallback.
+// search (LD_LIBRARY_PATH first), so a host without the driver still starts, and tests load the
+// fake from src/fakes. Versioned symbols (nvmlInit_v2, ...) are preferred, with the old names as
+// fallback.
 #include <atomic>
 #include <memory>
 #include <mutex>

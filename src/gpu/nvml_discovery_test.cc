@@ -2,6 +2,7 @@
 #include "gpu/nvml_discovery.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "gpu/testing/fake_nvml_hooks.h"
 
@@ -38,7 +37,8 @@ class NvmlDiscoveryTest : public ::testing::Test {
     unsetenv("FAKEGPU_XID");
     setenv("FAKEGPU_DEVICES",
            "Tesla V100-PCIE-32GB:32768:80;Tesla V100-PCIE-32GB:32768:80;"
-           "NVIDIA A100-SXM4-80GB:81920:108:GPU-11111111-2222-3333-4444-555555555555;Tesla T4:15360:40",
+           "NVIDIA A100-SXM4-80GB:81920:108:GPU-11111111-2222-3333-4444-555555555555;Tesla "
+           "T4:15360:40",
            1);
   }
   void TearDown() override { unlink(state_.c_str()); }
@@ -66,9 +66,12 @@ TEST_F(NvmlDiscoveryTest, ListsDevicesWithIdentityMemoryPciAndNuma) {
     int numa;
   };
   const Want want[] = {
-      {0, "GPU-fa4e0000-0000-4000-8000-000000000000", "Tesla V100-PCIE-32GB", "00000000:18:00.0", 32768, 0},
-      {1, "GPU-fa4e0000-0000-4000-8000-000000000001", "Tesla V100-PCIE-32GB", "00000000:20:00.0", 32768, 0},
-      {2, "GPU-11111111-2222-3333-4444-555555555555", "NVIDIA A100-SXM4-80GB", "00000000:28:00.0", 81920, 1},
+      {0, "GPU-fa4e0000-0000-4000-8000-000000000000", "Tesla V100-PCIE-32GB", "00000000:18:00.0",
+       32768, 0},
+      {1, "GPU-fa4e0000-0000-4000-8000-000000000001", "Tesla V100-PCIE-32GB", "00000000:20:00.0",
+       32768, 0},
+      {2, "GPU-11111111-2222-3333-4444-555555555555", "NVIDIA A100-SXM4-80GB", "00000000:28:00.0",
+       81920, 1},
       {3, "GPU-fa4e0000-0000-4000-8000-000000000003", "Tesla T4", "00000000:30:00.0", 15360, 1},
   };
   for (int i = 0; i < 4; ++i) {
@@ -95,8 +98,9 @@ TEST_F(NvmlDiscoveryTest, TopologyCountsNvLinksAndPcieLevels) {
       {1, 2, 0, PcieLevel::kSystem},  {1, 3, 0, PcieLevel::kSystem}, {2, 3, 4, PcieLevel::kSingle},
   };
   for (size_t i = 0; i < 6; ++i) {
-    EXPECT_EQ((*links)[i], want[i]) << "pair " << (*links)[i].a << "-" << (*links)[i].b << " nvlinks "
-                                    << (*links)[i].nvlinks << " pcie " << PcieLevelName((*links)[i].pcie);
+    EXPECT_EQ((*links)[i], want[i])
+        << "pair " << (*links)[i].a << "-" << (*links)[i].b << " nvlinks " << (*links)[i].nvlinks
+        << " pcie " << PcieLevelName((*links)[i].pcie);
   }
 }
 
@@ -163,8 +167,10 @@ TEST_F(NvmlDiscoveryTest, ErrorsAreClear) {
   };
   const Case cases[] = {
       {"driver not loaded", "FAKEGPU_INIT_FAIL", "1", true, "nvmlInit failed"},
-      {"uuid query fails", "FAKEGPU_FAULTS", "nvmlDeviceGetUUID=999@2", false, "device 1: nvmlDeviceGetUUID failed"},
-      {"count fails", "FAKEGPU_FAULTS", "nvmlDeviceGetCount_v2=999", false, "nvmlDeviceGetCount failed"},
+      {"uuid query fails", "FAKEGPU_FAULTS", "nvmlDeviceGetUUID=999@2", false,
+       "device 1: nvmlDeviceGetUUID failed"},
+      {"count fails", "FAKEGPU_FAULTS", "nvmlDeviceGetCount_v2=999", false,
+       "nvmlDeviceGetCount failed"},
   };
   for (const auto& tc : cases) {
     unsetenv("FAKEGPU_FAULTS");
@@ -184,7 +190,8 @@ TEST(NvmlOpenTest, MissingLibraryIsAClearError) {
   auto d = NvmlDiscovery::Open(o);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(std::string(d.status().message()).find("libnvidia-ml-does-not-exist.so.1"), std::string::npos);
+  EXPECT_NE(std::string(d.status().message()).find("libnvidia-ml-does-not-exist.so.1"),
+            std::string::npos);
 }
 
 TEST(NvmlOpenTest, LibraryThatIsNotNvmlIsRejected) {
@@ -192,7 +199,8 @@ TEST(NvmlOpenTest, LibraryThatIsNotNvmlIsRejected) {
   o.library = "libc.so.6";
   auto d = NvmlDiscovery::Open(o);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(std::string(d.status().message()).find("does not export nvmlInit_v2"), std::string::npos)
+  EXPECT_NE(std::string(d.status().message()).find("does not export nvmlInit_v2"),
+            std::string::npos)
       << d.status();
 }
 

@@ -6,8 +6,9 @@ namespace hami::gpu {
 namespace {
 
 TEST(StaticDiscoveryTest, ListsWhatItWasGiven) {
-  StaticDiscovery d({MakeGpu(0, "GPU-a", "Tesla T4", 15360), MakeGpu(1, "GPU-b", "Tesla T4", 15360, 1)},
-                    {GpuLink{0, 1, 2, PcieLevel::kSingle}});
+  StaticDiscovery d(
+      {MakeGpu(0, "GPU-a", "Tesla T4", 15360), MakeGpu(1, "GPU-b", "Tesla T4", 15360, 1)},
+      {GpuLink{0, 1, 2, PcieLevel::kSingle}});
   auto devs = d.ListDevices();
   ASSERT_TRUE(devs.ok());
   ASSERT_EQ(devs->size(), 2u);

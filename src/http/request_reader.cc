@@ -15,7 +15,8 @@ struct RequestReader::Impl {
   bhttp::request_parser<bhttp::string_body> parser;
 };
 
-RequestReader::RequestReader(RequestLimits limits) : impl_(std::make_unique<Impl>()), limits_(limits) {
+RequestReader::RequestReader(RequestLimits limits)
+    : impl_(std::make_unique<Impl>()), limits_(limits) {
   impl_->parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
   impl_->parser.body_limit(static_cast<std::uint64_t>(limits_.max_body_bytes));
 }
@@ -31,7 +32,8 @@ void RequestReader::Fail(int status, std::string reason) {
 namespace {
 
 // Beast's parse errors as an HTTP status and a sentence for the client.
-void Classify(const beast::error_code& ec, const RequestLimits& limits, int* status, std::string* reason) {
+void Classify(const beast::error_code& ec, const RequestLimits& limits, int* status,
+              std::string* reason) {
   if (ec == bhttp::error::body_limit) {
     *status = 413;
     *reason = "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes";
@@ -58,13 +60,16 @@ void RequestReader::CheckHeader() {
     for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const size_t a = v.find_first_not_of(" \t"), b = v.find_last_not_of(" \t");
     v = a == std::string::npos ? "" : v.substr(a, b - a + 1);
-    if (v != "identity") return Fail(415, "Content-Encoding \"" + std::string(f->value().data(), f->value().size()) + "\" is not accepted: send the body uncompressed");
+    if (v != "identity")
+      return Fail(415, "Content-Encoding \"" + std::string(f->value().data(), f->value().size()) +
+                           "\" is not accepted: send the body uncompressed");
   }
   // Beast reads a body only for chunked or Content-Length; any other transfer coding would leave
   // the body to be parsed as the next request (smuggling), so it is refused.
   const auto te = h.equal_range(bhttp::field::transfer_encoding);
   if (te.first != te.second && !impl_->parser.chunked())
-    return Fail(501, "Transfer-Encoding \"" + std::string(te.first->value().data(), te.first->value().size()) +
+    return Fail(501, "Transfer-Encoding \"" +
+                         std::string(te.first->value().data(), te.first->value().size()) +
                          "\" is not supported (only chunked)");
   if (impl_->parser.chunked()) {
     int codings = 0;
@@ -73,7 +78,8 @@ void RequestReader::CheckHeader() {
         (void)tok;
         ++codings;
       }
-    if (codings != 1) return Fail(501, "Transfer-Encoding other than plain chunked is not supported");
+    if (codings != 1)
+      return Fail(501, "Transfer-Encoding other than plain chunked is not supported");
   }
   state_ = State::kHeaderDone;
 }
@@ -89,7 +95,8 @@ size_t RequestReader::Feed(std::string_view data) {
     used += n;
     if (n > 0) started_ = true;
     if (ec == bhttp::error::need_more) {
-      if (used < data.size()) started_ = true;  // a partial header sits unconsumed in the caller's buffer
+      if (used < data.size())
+        started_ = true;  // a partial header sits unconsumed in the caller's buffer
       break;
     }
     if (ec) {
@@ -140,8 +147,12 @@ bool RequestReader::expects_continue() const {
   return it != h.end() && beast::iequals(it->value(), "100-continue");
 }
 
-bool RequestReader::keep_alive() const { return impl_->parser.get().keep_alive(); }
-int RequestReader::version() const { return static_cast<int>(impl_->parser.get().version()); }
+bool RequestReader::keep_alive() const {
+  return impl_->parser.get().keep_alive();
+}
+int RequestReader::version() const {
+  return static_cast<int>(impl_->parser.get().version());
+}
 
 HttpRequest RequestReader::Take() {
   HttpRequest r;

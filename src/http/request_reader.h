@@ -12,7 +12,7 @@ namespace hami::http {
 
 struct RequestLimits {
   size_t max_header_bytes = 16u << 10;  // request line + fields
-  size_t max_body_bytes = 8u << 20;     // after de-chunking; Content-Length over it is refused unread
+  size_t max_body_bytes = 8u << 20;  // after de-chunking; Content-Length over it is refused unread
 };
 
 // One request as handlers see it.
@@ -35,9 +35,9 @@ class RequestReader {
   RequestReader(const RequestReader&) = delete;
   RequestReader& operator=(const RequestReader&) = delete;
 
-  // Consumes a prefix of `data` and returns its length. Stops at the end of the header (kHeaderDone)
-  // and at the end of the request: bytes after it belong to the next (pipelined) request and are
-  // not consumed. In kHeaderDone, kDone and kError nothing is consumed.
+  // Consumes a prefix of `data` and returns its length. Stops at the end of the header
+  // (kHeaderDone) and at the end of the request: bytes after it belong to the next (pipelined)
+  // request and are not consumed. In kHeaderDone, kDone and kError nothing is consumed.
   size_t Feed(std::string_view data);
   // The peer closed its side: a request cut short becomes a 400 (nothing read yet stays kNeedMore).
   void FeedEof();
@@ -45,8 +45,8 @@ class RequestReader {
   void AcceptBody();
 
   State state() const { return state_; }
-  bool started() const { return started_; }  // any byte of this request seen
-  int error_status() const { return error_status_; }      // 400, 413, 415, 431, 501
+  bool started() const { return started_; }           // any byte of this request seen
+  int error_status() const { return error_status_; }  // 400, 413, 415, 431, 501
   const std::string& error_reason() const { return error_reason_; }
 
   // Valid from kHeaderDone on.

@@ -25,10 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(!r.method.empty(), "a request has a method");
     }
     const int e = d->error;
-    FUZZ_CHECK(e == 0 || e == 400 || e == 413 || e == 415 || e == 431 || e == 501, "only documented refusals");
+    FUZZ_CHECK(e == 0 || e == 400 || e == 413 || e == 415 || e == 431 || e == 501,
+               "only documented refusals");
     FUZZ_CHECK(e == 0 || !d->reason.empty(), "a refusal says why");
   }
-  FUZZ_CHECK(whole.requests.size() == split.requests.size(), "the split does not change how many requests");
+  FUZZ_CHECK(whole.requests.size() == split.requests.size(),
+             "the split does not change how many requests");
   for (size_t i = 0; i < whole.requests.size(); ++i) {
     FUZZ_CHECK(whole.requests[i].path == split.requests[i].path, "same path however split");
     FUZZ_CHECK(whole.requests[i].body == split.requests[i].body, "same body however split");

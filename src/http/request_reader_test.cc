@@ -1,19 +1,21 @@
-// RequestReader: what it accepts, what it refuses (and with which status), pipelining, chunked bodies,
-// and that feeding one byte at a time gives the same result as feeding everything at once.
+// RequestReader: what it accepts, what it refuses (and with which status), pipelining, chunked
+// bodies, and that feeding one byte at a time gives the same result as feeding everything at once.
 #include "http/request_reader.h"
-#include "http/testing/decode.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "http/testing/decode.h"
+
 namespace hami::http {
 namespace {
 
 using Outcome = testing::Decoded;
 
-Outcome Decode(const std::string& wire, RequestLimits limits = {}, size_t step = 0, bool eof = true) {
+Outcome Decode(const std::string& wire, RequestLimits limits = {}, size_t step = 0,
+               bool eof = true) {
   return testing::DecodeStream(wire, limits, step, eof);
 }
 
@@ -24,7 +26,8 @@ std::string Post(const std::string& path, const std::string& body, const std::st
 
 TEST(RequestReader, Table) {
   const std::string chunked_ok =
-      "POST /bind HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
+      "POST /bind HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
   struct Case {
     const char* name;
     std::string wire;
@@ -43,12 +46,17 @@ TEST(RequestReader, Table) {
       {"deflate", Post("/filter", "xx", "Content-Encoding: deflate\r\n"), 0, 415, ""},
       {"identity encoding", Post("/filter", "{}", "Content-Encoding: identity\r\n"), 1, 0, "{}"},
       {"te gzip", "POST /f HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc", 0, 501, ""},
-      {"te gzip,chunked", "POST /f HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 0, 501, ""},
-      {"te + content-length", "POST /f HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 0, 400, ""},
-      {"two lengths", "POST /f HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 0, 400, ""},
+      {"te gzip,chunked", "POST /f HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+       0, 501, ""},
+      {"te + content-length",
+       "POST /f HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 0,
+       400, ""},
+      {"two lengths", "POST /f HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 0,
+       400, ""},
       {"garbage line", "\x16\x03\x01\x02\x00garbage\r\n\r\n", 0, 400, ""},
       {"no version", "GET /\r\n\r\n", 0, 400, ""},
-      {"bad chunk size", "POST /f HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 400, ""},
+      {"bad chunk size", "POST /f HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 400,
+       ""},
       {"cut short", Post("/filter", "{}").substr(0, 60), 0, 400, ""},
   };
   for (const auto& c : cases) {
@@ -98,7 +106,9 @@ TEST(RequestReader, BodyCapHoldsForLengthAndChunked) {
   EXPECT_EQ(o.error, 413);
   EXPECT_TRUE(o.requests.empty());
   // One huge chunk size announced.
-  EXPECT_EQ(Decode("POST /f HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\nab", limits).error, 413);
+  EXPECT_EQ(
+      Decode("POST /f HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\nab", limits).error,
+      413);
 }
 
 TEST(RequestReader, HeaderCap) {
@@ -114,7 +124,8 @@ TEST(RequestReader, HeaderCap) {
 TEST(RequestReader, HeaderFacts) {
   RequestReader r;
   const std::string head =
-      "POST /webhook?timeout=10s HTTP/1.1\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: 2\r\n\r\n";
+      "POST /webhook?timeout=10s HTTP/1.1\r\nExpect: 100-continue\r\nConnection: "
+      "close\r\nContent-Length: 2\r\n\r\n";
   EXPECT_EQ(r.Feed(head + "{}"), head.size());
   ASSERT_EQ(r.state(), RequestReader::State::kHeaderDone);
   EXPECT_TRUE(r.expects_continue());

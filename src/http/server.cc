@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 
 Status SplitHostPort(const std::string& bind, std::string* host, int* port) {
   const size_t colon = bind.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("address \"", bind, "\" must be ADDR:PORT");
+  if (colon == std::string::npos)
+    return InvalidArgument("address \"", bind, "\" must be ADDR:PORT");
   std::string h = bind.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (h.empty()) h = "0.0.0.0";
@@ -59,7 +60,10 @@ int64_t FileStamp(const std::string& path) {
          (static_cast<int64_t>(st.st_size) << 20) ^ static_cast<int64_t>(st.st_ino);
 }
 
-int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
 // Where a connection is; only kEvictable ones may be closed to admit a new connection.
 enum Phase : int { kEvictable = 0, kBusy = 1, kEvicting = 2, kClosing = 3 };
@@ -73,8 +77,8 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
-  virtual void Evict() = 0;    // posts a close onto the connection's strand
-  virtual void CloseNow() = 0; // only when no I/O thread runs (Stop)
+  virtual void Evict() = 0;     // posts a close onto the connection's strand
+  virtual void CloseNow() = 0;  // only when no I/O thread runs (Stop)
   std::atomic<int> phase{kEvictable};
   std::atomic<int64_t> last_active_ns{NowNs()};
 };
@@ -95,7 +99,8 @@ struct HttpServer::Impl {
   std::mutex reg_mu;
   std::list<std::weak_ptr<SessionBase>> sessions;  // guarded by reg_mu
 
-  std::atomic<int64_t> open{0}, accepted{0}, evicted{0}, refused{0}, timed_out{0}, rejected{0}, handled{0};
+  std::atomic<int64_t> open{0}, accepted{0}, evicted{0}, refused{0}, timed_out{0}, rejected{0},
+      handled{0};
   std::atomic<uint64_t> buffered{0};  // body bytes reserved by requests in flight
   std::atomic<bool> closing{false};   // Stop() began: no new connection or request
 
@@ -198,7 +203,8 @@ struct HttpServer::Impl {
       cert_stamp = cs;
       key_stamp = ks;
       rejects.fetch_add(1);
-      spdlog::error("TLS certificate not reloaded, the previous one keeps serving: {}", std::string(pair.status().message()));
+      spdlog::error("TLS certificate not reloaded, the previous one keeps serving: {}",
+                    std::string(pair.status().message()));
       return;
     }
     std::lock_guard<std::mutex> l(cert_mu);
@@ -214,7 +220,8 @@ struct HttpServer::Impl {
     auto* self = static_cast<Impl*>(arg);
     std::shared_ptr<CertPair> pair = self->Current();
     if (!pair) return 0;
-    if (SSL_use_certificate(ssl, pair->leaf) != 1 || SSL_use_PrivateKey(ssl, pair->key) != 1) return 0;
+    if (SSL_use_certificate(ssl, pair->leaf) != 1 || SSL_use_PrivateKey(ssl, pair->key) != 1)
+      return 0;
     SSL_clear_chain_certs(ssl);
     for (X509* c : pair->chain) SSL_add1_chain_cert(ssl, c);
     return 1;
@@ -249,17 +256,19 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     deadline_ = Clock::now() + srv_->opts.header_timeout;
     if constexpr (kTls) {
       Lowest().expires_at(deadline_);
-      stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-        if (ec) return self->Failed(ec);
-        self->StartRequest(/*first=*/true);
-      });
+      stream_.async_handshake(net::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec) return self->Failed(ec);
+                                self->StartRequest(/*first=*/true);
+                              });
     } else {
       StartRequest(/*first=*/true);
     }
   }
 
   void Evict() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->Lowest().close(); });
+    net::post(stream_.get_executor(),
+              [self = this->shared_from_this()] { self->Lowest().close(); });
   }
   void CloseNow() override { Lowest().close(); }
 
@@ -281,23 +290,25 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     in_header_ = buf_.size() > 0;
     // The first request of a connection and one whose bytes already arrived (pipelined) get the
     // header timeout; a keep-alive connection waits idle_timeout for the next request's first byte.
-    if (!first) deadline_ = Clock::now() + (in_header_ ? srv_->opts.header_timeout : srv_->opts.idle_timeout);
+    if (!first)
+      deadline_ = Clock::now() + (in_header_ ? srv_->opts.header_timeout : srv_->opts.idle_timeout);
     in_header_ = in_header_ || first;
     Parse();
   }
 
   void DoRead() {
     Lowest().expires_at(deadline_);
-    stream_.async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-      self->OnRead(ec, n);
-    });
+    stream_.async_read_some(
+        buf_.prepare(kReadChunk),
+        [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {
     if (ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
       reader_->FeedEof();
       if (reader_->state() == RequestReader::State::kDone) return Dispatch(/*peer_closed=*/true);
-      if (reader_->state() == RequestReader::State::kError) return Reject(reader_->error_status(), reader_->error_reason());
+      if (reader_->state() == RequestReader::State::kError)
+        return Reject(reader_->error_status(), reader_->error_reason());
       return Lowest().close();
     }
     if (ec) return Failed(ec);
@@ -313,7 +324,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void Parse() {
     for (;;) {
       const auto data = buf_.data();
-      const size_t used = reader_->Feed(std::string_view(static_cast<const char*>(data.data()), data.size()));
+      const size_t used =
+          reader_->Feed(std::string_view(static_cast<const char*>(data.data()), data.size()));
       buf_.consume(used);
       switch (reader_->state()) {
         case RequestReader::State::kNeedMore:
@@ -326,13 +338,14 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
           if (!SetPhase(kEvictable, kBusy)) return Lowest().close();
           const uint64_t want = reader_->body_reservation();
           if (want > 0) {
-            if (!srv_->Reserve(want)) return Reject(503, "too many request bodies in flight; retry");
+            if (!srv_->Reserve(want))
+              return Reject(503, "too many request bodies in flight; retry");
             reserved_ = want;
           }
           deadline_ = Clock::now() + srv_->opts.body_timeout;
           reader_->AcceptBody();
-          if (want > 0 && reader_->expects_continue() && reader_->state() == RequestReader::State::kNeedMore &&
-              buf_.size() == 0) {
+          if (want > 0 && reader_->expects_continue() &&
+              reader_->state() == RequestReader::State::kNeedMore && buf_.size() == 0) {
             Lowest().expires_at(deadline_);
             net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                              [self = this->shared_from_this()](beast::error_code ec, size_t) {
@@ -358,14 +371,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     const HttpHandler* handler = srv_->Find(req->method, req->path, &status);
     if (handler == nullptr) {
       srv_->Release(reserved);
-      return Reply(HttpResponse{status, "text/plain", status == 404 ? "not found\n" : "method not allowed\n"}, version, keep);
+      return Reply(HttpResponse{status, "text/plain",
+                                status == 404 ? "not found\n" : "method not allowed\n"},
+                   version, keep);
     }
     srv_->handled.fetch_add(1);
-    net::post(*srv_->pool, [self = this->shared_from_this(), srv = srv_, handler, req, reserved, version, keep] {
+    net::post(*srv_->pool, [self = this->shared_from_this(), srv = srv_, handler, req, reserved,
+                            version, keep] {
       HttpResponse resp;
-      Status depth = srv->opts.max_json_depth > 0 && !req->body.empty()
-                         ? core::jsonutil::CheckDepth(req->body, "request body", srv->opts.max_json_depth)
-                         : OkStatus();
+      Status depth =
+          srv->opts.max_json_depth > 0 && !req->body.empty()
+              ? core::jsonutil::CheckDepth(req->body, "request body", srv->opts.max_json_depth)
+              : OkStatus();
       if (!depth.ok()) {
         srv->rejected.fetch_add(1);
         resp = HttpResponse{400, "text/plain", std::string(depth.message()) + "\n"};
@@ -380,38 +397,42 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       req->body.clear();
       req->body.shrink_to_fit();
       srv->Release(reserved);
-      net::post(self->stream_.get_executor(), [self, resp = std::move(resp), version, keep]() mutable {
-        self->Reply(std::move(resp), version, keep);
-      });
+      net::post(self->stream_.get_executor(),
+                [self, resp = std::move(resp), version, keep]() mutable {
+                  self->Reply(std::move(resp), version, keep);
+                });
     });
   }
 
   void Reject(int status, const std::string& reason) {
     srv_->rejected.fetch_add(1);
     phase.store(kClosing);
-    Reply(HttpResponse{status, "text/plain", reason + "\n"}, reader_ ? reader_->version() : 11, /*keep=*/false);
+    Reply(HttpResponse{status, "text/plain", reason + "\n"}, reader_ ? reader_->version() : 11,
+          /*keep=*/false);
   }
 
   void Reply(HttpResponse r, int version, bool keep) {
-    res_ = std::make_unique<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(r.status),
-                                                                 version == 10 ? 10 : 11);
+    res_ = std::make_unique<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(r.status), version == 10 ? 10 : 11);
     res_->set(bhttp::field::content_type, r.content_type);
     res_->body() = std::move(r.body);
     res_->keep_alive(keep);
     res_->prepare_payload();
     deadline_ = Clock::now() + srv_->opts.write_timeout;
     Lowest().expires_at(deadline_);
-    bhttp::async_write(stream_, *res_, [self = this->shared_from_this(), keep](beast::error_code ec, size_t) {
-      self->res_.reset();
-      if (ec) return self->Failed(ec);
-      if (!keep) return self->Finish();
-      self->StartRequest(/*first=*/false);
-    });
+    bhttp::async_write(stream_, *res_,
+                       [self = this->shared_from_this(), keep](beast::error_code ec, size_t) {
+                         self->res_.reset();
+                         if (ec) return self->Failed(ec);
+                         if (!keep) return self->Finish();
+                         self->StartRequest(/*first=*/false);
+                       });
   }
 
-  // After a final response: stop sending (plain: FIN), then read and drop what the client still sends
-  // (a refused body) for a moment, so that closing does not reset the connection before the client has
-  // read the response; TLS then says close_notify. Bounded by kDrainTimeout and the body cap.
+  // After a final response: stop sending (plain: FIN), then read and drop what the client still
+  // sends (a refused body) for a moment, so that closing does not reset the connection before the
+  // client has read the response; TLS then says close_notify. Bounded by kDrainTimeout and the body
+  // cap.
   void Finish() {
     phase.store(kClosing);
     Lowest().expires_after(kDrainTimeout);
@@ -424,9 +445,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Drain() {
     buf_.clear();
-    stream_.async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+    stream_.async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](
+                                                          beast::error_code ec, size_t n) {
       self->drained_ += n;
-      if (!ec && self->drained_ <= self->srv_->opts.max_body_bytes + kReadChunk) return self->Drain();
+      if (!ec && self->drained_ <= self->srv_->opts.max_body_bytes + kReadChunk)
+        return self->Drain();
       if constexpr (kTls) {
         if (ec != beast::error::timeout) {
           self->stream_.async_shutdown([self](beast::error_code) { self->Lowest().close(); });
@@ -486,20 +509,34 @@ void HttpServer::Impl::Admit(tcp::socket socket) {
   }
   accepted.fetch_add(1);
   if (Tls()) {
-    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(this, std::move(socket), *ssl_ctx)->Run();
+    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(this, std::move(socket),
+                                                                    *ssl_ctx)
+        ->Run();
   } else {
     std::make_shared<Session<beast::tcp_stream>>(this, std::move(socket))->Run();
   }
 }
 
-HttpServer::HttpServer(HttpServerOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
+HttpServer::HttpServer(HttpServerOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(opts);
+}
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+}
 
-bool HttpServer::tls() const { return impl_->Tls(); }
-int HttpServer::port() const { return impl_->port; }
-int64_t HttpServer::cert_loads() const { return impl_->loads.load(); }
-int64_t HttpServer::cert_rejects() const { return impl_->rejects.load(); }
+bool HttpServer::tls() const {
+  return impl_->Tls();
+}
+int HttpServer::port() const {
+  return impl_->port;
+}
+int64_t HttpServer::cert_loads() const {
+  return impl_->loads.load();
+}
+int64_t HttpServer::cert_rejects() const {
+  return impl_->rejects.load();
+}
 
 HttpServerStats HttpServer::stats() const {
   HttpServerStats s;
@@ -525,7 +562,8 @@ Status HttpServer::Start() {
   int port = 0;
   HAMI_RETURN_IF_ERROR(SplitHostPort(im.opts.bind, &host, &port));
   if (im.opts.threads < 1 || im.opts.io_threads < 1 || im.opts.max_connections < 1)
-    return InvalidArgument("HTTP server: threads, io_threads and max_connections must be at least 1");
+    return InvalidArgument(
+        "HTTP server: threads, io_threads and max_connections must be at least 1");
   if (im.Tls()) {
     if (im.opts.cert_file.empty() || im.opts.key_file.empty())
       return InvalidArgument("--cert-file and --key-file must be given together");

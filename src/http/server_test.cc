@@ -24,8 +24,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::ConnectLoopback;
 using testing::Exchange;
-using testing::RawResponse;
 using testing::PeerCommonName;
+using testing::RawResponse;
 using testing::ReadOne;
 using testing::ReadResponse;
 using testing::SendAll;
@@ -34,8 +34,8 @@ using testing::WaitClosed;
 constexpr auto kWait = 10s;  // bound on every wait for an answer
 
 std::string Post(const std::string& path, const std::string& body, const std::string& extra = "") {
-  return "POST " + path + " HTTP/1.1\r\nHost: t\r\n" + extra + "Content-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
+  return "POST " + path + " HTTP/1.1\r\nHost: t\r\n" + extra +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 const std::string kHealthz = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
 
@@ -70,8 +70,12 @@ void AddRoutes(HttpServer& s, Gate* gate = nullptr) {
       gate->Wait();
       return HttpResponse{200, "text/plain", "slow"};
     });
-  s.Route("POST", "/echo", [](const HttpRequest& r) { return HttpResponse{200, "text/plain", r.path + ":" + r.body}; });
-  s.Route("GET", "/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; });
+  s.Route("POST", "/echo", [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", r.path + ":" + r.body};
+  });
+  s.Route("GET", "/healthz", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "ok"};
+  });
 }
 
 TEST(HttpServer, StatusTable) {
@@ -100,7 +104,8 @@ TEST(HttpServer, StatusTable) {
       {"te gzip", "POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501, ""},
       {"garbage", "\x01\x02\x03 nonsense\r\n\r\n", 400, ""},
       {"deep json", Post("/echo", std::string(600, '[')), 200, ""},
-      {"header too large", "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", 431, ""},
+      {"header too large", "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n",
+       431, ""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -119,12 +124,15 @@ TEST(HttpServer, JsonNestingLimit) {
   HttpServer s(o);
   AddRoutes(s);
   ASSERT_TRUE(s.Start().ok());
-  EXPECT_EQ(Exchange(s.port(), Post("/echo", std::string(50, '[') + std::string(50, ']')), kWait).status, 200);
+  EXPECT_EQ(
+      Exchange(s.port(), Post("/echo", std::string(50, '[') + std::string(50, ']')), kWait).status,
+      200);
   RawResponse deep = Exchange(s.port(), Post("/echo", std::string(51, '{')), kWait);
   EXPECT_EQ(deep.status, 400);
   EXPECT_NE(deep.body.find("nested deeper than 50"), std::string::npos) << deep.body;
   // Brackets inside strings do not count.
-  EXPECT_EQ(Exchange(s.port(), Post("/echo", "[\"" + std::string(100, '[') + "\"]"), kWait).status, 200);
+  EXPECT_EQ(Exchange(s.port(), Post("/echo", "[\"" + std::string(100, '[') + "\"]"), kWait).status,
+            200);
 }
 
 TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
@@ -153,7 +161,8 @@ TEST(HttpServer, ExpectContinue) {
   AddRoutes(s);
   ASSERT_TRUE(s.Start().ok());
   const int fd = ConnectLoopback(s.port());
-  ASSERT_TRUE(SendAll(fd, "POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"));
+  ASSERT_TRUE(
+      SendAll(fd, "POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"));
   std::string got;
   ASSERT_TRUE(testing::ReadSome(fd, &got, kWait));
   EXPECT_EQ(got.rfind("HTTP/1.1 100 Continue", 0), 0u) << got;
@@ -180,7 +189,8 @@ TEST(HttpServer, HeaderAndIdleTimeoutsClose) {
   ASSERT_EQ(ReadOne(idle, kWait).status, 200);
   EXPECT_TRUE(WaitClosed(idle, kWait));
   ::close(idle);
-  for (int i = 0; i < 1000 && s.stats().timed_out < 2; ++i) std::this_thread::sleep_for(5ms);  // counted after the close
+  for (int i = 0; i < 1000 && s.stats().timed_out < 2; ++i)
+    std::this_thread::sleep_for(5ms);  // counted after the close
   EXPECT_GE(s.stats().timed_out, 2);
 }
 
@@ -195,14 +205,15 @@ TEST(HttpServer, AtTheConnectionLimitTheIdlestGoesFirst) {
   // Every new connection past 8 evicted an idle one; a fresh request still gets through.
   EXPECT_EQ(Exchange(s.port(), kHealthz, kWait).status, 200);
   EXPECT_GE(s.stats().evicted, 12);
-  for (int i = 0; i < 1000 && s.stats().open > 9; ++i) std::this_thread::sleep_for(5ms);  // evictions are posted
+  for (int i = 0; i < 1000 && s.stats().open > 9; ++i)
+    std::this_thread::sleep_for(5ms);  // evictions are posted
   EXPECT_LE(s.stats().open, 9);
   for (int fd : idle) ::close(fd);
 }
 
 // Connections that die while the acceptor looks for one to evict: the eviction scan must not drop
-// the last reference to a session (whose destructor unregisters it) while it holds the registry lock.
-// Before the fix this deadlocked the acceptor within a few thousand churned connections.
+// the last reference to a session (whose destructor unregisters it) while it holds the registry
+// lock. Before the fix this deadlocked the acceptor within a few thousand churned connections.
 TEST(HttpServer, EvictionScanSurvivesConnectionsDyingUnderIt) {
   HttpServerOptions o;
   o.max_connections = 64;
@@ -271,7 +282,8 @@ TEST(HttpServer, BodiesInFlightShareABudget) {
   // One half-sent 1000-byte body holds 1000 of the 1500: a second one must wait its turn (503).
   const int holder = ConnectLoopback(s.port());
   ASSERT_TRUE(SendAll(holder, "POST /echo HTTP/1.1\r\nContent-Length: 1000\r\n\r\nabc"));
-  for (int i = 0; i < 1000 && s.stats().buffered_body_bytes < 1000; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 1000 && s.stats().buffered_body_bytes < 1000; ++i)
+    std::this_thread::sleep_for(5ms);
   ASSERT_EQ(s.stats().buffered_body_bytes, 1000);
   EXPECT_EQ(Exchange(s.port(), Post("/echo", std::string(1000, 'b')), kWait).status, 503);
   EXPECT_EQ(Exchange(s.port(), Post("/echo", std::string(400, 'c')), kWait).status, 200);
@@ -293,7 +305,8 @@ TEST(HttpServer, StopWithOpenConnections) {
 }
 
 TEST(HttpServer, WeakKeyAtStartAndReload) {
-  const auto dir = std::filesystem::temp_directory_path() / ("hami-http-tls-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hami-http-tls-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string cert = (dir / "tls.crt").string(), key = (dir / "tls.key").string();
   HttpServerOptions o;

@@ -49,7 +49,8 @@ StatusOr<std::string> ReadFileCapped(const std::string& path, size_t max_bytes) 
   }
   ::close(fd);
   // The file may have grown between fstat and read.
-  if (got > max_bytes) return InvalidArgument(path, ": larger than the limit of ", max_bytes, " bytes");
+  if (got > max_bytes)
+    return InvalidArgument(path, ": larger than the limit of ", max_bytes, " bytes");
   out.resize(got);
   return out;
 }
@@ -59,16 +60,19 @@ Status CheckKeyStrength(EVP_PKEY* key, const std::string& what) {
   switch (EVP_PKEY_get_base_id(key)) {
     case EVP_PKEY_RSA:
     case EVP_PKEY_RSA_PSS:
-      if (bits < 2048) return InvalidArgument(what, ": RSA key of ", bits, " bits; at least 2048 are required");
+      if (bits < 2048)
+        return InvalidArgument(what, ": RSA key of ", bits, " bits; at least 2048 are required");
       return OkStatus();
     case EVP_PKEY_EC:
-      if (bits < 256) return InvalidArgument(what, ": EC key of ", bits, " bits; at least P-256 is required");
+      if (bits < 256)
+        return InvalidArgument(what, ": EC key of ", bits, " bits; at least P-256 is required");
       return OkStatus();
     case EVP_PKEY_ED25519:
     case EVP_PKEY_ED448:
       return OkStatus();
     default:
-      return InvalidArgument(what, ": unsupported key type (use RSA >= 2048 bits, ECDSA >= P-256 or Ed25519)");
+      return InvalidArgument(
+          what, ": unsupported key type (use RSA >= 2048 bits, ECDSA >= P-256 or Ed25519)");
   }
 }
 
@@ -82,7 +86,8 @@ int NoPassphrase(char*, int, int, void* asked) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<CertPair>> LoadCertPair(const std::string& cert_file, const std::string& key_file) {
+StatusOr<std::shared_ptr<CertPair>> LoadCertPair(const std::string& cert_file,
+                                                 const std::string& key_file) {
   HAMI_ASSIGN_OR_RETURN(std::string cert_pem, ReadFileCapped(cert_file, kMaxPemFileBytes));
   HAMI_ASSIGN_OR_RETURN(std::string key_pem, ReadFileCapped(key_file, kMaxPemFileBytes));
   auto pair = std::make_shared<CertPair>();
@@ -103,19 +108,23 @@ StatusOr<std::shared_ptr<CertPair>> LoadCertPair(const std::string& cert_file, c
   BIO_free(kb);
   ERR_clear_error();
   if (!pair->key && asked)
-    return InvalidArgument(key_file, ": the private key is encrypted; passphrases are not supported (store it "
-                           "unencrypted in the secret, e.g. `openssl pkey -in KEY -out KEY.plain`)");
+    return InvalidArgument(
+        key_file,
+        ": the private key is encrypted; passphrases are not supported (store it "
+        "unencrypted in the secret, e.g. `openssl pkey -in KEY -out KEY.plain`)");
   if (!pair->key) return InvalidArgument(key_file, ": no PEM private key found");
   HAMI_RETURN_IF_ERROR(CheckKeyStrength(pair->key, key_file));
   if (X509_check_private_key(pair->leaf, pair->key) != 1) {
     ERR_clear_error();
-    return InvalidArgument(key_file, ": the private key does not match the certificate in ", cert_file);
+    return InvalidArgument(key_file, ": the private key does not match the certificate in ",
+                           cert_file);
   }
   return pair;
 }
 
 Status ConfigureServerContext(SSL_CTX* ctx) {
-  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) return Internal("cannot set the TLS minimum version");
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+    return Internal("cannot set the TLS minimum version");
   // TLS 1.2: forward secrecy (ECDHE) and authenticated encryption (GCM, ChaCha20-Poly1305) only.
   // TLS 1.3 suites are all AEAD with ephemeral key exchange; OpenSSL's default list stays.
   static constexpr const char* kTls12Suites =
@@ -125,7 +134,8 @@ Status ConfigureServerContext(SSL_CTX* ctx) {
     ERR_clear_error();
     return Internal("cannot set the TLS 1.2 cipher suites");
   }
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   return OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// TLS for the HTTP servers: the certificate/key pair read from PEM files with a size cap and checked
-// for strength, and the server-side OpenSSL settings (TLS 1.2 with ECDHE + AEAD suites, or 1.3).
+// TLS for the HTTP servers: the certificate/key pair read from PEM files with a size cap and
+// checked for strength, and the server-side OpenSSL settings (TLS 1.2 with ECDHE + AEAD suites,
+// or 1.3).
 #include <openssl/types.h>
 
 #include <memory>
@@ -32,7 +33,8 @@ StatusOr<std::string> ReadFileCapped(const std::string& path, size_t max_bytes);
 // private key that matches the leaf. Refused: RSA under 2048 bits, EC curves under 256 bits, DSA/DH
 // keys, an encrypted key (no passphrase prompt: the error says to decrypt it), files over
 // kMaxPemFileBytes. Errors name the file.
-StatusOr<std::shared_ptr<CertPair>> LoadCertPair(const std::string& cert_file, const std::string& key_file);
+StatusOr<std::shared_ptr<CertPair>> LoadCertPair(const std::string& cert_file,
+                                                 const std::string& key_file);
 
 // Why a key is too weak to serve, or OK. `what` names it in the error.
 Status CheckKeyStrength(EVP_PKEY* key, const std::string& what);

@@ -32,8 +32,10 @@ TEST_F(TlsFiles, KeyStrengthTable) {
     bool ok;
     const char* words;  // in the error
   };
-  const Case cases[] = {{"P-256", true, ""},          {"P-384", true, ""},
-                        {"RSA:2048", true, ""},       {"RSA:1024", false, "RSA key of 1024 bits"},
+  const Case cases[] = {{"P-256", true, ""},
+                        {"P-384", true, ""},
+                        {"RSA:2048", true, ""},
+                        {"RSA:1024", false, "RSA key of 1024 bits"},
                         {"P-224", false, "EC key of 224 bits"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.key_type);
@@ -41,8 +43,10 @@ TEST_F(TlsFiles, KeyStrengthTable) {
     auto pair = LoadCertPair(cert_, key_);
     EXPECT_EQ(pair.ok(), c.ok) << pair.status();
     if (!c.ok) {
-      EXPECT_NE(std::string(pair.status().message()).find(c.words), std::string::npos) << pair.status();
-      EXPECT_NE(std::string(pair.status().message()).find(key_), std::string::npos) << pair.status();
+      EXPECT_NE(std::string(pair.status().message()).find(c.words), std::string::npos)
+          << pair.status();
+      EXPECT_NE(std::string(pair.status().message()).find(key_), std::string::npos)
+          << pair.status();
     }
   }
 }
@@ -51,12 +55,14 @@ TEST_F(TlsFiles, EncryptedKeyFailsWithAMessage) {
   ASSERT_TRUE(testing::WriteSelfSigned("t", cert_, key_, "P-256", "secret"));
   auto pair = LoadCertPair(cert_, key_);
   ASSERT_FALSE(pair.ok());
-  EXPECT_NE(std::string(pair.status().message()).find("encrypted"), std::string::npos) << pair.status();
+  EXPECT_NE(std::string(pair.status().message()).find("encrypted"), std::string::npos)
+      << pair.status();
 }
 
 TEST_F(TlsFiles, SizeCapAndSpecialFiles) {
   EXPECT_FALSE(ReadFileCapped("/dev/zero", kMaxPemFileBytes).ok());
-  EXPECT_NE(std::string(ReadFileCapped("/dev/zero", kMaxPemFileBytes).status().message()).find("not a regular file"),
+  EXPECT_NE(std::string(ReadFileCapped("/dev/zero", kMaxPemFileBytes).status().message())
+                .find("not a regular file"),
             std::string::npos);
   const std::string big = (dir_ / "big.pem").string();
   { std::ofstream(big) << std::string(kMaxPemFileBytes + 1, 'A'); }
@@ -92,7 +98,8 @@ TEST(ServerContext, Tls12SuitesAreEcdheAead) {
   int tls12 = 0;
   for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {
     const SSL_CIPHER* c = sk_SSL_CIPHER_value(ciphers, i);
-    if (std::string(SSL_CIPHER_get_version(c)) == "TLSv1.3") continue;  // 1.3 suites: all AEAD + (EC)DHE
+    if (std::string(SSL_CIPHER_get_version(c)) == "TLSv1.3")
+      continue;  // 1.3 suites: all AEAD + (EC)DHE
     ++tls12;
     SCOPED_TRACE(SSL_CIPHER_get_name(c));
     EXPECT_EQ(SSL_CIPHER_get_kx_nid(c), NID_kx_ecdhe);

@@ -3,8 +3,8 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -121,32 +121,42 @@ std::string ResourcePath(const Resource& r, std::string_view ns, std::string_vie
   return p;
 }
 
-StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns, std::string_view name,
-                                           std::string_view subresource) {
-  if (r.namespaced && !ns.empty()) HAMI_RETURN_IF_ERROR(ValidateDns1123Label(ns, StrCat(r.kind, " namespace")));
+StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns,
+                                          std::string_view name, std::string_view subresource) {
+  if (r.namespaced && !ns.empty())
+    HAMI_RETURN_IF_ERROR(ValidateDns1123Label(ns, StrCat(r.kind, " namespace")));
   if (!name.empty()) HAMI_RETURN_IF_ERROR(ValidateDns1123Subdomain(name, StrCat(r.kind, " name")));
   if (name.empty() && !subresource.empty())
     return InvalidArgument(r.kind, " subresource \"", subresource, "\" needs an object name");
   for (char c : subresource)
-    if (c < 'a' || c > 'z') return InvalidArgument(r.kind, " subresource \"", subresource, "\" is not a lowercase word");
+    if (c < 'a' || c > 'z')
+      return InvalidArgument(r.kind, " subresource \"", subresource, "\" is not a lowercase word");
   return ResourcePath(r, ns, name, subresource);
 }
 
 StatusOr<WatchEvent> ParseWatchEvent(std::string_view line) {
   auto j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument("watch event is not valid JSON: ", std::string(line.substr(0, 120)));
+  if (j.is_discarded())
+    return InvalidArgument("watch event is not valid JSON: ", std::string(line.substr(0, 120)));
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
     return InvalidArgument("watch event has no string \"type\"");
   }
-  if (!j.contains("object") || !j["object"].is_object()) return InvalidArgument("watch event has no \"object\"");
+  if (!j.contains("object") || !j["object"].is_object())
+    return InvalidArgument("watch event has no \"object\"");
   const std::string& t = j["type"].get_ref<const std::string&>();
   WatchEvent ev;
-  if (t == "ADDED") ev.type = WatchEvent::Type::kAdded;
-  else if (t == "MODIFIED") ev.type = WatchEvent::Type::kModified;
-  else if (t == "DELETED") ev.type = WatchEvent::Type::kDeleted;
-  else if (t == "BOOKMARK") ev.type = WatchEvent::Type::kBookmark;
-  else if (t == "ERROR") ev.type = WatchEvent::Type::kError;
-  else return InvalidArgument("unknown watch event type \"", t, "\"");
+  if (t == "ADDED")
+    ev.type = WatchEvent::Type::kAdded;
+  else if (t == "MODIFIED")
+    ev.type = WatchEvent::Type::kModified;
+  else if (t == "DELETED")
+    ev.type = WatchEvent::Type::kDeleted;
+  else if (t == "BOOKMARK")
+    ev.type = WatchEvent::Type::kBookmark;
+  else if (t == "ERROR")
+    ev.type = WatchEvent::Type::kError;
+  else
+    return InvalidArgument("unknown watch event type \"", t, "\"");
   ev.object = std::move(j["object"]);
   return ev;
 }
@@ -173,10 +183,12 @@ struct Client::Impl {
   std::atomic<int64_t> retries{0};
 
   Impl(ClientConfig c, ClientOptions o)
-      : cfg(std::move(c)), opts(std::move(o)),
+      : cfg(std::move(c)),
+        opts(std::move(o)),
         clock(opts.clock ? opts.clock : &RealClock::Get()),
         limiter(cfg.qps, cfg.burst, *clock),
-        rng(opts.seed ? opts.seed : static_cast<uint64_t>(clock->MonotonicNanos()) ^ 0x9e3779b97f4a7c15ULL),
+        rng(opts.seed ? opts.seed
+                      : static_cast<uint64_t>(clock->MonotonicNanos()) ^ 0x9e3779b97f4a7c15ULL),
         token(cfg.bearer_token) {
     InitUrl();
     if (!opts.sleep) {
@@ -186,12 +198,14 @@ struct Client::Impl {
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     curl_share_setopt(share, CURLSHOPT_USERDATA, this);
-    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, +[](CURL*, curl_lock_data d, curl_lock_access, void* self) {
-      static_cast<Impl*>(self)->share_mu[d].lock();
-    });
-    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, +[](CURL*, curl_lock_data d, void* self) {
-      static_cast<Impl*>(self)->share_mu[d].unlock();
-    });
+    curl_share_setopt(
+        share, CURLSHOPT_LOCKFUNC, +[](CURL*, curl_lock_data d, curl_lock_access, void* self) {
+          static_cast<Impl*>(self)->share_mu[d].lock();
+        });
+    curl_share_setopt(
+        share, CURLSHOPT_UNLOCKFUNC, +[](CURL*, curl_lock_data d, void* self) {
+          static_cast<Impl*>(self)->share_mu[d].unlock();
+        });
   }
 
   ~Impl() {
@@ -260,8 +274,10 @@ struct Client::Impl {
       curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     }
     if (!cfg.client_cert_pem.empty()) {
-      curl_blob cert{const_cast<char*>(cfg.client_cert_pem.data()), cfg.client_cert_pem.size(), CURL_BLOB_NOCOPY};
-      curl_blob key{const_cast<char*>(cfg.client_key_pem.data()), cfg.client_key_pem.size(), CURL_BLOB_NOCOPY};
+      curl_blob cert{const_cast<char*>(cfg.client_cert_pem.data()), cfg.client_cert_pem.size(),
+                     CURL_BLOB_NOCOPY};
+      curl_blob key{const_cast<char*>(cfg.client_key_pem.data()), cfg.client_key_pem.size(),
+                    CURL_BLOB_NOCOPY};
       curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
       curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
@@ -294,7 +310,9 @@ struct Client::Impl {
     connect_to = StrCat(cfg.tls_server_name, ":", port, ":", host, ":", port);
     connect_list.Add(connect_to);
   }
-  std::string Url(std::string_view path_and_query) const { return url_base + std::string(path_and_query); }
+  std::string Url(std::string_view path_and_query) const {
+    return url_base + std::string(path_and_query);
+  }
 
   struct Once {
     CURLcode curl = CURLE_OK;
@@ -350,15 +368,17 @@ struct Client::Impl {
       if (!transport_error && !IsRetryableHttpCode(r.reply.code)) return std::move(r.reply);
       if (attempt >= cfg.max_retries) {
         if (transport_error) {
-          return Unavailable(method, " ", path, ": cannot reach the API server at ", cfg.server, ": ",
-                             r.curl_error, " (after ", attempt + 1, " attempts)");
+          return Unavailable(method, " ", path, ": cannot reach the API server at ", cfg.server,
+                             ": ", r.curl_error, " (after ", attempt + 1, " attempts)");
         }
         return std::move(r.reply);
       }
       int64_t delay = backoff.NextDelayNanos();
-      if (r.retry_after_s > 0) delay = std::max<int64_t>(delay, std::min<int64_t>(r.retry_after_s, 60) * 1'000'000'000LL);
+      if (r.retry_after_s > 0)
+        delay = std::max<int64_t>(delay, std::min<int64_t>(r.retry_after_s, 60) * 1'000'000'000LL);
       SPDLOG_DEBUG("k8s: {} {} failed ({}), retry {} in {} ms", method, path,
-                   transport_error ? r.curl_error : std::to_string(r.reply.code), attempt + 1, delay / 1'000'000);
+                   transport_error ? r.curl_error : std::to_string(r.reply.code), attempt + 1,
+                   delay / 1'000'000);
       ++retries;
       opts.sleep(delay);
     }
@@ -382,20 +402,29 @@ Client::~Client() = default;
 
 StatusOr<std::unique_ptr<Client>> Client::Create(ClientConfig config, ClientOptions options) {
   std::call_once(g_curl_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (config.server.empty()) return InvalidArgument("k8s client: no API server address (ClientConfig.server)");
+  if (config.server.empty())
+    return InvalidArgument("k8s client: no API server address (ClientConfig.server)");
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
-    return InvalidArgument("k8s client: server \"", config.server, "\" must start with https:// or http://");
+    return InvalidArgument("k8s client: server \"", config.server,
+                           "\" must start with https:// or http://");
   }
   while (config.server.back() == '/') config.server.pop_back();
   if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
     return InvalidArgument("k8s client: a client certificate needs both certificate and key");
   }
-  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(config), std::move(options))));
+  return std::unique_ptr<Client>(
+      new Client(std::make_unique<Impl>(std::move(config), std::move(options))));
 }
 
-const ClientConfig& Client::config() const { return impl_->cfg; }
-int64_t Client::requests_sent() const { return impl_->requests.load(); }
-int64_t Client::retries() const { return impl_->retries.load(); }
+const ClientConfig& Client::config() const {
+  return impl_->cfg;
+}
+int64_t Client::requests_sent() const {
+  return impl_->requests.load();
+}
+int64_t Client::retries() const {
+  return impl_->retries.load();
+}
 
 StatusOr<HttpReply> Client::Request(std::string_view method, std::string_view path_and_query,
                                     std::string_view body, std::string_view content_type) {
@@ -413,8 +442,10 @@ StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOp
   Json result;
   std::string cont;
   for (int page = 0; page < 100000; ++page) {
-    HAMI_ASSIGN_OR_RETURN(Json reply, impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr));
-    if (!reply.is_object() || !reply.contains("items") || !(reply["items"].is_array() || reply["items"].is_null())) {
+    HAMI_ASSIGN_OR_RETURN(
+        Json reply, impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr));
+    if (!reply.is_object() || !reply.contains("items") ||
+        !(reply["items"].is_array() || reply["items"].is_null())) {
       return Internal("GET ", base, ": reply is not a list (no items array)");
     }
     if (reply["items"].is_null()) reply["items"] = Json::array();
@@ -426,7 +457,8 @@ StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOp
     }
     cont.clear();
     const Json& md = page == 0 ? result["metadata"] : reply["metadata"];
-    if (md.is_object() && md.contains("continue") && md["continue"].is_string()) cont = md["continue"];
+    if (md.is_object() && md.contains("continue") && md["continue"].is_string())
+      cont = md["continue"];
     if (cont.empty()) break;
   }
   if (result["metadata"].is_object()) result["metadata"].erase("continue");
@@ -444,7 +476,8 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
   CURLM* multi = curl_multi_init();
   CurlSlist headers;
   im.Setup(h, "GET", im.Url(path), headers, "", /*watch=*/true);
-  if (opts.timeout_seconds > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>((opts.timeout_seconds + 30) * 1000));
+  if (opts.timeout_seconds > 0)
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>((opts.timeout_seconds + 30) * 1000));
 
   struct State {
     CURL* h = nullptr;
@@ -477,7 +510,8 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
       }
       if (ev->type == WatchEvent::Type::kError) {
         const Json& o = ev->object;
-        const int code = o.contains("code") && o["code"].is_number_integer() ? o["code"].get<int>() : 500;
+        const int code =
+            o.contains("code") && o["code"].is_number_integer() ? o["code"].get<int>() : 500;
         s->error = StatusFromHttp(code, o.dump(), "watch");
         return 0;
       }
@@ -532,7 +566,8 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
   if (cancelled || st.stopped_by_handler) return OkStatus();
   if (!st.error.ok()) return Annotate(st.error, what);
   if (st.code != 0 && st.code != 200) return StatusFromHttp(st.code, st.buf, what);
-  if (result != CURLE_OK) return Unavailable(what, ": connection to ", im.cfg.server, " dropped: ", curl_err);
+  if (result != CURLE_OK)
+    return Unavailable(what, ": connection to ", im.cfg.server, " dropped: ", curl_err);
   return OkStatus();
 }
 
@@ -545,7 +580,8 @@ StatusOr<Json> Client::Create(const Resource& r, std::string_view ns, const Json
 StatusOr<Json> Client::Update(const Resource& r, std::string_view ns, const Json& obj,
                               std::string_view subresource) {
   std::string name;
-  if (obj.contains("metadata") && obj["metadata"].contains("name") && obj["metadata"]["name"].is_string()) {
+  if (obj.contains("metadata") && obj["metadata"].contains("name") &&
+      obj["metadata"]["name"].is_string()) {
     name = obj["metadata"]["name"];
   }
   if (name.empty()) return InvalidArgument("update ", r.plural, ": object has no metadata.name");
@@ -568,7 +604,8 @@ Status Client::Delete(const Resource& r, std::string_view ns, std::string_view n
 }
 
 StatusOr<Json> Client::Mutate(const Resource& r, std::string_view ns, std::string_view name,
-                              const std::function<Status(Json&)>& mutate, const MutateOptions& opts) {
+                              const std::function<Status(Json&)>& mutate,
+                              const MutateOptions& opts) {
   Status last;
   for (int attempt = 0; attempt < std::max(1, opts.max_attempts); ++attempt) {
     HAMI_ASSIGN_OR_RETURN(Json current, Get(r, ns, name));
@@ -628,18 +665,19 @@ Status Client::CreateEvent(const EventSpec& spec) {
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(suffix));
-  Json ev = {{"apiVersion", "v1"},
-             {"kind", "Event"},
-             {"metadata", {{"name", StrCat(obj.value("name", "object"), ".", hex)}, {"namespace", ns}}},
-             {"involvedObject", obj},
-             {"reason", spec.reason},
-             {"message", spec.message},
-             {"type", spec.type},
-             {"source", {{"component", spec.component}}},
-             {"reportingComponent", spec.component},
-             {"firstTimestamp", FormatTime(now_s)},
-             {"lastTimestamp", FormatTime(now_s)},
-             {"count", 1}};
+  Json ev = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"name", StrCat(obj.value("name", "object"), ".", hex)}, {"namespace", ns}}},
+      {"involvedObject", obj},
+      {"reason", spec.reason},
+      {"message", spec.message},
+      {"type", spec.type},
+      {"source", {{"component", spec.component}}},
+      {"reportingComponent", spec.component},
+      {"firstTimestamp", FormatTime(now_s)},
+      {"lastTimestamp", FormatTime(now_s)},
+      {"count", 1}};
   if (!spec.host.empty()) {
     ev["source"]["host"] = spec.host;
     ev["reportingInstance"] = spec.host;
@@ -688,7 +726,8 @@ StatusOr<int64_t> ParseTimeMicros(std::string_view text) {
     }
     while (digits++ < 6) micros *= 10;
   }
-  if (std::string_view(rest) != "Z") return InvalidArgument("time \"", s, "\" must be UTC (end in Z)");
+  if (std::string_view(rest) != "Z")
+    return InvalidArgument("time \"", s, "\" must be UTC (end in Z)");
   return static_cast<int64_t>(timegm(&tm)) * 1'000'000 + micros;
 }
 

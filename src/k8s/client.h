@@ -1,20 +1,21 @@
 #pragma once
-// A minimal Kubernetes API client: get/list/watch, create/update/patch/delete, pods/binding, events,
-// and read-modify-write with optimistic concurrency. Objects stay nlohmann::json at this layer.
+// A minimal Kubernetes API client: get/list/watch, create/update/patch/delete, pods/binding,
+// events, and read-modify-write with optimistic concurrency. Objects stay nlohmann::json at this
+// layer.
 //
 // Thread-safe: one Client is shared by all threads; connections are pooled and kept alive.
-// Every request passes the client-side rate limiter (qps/burst) and is retried with capped, jittered
-// exponential backoff on 429 (honouring Retry-After), 500/502/503/504 and transport failures, up to
-// ClientConfig::max_retries times. Errors come back as hami::Status (see k8s/errors.h).
+// Every request passes the client-side rate limiter (qps/burst) and is retried with capped,
+// jittered exponential backoff on 429 (honouring Retry-After), 500/502/503/504 and transport
+// failures, up to ClientConfig::max_retries times. Errors come back as hami::Status (see
+// k8s/errors.h).
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -46,14 +47,15 @@ std::string ResourcePath(const Resource& r, std::string_view ns, std::string_vie
 // The same after checking the pieces (k8s/names.h): namespace a DNS-1123 label, name a DNS-1123
 // subdomain, subresource a lowercase word; InvalidArgument otherwise. Every verb of Client uses it,
 // so no crafted name changes the URL a request goes to.
-StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns, std::string_view name = "",
+StatusOr<std::string> CheckedResourcePath(const Resource& r, std::string_view ns,
+                                          std::string_view name = "",
                                           std::string_view subresource = "");
 
 struct ListOptions {
-  std::string label_selector;   // "app=x,tier!=db"
-  std::string field_selector;   // "spec.nodeName=node-1"
-  std::string resource_version; // "" = most recent, "0" = any
-  int64_t limit = 0;            // page size; List() follows `continue` itself
+  std::string label_selector;    // "app=x,tier!=db"
+  std::string field_selector;    // "spec.nodeName=node-1"
+  std::string resource_version;  // "" = most recent, "0" = any
+  int64_t limit = 0;             // page size; List() follows `continue` itself
   // Watch only:
   bool allow_watch_bookmarks = true;
   int64_t timeout_seconds = 0;  // server-side watch timeout; 0 = server default
@@ -80,10 +82,10 @@ struct MutateOptions {
 
 // Everything a test may inject. Defaults are the real clock, real sleep and a random seed.
 struct ClientOptions {
-  const Clock* clock = nullptr;                     // for the rate limiter; default RealClock
-  std::function<void(int64_t nanos)> sleep;        // default: std::this_thread::sleep_for
-  uint64_t seed = 0;                                // jitter; 0 = seeded from the clock
-  BackoffOptions retry_backoff{};                   // between retried requests
+  const Clock* clock = nullptr;              // for the rate limiter; default RealClock
+  std::function<void(int64_t nanos)> sleep;  // default: std::this_thread::sleep_for
+  uint64_t seed = 0;                         // jitter; 0 = seeded from the clock
+  BackoffOptions retry_backoff{};            // between retried requests
 };
 
 // Raw reply for callers that need the HTTP details.
@@ -93,7 +95,7 @@ struct HttpReply {
 };
 
 struct EventSpec {
-  Json involved_object;     // ObjectReference: kind, namespace, name, uid (apiVersion optional)
+  Json involved_object;         // ObjectReference: kind, namespace, name, uid (apiVersion optional)
   std::string type = "Normal";  // "Normal" | "Warning"
   std::string reason;
   std::string message;
@@ -126,8 +128,8 @@ class Client {
   // PUT; obj.metadata.resourceVersion, when set, makes it conditional (409 when stale).
   StatusOr<Json> Update(const Resource& r, std::string_view ns, const Json& obj,
                         std::string_view subresource = "");
-  StatusOr<Json> Patch(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
-                       const Json& patch, std::string_view subresource = "");
+  StatusOr<Json> Patch(const Resource& r, std::string_view ns, std::string_view name,
+                       PatchType type, const Json& patch, std::string_view subresource = "");
   Status Delete(const Resource& r, std::string_view ns, std::string_view name);
 
   // Read-modify-write: reads the object, calls `mutate` on a copy, and writes the difference with
@@ -138,8 +140,8 @@ class Client {
 
   // POST pods/{name}/binding. `uid` (optional) guards against binding a re-created pod;
   // `annotations` are merged into the pod by the API server.
-  Status Bind(std::string_view ns, std::string_view pod, std::string_view uid, std::string_view node,
-              const std::map<std::string, std::string>& annotations = {});
+  Status Bind(std::string_view ns, std::string_view pod, std::string_view uid,
+              std::string_view node, const std::map<std::string, std::string>& annotations = {});
 
   // Creates a core/v1 Event about `spec.involved_object` in its namespace.
   Status CreateEvent(const EventSpec& spec);

@@ -40,7 +40,8 @@ class ClientTest : public ::testing::Test {
     opts.sleep = [this, clock](int64_t ns) {
       std::lock_guard<std::mutex> l(sleep_mu_);
       sleeps_.push_back(ns);
-      if (auto* fc = const_cast<FakeClock*>(dynamic_cast<const FakeClock*>(clock))) fc->AdvanceNanos(ns);
+      if (auto* fc = const_cast<FakeClock*>(dynamic_cast<const FakeClock*>(clock)))
+        fc->AdvanceNanos(ns);
     };
     auto c = Client::Create(cfg, opts);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -72,7 +73,8 @@ TEST_F(ClientTest, CreateGetListDelete) {
 
   auto missing = client_->Get(kPods, "ns1", "nope");
   ASSERT_TRUE(absl::IsNotFound(missing.status()));
-  EXPECT_NE(std::string(missing.status().message()).find("pods \"nope\" not found"), std::string::npos)
+  EXPECT_NE(std::string(missing.status().message()).find("pods \"nope\" not found"),
+            std::string::npos)
       << missing.status();
 
   ASSERT_TRUE(client_->Delete(kPods, "ns1", "p1").ok());
@@ -103,10 +105,8 @@ TEST_F(ClientTest, ListSelectorsAndPages) {
   not_web.label_selector = "tier!=web,tier in (db, cache)";
   std::vector<Case> cases = {
       {"", by_node, {"p0", "p2", "p1"}},  // store order: namespace ("even" < "odd"), then name
-      {"", unscheduled, {"p4", "p6", "p3", "p5"}},
-      {"even", {}, {"p0", "p2", "p4", "p6"}},
-      {"", web_paged, {"p0", "p2", "p1", "p3"}},
-      {"odd", not_web, {"p5"}},
+      {"", unscheduled, {"p4", "p6", "p3", "p5"}}, {"even", {}, {"p0", "p2", "p4", "p6"}},
+      {"", web_paged, {"p0", "p2", "p1", "p3"}},   {"odd", not_web, {"p5"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.opts.label_selector + " " + c.opts.field_selector);
@@ -136,7 +136,9 @@ TEST_F(ClientTest, BindSetsNodeOnceAndMergesAnnotations) {
   ASSERT_TRUE(pod.ok());
   const std::string uid = (*pod)["metadata"]["uid"];
   EXPECT_TRUE(IsConflict(client_->Bind("default", "gpu-pod", "wrong-uid", "node-1")));
-  ASSERT_TRUE(client_->Bind("default", "gpu-pod", uid, "node-1", {{"hami.io/bind-phase", "allocating"}}).ok());
+  ASSERT_TRUE(
+      client_->Bind("default", "gpu-pod", uid, "node-1", {{"hami.io/bind-phase", "allocating"}})
+          .ok());
   auto stored = fake_->Get("pods", "default", "gpu-pod");
   ASSERT_TRUE(stored);
   EXPECT_EQ((*stored)["spec"]["nodeName"], "node-1");
@@ -144,7 +146,9 @@ TEST_F(ClientTest, BindSetsNodeOnceAndMergesAnnotations) {
   EXPECT_EQ((*stored)["status"]["conditions"][0]["type"], "PodScheduled");
   Status again = client_->Bind("default", "gpu-pod", uid, "node-2");
   EXPECT_TRUE(IsConflict(again)) << again;
-  EXPECT_NE(std::string(again.message()).find("already assigned to node \"node-1\""), std::string::npos) << again;
+  EXPECT_NE(std::string(again.message()).find("already assigned to node \"node-1\""),
+            std::string::npos)
+      << again;
   EXPECT_TRUE(absl::IsNotFound(client_->Bind("default", "ghost", "", "node-1")));
 }
 
@@ -154,12 +158,14 @@ TEST_F(ClientTest, InvalidNamesNeverReachTheServer) {
   const Json patch = {{"metadata", {{"annotations", {{"a", "b"}}}}}};
   for (const char* name : {"..", ".", "a/b", "../../nodes/n1", "A", "%2e%2e"}) {
     SCOPED_TRACE(name);
-    EXPECT_TRUE(absl::IsInvalidArgument(client_->Patch(kPods, "default", name, PatchType::kMerge, patch).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(
+        client_->Patch(kPods, "default", name, PatchType::kMerge, patch).status()));
     EXPECT_TRUE(absl::IsInvalidArgument(client_->Get(kPods, "default", name).status()));
     EXPECT_TRUE(absl::IsInvalidArgument(client_->Delete(kPods, "default", name)));
     EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", name, "", "node-1")));
     EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", "p", "", name)));
-    EXPECT_TRUE(absl::IsInvalidArgument(client_->Patch(kPods, name, "p", PatchType::kMerge, patch).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(
+        client_->Patch(kPods, name, "p", PatchType::kMerge, patch).status()));
     EXPECT_TRUE(absl::IsInvalidArgument(client_->List(kPods, name).status()));
   }
   EXPECT_TRUE(absl::IsInvalidArgument(client_->Bind("default", "p", "../uid", "node-1")));
@@ -175,24 +181,30 @@ TEST_F(ClientTest, PatchKinds) {
                                 {{"metadata", {{"annotations", {{"a", nullptr}}}}}});
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ((*removed)["metadata"]["annotations"], Json({{"b", "2"}}));
-  auto json_patch = client_->Patch(kNodes, "", "n1", PatchType::kJson,
-                                   Json::array({{{"op", "add"}, {"path", "/metadata/annotations/hami.io~1x"}, {"value", "y"}}}));
+  auto json_patch = client_->Patch(
+      kNodes, "", "n1", PatchType::kJson,
+      Json::array({{{"op", "add"}, {"path", "/metadata/annotations/hami.io~1x"}, {"value", "y"}}}));
   ASSERT_TRUE(json_patch.ok()) << json_patch.status();
   EXPECT_EQ((*json_patch)["metadata"]["annotations"]["hami.io/x"], "y");
-  auto stale = client_->Patch(kNodes, "", "n1", PatchType::kMerge, {{"metadata", {{"resourceVersion", "1"}}}});
+  auto stale = client_->Patch(kNodes, "", "n1", PatchType::kMerge,
+                              {{"metadata", {{"resourceVersion", "1"}}}});
   EXPECT_TRUE(IsConflict(stale.status())) << stale.status();
-  auto failed_test = client_->Patch(kNodes, "", "n1", PatchType::kJson,
-                                    Json::array({{{"op", "test"}, {"path", "/metadata/name"}, {"value", "n2"}}}));
+  auto failed_test =
+      client_->Patch(kNodes, "", "n1", PatchType::kJson,
+                     Json::array({{{"op", "test"}, {"path", "/metadata/name"}, {"value", "n2"}}}));
   EXPECT_TRUE(absl::IsInvalidArgument(failed_test.status())) << failed_test.status();
   // Status subresource changes status only.
-  auto st = client_->Patch(kNodes, "", "n1", PatchType::kMerge, {{"status", {{"phase", "Ready"}}}, {"metadata", {{"labels", {{"x", "y"}}}}}}, "status");
+  auto st = client_->Patch(
+      kNodes, "", "n1", PatchType::kMerge,
+      {{"status", {{"phase", "Ready"}}}, {"metadata", {{"labels", {{"x", "y"}}}}}}, "status");
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_EQ((*st)["status"]["phase"], "Ready");
   EXPECT_FALSE((*st)["metadata"].contains("labels"));
 }
 
 TEST_F(ClientTest, MutateRetriesConflicts) {
-  for (auto mode : {MutateOptions::Mode::kMerge, MutateOptions::Mode::kJson, MutateOptions::Mode::kUpdate}) {
+  for (auto mode :
+       {MutateOptions::Mode::kMerge, MutateOptions::Mode::kJson, MutateOptions::Mode::kUpdate}) {
     SCOPED_TRACE(static_cast<int>(mode));
     ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p")).ok());
     int calls = 0;
@@ -208,7 +220,8 @@ TEST_F(ClientTest, MutateRetriesConflicts) {
             other["metadata"]["labels"]["other"] = "writer";
             EXPECT_TRUE(fake_->Upsert("pods", other).ok());
           }
-          pod["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"] = "GPU-0,NVIDIA,4000,30:;";
+          pod["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"] =
+              "GPU-0,NVIDIA,4000,30:;";
           return OkStatus();
         },
         mo);
@@ -216,7 +229,8 @@ TEST_F(ClientTest, MutateRetriesConflicts) {
     EXPECT_EQ(calls, 2);
     auto stored = *fake_->Get("pods", "default", "p");
     EXPECT_EQ(stored["metadata"]["labels"]["other"], "writer");  // the other write survived
-    EXPECT_EQ(stored["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"], "GPU-0,NVIDIA,4000,30:;");
+    EXPECT_EQ(stored["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"],
+              "GPU-0,NVIDIA,4000,30:;");
     ASSERT_TRUE(fake_->Delete("pods", "default", "p").ok());
   }
 }
@@ -226,17 +240,21 @@ TEST_F(ClientTest, MutateGivesUpAndAborts) {
   int calls = 0;
   MutateOptions mo;
   mo.max_attempts = 3;
-  auto always_conflict = client_->Mutate(kPods, "default", "p", [&](Json& pod) {
-    ++calls;
-    auto other = *fake_->Get("pods", "default", "p");
-    other["metadata"]["labels"]["n"] = std::to_string(calls);
-    EXPECT_TRUE(fake_->Upsert("pods", other).ok());
-    pod["metadata"]["labels"]["mine"] = "x";
-    return OkStatus();
-  }, mo);
+  auto always_conflict = client_->Mutate(
+      kPods, "default", "p",
+      [&](Json& pod) {
+        ++calls;
+        auto other = *fake_->Get("pods", "default", "p");
+        other["metadata"]["labels"]["n"] = std::to_string(calls);
+        EXPECT_TRUE(fake_->Upsert("pods", other).ok());
+        pod["metadata"]["labels"]["mine"] = "x";
+        return OkStatus();
+      },
+      mo);
   EXPECT_TRUE(IsConflict(always_conflict.status())) << always_conflict.status();
   EXPECT_EQ(calls, 3);
-  auto refused = client_->Mutate(kPods, "default", "p", [](Json&) { return FailedPrecondition("no"); });
+  auto refused =
+      client_->Mutate(kPods, "default", "p", [](Json&) { return FailedPrecondition("no"); });
   EXPECT_TRUE(absl::IsFailedPrecondition(refused.status()));
   const int64_t before = fake_->CountRequests("PATCH", ".");
   auto noop = client_->Mutate(kPods, "default", "p", [](Json&) { return OkStatus(); });
@@ -301,7 +319,8 @@ TEST_F(ClientTest, TokenFileIsReReadAfterAMinute) {
     int64_t advance_s;
     std::string file, want;
   };
-  std::vector<Step> steps = {{0, "", "Bearer first"}, {30, "second", "Bearer first"}, {31, "", "Bearer second"}};
+  std::vector<Step> steps = {
+      {0, "", "Bearer first"}, {30, "second", "Bearer first"}, {31, "", "Bearer second"}};
   for (const auto& s : steps) {
     clock.AdvanceSeconds(s.advance_s);
     if (!s.file.empty()) write(s.file);
@@ -321,7 +340,10 @@ TEST_F(ClientTest, SharedByManyThreads) {
       for (int i = 0; i < 25; ++i) {
         const std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
         if (client_->Create(kPods, "load", MakePod("load", name)).ok() &&
-            client_->Patch(kPods, "load", name, PatchType::kMerge, {{"metadata", {{"labels", {{"i", "1"}}}}}}).ok() &&
+            client_
+                ->Patch(kPods, "load", name, PatchType::kMerge,
+                        {{"metadata", {{"labels", {{"i", "1"}}}}}})
+                .ok() &&
             client_->Get(kNodes, "", "n").ok()) {
           ++ok;
         }
@@ -387,13 +409,17 @@ struct WatchRecorder {
 
   void Start(Client& c, const Resource& r, ListOptions opts) {
     thread = std::thread([this, &c, &r, opts] {
-      result = c.Watch(r, "", opts, [this](WatchEvent& ev) {
-        std::lock_guard<std::mutex> l(mu);
-        const Json& md = ev.object["metadata"];
-        events.emplace_back(ev.type, ev.type == WatchEvent::Type::kBookmark ? md.value("resourceVersion", "")
-                                                                          : md.value("name", ""));
-        return true;
-      }, stop.get_token());
+      result = c.Watch(
+          r, "", opts,
+          [this](WatchEvent& ev) {
+            std::lock_guard<std::mutex> l(mu);
+            const Json& md = ev.object["metadata"];
+            events.emplace_back(ev.type, ev.type == WatchEvent::Type::kBookmark
+                                             ? md.value("resourceVersion", "")
+                                             : md.value("name", ""));
+            return true;
+          },
+          stop.get_token());
       done = true;
     });
   }
@@ -404,7 +430,8 @@ struct WatchRecorder {
   std::vector<std::string> Names(WatchEvent::Type t) {
     std::lock_guard<std::mutex> l(mu);
     std::vector<std::string> out;
-    for (auto& e : events) if (e.first == t) out.push_back(e.second);
+    for (auto& e : events)
+      if (e.first == t) out.push_back(e.second);
     return out;
   }
   void Stop() {
@@ -428,9 +455,11 @@ TEST_F(ClientTest, WatchStreamsChangesAndBookmarks) {
   ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "b")).ok());            // not on node-1
   ASSERT_TRUE(client_->Bind("default", "b", "", "node-1").ok());               // enters: ADDED
   auto a = MakePod("default", "a", "node-1", {{"x", "y"}});
-  ASSERT_TRUE(fake_->Upsert("pods", a).ok());                                   // MODIFIED
-  ASSERT_TRUE(fake_->Delete("pods", "default", "a").ok());                      // DELETED
-  ASSERT_TRUE(Eventually([&] { return rec.Count(WatchEvent::Type::kDeleted) == 1 && rec.Count(WatchEvent::Type::kBookmark) > 0; }));
+  ASSERT_TRUE(fake_->Upsert("pods", a).ok());               // MODIFIED
+  ASSERT_TRUE(fake_->Delete("pods", "default", "a").ok());  // DELETED
+  ASSERT_TRUE(Eventually([&] {
+    return rec.Count(WatchEvent::Type::kDeleted) == 1 && rec.Count(WatchEvent::Type::kBookmark) > 0;
+  }));
   rec.Stop();
   EXPECT_TRUE(rec.result.ok()) << rec.result;
   EXPECT_EQ(rec.Names(WatchEvent::Type::kAdded), (std::vector<std::string>{"a", "b"}));

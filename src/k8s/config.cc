@@ -46,7 +46,8 @@ struct Where {
   std::string source;
   Status Err(const YAML::Node& node, std::string_view field, std::string_view what) const {
     std::string line;
-    if (node.IsDefined() && node.Mark().line >= 0) line = StrCat("line ", node.Mark().line + 1, ": ");
+    if (node.IsDefined() && node.Mark().line >= 0)
+      line = StrCat("line ", node.Mark().line + 1, ": ");
     return InvalidArgument("kubeconfig ", source, ": ", line, field, ": ", what);
   }
 };
@@ -60,7 +61,8 @@ StatusOr<std::string> Str(const Where& w, const YAML::Node& parent, const char* 
   return n.Scalar();
 }
 
-StatusOr<bool> Bool(const Where& w, const YAML::Node& parent, const char* key, std::string_view field) {
+StatusOr<bool> Bool(const Where& w, const YAML::Node& parent, const char* key,
+                    std::string_view field) {
   YAML::Node n = parent[key];
   if (!n.IsDefined() || n.IsNull()) return false;
   if (!n.IsScalar()) return w.Err(n, field, "expected true or false");
@@ -84,7 +86,8 @@ StatusOr<YAML::Node> FindNamed(const Where& w, const YAML::Node& root, const cha
       HAMI_ASSIGN_OR_RETURN(std::string n, Str(w, item, "name", field + ".name"));
       if (n == name) {
         YAML::Node body = item[inner];
-        if (!body.IsDefined() || !body.IsMap()) return w.Err(item, StrCat(field, ".", inner), "missing or not a map");
+        if (!body.IsDefined() || !body.IsMap())
+          return w.Err(item, StrCat(field, ".", inner), "missing or not a map");
         return body;
       }
       names.push_back(n);
@@ -112,14 +115,16 @@ StatusOr<std::string> PemField(const Where& w, const YAML::Node& parent, const s
       return w.Err(parent[data_key], prefix + data_key, "not valid base64");
     }
     if (decoded.find("-----BEGIN") == std::string::npos) {
-      return w.Err(parent[data_key], prefix + data_key, "decoded data is not PEM (no -----BEGIN line)");
+      return w.Err(parent[data_key], prefix + data_key,
+                   "decoded data is not PEM (no -----BEGIN line)");
     }
     return decoded;
   }
   HAMI_ASSIGN_OR_RETURN(std::string path, Str(w, parent, key.c_str(), prefix + key));
   if (path.empty()) return std::string();
   auto content = ReadFile(ResolvePath(base_dir, path), 1 << 20);
-  if (!content.ok()) return w.Err(parent[key], prefix + key, std::string(content.status().message()));
+  if (!content.ok())
+    return w.Err(parent[key], prefix + key, std::string(content.status().message()));
   return *content;
 }
 
@@ -132,48 +137,62 @@ std::string Trim(std::string s) {
 
 StatusOr<ClientConfig> ParseKubeconfigImpl(std::string_view yaml, const Where& w,
                                            std::string_view context_override) {
-  if (yaml.size() > kMaxKubeconfigBytes) return InvalidArgument("kubeconfig ", w.source, ": larger than 4 MiB");
-  if (NestingTooDeep(yaml)) return InvalidArgument("kubeconfig ", w.source, ": nested deeper than ", kMaxNesting, " levels");
+  if (yaml.size() > kMaxKubeconfigBytes)
+    return InvalidArgument("kubeconfig ", w.source, ": larger than 4 MiB");
+  if (NestingTooDeep(yaml))
+    return InvalidArgument("kubeconfig ", w.source, ": nested deeper than ", kMaxNesting,
+                           " levels");
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return InvalidArgument("kubeconfig ", w.source, ": line ", e.mark.line + 1, ": not valid YAML: ", e.msg);
+    return InvalidArgument("kubeconfig ", w.source, ": line ", e.mark.line + 1,
+                           ": not valid YAML: ", e.msg);
   }
-  if (!root.IsMap()) return InvalidArgument("kubeconfig ", w.source, ": expected a YAML map (apiVersion: v1, kind: Config)");
+  if (!root.IsMap())
+    return InvalidArgument("kubeconfig ", w.source,
+                           ": expected a YAML map (apiVersion: v1, kind: Config)");
   HAMI_ASSIGN_OR_RETURN(std::string kind, Str(w, root, "kind", "kind"));
-  if (!kind.empty() && kind != "Config") return w.Err(root["kind"], "kind", StrCat("expected Config, got \"", kind, "\""));
+  if (!kind.empty() && kind != "Config")
+    return w.Err(root["kind"], "kind", StrCat("expected Config, got \"", kind, "\""));
 
   std::string ctx_name(context_override);
   if (ctx_name.empty()) {
     HAMI_ASSIGN_OR_RETURN(ctx_name, Str(w, root, "current-context", "current-context"));
     if (ctx_name.empty()) {
       return InvalidArgument("kubeconfig ", w.source,
-                             ": no current-context set; set one with `kubectl config use-context NAME` or pass a context");
+                             ": no current-context set; set one with `kubectl config use-context "
+                             "NAME` or pass a context");
     }
   }
-  HAMI_ASSIGN_OR_RETURN(YAML::Node ctx, FindNamed(w, root, "contexts", "context", ctx_name, "context"));
+  HAMI_ASSIGN_OR_RETURN(YAML::Node ctx,
+                        FindNamed(w, root, "contexts", "context", ctx_name, "context"));
   HAMI_ASSIGN_OR_RETURN(std::string cluster_name, Str(w, ctx, "cluster", "context.cluster"));
   HAMI_ASSIGN_OR_RETURN(std::string user_name, Str(w, ctx, "user", "context.user"));
   HAMI_ASSIGN_OR_RETURN(std::string ns, Str(w, ctx, "namespace", "context.namespace"));
-  if (cluster_name.empty()) return w.Err(ctx, StrCat("contexts[", ctx_name, "].context.cluster"), "missing");
+  if (cluster_name.empty())
+    return w.Err(ctx, StrCat("contexts[", ctx_name, "].context.cluster"), "missing");
 
   ClientConfig cfg;
   if (!ns.empty()) cfg.namespace_name = ns;
   const std::string base_dir =
       w.source.empty() ? std::string() : std::filesystem::path(w.source).parent_path().string();
 
-  HAMI_ASSIGN_OR_RETURN(YAML::Node cluster, FindNamed(w, root, "clusters", "cluster", cluster_name, "cluster"));
+  HAMI_ASSIGN_OR_RETURN(YAML::Node cluster,
+                        FindNamed(w, root, "clusters", "cluster", cluster_name, "cluster"));
   const std::string cp = StrCat("clusters[", cluster_name, "].cluster.");
   HAMI_ASSIGN_OR_RETURN(cfg.server, Str(w, cluster, "server", cp + "server"));
   if (cfg.server.empty()) return w.Err(cluster, cp + "server", "missing");
   if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-    return w.Err(cluster["server"], cp + "server", StrCat("\"", cfg.server, "\" must start with https:// or http://"));
+    return w.Err(cluster["server"], cp + "server",
+                 StrCat("\"", cfg.server, "\" must start with https:// or http://"));
   }
   while (!cfg.server.empty() && cfg.server.back() == '/') cfg.server.pop_back();
   HAMI_ASSIGN_OR_RETURN(cfg.ca_pem, PemField(w, cluster, "certificate-authority", cp, base_dir));
-  HAMI_ASSIGN_OR_RETURN(cfg.insecure_skip_tls_verify, Bool(w, cluster, "insecure-skip-tls-verify", cp + "insecure-skip-tls-verify"));
-  HAMI_ASSIGN_OR_RETURN(cfg.tls_server_name, Str(w, cluster, "tls-server-name", cp + "tls-server-name"));
+  HAMI_ASSIGN_OR_RETURN(cfg.insecure_skip_tls_verify, Bool(w, cluster, "insecure-skip-tls-verify",
+                                                           cp + "insecure-skip-tls-verify"));
+  HAMI_ASSIGN_OR_RETURN(cfg.tls_server_name,
+                        Str(w, cluster, "tls-server-name", cp + "tls-server-name"));
   if (cfg.insecure_skip_tls_verify && !cfg.ca_pem.empty()) {
     return w.Err(cluster, cp + "insecure-skip-tls-verify",
                  "cannot be combined with certificate-authority(-data); remove one of them");
@@ -187,22 +206,27 @@ StatusOr<ClientConfig> ParseKubeconfigImpl(std::string_view yaml, const Where& w
     if (cfg.bearer_token.empty() && !token_file.empty()) {
       cfg.token_file = ResolvePath(base_dir, token_file);
       auto tok = ReadFile(cfg.token_file, 1 << 20);
-      if (!tok.ok()) return w.Err(user["tokenFile"], up + "tokenFile", std::string(tok.status().message()));
+      if (!tok.ok())
+        return w.Err(user["tokenFile"], up + "tokenFile", std::string(tok.status().message()));
       cfg.bearer_token = Trim(*tok);
     }
-    HAMI_ASSIGN_OR_RETURN(cfg.client_cert_pem, PemField(w, user, "client-certificate", up, base_dir));
+    HAMI_ASSIGN_OR_RETURN(cfg.client_cert_pem,
+                          PemField(w, user, "client-certificate", up, base_dir));
     HAMI_ASSIGN_OR_RETURN(cfg.client_key_pem, PemField(w, user, "client-key", up, base_dir));
     if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty()) {
       return w.Err(user, up + (cfg.client_cert_pem.empty() ? "client-certificate" : "client-key"),
-                   "missing: a client certificate needs both client-certificate(-data) and client-key(-data)");
+                   "missing: a client certificate needs both client-certificate(-data) and "
+                   "client-key(-data)");
     }
     HAMI_ASSIGN_OR_RETURN(cfg.username, Str(w, user, "username", up + "username"));
     HAMI_ASSIGN_OR_RETURN(cfg.password, Str(w, user, "password", up + "password"));
-    const bool has_creds = !cfg.bearer_token.empty() || !cfg.client_cert_pem.empty() || !cfg.username.empty();
+    const bool has_creds =
+        !cfg.bearer_token.empty() || !cfg.client_cert_pem.empty() || !cfg.username.empty();
     if (!has_creds && (user["exec"].IsDefined() || user["auth-provider"].IsDefined())) {
-      return w.Err(user, up + (user["exec"].IsDefined() ? "exec" : "auth-provider"),
-                   "credential plugins are not supported; use a token, tokenFile or client certificate "
-                   "(for example a service account token)");
+      return w.Err(
+          user, up + (user["exec"].IsDefined() ? "exec" : "auth-provider"),
+          "credential plugins are not supported; use a token, tokenFile or client certificate "
+          "(for example a service account token)");
     }
   }
   return cfg;
@@ -229,11 +253,13 @@ StatusOr<ClientConfig> LoadKubeconfig(const std::string& path, std::string_view 
 StatusOr<ClientConfig> InClusterConfigFrom(std::string_view host, std::string_view port,
                                            std::string_view sa_dir) {
   if (host.empty() || port.empty()) {
-    return FailedPrecondition("not running in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set");
+    return FailedPrecondition(
+        "not running in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set");
   }
   ClientConfig cfg;
   const std::string h(host);
-  cfg.server = StrCat("https://", h.find(':') != std::string::npos ? StrCat("[", h, "]") : h, ":", port);
+  cfg.server =
+      StrCat("https://", h.find(':') != std::string::npos ? StrCat("[", h, "]") : h, ":", port);
   const std::string dir(sa_dir);
   cfg.token_file = dir + "/token";
   auto tok = ReadFile(cfg.token_file, 1 << 20);
@@ -266,7 +292,8 @@ StatusOr<ClientConfig> LoadDefaultConfig(const std::string& kubeconfig) {
     std::string path = StrCat(home, "/.kube/config");
     if (std::filesystem::exists(path)) return LoadKubeconfig(path);
   }
-  return FailedPrecondition("no Kubernetes config: pass --kubeconfig, set KUBECONFIG, or run in a cluster");
+  return FailedPrecondition(
+      "no Kubernetes config: pass --kubeconfig, set KUBECONFIG, or run in a cluster");
 }
 
 }  // namespace hami::k8s

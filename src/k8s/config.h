@@ -11,23 +11,23 @@
 namespace hami::k8s {
 
 struct ClientConfig {
-  std::string server;                  // "https://host:port" (or http:// for local fakes)
-  std::string bearer_token;            // sent as "Authorization: Bearer ..."
-  std::string token_file;              // when set, the token is re-read from here (bound tokens rotate)
-  std::string username, password;      // basic auth (kubeconfig users[].user.username/password)
-  std::string ca_pem;                  // PEM bundle to verify the server; empty = system CAs
-  std::string client_cert_pem;         // client certificate (PEM), with client_key_pem
+  std::string server;              // "https://host:port" (or http:// for local fakes)
+  std::string bearer_token;        // sent as "Authorization: Bearer ..."
+  std::string token_file;          // when set, the token is re-read from here (bound tokens rotate)
+  std::string username, password;  // basic auth (kubeconfig users[].user.username/password)
+  std::string ca_pem;              // PEM bundle to verify the server; empty = system CAs
+  std::string client_cert_pem;     // client certificate (PEM), with client_key_pem
   std::string client_key_pem;
   bool insecure_skip_tls_verify = false;
-  std::string tls_server_name;         // overrides the name checked in the server certificate
+  std::string tls_server_name;             // overrides the name checked in the server certificate
   std::string namespace_name = "default";  // context namespace / service account namespace
 
   // Flow control and timeouts (not part of kubeconfig; flags set them).
-  double qps = 50;       // <= 0: no client-side limit
+  double qps = 50;  // <= 0: no client-side limit
   int burst = 100;
   int64_t request_timeout_ms = 30'000;  // per request, excluding watches
   int64_t connect_timeout_ms = 10'000;
-  int max_retries = 4;                  // retries of 429/5xx/transport failures, with backoff
+  int max_retries = 4;  // retries of 429/5xx/transport failures, with backoff
   std::string user_agent = "hami-cpp";
 };
 

@@ -19,8 +19,8 @@ Status StatusFromHttp(int code, std::string_view body, std::string_view what) {
     std::string text(body.substr(0, 200));
     message = text.empty() ? "(empty reply)" : StrCat("reply: ", text);
   }
-  std::string full = StrCat(what, ": ", message, " (HTTP ", code, reason.empty() ? "" : " ",
-                            reason, ")");
+  std::string full =
+      StrCat(what, ": ", message, " (HTTP ", code, reason.empty() ? "" : " ", reason, ")");
   switch (code) {
     case 400:
     case 422:

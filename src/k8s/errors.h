@@ -1,7 +1,7 @@
 #pragma once
-// Kubernetes API errors as hami::Status. The HTTP code and the API server's `Status.reason` pick the
-// absl code (one code per kind of failure, so callers test kinds with the predicates below), and the
-// message carries the server's own `Status.message` plus the request it answered.
+// Kubernetes API errors as hami::Status. The HTTP code and the API server's `Status.reason` pick
+// the absl code (one code per kind of failure, so callers test kinds with the predicates below),
+// and the message carries the server's own `Status.message` plus the request it answered.
 //
 //   404 NotFound          -> NotFound            409 AlreadyExists -> AlreadyExists
 //   409 Conflict          -> Aborted             410 Gone/Expired  -> OutOfRange
@@ -22,9 +22,13 @@ Status StatusFromHttp(int http_code, std::string_view body, std::string_view wha
 // Kinds without an absl predicate of their own. For the rest use absl::IsNotFound,
 // absl::IsAlreadyExists, absl::IsUnavailable, ... directly.
 // A write lost an optimistic-concurrency race (409 Conflict): re-read and retry.
-inline bool IsConflict(const Status& s) { return absl::IsAborted(s); }
+inline bool IsConflict(const Status& s) {
+  return absl::IsAborted(s);
+}
 // The resourceVersion is older than the server keeps (watch or list must start over).
-inline bool IsGone(const Status& s) { return absl::IsOutOfRange(s); }
+inline bool IsGone(const Status& s) {
+  return absl::IsOutOfRange(s);
+}
 
 // True for replies a client should retry after a pause: 429, 500, 502, 503, 504.
 bool IsRetryableHttpCode(int http_code);

@@ -15,14 +15,19 @@ TEST(ErrorsTest, HttpCodesMapToKinds) {
     std::string want_in_message;
   };
   auto status = [](int code, const std::string& reason, const std::string& msg) {
-    return StrCat(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":")", msg,
-                  R"(","reason":")", reason, R"(","code":)", code, "}");
+    return StrCat(
+        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":")", msg,
+        R"(","reason":")", reason, R"(","code":)", code, "}");
   };
   std::vector<Case> cases = {
-      {404, status(404, "NotFound", "pods \\\"p\\\" not found"), absl::StatusCode::kNotFound, "pods \"p\" not found (HTTP 404 NotFound)"},
-      {409, status(409, "Conflict", "the object has been modified"), absl::StatusCode::kAborted, "has been modified"},
-      {409, status(409, "AlreadyExists", "pods \\\"p\\\" already exists"), absl::StatusCode::kAlreadyExists, "already exists"},
-      {410, status(410, "Expired", "too old resource version: 1 (5)"), absl::StatusCode::kOutOfRange, "too old"},
+      {404, status(404, "NotFound", "pods \\\"p\\\" not found"), absl::StatusCode::kNotFound,
+       "pods \"p\" not found (HTTP 404 NotFound)"},
+      {409, status(409, "Conflict", "the object has been modified"), absl::StatusCode::kAborted,
+       "has been modified"},
+      {409, status(409, "AlreadyExists", "pods \\\"p\\\" already exists"),
+       absl::StatusCode::kAlreadyExists, "already exists"},
+      {410, status(410, "Expired", "too old resource version: 1 (5)"),
+       absl::StatusCode::kOutOfRange, "too old"},
       {422, status(422, "Invalid", "bad"), absl::StatusCode::kInvalidArgument, "bad"},
       {401, "", absl::StatusCode::kUnauthenticated, "(empty reply)"},
       {403, status(403, "Forbidden", "no"), absl::StatusCode::kPermissionDenied, "no"},
@@ -57,7 +62,8 @@ TEST(WatchEventTest, ParsesAndRejects) {
       {R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", true, WatchEvent::Type::kAdded},
       {R"({"type":"MODIFIED","object":{}})", true, WatchEvent::Type::kModified},
       {R"({"type":"DELETED","object":{}})", true, WatchEvent::Type::kDeleted},
-      {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})", true, WatchEvent::Type::kBookmark},
+      {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})", true,
+       WatchEvent::Type::kBookmark},
       {R"({"type":"ERROR","object":{"kind":"Status","code":410}})", true, WatchEvent::Type::kError},
       {R"({"type":"SIDEWAYS","object":{}})", false},
       {R"({"type":"ADDED"})", false},
@@ -89,7 +95,8 @@ TEST(ResourcePathTest, Paths) {
   EXPECT_EQ(ResourcePath(kPods, "ns1", "p", "binding"), "/api/v1/namespaces/ns1/pods/p/binding");
   EXPECT_EQ(ResourcePath(kPods, ""), "/api/v1/pods");
   EXPECT_EQ(ResourcePath(kNodes, "ignored", "n1"), "/api/v1/nodes/n1");
-  EXPECT_EQ(ResourcePath(kLeases, "kube-system", "hami"), "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hami");
+  EXPECT_EQ(ResourcePath(kLeases, "kube-system", "hami"),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hami");
 }
 
 }  // namespace

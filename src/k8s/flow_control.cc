@@ -6,7 +6,10 @@
 namespace hami::k8s {
 
 RateLimiter::RateLimiter(double qps, int burst, const Clock& clock)
-    : qps_(qps), burst_(std::max(1, burst)), clock_(clock), tokens_(burst_),
+    : qps_(qps),
+      burst_(std::max(1, burst)),
+      clock_(clock),
+      tokens_(burst_),
       last_ns_(clock.MonotonicNanos()) {}
 
 void RateLimiter::RefillLocked(int64_t now) {
@@ -36,7 +39,8 @@ bool RateLimiter::TryAcquire() {
 
 int64_t Backoff::NextDelayNanos() {
   const int64_t base = next_;
-  next_ = std::min<int64_t>(opts_.max_ns, static_cast<int64_t>(static_cast<double>(next_) * opts_.factor));
+  next_ = std::min<int64_t>(opts_.max_ns,
+                            static_cast<int64_t>(static_cast<double>(next_) * opts_.factor));
   const double scale = 1.0 + opts_.jitter * (2.0 * rng_.UniformDouble() - 1.0);
   return std::min<int64_t>(opts_.max_ns, static_cast<int64_t>(static_cast<double>(base) * scale));
 }

@@ -29,8 +29,8 @@ class RateLimiter {
   const double burst_;
   const Clock& clock_;
   std::mutex mu_;
-  double tokens_;     // guarded by mu_
-  int64_t last_ns_;   // guarded by mu_
+  double tokens_;    // guarded by mu_
+  int64_t last_ns_;  // guarded by mu_
 };
 
 struct BackoffOptions {

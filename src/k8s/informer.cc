@@ -50,15 +50,18 @@ struct Informer::Impl {
 
   void Add(const Json& obj) {
     std::lock_guard<std::mutex> l(handler_mu);
-    for (auto& h : handlers) if (h.on_add) h.on_add(obj);
+    for (auto& h : handlers)
+      if (h.on_add) h.on_add(obj);
   }
   void Update(const Json& a, const Json& b) {
     std::lock_guard<std::mutex> l(handler_mu);
-    for (auto& h : handlers) if (h.on_update) h.on_update(a, b);
+    for (auto& h : handlers)
+      if (h.on_update) h.on_update(a, b);
   }
   void Delete(const Json& obj) {
     std::lock_guard<std::mutex> l(handler_mu);
-    for (auto& h : handlers) if (h.on_delete) h.on_delete(obj);
+    for (auto& h : handlers)
+      if (h.on_delete) h.on_delete(obj);
   }
 
   ListOptions BaseOptions() const {
@@ -71,7 +74,8 @@ struct Informer::Impl {
   // Lists and replaces the store, delivering the difference. Returns the list's resourceVersion.
   StatusOr<std::string> Relist() {
     ++lists;
-    HAMI_ASSIGN_OR_RETURN(Json list, client.List(opts.resource, opts.namespace_name, BaseOptions()));
+    HAMI_ASSIGN_OR_RETURN(Json list,
+                          client.List(opts.resource, opts.namespace_name, BaseOptions()));
     std::map<std::string, std::shared_ptr<const Json>> fresh;
     for (auto& item : list["items"]) {
       std::string key = KeyOf(item);
@@ -149,7 +153,8 @@ struct Informer::Impl {
       if (need_list) {
         auto rv = Relist();
         if (!rv.ok()) {
-          SPDLOG_WARN("informer {}: list failed: {}", opts.resource.plural, std::string(rv.status().message()));
+          SPDLOG_WARN("informer {}: list failed: {}", opts.resource.plural,
+                      std::string(rv.status().message()));
           Sleep(backoff.NextDelayNanos());
           continue;
         }
@@ -164,12 +169,13 @@ struct Informer::Impl {
       lo.timeout_seconds = opts.watch_timeout_seconds;
       ++watches;
       bool got_event = false;
-      Status s = client.Watch(opts.resource, opts.namespace_name, lo,
-                              [&](WatchEvent& ev) {
-                                got_event = true;
-                                return Apply(ev);
-                              },
-                              stop);
+      Status s = client.Watch(
+          opts.resource, opts.namespace_name, lo,
+          [&](WatchEvent& ev) {
+            got_event = true;
+            return Apply(ev);
+          },
+          stop);
       if (stop.stop_requested()) break;
       if (s.ok()) {
         backoff.Reset();
@@ -206,14 +212,19 @@ struct Informer::Impl {
 Informer::Informer(Client& client, InformerOptions opts)
     : impl_(std::make_unique<Impl>(client, std::move(opts))) {}
 
-Informer::~Informer() { Stop(); }
+Informer::~Informer() {
+  Stop();
+}
 
-void Informer::AddHandlers(InformerHandlers handlers) { impl_->handlers.push_back(std::move(handlers)); }
+void Informer::AddHandlers(InformerHandlers handlers) {
+  impl_->handlers.push_back(std::move(handlers));
+}
 
 void Informer::Start() {
   if (impl_->thread.joinable()) return;
   impl_->thread = std::thread([this] { impl_->Run(impl_->stop_source.get_token()); });
-  if (impl_->opts.resync_period.count() > 0) impl_->resync_thread = std::thread([this] { impl_->Resync(); });
+  if (impl_->opts.resync_period.count() > 0)
+    impl_->resync_thread = std::thread([this] { impl_->Resync(); });
 }
 
 void Informer::Stop() {
@@ -234,7 +245,8 @@ bool Informer::HasSynced() const {
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> l(impl_->mu);
-  return impl_->cv.wait_for(l, timeout, [&] { return impl_->synced || impl_->stopping; }) && impl_->synced;
+  return impl_->cv.wait_for(l, timeout, [&] { return impl_->synced || impl_->stopping; }) &&
+         impl_->synced;
 }
 
 std::optional<Json> Informer::Get(const std::string& key) const {
@@ -262,7 +274,11 @@ std::string Informer::LastResourceVersion() const {
   return impl_->last_rv;
 }
 
-int64_t Informer::lists() const { return impl_->lists.load(); }
-int64_t Informer::watches() const { return impl_->watches.load(); }
+int64_t Informer::lists() const {
+  return impl_->lists.load();
+}
+int64_t Informer::watches() const {
+  return impl_->watches.load();
+}
 
 }  // namespace hami::k8s

@@ -23,9 +23,9 @@ namespace hami::k8s {
 
 struct InformerOptions {
   Resource resource = kPods;
-  std::string namespace_name;   // "" = all namespaces
+  std::string namespace_name;  // "" = all namespaces
   std::string label_selector;
-  std::string field_selector;   // e.g. "spec.nodeName=node-1"
+  std::string field_selector;                  // e.g. "spec.nodeName=node-1"
   std::chrono::milliseconds resync_period{0};  // 0 = no resync
   int64_t watch_timeout_seconds = 300;         // server ends each watch after this; we resume
   BackoffOptions backoff{100'000'000, 10'000'000'000, 2.0, 0.2};

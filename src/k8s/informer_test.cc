@@ -88,7 +88,8 @@ class InformerTest : public ::testing::Test {
 };
 
 TEST_F(InformerTest, SyncsThenFollowsEvents) {
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n" + std::to_string(i))).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n" + std::to_string(i))).ok());
   Informer inf(*client_, FastOptions(kNodes));
   Mirror m;
   inf.AddHandlers(m.Handlers());
@@ -99,7 +100,10 @@ TEST_F(InformerTest, SyncsThenFollowsEvents) {
   EXPECT_EQ(m.Snapshot(), Truth(*fake_, "nodes"));
 
   ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n9")).ok());
-  ASSERT_TRUE(client_->Patch(kNodes, "", "n0", PatchType::kMerge, {{"metadata", {{"labels", {{"gpu", "a100"}}}}}}).ok());
+  ASSERT_TRUE(client_
+                  ->Patch(kNodes, "", "n0", PatchType::kMerge,
+                          {{"metadata", {{"labels", {{"gpu", "a100"}}}}}})
+                  .ok());
   ASSERT_TRUE(fake_->Delete("nodes", "", "n1").ok());
   ASSERT_TRUE(Eventually([&] { return m.Snapshot() == Truth(*fake_, "nodes"); }));
   EXPECT_EQ(inf.Get("n0")->at("metadata").at("labels").at("gpu"), "a100");
@@ -110,7 +114,8 @@ TEST_F(InformerTest, SyncsThenFollowsEvents) {
   }
   EXPECT_EQ(inf.lists(), 1);
   // Bookmarks move the resourceVersion forward.
-  ASSERT_TRUE(Eventually([&] { return inf.LastResourceVersion() == fake_->CurrentResourceVersion(); }));
+  ASSERT_TRUE(
+      Eventually([&] { return inf.LastResourceVersion() == fake_->CurrentResourceVersion(); }));
   inf.Stop();
   inf.Stop();  // idempotent
 }
@@ -134,7 +139,8 @@ TEST_F(InformerTest, FieldSelectorTracksPodsOfOneNode) {
 }
 
 TEST_F(InformerTest, ConvergesAfterFaults) {
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(fake_->Upsert("pods", MakePod("ns", "p" + std::to_string(i))).ok());
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(fake_->Upsert("pods", MakePod("ns", "p" + std::to_string(i))).ok());
   Informer inf(*client_, FastOptions(kPods));
   Mirror m;
   inf.AddHandlers(m.Handlers());
@@ -147,7 +153,8 @@ TEST_F(InformerTest, ConvergesAfterFaults) {
   };
   int next = 100;
   auto churn = [&] {
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(fake_->Upsert("pods", MakePod("ns", "p" + std::to_string(next++))).ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(fake_->Upsert("pods", MakePod("ns", "p" + std::to_string(next++))).ok());
     auto all = fake_->List("pods");
     ASSERT_TRUE(fake_->Delete("pods", "ns", all.front()["metadata"]["name"]).ok());
     auto changed = all.back();
@@ -155,21 +162,36 @@ TEST_F(InformerTest, ConvergesAfterFaults) {
     ASSERT_TRUE(fake_->Upsert("pods", changed).ok());
   };
   std::vector<Fault> faults = {
-      {"dropped watch", [&] { fake_->DropWatches(); churn(); }},
-      {"compaction while disconnected", [&] {
+      {"dropped watch",
+       [&] {
+         fake_->DropWatches();
+         churn();
+       }},
+      {"compaction while disconnected",
+       [&] {
          fake_->InjectErrors("GET", "/api/v1/pods$", 503, 3);  // the re-watch fails a few times
          fake_->DropWatches();
          churn();
          fake_->Compact();  // our resourceVersion is now too old: 410, re-list
        }},
-      {"forced 410", [&] { fake_->ForceGone(2); fake_->DropWatches(); churn(); }},
-      {"5xx burst on list", [&] {
+      {"forced 410",
+       [&] {
+         fake_->ForceGone(2);
+         fake_->DropWatches();
+         churn();
+       }},
+      {"5xx burst on list",
+       [&] {
          fake_->ForceGone(1);
          fake_->InjectErrors("GET", "/api/v1/pods$", 500, 20);
          fake_->DropWatches();
          churn();
        }},
-      {"events while watching", [&] { churn(); churn(); }},
+      {"events while watching",
+       [&] {
+         churn();
+         churn();
+       }},
   };
   for (const auto& f : faults) {
     SCOPED_TRACE(f.name);
@@ -177,7 +199,8 @@ TEST_F(InformerTest, ConvergesAfterFaults) {
     ASSERT_TRUE(Eventually([&] {
       auto truth = Truth(*fake_, "pods");
       return m.Snapshot() == truth && inf.Size() == truth.size();
-    })) << "mirror " << m.Snapshot().size() << " vs truth " << Truth(*fake_, "pods").size();
+    })) << "mirror "
+        << m.Snapshot().size() << " vs truth " << Truth(*fake_, "pods").size();
   }
   EXPECT_GE(inf.lists(), 3);  // initial + the 410s
   EXPECT_GE(inf.watches(), 5);

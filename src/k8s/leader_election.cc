@@ -19,17 +19,20 @@ struct LeaderElector::Impl {
   bool stopping = false;
   bool leader = false;
   std::string observed_holder;
-  std::string observed_renew;     // renewTime of the record we last saw
-  int64_t observed_at_ns = 0;     // our monotonic time when the record last changed
-  int64_t last_renew_ns = 0;      // our monotonic time when the last successful attempt began (mu)
+  std::string observed_renew;  // renewTime of the record we last saw
+  int64_t observed_at_ns = 0;  // our monotonic time when the record last changed
+  int64_t last_renew_ns = 0;   // our monotonic time when the last successful attempt began (mu)
   bool have_observed = false;
-  std::string last_rv;            // resourceVersion of the lease we last saw
+  std::string last_rv;  // resourceVersion of the lease we last saw
   std::thread thread;
-  std::mutex step_mu;             // one attempt at a time
+  std::mutex step_mu;  // one attempt at a time
 
-  Impl(Client& c, LeaderElectionConfig k, const Clock& cl) : client(c), cfg(std::move(k)), clock(cl) {}
+  Impl(Client& c, LeaderElectionConfig k, const Clock& cl)
+      : client(c), cfg(std::move(k)), clock(cl) {}
 
-  int64_t Ns(std::chrono::milliseconds d) const { return static_cast<int64_t>(d.count()) * 1'000'000; }
+  int64_t Ns(std::chrono::milliseconds d) const {
+    return static_cast<int64_t>(d.count()) * 1'000'000;
+  }
   std::string NowMicro() const { return FormatMicroTime(clock.UnixSeconds() * 1'000'000); }
   int LeaseSeconds() const {
     return static_cast<int>(std::max<int64_t>(1, (cfg.lease_duration.count() + 999) / 1000));
@@ -44,8 +47,8 @@ struct LeaderElector::Impl {
       if (leader == now_leader) return;
       if (!now_leader) leader = false;
     }
-    SPDLOG_INFO("leader election {}/{}: {} {} leading", cfg.lease_namespace, cfg.lease_name, cfg.identity,
-                now_leader ? "started" : "stopped");
+    SPDLOG_INFO("leader election {}/{}: {} {} leading", cfg.lease_namespace, cfg.lease_name,
+                cfg.identity, now_leader ? "started" : "stopped");
     if (now_leader && cfg.on_started_leading) cfg.on_started_leading();
     if (!now_leader && cfg.on_stopped_leading) cfg.on_stopped_leading();
     if (now_leader) {
@@ -127,11 +130,14 @@ struct LeaderElector::Impl {
       return Failed(now);
     }
     Json lease = std::move(*got);
-    Json spec = lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : Json::object();
+    Json spec =
+        lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : Json::object();
     const std::string holder = spec.contains("holderIdentity") && spec["holderIdentity"].is_string()
-                                   ? spec["holderIdentity"].get<std::string>() : "";
+                                   ? spec["holderIdentity"].get<std::string>()
+                                   : "";
     const std::string renew = spec.contains("renewTime") && spec["renewTime"].is_string()
-                                  ? spec["renewTime"].get<std::string>() : "";
+                                  ? spec["renewTime"].get<std::string>()
+                                  : "";
     Observe(holder, renew, now);
     bool held_by_other;
     {
@@ -144,8 +150,10 @@ struct LeaderElector::Impl {
       return false;
     }
     const bool ours = holder == cfg.identity;
-    const int transitions = spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
-                                ? spec["leaseTransitions"].get<int>() : 0;
+    const int transitions =
+        spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
+            ? spec["leaseTransitions"].get<int>()
+            : 0;
     spec["holderIdentity"] = cfg.identity;
     spec["leaseDurationSeconds"] = LeaseSeconds();
     spec["renewTime"] = NowMicro();
@@ -157,7 +165,8 @@ struct LeaderElector::Impl {
     auto updated = client.Update(kLeases, cfg.lease_namespace, lease);
     if (!updated.ok()) {
       if (!IsConflict(updated.status())) {
-        SPDLOG_WARN("leader election: renewing lease failed: {}", std::string(updated.status().message()));
+        SPDLOG_WARN("leader election: renewing lease failed: {}",
+                    std::string(updated.status().message()));
       }
       return Failed(now);
     }
@@ -201,16 +210,19 @@ Status ValidateLeaderElectionConfig(const LeaderElectionConfig& cfg) {
   }
   if (!(cfg.lease_duration > cfg.renew_deadline)) {
     return InvalidArgument("leader election: lease duration (", cfg.lease_duration.count(),
-                           " ms) must be greater than renew deadline (", cfg.renew_deadline.count(), " ms)");
+                           " ms) must be greater than renew deadline (", cfg.renew_deadline.count(),
+                           " ms)");
   }
   if (!(cfg.renew_deadline > cfg.retry_period) || cfg.retry_period.count() <= 0) {
     return InvalidArgument("leader election: renew deadline (", cfg.renew_deadline.count(),
-                           " ms) must be greater than retry period (", cfg.retry_period.count(), " ms) > 0");
+                           " ms) must be greater than retry period (", cfg.retry_period.count(),
+                           " ms) > 0");
   }
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, LeaderElectionConfig cfg,
+StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client,
+                                                               LeaderElectionConfig cfg,
                                                                const Clock& clock) {
   HAMI_RETURN_IF_ERROR(ValidateLeaderElectionConfig(cfg));
   return std::unique_ptr<LeaderElector>(
@@ -218,9 +230,13 @@ StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, L
 }
 
 LeaderElector::LeaderElector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-LeaderElector::~LeaderElector() { Stop(); }
+LeaderElector::~LeaderElector() {
+  Stop();
+}
 
-bool LeaderElector::TryAcquireOrRenew() { return impl_->Step(); }
+bool LeaderElector::TryAcquireOrRenew() {
+  return impl_->Step();
+}
 
 void LeaderElector::Start() {
   if (impl_->thread.joinable()) return;
@@ -240,7 +256,9 @@ void LeaderElector::Stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-bool LeaderElector::IsLeader() const { return impl_->LeadingNow(); }
+bool LeaderElector::IsLeader() const {
+  return impl_->LeadingNow();
+}
 
 std::string LeaderElector::ObservedLeader() const {
   std::lock_guard<std::mutex> l(impl_->mu);

@@ -26,7 +26,8 @@ class LeaderElectionTest : public ::testing::Test {
     ASSERT_TRUE(c.ok());
     client_ = std::move(*c);
   }
-  LeaderElectionConfig Cfg(const std::string& id, std::atomic<int>* started, std::atomic<int>* stopped) {
+  LeaderElectionConfig Cfg(const std::string& id, std::atomic<int>* started,
+                           std::atomic<int>* stopped) {
     LeaderElectionConfig c;
     c.lease_namespace = "hami-system";
     c.lease_name = "hami-scheduler";
@@ -62,8 +63,8 @@ TEST_F(LeaderElectionTest, TakeOverWhenLeaderStopsRenewing) {
   // a renews twice; then goes quiet. b may take over only once 15 s have passed since b last saw
   // the record change.
   std::vector<Step> steps = {
-      {5, true, true, false}, {5, true, true, false}, {10, false, true, false}, {4, false, true, false},
-      {2, false, false, true},
+      {5, true, true, false},  {5, true, true, false},  {10, false, true, false},
+      {4, false, true, false}, {2, false, false, true},
   };
   for (size_t i = 0; i < steps.size(); ++i) {
     SCOPED_TRACE(i);
@@ -97,8 +98,9 @@ TEST_F(LeaderElectionTest, LeaderLosesLeaseAfterRenewDeadlineWithoutServer) {
   EXPECT_EQ(stop, 1);
 }
 
-// A leader whose renewal hangs (the API server unreachable: no attempt returns) stops leading at its
-// renew deadline, before the lease expires for anyone else: at no instant do two candidates lead.
+// A leader whose renewal hangs (the API server unreachable: no attempt returns) stops leading at
+// its renew deadline, before the lease expires for anyone else: at no instant do two candidates
+// lead.
 TEST_F(LeaderElectionTest, HangingLeaderStopsAtRenewDeadlineBeforeTakeOver) {
   FakeClock clock;
   std::atomic<int> a_start{0}, a_stop{0}, b_start{0}, b_stop{0};
@@ -117,7 +119,7 @@ TEST_F(LeaderElectionTest, HangingLeaderStopsAtRenewDeadlineBeforeTakeOver) {
     if (b_leads && b_first_ms < 0) b_first_ms = ms;
     clock.AdvanceNanos(250'000'000);
   }
-  EXPECT_EQ(a_last_ms, 9'750);   // renew deadline 10 s
+  EXPECT_EQ(a_last_ms, 9'750);    // renew deadline 10 s
   EXPECT_EQ(b_first_ms, 15'000);  // lease duration 15 s
 }
 

@@ -6,7 +6,8 @@
 // changing which URL the client sends (libcurl resolves dot segments: "pods/.." would address the
 // namespace itself).
 //  - DNS-1123 subdomain (pod, node, lease, configmap, event names): 1-253 characters, lowercase
-//    letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit;
+//    letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or
+//    digit;
 //  - DNS-1123 label (namespace names): 1-63 characters, lowercase letters, digits and '-', starting
 //    and ending with a letter or digit;
 //  - uid: 1-64 characters of ASCII letters, digits and '-' (the API server writes RFC 4122 UUIDs;
@@ -29,6 +30,7 @@ Status ValidateUid(std::string_view value, std::string_view what = "uid");
 
 // The pieces of one object reference: namespace (label; empty allowed only when `ns_optional`),
 // name (subdomain), uid (empty allowed).
-Status ValidateObjectRef(std::string_view ns, std::string_view name, std::string_view uid, bool ns_optional = false);
+Status ValidateObjectRef(std::string_view ns, std::string_view name, std::string_view uid,
+                         bool ns_optional = false);
 
 }  // namespace hami::k8s

@@ -21,9 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ValidateObjectRef(ns, name, text.substr(0, 40));
   auto path = CheckedResourcePath(kPods, ns, name, "binding");
   if (path.ok() && !ns.empty()) {  // an empty namespace addresses all namespaces
-    const std::string want = "/api/v1/namespaces/" + std::string(ns) + "/pods/" + std::string(name) + "/binding";
-    if (*path != want || path->find("/../") != std::string::npos || path->find("/./") != std::string::npos ||
-        path->find('%') != std::string::npos)
+    const std::string want =
+        "/api/v1/namespaces/" + std::string(ns) + "/pods/" + std::string(name) + "/binding";
+    if (*path != want || path->find("/../") != std::string::npos ||
+        path->find("/./") != std::string::npos || path->find('%') != std::string::npos)
       std::abort();
     if (!ValidateDns1123Subdomain(name).ok() || !ValidateDns1123Label(ns).ok()) std::abort();
   }

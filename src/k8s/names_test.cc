@@ -61,7 +61,9 @@ TEST(Names, Table) {
 TEST(Names, ErrorsNameTheRuleAndQuoteTheValue) {
   Status s = ValidateDns1123Subdomain("a..b", "pod name");
   EXPECT_TRUE(absl::IsInvalidArgument(s));
-  EXPECT_NE(std::string(s.message()).find("pod name \"a..b\" is not a DNS-1123 subdomain"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("pod name \"a..b\" is not a DNS-1123 subdomain"),
+            std::string::npos)
+      << s;
   s = ValidateDns1123Label(std::string("x\x01y"), "namespace");
   EXPECT_NE(std::string(s.message()).find("\"x\\x01y\""), std::string::npos) << s;
   s = ValidateDns1123Label(std::string(300, 'q'));
@@ -84,7 +86,8 @@ TEST(Names, CheckedResourcePath) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(*p, "/api/v1/namespaces/default/pods/gpu-pod/binding");
   EXPECT_EQ(*CheckedResourcePath(kPods, ""), "/api/v1/pods");
-  EXPECT_EQ(*CheckedResourcePath(kNodes, "", "node-1.example.com"), "/api/v1/nodes/node-1.example.com");
+  EXPECT_EQ(*CheckedResourcePath(kNodes, "", "node-1.example.com"),
+            "/api/v1/nodes/node-1.example.com");
   for (const char* bad : {"..", ".", "a/b", "x%2F.."}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(absl::IsInvalidArgument(CheckedResourcePath(kPods, "default", bad).status()));

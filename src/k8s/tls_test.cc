@@ -38,14 +38,17 @@ Pem SelfSigned(const std::string& cn, const std::string& san, long serial) {
   X509_gmtime_adj(X509_getm_notAfter(x), 24 * 3600);
   X509_set_pubkey(x, key);
   X509_NAME* name = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
   X509_set_issuer_name(x, name);
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
   for (auto [nid, value] : std::vector<std::pair<int, std::string>>{
-           {NID_subject_alt_name, san}, {NID_basic_constraints, "critical,CA:TRUE"},
-           {NID_key_usage, "critical,digitalSignature,keyCertSign"}, {NID_ext_key_usage, "serverAuth,clientAuth"}}) {
+           {NID_subject_alt_name, san},
+           {NID_basic_constraints, "critical,CA:TRUE"},
+           {NID_key_usage, "critical,digitalSignature,keyCertSign"},
+           {NID_ext_key_usage, "serverAuth,clientAuth"}}) {
     X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
     X509_add_ext(x, ext, -1);
     X509_EXTENSION_free(ext);
@@ -66,14 +69,17 @@ class TlsTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("hami_tls_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    server_ = SelfSigned("fake-apiserver", "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc", 1);
+    server_ =
+        SelfSigned("fake-apiserver", "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc", 1);
     client_ = SelfSigned("hami-scheduler", "DNS:hami-scheduler", 2);
     Write("server.crt", server_.cert);
     Write("server.key", server_.key);
     Write("client-ca.crt", client_.cert);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
   std::string P(const std::string& name) { return (dir_ / name).string(); }
 
   Status Probe(const testing::FakeApiServer& fake, ClientConfig cfg) {

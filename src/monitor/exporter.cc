@@ -1,12 +1,12 @@
 #include "monitor/exporter.h"
 
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
 #include <deque>
 #include <iterator>
 #include <map>
 #include <sstream>
-
-#include <prometheus/text_serializer.h>
 
 #include "common/log.h"
 
@@ -104,22 +104,28 @@ std::vector<MetricFamily> Exporter::Collect() {
                 1);
 
   // Host GPUs (NVML).
-  auto& host_mem = fam.Add("hami_host_gpu_memory_used_bytes", "GPU device memory used on the host, in bytes.");
-  auto& host_util = fam.Add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
+  auto& host_mem =
+      fam.Add("hami_host_gpu_memory_used_bytes", "GPU device memory used on the host, in bytes.");
+  auto& host_util =
+      fam.Add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
   auto& host_mc = fam.Add("hami_host_gpu_memory_controller_utilization_ratio",
                           "GPU memory controller utilisation on the host, 0-100.");
   auto devices = telemetry_.Devices();
   if (!devices.ok()) {
-    spdlog::warn("monitor: host GPU metrics unavailable: {}", std::string(devices.status().message()));
+    spdlog::warn("monitor: host GPU metrics unavailable: {}",
+                 std::string(devices.status().message()));
   } else {
     for (const HostGpu& g : *devices) {
       std::string idx = std::to_string(g.index);
-      Labels with_node = {{"node", options_.node_name}, {"device_index", idx}, {"device_uuid", g.uuid},
+      Labels with_node = {{"node", options_.node_name},
+                          {"device_index", idx},
+                          {"device_uuid", g.uuid},
                           {"device_type", g.model}};
       Families::Put(host_mem, with_node, static_cast<double>(g.memory_used_bytes));
       if (g.utilization_pct >= 0) Families::Put(host_util, with_node, g.utilization_pct);
       if (g.memory_utilization_pct >= 0) {
-        Families::Put(host_mc, {{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
+        Families::Put(host_mc,
+                      {{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
                       g.memory_utilization_pct);
       }
     }
@@ -130,22 +136,30 @@ std::vector<MetricFamily> Exporter::Collect() {
                        "Device memory held by the container's live processes, in bytes.");
   auto& dev_mem = fam.Add("hami_container_device_memory_bytes",
                           "Device memory held by the container's live processes, in bytes.");
-  auto& limit = fam.Add("hami_vgpu_memory_limit_bytes", "Device memory limit of the container, in bytes (0 = none).");
-  auto& util = fam.Add("hami_container_device_utilization_ratio",
-                       "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
-  auto& last_kernel = fam.Add("hami_container_last_kernel_elapsed_seconds",
-                              "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
+  auto& limit = fam.Add("hami_vgpu_memory_limit_bytes",
+                        "Device memory limit of the container, in bytes (0 = none).");
+  auto& util = fam.Add(
+      "hami_container_device_utilization_ratio",
+      "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
+  auto& last_kernel = fam.Add(
+      "hami_container_last_kernel_elapsed_seconds",
+      "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
   auto& sm_limit = fam.Add("hami_container_device_sm_limit_ratio",
                            "SM limit of the container on the device, 0-100 (100 = none).");
-  auto& throttled = fam.Add("hami_container_device_throttled_seconds_total",
-                            "Time the container's kernel launches waited for the SM limiter, in seconds.",
-                            MetricType::Counter);
-  auto& procs = fam.Add("hami_container_processes", "Live processes of the container registered with libvgpu.");
-  auto& sw = fam.Add("hami_container_core_limit_switch",
-                     "1 when the SM limit applies under policy default (contention), else 0 (monitor feedback).");
-  auto& blocked = fam.Add("hami_container_priority_blocked",
-                          "1 while a higher-priority container is active on one of its GPUs (monitor feedback).");
-  auto& regions_gauge = fam.Add("hami_monitor_regions", "Container region directories seen on the node, by state.");
+  auto& throttled =
+      fam.Add("hami_container_device_throttled_seconds_total",
+              "Time the container's kernel launches waited for the SM limiter, in seconds.",
+              MetricType::Counter);
+  auto& procs = fam.Add("hami_container_processes",
+                        "Live processes of the container registered with libvgpu.");
+  auto& sw = fam.Add(
+      "hami_container_core_limit_switch",
+      "1 when the SM limit applies under policy default (contention), else 0 (monitor feedback).");
+  auto& blocked = fam.Add(
+      "hami_container_priority_blocked",
+      "1 while a higher-priority container is active on one of its GPUs (monitor feedback).");
+  auto& regions_gauge =
+      fam.Add("hami_monitor_regions", "Container region directories seen on the node, by state.");
 
   store_.Rescan();
   ScanStats stats = store_.last_stats();
@@ -166,13 +180,15 @@ std::vector<MetricFamily> Exporter::Collect() {
       continue;
     }
     ++exported;
-    Labels pod_labels = {{"namespace", pod->namespace_name}, {"pod", pod->name}, {"container", cr.container}};
+    Labels pod_labels = {
+        {"namespace", pod->namespace_name}, {"pod", pod->name}, {"container", cr.container}};
     Families::Put(procs, pod_labels, static_cast<double>(snap->processes.size()));
     Families::Put(sw, pod_labels, snap->utilization_switch > 0 ? 1 : 0);
     Families::Put(blocked, pod_labels, snap->recent_kernel < 0 ? 1 : 0);
     for (const RegionDevice& d : snap->devices) {
       Labels l = pod_labels;
-      l.push_back({"vdevice_index", std::to_string(d.container_index >= 0 ? d.container_index : d.entry)});
+      l.push_back(
+          {"vdevice_index", std::to_string(d.container_index >= 0 ? d.container_index : d.entry)});
       l.push_back({"device_uuid", d.uuid});
       Families::Put(used, l, static_cast<double>(d.used_bytes));
       Families::Put(dev_mem, l, static_cast<double>(d.used_bytes));
@@ -180,11 +196,14 @@ std::vector<MetricFamily> Exporter::Collect() {
       auto it = util_rows.find(d.uuid);
       if (it == util_rows.end()) {
         auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
-        it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
+        it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{})
+                 .first;
       }
       uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
       Families::Put(util, l, pct);
-      int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now) ? static_cast<int64_t>(d.last_launch_ns) : 0;
+      int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now)
+                         ? static_cast<int64_t>(d.last_launch_ns)
+                         : 0;
       if (activity_ != nullptr) {
         if (pct > 0) activity_->Saw(cr.dir, d.uuid, now);
         last = std::max(last, activity_->LastSeen(cr.dir, d.uuid));

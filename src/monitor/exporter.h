@@ -1,24 +1,26 @@
 #pragma once
 // The node exporter's metrics (upstream vGPUmonitor names), built fresh on
-// every scrape from the mapped regions, the pod directory and GPU telemetry. Every series carries the
-// constant label zone="vGPU" like upstream's.
+// every scrape from the mapped regions, the pod directory and GPU telemetry. Every series carries
+// the constant label zone="vGPU" like upstream's.
 //
-// Upstream metrics:   hami_build_info, hami_host_gpu_memory_used_bytes, hami_host_gpu_utilization_ratio,
+// Upstream metrics:   hami_build_info, hami_host_gpu_memory_used_bytes,
+// hami_host_gpu_utilization_ratio,
 //   hami_host_gpu_memory_controller_utilization_ratio, hami_vgpu_memory_used_bytes,
 //   hami_container_device_memory_bytes, hami_vgpu_memory_limit_bytes,
-//   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds (the later of
-//   libvgpu's launch stamp and the last time NVML showed the container busy).
-// Not exported: hami_vgpu_memory_{context,module,buffer}_bytes (libvgpu's region keeps one total per
+//   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds (the later
+//   of libvgpu's launch stamp and the last time NVML showed the container busy).
+// Not exported: hami_vgpu_memory_{context,module,buffer}_bytes (libvgpu's region keeps one total
+// per
 //   process and device, not upstream's split) and hami_mig_device_info (MIG containers run without
 //   libvgpu, so they have no region).
 // Ours: hami_container_device_sm_limit_ratio, hami_container_device_throttled_seconds_total,
 //   hami_container_processes, hami_container_core_limit_switch, hami_container_priority_blocked,
 //   hami_monitor_regions.
+#include <prometheus/metric_family.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <prometheus/metric_family.h>
 
 #include "common/clock.h"
 #include "monitor/feedback.h"
@@ -51,8 +53,8 @@ class Exporter {
  public:
   // All references must outlive the exporter. Thread-safe (scrapes may run concurrently).
   // `activity` (optional) supplies and receives "last seen busy" times (see ActivityLog).
-  Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods, GpuTelemetry& telemetry,
-           const Clock& clock, ActivityLog* activity = nullptr);
+  Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods,
+           GpuTelemetry& telemetry, const Clock& clock, ActivityLog* activity = nullptr);
 
   std::vector<prometheus::MetricFamily> Collect();
   // Collect() in the Prometheus text exposition format 0.0.4.

@@ -1,16 +1,14 @@
 #include "monitor/exporter.h"
 
-#include <unistd.h>
-
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "monitor/testing/region_writer.h"
 #include "vgpu/shared_region.h"
@@ -25,8 +23,8 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 using testing::ParseExposition;
 
-std::string Ctr(const std::string& metric, const std::string& ns, const std::string& pod, const std::string& ctr,
-                const std::string& vidx, const std::string& uuid) {
+std::string Ctr(const std::string& metric, const std::string& ns, const std::string& pod,
+                const std::string& ctr, const std::string& vidx, const std::string& uuid) {
   return metric + "{zone=\"vGPU\",namespace=\"" + ns + "\",pod=\"" + pod + "\",container=\"" + ctr +
          "\",vdevice_index=\"" + vidx + "\",device_uuid=\"" + uuid + "\"}";
 }
@@ -62,50 +60,74 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   int e1 = (*p)->Device({"GPU-aaa", 0, 100, 1});
   ASSERT_EQ((*p)->Reserve(e0, 1234 * kMiB), 0);
   ASSERT_EQ((*p)->Reserve(e1, 10 * kMiB), 0);
-  (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000, 750'000'000);
+  (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000,
+                    750'000'000);
   telemetry_.SetProcessUtil("GPU-bbb", {{static_cast<uint32_t>(getpid()), 40}, {999999, 50}});
 
   std::string text = Make().Render();
   auto m = ParseExposition(text);
-  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")], 1234.0 * kMiB);
-  EXPECT_EQ(m[Ctr("hami_container_device_memory_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
             1234.0 * kMiB);
-  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")], 3000.0 * kMiB);
-  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")], 10.0 * kMiB);
-  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")], 0.0);
+  EXPECT_EQ(
+      m[Ctr("hami_container_device_memory_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+      1234.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+            3000.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")],
+            10.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")],
+            0.0);
   // Only this container's process counts (pid 999999 is someone else's).
-  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "0", "GPU-bbb")], 40.0);
-  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "1", "GPU-aaa")], 0.0);
-  EXPECT_DOUBLE_EQ(
-      m[Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "0", "GPU-bbb")], 2.5);
-  EXPECT_EQ(m.count(Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "1", "GPU-aaa")),
+  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "0",
+                  "GPU-bbb")],
+            40.0);
+  EXPECT_EQ(m[Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "1",
+                  "GPU-aaa")],
+            0.0);
+  EXPECT_DOUBLE_EQ(m[Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main",
+                         "0", "GPU-bbb")],
+                   2.5);
+  EXPECT_EQ(m.count(Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main",
+                        "1", "GPU-aaa")),
             0u);  // never launched there
-  EXPECT_EQ(m[Ctr("hami_container_device_sm_limit_ratio", "team-a", "train-0", "main", "0", "GPU-bbb")], 30.0);
-  EXPECT_DOUBLE_EQ(
-      m[Ctr("hami_container_device_throttled_seconds_total", "team-a", "train-0", "main", "0", "GPU-bbb")], 0.75);
-  EXPECT_EQ(m["hami_container_processes{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"], 1);
-  EXPECT_EQ(m["hami_container_core_limit_switch{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"],
+  EXPECT_EQ(
+      m[Ctr("hami_container_device_sm_limit_ratio", "team-a", "train-0", "main", "0", "GPU-bbb")],
+      30.0);
+  EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_throttled_seconds_total", "team-a", "train-0",
+                         "main", "0", "GPU-bbb")],
+                   0.75);
+  EXPECT_EQ(m["hami_container_processes{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\","
+              "container=\"main\"}"],
             1);
-  EXPECT_EQ(m["hami_container_priority_blocked{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}"],
+  EXPECT_EQ(m["hami_container_core_limit_switch{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\","
+              "container=\"main\"}"],
+            1);
+  EXPECT_EQ(m["hami_container_priority_blocked{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\","
+              "container=\"main\"}"],
             0);
 
   const std::string host0 =
-      "{zone=\"vGPU\",node=\"node-7\",device_index=\"0\",device_uuid=\"GPU-aaa\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
+      "{zone=\"vGPU\",node=\"node-7\",device_index=\"0\",device_uuid=\"GPU-aaa\",device_type="
+      "\"NVIDIA A100-SXM4-80GB\"}";
   EXPECT_EQ(m["hami_host_gpu_memory_used_bytes" + host0], 5000.0 * kMiB);
   EXPECT_EQ(m["hami_host_gpu_utilization_ratio" + host0], 37);
-  EXPECT_EQ(m["hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index=\"0\",device_uuid="
+  EXPECT_EQ(m["hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index=\"0\","
+              "device_uuid="
               "\"GPU-aaa\",device_type=\"NVIDIA A100-SXM4-80GB\"}"],
             12);
-  EXPECT_EQ(m.count("hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index=\"1\",device_uuid="
+  EXPECT_EQ(m.count("hami_host_gpu_memory_controller_utilization_ratio{zone=\"vGPU\",device_index="
+                    "\"1\",device_uuid="
                     "\"GPU-bbb\",device_type=\"NVIDIA A100-SXM4-80GB\"}"),
             0u);  // not available on that device
-  EXPECT_EQ(m["hami_build_info{zone=\"vGPU\",version=\"1.2.3\",revision=\"abc123\",build_date=\"2026-11-30\","
+  EXPECT_EQ(m["hami_build_info{zone=\"vGPU\",version=\"1.2.3\",revision=\"abc123\",build_date="
+              "\"2026-11-30\","
               "go_version=\"\",compiler=\"" +
-              DefaultBuildInfo("", "", "").compiler + "\",platform=\"" + DefaultBuildInfo("", "", "").platform +
-              "\"}"],
+              DefaultBuildInfo("", "", "").compiler + "\",platform=\"" +
+              DefaultBuildInfo("", "", "").platform + "\"}"],
             1);
   EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 1);
-  EXPECT_NE(text.find("# TYPE hami_container_device_throttled_seconds_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE hami_container_device_throttled_seconds_total counter"),
+            std::string::npos);
   EXPECT_NE(text.find("# TYPE hami_vgpu_memory_used_bytes gauge"), std::string::npos);
 }
 
@@ -117,7 +139,8 @@ TEST_F(ExporterTest, LastKernelFromNvmlWhenLibvgpuDidNotStamp) {
   ExporterOptions o;
   o.node_name = "node-7";
   Exporter e(o, store_, pods_, telemetry_, clock_, &activity);
-  const std::string key = Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0", "main", "0", "GPU-aaa");
+  const std::string key = Ctr("hami_container_last_kernel_elapsed_seconds", "team-a", "train-0",
+                              "main", "0", "GPU-aaa");
   EXPECT_EQ(ParseExposition(e.Render()).count(key), 0u);  // never busy yet
   telemetry_.SetProcessUtil("GPU-aaa", {{static_cast<uint32_t>(getpid()), 20}});
   EXPECT_EQ(ParseExposition(e.Render())[key], 0);  // busy right now
@@ -135,7 +158,8 @@ TEST_F(ExporterTest, RegionsOfUnknownPodsAreCountedNotLabelledWithGuesses) {
   auto m = ParseExposition(Make().Render());
   EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"unknown_pod\"}"], 1);
   EXPECT_EQ(m["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 0);
-  for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_vgpu_memory_used_bytes"), std::string::npos) << k;
+  for (const auto& [k, v] : m)
+    EXPECT_EQ(k.find("hami_vgpu_memory_used_bytes"), std::string::npos) << k;
 }
 
 TEST_F(ExporterTest, LabelValuesAreEscaped) {
@@ -153,25 +177,38 @@ TEST_F(ExporterTest, OneTenantsGarbageDropsOnlyItsSeries) {
   struct Case {
     const char* name;
     std::function<void(FakeContainerProcess&, const std::string& dir)> spoil;
-    std::function<void(FakeContainerProcess&)> repair = [](FakeContainerProcess&) {};  // before it detaches
+    std::function<void(FakeContainerProcess&)> repair = [](FakeContainerProcess&) {
+    };  // before it detaches
   };
   const Case cases[] = {
       {"invalid UTF-8 in a device UUID",
-       [](FakeContainerProcess& p, const std::string&) { std::memcpy(p.region()->devices[0].uuid, "GPU-\xff\xfe", 7); }},
+       [](FakeContainerProcess& p, const std::string&) {
+         std::memcpy(p.region()->devices[0].uuid, "GPU-\xff\xfe", 7);
+       }},
       {"a quote and a newline in a device UUID",
-       [](FakeContainerProcess& p, const std::string&) { std::memcpy(p.region()->devices[0].uuid, "G\"\n}", 5); }},
+       [](FakeContainerProcess& p, const std::string&) {
+         std::memcpy(p.region()->devices[0].uuid, "G\"\n}", 5);
+       }},
       {"the same device twice",
        [](FakeContainerProcess& p, const std::string&) {
          p.Device({"GPU-ccc", 0, 100, 1});
          std::memcpy(p.region()->devices[1].uuid, "GPU-bbb", 8);
        }},
-      {"wrong layout version", [](FakeContainerProcess& p, const std::string&) { p.region()->hdr.version = 99; }},
-      {"truncated file", [](FakeContainerProcess& p, const std::string&) { ASSERT_EQ(truncate(p.path().c_str(), 100), 0); },
-       [](FakeContainerProcess& p) { ASSERT_EQ(truncate(p.path().c_str(), sizeof(vgpu_region)), 0); }},
+      {"wrong layout version",
+       [](FakeContainerProcess& p, const std::string&) { p.region()->hdr.version = 99; }},
+      {"truncated file",
+       [](FakeContainerProcess& p, const std::string&) {
+         ASSERT_EQ(truncate(p.path().c_str(), 100), 0);
+       },
+       [](FakeContainerProcess& p) {
+         ASSERT_EQ(truncate(p.path().c_str(), sizeof(vgpu_region)), 0);
+       }},
       {"region replaced by a link to another tenant's",
        [this](FakeContainerProcess& p, const std::string& dir) {
          ASSERT_EQ(unlink(p.path().c_str()), 0);
-         ASSERT_EQ(symlink((root_.path() + "/uid-1_main/vgpu.cache").c_str(), (dir + "/vgpu.cache").c_str()), 0);
+         ASSERT_EQ(symlink((root_.path() + "/uid-1_main/vgpu.cache").c_str(),
+                           (dir + "/vgpu.cache").c_str()),
+                   0);
        }},
       {"region replaced by a FIFO",
        [](FakeContainerProcess& p, const std::string& dir) {
@@ -184,7 +221,8 @@ TEST_F(ExporterTest, OneTenantsGarbageDropsOnlyItsSeries) {
   ASSERT_EQ((*good)->Device({"GPU-aaa", 3000 * kMiB, 30, 0}), 0);
   ASSERT_EQ((*good)->Reserve(0, 700 * kMiB), 0);
   pods_.Set("uid-bad", {"team-b", "evil"});
-  const std::string used = Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa");
+  const std::string used =
+      Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa");
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string dir = root_.path() + "/uid-bad_c";
@@ -192,7 +230,9 @@ TEST_F(ExporterTest, OneTenantsGarbageDropsOnlyItsSeries) {
       auto bad = FakeContainerProcess::Attach(root_.path(), "uid-bad", "c");
       ASSERT_TRUE(bad.ok());
       ASSERT_EQ((*bad)->Device({"GPU-bbb", 1000 * kMiB, 100, 0}), 0);
-      EXPECT_EQ(ParseExposition(Make().Render())["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"], 2)
+      EXPECT_EQ(ParseExposition(
+                    Make().Render())["hami_monitor_regions{zone=\"vGPU\",state=\"exported\"}"],
+                2)
           << "both tenants before the damage";
       c.spoil(**bad, dir);
       const std::string text = Make().Render();
@@ -221,8 +261,10 @@ TEST_F(ExporterTest, HostMetricsMissingWhenTelemetryFails) {
   Exporter e({"node-7", {}, 1000}, store_, pods_, broken, clock_);
   auto m = ParseExposition(e.Render());
   for (const auto& [k, v] : m) EXPECT_EQ(k.find("hami_host_gpu"), std::string::npos) << k;
-  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")], 0.0);
-  EXPECT_EQ(m.count(Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")), 1u);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")],
+            0.0);
+  EXPECT_EQ(
+      m.count(Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "0", "GPU-aaa")), 1u);
 }
 
 }  // namespace

@@ -70,8 +70,9 @@ std::optional<bool> ProcessFiles::HasOpen(uint32_t pid, uint64_t device, uint64_
   return it->second->count({device, inode}) > 0;
 }
 
-uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows,
-                            ProcessFiles* files, const MappedRegion* region) {
+uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs,
+                            const std::vector<ProcessUtil>& rows, ProcessFiles* files,
+                            const MappedRegion* region) {
   uint32_t sum = 0;
   for (const ProcessUtil& row : rows) {
     if (files != nullptr && region != nullptr) {
@@ -111,9 +112,13 @@ void ActivityLog::Retain(const std::vector<ContainerRegion>& live) {
   std::erase_if(last_, [&](const auto& kv) { return !dirs.count(kv.first.first); });
 }
 
-FeedbackLoop::FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns,
-                           ActivityLog* activity)
-    : store_(store), telemetry_(telemetry), clock_(clock), window_ns_(window_ns), activity_(activity) {}
+FeedbackLoop::FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock,
+                           int64_t window_ns, ActivityLog* activity)
+    : store_(store),
+      telemetry_(telemetry),
+      clock_(clock),
+      window_ns_(window_ns),
+      activity_(activity) {}
 
 FeedbackStats FeedbackLoop::Tick() {
   FeedbackStats stats;
@@ -149,7 +154,8 @@ FeedbackStats FeedbackLoop::Tick() {
   if (activity_ != nullptr) activity_->Retain(regions);
   std::vector<FeedbackDecision> decisions = DecideFeedback(inputs);
   for (size_t i = 0; i < used.size(); ++i) {
-    Status s = used[i].region->WriteFeedback(decisions[i].utilization_switch, decisions[i].recent_kernel);
+    Status s =
+        used[i].region->WriteFeedback(decisions[i].utilization_switch, decisions[i].recent_kernel);
     if (!s.ok()) {
       ++stats.errors;
       spdlog::warn("monitor: feedback: {}", std::string(s.message()));

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -42,16 +42,18 @@ struct FeedbackDecision {
 // One decision per input container, in input order. Pure.
 std::vector<FeedbackDecision> DecideFeedback(const std::vector<ContainerActivity>& containers);
 
-// Whether a container used device `d` recently: a launch through libvgpu's limiter within `window_ns`
-// of `now_mono_ns` (both CLOCK_MONOTONIC, shared by the host and its containers), or NVML saw one of its
-// processes keep the SMs busy (`sm_pct` > 0) in the window. The NVML signal matters because libvgpu
-// only stamps launches while it limits, i.e. not for a container whose switch is off.
+// Whether a container used device `d` recently: a launch through libvgpu's limiter within
+// `window_ns` of `now_mono_ns` (both CLOCK_MONOTONIC, shared by the host and its containers), or
+// NVML saw one of its processes keep the SMs busy (`sm_pct` > 0) in the window. The NVML signal
+// matters because libvgpu only stamps launches while it limits, i.e. not for a container whose
+// switch is off.
 bool DeviceActive(const RegionDevice& d, int64_t now_mono_ns, int64_t window_ns, uint32_t sm_pct);
 
-// Which files the processes NVML reports (host PIDs) have open, from <proc>/<pid>/fd. This is how a row
-// is tied to a container: every libvgpu process keeps its container's region file open (it holds its
-// liveness lock on it), while the PIDs in the region are those of the container's PID namespace (and
-// container PIDs repeat across containers). Caches per PID: use one instance per tick or scrape.
+// Which files the processes NVML reports (host PIDs) have open, from <proc>/<pid>/fd. This is how a
+// row is tied to a container: every libvgpu process keeps its container's region file open (it
+// holds its liveness lock on it), while the PIDs in the region are those of the container's PID
+// namespace (and container PIDs repeat across containers). Caches per PID: use one instance per
+// tick or scrape.
 class ProcessFiles {
  public:
   explicit ProcessFiles(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
@@ -63,16 +65,18 @@ class ProcessFiles {
   std::map<uint32_t, std::optional<std::set<std::pair<uint64_t, uint64_t>>>> cache_;
 };
 
-// Sum of the container's processes' SM use on one device from NVML's per-process rows, clamped to 100.
-// A row belongs to the container when its process has the container's region file open (`files`);
-// where that cannot be checked, when its PID equals a slot's host PID (or PID when the host PID is unknown).
-uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs, const std::vector<ProcessUtil>& rows,
-                            ProcessFiles* files = nullptr, const MappedRegion* region = nullptr);
+// Sum of the container's processes' SM use on one device from NVML's per-process rows, clamped to
+// 100. A row belongs to the container when its process has the container's region file open
+// (`files`); where that cannot be checked, when its PID equals a slot's host PID (or PID when the
+// host PID is unknown).
+uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs,
+                            const std::vector<ProcessUtil>& rows, ProcessFiles* files = nullptr,
+                            const MappedRegion* region = nullptr);
 
-// When each container was last seen busy on each GPU (CLOCK_MONOTONIC ns), recorded by the feedback loop
-// and by scrapes from NVML's per-process samples. libvgpu stamps `last_launch_ns` only on its limiting
-// path, so without this hami_container_last_kernel_elapsed_seconds would vanish for an unthrottled
-// container. Resolution: the feedback interval. Thread-safe.
+// When each container was last seen busy on each GPU (CLOCK_MONOTONIC ns), recorded by the feedback
+// loop and by scrapes from NVML's per-process samples. libvgpu stamps `last_launch_ns` only on its
+// limiting path, so without this hami_container_last_kernel_elapsed_seconds would vanish for an
+// unthrottled container. Resolution: the feedback interval. Thread-safe.
 class ActivityLog {
  public:
   void Saw(const std::string& dir, const std::string& uuid, int64_t mono_ns);
@@ -100,8 +104,8 @@ class FeedbackLoop {
   FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock, int64_t window_ns,
                ActivityLog* activity = nullptr);
   FeedbackStats Tick();
-  // Leaves every region in libvgpu's safe default (limit on, nobody blocked): on shutdown, so that a
-  // monitor that stops never leaves a container blocked or unthrottled.
+  // Leaves every region in libvgpu's safe default (limit on, nobody blocked): on shutdown, so that
+  // a monitor that stops never leaves a container blocked or unthrottled.
   void Release();
 
  private:

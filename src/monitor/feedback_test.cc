@@ -1,8 +1,8 @@
 #include "monitor/feedback.h"
 
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "monitor/testing/region_writer.h"
 #include "vgpu/shared_region.h"
@@ -62,9 +62,7 @@ TEST(DecideFeedback, Table) {
       {"two high priority active: both limited, low blocked",
        {C(0, {{"g0", true}}), C(0, {{"g0", true}}), C(1, {{"g0", true}})},
        {kLimited, kLimited, kBlocked}},
-      {"policy force is always switched on",
-       {C(1, {{"g0", true}}, VGPU_POLICY_FORCE)},
-       {kLimited}},
+      {"policy force is always switched on", {C(1, {{"g0", true}}, VGPU_POLICY_FORCE)}, {kLimited}},
       {"policy disable still counts as a contender",
        {C(1, {{"g0", true}}, VGPU_POLICY_DISABLE), C(1, {{"g0", true}})},
        {kLimited, kLimited}},
@@ -96,7 +94,8 @@ TEST(DeviceActive, Table) {
       {"launch within the window", 96 * kS, 100 * kS, 0, true},
       {"launch exactly one window ago", 95 * kS, 100 * kS, 0, true},
       {"launch older than the window", 94 * kS, 100 * kS, 0, false},
-      {"launch from the future (clock skew beyond a window) is ignored", 200 * kS, 100 * kS, 0, false},
+      {"launch from the future (clock skew beyond a window) is ignored", 200 * kS, 100 * kS, 0,
+       false},
   };
   for (const Case& c : cases) {
     RegionDevice d;
@@ -137,8 +136,8 @@ TEST(ContainerSmPercent, RowsAreTiedToTheContainerByItsOpenRegionFile) {
   EXPECT_EQ(files.HasOpen(4242, (*ra)->device(), (*ra)->inode()), true);
   EXPECT_EQ(files.HasOpen(5151, (*ra)->device(), (*ra)->inode()), false);
   EXPECT_EQ(files.HasOpen(9999, (*ra)->device(), (*ra)->inode()), std::nullopt);
-  // A: 4242 (file open). Not 7 (same number as A's slot, but /proc says it is B's), not 5151; 9999 has
-  // no /proc entry and matches no slot.
+  // A: 4242 (file open). Not 7 (same number as A's slot, but /proc says it is B's), not 5151; 9999
+  // has no /proc entry and matches no slot.
   EXPECT_EQ(ContainerSmPercent(slots_a, rows, &files, ra->get()), 30u);
   EXPECT_EQ(ContainerSmPercent({}, rows, &files, rb->get()), 35u);  // 5151 + 7
   // Without /proc the PID rule applies (here: the colliding PID 7 is wrongly counted for A).

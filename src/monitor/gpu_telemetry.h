@@ -15,7 +15,7 @@ namespace hami::monitor {
 struct HostGpu {
   int index = 0;
   std::string uuid;
-  std::string model;               // NVML name, e.g. "NVIDIA A100-SXM4-80GB"
+  std::string model;  // NVML name, e.g. "NVIDIA A100-SXM4-80GB"
   uint64_t memory_total_bytes = 0;
   uint64_t memory_used_bytes = 0;
   int utilization_pct = -1;         // -1: not available

@@ -24,12 +24,20 @@ K8sPodDirectory::K8sPodDirectory(k8s::Client& client, const std::string& node_na
   });
 }
 
-K8sPodDirectory::~K8sPodDirectory() { Stop(); }
+K8sPodDirectory::~K8sPodDirectory() {
+  Stop();
+}
 
-void K8sPodDirectory::Start() { informer_->Start(); }
-void K8sPodDirectory::Stop() { informer_->Stop(); }
+void K8sPodDirectory::Start() {
+  informer_->Start();
+}
+void K8sPodDirectory::Stop() {
+  informer_->Stop();
+}
 
-bool K8sPodDirectory::Synced() const { return informer_->HasSynced(); }
+bool K8sPodDirectory::Synced() const {
+  return informer_->HasSynced();
+}
 
 std::optional<PodName> K8sPodDirectory::Find(const std::string& pod_uid) const {
   std::lock_guard<std::mutex> l(mu_);

@@ -1,12 +1,11 @@
 #include "monitor/k8s_pod_directory.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "k8s/testing/fake_apiserver.h"
 #include "monitor/region_store.h"

@@ -1,7 +1,8 @@
-// End to end on the node, no GPU: a CUDA program runs under libvgpu.so with the fake driver (src/fakes),
-// exactly as a container would after Allocate; the exporter reads its region and the fake NVML, and the
-// feedback loop writes its decision back into the region libvgpu reads.
+// End to end on the node, no GPU: a CUDA program runs under libvgpu.so with the fake driver
+// (src/fakes), exactly as a container would after Allocate; the exporter reads its region and the
+// fake NVML, and the feedback loop writes its decision back into the region libvgpu reads.
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -11,8 +12,6 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "gpu/nvml_discovery.h"
 #include "monitor/exporter.h"
@@ -60,10 +59,12 @@ class MonitorE2e : public ::testing::Test {
   }
 
   // Starts the libvgpu test program as container <uid>_<ctr>; stdout goes to /dev/null.
-  pid_t StartContainer(const std::string& uid, const std::string& ctr, const std::vector<std::string>& extra,
+  pid_t StartContainer(const std::string& uid, const std::string& ctr,
+                       const std::vector<std::string>& extra,
                        const std::vector<std::string>& args) {
     std::string dir = root_ + "/" + uid + "_" + ctr;
-    std::filesystem::create_directories(dir);  // the device plugin creates it before the container starts
+    std::filesystem::create_directories(
+        dir);  // the device plugin creates it before the container starts
     std::vector<std::string> env = {"PATH=/usr/bin:/bin",
                                     std::string("LD_LIBRARY_PATH=") + MONITOR_FAKES_DIR,
                                     std::string("LD_PRELOAD=") + MONITOR_VGPU_LIB,
@@ -113,22 +114,27 @@ TEST_F(MonitorE2e, HostMetricsFromFakeNvml) {
 
 TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
   const std::string uuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
-  pid_t pid = StartContainer("uid-e2e", "main", {"CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=50"},
+  pid_t pid = StartContainer("uid-e2e", "main",
+                             {"CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=50"},
                              {"launch", std::to_string(RealtimeUs()), "6000", "kernel"});
   ASSERT_GT(pid, 0);
   StaticPodDirectory pods;
   pods.Set("uid-e2e", {"team-a", "train-0"});
   RegionStore store({root_, 300, 16}, RealClock::Get());
-  Exporter exporter({"node-1", DefaultBuildInfo("t", "t", "t"), 1000}, store, pods, *telemetry_, RealClock::Get());
+  Exporter exporter({"node-1", DefaultBuildInfo("t", "t", "t"), 1000}, store, pods, *telemetry_,
+                    RealClock::Get());
   const std::string labels =
-      "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\",vdevice_index=\"0\",device_uuid=\"" +
+      "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\",vdevice_index=\"0\","
+      "device_uuid=\"" +
       uuid + "\"}";
-  const std::string pod_labels = "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}";
+  const std::string pod_labels =
+      "{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\",container=\"main\"}";
   std::map<std::string, double> m;
   // Wait (bounded) until the program has registered and its kernels show up in NVML.
   for (int i = 0; i < 400; ++i) {
     m = ParseExposition(exporter.Render());
-    if (m["hami_container_processes" + pod_labels] == 1 && m["hami_container_device_utilization_ratio" + labels] > 0) {
+    if (m["hami_container_processes" + pod_labels] == 1 &&
+        m["hami_container_device_utilization_ratio" + labels] > 0) {
       break;
     }
     usleep(25'000);
@@ -140,8 +146,8 @@ TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
   EXPECT_EQ(m["hami_container_device_sm_limit_ratio" + labels], 50);
   const double used = m["hami_vgpu_memory_used_bytes" + labels];
   EXPECT_GT(used, 0);  // at least the context libvgpu charges
-  const std::string host = "{zone=\"vGPU\",node=\"node-1\",device_index=\"0\",device_uuid=\"" + uuid +
-                           "\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
+  const std::string host = "{zone=\"vGPU\",node=\"node-1\",device_index=\"0\",device_uuid=\"" +
+                           uuid + "\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
   EXPECT_GE(m["hami_host_gpu_memory_used_bytes" + host], used);
   EXPECT_GT(m["hami_host_gpu_utilization_ratio" + host], 0);
 

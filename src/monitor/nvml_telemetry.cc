@@ -30,8 +30,8 @@ constexpr nvml::Return kErrorInsufficientSize = 7;
 extern "C" {
 using GetHandleByUuidFn = nvml::Return (*)(const char*, nvml::Device*);
 using GetUtilizationRatesFn = nvml::Return (*)(nvml::Device, Utilization*);
-using GetProcessUtilizationFn = nvml::Return (*)(nvml::Device, ProcessUtilizationSample*, unsigned int*,
-                                                 unsigned long long);
+using GetProcessUtilizationFn = nvml::Return (*)(nvml::Device, ProcessUtilizationSample*,
+                                                 unsigned int*, unsigned long long);
 }
 
 uint64_t RealtimeMicros() {
@@ -57,7 +57,8 @@ struct NvmlTelemetry::Api {
   }
 };
 
-NvmlTelemetry::NvmlTelemetry(gpu::DeviceDiscovery& inventory, void* handle, std::unique_ptr<Api> api)
+NvmlTelemetry::NvmlTelemetry(gpu::DeviceDiscovery& inventory, void* handle,
+                             std::unique_ptr<Api> api)
     : inventory_(inventory), handle_(handle), api_(std::move(api)) {}
 
 NvmlTelemetry::~NvmlTelemetry() {
@@ -81,9 +82,12 @@ StatusOr<std::unique_ptr<NvmlTelemetry>> NvmlTelemetry::Open(gpu::DeviceDiscover
   api->init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2", "nvmlInit"));
   api->shutdown = reinterpret_cast<nvml::ShutdownFn>(sym("nvmlShutdown", nullptr));
   api->error_string = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString", nullptr));
-  api->handle_by_uuid = reinterpret_cast<GetHandleByUuidFn>(sym("nvmlDeviceGetHandleByUUID", nullptr));
-  api->memory_info = reinterpret_cast<nvml::DeviceGetMemoryInfoFn>(sym("nvmlDeviceGetMemoryInfo", nullptr));
-  api->utilization = reinterpret_cast<GetUtilizationRatesFn>(sym("nvmlDeviceGetUtilizationRates", nullptr));
+  api->handle_by_uuid =
+      reinterpret_cast<GetHandleByUuidFn>(sym("nvmlDeviceGetHandleByUUID", nullptr));
+  api->memory_info =
+      reinterpret_cast<nvml::DeviceGetMemoryInfoFn>(sym("nvmlDeviceGetMemoryInfo", nullptr));
+  api->utilization =
+      reinterpret_cast<GetUtilizationRatesFn>(sym("nvmlDeviceGetUtilizationRates", nullptr));
   api->process_utilization =
       reinterpret_cast<GetProcessUtilizationFn>(sym("nvmlDeviceGetProcessUtilization", nullptr));
   const std::pair<const char*, void*> required[] = {
@@ -152,9 +156,12 @@ StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::
   }
   nvml::Device dev = nullptr;
   nvml::Return r = api_->handle_by_uuid(uuid.c_str(), &dev);
-  if (r != nvml::kSuccess) return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", uuid, "): ", api_->Error(r)));
+  if (r != nvml::kSuccess)
+    return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", uuid, "): ", api_->Error(r)));
   uint64_t now = RealtimeMicros();
-  uint64_t since = now > static_cast<uint64_t>(window_ms) * 1000 ? now - static_cast<uint64_t>(window_ms) * 1000 : 0;
+  uint64_t since = now > static_cast<uint64_t>(window_ms) * 1000
+                       ? now - static_cast<uint64_t>(window_ms) * 1000
+                       : 0;
   std::vector<ProcessUtilizationSample> buf(64);
   unsigned int n = static_cast<unsigned int>(buf.size());
   r = api_->process_utilization(dev, buf.data(), &n, since);
@@ -163,7 +170,8 @@ StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::
     r = api_->process_utilization(dev, buf.data(), &n, since);
   }
   if (r == nvml::kErrorNotFound) return std::vector<ProcessUtil>{};  // nothing ran in the window
-  if (r != nvml::kSuccess) return Unavailable(StrCat("nvmlDeviceGetProcessUtilization(", uuid, "): ", api_->Error(r)));
+  if (r != nvml::kSuccess)
+    return Unavailable(StrCat("nvmlDeviceGetProcessUtilization(", uuid, "): ", api_->Error(r)));
   // The driver may return several samples per process; keep each process's newest.
   std::map<uint32_t, std::pair<unsigned long long, uint32_t>> newest;
   for (unsigned int i = 0; i < n && i < buf.size(); ++i) {

@@ -1,8 +1,9 @@
 #pragma once
 // GpuTelemetry over NVML. The inventory (index, UUID, model, total memory) comes from the node's
-// gpu::DeviceDiscovery; the numbers that change (memory used, utilisation, per-process SM use) are not
-// part of that interface, so this file resolves the few NVML calls it needs itself, with dlopen of the
-// same library (normal search order: tests point LD_LIBRARY_PATH at the fake libnvidia-ml.so.1).
+// gpu::DeviceDiscovery; the numbers that change (memory used, utilisation, per-process SM use) are
+// not part of that interface, so this file resolves the few NVML calls it needs itself, with dlopen
+// of the same library (normal search order: tests point LD_LIBRARY_PATH at the fake
+// libnvidia-ml.so.1).
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,12 +17,13 @@ namespace hami::monitor {
 class NvmlTelemetry final : public GpuTelemetry {
  public:
   // `inventory` must outlive this object. Errors name the library or the missing symbol.
-  static StatusOr<std::unique_ptr<NvmlTelemetry>> Open(gpu::DeviceDiscovery& inventory,
-                                                       const std::string& library = "libnvidia-ml.so.1");
+  static StatusOr<std::unique_ptr<NvmlTelemetry>> Open(
+      gpu::DeviceDiscovery& inventory, const std::string& library = "libnvidia-ml.so.1");
   ~NvmlTelemetry() override;
 
   StatusOr<std::vector<HostGpu>> Devices() override;
-  StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid, int64_t window_ms) override;
+  StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid,
+                                                        int64_t window_ms) override;
 
   struct Api;
 

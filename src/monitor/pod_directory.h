@@ -1,7 +1,7 @@
 #pragma once
 // Pod UID -> namespace/name, for the labels of per-container metrics and for stale-region cleanup.
-// Implementations: StaticPodDirectory (tests, benchmarks), K8sPodDirectory (informer over this node's
-// pods, k8s_pod_directory.h).
+// Implementations: StaticPodDirectory (tests, benchmarks), K8sPodDirectory (informer over this
+// node's pods, k8s_pod_directory.h).
 #include <map>
 #include <mutex>
 #include <optional>

@@ -20,8 +20,9 @@ namespace {
 constexpr uint32_t kUpstreamMagic = 19920718;  // HAMi-core's region: another layout entirely
 
 // --- SIGBUS guard ------------------------------------------------------------------------------
-// Touching a page of a mapping beyond the end of a truncated file raises SIGBUS. While a guarded copy
-// runs on this thread the handler jumps back into it; anywhere else the previous disposition applies.
+// Touching a page of a mapping beyond the end of a truncated file raises SIGBUS. While a guarded
+// copy runs on this thread the handler jumps back into it; anywhere else the previous disposition
+// applies.
 thread_local sigjmp_buf* t_guard = nullptr;
 struct sigaction g_previous_bus;
 
@@ -47,8 +48,8 @@ void InstallSigbusHandler() {
 }
 
 // Copies `n` bytes (a multiple of 8, both 8-aligned) from the mapping with 64-bit atomic loads, so
-// every 32/64-bit field of the region is read untorn. Nothing with a destructor lives in this frame,
-// which is what makes the siglongjmp out of a fault safe. Returns false on SIGBUS.
+// every 32/64-bit field of the region is read untorn. Nothing with a destructor lives in this
+// frame, which is what makes the siglongjmp out of a fault safe. Returns false on SIGBUS.
 bool GuardedCopy(void* dst, const void* src, size_t n) {
   sigjmp_buf env;
   if (sigsetjmp(env, 0) != 0) {  // no mask to restore: the handler runs with SA_NODEFER
@@ -79,13 +80,16 @@ bool GuardedStore32(int32_t* p, int32_t value) {
   return true;
 }
 
-std::string CString(const char* s, size_t max) { return std::string(s, strnlen(s, max)); }
+std::string CString(const char* s, size_t max) {
+  return std::string(s, strnlen(s, max));
+}
 
 // A device UUID as NVML writes it ("GPU-8f3a...", "MIG-..."): printable ASCII without quotes or
 // backslashes. Anything else came from the container, and as a label value it could make the whole
 // exposition unreadable (invalid UTF-8) for every tenant of the node.
 bool PlausibleUuid(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"' && c != '\\'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c > ' ' && c < 0x7f && c != '"' && c != '\\'; });
 }
 
 }  // namespace
@@ -100,8 +104,8 @@ MappedRegion::~MappedRegion() {
 
 StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& path) {
   InstallSigbusHandler();
-  // The file lies in a directory its container can write: never follow a link it planted (ELOOP) and
-  // never wait on a FIFO or device it put there (O_NONBLOCK; then only a regular file is used).
+  // The file lies in a directory its container can write: never follow a link it planted (ELOOP)
+  // and never wait on a FIFO or device it put there (O_NONBLOCK; then only a regular file is used).
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Unavailable(StrCat(path, ": cannot open: ", std::strerror(errno)));
   struct stat st;
@@ -120,7 +124,8 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
   }
   Status bad;
   if (hdr.magic == kUpstreamMagic) {
-    bad = InvalidArgument(StrCat(path, ": upstream HAMi-core region (magic 19920718), not libvgpu's layout"));
+    bad = InvalidArgument(
+        StrCat(path, ": upstream HAMi-core region (magic 19920718), not libvgpu's layout"));
   } else if (hdr.magic != VGPU_REGION_MAGIC || hdr.init_state != VGPU_REGION_READY) {
     bad = FailedPrecondition(StrCat(path, ": not initialised yet (magic ", hdr.magic, ")"));
   } else if (hdr.version != VGPU_REGION_VERSION || hdr.size_bytes != sizeof(vgpu_region)) {
@@ -128,8 +133,8 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
                                  "; this monitor reads version ", VGPU_REGION_VERSION, " size ",
                                  sizeof(vgpu_region)));
   } else if (static_cast<uint64_t>(st.st_size) < sizeof(vgpu_region)) {
-    bad = InvalidArgument(StrCat(path, ": file has ", st.st_size, " bytes, the region needs ",
-                                 sizeof(vgpu_region)));
+    bad = InvalidArgument(
+        StrCat(path, ": file has ", st.st_size, " bytes, the region needs ", sizeof(vgpu_region)));
   }
   if (!bad.ok()) {
     close(fd);
@@ -141,8 +146,8 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
     close(fd);
     return Unavailable(StrCat(path, ": mmap: ", std::strerror(err)));
   }
-  return std::unique_ptr<MappedRegion>(
-      new MappedRegion(path, fd, map, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)));
+  return std::unique_ptr<MappedRegion>(new MappedRegion(
+      path, fd, map, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)));
 }
 
 bool MappedRegion::SlotAlive(int slot) const {
@@ -212,10 +217,12 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.throttled_ns = e.throttled_ns;
     if (dev.uuid.empty()) continue;  // entry being written right now; next scrape sees it
     if (!PlausibleUuid(dev.uuid))
-      return InvalidArgument(StrCat(path_, ": device entry ", d, " has a UUID that is not printable ASCII"));
+      return InvalidArgument(
+          StrCat(path_, ": device entry ", d, " has a UUID that is not printable ASCII"));
     for (const RegionDevice& seen : s.devices)
       if (seen.uuid == dev.uuid)
-        return InvalidArgument(StrCat(path_, ": device ", dev.uuid, " has two entries (", seen.entry, " and ", d, ")"));
+        return InvalidArgument(StrCat(path_, ": device ", dev.uuid, " has two entries (",
+                                      seen.entry, " and ", d, ")"));
     s.devices.push_back(std::move(dev));
   }
   return s;

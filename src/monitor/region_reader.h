@@ -2,13 +2,16 @@
 // Read side of libvgpu's shared region (vgpu/shared_region.h): maps one container's region file and
 // takes consistent-enough snapshots of it with atomic loads, following the header's contract:
 //  - the exporter never writes, except the two monitor-feedback fields of the header;
-//  - a slot counts only while its owner is alive (the owner holds an OFD lock on its liveness byte), so
+//  - a slot counts only while its owner is alive (the owner holds an OFD lock on its liveness
+//  byte), so
 //    usage of a SIGKILLed process that nobody reclaimed yet is not reported;
 //  - a file that shrinks under us (a container may truncate its own region file) must not crash the
 //    daemon: every access to the mapping runs under a SIGBUS guard and fails with a Status instead;
-//  - the file is the container's: it is opened without following links and without blocking, used only
-//    when regular, and only sizeof(vgpu_region) bytes of it are ever mapped; a snapshot whose device
-//    UUIDs are not printable ASCII or repeat is an error (that region's series only are dropped).
+//  - the file is the container's: it is opened without following links and without blocking, used
+//  only
+//    when regular, and only sizeof(vgpu_region) bytes of it are ever mapped; a snapshot whose
+//    device UUIDs are not printable ASCII or repeat is an error (that region's series only are
+//    dropped).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,10 +23,10 @@ namespace hami::monitor {
 
 struct RegionDevice {
   std::string uuid;
-  int entry = 0;                // index in the region's device table
-  int container_index = -1;     // i of CUDA_DEVICE_MEMORY_LIMIT_<i>, -1 unknown
-  uint64_t limit_bytes = 0;     // 0 = unlimited
-  uint64_t used_bytes = 0;      // sum over live processes' slots (not the lock-protected cache)
+  int entry = 0;                   // index in the region's device table
+  int container_index = -1;        // i of CUDA_DEVICE_MEMORY_LIMIT_<i>, -1 unknown
+  uint64_t limit_bytes = 0;        // 0 = unlimited
+  uint64_t used_bytes = 0;         // sum over live processes' slots (not the lock-protected cache)
   uint64_t cached_used_bytes = 0;  // the region's own cache (includes not-yet-reclaimed dead slots)
   uint64_t total_bytes = 0;
   uint32_t sm_limit_pct = 0;    // 1..100, 100 = unlimited
@@ -40,8 +43,8 @@ struct RegionProcess {
 };
 
 struct RegionSnapshot {
-  uint32_t policy = 0;     // VGPU_POLICY_*
-  int32_t priority = 1;    // 0 = high
+  uint32_t policy = 0;   // VGPU_POLICY_*
+  int32_t priority = 1;  // 0 = high
   int32_t utilization_switch = 1;
   int32_t recent_kernel = 0;
   uint32_t recoveries = 0;
@@ -53,8 +56,8 @@ struct RegionSnapshot {
 
 class MappedRegion {
  public:
-  // Opens and maps `path` read-write (needed for the feedback fields). Fails with a message naming the
-  // file when it is too small, not initialised yet, or of another layout version.
+  // Opens and maps `path` read-write (needed for the feedback fields). Fails with a message naming
+  // the file when it is too small, not initialised yet, or of another layout version.
   static StatusOr<std::unique_ptr<MappedRegion>> Open(const std::string& path);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;

@@ -1,16 +1,15 @@
 #include "monitor/region_reader.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
+#include <functional>
 
 #include "monitor/testing/region_writer.h"
 #include "vgpu/shared_region.h"
@@ -24,7 +23,6 @@ using testing::FakeDevice;
 using testing::TempDir;
 
 constexpr uint64_t kMiB = 1ull << 20;
-
 
 TEST(RegionReader, ReadsWhatLibvgpuWrote) {
   TempDir root;
@@ -104,7 +102,8 @@ TEST(RegionReader, KilledProcessIsNotCountedBeforeReclaim) {
 void WriteFile(const std::string& path, const vgpu_region_header& hdr, size_t size) {
   std::string bytes(size, '\0');
   std::memcpy(bytes.data(), &hdr, std::min(size, sizeof(hdr)));
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
@@ -123,7 +122,8 @@ TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
   };
   const Case cases[] = {
       {"valid", [](vgpu_region_header&) {}, sizeof(vgpu_region), absl::StatusCode::kOk, ""},
-      {"empty", [](vgpu_region_header&) {}, 0, absl::StatusCode::kFailedPrecondition, "not initialised"},
+      {"empty", [](vgpu_region_header&) {}, 0, absl::StatusCode::kFailedPrecondition,
+       "not initialised"},
       {"zero magic", [](vgpu_region_header& h) { h.magic = 0; }, sizeof(vgpu_region),
        absl::StatusCode::kFailedPrecondition, "not initialised"},
       {"still initialising", [](vgpu_region_header& h) { h.init_state = 0; }, sizeof(vgpu_region),
@@ -134,7 +134,8 @@ TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
        absl::StatusCode::kInvalidArgument, "layout version 2"},
       {"other size", [](vgpu_region_header& h) { h.size_bytes = 4096; }, sizeof(vgpu_region),
        absl::StatusCode::kInvalidArgument, "size 4096"},
-      {"truncated", [](vgpu_region_header&) {}, 8192, absl::StatusCode::kInvalidArgument, "file has 8192 bytes"},
+      {"truncated", [](vgpu_region_header&) {}, 8192, absl::StatusCode::kInvalidArgument,
+       "file has 8192 bytes"},
   };
   int i = 0;
   for (const Case& c : cases) {
@@ -145,11 +146,13 @@ TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
     auto r = MappedRegion::Open(path);
     EXPECT_EQ(r.status().code(), c.code) << c.name << ": " << r.status();
     if (!r.ok()) {
-      EXPECT_NE(r.status().message().find(c.message), absl::string_view::npos) << c.name << ": " << r.status();
+      EXPECT_NE(r.status().message().find(c.message), absl::string_view::npos)
+          << c.name << ": " << r.status();
       EXPECT_NE(r.status().message().find(path), absl::string_view::npos) << c.name;
     }
   }
-  EXPECT_EQ(MappedRegion::Open(dir.path() + "/missing.cache").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(MappedRegion::Open(dir.path() + "/missing.cache").status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 TEST(RegionReader, OpenUsesOnlyTheContainersOwnRegularFile) {
@@ -167,7 +170,8 @@ TEST(RegionReader, OpenUsesOnlyTheContainersOwnRegularFile) {
   ASSERT_EQ(mkfifo((dir + "/fifo.cache").c_str(), 0600), 0);
   auto fifo = MappedRegion::Open(dir + "/fifo.cache");
   EXPECT_EQ(fifo.status().code(), absl::StatusCode::kInvalidArgument) << fifo.status();
-  EXPECT_NE(fifo.status().message().find("not a regular file"), absl::string_view::npos) << fifo.status();
+  EXPECT_NE(fifo.status().message().find("not a regular file"), absl::string_view::npos)
+      << fifo.status();
   // A region file grown far past the region (sparse, 1 TiB) is read as the region only.
   ASSERT_EQ(truncate((*a)->path().c_str(), off_t{1} << 40), 0);
   auto big = MappedRegion::Open((*a)->path());
@@ -186,15 +190,19 @@ TEST(RegionReader, SnapshotRefusesDeviceNamesNoDriverWrites) {
   const Case cases[] = {
       {"GPU UUID", [](vgpu_region*) {}, ""},
       {"MIG UUID", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "MIG-4b0d-7/1/0"); }, ""},
-      {"invalid UTF-8", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\xc3\x28"); }, "not printable ASCII"},
-      {"control character", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-a\nb"); }, "not printable ASCII"},
-      {"quote", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\"x"); }, "not printable ASCII"},
-      {"space", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU- x"); }, "not printable ASCII"},
-      {"unterminated", [](vgpu_region* r) { std::memset(r->devices[0].uuid, 'A', sizeof(r->devices[0].uuid)); }, ""},
+      {"invalid UTF-8", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\xc3\x28"); },
+       "not printable ASCII"},
+      {"control character", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-a\nb"); },
+       "not printable ASCII"},
+      {"quote", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU-\"x"); },
+       "not printable ASCII"},
+      {"space", [](vgpu_region* r) { std::strcpy(r->devices[0].uuid, "GPU- x"); },
+       "not printable ASCII"},
+      {"unterminated",
+       [](vgpu_region* r) { std::memset(r->devices[0].uuid, 'A', sizeof(r->devices[0].uuid)); },
+       ""},
       {"the same device twice",
-       [](vgpu_region* r) {
-         std::strcpy(r->devices[1].uuid, r->devices[0].uuid);
-       },
+       [](vgpu_region* r) { std::strcpy(r->devices[1].uuid, r->devices[0].uuid); },
        "has two entries (0 and 1)"},
   };
   for (const Case& c : cases) {
@@ -228,7 +236,7 @@ TEST(RegionReader, FileTruncatedUnderTheReaderIsAnErrorNotACrash) {
   ASSERT_EQ(truncate((*a)->path().c_str(), 0), 0);  // a container may do this to its own file
   EXPECT_EQ((*r)->Snapshot().status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ((*r)->WriteFeedback(0, 0).code(), absl::StatusCode::kDataLoss);
-  ASSERT_EQ(truncate((*a)->path().c_str(), sizeof(vgpu_region)), 0);  // zero-filled again
+  ASSERT_EQ(truncate((*a)->path().c_str(), sizeof(vgpu_region)), 0);         // zero-filled again
   EXPECT_EQ((*r)->Snapshot().status().code(), absl::StatusCode::kDataLoss);  // magic gone
 }
 

@@ -19,16 +19,18 @@ struct CacheFile {
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int64_t MtimeNs(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-// Entries of `dir` (names only, without "." and ".."), at most `max` of them (*more set when there are
-// more); empty when it cannot be read.
-std::vector<std::string> ListDir(const std::string& dir, size_t max = SIZE_MAX, bool* more = nullptr) {
+// Entries of `dir` (names only, without "." and ".."), at most `max` of them (*more set when there
+// are more); empty when it cannot be read.
+std::vector<std::string> ListDir(const std::string& dir, size_t max = SIZE_MAX,
+                                 bool* more = nullptr) {
   std::vector<std::string> names;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return names;
@@ -52,8 +54,8 @@ bool ParseContainerDir(const std::string& dir, std::string* pod_uid, std::string
   size_t us = dir.find('_');
   if (us == std::string::npos || us == 0 || us + 1 >= dir.size()) return false;
   for (char c : dir) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-              c == '_' || c == '.';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
     if (!ok) return false;
   }
   *pod_uid = dir.substr(0, us);
@@ -84,8 +86,8 @@ ScanStats RegionStore::Rescan() {
     if (crowded) {
       ++stats.crowded;
       if (reported_[dir_path] != "crowded") {
-        spdlog::warn("monitor: region directory {} has more than {} entries; reading only those", dir_path,
-                     options_.max_entries_per_dir);
+        spdlog::warn("monitor: region directory {} has more than {} entries; reading only those",
+                     dir_path, options_.max_entries_per_dir);
         reported_[dir_path] = "crowded";
       }
     }
@@ -98,8 +100,9 @@ ScanStats RegionStore::Rescan() {
       if (static_cast<int>(files.size()) >= options_.max_files_per_dir) break;
     }
     if (files.empty()) continue;  // no process of the container has started libvgpu yet
-    std::stable_sort(files.begin(), files.end(),
-                     [](const CacheFile& a, const CacheFile& b) { return a.mtime_ns > b.mtime_ns; });
+    std::stable_sort(files.begin(), files.end(), [](const CacheFile& a, const CacheFile& b) {
+      return a.mtime_ns > b.mtime_ns;
+    });
     auto old = regions_.find(name);
     std::shared_ptr<MappedRegion> chosen;
     for (const CacheFile& f : files) {

@@ -1,7 +1,8 @@
 #pragma once
-// The regions of one node: <root>/<podUID>_<containerName>/<file>.cache, one directory per container
-// (mounted into the container as /usr/local/vgpu by the device plugin). Keeps each region mapped across
-// scrapes (re-mapped when the file is replaced) and deletes the directories of pods that are gone.
+// The regions of one node: <root>/<podUID>_<containerName>/<file>.cache, one directory per
+// container (mounted into the container as /usr/local/vgpu by the device plugin). Keeps each region
+// mapped across scrapes (re-mapped when the file is replaced) and deletes the directories of pods
+// that are gone.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,7 +17,7 @@
 namespace hami::monitor {
 
 struct ContainerRegion {
-  std::string dir;        // "<podUID>_<containerName>"
+  std::string dir;  // "<podUID>_<containerName>"
   std::string pod_uid;
   std::string container;
   std::shared_ptr<MappedRegion> region;
@@ -38,10 +39,10 @@ struct RegionStoreOptions {
 };
 
 struct ScanStats {
-  int regions = 0;   // mapped and valid
-  int invalid = 0;   // directories with .cache files none of which could be used
-  int skipped = 0;   // entries of the root that are not container directories
-  int crowded = 0;   // container directories with more than max_entries_per_dir entries
+  int regions = 0;  // mapped and valid
+  int invalid = 0;  // directories with .cache files none of which could be used
+  int skipped = 0;  // entries of the root that are not container directories
+  int crowded = 0;  // container directories with more than max_entries_per_dir entries
 };
 
 class RegionStore {

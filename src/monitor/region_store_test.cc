@@ -1,13 +1,12 @@
 #include "monitor/region_store.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "monitor/testing/region_writer.h"
 
@@ -25,7 +24,8 @@ TEST(ParseContainerDir, Table) {
     std::string uid, container;
   };
   const Case cases[] = {
-      {"8f0e2f4c-1f7e-4d55-9f3a-0c1d2e3f4a5b_main", true, "8f0e2f4c-1f7e-4d55-9f3a-0c1d2e3f4a5b", "main"},
+      {"8f0e2f4c-1f7e-4d55-9f3a-0c1d2e3f4a5b_main", true, "8f0e2f4c-1f7e-4d55-9f3a-0c1d2e3f4a5b",
+       "main"},
       {"uid_side_car", true, "uid", "side_car"},
       {"uid_c.1", true, "uid", "c.1"},
       {"nounderscore", false, "", ""},

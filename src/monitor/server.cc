@@ -49,38 +49,46 @@ Status ParseBindAddress(const std::string& text, std::string* host, int* port) {
 
 MonitorServer::MonitorServer(ServerOptions options, Exporter& exporter, FeedbackLoop* feedback,
                              RegionStore& store, const PodDirectory& pods)
-    : options_(std::move(options)), exporter_(exporter), feedback_(feedback), store_(store), pods_(pods) {}
+    : options_(std::move(options)),
+      exporter_(exporter),
+      feedback_(feedback),
+      store_(store),
+      pods_(pods) {}
 
-MonitorServer::~MonitorServer() { Stop(); }
+MonitorServer::~MonitorServer() {
+  Stop();
+}
 
 StatusOr<int> MonitorServer::Start() {
   // The same event-driven server as the scheduler's listeners: a scrape is a GET without a body, so
   // a small worker pool and the default limits are plenty.
   http::HttpServerOptions ho;
-  ho.bind = options_.host.find(':') != std::string::npos ? StrCat("[", options_.host, "]:", options_.port)
-                                                          : StrCat(options_.host, ":", options_.port);
+  ho.bind = options_.host.find(':') != std::string::npos
+                ? StrCat("[", options_.host, "]:", options_.port)
+                : StrCat(options_.host, ":", options_.port);
   ho.threads = 2;
   ho.max_body_bytes = 64u << 10;
   http_ = std::make_unique<http::HttpServer>(ho);
   http_->Route("GET", "/metrics", [this](const http::HttpRequest&) {
     return http::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", exporter_.Render()};
   });
-  http_->Route("GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse{200, "text/plain", "ok\n"}; });
+  http_->Route("GET", "/healthz", [](const http::HttpRequest&) {
+    return http::HttpResponse{200, "text/plain", "ok\n"};
+  });
   if (Status s = http_->Start(); !s.ok()) return Unavailable("monitor: ", std::string(s.message()));
   const int port = http_->port();
   if (feedback_ != nullptr && options_.feedback_interval_ms > 0) {
     feedback_thread_ = std::thread([this] {
       Loop(options_.feedback_interval_ms, [this] {
         FeedbackStats s = feedback_->Tick();
-        spdlog::debug("monitor: feedback over {} containers: {} limited, {} blocked, {} errors", s.containers,
-                      s.switched_on, s.blocked, s.errors);
+        spdlog::debug("monitor: feedback over {} containers: {} limited, {} blocked, {} errors",
+                      s.containers, s.switched_on, s.blocked, s.errors);
       });
     });
   }
   if (options_.resync_interval_ms > 0) {
-    cleanup_thread_ = std::thread([this] {
-      Loop(options_.resync_interval_ms, [this] { store_.CleanStale(pods_); });
-    });
+    cleanup_thread_ = std::thread(
+        [this] { Loop(options_.resync_interval_ms, [this] { store_.CleanStale(pods_); }); });
   }
   started_ = true;
   spdlog::info("monitor: serving /metrics on {}:{}", options_.host, port);

@@ -16,13 +16,13 @@ namespace hami::monitor {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
-  int port = 9394;  // 0 = any free port (tests)
+  int port = 9394;                      // 0 = any free port (tests)
   int64_t feedback_interval_ms = 5000;  // 0 = no feedback loop
   int64_t resync_interval_ms = 300000;  // cleanup period; 0 = no cleanup loop
 };
 
-// Parses a duration flag: "<n>ms", "<n>s", "<n>m", "<n>h" (a bare number is seconds). `flag` names the
-// flag in errors.
+// Parses a duration flag: "<n>ms", "<n>s", "<n>m", "<n>h" (a bare number is seconds). `flag` names
+// the flag in errors.
 StatusOr<int64_t> ParseDurationMs(const std::string& text, const std::string& flag);
 
 // Splits "ADDR:PORT" ("0.0.0.0:9394", "[::1]:9394", ":9394" = all interfaces).
@@ -31,8 +31,8 @@ Status ParseBindAddress(const std::string& text, std::string* host, int* port);
 class MonitorServer {
  public:
   // References must outlive the server.
-  MonitorServer(ServerOptions options, Exporter& exporter, FeedbackLoop* feedback, RegionStore& store,
-                const PodDirectory& pods);
+  MonitorServer(ServerOptions options, Exporter& exporter, FeedbackLoop* feedback,
+                RegionStore& store, const PodDirectory& pods);
   ~MonitorServer();  // Stop()
 
   // Binds and starts serving and the loops. Returns the bound port.

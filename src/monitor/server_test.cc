@@ -1,8 +1,7 @@
 #include "monitor/server.h"
 
-#include <httplib.h>
-
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "monitor/testing/region_writer.h"
 
@@ -69,9 +68,11 @@ TEST(MonitorServer, ServesMetricsAndHealthAndReleasesFeedbackOnStop) {
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
-  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_NE(metrics->body.find("hami_vgpu_memory_limit_bytes{zone=\"vGPU\",namespace=\"ns\",pod=\"pod\""),
-            std::string::npos)
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain; version=0.0.4"),
+            std::string::npos);
+  EXPECT_NE(
+      metrics->body.find("hami_vgpu_memory_limit_bytes{zone=\"vGPU\",namespace=\"ns\",pod=\"pod\""),
+      std::string::npos)
       << metrics->body;
   EXPECT_EQ(client.Get("/nope")->status, 404);
 

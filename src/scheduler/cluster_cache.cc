@@ -1,9 +1,9 @@
 #include "scheduler/cluster_cache.h"
 
-#include "core/pod_request.h"
-
 #include <algorithm>
 #include <map>
+
+#include "core/pod_request.h"
 
 namespace hami::scheduler {
 
@@ -20,13 +20,24 @@ void ClusterCache::Slot::Publish(const NodeSummary& v) {
   const uint64_t s0 = seq.load(std::memory_order_relaxed);
   seq.store(s0 + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  int64_t vals[kDynamic] = {v.cpu_free,        v.mem_free,     v.sum_used,       v.sum_usedcores,
-                                  v.sum_usedmem,     v.free_milli_total, v.max_free_mem, v.max_free_cores,
-                                  v.usable,          v.max_free_milli,   v.fully_free,   v.last_slot,
-                                  0,                 0};
-  static_assert(NodeSummary::kFreeLevels == 8);   // packed 4 x 16 bits into each of the last two
+  int64_t vals[kDynamic] = {v.cpu_free,
+                            v.mem_free,
+                            v.sum_used,
+                            v.sum_usedcores,
+                            v.sum_usedmem,
+                            v.free_milli_total,
+                            v.max_free_mem,
+                            v.max_free_cores,
+                            v.usable,
+                            v.max_free_milli,
+                            v.fully_free,
+                            v.last_slot,
+                            0,
+                            0};
+  static_assert(NodeSummary::kFreeLevels == 8);  // packed 4 x 16 bits into each of the last two
   for (int i = 0; i < NodeSummary::kFreeLevels; ++i)
-    vals[12 + i / 4] |= static_cast<int64_t>(static_cast<uint16_t>(v.free_levels[i])) << (16 * (i % 4));
+    vals[12 + i / 4] |= static_cast<int64_t>(static_cast<uint16_t>(v.free_levels[i]))
+                        << (16 * (i % 4));
   for (int i = 0; i < kDynamic; ++i) dyn[i].store(vals[i], std::memory_order_relaxed);
   seq.store(s0 + 2, std::memory_order_release);
 }
@@ -53,7 +64,8 @@ NodeSummary ClusterCache::Slot::Read() const {
   v.fully_free = static_cast<int>(vals[10]);
   v.last_slot = static_cast<int>(vals[11]);
   for (int i = 0; i < NodeSummary::kFreeLevels; ++i)
-    v.free_levels[i] = static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint64_t>(vals[12 + i / 4]) >> (16 * (i % 4))));
+    v.free_levels[i] = static_cast<int16_t>(
+        static_cast<uint16_t>(static_cast<uint64_t>(vals[12 + i / 4]) >> (16 * (i % 4))));
   return v;
 }
 
@@ -77,7 +89,8 @@ void ClusterCache::PublishAllLocked(Entry& e) {
   SlotAt(e.slot).Publish(v);
 }
 
-PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
+PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc,
+                                           const PodResources& res,
                                            std::vector<std::string>* uuids) {
   std::vector<core::ContainerKind> kinds = res.kinds;
   if (kinds.empty()) kinds.assign(alloc.containers.size(), core::ContainerKind::kApp);
@@ -145,11 +158,14 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
     std::lock_guard nl(raw->mu);
     name = raw->state.info.name;
   }
-  auto pos = std::lower_bound(order_.begin(), order_.end(), name, [](const std::unique_ptr<Entry>& a, const std::string& n) { return a->state.info.name < n; });
+  auto pos = std::lower_bound(
+      order_.begin(), order_.end(), name,
+      [](const std::unique_ptr<Entry>& a, const std::string& n) { return a->state.info.name < n; });
   const size_t at = static_cast<size_t>(pos - order_.begin());
   if (free_slots_.empty()) {
     raw->slot = slot_count_++;
-    if (raw->slot / kSlotChunk >= slots_.size()) slots_.push_back(std::make_unique<Slot[]>(kSlotChunk));
+    if (raw->slot / kSlotChunk >= slots_.size())
+      slots_.push_back(std::make_unique<Slot[]>(kSlotChunk));
   } else {
     raw->slot = free_slots_.back();
     free_slots_.pop_back();
@@ -169,7 +185,8 @@ void ClusterCache::CountCapacityLocked(const core::NodeInfo& info, int sign) {
     n += sign;
     if (n <= 0) gpus_by_type_.erase(d.type);
   }
-  std::atomic_store(&capacity_, std::shared_ptr<const GpuCapacity>(std::make_shared<const GpuCapacity>(gpus_by_type_)));
+  std::atomic_store(&capacity_, std::shared_ptr<const GpuCapacity>(
+                                    std::make_shared<const GpuCapacity>(gpus_by_type_)));
 }
 
 void ClusterCache::RemoveNode(const std::string& name) {
@@ -195,7 +212,8 @@ void ClusterCache::RemoveNode(const std::string& name) {
   for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
 }
 
-Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& alloc, const PodResources& res) {
+Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& alloc,
+                            const PodResources& res) {
   if (uid.empty()) return InvalidArgument("pod uid is empty");
   if (alloc.node.empty()) return InvalidArgument("pod ", uid, ": allocation names no node");
   PodRecord rec;
@@ -248,7 +266,8 @@ Status ClusterCache::RemovePod(const std::string& uid) {
   return OkStatus();
 }
 
-Status ClusterCache::Reserve(const std::string& uid, const std::string& node, const PodDelta& delta) {
+Status ClusterCache::Reserve(const std::string& uid, const std::string& node,
+                             const PodDelta& delta) {
   if (uid.empty()) return InvalidArgument("pod uid is empty");
   std::shared_lock l(nodes_mu_);
   auto e = by_name_.find(node);
@@ -257,7 +276,8 @@ Status ClusterCache::Reserve(const std::string& uid, const std::string& node, co
   if (pods_.count(uid)) return absl::AlreadyExistsError(StrCat("pod ", uid, " is already placed"));
   std::lock_guard nl(e->second->mu);
   NodeState& st = e->second->state;
-  if (!st.Fits(delta)) return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
+  if (!st.Fits(delta))
+    return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
   PodRecord rec;
   rec.node = node;
   rec.delta = delta;
@@ -279,7 +299,9 @@ std::optional<NodeState> ClusterCache::Snapshot(const std::string& name) const {
 
 std::vector<std::string> ClusterCache::NodeNames() const {
   std::vector<std::string> names;
-  ForEachNode(nullptr, [&](const NodeState& s) { names.push_back(s.info.name); }, [](const std::string&) {});
+  ForEachNode(
+      nullptr, [&](const NodeState& s) { names.push_back(s.info.name); },
+      [](const std::string&) {});
   return names;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
-// The incremental cluster-usage cache (docs/design.md: no rebuild of every node's usage per decision).
+// The incremental cluster-usage cache (docs/design.md: no rebuild of every node's usage per
+// decision).
 //
-// Holds per node its registration and usage (NodeState) and per pod what it adds where. Every update
-// costs O(devices of the touched node); a decision reads each node once under that node's lock.
+// Holds per node its registration and usage (NodeState) and per pod what it adds where. Every
+// update costs O(devices of the touched node); a decision reads each node once under that node's
+// lock.
 //
 // Concurrency contract (many concurrent Schedule calls, e.g. the extender's HTTP threads):
 //  - ForEachNode/WithNode run the callback with the node's lock held: the callback sees a
@@ -12,21 +14,21 @@
 //    node's lock), so concurrent decisions can never oversubscribe memory, cores, slots, CPU or
 //    memory of a node; the loser gets ABORTED and schedules again.
 //  - Lock order: nodes_mu_ -> pods_mu_ -> a node's mu. Node add/remove takes nodes_mu_ exclusively.
-//  - Every node also has a NodeSummary in one contiguous array, republished (sequence lock) after each
-//    change of the node: a View reads it without the node's lock, so a decision can reject or bound a
-//    node without touching the node itself.
+//  - Every node also has a NodeSummary in one contiguous array, republished (sequence lock) after
+//  each
+//    change of the node: a View reads it without the node's lock, so a decision can reject or bound
+//    a node without touching the node itself.
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <mutex>
-#include <shared_mutex>
 
 #include "absl/container/flat_hash_map.h"
 #include "common/status.h"
@@ -41,7 +43,7 @@ struct PlacedPodResources {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<core::ContainerKind> kinds;
-  bool init_finished = false;   // every init container has succeeded: their devices are given back
+  bool init_finished = false;  // every init container has succeeded: their devices are given back
 };
 
 class ClusterCache {
@@ -60,7 +62,8 @@ class ClusterCache {
   // Records a pod that is already placed (decision annotations after a restart, or a watch
   // event). Ground truth: applied without a fit check. Replaces an earlier record of the uid.
   // A node that is not known yet gets the usage when it is upserted.
-  Status AddPod(const std::string& uid, const core::PodAllocation& allocation, const PodResources& res = {});
+  Status AddPod(const std::string& uid, const core::PodAllocation& allocation,
+                const PodResources& res = {});
   // Forgets a pod (deleted, finished, or a reservation given up). NOT_FOUND when unknown.
   Status RemovePod(const std::string& uid);
 
@@ -152,14 +155,14 @@ class ClusterCache {
     size_t index = 0;  // position in order_; guarded by nodes_mu_
     size_t slot = 0;   // its summary in slots_; guarded by nodes_mu_
   };
-  // One node's summary. The registration-fixed part is written only with nodes_mu_ held exclusively;
-  // the usage part under the node's lock (one writer) behind a sequence counter.
+  // One node's summary. The registration-fixed part is written only with nodes_mu_ held
+  // exclusively; the usage part under the node's lock (one writer) behind a sequence counter.
   struct Slot {
     static constexpr int kDynamic = 14;
     NodeSummary fixed;
     std::atomic<uint64_t> seq{0};
     std::atomic<int64_t> dyn[kDynamic] = {};
-    void Publish(const NodeSummary& s);   // the usage part
+    void Publish(const NodeSummary& s);  // the usage part
     NodeSummary Read() const;
   };
   // Republishes the usage part of e's summary; requires e.mu (or nodes_mu_ exclusively).
@@ -170,8 +173,8 @@ class ClusterCache {
   void PublishAllLocked(Entry& e);
   struct PodRecord {
     std::string node;
-    PodDelta delta;                   // device indices valid while applied
-    std::vector<std::string> uuids;   // parallel to delta.devices (to remap on node changes)
+    PodDelta delta;                  // device indices valid while applied
+    std::vector<std::string> uuids;  // parallel to delta.devices (to remap on node changes)
     bool applied = false;
   };
 
@@ -188,22 +191,25 @@ class ClusterCache {
   // std:: locks rather than absl::Mutex: Debian's abseil is built with deadlock detection, which
   // costs more than the node evaluation itself on the decision path.
   mutable std::shared_mutex nodes_mu_;
-  std::vector<std::unique_ptr<Entry>> order_;                    // guarded by nodes_mu_; sorted by name
-  absl::flat_hash_map<std::string, Entry*> by_name_;             // guarded by nodes_mu_; flat: one probe per NodeNames entry
-  // Summaries in chunks of kSlotChunk (contiguous for the scan, never moved): slot_count_ grows only
-  // (a removed node's slot is reused); order_slot_ is parallel to order_.
-  std::vector<std::unique_ptr<Slot[]>> slots_;                    // shape guarded by nodes_mu_
-  size_t slot_count_ = 0;                                         // guarded by nodes_mu_
-  std::vector<uint32_t> order_slot_;                              // guarded by nodes_mu_
-  std::vector<uint32_t> free_slots_;                              // guarded by nodes_mu_
+  std::vector<std::unique_ptr<Entry>> order_;  // guarded by nodes_mu_; sorted by name
+  absl::flat_hash_map<std::string, Entry*>
+      by_name_;  // guarded by nodes_mu_; flat: one probe per NodeNames entry
+  // Summaries in chunks of kSlotChunk (contiguous for the scan, never moved): slot_count_ grows
+  // only (a removed node's slot is reused); order_slot_ is parallel to order_.
+  std::vector<std::unique_ptr<Slot[]>> slots_;  // shape guarded by nodes_mu_
+  size_t slot_count_ = 0;                       // guarded by nodes_mu_
+  std::vector<uint32_t> order_slot_;            // guarded by nodes_mu_
+  std::vector<uint32_t> free_slots_;            // guarded by nodes_mu_
   // Interned device kinds (vendor, type, memory, cores) for NodeSummary::kind.
-  std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_;   // guarded by nodes_mu_
-  GpuCapacity gpus_by_type_;                                      // guarded by nodes_mu_
-  std::shared_ptr<const GpuCapacity> capacity_ = std::make_shared<const GpuCapacity>();   // atomic_load/store
+  std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_;  // guarded by nodes_mu_
+  GpuCapacity gpus_by_type_;                                               // guarded by nodes_mu_
+  std::shared_ptr<const GpuCapacity> capacity_ =
+      std::make_shared<const GpuCapacity>();  // atomic_load/store
 
-  mutable std::mutex pods_mu_;                                    // acquired after nodes_mu_
-  std::unordered_map<std::string, PodRecord> pods_;               // guarded by pods_mu_
-  std::unordered_map<std::string, std::unordered_set<std::string>> node_pods_;   // guarded by pods_mu_
+  mutable std::mutex pods_mu_;                       // acquired after nodes_mu_
+  std::unordered_map<std::string, PodRecord> pods_;  // guarded by pods_mu_
+  std::unordered_map<std::string, std::unordered_set<std::string>>
+      node_pods_;  // guarded by pods_mu_
 };
 
 }  // namespace hami::scheduler

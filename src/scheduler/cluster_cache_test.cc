@@ -8,7 +8,8 @@ namespace {
 
 using testing::NodeBuilder;
 
-core::PodAllocation Alloc(const std::string& node, std::vector<std::vector<core::ContainerDevice>> c) {
+core::PodAllocation Alloc(const std::string& node,
+                          std::vector<std::vector<core::ContainerDevice>> c) {
   core::PodAllocation a;
   a.node = node;
   a.containers = std::move(c);
@@ -72,7 +73,9 @@ TEST(ClusterCacheTest, InitContainersCountAtTheirPeak) {
   ClusterCache::PodResources res;
   res.kinds = {core::ContainerKind::kInit, core::ContainerKind::kInit, core::ContainerKind::kApp};
   ASSERT_TRUE(c.AddPod("u1",
-                       Alloc("n1", {{Dev("n1-gpu0", 9000, 30)}, {Dev("n1-gpu0", 5000, 70)}, {Dev("n1-gpu0", 3000, 10)}}),
+                       Alloc("n1", {{Dev("n1-gpu0", 9000, 30)},
+                                    {Dev("n1-gpu0", 5000, 70)},
+                                    {Dev("n1-gpu0", 3000, 10)}}),
                        res)
                   .ok());
   EXPECT_EQ(c.Snapshot("n1")->usage[0], (core::DeviceUsage{1, 9000, 70}));
@@ -110,16 +113,28 @@ TEST(ClusterCacheTest, EffectiveUsageTable) {
   struct Case {
     const char* name;
     std::vector<K> kinds;
-    std::vector<int64_t> mem;   // per container, all on n1-gpu0
+    std::vector<int64_t> mem;  // per container, all on n1-gpu0
     bool init_finished;
     core::DeviceUsage want;
   };
   const Case cases[] = {
       {"apps add up", {K::kApp, K::kApp}, {3000, 2000}, false, {2, 5000, 20}},
       {"init peak above the apps", {K::kInit, K::kApp}, {9000, 1000}, false, {1, 9000, 10}},
-      {"sidecar before init runs next to it", {K::kSidecar, K::kInit, K::kApp}, {3000, 6000, 1000}, false, {2, 9000, 20}},
-      {"sidecar after init does not", {K::kInit, K::kSidecar, K::kApp}, {6000, 3000, 1000}, false, {2, 6000, 20}},
-      {"init finished: only sidecars and apps", {K::kSidecar, K::kInit, K::kApp}, {3000, 6000, 1000}, true, {2, 4000, 20}},
+      {"sidecar before init runs next to it",
+       {K::kSidecar, K::kInit, K::kApp},
+       {3000, 6000, 1000},
+       false,
+       {2, 9000, 20}},
+      {"sidecar after init does not",
+       {K::kInit, K::kSidecar, K::kApp},
+       {6000, 3000, 1000},
+       false,
+       {2, 6000, 20}},
+      {"init finished: only sidecars and apps",
+       {K::kSidecar, K::kInit, K::kApp},
+       {3000, 6000, 1000},
+       true,
+       {2, 4000, 20}},
   };
   for (const auto& cs : cases) {
     SCOPED_TRACE(cs.name);
@@ -143,11 +158,11 @@ TEST(ClusterCacheTest, GpuCapacityFollowsNodeChanges) {
   cache.UpsertNode(NodeBuilder("cpu").Cpu(8000));
   const auto before = cache.gpu_capacity();
   EXPECT_EQ(*before, (GpuCapacity{{"T4", 3}, {"V100", 4}}));
-  cache.UpsertNode(NodeBuilder("a").Gpus(8, 16000, "A100"));   // re-registered with other GPUs
+  cache.UpsertNode(NodeBuilder("a").Gpus(8, 16000, "A100"));  // re-registered with other GPUs
   EXPECT_EQ(*cache.gpu_capacity(), (GpuCapacity{{"A100", 8}, {"T4", 1}, {"V100", 4}}));
   cache.RemoveNode("b");
   EXPECT_EQ(*cache.gpu_capacity(), (GpuCapacity{{"A100", 8}}));
-  EXPECT_EQ(*before, (GpuCapacity{{"T4", 3}, {"V100", 4}}));   // a snapshot never changes
+  EXPECT_EQ(*before, (GpuCapacity{{"T4", 3}, {"V100", 4}}));  // a snapshot never changes
 }
 
 }  // namespace

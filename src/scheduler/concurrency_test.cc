@@ -18,14 +18,17 @@ TEST(ConcurrencyTest, ConcurrentReservationsNeverOversubscribe) {
   auto s = Scheduler::Create(o);
   ASSERT_TRUE(s.ok());
   Scheduler& sched = **s;
-  for (int i = 0; i < 3; ++i) sched.UpsertNode(NodeBuilder("n" + std::to_string(i)).Gpus(2, 10000).Cpu(16000));
+  for (int i = 0; i < 3; ++i)
+    sched.UpsertNode(NodeBuilder("n" + std::to_string(i)).Gpus(2, 10000).Cpu(16000));
   constexpr int kThreads = 4, kPodsPerThread = 40;
   std::vector<int> placed(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPodsPerThread; ++i) {
-        auto pod = PodBuilder("t" + std::to_string(t) + "-" + std::to_string(i)).Gpu(1, 3000, 20, 500).Build();
+        auto pod = PodBuilder("t" + std::to_string(t) + "-" + std::to_string(i))
+                       .Gpu(1, 3000, 20, 500)
+                       .Build();
         auto d = sched.ScheduleAndReserve(pod, nullptr);
         if (d.ok() && !d->node.empty()) ++placed[t];
       }

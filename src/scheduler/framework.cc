@@ -37,9 +37,8 @@ bool TypeMatches(const std::string& type, const std::string& pattern) {
   if (pattern.size() > type.size()) return false;
   for (size_t i = 0; i + pattern.size() <= type.size(); ++i) {
     size_t j = 0;
-    while (j < pattern.size() &&
-           std::tolower(static_cast<unsigned char>(type[i + j])) ==
-               std::tolower(static_cast<unsigned char>(pattern[j])))
+    while (j < pattern.size() && std::tolower(static_cast<unsigned char>(type[i + j])) ==
+                                     std::tolower(static_cast<unsigned char>(pattern[j])))
       ++j;
     if (j == pattern.size()) return true;
   }
@@ -60,7 +59,7 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   *never = false;
   if (!cap.health) return Reason::kCardNotHealth;
   if (cap.cordoned) return Reason::kCardCordoned;
-  const core::DeviceInfo& dev = ctx.node.info.devices[d];   // strings: read only with selectors
+  const core::DeviceInfo& dev = ctx.node.info.devices[d];  // strings: read only with selectors
   if (ctx.cycle.has_device_selectors() &&
       (!sel.use_types.empty() || !sel.nouse_types.empty() || !sel.vgpu_mode.empty())) {
     bool ok = sel.use_types.empty();
@@ -76,7 +75,8 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
     }
   }
   if (ctx.cycle.has_device_selectors() &&
-      ((!sel.use_uuids.empty() && !Contains(sel.use_uuids, dev.uuid)) || Contains(sel.nouse_uuids, dev.uuid))) {
+      ((!sel.use_uuids.empty() && !Contains(sel.use_uuids, dev.uuid)) ||
+       Contains(sel.nouse_uuids, dev.uuid))) {
     *never = true;
     return Reason::kCardUuidMismatch;
   }
@@ -97,8 +97,10 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
     *never = cap.devcore < cores;
     return Reason::kCardInsufficientCore;
   }
-  if (cores > 0 && cores >= cap.devcore && u.used > 0) return Reason::kExclusiveDeviceAllocateConflict;
-  if (cores == 0 && cap.devcore > 0 && u.usedcores >= cap.devcore) return Reason::kCardComputeUnitsExhausted;
+  if (cores > 0 && cores >= cap.devcore && u.used > 0)
+    return Reason::kExclusiveDeviceAllocateConflict;
+  if (cores == 0 && cap.devcore > 0 && u.usedcores >= cap.devcore)
+    return Reason::kCardComputeUnitsExhausted;
   return Reason::kCount;
 }
 
@@ -123,9 +125,10 @@ void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
 namespace {
 
 // Collects the devices that fit request `r` under ctx.usage and lets the picker choose; the chosen
-// devices are left in s.picked. False (with reasons in `why`) when the node cannot take the request.
-bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const PickContext& ctx, EvalScratch& s,
-                    FitFailure* why) {
+// devices are left in s.picked. False (with reasons in `why`) when the node cannot take the
+// request.
+bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const PickContext& ctx,
+                    EvalScratch& s, FitFailure* why) {
   const core::DeviceRequest& r = ctx.request;
   const NodeState& node = ctx.node;
   if (rules != nullptr && !rules->Covers(r.vendor)) rules = nullptr;  // generic vendor (NVIDIA)
@@ -134,12 +137,13 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   int of_vendor = 0;
   s.candidates.clear();
   const bool all_of_vendor = !node.uniform_vendor.empty() && node.uniform_vendor == r.vendor;
-  if (!all_of_vendor && !node.uniform_vendor.empty()) n = 0;   // no device of this vendor
+  if (!all_of_vendor && !node.uniform_vendor.empty()) n = 0;  // no device of this vendor
   for (int d = 0; d < n; ++d) {
     if (!all_of_vendor && node.info.devices[d].vendor != r.vendor) continue;
     ++of_vendor;
     bool never = false;
-    Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never) : CheckByRules(*rules, ctx, d, &never);
+    Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never)
+                                      : CheckByRules(*rules, ctx, d, &never);
     if (why_not == Reason::kCount) {
       s.candidates.push_back(d);
     } else if (why) {
@@ -191,8 +195,8 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   return false;
 }
 
-// What request `r` takes on device `d` once chosen: the vendor's grant (e.g. a template) where it has
-// rules, else the generic memory resolution.
+// What request `r` takes on device `d` once chosen: the vendor's grant (e.g. a template) where it
+// has rules, else the generic memory resolution.
 DeviceDelta Take(const VendorRules* rules, const PickContext& ctx, int d) {
   if (rules != nullptr && rules->Covers(ctx.request.vendor)) {
     const VendorRules::Take t = rules->Grant(ctx.request, ctx.node.info.devices[d]);
@@ -236,7 +240,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     PickContext ctx{cycle, node, node.usage, *r};
     if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
     if (s.scored_by != nullptr)
-      placement->vendor_score += s.scored_by->Score(*r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
+      placement->vendor_score +=
+          s.scored_by->Score(*r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
     auto& out = placement->containers[cycle.single_request_container()];
     for (int k = 0; k < r->nums; ++k) {
       DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
@@ -263,7 +268,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       PickContext ctx{cycle, node, usage, r};
       if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
       if (s.scored_by != nullptr)
-        placement->vendor_score += s.scored_by->Score(r, node.info.devices, std::span<const int>(s.picked).first(r.nums));
+        placement->vendor_score +=
+            s.scored_by->Score(r, node.info.devices, std::span<const int>(s.picked).first(r.nums));
       for (int k = 0; k < r.nums; ++k) {
         const int d = s.picked[k];
         DeviceDelta dd = Take(profile.vendor_rules, ctx, d);
@@ -275,8 +281,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     }
     if (init) {
       // The pod's per-device usage while this init container runs: it and every container before it
-      // that keeps running (the sidecars declared earlier), as core::EffectiveDeviceUsage counts the
-      // placed pod; the pod keeps the peak over init containers.
+      // that keeps running (the sidecars declared earlier), as core::EffectiveDeviceUsage counts
+      // the placed pod; the pod keeps the peak over init containers.
       for (int d = 0; d < n; ++d) {
         MaxInto(s.init_peak[d], DeviceDelta{d, s.work[d].used - node.usage[d].used,
                                             s.work[d].usedmem_mib - node.usage[d].usedmem_mib,
@@ -285,7 +291,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     }
   }
   for (int d = 0; d < n; ++d) {
-    DeviceDelta eff{d, s.base[d].used - node.usage[d].used, s.base[d].usedmem_mib - node.usage[d].usedmem_mib,
+    DeviceDelta eff{d, s.base[d].used - node.usage[d].used,
+                    s.base[d].usedmem_mib - node.usage[d].usedmem_mib,
                     s.base[d].usedcores - node.usage[d].usedcores};
     MaxInto(eff, s.init_peak[d]);
     if (eff.slots == 0 && eff.mem_mib == 0 && eff.cores == 0) continue;
@@ -303,12 +310,14 @@ bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& 
   for (const auto& c : cycle.pod().containers) {
     for (const auto& r : c.devices) {
       if (r.nums <= 0) continue;
-      if (profile.vendor_rules != nullptr && profile.vendor_rules->Covers(r.vendor)) continue;   // its own checks
+      if (profile.vendor_rules != nullptr && profile.vendor_rules->Covers(r.vendor))
+        continue;  // its own checks
       // Every device a request takes is usable and has the memory and cores on its own.
       if (r.nums > node.usable || r.coresreq > node.max_free_cores) return false;
-      const int64_t mem = r.memreq_mib > 0     ? r.memreq_mib
-                          : r.mem_percentage > 0 ? node.min_devmem * std::min(r.mem_percentage, 100) / 100
-                                                 : node.min_devmem;
+      const int64_t mem = r.memreq_mib > 0 ? r.memreq_mib
+                          : r.mem_percentage > 0
+                              ? node.min_devmem * std::min(r.mem_percentage, 100) / 100
+                              : node.min_devmem;
       if (mem > node.max_free_mem) return false;
     }
   }

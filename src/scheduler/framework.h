@@ -2,19 +2,21 @@
 // The scheduling framework, in the style of the Kubernetes scheduler framework:
 //
 //   for every candidate node (under that node's lock, on a consistent snapshot):
-//     Filter:  node CPU/memory fit, then device fit per container. The device fit runs upstream HAMi's
-//              per-device checks (health, cordon, type, uuid, slots, memory, cores, exclusivity) and
-//              asks the profile's GpuPicker which of the fitting devices to take.
+//     Filter:  node CPU/memory fit, then device fit per container. The device fit runs upstream
+//     HAMi's
+//              per-device checks (health, cordon, type, uuid, slots, memory, cores, exclusivity)
+//              and asks the profile's GpuPicker which of the fitting devices to take.
 //     Score:   the profile's NodeScorer rates the node with the pod placed (raw integer).
-//   then once: normalisation to 0..100 (higher is better), host selection (highest score, ties to the
-//   node earliest in name order), and the winner is re-evaluated to produce the allocation.
-//   Reserve:   when (and only when) the decision is committed to the cache, the profile's ReservePlugins
+//   then once: normalisation to 0..100 (higher is better), host selection (highest score, ties to
+//   the node earliest in name order), and the winner is re-evaluated to produce the allocation.
+//   Reserve:   when (and only when) the decision is committed to the cache, the profile's
+//   ReservePlugins
 //              learn from it; Unreserve undoes that when the reservation is rolled back. Everything
 //              before Reserve is a pure function of the cache and the learned state.
 //
 // A policy is a Profile = one GpuPicker + one NodeScorer + how to normalise and select; it lives in
-// src/scheduler/policies/<name>/ and is one row of the registry (registry.h). Plugins see a request,
-// a node view and per-cycle scratch state; never RPC, never the cache.
+// src/scheduler/policies/<name>/ and is one row of the registry (registry.h). Plugins see a
+// request, a node view and per-cycle scratch state; never RPC, never the cache.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -41,17 +43,19 @@ class CycleState {
   const core::PodRequest& pod() const { return *pod_; }
   // Randomness for randomized policies; never null during a cycle.
   Rng& rng() const { return *rng_; }
-  // Effective node resources of the pod (core::EffectivePodRequest: init containers, sidecars, apps).
+  // Effective node resources of the pod (core::EffectivePodRequest: init containers, sidecars,
+  // apps).
   int64_t cpu_milli() const { return cpu_milli_; }
   int64_t memory_mib() const { return memory_mib_; }
   bool has_devices() const { return has_devices_; }
-  // The pod's only device request when it has exactly one (the common case: a fast path), else null.
+  // The pod's only device request when it has exactly one (the common case: a fast path), else
+  // null.
   const core::DeviceRequest* single_request() const { return single_request_; }
   int single_request_container() const { return single_container_; }
   // True when the pod restricts devices by type, mode or uuid.
   bool has_device_selectors() const { return has_selectors_; }
-  // GPUs per device type in the cluster this cycle decides in (set by Scheduler::Schedule; null when
-  // the cycle runs without a cache, e.g. in a test).
+  // GPUs per device type in the cluster this cycle decides in (set by Scheduler::Schedule; null
+  // when the cycle runs without a cache, e.g. in a test).
   const GpuCapacity* gpu_capacity() const { return capacity_.get(); }
   void set_gpu_capacity(std::shared_ptr<const GpuCapacity> c) { capacity_ = std::move(c); }
 
@@ -105,25 +109,31 @@ struct PickContext {
   int64_t MemFor(int d) const;
   // Free milli of device `d` under `usage`.
   int FreeMilliOf(int d) const {
-    return usage.data() == node.usage.data() ? node.free_milli[d] : FreeMilli(node.info.devices[d], usage[d]);
+    return usage.data() == node.usage.data() ? node.free_milli[d]
+                                             : FreeMilli(node.info.devices[d], usage[d]);
   }
-  int RequestMilliOn(int d) const { return RequestMilli(node.info.devices[d], MemFor(d), request.coresreq); }
+  int RequestMilliOn(int d) const {
+    return RequestMilli(node.info.devices[d], MemFor(d), request.coresreq);
+  }
 };
 
 // Chooses which fitting devices a container gets (upstream: the gpu-scheduler-policy sort order).
 class GpuPicker {
  public:
   virtual ~GpuPicker() = default;
-  // Once per cycle, before any node: parse per-pod options. An error rejects the pod (bad annotation).
+  // Once per cycle, before any node: parse per-pod options. An error rejects the pod (bad
+  // annotation).
   virtual Status PreFilter(CycleState& cycle) const { return OkStatus(); }
   // A veto on a device that passed the generic checks (e.g. mutex: only idle cards). Return the
   // reason to count, or Reason::kCount to admit.
   virtual Reason Admit(const PickContext& ctx, int device) const { return Reason::kCount; }
   // False unless the picker overrides Admit (saves a virtual call per device on the hot path).
   bool vetoes() const { return vetoes_; }
-  // Appends request.nums devices chosen among `candidates` (ascending device index, each fits on its
-  // own) to `out`, or fewer when no acceptable choice exists (the node then fails for this pod).
-  virtual void Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const = 0;
+  // Appends request.nums devices chosen among `candidates` (ascending device index, each fits on
+  // its own) to `out`, or fewer when no acceptable choice exists (the node then fails for this
+  // pod).
+  virtual void Pick(const PickContext& ctx, std::span<const int> candidates,
+                    std::vector<int>* out) const = 0;
 
  protected:
   bool vetoes_ = false;
@@ -131,11 +141,11 @@ class GpuPicker {
 
 // Where the pod would go on one node.
 struct Placement {
-  PodDelta delta;                                        // effective usage added to the node
-  std::vector<std::vector<DeviceDelta>> containers;      // per container (PodRequest order)
-  int64_t gpu_milli = 0;    // sum over the pod's devices of the milli it takes (effective usage)
-  int gpus = 0;             // devices the pod takes (effective usage)
-  int vendor_score = 0;     // sum of VendorRules::Score over the pod's covered requests (tie-break)
+  PodDelta delta;                                    // effective usage added to the node
+  std::vector<std::vector<DeviceDelta>> containers;  // per container (PodRequest order)
+  int64_t gpu_milli = 0;  // sum over the pod's devices of the milli it takes (effective usage)
+  int gpus = 0;           // devices the pod takes (effective usage)
+  int vendor_score = 0;   // sum of VendorRules::Score over the pod's covered requests (tie-break)
   void Clear() {
     delta.devices.clear();
     delta.cpu_milli = delta.memory_mib = 0;
@@ -157,12 +167,16 @@ class NodeScorer {
   virtual ~NodeScorer() = default;
   virtual Status PreFilter(CycleState& cycle) const { return OkStatus(); }
   // `node` is the state before the pod; `placement` is where the pod would go.
-  virtual int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const = 0;
+  virtual int64_t Score(const CycleState& cycle, const NodeState& node,
+                        const Placement& placement) const = 0;
   // A value >= Score(...) for any placement of the cycle's pod on a node with this summary, or
   // kNoBound. Lets the scheduler examine nodes best bound first and stop when no node left can beat
-  // (or tie earlier in name order with) the best one found: the decision is the same as scoring every
-  // node. Called only when bounded() (saves a virtual call per node otherwise); must not use randomness.
-  virtual int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const { return kNoBound; }
+  // (or tie earlier in name order with) the best one found: the decision is the same as scoring
+  // every node. Called only when bounded() (saves a virtual call per node otherwise); must not use
+  // randomness.
+  virtual int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const {
+    return kNoBound;
+  }
   bool bounded() const { return bounded_; }
 
  protected:
@@ -170,8 +184,8 @@ class NodeScorer {
 };
 
 enum class Normalize {
-  kClamp,    // raw scores are already 0..100 (clamped as a safeguard)
-  kMinMax,   // integer min-max over the feasible nodes: 100*(s-min)/(max-min); all 100 when equal
+  kClamp,   // raw scores are already 0..100 (clamped as a safeguard)
+  kMinMax,  // integer min-max over the feasible nodes: 100*(s-min)/(max-min); all 100 when equal
 };
 enum class HostSelection {
   kHighestScore,     // highest normalised score; ties go to the node earliest in name order
@@ -180,11 +194,11 @@ enum class HostSelection {
 
 // Learns from the decisions that are kept (the Reserve/Unreserve extension points of the Kubernetes
 // scheduling framework). Reserve runs once per committed decision, after the cache has taken it;
-// Unreserve undoes exactly that when the reservation is rolled back (bind failed, pod filtered again,
-// decision patch lost); Forget drops the record of a pod that ran and left, keeping what it taught
-// (the policies learn the arrivals, not the running set). Unknown uids are ignored. Thread-safe.
-// Schedule never calls these, so deciding has no side effect: a pod that is retried, explained or
-// dry-run a thousand times is learned once, when it is reserved.
+// Unreserve undoes exactly that when the reservation is rolled back (bind failed, pod filtered
+// again, decision patch lost); Forget drops the record of a pod that ran and left, keeping what it
+// taught (the policies learn the arrivals, not the running set). Unknown uids are ignored.
+// Thread-safe. Schedule never calls these, so deciding has no side effect: a pod that is retried,
+// explained or dry-run a thousand times is learned once, when it is reserved.
 class ReservePlugin {
  public:
   virtual ~ReservePlugin() = default;
@@ -199,7 +213,9 @@ template <typename Model>
 class ObservingPlugin final : public ReservePlugin {
  public:
   explicit ObservingPlugin(std::shared_ptr<Model> model) : model_(std::move(model)) {}
-  void Reserve(const core::PodRequest& pod, const PodDelta&) override { model_->Observe(pod.uid, pod); }
+  void Reserve(const core::PodRequest& pod, const PodDelta&) override {
+    model_->Observe(pod.uid, pod);
+  }
   void Unreserve(const std::string& uid) override { model_->Unobserve(uid); }
   void Forget(const std::string& uid) override { model_->Forget(uid); }
 
@@ -211,10 +227,12 @@ struct Profile {
   std::string name;
   std::unique_ptr<GpuPicker> picker;
   std::unique_ptr<NodeScorer> scorer;
-  std::vector<std::shared_ptr<ReservePlugin>> reserve;   // learning policies only; empty for the others
+  std::vector<std::shared_ptr<ReservePlugin>>
+      reserve;  // learning policies only; empty for the others
   Normalize normalize = Normalize::kClamp;
   HostSelection selection = HostSelection::kHighestScore;
-  const VendorRules* vendor_rules = nullptr;  // per-device rules of non-generic vendors; null = none
+  const VendorRules* vendor_rules =
+      nullptr;  // per-device rules of non-generic vendors; null = none
 };
 
 // Reusable buffers of one evaluation thread (no allocation per node once warm).
@@ -224,7 +242,8 @@ struct EvalScratch {
   std::vector<int> candidates;
   std::vector<int> picked;
   std::vector<DeviceDelta> init_peak;
-  const VendorRules* scored_by = nullptr;  // set by a pick: the rules that covered it (null: generic)
+  const VendorRules* scored_by =
+      nullptr;  // set by a pick: the rules that covered it (null: generic)
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`
@@ -232,9 +251,10 @@ struct EvalScratch {
 bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeState& node,
                   EvalScratch& scratch, Placement* placement, FitFailure* why);
 
-// False when the pod cannot fit a node with this summary (node CPU/memory; for requests on the generic
-// per-device checks also usable devices and the largest free memory and cores of a device): a
-// necessary condition of EvaluateNode, O(requests of the pod). Keep it one when the checks change.
+// False when the pod cannot fit a node with this summary (node CPU/memory; for requests on the
+// generic per-device checks also usable devices and the largest free memory and cores of a device):
+// a necessary condition of EvaluateNode, O(requests of the pod). Keep it one when the checks
+// change.
 bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& node);
 
 // Normalised 0..100 scores from raw scores, per the profile.

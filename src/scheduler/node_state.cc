@@ -5,25 +5,32 @@
 namespace hami::scheduler {
 
 namespace {
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 }  // namespace
 
 int RequestMilli(const core::DeviceInfo& dev, int64_t mem_mib, int cores) {
-  return RequestMilli(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health, false}, mem_mib, cores);
+  return RequestMilli(
+      DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health, false}, mem_mib,
+      cores);
 }
 
 int RequestMilli(const DeviceCaps& dev, int64_t mem_mib, int cores) {
   int64_t m = 0;
   if (dev.devmem_mib > 0) m = CeilDiv(std::max<int64_t>(mem_mib, 0) * kMilliPerGpu, dev.devmem_mib);
-  if (dev.devcore > 0) m = std::max(m, CeilDiv(std::max(cores, 0) * int64_t{kMilliPerGpu}, dev.devcore));
+  if (dev.devcore > 0)
+    m = std::max(m, CeilDiv(std::max(cores, 0) * int64_t{kMilliPerGpu}, dev.devcore));
   return static_cast<int>(std::min<int64_t>(m, kMilliPerGpu));
 }
 
 int FreeMilli(const core::DeviceInfo& dev, const core::DeviceUsage& u) {
   if (dev.count > 0 && u.used >= dev.count) return 0;
   int64_t f = kMilliPerGpu;
-  if (dev.devmem_mib > 0) f = std::min(f, (dev.devmem_mib - u.usedmem_mib) * kMilliPerGpu / dev.devmem_mib);
-  if (dev.devcore > 0) f = std::min(f, (dev.devcore - int64_t{u.usedcores}) * kMilliPerGpu / dev.devcore);
+  if (dev.devmem_mib > 0)
+    f = std::min(f, (dev.devmem_mib - u.usedmem_mib) * kMilliPerGpu / dev.devmem_mib);
+  if (dev.devcore > 0)
+    f = std::min(f, (dev.devcore - int64_t{u.usedcores}) * kMilliPerGpu / dev.devcore);
   return static_cast<int>(std::clamp<int64_t>(f, 0, kMilliPerGpu));
 }
 
@@ -42,9 +49,11 @@ NodeState NodeState::Make(core::NodeInfo info) {
     s.total_count += s.info.devices[i].count;
     s.total_devcore += s.info.devices[i].devcore;
     s.total_devmem += s.info.devices[i].devmem_mib;
-    s.cordoned[i] = std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
+    s.cordoned[i] =
+        std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
     const auto& dev = s.info.devices[i];
-    s.caps.push_back(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health, s.cordoned[i] != 0});
+    s.caps.push_back(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health,
+                                s.cordoned[i] != 0});
     s.Refresh(static_cast<int>(i));
   }
   return s;
@@ -112,11 +121,13 @@ NodeSummary NodeState::Summarize() const {
     if (!c.health || c.cordoned || c.count <= u.used) continue;
     ++s.usable;
     s.last_slot += c.count - u.used == 1;
-    if (s.usable <= NodeSummary::kFreeLevels) s.free_levels[s.usable - 1] = static_cast<int16_t>(free_milli[d]);
+    if (s.usable <= NodeSummary::kFreeLevels)
+      s.free_levels[s.usable - 1] = static_cast<int16_t>(free_milli[d]);
     s.max_free_mem = std::max(s.max_free_mem, c.devmem_mib - u.usedmem_mib);
     s.max_free_cores = std::max(s.max_free_cores, c.devcore - u.usedcores);
   }
-  if (s.usable <= NodeSummary::kFreeLevels) std::sort(s.free_levels.begin(), s.free_levels.begin() + s.usable);
+  if (s.usable <= NodeSummary::kFreeLevels)
+    std::sort(s.free_levels.begin(), s.free_levels.begin() + s.usable);
   return s;
 }
 

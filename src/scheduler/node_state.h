@@ -1,11 +1,12 @@
 #pragma once
-// The scheduler's view of one node: its registration (core::NodeInfo), what is in use on each device
-// and of the node's CPU/memory, and derived per-node facts that policies read on every decision
-// (free milli per GPU, fully free GPUs, pod classes). Every update touches O(devices of the node).
+// The scheduler's view of one node: its registration (core::NodeInfo), what is in use on each
+// device and of the node's CPU/memory, and derived per-node facts that policies read on every
+// decision (free milli per GPU, fully free GPUs, pod classes). Every update touches O(devices of
+// the node).
 //
-// "Milli" is the policy-neutral size of a GPU share: 1000 = a whole device. A device's used milli is
-// the larger of its memory and core fractions (a device with all slots taken counts as full), so the
-// FGD-style policies work unchanged on real HAMi devices and are exact in the simulator.
+// "Milli" is the policy-neutral size of a GPU share: 1000 = a whole device. A device's used milli
+// is the larger of its memory and core fractions (a device with all slots taken counts as full), so
+// the FGD-style policies work unchanged on real HAMi devices and are exact in the simulator.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -42,7 +43,7 @@ int FreeMilli(const core::DeviceInfo& dev, const core::DeviceUsage& usage);
 
 // What one pod adds to one device (effective usage: init containers already collapsed).
 struct DeviceDelta {
-  int device = -1;        // index into NodeInfo::devices
+  int device = -1;  // index into NodeInfo::devices
   int slots = 0;
   int64_t mem_mib = 0;
   int cores = 0;
@@ -58,20 +59,22 @@ struct PodDelta {
 };
 
 // What a decision can read about a node without its lock (ClusterCache keeps one per node in a
-// contiguous array, published with a sequence lock): enough for a quick reject and for a policy's upper
-// bound on the node's score (NodeScorer::UpperBound). Usage-dependent fields follow NodeState::Apply;
-// the rest are fixed while the node's registration is.
+// contiguous array, published with a sequence lock): enough for a quick reject and for a policy's
+// upper bound on the node's score (NodeScorer::UpperBound). Usage-dependent fields follow
+// NodeState::Apply; the rest are fixed while the node's registration is.
 struct NodeSummary {
   // Usage-dependent.
-  int64_t cpu_free = 0, mem_free = 0;        // NodeState::cpu_free() / mem_free()
+  int64_t cpu_free = 0, mem_free = 0;  // NodeState::cpu_free() / mem_free()
   int64_t sum_used = 0, sum_usedcores = 0, sum_usedmem = 0;
   int64_t free_milli_total = 0;
-  int64_t max_free_mem = 0;   // largest devmem - usedmem over usable devices (healthy, not cordoned, a slot left)
-  int max_free_cores = 0;     // largest devcore - usedcores over usable devices
-  int usable = 0;             // usable devices
-  int max_free_milli = 0;     // largest free_milli over all devices
-  int fully_free = 0;         // NodeState::fully_free
-  int last_slot = 0;          // usable devices with exactly one slot left (their free milli drops to 0 when taken)
+  int64_t max_free_mem =
+      0;  // largest devmem - usedmem over usable devices (healthy, not cordoned, a slot left)
+  int max_free_cores = 0;  // largest devcore - usedcores over usable devices
+  int usable = 0;          // usable devices
+  int max_free_milli = 0;  // largest free_milli over all devices
+  int fully_free = 0;      // NodeState::fully_free
+  int last_slot =
+      0;  // usable devices with exactly one slot left (their free milli drops to 0 when taken)
   // Free milli of the usable devices, ascending, when there are at most kFreeLevels of them.
   static constexpr int kFreeLevels = 8;
   std::array<int16_t, kFreeLevels> free_levels{};
@@ -85,13 +88,13 @@ struct NodeSummary {
   }
   // Fixed by the registration.
   int gpus = 0;
-  bool track_cpu = false, track_mem = false;   // info.cpu_milli > 0, info.memory_mib > 0
+  bool track_cpu = false, track_mem = false;  // info.cpu_milli > 0, info.memory_mib > 0
   int64_t total_count = 0, total_devcore = 0, total_devmem = 0;
-  int64_t min_devmem = 0, max_devmem = 0;      // over the devices (0 when none)
+  int64_t min_devmem = 0, max_devmem = 0;  // over the devices (0 when none)
   int min_devcore = 0, max_devcore = 0;
-  // Identity of the node's device kind when every device has the same vendor, type, memory and cores
-  // (ClusterCache interns kinds; -1 when mixed or no devices), and one such device (valid while the
-  // caller holds the cache's view).
+  // Identity of the node's device kind when every device has the same vendor, type, memory and
+  // cores (ClusterCache interns kinds; -1 when mixed or no devices), and one such device (valid
+  // while the caller holds the cache's view).
   int kind = -1;
   const core::DeviceInfo* kind_device = nullptr;
 };
@@ -101,19 +104,19 @@ using GpuCapacity = std::map<std::string, int64_t>;
 
 struct NodeState {
   core::NodeInfo info;
-  std::vector<core::DeviceUsage> usage;   // parallel to info.devices
-  std::vector<char> cordoned;             // parallel to info.devices
-  std::vector<DeviceCaps> caps;           // parallel to info.devices
+  std::vector<core::DeviceUsage> usage;  // parallel to info.devices
+  std::vector<char> cordoned;            // parallel to info.devices
+  std::vector<DeviceCaps> caps;          // parallel to info.devices
   int64_t cpu_used = 0;
   int64_t mem_used = 0;
   int pods = 0;
 
   // Derived, kept current by Apply().
-  std::vector<int> free_milli;            // per device, 0..1000
+  std::vector<int> free_milli;  // per device, 0..1000
   int64_t free_milli_total = 0;
-  int fully_free = 0;                     // devices with free_milli == 1000
-  std::array<int, kPodClasses> class_count{};   // GPU pods on the node per class
-  int classes_present = 0;                // number of classes with class_count > 0
+  int fully_free = 0;                          // devices with free_milli == 1000
+  std::array<int, kPodClasses> class_count{};  // GPU pods on the node per class
+  int classes_present = 0;                     // number of classes with class_count > 0
   // The vendor of every device when they all share one (the usual case), else empty.
   std::string uniform_vendor;
   // Sums over the node's devices (capacity and usage), for node-level scores.

@@ -4,7 +4,8 @@
 
 namespace hami::scheduler {
 
-void TightestFitPicker::Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const {
+void TightestFitPicker::Pick(const PickContext& ctx, std::span<const int> candidates,
+                             std::vector<int>* out) const {
   const size_t first = out->size();
   out->insert(out->end(), candidates.begin(), candidates.end());
   if (ctx.request.nums == 1) {
@@ -25,7 +26,8 @@ void TightestFitPicker::Pick(const PickContext& ctx, std::span<const int> candid
   out->resize(first + std::min<size_t>(candidates.size(), ctx.request.nums));
 }
 
-void RandomPicker::Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const {
+void RandomPicker::Pick(const PickContext& ctx, std::span<const int> candidates,
+                        std::vector<int>* out) const {
   std::vector<int> pool(candidates.begin(), candidates.end());
   const size_t k = std::min<size_t>(pool.size(), ctx.request.nums);
   for (size_t i = 0; i < k; ++i) {

@@ -1,7 +1,8 @@
 #pragma once
-// The failure vocabulary of the scheduler (docs/design.md#contracts): why a GPU or a node does not fit, and whether
-// waiting can help (retryable: busy now) or not (never: wrong type, too small). Per-GPU reasons are
-// upstream HAMi's strings and are aggregated per node as upstream does ("3/8 CardInsufficientMemory").
+// The failure vocabulary of the scheduler (docs/design.md#contracts): why a GPU or a node does not
+// fit, and whether waiting can help (retryable: busy now) or not (never: wrong type, too small).
+// Per-GPU reasons are upstream HAMi's strings and are aggregated per node as upstream does ("3/8
+// CardInsufficientMemory").
 #include <array>
 #include <cstdint>
 #include <string>
@@ -33,8 +34,8 @@ const char* ReasonName(Reason r);
 // Per-node tally of per-device reasons for the container that failed, plus node-level reasons.
 struct FitFailure {
   std::array<uint16_t, kReasonCount> counts{};
-  int devices = 0;         // N in "k/N Reason": devices of the node examined
-  bool never = false;      // true when at least one cause can never go away on this node
+  int devices = 0;     // N in "k/N Reason": devices of the node examined
+  bool never = false;  // true when at least one cause can never go away on this node
   bool failed = false;
   void Add(Reason r, bool never_fits) {
     ++counts[static_cast<int>(r)];

@@ -15,21 +15,32 @@ namespace hami::scheduler {
 namespace {
 // One row per policy.
 constexpr PolicyRow kPolicies[] = {
-    {"hami", &policies::MakeHami, "upstream HAMi defaults: node binpack, GPU spread (pod annotations override)"},
+    {"hami", &policies::MakeHami,
+     "upstream HAMi defaults: node binpack, GPU spread (pod annotations override)"},
     {"hami-binpack", &policies::MakeHamiBinpack, "upstream HAMi with node binpack and GPU binpack"},
     {"hami-spread", &policies::MakeHamiSpread, "upstream HAMi with node spread and GPU spread"},
     {"random", &policies::MakeRandom, "FGD baseline: random feasible node, random fitting GPU"},
-    {"dot-product", &policies::MakeDotProduct, "FGD baseline: smallest dot product of free and requested (CPU, GPU)"},
-    {"gpu-packing", &policies::MakeGpuPacking, "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
-    {"gpu-clustering", &policies::MakeGpuClustering, "FGD baseline: keep pods of one GPU class together"},
+    {"dot-product", &policies::MakeDotProduct,
+     "FGD baseline: smallest dot product of free and requested (CPU, GPU)"},
+    {"gpu-packing", &policies::MakeGpuPacking,
+     "FGD baseline: partly used GPUs, then used nodes, then empty nodes"},
+    {"gpu-clustering", &policies::MakeGpuClustering,
+     "FGD baseline: keep pods of one GPU class together"},
     {"best-fit", &policies::MakeBestFit, "FGD baseline: least CPU and GPU left after placement"},
-    {"default", &policies::MakeDefault, "hami-cpp's default: fragmentation-aware (today fgd-balance, with its own learned models; docs/sim.md)"},
-    {"fgd", &policies::MakeFgd, "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
-    {"fgd-balance", &policies::MakeFgdBalance, "FGD plus the GPU capacity a placement strands for lack of CPU (learned CPU per GPU; docs/sim.md)"},
+    {"default", &policies::MakeDefault,
+     "hami-cpp's default: fragmentation-aware (today fgd-balance, with its own learned models; "
+     "docs/sim.md)"},
+    {"fgd", &policies::MakeFgd,
+     "FGD (ATC'23): least fragmentation increase against the learned task shapes"},
+    {"fgd-balance", &policies::MakeFgdBalance,
+     "FGD plus the GPU capacity a placement strands for lack of CPU (learned CPU per GPU; "
+     "docs/sim.md)"},
 };
 }  // namespace
 
-std::span<const PolicyRow> Policies() { return kPolicies; }
+std::span<const PolicyRow> Policies() {
+  return kPolicies;
+}
 
 StatusOr<std::unique_ptr<Profile>> MakeProfile(std::string_view name, const PolicyConfig& config) {
   std::string known;
@@ -38,7 +49,8 @@ StatusOr<std::unique_ptr<Profile>> MakeProfile(std::string_view name, const Poli
     if (!known.empty()) known += ", ";
     known += row.name;
   }
-  return InvalidArgument("unknown scheduling policy '", std::string(name), "' (known: ", known, ")");
+  return InvalidArgument("unknown scheduling policy '", std::string(name), "' (known: ", known,
+                         ")");
 }
 
 }  // namespace hami::scheduler

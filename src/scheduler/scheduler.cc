@@ -27,7 +27,8 @@ core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
 }
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
-  HAMI_ASSIGN_OR_RETURN(std::shared_ptr<Profile> profile, MakeProfile(options.policy, options.config));
+  HAMI_ASSIGN_OR_RETURN(std::shared_ptr<Profile> profile,
+                        MakeProfile(options.policy, options.config));
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(profile), options.seed));
   // Policies a pod may select by annotation get their own profile (and, for the fragmentation-aware
   // ones, their own learned task-shape model), unless the configured policy is that one.
@@ -49,7 +50,8 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& o
 const Profile& Scheduler::ProfileFor(const core::PodRequest& pod) const {
   if (pod.gpu_policy == core::kPolicyFgd && fgd_) return *fgd_;
   if (pod.gpu_policy == core::kPolicyDefault && default_) return *default_;
-  if (pod.gpu_policy == core::kPolicyFgd || pod.gpu_policy == core::kPolicyDefault) return *profile_;
+  if (pod.gpu_policy == core::kPolicyFgd || pod.gpu_policy == core::kPolicyDefault)
+    return *profile_;
   if (hami_ && (!pod.gpu_policy.empty() || !pod.node_policy.empty())) return *hami_;
   return *profile_;
 }
@@ -61,17 +63,17 @@ struct ThreadScratch {
   Placement placement;
   FitFailure failure;
   std::vector<int64_t> raw;
-  std::vector<std::string> names;   // reused: assign() keeps capacity
+  std::vector<std::string> names;  // reused: assign() keeps capacity
   size_t feasible = 0;
-  std::vector<BoundedNode> heap;    // ScheduleBounded
-  std::vector<uint32_t> mark;       // ScheduleBounded: candidate nodes by index, == epoch when listed
+  std::vector<BoundedNode> heap;  // ScheduleBounded
+  std::vector<uint32_t> mark;     // ScheduleBounded: candidate nodes by index, == epoch when listed
   uint32_t epoch = 0;
   Placement best_placement;
 };
 thread_local ThreadScratch t_scratch;
 
-// True when no device request of the pod goes to vendor rules (the scorers' bounds assume the generic
-// memory and cores of a share).
+// True when no device request of the pod goes to vendor rules (the scorers' bounds assume the
+// generic memory and cores of a share).
 bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
   if (profile.vendor_rules == nullptr) return true;
   for (const auto& c : pod.containers)
@@ -81,24 +83,28 @@ bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
 }
 }  // namespace
 
-StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidates,
+StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
+                                       const std::vector<std::string>* candidates,
                                        const ScheduleOptions& options) const {
   // The stream of a decision depends on how many decisions were reserved before it, not on how many
-  // times Schedule ran: retries, explains and dry runs draw what the decision they repeat drew, so the
-  // extender (which explains a failure with a second call) draws as `hami sim` does.
+  // times Schedule ran: retries, explains and dry runs draw what the decision they repeat drew, so
+  // the extender (which explains a failure with a second call) draws as `hami sim` does.
   Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (reserved_.load(std::memory_order_relaxed) + 1)));
   Rng* rng = options.rng ? options.rng : &local;
   CycleState cycle(pod, rng);
   cycle.set_gpu_capacity(cache_.gpu_capacity());
   const Profile& profile = ProfileFor(pod);
   // A profile that draws per node (uniform host choice, random GPUs) visits the candidates in name
-  // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them in.
+  // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them
+  // in.
   std::vector<std::string> in_name_order;
-  if (candidates != nullptr && (profile.selection == HostSelection::kUniformFeasible ||
-                                dynamic_cast<const RandomPicker*>(profile.picker.get()) != nullptr)) {
+  if (candidates != nullptr &&
+      (profile.selection == HostSelection::kUniformFeasible ||
+       dynamic_cast<const RandomPicker*>(profile.picker.get()) != nullptr)) {
     in_name_order = *candidates;
     std::sort(in_name_order.begin(), in_name_order.end());
-    in_name_order.erase(std::unique(in_name_order.begin(), in_name_order.end()), in_name_order.end());
+    in_name_order.erase(std::unique(in_name_order.begin(), in_name_order.end()),
+                        in_name_order.end());
     candidates = &in_name_order;
   }
   HAMI_RETURN_IF_ERROR(profile.picker->PreFilter(cycle));
@@ -115,7 +121,8 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
   const bool uniform = profile.selection == HostSelection::kUniformFeasible;
   const bool clamp = profile.normalize == Normalize::kClamp;
   // The winner is tracked during the scan: min-max normalisation keeps the order and only raw ==
-  // max maps to 100, and clamping is applied to the key, so no second pass over the nodes is needed.
+  // max maps to 100, and clamping is applied to the key, so no second pass over the nodes is
+  // needed.
   bool have_best = false;
   int64_t best_key = 0;
   int best_vendor = 0;  // Placement::vendor_score of the best: breaks ties of the policy's key
@@ -125,7 +132,8 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
       [&](const NodeState& node) {
         FitFailure* why = options.explain ? &ts.failure : nullptr;
         if (!EvaluateNode(profile, cycle, node, ts.eval, &ts.placement, why)) {
-          if (options.explain) out.failures.push_back({node.info.name, ts.failure.ToString(), !ts.failure.never});
+          if (options.explain)
+            out.failures.push_back({node.info.name, ts.failure.ToString(), !ts.failure.never});
           return;
         }
         const bool keep_name = uniform || options.explain;
@@ -140,7 +148,8 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
         const int64_t key = clamp ? std::clamp<int64_t>(raw, 0, 100) : raw;
         const int vs = ts.placement.vendor_score;  // 0 unless vendor rules scored (never NVIDIA)
         if (!have_best || key > best_key ||
-            (key == best_key && (vs > best_vendor || (vs == best_vendor && candidates && node.info.name < best_name)))) {
+            (key == best_key && (vs > best_vendor || (vs == best_vendor && candidates &&
+                                                      node.info.name < best_name)))) {
           have_best = true;
           best_key = key;
           best_vendor = vs;
@@ -148,7 +157,8 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
         }
       },
       [&](const std::string& name) {
-        if (options.explain) out.failures.push_back({name, "node not found in the scheduler cache", true});
+        if (options.explain)
+          out.failures.push_back({name, "node not found in the scheduler cache", true});
       });
   out.feasible_nodes = static_cast<int>(ts.feasible);
   if (ts.feasible == 0) return out;
@@ -165,7 +175,8 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod, const std::v
     if (uniform) ts.raw.assign(ts.feasible, 0);
     NormalizeScores(profile.normalize, ts.raw);
     out.scores.reserve(ts.raw.size());
-    for (size_t i = 0; i < ts.raw.size(); ++i) out.scores.push_back({ts.names[i], static_cast<int>(ts.raw[i])});
+    for (size_t i = 0; i < ts.raw.size(); ++i)
+      out.scores.push_back({ts.names[i], static_cast<int>(ts.raw[i])});
   }
   // Re-evaluate the winner to get its placement (the node may have changed since; Reserve checks).
   bool fits = false;
@@ -249,8 +260,10 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
         if (pruned(n)) break;
         examine(n.index);
       }
-      if (have_best && best_key >= top) heap.clear();
-      else std::erase_if(heap, [top](const BoundedNode& n) { return n.bound == top; });
+      if (have_best && best_key >= top)
+        heap.clear();
+      else
+        std::erase_if(heap, [top](const BoundedNode& n) { return n.bound == top; });
     }
     std::make_heap(heap.begin(), heap.end(), lower);
     while (!heap.empty()) {
@@ -274,7 +287,8 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
 }
 
 Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
-  if (decision.node.empty()) return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
+  if (decision.node.empty())
+    return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
   HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
   reserved_.fetch_add(1, std::memory_order_relaxed);
   if (learns_)
@@ -310,14 +324,18 @@ std::unique_ptr<Scheduler> Scheduler::DryRun() const {
   return s;
 }
 
-StatusOr<Decision> Scheduler::ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidates,
+StatusOr<Decision> Scheduler::ScheduleAndReserve(const core::PodRequest& pod,
+                                                 const std::vector<std::string>* candidates,
                                                  const ScheduleOptions& options) {
   constexpr int kAttempts = 8;
   Status last;
   for (int i = 0; i < kAttempts; ++i) {
     auto d = Schedule(pod, candidates, options);
     if (!d.ok()) {
-      if (absl::IsAborted(d.status())) { last = d.status(); continue; }
+      if (absl::IsAborted(d.status())) {
+        last = d.status();
+        continue;
+      }
       return d.status();
     }
     if (d->node.empty()) return d;

@@ -5,16 +5,21 @@
 // Contract:
 //  - Schedule() decides, it changes nothing: not the cache, not what the policies have learned, not
 //    the random stream (without ScheduleOptions::rng, a decision draws from a stream seeded by the
-//    scheduler's seed and the number of reservations so far). It is thread-safe and may run concurrently with itself and with every other method. It returns OK with an empty Decision::node when no
-//    node fits (Decision::failures then says why, when explain is set); an error only for a request
-//    that can never be scheduled as written (e.g. a bad hami.io/gpu-scheduler-policy annotation).
+//    scheduler's seed and the number of reservations so far). It is thread-safe and may run
+//    concurrently with itself and with every other method. It returns OK with an empty
+//    Decision::node when no node fits (Decision::failures then says why, when explain is set); an
+//    error only for a request that can never be scheduled as written (e.g. a bad
+//    hami.io/gpu-scheduler-policy annotation).
 //  - Reserve() commits a Decision. It succeeds only if the decision still fits the node at commit
-//    time (ABORTED otherwise: call Schedule again). ScheduleAndReserve() does that loop. A committed
-//    decision is what the policy learns from (Profile::reserve, framework.h): once per reservation.
-//  - Unreserve() rolls a reservation back (usage and learning); RemovePod() gives the usage of a pod
-//    that ran back and keeps what the policy learned from it; AddPod() records a pod placed earlier (restart,
-//    watch); UpsertNode()/RemoveNode() follow node registrations.
-//  - Scores in a Decision are 0..100, higher is better. Ties go to the node that sorts first by name
+//    time (ABORTED otherwise: call Schedule again). ScheduleAndReserve() does that loop. A
+//    committed decision is what the policy learns from (Profile::reserve, framework.h): once per
+//    reservation.
+//  - Unreserve() rolls a reservation back (usage and learning); RemovePod() gives the usage of a
+//  pod
+//    that ran back and keeps what the policy learned from it; AddPod() records a pod placed earlier
+//    (restart, watch); UpsertNode()/RemoveNode() follow node registrations.
+//  - Scores in a Decision are 0..100, higher is better. Ties go to the node that sorts first by
+//  name
 //    (among all nodes, or among the candidates when candidate_nodes is given).
 //  - Randomness comes only from ScheduleOptions::rng, or from the scheduler's own seeded stream; a
 //    profile that draws visits the candidates in name order, so their order never matters.
@@ -34,17 +39,17 @@
 namespace hami::scheduler {
 
 struct SchedulerOptions {
-  std::string policy = "hami";   // a registry name (registry.h)
+  std::string policy = "hami";  // a registry name (registry.h)
   PolicyConfig config;
-  uint64_t seed = 1;             // for randomized policies when no rng is passed per call
-  // Per-device rules of the enabled non-NVIDIA vendors (vendor_rules.h); null = generic checks only.
-  // Not owned; must outlive the scheduler.
+  uint64_t seed = 1;  // for randomized policies when no rng is passed per call
+  // Per-device rules of the enabled non-NVIDIA vendors (vendor_rules.h); null = generic checks
+  // only. Not owned; must outlive the scheduler.
   const VendorRules* vendor_rules = nullptr;
 };
 
 struct ScheduleOptions {
-  Rng* rng = nullptr;     // per-call randomness (the simulator passes its run's stream)
-  bool explain = false;   // fill Decision::failures and Decision::scores (costs a string per node)
+  Rng* rng = nullptr;    // per-call randomness (the simulator passes its run's stream)
+  bool explain = false;  // fill Decision::failures and Decision::scores (costs a string per node)
   // Score every feasible node even when the policy can bound its scores (same decision, slower; for
   // benchmarks and tests).
   bool full_scan = false;
@@ -52,26 +57,26 @@ struct ScheduleOptions {
 
 struct NodeFailure {
   std::string node;
-  std::string reason;    // "3/8 CardInsufficientMemory, 5/8 CardTypeMismatch"
-  bool retryable = true; // false: can never fit on this node as it is registered
+  std::string reason;     // "3/8 CardInsufficientMemory, 5/8 CardTypeMismatch"
+  bool retryable = true;  // false: can never fit on this node as it is registered
 };
 
 struct NodeScore {
   std::string node;
-  int score = 0;         // 0..100
+  int score = 0;  // 0..100
 };
 
 struct Decision {
-  std::string node;                  // empty: no node fits
-  core::PodAllocation allocation;    // per container (PodRequest order), its devices
-  PodDelta delta;                    // what Reserve commits (effective usage)
+  std::string node;                // empty: no node fits
+  core::PodAllocation allocation;  // per container (PodRequest order), its devices
+  PodDelta delta;                  // what Reserve commits (effective usage)
   // Feasible nodes found. Exact with explain and for policies that choose among all feasible nodes;
-  // a policy whose scorer bounds its scores stops examining nodes once none can win, and counts only
-  // the nodes it examined.
+  // a policy whose scorer bounds its scores stops examining nodes once none can win, and counts
+  // only the nodes it examined.
   int feasible_nodes = 0;
-  int score = 0;                     // of the chosen node
-  std::vector<NodeFailure> failures; // explain only
-  std::vector<NodeScore> scores;     // explain only, feasible nodes
+  int score = 0;                      // of the chosen node
+  std::vector<NodeFailure> failures;  // explain only
+  std::vector<NodeScore> scores;      // explain only, feasible nodes
 };
 
 class Scheduler {
@@ -79,11 +84,13 @@ class Scheduler {
   static StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options);
 
   // candidate_nodes == nullptr: all nodes of the cache.
-  StatusOr<Decision> Schedule(const core::PodRequest& pod, const std::vector<std::string>* candidate_nodes,
+  StatusOr<Decision> Schedule(const core::PodRequest& pod,
+                              const std::vector<std::string>* candidate_nodes,
                               const ScheduleOptions& options = {}) const;
   Status Reserve(const core::PodRequest& pod, const Decision& decision);
   // Schedule + Reserve, retrying a few times when a concurrent reservation wins the node.
-  StatusOr<Decision> ScheduleAndReserve(const core::PodRequest& pod, const std::vector<std::string>* candidate_nodes,
+  StatusOr<Decision> ScheduleAndReserve(const core::PodRequest& pod,
+                                        const std::vector<std::string>* candidate_nodes,
                                         const ScheduleOptions& options = {});
   Status Unreserve(const std::string& uid);
 
@@ -93,35 +100,41 @@ class Scheduler {
   }
   Status RemovePod(const std::string& uid);
 
-  // A scheduler with an empty cache that decides with this one's policies and what they have learned
-  // so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach nothing.
+  // A scheduler with an empty cache that decides with this one's policies and what they have
+  // learned so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach
+  // nothing.
   std::unique_ptr<Scheduler> DryRun() const;
   void UpsertNode(core::NodeInfo info) { cache_.UpsertNode(std::move(info)); }
   void RemoveNode(const std::string& name) { cache_.RemoveNode(name); }
 
   const ClusterCache& cache() const { return cache_; }
   const Profile& profile() const { return *profile_; }
-  // The profile that places `pod`: the whole-placement policy it names in hami.io/gpu-scheduler-policy
+  // The profile that places `pod`: the whole-placement policy it names in
+  // hami.io/gpu-scheduler-policy
   // ("fgd", "default"); upstream HAMi's profile when it sets upstream policy annotations and the
   // configured policy is not one of HAMi's; otherwise the configured one.
   const Profile& ProfileFor(const core::PodRequest& pod) const;
 
  private:
-  explicit Scheduler(std::shared_ptr<Profile> profile, uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
-  // f(ReservePlugin&) for every plugin of every profile this scheduler holds (none in a DryRun copy).
+  explicit Scheduler(std::shared_ptr<Profile> profile, uint64_t seed)
+      : profile_(std::move(profile)), seed_(seed) {}
+  // f(ReservePlugin&) for every plugin of every profile this scheduler holds (none in a DryRun
+  // copy).
   template <typename F>
   void ForEachPlugin(F&& f) const;
-  // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping when
-  // no node left can win. Same decision as scoring every node.
+  // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping
+  // when no node left can win. Same decision as scoring every node.
   StatusOr<Decision> ScheduleBounded(const Profile& profile, const CycleState& cycle,
                                      const std::vector<std::string>* candidates) const;
   // Shared with the DryRun() copies (a profile is immutable; its learned models are thread-safe).
   std::shared_ptr<Profile> profile_;
-  std::shared_ptr<Profile> fgd_, default_, hami_;   // per-pod choices (null when profile_ is that policy)
-  bool learns_ = true;   // false in DryRun() copies
+  std::shared_ptr<Profile> fgd_, default_,
+      hami_;            // per-pod choices (null when profile_ is that policy)
+  bool learns_ = true;  // false in DryRun() copies
   ClusterCache cache_;
   uint64_t seed_;
-  std::atomic<uint64_t> reserved_{0};   // successful Reserve calls: seeds the random stream of Schedule
+  std::atomic<uint64_t> reserved_{
+      0};  // successful Reserve calls: seeds the random stream of Schedule
 };
 
 // A node waiting to be examined by a bounded scan: the upper bound of its key and its index.

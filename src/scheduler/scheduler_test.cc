@@ -51,7 +51,8 @@ TEST(SchedulerTest, NoFitReturnsEmptyDecisionWithReasons) {
 }
 
 TEST(SchedulerTest, TiesGoToTheFirstNodeByName) {
-  auto s = MakeCluster("gpu-packing", {NodeBuilder("b").Gpus(2), NodeBuilder("a").Gpus(2), NodeBuilder("c").Gpus(2)});
+  auto s = MakeCluster("gpu-packing", {NodeBuilder("b").Gpus(2), NodeBuilder("a").Gpus(2),
+                                       NodeBuilder("c").Gpus(2)});
   auto d = s->Schedule(PodBuilder("p").Cpu(100), nullptr);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->node, "a");
@@ -81,12 +82,14 @@ std::vector<core::NodeInfo> RandomNodes(Rng& rng, int n) {
   std::vector<core::NodeInfo> out;
   for (int i = 0; i < n; ++i) {
     NodeBuilder b("n" + std::to_string(100 + i));
-    b.Cpu(8000 + 8000 * static_cast<int64_t>(rng.Uniform(8))).Memory(65536 * (1 + static_cast<int64_t>(rng.Uniform(4))));
+    b.Cpu(8000 + 8000 * static_cast<int64_t>(rng.Uniform(8)))
+        .Memory(65536 * (1 + static_cast<int64_t>(rng.Uniform(4))));
     const int k = static_cast<int>(rng.Uniform(3));
     const int gpus = 1 + static_cast<int>(rng.Uniform(8));
     const int split = 1 + static_cast<int>(rng.Uniform(4));
     b.Gpus(gpus, mems[k], types[k], split);
-    if (rng.Uniform(5) == 0) b.Gpus(1, mems[(k + 1) % 3], types[(k + 1) % 3], split);   // mixed kinds
+    if (rng.Uniform(5) == 0)
+      b.Gpus(1, mems[(k + 1) % 3], types[(k + 1) % 3], split);  // mixed kinds
     if (rng.Uniform(6) == 0) b.Unhealthy(0);
     if (rng.Uniform(6) == 0) b.Cordon(gpus - 1);
     out.push_back(b);
@@ -99,26 +102,39 @@ core::PodRequest RandomPod(Rng& rng, int i) {
   const int64_t cpu = 500 * static_cast<int64_t>(rng.Uniform(9));
   const int64_t memory = 4096 * static_cast<int64_t>(rng.Uniform(6));
   switch (rng.Uniform(7)) {
-    case 0: return PodBuilder(uid).Cpu(cpu, memory);
-    case 1: return PodBuilder(uid).Gpu(1 + static_cast<int>(rng.Uniform(4)), 0, 100, cpu, memory);   // whole GPUs
-    case 2: {  // a share given as a percentage of the device's memory
-      core::PodRequest p = PodBuilder(uid).Gpu(1, 0, 5 * static_cast<int>(rng.Uniform(20)), cpu, memory);
+    case 0:
+      return PodBuilder(uid).Cpu(cpu, memory);
+    case 1:
+      return PodBuilder(uid).Gpu(1 + static_cast<int>(rng.Uniform(4)), 0, 100, cpu,
+                                 memory);  // whole GPUs
+    case 2: {                              // a share given as a percentage of the device's memory
+      core::PodRequest p =
+          PodBuilder(uid).Gpu(1, 0, 5 * static_cast<int>(rng.Uniform(20)), cpu, memory);
       p.containers[0].devices[0].mem_percentage = 5 + 5 * static_cast<int>(rng.Uniform(19));
       return p;
     }
-    case 3: return PodBuilder(uid).Init(1, 4000, 10).Gpu(2, 2000 * static_cast<int64_t>(1 + rng.Uniform(8)), 20, cpu, memory);
-    case 4: return PodBuilder(uid).Gpu(1, 1000 * static_cast<int64_t>(1 + rng.Uniform(30)), 0, cpu, memory).UseType("A100");
+    case 3:
+      return PodBuilder(uid)
+          .Init(1, 4000, 10)
+          .Gpu(2, 2000 * static_cast<int64_t>(1 + rng.Uniform(8)), 20, cpu, memory);
+    case 4:
+      return PodBuilder(uid)
+          .Gpu(1, 1000 * static_cast<int64_t>(1 + rng.Uniform(30)), 0, cpu, memory)
+          .UseType("A100");
     default:
-      return PodBuilder(uid).Gpu(1 + static_cast<int>(rng.Uniform(2)), 1000 * static_cast<int64_t>(1 + rng.Uniform(30)),
+      return PodBuilder(uid).Gpu(1 + static_cast<int>(rng.Uniform(2)),
+                                 1000 * static_cast<int64_t>(1 + rng.Uniform(30)),
                                  5 * static_cast<int>(rng.Uniform(20)), cpu, memory);
   }
 }
 
-// Policies whose scorer bounds its scores take a best-bound-first scan that stops early; explain and
-// full_scan take the full scan. Two identical schedulers fed the same pods (one scanning fully) must
-// decide identically at every step, with and without candidate lists (shuffled, duplicates, unknown).
+// Policies whose scorer bounds its scores take a best-bound-first scan that stops early; explain
+// and full_scan take the full scan. Two identical schedulers fed the same pods (one scanning fully)
+// must decide identically at every step, with and without candidate lists (shuffled, duplicates,
+// unknown).
 TEST(SchedulerTest, BoundedScanDecidesAsTheFullScan) {
-  for (const char* policy : {"hami", "hami-binpack", "hami-spread", "best-fit", "fgd", "default", "gpu-packing"}) {
+  for (const char* policy :
+       {"hami", "hami-binpack", "hami-spread", "best-fit", "fgd", "default", "gpu-packing"}) {
     for (uint64_t seed : {1, 2, 3}) {
       SCOPED_TRACE(std::string(policy) + " seed " + std::to_string(seed));
       Rng rng(seed);
@@ -151,7 +167,7 @@ TEST(SchedulerTest, BoundedScanDecidesAsTheFullScan) {
         ASSERT_TRUE(full->Reserve(pod, *a).ok());
         ASSERT_TRUE(fast->Reserve(pod, *b).ok());
         placed.push_back(pod.uid);
-        if (rng.Uniform(3) == 0) {   // pods also leave
+        if (rng.Uniform(3) == 0) {  // pods also leave
           const size_t k = rng.Uniform(placed.size());
           ASSERT_TRUE(full->Unreserve(placed[k]).ok());
           ASSERT_TRUE(fast->Unreserve(placed[k]).ok());
@@ -179,7 +195,7 @@ TEST(SchedulerTest, UpperBoundIsAtLeastTheScore) {
       ASSERT_TRUE(d.ok());
     }
     EXPECT_GT(checked, 1000);
-    EXPECT_GT(bounded, checked / 3);   // some pods (several requests) and mixed nodes have no bound
+    EXPECT_GT(bounded, checked / 3);  // some pods (several requests) and mixed nodes have no bound
   }
 }
 
@@ -213,7 +229,8 @@ TEST(ClusterCacheTest, SummariesFollowEveryChange) {
   check();
   s->RemoveNode("n105");
   s->UpsertNode(NodeBuilder("n000").Gpus(2));
-  s->UpsertNode(NodeBuilder("n103").Gpus(3, 32000, "NVIDIA-Tesla V100-SXM2-32GB"));   // re-registered
+  s->UpsertNode(
+      NodeBuilder("n103").Gpus(3, 32000, "NVIDIA-Tesla V100-SXM2-32GB"));  // re-registered
   check();
 }
 
@@ -264,9 +281,9 @@ TEST(SchedulerReserveTest, ScheduleAThousandTimesChangesNothing) {
 }
 
 // What Reserve charges is what the cache counts for the placed pod (core::EffectiveDeviceUsage): a
-// sidecar declared before an init container runs next to it, so the init phase holds both. Before, the
-// decision charged max(sidecars + apps, init alone) = 6000 MiB while the pod's annotations recount as
-// 9000, leaving 3000 MiB that another pod could be given until the informer caught up.
+// sidecar declared before an init container runs next to it, so the init phase holds both. Before,
+// the decision charged max(sidecars + apps, init alone) = 6000 MiB while the pod's annotations
+// recount as 9000, leaving 3000 MiB that another pod could be given until the informer caught up.
 TEST(SchedulerReserveTest, ReservedUsageIsTheEffectiveUsageOfThePlacement) {
   const std::vector<core::NodeInfo> nodes = {NodeBuilder("n1").Gpus(1, 16000).Build()};
   for (const auto& row : Policies()) {
@@ -290,9 +307,10 @@ TEST(SchedulerReserveTest, ReservedUsageIsTheEffectiveUsageOfThePlacement) {
   }
 }
 
-// The random baseline without a per-call stream (the extender): a decision depends on the reservations
-// made before it, not on how often Schedule ran (the extender explains a failure with a second call) nor
-// on the order the candidates come in (kube-scheduler's own), so it decides as `hami sim` does.
+// The random baseline without a per-call stream (the extender): a decision depends on the
+// reservations made before it, not on how often Schedule ran (the extender explains a failure with
+// a second call) nor on the order the candidates come in (kube-scheduler's own), so it decides as
+// `hami sim` does.
 TEST(SchedulerReserveTest, RandomDecisionsIgnoreRepeatsAndCandidateOrder) {
   Rng rng(13);
   const auto nodes = RandomNodes(rng, 40);
@@ -304,7 +322,7 @@ TEST(SchedulerReserveTest, RandomDecisionsIgnoreRepeatsAndCandidateOrder) {
   int placed = 0;
   for (int i = 0; i < 60; ++i) {
     const core::PodRequest pod = RandomPod(rng, i);
-    for (int k = 0; k < 3; ++k) ASSERT_TRUE(a->Schedule(pod, &names).ok());   // repeats draw nothing
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(a->Schedule(pod, &names).ok());  // repeats draw nothing
     auto da = a->Schedule(pod, &names);
     auto db = b->Schedule(pod, &reversed);
     ASSERT_TRUE(da.ok() && db.ok());
@@ -318,8 +336,9 @@ TEST(SchedulerReserveTest, RandomDecisionsIgnoreRepeatsAndCandidateOrder) {
   EXPECT_GT(placed, 10);
 }
 
-// A decision is learned when reserved and only then: reserving a pod and rolling the reservation back
-// leaves the scheduler as if the pod had never come; a pod that ran and left (RemovePod) stays learned.
+// A decision is learned when reserved and only then: reserving a pod and rolling the reservation
+// back leaves the scheduler as if the pod had never come; a pod that ran and left (RemovePod) stays
+// learned.
 TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
   for (const char* policy : {"fgd", "fgd-balance", "default"}) {
     SCOPED_TRACE(policy);
@@ -328,10 +347,12 @@ TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
     auto a = MakeCluster(policy, nodes);
     auto b = MakeCluster(policy, nodes);
     ASSERT_EQ(Decide(*a, 6, 0, 40), Decide(*b, 6, 0, 40));
-    // Shapes the stream never asks: a new one and a heavy one, each reserved 50 times and rolled back.
+    // Shapes the stream never asks: a new one and a heavy one, each reserved 50 times and rolled
+    // back.
     for (int i = 0; i < 50; ++i) {
-      for (const core::PodRequest& x : {PodBuilder("x" + std::to_string(i)).Gpu(1, 123, 7, 777, 0).Build(),
-                                        PodBuilder("y" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build()}) {
+      for (const core::PodRequest& x :
+           {PodBuilder("x" + std::to_string(i)).Gpu(1, 123, 7, 777, 0).Build(),
+            PodBuilder("y" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build()}) {
         auto d = a->Schedule(x, nullptr);
         ASSERT_TRUE(d.ok());
         if (d->node.empty()) continue;
@@ -345,7 +366,8 @@ TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
     auto c = MakeCluster(policy, nodes);
     (void)Decide(*c, 6, 0, 40);
     for (int i = 0; i < 50; ++i) {
-      const core::PodRequest x = PodBuilder("z" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build();
+      const core::PodRequest x =
+          PodBuilder("z" + std::to_string(i)).Gpu(1, 1000, 0, 32000, 0).Build();
       auto d = c->Schedule(x, nullptr);
       ASSERT_TRUE(d.ok());
       if (d->node.empty()) continue;
@@ -358,8 +380,9 @@ TEST(SchedulerReserveTest, UnreserveTakesTheLearningBack) {
   }
 }
 
-// A dry run (DryRun(): the extender's Simulate) decides with the live models: given the same nodes and
-// usage it decides as the live scheduler, and what it reserves teaches the live scheduler nothing.
+// A dry run (DryRun(): the extender's Simulate) decides with the live models: given the same nodes
+// and usage it decides as the live scheduler, and what it reserves teaches the live scheduler
+// nothing.
 TEST(SchedulerReserveTest, DryRunUsesTheLiveModels) {
   for (const char* policy : {"fgd", "default"}) {
     SCOPED_TRACE(policy);
@@ -394,9 +417,10 @@ TEST(SchedulerReserveTest, DryRunUsesTheLiveModels) {
       a.node = n.name;
       for (size_t d = 0; d < snap->usage.size(); ++d)
         for (int k = 0; k < snap->usage[d].used; ++k)
-          a.containers.push_back({core::ContainerDevice{.uuid = n.devices[d].uuid,
-                                                        .usedmem_mib = k == 0 ? snap->usage[d].usedmem_mib : 0,
-                                                        .usedcores = k == 0 ? snap->usage[d].usedcores : 0}});
+          a.containers.push_back(
+              {core::ContainerDevice{.uuid = n.devices[d].uuid,
+                                     .usedmem_mib = k == 0 ? snap->usage[d].usedmem_mib : 0,
+                                     .usedcores = k == 0 ? snap->usage[d].usedcores : 0}});
       ClusterCache::PodResources res;
       res.cpu_milli = snap->cpu_used;
       res.memory_mib = snap->mem_used;

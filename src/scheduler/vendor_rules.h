@@ -4,10 +4,10 @@
 // scheduler defines the interface and never sees a vendor: the adapter lives in src/vendors
 // (vendors/scheduler_rules.h) and is passed in SchedulerOptions::vendor_rules.
 //
-// Contract: for a request whose vendor is Covered, the framework skips its generic per-device checks
-// (it still drops cordoned devices) and asks Check for every device of that vendor; a chosen device
-// takes what Take says. Devices of other vendors (NVIDIA) keep the generic path unchanged. An
-// implementation is immutable after construction and called from concurrent scheduling cycles.
+// Contract: for a request whose vendor is Covered, the framework skips its generic per-device
+// checks (it still drops cordoned devices) and asks Check for every device of that vendor; a chosen
+// device takes what Take says. Devices of other vendors (NVIDIA) keep the generic path unchanged.
+// An implementation is immutable after construction and called from concurrent scheduling cycles.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,12 +40,14 @@ class VendorRules {
   // What `request` takes on `device` once chosen (memory resolved and rounded, e.g. to a template).
   virtual Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const = 0;
 
-  // Group rules (Kunlun's NUMA halves): chooses request.nums of `candidates` (positions in `devices`
-  // that passed Check under `usage`) into *out. False = no opinion, the policy's picker chooses.
-  // True with fewer than request.nums in *out = no allowed group: the node is refused (NumaNotFit).
+  // Group rules (Kunlun's NUMA halves): chooses request.nums of `candidates` (positions in
+  // `devices` that passed Check under `usage`) into *out. False = no opinion, the policy's picker
+  // chooses. True with fewer than request.nums in *out = no allowed group: the node is refused
+  // (NumaNotFit).
   virtual bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request,
-                    std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
-                    std::span<const int> candidates, std::vector<int>* out) const {
+                    std::span<const core::DeviceInfo> devices,
+                    std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
+                    std::vector<int>* out) const {
     return false;
   }
   // Topology cohesion of a grant (`granted` = positions in `devices`), 0..100, higher = better

@@ -47,7 +47,8 @@ core::PodRequest ToPodRequest(const TraceTask& t, const std::string& uid) {
     if (!t.vendor.empty()) {
       r.vendor = t.vendor;
       // A whole device asks the whole card (what `<vendor count>: n` alone means), so template and
-      // whole-device vendors see the request their users would write. NVIDIA keeps the published mapping.
+      // whole-device vendors see the request their users would write. NVIDIA keeps the published
+      // mapping.
       if (t.gpu_milli == 1000) r.memreq_mib = 0, r.mem_percentage = 100;
     }
     c.devices.push_back(r);
@@ -68,13 +69,15 @@ ClusterTotals Totals(const std::vector<TraceNode>& nodes) {
   return t;
 }
 
-Status ResolveVendors(const vendors::VendorSet& set, std::vector<TraceNode>* nodes, std::vector<TraceTask>* tasks) {
+Status ResolveVendors(const vendors::VendorSet& set, std::vector<TraceNode>* nodes,
+                      std::vector<TraceTask>* tasks) {
   auto resolve = [&](std::string* vendor, const std::string& row) -> Status {
     if (vendor->empty()) return OkStatus();
     const vendors::Vendor* v = set.Find(*vendor);
     if (v == nullptr) {
       std::string known;
-      for (const auto& k : set.vendors()) known += StrCat(known.empty() ? "" : ", ", k->common_word());
+      for (const auto& k : set.vendors())
+        known += StrCat(known.empty() ? "" : ", ", k->common_word());
       return InvalidArgument(row, ": vendor '", *vendor, "' is not enabled (enabled: ", known, ")");
     }
     *vendor = v->common_word() == core::kNvidiaVendor ? std::string() : v->common_word();
@@ -86,13 +89,17 @@ Status ResolveVendors(const vendors::VendorSet& set, std::vector<TraceNode>* nod
 }
 
 bool HasOtherVendors(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks) {
-  return std::any_of(nodes.begin(), nodes.end(), [](const TraceNode& n) { return !n.vendor.empty(); }) ||
-         std::any_of(tasks.begin(), tasks.end(), [](const TraceTask& t) { return !t.vendor.empty(); });
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [](const TraceNode& n) { return !n.vendor.empty(); }) ||
+         std::any_of(tasks.begin(), tasks.end(),
+                     [](const TraceTask& t) { return !t.vendor.empty(); });
 }
 
 void AllocationCurve::Record(int64_t arrived, int64_t used) {
-  const double arrive_pct = std::round(100.0 * static_cast<double>(arrived) / static_cast<double>(capacity_));
-  const double alloc_pct = std::round(10000.0 * static_cast<double>(used) / static_cast<double>(capacity_)) / 100.0;
+  const double arrive_pct =
+      std::round(100.0 * static_cast<double>(arrived) / static_cast<double>(capacity_));
+  const double alloc_pct =
+      std::round(10000.0 * static_cast<double>(used) / static_cast<double>(capacity_)) / 100.0;
   const int k = static_cast<int>(std::clamp(arrive_pct, 0.0, static_cast<double>(kBuckets - 1)));
   sum_[k] += alloc_pct;
   ++count_[k];
@@ -116,12 +123,15 @@ std::vector<double> AllocationCurve::Points() const {
   return out;
 }
 
-std::vector<int> ArrivalOrder(const std::vector<TraceTask>& tasks, int64_t capacity, double inflation, size_t nodes,
-                              Rng& rng, std::vector<int>* node_rank) {
-  (void)rng.Next();  // the original draws one number first (a debug print); kept for the same stream shape
+std::vector<int> ArrivalOrder(const std::vector<TraceTask>& tasks, int64_t capacity,
+                              double inflation, size_t nodes, Rng& rng,
+                              std::vector<int>* node_rank) {
+  (void)rng.Next();  // the original draws one number first (a debug print); kept for the same
+                     // stream shape
   std::vector<int> order(tasks.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tasks[a].name < tasks[b].name; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return tasks[a].name < tasks[b].name; });
   rng.Shuffle(order);
   int64_t sum = 0;
   for (const auto& t : tasks) sum += t.total_gpu_milli();
@@ -156,7 +166,8 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
   // Nodes sorted by name get a random "%04d-" prefix: the tie-break order of the scheduler.
   std::vector<int> by_name(nodes.size());
   std::iota(by_name.begin(), by_name.end(), 0);
-  std::stable_sort(by_name.begin(), by_name.end(), [&](int a, int b) { return nodes[a].name < nodes[b].name; });
+  std::stable_sort(by_name.begin(), by_name.end(),
+                   [&](int a, int b) { return nodes[a].name < nodes[b].name; });
   const int width = nodes.size() > 9999 ? static_cast<int>(std::to_string(nodes.size()).size()) : 4;
   for (size_t i = 0; i < by_name.size(); ++i) {
     char prefix[32];
@@ -168,7 +179,8 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
   for (const auto& t : tasks) {
     plan.pods.push_back(ToPodRequest(t, ""));
     // Another vendor reads gpu_spec from its own use-type annotation (when it has one).
-    const vendors::Vendor* v = config.vendors && !t.vendor.empty() ? config.vendors->ByCommonWord(t.vendor) : nullptr;
+    const vendors::Vendor* v =
+        config.vendors && !t.vendor.empty() ? config.vendors->ByCommonWord(t.vendor) : nullptr;
     if (v != nullptr && !t.gpu_spec.empty() && !v->keys().use_type.empty()) {
       std::string list;
       for (const auto& m : t.gpu_spec) list += StrCat(list.empty() ? "" : ",", m);
@@ -178,8 +190,8 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
   return plan;
 }
 
-StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
-                                 const RunConfig& config) {
+StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
+                                 const std::vector<TraceTask>& tasks, const RunConfig& config) {
   const auto start = std::chrono::steady_clock::now();
   Rng rng(config.seed);
   HAMI_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(nodes, tasks, config, rng));
@@ -199,8 +211,8 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes, const std:
   r.seed = config.seed;
   AllocationCurve curve(capacity);
   int64_t arrived = 0, used = 0;
-  // Randomized policies draw from the scheduler's own stream (seeded with the run's seed), as in the
-  // extender, so a run replayed through the extender decides the same.
+  // Randomized policies draw from the scheduler's own stream (seeded with the run's seed), as in
+  // the extender, so a run replayed through the extender decides the same.
   scheduler::ScheduleOptions opts;
   for (size_t i = 0; i < order.size(); ++i) {
     const TraceTask& t = tasks[order[i]];

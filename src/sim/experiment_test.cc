@@ -26,13 +26,13 @@ TEST(AllocationCurveTest, MeanPerArrivedPercentWithFallback) {
   ASSERT_EQ(a.size(), 131u);
   EXPECT_DOUBLE_EQ(a[0], 0.0);
   EXPECT_DOUBLE_EQ(a[25], 25.0);
-  EXPECT_DOUBLE_EQ(a[26], 25.0);             // no event at 26: fallback 25..27
+  EXPECT_DOUBLE_EQ(a[26], 25.0);  // no event at 26: fallback 25..27
   EXPECT_DOUBLE_EQ(a[50], 25.0);
   EXPECT_DOUBLE_EQ(a[51], 50.5);
-  EXPECT_DOUBLE_EQ(a[52], 50.5);             // fallback 51..53
-  EXPECT_DOUBLE_EQ(a[60], 50.5);             // nothing near: previous point
+  EXPECT_DOUBLE_EQ(a[52], 50.5);  // fallback 51..53
+  EXPECT_DOUBLE_EQ(a[60], 50.5);  // nothing near: previous point
   EXPECT_NEAR(a[100], (66.65 + 70.0) / 2, 1e-9);
-  EXPECT_NEAR(a[99], (66.65 + 70.0) / 2, 1e-9);   // fallback 98..100
+  EXPECT_NEAR(a[99], (66.65 + 70.0) / 2, 1e-9);  // fallback 98..100
   EXPECT_NEAR(a[130], a[100], 1e-9);
 }
 
@@ -58,16 +58,16 @@ TEST(ArrivalOrderTest, OriginalTraceThenResampledUntilTheStoppingRule) {
   ASSERT_GE(order.size(), 3u);
   std::vector<int> first(order.begin(), order.begin() + 3);
   std::sort(first.begin(), first.end());
-  EXPECT_EQ(first, (std::vector<int>{0, 1, 2}));   // every original task once, shuffled
+  EXPECT_EQ(first, (std::vector<int>{0, 1, 2}));  // every original task once, shuffled
   int64_t sum = 3500;
   for (size_t i = 3; i < order.size(); ++i) sum += tasks[order[i]].total_gpu_milli();
-  // The rule checks sum + per-GPU milli <= limit before adding the total: the last copy may overshoot
-  // only through a multi-GPU task; and one more draw must have failed.
+  // The rule checks sum + per-GPU milli <= limit before adding the total: the last copy may
+  // overshoot only through a multi-GPU task; and one more draw must have failed.
   int64_t before_last = sum - (order.size() > 3 ? tasks[order.back()].total_gpu_milli() : 0);
   if (order.size() > 3) {
     EXPECT_LE(before_last + tasks[order.back()].gpu_milli, 5200);
   }
-  EXPECT_GT(sum + 500, 5200 - 1000);   // close to the limit
+  EXPECT_GT(sum + 500, 5200 - 1000);  // close to the limit
   std::vector<int> r = rank;
   std::sort(r.begin(), r.end());
   EXPECT_EQ(r, (std::vector<int>{0, 1, 2, 3, 4}));
@@ -85,7 +85,7 @@ TEST(RunInflationTest, TinyClusterHandComputed) {
   auto tasks = Tasks({{"a", 1, 1000}, {"b", 1, 600}, {"c", 1, 600}});
   auto r = RunInflation(nodes, tasks, {"best-fit", 42, 1.0});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->tasks_arrived, 3);   // 2200 > 1.0 * 2000: no resampled copy fits the rule
+  EXPECT_EQ(r->tasks_arrived, 3);  // 2200 > 1.0 * 2000: no resampled copy fits the rule
   EXPECT_EQ(r->tasks_scheduled + r->tasks_failed, 3);
   EXPECT_EQ(r->tasks_scheduled, 2);
   // Final event: arrived 2200 -> 110 %, used 1600 or 1600 -> 80 %.

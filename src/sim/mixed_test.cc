@@ -1,5 +1,5 @@
-// Heterogeneous traces: the optional vendor column, vendor resolution, and a mixed cluster run through
-// the production scheduler with the vendors' rules.
+// Heterogeneous traces: the optional vendor column, vendor resolution, and a mixed cluster run
+// through the production scheduler with the vendors' rules.
 #include <gtest/gtest.h>
 
 #include "sim/experiment.h"
@@ -19,10 +19,13 @@ TEST(MixedTraceTest, VendorColumnTable) {
   };
   const Case cases[] = {
       {"absent: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model\nn,1,1,1,T4\n", "", true},
-      {"nvidia in any case: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,T4,NVidia\n", "", true},
+      {"nvidia in any case: NVIDIA",
+       "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,T4,NVidia\n", "", true},
       {"empty: NVIDIA", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,T4,\n", "", true},
-      {"other vendor, free model", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,hygon\n", "hygon", true},
-      {"NVIDIA keeps the openb models", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,nvidia\n",
+      {"other vendor, free model",
+       "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,hygon\n", "hygon", true},
+      {"NVIDIA keeps the openb models",
+       "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,Z100L,nvidia\n",
        "nodes.csv:2: field model: unknown GPU model 'Z100L'", false},
       {"other vendor needs a model", "sn,cpu_milli,memory_mib,gpu,model,vendor\nn,1,1,1,,DCU\n",
        "nodes.csv:2: field model: empty model", false},
@@ -36,12 +39,14 @@ TEST(MixedTraceTest, VendorColumnTable) {
     if (c.ok) {
       EXPECT_EQ((*n)[0].vendor, c.want_vendor);
     } else {
-      EXPECT_NE(std::string(n.status().message()).find(c.want_vendor), std::string::npos) << n.status();
+      EXPECT_NE(std::string(n.status().message()).find(c.want_vendor), std::string::npos)
+          << n.status();
     }
   }
-  auto pods = ParsePodsCsv("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,vendor\n"
-                           "a,1,1,1,500,T4,\nb,1,1,1,500,Z100L,DCU\n",
-                           "pods.csv");
+  auto pods = ParsePodsCsv(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,vendor\n"
+      "a,1,1,1,500,T4,\nb,1,1,1,500,Z100L,DCU\n",
+      "pods.csv");
   ASSERT_TRUE(pods.ok()) << pods.status();
   EXPECT_EQ((*pods)[0].vendor, "");
   EXPECT_EQ((*pods)[1].vendor, "DCU");
@@ -50,7 +55,8 @@ TEST(MixedTraceTest, VendorColumnTable) {
 
 TEST(MixedTraceTest, ResolveVendorsNamesTheRow) {
   vendors::VendorSet set(vendors::AllVendorsWithDefaults());
-  std::vector<TraceNode> nodes = {{"a", 1, 1, 1, "T4", ""}, {"b", 1, 1, 1, "Z100L", "hygon"}, {"c", 1, 1, 1, "x", "nvidia"}};
+  std::vector<TraceNode> nodes = {
+      {"a", 1, 1, 1, "T4", ""}, {"b", 1, 1, 1, "Z100L", "hygon"}, {"c", 1, 1, 1, "x", "nvidia"}};
   std::vector<TraceTask> tasks(1);
   tasks[0].name = "t";
   tasks[0].vendor = "mlu";
@@ -61,11 +67,13 @@ TEST(MixedTraceTest, ResolveVendorsNamesTheRow) {
   nodes[0].vendor = "tpu";
   Status s = ResolveVendors(set, &nodes, &tasks);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(std::string(s.message()).find("node a: vendor 'tpu' is not enabled"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("node a: vendor 'tpu' is not enabled"), std::string::npos)
+      << s;
 }
 
 // Three nodes of three vendors; every task asks one vendor. A task lands only on its vendor's GPUs,
-// and the vendor rules apply: Kunlun whole XPUs come in counts of 1, 2, 4, 8, so a 3-XPU task never fits.
+// and the vendor rules apply: Kunlun whole XPUs come in counts of 1, 2, 4, 8, so a 3-XPU task never
+// fits.
 TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
   vendors::VendorSet set(vendors::AllVendorsWithDefaults());
   std::vector<TraceNode> nodes = {{"gpu", 64000, 262144, 2, "T4", ""},
@@ -87,9 +95,13 @@ TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
     int64_t scheduled;
   };
   const Case cases[] = {
-      {"each vendor's share fits", {task("a", 1, 500, ""), task("b", 1, 500, "hygon"), task("c", 1, 1000, "kunlun")}, 3},
+      {"each vendor's share fits",
+       {task("a", 1, 500, ""), task("b", 1, 500, "hygon"), task("c", 1, 1000, "kunlun")},
+       3},
       {"a vendor with no node", {task("a", 1, 500, "mlu")}, 0},
-      {"kunlun counts: 3 is not allowed, 4 is", {task("three", 3, 1000, "kunlun"), task("four", 4, 1000, "kunlun")}, 1},
+      {"kunlun counts: 3 is not allowed, 4 is",
+       {task("three", 3, 1000, "kunlun"), task("four", 4, 1000, "kunlun")},
+       1},
       {"dcu: three whole cards on a 2-card node", {task("d", 3, 1000, "hygon")}, 0},
   };
   for (const Case& c : cases) {
@@ -133,7 +145,8 @@ TEST(MixedTraceTest, VendorTableMediansPerPolicy) {
   const Case cases[] = {
       {"one vendor: no table", {run("hami", {{"NVIDIA", {10, 5}}})}, {}},
       {"two vendors, three seeds: medians",
-       {run("hami", {{"NVIDIA", {10, 5}}, {"DCU", {4, 4}}}), run("hami", {{"NVIDIA", {10, 7}}, {"DCU", {4, 1}}}),
+       {run("hami", {{"NVIDIA", {10, 5}}, {"DCU", {4, 4}}}),
+        run("hami", {{"NVIDIA", {10, 7}}, {"DCU", {4, 1}}}),
         run("hami", {{"NVIDIA", {10, 9}}, {"DCU", {4, 2}}}), run("random", {{"NVIDIA", {10, 10}}})},
        {"DCU      NVIDIA", "hami", "50.00       70.00", "random", "-      100.00"}},
   };

@@ -28,7 +28,9 @@ std::vector<std::string> PolicyOrder(const std::vector<RunResult>& runs) {
     if (std::find(order.begin(), order.end(), r.policy) == order.end()) order.push_back(r.policy);
   return order;
 }
-double Round2(double x) { return std::round(x * 100) / 100; }
+double Round2(double x) {
+  return std::round(x * 100) / 100;
+}
 }  // namespace
 
 std::vector<PolicySummary> Summarize(const std::vector<RunResult>& runs) {
@@ -53,7 +55,8 @@ std::vector<PolicySummary> Summarize(const std::vector<RunResult>& runs) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::vector<double>>> MedianCurves(const std::vector<RunResult>& runs) {
+std::vector<std::pair<std::string, std::vector<double>>> MedianCurves(
+    const std::vector<RunResult>& runs) {
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (const auto& p : PolicyOrder(runs)) {
     std::vector<double> med(kCurveMax + 1, 0);
@@ -69,23 +72,30 @@ std::vector<std::pair<std::string, std::vector<double>>> MedianCurves(const std:
 }
 
 double PublishedA100(const std::string& policy) {
-  static const std::map<std::string, double> kPublished = {{"random", 86.25},      {"dot-product", 90.56},
-                                                           {"gpu-clustering", 91.58}, {"gpu-packing", 91.81},
-                                                           {"best-fit", 92.91},    {"fgd", 95.23}};
+  static const std::map<std::string, double> kPublished = {
+      {"random", 86.25},      {"dot-product", 90.56}, {"gpu-clustering", 91.58},
+      {"gpu-packing", 91.81}, {"best-fit", 92.91},    {"fgd", 95.23}};
   auto it = kPublished.find(policy);
   return it == kPublished.end() ? -1 : it->second;
 }
 
-std::string ToJson(const TraceInfo& trace, const ClusterTotals& c, const std::vector<RunResult>& runs) {
+std::string ToJson(const TraceInfo& trace, const ClusterTotals& c,
+                   const std::vector<RunResult>& runs) {
   using nlohmann::json;
   json j;
-  j["trace"] = {{"nodes_file", trace.nodes_file}, {"pods_file", trace.pods_file}, {"pods", trace.pods},
+  j["trace"] = {{"nodes_file", trace.nodes_file},
+                {"pods_file", trace.pods_file},
+                {"pods", trace.pods},
                 {"inflation", trace.inflation}};
-  j["cluster"] = {{"nodes", c.nodes}, {"gpus", c.gpus}, {"milli_cpu", c.milli_cpu}, {"memory_mib", c.memory_mib}};
+  j["cluster"] = {{"nodes", c.nodes},
+                  {"gpus", c.gpus},
+                  {"milli_cpu", c.milli_cpu},
+                  {"memory_mib", c.memory_mib}};
   json jr = json::array();
   for (const auto& r : runs) {
     json curve = json::array();
-    for (size_t k = 0; k < r.curve.size(); ++k) curve.push_back(json::array({static_cast<int>(k), Round2(r.curve[k])}));
+    for (size_t k = 0; k < r.curve.size(); ++k)
+      curve.push_back(json::array({static_cast<int>(k), Round2(r.curve[k])}));
     jr.push_back({{"policy", r.policy},
                   {"seed", r.seed},
                   {"tasks_arrived", r.tasks_arrived},
@@ -130,25 +140,33 @@ std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title) 
     std::snprintf(buf, sizeof buf, fmt, args...);
     s += buf;
   };
-  add("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+  add("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
+      "%.0f\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",
       W, H, W, H);
   add("<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
   std::string esc;
-  for (char ch : title) esc += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
+  for (char ch : title)
+    esc += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
   add("<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n", L, esc.c_str());
   for (int k = k0; k <= kCurveMax; k += 10) {
-    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", X(k), T, X(k), T + ph);
+    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", X(k), T, X(k),
+        T + ph);
     add("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", X(k), T + ph + 16, k);
   }
   for (double u = 0; u <= ymax + 1e-9; u += ymax / 5) {
-    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, Y(u), L + pw, Y(u));
+    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, Y(u),
+        L + pw, Y(u));
     add("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", L - 6, Y(u) + 4, u);
   }
-  add("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n", L, T, pw, ph);
-  add("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived GPU demand (%% of capacity)</text>\n", L + pw / 2,
-      H - 16);
-  add("<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">unallocated GPU %% (100 - A(k)), "
+  add("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+      "stroke=\"black\"/>\n",
+      L, T, pw, ph);
+  add("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived GPU demand (%% of "
+      "capacity)</text>\n",
+      L + pw / 2, H - 16);
+  add("<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">unallocated GPU "
+      "%% (100 - A(k)), "
       "median over seeds</text>\n",
       T + ph / 2);
   int i = 0;
@@ -157,11 +175,13 @@ std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title) 
     s += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"";
     s += color;
     s += "\" points=\"";
-    for (int k = k0; k <= kCurveMax; ++k) add("%.1f,%.1f ", X(k), Y(std::clamp(100.0 - c[k], 0.0, ymax)));
+    for (int k = k0; k <= kCurveMax; ++k)
+      add("%.1f,%.1f ", X(k), Y(std::clamp(100.0 - c[k], 0.0, ymax)));
     s += "\"/>\n";
     const double ly = T + 14 + 18 * i;
-    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", L + pw + 12, ly - 4,
-        L + pw + 36, ly - 4, color);
+    add("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+        "stroke-width=\"2\"/>\n",
+        L + pw + 12, ly - 4, L + pw + 36, ly - 4, color);
     add("<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", L + pw + 42, ly, p.c_str());
     ++i;
   }
@@ -174,33 +194,38 @@ std::string ToTable(const std::vector<RunResult>& runs, bool default_trace) {
   const auto summary = Summarize(runs);
   std::string s;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-16s %5s %8s %8s %8s %8s %9s %8s\n", "policy", "seeds", "A(90)", "A(100)", "A(130)",
-                "U(100)", "A100 min", "paper");
+  std::snprintf(buf, sizeof buf, "%-16s %5s %8s %8s %8s %8s %9s %8s\n", "policy", "seeds", "A(90)",
+                "A(100)", "A(130)", "U(100)", "A100 min", "paper");
   s += buf;
   for (size_t i = 0; i < curves.size(); ++i) {
     const auto& [p, c] = curves[i];
     const double pub = default_trace ? PublishedA100(p) : -1;
     char paper[32] = "-";
     if (pub > 0) std::snprintf(paper, sizeof paper, "%.2f", pub);
-    std::snprintf(buf, sizeof buf, "%-16s %5d %8.2f %8.2f %8.2f %8.2f %9.2f %8s\n", p.c_str(), summary[i].seeds, c[90],
-                  summary[i].a100_median, c[130], 100 - summary[i].a100_median, summary[i].a100_min, paper);
+    std::snprintf(buf, sizeof buf, "%-16s %5d %8.2f %8.2f %8.2f %8.2f %9.2f %8s\n", p.c_str(),
+                  summary[i].seeds, c[90], summary[i].a100_median, c[130],
+                  100 - summary[i].a100_median, summary[i].a100_min, paper);
     s += buf;
   }
-  s += "A(k): GPU allocation ratio (%) when arrived GPU demand is k% of capacity (median over seeds);\n"
-       "U(100) = 100 - A(100): unallocated GPU % at 100% arrival. paper: published median A(100) (FGD, ATC'23).\n";
+  s += "A(k): GPU allocation ratio (%) when arrived GPU demand is k% of capacity (median over "
+       "seeds);\n"
+       "U(100) = 100 - A(100): unallocated GPU % at 100% arrival. paper: published median A(100) "
+       "(FGD, ATC'23).\n";
   return s;
 }
 
 std::string ToVendorTable(const std::vector<RunResult>& runs) {
   std::vector<std::string> vendors, policies;
   for (const auto& r : runs) {
-    if (std::find(policies.begin(), policies.end(), r.policy) == policies.end()) policies.push_back(r.policy);
+    if (std::find(policies.begin(), policies.end(), r.policy) == policies.end())
+      policies.push_back(r.policy);
     for (const auto& [v, c] : r.by_vendor)
       if (std::find(vendors.begin(), vendors.end(), v) == vendors.end()) vendors.push_back(v);
   }
   if (vendors.size() < 2) return "";
   std::sort(vendors.begin(), vendors.end());
-  std::string s = StrCat("placed % of task events per vendor (median over seeds)\n", std::string(16, ' '));
+  std::string s =
+      StrCat("placed % of task events per vendor (median over seeds)\n", std::string(16, ' '));
   char buf[64];
   for (const auto& v : vendors) {
     std::snprintf(buf, sizeof buf, " %11s", v.c_str());
@@ -215,10 +240,13 @@ std::string ToVendorTable(const std::vector<RunResult>& runs) {
       for (const auto& r : runs) {
         auto it = r.by_vendor.find(v);
         if (r.policy == p && it != r.by_vendor.end() && it->second.arrived > 0)
-          pct.push_back(100.0 * static_cast<double>(it->second.scheduled) / static_cast<double>(it->second.arrived));
+          pct.push_back(100.0 * static_cast<double>(it->second.scheduled) /
+                        static_cast<double>(it->second.arrived));
       }
-      if (pct.empty()) std::snprintf(buf, sizeof buf, " %11s", "-");
-      else std::snprintf(buf, sizeof buf, " %11.2f", Median(pct));
+      if (pct.empty())
+        std::snprintf(buf, sizeof buf, " %11s", "-");
+      else
+        std::snprintf(buf, sizeof buf, " %11.2f", Median(pct));
       s += buf;
     }
     s += "\n";
@@ -252,7 +280,8 @@ StatusOr<std::string> FindBundledTrace(const std::string& name) {
   if (!ec) {
     for (fs::path d = exe.parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
       if (try_dir(d / "data" / "openb")) return (d / "data" / "openb" / name).string();
-      if (try_dir(d / "share" / "hami" / "openb")) return (d / "share" / "hami" / "openb" / name).string();
+      if (try_dir(d / "share" / "hami" / "openb"))
+        return (d / "share" / "hami" / "openb" / name).string();
     }
   }
 #ifdef HAMI_SOURCE_DIR
@@ -261,7 +290,8 @@ StatusOr<std::string> FindBundledTrace(const std::string& name) {
 #endif
   std::string list;
   for (const auto& p : tried) list += "\n  " + p.string();
-  return NotFound("bundled trace ", name, " not found (set HAMI_DATA_DIR or pass --nodes/--pods); tried:", list);
+  return NotFound("bundled trace ", name,
+                  " not found (set HAMI_DATA_DIR or pass --nodes/--pods); tried:", list);
 }
 
 }  // namespace hami::sim

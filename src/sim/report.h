@@ -26,12 +26,14 @@ double Median(std::vector<double> v);
 // One row per policy, in the order the policies first appear in `runs`.
 std::vector<PolicySummary> Summarize(const std::vector<RunResult>& runs);
 // Per policy, the median over its seeds of A(k) for every k.
-std::vector<std::pair<std::string, std::vector<double>>> MedianCurves(const std::vector<RunResult>& runs);
+std::vector<std::pair<std::string, std::vector<double>>> MedianCurves(
+    const std::vector<RunResult>& runs);
 
 // The published median A(100) of a baseline on the default openb trace, or a negative number.
 double PublishedA100(const std::string& policy);
 
-std::string ToJson(const TraceInfo& trace, const ClusterTotals& cluster, const std::vector<RunResult>& runs);
+std::string ToJson(const TraceInfo& trace, const ClusterTotals& cluster,
+                   const std::vector<RunResult>& runs);
 // Unallocated GPU % (100 - A(k)) against arrived demand k, one line per policy.
 std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title);
 // The terminal table: A(90), A(100), A(130) medians, unallocated % at 100, and the published value.
@@ -44,7 +46,8 @@ std::string ToVendorTable(const std::vector<RunResult>& runs);
 Status WriteFile(const std::string& path, const std::string& content);
 
 // Where the bundled trace file `name` (e.g. "openb_pod_list_default.csv") is: $HAMI_DATA_DIR, then
-// data/openb/ in a directory above the running binary, then the source tree the binary was built from.
+// data/openb/ in a directory above the running binary, then the source tree the binary was built
+// from.
 StatusOr<std::string> FindBundledTrace(const std::string& name);
 
 }  // namespace hami::sim

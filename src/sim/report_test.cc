@@ -16,8 +16,8 @@ RunResult FakeRun(const std::string& policy, uint64_t seed, double a100) {
 }
 
 TEST(ReportTest, SummaryJsonAndSvg) {
-  std::vector<RunResult> runs = {FakeRun("best-fit", 42, 92.0), FakeRun("best-fit", 43, 94.0), FakeRun("best-fit", 44, 93.5),
-                                 FakeRun("random", 42, 86.0)};
+  std::vector<RunResult> runs = {FakeRun("best-fit", 42, 92.0), FakeRun("best-fit", 43, 94.0),
+                                 FakeRun("best-fit", 44, 93.5), FakeRun("random", 42, 86.0)};
   auto s = Summarize(runs);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].policy, "best-fit");
@@ -34,7 +34,8 @@ TEST(ReportTest, SummaryJsonAndSvg) {
   EXPECT_EQ(j["runs"][0]["curve"][100][0], 100);
   EXPECT_DOUBLE_EQ(j["runs"][0]["curve"][100][1].get<double>(), 92.0);
   EXPECT_DOUBLE_EQ(j["summary"][0]["a100_median"].get<double>(), 93.5);
-  for (const char* key : {"policy", "seed", "tasks_arrived", "tasks_scheduled", "tasks_failed", "wall_seconds"})
+  for (const char* key :
+       {"policy", "seed", "tasks_arrived", "tasks_scheduled", "tasks_failed", "wall_seconds"})
     EXPECT_TRUE(j["runs"][0].contains(key)) << key;
 
   std::string svg = ToSvg(runs, "t <&>");
@@ -42,7 +43,8 @@ TEST(ReportTest, SummaryJsonAndSvg) {
   EXPECT_NE(svg.find("best-fit"), std::string::npos);
   EXPECT_NE(svg.find("t &lt;&amp;>"), std::string::npos);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true);
-  EXPECT_NE(ToTable(runs, true).find("92.91"), std::string::npos);  // published best-fit value shown
+  EXPECT_NE(ToTable(runs, true).find("92.91"),
+            std::string::npos);  // published best-fit value shown
 }
 
 }  // namespace

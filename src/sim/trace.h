@@ -18,7 +18,7 @@ namespace hami::sim {
 const std::vector<std::string>& KnownGpuModels();
 
 struct TraceNode {
-  std::string name;      // sn
+  std::string name;  // sn
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int gpus = 0;
@@ -31,9 +31,9 @@ struct TraceTask {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int num_gpu = 0;
-  int gpu_milli = 0;                   // per GPU, 1..1000 when num_gpu > 0
-  std::vector<std::string> gpu_spec;   // allowed models ("A|B"); empty = any
-  std::string vendor{};                // `vendor` column; "" = NVIDIA
+  int gpu_milli = 0;                  // per GPU, 1..1000 when num_gpu > 0
+  std::vector<std::string> gpu_spec;  // allowed models ("A|B"); empty = any
+  std::string vendor{};               // `vendor` column; "" = NVIDIA
   // Total GPU milli requested: num_gpu * gpu_milli.
   int64_t total_gpu_milli() const { return int64_t{num_gpu} * gpu_milli; }
 };

@@ -15,8 +15,8 @@ SectionReader::~SectionReader() = default;
 
 namespace {
 template <typename T>
-Status ReadScalar(const YAML::Node& node, const std::string& where, const char* key, const char* kind, T* out,
-                  bool* found = nullptr) {
+Status ReadScalar(const YAML::Node& node, const std::string& where, const char* key,
+                  const char* kind, T* out, bool* found = nullptr) {
   if (!node.IsDefined() || !node.IsMap()) return OkStatus();
   const YAML::Node v = node[key];
   if (!v.IsDefined() || v.IsNull()) return OkStatus();
@@ -26,7 +26,8 @@ Status ReadScalar(const YAML::Node& node, const std::string& where, const char* 
   try {
     *out = v.as<T>();
   } catch (const YAML::Exception&) {
-    return InvalidArgument(StrCat(where, ".", key, ": expected ", kind, ", got \"", v.Scalar(), "\""));
+    return InvalidArgument(
+        StrCat(where, ".", key, ": expected ", kind, ", got \"", v.Scalar(), "\""));
   }
   return OkStatus();
 }
@@ -51,7 +52,9 @@ YAML::Node SectionReader::Child(const char* key) {
   if (!node_->IsDefined() || !node_->IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   return (*node_)[key];
 }
-void SectionReader::Ignore(std::initializer_list<const char*> keys) { ignored_.insert(ignored_.end(), keys.begin(), keys.end()); }
+void SectionReader::Ignore(std::initializer_list<const char*> keys) {
+  ignored_.insert(ignored_.end(), keys.begin(), keys.end());
+}
 Status SectionReader::CheckKeys() const {
   if (!node_->IsDefined() || node_->IsNull()) return OkStatus();
   if (!node_->IsMap()) return InvalidArgument(StrCat(where_, ": expected a mapping"));
@@ -64,7 +67,8 @@ Status SectionReader::CheckKeys() const {
     ignored += StrCat(ignored.empty() ? "" : ", ", k);
   }
   if (!ignored.empty())
-    spdlog::info("vendor config: {}: upstream keys not used by the scheduler, ignored: {}", where_, ignored);
+    spdlog::info("vendor config: {}: upstream keys not used by the scheduler, ignored: {}", where_,
+                 ignored);
   return OkStatus();
 }
 
@@ -80,8 +84,9 @@ Status ReadResourceKeys(SectionReader& r, ResourceNames* n) {
   return OkStatus();
 }
 
-StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(Spec spec, const YAML::Node& section, const char* where,
-                                                           std::initializer_list<const char*> ignored) {
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(
+    Spec spec, const YAML::Node& section, const char* where,
+    std::initializer_list<const char*> ignored) {
   SectionReader r(section, where);
   r.Ignore(ignored);
   HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &spec.resources));

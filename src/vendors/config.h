@@ -2,8 +2,8 @@
 // The vendor configuration file (YAML, upstream device-config.yaml keys where they exist): one
 // section per vendor (`nvidia:`, `cambricon:`, `hygon:`, `metax:`, `mthreads:`, `iluvatars:`,
 // `enflame:`, `kunlun:`, `amd:`, `vnpus:` for Ascend). A section enables its vendor (unless it says
-// `enabled: false`); NVIDIA is enabled without a section. Keys rename resources and set defaults; an
-// empty value (`key:` or `key: ""`, as upstream's chart renders unset values) keeps the default.
+// `enabled: false`); NVIDIA is enabled without a section. Keys rename resources and set defaults;
+// an empty value (`key:` or `key: ""`, as upstream's chart renders unset values) keeps the default.
 // Upstream keys we do not use are accepted and logged once per section; any other key is an error
 // naming it. Top-level sections of vendors we do not implement (awsneuron, vastai, biren, ...) are
 // logged and ignored. A disabled vendor is never constructed.
@@ -22,9 +22,9 @@ class Node;
 
 namespace hami::vendors {
 
-// Reads the optional string/integer/bool `key` of `section` into *out (absent, null or "" leaves *out
-// unchanged); errors name section and key. `seen` collects the keys read so CheckKeys can reject
-// unknown ones.
+// Reads the optional string/integer/bool `key` of `section` into *out (absent, null or "" leaves
+// *out unchanged); errors name section and key. `seen` collects the keys read so CheckKeys can
+// reject unknown ones.
 class SectionReader {
  public:
   SectionReader(const YAML::Node& section, std::string where);
@@ -36,7 +36,8 @@ class SectionReader {
   YAML::Node Child(const char* key);
   // Upstream keys that we knowingly do not use: CheckKeys accepts them (any value).
   void Ignore(std::initializer_list<const char*> keys);
-  // Errors on the first key that was neither read nor ignored; logs the ignored keys present (one line).
+  // Errors on the first key that was neither read nor ignored; logs the ignored keys present (one
+  // line).
   Status CheckKeys() const;
   const std::string& where() const { return where_; }
 
@@ -60,9 +61,11 @@ namespace hami::vendors {
 Status ReadResourceKeys(SectionReader& r, ResourceNames* names);
 struct Spec;
 // The common factory of table-driven backends: `section`'s resource-name keys rename spec's
-// resources, `ignored` upstream keys are accepted, other unknown keys fail, and one GenericVendor is built.
-StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(Spec spec, const YAML::Node& section, const char* where,
-                                                           std::initializer_list<const char*> ignored = {});
+// resources, `ignored` upstream keys are accepted, other unknown keys fail, and one GenericVendor
+// is built.
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(
+    Spec spec, const YAML::Node& section, const char* where,
+    std::initializer_list<const char*> ignored = {});
 // A factory result holding one vendor.
 template <typename V, typename... Args>
 std::vector<std::unique_ptr<Vendor>> One(Args&&... args) {

@@ -124,7 +124,8 @@ TEST_P(Conformance, FitIsOrderIndependentWithinCapacityAndExplained) {
         EXPECT_EQ(static_cast<int>(fit.devices.size()), (*req)->nums);
         EXPECT_EQ(a.size(), fit.devices.size()) << "a device granted twice";
         for (const auto& g : fit.devices) {
-          auto it = std::find_if(devs.begin(), devs.end(), [&](const auto& d) { return d.uuid == g.uuid; });
+          auto it = std::find_if(devs.begin(), devs.end(),
+                                 [&](const auto& d) { return d.uuid == g.uuid; });
           ASSERT_NE(it, devs.end());
           const auto& u = usage[it - devs.begin()];
           EXPECT_EQ(g.vendor, v.common_word());
@@ -182,7 +183,8 @@ TEST_P(Conformance, DecisionRoundTripsAndOnlyThisVendorsTypeIsWritten) {
   auto ann = v.EncodeDecision(a, 1700000000);
   ASSERT_TRUE(ann.ok()) << ann.status();
   ASSERT_TRUE(ann->count(v.keys().allocated)) << v.common_word();
-  EXPECT_EQ(ann->at(v.keys().allocated), StrCat(";", v.common_word(), "-0,", v.common_word(), ",3000,30:;;"));
+  EXPECT_EQ(ann->at(v.keys().allocated),
+            StrCat(";", v.common_word(), "-0,", v.common_word(), ",3000,30:;;"));
   if (!v.keys().to_allocate.empty()) {
     EXPECT_EQ(ann->at(v.keys().to_allocate), ann->at(v.keys().allocated));
   }
@@ -221,7 +223,8 @@ TEST_P(Conformance, BadQuantitiesAreErrorsNamingTheResource) {
   const Vendor& v = V();
   auto r = v.ParseRequest({{"limits", {{v.resources().count, "1.5"}}}}, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(std::string(r.status().message()).find(v.resources().count), std::string::npos) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find(v.resources().count), std::string::npos)
+      << r.status();
 }
 
 std::string Name(const testing::TestParamInfo<int>& info) {
@@ -231,7 +234,8 @@ std::string Name(const testing::TestParamInfo<int>& info) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVendors, Conformance, testing::Range(0, static_cast<int>(All().size())), Name);
+INSTANTIATE_TEST_SUITE_P(AllVendors, Conformance, testing::Range(0, static_cast<int>(All().size())),
+                         Name);
 
 }  // namespace
 }  // namespace hami::vendors

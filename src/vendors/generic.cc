@@ -20,7 +20,8 @@ constexpr int64_t kMaxValue = std::numeric_limits<int32_t>::max();
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -28,7 +29,8 @@ bool ContainsFold(std::string_view hay, std::string_view needle) {
   return Lower(hay).find(Lower(needle)) != std::string::npos;
 }
 
-std::vector<std::string> ListAnnotation(const std::map<std::string, std::string>& a, const std::string& key) {
+std::vector<std::string> ListAnnotation(const std::map<std::string, std::string>& a,
+                                        const std::string& key) {
   if (key.empty()) return {};
   auto it = a.find(key);
   if (it == a.end()) return {};
@@ -37,7 +39,9 @@ std::vector<std::string> ListAnnotation(const std::map<std::string, std::string>
 
 }  // namespace
 
-std::string Refusal::ToString() const { return detail.empty() ? reason : StrCat(reason, ": ", detail); }
+std::string Refusal::ToString() const {
+  return detail.empty() ? reason : StrCat(reason, ": ", detail);
+}
 
 StatusOr<Refusal> ParseRefusal(std::string_view text) {
   const size_t colon = text.find(": ");
@@ -50,7 +54,8 @@ StatusOr<Refusal> ParseRefusal(std::string_view text) {
                                 core::text::Quote(r.reason)));
 }
 
-HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix, int64_t allocatable_count) {
+HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
+                                 int64_t allocatable_count) {
   constexpr const char kFormat[] = "%Y-%m-%d %H:%M:%S";
   constexpr std::string_view kRequesting = "Requesting";
   const size_t at = value.find(kRequesting);
@@ -60,13 +65,15 @@ HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix, int64
     absl::Time t;
     std::string err;
     if (absl::ParseTime(kFormat, std::string(rest), absl::UTCTimeZone(), &t, &err)) {
-      if (now_unix - absl::ToUnixSeconds(t) > 60 && allocatable_count == 0) return {Handshake::kUnhealthy, ""};
+      if (now_unix - absl::ToUnixSeconds(t) > 60 && allocatable_count == 0)
+        return {Handshake::kUnhealthy, ""};
       return {Handshake::kHealthy, ""};
     }
     // An unreadable request is renewed, never taken as proof of a dead node.
   }
   return {Handshake::kWriteRequest,
-          StrCat("Requesting_", absl::FormatTime(kFormat, absl::FromUnixSeconds(now_unix), absl::UTCTimeZone()))};
+          StrCat("Requesting_",
+                 absl::FormatTime(kFormat, absl::FromUnixSeconds(now_unix), absl::UTCTimeZone()))};
 }
 
 std::string FitResult::Summary(int examined) const {
@@ -80,7 +87,8 @@ std::string FitResult::Summary(int examined) const {
   return out;
 }
 
-StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources, const std::string& name) {
+StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources,
+                                              const std::string& name) {
   if (name.empty() || !resources.is_object()) return std::optional<int64_t>();
   for (const char* part : {"limits", "requests"}) {
     auto p = resources.find(part);
@@ -90,7 +98,8 @@ StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources, c
     if (v == p->end()) continue;
     HAMI_ASSIGN_OR_RETURN(core::Quantity q, core::ParseQuantityJson(*v));
     auto n = core::QuantityToExactInt(q);
-    if (!n.ok()) return InvalidArgument(StrCat(part, ".", name, ": ", std::string(n.status().message())));
+    if (!n.ok())
+      return InvalidArgument(StrCat(part, ".", name, ": ", std::string(n.status().message())));
     if (*n < 0 || *n > kMaxValue)
       return InvalidArgument(StrCat(part, ".", name, ": ", *n, " must be in 0..", kMaxValue));
     return std::optional<int64_t>(*n);
@@ -118,7 +127,8 @@ StatusOr<std::optional<core::DeviceRequest>> GenericVendor::ParseRequest(
     count = 1;  // defaultGPUNum
   }
   if (*count == 0) return std::optional<core::DeviceRequest>();
-  if (*count > kMaxCount) return InvalidArgument(StrCat(n.count, ": ", *count, " exceeds ", kMaxCount));
+  if (*count > kMaxCount)
+    return InvalidArgument(StrCat(n.count, ": ", *count, " exceeds ", kMaxCount));
   core::DeviceRequest r;
   r.vendor = spec_.common_word;
   r.nums = static_cast<int>(*count);
@@ -139,15 +149,16 @@ StatusOr<std::optional<core::DeviceRequest>> GenericVendor::ParseRequest(
   }
   if (cores) {
     // Units -> percent, rounded up so a request never gets less than it asked for.
-    r.coresreq = static_cast<int>(std::min<int64_t>((*cores * 100 + spec_.core_units - 1) / spec_.core_units, 100));
+    r.coresreq = static_cast<int>(
+        std::min<int64_t>((*cores * 100 + spec_.core_units - 1) / spec_.core_units, 100));
   } else if ((!mem || *mem == 0) && (!pct || *pct == 0 || *pct >= 100)) {
     r.coresreq = 100;  // a bare count is a whole exclusive device
   }
   return std::optional<core::DeviceRequest>(r);
 }
 
-StatusOr<Mutation> GenericVendor::Mutate(const nlohmann::json& resources,
-                                         const std::map<std::string, std::string>& annotations) const {
+StatusOr<Mutation> GenericVendor::Mutate(
+    const nlohmann::json& resources, const std::map<std::string, std::string>& annotations) const {
   Mutation m;
   const ResourceNames& n = spec_.resources;
   HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, n.count));
@@ -165,21 +176,23 @@ StatusOr<Mutation> GenericVendor::Mutate(const nlohmann::json& resources,
   if (maxd > 0 && nums > maxd && mem && *mem > 0)
     m.denials.push_back(StrCat(n.count, "=", nums, " with ", n.memory, ": ", spec_.common_word,
                                " cannot split memory across more than ", maxd,
-                               " device(s); request whole devices (drop ", n.memory, ") or ask for ", maxd));
+                               " device(s); request whole devices (drop ", n.memory,
+                               ") or ask for ", maxd));
   if (!spec_.rules.allowed_counts.empty() &&
       std::find(spec_.rules.allowed_counts.begin(), spec_.rules.allowed_counts.end(), nums) ==
           spec_.rules.allowed_counts.end()) {
     std::string allowed;
     for (int c : spec_.rules.allowed_counts) allowed += StrCat(allowed.empty() ? "" : ", ", c);
-    m.denials.push_back(StrCat(n.count, "=", nums, ": ", spec_.common_word, " allows only ", allowed,
-                               " devices per container"));
+    m.denials.push_back(StrCat(n.count, "=", nums, ": ", spec_.common_word, " allows only ",
+                               allowed, " devices per container"));
   }
   if (!spec_.rules.templates.empty() && mem && *mem > 0 &&
       !SmallestTemplate(spec_.rules.templates, *mem * spec_.memory_unit_mib)) {
     int64_t largest = 0;
     for (const auto& t : spec_.rules.templates) largest = std::max(largest, t.memory_mib);
     m.denials.push_back(StrCat(n.memory, "=", *mem, ": larger than the largest ", spec_.common_word,
-                               " template (", largest, " MiB); ask for at most that or a whole device"));
+                               " template (", largest,
+                               " MiB); ask for at most that or a whole device"));
   }
   return m;
 }
@@ -200,21 +213,25 @@ StatusOr<std::vector<core::DeviceInfo>> GenericVendor::DecodeNode(const NodeView
     if (it == node.annotations.end()) return std::vector<core::DeviceInfo>();
     auto devs = core::DecodeNodeDevices(it->second, spec_.common_word);
     if (!devs.ok())
-      return InvalidArgument(StrCat(spec_.keys.node_register, ": ", std::string(devs.status().message())));
+      return InvalidArgument(
+          StrCat(spec_.keys.node_register, ": ", std::string(devs.status().message())));
     return devs;
   }
   auto it = node.capacity.find(spec_.capacity_resource);
   if (it == node.capacity.end() || it->second <= 0) return std::vector<core::DeviceInfo>();
-  if (it->second % spec_.capacity_per_device != 0 || it->second / spec_.capacity_per_device > kMaxCount)
-    return InvalidArgument(StrCat("capacity ", spec_.capacity_resource, "=", it->second, ": expected a multiple of ",
-                                  spec_.capacity_per_device, " per device, at most ", kMaxCount, " devices"));
+  if (it->second % spec_.capacity_per_device != 0 ||
+      it->second / spec_.capacity_per_device > kMaxCount)
+    return InvalidArgument(StrCat("capacity ", spec_.capacity_resource, "=", it->second,
+                                  ": expected a multiple of ", spec_.capacity_per_device,
+                                  " per device, at most ", kMaxCount, " devices"));
   const int64_t n = it->second / spec_.capacity_per_device;
   int64_t mem = spec_.capacity_device_memory_mib;
   if (!spec_.resources.memory.empty()) {
     auto m = node.capacity.find(spec_.resources.memory);
     if (m != node.capacity.end()) {
       if (m->second < 0 || m->second > kMaxValue)
-        return InvalidArgument(StrCat("capacity ", spec_.resources.memory, "=", m->second, ": out of range"));
+        return InvalidArgument(
+            StrCat("capacity ", spec_.resources.memory, "=", m->second, ": out of range"));
       mem = m->second * spec_.memory_unit_mib / n;
     }
   }
@@ -234,20 +251,24 @@ StatusOr<std::vector<core::DeviceInfo>> GenericVendor::DecodeNode(const NodeView
   return out;
 }
 
-Status GenericVendor::EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const {
+Status GenericVendor::EncodeNode(const std::vector<core::DeviceInfo>& devices,
+                                 NodeView* node) const {
   switch (spec_.registration) {
     case Registration::kJson:
       node->annotations[spec_.keys.node_register] = core::EncodeNodeDevicesJson(devices);
       return OkStatus();
     case Registration::kCsv: {
-      HAMI_ASSIGN_OR_RETURN(node->annotations[spec_.keys.node_register], core::EncodeNodeDevicesCsv(devices));
+      HAMI_ASSIGN_OR_RETURN(node->annotations[spec_.keys.node_register],
+                            core::EncodeNodeDevicesCsv(devices));
       return OkStatus();
     }
     case Registration::kCapacity: {
       int64_t mem = 0;
       for (const auto& d : devices) mem += d.devmem_mib;
-      node->capacity[spec_.capacity_resource] = static_cast<int64_t>(devices.size()) * spec_.capacity_per_device;
-      if (!spec_.resources.memory.empty()) node->capacity[spec_.resources.memory] = mem / spec_.memory_unit_mib;
+      node->capacity[spec_.capacity_resource] =
+          static_cast<int64_t>(devices.size()) * spec_.capacity_per_device;
+      if (!spec_.resources.memory.empty())
+        node->capacity[spec_.resources.memory] = mem / spec_.memory_unit_mib;
       return OkStatus();
     }
   }
@@ -260,11 +281,12 @@ int64_t GenericVendor::ResolveMemory(const core::DeviceRequest& r, const core::D
 
 bool GenericVendor::UsesTemplate(const core::DeviceRequest& r, const core::DeviceInfo& d) const {
   // Whole-device requests and devices in hami-core (soft split) mode take no template.
-  return !spec_.rules.templates.empty() && !spec_.rules.whole_device_only && d.mode != core::kModeHamiCore &&
-         !(r.memreq_mib == 0 && r.mem_percentage >= 100);
+  return !spec_.rules.templates.empty() && !spec_.rules.whole_device_only &&
+         d.mode != core::kModeHamiCore && !(r.memreq_mib == 0 && r.mem_percentage >= 100);
 }
 
-core::ContainerDevice GenericVendor::Grant(const core::DeviceRequest& r, const core::DeviceInfo& d) const {
+core::ContainerDevice GenericVendor::Grant(const core::DeviceRequest& r,
+                                           const core::DeviceInfo& d) const {
   core::ContainerDevice g;
   g.uuid = d.uuid;
   g.vendor = spec_.common_word;
@@ -285,24 +307,30 @@ core::ContainerDevice GenericVendor::Grant(const core::DeviceRequest& r, const c
   return g;
 }
 
-std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
+std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r,
+                                                  const core::DeviceInfo& d,
                                                   const core::DeviceUsage& u,
                                                   const core::DeviceSelectors& s) const {
   auto refuse = [&](const char* reason, std::string detail, bool never) {
     return std::optional<Refusal>(Refusal{reason, StrCat(d.uuid, ": ", detail), never});
   };
-  if (d.vendor != spec_.common_word) return refuse("CardTypeMismatch", StrCat("vendor ", d.vendor), true);
+  if (d.vendor != spec_.common_word)
+    return refuse("CardTypeMismatch", StrCat("vendor ", d.vendor), true);
   if (!d.health) return refuse("CardNotHealth", "unhealthy", false);
-  if (!s.use_types.empty() &&
-      std::none_of(s.use_types.begin(), s.use_types.end(), [&](const auto& t) { return ContainsFold(d.type, t); }))
+  if (!s.use_types.empty() && std::none_of(s.use_types.begin(), s.use_types.end(),
+                                           [&](const auto& t) { return ContainsFold(d.type, t); }))
     return refuse("CardTypeMismatch", StrCat("type ", d.type, " not in use list"), true);
   for (const auto& t : s.nouse_types)
-    if (ContainsFold(d.type, t)) return refuse("CardTypeMismatch", StrCat("type ", d.type, " excluded"), true);
-  if (!s.use_uuids.empty() && std::find(s.use_uuids.begin(), s.use_uuids.end(), d.uuid) == s.use_uuids.end())
+    if (ContainsFold(d.type, t))
+      return refuse("CardTypeMismatch", StrCat("type ", d.type, " excluded"), true);
+  if (!s.use_uuids.empty() &&
+      std::find(s.use_uuids.begin(), s.use_uuids.end(), d.uuid) == s.use_uuids.end())
     return refuse("CardUuidMismatch", "not in use list", true);
   if (std::find(s.nouse_uuids.begin(), s.nouse_uuids.end(), d.uuid) != s.nouse_uuids.end())
     return refuse("CardUuidMismatch", "excluded", true);
-  if (u.used >= d.count) return refuse("CardTimeSlicingExhausted", StrCat(u.used, "/", d.count, " slots used"), d.count <= 0);
+  if (u.used >= d.count)
+    return refuse("CardTimeSlicingExhausted", StrCat(u.used, "/", d.count, " slots used"),
+                  d.count <= 0);
   if (spec_.rules.whole_device_only && (u.used > 0 || u.usedmem_mib > 0 || u.usedcores > 0))
     return refuse("ExclusiveDeviceAllocateConflict", "whole device already in use", false);
   const int64_t want = ResolveMemory(r, d);
@@ -310,13 +338,19 @@ std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r, 
     return refuse("CardTemplateNotFound", StrCat("no template holds ", want, " MiB"), true);
   const core::ContainerDevice g = Grant(r, d);
   if (g.usedmem_mib > d.devmem_mib)
-    return refuse("CardInsufficientMemory", StrCat("needs ", g.usedmem_mib, " MiB of ", d.devmem_mib), true);
+    return refuse("CardInsufficientMemory",
+                  StrCat("needs ", g.usedmem_mib, " MiB of ", d.devmem_mib), true);
   if (d.devmem_mib - u.usedmem_mib < g.usedmem_mib)
-    return refuse("CardInsufficientMemory", StrCat("needs ", g.usedmem_mib, " MiB, ", d.devmem_mib - u.usedmem_mib, " free"), false);
+    return refuse("CardInsufficientMemory",
+                  StrCat("needs ", g.usedmem_mib, " MiB, ", d.devmem_mib - u.usedmem_mib, " free"),
+                  false);
   if (g.usedcores > d.devcore)
-    return refuse("CardInsufficientCore", StrCat("needs ", g.usedcores, " cores of ", d.devcore), true);
+    return refuse("CardInsufficientCore", StrCat("needs ", g.usedcores, " cores of ", d.devcore),
+                  true);
   if (d.devcore - u.usedcores < g.usedcores)
-    return refuse("CardInsufficientCore", StrCat("needs ", g.usedcores, " cores, ", d.devcore - u.usedcores, " free"), false);
+    return refuse("CardInsufficientCore",
+                  StrCat("needs ", g.usedcores, " cores, ", d.devcore - u.usedcores, " free"),
+                  false);
   if (r.coresreq >= 100 && u.used > 0)
     return refuse("ExclusiveDeviceAllocateConflict", "exclusive request on a shared device", false);
   if (g.usedcores == 0 && u.usedcores >= d.devcore)
@@ -324,27 +358,32 @@ std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r, 
   return std::nullopt;
 }
 
-std::vector<int> GenericVendor::ChooseSet(const core::DeviceRequest& r, std::span<const core::DeviceInfo>,
+std::vector<int> GenericVendor::ChooseSet(const core::DeviceRequest& r,
+                                          std::span<const core::DeviceInfo>,
                                           const std::vector<int>& candidates) const {
   if (static_cast<int>(candidates.size()) < r.nums) return {};
   return std::vector<int>(candidates.begin(), candidates.begin() + r.nums);
 }
 
-std::optional<Refusal> GenericVendor::CheckCount(const core::DeviceRequest& r, const core::DeviceSelectors& s) const {
+std::optional<Refusal> GenericVendor::CheckCount(const core::DeviceRequest& r,
+                                                 const core::DeviceSelectors& s) const {
   const int maxd = spec_.rules.max_devices_per_container;
   // The single-device rule belongs to hard (template) splits; hami-core soft split lifts it.
   if (maxd > 0 && r.nums > maxd && !spec_.rules.whole_device_only && r.mem_percentage != 100 &&
       s.vgpu_mode != core::kModeHamiCore)
-    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices with partial memory; at most ", maxd), true};
+    return Refusal{"DeviceCountNotAllowed",
+                   StrCat(r.nums, " devices with partial memory; at most ", maxd), true};
   const auto& ac = spec_.rules.allowed_counts;
   if (!ac.empty() && std::find(ac.begin(), ac.end(), r.nums) == ac.end())
-    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices is not an allowed count"), true};
+    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices is not an allowed count"),
+                   true};
   return std::nullopt;
 }
 
-FitResult GenericVendor::Fit(const core::DeviceRequest& r, std::span<const core::DeviceInfo> devices,
-                             std::span<const core::DeviceUsage> usage, const core::DeviceSelectors& s,
-                             const NodeView&) const {
+FitResult GenericVendor::Fit(const core::DeviceRequest& r,
+                             std::span<const core::DeviceInfo> devices,
+                             std::span<const core::DeviceUsage> usage,
+                             const core::DeviceSelectors& s, const NodeView&) const {
   FitResult res;
   int mine = 0;
   for (const auto& d : devices) mine += d.vendor == spec_.common_word;
@@ -353,7 +392,8 @@ FitResult GenericVendor::Fit(const core::DeviceRequest& r, std::span<const core:
     return res;
   }
   if (mine < r.nums) {
-    res.refusals.push_back({"NodeInsufficientDevice", StrCat(mine, " ", spec_.common_word, " devices, need ", r.nums), true});
+    res.refusals.push_back({"NodeInsufficientDevice",
+                            StrCat(mine, " ", spec_.common_word, " devices, need ", r.nums), true});
     return res;
   }
   std::vector<int> candidates;
@@ -370,32 +410,38 @@ FitResult GenericVendor::Fit(const core::DeviceRequest& r, std::span<const core:
   }
   // Order by (index, uuid) so the choice does not depend on the order devices are listed in.
   std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    return std::tie(devices[a].index, devices[a].uuid) < std::tie(devices[b].index, devices[b].uuid);
+    return std::tie(devices[a].index, devices[a].uuid) <
+           std::tie(devices[b].index, devices[b].uuid);
   });
   const std::vector<int> chosen = ChooseSet(r, devices, candidates);
   if (chosen.empty()) {
     if (static_cast<int>(candidates.size()) >= r.nums)
-      res.refusals.push_back({"CardTopologyInfeasible", StrCat(candidates.size(), " devices fit but no allowed group of ", r.nums), false});
+      res.refusals.push_back(
+          {"CardTopologyInfeasible",
+           StrCat(candidates.size(), " devices fit but no allowed group of ", r.nums), false});
     else
-      res.refusals.push_back({"NodeInsufficientDevice", StrCat(candidates.size(), " of ", mine, " devices fit, need ", r.nums),
-                              all_never && candidates.empty()});
+      res.refusals.push_back(
+          {"NodeInsufficientDevice",
+           StrCat(candidates.size(), " of ", mine, " devices fit, need ", r.nums),
+           all_never && candidates.empty()});
     return res;
   }
   for (int i : chosen) res.devices.push_back(Grant(r, devices[i]));
   return res;
 }
 
-int GenericVendor::ScoreNode(std::span<const core::DeviceInfo>, std::span<const int>, const NodeView&) const {
+int GenericVendor::ScoreNode(std::span<const core::DeviceInfo>, std::span<const int>,
+                             const NodeView&) const {
   return 0;
 }
 
-StatusOr<std::map<std::string, std::string>> GenericVendor::EncodeDecision(const core::PodAllocation& a,
-                                                                           int64_t now_unix) const {
+StatusOr<std::map<std::string, std::string>> GenericVendor::EncodeDecision(
+    const core::PodAllocation& a, int64_t now_unix) const {
   for (const auto& c : a.containers)
     for (const auto& d : c)
       if (d.vendor != spec_.common_word)
-        return InvalidArgument(StrCat(spec_.name, " decision: device ", d.uuid, " has type ", d.vendor,
-                                      ", expected ", spec_.common_word));
+        return InvalidArgument(StrCat(spec_.name, " decision: device ", d.uuid, " has type ",
+                                      d.vendor, ", expected ", spec_.common_word));
   HAMI_ASSIGN_OR_RETURN(std::string text, core::EncodePodDevices(a));
   std::map<std::string, std::string> out;
   if (!spec_.keys.to_allocate.empty()) out[spec_.keys.to_allocate] = text;
@@ -404,11 +450,14 @@ StatusOr<std::map<std::string, std::string>> GenericVendor::EncodeDecision(const
   return out;
 }
 
-StatusOr<core::PodAllocation> GenericVendor::DecodeDecision(const std::map<std::string, std::string>& a) const {
+StatusOr<core::PodAllocation> GenericVendor::DecodeDecision(
+    const std::map<std::string, std::string>& a) const {
   auto it = a.find(spec_.keys.allocated);
   if (it == a.end()) return core::PodAllocation{};
   auto alloc = core::DecodePodDevices(it->second);
-  if (!alloc.ok()) return InvalidArgument(StrCat(spec_.keys.allocated, ": ", std::string(alloc.status().message())));
+  if (!alloc.ok())
+    return InvalidArgument(
+        StrCat(spec_.keys.allocated, ": ", std::string(alloc.status().message())));
   for (auto& c : alloc->containers)
     std::erase_if(c, [&](const core::ContainerDevice& d) { return d.vendor != spec_.common_word; });
   return alloc;

@@ -13,9 +13,10 @@ namespace hami::vendors {
 
 // Where a vendor's devices come from.
 enum class Registration {
-  kJson,      // node annotation, core JSON DeviceInfo array (hami.io/node-nvidia-register format)
-  kCsv,       // node annotation, legacy CSV `id,count,devmem,devcore,type,numa,health[,index,mode]:`
-  kCapacity,  // node status.capacity of `capacity_resource` (devices = capacity / capacity_per_device)
+  kJson,  // node annotation, core JSON DeviceInfo array (hami.io/node-nvidia-register format)
+  kCsv,   // node annotation, legacy CSV `id,count,devmem,devcore,type,numa,health[,index,mode]:`
+  kCapacity,  // node status.capacity of `capacity_resource` (devices = capacity /
+              // capacity_per_device)
 };
 
 struct Spec {
@@ -25,8 +26,9 @@ struct Spec {
   AnnotationKeys keys;
   FitRules rules;
   ScorePolarity polarity = ScorePolarity::kNeutral;
-  int64_t memory_unit_mib = 1;   // one unit of resources.memory in MiB (Moore Threads 512, Iluvatar 256)
-  int core_units = 100;          // resources.cores value that means a whole device (Moore Threads 16)
+  int64_t memory_unit_mib =
+      1;                 // one unit of resources.memory in MiB (Moore Threads 512, Iluvatar 256)
+  int core_units = 100;  // resources.cores value that means a whole device (Moore Threads 16)
   Registration registration = Registration::kJson;
   // kCapacity only: which capacity counts devices, how much of it one device is, the memory each
   // device has when the node does not publish a memory capacity, and the slots per device.
@@ -50,19 +52,22 @@ class GenericVendor : public Vendor {
   const Spec& spec() const { return spec_; }
 
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
-      const nlohmann::json& resources, const std::map<std::string, std::string>& pod_annotations) const override;
-  StatusOr<Mutation> Mutate(const nlohmann::json& resources,
-                            const std::map<std::string, std::string>& pod_annotations) const override;
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& pod_annotations) const override;
+  StatusOr<Mutation> Mutate(
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& pod_annotations) const override;
   StatusOr<core::DeviceSelectors> ParseSelectors(
       const std::map<std::string, std::string>& pod_annotations) const override;
   StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override;
   Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const override;
   std::optional<Refusal> CheckCount(const core::DeviceRequest& request,
                                     const core::DeviceSelectors& selectors) const override;
-  std::optional<Refusal> CheckDevice(const core::DeviceRequest& request, const core::DeviceInfo& device,
-                                     const core::DeviceUsage& usage,
+  std::optional<Refusal> CheckDevice(const core::DeviceRequest& request,
+                                     const core::DeviceInfo& device, const core::DeviceUsage& usage,
                                      const core::DeviceSelectors& selectors) const override;
-  core::ContainerDevice Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
+  core::ContainerDevice Grant(const core::DeviceRequest& request,
+                              const core::DeviceInfo& device) const override;
   FitResult Fit(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
                 std::span<const core::DeviceUsage> usage, const core::DeviceSelectors& selectors,
                 const NodeView& node) const override;
@@ -74,9 +79,10 @@ class GenericVendor : public Vendor {
       const std::map<std::string, std::string>& pod_annotations) const override;
 
  protected:
-  // Picks request.nums of `candidates` (device positions, sorted by device index). Default: the first
-  // ones. Topology vendors override to keep a group together. Empty = no acceptable set.
-  virtual std::vector<int> ChooseSet(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
+  // Picks request.nums of `candidates` (device positions, sorted by device index). Default: the
+  // first ones. Topology vendors override to keep a group together. Empty = no acceptable set.
+  virtual std::vector<int> ChooseSet(const core::DeviceRequest& request,
+                                     std::span<const core::DeviceInfo> devices,
                                      const std::vector<int>& candidates) const;
   // Extra decision annotations (Cambricon lock, Ascend template choice). Default none.
   virtual Status AddDecisionExtras(const core::PodAllocation& allocation, int64_t now_unix,
@@ -92,7 +98,8 @@ class GenericVendor : public Vendor {
 
 // Helpers shared by backends.
 // An integer extended resource from limits, then requests; nullopt when absent. Errors name it.
-StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources, const std::string& name);
+StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources,
+                                              const std::string& name);
 // The smallest template whose memory is >= mem_mib; nullptr when none.
 const Template* SmallestTemplate(const std::vector<Template>& templates, int64_t mem_mib);
 

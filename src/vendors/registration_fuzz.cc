@@ -10,7 +10,8 @@
 using namespace hami::vendors;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const bool quiet = (spdlog::set_level(spdlog::level::off), true);  // config logs ignored keys
+  static const bool quiet =
+      (spdlog::set_level(spdlog::level::off), true);  // config logs ignored keys
   (void)quiet;
   static const auto* all = new std::vector<std::unique_ptr<Vendor>>(AllVendorsWithDefaults());
   if (size == 0) return 0;

@@ -16,20 +16,17 @@ namespace {
 
 // One row per backend: device-config.yaml section, enabled without a section, factory.
 constexpr VendorRow kRows[] = {
-    {"nvidia", true, &MakeNvidia},
-    {"vnpus", false, &MakeAscend},
-    {"hygon", false, &MakeHygon},
-    {"cambricon", false, &MakeCambricon},
-    {"metax", false, &MakeMetax},
-    {"mthreads", false, &MakeMthreads},
-    {"iluvatars", false, &MakeIluvatar},
-    {"enflame", false, &MakeEnflame},
-    {"kunlun", false, &MakeKunlun},
-    {"amd", false, &MakeAmd},
+    {"nvidia", true, &MakeNvidia},       {"vnpus", false, &MakeAscend},
+    {"hygon", false, &MakeHygon},        {"cambricon", false, &MakeCambricon},
+    {"metax", false, &MakeMetax},        {"mthreads", false, &MakeMthreads},
+    {"iluvatars", false, &MakeIluvatar}, {"enflame", false, &MakeEnflame},
+    {"kunlun", false, &MakeKunlun},      {"amd", false, &MakeAmd},
 };
 
 }  // namespace
 
-std::span<const VendorRow> VendorRegistry() { return kRows; }
+std::span<const VendorRow> VendorRegistry() {
+  return kRows;
+}
 
 }  // namespace hami::vendors

@@ -18,9 +18,9 @@ namespace hami::vendors {
 using VendorFactory = StatusOr<std::vector<std::unique_ptr<Vendor>>> (*)(const YAML::Node& section);
 
 struct VendorRow {
-  const char* section;          // device-config.yaml key
-  bool enabled_by_default;      // enabled without a section (NVIDIA)
-  VendorFactory make;           // section is an undefined node when absent
+  const char* section;      // device-config.yaml key
+  bool enabled_by_default;  // enabled without a section (NVIDIA)
+  VendorFactory make;       // section is an undefined node when absent
 };
 
 std::span<const VendorRow> VendorRegistry();

@@ -44,8 +44,9 @@ struct NodeView {
   std::map<std::string, int64_t> capacity;
 };
 
-// Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons (upstream's
-// CamelCase strings where upstream has one); `never` says waiting cannot help (wrong type, too small).
+// Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons
+// (upstream's CamelCase strings where upstream has one); `never` says waiting cannot help (wrong
+// type, too small).
 struct Refusal {
   std::string reason;
   std::string detail;
@@ -54,17 +55,25 @@ struct Refusal {
   std::string ToString() const;
   bool operator==(const Refusal&) const = default;
 };
-// Every reason a vendor may return. Retryable ones are busy-now; the others never fit on that device.
-inline constexpr const char* kRefusalReasons[] = {
-    "CardNotHealth", "CardTypeMismatch", "CardUuidMismatch", "CardTimeSlicingExhausted",
-    "CardInsufficientMemory", "CardInsufficientCore", "ExclusiveDeviceAllocateConflict",
-    "CardComputeUnitsExhausted", "CardTemplateNotFound", "NodeInsufficientDevice",
-    "DeviceCountNotAllowed", "CardTopologyInfeasible"};
+// Every reason a vendor may return. Retryable ones are busy-now; the others never fit on that
+// device.
+inline constexpr const char* kRefusalReasons[] = {"CardNotHealth",
+                                                  "CardTypeMismatch",
+                                                  "CardUuidMismatch",
+                                                  "CardTimeSlicingExhausted",
+                                                  "CardInsufficientMemory",
+                                                  "CardInsufficientCore",
+                                                  "ExclusiveDeviceAllocateConflict",
+                                                  "CardComputeUnitsExhausted",
+                                                  "CardTemplateNotFound",
+                                                  "NodeInsufficientDevice",
+                                                  "DeviceCountNotAllowed",
+                                                  "CardTopologyInfeasible"};
 // Parses Refusal::ToString output: the reason must be one of kRefusalReasons. Errors name the text.
 StatusOr<Refusal> ParseRefusal(std::string_view text);
 
-// What the webhook does to one container: limits to add (resource -> integer), environment to inject
-// and denials (each an actionable message; any denial rejects the pod).
+// What the webhook does to one container: limits to add (resource -> integer), environment to
+// inject and denials (each an actionable message; any denial rejects the pod).
 struct Mutation {
   std::map<std::string, int64_t> add_limits;
   std::map<std::string, std::string> env;
@@ -83,32 +92,32 @@ struct FitResult {
 
 // How ScoreNode ranks placements (0..100, higher is always better; this says better *by what*).
 enum class ScorePolarity {
-  kNeutral,            // always 0: the vendor adds nothing to the framework's node score (NVIDIA)
-  kTopologyCohesion,   // higher when the granted devices are better connected (same group/link)
+  kNeutral,           // always 0: the vendor adds nothing to the framework's node score (NVIDIA)
+  kTopologyCohesion,  // higher when the granted devices are better connected (same group/link)
 };
 
 // Fit rules as data, so a scheduler applying its own generic checks can honour them too.
 struct Template {
-  std::string name;     // e.g. "vir05_1c_16g"
+  std::string name;  // e.g. "vir05_1c_16g"
   int64_t memory_mib = 0;
-  int cores = 0;        // percent of the device the template takes
+  int cores = 0;  // percent of the device the template takes
   bool operator==(const Template&) const = default;
 };
 struct FitRules {
-  bool whole_device_only = false;       // a request always takes the whole device, exclusively
-  int max_devices_per_container = 0;    // 0 = unlimited; template vNPU: 1 unless whole devices
-  std::vector<int> allowed_counts;      // empty = any; Kunlun whole XPU: 1, 2, 4, 8
-  std::vector<Template> templates;      // memory rounded up to the smallest template that fits
-  bool group_rules = false;             // Fit keeps a multi-device grant inside a topology group
-                                        // (Kunlun halves): a scheduler lets Fit choose the set
+  bool whole_device_only = false;     // a request always takes the whole device, exclusively
+  int max_devices_per_container = 0;  // 0 = unlimited; template vNPU: 1 unless whole devices
+  std::vector<int> allowed_counts;    // empty = any; Kunlun whole XPU: 1, 2, 4, 8
+  std::vector<Template> templates;    // memory rounded up to the smallest template that fits
+  bool group_rules = false;           // Fit keeps a multi-device grant inside a topology group
+                                      // (Kunlun halves): a scheduler lets Fit choose the set
 };
 
 // Annotation keys of one vendor.
 struct AnnotationKeys {
-  std::string node_register;   // registration (empty: devices come from node capacity)
-  std::string handshake;       // "hami.io/node-handshake[-<x>]" (empty: none)
-  std::string to_allocate;     // decision consumed by the device plugin (empty: none)
-  std::string allocated;       // permanent decision record
+  std::string node_register;  // registration (empty: devices come from node capacity)
+  std::string handshake;      // "hami.io/node-handshake[-<x>]" (empty: none)
+  std::string to_allocate;    // decision consumed by the device plugin (empty: none)
+  std::string allocated;      // permanent decision record
   std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
 };
 
@@ -122,7 +131,8 @@ struct HandshakeDecision {
   std::string write_value;  // set with kWriteRequest
   bool operator==(const HandshakeDecision&) const = default;
 };
-HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix, int64_t allocatable_count);
+HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
+                                 int64_t allocatable_count);
 
 class Vendor {
  public:
@@ -137,13 +147,16 @@ class Vendor {
   virtual const FitRules& rules() const = 0;
   virtual ScorePolarity score_polarity() const = 0;
 
-  // The request of one container (`resources` = {"limits":{..},"requests":{..}}) after this vendor's
-  // defaulting, or nullopt when the container does not ask for this vendor. Errors name the resource.
-  virtual StatusOr<std::optional<core::DeviceRequest>> ParseRequest(const nlohmann::json& resources,
-                                                                    const std::map<std::string, std::string>& pod_annotations) const = 0;
+  // The request of one container (`resources` = {"limits":{..},"requests":{..}}) after this
+  // vendor's defaulting, or nullopt when the container does not ask for this vendor. Errors name
+  // the resource.
+  virtual StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& pod_annotations) const = 0;
   // The webhook's changes for one container. Errors only for malformed input (bad quantities).
-  virtual StatusOr<Mutation> Mutate(const nlohmann::json& resources,
-                                    const std::map<std::string, std::string>& pod_annotations) const = 0;
+  virtual StatusOr<Mutation> Mutate(
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& pod_annotations) const = 0;
   // use/nouse annotations of this vendor -> selectors (comma lists, blanks dropped).
   virtual StatusOr<core::DeviceSelectors> ParseSelectors(
       const std::map<std::string, std::string>& pod_annotations) const = 0;
@@ -151,39 +164,44 @@ class Vendor {
   // The node's devices of this vendor (vendor = common_word()). A node without this vendor's
   // annotation/capacity has none (not an error). Errors name the annotation and device.
   virtual StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const = 0;
-  // The registration annotation value as this vendor's device plugin writes it (for tests, fakes and
-  // the sim). Capacity-based vendors fill `node->capacity` instead.
+  // The registration annotation value as this vendor's device plugin writes it (for tests, fakes
+  // and the sim). Capacity-based vendors fill `node->capacity` instead.
   virtual Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const = 0;
 
   // Request-level count rules (devices per container, allowed counts) that no device can lift;
-  // nullopt = the count is acceptable. Fit applies it first; a scheduler checking devices one by one
-  // applies it too.
+  // nullopt = the count is acceptable. Fit applies it first; a scheduler checking devices one by
+  // one applies it too.
   virtual std::optional<Refusal> CheckCount(const core::DeviceRequest& request,
                                             const core::DeviceSelectors& selectors) const = 0;
   // Whether one device can take one unit of `request` given its usage; nullopt = fits.
-  virtual std::optional<Refusal> CheckDevice(const core::DeviceRequest& request, const core::DeviceInfo& device,
+  virtual std::optional<Refusal> CheckDevice(const core::DeviceRequest& request,
+                                             const core::DeviceInfo& device,
                                              const core::DeviceUsage& usage,
                                              const core::DeviceSelectors& selectors) const = 0;
   // What the container takes on a device that passed CheckDevice (memory resolved and rounded).
-  virtual core::ContainerDevice Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const = 0;
+  virtual core::ContainerDevice Grant(const core::DeviceRequest& request,
+                                      const core::DeviceInfo& device) const = 0;
   // Chooses request.nums devices (reference first-fit honouring the vendor's group rules).
-  virtual FitResult Fit(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
-                        std::span<const core::DeviceUsage> usage, const core::DeviceSelectors& selectors,
-                        const NodeView& node) const = 0;
+  virtual FitResult Fit(const core::DeviceRequest& request,
+                        std::span<const core::DeviceInfo> devices,
+                        std::span<const core::DeviceUsage> usage,
+                        const core::DeviceSelectors& selectors, const NodeView& node) const = 0;
   // 0..100, higher is better per score_polarity(); `granted` are indices into `devices`.
   virtual int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
                         const NodeView& node) const = 0;
 
   // Pod annotations carrying the decision: to_allocate + allocated (upstream
-  // `UUID,Type,mem,cores:` / `;` format with this vendor's Type) plus vendor extras (Cambricon lock,
-  // Ascend template choice). `now_unix` stamps time-based extras.
-  virtual StatusOr<std::map<std::string, std::string>> EncodeDecision(const core::PodAllocation& allocation,
-                                                                      int64_t now_unix) const = 0;
+  // `UUID,Type,mem,cores:` / `;` format with this vendor's Type) plus vendor extras (Cambricon
+  // lock, Ascend template choice). `now_unix` stamps time-based extras.
+  virtual StatusOr<std::map<std::string, std::string>> EncodeDecision(
+      const core::PodAllocation& allocation, int64_t now_unix) const = 0;
   // The allocated-key decision of a pod (only this vendor's devices), for the usage cache.
-  virtual StatusOr<core::PodAllocation> DecodeDecision(const std::map<std::string, std::string>& pod_annotations) const = 0;
+  virtual StatusOr<core::PodAllocation> DecodeDecision(
+      const std::map<std::string, std::string>& pod_annotations) const = 0;
 
   // Container environment for Allocate, where we own the device plugin (NVIDIA); empty otherwise.
-  virtual std::map<std::string, std::string> AllocateEnv(const std::vector<core::ContainerDevice>& devices) const {
+  virtual std::map<std::string, std::string> AllocateEnv(
+      const std::vector<core::ContainerDevice>& devices) const {
     return {};
   }
 };

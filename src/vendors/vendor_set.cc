@@ -12,7 +12,8 @@ namespace {
 
 bool EqualFold(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -79,7 +80,8 @@ const Vendor* VendorSet::Find(std::string_view name) const {
   return nullptr;
 }
 
-StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod, const core::ResourceConfig& nvidia) const {
+StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod,
+                                               const core::ResourceConfig& nvidia) const {
   HAMI_ASSIGN_OR_RETURN(core::PodRequest p, core::ParsePodJson(pod, nvidia));
   if (nvidia_ == nullptr)
     for (auto& c : p.containers) c.devices.clear();  // NVIDIA disabled: its resources are not ours
@@ -100,8 +102,8 @@ StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod, const 
         if (v.get() == nvidia_) continue;
         auto r = v->ParseRequest(*res, p.annotations);
         if (!r.ok())
-          return InvalidArgument(StrCat("spec.", list, "[", i, "] \"", p.containers[k].name, "\": ",
-                                        std::string(r.status().message())));
+          return InvalidArgument(StrCat("spec.", list, "[", i, "] \"", p.containers[k].name,
+                                        "\": ", std::string(r.status().message())));
         if (*r) p.containers[k].devices.push_back(std::move(**r));
       }
     }
@@ -109,7 +111,8 @@ StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod, const 
   return p;
 }
 
-std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_t now, std::string* errors) const {
+std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_t now,
+                                                    std::string* errors) const {
   std::vector<core::DeviceInfo> out;
   for (const auto& v : vendors_) {
     if (v.get() == nvidia_) continue;
@@ -119,14 +122,16 @@ std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_
       if (it != node.annotations.end() &&
           CheckHandshake(it->second, now, Allocatable(*v, node)).verdict == Handshake::kUnhealthy) {
         if (errors)
-          *errors += StrCat(errors->empty() ? "" : "; ", hs, " ", it->second,
-                            " unanswered and nothing allocatable: ", v->common_word(), " devices dropped");
+          *errors +=
+              StrCat(errors->empty() ? "" : "; ", hs, " ", it->second,
+                     " unanswered and nothing allocatable: ", v->common_word(), " devices dropped");
         continue;
       }
     }
     auto devs = v->DecodeNode(node);
     if (!devs.ok()) {
-      if (errors) *errors += StrCat(errors->empty() ? "" : "; ", std::string(devs.status().message()));
+      if (errors)
+        *errors += StrCat(errors->empty() ? "" : "; ", std::string(devs.status().message()));
       continue;
     }
     out.insert(out.end(), devs->begin(), devs->end());
@@ -134,15 +139,16 @@ std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_
   return out;
 }
 
-std::map<std::string, std::string> VendorSet::HandshakeUpdates(const NodeView& node, int64_t now) const {
+std::map<std::string, std::string> VendorSet::HandshakeUpdates(const NodeView& node,
+                                                               int64_t now) const {
   std::map<std::string, std::string> out;
   for (const auto& v : vendors_) {
     const std::string& hs = v->keys().handshake;
     if (v.get() == nvidia_ || hs.empty() || !Registers(*v, node)) continue;
     auto it = node.annotations.find(hs);
-    const HandshakeDecision d =
-        CheckHandshake(it == node.annotations.end() ? std::string_view() : std::string_view(it->second), now,
-                       Allocatable(*v, node));
+    const HandshakeDecision d = CheckHandshake(
+        it == node.annotations.end() ? std::string_view() : std::string_view(it->second), now,
+        Allocatable(*v, node));
     if (d.verdict == Handshake::kWriteRequest) out[hs] = d.write_value;
     if (d.verdict == Handshake::kUnhealthy) out[hs] = "";
   }
@@ -150,7 +156,7 @@ std::map<std::string, std::string> VendorSet::HandshakeUpdates(const NodeView& n
 }
 
 StatusOr<std::map<std::string, std::string>> VendorSet::EncodeDecision(const core::PodAllocation& a,
-                                                                      int64_t now) const {
+                                                                       int64_t now) const {
   std::map<std::string, std::string> out;
   std::vector<std::string> types;
   for (const auto& c : a.containers)
@@ -158,7 +164,8 @@ StatusOr<std::map<std::string, std::string>> VendorSet::EncodeDecision(const cor
       if (std::find(types.begin(), types.end(), d.vendor) == types.end()) types.push_back(d.vendor);
   for (const std::string& t : types) {
     const Vendor* v = ByCommonWord(t);
-    if (v == nullptr) return InvalidArgument(StrCat("decision: device type ", t, " belongs to no enabled vendor"));
+    if (v == nullptr)
+      return InvalidArgument(StrCat("decision: device type ", t, " belongs to no enabled vendor"));
     core::PodAllocation mine;
     mine.node = a.node;
     for (const auto& c : a.containers) {
@@ -180,9 +187,11 @@ StatusOr<core::PodAllocation> VendorSet::DecodeDecision(const std::map<std::stri
     if (v->keys().allocated.empty() || a.count(v->keys().allocated) == 0) continue;
     *has_any = true;
     HAMI_ASSIGN_OR_RETURN(core::PodAllocation mine, v->DecodeDecision(a));
-    if (out.containers.size() < mine.containers.size()) out.containers.resize(mine.containers.size());
+    if (out.containers.size() < mine.containers.size())
+      out.containers.resize(mine.containers.size());
     for (size_t i = 0; i < mine.containers.size(); ++i)
-      out.containers[i].insert(out.containers[i].end(), mine.containers[i].begin(), mine.containers[i].end());
+      out.containers[i].insert(out.containers[i].end(), mine.containers[i].begin(),
+                               mine.containers[i].end());
   }
   return out;
 }
@@ -201,19 +210,23 @@ bool VendorSet::Covers(const std::string& vendor) const {
   return ByCommonWord(vendor) != nullptr;
 }
 
-scheduler::VendorRules::Verdict VendorSet::Check(const core::PodRequest& pod, const core::DeviceRequest& r,
-                                                 const core::DeviceInfo& d, const core::DeviceUsage& u) const {
+scheduler::VendorRules::Verdict VendorSet::Check(const core::PodRequest& pod,
+                                                 const core::DeviceRequest& r,
+                                                 const core::DeviceInfo& d,
+                                                 const core::DeviceUsage& u) const {
   const Vendor* v = ByCommonWord(d.vendor);
   if (v == nullptr) return {scheduler::Reason::kCardTypeMismatch, true};
   // The vendor's own use/nouse annotations; a malformed one selects nothing.
   auto sel = v->ParseSelectors(pod.annotations);
   if (!sel.ok()) return {scheduler::Reason::kCardTypeMismatch, true};
   if (auto count = v->CheckCount(r, *sel)) return {ToSchedulerReason(count->reason), count->never};
-  if (auto refusal = v->CheckDevice(r, d, u, *sel)) return {ToSchedulerReason(refusal->reason), refusal->never};
+  if (auto refusal = v->CheckDevice(r, d, u, *sel))
+    return {ToSchedulerReason(refusal->reason), refusal->never};
   return {};
 }
 
-scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r, const core::DeviceInfo& d) const {
+scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r,
+                                              const core::DeviceInfo& d) const {
   const Vendor* v = ByCommonWord(d.vendor);
   if (v == nullptr) return {r.memreq_mib, r.coresreq};
   const core::ContainerDevice g = v->Grant(r, d);
@@ -221,8 +234,9 @@ scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r, cons
 }
 
 bool VendorSet::Pick(const core::PodRequest& pod, const core::DeviceRequest& r,
-                     std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
-                     std::span<const int> candidates, std::vector<int>* out) const {
+                     std::span<const core::DeviceInfo> devices,
+                     std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
+                     std::vector<int>* out) const {
   const Vendor* v = ByCommonWord(r.vendor);
   if (v == nullptr || !v->rules().group_rules) return false;
   out->clear();
@@ -240,7 +254,8 @@ bool VendorSet::Pick(const core::PodRequest& pod, const core::DeviceRequest& r,
   const FitResult fit = v->Fit(r, sub, sub_usage, *sel, NodeView{});
   for (const core::ContainerDevice& g : fit.devices)
     for (size_t i = 0; i < sub.size(); ++i)
-      if (sub[i].uuid == g.uuid && std::find(out->begin(), out->end(), candidates[i]) == out->end()) {
+      if (sub[i].uuid == g.uuid &&
+          std::find(out->begin(), out->end(), candidates[i]) == out->end()) {
         out->push_back(candidates[i]);
         break;
       }

@@ -1,15 +1,16 @@
 #pragma once
 // VendorSet: the enabled vendors as one object the control plane and the simulator use, so that a
 // mixed cluster goes through one path:
-//  - pods: NVIDIA requests by core::ParsePodJson (upstream-exact; it also reads the pod's metadata and
+//  - pods: NVIDIA requests by core::ParsePodJson (upstream-exact; it also reads the pod's metadata
+//  and
 //    NVIDIA selectors), every other enabled vendor's by its ParseRequest, container by container;
 //  - nodes: every non-NVIDIA vendor's DecodeNode (NVIDIA keeps core's codec in the extender), with
 //    upstream's handshake per vendor key;
 //  - decisions: each vendor encodes the devices of its own Type (a pod may mix vendors across
 //    containers) and decodes its own allocated key; the union is the pod's usage;
 //  - scheduling: it implements scheduler::VendorRules, so the framework checks a non-NVIDIA device
-//    with that vendor's CheckCount/CheckDevice and charges it what the vendor's Grant says (template
-//    rounding, whole devices). NVIDIA devices stay on the framework's generic checks.
+//    with that vendor's CheckCount/CheckDevice and charges it what the vendor's Grant says
+//    (template rounding, whole devices). NVIDIA devices stay on the framework's generic checks.
 // Immutable after construction; safe for concurrent use.
 #include <map>
 #include <memory>
@@ -42,12 +43,14 @@ class VendorSet final : public scheduler::VendorRules {
   bool nvidia_enabled() const { return nvidia_ != nullptr; }
 
   // The pod as the scheduler sees it (see above). Errors name the container and resource.
-  StatusOr<core::PodRequest> ParsePod(const nlohmann::json& pod, const core::ResourceConfig& nvidia) const;
+  StatusOr<core::PodRequest> ParsePod(const nlohmann::json& pod,
+                                      const core::ResourceConfig& nvidia) const;
 
   // Non-NVIDIA devices of a node, all vendors together. A vendor whose handshake says unhealthy at
   // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
   // its error is appended to *errors ("; "-separated).
-  std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix, std::string* errors) const;
+  std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix,
+                                           std::string* errors) const;
   // Handshake annotations to write on a node for its non-NVIDIA vendors
   // (docs/upstream-contract.md#node-registration-and-handshake): key ->
   // value, or key -> "" to remove it (NodeCleanUp of an unhealthy vendor). Only vendors that
@@ -60,21 +63,21 @@ class VendorSet final : public scheduler::VendorRules {
                                                               int64_t now_unix) const;
   // The pod's devices over all vendors from its allocated keys (containers merged by position).
   // has_any is false when the pod carries no vendor's allocated key.
-  StatusOr<core::PodAllocation> DecodeDecision(const std::map<std::string, std::string>& annotations,
-                                               bool* has_any) const;
+  StatusOr<core::PodAllocation> DecodeDecision(
+      const std::map<std::string, std::string>& annotations, bool* has_any) const;
   // The allocated-key values the pod carries, in vendor order: equal strings = equal decisions.
   std::string DecisionFingerprint(const std::map<std::string, std::string>& annotations) const;
 
   // scheduler::VendorRules: every enabled vendor except NVIDIA.
   bool Covers(const std::string& vendor) const override;
-  Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request, const core::DeviceInfo& device,
-                const core::DeviceUsage& usage) const override;
+  Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request,
+                const core::DeviceInfo& device, const core::DeviceUsage& usage) const override;
   Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
-  // Vendors with FitRules::group_rules choose with their own Fit over the candidates (its group rules,
-  // e.g. Kunlun's halves); the others leave the choice to the policy.
-  bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,
-            std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
-            std::vector<int>* out) const override;
+  // Vendors with FitRules::group_rules choose with their own Fit over the candidates (its group
+  // rules, e.g. Kunlun's halves); the others leave the choice to the policy.
+  bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request,
+            std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
+            std::span<const int> candidates, std::vector<int>* out) const override;
   // The vendor's ScoreNode for kTopologyCohesion vendors, else 0. The scheduler has no node
   // annotations here (empty NodeView): scores read from devices only (Kunlun halves) count.
   int Score(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,

@@ -23,10 +23,13 @@ std::unique_ptr<VendorSet> Load(const std::string& yaml = kConfig) {
 }
 
 Json Pod(Json containers, Json annotations = Json::object()) {
-  return Json{{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}, {"annotations", annotations}}},
+  return Json{{"metadata",
+               {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}, {"annotations", annotations}}},
               {"spec", {{"containers", containers}}}};
 }
-Json Ctr(const std::string& name, Json limits) { return Json{{"name", name}, {"resources", {{"limits", limits}}}}; }
+Json Ctr(const std::string& name, Json limits) {
+  return Json{{"name", name}, {"resources", {{"limits", limits}}}};
+}
 
 TEST(VendorSetTest, ParsePodTable) {
   auto set = Load();
@@ -38,23 +41,38 @@ TEST(VendorSetTest, ParsePodTable) {
     std::string error;  // substring; empty = ok
   };
   const Case cases[] = {
-      {"nvidia only", Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", 3000}})})),
-       {{{"NVIDIA", 1, 3000, 0}}}, ""},
-      {"dcu", Pod(Json::array({Ctr("a", {{"hygon.com/dcunum", 2}, {"hygon.com/dcumem", 2000}, {"hygon.com/dcucores", 20}})})),
-       {{{"DCU", 2, 2000, 20}}}, ""},
+      {"nvidia only",
+       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", 3000}})})),
+       {{{"NVIDIA", 1, 3000, 0}}},
+       ""},
+      {"dcu",
+       Pod(Json::array({Ctr(
+           "a",
+           {{"hygon.com/dcunum", 2}, {"hygon.com/dcumem", 2000}, {"hygon.com/dcucores", 20}})})),
+       {{{"DCU", 2, 2000, 20}}},
+       ""},
       {"mixed containers",
-       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}}), Ctr("b", {{"huawei.com/Ascend910B3", 1},
-                                                                     {"huawei.com/Ascend910B3-memory", 10000}}),
-                        Ctr("c", {{"cpu", 1}})})),
-       {{{"NVIDIA", 1, 0, 100}}, {{"Ascend910B3", 1, 10000, 0}}, {}}, ""},
+       Pod(Json::array(
+           {Ctr("a", {{"nvidia.com/gpu", 1}}),
+            Ctr("b", {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}),
+            Ctr("c", {{"cpu", 1}})})),
+       {{{"NVIDIA", 1, 0, 100}}, {{"Ascend910B3", 1, 10000, 0}}, {}},
+       ""},
       {"two vendors in one container",
-       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1}, {"cambricon.com/vmlu", 1}, {"cambricon.com/mlu.smlu.vmemory", 4096}})})),
-       {{{"NVIDIA", 1, 0, 100}, {"MLU", 1, 4096, 0}}}, ""},
+       Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1},
+                                  {"cambricon.com/vmlu", 1},
+                                  {"cambricon.com/mlu.smlu.vmemory", 4096}})})),
+       {{{"NVIDIA", 1, 0, 100}, {"MLU", 1, 4096, 0}}},
+       ""},
       {"ascend cores refused for template vNPU",
-       Pod(Json::array({Ctr("train", {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 5}})})), {},
+       Pod(Json::array(
+           {Ctr("train", {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 5}})})),
+       {},
        "spec.containers[0] \"train\": huawei.com/Ascend910B3-core"},
       {"bad quantity names the container",
-       Pod(Json::array({Ctr("x", {{"hygon.com/dcunum", "1.5"}})})), {}, "spec.containers[0] \"x\": "},
+       Pod(Json::array({Ctr("x", {{"hygon.com/dcunum", "1.5"}})})),
+       {},
+       "spec.containers[0] \"x\": "},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -114,7 +132,8 @@ TEST(VendorSetTest, DecisionRoundTripAcrossVendors) {
     ASSERT_TRUE(ann->count(k)) << k;
     EXPECT_EQ(ann->at(k), v) << k;
   }
-  EXPECT_EQ(ann->count("hami.io/cambricon-mlu-devices-allocated"), 0u) << "no MLU device, no MLU key";
+  EXPECT_EQ(ann->count("hami.io/cambricon-mlu-devices-allocated"), 0u)
+      << "no MLU device, no MLU key";
   bool any = false;
   auto back = set->DecodeDecision(*ann, &any);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -125,7 +144,8 @@ TEST(VendorSetTest, DecisionRoundTripAcrossVendors) {
   std::map<std::string, int64_t> mem;
   for (const auto& c : back->containers)
     for (const auto& d : c) mem[d.uuid] = d.usedmem_mib;
-  EXPECT_EQ(mem, (std::map<std::string, int64_t>{{"GPU-a", 3000}, {"910B3-0", 16384}, {"DCU-0", 2000}}));
+  EXPECT_EQ(mem,
+            (std::map<std::string, int64_t>{{"GPU-a", 3000}, {"910B3-0", 16384}, {"DCU-0", 2000}}));
   EXPECT_NE(set->DecisionFingerprint(*ann), "");
   EXPECT_EQ(set->DecisionFingerprint({{"x", "y"}}), "");
 
@@ -164,10 +184,25 @@ TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
   };
   const Case cases[] = {
       {"template fits", ascend, npu, {}, scheduler::Reason::kCount, false},
-      {"busy memory", ascend, npu, {1, 60000, 25}, scheduler::Reason::kCardInsufficientMemory, false},
+      {"busy memory",
+       ascend,
+       npu,
+       {1, 60000, 25},
+       scheduler::Reason::kCardInsufficientMemory,
+       false},
       {"no template holds 40000", big, npu, {}, scheduler::Reason::kCardInsufficientMemory, true},
-      {"partial vNPU on two devices", ascend2, npu, {}, scheduler::Reason::kNodeInsufficientDevice, true},
-      {"kunlun count 3 not allowed", kunlun3, xpu, {}, scheduler::Reason::kNodeInsufficientDevice, true},
+      {"partial vNPU on two devices",
+       ascend2,
+       npu,
+       {},
+       scheduler::Reason::kNodeInsufficientDevice,
+       true},
+      {"kunlun count 3 not allowed",
+       kunlun3,
+       xpu,
+       {},
+       scheduler::Reason::kNodeInsufficientDevice,
+       true},
   };
   core::PodRequest pod;
   for (const Case& c : cases) {
@@ -214,19 +249,42 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
   };
   const std::string dcu = "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:";
   const Case cases[] = {
-      {"dcu without handshake: ask", {{{"hami.io/node-dcu-register", dcu}}, {}}, 1,
-       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}}, false},
-      {"dcu requested recently: healthy", {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:00"}}, {}},
-       1, {}, false},
+      {"dcu without handshake: ask",
+       {{{"hami.io/node-dcu-register", dcu}}, {}},
+       1,
+       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}},
+       false},
+      {"dcu requested recently: healthy",
+       {{{"hami.io/node-dcu-register", dcu},
+         {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:00"}},
+        {}},
+       1,
+       {},
+       false},
       {"dcu requested long ago, nothing allocatable: dropped and cleaned",
-       {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}}, {}}, 0,
-       {{"hami.io/node-handshake-dcu", ""}}, true},
+       {{{"hami.io/node-dcu-register", dcu},
+         {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}},
+        {}},
+       0,
+       {{"hami.io/node-handshake-dcu", ""}},
+       true},
       {"dcu requested long ago but allocatable: healthy",
-       {{{"hami.io/node-dcu-register", dcu}, {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}},
-        {{"hygon.com/dcunum", 4}}}, 1, {}, false},
-      {"mlu from capacity: no handshake key", {{}, {{"cambricon.com/mlu.smlu.vcore", 200}}}, 2, {}, false},
-      {"broken registration", {{{"hami.io/node-dcu-register", "x,y:"}}, {}}, 0,
-       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}}, true},
+       {{{"hami.io/node-dcu-register", dcu},
+         {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}},
+        {{"hygon.com/dcunum", 4}}},
+       1,
+       {},
+       false},
+      {"mlu from capacity: no handshake key",
+       {{}, {{"cambricon.com/mlu.smlu.vcore", 200}}},
+       2,
+       {},
+       false},
+      {"broken registration",
+       {{{"hami.io/node-dcu-register", "x,y:"}}, {}},
+       0,
+       {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}},
+       true},
       {"nvidia only: not ours here", {{{"hami.io/node-nvidia-register", "[]"}}, {}}, 0, {}, false},
   };
   for (const Case& c : cases) {
@@ -267,7 +325,8 @@ StatusOr<std::unique_ptr<scheduler::Scheduler>> MakeScheduler(const VendorSet& s
 }
 
 core::PodRequest KunlunPod(const VendorSet& set, int nums) {
-  auto p = set.ParsePod(Pod(Json::array({Ctr("c", {{"kunlunxin.com/xpu", nums}})})), core::ResourceConfig{});
+  auto p = set.ParsePod(Pod(Json::array({Ctr("c", {{"kunlunxin.com/xpu", nums}})})),
+                        core::ResourceConfig{});
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? *p : core::PodRequest{};
 }
@@ -313,7 +372,8 @@ TEST(VendorSetTest, KunlunGrantStaysInOneHalf) {
     if (c.want.empty()) {
       EXPECT_EQ(d->node, "");
       ASSERT_EQ(d->failures.size(), 1u);
-      EXPECT_NE(d->failures[0].reason.find("NumaNotFit"), std::string::npos) << d->failures[0].reason;
+      EXPECT_NE(d->failures[0].reason.find("NumaNotFit"), std::string::npos)
+          << d->failures[0].reason;
     } else {
       EXPECT_EQ(d->node, "xpu-node");
       EXPECT_EQ(GrantedIndices(*set, *d), c.want);

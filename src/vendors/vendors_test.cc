@@ -42,16 +42,19 @@ const RegCase kRegCases[] = {
     {"NVIDIA", "hami.io/node-nvidia-register",
      R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])",
      "upstream", 1, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", 32768},
-    {"DCU", "hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:DCU-0a1c,4,16368,100,DCU-Z100L,1,true,1,:",
+    {"DCU", "hami.io/node-dcu-register",
+     "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:DCU-0a1c,4,16368,100,DCU-Z100L,1,true,1,:",
      "constructed (upstream's legacy CSV)", 2, "DCU-0a1b", 16368},
-    {"MR-V100", "hami.io/node-MR-V100-register", "ILU-77,8,32768,100,MR-V100,0,true,0,:",
-     "constructed (legacy CSV)", 1, "ILU-77", 32768},
+    {"MR-V100", "hami.io/node-MR-V100-register",
+     "ILU-77,8,32768,100,MR-V100,0,true,0,:", "constructed (legacy CSV)", 1, "ILU-77", 32768},
     {"Ascend910B3", "hami.io/node-register-Ascend910B3",
      R"([{"id":"910B3-0","count":4,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])",
      "constructed (DeviceInfo JSON)", 1, "910B3-0", 65536},
-    {"XPU", "hami.io/node-register-xpu", R"([{"id":"XPU-a","count":4,"devmem":98304,"devcore":100,"type":"P800","health":true}])",
+    {"XPU", "hami.io/node-register-xpu",
+     R"([{"id":"XPU-a","count":4,"devmem":98304,"devcore":100,"type":"P800","health":true}])",
      "constructed", 1, "XPU-a", 98304},
-    {"AMD", "hami.io/node-amd-register", R"([{"id":"AMD-1","count":4,"devmem":196608,"devcore":100,"type":"MI300X","health":true}])",
+    {"AMD", "hami.io/node-amd-register",
+     R"([{"id":"AMD-1","count":4,"devmem":196608,"devcore":100,"type":"MI300X","health":true}])",
      "constructed", 1, "AMD-1", 196608},
 };
 
@@ -75,7 +78,13 @@ TEST(RegistrationTest, DecodesAndReEncodesByteForByte) {
 }
 
 TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
-  struct Case { const char* word; const char* res; int64_t cap; int devices; int64_t mem; } cases[] = {
+  struct Case {
+    const char* word;
+    const char* res;
+    int64_t cap;
+    int devices;
+    int64_t mem;
+  } cases[] = {
       {"MLU", "cambricon.com/mlu.smlu.vcore", 400, 4, 24576},
       {"Mthreads", "mthreads.com/sgpu-core", 32, 2, 49152},
       {"Metax-GPU", "metax-tech.com/gpu", 8, 8, 65536},
@@ -95,7 +104,8 @@ TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
   bad.capacity["cambricon.com/mlu.smlu.vcore"] = 150;  // not whole cards
   auto r = ByWord("MLU").DecodeNode(bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(std::string(r.status().message()).find("cambricon.com/mlu.smlu.vcore"), std::string::npos);
+  EXPECT_NE(std::string(r.status().message()).find("cambricon.com/mlu.smlu.vcore"),
+            std::string::npos);
 }
 
 TEST(RegistrationTest, MalformedAnnotationsNameTheKey) {
@@ -111,7 +121,8 @@ TEST(RegistrationTest, MalformedAnnotationsNameTheKey) {
 // ---- Decision annotations ----
 TEST(DecisionTest, UpstreamNvidiaExampleRoundTrips) {
   const std::string v =  // docs/upstream-contract.md#decision-annotations-per-vendor, verbatim
-      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
+      "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;GPU-0fc3eda5-e98b-a25b-5b0d-"
+      "cf5c855d1448,NVIDIA,5000,0:;";
   const Vendor& n = ByWord("NVIDIA");
   auto a = n.DecodeDecision({{"hami.io/vgpu-devices-allocated", v}});
   ASSERT_TRUE(a.ok()) << a.status();
@@ -124,19 +135,27 @@ TEST(DecisionTest, UpstreamNvidiaExampleRoundTrips) {
 }
 
 TEST(DecisionTest, KeysPerVendorAreUpstreams) {  // table in docs/upstream-contract.md
-  struct Case { const char* word; const char* to; const char* done; } cases[] = {
+  struct Case {
+    const char* word;
+    const char* to;
+    const char* done;
+  } cases[] = {
       {"NVIDIA", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated"},
-      {"MLU", "hami.io/cambricon-mlu-devices-to-allocate", "hami.io/cambricon-mlu-devices-allocated"},
+      {"MLU", "hami.io/cambricon-mlu-devices-to-allocate",
+       "hami.io/cambricon-mlu-devices-allocated"},
       {"DCU", "hami.io/dcu-devices-to-allocate", "hami.io/dcu-devices-allocated"},
-      {"Mthreads", "hami.io/mthreads-vgpu-devices-to-allocate", "hami.io/mthreads-vgpu-devices-allocated"},
+      {"Mthreads", "hami.io/mthreads-vgpu-devices-to-allocate",
+       "hami.io/mthreads-vgpu-devices-allocated"},
       {"Metax-GPU", "hami.io/metax-gpu-devices-to-allocate", "hami.io/metax-gpu-devices-allocated"},
-      {"Metax-SGPU", "hami.io/metax-sgpu-devices-to-allocate", "hami.io/metax-sgpu-devices-allocated"},
+      {"Metax-SGPU", "hami.io/metax-sgpu-devices-to-allocate",
+       "hami.io/metax-sgpu-devices-allocated"},
       {"GCU", "hami.io/enflame-gcu-devices-to-allocate", "hami.io/enflame-gcu-devices-allocated"},
       {"Enflame", "", "hami.io/enflame-vgpu-devices-allocated"},
       {"XPU", "hami.io/xpu-devices-to-allocate", "hami.io/xpu-devices-allocated"},
       {"kunlun", "", "hami.io/kunlun-allocated"},
       {"AMD", "hami.io/amd-devices-to-allocate", "hami.io/amd-devices-allocated"},
-      {"Ascend910B3", "hami.io/Ascend910B3-devices-to-allocate", "hami.io/Ascend910B3-devices-allocated"},
+      {"Ascend910B3", "hami.io/Ascend910B3-devices-to-allocate",
+       "hami.io/Ascend910B3-devices-allocated"},
       {"MR-V100", "hami.io/MR-V100-devices-to-allocate", "hami.io/MR-V100-devices-allocated"},
   };
   for (const auto& c : cases) {
@@ -160,7 +179,8 @@ TEST(DecisionTest, AscendWritesTheTemplateChoice) {
   a.containers = {{{"910B3-0", "Ascend910B3", 16384, 25, 0}}};
   auto enc = ByWord("Ascend910B3").EncodeDecision(a, 0);
   ASSERT_TRUE(enc.ok());
-  EXPECT_EQ(enc->at("huawei.com/Ascend910B3"), R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])");
+  EXPECT_EQ(enc->at("huawei.com/Ascend910B3"),
+            R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])");
 }
 
 // ---- Request parsing and webhook ----
@@ -181,17 +201,44 @@ TEST(RequestTest, DefaultingPerVendor) {
       {"DCU", Limits({{"hygon.com/dcumem", 2000}}), {}, true, 1, 2000, 0, 0},
       {"DCU", Limits({{"cpu", "2"}}), {}, false, 0, 0, 0, 0},
       // Moore Threads: 512 MiB memory units, 16 core units per GPU
-      {"Mthreads", Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 8}, {"mthreads.com/sgpu-core", 4}}),
-       {}, true, 1, 4096, 0, 25},
+      {"Mthreads",
+       Limits({{"mthreads.com/vgpu", 1},
+               {"mthreads.com/sgpu-memory", 8},
+               {"mthreads.com/sgpu-core", 4}}),
+       {},
+       true,
+       1,
+       4096,
+       0,
+       25},
       // Iluvatar: 256 MiB units, per-chip names
-      {"BI-V150", Limits({{"iluvatar.ai/BI-V150-vgpu", 1}, {"iluvatar.ai/BI-V150.vMem", 16}}), {}, true, 1, 4096, 0, 0},
+      {"BI-V150",
+       Limits({{"iluvatar.ai/BI-V150-vgpu", 1}, {"iluvatar.ai/BI-V150.vMem", 16}}),
+       {},
+       true,
+       1,
+       4096,
+       0,
+       0},
       // whole-device vendors ignore partial sizes
       {"kunlun", Limits({{"kunlunxin.com/xpu", 2}}), {}, true, 2, 0, 100, 100},
       {"Metax-GPU", Limits({{"metax-tech.com/gpu", 1}}), {}, true, 1, 0, 100, 100},
-      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}), {}, true, 1,
-       10000, 0, 0},
-      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3-memory", 10000}, {"huawei.com/Ascend910B3-core", 30}}),
-       {{"huawei.com/vnpu-mode", "hami-core"}}, true, 1, 10000, 0, 30},
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}),
+       {},
+       true,
+       1,
+       10000,
+       0,
+       0},
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3-memory", 10000}, {"huawei.com/Ascend910B3-core", 30}}),
+       {{"huawei.com/vnpu-mode", "hami-core"}},
+       true,
+       1,
+       10000,
+       0,
+       30},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(StrCat(c.word, " ", c.resources.dump()));
@@ -219,15 +266,28 @@ TEST(WebhookTest, DefaultsEnvAndDenials) {
   EXPECT_EQ(m->env.at("CUDA_TASK_PRIORITY"), "1");
   EXPECT_EQ(m->add_limits.at("nvidia.com/gpucores"), 100);
 
-  struct Deny { const char* word; nlohmann::json res; std::map<std::string, std::string> ann; const char* part; } denies[] = {
-      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}), {},
+  struct Deny {
+    const char* word;
+    nlohmann::json res;
+    std::map<std::string, std::string> ann;
+    const char* part;
+  } denies[] = {
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}),
+       {},
        "cannot split memory across more than 1"},
-      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 10}}), {},
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 10}}),
+       {},
        "huawei.com/vnpu-mode: hami-core"},
-      {"Ascend910B3", Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 70000}}), {},
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 70000}}),
+       {},
        "largest Ascend910B3 template (32768 MiB)"},
       {"kunlun", Limits({{"kunlunxin.com/xpu", 3}}), {}, "allows only 1, 2, 4, 8"},
-      {"Metax-SGPU", Limits({{"metax-tech.com/sgpu", 1}}), {{"metax-tech.com/sgpu-qos-policy", "fast"}},
+      {"Metax-SGPU",
+       Limits({{"metax-tech.com/sgpu", 1}}),
+       {{"metax-tech.com/sgpu-qos-policy", "fast"}},
        "best-effort|fixed-share|burst-share"},
   };
   for (const auto& d : denies) {
@@ -237,13 +297,16 @@ TEST(WebhookTest, DefaultsEnvAndDenials) {
     EXPECT_NE(r->denials[0].find(d.part), std::string::npos) << r->denials[0];
   }
   // hami-core mode lifts the template rules.
-  auto ok = ByWord("Ascend910B3").Mutate(Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}),
-                                         {{"huawei.com/vnpu-mode", "hami-core"}});
+  auto ok =
+      ByWord("Ascend910B3")
+          .Mutate(Limits({{"huawei.com/Ascend910B3", 2}, {"huawei.com/Ascend910B3-memory", 8000}}),
+                  {{"huawei.com/vnpu-mode", "hami-core"}});
   EXPECT_TRUE(ok->denials.empty());
 }
 
 TEST(SelectorTest, UseNouseKeysPerVendor) {
-  auto s = ByWord("DCU").ParseSelectors({{"hygon.com/use-dcutype", "Z100, K100"}, {"hygon.com/nouse-gpuuuid", "DCU-1"}});
+  auto s = ByWord("DCU").ParseSelectors(
+      {{"hygon.com/use-dcutype", "Z100, K100"}, {"hygon.com/nouse-gpuuuid", "DCU-1"}});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->use_types, (std::vector<std::string>{"Z100", "K100"}));
   EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"DCU-1"}));
@@ -259,10 +322,21 @@ TEST(SelectorTest, UseNouseKeysPerVendor) {
 }
 
 // ---- Fit rules ----
-std::vector<core::DeviceInfo> Devs(const Vendor& v, int n, int64_t mem, const std::string& mode = "") {
+std::vector<core::DeviceInfo> Devs(const Vendor& v, int n, int64_t mem,
+                                   const std::string& mode = "") {
   std::vector<core::DeviceInfo> out;
   for (int i = 0; i < n; ++i)
-    out.push_back({StrCat(v.common_word(), "-", i), i, 4, mem, 100, "model", v.common_word(), 0, true, mode, {}});
+    out.push_back({StrCat(v.common_word(), "-", i),
+                   i,
+                   4,
+                   mem,
+                   100,
+                   "model",
+                   v.common_word(),
+                   0,
+                   true,
+                   mode,
+                   {}});
   return out;
 }
 
@@ -270,9 +344,14 @@ TEST(FitTest, AscendRoundsUpToTheSmallestTemplate) {
   const Vendor& v = ByWord("Ascend910B3");
   auto devs = Devs(v, 2, 65536);
   std::vector<core::DeviceUsage> usage(2);
-  struct Case { int64_t mem; int64_t granted; int cores; } cases[] = {{1, 16384, 25}, {16384, 16384, 25}, {16385, 32768, 50}};
+  struct Case {
+    int64_t mem;
+    int64_t granted;
+    int cores;
+  } cases[] = {{1, 16384, 25}, {16384, 16384, 25}, {16385, 32768, 50}};
   for (const auto& c : cases) {
-    auto r = v.ParseRequest(Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", c.mem}}), {});
+    auto r = v.ParseRequest(
+        Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", c.mem}}), {});
     ASSERT_TRUE(r.ok() && *r);
     auto fit = v.Fit(**r, devs, usage, {}, {});
     ASSERT_TRUE(fit.ok()) << fit.Summary(2);
@@ -280,7 +359,8 @@ TEST(FitTest, AscendRoundsUpToTheSmallestTemplate) {
     EXPECT_EQ(fit.devices[0].usedcores, c.cores) << c.mem;
   }
   // hami-core pods only on hami-core nodes, and vice versa.
-  auto r = v.ParseRequest(Limits({{"huawei.com/Ascend910B3-memory", 1000}}), {{"huawei.com/vnpu-mode", "hami-core"}});
+  auto r = v.ParseRequest(Limits({{"huawei.com/Ascend910B3-memory", 1000}}),
+                          {{"huawei.com/vnpu-mode", "hami-core"}});
   auto sel = v.ParseSelectors({{"huawei.com/vnpu-mode", "hami-core"}});
   auto fit = v.Fit(**r, devs, usage, *sel, {});
   EXPECT_FALSE(fit.ok());
@@ -320,7 +400,8 @@ TEST(ScoreTest, MetaxLossesAndAscendNetworkIdRespectPolarity) {
   const Vendor& m = ByWord("Metax-GPU");
   NodeView node;
   node.capacity["metax-tech.com/gpu"] = 4;
-  node.annotations["metax-tech.com/gpu.topology.losses"] = R"({"0,1":0,"0,2":1500,"1,2":1500})";  // constructed
+  node.annotations["metax-tech.com/gpu.topology.losses"] =
+      R"({"0,1":0,"0,2":1500,"1,2":1500})";  // constructed
   auto devs = *m.DecodeNode(node);
   const int near[] = {0, 1}, far[] = {0, 2};
   EXPECT_EQ(m.ScoreNode(devs, near, node), 100);
@@ -328,7 +409,8 @@ TEST(ScoreTest, MetaxLossesAndAscendNetworkIdRespectPolarity) {
 
   const Vendor& a = ByWord("Ascend910B3");
   NodeView an;
-  an.annotations["hami.io/node-register-Ascend910B3"] =  // constructed: customInfo.NetworkID per device
+  an.annotations["hami.io/node-register-Ascend910B3"] =  // constructed: customInfo.NetworkID per
+                                                         // device
       R"([{"id":"a0","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":1}},)"
       R"({"id":"a1","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":1}},)"
       R"({"id":"a2","count":1,"devmem":65536,"devcore":100,"health":true,"customInfo":{"NetworkID":2}}])";
@@ -340,7 +422,8 @@ TEST(ScoreTest, MetaxLossesAndAscendNetworkIdRespectPolarity) {
 }
 
 TEST(AllocateEnvTest, NvidiaArmsLibvgpu) {
-  auto env = ByWord("NVIDIA").AllocateEnv({{"GPU-a", "NVIDIA", 3000, 30, 0}, {"GPU-b", "NVIDIA", 5000, 30, 1}});
+  auto env = ByWord("NVIDIA").AllocateEnv(
+      {{"GPU-a", "NVIDIA", 3000, 30, 0}, {"GPU-b", "NVIDIA", 5000, 30, 1}});
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
@@ -354,21 +437,38 @@ TEST(RefusalTest, ParsesOnlyKnownReasons) {
   EXPECT_EQ(r->detail, "GPU-a: needs 5 MiB, 3 free");
   EXPECT_FALSE(ParseRefusal("Nope: x").ok());
   FitResult f;
-  f.refusals = {{"CardInsufficientMemory", "a", false}, {"CardInsufficientMemory", "b", false}, {"CardNotHealth", "c", false}};
+  f.refusals = {{"CardInsufficientMemory", "a", false},
+                {"CardInsufficientMemory", "b", false},
+                {"CardNotHealth", "c", false}};
   EXPECT_EQ(f.Summary(8), "2/8 CardInsufficientMemory, 1/8 CardNotHealth");
 }
 
 TEST(HandshakeTest, UpstreamCheckHealthRules) {
   const int64_t now = 1700000000;  // 2023-11-14 22:13:20 UTC
-  struct Case { const char* value; int64_t now; int64_t allocatable; HandshakeDecision want; } cases[] = {
+  struct Case {
+    const char* value;
+    int64_t now;
+    int64_t allocatable;
+    HandshakeDecision want;
+  } cases[] = {
       {"", now, 8, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
-      {"Deleted_2023-11-14 22:00:00", now, 8, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
-      {"Requesting_2023-11-14 22:13:00", now, 0, {Handshake::kHealthy, ""}},     // 20 s: still waiting
-      {"Requesting_2023-11-14 22:12:00", now, 4, {Handshake::kHealthy, ""}},     // old, but allocatable
-      {"Requesting_2023-11-14 22:12:00", now, 0, {Handshake::kUnhealthy, ""}},   // 80 s and nothing allocatable
+      {"Deleted_2023-11-14 22:00:00",
+       now,
+       8,
+       {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
+      {"Requesting_2023-11-14 22:13:00", now, 0, {Handshake::kHealthy, ""}},  // 20 s: still waiting
+      {"Requesting_2023-11-14 22:12:00",
+       now,
+       4,
+       {Handshake::kHealthy, ""}},  // old, but allocatable
+      {"Requesting_2023-11-14 22:12:00",
+       now,
+       0,
+       {Handshake::kUnhealthy, ""}},  // 80 s and nothing allocatable
       {"Requesting_garbage", now, 0, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
   };
-  for (const auto& c : cases) EXPECT_EQ(CheckHandshake(c.value, c.now, c.allocatable), c.want) << c.value;
+  for (const auto& c : cases)
+    EXPECT_EQ(CheckHandshake(c.value, c.now, c.allocatable), c.want) << c.value;
 }
 
 // ---- Config ----
@@ -409,7 +509,10 @@ vnpus:
 }
 
 TEST(ConfigTest, ErrorsNameTheOption) {
-  struct Case { const char* yaml; const char* part; } cases[] = {
+  struct Case {
+    const char* yaml;
+    const char* part;
+  } cases[] = {
       {"hygon:\n  resourceMemoryNam: x\n", "hygon.resourceMemoryNam: unknown option"},
       {"nvidia:\n  defaultMemory: lots\n", "nvidia.defaultMemory: expected an integer"},
       {"vnpus:\n- chipName: x\n  aiCore: 0\n", "vnpus[0]: chipName and aiCore > 0 are required"},
@@ -417,7 +520,8 @@ TEST(ConfigTest, ErrorsNameTheOption) {
       {"vnpus:\n  configs: {}\n", "vnpus.configs: expected a list"},
       {"vnpus:\n  hamiVnpuCore: maybe\n", "vnpus.hamiVnpuCore: expected true or false"},
       {"vnpus:\n  hamiVnpuCore: true\n  config: []\n", "vnpus.config: unknown option"},
-      {"vnpus:\n  configs:\n  - {chipName: x, aiCore: 1, superPodd: 1}\n", "vnpus.configs[0].superPodd: unknown"},
+      {"vnpus:\n  configs:\n  - {chipName: x, aiCore: 1, superPodd: 1}\n",
+       "vnpus.configs[0].superPodd: unknown"},
       {"nvidia:\n  resourceCountNmae: x\n", "nvidia.resourceCountNmae: unknown option"},
       {"metax:\n  resourceVCountName: [a]\n", "metax.resourceVCountName: expected a string"},
       {"mthreads:\n  memoryPerCards: [1]\n", "mthreads.memoryPerCards: unknown option"},
@@ -433,8 +537,8 @@ TEST(ConfigTest, ErrorsNameTheOption) {
   }
 }
 
-// Upstream's chart-rendered device-config.yaml (testdata, chart defaults) loads as is, in both vnpus
-// forms, and names exactly the resources our defaults use.
+// Upstream's chart-rendered device-config.yaml (testdata, chart defaults) loads as is, in both
+// vnpus forms, and names exactly the resources our defaults use.
 std::string UpstreamConfig(bool vnpus_as_list) {
   std::ifstream in("src/vendors/testdata/upstream-device-config.yaml");
   std::stringstream text;
@@ -448,10 +552,14 @@ std::string UpstreamConfig(bool vnpus_as_list) {
 }
 
 TEST(ConfigTest, UpstreamDefaultFileLoadsAsIs) {
-  const std::vector<std::string> want = {"NVIDIA",  "Ascend910B3", "Ascend310P", "DCU",    "MLU",     "Metax-GPU",
-                                         "Metax-SGPU", "Mthreads", "MR-V100",    "MR-V50", "BI-V150", "BI-V100",
-                                         "GCU",     "Enflame",     "kunlun",     "XPU",    "AMD"};
-  struct Case { const char* name; bool vnpus_as_list; } cases[] = {{"vnpus map", false}, {"vnpus list", true}};
+  const std::vector<std::string> want = {
+      "NVIDIA",     "Ascend910B3", "Ascend310P", "DCU",    "MLU",     "Metax-GPU",
+      "Metax-SGPU", "Mthreads",    "MR-V100",    "MR-V50", "BI-V150", "BI-V100",
+      "GCU",        "Enflame",     "kunlun",     "XPU",    "AMD"};
+  struct Case {
+    const char* name;
+    bool vnpus_as_list;
+  } cases[] = {{"vnpus map", false}, {"vnpus list", true}};
   for (const auto& c : cases) {
     const std::string text = UpstreamConfig(c.vnpus_as_list);
     ASSERT_NE(text.find("vnpus"), std::string::npos) << c.name;
@@ -477,13 +585,24 @@ TEST(ConfigTest, UpstreamDefaultFileLoadsAsIs) {
 }
 
 TEST(ConfigTest, EmptyValuesKeepDefaultsAndUnknownVendorsAreIgnored) {
-  struct Case { const char* name; const char* yaml; std::vector<std::string> words; } cases[] = {
-      {"unset values", "hygon:\n  resourceCountName:\n  resourceMemoryName: \"\"\nnvidia:\n  defaultMemory: \"\"\n"
-                       "  resourceCoreName: ''\n  overwriteEnv: \"\"\n", {"NVIDIA", "DCU"}},
-      {"vendors we lack", "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: [1]\nfoo: 1\n",
+  struct Case {
+    const char* name;
+    const char* yaml;
+    std::vector<std::string> words;
+  } cases[] = {
+      {"unset values",
+       "hygon:\n  resourceCountName:\n  resourceMemoryName: \"\"\nnvidia:\n  defaultMemory: \"\"\n"
+       "  resourceCoreName: ''\n  overwriteEnv: \"\"\n",
+       {"NVIDIA", "DCU"}},
+      {"vendors we lack",
+       "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: [1]\nfoo: 1\n",
        {"NVIDIA"}},
-      {"vnpus map, no configs", "vnpus:\n  hamiVnpuCore: true\n", {"NVIDIA", "Ascend910B3", "Ascend310P"}},
-      {"vnpus empty list", "vnpus: []\nnvidia:\n  enabled: \"\"\n", {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+      {"vnpus map, no configs",
+       "vnpus:\n  hamiVnpuCore: true\n",
+       {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+      {"vnpus empty list",
+       "vnpus: []\nnvidia:\n  enabled: \"\"\n",
+       {"NVIDIA", "Ascend910B3", "Ascend310P"}},
   };
   for (const auto& c : cases) {
     auto got = LoadVendors(c.yaml);

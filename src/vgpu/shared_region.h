@@ -1,25 +1,29 @@
 /* Layout of the libvgpu shared region: the per-container file named by
- * CUDA_DEVICE_MEMORY_SHARED_CACHE (default /tmp/cudevshr.cache) that every process of a container maps.
+ * CUDA_DEVICE_MEMORY_SHARED_CACHE (default /tmp/cudevshr.cache) that every process of a container
+ * maps.
  *
  * Contract (read this before reading or writing the file from elsewhere, e.g. the node exporter):
- *  - Pure data: fixed-width integers and char arrays only, little-endian x86-64 / arm64, no pointers, no
- *    sem_t / pthread types / size_t. Sizes and offsets are pinned by static asserts below.
- *  - Versioned: `magic` == VGPU_REGION_MAGIC and `version` == VGPU_REGION_VERSION mean this exact layout.
- *    Future versions only append fields inside the reserved tails or after the slot array, and bump
- *    `version`; `size_bytes` is the size the writer used.
- *  - Every field that changes after initialisation is read and written with 32/64-bit atomic operations
- *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must never
- *    write, except the two monitor-feedback fields documented on vgpu_region_header.
- *  - Crash safety: `used_bytes` of a device is a cache of the sum of `used[dev]` of all non-free slots; it is
- *    changed only together with the caller's slot while holding `lock` (a spin lock word holding the owner's
- *    slot index + 1 in bits 0..10 and the low 21 bits of its slot's generation above them). A process
- *    SIGKILLed anywhere leaves at worst a held lock or a cache that is off by its last in-flight change;
- *    whoever next takes the lock from a dead owner recomputes the cache from the slots, which are each
- *    changed by single stores. Liveness of a slot's owner is an OFD byte-range lock held by
- *    the owner on byte VGPU_REGION_LIVENESS_BASE + slot of the file: the kernel drops it when the process dies
- *    (any PID namespace, no PID-reuse confusion). Dead slots are reclaimed (their usage subtracted) by the next
- *    process that registers or hits the limit. `generation` changes on every claim so a reader can tell that
- *    a slot index was reused by another process.
+ *  - Pure data: fixed-width integers and char arrays only, little-endian x86-64 / arm64, no
+ * pointers, no sem_t / pthread types / size_t. Sizes and offsets are pinned by static asserts
+ * below.
+ *  - Versioned: `magic` == VGPU_REGION_MAGIC and `version` == VGPU_REGION_VERSION mean this exact
+ * layout. Future versions only append fields inside the reserved tails or after the slot array, and
+ * bump `version`; `size_bytes` is the size the writer used.
+ *  - Every field that changes after initialisation is read and written with 32/64-bit atomic
+ * operations
+ *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must
+ * never write, except the two monitor-feedback fields documented on vgpu_region_header.
+ *  - Crash safety: `used_bytes` of a device is a cache of the sum of `used[dev]` of all non-free
+ * slots; it is changed only together with the caller's slot while holding `lock` (a spin lock word
+ * holding the owner's slot index + 1 in bits 0..10 and the low 21 bits of its slot's generation
+ * above them). A process SIGKILLed anywhere leaves at worst a held lock or a cache that is off by
+ * its last in-flight change; whoever next takes the lock from a dead owner recomputes the cache
+ * from the slots, which are each changed by single stores. Liveness of a slot's owner is an OFD
+ * byte-range lock held by the owner on byte VGPU_REGION_LIVENESS_BASE + slot of the file: the
+ * kernel drops it when the process dies (any PID namespace, no PID-reuse confusion). Dead slots are
+ * reclaimed (their usage subtracted) by the next process that registers or hits the limit.
+ * `generation` changes on every claim so a reader can tell that a slot index was reused by another
+ * process.
  *  - Units: bytes for memory, percent for SM limits, nanoseconds of CLOCK_MONOTONIC for times.
  */
 #ifndef HAMI_VGPU_SHARED_REGION_H_
@@ -65,65 +69,66 @@ extern "C" {
 
 /* One physical device (keyed by UUID), container-wide. 256 bytes. */
 typedef struct vgpu_device_entry {
-  char uuid[VGPU_UUID_LEN];     /* NUL-terminated, e.g. "GPU-8f3a..." or "MIG-..."; "" = unused entry */
-  uint64_t limit_bytes;         /* memory limit, 0 = unlimited */
-  uint64_t used_bytes;          /* atomic: container usage, cache of sum(slot.used[i]) (see contract) */
-  uint64_t total_bytes;         /* physical total reported by the driver when the entry was made */
-  uint32_t sm_limit_pct;        /* 1..100; 100 = no SM limit */
-  int32_t container_index;      /* i of CUDA_DEVICE_MEMORY_LIMIT_<i> this entry's limit came from, -1 none */
+  char uuid[VGPU_UUID_LEN]; /* NUL-terminated, e.g. "GPU-8f3a..." or "MIG-..."; "" = unused entry */
+  uint64_t limit_bytes;     /* memory limit, 0 = unlimited */
+  uint64_t used_bytes;      /* atomic: container usage, cache of sum(slot.used[i]) (see contract) */
+  uint64_t total_bytes;     /* physical total reported by the driver when the entry was made */
+  uint32_t sm_limit_pct;    /* 1..100; 100 = no SM limit */
+  int32_t
+      container_index; /* i of CUDA_DEVICE_MEMORY_LIMIT_<i> this entry's limit came from, -1 none */
   /* SM limiter (container-wide token bucket in device nanoseconds), all atomic. */
-  int64_t tokens_ns;            /* device time this container may still start */
-  uint64_t refill_ns;           /* CLOCK_MONOTONIC time tokens were last refilled */
-  uint64_t ns_per_wave;         /* calibrated device time of one wave (ceil(blocks/SMs)); 0 = not yet */
-  uint64_t waves_launched;      /* cumulative waves started through the limiter */
-  uint64_t throttled_ns;        /* cumulative time launches waited */
-  uint64_t last_launch_ns;      /* CLOCK_MONOTONIC time of a recent limited launch (stamped on refill and every
-                                 * calibration tick with launches; not by every launch) */
-  uint32_t sm_count;            /* multiprocessors of the device */
+  int64_t tokens_ns;       /* device time this container may still start */
+  uint64_t refill_ns;      /* CLOCK_MONOTONIC time tokens were last refilled */
+  uint64_t ns_per_wave;    /* calibrated device time of one wave (ceil(blocks/SMs)); 0 = not yet */
+  uint64_t waves_launched; /* cumulative waves started through the limiter */
+  uint64_t throttled_ns;   /* cumulative time launches waited */
+  uint64_t last_launch_ns; /* CLOCK_MONOTONIC time of a recent limited launch (stamped on refill and
+                            * every calibration tick with launches; not by every launch) */
+  uint32_t sm_count;       /* multiprocessors of the device */
   uint32_t reserved0;
-  /* SM limiter controller (written by the one calibration thread elected per window; zero in files from
-   * before these fields existed, which means "no tick yet"). */
-  int64_t outstanding_ns;       /* charged at launch but not yet measured as busy time */
-  uint64_t calib_us;            /* CLOCK_REALTIME us of the last controller tick (elects one ticker) */
-  uint64_t calib_waves;         /* waves_launched at that tick */
-  uint64_t seg_busy_ns;         /* calibration segment (since the container last had nothing in flight): */
-  uint64_t seg_waves;           /* busy time and waves */
-  uint32_t seg_ticks;           /* ticks in the segment */
-  uint32_t seg_closed;          /* segments closed so far */
-  uint64_t burst_ns;            /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
-  uint32_t full_run;            /* consecutive ticks the container kept the device busy */
+  /* SM limiter controller (written by the one calibration thread elected per window; zero in files
+   * from before these fields existed, which means "no tick yet"). */
+  int64_t outstanding_ns; /* charged at launch but not yet measured as busy time */
+  uint64_t calib_us;      /* CLOCK_REALTIME us of the last controller tick (elects one ticker) */
+  uint64_t calib_waves;   /* waves_launched at that tick */
+  uint64_t seg_busy_ns; /* calibration segment (since the container last had nothing in flight): */
+  uint64_t seg_waves;   /* busy time and waves */
+  uint32_t seg_ticks;   /* ticks in the segment */
+  uint32_t seg_closed;  /* segments closed so far */
+  uint64_t burst_ns;    /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
+  uint32_t full_run;    /* consecutive ticks the container kept the device busy */
   uint32_t reserved1;
   uint8_t reserved[8];
 } vgpu_device_entry;
 
 /* One process. 256 bytes. Written only by its owner (and by a reclaimer once the owner is dead). */
 typedef struct vgpu_proc_slot {
-  uint32_t state;               /* atomic: VGPU_SLOT_FREE / VGPU_SLOT_ACTIVE */
-  uint32_t pid;                 /* pid in the owner's PID namespace */
-  uint32_t host_pid;            /* outermost pid from /proc/self/status NStgid, 0 if unknown */
-  uint32_t generation;          /* bumped on each claim of this slot */
-  uint64_t start_ns;            /* CLOCK_BOOTTIME at claim: with pid, identifies the process */
+  uint32_t state;                  /* atomic: VGPU_SLOT_FREE / VGPU_SLOT_ACTIVE */
+  uint32_t pid;                    /* pid in the owner's PID namespace */
+  uint32_t host_pid;               /* outermost pid from /proc/self/status NStgid, 0 if unknown */
+  uint32_t generation;             /* bumped on each claim of this slot */
+  uint64_t start_ns;               /* CLOCK_BOOTTIME at claim: with pid, identifies the process */
   uint64_t used[VGPU_MAX_DEVICES]; /* atomic: bytes this process holds on device entry i */
   uint8_t reserved[104];
 } vgpu_proc_slot;
 
 typedef struct vgpu_region_header {
-  uint32_t magic;               /* VGPU_REGION_MAGIC once initialised */
-  uint32_t version;             /* VGPU_REGION_VERSION */
-  uint32_t size_bytes;          /* sizeof(vgpu_region) of the writer */
-  uint32_t init_state;          /* VGPU_REGION_READY once initialised */
-  uint32_t device_count;        /* atomic: entries in devices[] in use (append-only) */
-  uint32_t slot_hwm;            /* atomic: 1 + highest slot index ever claimed */
-  uint32_t lock;                /* atomic: 0 free, else owner's slot index + 1 (bits 0..10) | generation << 11 */
-  uint32_t policy;              /* VGPU_POLICY_*, from GPU_CORE_UTILIZATION_POLICY of the creator */
-  int32_t priority;             /* CUDA_TASK_PRIORITY of the creator (0 = high; default 1) */
+  uint32_t magic;        /* VGPU_REGION_MAGIC once initialised */
+  uint32_t version;      /* VGPU_REGION_VERSION */
+  uint32_t size_bytes;   /* sizeof(vgpu_region) of the writer */
+  uint32_t init_state;   /* VGPU_REGION_READY once initialised */
+  uint32_t device_count; /* atomic: entries in devices[] in use (append-only) */
+  uint32_t slot_hwm;     /* atomic: 1 + highest slot index ever claimed */
+  uint32_t lock;   /* atomic: 0 free, else owner's slot index + 1 (bits 0..10) | generation << 11 */
+  uint32_t policy; /* VGPU_POLICY_*, from GPU_CORE_UTILIZATION_POLICY of the creator */
+  int32_t priority; /* CUDA_TASK_PRIORITY of the creator (0 = high; default 1) */
   /* Monitor feedback (written by a node agent, read by libvgpu; same meaning as upstream HAMi):
    * utilization_switch 1 = apply the SM limit under the default policy, 0 = device not contended;
    * recent_kernel < 0 = a higher-priority container is active: launches wait (bounded). */
   int32_t utilization_switch;
   int32_t recent_kernel;
-  uint32_t recoveries;          /* atomic: times a lock was taken over from a dead owner */
-  uint64_t created_ns;          /* CLOCK_REALTIME of creation */
+  uint32_t recoveries; /* atomic: times a lock was taken over from a dead owner */
+  uint64_t created_ns; /* CLOCK_REALTIME of creation */
   uint8_t reserved[72];
 } vgpu_region_header;
 

@@ -1,6 +1,6 @@
-/* Per-process allocation table: linear probing with backward-shift deletion in one fixed mmap'ed arena,
- * so insert and remove cost O(1) expected regardless of how many allocations are live, never call malloc
- * and never make a system call after vgpu_at_init. */
+/* Per-process allocation table: linear probing with backward-shift deletion in one fixed mmap'ed
+ * arena, so insert and remove cost O(1) expected regardless of how many allocations are live, never
+ * call malloc and never make a system call after vgpu_at_init. */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 
@@ -14,7 +14,9 @@ static uint32_t slot_of(const vgpu_alloc_table* t, uint64_t key, int kind) {
   return (uint32_t)(h >> 32) & t->mask;
 }
 
-static int entry_kind(const vgpu_at_entry* e) { return (int)(e->meta >> 56); }
+static int entry_kind(const vgpu_at_entry* e) {
+  return (int)(e->meta >> 56);
+}
 
 static void lock(vgpu_alloc_table* t) {
   while (__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE)) {
@@ -25,7 +27,9 @@ static void lock(vgpu_alloc_table* t) {
     }
   }
 }
-static void unlock(vgpu_alloc_table* t) { __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE); }
+static void unlock(vgpu_alloc_table* t) {
+  __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE);
+}
 
 int vgpu_at_init(vgpu_alloc_table* t, unsigned log2_capacity) {
   if (log2_capacity < 4 || log2_capacity > 28) return -1;
@@ -62,7 +66,8 @@ int vgpu_at_insert(vgpu_alloc_table* t, uint64_t key, int kind, int dev, uint64_
       t->count++;
       break;
     }
-    if (e->key == key && entry_kind(e) == kind) { /* the driver reused a handle we missed: replace */
+    if (e->key == key &&
+        entry_kind(e) == kind) { /* the driver reused a handle we missed: replace */
       e->meta = meta;
       break;
     }

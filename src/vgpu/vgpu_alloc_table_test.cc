@@ -1,5 +1,5 @@
-// The allocation table against a reference map under random inserts/removes, including clusters that
-// wrap around the end of the arena (backward-shift deletion must keep every key findable).
+// The allocation table against a reference map under random inserts/removes, including clusters
+// that wrap around the end of the arena (backward-shift deletion must keep every key findable).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-/* Internal building blocks of libvgpu, kept free of CUDA types so that they can be unit tested alone:
- * environment parsing, the shared region (attach, slots, reserve/release, reclaim), the per-process
- * allocation table, and the SM limiter algorithm. Plain C11; also included from C++ tests. */
+/* Internal building blocks of libvgpu, kept free of CUDA types so that they can be unit tested
+ * alone: environment parsing, the shared region (attach, slots, reserve/release, reclaim), the
+ * per-process allocation table, and the SM limiter algorithm. Plain C11; also included from C++
+ * tests. */
 #ifndef HAMI_VGPU_VGPU_CORE_H_
 #define HAMI_VGPU_VGPU_CORE_H_
 
@@ -12,11 +13,13 @@
 extern "C" {
 #endif
 
-/* ---- Environment parsing (vgpu_env.c). All return 0 on success, -1 on a malformed value. ---------- */
+/* ---- Environment parsing (vgpu_env.c). All return 0 on success, -1 on a malformed value.
+ * ---------- */
 
-/* Memory size: "<digits>[.<digits>]<unit>" with optional spaces around; units (binary, case-insensitive):
- * none or "b" = bytes, k/ki/kb/kib, m/mi/mb/mib, g/gi/gb/gib, t/ti/tb/tib. Examples: "3000m", "1Gi", "1.5g",
- * "1073741824". Overflow, empty, negative, hex and trailing garbage are errors. */
+/* Memory size: "<digits>[.<digits>]<unit>" with optional spaces around; units (binary,
+ * case-insensitive): none or "b" = bytes, k/ki/kb/kib, m/mi/mb/mib, g/gi/gb/gib, t/ti/tb/tib.
+ * Examples: "3000m", "1Gi", "1.5g", "1073741824". Overflow, empty, negative, hex and trailing
+ * garbage are errors. */
 int vgpu_parse_mem_size(const char* s, uint64_t* out);
 /* Integer percent 0..100 (0 = not set). */
 int vgpu_parse_percent(const char* s, uint32_t* out);
@@ -25,20 +28,23 @@ int vgpu_parse_policy(const char* s, uint32_t* out);
 /* Decimal int32, optional sign. */
 int vgpu_parse_int(const char* s, int32_t* out);
 
-/* One entry of CUDA_VISIBLE_DEVICES: a non-negative index or a device identifier (GPU-/MIG- UUID). */
+/* One entry of CUDA_VISIBLE_DEVICES: a non-negative index or a device identifier (GPU-/MIG- UUID).
+ */
 typedef struct vgpu_visible_entry {
-  int32_t index;         /* >= 0 for a numeric entry, -1 for an identifier */
+  int32_t index;          /* >= 0 for a numeric entry, -1 for an identifier */
   char id[VGPU_UUID_LEN]; /* identifier text (trimmed) when index == -1 */
 } vgpu_visible_entry;
-/* Splits CUDA_VISIBLE_DEVICES into at most `max` entries; returns the count, or -1 on malformed input.
- * Like the driver, parsing stops at the first invalid entry (the devices before it stay visible). */
+/* Splits CUDA_VISIBLE_DEVICES into at most `max` entries; returns the count, or -1 on malformed
+ * input. Like the driver, parsing stops at the first invalid entry (the devices before it stay
+ * visible). */
 int vgpu_parse_visible_devices(const char* s, vgpu_visible_entry* out, int max);
 
-/* ---- The device plugin's limits file (vgpu_env.c) ---------------------------------------------------
- * A container armed by the device plugin has a read-only file `vgpu.limits` next to libvgpu.so (the
- * directory libvgpu was loaded from; else /usr/local/vgpu) with KEY=VALUE lines for the variables below.
- * When it exists its values are the only ones used for these keys: the environment (which any process of
- * the container can change) cannot lift them. Lines: KEY=VALUE, blank, or starting with '#'. */
+/* ---- The device plugin's limits file (vgpu_env.c)
+ * --------------------------------------------------- A container armed by the device plugin has a
+ * read-only file `vgpu.limits` next to libvgpu.so (the directory libvgpu was loaded from; else
+ * /usr/local/vgpu) with KEY=VALUE lines for the variables below. When it exists its values are the
+ * only ones used for these keys: the environment (which any process of the container can change)
+ * cannot lift them. Lines: KEY=VALUE, blank, or starting with '#'. */
 #define VGPU_LIMITS_FILE_NAME "vgpu.limits"
 #define VGPU_LIMITS_DEFAULT_DIR "/usr/local/vgpu"
 #define VGPU_CFG_MAX 48
@@ -52,44 +58,51 @@ typedef struct vgpu_cfg {
   int count;
   vgpu_cfg_entry e[VGPU_CFG_MAX];
 } vgpu_cfg;
-/* 1 for the variables a limits file governs: CUDA_DEVICE_MEMORY_LIMIT(_<i>), CUDA_DEVICE_SM_LIMIT(_<i>),
- * CUDA_DEVICE_MEMORY_SHARED_CACHE, GPU_CORE_UTILIZATION_POLICY, CUDA_TASK_PRIORITY, CUDA_OVERSUBSCRIBE. */
+/* 1 for the variables a limits file governs: CUDA_DEVICE_MEMORY_LIMIT(_<i>),
+ * CUDA_DEVICE_SM_LIMIT(_<i>), CUDA_DEVICE_MEMORY_SHARED_CACHE, GPU_CORE_UTILIZATION_POLICY,
+ * CUDA_TASK_PRIORITY, CUDA_OVERSUBSCRIBE. */
 int vgpu_cfg_key_governed(const char* key, size_t len);
-/* Parses `len` bytes of a limits file into `cfg` (cleared first). Returns the number of lines that were
- * not understood (unknown key, no '=', too long, duplicate key, more than VGPU_CFG_MAX entries) and sets
- * *first_bad to the first one's 1-based number (0 when none); those lines are skipped. */
+/* Parses `len` bytes of a limits file into `cfg` (cleared first). Returns the number of lines that
+ * were not understood (unknown key, no '=', too long, duplicate key, more than VGPU_CFG_MAX
+ * entries) and sets *first_bad to the first one's 1-based number (0 when none); those lines are
+ * skipped. */
 int vgpu_parse_limits(const char* text, size_t len, vgpu_cfg* cfg, int* first_bad);
 /* The value of `key` in cfg, NULL when absent. */
 const char* vgpu_cfg_get(const vgpu_cfg* cfg, const char* key);
 /* Parses "true"/"1"/"false"/"0" (case-insensitive; empty = false). */
 int vgpu_parse_bool(const char* s, int* out);
 
-/* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message". -------------------- */
+/* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message".
+ * -------------------- */
 enum { VGPU_LOG_ERROR = 1, VGPU_LOG_WARN = 2, VGPU_LOG_INFO = 3, VGPU_LOG_DEBUG = 4 };
 extern int vgpu_log_level;
 void vgpu_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-#define VGPU_LOG(level, ...)                                   \
-  do {                                                         \
+#define VGPU_LOG(level, ...)                                                          \
+  do {                                                                                \
     if (__builtin_expect((level) <= vgpu_log_level, 0)) vgpu_log(level, __VA_ARGS__); \
   } while (0)
 
-/* ---- Shared region (vgpu_region.c) ------------------------------------------------------------- */
+/* ---- Shared region (vgpu_region.c) -------------------------------------------------------------
+ */
 typedef struct vgpu_region_params {
   uint32_t policy;
   int32_t priority;
 } vgpu_region_params;
 
 typedef struct vgpu_region_ctx {
-  vgpu_region* r;   /* mapping (file-backed, or private anonymous fallback); a private copy is moved onto it
-                     * when the file is found tampered with under this process (see vgpu_region_reserve) */
-  int fd;           /* region file, -1 for the private fallback */
-  int slot;         /* own slot index, -1 if none */
-  int shared;       /* 1 when backed by the file */
-  uint32_t lock_word; /* value of hdr.lock while this process holds it: slot + 1 | generation << 11 */
+  vgpu_region*
+      r;    /* mapping (file-backed, or private anonymous fallback); a private copy is moved onto it
+             * when the file is found tampered with under this process (see vgpu_region_reserve) */
+  int fd;   /* region file, -1 for the private fallback */
+  int slot; /* own slot index, -1 if none */
+  int shared; /* 1 when backed by the file */
+  uint32_t
+      lock_word; /* value of hdr.lock while this process holds it: slot + 1 | generation << 11 */
   vgpu_region_params params;
-  /* Per device entry, private to this process (the file is writable by the whole container, so nothing in
-   * it is trusted on its own): the limit this process enforces (the stricter of its own and the region's),
-   * its SM limit, and a shadow of its own slot's usage that detects an overwritten region. */
+  /* Per device entry, private to this process (the file is writable by the whole container, so
+   * nothing in it is trusted on its own): the limit this process enforces (the stricter of its own
+   * and the region's), its SM limit, and a shadow of its own slot's usage that detects an
+   * overwritten region. */
   uint64_t limit[VGPU_MAX_DEVICES];
   uint32_t sm_pct[VGPU_MAX_DEVICES];
   uint64_t mine[VGPU_MAX_DEVICES];
@@ -97,47 +110,58 @@ typedef struct vgpu_region_ctx {
 } vgpu_region_ctx;
 
 /* Maps (creating and initialising if needed) the region file at `path`, claims a slot, and reclaims
- * slots of dead processes. A file that cannot be trusted (no valid header, another layout version, a body
- * that breaks the layout's invariants) is rebuilt when no live process uses it, with one ERROR line; while
- * live processes use it, and on any other failure, this process falls back to a private anonymous region
- * (its own limits then hold for it alone) and -1 is returned after one ERROR line; 0 when the shared file
- * is in use. */
+ * slots of dead processes. A file that cannot be trusted (no valid header, another layout version,
+ * a body that breaks the layout's invariants) is rebuilt when no live process uses it, with one
+ * ERROR line; while live processes use it, and on any other failure, this process falls back to a
+ * private anonymous region (its own limits then hold for it alone) and -1 is returned after one
+ * ERROR line; 0 when the shared file is in use. */
 int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p);
 /* Drops this process's usage and slot (normal exit), unmaps. */
 void vgpu_region_detach(vgpu_region_ctx* c);
-/* Finds the entry for `uuid`, creating it with the given limits if absent. A later process whose limits
- * differ enforces the stricter of its own and the region's (c->limit / c->sm_pct; a warning says so).
- * Returns the entry index or -1 when the table is full. */
-int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
-                       uint64_t total_bytes, int32_t container_index, uint32_t sm_count);
-/* Reserves `bytes` on entry `dev` for this process against c->limit[dev] (the region's limit for an entry it
- * never registered). force != 0 charges even past the limit. Returns 0 when reserved, 1 when it would
- * exceed the limit (nothing charged), -1 when the region could not be locked in bounded time (nothing
- * charged). When the file no longer holds what this process wrote to it (overwritten under it), one ERROR
- * line is logged and the process continues on a private region that keeps its usage and limits (reserve
- * and release both check). */
+/* Finds the entry for `uuid`, creating it with the given limits if absent. A later process whose
+ * limits differ enforces the stricter of its own and the region's (c->limit / c->sm_pct; a warning
+ * says so). Returns the entry index or -1 when the table is full. */
+int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes,
+                       uint32_t sm_limit_pct, uint64_t total_bytes, int32_t container_index,
+                       uint32_t sm_count);
+/* Reserves `bytes` on entry `dev` for this process against c->limit[dev] (the region's limit for an
+ * entry it never registered). force != 0 charges even past the limit. Returns 0 when reserved, 1
+ * when it would exceed the limit (nothing charged), -1 when the region could not be locked in
+ * bounded time (nothing charged). When the file no longer holds what this process wrote to it
+ * (overwritten under it), one ERROR line is logged and the process continues on a private region
+ * that keeps its usage and limits (reserve and release both check). */
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force);
 /* Returns bytes reserved earlier (clamped, never underflows). */
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);
-/* Reclaims the slots of dead processes; returns how many. Makes system calls (not for hot paths). */
+/* Reclaims the slots of dead processes; returns how many. Makes system calls (not for hot paths).
+ */
 int vgpu_region_sweep(vgpu_region_ctx* c);
 /* Container usage / limit of entry `dev` (atomic loads). */
 uint64_t vgpu_region_used(const vgpu_region_ctx* c, int dev);
 /* Test hook: when > 0, the vgpu_region_crash_after-th call (counting from 1; 0 = the next one) of
- * vgpu_region_reserve kills the process with SIGKILL at that sequence point (1: after the slot store, before
- * the device cache store; 2: right after taking the lock). Set from VGPU_TEST_CRASH_POINT=point[:n]. */
+ * vgpu_region_reserve kills the process with SIGKILL at that sequence point (1: after the slot
+ * store, before the device cache store; 2: right after taking the lock). Set from
+ * VGPU_TEST_CRASH_POINT=point[:n]. */
 extern int vgpu_region_crash_point;
 extern int vgpu_region_crash_after;
-/* Test hook: called in the dead-owner lock takeover between the liveness check and the compare-and-swap
- * (the window in which another process can claim the dead slot and lock). NULL in production. */
+/* Test hook: called in the dead-owner lock takeover between the liveness check and the
+ * compare-and-swap (the window in which another process can claim the dead slot and lock). NULL in
+ * production. */
 extern void (*vgpu_region_takeover_hook)(void);
-/* The cross-process region lock (bounded wait, dead owners taken over): 0 or -1. For tests and callers that
- * group several updates. */
+/* The cross-process region lock (bounded wait, dead owners taken over): 0 or -1. For tests and
+ * callers that group several updates. */
 int vgpu_region_lock(vgpu_region_ctx* c);
 void vgpu_region_unlock(vgpu_region_ctx* c);
 
-/* ---- Allocation table (vgpu_alloc_table.c): open addressing in a fixed mmap'ed arena. -------------- */
-enum { VGPU_KIND_DPTR = 1, VGPU_KIND_HANDLE = 2, VGPU_KIND_ARRAY = 3, VGPU_KIND_MIPMAP = 4, VGPU_KIND_CTX = 5 };
+/* ---- Allocation table (vgpu_alloc_table.c): open addressing in a fixed mmap'ed arena.
+ * -------------- */
+enum {
+  VGPU_KIND_DPTR = 1,
+  VGPU_KIND_HANDLE = 2,
+  VGPU_KIND_ARRAY = 3,
+  VGPU_KIND_MIPMAP = 4,
+  VGPU_KIND_CTX = 5
+};
 typedef struct vgpu_at_entry {
   uint64_t key;
   uint64_t meta; /* size (low 48 bits) | dev (8 bits) | kind (8 bits); 0 = empty */
@@ -156,17 +180,25 @@ int vgpu_at_insert(vgpu_alloc_table* t, uint64_t key, int kind, int dev, uint64_
 /* Removes (key, kind); returns 1 and fills dev/size when found, 0 otherwise. */
 int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64_t* size);
 
-/* ---- SM limiter (vgpu_limiter.c): token bucket in device nanoseconds, shared per device entry. ---- */
-#define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull /* prior before the first calibration */
-#define VGPU_LIMITER_BURST_NS 50000000ull          /* tokens held at most: 50 ms of device time (default) */
-#define VGPU_LIMITER_MAX_BURST_NS 4000000000ull    /* ... or up to this for containers running long kernels */
-#define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull      /* one wait step at most */
-#define VGPU_LIMITER_MAX_COST_NS 10000000000ull    /* what one launch can be charged up front */
-#define VGPU_LIMITER_MAX_WAIT_NS 60000000000ull    /* a launch waits at most this long, then starts anyway */
-#define VGPU_LIMITER_SEGMENT_TICKS 20              /* a calibration segment ends after this many ticks */
-/* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds tokens;
- * returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only when empty grants
- * over any interval at most the burst plus pct% of the interval, like a continuously refilled bucket. */
+/* ---- SM limiter (vgpu_limiter.c): token bucket in device nanoseconds, shared per device entry. */
+/* Prior before the first calibration. */
+#define VGPU_LIMITER_DEFAULT_NS_PER_WAVE 100000ull
+/* Tokens held at most: 50 ms of device time (default) ... */
+#define VGPU_LIMITER_BURST_NS 50000000ull
+/* ... or up to this for containers running long kernels. */
+#define VGPU_LIMITER_MAX_BURST_NS 4000000000ull
+/* One wait step at most. */
+#define VGPU_LIMITER_MAX_SLEEP_NS 20000000ull
+/* What one launch can be charged up front. */
+#define VGPU_LIMITER_MAX_COST_NS 10000000000ull
+/* A launch waits at most this long, then starts anyway. */
+#define VGPU_LIMITER_MAX_WAIT_NS 60000000000ull
+/* A calibration segment ends after this many ticks. */
+#define VGPU_LIMITER_SEGMENT_TICKS 20
+/* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds
+ * tokens; returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only
+ * when empty grants over any interval at most the burst plus pct% of the interval, like a
+ * continuously refilled bucket. */
 static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
   if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) <= 0) return 0;
   uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
@@ -176,26 +208,29 @@ static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
   __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
   return 1;
 }
-/* Test hook: called in a refill after the new token count is computed and before it is committed (the window
- * in which a concurrent launch can charge the bucket). NULL in production. */
+/* Test hook: called in a refill after the new token count is computed and before it is committed
+ * (the window in which a concurrent launch can charge the bucket). NULL in production. */
 extern void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d);
-/* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch may start
- * (and charges it), else the number of nanoseconds to wait before trying again. */
+/* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch
+ * may start (and charges it), else the number of nanoseconds to wait before trying again. */
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);
-/* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves were
- * launched. Updates d->ns_per_wave (exponential average). */
+/* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
+ * were launched. Updates d->ns_per_wave (exponential average). */
 void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves);
-/* One controller tick (once per window of `window_ns`, by one calibration thread per container): `busy_ns` is
- * the device time the container was measured busy in the window, `waves` the waves launched in it. Device
- * time measured beyond what launches were charged is taken from the bucket at once (the bucket then tracks
- * measured time, whatever the kernels' length or shape); charges not yet measured stay outstanding while the
- * container keeps the device busy, and are given back after a window it did not fill (work still queued
- * then is charged again when it runs). ns_per_wave is calibrated over
- * segments between such idle windows (or of VGPU_LIMITER_SEGMENT_TICKS ticks), so that a kernel longer than a
- * window is measured against the launch that started it. */
-void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves, uint64_t window_ns);
-/* The bucket's burst at `pct`: the default burst, or four times the longest run of fully busy windows seen
- * lately (so that a container running long kernels, or blocked behind another's, keeps its share). */
+/* One controller tick (once per window of `window_ns`, by one calibration thread per container):
+ * `busy_ns` is the device time the container was measured busy in the window, `waves` the waves
+ * launched in it. Device time measured beyond what launches were charged is taken from the bucket
+ * at once (the bucket then tracks measured time, whatever the kernels' length or shape); charges
+ * not yet measured stay outstanding while the container keeps the device busy, and are given back
+ * after a window it did not fill (work still queued then is charged again when it runs).
+ * ns_per_wave is calibrated over segments between such idle windows (or of
+ * VGPU_LIMITER_SEGMENT_TICKS ticks), so that a kernel longer than a window is measured against the
+ * launch that started it. */
+void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves,
+                       uint64_t window_ns);
+/* The bucket's burst at `pct`: the default burst, or four times the longest run of fully busy
+ * windows seen lately (so that a container running long kernels, or blocked behind another's, keeps
+ * its share). */
 static inline int64_t vgpu_limiter_cap(const vgpu_device_entry* d, uint32_t pct) {
   uint64_t b = __atomic_load_n(&d->burst_ns, __ATOMIC_RELAXED);
   if (b < VGPU_LIMITER_BURST_NS) b = VGPU_LIMITER_BURST_NS;

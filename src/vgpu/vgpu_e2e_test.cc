@@ -1,6 +1,7 @@
-// End-to-end tests of libvgpu.so: test programs (e2e/) run as child processes with LD_PRELOAD=libvgpu.so and
-// the fake libcuda.so.1 / libnvidia-ml.so.1 on LD_LIBRARY_PATH; each test has its own fake device state file
-// and its own shared-region file in a temp dir. Programs print key=value lines that the tests read.
+// End-to-end tests of libvgpu.so: test programs (e2e/) run as child processes with
+// LD_PRELOAD=libvgpu.so and the fake libcuda.so.1 / libnvidia-ml.so.1 on LD_LIBRARY_PATH; each test
+// has its own fake device state file and its own shared-region file in a temp dir. Programs print
+// key=value lines that the tests read.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -75,7 +76,8 @@ class VgpuE2e : public ::testing::Test {
     if (system(cmd.c_str()) != 0) ADD_FAILURE() << "cleanup failed";
   }
 
-  // The environment of a child: the fakes, libvgpu, per-test state files, then `extra` (which wins).
+  // The environment of a child: the fakes, libvgpu, per-test state files, then `extra` (which
+  // wins).
   std::vector<std::string> BaseEnv(const std::string& devices, const std::string& tag = "") const {
     return {"PATH=/usr/bin:/bin",
             std::string("LD_LIBRARY_PATH=") + VGPU_FAKES_DIR,
@@ -87,7 +89,8 @@ class VgpuE2e : public ::testing::Test {
   }
 
   // `with_stderr`: the child's stderr goes to the same pipe (to check its log lines).
-  static Proc Start(const std::vector<std::string>& argv, const Env& env, bool with_stderr = false) {
+  static Proc Start(const std::vector<std::string>& argv, const Env& env,
+                    bool with_stderr = false) {
     int p[2];
     if (pipe(p) != 0) return {};
     pid_t pid = fork();
@@ -124,7 +127,8 @@ class VgpuE2e : public ::testing::Test {
     return r;
   }
 
-  static Result Run(const std::vector<std::string>& argv, const Env& env, bool with_stderr = false) {
+  static Result Run(const std::vector<std::string>& argv, const Env& env,
+                    bool with_stderr = false) {
     return Wait(Start(argv, env, with_stderr));
   }
 
@@ -151,8 +155,8 @@ class VgpuE2e : public ::testing::Test {
     if (fd >= 0) close(fd);
   }
 
-  // A copy of libvgpu.so in its own directory with the device plugin's limits file beside it (what the
-  // device plugin's mounts give a container). Returns the library's path.
+  // A copy of libvgpu.so in its own directory with the device plugin's limits file beside it (what
+  // the device plugin's mounts give a container). Returns the library's path.
   std::string ArmedLibrary(const std::string& limits) const {
     std::string lib_dir = dir_ + "/vgpu";
     mkdir(lib_dir.c_str(), 0755);
@@ -165,7 +169,8 @@ class VgpuE2e : public ::testing::Test {
     return lib_dir + "/libvgpu.so";
   }
 
-  // `env` with the KEY=VALUE entries of `extra` replacing same-named ones (getenv takes the first match).
+  // `env` with the KEY=VALUE entries of `extra` replacing same-named ones (getenv takes the first
+  // match).
   static Env With(Env env, const Env& extra) {
     for (const std::string& kv : extra) {
       std::string key = kv.substr(0, kv.find('=') + 1);
@@ -205,8 +210,9 @@ TEST_F(VgpuE2e, OomExactlyAtTheLimitAndReportingAgrees) {
   } cases[] = {{"1Gi", kGi}, {"3000m", 3000 * kMi}, {"1.5g", kGi + kGi / 2}, {"1Gx", 8192 * kMi}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.limit);
-    Result r = Run({VGPU_PROG, "exact"},
-                   With(BaseEnv(kOneGpu, c.limit), {std::string("CUDA_DEVICE_MEMORY_LIMIT=") + c.limit}));
+    Result r =
+        Run({VGPU_PROG, "exact"},
+            With(BaseEnv(kOneGpu, c.limit), {std::string("CUDA_DEVICE_MEMORY_LIMIT=") + c.limit}));
     ASSERT_TRUE(r.Exited(0)) << r.out;
     uint64_t free0 = c.want_total - kCtx;
     EXPECT_EQ(r.U("start_total"), c.want_total);
@@ -250,13 +256,15 @@ TEST_F(VgpuE2e, EveryAllocationPathIsChargedItsTrueSize) {
 }
 
 TEST_F(VgpuE2e, FourProcessesNeverExceedASharedLimit) {
-  // 4 contexts take 1200 MiB of the 1600 MiB: allocations of up to 64 MiB collide with the limit often.
+  // 4 contexts take 1200 MiB of the 1600 MiB: allocations of up to 64 MiB collide with the limit
+  // often.
   const uint64_t limit = 1600 * kMi;
   Env env = With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=1600m"});
   uint64_t start = RealtimeUs() + 1500000;  // after every process has its context
   std::vector<Proc> ps;
   for (int i = 0; i < 4; i++) {
-    ps.push_back(Start({VGPU_PROG, "loop", std::to_string(start), "2000", std::to_string(limit)}, env));
+    ps.push_back(
+        Start({VGPU_PROG, "loop", std::to_string(start), "2000", std::to_string(limit)}, env));
   }
   int64_t ooms = 0, allocs = 0;
   for (Proc& p : ps) {
@@ -274,20 +282,25 @@ TEST_F(VgpuE2e, FourProcessesNeverExceedASharedLimit) {
 }
 
 TEST_F(VgpuE2e, ThreadsOfOneProcessShareTheLimitWithoutLeaks) {
-  // 8 threads holding up to 8 x 32 MiB each, 128 MiB left after the context: the limit is hit often.
-  Result r = Run({VGPU_PROG, "threads", "8"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=428m"}));
+  // 8 threads holding up to 8 x 32 MiB each, 128 MiB left after the context: the limit is hit
+  // often.
+  Result r =
+      Run({VGPU_PROG, "threads", "8"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=428m"}));
   ASSERT_TRUE(r.Exited(0)) << r.out;
   EXPECT_EQ(r.I("thread_errors"), 0);
   EXPECT_GT(r.I("thread_ooms"), 0);
-  EXPECT_EQ(r.U("free_after"), r.U("free_before")) << "every free credited exactly what its alloc charged";
+  EXPECT_EQ(r.U("free_after"), r.U("free_before"))
+      << "every free credited exactly what its alloc charged";
   EXPECT_EQ(r.U("free_before"), 128 * kMi);
 }
 
 TEST_F(VgpuE2e, ProcessKilledMidAllocationIsReclaimed) {
-  for (const char* point : {"1:3", "2:3"}) {  // 3rd reservation: context, alloc 0, then dies in alloc 1
+  for (const char* point :
+       {"1:3", "2:3"}) {  // 3rd reservation: context, alloc 0, then dies in alloc 1
     SCOPED_TRACE(point);
     Env env = With(BaseEnv(kOneGpu, point), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"});
-    Result crashed = Run({VGPU_PROG, "crash", "5"}, With(env, {std::string("VGPU_TEST_CRASH_POINT=") + point}));
+    Result crashed =
+        Run({VGPU_PROG, "crash", "5"}, With(env, {std::string("VGPU_TEST_CRASH_POINT=") + point}));
     ASSERT_TRUE(WIFSIGNALED(crashed.status) && WTERMSIG(crashed.status) == SIGKILL) << crashed.out;
     EXPECT_EQ(crashed.I("alloc_0_rc"), 0);
     EXPECT_EQ(crashed.kv.count("alloc_1_rc"), 0u);
@@ -307,11 +320,12 @@ TEST_F(VgpuE2e, ProcessKilledMidAllocationIsReclaimed) {
   }
 }
 
-// NVML process lists show the container's own processes only: two processes of container X and one of
-// container Y share a device; X's see 2 entries, Y's sees 1, each including itself.
+// NVML process lists show the container's own processes only: two processes of container X and one
+// of container Y share a device; X's see 2 entries, Y's sees 1, each including itself.
 TEST_F(VgpuE2e, NvmlProcessListsAreContainerScoped) {
   uint64_t start = RealtimeUs() + 1500000;
-  Env x = BaseEnv(kOneGpu), y = With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/y.cache"});
+  Env x = BaseEnv(kOneGpu),
+      y = With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/y.cache"});
   std::vector<Proc> ps = {Start({VGPU_PROG, "procs", std::to_string(start)}, x),
                           Start({VGPU_PROG, "procs", std::to_string(start)}, x),
                           Start({VGPU_PROG, "procs", std::to_string(start)}, y)};
@@ -330,7 +344,8 @@ TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
   ASSERT_TRUE(r.Exited(0)) << r.out;
   EXPECT_EQ(r.I("mismatches"), 0) << r.out;
   EXPECT_EQ(r.I("legacy_over_rc"), 2);
-  EXPECT_NE(r.I("legacy_fit_rc"), 2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
+  EXPECT_NE(r.I("legacy_fit_rc"),
+            2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
   EXPECT_EQ(r.S("legacy"), "ok");
   EXPECT_EQ(r.I("create_v4_rc"), 0);
 }
@@ -349,7 +364,8 @@ TEST_F(VgpuE2e, DlopenDlsymPathIsLimitedAndRtldNextWorks) {
 
 TEST_F(VgpuE2e, ReorderedVisibleDevicesKeepEachLimitOnItsCard) {
   const std::string two = "CardA:8192:20;CardB:8192:20";
-  Env env = With(BaseEnv(two), {"CUDA_DEVICE_MEMORY_LIMIT_0=1Gi", "CUDA_DEVICE_MEMORY_LIMIT_1=2Gi"});
+  Env env =
+      With(BaseEnv(two), {"CUDA_DEVICE_MEMORY_LIMIT_0=1Gi", "CUDA_DEVICE_MEMORY_LIMIT_1=2Gi"});
   // A reordered process creates the region first; then one without CUDA_VISIBLE_DEVICES.
   Result rev = Run({VGPU_PROG, "devices"}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"}));
   Result plain = Run({VGPU_PROG, "devices"}, env);
@@ -370,22 +386,28 @@ TEST_F(VgpuE2e, ReorderedVisibleDevicesKeepEachLimitOnItsCard) {
   EXPECT_EQ(by_uuid.U("ord0_devtotal"), 2 * kGi);
   EXPECT_EQ(by_uuid.U("ord1_devtotal"), kGi);
   const std::string big = std::to_string(3 * kGi / 2);
-  EXPECT_EQ(Run({VGPU_PROG, "alloc", "1", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"), 2);
-  EXPECT_EQ(Run({VGPU_PROG, "alloc", "0", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"), 0);
+  EXPECT_EQ(
+      Run({VGPU_PROG, "alloc", "1", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"),
+      2);
+  EXPECT_EQ(
+      Run({VGPU_PROG, "alloc", "0", big}, With(env, {"CUDA_VISIBLE_DEVICES=1,0"})).I("alloc_rc"),
+      0);
 }
 
-// Achieved share of device time for 1 and 2 containers at 30/50/70 % on 20- and 132-SM devices, each
-// configuration on its own simulated device, all at once. The fake's wave time (250 us) differs from the
-// limiter's prior, so calibration is exercised; the launch path varies by configuration.
+// Achieved share of device time for 1 and 2 containers at 30/50/70 % on 20- and 132-SM devices,
+// each configuration on its own simulated device, all at once. The fake's wave time (250 us)
+// differs from the limiter's prior, so calibration is exercised; the launch path varies by
+// configuration.
 TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
   struct Config {
     int sms;
     std::vector<int> pcts;
     const char* path;
   } configs[] = {
-      {20, {30}, "kernel"},      {20, {50}, "ex"},         {20, {70}, "coop"},       {132, {30}, "ex"},
-      {132, {50}, "kernel"},     {132, {70}, "graph"},     {20, {30, 70}, "kernel"}, {20, {50, 50}, "ex"},
-      {132, {30, 70}, "ex"},     {132, {50, 50}, "kernel"},
+      {20, {30}, "kernel"},      {20, {50}, "ex"},      {20, {70}, "coop"},
+      {132, {30}, "ex"},         {132, {50}, "kernel"}, {132, {70}, "graph"},
+      {20, {30, 70}, "kernel"},  {20, {50, 50}, "ex"},  {132, {30, 70}, "ex"},
+      {132, {50, 50}, "kernel"},
   };
   const int kWindowMs = 6000;
   uint64_t start = RealtimeUs() + 2000000;
@@ -403,23 +425,27 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
       // Alone on a device only "force" limits; two containers also exercise the default policy's
       // contention detection.
       env = With(env, {"FAKEGPU_WAVE_US=250", "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
-                       std::string("GPU_CORE_UTILIZATION_POLICY=") + (c.pcts.size() == 1 ? "force" : "default"),
-                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) + "_" +
-                           std::to_string(k) + ".cache"});
-      running.push_back({i, k, c.pcts[k],
-                         Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(kWindowMs), c.path},
-                               env)});
+                       std::string("GPU_CORE_UTILIZATION_POLICY=") +
+                           (c.pcts.size() == 1 ? "force" : "default"),
+                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) +
+                           "_" + std::to_string(k) + ".cache"});
+      running.push_back(
+          {i, k, c.pcts[k],
+           Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(kWindowMs), c.path},
+                 env)});
     }
   }
   std::map<int, std::vector<double>> shares;
   for (Running& r : running) {
     Result res = Wait(r.proc);
     ASSERT_TRUE(res.Exited(0)) << res.out;
-    double share = 100.0 * static_cast<double>(res.U("busy_window_ns")) / static_cast<double>(res.U("window_ns"));
+    double share = 100.0 * static_cast<double>(res.U("busy_window_ns")) /
+                   static_cast<double>(res.U("window_ns"));
     const Config& c = configs[r.config];
-    std::printf("sms=%d containers=%zu path=%s target=%d achieved=%.2f launches=%lld\n", c.sms, c.pcts.size(),
-                c.path, r.pct, share, static_cast<long long>(res.I("launches")));
-    EXPECT_NEAR(share, r.pct, 3.0) << "sms=" << c.sms << " containers=" << c.pcts.size() << " path=" << c.path;
+    std::printf("sms=%d containers=%zu path=%s target=%d achieved=%.2f launches=%lld\n", c.sms,
+                c.pcts.size(), c.path, r.pct, share, static_cast<long long>(res.I("launches")));
+    EXPECT_NEAR(share, r.pct, 3.0)
+        << "sms=" << c.sms << " containers=" << c.pcts.size() << " path=" << c.path;
     shares[r.config].push_back(share);
   }
   for (auto& [i, s] : shares) {
@@ -430,10 +456,11 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
   }
 }
 
-// Policies, alone on a device: "disable" ignores the SM limit; "default" does not limit while nobody else
-// uses the device (elastic) nor when the node monitor's switch is off; "force" limits regardless; a container
-// told that a higher-priority one is active (recent_kernel < 0) only launches after bounded waits. (Default
-// under contention: the two-container cases of SmLimitHoldsTargetsOn20And132Sms.)
+// Policies, alone on a device: "disable" ignores the SM limit; "default" does not limit while
+// nobody else uses the device (elastic) nor when the node monitor's switch is off; "force" limits
+// regardless; a container told that a higher-priority one is active (recent_kernel < 0) only
+// launches after bounded waits. (Default under contention: the two-container cases of
+// SmLimitHoldsTargetsOn20And132Sms.)
 TEST_F(VgpuE2e, PoliciesAndPriority) {
   struct Case {
     const char* name;
@@ -454,13 +481,14 @@ TEST_F(VgpuE2e, PoliciesAndPriority) {
   for (int i = 0; i < static_cast<int>(std::size(cases)); i++) {
     const Case& c = cases[i];
     std::string tag = std::to_string(i);
-    Env env = With(BaseEnv(dev, tag),
-                   {"CUDA_DEVICE_SM_LIMIT=30", std::string("GPU_CORE_UTILIZATION_POLICY=") + c.policy});
+    Env env = With(BaseEnv(dev, tag), {"CUDA_DEVICE_SM_LIMIT=30",
+                                       std::string("GPU_CORE_UTILIZATION_POLICY=") + c.policy});
     // Create the region, then act as the node monitor: write the feedback fields.
     ASSERT_TRUE(Run({VGPU_PROG, "devices"}, env).Exited(0));
     int fd = open((dir_ + "/region" + tag + ".cache").c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
-    auto* reg = static_cast<vgpu_region*>(mmap(nullptr, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    auto* reg = static_cast<vgpu_region*>(
+        mmap(nullptr, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     close(fd);
     ASSERT_NE(reg, MAP_FAILED);
     __atomic_store_n(&reg->hdr.utilization_switch, c.util_switch, __ATOMIC_RELEASE);
@@ -471,8 +499,10 @@ TEST_F(VgpuE2e, PoliciesAndPriority) {
   for (int i = 0; i < static_cast<int>(std::size(cases)); i++) {
     Result r = Wait(procs[i]);
     ASSERT_TRUE(r.Exited(0)) << r.out;
-    double share = 100.0 * static_cast<double>(r.U("busy_window_ns")) / static_cast<double>(r.U("window_ns"));
-    std::printf("%s share=%.2f launches=%lld\n", cases[i].name, share, static_cast<long long>(r.I("launches")));
+    double share =
+        100.0 * static_cast<double>(r.U("busy_window_ns")) / static_cast<double>(r.U("window_ns"));
+    std::printf("%s share=%.2f launches=%lld\n", cases[i].name, share,
+                static_cast<long long>(r.I("launches")));
     EXPECT_GE(share, cases[i].min_share) << cases[i].name;
     EXPECT_LE(share, cases[i].max_share) << cases[i].name;
   }
@@ -491,7 +521,8 @@ TEST_F(VgpuE2e, ProcessesThatNeverTouchCudaAreUnaffected) {
     EXPECT_EQ(py.out, "True\n");
   }
   struct stat st;
-  EXPECT_NE(stat((dir_ + "/region.cache").c_str(), &st), 0) << "no file may be touched without CUDA use";
+  EXPECT_NE(stat((dir_ + "/region.cache").c_str(), &st), 0)
+      << "no file may be touched without CUDA use";
 }
 
 TEST_F(VgpuE2e, LibraryNeedsOnlyLibcFamily) {
@@ -500,8 +531,8 @@ TEST_F(VgpuE2e, LibraryNeedsOnlyLibcFamily) {
   ASSERT_NE(f, nullptr);
   char line[512];
   int needed = 0;
-  const std::vector<std::string> allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
-                                            "libm.so.6", "ld-linux-x86-64.so.2"};
+  const std::vector<std::string> allowed = {"libc.so.6",  "libdl.so.2", "libpthread.so.0",
+                                            "librt.so.1", "libm.so.6",  "ld-linux-x86-64.so.2"};
   while (fgets(line, sizeof(line), f)) {
     std::string s = line;
     if (s.find("(NEEDED)") == std::string::npos) continue;
@@ -509,15 +540,18 @@ TEST_F(VgpuE2e, LibraryNeedsOnlyLibcFamily) {
     auto a = s.find('['), b = s.find(']');
     ASSERT_NE(a, std::string::npos);
     std::string lib = s.substr(a + 1, b - a - 1);
-    EXPECT_NE(std::find(allowed.begin(), allowed.end(), lib), allowed.end()) << "unexpected NEEDED " << lib;
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), lib), allowed.end())
+        << "unexpected NEEDED " << lib;
   }
   EXPECT_EQ(pclose(f), 0);
   EXPECT_GE(needed, 1);
 }
 
-// ---- Tampered region files fail closed: the limit from the environment holds, one ERROR line says why. ----
+// ---- Tampered region files fail closed: the limit from the environment holds, one ERROR line says
+// why. ----
 
-// Writes `bytes` over the start of `path` in place (no truncation: a mapped file must keep its size).
+// Writes `bytes` over the start of `path` in place (no truncation: a mapped file must keep its
+// size).
 bool Overwrite(const std::string& path, const void* bytes, size_t n) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0666);
   if (fd < 0) return false;
@@ -575,7 +609,8 @@ TEST_F(VgpuE2e, UntrustedRegionFilesAreRebuiltAndTheLimitHolds) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     ASSERT_TRUE(Overwrite(dir_ + "/region" + c.name + ".cache", c.bytes.data(), c.bytes.size()));
-    Result r = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, c.name), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}), true);
+    Result r = Run({VGPU_PROG, "exact"},
+                   With(BaseEnv(kOneGpu, c.name), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}), true);
     ASSERT_TRUE(r.Exited(0)) << r.out;
     EXPECT_EQ(r.U("start_total"), kGi) << r.out;
     EXPECT_EQ(r.U("start_free"), kGi - kCtx);
@@ -602,7 +637,8 @@ TEST_F(VgpuE2e, RegionOverwrittenUnderARunningProcessKeepsItsLimit) {
     Proc p = Start({VGPU_PROG, "tamper", flag},
                    With(BaseEnv(kOneGpu, c.name), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}), true);
     ASSERT_TRUE(WaitForFile(flag + ".ready"));
-    ASSERT_TRUE(Overwrite(dir_ + "/region" + std::string(c.name) + ".cache", c.bytes.data(), c.bytes.size()));
+    ASSERT_TRUE(Overwrite(dir_ + "/region" + std::string(c.name) + ".cache", c.bytes.data(),
+                          c.bytes.size()));
     Touch(flag);
     Result r = Wait(p);
     ASSERT_TRUE(r.Exited(0)) << r.out;
@@ -620,9 +656,10 @@ TEST_F(VgpuE2e, RegionOverwrittenUnderARunningProcessKeepsItsLimit) {
 TEST_F(VgpuE2e, ZeroEmptyOrMalformedPerDeviceLimitFallsBackToTheGlobalOne) {
   for (const char* v : {"0", "", "junk", "0m"}) {
     SCOPED_TRACE(std::string("CUDA_DEVICE_MEMORY_LIMIT_0=") + v);
-    Result r = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, v[0] ? v : "empty"),
-                                              {"CUDA_DEVICE_MEMORY_LIMIT=1Gi",
-                                               std::string("CUDA_DEVICE_MEMORY_LIMIT_0=") + v}));
+    Result r =
+        Run({VGPU_PROG, "exact"},
+            With(BaseEnv(kOneGpu, v[0] ? v : "empty"),
+                 {"CUDA_DEVICE_MEMORY_LIMIT=1Gi", std::string("CUDA_DEVICE_MEMORY_LIMIT_0=") + v}));
     ASSERT_TRUE(r.Exited(0)) << r.out;
     EXPECT_EQ(r.U("start_total"), kGi);
     EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
@@ -631,19 +668,22 @@ TEST_F(VgpuE2e, ZeroEmptyOrMalformedPerDeviceLimitFallsBackToTheGlobalOne) {
 
 TEST_F(VgpuE2e, ArmedLimitsCannotBeLiftedFromTheEnvironment) {
   const std::string region = dir_ + "/regionarmed.cache";
-  const std::string lib = ArmedLibrary("# written by the device plugin\n"
-                                       "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n"
-                                       "CUDA_DEVICE_SM_LIMIT=30\n"
-                                       "GPU_CORE_UTILIZATION_POLICY=default\n"
-                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + region + "\n");
+  const std::string lib = ArmedLibrary(
+      "# written by the device plugin\n"
+      "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n"
+      "CUDA_DEVICE_SM_LIMIT=30\n"
+      "GPU_CORE_UTILIZATION_POLICY=default\n"
+      "CUDA_DEVICE_MEMORY_SHARED_CACHE=" +
+      region + "\n");
   ASSERT_FALSE(lib.empty());
   const std::vector<Env> attempts = {
       {"CUDA_DEVICE_MEMORY_LIMIT_0=0"},
       {"CUDA_DEVICE_MEMORY_LIMIT_0="},
       {"CUDA_DEVICE_MEMORY_LIMIT_0=junk", "CUDA_DEVICE_MEMORY_LIMIT=0"},
-      {"CUDA_DISABLE_CONTROL=true", "CUDA_DEVICE_MEMORY_LIMIT_0=8Gi", "CUDA_DEVICE_MEMORY_LIMIT=8Gi"},
-      {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/mine.cache", "GPU_CORE_UTILIZATION_POLICY=disable",
-       "CUDA_DEVICE_SM_LIMIT=0"},
+      {"CUDA_DISABLE_CONTROL=true", "CUDA_DEVICE_MEMORY_LIMIT_0=8Gi",
+       "CUDA_DEVICE_MEMORY_LIMIT=8Gi"},
+      {"CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/mine.cache",
+       "GPU_CORE_UTILIZATION_POLICY=disable", "CUDA_DEVICE_SM_LIMIT=0"},
   };
   for (const Env& extra : attempts) {
     SCOPED_TRACE(extra.front());
@@ -692,13 +732,14 @@ TEST_F(VgpuE2e, ContextIsChargedWithMoreThan64ProcessesOnTheDevice) {
   EXPECT_EQ(r.U("start_free"), kGi - kCtx) << "the context's 300 MiB must be charged";
 }
 
-// Virtual device memory (CUDA_OVERSUBSCRIBE, deviceMemoryScaling > 1): a 12 GiB limit on an 8 GiB card.
-// Allocations within the limit succeed (beyond the card as managed memory, which the fake keeps in host
-// memory), the limit still holds, and every report shows the virtual device.
+// Virtual device memory (CUDA_OVERSUBSCRIBE, deviceMemoryScaling > 1): a 12 GiB limit on an 8 GiB
+// card. Allocations within the limit succeed (beyond the card as managed memory, which the fake
+// keeps in host memory), the limit still holds, and every report shows the virtual device.
 TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
   const uint64_t limit = 12 * kGi;
-  Result r = Run({VGPU_PROG, "exact"},
-                 With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true"}));
+  Result r =
+      Run({VGPU_PROG, "exact"},
+          With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true"}));
   ASSERT_TRUE(r.Exited(0)) << r.out;
   EXPECT_EQ(r.U("start_total"), limit);
   EXPECT_EQ(r.U("start_devtotal"), limit);
@@ -714,18 +755,23 @@ TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
     EXPECT_EQ(r.U(t + "_nvml_total"), r.U(t + "_total")) << t;
     EXPECT_EQ(r.U(t + "_nvml_free"), r.U(t + "_free")) << t;
   }
-  // As the device plugin arms it (limits file, as AllocateEnvTest.LimitsFileMirrorsTheArmedEnvironment
-  // writes it for deviceMemoryScaling > 1): the environment cannot turn it off.
-  const std::string lib = ArmedLibrary("CUDA_DEVICE_MEMORY_LIMIT_0=12288m\nCUDA_OVERSUBSCRIBE=true\n"
-                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/regionarmed.cache\n");
+  // As the device plugin arms it (limits file, as
+  // AllocateEnvTest.LimitsFileMirrorsTheArmedEnvironment writes it for deviceMemoryScaling > 1):
+  // the environment cannot turn it off.
+  const std::string lib = ArmedLibrary(
+      "CUDA_DEVICE_MEMORY_LIMIT_0=12288m\nCUDA_OVERSUBSCRIBE=true\n"
+      "CUDA_DEVICE_MEMORY_SHARED_CACHE=" +
+      dir_ + "/regionarmed.cache\n");
   ASSERT_FALSE(lib.empty());
-  Result armed = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib, "CUDA_OVERSUBSCRIBE=false"}));
+  Result armed = Run({VGPU_PROG, "exact"},
+                     With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib, "CUDA_OVERSUBSCRIBE=false"}));
   ASSERT_TRUE(armed.Exited(0)) << armed.out;
   EXPECT_EQ(armed.U("start_total"), limit);
   EXPECT_EQ(armed.I("alloc_free_rc"), 0);
   EXPECT_EQ(armed.I("alloc_one_more_rc"), 2);
   // Without CUDA_OVERSUBSCRIBE the same limit is capped by the card.
-  Result plain = Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, "plain"), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi"}));
+  Result plain =
+      Run({VGPU_PROG, "exact"}, With(BaseEnv(kOneGpu, "plain"), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi"}));
   ASSERT_TRUE(plain.Exited(0)) << plain.out;
   EXPECT_EQ(plain.U("start_total"), 8192 * kMi);
 }

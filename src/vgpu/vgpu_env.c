@@ -9,7 +9,9 @@ static const char* skip_space(const char* s) {
   return s;
 }
 
-static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; }
+static int lower(int c) {
+  return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
+}
 
 /* Matches the unit text [u, end) case-insensitively against `name`. */
 static int unit_is(const char* u, size_t n, const char* name) {
@@ -65,8 +67,10 @@ int vgpu_parse_mem_size(const char* s, uint64_t* out) {
   if (shift > 0 && whole > (UINT64_MAX >> shift)) return -1;
   uint64_t v = whole << shift;
   if (frac) {
-    /* frac/frac_den * 2^shift without 128-bit math: frac < 2^30, so frac << 20 fits; precision 2^-20 unit. */
-    uint64_t f = shift <= 20 ? (frac << shift) / frac_den : ((frac << 20) / frac_den) << (shift - 20);
+    /* frac/frac_den * 2^shift without 128-bit math: frac < 2^30, so frac << 20 fits; precision
+     * 2^-20 unit. */
+    uint64_t f =
+        shift <= 20 ? (frac << shift) / frac_den : ((frac << 20) / frac_den) << (shift - 20);
     if (v > UINT64_MAX - f) return -1;
     v += f;
   }
@@ -160,12 +164,14 @@ static int is_digits(const char* s, size_t n) {
   return 1;
 }
 
-static int key_is(const char* k, size_t n, const char* name) { return strlen(name) == n && memcmp(k, name, n) == 0; }
+static int key_is(const char* k, size_t n, const char* name) {
+  return strlen(name) == n && memcmp(k, name, n) == 0;
+}
 
 int vgpu_cfg_key_governed(const char* k, size_t n) {
-  static const char* const kExact[] = {"CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT",
-                                       "CUDA_DEVICE_MEMORY_SHARED_CACHE", "GPU_CORE_UTILIZATION_POLICY",
-                                       "CUDA_TASK_PRIORITY", "CUDA_OVERSUBSCRIBE"};
+  static const char* const kExact[] = {
+      "CUDA_DEVICE_MEMORY_LIMIT",    "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_MEMORY_SHARED_CACHE",
+      "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY",   "CUDA_OVERSUBSCRIBE"};
   for (size_t i = 0; i < sizeof(kExact) / sizeof(kExact[0]); i++) {
     if (key_is(k, n, kExact[i])) return 1;
   }

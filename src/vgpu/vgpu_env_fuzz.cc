@@ -1,4 +1,5 @@
-// Fuzz target for libvgpu's environment and limits-file parsers: any bytes, no crash, and parsed values stay in range.
+// Fuzz target for libvgpu's environment and limits-file parsers: any bytes, no crash, and parsed
+// values stay in range.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -7,7 +8,8 @@
 #include "vgpu/vgpu_core.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string s(reinterpret_cast<const char*>(data), size);  // NUL-terminated copy; may hold inner NULs
+  std::string s(reinterpret_cast<const char*>(data),
+                size);  // NUL-terminated copy; may hold inner NULs
   uint64_t mem = 0;
   (void)vgpu_parse_mem_size(s.c_str(), &mem);
   uint32_t pct = 0;
@@ -22,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < n; i++) {
     if (e[i].index < 0 && std::string(e[i].id).size() >= VGPU_UUID_LEN) abort();
   }
-  // The device plugin's limits file: raw bytes (inner NULs included); every kept entry is governed and fits.
+  // The device plugin's limits file: raw bytes (inner NULs included); every kept entry is governed
+  // and fits.
   static vgpu_cfg cfg;
   int first_bad = 0;
   int bad = vgpu_parse_limits(reinterpret_cast<const char*>(data), size, &cfg, &first_bad);
@@ -31,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const vgpu_cfg_entry& x = cfg.e[i];
     if (!vgpu_cfg_key_governed(x.key, std::string(x.key).size())) abort();
     if (std::string(x.value).size() >= VGPU_CFG_VALUE_LEN) abort();
-    if (vgpu_cfg_get(&cfg, x.key) != x.value && std::string(vgpu_cfg_get(&cfg, x.key)) != x.value) abort();
+    if (vgpu_cfg_get(&cfg, x.key) != x.value && std::string(vgpu_cfg_get(&cfg, x.key)) != x.value)
+      abort();
   }
   int b = 0;
   (void)vgpu_parse_bool(s.c_str(), &b);

@@ -17,12 +17,30 @@ TEST(VgpuEnv, MemSizes) {
     int rc;
     uint64_t want;
   } cases[] = {
-      {"3000m", 0, 3000 * kMi},  {"3000M", 0, 3000 * kMi},   {"1Gi", 0, kGi},          {"1GiB", 0, kGi},
-      {"1gb", 0, kGi},           {"1g", 0, kGi},             {"1.5g", 0, kGi + kGi / 2}, {"0.25Gi", 0, kGi / 4},
-      {"1073741824", 0, kGi},    {" 64k ", 0, 64 * 1024},    {"2t", 0, 2ull << 40},    {"0", 0, 0},
-      {"512b", 0, 512},          {"", -1, 0},                {"Gi", -1, 0},            {"-1g", -1, 0},
-      {"0x10", -1, 0},           {"1Gx", -1, 0},             {"1 g b", -1, 0},         {"1.g", -1, 0},
-      {"1p", -1, 0},             {"99999999999999999999", -1, 0}, {"17179869184g", -1, 0}, {"1e9", -1, 0},
+      {"3000m", 0, 3000 * kMi},
+      {"3000M", 0, 3000 * kMi},
+      {"1Gi", 0, kGi},
+      {"1GiB", 0, kGi},
+      {"1gb", 0, kGi},
+      {"1g", 0, kGi},
+      {"1.5g", 0, kGi + kGi / 2},
+      {"0.25Gi", 0, kGi / 4},
+      {"1073741824", 0, kGi},
+      {" 64k ", 0, 64 * 1024},
+      {"2t", 0, 2ull << 40},
+      {"0", 0, 0},
+      {"512b", 0, 512},
+      {"", -1, 0},
+      {"Gi", -1, 0},
+      {"-1g", -1, 0},
+      {"0x10", -1, 0},
+      {"1Gx", -1, 0},
+      {"1 g b", -1, 0},
+      {"1.g", -1, 0},
+      {"1p", -1, 0},
+      {"99999999999999999999", -1, 0},
+      {"17179869184g", -1, 0},
+      {"1e9", -1, 0},
       {"1Mii", -1, 0},
   };
   for (const Case& c : cases) {
@@ -86,10 +104,10 @@ TEST(VgpuEnv, LimitsFile) {
       "CUDA_DEVICE_MEMORY_LIMIT_0=1024m\n"
       "  CUDA_DEVICE_SM_LIMIT = 30 \r\n"
       "\n"
-      "PATH=/evil\n"                       // not a governed key
-      "CUDA_DEVICE_MEMORY_LIMIT_0=8g\n"    // duplicate: the first one stays
+      "PATH=/evil\n"                     // not a governed key
+      "CUDA_DEVICE_MEMORY_LIMIT_0=8g\n"  // duplicate: the first one stays
       "no equals sign\n"
-      "CUDA_DEVICE_MEMORY_LIMIT_12345=1g\n"  // index too long
+      "CUDA_DEVICE_MEMORY_LIMIT_12345=1g\n"   // index too long
       "GPU_CORE_UTILIZATION_POLICY=default";  // no final newline
   vgpu_cfg cfg;
   int first_bad = -1;
@@ -104,11 +122,15 @@ TEST(VgpuEnv, LimitsFile) {
   EXPECT_EQ(vgpu_parse_limits("", 0, &cfg, &first_bad), 0);
   EXPECT_EQ(cfg.count, 0);
   EXPECT_EQ(first_bad, 0);
-  const std::string nul("CUDA_DEVICE_SM_LIMIT=3\0" "0\n", 25);
+  const std::string nul(
+      "CUDA_DEVICE_SM_LIMIT=3\0"
+      "0\n",
+      25);
   EXPECT_EQ(vgpu_parse_limits(nul.data(), nul.size(), &cfg, &first_bad), 1);
   EXPECT_EQ(cfg.count, 0);
   std::string many;
-  for (int i = 0; i < VGPU_CFG_MAX + 2; i++) many += "CUDA_DEVICE_SM_LIMIT_" + std::to_string(i) + "=1\n";
+  for (int i = 0; i < VGPU_CFG_MAX + 2; i++)
+    many += "CUDA_DEVICE_SM_LIMIT_" + std::to_string(i) + "=1\n";
   EXPECT_EQ(vgpu_parse_limits(many.data(), many.size(), &cfg, &first_bad), 2);
   EXPECT_EQ(cfg.count, VGPU_CFG_MAX);
   int b = -1;

@@ -2,10 +2,12 @@
  * cuGetProcAddress routing, lazy loading of the real libraries, and the glue between hooks and the
  * shared region / allocation table / SM limiter (vgpu_core.h).
  *
- * Rules: never crash or exit the host; return only codes the real API defines; load nothing and touch no
- * file until the application itself calls a hooked CUDA/NVML function; hot paths (alloc, free, launch,
- * cuMemGetInfo) make no system call and scan nothing (the limiter's sleep is its only syscall). */
+ * Rules: never crash or exit the host; return only codes the real API defines; load nothing and
+ * touch no file until the application itself calls a hooked CUDA/NVML function; hot paths (alloc,
+ * free, launch, cuMemGetInfo) make no system call and scan nothing (the limiter's sleep is its only
+ * syscall). */
 #define _GNU_SOURCE
+#include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +18,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cuda.h>
 
 #include "vgpu/vgpu_core.h"
 #include "vgpu/vgpu_nvml.h"
@@ -45,8 +45,10 @@ typedef unsigned int vgpu_devptr_v1;
 #include "vgpu/vgpu_hooks.def"
 
 /* Hidden, not static: the assembly launch hooks (vgpu_dlsym.S) jump through them too. */
-#define VGPU_CU(sym, base, ver, pt, params, args) __attribute__((visibility("hidden"))) CUresult(*real_##sym) params;
-#define VGPU_NVML(sym, params, args) __attribute__((visibility("hidden"))) nvmlReturn_t(*real_##sym) params;
+#define VGPU_CU(sym, base, ver, pt, params, args) \
+  __attribute__((visibility("hidden"))) CUresult(*real_##sym) params;
+#define VGPU_NVML(sym, params, args) \
+  __attribute__((visibility("hidden"))) nvmlReturn_t(*real_##sym) params;
 #include "vgpu/vgpu_hooks.def"
 
 typedef struct hook_entry {
@@ -60,7 +62,8 @@ typedef struct hook_entry {
 } hook_entry;
 
 static const hook_entry kHooks[] = {
-#define VGPU_CU(sym, base, ver, pt, params, args) {#sym, #base, ver, pt, 1, (void*)&sym, (void**)&real_##sym},
+#define VGPU_CU(sym, base, ver, pt, params, args) \
+  {#sym, #base, ver, pt, 1, (void*)&sym, (void**)&real_##sym},
 #define VGPU_NVML(sym, params, args) {#sym, #sym, 0, 0, 0, (void*)&sym, (void**)&real_##sym},
 #include "vgpu/vgpu_hooks.def"
 };
@@ -78,8 +81,10 @@ static nvmlReturn_t (*nvml_DeviceGetHandleByIndex)(unsigned int, nvmlDevice_t*);
 static nvmlReturn_t (*nvml_DeviceGetHandleByUUID)(const char*, nvmlDevice_t*);
 static nvmlReturn_t (*nvml_DeviceGetIndex)(nvmlDevice_t, unsigned int*);
 static nvmlReturn_t (*nvml_DeviceGetUUID)(nvmlDevice_t, char*, unsigned int);
-static nvmlReturn_t (*nvml_DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*);
-static nvmlReturn_t (*nvml_DeviceGetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+static nvmlReturn_t (*nvml_DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned int*,
+                                                             nvmlProcessInfo_v2_t*);
+static nvmlReturn_t (*nvml_DeviceGetProcessUtilization)(nvmlDevice_t,
+                                                        nvmlProcessUtilizationSample_t*,
                                                         unsigned int*, unsigned long long);
 
 /* The real dlsym (glibc); used by the assembly dlsym entry for its tail jump. */
@@ -90,8 +95,8 @@ __attribute__((visibility("hidden"))) void* (*vgpu_real_dlsym)(void*, const char
 enum { ST_NONE = 0, ST_READY = 2, ST_FAILED = 3 };
 
 static struct {
-  int state;              /* ST_*; read without lock on hot paths */
-  int nvml_state;         /* region attached for NVML-only use */
+  int state;      /* ST_*; read without lock on hot paths */
+  int nvml_state; /* region attached for NVML-only use */
   pthread_mutex_t init_mu;
   void* cuda;
   void* nvml;
@@ -99,17 +104,19 @@ static struct {
   vgpu_region_ctx rc;
   vgpu_alloc_table at;
   int ndev;
-  int single;             /* exactly one device: skip the current-device query */
-  int ent[MAX_ORD];       /* CUDA ordinal -> region entry */
+  int single;       /* exactly one device: skip the current-device query */
+  int ent[MAX_ORD]; /* CUDA ordinal -> region entry */
   nvmlDevice_t nvml_dev[MAX_ORD];
-  uint32_t sm_pct[VGPU_MAX_DEVICES];  /* per entry: 1..99 limited, 0 not limited */
+  uint32_t sm_pct[VGPU_MAX_DEVICES]; /* per entry: 1..99 limited, 0 not limited */
   uint32_t sms[VGPU_MAX_DEVICES];
-  int sm_active;          /* some entry has an SM limit and the policy is not "disable" */
-  int oversubscribe;      /* CUDA_OVERSUBSCRIBE: limits may exceed the device; the excess is managed memory */
+  int sm_active;     /* some entry has an SM limit and the policy is not "disable" */
+  int oversubscribe; /* CUDA_OVERSUBSCRIBE: limits may exceed the device; the excess is managed
+                        memory */
   uint32_t policy;
   int watcher_started;
-  /* Per entry, written by the calibration thread: 1 while no process outside the container used the device
-   * in the last samples; the default policy then does not limit (elastic, as upstream's monitor does). */
+  /* Per entry, written by the calibration thread: 1 while no process outside the container used the
+   * device in the last samples; the default policy then does not limit (elastic, as upstream's
+   * monitor does). */
   volatile int uncontended[VGPU_MAX_DEVICES];
   volatile int primary_refs[MAX_ORD];
   uint64_t primary_bytes[MAX_ORD];
@@ -142,7 +149,8 @@ static void* sym(void* handle, const char* name) {
   return vgpu_real_dlsym && handle ? vgpu_real_dlsym(handle, name) : NULL;
 }
 
-/* ---- The device plugin's limits file (see vgpu_core.h): authoritative over the environment. ---- */
+/* ---- The device plugin's limits file (see vgpu_core.h): authoritative over the environment. ----
+ */
 static vgpu_cfg g_cfg;
 static int g_armed;
 static char g_limits_path[512];
@@ -151,8 +159,10 @@ static int read_limits_file(const char* path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return 0;
-    /* It exists but cannot be read: its values are unknown, the environment's are not trusted either. */
-    VGPU_LOG(VGPU_LOG_ERROR, "limits file %s unreadable (%s); using the environment's limits", path, strerror(errno));
+    /* It exists but cannot be read: its values are unknown, the environment's are not trusted
+     * either. */
+    VGPU_LOG(VGPU_LOG_ERROR, "limits file %s unreadable (%s); using the environment's limits", path,
+             strerror(errno));
     return 0;
   }
   static char buf[VGPU_CFG_MAX * 256];
@@ -166,10 +176,12 @@ static int read_limits_file(const char* path) {
   int bad = vgpu_parse_limits(buf, n, &g_cfg, &first_bad);
   snprintf(g_limits_path, sizeof(g_limits_path), "%s", path);
   if (bad) {
-    VGPU_LOG(VGPU_LOG_ERROR, "limits file %s: %d line(s) not understood (first: line %d); they are ignored", path,
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "limits file %s: %d line(s) not understood (first: line %d); they are ignored", path,
              bad, first_bad);
   }
-  if (writable) VGPU_LOG(VGPU_LOG_WARN, "limits file %s is writable by this process: mount it read-only", path);
+  if (writable)
+    VGPU_LOG(VGPU_LOG_WARN, "limits file %s is writable by this process: mount it read-only", path);
   return 1;
 }
 
@@ -189,8 +201,8 @@ static void load_limits(void) {
   g_armed = read_limits_file(path);
 }
 
-/* A governed variable: from the limits file when armed (the environment is then only compared, once per
- * key, to say it is ignored), else from the environment. */
+/* A governed variable: from the limits file when armed (the environment is then only compared, once
+ * per key, to say it is ignored), else from the environment. */
 static const char* cfg_get(const char* name) {
   if (!g_armed) return getenv(name);
   const char* v = vgpu_cfg_get(&g_cfg, name);
@@ -199,7 +211,8 @@ static const char* cfg_get(const char* name) {
     static uint64_t warned; /* bit per hashed key: a warning at most once per variable */
     uint64_t bit = 1ull << (strlen(name) * 7 + (unsigned char)name[strlen(name) - 1]) % 64;
     if (!(__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)) {
-      VGPU_LOG(VGPU_LOG_WARN, "%s=\"%s\" in the environment is ignored: the device plugin's %s%s%s applies", name,
+      VGPU_LOG(VGPU_LOG_WARN,
+               "%s=\"%s\" in the environment is ignored: the device plugin's %s%s%s applies", name,
                env, v ? "value \"" : "limits file does not set it", v ? v : "", v ? "\"" : "");
     }
   }
@@ -221,24 +234,31 @@ static void load_real(void) {
   drv_cuDeviceGetCount = (CUresult(*)(int*))sym(g.cuda, "cuDeviceGetCount");
   drv_cuDeviceGet = (CUresult(*)(CUdevice*, int))sym(g.cuda, "cuDeviceGet");
   drv_cuDeviceGetUuid = (CUresult(*)(CUuuid*, CUdevice))sym(g.cuda, "cuDeviceGetUuid_v2");
-  if (!drv_cuDeviceGetUuid) drv_cuDeviceGetUuid = (CUresult(*)(CUuuid*, CUdevice))sym(g.cuda, "cuDeviceGetUuid");
-  drv_cuDeviceGetAttribute = (CUresult(*)(int*, CUdevice_attribute, CUdevice))sym(g.cuda, "cuDeviceGetAttribute");
+  if (!drv_cuDeviceGetUuid)
+    drv_cuDeviceGetUuid = (CUresult(*)(CUuuid*, CUdevice))sym(g.cuda, "cuDeviceGetUuid");
+  drv_cuDeviceGetAttribute =
+      (CUresult(*)(int*, CUdevice_attribute, CUdevice))sym(g.cuda, "cuDeviceGetAttribute");
   nvml_Init = (nvmlReturn_t(*)(void))sym(g.nvml, "nvmlInit_v2");
   nvml_DeviceGetCount = (nvmlReturn_t(*)(unsigned int*))sym(g.nvml, "nvmlDeviceGetCount_v2");
   nvml_DeviceGetHandleByIndex =
       (nvmlReturn_t(*)(unsigned int, nvmlDevice_t*))sym(g.nvml, "nvmlDeviceGetHandleByIndex_v2");
-  nvml_DeviceGetHandleByUUID = (nvmlReturn_t(*)(const char*, nvmlDevice_t*))sym(g.nvml, "nvmlDeviceGetHandleByUUID");
-  nvml_DeviceGetIndex = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int*))sym(g.nvml, "nvmlDeviceGetIndex");
-  nvml_DeviceGetUUID = (nvmlReturn_t(*)(nvmlDevice_t, char*, unsigned int))sym(g.nvml, "nvmlDeviceGetUUID");
+  nvml_DeviceGetHandleByUUID =
+      (nvmlReturn_t(*)(const char*, nvmlDevice_t*))sym(g.nvml, "nvmlDeviceGetHandleByUUID");
+  nvml_DeviceGetIndex =
+      (nvmlReturn_t(*)(nvmlDevice_t, unsigned int*))sym(g.nvml, "nvmlDeviceGetIndex");
+  nvml_DeviceGetUUID =
+      (nvmlReturn_t(*)(nvmlDevice_t, char*, unsigned int))sym(g.nvml, "nvmlDeviceGetUUID");
   nvml_DeviceGetComputeRunningProcesses =
       (nvmlReturn_t(*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*))sym(
           g.nvml, "nvmlDeviceGetComputeRunningProcesses_v3");
   nvml_DeviceGetProcessUtilization =
-      (nvmlReturn_t(*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*, unsigned long long))sym(
-          g.nvml, "nvmlDeviceGetProcessUtilization");
+      (nvmlReturn_t(*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                       unsigned long long))sym(g.nvml, "nvmlDeviceGetProcessUtilization");
 }
 
-static inline void ensure_loaded(void) { pthread_once(&g_load_once, load_real); }
+static inline void ensure_loaded(void) {
+  pthread_once(&g_load_once, load_real);
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -248,8 +268,8 @@ static uint64_t now_ns(void) {
 
 /* ---- Configuration from the environment (upstream's contract). ------------------------------ */
 
-/* Memory limit of device index `index`: CUDA_DEVICE_MEMORY_LIMIT_<i>, else (unset, 0, malformed: as upstream,
- * 0 there is not "unlimited") CUDA_DEVICE_MEMORY_LIMIT (0 = none). */
+/* Memory limit of device index `index`: CUDA_DEVICE_MEMORY_LIMIT_<i>, else (unset, 0, malformed: as
+ * upstream, 0 there is not "unlimited") CUDA_DEVICE_MEMORY_LIMIT (0 = none). */
 static uint64_t env_mem_limit(int index) {
   char name[64];
   uint64_t v;
@@ -259,15 +279,19 @@ static uint64_t env_mem_limit(int index) {
     if (vgpu_parse_mem_size(s, &v) == 0) {
       if (v) return v;
     } else {
-      VGPU_LOG(VGPU_LOG_ERROR, "%s=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored, falling back to "
-               "CUDA_DEVICE_MEMORY_LIMIT", name, s);
+      VGPU_LOG(VGPU_LOG_ERROR,
+               "%s=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored, falling back to "
+               "CUDA_DEVICE_MEMORY_LIMIT",
+               name, s);
     }
   }
   s = cfg_get("CUDA_DEVICE_MEMORY_LIMIT");
   if (s) {
     if (vgpu_parse_mem_size(s, &v) == 0) return v;
-    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_MEMORY_LIMIT=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored: no "
-             "memory limit", s);
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "CUDA_DEVICE_MEMORY_LIMIT=\"%s\" is not a size (e.g. 3000m, 1Gi); ignored: no "
+             "memory limit",
+             s);
   }
   return 0;
 }
@@ -285,25 +309,30 @@ static uint32_t env_sm_limit(int index) {
   s = cfg_get("CUDA_DEVICE_SM_LIMIT");
   if (s) {
     if (vgpu_parse_percent(s, &v) == 0) return v == 0 ? 100 : v;
-    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_DEVICE_SM_LIMIT=\"%s\" is not a percent 0..100; ignored: no SM limit", s);
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "CUDA_DEVICE_SM_LIMIT=\"%s\" is not a percent 0..100; ignored: no SM limit", s);
   }
   return 100;
 }
 
 static void format_uuid(const CUuuid* u, char* out) {
   const unsigned char* b = (const unsigned char*)u->bytes;
-  snprintf(out, VGPU_UUID_LEN, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  snprintf(out, VGPU_UUID_LEN,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
 }
 
-/* Index i of CUDA_DEVICE_MEMORY_LIMIT_<i> for CUDA ordinal `ord` with identity `uuid`: the device's position
- * in the container's unfiltered device list, so that a process with its own CUDA_VISIBLE_DEVICES (reordered
- * or narrowed) applies each limit to the same card as everybody else. */
+/* Index i of CUDA_DEVICE_MEMORY_LIMIT_<i> for CUDA ordinal `ord` with identity `uuid`: the device's
+ * position in the container's unfiltered device list, so that a process with its own
+ * CUDA_VISIBLE_DEVICES (reordered or narrowed) applies each limit to the same card as everybody
+ * else. */
 static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
   *nvml_out = NULL;
   nvmlDevice_t h;
   unsigned int idx;
-  if (g.nvml_ok && nvml_DeviceGetHandleByUUID && nvml_DeviceGetHandleByUUID(uuid, &h) == NVML_SUCCESS) {
+  if (g.nvml_ok && nvml_DeviceGetHandleByUUID &&
+      nvml_DeviceGetHandleByUUID(uuid, &h) == NVML_SUCCESS) {
     *nvml_out = h;
   }
   const char* cvd = getenv("CUDA_VISIBLE_DEVICES");
@@ -311,8 +340,10 @@ static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
     vgpu_visible_entry e[MAX_ORD];
     int n = vgpu_parse_visible_devices(cvd, e, MAX_ORD);
     if (ord < n && e[ord].index >= 0) return e[ord].index;
-    if (*nvml_out && nvml_DeviceGetIndex && nvml_DeviceGetIndex(*nvml_out, &idx) == NVML_SUCCESS) return (int)idx;
-    VGPU_LOG(VGPU_LOG_WARN, "cannot place CUDA device %d (%s) in the container's device list; using its ordinal",
+    if (*nvml_out && nvml_DeviceGetIndex && nvml_DeviceGetIndex(*nvml_out, &idx) == NVML_SUCCESS)
+      return (int)idx;
+    VGPU_LOG(VGPU_LOG_WARN,
+             "cannot place CUDA device %d (%s) in the container's device list; using its ordinal",
              ord, uuid);
   }
   return ord;
@@ -320,7 +351,8 @@ static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
 
 static void atfork_child(void) {
   /* The child must not share the parent's slot: drop the inherited descriptor (the parent keeps its
-   * liveness lock) and register afresh on first use. The parent's allocations are not the child's. */
+   * liveness lock) and register afresh on first use. The parent's allocations are not the child's.
+   */
   if (g.rc.fd >= 0) close(g.rc.fd);
   memset(&g.rc, 0, sizeof(g.rc));
   g.rc.fd = -1;
@@ -337,19 +369,23 @@ static void atfork_child(void) {
 }
 
 /* Strictness of a policy: disable < default < force. */
-static int policy_rank(uint32_t p) { return p == VGPU_POLICY_DISABLE ? 0 : p == VGPU_POLICY_FORCE ? 2 : 1; }
+static int policy_rank(uint32_t p) {
+  return p == VGPU_POLICY_DISABLE ? 0 : p == VGPU_POLICY_FORCE ? 2 : 1;
+}
 
 static int attach_region_locked(void) {
   if (g.rc.r) return 0;
   vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1};
   const char* s = cfg_get("GPU_CORE_UTILIZATION_POLICY");
   if (s && vgpu_parse_policy(s, &p.policy) != 0) {
-    VGPU_LOG(VGPU_LOG_ERROR, "GPU_CORE_UTILIZATION_POLICY=\"%s\" is not default/force/disable; using default", s);
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "GPU_CORE_UTILIZATION_POLICY=\"%s\" is not default/force/disable; using default", s);
   }
   /* Armed: the environment may make the policy stricter (force), never looser. */
   uint32_t env_policy;
   s = getenv("GPU_CORE_UTILIZATION_POLICY");
-  if (g_armed && s && vgpu_parse_policy(s, &env_policy) == 0 && policy_rank(env_policy) > policy_rank(p.policy)) {
+  if (g_armed && s && vgpu_parse_policy(s, &env_policy) == 0 &&
+      policy_rank(env_policy) > policy_rank(p.policy)) {
     p.policy = env_policy;
   }
   s = cfg_get("CUDA_TASK_PRIORITY");
@@ -404,7 +440,8 @@ static void init_locked(void) {
   g.sm_active = 0;
   const char* os = cfg_get("CUDA_OVERSUBSCRIBE");
   if (os && vgpu_parse_bool(os, &g.oversubscribe) != 0) {
-    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_OVERSUBSCRIBE=\"%s\" is not true/false; no oversubscription", os);
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_OVERSUBSCRIBE=\"%s\" is not true/false; no oversubscription",
+             os);
     g.oversubscribe = 0;
   }
   for (int ord = 0; ord < n; ord++) {
@@ -422,7 +459,8 @@ static void init_locked(void) {
     size_t total = 0;
     if (real_cuDeviceTotalMem_v2) real_cuDeviceTotalMem_v2(&total, dev);
     int sms = 0;
-    if (drv_cuDeviceGetAttribute) drv_cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (drv_cuDeviceGetAttribute)
+      drv_cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     if (sms <= 0) sms = 1;
     uint64_t limit = env_mem_limit(ci);
     uint32_t sm = env_sm_limit(ci);
@@ -436,8 +474,10 @@ static void init_locked(void) {
     g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
     g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
     if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = vgpu_sm_active = 1;
-    VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%%s", ord, uuid,
-             ci, (unsigned long long)g.rc.limit[e], pct, g_armed ? " (device plugin's limits file)" : "");
+    VGPU_LOG(VGPU_LOG_INFO,
+             "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%%s", ord,
+             uuid, ci, (unsigned long long)g.rc.limit[e], pct,
+             g_armed ? " (device plugin's limits file)" : "");
   }
   __atomic_store_n(&g.state, ST_READY, __ATOMIC_RELEASE);
 }
@@ -464,11 +504,14 @@ static inline int ready(void) {
 static inline int current_entry(void) {
   if (LIKELY(g.single)) return g.ent[0];
   CUdevice d;
-  if (!drv_cuCtxGetDevice || drv_cuCtxGetDevice(&d) != CUDA_SUCCESS || d < 0 || d >= g.ndev) return -1;
+  if (!drv_cuCtxGetDevice || drv_cuCtxGetDevice(&d) != CUDA_SUCCESS || d < 0 || d >= g.ndev)
+    return -1;
   return g.ent[d];
 }
 
-static inline int entry_of(CUdevice d) { return (d >= 0 && d < g.ndev) ? g.ent[d] : -1; }
+static inline int entry_of(CUdevice d) {
+  return (d >= 0 && d < g.ndev) ? g.ent[d] : -1;
+}
 
 /* Reserve with one retry after reclaiming dead processes. 0 ok, else CUDA_ERROR_OUT_OF_MEMORY. */
 static CUresult reserve(int e, uint64_t bytes) {
@@ -481,7 +524,8 @@ static CUresult reserve(int e, uint64_t bytes) {
   unsigned n = __atomic_add_fetch(&oom_count, 1, __ATOMIC_RELAXED);
   if (n <= 5 || n % 1000 == 0) {
     const vgpu_device_entry* d = &g.rc.r->devices[e];
-    VGPU_LOG(VGPU_LOG_WARN, "%s: out of memory (#%u in this process): %llu B requested, %llu of %llu B in use",
+    VGPU_LOG(VGPU_LOG_WARN,
+             "%s: out of memory (#%u in this process): %llu B requested, %llu of %llu B in use",
              d->uuid, n, (unsigned long long)bytes, (unsigned long long)vgpu_region_used(&g.rc, e),
              (unsigned long long)g.rc.limit[e]);
   }
@@ -491,7 +535,8 @@ static CUresult reserve(int e, uint64_t bytes) {
 static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
   if (UNLIKELY(vgpu_at_insert(&g.at, key, kind, e, bytes) != 0) && !g.table_full_logged) {
     g.table_full_logged = 1;
-    VGPU_LOG(VGPU_LOG_ERROR, "allocation table full: further frees are not credited (usage stays charged)");
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "allocation table full: further frees are not credited (usage stays charged)");
   }
 }
 
@@ -504,17 +549,17 @@ static inline void untrack(uint64_t key, int kind) {
 /* ---- Allocation hooks. ----------------------------------------------------------------------- */
 
 /* Reserve `bytes` on entry e, make the driver call, then record `key` on success or roll back. */
-#define CHARGED_CALL(e, bytes, call, key, kind)                 \
-  do {                                                          \
-    CUresult r_ = reserve(e, bytes);                            \
-    if (r_ != CUDA_SUCCESS) return r_;                          \
-    r_ = call;                                                  \
-    if (r_ != CUDA_SUCCESS) {                                   \
-      vgpu_region_release(&g.rc, e, bytes);                     \
-      return r_;                                                \
-    }                                                           \
-    track(key, kind, e, bytes);                                 \
-    return r_;                                                  \
+#define CHARGED_CALL(e, bytes, call, key, kind) \
+  do {                                          \
+    CUresult r_ = reserve(e, bytes);            \
+    if (r_ != CUDA_SUCCESS) return r_;          \
+    r_ = call;                                  \
+    if (r_ != CUDA_SUCCESS) {                   \
+      vgpu_region_release(&g.rc, e, bytes);     \
+      return r_;                                \
+    }                                           \
+    track(key, kind, e, bytes);                 \
+    return r_;                                  \
   } while (0)
 
 static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64_t bytes) {
@@ -526,8 +571,9 @@ static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64
   return r;
 }
 
-/* Device memory; with oversubscription, what the device cannot hold any more (within the container's
- * virtual limit, already reserved) becomes managed memory, which the driver pages between device and host. */
+/* Device memory; with oversubscription, what the device cannot hold any more (within the
+ * container's virtual limit, already reserved) becomes managed memory, which the driver pages
+ * between device and host. */
 static inline CUresult alloc_device(CUdeviceptr* dptr, size_t bytesize) {
   CUresult r = real_cuMemAlloc_v2(dptr, bytesize);
   if (UNLIKELY(r == CUDA_ERROR_OUT_OF_MEMORY) && g.oversubscribe && real_cuMemAllocManaged) {
@@ -549,19 +595,21 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned i
   int e;
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
     ensure_loaded();
-    return real_cuMemAllocManaged ? real_cuMemAllocManaged(dptr, bytesize, flags) : CUDA_ERROR_NOT_INITIALIZED;
+    return real_cuMemAllocManaged ? real_cuMemAllocManaged(dptr, bytesize, flags)
+                                  : CUDA_ERROR_NOT_INITIALIZED;
   }
   CHARGED_CALL(e, bytesize, real_cuMemAllocManaged(dptr, bytesize, flags), *dptr, VGPU_KIND_DPTR);
 }
 
-EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
-                                   unsigned int ElementSizeBytes) {
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes) {
   int e;
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || WidthInBytes == 0 || Height == 0 ||
       WidthInBytes > ((uint64_t)1 << 40) || Height > ((uint64_t)1 << 40)) {
     ensure_loaded();
-    return real_cuMemAllocPitch_v2 ? real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
-                                   : CUDA_ERROR_NOT_INITIALIZED;
+    return real_cuMemAllocPitch_v2
+               ? real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
+               : CUDA_ERROR_NOT_INITIALIZED;
   }
   /* Reserve the unpadded size first, then settle on the pitch the driver actually returned. */
   uint64_t want = (uint64_t)WidthInBytes * Height;
@@ -607,49 +655,46 @@ EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
   return r;
 }
 
-#define ALLOC_ASYNC_BODY(realfn, call)                                      \
-  int e;                                                                    \
-  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {   \
-    ensure_loaded();                                                        \
-    return realfn ? realfn call : CUDA_ERROR_NOT_INITIALIZED;               \
-  }                                                                         \
+#define ALLOC_ASYNC_BODY(realfn, call)                                    \
+  int e;                                                                  \
+  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) { \
+    ensure_loaded();                                                      \
+    return realfn ? realfn call : CUDA_ERROR_NOT_INITIALIZED;             \
+  }                                                                       \
   CHARGED_CALL(e, bytesize, realfn call, *dptr, VGPU_KIND_DPTR);
 
-EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream))
-}
-EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  ALLOC_ASYNC_BODY(real_cuMemAllocAsync_ptsz, (dptr, bytesize, hStream))
-}
-EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream))
-}
-EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                             CUstream hStream) {
-  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream))
-}
-
-#define FREE_BODY(realfn, call, key, kind)                                     \
-  ensure_loaded();                                                             \
-  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                              \
-  CUresult r = realfn call;                                                    \
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(key, kind);    \
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream){
+    ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream))} EXPORT CUresult
+    cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream){
+        ALLOC_ASYNC_BODY(real_cuMemAllocAsync_ptsz, (dptr, bytesize, hStream))} EXPORT CUresult
+    cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                            CUstream hStream){
+        ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync,
+                         (dptr, bytesize, pool, hStream))} EXPORT CUresult
+    cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream){
+        ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream))}
+#define FREE_BODY(realfn, call, key, kind)                                  \
+  ensure_loaded();                                                          \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                           \
+  CUresult r = realfn call;                                                 \
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(key, kind); \
   return r;
 
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR)
-}
-EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  FREE_BODY(real_cuMemFreeAsync_ptsz, (dptr, hStream), dptr, VGPU_KIND_DPTR)
-}
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream){
+    FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR)} EXPORT CUresult
+    cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream){
+        FREE_BODY(real_cuMemFreeAsync_ptsz, (dptr, hStream), dptr, VGPU_KIND_DPTR)}
 
-EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                            unsigned long long flags) {
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                            const CUmemAllocationProp* prop, unsigned long long flags) {
   int e;
-  if (UNLIKELY(!ready()) || !prop || !handle || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-      (e = entry_of(prop->location.id)) < 0 || size == 0) {
+  if (UNLIKELY(!ready()) || !prop || !handle ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || (e = entry_of(prop->location.id)) < 0 ||
+      size == 0) {
     ensure_loaded();
-    return real_cuMemCreate ? real_cuMemCreate(handle, size, prop, flags) : CUDA_ERROR_NOT_INITIALIZED;
+    return real_cuMemCreate ? real_cuMemCreate(handle, size, prop, flags)
+                            : CUDA_ERROR_NOT_INITIALIZED;
   }
   CHARGED_CALL(e, size, real_cuMemCreate(handle, size, prop, flags), *handle, VGPU_KIND_HANDLE);
 }
@@ -660,10 +705,19 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 static uint64_t format_bytes(CUarray_format f) {
   switch ((int)f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 4; /* compressed/planar formats: an upper bound per element */
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+      return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+      return 4;
+    default:
+      return 4; /* compressed/planar formats: an upper bound per element */
   }
 }
 
@@ -682,22 +736,24 @@ EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* 
     return real_cuArrayCreate_v2 ? real_cuArrayCreate_v2(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;
   }
   uint64_t bytes = array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels);
-  CHARGED_CALL(e, bytes, real_cuArrayCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_ARRAY);
+  CHARGED_CALL(e, bytes, real_cuArrayCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle,
+               VGPU_KIND_ARRAY);
 }
 
 EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a) {
   int e;
   if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
     ensure_loaded();
-    return real_cuArray3DCreate_v2 ? real_cuArray3DCreate_v2(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;
+    return real_cuArray3DCreate_v2 ? real_cuArray3DCreate_v2(pHandle, a)
+                                   : CUDA_ERROR_NOT_INITIALIZED;
   }
   uint64_t bytes = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
-  CHARGED_CALL(e, bytes, real_cuArray3DCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_ARRAY);
+  CHARGED_CALL(e, bytes, real_cuArray3DCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle,
+               VGPU_KIND_ARRAY);
 }
 
-EXPORT CUresult cuArrayDestroy(CUarray hArray) {
-  FREE_BODY(real_cuArrayDestroy, (hArray), (uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY)
-}
+EXPORT CUresult cuArrayDestroy(CUarray hArray){
+    FREE_BODY(real_cuArrayDestroy, (hArray), (uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY)}
 
 EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a,
                                        unsigned int numMipmapLevels) {
@@ -710,7 +766,8 @@ EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARR
   /* All levels together are at most 4/3 (2D) or 8/7 (3D) of level 0: charge the 2D bound. */
   uint64_t base = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
   uint64_t bytes = numMipmapLevels > 1 ? base + base / 3 + 1 : base;
-  CHARGED_CALL(e, bytes, real_cuMipmappedArrayCreate(pHandle, a, numMipmapLevels), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_MIPMAP);
+  CHARGED_CALL(e, bytes, real_cuMipmappedArrayCreate(pHandle, a, numMipmapLevels),
+               (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_MIPMAP);
 }
 
 EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
@@ -720,16 +777,20 @@ EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
 /* ---- Contexts: charge the device memory a context takes. ------------------------------------ */
 
 /* Device memory the driver attributes to this process on `ord` beyond what we have charged: after a
- * context is created this is the context's overhead. Uses NVML's per-process usage; 0 if unavailable. */
+ * context is created this is the context's overhead. Uses NVML's per-process usage; 0 if
+ * unavailable. */
 static uint64_t uncharged_bytes(int ord, int e) {
   if (!g.nvml_ok || !nvml_DeviceGetComputeRunningProcesses || !g.nvml_dev[ord]) return 0;
-  /* As many entries as NVML has processes (a busy node can have more than any fixed array holds). */
+  /* As many entries as NVML has processes (a busy node can have more than any fixed array holds).
+   */
   nvmlProcessInfo_v2_t small[64];
   nvmlProcessInfo_v2_t* procs = small;
   unsigned int cap = 64, n = cap;
   nvmlReturn_t r;
   for (int tries = 0; (r = nvml_DeviceGetComputeRunningProcesses(g.nvml_dev[ord], &n, procs)) ==
-                      NVML_ERROR_INSUFFICIENT_SIZE && tries < 4; tries++) {
+                          NVML_ERROR_INSUFFICIENT_SIZE &&
+                      tries < 4;
+       tries++) {
     if (procs != small) free(procs);
     cap = n + 16;
     procs = (nvmlProcessInfo_v2_t*)malloc(cap * sizeof(*procs));
@@ -747,7 +808,8 @@ static uint64_t uncharged_bytes(int ord, int e) {
       }
     }
   } else {
-    VGPU_LOG(VGPU_LOG_WARN, "NVML process list unavailable (%d): this context's memory is not charged", (int)r);
+    VGPU_LOG(VGPU_LOG_WARN,
+             "NVML process list unavailable (%d): this context's memory is not charged", (int)r);
   }
   if (procs != small) free(procs);
   return out;
@@ -786,19 +848,22 @@ static void primary_release(CUdevice dev, int reset) {
   g.primary_bytes[dev] = 0;
 }
 
-#define PRIMARY_RELEASE_BODY(realfn, reset)                  \
-  ensure_loaded();                                           \
-  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;            \
-  CUresult r = realfn(dev);                                  \
-  if (r == CUDA_SUCCESS) primary_release(dev, reset);        \
+#define PRIMARY_RELEASE_BODY(realfn, reset)           \
+  ensure_loaded();                                    \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;     \
+  CUresult r = realfn(dev);                           \
+  if (r == CUDA_SUCCESS) primary_release(dev, reset); \
   return r;
 
-EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0) }
-EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease_v2, 0)
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev){
+    PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0)} EXPORT CUresult
+    cuDevicePrimaryCtxRelease_v2(CUdevice dev){
+        PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease_v2, 0)} EXPORT CUresult
+    cuDevicePrimaryCtxReset(CUdevice dev){
+        PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset, 1)} EXPORT CUresult
+    cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1)
 }
-EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset, 1) }
-EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1) }
 
 static CUresult after_ctx_create(CUresult r, CUcontext* pctx, CUdevice dev) {
   if (r != CUDA_SUCCESS || !pctx || !ready()) return r;
@@ -819,14 +884,14 @@ EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   if (!real_cuCtxCreate) return CUDA_ERROR_NOT_INITIALIZED;
   return after_ctx_create(real_cuCtxCreate(pctx, flags, dev), pctx, dev);
 }
-EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
-                               CUdevice dev) {
+EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                               unsigned int flags, CUdevice dev) {
   ensure_loaded();
   if (!real_cuCtxCreate_v3) return CUDA_ERROR_NOT_INITIALIZED;
   return after_ctx_create(real_cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx, dev);
 }
-EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags,
-                               CUdevice dev) {
+EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
+                               unsigned int flags, CUdevice dev) {
   ensure_loaded();
   if (!real_cuCtxCreate_v4) return CUDA_ERROR_NOT_INITIALIZED;
   return after_ctx_create(real_cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev), pctx, dev);
@@ -835,7 +900,8 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   FREE_BODY(real_cuCtxDestroy_v2, (ctx), (uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX)
 }
 
-/* ---- Memory reporting: cuMemGetInfo, cuDeviceTotalMem and NVML agree. ------------------------- */
+/* ---- Memory reporting: cuMemGetInfo, cuDeviceTotalMem and NVML agree. -------------------------
+ */
 
 /* Applies the container view of entry e to a driver (free, total) pair. */
 static inline void clamp_info(int e, uint64_t* free, uint64_t* total) {
@@ -950,49 +1016,50 @@ static int nvml_entry(nvmlDevice_t h) {
   return e;
 }
 
-/* The container's pid for a pid as NVML reports it (the pid or host pid of an active slot), 0 if the
- * process is not one of this container's. A scan of the used slots: not on a hot path. */
+/* The container's pid for a pid as NVML reports it (the pid or host pid of an active slot), 0 if
+ * the process is not one of this container's. A scan of the used slots: not on a hot path. */
 static unsigned int container_pid(unsigned int pid) {
   vgpu_region* r = g.rc.r;
   if (!r) return 0;
   uint32_t hwm = __atomic_load_n(&r->hdr.slot_hwm, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < hwm && i < VGPU_MAX_SLOTS; i++) {
     if (__atomic_load_n(&r->slots[i].state, __ATOMIC_ACQUIRE) == VGPU_SLOT_FREE) continue;
-    if (r->slots[i].pid == pid || (r->slots[i].host_pid && r->slots[i].host_pid == pid)) return r->slots[i].pid;
+    if (r->slots[i].pid == pid || (r->slots[i].host_pid && r->slots[i].host_pid == pid))
+      return r->slots[i].pid;
   }
   return 0;
 }
 
 /* Process lists show this container's processes only, under the pids the container knows them by
  * (upstream shows host pids the container cannot resolve, or nothing). */
-#define FILTER_PROCS(realfn, device, count, infos)                                  \
-  ensure_loaded();                                                                  \
-  if (!realfn) return NVML_ERROR_FUNCTION_NOT_FOUND;                                \
-  nvmlReturn_t r = realfn(device, count, infos);                                    \
-  if (r != NVML_SUCCESS || !count || !infos || nvml_entry(device) < 0) return r;    \
-  unsigned int kept = 0;                                                            \
-  for (unsigned int i = 0; i < *count; i++) {                                       \
-    unsigned int cpid = container_pid(infos[i].pid);                                \
-    if (!cpid) continue;                                                            \
-    infos[kept] = infos[i];                                                         \
-    infos[kept].pid = cpid;                                                         \
-    kept++;                                                                         \
-  }                                                                                 \
-  *count = kept;                                                                    \
+#define FILTER_PROCS(realfn, device, count, infos)                               \
+  ensure_loaded();                                                               \
+  if (!realfn) return NVML_ERROR_FUNCTION_NOT_FOUND;                             \
+  nvmlReturn_t r = realfn(device, count, infos);                                 \
+  if (r != NVML_SUCCESS || !count || !infos || nvml_entry(device) < 0) return r; \
+  unsigned int kept = 0;                                                         \
+  for (unsigned int i = 0; i < *count; i++) {                                    \
+    unsigned int cpid = container_pid(infos[i].pid);                             \
+    if (!cpid) continue;                                                         \
+    infos[kept] = infos[i];                                                      \
+    infos[kept].pid = cpid;                                                      \
+    kept++;                                                                      \
+  }                                                                              \
+  *count = kept;                                                                 \
   return r;
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
-                                                            nvmlProcessInfo_v2_t* infos) {
-  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v3, device, infoCount, infos)
-}
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                                            nvmlProcessInfo_v2_t* infos) {
-  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v2, device, infoCount, infos)
-}
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
-                                                         nvmlProcessInfo_v1_t* infos) {
-  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses, device, infoCount, infos)
-}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                            unsigned int* infoCount,
+                                                            nvmlProcessInfo_v2_t* infos){
+    FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v3, device, infoCount,
+                 infos)} EXPORT nvmlReturn_t
+    nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                            nvmlProcessInfo_v2_t* infos){
+        FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v2, device, infoCount,
+                     infos)} EXPORT nvmlReturn_t
+    nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                         nvmlProcessInfo_v1_t* infos){
+        FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses, device, infoCount, infos)}
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   ensure_loaded();
@@ -1046,16 +1113,19 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody else's
- * percent (the sample array grows to what NVML reports). */
-static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine, uint64_t* others) {
+/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody
+ * else's percent (the sample array grows to what NVML reports). */
+static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine,
+                                 uint64_t* others) {
   nvmlProcessUtilizationSample_t small[64];
   nvmlProcessUtilizationSample_t* s = small;
   unsigned int cap = 64, n = cap;
   nvmlReturn_t r;
   *mine = *others = 0;
-  for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) == NVML_ERROR_INSUFFICIENT_SIZE &&
-                      tries < 4; tries++) {
+  for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) ==
+                          NVML_ERROR_INSUFFICIENT_SIZE &&
+                      tries < 4;
+       tries++) {
     if (s != small) free(s);
     cap = n + 16;
     s = (nvmlProcessUtilizationSample_t*)malloc(cap * sizeof(*s));
@@ -1075,33 +1145,39 @@ static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* 
   return r;
 }
 
-/* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration thread of the
- * container that wins the window (compare-and-swap on calib_us). */
+/* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration
+ * thread of the container that wins the window (compare-and-swap on calib_us). */
 static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct, uint64_t now_us) {
   uint64_t prev = __atomic_load_n(&d->calib_us, __ATOMIC_ACQUIRE);
   uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
-  if (prev == 0 || prev > now_us) { /* first tick of the container (or the clock went back): start a window */
-    if (__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+  if (prev == 0 ||
+      prev > now_us) { /* first tick of the container (or the clock went back): start a window */
+    if (__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
       __atomic_store_n(&d->calib_waves, waves, __ATOMIC_RELEASE);
     }
     return;
   }
   if (now_us - prev < MIN_TICK_US ||
-      !__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      !__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_RELAXED)) {
     return;
   }
   uint64_t w0 = __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
   uint64_t mine = 0, others = 0;
   nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
   if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
-  uint64_t busy_ns = mine * (now_us - prev) * 10; /* pct/100 * us * 1000 */
+  uint64_t busy_ns = mine * (now_us - prev) * 10;               /* pct/100 * us * 1000 */
   vgpu_limiter_tick(d, pct, busy_ns, waves - w0, (now_us - prev) * 1000);
-  VGPU_LOG(VGPU_LOG_DEBUG, "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
-           (unsigned long long)busy_ns, (unsigned long long)(waves - w0), (unsigned long long)d->ns_per_wave,
-           (long long)d->outstanding_ns, (long long)d->tokens_ns);
+  VGPU_LOG(VGPU_LOG_DEBUG,
+           "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
+           (unsigned long long)busy_ns, (unsigned long long)(waves - w0),
+           (unsigned long long)d->ns_per_wave, (long long)d->outstanding_ns,
+           (long long)d->tokens_ns);
 }
 
-/* Every 100 ms: contention detection for the default policy, activity stamps, and the controller tick. */
+/* Every 100 ms: contention detection for the default policy, activity stamps, and the controller
+ * tick. */
 static void* watcher_main(void* arg) {
   (void)arg;
   uint64_t last_waves[MAX_ORD] = {0};
@@ -1109,14 +1185,16 @@ static void* watcher_main(void* arg) {
   uint64_t last_us = realtime_us();
   for (int ord = 0; ord < g.ndev; ord++) {
     int e = g.ent[ord];
-    if (e >= 0) last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
+    if (e >= 0)
+      last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
   }
   /* The first ticks come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
   uint64_t period = WATCH_PERIOD_NS / 5;
   for (;;) {
     struct timespec ts = {0, (long)period};
     nanosleep(&ts, NULL);
-    if (period < WATCH_PERIOD_NS) period = period * 2 < WATCH_PERIOD_NS ? period * 2 : WATCH_PERIOD_NS;
+    if (period < WATCH_PERIOD_NS)
+      period = period * 2 < WATCH_PERIOD_NS ? period * 2 : WATCH_PERIOD_NS;
     uint64_t now_us = realtime_us();
     for (int ord = 0; ord < g.ndev; ord++) {
       int e = g.ent[ord];
@@ -1125,13 +1203,15 @@ static void* watcher_main(void* arg) {
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
       uint64_t mine = 0, others = 0;
       nvmlReturn_t ur = process_util(g.nvml_dev[ord], last_us, &mine, &others);
-      /* Contended as soon as another process used the device; uncontended after two quiet samples. */
+      /* Contended as soon as another process used the device; uncontended after two quiet samples.
+       */
       if (ur == NVML_SUCCESS || ur == NVML_ERROR_NOT_FOUND) {
         quiet[e] = others ? 0 : quiet[e] + 1;
         g.uncontended[e] = quiet[e] >= 2;
       }
       /* Activity stamp for the node monitor (the hot path stamps only when it refills). */
-      if (waves != last_waves[ord]) __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
+      if (waves != last_waves[ord])
+        __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
       last_waves[ord] = waves;
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
       int64_t cap = vgpu_limiter_cap(d, g.sm_pct[e]);
@@ -1155,7 +1235,8 @@ static void start_watcher(void) {
       pthread_attr_init(&a);
       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
       if (pthread_create(&t, &a, watcher_main, NULL) != 0) {
-        VGPU_LOG(VGPU_LOG_WARN, "cannot start the SM calibration thread; using the default wave cost");
+        VGPU_LOG(VGPU_LOG_WARN,
+                 "cannot start the SM calibration thread; using the default wave cost");
       }
       pthread_attr_destroy(&a);
     } else {
@@ -1165,13 +1246,15 @@ static void start_watcher(void) {
   pthread_mutex_unlock(&g.init_mu);
 }
 
-static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct, uint64_t waves) {
+static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct,
+                                                        uint64_t waves) {
   vgpu_region* r = g.rc.r;
   if (UNLIKELY(!g.watcher_started)) start_watcher();
   uint64_t now = now_ns();
   uint64_t waited = 0;
   /* Priority (monitor feedback): a higher-priority container is active; yield, bounded. */
-  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) && waited < MAX_PRIORITY_WAIT_NS) {
+  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) &&
+         waited < MAX_PRIORITY_WAIT_NS) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
     waited += 10000000;
@@ -1180,7 +1263,8 @@ static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, ui
     uint64_t w = vgpu_limiter_try(d, pct, waves, now);
     if (!w) break;
     if (waited >= VGPU_LIMITER_MAX_WAIT_NS) {
-      VGPU_LOG(VGPU_LOG_DEBUG, "launch waited %llu ns; starting it anyway", (unsigned long long)waited);
+      VGPU_LOG(VGPU_LOG_DEBUG, "launch waited %llu ns; starting it anyway",
+               (unsigned long long)waited);
       break;
     }
     struct timespec ts = {(time_t)(w / 1000000000ull), (long)(w % 1000000000ull)};
@@ -1192,9 +1276,10 @@ static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, ui
   }
 }
 
-/* Launch gate, inlined into every launch hook: loads and two atomic adds, no call, no clock, no system
- * call. Returns 1 when the launch may go (charged, or not limited), 0 when the slow path must decide
- * (bucket empty, calibration thread not started yet, priority wait, not initialised). */
+/* Launch gate, inlined into every launch hook: loads and two atomic adds, no call, no clock, no
+ * system call. Returns 1 when the launch may go (charged, or not limited), 0 when the slow path
+ * must decide (bucket empty, calibration thread not started yet, priority wait, not initialised).
+ */
 static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
   if (UNLIKELY(g.state != ST_READY)) return 0;
   int e = current_entry();
@@ -1204,7 +1289,9 @@ static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
       (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
     return 1;
   }
-  if (UNLIKELY(!g.watcher_started) || UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0)) return 0;
+  if (UNLIKELY(!g.watcher_started) ||
+      UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0))
+    return 0;
   uint64_t sms = g.sms[e];
   return vgpu_limiter_take(&r->devices[e], blocks ? (blocks + sms - 1) / sms : 1);
 }
@@ -1214,7 +1301,8 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
   int e = current_entry();
   if (e < 0 || !g.sm_pct[e]) return;
   vgpu_region* r = g.rc.r;
-  if (UNLIKELY(!g.watcher_started)) start_watcher(); /* also the contention detector of the default policy */
+  if (UNLIKELY(!g.watcher_started))
+    start_watcher(); /* also the contention detector of the default policy */
   if (g.policy == VGPU_POLICY_DEFAULT &&
       (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
     return;
@@ -1223,38 +1311,42 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
   limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1);
 }
 
-/* A launch hook: the fast path ends in a tail call with the caller's arguments untouched (the compiler
- * needs no frame), everything else goes through name##_slow. */
-#define LAUNCH_HOOK(name, params, args, blocks)                                          \
-  static __attribute__((noinline)) CUresult name##_slow params {                        \
-    ensure_loaded();                                                                     \
-    if (!real_##name) return CUDA_ERROR_NOT_INITIALIZED;                                 \
-    if (g.sm_active) launch_slow(blocks);                                                \
-    return real_##name args;                                                             \
-  }                                                                                      \
-  EXPORT CUresult name params {                                                          \
-    if (LIKELY(real_##name != NULL) && LIKELY(!g.sm_active || launch_gate(blocks))) return real_##name args; \
-    return name##_slow args;                                                             \
+/* A launch hook: the fast path ends in a tail call with the caller's arguments untouched (the
+ * compiler needs no frame), everything else goes through name##_slow. */
+#define LAUNCH_HOOK(name, params, args, blocks)                                     \
+  static __attribute__((noinline)) CUresult name##_slow params {                    \
+    ensure_loaded();                                                                \
+    if (!real_##name) return CUDA_ERROR_NOT_INITIALIZED;                            \
+    if (g.sm_active) launch_slow(blocks);                                           \
+    return real_##name args;                                                        \
+  }                                                                                 \
+  EXPORT CUresult name params {                                                     \
+    if (LIKELY(real_##name != NULL) && LIKELY(!g.sm_active || launch_gate(blocks))) \
+      return real_##name args;                                                      \
+    return name##_slow args;                                                        \
   }
 
 #define GRID_BLOCKS ((uint64_t)gridDimX * gridDimY * gridDimZ)
 #define EX_BLOCKS (config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 1)
 
-/* cuLaunchKernel(_ptsz) and cuLaunchCooperativeKernel(_ptsz) pass arguments on the stack; C compilers copy
- * those around any call, so on x86-64 these four hooks are assembly (vgpu_dlsym.S) around
- * vgpu_launch_check; elsewhere they are the C hooks below. */
+/* cuLaunchKernel(_ptsz) and cuLaunchCooperativeKernel(_ptsz) pass arguments on the stack; C
+ * compilers copy those around any call, so on x86-64 these four hooks are assembly (vgpu_dlsym.S)
+ * around vgpu_launch_check; elsewhere they are the C hooks below. */
 #if !defined(__x86_64__) || defined(VGPU_NO_ASM)
-#define KERNEL_PARAMS                                                                                    \
-  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
-   unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
-   void** kernelParams, void** extra)
-#define KERNEL_ARGS \
-  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
-#define COOP_PARAMS                                                                                      \
-  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, \
-   unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
-   void** kernelParams)
-#define COOP_ARGS (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)
+#define KERNEL_PARAMS                                                                 \
+  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
+   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
+   unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra)
+#define KERNEL_ARGS                                                                           \
+  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+   kernelParams, extra)
+#define COOP_PARAMS                                                                   \
+  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
+   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
+   unsigned int sharedMemBytes, CUstream hStream, void** kernelParams)
+#define COOP_ARGS                                                                             \
+  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+   kernelParams)
 LAUNCH_HOOK(cuLaunchKernel, KERNEL_PARAMS, KERNEL_ARGS, GRID_BLOCKS)
 LAUNCH_HOOK(cuLaunchKernel_ptsz, KERNEL_PARAMS, KERNEL_ARGS, GRID_BLOCKS)
 LAUNCH_HOOK(cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS, GRID_BLOCKS)
@@ -1264,13 +1356,16 @@ __attribute__((visibility("hidden"))) void vgpu_launch_check(uint64_t blocks) {
   if (UNLIKELY(!real_cuLaunchKernel)) ensure_loaded();
   if (g.sm_active && !launch_gate(blocks)) launch_slow(blocks);
 }
-LAUNCH_HOOK(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
+LAUNCH_HOOK(cuLaunchKernelEx,
+            (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
             (config, f, kernelParams, extra), EX_BLOCKS)
-LAUNCH_HOOK(cuLaunchKernelEx_ptsz, (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
+LAUNCH_HOOK(cuLaunchKernelEx_ptsz,
+            (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
             (config, f, kernelParams, extra), EX_BLOCKS)
-/* A graph's kernels are not known here: one graph launch is charged as one device-wide wave, and the
- * calibration scales the wave cost to what the workload's launches really take. */
-LAUNCH_HOOK(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), g.sms[0] ? g.sms[0] : 1)
+/* A graph's kernels are not known here: one graph launch is charged as one device-wide wave, and
+ * the calibration scales the wave cost to what the workload's launches really take. */
+LAUNCH_HOOK(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+            g.sms[0] ? g.sms[0] : 1)
 LAUNCH_HOOK(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
             g.sms[0] ? g.sms[0] : 1)
 
@@ -1288,8 +1383,9 @@ EXPORT CUresult cuInit(unsigned int flags) {
   return r;
 }
 
-/* Our hook for the function the real driver chose: first by identity of the real pointer (exact for any
- * version and per-thread flag), else by (base name, version, per-thread flag) from the hook list. */
+/* Our hook for the function the real driver chose: first by identity of the real pointer (exact for
+ * any version and per-thread flag), else by (base name, version, per-thread flag) from the hook
+ * list. */
 static void* route(const char* symbol, void* real, int cuda_version, cuuint64_t flags) {
   if (!real || !symbol) return real;
   for (int i = 0; i < kNumHooks; i++) {
@@ -1307,14 +1403,16 @@ static void* route(const char* symbol, void* real, int cuda_version, cuuint64_t 
     }
   }
   if (best >= 0) {
-    /* Only substitute when the real pointer is that very variant; otherwise the ABI could differ. */
+    /* Only substitute when the real pointer is that very variant; otherwise the ABI could differ.
+     */
     void* variant = *kHooks[best].real;
     if (variant == real) return kHooks[best].hook;
   }
   return real;
 }
 
-EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                 cuuint64_t flags) {
   ensure_loaded();
   if (!real_cuGetProcAddress) return CUDA_ERROR_NOT_SUPPORTED;
   CUresult r = real_cuGetProcAddress(symbol, pfn, cudaVersion, flags);
@@ -1322,7 +1420,8 @@ EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion
   return r;
 }
 
-EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                    cuuint64_t flags,
                                     CUdriverProcAddressQueryResult* symbolStatus) {
   ensure_loaded();
   if (!real_cuGetProcAddress_v2) return CUDA_ERROR_NOT_SUPPORTED;
@@ -1331,13 +1430,14 @@ EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVers
   return r;
 }
 
-/* Called by the assembly dlsym (vgpu_dlsym.S) before it tail-jumps to glibc's dlsym with the caller's
- * return address intact (so RTLD_NEXT keeps meaning "after the caller"). Returns our hook for an exactly
- * hooked name, else NULL. Never loads anything. */
+/* Called by the assembly dlsym (vgpu_dlsym.S) before it tail-jumps to glibc's dlsym with the
+ * caller's return address intact (so RTLD_NEXT keeps meaning "after the caller"). Returns our hook
+ * for an exactly hooked name, else NULL. Never loads anything. */
 __attribute__((visibility("hidden"))) void* vgpu_dlsym_resolve(void* handle, const char* name) {
   (void)handle;
   vgpu_ensure_real_dlsym();
-  if (!name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v'))) return NULL;
+  if (!name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v')))
+    return NULL;
   for (int i = 0; i < kNumHooks; i++) {
     if (strcmp(kHooks[i].name, name) == 0) return kHooks[i].hook;
   }
@@ -1345,8 +1445,8 @@ __attribute__((visibility("hidden"))) void* vgpu_dlsym_resolve(void* handle, con
 }
 
 #if !defined(__x86_64__) || defined(VGPU_NO_ASM)
-/* dlsym in C for architectures without the assembly entry: hooks resolve the same way, but glibc then
- * sees libvgpu as the caller of RTLD_NEXT lookups. */
+/* dlsym in C for architectures without the assembly entry: hooks resolve the same way, but glibc
+ * then sees libvgpu as the caller of RTLD_NEXT lookups. */
 EXPORT void* dlsym(void* handle, const char* name) {
   void* hook = vgpu_dlsym_resolve(handle, name);
   if (hook) return hook;
@@ -1354,6 +1454,7 @@ EXPORT void* dlsym(void* handle, const char* name) {
 }
 #endif
 
-/* No exit handler gives usage back: the driver frees a process's memory when the process is gone, and so
- * does the region (the slot's liveness lock drops at the same moment and the next sweep reclaims it).
- * Releasing earlier, in a destructor, would let others allocate memory the driver still holds. */
+/* No exit handler gives usage back: the driver frees a process's memory when the process is gone,
+ * and so does the region (the slot's liveness lock drops at the same moment and the next sweep
+ * reclaims it). Releasing earlier, in a destructor, would let others allocate memory the driver
+ * still holds. */

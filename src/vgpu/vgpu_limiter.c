@@ -1,21 +1,21 @@
 /* SM limiter: a container-wide token bucket per device, in nanoseconds of device time.
  *
- * Each launch costs waves * ns_per_wave, where waves = ceil(blocks / SMs) is the number of full-device
- * passes the grid needs: the cost scales with the work, not with the SM count, so the same share holds on
- * 20 and 132 SMs. Tokens accrue at pct/100 per wall nanosecond and are capped at a small burst, so over
- * any window the container starts at most pct% of the window's device time (plus one burst). A controller
- * tick per window (vgpu_limiter_tick) charges the bucket with measured device time beyond the launch
- * charges, so the share holds whatever the kernels' length; ns_per_wave is calibrated from measured busy
- * time so that the up-front charges are close to what launches really cost. All state is in the shared
- * device entry and updated with atomics: processes of one container share the budget, and a killed
- * process leaves nothing locked. */
+ * Each launch costs waves * ns_per_wave, where waves = ceil(blocks / SMs) is the number of
+ * full-device passes the grid needs: the cost scales with the work, not with the SM count, so the
+ * same share holds on 20 and 132 SMs. Tokens accrue at pct/100 per wall nanosecond and are capped
+ * at a small burst, so over any window the container starts at most pct% of the window's device
+ * time (plus one burst). A controller tick per window (vgpu_limiter_tick) charges the bucket with
+ * measured device time beyond the launch charges, so the share holds whatever the kernels' length;
+ * ns_per_wave is calibrated from measured busy time so that the up-front charges are close to what
+ * launches really cost. All state is in the shared device entry and updated with atomics: processes
+ * of one container share the budget, and a killed process leaves nothing locked. */
 #include "vgpu/vgpu_core.h"
 
 void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d) = NULL;
 
 /* Adds `delta` to the bucket, keeping it within [-(what the longest wait repays), burst], in one
- * compare-and-swap: a launch charging the bucket meanwhile makes the exchange fail and is kept (adding first
- * and storing the clamp afterwards would overwrite its charge). */
+ * compare-and-swap: a launch charging the bucket meanwhile makes the exchange fail and is kept
+ * (adding first and storing the clamp afterwards would overwrite its charge). */
 static void adjust(vgpu_device_entry* d, uint32_t pct, int64_t delta) {
   const int64_t cap = vgpu_limiter_cap(d, pct);
   const int64_t floor = -(int64_t)(VGPU_LIMITER_MAX_WAIT_NS / 100 * pct);
@@ -25,18 +25,19 @@ static void adjust(vgpu_device_entry* d, uint32_t pct, int64_t delta) {
     if (delta > 0 && next > cap) next = cur > cap ? cur : cap;
     if (delta < 0 && next < floor) next = cur < floor ? cur : floor;
     if (__builtin_expect(vgpu_limiter_refill_hook != NULL, 0)) vgpu_limiter_refill_hook(d);
-  } while (!__atomic_compare_exchange_n(&d->tokens_ns, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  } while (!__atomic_compare_exchange_n(&d->tokens_ns, &cur, next, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
 }
-
 
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
   /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
-  if (now_ns > last &&
-      __atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  if (now_ns > last && __atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     uint64_t dt = now_ns - last;
-    /* First use: a full burst. A long gap is credited in full (the clamp keeps an idle bucket at the burst,
-     * and a bucket in debt after a long kernel is owed all of it); 100 s is more than any debt. */
+    /* First use: a full burst. A long gap is credited in full (the clamp keeps an idle bucket at
+     * the burst, and a bucket in debt after a long kernel is owed all of it); 100 s is more than
+     * any debt. */
     if (last == 0) dt = 1000000000ull;
     if (dt > 100000000000ull) dt = 100000000000ull;
     adjust(d, pct, (int64_t)(dt * pct / 100));
@@ -55,27 +56,33 @@ void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t wav
   uint64_t sample = busy_ns / waves;
   if (!sample) sample = 1;
   uint64_t old = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
-  /* First sample replaces the prior; later ones average with weight 1/2 (fast but smooths noise). */
+  /* First sample replaces the prior; later ones average with weight 1/2 (fast but smooths noise).
+   */
   uint64_t next = old ? (old + sample) / 2 : sample;
   __atomic_store_n(&d->ns_per_wave, next, __ATOMIC_RELAXED);
 }
 
-void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves, uint64_t window_ns) {
+void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves,
+                       uint64_t window_ns) {
   uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
   if (!npw) npw = VGPU_LIMITER_DEFAULT_NS_PER_WAVE;
-  uint64_t charged = waves > VGPU_LIMITER_MAX_COST_NS / npw ? VGPU_LIMITER_MAX_COST_NS : waves * npw;
+  uint64_t charged =
+      waves > VGPU_LIMITER_MAX_COST_NS / npw ? VGPU_LIMITER_MAX_COST_NS : waves * npw;
   int idle = waves == 0 && busy_ns == 0;
-  int64_t o = __atomic_load_n(&d->outstanding_ns, __ATOMIC_RELAXED) + (int64_t)charged - (int64_t)busy_ns;
+  int64_t o =
+      __atomic_load_n(&d->outstanding_ns, __ATOMIC_RELAXED) + (int64_t)charged - (int64_t)busy_ns;
   if (!pct) pct = 100;
   if (!window_ns) window_ns = 1;
   if (o < 0) {
     adjust(d, pct, o); /* measured beyond the charges: owed now */
     o = 0;
   } else if (o > 0 && busy_ns < window_ns / 100 * 95) {
-    adjust(d, pct, o); /* the device was not kept busy: what was charged and did not run is given back */
+    adjust(d, pct,
+           o); /* the device was not kept busy: what was charged and did not run is given back */
     o = 0;
   }
-  /* Burst: four times the longest recent run of fully busy windows (decaying slowly), at least the default. */
+  /* Burst: four times the longest recent run of fully busy windows (decaying slowly), at least the
+   * default. */
   uint32_t run = busy_ns >= window_ns / 100 * 95 ? d->full_run + 1 : 0;
   uint64_t want = 4 * (uint64_t)run * window_ns, burst = d->burst_ns;
   burst = want > burst ? want : burst - burst / 256;
@@ -83,10 +90,12 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
   d->full_run = run;
   __atomic_store_n(&d->burst_ns, burst, __ATOMIC_RELAXED);
   __atomic_store_n(&d->outstanding_ns, o, __ATOMIC_RELAXED);
-  /* Calibration over segments: everything launched in a segment that ends idle has been measured. */
+  /* Calibration over segments: everything launched in a segment that ends idle has been measured.
+   */
   uint64_t sb = d->seg_busy_ns + busy_ns, sw = d->seg_waves + waves;
   uint32_t ticks = d->seg_ticks + 1, closed = d->seg_closed;
-  uint32_t len = closed < 4 ? 1u << closed : VGPU_LIMITER_SEGMENT_TICKS; /* first samples come quickly */
+  uint32_t len =
+      closed < 4 ? 1u << closed : VGPU_LIMITER_SEGMENT_TICKS; /* first samples come quickly */
   if (idle || ticks >= len) {
     vgpu_limiter_calibrate(d, sb, sw);
     if (sw && sb) closed++;

@@ -1,10 +1,10 @@
-// The SM limiter as a pure algorithm, in simulation on a virtual device clock: a FIFO device of N SMs runs
-// kernels of ceil(blocks/SMs) waves (the fake driver's model, src/fakes/README.md); containers launch
-// greedily through their own limiter (one shared device entry per container) as the interposer does (fast
-// path, else refill-and-wait in steps, at most VGPU_LIMITER_MAX_WAIT_NS per launch), blocked by the device
-// backlog like the driver; every 100 ms the controller tick gets the container's busy time in the window
-// rounded to whole percent (as NVML's per-process samples are) and the waves launched. Deterministic and
-// quick: no wall clock anywhere.
+// The SM limiter as a pure algorithm, in simulation on a virtual device clock: a FIFO device of N
+// SMs runs kernels of ceil(blocks/SMs) waves (the fake driver's model, src/fakes/README.md);
+// containers launch greedily through their own limiter (one shared device entry per container) as
+// the interposer does (fast path, else refill-and-wait in steps, at most VGPU_LIMITER_MAX_WAIT_NS
+// per launch), blocked by the device backlog like the driver; every 100 ms the controller tick gets
+// the container's busy time in the window rounded to whole percent (as NVML's per-process samples
+// are) and the waves launched. Deterministic and quick: no wall clock anywhere.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,10 +50,12 @@ uint64_t BusyInWindow(Container& c, uint64_t a, uint64_t b) {
   return s;
 }
 
-// Runs the containers until `horizon` and returns each one's share of device time over [from, horizon), in
-// percent. `shape(k, rng)` is the k-th container's next kernel.
-std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from, uint64_t horizon,
-                             const std::function<Shape(size_t, std::mt19937&)>& shape, unsigned seed) {
+// Runs the containers until `horizon` and returns each one's share of device time over [from,
+// horizon), in percent. `shape(k, rng)` is the k-th container's next kernel.
+std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from,
+                             uint64_t horizon,
+                             const std::function<Shape(size_t, std::mt19937&)>& shape,
+                             unsigned seed) {
   std::vector<Container> cs(pcts.size());
   for (size_t i = 0; i < pcts.size(); i++) cs[i].pct = pcts[i];
   std::mt19937 rng(seed);
@@ -67,7 +69,8 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
     Container& c = cs[k];
     uint64_t now = c.next_try;
     if (now >= horizon) break;
-    while (c.last_cal + kCal <= now) {  // the calibration thread's tick (NVML: whole percent of the window)
+    while (c.last_cal + kCal <=
+           now) {  // the calibration thread's tick (NVML: whole percent of the window)
       uint64_t a = c.last_cal, b = c.last_cal + kCal;
       uint64_t pct = (BusyInWindow(c, a, b) * 100 + kCal / 2) / kCal;
       uint64_t waves = c.entry.waves_launched;
@@ -79,7 +82,8 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
     uint64_t blocks = (sh.waves - 1) * sms + 1 + rng() % sms;  // any grid that takes sh.waves waves
     uint64_t waves = (blocks + sms - 1) / sms;
     // As in the interposer: the clock is read only when the bucket is empty; waits are bounded.
-    uint64_t wait = vgpu_limiter_take(&c.entry, waves) ? 0 : vgpu_limiter_try(&c.entry, c.pct, waves, now);
+    uint64_t wait =
+        vgpu_limiter_take(&c.entry, waves) ? 0 : vgpu_limiter_try(&c.entry, c.pct, waves, now);
     if (wait && c.waited < VGPU_LIMITER_MAX_WAIT_NS) {
       c.waited += wait;
       c.next_try = now + wait;
@@ -99,7 +103,8 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
   std::vector<double> shares;
   for (Container& c : cs) {
     c.cal_from = 0;
-    shares.push_back(100.0 * static_cast<double>(BusyInWindow(c, from, horizon)) / static_cast<double>(horizon - from));
+    shares.push_back(100.0 * static_cast<double>(BusyInWindow(c, from, horizon)) /
+                     static_cast<double>(horizon - from));
   }
   return shares;
 }
@@ -109,27 +114,33 @@ TEST(VgpuLimiter, HoldsTargetsIndependentOfSmCount) {
     uint32_t sms;
     std::vector<uint32_t> pcts;
   } cases[] = {
-      {20, {30}},      {20, {50}},      {20, {70}},      {132, {30}},     {132, {50}},     {132, {70}},
-      {20, {30, 70}},  {20, {50, 50}},  {20, {70, 30}},  {132, {30, 70}}, {132, {50, 50}}, {132, {70, 30}},
+      {20, {30}},     {20, {50}},      {20, {70}},      {132, {30}},
+      {132, {50}},    {132, {70}},     {20, {30, 70}},  {20, {50, 50}},
+      {20, {70, 30}}, {132, {30, 70}}, {132, {50, 50}}, {132, {70, 30}},
   };
   for (const Case& c : cases) {
-    // Random grids of up to 8 waves of 250 us: a wave cost different from the limiter's prior (100 us).
+    // Random grids of up to 8 waves of 250 us: a wave cost different from the limiter's prior (100
+    // us).
     auto shape = [](size_t, std::mt19937& rng) { return Shape{1 + rng() % 8, 250 * kUs}; };
     std::vector<double> got = Simulate(c.sms, c.pcts, 0, 10 * kSec, shape, c.sms);
     for (size_t i = 0; i < c.pcts.size(); i++) {
-      EXPECT_NEAR(got[i], c.pcts[i], 3.0) << c.sms << " SMs, container " << i << " target " << c.pcts[i];
-      std::printf("sms=%u containers=%zu target=%u achieved=%.2f\n", c.sms, c.pcts.size(), c.pcts[i], got[i]);
+      EXPECT_NEAR(got[i], c.pcts[i], 3.0)
+          << c.sms << " SMs, container " << i << " target " << c.pcts[i];
+      std::printf("sms=%u containers=%zu target=%u achieved=%.2f\n", c.sms, c.pcts.size(),
+                  c.pcts[i], got[i]);
     }
   }
 }
 
-// Kernel-length sweep: kernels of 10 us to 2 s (one long wave, or many 250 us waves), and a mix of short
-// and long kernels in one container; 20, 132 and 188 SMs; one container at 30/50/70 % and two at 30/70.
-// Each run lasts long enough for ~60 cycles of its longest kernel; the share is measured after the first
-// 10 s. The limit holds within 2 points, except for the mix in two containers at 30/70 (3 points): the
-// targets add up to the whole device, and the device idles now and then while both wait for tokens.
+// Kernel-length sweep: kernels of 10 us to 2 s (one long wave, or many 250 us waves), and a mix of
+// short and long kernels in one container; 20, 132 and 188 SMs; one container at 30/50/70 % and two
+// at 30/70. Each run lasts long enough for ~60 cycles of its longest kernel; the share is measured
+// after the first 10 s. The limit holds within 2 points, except for the mix in two containers at
+// 30/70 (3 points): the targets add up to the whole device, and the device idles now and then while
+// both wait for tokens.
 TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
-  const uint64_t lengths[] = {10 * kUs, 100 * kUs, 1 * kMs, 10 * kMs, 100 * kMs, 500 * kMs, 2 * kSec};
+  const uint64_t lengths[] = {10 * kUs,  100 * kUs, 1 * kMs, 10 * kMs,
+                              100 * kMs, 500 * kMs, 2 * kSec};
   struct Kind {
     const char* name;
     uint64_t longest;
@@ -139,16 +150,21 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
   for (uint64_t len : lengths) {
     kinds.push_back({"one wave", len, [len](size_t, std::mt19937&) { return Shape{1, len}; }});
     if (len > 250 * kUs) {
-      kinds.push_back(
-          {"250us waves", len, [len](size_t, std::mt19937&) { return Shape{len / (250 * kUs), 250 * kUs}; }});
+      kinds.push_back({"250us waves", len, [len](size_t, std::mt19937&) {
+                         return Shape{len / (250 * kUs), 250 * kUs};
+                       }});
     }
   }
   kinds.push_back({"mixed", 500 * kMs, [](size_t, std::mt19937& rng) {
                      switch (rng() % 4) {
-                       case 0: return Shape{1, 20 * kUs};
-                       case 1: return Shape{40, 250 * kUs};
-                       case 2: return Shape{1 + rng() % 8, 100 * kUs};
-                       default: return Shape{1, 500 * kMs};
+                       case 0:
+                         return Shape{1, 20 * kUs};
+                       case 1:
+                         return Shape{40, 250 * kUs};
+                       case 2:
+                         return Shape{1 + rng() % 8, 100 * kUs};
+                       default:
+                         return Shape{1, 500 * kMs};
                      }
                    }});
   const std::vector<std::vector<uint32_t>> configs = {{30}, {50}, {70}, {30, 70}};
@@ -161,10 +177,12 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
         runs++;
         const double tolerance = std::string(kind.name) == "mixed" && pcts.size() == 2 ? 3.0 : 2.0;
         for (size_t i = 0; i < pcts.size(); i++) {
-          EXPECT_NEAR(got[i], pcts[i], tolerance) << sms << " SMs, " << kind.name << " kernels of up to "
-                                            << kind.longest / kUs << " us, container " << i << " of " << pcts.size();
-          std::printf("sms=%u kernels=%s longest_us=%llu containers=%zu target=%u achieved=%.2f\n", sms,
-                      kind.name, static_cast<unsigned long long>(kind.longest / kUs), pcts.size(), pcts[i], got[i]);
+          EXPECT_NEAR(got[i], pcts[i], tolerance)
+              << sms << " SMs, " << kind.name << " kernels of up to " << kind.longest / kUs
+              << " us, container " << i << " of " << pcts.size();
+          std::printf("sms=%u kernels=%s longest_us=%llu containers=%zu target=%u achieved=%.2f\n",
+                      sms, kind.name, static_cast<unsigned long long>(kind.longest / kUs),
+                      pcts.size(), pcts[i], got[i]);
         }
       }
     }
@@ -175,7 +193,8 @@ TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   vgpu_device_entry d{};
   EXPECT_EQ(vgpu_limiter_try(&d, 10, 1, 1000), 0u);  // the first launch has a full burst
   uint64_t w = 0;
-  for (int i = 0; i < 1000 && !w; i++) w = vgpu_limiter_try(&d, 10, 1000000, 1000);  // huge launches
+  for (int i = 0; i < 1000 && !w; i++)
+    w = vgpu_limiter_try(&d, 10, 1000000, 1000);  // huge launches
   EXPECT_GT(w, 0u);
   EXPECT_LE(w, VGPU_LIMITER_MAX_SLEEP_NS);
   // A calibration sample replaces the prior, later samples are averaged.
@@ -188,8 +207,8 @@ TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   EXPECT_EQ(d.ns_per_wave, 200000u);
 }
 
-// A launch that charges the bucket while another thread refills it keeps its charge: the refill's clamp to
-// the burst must not overwrite it.
+// A launch that charges the bucket while another thread refills it keeps its charge: the refill's
+// clamp to the burst must not overwrite it.
 void ChargeFortyWaves(vgpu_device_entry* d) {
   vgpu_limiter_refill_hook = nullptr;
   EXPECT_EQ(vgpu_limiter_take(d, 40), 1);
@@ -205,7 +224,8 @@ TEST(VgpuLimiter, RefillClampKeepsAConcurrentCharge) {
   // 100 ms later: +30 ms, clamped to 15 ms; meanwhile 40 ms are charged; then this launch's 1 ms.
   EXPECT_EQ(vgpu_limiter_try(&d, 30, 1, 1100 * kMs), 0u);
   EXPECT_EQ(vgpu_limiter_refill_hook, nullptr) << "the race window was not reached";
-  // Either order of refill and charge is fine (14-40+30 = 4, or 15-40 = -25), less this launch's 1 ms.
+  // Either order of refill and charge is fine (14-40+30 = 4, or 15-40 = -25), less this launch's 1
+  // ms.
   EXPECT_LE(d.tokens_ns, 3 * kMs) << "the concurrent 40 ms charge was lost";
   EXPECT_EQ(d.waves_launched, 41u);
 }

@@ -1,5 +1,6 @@
 /* Minimal logging for libvgpu: formats into a stack buffer and writes one line with write(2).
- * LIBCUDA_LOG_LEVEL (upstream's contract): 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug. */
+ * LIBCUDA_LOG_LEVEL (upstream's contract): 0 silent, 1 errors, 2 warnings (default), 3 info, 4
+ * debug. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-/* The few NVML declarations libvgpu uses (nvml.h is not shipped with the CUDA toolkit here). Layouts from
- * NVML's published struct layouts; checked by static asserts. */
+/* The few NVML declarations libvgpu uses (nvml.h is not shipped with the CUDA toolkit here).
+ * Layouts from NVML's published struct layouts; checked by static asserts. */
 #ifndef HAMI_VGPU_VGPU_NVML_H_
 #define HAMI_VGPU_VGPU_NVML_H_
 

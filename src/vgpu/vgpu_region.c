@@ -1,6 +1,7 @@
-/* Shared region: attach/create, per-process slots with OFD-lock liveness, crash-safe reserve/release.
- * See shared_region.h for the contract. System calls happen only in attach/sweep and on lock contention
- * paths; vgpu_region_reserve/release are a few atomic operations when uncontended. */
+/* Shared region: attach/create, per-process slots with OFD-lock liveness, crash-safe
+ * reserve/release. See shared_region.h for the contract. System calls happen only in attach/sweep
+ * and on lock contention paths; vgpu_region_reserve/release are a few atomic operations when
+ * uncontended. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -68,14 +69,16 @@ static int slot_alive(const vgpu_region_ctx* c, int slot) {
   return fl.l_type != F_UNLCK;
 }
 
-/* Lock word of a holder: its slot + 1 in the low 11 bits and the slot's generation above them, so that the
- * word of a dead owner never equals the word of the process that claims its slot next (a stale
- * compare-and-swap from a process that saw the old owner dead then fails instead of sharing the lock).
- * Threads of one process share it: a lock word naming our own slot is always held by a live thread of ours
- * (claim_slot clears a dead predecessor's lock before using a slot). */
+/* Lock word of a holder: its slot + 1 in the low 11 bits and the slot's generation above them, so
+ * that the word of a dead owner never equals the word of the process that claims its slot next (a
+ * stale compare-and-swap from a process that saw the old owner dead then fails instead of sharing
+ * the lock). Threads of one process share it: a lock word naming our own slot is always held by a
+ * live thread of ours (claim_slot clears a dead predecessor's lock before using a slot). */
 #define LOCK_SLOT_MASK 0x7ffu
 #define LOCK_GEN_SHIFT 11
-static inline uint32_t lock_word(const vgpu_region_ctx* c) { return c->lock_word; }
+static inline uint32_t lock_word(const vgpu_region_ctx* c) {
+  return c->lock_word;
+}
 static inline uint32_t make_lock_word(int slot, uint32_t generation) {
   uint32_t w = ((uint32_t)slot + 1) | (generation << LOCK_GEN_SHIFT);
   return w ? w : 1;
@@ -95,14 +98,16 @@ static void recompute_usage(vgpu_region* r) {
   __atomic_fetch_add(&r->hdr.recoveries, 1, __ATOMIC_RELAXED);
 }
 
-/* Takes the cross-process lock. Bounded: gives up after ~2 s while a live owner keeps it (e.g. a stopped
- * process). Returns 0 or -1. A holder found dead (its slot's liveness lock is free) is replaced and the
- * usage cache rebuilt; a holder from this process's own slot is always alive (claim_slot clears a dead
- * predecessor's lock before the slot is used). */
-static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, vgpu_region* r, uint32_t me) {
+/* Takes the cross-process lock. Bounded: gives up after ~2 s while a live owner keeps it (e.g. a
+ * stopped process). Returns 0 or -1. A holder found dead (its slot's liveness lock is free) is
+ * replaced and the usage cache rebuilt; a holder from this process's own slot is always alive
+ * (claim_slot clears a dead predecessor's lock before the slot is used). */
+static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, vgpu_region* r,
+                                                      uint32_t me) {
   for (int round = 0; round < 42000; round++) { /* ~2000 spins, then 40000 * 50 us = 2 s */
     uint32_t expected = 0;
-    if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
       return 0;
     }
     if (round < 2000) {
@@ -114,8 +119,10 @@ static __attribute__((noinline)) int region_lock_slow(vgpu_region_ctx* c, vgpu_r
     int bogus = owner < 0 || owner >= VGPU_MAX_SLOTS;
     if ((round & 15) == 15 && (bogus || (owner != c->slot && !slot_alive(c, owner)))) {
       if (__builtin_expect(vgpu_region_takeover_hook != NULL, 0)) vgpu_region_takeover_hook();
-      if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from %s slot %d", bogus ? "an invalid" : "dead", owner);
+      if (__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+        VGPU_LOG(VGPU_LOG_WARN, "took over the region lock from %s slot %d",
+                 bogus ? "an invalid" : "dead", owner);
         recompute_usage(r);
         return 0;
       }
@@ -131,22 +138,30 @@ static inline int region_lock_on(vgpu_region_ctx* c, vgpu_region* r) {
   uint32_t me = lock_word(c);
   uint32_t expected = 0;
   if (__builtin_expect(__atomic_compare_exchange_n(&r->hdr.lock, &expected, me, 0, __ATOMIC_ACQUIRE,
-                                                   __ATOMIC_RELAXED), 1)) {
+                                                   __ATOMIC_RELAXED),
+                       1)) {
     return 0;
   }
   return region_lock_slow(c, r, me);
 }
 
-static inline int region_lock(vgpu_region_ctx* c) { return region_lock_on(c, c->r); }
+static inline int region_lock(vgpu_region_ctx* c) {
+  return region_lock_on(c, c->r);
+}
 
-static void region_unlock(vgpu_region_ctx* c) { STORE32(&c->r->hdr.lock, 0); }
+static void region_unlock(vgpu_region_ctx* c) {
+  STORE32(&c->r->hdr.lock, 0);
+}
 
-int vgpu_region_lock(vgpu_region_ctx* c) { return c->r ? region_lock(c) : -1; }
+int vgpu_region_lock(vgpu_region_ctx* c) {
+  return c->r ? region_lock(c) : -1;
+}
 void vgpu_region_unlock(vgpu_region_ctx* c) {
   if (c->r) region_unlock(c);
 }
 
-/* Subtracts a dead slot's usage and frees it. Caller holds the region lock and the slot's liveness lock. */
+/* Subtracts a dead slot's usage and frees it. Caller holds the region lock and the slot's liveness
+ * lock. */
 static void reclaim_slot_locked(vgpu_region* r, int i) {
   vgpu_proc_slot* s = &r->slots[i];
   if (LOAD32(&s->state) == VGPU_SLOT_FREE) return;
@@ -170,10 +185,12 @@ static void init_header(vgpu_region* r, const vgpu_region_params* p) {
   r->hdr.created_ns = clock_ns(CLOCK_REALTIME);
 }
 
-/* A private anonymous region holding this process's devices, limits and usage (from the ctx, never from a
- * file) in slot `slot`, with the lock word `lock`. Returns the mapping or NULL. */
-static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev, int slot, uint32_t lock) {
-  void* m = mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+/* A private anonymous region holding this process's devices, limits and usage (from the ctx, never
+ * from a file) in slot `slot`, with the lock word `lock`. Returns the mapping or NULL. */
+static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev, int slot,
+                                   uint32_t lock) {
+  void* m =
+      mmap(NULL, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   vgpu_region* r = (vgpu_region*)m;
   init_header(r, &c->params);
@@ -216,23 +233,25 @@ static uint32_t known_devices(const vgpu_region_ctx* c) {
   return n;
 }
 
-/* The file no longer holds what this process wrote to it: continue on a private region that keeps this
- * process's usage and limits. The caller holds the region lock. The private region is moved onto the
- * mapping's address (so every thread keeps its pointers, slot index and lock word, and the lock stays held
- * by the caller); the descriptor is closed, which drops this process's liveness lock, so that the others
- * see it gone. Returns 0, or -1 (lock released) when no private region could be made: then nothing more
- * can be reserved. */
+/* The file no longer holds what this process wrote to it: continue on a private region that keeps
+ * this process's usage and limits. The caller holds the region lock. The private region is moved
+ * onto the mapping's address (so every thread keeps its pointers, slot index and lock word, and the
+ * lock stays held by the caller); the descriptor is closed, which drops this process's liveness
+ * lock, so that the others see it gone. Returns 0, or -1 (lock released) when no private region
+ * could be made: then nothing more can be reserved. */
 static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, const char* why) {
   vgpu_region* priv = private_region(c, known_devices(c), c->slot, c->lock_word);
   void* moved = MAP_FAILED;
   if (priv) {
-    moved = mremap(priv, sizeof(vgpu_region), sizeof(vgpu_region), MREMAP_MAYMOVE | MREMAP_FIXED, c->r);
+    moved =
+        mremap(priv, sizeof(vgpu_region), sizeof(vgpu_region), MREMAP_MAYMOVE | MREMAP_FIXED, c->r);
     if (moved == MAP_FAILED) munmap(priv, sizeof(vgpu_region));
   }
-  VGPU_LOG(VGPU_LOG_ERROR,
-           "shared region was overwritten under this process (%s); its limits are now enforced for this "
-           "process alone, from its own records%s",
-           why, moved != MAP_FAILED ? "" : " (no private region: allocations are refused)");
+  VGPU_LOG(
+      VGPU_LOG_ERROR,
+      "shared region was overwritten under this process (%s); its limits are now enforced for this "
+      "process alone, from its own records%s",
+      why, moved != MAP_FAILED ? "" : " (no private region: allocations are refused)");
   if (moved == MAP_FAILED) {
     for (int i = 0; i < VGPU_MAX_DEVICES; i++) c->limit[i] = 1;
     STORE32(&c->r->hdr.lock, 0);
@@ -244,16 +263,19 @@ static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, c
   return 0;
 }
 
-/* Checks the structure of a region whose header is valid: counts, lock word, device entries, slot states.
- * Returns NULL when it is a plausible libvgpu region, else what is wrong. Runs without the lock while others
- * may register devices: data beyond the device count is judged against a count loaded after the data (a
- * device's usage or identifier is written only once the count covers it, except the entry being created). */
+/* Checks the structure of a region whose header is valid: counts, lock word, device entries, slot
+ * states. Returns NULL when it is a plausible libvgpu region, else what is wrong. Runs without the
+ * lock while others may register devices: data beyond the device count is judged against a count
+ * loaded after the data (a device's usage or identifier is written only once the count covers it,
+ * except the entry being created). */
 static const char* region_check(const vgpu_region* r) {
-  uint32_t n = LOAD32(&r->hdr.device_count), hwm = LOAD32(&r->hdr.slot_hwm), lock = LOAD32(&r->hdr.lock);
+  uint32_t n = LOAD32(&r->hdr.device_count), hwm = LOAD32(&r->hdr.slot_hwm),
+           lock = LOAD32(&r->hdr.lock);
   if (n > VGPU_MAX_DEVICES) return "device count out of range";
   if (hwm > VGPU_MAX_SLOTS) return "slot count out of range";
   if (r->hdr.policy > VGPU_POLICY_DISABLE) return "policy out of range";
-  if (lock && ((lock & LOCK_SLOT_MASK) == 0 || (lock & LOCK_SLOT_MASK) > VGPU_MAX_SLOTS)) return "invalid lock word";
+  if (lock && ((lock & LOCK_SLOT_MASK) == 0 || (lock & LOCK_SLOT_MASK) > VGPU_MAX_SLOTS))
+    return "invalid lock word";
   for (uint32_t i = 0; i < VGPU_MAX_DEVICES; i++) {
     const vgpu_device_entry* d = &r->devices[i];
     if (i >= n) {
@@ -261,7 +283,8 @@ static const char* region_check(const vgpu_region* r) {
       if (data && i > LOAD32(&r->hdr.device_count)) return "data in an unused device entry";
       continue;
     }
-    if (!memchr(d->uuid, 0, VGPU_UUID_LEN) || (strncmp(d->uuid, "GPU-", 4) != 0 && strncmp(d->uuid, "MIG-", 4) != 0)) {
+    if (!memchr(d->uuid, 0, VGPU_UUID_LEN) ||
+        (strncmp(d->uuid, "GPU-", 4) != 0 && strncmp(d->uuid, "MIG-", 4) != 0)) {
       return "device entry without a GPU-/MIG- identifier";
     }
     if (d->sm_limit_pct < 1 || d->sm_limit_pct > 100) return "SM limit out of range";
@@ -273,13 +296,15 @@ static const char* region_check(const vgpu_region* r) {
     if (st == VGPU_SLOT_FREE) continue;
     if (i >= LOAD32(&r->hdr.slot_hwm)) return "process slot beyond the high-water mark";
     for (uint32_t d = n; d < VGPU_MAX_DEVICES; d++) {
-      if (LOAD64(&r->slots[i].used[d]) && d >= LOAD32(&r->hdr.device_count)) return "usage on an unused device entry";
+      if (LOAD64(&r->slots[i].used[d]) && d >= LOAD32(&r->hdr.device_count))
+        return "usage on an unused device entry";
     }
   }
   return NULL;
 }
 
-/* 1 when some other open file description holds a liveness lock of the file (a live process uses it). */
+/* 1 when some other open file description holds a liveness lock of the file (a live process uses
+ * it). */
 static int any_live_user(int fd) {
   struct flock fl;
   memset(&fl, 0, sizeof(fl));
@@ -292,8 +317,8 @@ static int any_live_user(int fd) {
 }
 
 static uint32_t host_pid(void) {
-  /* NStgid lists the pid in every namespace from the one of this /proc outward-in; the first entry is
-   * the outermost one visible here. Best effort, only informational. */
+  /* NStgid lists the pid in every namespace from the one of this /proc outward-in; the first entry
+   * is the outermost one visible here. Best effort, only informational. */
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[2048];
@@ -311,23 +336,25 @@ static int claim_slot(vgpu_region_ctx* c) {
   for (int i = 0; i < VGPU_MAX_SLOTS; i++) {
     if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_WRLCK) != 0) continue;
     c->slot = i;
-    /* A new generation first: our lock word must differ from the one a dead predecessor may have left. */
+    /* A new generation first: our lock word must differ from the one a dead predecessor may have
+     * left. */
     vgpu_proc_slot* s = &r->slots[i];
     uint32_t gen = __atomic_add_fetch(&s->generation, 1, __ATOMIC_ACQ_REL);
     c->lock_word = make_lock_word(i, gen);
-    /* A dead previous owner of this slot may hold the region lock: we hold its liveness lock now, so take
-     * the lock over (nobody else will, seeing the slot alive) and rebuild the cache. */
+    /* A dead previous owner of this slot may hold the region lock: we hold its liveness lock now,
+     * so take the lock over (nobody else will, seeing the slot alive) and rebuild the cache. */
     uint32_t held = LOAD32(&r->hdr.lock);
     if (held && (int)(held & LOCK_SLOT_MASK) - 1 == i &&
-        __atomic_compare_exchange_n(&r->hdr.lock, &held, lock_word(c), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        __atomic_compare_exchange_n(&r->hdr.lock, &held, lock_word(c), 0, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
       recompute_usage(r);
       region_unlock(c);
     }
     /* Raise the high-water mark first so that recovery scans include this slot. */
     uint32_t hwm = LOAD32(&r->hdr.slot_hwm);
     while (hwm < (uint32_t)i + 1 &&
-           !__atomic_compare_exchange_n(&r->hdr.slot_hwm, &hwm, (uint32_t)i + 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
+           !__atomic_compare_exchange_n(&r->hdr.slot_hwm, &hwm, (uint32_t)i + 1, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
     if (region_lock(c) != 0) {
       ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_UNLCK);
@@ -376,15 +403,15 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   const char* why = NULL;
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd >= 0) {
-    /* Other uids of the container share it through the group (the device plugin gives the directory the
-     * pod's fsGroup); never world-writable. fchmod, not a process-wide umask change. */
+    /* Other uids of the container share it through the group (the device plugin gives the directory
+     * the pod's fsGroup); never world-writable. fchmod, not a process-wide umask change. */
     (void)fchmod(fd, 0660);
   } else if (errno == EEXIST) {
     fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   }
   if (fd < 0) {
-    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only", path,
-             strerror(errno));
+    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only",
+             path, strerror(errno));
     use_private(c, p);
     return -1;
   }
@@ -402,7 +429,8 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     why = "initialisation lock not obtained in 5 s";
   } else if (fstat(fd, &st) != 0) {
     why = "fstat failed";
-  } else if ((uint64_t)st.st_size < sizeof(vgpu_region) && ftruncate(fd, sizeof(vgpu_region)) != 0) {
+  } else if ((uint64_t)st.st_size < sizeof(vgpu_region) &&
+             ftruncate(fd, sizeof(vgpu_region)) != 0) {
     why = "cannot size the file";
   }
   int fresh = locked && !why && st.st_size == 0; /* zero-filled by ftruncate: no need to clear it */
@@ -412,10 +440,12 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     if (m == MAP_FAILED) why = "mmap failed";
   }
   if (!why) {
-    /* Anything that is not a region this version wrote is rebuilt while nobody uses it, else refused. */
+    /* Anything that is not a region this version wrote is rebuilt while nobody uses it, else
+     * refused. */
     vgpu_region* r = (vgpu_region*)m;
     const char* untrusted = NULL;
-    if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
+    if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC ||
+        LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
       if (!fresh) untrusted = "no valid header";
     } else if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region)) {
       untrusted = "another layout version";
@@ -429,8 +459,9 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
       m = MAP_FAILED;
     } else if (fresh != -1) {
       if (untrusted) {
-        VGPU_LOG(VGPU_LOG_ERROR, "shared region %s could not be trusted (%s) and no process uses it: rebuilt",
-                 path, untrusted);
+        VGPU_LOG(VGPU_LOG_ERROR,
+                 "shared region %s could not be trusted (%s) and no process uses it: rebuilt", path,
+                 untrusted);
       }
       if (!fresh) memset(r, 0, sizeof(*r));
       init_header(r, p);
@@ -452,8 +483,10 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   if (why) {
     close(fd);
     c->fd = -1;
-    VGPU_LOG(VGPU_LOG_ERROR, "shared region %s refused: %s, and live processes use it; this process enforces its "
-             "own limits alone", path, why);
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "shared region %s refused: %s, and live processes use it; this process enforces its "
+             "own limits alone",
+             path, why);
     use_private(c, p);
     return -1;
   }
@@ -484,8 +517,9 @@ static uint64_t stricter_bytes(uint64_t a, uint64_t b) {
   return a < b ? a : b;
 }
 
-int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes, uint32_t sm_limit_pct,
-                       uint64_t total_bytes, int32_t container_index, uint32_t sm_count) {
+int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_bytes,
+                       uint32_t sm_limit_pct, uint64_t total_bytes, int32_t container_index,
+                       uint32_t sm_count) {
   vgpu_region* r = c->r;
   if (!r || !uuid || !uuid[0]) return -1;
   if (sm_limit_pct < 1 || sm_limit_pct > 100) sm_limit_pct = 100;
@@ -515,14 +549,16 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
     found = (int)n;
   } else if (found >= 0) {
     vgpu_device_entry* d = &r->devices[found];
-    /* The region's values came from another process (or were edited): the stricter one holds here. */
+    /* The region's values came from another process (or were edited): the stricter one holds here.
+     */
     limit = stricter_bytes(limit_bytes, d->limit_bytes);
     sm = d->sm_limit_pct >= 1 && d->sm_limit_pct < sm_limit_pct ? d->sm_limit_pct : sm_limit_pct;
     if (d->limit_bytes != limit_bytes || d->sm_limit_pct != sm_limit_pct) {
       VGPU_LOG(VGPU_LOG_WARN,
-               "%s: region has limit %llu B / %u%%, this process %llu B / %u%% (0 B = none); enforcing %llu B / %u%%",
-               uuid, (unsigned long long)d->limit_bytes, d->sm_limit_pct, (unsigned long long)limit_bytes,
-               sm_limit_pct, (unsigned long long)limit, sm);
+               "%s: region has limit %llu B / %u%%, this process %llu B / %u%% (0 B = none); "
+               "enforcing %llu B / %u%%",
+               uuid, (unsigned long long)d->limit_bytes, d->sm_limit_pct,
+               (unsigned long long)limit_bytes, sm_limit_pct, (unsigned long long)limit, sm);
     }
     if (!d->sm_count) d->sm_count = sm_count;
   }
@@ -535,9 +571,10 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
   return found;
 }
 
-/* 1 when this process's own records disagree with its slot in the file (the file was overwritten). */
-static inline int slot_tampered(const vgpu_region_ctx* c, const vgpu_proc_slot* s, uint64_t slot_used,
-                                uint64_t dev_used, int dev) {
+/* 1 when this process's own records disagree with its slot in the file (the file was overwritten).
+ */
+static inline int slot_tampered(const vgpu_region_ctx* c, const vgpu_proc_slot* s,
+                                uint64_t slot_used, uint64_t dev_used, int dev) {
   return slot_used != c->mine[dev] || dev_used < slot_used || LOAD32(&s->state) != VGPU_SLOT_ACTIVE;
 }
 
@@ -546,7 +583,8 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
   vgpu_device_entry* d = &r->devices[dev];
   vgpu_proc_slot* s = &r->slots[c->slot];
   int arm = 0;
-  if (__builtin_expect(vgpu_region_crash_point != 0, 0)) arm = ++crash_calls >= vgpu_region_crash_after;
+  if (__builtin_expect(vgpu_region_crash_point != 0, 0))
+    arm = ++crash_calls >= vgpu_region_crash_after;
   if (__builtin_expect(region_lock(c) != 0, 0)) return -1;
   if (__builtin_expect(arm && vgpu_region_crash_point == 2, 0)) raise(SIGKILL);
   uint64_t used = LOAD64(&d->used_bytes);
@@ -577,8 +615,8 @@ void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes) {
   vgpu_device_entry* d = &r->devices[dev];
   vgpu_proc_slot* s = &r->slots[c->slot];
   int locked = region_lock(c) == 0;
-  /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks the
-   * limit, and recovery recomputes the cache from the slots anyway. */
+  /* Without the lock (a live owner stuck for 2 s) still return the bytes: a decrement never breaks
+   * the limit, and recovery recomputes the cache from the slots anyway. */
   uint64_t mine = LOAD64(&s->used[dev]);
   uint64_t used = LOAD64(&d->used_bytes);
   /* (A release cannot raise usage: the slot's state is checked by reserve only.) */

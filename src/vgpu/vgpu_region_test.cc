@@ -1,6 +1,7 @@
 // Shared region: limits, cross-process atomicity, crash recovery, slot reuse, bad files.
-// Separate attaches in one process use separate open file descriptions, so they behave like separate
-// processes for the OFD liveness locks; fork() is used where real concurrency or SIGKILL is the point.
+// Separate attaches in one process use separate open file descriptions, so they behave like
+// separate processes for the OFD liveness locks; fork() is used where real concurrency or SIGKILL
+// is the point.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -75,7 +76,8 @@ TEST_F(RegionTest, DevicesAreKeyedByUuidAndFirstLimitWins) {
   EXPECT_NE(a.slot, b.slot);
   EXPECT_EQ(vgpu_region_device(&a, "GPU-x", 100, 30, 0, 0, 20), 0);
   EXPECT_EQ(vgpu_region_device(&a, "GPU-y", 200, 70, 0, 1, 20), 1);
-  EXPECT_EQ(vgpu_region_device(&b, "GPU-y", 999, 50, 0, 0, 20), 1);  // b sees y first, gets y's entry
+  EXPECT_EQ(vgpu_region_device(&b, "GPU-y", 999, 50, 0, 0, 20),
+            1);  // b sees y first, gets y's entry
   EXPECT_EQ(a.r->devices[1].limit_bytes, 200u);
   EXPECT_EQ(a.r->devices[1].sm_limit_pct, 70u);
   EXPECT_EQ(vgpu_region_reserve(&b, 1, 150, 0), 0);
@@ -92,13 +94,15 @@ TEST_F(RegionTest, FourProcessesNeverExceedTheSharedLimit) {
   const uint64_t kLimit = 1 << 20;
   ASSERT_EQ(vgpu_region_device(&c, "GPU-a", kLimit, 100, 0, 0, 10), 0);
   // Each child counts how often it observed the device total above the limit.
-  auto* over = static_cast<int*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* over = static_cast<int*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   pid_t kids[4];
   for (int k = 0; k < 4; k++) {
     kids[k] = fork();
     if (kids[k] == 0) {
       vgpu_region_ctx me;
-      if (Attach(&me) != 0 || vgpu_region_device(&me, "GPU-a", kLimit, 100, 0, 0, 10) != 0) _exit(2);
+      if (Attach(&me) != 0 || vgpu_region_device(&me, "GPU-a", kLimit, 100, 0, 0, 10) != 0)
+        _exit(2);
       std::mt19937_64 rng(k);
       uint64_t held[64] = {};
       for (int i = 0; i < 20000; i++) {
@@ -127,7 +131,8 @@ TEST_F(RegionTest, FourProcessesNeverExceedTheSharedLimit) {
   vgpu_region_detach(&c);
 }
 
-// A process killed at each point inside a reservation leaves a usable region and its usage is reclaimed.
+// A process killed at each point inside a reservation leaves a usable region and its usage is
+// reclaimed.
 TEST_F(RegionTest, SigkillMidReservationIsRecovered) {
   for (int point : {1, 2}) {
     vgpu_region_ctx c;
@@ -138,7 +143,8 @@ TEST_F(RegionTest, SigkillMidReservationIsRecovered) {
     if (kid == 0) {
       vgpu_region_ctx me;
       if (Attach(&me) != 0) _exit(2);
-      if (vgpu_region_reserve(&me, 0, 300, 0) != 0) _exit(3);  // held by the child, then killed holding more
+      if (vgpu_region_reserve(&me, 0, 300, 0) != 0)
+        _exit(3);  // held by the child, then killed holding more
       vgpu_region_crash_point = point;
       vgpu_region_reserve(&me, 0, 200, 0);
       _exit(4);  // not reached
@@ -146,7 +152,8 @@ TEST_F(RegionTest, SigkillMidReservationIsRecovered) {
     int st = 0;
     waitpid(kid, &st, 0);
     ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "point " << point;
-    EXPECT_NE(__atomic_load_n(&c.r->hdr.lock, __ATOMIC_ACQUIRE), 0u) << "killed while holding the lock";
+    EXPECT_NE(__atomic_load_n(&c.r->hdr.lock, __ATOMIC_ACQUIRE), 0u)
+        << "killed while holding the lock";
     // The survivor's next operation takes the lock over, and a sweep reclaims the dead slot.
     EXPECT_EQ(vgpu_region_reserve(&c, 0, 50, 0), 0);
     EXPECT_EQ(vgpu_region_sweep(&c), 1);
@@ -230,7 +237,8 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
     vgpu_region_detach(&c);
     int fd = open(path_.c_str(), O_RDWR);
     std::string junk(sizeof(vgpu_region) - sizeof(vgpu_region_header), '\x5a');
-    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), sizeof(vgpu_region_header)), static_cast<ssize_t>(junk.size()));
+    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), sizeof(vgpu_region_header)),
+              static_cast<ssize_t>(junk.size()));
     close(fd);
     vgpu_region_ctx d;
     EXPECT_EQ(Attach(&d), 0);
@@ -248,8 +256,8 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
   }
 }
 
-// The region file is created 0660 whatever the umask (group members of the container share it), never
-// world-writable, and a link planted at its path is not followed (private fallback instead).
+// The region file is created 0660 whatever the umask (group members of the container share it),
+// never world-writable, and a link planted at its path is not followed (private fallback instead).
 TEST_F(RegionTest, CreatedWithoutWorldBitsAndNeverThroughALink) {
   const mode_t old = umask(0);
   vgpu_region_ctx c;
@@ -308,14 +316,16 @@ TEST_F(RegionTest, OverwrittenRegionIsDetectedAndTheLimitHolds) {
   }
 }
 
-// Two processes see the lock holder dead; one of them claims the dead slot (and so its lock word's slot
-// bits) and locks before the other's compare-and-swap. The stale compare-and-swap must fail: one holder.
+// Two processes see the lock holder dead; one of them claims the dead slot (and so its lock word's
+// slot bits) and locks before the other's compare-and-swap. The stale compare-and-swap must fail:
+// one holder.
 vgpu_region_ctx* g_claimer;
 const char* g_claim_path;
 void ClaimDeadSlotAndLock() {
   vgpu_region_takeover_hook = nullptr;
   vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
-  if (vgpu_region_attach(g_claimer, g_claim_path, &p) != 0 || vgpu_region_lock(g_claimer) != 0) std::abort();
+  if (vgpu_region_attach(g_claimer, g_claim_path, &p) != 0 || vgpu_region_lock(g_claimer) != 0)
+    std::abort();
 }
 
 TEST_F(RegionTest, DeadOwnerTakeoverHasOneWinner) {

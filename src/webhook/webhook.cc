@@ -29,7 +29,8 @@ std::string StringMember(const Json& j, const char* key) {
 Status GetString(const Json& j, const char* key, std::string_view where, std::string* out) {
   const Json* v = Member(j, key);
   if (v == nullptr) return OkStatus();
-  if (!v->is_string()) return InvalidArgument(where, ".", key, " must be a string, got ", v->type_name());
+  if (!v->is_string())
+    return InvalidArgument(where, ".", key, " must be a string, got ", v->type_name());
   *out = v->get<std::string>();
   return OkStatus();
 }
@@ -72,12 +73,17 @@ const char* PrivilegeProblem(const Json& container) {
   return "";
 }
 
-AdmissionResponse DenyPrivileged(const std::string& uid, const char* list, const Json& container, const char* problem,
-                                 const std::string& count_resource) {
-  return Deny(uid, StrCat("hami: ", list, " container \"", StringMember(container, "name"), "\" ", problem,
-                          " in a pod that requests GPUs; such a container can reach every GPU of the node, so the "
-                          "pod's share cannot be enforced. Remove securityContext.privileged and SYS_ADMIN/ALL from "
-                          "securityContext.capabilities.add, or the pod's ", count_resource, " request"));
+AdmissionResponse DenyPrivileged(const std::string& uid, const char* list, const Json& container,
+                                 const char* problem, const std::string& count_resource) {
+  return Deny(
+      uid,
+      StrCat(
+          "hami: ", list, " container \"", StringMember(container, "name"), "\" ", problem,
+          " in a pod that requests GPUs; such a container can reach every GPU of the node, so the "
+          "pod's share cannot be enforced. Remove securityContext.privileged and SYS_ADMIN/ALL "
+          "from "
+          "securityContext.capabilities.add, or the pod's ",
+          count_resource, " request"));
 }
 
 constexpr const char* kContainerLists[] = {"initContainers", "containers", "ephemeralContainers"};
@@ -95,7 +101,9 @@ const Json* MapEntry(const Json* map, const std::string& key) {
   return it == map->end() ? nullptr : &*it;
 }
 
-bool SameEntry(const Json* a, const Json* b) { return a == nullptr || b == nullptr ? a == b : *a == *b; }
+bool SameEntry(const Json* a, const Json* b) {
+  return a == nullptr || b == nullptr ? a == b : *a == *b;
+}
 
 std::string JoinKeys(const std::vector<std::string>& keys) {
   std::string out;
@@ -111,16 +119,19 @@ bool Contains(const std::vector<std::string>& list, const std::string& s) {
 bool HasEnv(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
   if (env == nullptr || !env->is_array()) return false;
-  return std::any_of(env->begin(), env->end(), [&](const Json& e) { return StringMember(e, "name") == name; });
+  return std::any_of(env->begin(), env->end(),
+                     [&](const Json& e) { return StringMember(e, "name") == name; });
 }
 
-// Whether upstream's NVIDIA MutateAdmission counts `container` as asking for NVIDIA devices: the count
-// named in its limits (whatever its value, 0 included), or gpumem/%/cores named there while
-// defaultGPUNum > 0. (Upstream also counts a count named only in requests when it adds the exclusive
-// cores; `parsed` covers that: it holds the container's NVIDIA request, if any.)
-bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed, const core::ResourceConfig& cfg) {
-  if (parsed != nullptr && std::any_of(parsed->devices.begin(), parsed->devices.end(),
-                                       [](const core::DeviceRequest& d) { return d.vendor == core::kNvidiaVendor; }))
+// Whether upstream's NVIDIA MutateAdmission counts `container` as asking for NVIDIA devices: the
+// count named in its limits (whatever its value, 0 included), or gpumem/%/cores named there while
+// defaultGPUNum > 0. (Upstream also counts a count named only in requests when it adds the
+// exclusive cores; `parsed` covers that: it holds the container's NVIDIA request, if any.)
+bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed,
+                 const core::ResourceConfig& cfg) {
+  if (parsed != nullptr &&
+      std::any_of(parsed->devices.begin(), parsed->devices.end(),
+                  [](const core::DeviceRequest& d) { return d.vendor == core::kNvidiaVendor; }))
     return true;
   const Json* res = Member(container, "resources");
   const Json* limits = res ? Member(*res, "limits") : nullptr;
@@ -128,24 +139,28 @@ bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed, co
   const core::NvidiaResourceNames& n = cfg.nvidia;
   if (limits->contains(n.count)) return true;
   return cfg.default_gpu_num > 0 &&
-         (limits->contains(n.memory) || limits->contains(n.memory_percentage) || limits->contains(n.cores));
+         (limits->contains(n.memory) || limits->contains(n.memory_percentage) ||
+          limits->contains(n.cores));
 }
 
 // JSON-patch op that sets the container's existing env entry `name` to `value` (upstream appends a
 // second entry instead, which Kubernetes resolves to the last one: the same effect).
-void ReplaceEnv(Json& ops, const std::string& base, const Json& container, const std::string& name, const std::string& value) {
+void ReplaceEnv(Json& ops, const std::string& base, const Json& container, const std::string& name,
+                const std::string& value) {
   const Json* env = Member(container, "env");
   if (env == nullptr || !env->is_array()) return;
   const Json entry{{"name", name}, {"value", value}};
   for (size_t i = 0; i < env->size(); ++i) {
     if (StringMember((*env)[i], "name") != name) continue;
-    if ((*env)[i] != entry) ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", entry}});
+    if ((*env)[i] != entry)
+      ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", entry}});
     return;
   }
 }
 
 // JSON-patch ops that add env vars to one container.
-void AddEnv(Json& ops, const std::string& base, const Json& container, const std::vector<std::pair<std::string, std::string>>& vars) {
+void AddEnv(Json& ops, const std::string& base, const Json& container,
+            const std::vector<std::pair<std::string, std::string>>& vars) {
   std::vector<std::pair<std::string, std::string>> todo;
   for (const auto& v : vars)
     if (!HasEnv(container, v.first)) todo.push_back(v);
@@ -158,7 +173,8 @@ void AddEnv(Json& ops, const std::string& base, const Json& container, const std
     return;
   }
   for (const auto& [k, v] : todo)
-    ops.push_back(Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", Json{{"name", k}, {"value", v}}}});
+    ops.push_back(
+        Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", Json{{"name", k}, {"value", v}}}});
 }
 
 }  // namespace
@@ -166,9 +182,12 @@ void AddEnv(Json& ops, const std::string& base, const Json& container, const std
 std::string EscapePointer(std::string_view token) {
   std::string out;
   for (char c : token) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -181,12 +200,15 @@ StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body) {
   std::string api_version, kind;
   HAMI_RETURN_IF_ERROR(GetString(j, "apiVersion", "AdmissionReview", &api_version));
   HAMI_RETURN_IF_ERROR(GetString(j, "kind", "AdmissionReview", &kind));
-  if (kind != "AdmissionReview") return InvalidArgument("AdmissionReview: kind is \"", kind, "\", want AdmissionReview");
+  if (kind != "AdmissionReview")
+    return InvalidArgument("AdmissionReview: kind is \"", kind, "\", want AdmissionReview");
   if (api_version != kApiVersion)
-    return InvalidArgument("AdmissionReview: apiVersion is \"", api_version, "\", want ", kApiVersion,
+    return InvalidArgument("AdmissionReview: apiVersion is \"", api_version, "\", want ",
+                           kApiVersion,
                            " (set admissionReviewVersions: [v1] in the webhook configuration)");
   const Json* req = Member(j, "request");
-  if (req == nullptr || !req->is_object()) return InvalidArgument("AdmissionReview: request is missing");
+  if (req == nullptr || !req->is_object())
+    return InvalidArgument("AdmissionReview: request is missing");
   AdmissionRequest r;
   HAMI_RETURN_IF_ERROR(GetString(*req, "uid", "request", &r.uid));
   if (r.uid.empty()) return InvalidArgument("AdmissionReview: request.uid is empty");
@@ -229,32 +251,40 @@ Json ToJson(const AdmissionResponse& r) {
     resp["patchType"] = "JSONPatch";
   }
   if (!r.warnings.empty()) resp["warnings"] = r.warnings;
-  return Json{{"apiVersion", kApiVersion}, {"kind", "AdmissionReview"}, {"response", std::move(resp)}};
+  return Json{
+      {"apiVersion", kApiVersion}, {"kind", "AdmissionReview"}, {"response", std::move(resp)}};
 }
 
 StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
   HAMI_RETURN_IF_ERROR(core::jsonutil::CheckDepth(body, "AdmissionReview reply"));
   Json j = Json::parse(body.begin(), body.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("AdmissionReview reply: not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("AdmissionReview reply: not a JSON object");
   const Json* resp = Member(j, "response");
-  if (resp == nullptr || !resp->is_object()) return InvalidArgument("AdmissionReview reply: response is missing");
+  if (resp == nullptr || !resp->is_object())
+    return InvalidArgument("AdmissionReview reply: response is missing");
   AdmissionResponse r;
   HAMI_RETURN_IF_ERROR(GetString(*resp, "uid", "response", &r.uid));
   const Json* allowed = Member(*resp, "allowed");
-  if (allowed == nullptr || !allowed->is_boolean()) return InvalidArgument("response.allowed must be a boolean");
+  if (allowed == nullptr || !allowed->is_boolean())
+    return InvalidArgument("response.allowed must be a boolean");
   r.allowed = allowed->get<bool>();
   if (const Json* st = Member(*resp, "status")) {
     r.message = StringMember(*st, "message");
     r.reason = StringMember(*st, "reason");
-    if (const Json* c = Member(*st, "code"); c && c->is_number_integer()) r.code = c->get<int32_t>();
+    if (const Json* c = Member(*st, "code"); c && c->is_number_integer())
+      r.code = c->get<int32_t>();
   }
   if (const Json* p = Member(*resp, "patch")) {
     if (!p->is_string()) return InvalidArgument("response.patch must be a base64 string");
-    if (StringMember(*resp, "patchType") != "JSONPatch") return InvalidArgument("response.patchType must be JSONPatch");
+    if (StringMember(*resp, "patchType") != "JSONPatch")
+      return InvalidArgument("response.patchType must be JSONPatch");
     std::string raw;
-    if (!absl::Base64Unescape(p->get<std::string>(), &raw)) return InvalidArgument("response.patch is not base64");
+    if (!absl::Base64Unescape(p->get<std::string>(), &raw))
+      return InvalidArgument("response.patch is not base64");
     Json patch = Json::parse(raw, nullptr, false);
-    if (patch.is_discarded() || !patch.is_array()) return InvalidArgument("response.patch is not a JSON array");
+    if (patch.is_discarded() || !patch.is_array())
+      return InvalidArgument("response.patch is not a JSON array");
     r.patch = std::move(patch);
   }
   if (const Json* w = Member(*resp, "warnings"); w && w->is_array())
@@ -265,8 +295,13 @@ StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
 
 OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled) {
   OwnedKeys k;
-  k.annotations = {core::kNvidiaDevicesToAllocate, core::kNvidiaDevicesAllocated, core::kMigAllocations,
-                   core::kVgpuNode,  core::kVgpuTime, core::kBindTime, core::kBindPhase};
+  k.annotations = {core::kNvidiaDevicesToAllocate,
+                   core::kNvidiaDevicesAllocated,
+                   core::kMigAllocations,
+                   core::kVgpuNode,
+                   core::kVgpuTime,
+                   core::kBindTime,
+                   core::kBindPhase};
   k.node_agent = {core::kNvidiaDevicesToAllocate, core::kBindPhase};
   k.labels = {core::kVgpuNode};
   auto add = [&k](const vendors::Vendor& v) {
@@ -277,7 +312,8 @@ OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled) {
     }
     if (!keys.allocated.empty()) k.annotations.insert(keys.allocated);
     // The vendor's extra decision keys (Cambricon's profile and lock, Ascend's template choice) are
-    // whatever its EncodeDecision writes besides the two records: read them off a one-device decision.
+    // whatever its EncodeDecision writes besides the two records: read them off a one-device
+    // decision.
     core::PodAllocation sample;
     sample.containers = {{core::ContainerDevice{"sample-0", v.common_word(), 1, 1, 0}}};
     auto encoded = v.EncodeDecision(sample, 0);
@@ -305,7 +341,8 @@ StatusOr<std::string> ServiceAccountUsername(std::string_view value) {
   return StrCat(kPrefix, std::string(rest));
 }
 
-Webhook::Webhook(WebhookOptions opts) : opts_(std::move(opts)), owned_(SchedulerOwnedKeys(opts_.vendors)) {}
+Webhook::Webhook(WebhookOptions opts)
+    : opts_(std::move(opts)), owned_(SchedulerOwnedKeys(opts_.vendors)) {}
 
 AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
   AdmissionResponse allow;
@@ -336,11 +373,14 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   }
   if (!changed.empty() && !Contains(opts_.scheduler_users, req.username) &&
       !(agent_may && Contains(opts_.node_agent_users, req.username))) {
-    return Deny(req.uid, StrCat("hami: ", req.username.empty() ? std::string("a request without a username")
-                                                                : StrCat("user \"", req.username, "\""),
-                                " may not change ", JoinKeys(changed),
-                                ": they record hami-scheduler's device decision and only its service account (and "
-                                "node agents, for what they consume) write them"));
+    return Deny(
+        req.uid,
+        StrCat("hami: ",
+               req.username.empty() ? std::string("a request without a username")
+                                    : StrCat("user \"", req.username, "\""),
+               " may not change ", JoinKeys(changed),
+               ": they record hami-scheduler's device decision and only its service account (and "
+               "node agents, for what they consume) write them"));
   }
   // An ephemeral container added to a GPU pod (kubectl debug) is held to the containers' rule.
   const Json* spec = Member(req.object, "spec");
@@ -353,11 +393,14 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   if (!parsed.ok() || !parsed->HasDevices()) return allow;
   for (const Json& c : *added) {
     const std::string name = StringMember(c, "name");
-    const bool existed = had && had->is_array() && std::any_of(had->begin(), had->end(), [&](const Json& h) {
-                           return StringMember(h, "name") == name;
-                         });
+    const bool existed =
+        had && had->is_array() && std::any_of(had->begin(), had->end(), [&](const Json& h) {
+          return StringMember(h, "name") == name;
+        });
     const char* problem = PrivilegeProblem(c);
-    if (!existed && *problem) return DenyPrivileged(req.uid, "ephemeralContainers", c, problem, opts_.resources.nvidia.count);
+    if (!existed && *problem)
+      return DenyPrivileged(req.uid, "ephemeralContainers", c, problem,
+                            opts_.resources.nvidia.count);
   }
   return allow;
 }
@@ -372,35 +415,43 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     const Json* map = MetaMap(pod, which);
     for (const std::string& key : labels ? owned_.labels : owned_.annotations) {
       if (MapEntry(map, key) == nullptr) continue;
-      ops.push_back(Json{{"op", "remove"}, {"path", StrCat("/metadata/", which, "/", EscapePointer(key))}});
+      ops.push_back(
+          Json{{"op", "remove"}, {"path", StrCat("/metadata/", which, "/", EscapePointer(key))}});
       stripped.push_back(labels ? StrCat("label ", key) : key);
     }
   }
   AdmissionResponse allow;
   allow.uid = req.uid;
   if (!stripped.empty())
-    allow.warnings.push_back(StrCat("hami: removed ", JoinKeys(stripped),
-                                    ": only hami-scheduler writes them (they carry its device decision)"));
+    allow.warnings.push_back(
+        StrCat("hami: removed ", JoinKeys(stripped),
+               ": only hami-scheduler writes them (they carry its device decision)"));
   auto allowed = [&] {
     AdmissionResponse r = allow;
     if (!ops.empty()) r.patch = ops;
     return r;
   };
   const Json* meta = Member(pod, "metadata");
-  if (const Json* ignore = MapEntry(MetaMap(pod, "labels"), core::kWebhookLabel); ignore && *ignore == "ignore")
+  if (const Json* ignore = MapEntry(MetaMap(pod, "labels"), core::kWebhookLabel);
+      ignore && *ignore == "ignore")
     return allowed();
   const Json* spec = Member(pod, "spec");
   const Json* containers = spec ? Member(*spec, "containers") : nullptr;
-  if (containers == nullptr || !containers->is_array() || containers->empty())  // upstream denies these too
-    return Deny(req.uid, "hami: the pod has no containers (spec.containers is empty); a pod needs at least one");
+  if (containers == nullptr || !containers->is_array() ||
+      containers->empty())  // upstream denies these too
+    return Deny(
+        req.uid,
+        "hami: the pod has no containers (spec.containers is empty); a pod needs at least one");
   const std::string scheduler = StringMember(*spec, "schedulerName");
   if (!scheduler.empty() && scheduler != opts_.scheduler_name &&
       !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
     return allowed();  // another scheduler owns this pod
 
-  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources) : core::ParsePodJson(pod, opts_.resources);
+  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources)
+                              : core::ParsePodJson(pod, opts_.resources);
   if (!parsed.ok())
-    return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ", std::string(parsed.status().message())));
+    return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ",
+                                std::string(parsed.status().message())));
 
   // Decision-order index -> the container JSON and its patch path.
   struct Ctr {
@@ -415,27 +466,33 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     const Json* arr = Member(*spec, list);
     if (arr == nullptr || !arr->is_array()) continue;
     for (size_t i = 0; i < arr->size(); ++i, ++k)
-      ctrs.push_back({&(*arr)[i], StrCat("/spec/", list, "/", i), k < parsed->containers.size() ? &parsed->containers[k] : nullptr, {}});
+      ctrs.push_back({&(*arr)[i],
+                      StrCat("/spec/", list, "/", i),
+                      k < parsed->containers.size() ? &parsed->containers[k] : nullptr,
+                      {}});
   }
-  // NVIDIA's admission rules, for every container whether or not the pod asks for devices (upstream's
-  // MutateAdmission runs on each): gpumem-percentage outside 0..100 is denied here, where the scheduler
-  // would only clamp or ignore it.
+  // NVIDIA's admission rules, for every container whether or not the pod asks for devices
+  // (upstream's MutateAdmission runs on each): gpumem-percentage outside 0..100 is denied here,
+  // where the scheduler would only clamp or ignore it.
   const bool nvidia_on = opts_.vendors == nullptr || opts_.vendors->nvidia_enabled();
   for (auto& c : ctrs) {
     if (!nvidia_on) break;
     const Json* res = Member(*c.json, "resources");
     auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
     if (!defaults.ok())
-      return Deny(req.uid, StrCat("hami: ", c.path, " \"", StringMember(*c.json, "name"), "\": ",
-                                  std::string(defaults.status().message())));
+      return Deny(req.uid, StrCat("hami: ", c.path, " \"", StringMember(*c.json, "name"),
+                                  "\": ", std::string(defaults.status().message())));
     c.defaults = std::move(*defaults);
   }
   // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
   // resource, in pods without devices too (they would otherwise see every GPU of the node).
-  const auto overwrite_env = [&](const Ctr& c, std::vector<std::pair<std::string, std::string>>* env) {
+  const auto overwrite_env = [&](const Ctr& c,
+                                 std::vector<std::pair<std::string, std::string>>* env) {
     if (!nvidia_on || !opts_.overwrite_env || NamesNvidia(*c.json, c.req, opts_.resources)) return;
-    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES")) ReplaceEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
-    else env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
+    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
+      ReplaceEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
+    else
+      env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
   };
   if (!parsed->HasDevices()) {
     for (const auto& c : ctrs) {
@@ -446,7 +503,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     return allowed();
   }
   // Annotations read leniently (as upstream reads them) that will not do what they say.
-  for (const std::string& w : core::IgnoredAnnotations(parsed->annotations)) allow.warnings.push_back(StrCat("hami: ", w));
+  for (const std::string& w : core::IgnoredAnnotations(parsed->annotations))
+    allow.warnings.push_back(StrCat("hami: ", w));
 
   // Any privileged or CAP_SYS_ADMIN container of the pod, not only those that request devices: a
   // sidecar sees the node's GPUs as well as the container it sits next to.
@@ -458,19 +516,25 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
         return DenyPrivileged(req.uid, list, c, problem, opts_.resources.nvidia.count);
   }
   if (!StringMember(*spec, "nodeName").empty())
-    return Deny(req.uid, StrCat("hami: spec.nodeName is preset (\"", StringMember(*spec, "nodeName"),
-                                "\"); a pod that requests GPUs must be placed by ", opts_.scheduler_name,
-                                " so its devices are reserved. Remove spec.nodeName and use a nodeSelector or node "
-                                "affinity instead"));
+    return Deny(
+        req.uid,
+        StrCat("hami: spec.nodeName is preset (\"", StringMember(*spec, "nodeName"),
+               "\"); a pod that requests GPUs must be placed by ", opts_.scheduler_name,
+               " so its devices are reserved. Remove spec.nodeName and use a nodeSelector or node "
+               "affinity instead"));
   if (opts_.quota_check) {
     // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
     // (init, sidecar and app containers); the quota keys are NVIDIA's resources.
     const core::DeviceTotals demand = core::RequestedDeviceTotals(*parsed, core::kNvidiaVendor);
     // request.namespace is the API server's word; a request without it is charged to the object's.
-    const std::string ns = !req.namespace_.empty() ? req.namespace_ : meta ? StringMember(*meta, "namespace") : "";
+    const std::string ns = !req.namespace_.empty() ? req.namespace_
+                           : meta                  ? StringMember(*meta, "namespace")
+                                                   : "";
     if (ns.empty())
-      return Deny(req.uid, "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
-                           "empty), so its GPU quota cannot be checked");
+      return Deny(
+          req.uid,
+          "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
+          "empty), so its GPU quota cannot be checked");
     Status q = opts_.quota_check(ns, demand.mem_mib, demand.cores);
     if (!q.ok()) return Deny(req.uid, StrCat("hami: ", std::string(q.message())));
   }
@@ -484,8 +548,10 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
       for (const auto& v : opts_.vendors->vendors()) {
         if (v->common_word() == core::kNvidiaVendor) continue;
         auto m = v->Mutate(*res, parsed->annotations);
-        if (!m.ok()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", std::string(m.status().message())));
-        if (!m->denials.empty()) return Deny(req.uid, StrCat("hami: ", c.path, ": ", m->denials.front()));
+        if (!m.ok())
+          return Deny(req.uid, StrCat("hami: ", c.path, ": ", std::string(m.status().message())));
+        if (!m->denials.empty())
+          return Deny(req.uid, StrCat("hami: ", c.path, ": ", m->denials.front()));
         for (const auto& [name, value] : m->add_limits) defaults[name] = value;
         for (const auto& kv : m->env) env.push_back(kv);
       }
@@ -495,7 +561,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
       if (res == nullptr || !res->is_object()) {
         Json l = Json::object();
         for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
-        ops.push_back(Json{{"op", "add"}, {"path", c.path + "/resources"}, {"value", Json{{"limits", l}}}});
+        ops.push_back(
+            Json{{"op", "add"}, {"path", c.path + "/resources"}, {"value", Json{{"limits", l}}}});
       } else if (limits == nullptr || !limits->is_object()) {
         Json l = Json::object();
         for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
@@ -510,7 +577,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     const bool has_devices = c.req && !c.req->devices.empty();
     const bool has_nvidia = has_devices && c.req->devices[0].vendor == core::kNvidiaVendor;
     if (has_nvidia) {
-      if (c.req->devices[0].priority >= 0) env.emplace_back("CUDA_TASK_PRIORITY", std::to_string(c.req->devices[0].priority));
+      if (c.req->devices[0].priority >= 0)
+        env.emplace_back("CUDA_TASK_PRIORITY", std::to_string(c.req->devices[0].priority));
       if (opts_.gpu_core_policy != "default" && !opts_.gpu_core_policy.empty())
         env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts_.gpu_core_policy);
     }
@@ -518,20 +586,25 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     AddEnv(ops, c.path, *c.json, env);
   }
   if (opts_.region_group >= 0) {
-    // Every process of the pod, whatever its user, then shares the region directory the device plugin
-    // gives to this group (mode 0770), so the directory need not be world-writable.
+    // Every process of the pod, whatever its user, then shares the region directory the device
+    // plugin gives to this group (mode 0770), so the directory need not be world-writable.
     const Json* sc = Member(*spec, "securityContext");
     const Json* groups = sc ? Member(*sc, "supplementalGroups") : nullptr;
     const Json gid = opts_.region_group;
     if (sc == nullptr || !sc->is_object())
-      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext"}, {"value", {{"supplementalGroups", {gid}}}}});
+      ops.push_back(Json{{"op", "add"},
+                         {"path", "/spec/securityContext"},
+                         {"value", {{"supplementalGroups", {gid}}}}});
     else if (groups == nullptr || !groups->is_array())
-      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext/supplementalGroups"}, {"value", {gid}}});
+      ops.push_back(Json{
+          {"op", "add"}, {"path", "/spec/securityContext/supplementalGroups"}, {"value", {gid}}});
     else if (std::find(groups->begin(), groups->end(), gid) == groups->end())
-      ops.push_back(Json{{"op", "add"}, {"path", "/spec/securityContext/supplementalGroups/-"}, {"value", gid}});
+      ops.push_back(Json{
+          {"op", "add"}, {"path", "/spec/securityContext/supplementalGroups/-"}, {"value", gid}});
   }
   if (!opts_.runtime_class_name.empty() && StringMember(*spec, "runtimeClassName").empty())
-    ops.push_back(Json{{"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts_.runtime_class_name}});
+    ops.push_back(Json{
+        {"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts_.runtime_class_name}});
   if (scheduler != opts_.scheduler_name)
     ops.push_back(Json{{"op", spec->contains("schedulerName") ? "replace" : "add"},
                        {"path", "/spec/schedulerName"},

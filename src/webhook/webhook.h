@@ -9,19 +9,21 @@
 //  - denials, each with a message that says what to change: a pod without containers (before the
 //    scheduler check, as upstream), a container whose gpumem-percentage is outside 0..100 (any
 //    container, device pod or not, while NVIDIA is enabled), a privileged container in a pod that
-//    requests devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem / gpucores)
-//    that the pod would exceed (an exclusive card counts 100 cores, as upstream counts the mutated
-//    pod), a device request that cannot be parsed;
+//    requests devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem /
+//    gpucores) that the pod would exceed (an exclusive card counts 100 cores, as upstream counts
+//    the mutated pod), a device request that cannot be parsed;
 //  - warnings (kubectl prints them) for pod annotations that are read leniently and ignored, as
 //    upstream ignores them: non-boolean nvidia.com/numa-bind, unknown scheduler policies;
 //  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
 //    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
 //    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
 //    sets spec.schedulerName;
-//  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its limits
+//  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its
+//  limits
 //    and env to the container and its denials reject the pod (quotas count NVIDIA devices only).
 // Trust boundary (docs/security.md, "Admission and node agent"):
-//  - scheduler-owned annotations and labels (SchedulerOwnedKeys) are removed from every pod on CREATE
+//  - scheduler-owned annotations and labels (SchedulerOwnedKeys) are removed from every pod on
+//  CREATE
 //    (ignored and other schedulers' pods included: nobody but hami-scheduler writes them), with a
 //    warning; on UPDATE a change to any of them is denied unless userInfo.username is one of
 //    scheduler_users, or one of node_agent_users changing only the keys node agents consume;
@@ -31,13 +33,12 @@
 //    with neither is denied when quotas are checked.
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "core/pod_request.h"
@@ -51,8 +52,9 @@ struct WebhookOptions {
   core::ResourceConfig resources;
   std::string scheduler_name = "hami-scheduler";
   bool force_overwrite_default_scheduler = true;
-  std::string runtime_class_name;          // "" = leave spec.runtimeClassName alone
-  std::string gpu_core_policy = "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
+  std::string runtime_class_name;  // "" = leave spec.runtimeClassName alone
+  std::string gpu_core_policy =
+      "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
   // Upstream's overwriteEnv: NVIDIA_VISIBLE_DEVICES=none (replacing a value the pod set) in every
   // container, init containers included, that names no NVIDIA resource (NVIDIA enabled only).
   bool overwrite_env = false;
@@ -62,11 +64,12 @@ struct WebhookOptions {
   const vendors::VendorSet* vendors = nullptr;
   // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
   std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
-  // userInfo.username values allowed to change scheduler-owned annotations on UPDATE (the scheduler's
-  // service account, "system:serviceaccount:<ns>:<name>"). Empty: nobody.
+  // userInfo.username values allowed to change scheduler-owned annotations on UPDATE (the
+  // scheduler's service account, "system:serviceaccount:<ns>:<name>"). Empty: nobody.
   std::vector<std::string> scheduler_users;
   // userInfo.username values of node agents (device plugins): they may change only
-  // SchedulerOwnedKeys::node_agent (the to-allocate records they consume, bind-phase, vendor extras).
+  // SchedulerOwnedKeys::node_agent (the to-allocate records they consume, bind-phase, vendor
+  // extras).
   std::vector<std::string> node_agent_users;
   // Group added to spec.securityContext.supplementalGroups of every GPU pod we patch, the group the
   // device plugin gives region directories (its --region-group); -1 = none.
@@ -93,12 +96,12 @@ StatusOr<std::string> ServiceAccountUsername(std::string_view flag_value);
 struct AdmissionRequest {
   std::string uid;
   std::string namespace_;
-  std::string operation;    // CREATE | UPDATE | DELETE | CONNECT
-  std::string kind;         // request.kind.kind ("Pod")
-  std::string sub_resource; // request.subResource ("ephemeralcontainers", ...)
-  std::string username;     // request.userInfo.username
-  Json object;              // request.object (null when absent)
-  Json old_object;          // request.oldObject (UPDATE; null when absent)
+  std::string operation;     // CREATE | UPDATE | DELETE | CONNECT
+  std::string kind;          // request.kind.kind ("Pod")
+  std::string sub_resource;  // request.subResource ("ephemeralcontainers", ...)
+  std::string username;      // request.userInfo.username
+  Json object;               // request.object (null when absent)
+  Json old_object;           // request.oldObject (UPDATE; null when absent)
   bool dry_run = false;
 };
 // Errors name the field: body not JSON, not an AdmissionReview v1, request or request.uid missing,
@@ -108,13 +111,14 @@ StatusOr<AdmissionRequest> ParseAdmissionReview(std::string_view body);
 struct AdmissionResponse {
   std::string uid;
   bool allowed = true;
-  int32_t code = 0;             // with a denial: HTTP-style code of the Status (403)
-  std::string reason;           // metav1.Status reason ("Forbidden")
-  std::string message;          // why it was denied
-  std::optional<Json> patch;    // RFC 6902 array; sent base64-encoded with patchType JSONPatch
+  int32_t code = 0;           // with a denial: HTTP-style code of the Status (403)
+  std::string reason;         // metav1.Status reason ("Forbidden")
+  std::string message;        // why it was denied
+  std::optional<Json> patch;  // RFC 6902 array; sent base64-encoded with patchType JSONPatch
   std::vector<std::string> warnings;
 };
-// The AdmissionReview reply: {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{...}}.
+// The AdmissionReview reply:
+// {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{...}}.
 Json ToJson(const AdmissionResponse& response);
 // Reads a reply back (tests and tools): decodes the base64 patch.
 StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body);
@@ -127,8 +131,8 @@ class Webhook {
   explicit Webhook(WebhookOptions opts);
 
   AdmissionResponse Review(const AdmissionRequest& request) const;
-  // HTTP body in, body out. A body that cannot be read gets an AdmissionReview whose response denies
-  // with the parse error (uid empty) so the API server logs why.
+  // HTTP body in, body out. A body that cannot be read gets an AdmissionReview whose response
+  // denies with the parse error (uid empty) so the API server logs why.
   std::string Handle(std::string_view body) const;
 
  private:

@@ -9,7 +9,8 @@
 namespace hami::webhook {
 namespace {
 
-std::string Review(const Json& pod, const std::string& op = "CREATE", const std::string& ns = "ml") {
+std::string Review(const Json& pod, const std::string& op = "CREATE",
+                   const std::string& ns = "ml") {
   return Json{{"apiVersion", "admission.k8s.io/v1"},
               {"kind", "AdmissionReview"},
               {"request",
@@ -26,7 +27,10 @@ std::string Review(const Json& pod, const std::string& op = "CREATE", const std:
 Json Pod(const Json& containers, const Json& extra_spec = Json::object()) {
   Json spec{{"containers", containers}};
   for (const auto& [k, v] : extra_spec.items()) spec[k] = v;
-  return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ml"}}}, {"spec", spec}};
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "p"}, {"namespace", "ml"}}},
+              {"spec", spec}};
 }
 
 Json Ctr(const std::string& name, const Json& limits, const Json& extra = Json::object()) {
@@ -50,51 +54,112 @@ struct Case {
 TEST(Webhook, Table) {
   WebhookOptions opts;
   opts.quota_check = [](const std::string& ns, int64_t mem, int64_t cores) -> Status {
-    if (ns == "ml" && mem > 20000) return ResourceExhausted("exceeding resource quota ml/q: limits.nvidia.com/gpumem is 20000 MiB");
+    if (ns == "ml" && mem > 20000)
+      return ResourceExhausted(
+          "exceeding resource quota ml/q: limits.nvidia.com/gpumem is 20000 MiB");
     return OkStatus();
   };
   opts.gpu_core_policy = "force";
   Webhook wh(opts);
   const std::vector<Case> cases = {
       {"bare gpu gets exclusive cores and our scheduler",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})), "CREATE", true, true, "",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})),
+       "CREATE",
+       true,
+       true,
+       "",
        {{"/spec/schedulerName", "hami-scheduler"},
         {"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"},
         {"/spec/containers/0/env/0/name", "GPU_CORE_UTILIZATION_POLICY"}}},
       {"gpumem only gets a gpu count",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem", "3000"}}, {{"env", Json::array({{{"name", "A"}, {"value", "1"}}})}})})),
-       "CREATE", true, true, "",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem", "3000"}},
+                            {{"env", Json::array({{{"name", "A"}, {"value", "1"}}})}})})),
+       "CREATE",
+       true,
+       true,
+       "",
        {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"},
         {"/spec/containers/0/env/0/name", "A"},
         {"/spec/containers/0/env/1/value", "force"}}},
       {"priority injected, init container defaulted",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/priority", "1"}})}),
-           {{"initContainers", Json::array({Ctr("i", {{"nvidia.com/gpucores", "20"}})})}, {"schedulerName", "default-scheduler"}}),
-       "CREATE", true, true, "",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"},
+                                  {"nvidia.com/gpumem", "1000"},
+                                  {"nvidia.com/priority", "1"}})}),
+           {{"initContainers", Json::array({Ctr("i", {{"nvidia.com/gpucores", "20"}})})},
+            {"schedulerName", "default-scheduler"}}),
+       "CREATE",
+       true,
+       true,
+       "",
        {{"/spec/schedulerName", "hami-scheduler"},
         {"/spec/initContainers/0/resources/limits/nvidia.com~1gpu", "1"},
         {"/spec/containers/0/env/0/value", "1"}}},
-      {"no devices: untouched", Pod(Json::array({Ctr("c", {{"cpu", "1"}})})), "CREATE", true, false, "", {}},
-      {"update: untouched", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})), "UPDATE", true, false, "", {}},
+      {"no devices: untouched",
+       Pod(Json::array({Ctr("c", {{"cpu", "1"}})})),
+       "CREATE",
+       true,
+       false,
+       "",
+       {}},
+      {"update: untouched",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})),
+       "UPDATE",
+       true,
+       false,
+       "",
+       {}},
       {"other scheduler: skipped",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})}), {{"schedulerName", "volcano"}}), "CREATE", true, false, "", {}},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})}), {{"schedulerName", "volcano"}}),
+       "CREATE",
+       true,
+       false,
+       "",
+       {}},
       {"privileged container requesting gpus: denied",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}}, {{"securityContext", {{"privileged", true}}}})})), "CREATE",
-       false, false, "privileged", {}},
+       Pod(Json::array(
+           {Ctr("c", {{"nvidia.com/gpu", "1"}}, {{"securityContext", {{"privileged", true}}}})})),
+       "CREATE",
+       false,
+       false,
+       "privileged",
+       {}},
       {"privileged sidecar of a gpu container: denied (it sees the node's GPUs too)",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}}), Ctr("s", nullptr, {{"securityContext", {{"privileged", true}}}})})),
-       "CREATE", false, false, "container \"s\" is privileged", {}},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}}),
+                        Ctr("s", nullptr, {{"securityContext", {{"privileged", true}}}})})),
+       "CREATE",
+       false,
+       false,
+       "container \"s\" is privileged",
+       {}},
       {"unprivileged sidecar of a gpu container: fine",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}}), Ctr("s", nullptr, {{"securityContext", {{"privileged", false}}}})})),
-       "CREATE", true, true, "", {}},
-      {"nodeName preset: denied", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})}), {{"nodeName", "n1"}}), "CREATE",
-       false, false, "spec.nodeName", {}},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}}),
+                        Ctr("s", nullptr, {{"securityContext", {{"privileged", false}}}})})),
+       "CREATE",
+       true,
+       true,
+       "",
+       {}},
+      {"nodeName preset: denied",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})}), {{"nodeName", "n1"}}),
+       "CREATE",
+       false,
+       false,
+       "spec.nodeName",
+       {}},
       {"quota exceeded: denied",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "12000"}})})), "CREATE", false, false,
-       "exceeding resource quota", {}},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "12000"}})})),
+       "CREATE",
+       false,
+       false,
+       "exceeding resource quota",
+       {}},
       {"invalid request: denied with the field",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4.5"}})})), "CREATE", false, false,
-       "gpumem", {}},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4.5"}})})),
+       "CREATE",
+       false,
+       false,
+       "gpumem",
+       {}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -107,7 +172,9 @@ TEST(Webhook, Table) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->allowed, c.allowed) << r->message;
     EXPECT_NE(r->message.find(c.message_part), std::string::npos) << r->message;
-    if (!c.allowed) { EXPECT_EQ(reply["response"]["status"]["code"], 403); }
+    if (!c.allowed) {
+      EXPECT_EQ(reply["response"]["status"]["code"], 403);
+    }
     EXPECT_EQ(r->patch.has_value(), c.patched);
     if (r->patch) {
       EXPECT_EQ(reply["response"]["patchType"], "JSONPatch");
@@ -117,14 +184,16 @@ TEST(Webhook, Table) {
   }
 }
 
-// Upstream's own webhook cases, one row each, named after the upstream test (pkg/scheduler/webhook_test.go,
-// and pkg/device/nvidia's MutateAdmission rules: validateMemoryPercentage, overwriteEnv).
+// Upstream's own webhook cases, one row each, named after the upstream test
+// (pkg/scheduler/webhook_test.go, and pkg/device/nvidia's MutateAdmission rules:
+// validateMemoryPercentage, overwriteEnv).
 struct UpstreamCase {
   const char* name;
   Json pod;
   bool allowed;
   const char* message_part = "";
-  std::vector<std::pair<std::string, Json>> want = {};  // JSON pointer -> value after the patch; null = absent
+  std::vector<std::pair<std::string, Json>> want =
+      {};  // JSON pointer -> value after the patch; null = absent
   std::function<void(WebhookOptions&)> tweak = nullptr;
   const char* warning_part = nullptr;  // a warning that must be returned (none when null)
 };
@@ -132,12 +201,14 @@ struct UpstreamCase {
 TEST(Webhook, UpstreamCases) {
   // TestFitResourceQuota's namespace: gpumem used 1000 of 2000 MiB, gpucores used 200 of 400.
   const auto quota = [](const std::string& ns, int64_t mem, int64_t cores) -> Status {
-    if (ns == "ml" && (1000 + mem > 2000 || 200 + cores > 400)) return ResourceExhausted("exceeding resource quota");
+    if (ns == "ml" && (1000 + mem > 2000 || 200 + cores > 400))
+      return ResourceExhausted("exceeding resource quota");
     return OkStatus();
   };
   const Json gpu1 = {{"nvidia.com/gpu", "1"}};
   const Json priv = {{"securityContext", {{"privileged", true}}}};
-  const Json visible_all = {{"env", Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}})}};
+  const Json visible_all = {
+      {"env", Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}})}};
   const auto overwrite = [](WebhookOptions& o) { o.overwrite_env = true; };
   const auto annotated = [](Json pod, const char* key, const char* value) {
     pod["metadata"]["annotations"] = {{key, value}};
@@ -145,110 +216,206 @@ TEST(Webhook, UpstreamCases) {
   };
   const std::vector<UpstreamCase> cases = {
       {"TestHandle", Pod(Json::array({Ctr("container1", gpu1)})), true},
-      {"TestPodHasNodeName", Pod(Json::array({Ctr("container1", gpu1)}), {{"nodeName", "test-node"}}), false, "nodeName"},
-      {"TestPodHasDifferentScheduler", Pod(Json::array({Ctr("container1", gpu1)}), {{"schedulerName", "different-scheduler"}}),
-       true, "", {{"/spec/schedulerName", "different-scheduler"}}},
+      {"TestPodHasNodeName",
+       Pod(Json::array({Ctr("container1", gpu1)}), {{"nodeName", "test-node"}}), false, "nodeName"},
+      {"TestPodHasDifferentScheduler",
+       Pod(Json::array({Ctr("container1", gpu1)}), {{"schedulerName", "different-scheduler"}}),
+       true,
+       "",
+       {{"/spec/schedulerName", "different-scheduler"}}},
       {"TestFitResourceQuota/quota passed",
-       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})})), true},
+       Pod(Json::array(
+           {Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})})),
+       true},
       {"TestFitResourceQuota/quota exceeded",
-       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1024"}})})), false,
-       "exceeding resource quota"},
+       Pod(Json::array(
+           {Ctr("container1", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1024"}})})),
+       false, "exceeding resource quota"},
       {"TestFitResourceQuota/request multiple gpus",
-       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "1024"}})})), false,
-       "exceeding resource quota"},
+       Pod(Json::array(
+           {Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "1024"}})})),
+       false, "exceeding resource quota"},
       {"TestFitResourceQuota/request multiple gpus within quota",
-       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "400"}})})), true},
+       Pod(Json::array(
+           {Ctr("container1", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "400"}})})),
+       true},
       {"TestFitResourceQuota/request ascend (not an NVIDIA resource)",
-       Pod(Json::array({Ctr("container1", {{"huawei.com/Ascend910B", "1"}, {"huawei.com/Ascend910B-memory", "1024"}})})),
+       Pod(Json::array({Ctr("container1", {{"huawei.com/Ascend910B", "1"},
+                                           {"huawei.com/Ascend910B-memory", "1024"}})})),
        true},
       // The quota counts the pod as admitted: a bare card books the 100 cores the webhook adds.
       {"TestFitResourceQuota/exclusive cards count their added cores",
-       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "3"}})})), false, "exceeding resource quota"},
-      {"TestNonGPUPodAllowedAdmission", Pod(Json::array({Ctr("cpu-only", {{"cpu", "1"}, {"memory", "256Mi"}})})), true, "",
-       {}, [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
+       Pod(Json::array({Ctr("container1", {{"nvidia.com/gpu", "3"}})})), false,
+       "exceeding resource quota"},
+      {"TestNonGPUPodAllowedAdmission",
+       Pod(Json::array({Ctr("cpu-only", {{"cpu", "1"}, {"memory", "256Mi"}})})),
+       true,
+       "",
+       {},
+       [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
       {"TestEmptyContainersDenied", Pod(Json::array()), false, "no containers"},
       {"TestEmptyContainersDenied/no containers key",
        Json{{"metadata", {{"name", "p"}}}, {"spec", Json::object()}}, false, "no containers"},
-      {"TestEmptyContainersDenied/other scheduler", Pod(Json::array(), {{"schedulerName", "volcano"}}), false,
-       "no containers"},
-      {"TestSchedulerNameEmptyNoOverwrite", Pod(Json::array({Ctr("container1", gpu1)})), true, "",
-       {{"/spec/schedulerName", "hami-scheduler"}}, [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
+      {"TestEmptyContainersDenied/other scheduler",
+       Pod(Json::array(), {{"schedulerName", "volcano"}}), false, "no containers"},
+      {"TestSchedulerNameEmptyNoOverwrite",
+       Pod(Json::array({Ctr("container1", gpu1)})),
+       true,
+       "",
+       {{"/spec/schedulerName", "hami-scheduler"}},
+       [](WebhookOptions& o) { o.force_overwrite_default_scheduler = false; }},
       {"TestPrivilegedContainerDenied/privileged container only without gpu",
        Pod(Json::array({Ctr("privileged", nullptr, priv)})), true},
       {"TestPrivilegedContainerDenied/privileged sidecar with gpu workload",
-       Pod(Json::array({Ctr("privileged-sidecar", nullptr, priv), Ctr("gpu-workload", gpu1)})), false, "is privileged"},
+       Pod(Json::array({Ctr("privileged-sidecar", nullptr, priv), Ctr("gpu-workload", gpu1)})),
+       false, "is privileged"},
       {"TestPrivilegedContainerDenied/privileged init container with gpu workload",
-       Pod(Json::array({Ctr("gpu-workload", gpu1)}), {{"initContainers", Json::array({Ctr("privileged-init", nullptr, priv)})}}),
+       Pod(Json::array({Ctr("gpu-workload", gpu1)}),
+           {{"initContainers", Json::array({Ctr("privileged-init", nullptr, priv)})}}),
        false, "is privileged"},
       {"TestPrivilegedContainerDenied/privileged pod with different scheduler",
-       Pod(Json::array({Ctr("privileged", nullptr, priv)}), {{"schedulerName", "other-scheduler"}}), true},
+       Pod(Json::array({Ctr("privileged", nullptr, priv)}), {{"schedulerName", "other-scheduler"}}),
+       true},
       {"TestMutateAdmissionMultiContainerAndInitContainers",
        Pod(Json::array({Ctr("app-main", gpu1), Ctr("sidecar-logging", Json::object())}),
            {{"initContainers", Json::array({Ctr("init-downloader", gpu1)})}}),
-       true, "",
+       true,
+       "",
        {{"/spec/initContainers/0/resources/limits/nvidia.com~1gpucores", "100"},
         {"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"},
         {"/spec/containers/1/resources/limits/nvidia.com~1gpucores", nullptr}}},
-      // pkg/device/nvidia Test_MutateAdmission: a count, or gpumem/%/cores that get defaultGPUNum (1).
-      {"Test_MutateAdmission/having ResourceName set to resource limits", Pod(Json::array({Ctr("test", gpu1)})), true, "",
+      // pkg/device/nvidia Test_MutateAdmission: a count, or gpumem/%/cores that get defaultGPUNum
+      // (1).
+      {"Test_MutateAdmission/having ResourceName set to resource limits",
+       Pod(Json::array({Ctr("test", gpu1)})),
+       true,
+       "",
        {{"/spec/schedulerName", "hami-scheduler"}}},
-      {"Test_MutateAdmission/ResourceCores only", Pod(Json::array({Ctr("test", {{"nvidia.com/gpucores", "1"}})})), true, "",
-       {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}, {"/spec/schedulerName", "hami-scheduler"}}},
-      {"Test_MutateAdmission/ResourceMem only", Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem", "1"}})})), true, "",
+      {"Test_MutateAdmission/ResourceCores only",
+       Pod(Json::array({Ctr("test", {{"nvidia.com/gpucores", "1"}})})),
+       true,
+       "",
+       {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"},
+        {"/spec/schedulerName", "hami-scheduler"}}},
+      {"Test_MutateAdmission/ResourceMem only",
+       Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem", "1"}})})),
+       true,
+       "",
        {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}}},
       {"Test_MutateAdmission/ResourceMemPercentage only",
-       Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem-percentage", "1"}})})), true, "",
+       Pod(Json::array({Ctr("test", {{"nvidia.com/gpumem-percentage", "1"}})})),
+       true,
+       "",
        {{"/spec/containers/0/resources/limits/nvidia.com~1gpu", "1"}}},
-      {"Test_MutateAdmission/no GPU resources", Pod(Json::array({Ctr("test", Json::object())})), true, "",
-       {{"/spec/schedulerName", nullptr}, {"/spec/containers/0/resources/limits/nvidia.com~1gpu", nullptr}}},
-      // pkg/device/nvidia validateMemoryPercentage: outside 0..100 is an error, so the pod is denied.
-      {"validateMemoryPercentage/150", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}})})),
+      {"Test_MutateAdmission/no GPU resources",
+       Pod(Json::array({Ctr("test", Json::object())})),
+       true,
+       "",
+       {{"/spec/schedulerName", nullptr},
+        {"/spec/containers/0/resources/limits/nvidia.com~1gpu", nullptr}}},
+      // pkg/device/nvidia validateMemoryPercentage: outside 0..100 is an error, so the pod is
+      // denied.
+      {"validateMemoryPercentage/150",
+       Pod(Json::array(
+           {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}})})),
        false, "/spec/containers/0 \"c\": nvidia.com/gpumem-percentage: 150 is outside 0..100"},
-      {"validateMemoryPercentage/-1", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "-1"}})})),
+      {"validateMemoryPercentage/-1",
+       Pod(Json::array(
+           {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "-1"}})})),
        false, "-1 is outside 0..100"},
       {"validateMemoryPercentage/past int32",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "3000000000"}})})), false,
-       "3000000000 is outside 0..100"},
-      {"validateMemoryPercentage/init container", Pod(Json::array({Ctr("c", gpu1)}),
-           {{"initContainers", Json::array({Ctr("i", {{"nvidia.com/gpumem-percentage", "101"}})})}}),
+       Pod(Json::array(
+           {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "3000000000"}})})),
+       false, "3000000000 is outside 0..100"},
+      {"validateMemoryPercentage/init container",
+       Pod(Json::array({Ctr("c", gpu1)}),
+           {{"initContainers",
+             Json::array({Ctr("i", {{"nvidia.com/gpumem-percentage", "101"}})})}}),
        false, "/spec/initContainers/0 \"i\""},
       {"validateMemoryPercentage/a container that gets no device",
-       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "150"}})})), false, "150 is outside 0..100", {},
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "150"}})})),
+       false,
+       "150 is outside 0..100",
+       {},
        [](WebhookOptions& o) { o.resources.default_gpu_num = 0; }},
-      {"validateMemoryPercentage/100", Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "100"}})})), true, "",
+      {"validateMemoryPercentage/100",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "100"}})})),
+       true,
+       "",
        {{"/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100"}}},
-      {"validateMemoryPercentage/0", Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}})})),
+      {"validateMemoryPercentage/0",
+       Pod(Json::array(
+           {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}})})),
        true},
-      // pkg/device/nvidia overwriteEnv: every container that names no NVIDIA resource, GPU pod or not.
-      {"overwriteEnv/cpu-only pod", Pod(Json::array({Ctr("a", nullptr), Ctr("b", {{"cpu", "1"}})})), true, "",
-       {{"/spec/containers/0/env/0/value", "none"}, {"/spec/containers/1/env/0/name", "NVIDIA_VISIBLE_DEVICES"},
+      // pkg/device/nvidia overwriteEnv: every container that names no NVIDIA resource, GPU pod or
+      // not.
+      {"overwriteEnv/cpu-only pod",
+       Pod(Json::array({Ctr("a", nullptr), Ctr("b", {{"cpu", "1"}})})),
+       true,
+       "",
+       {{"/spec/containers/0/env/0/value", "none"},
+        {"/spec/containers/1/env/0/name", "NVIDIA_VISIBLE_DEVICES"},
         {"/spec/schedulerName", nullptr}},
        overwrite},
       {"overwriteEnv/gpu pod: only the container without a gpu",
-       Pod(Json::array({Ctr("gpu", gpu1), Ctr("side", nullptr)}), {{"initContainers", Json::array({Ctr("i", nullptr)})}}),
-       true, "",
-       {{"/spec/containers/0/env", nullptr}, {"/spec/containers/1/env/0/value", "none"},
+       Pod(Json::array({Ctr("gpu", gpu1), Ctr("side", nullptr)}),
+           {{"initContainers", Json::array({Ctr("i", nullptr)})}}),
+       true,
+       "",
+       {{"/spec/containers/0/env", nullptr},
+        {"/spec/containers/1/env/0/value", "none"},
         {"/spec/initContainers/0/env/0/value", "none"}},
        overwrite},
-      {"overwriteEnv/nvidia.com/gpu: 0 names the resource", Pod(Json::array({Ctr("z", {{"nvidia.com/gpu", "0"}})})), true, "",
-       {{"/spec/containers/0/env", nullptr}}, overwrite},
-      {"overwriteEnv/the pod's own value is overwritten", Pod(Json::array({Ctr("a", nullptr, visible_all)})), true, "",
-       {{"/spec/containers/0/env/0/value", "none"}, {"/spec/containers/0/env/1", nullptr}}, overwrite},
-      {"overwriteEnv/other scheduler untouched", Pod(Json::array({Ctr("a", nullptr)}), {{"schedulerName", "volcano"}}), true,
-       "", {{"/spec/containers/0/env", nullptr}}, overwrite},
-      {"overwriteEnv/off by default", Pod(Json::array({Ctr("a", nullptr)})), true, "", {{"/spec/containers/0/env", nullptr}}},
+      {"overwriteEnv/nvidia.com/gpu: 0 names the resource",
+       Pod(Json::array({Ctr("z", {{"nvidia.com/gpu", "0"}})})),
+       true,
+       "",
+       {{"/spec/containers/0/env", nullptr}},
+       overwrite},
+      {"overwriteEnv/the pod's own value is overwritten",
+       Pod(Json::array({Ctr("a", nullptr, visible_all)})),
+       true,
+       "",
+       {{"/spec/containers/0/env/0/value", "none"}, {"/spec/containers/0/env/1", nullptr}},
+       overwrite},
+      {"overwriteEnv/other scheduler untouched",
+       Pod(Json::array({Ctr("a", nullptr)}), {{"schedulerName", "volcano"}}),
+       true,
+       "",
+       {{"/spec/containers/0/env", nullptr}},
+       overwrite},
+      {"overwriteEnv/off by default",
+       Pod(Json::array({Ctr("a", nullptr)})),
+       true,
+       "",
+       {{"/spec/containers/0/env", nullptr}}},
       // Annotations upstream reads leniently: admitted, with a warning where they will be ignored.
       {"assertNuma/non-boolean numa-bind is admitted, not enforced",
-       annotated(Pod(Json::array({Ctr("c", gpu1)})), "nvidia.com/numa-bind", "yes"), true, "", {}, nullptr,
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "nvidia.com/numa-bind", "yes"),
+       true,
+       "",
+       {},
+       nullptr,
        "NUMA binding is off"},
       {"TestIsValidGPUSchedulerPolicy/binpack,spread is a chain",
-       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy", "binpack,spread"), true},
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy",
+                 "binpack,spread"),
+       true},
       {"TestGetGPUSchedulerPolicyByPodUnrecognizedValue",
-       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy", "binpakc"), true, "", {}, nullptr,
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/gpu-scheduler-policy", "binpakc"),
+       true,
+       "",
+       {},
+       nullptr,
        "configured GPU policy applies"},
       {"TestIsValidNodeSchedulerPolicy/binpack,spread is ignored",
-       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/node-scheduler-policy", "binpack,spread"), true, "", {},
-       nullptr, "configured node policy applies"},
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/node-scheduler-policy",
+                 "binpack,spread"),
+       true,
+       "",
+       {},
+       nullptr,
+       "configured node policy applies"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -290,12 +457,16 @@ TEST(AdmissionReview, ParseErrors) {
   };
   const E cases[] = {
       {"{", "not valid JSON"},
-      {R"({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}})", "want admission.k8s.io/v1"},
+      {R"({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}})",
+       "want admission.k8s.io/v1"},
       {R"({"apiVersion":"admission.k8s.io/v1","kind":"Other"})", "kind"},
       {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})", "request is missing"},
-      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":""}})", "uid is empty"},
-      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":[]}})", "request.object"},
-      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","dryRun":"yes"}})", "dryRun"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":""}})",
+       "uid is empty"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":[]}})",
+       "request.object"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","dryRun":"yes"}})",
+       "dryRun"},
   };
   Webhook wh(WebhookOptions{});
   for (const auto& c : cases) {
@@ -312,10 +483,12 @@ TEST(AdmissionReview, ParseErrors) {
 TEST(AdmissionReview, PatchIsBase64OfJsonPatch) {
   AdmissionResponse r;
   r.uid = "u";
-  r.patch = Json::array({{{"op", "add"}, {"path", "/spec/schedulerName"}, {"value", "hami-scheduler"}}});
+  r.patch =
+      Json::array({{{"op", "add"}, {"path", "/spec/schedulerName"}, {"value", "hami-scheduler"}}});
   const Json j = ToJson(r);
   EXPECT_EQ(j["response"]["patch"],
-            "W3sib3AiOiJhZGQiLCJwYXRoIjoiL3NwZWMvc2NoZWR1bGVyTmFtZSIsInZhbHVlIjoiaGFtaS1zY2hlZHVsZXIifV0=");
+            "W3sib3AiOiJhZGQiLCJwYXRoIjoiL3NwZWMvc2NoZWR1bGVyTmFtZSIsInZhbHVlIjoiaGFtaS1zY2hlZHVsZX"
+            "IifV0=");
   EXPECT_EQ(j["response"]["patchType"], "JSONPatch");
   EXPECT_FALSE(j["response"].contains("status"));
 }
@@ -329,11 +502,16 @@ TEST(AdmissionReview, DeepNestingIsDeniedNotCrashed) {
   std::string deep;
   for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
   deep += "1" + std::string(100000, '}');
-  const std::string body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
-                           "\"object\":{\"metadata\":{\"annotations\":" + deep + "}}}}";
+  const std::string body =
+      "{\"apiVersion\":\"admission.k8s.io/"
+      "v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
+      "\"object\":{\"metadata\":{\"annotations\":" +
+      deep + "}}}}";
   auto parsed = ParseAdmissionReview(body);
   ASSERT_FALSE(parsed.ok());
-  EXPECT_NE(std::string(parsed.status().message()).find("AdmissionReview: JSON nested deeper than 1000"), std::string::npos);
+  EXPECT_NE(
+      std::string(parsed.status().message()).find("AdmissionReview: JSON nested deeper than 1000"),
+      std::string::npos);
   Webhook wh({});
   auto resp = ParseAdmissionResponse(wh.Handle(body));
   ASSERT_TRUE(resp.ok()) << resp.status();

@@ -1,5 +1,6 @@
 // The webhook as a trust boundary: scheduler-owned annotations cannot be written by pod creators or
-// editors, privileged neighbours of a GPU container are refused, the quota namespace cannot be dodged.
+// editors, privileged neighbours of a GPU container are refused, the quota namespace cannot be
+// dodged.
 #include <gtest/gtest.h>
 
 #include "core/annotations.h"
@@ -13,17 +14,21 @@ constexpr char kScheduler[] = "system:serviceaccount:hami-system:hami-scheduler"
 constexpr char kAgent[] = "system:serviceaccount:hami-system:hami-node-agent";
 const std::string kDecision = "GPU-aaa,NVIDIA,1200,0:;";
 
-Json Pod(const Json& limits, const Json& annotations = Json::object(), const Json& labels = Json::object()) {
+Json Pod(const Json& limits, const Json& annotations = Json::object(),
+         const Json& labels = Json::object()) {
   Json c{{"name", "c"}, {"image", "cuda"}};
   if (!limits.is_null()) c["resources"] = Json{{"limits", limits}};
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}, {"labels", labels}}},
-              {"spec", {{"containers", Json::array({c})}}}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}, {"labels", labels}}},
+      {"spec", {{"containers", Json::array({c})}}}};
 }
 const Json kGpu = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}};
 
-AdmissionRequest Req(const std::string& op, const Json& pod, const Json& old = nullptr, const std::string& user = "alice") {
+AdmissionRequest Req(const std::string& op, const Json& pod, const Json& old = nullptr,
+                     const std::string& user = "alice") {
   AdmissionRequest r;
   r.uid = "u";
   r.namespace_ = "ml";
@@ -44,41 +49,51 @@ WebhookOptions Options() {
 
 TEST(SchedulerOwnedKeys, EveryRegisteredVendorsDecisionKeys) {
   const OwnedKeys k = SchedulerOwnedKeys(nullptr);
-  for (const char* key : {core::kNvidiaDevicesAllocated, core::kNvidiaDevicesToAllocate, core::kVgpuNode,
-                          core::kBindPhase, core::kBindTime, core::kVgpuTime, core::kMigAllocations})
+  for (const char* key :
+       {core::kNvidiaDevicesAllocated, core::kNvidiaDevicesToAllocate, core::kVgpuNode,
+        core::kBindPhase, core::kBindTime, core::kVgpuTime, core::kMigAllocations})
     EXPECT_TRUE(k.annotations.count(key)) << key;
   EXPECT_TRUE(k.labels.count(core::kVgpuNode));
   int vendors = 0;
   for (const auto& v : vendors::AllVendorsWithDefaults()) {
     ++vendors;
     EXPECT_TRUE(k.annotations.count(v->keys().allocated)) << v->common_word();
-    EXPECT_FALSE(k.node_agent.count(v->keys().allocated)) << "the permanent record is the scheduler's alone";
+    EXPECT_FALSE(k.node_agent.count(v->keys().allocated))
+        << "the permanent record is the scheduler's alone";
     if (!v->keys().to_allocate.empty()) {
       EXPECT_TRUE(k.node_agent.count(v->keys().to_allocate)) << v->common_word();
     }
-    // Whatever else the vendor writes with a decision is owned too (Cambricon's lock, Ascend's template).
+    // Whatever else the vendor writes with a decision is owned too (Cambricon's lock, Ascend's
+    // template).
     core::PodAllocation a;
     a.containers = {{core::ContainerDevice{"x-1", v->common_word(), 2048, 50, 1}}};
     auto enc = v->EncodeDecision(a, 1700000000);
     ASSERT_TRUE(enc.ok()) << enc.status();
-    for (const auto& [key, _] : *enc) EXPECT_TRUE(k.annotations.count(key)) << v->common_word() << " " << key;
+    for (const auto& [key, _] : *enc)
+      EXPECT_TRUE(k.annotations.count(key)) << v->common_word() << " " << key;
   }
   EXPECT_GT(vendors, 5);
   // A configured name that the defaults do not have (an Ascend chip) is owned once it is enabled.
-  auto set = vendors::VendorSet::Load("vnpus:\n  - chipName: 999Z\n    commonWord: Ascend999Z\n    memoryAllocatable: 32768\n"
-                                      "    memoryCapacity: 32768\n    aiCore: 20\n    templates:\n"
-                                      "      - name: vir05\n        memory: 16384\n        aiCore: 10\n");
+  auto set = vendors::VendorSet::Load(
+      "vnpus:\n  - chipName: 999Z\n    commonWord: Ascend999Z\n    memoryAllocatable: 32768\n"
+      "    memoryCapacity: 32768\n    aiCore: 20\n    templates:\n"
+      "      - name: vir05\n        memory: 16384\n        aiCore: 10\n");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_FALSE(k.annotations.count("hami.io/Ascend999Z-devices-allocated"));
-  EXPECT_TRUE(SchedulerOwnedKeys(set->get()).annotations.count("hami.io/Ascend999Z-devices-allocated"));
+  EXPECT_TRUE(
+      SchedulerOwnedKeys(set->get()).annotations.count("hami.io/Ascend999Z-devices-allocated"));
 }
 
 TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
   Webhook wh(Options());
-  const Json forged = {{core::kNvidiaDevicesAllocated, kDecision}, {core::kNvidiaDevicesToAllocate, kDecision},
-                       {core::kVgpuNode, "node1"},           {core::kBindPhase, "allocating"},
-                       {core::kBindTime, "1700000000"},      {"hami.io/dcu-devices-to-allocate", "x"},
-                       {"cambricon.com/dsmlu.lock", "x"},    {"team", "a"}};
+  const Json forged = {{core::kNvidiaDevicesAllocated, kDecision},
+                       {core::kNvidiaDevicesToAllocate, kDecision},
+                       {core::kVgpuNode, "node1"},
+                       {core::kBindPhase, "allocating"},
+                       {core::kBindTime, "1700000000"},
+                       {"hami.io/dcu-devices-to-allocate", "x"},
+                       {"cambricon.com/dsmlu.lock", "x"},
+                       {"team", "a"}};
   const Json label = {{core::kVgpuNode, "node1"}, {"app", "x"}};
   struct Case {
     const char* name;
@@ -105,7 +120,8 @@ TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
     EXPECT_FALSE(patched["metadata"]["labels"].contains(core::kVgpuNode));
     EXPECT_EQ(patched["metadata"]["labels"]["app"], "x");
     ASSERT_EQ(r.warnings.size(), 1u);
-    EXPECT_NE(r.warnings[0].find(core::kNvidiaDevicesAllocated), std::string::npos) << r.warnings[0];
+    EXPECT_NE(r.warnings[0].find(core::kNvidiaDevicesAllocated), std::string::npos)
+        << r.warnings[0];
   }
   // Nothing to strip: no patch, no warning (a pod without devices stays untouched).
   const AdmissionResponse clean = wh.Review(Req("CREATE", Pod(nullptr, {{"team", "a"}})));
@@ -115,13 +131,19 @@ TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
 
 TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
   Webhook wh(Options());
-  const Json bound = Pod(kGpu, {{core::kNvidiaDevicesAllocated, kDecision}, {core::kNvidiaDevicesToAllocate, kDecision},
-                                {core::kVgpuNode, "node1"}, {core::kBindPhase, "allocating"}, {"team", "a"}},
+  const Json bound = Pod(kGpu,
+                         {{core::kNvidiaDevicesAllocated, kDecision},
+                          {core::kNvidiaDevicesToAllocate, kDecision},
+                          {core::kVgpuNode, "node1"},
+                          {core::kBindPhase, "allocating"},
+                          {"team", "a"}},
                          {{core::kVgpuNode, "node1"}});
   auto with = [&](const std::string& key, const Json& value) {
     Json p = bound;
-    if (value.is_null()) p["metadata"]["annotations"].erase(key);
-    else p["metadata"]["annotations"][key] = value;
+    if (value.is_null())
+      p["metadata"]["annotations"].erase(key);
+    else
+      p["metadata"]["annotations"][key] = value;
     return p;
   };
   Json relabelled = bound;
@@ -129,7 +151,8 @@ TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
   Json ignored = bound;
   ignored["metadata"]["labels"][core::kWebhookLabel] = "ignore";
   Json ignored_and_edited = ignored;
-  ignored_and_edited["metadata"]["annotations"][core::kNvidiaDevicesAllocated] = "GPU-aaa,NVIDIA,1,0:;";
+  ignored_and_edited["metadata"]["annotations"][core::kNvidiaDevicesAllocated] =
+      "GPU-aaa,NVIDIA,1,0:;";
   struct Case {
     const char* name;
     Json old_pod, new_pod;
@@ -137,20 +160,25 @@ TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
     bool allowed;
   };
   const Case cases[] = {
-      {"user shrinks the allocated record", bound, with(core::kNvidiaDevicesAllocated, "GPU-aaa,NVIDIA,1,0:;"), "alice", false},
-      {"user removes the allocated record", bound, with(core::kNvidiaDevicesAllocated, nullptr), "alice", false},
-      {"user writes a decision onto a pod without one", Pod(kGpu), with(core::kNvidiaDevicesToAllocate, kDecision), "alice",
-       false},
+      {"user shrinks the allocated record", bound,
+       with(core::kNvidiaDevicesAllocated, "GPU-aaa,NVIDIA,1,0:;"), "alice", false},
+      {"user removes the allocated record", bound, with(core::kNvidiaDevicesAllocated, nullptr),
+       "alice", false},
+      {"user writes a decision onto a pod without one", Pod(kGpu),
+       with(core::kNvidiaDevicesToAllocate, kDecision), "alice", false},
       {"user sets bind-phase", bound, with(core::kBindPhase, "success"), "alice", false},
       {"user moves the vgpu-node label", bound, relabelled, "alice", false},
       {"user edits a pod labelled ignore", ignored, ignored_and_edited, "alice", false},
       {"request without a username", bound, with(core::kVgpuNode, "node2"), "", false},
       {"user edits an annotation of their own", bound, with("team", "b"), "alice", true},
       {"user sets the ignore label only", bound, ignored, "alice", true},
-      {"scheduler rewrites the decision", bound, with(core::kNvidiaDevicesAllocated, nullptr), kScheduler, true},
-      {"node agent consumes the to-allocate record", bound, with(core::kNvidiaDevicesToAllocate, ";"), kAgent, true},
+      {"scheduler rewrites the decision", bound, with(core::kNvidiaDevicesAllocated, nullptr),
+       kScheduler, true},
+      {"node agent consumes the to-allocate record", bound,
+       with(core::kNvidiaDevicesToAllocate, ";"), kAgent, true},
       {"node agent marks bind-phase", bound, with(core::kBindPhase, "success"), kAgent, true},
-      {"node agent may not touch the allocated record", bound, with(core::kNvidiaDevicesAllocated, ";"), kAgent, false},
+      {"node agent may not touch the allocated record", bound,
+       with(core::kNvidiaDevicesAllocated, ";"), kAgent, false},
       {"node agent may not move the pod's node", bound, relabelled, kAgent, false},
   };
   for (const Case& c : cases) {
@@ -185,13 +213,16 @@ TEST(WebhookTrust, PrivilegedNeighboursOfAGpuContainer) {
     const char* denial;  // "" = allowed
   };
   const Case cases[] = {
-      {"privileged sidecar", pod_with("containers", privileged), "containers container \"side\" is privileged"},
+      {"privileged sidecar", pod_with("containers", privileged),
+       "containers container \"side\" is privileged"},
       {"SYS_ADMIN init container", pod_with("initContainers", sys_admin), "adds CAP_SYS_ADMIN"},
       {"cap_sys_admin, any case", pod_with("initContainers", cap_sys_admin), "adds CAP_SYS_ADMIN"},
       {"capability ALL", pod_with("containers", all), "adds CAP_SYS_ADMIN"},
-      {"ephemeral container in the spec", pod_with("ephemeralContainers", privileged), "ephemeralContainers"},
+      {"ephemeral container in the spec", pod_with("ephemeralContainers", privileged),
+       "ephemeralContainers"},
       {"NET_ADMIN is not SYS_ADMIN", pod_with("initContainers", net_admin), ""},
-      {"privileged pod without devices is not ours", pod_with("containers", privileged, nullptr), ""},
+      {"privileged pod without devices is not ours", pod_with("containers", privileged, nullptr),
+       ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -207,7 +238,9 @@ TEST(WebhookTrust, PrivilegedNeighboursOfAGpuContainer) {
   const Json debugged = pod_with("ephemeralContainers", privileged);
   EXPECT_FALSE(wh.Review(Req("UPDATE", debugged, gpu)).allowed);
   EXPECT_TRUE(wh.Review(Req("UPDATE", pod_with("ephemeralContainers", net_admin), gpu)).allowed);
-  EXPECT_TRUE(wh.Review(Req("UPDATE", pod_with("ephemeralContainers", privileged, nullptr), Pod(nullptr))).allowed);
+  EXPECT_TRUE(
+      wh.Review(Req("UPDATE", pod_with("ephemeralContainers", privileged, nullptr), Pod(nullptr)))
+          .allowed);
   // One that is already there (admitted before) does not block later edits of the pod.
   Json relabelled = debugged;
   relabelled["metadata"]["labels"]["x"] = "y";
@@ -219,7 +252,8 @@ TEST(WebhookTrust, QuotaNamespaceFallsBackToTheObjects) {
   std::vector<std::string> charged;
   o.quota_check = [&](const std::string& ns, int64_t mem, int64_t) -> Status {
     charged.push_back(ns);
-    return ns == "ml" && mem > 500 ? ResourceExhausted("exceeding resource quota ml/q") : OkStatus();
+    return ns == "ml" && mem > 500 ? ResourceExhausted("exceeding resource quota ml/q")
+                                   : OkStatus();
   };
   Webhook wh(o);
   AdmissionRequest r = Req("CREATE", Pod(kGpu));
@@ -265,31 +299,35 @@ TEST(WebhookTrust, RegionGroupJoinsEveryGpuPod) {
     const AdmissionResponse r = wh.Review(Req("CREATE", c.pod));
     ASSERT_TRUE(r.allowed) << r.message;
     const Json patched = r.patch ? c.pod.patch(*r.patch) : c.pod;
-    const Json ptr = patched.value(Json::json_pointer("/spec/securityContext/supplementalGroups"), Json());
+    const Json ptr =
+        patched.value(Json::json_pointer("/spec/securityContext/supplementalGroups"), Json());
     EXPECT_EQ(ptr, c.want) << patched["spec"].dump();
   }
 }
 
 TEST(WebhookTrust, ParsesUserInfoAndOldObject) {
-  const std::string body = Json{{"apiVersion", "admission.k8s.io/v1"},
-                                {"kind", "AdmissionReview"},
-                                {"request",
-                                 {{"uid", "u"},
-                                  {"operation", "UPDATE"},
-                                  {"subResource", "ephemeralcontainers"},
-                                  {"userInfo", {{"username", "bob"}, {"groups", {"system:authenticated"}}}},
-                                  {"object", Pod(kGpu)},
-                                  {"oldObject", Pod(nullptr)}}}}
-                               .dump();
+  const std::string body = Json{
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request",
+       {{"uid", "u"},
+        {"operation", "UPDATE"},
+        {"subResource", "ephemeralcontainers"},
+        {"userInfo", {{"username", "bob"}, {"groups", {"system:authenticated"}}}},
+        {"object", Pod(kGpu)},
+        {"oldObject",
+         Pod(nullptr)}}}}.dump();
   auto r = ParseAdmissionReview(body);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->username, "bob");
   EXPECT_EQ(r->sub_resource, "ephemeralcontainers");
   EXPECT_EQ(r->old_object, Pod(nullptr));
-  for (const char* bad : {R"("userInfo":"bob")", R"("userInfo":{"username":7})", R"("oldObject":[])"}) {
+  for (const char* bad :
+       {R"("userInfo":"bob")", R"("userInfo":{"username":7})", R"("oldObject":[])"}) {
     SCOPED_TRACE(bad);
-    auto e = ParseAdmissionReview(StrCat(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)",
-                                         bad, "}}"));
+    auto e = ParseAdmissionReview(StrCat(
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)",
+        bad, "}}"));
     EXPECT_FALSE(e.ok());
   }
 }

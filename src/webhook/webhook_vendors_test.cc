@@ -1,19 +1,22 @@
 // Webhook defaulting per vendor: per vendor a pod in, the exact JSONPatch (or denial) out.
 #include <gtest/gtest.h>
 
-#include "webhook/webhook.h"
 #include "vendors/testing/mixed_config.h"
+#include "webhook/webhook.h"
 
 namespace hami::webhook {
 namespace {
 
-const std::string kConfig = std::string(vendors::testing::kMixedConfig) + "mthreads: {}\nkunlun: {}\n";
+const std::string kConfig =
+    std::string(vendors::testing::kMixedConfig) + "mthreads: {}\nkunlun: {}\n";
 
 Json Pod(const Json& limits, const Json& annotations = Json::object()) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}}},
-              {"spec", {{"containers", Json::array({Json{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}}},
+      {"spec",
+       {{"containers", Json::array({Json{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}};
 }
 
 AdmissionRequest Req(const Json& pod) {
@@ -26,7 +29,9 @@ AdmissionRequest Req(const Json& pod) {
   return r;
 }
 
-Json Add(const std::string& path, const Json& value) { return Json{{"op", "add"}, {"path", path}, {"value", value}}; }
+Json Add(const std::string& path, const Json& value) {
+  return Json{{"op", "add"}, {"path", path}, {"value", value}};
+}
 const Json kScheduler = Add("/spec/schedulerName", "hami-scheduler");
 const std::string kLimits = "/spec/containers/0/resources/limits/";
 
@@ -39,8 +44,8 @@ TEST(WebhookVendors, DefaultingPerVendor) {
   struct Case {
     const char* name;
     Json pod;
-    Json patch;                 // null: no patch
-    const char* denial = "";    // substring of the denial; "" = allowed
+    Json patch;               // null: no patch
+    const char* denial = "";  // substring of the denial; "" = allowed
   };
   const Case cases[] = {
       {"nvidia: bare count is a whole card", Pod({{"nvidia.com/gpu", "1"}}),
@@ -57,18 +62,21 @@ TEST(WebhookVendors, DefaultingPerVendor) {
        Pod({{"huawei.com/Ascend910B3-memory", "10000"}}),
        Json::array({Add(kLimits + "huawei.com~1Ascend910B3", "1"), kScheduler})},
       {"ascend: explicit count and memory need nothing but the scheduler",
-       Pod({{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}}), Json::array({kScheduler})},
+       Pod({{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}}),
+       Json::array({kScheduler})},
       {"ascend: partial memory on two vNPUs is denied",
        Pod({{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "10000"}}), nullptr,
        "cannot split memory across more than 1 device"},
-      {"ascend: memory beyond every template is denied", Pod({{"huawei.com/Ascend910B3-memory", "40000"}}), nullptr,
+      {"ascend: memory beyond every template is denied",
+       Pod({{"huawei.com/Ascend910B3-memory", "40000"}}), nullptr,
        "larger than the largest Ascend910B3 template (32768 MiB)"},
       {"kunlun: 3 whole XPUs is not an allowed count", Pod({{"kunlunxin.com/xpu", "3"}}), nullptr,
        "allows only 1, 2, 4, 8"},
       {"kunlun: 2 whole XPUs", Pod({{"kunlunxin.com/xpu", "2"}}), Json::array({kScheduler})},
       {"two vendors in one container: both defaulted",
        Pod({{"nvidia.com/gpumem", "3000"}, {"hygon.com/dcumem", "2000"}}),
-       Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), Add(kLimits + "nvidia.com~1gpu", "1"), kScheduler})},
+       Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), Add(kLimits + "nvidia.com~1gpu", "1"),
+                    kScheduler})},
       {"a disabled vendor's resources are not ours", Pod({{"amd.com/gpu", "1"}}), nullptr},
   };
   for (const Case& c : cases) {

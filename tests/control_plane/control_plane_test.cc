@@ -1,5 +1,5 @@
-// Control plane end to end through the fake API server (label integration): webhook -> filter -> bind
-// as kube-scheduler drives it, concurrency without oversubscription, restart recovery from
+// Control plane end to end through the fake API server (label integration): webhook -> filter ->
+// bind as kube-scheduler drives it, concurrency without oversubscription, restart recovery from
 // annotations, and API faults (409, 500, dropped watches, 410).
 #include <gtest/gtest.h>
 
@@ -18,8 +18,11 @@ Json Container(const std::string& name, const Json& limits) {
   return Json{{"name", name}, {"image", "cuda:12"}, {"resources", {{"limits", limits}}}};
 }
 
-Json PodSpec(const std::string& name, const std::string& ns, const Json& containers, const Json& init = nullptr) {
-  Json pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+Json PodSpec(const std::string& name, const std::string& ns, const Json& containers,
+             const Json& init = nullptr) {
+  Json pod{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", name}, {"namespace", ns}}},
            {"spec", {{"containers", containers}}}};
   if (!init.is_null()) pod["spec"]["initContainers"] = init;
   return pod;
@@ -27,9 +30,7 @@ Json PodSpec(const std::string& name, const std::string& ns, const Json& contain
 
 class ControlPlaneTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(api_.Start().ok());
-  }
+  void SetUp() override { ASSERT_TRUE(api_.Start().ok()); }
   void AddNodes(int n, int gpus) {
     for (int i = 0; i < n; ++i) {
       const std::string name = "node-" + std::to_string(i);
@@ -37,7 +38,9 @@ class ControlPlaneTest : public ::testing::Test {
       nodes_.push_back(name);
     }
   }
-  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) { return StartSynced(api_, nodes_.size(), o); }
+  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) {
+    return StartSynced(api_, nodes_.size(), o);
+  }
   // Admit + create + filter + bind; returns the stored pod (null when not scheduled).
   Json Schedule(Replica& rep, const Json& spec, std::string* why = nullptr) {
     KubeScheduler ks(rep.port());
@@ -51,7 +54,8 @@ class ControlPlaneTest : public ::testing::Test {
     }
     std::string err;
     std::string node;
-    for (int attempt = 0; attempt < 5 && node.empty(); ++attempt) {  // kube-scheduler retries errors
+    for (int attempt = 0; attempt < 5 && node.empty();
+         ++attempt) {  // kube-scheduler retries errors
       node = ks.Filter(*created, nodes_, &err);
       if (node.empty() && err.empty()) break;  // unschedulable, not an error
     }
@@ -72,7 +76,9 @@ class ControlPlaneTest : public ::testing::Test {
       EXPECT_LE(t.mem, 16000);
       EXPECT_LE(t.cores, 100);
       EXPECT_LE(t.tasks, 4);
-      if (t.exclusive) { EXPECT_EQ(t.tasks, 1); }
+      if (t.exclusive) {
+        EXPECT_EQ(t.tasks, 1);
+      }
     }
   }
   // The replica's cache holds exactly what the annotations say.
@@ -84,7 +90,8 @@ class ControlPlaneTest : public ::testing::Test {
       for (size_t i = 0; i < snap->info.devices.size(); ++i) {
         const auto& want = truth[snap->info.devices[i].uuid];
         const auto& got = snap->usage[i];
-        if (got.used != want.tasks || got.usedmem_mib != want.mem || got.usedcores != want.cores) return false;
+        if (got.used != want.tasks || got.usedmem_mib != want.mem || got.usedcores != want.cores)
+          return false;
       }
     }
     return true;
@@ -105,16 +112,28 @@ TEST_F(ControlPlaneTest, WebhookFilterBindTable) {
     int devices;
   };
   const Case cases[] = {
-      {"single gpu share", PodSpec("single", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}})})),
+      {"single gpu share",
+       PodSpec("single", "ml",
+               Json::array({Container("c", {{"nvidia.com/gpu", "1"},
+                                            {"nvidia.com/gpumem", "3000"},
+                                            {"nvidia.com/gpucores", "30"}})})),
        "", 1, 1},
-      {"bare gpu: whole exclusive card", PodSpec("whole", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "", 1, 1},
-      {"multi gpu", PodSpec("multi", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}})})), "", 1, 2},
+      {"bare gpu: whole exclusive card",
+       PodSpec("whole", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "", 1, 1},
+      {"multi gpu",
+       PodSpec(
+           "multi", "ml",
+           Json::array({Container("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}})})),
+       "", 1, 2},
       {"multi container with init",
-       PodSpec("mc", "ml",
-               Json::array({Container("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "2000"}}),
-                            Container("b", {{"cpu", "1"}}),
-                            Container("c", {{"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})}),
-               Json::array({Container("init", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}})})),
+       PodSpec(
+           "mc", "ml",
+           Json::array(
+               {Container("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "2000"}}),
+                Container("b", {{"cpu", "1"}}),
+                Container("c", {{"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})}),
+           Json::array(
+               {Container("init", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}})})),
        "", 4, 3},
   };
   for (const auto& c : cases) {
@@ -165,7 +184,10 @@ TEST_F(ControlPlaneTest, ConcurrentPodsNeverOversubscribe) {
     if (i % 7 != 0) limits["nvidia.com/gpumem"] = std::to_string(2000 + (i * 977) % 6000);
     if (i % 3 == 0) limits["nvidia.com/gpucores"] = std::to_string(10 + (i * 13) % 50);
     std::string why;
-    Json pod = Schedule(*rep, PodSpec("p" + std::to_string(i), "ns" + std::to_string(i % 4), Json::array({Container("c", limits)})), &why);
+    Json pod = Schedule(*rep,
+                        PodSpec("p" + std::to_string(i), "ns" + std::to_string(i % 4),
+                                Json::array({Container("c", limits)})),
+                        &why);
     if (!pod.is_null()) {
       scheduled++;
       return "";
@@ -176,7 +198,8 @@ TEST_F(ControlPlaneTest, ConcurrentPodsNeverOversubscribe) {
     }
     return why;
   });
-  EXPECT_TRUE(errors.empty()) << errors.size() << " errors, first: " << (errors.empty() ? "" : errors[0]);
+  EXPECT_TRUE(errors.empty()) << errors.size()
+                              << " errors, first: " << (errors.empty() ? "" : errors[0]);
   EXPECT_EQ(scheduled + unschedulable, kPods);
   EXPECT_GT(scheduled.load(), 150);  // 80 GPUs x 4 slots: most of the mix fits
   ExpectNoOversubscription();
@@ -196,7 +219,8 @@ TEST_F(ControlPlaneTest, ConcurrentFiltersRacingForOneNodeAllSucceed) {
     auto created = rep->client->Create(
         k8s::kPods, "race",
         PodSpec("r" + std::to_string(i), "race",
-                Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}})})));
+                Json::array(
+                    {Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}})})));
     ASSERT_TRUE(created.ok()) << created.status();
     pods.push_back(*created);
   }
@@ -207,12 +231,15 @@ TEST_F(ControlPlaneTest, ConcurrentFiltersRacingForOneNodeAllSucceed) {
     std::string err;
     const Json& pod = pods[static_cast<size_t>(i)];
     const std::string node = clients[static_cast<size_t>(w)]->Filter(pod, nodes_, &err);
-    if (!node.empty()) err = clients[static_cast<size_t>(w)]->Bind(pod, node);
-    else if (err.empty()) err = "unschedulable";
+    if (!node.empty())
+      err = clients[static_cast<size_t>(w)]->Bind(pod, node);
+    else if (err.empty())
+      err = "unschedulable";
     if (err.empty()) bound++;
     return err;
   });
-  EXPECT_TRUE(errors.empty()) << errors.size() << " errors, first: " << (errors.empty() ? "" : errors[0]);
+  EXPECT_TRUE(errors.empty()) << errors.size()
+                              << " errors, first: " << (errors.empty() ? "" : errors[0]);
   EXPECT_EQ(bound.load(), kPods);
   ExpectNoOversubscription();
   EXPECT_TRUE(WaitFor([&] { return CacheMatchesAnnotations(*rep); }));
@@ -223,8 +250,10 @@ TEST_F(ControlPlaneTest, RestartRecoversFromAnnotations) {
   auto first = StartReplica();
   for (int i = 0; i < 20; ++i) {
     std::string why;
-    ASSERT_FALSE(Schedule(*first, PodSpec("a" + std::to_string(i), "ml",
-                                          Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})),
+    ASSERT_FALSE(Schedule(*first,
+                          PodSpec("a" + std::to_string(i), "ml",
+                                  Json::array({Container("c", {{"nvidia.com/gpu", "1"},
+                                                               {"nvidia.com/gpumem", "6000"}})})),
                           &why)
                      .is_null())
         << why;
@@ -232,21 +261,27 @@ TEST_F(ControlPlaneTest, RestartRecoversFromAnnotations) {
   // A pod filtered (annotated) but not yet bound when the replica dies still holds its devices.
   {
     KubeScheduler ks(first->port());
-    Json spec = ks.Admit(PodSpec("inflight", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})), "ml");
+    Json spec = ks.Admit(PodSpec("inflight", "ml",
+                                 Json::array({Container("c", {{"nvidia.com/gpu", "1"},
+                                                              {"nvidia.com/gpumem", "6000"}})})),
+                         "ml");
     auto created = first->client->Create(k8s::kPods, "ml", spec);
     ASSERT_TRUE(created.ok());
     ASSERT_FALSE(ks.Filter(*created, nodes_).empty());
   }
   first.reset();  // crash/restart: nothing survives but the API server's objects
   auto second = StartReplica({.identity = "replica-1"});
-  EXPECT_TRUE(WaitFor([&] { return second->state->pod_count() == 21; })) << second->state->pod_count();
+  EXPECT_TRUE(WaitFor([&] { return second->state->pod_count() == 21; }))
+      << second->state->pod_count();
   EXPECT_TRUE(CacheMatchesAnnotations(*second));
   // Fill the cluster from the new replica: never more than fits, given what the first one placed.
   int more = 0;
   for (int i = 0; i < 40; ++i) {
     std::string why;
-    if (!Schedule(*second, PodSpec("b" + std::to_string(i), "ml",
-                                   Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})),
+    if (!Schedule(*second,
+                  PodSpec("b" + std::to_string(i), "ml",
+                          Json::array({Container(
+                              "c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}})})),
                   &why)
              .is_null())
       ++more;
@@ -261,10 +296,13 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
   AddNodes(3, 4);
   auto rep = StartReplica();
   auto spec = [](const std::string& name) {
-    return PodSpec(name, "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}})}));
+    return PodSpec(
+        name, "ml",
+        Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}})}));
   };
   std::string why;
-  // 409 on the decision patch: the filter fails cleanly (no leaked reservation), the retry succeeds.
+  // 409 on the decision patch: the filter fails cleanly (no leaked reservation), the retry
+  // succeeds.
   api_.InjectErrors("PATCH", "/api/v1/namespaces/ml/pods/.*", 409, 1);
   ASSERT_FALSE(Schedule(*rep, spec("conflict"), &why).is_null()) << why;
   // 500s on binding are retried by the client.
@@ -280,14 +318,17 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
     api_.InjectErrors("POST", ".*/binding", 403, 1);
     EXPECT_NE(ks.Bind(*created, node).find("failed"), std::string::npos);
     EXPECT_FALSE(rep->sched->cache().HasPod((*created)["metadata"]["uid"]));
-    EXPECT_EQ((*api_.Get("pods", "ml", "doomed"))["metadata"]["annotations"][core::kBindPhase], "failed");
+    EXPECT_EQ((*api_.Get("pods", "ml", "doomed"))["metadata"]["annotations"][core::kBindPhase],
+              "failed");
     EXPECT_GE(api_.CountRequests("POST", "/api/v1/namespaces/ml/events"), 1);
   }
   // Dropped watches and 410 Gone: pods placed by someone else meanwhile still reach the cache.
   api_.DropWatches();
   api_.ForceGone(2);
   Json foreign = PodSpec("foreign", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})}));
-  foreign["metadata"]["annotations"] = {{core::kVgpuNode, "node-2"}, {core::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
+  foreign["metadata"]["annotations"] = {
+      {core::kVgpuNode, "node-2"},
+      {core::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
   foreign["spec"]["schedulerName"] = "hami-scheduler";  // placed by another replica of ours
   ASSERT_TRUE(api_.Upsert("pods", foreign).ok());
   api_.Compact();
@@ -302,14 +343,18 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
 
 TEST_F(ControlPlaneTest, QuotaEnforcedInWebhookAndFilter) {
   AddNodes(2, 4);
-  ASSERT_TRUE(api_.Upsert("resourcequotas", Json{{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
-                                                 {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
-                                                 {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "10000"}}}}}})
+  ASSERT_TRUE(api_.Upsert("resourcequotas",
+                          Json{{"apiVersion", "v1"},
+                               {"kind", "ResourceQuota"},
+                               {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
+                               {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "10000"}}}}}})
                   .ok());
   auto rep = StartReplica();
   ASSERT_TRUE(WaitFor([&] { return rep->state->Quotas().size() == 1; }));
   auto spec = [](const std::string& name, int mem) {
-    return PodSpec(name, "team", Json::array({Container("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(mem)}})}));
+    return PodSpec(name, "team",
+                   Json::array({Container("c", {{"nvidia.com/gpu", "1"},
+                                                {"nvidia.com/gpumem", std::to_string(mem)}})}));
   };
   std::string why;
   ASSERT_FALSE(Schedule(*rep, spec("q1", 6000), &why).is_null()) << why;
@@ -317,8 +362,10 @@ TEST_F(ControlPlaneTest, QuotaEnforcedInWebhookAndFilter) {
   EXPECT_NE(why.find("exceeding resource quota team/gpu"), std::string::npos) << why;
   ASSERT_FALSE(Schedule(*rep, spec("q3", 4000), &why).is_null()) << why;
   const std::string metrics = KubeScheduler(rep->port()).http.Get("/metrics")->body;
-  EXPECT_NE(metrics.find(R"(hami_resource_quota_used{zone="vGPU",namespace="team",quota_name="gpu",limit="limits.nvidia.com/gpumem"} 10000)"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.find(
+          R"(hami_resource_quota_used{zone="vGPU",namespace="team",quota_name="gpu",limit="limits.nvidia.com/gpumem"} 10000)"),
+      std::string::npos)
       << metrics.substr(0, 2000);
 }
 
@@ -333,35 +380,59 @@ TEST_F(ControlPlaneTest, QuotaChargesPerPodAndResolvesPercentagesOnTheCard) {
   }
   ASSERT_TRUE(api_.Upsert("nodes", GpuNode("small-0", 2, 16000)).ok());
   nodes_.push_back("small-0");
-  ASSERT_TRUE(api_.Upsert("resourcequotas", Json{{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
-                                                 {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
-                                                 {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "30000"},
-                                                                     {"limits.nvidia.com/gpucores", "150"}}}}}})
-                  .ok());
+  ASSERT_TRUE(
+      api_.Upsert("resourcequotas", Json{{"apiVersion", "v1"},
+                                         {"kind", "ResourceQuota"},
+                                         {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
+                                         {"spec",
+                                          {{"hard",
+                                            {{"limits.nvidia.com/gpumem", "30000"},
+                                             {"limits.nvidia.com/gpucores", "150"}}}}}})
+          .ok());
   auto rep = StartReplica();
   ASSERT_TRUE(WaitFor([&] { return rep->state->Quotas().size() == 1; }));
   struct Step {
     const char* name;
     Json limits;
-    std::string want_node;      // "" = not scheduled
-    std::string want_reason;    // in the webhook denial or in FailedNodes
-    int64_t used_mem, used_cores;  // the namespace's charge afterwards
+    std::string want_node;                     // "" = not scheduled
+    std::string want_reason;                   // in the webhook denial or in FailedNodes
+    int64_t used_mem, used_cores;              // the namespace's charge afterwards
     std::vector<std::string> candidates = {};  // empty: every node
   };
   const Step steps[] = {
-      {"2 GPUs x 5000 MiB: charged 10000", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}}, "big-0", "", 10000, 0,
+      {"2 GPUs x 5000 MiB: charged 10000",
+       {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}},
+       "big-0",
+       "",
+       10000,
+       0,
        {"big-0"}},
-      // binpack (upstream's default node policy) prefers the used big-0, then big-1 (name order) over
-      // small-0: both big nodes are tried and ruled out before small-0 is chosen.
+      // binpack (upstream's default node policy) prefers the used big-0, then big-1 (name order)
+      // over small-0: both big nodes are tried and ruled out before small-0 is chosen.
       {"50 % of an 80000-MiB card (40000) exceeds the quota; of a 16000-MiB card (8000) it fits",
-       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, "small-0", "", 18000, 0},
-      {"2 GPUs x 40 cores: charged 80 cores", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "40"}},
-       "*", "", 20000, 80},
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}},
+       "small-0",
+       "",
+       18000,
+       0},
+      {"2 GPUs x 40 cores: charged 80 cores",
+       {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "40"}},
+       "*",
+       "",
+       20000,
+       80},
       {"a whole card: 100 % memory of any card exceeds the 10000 MiB left",
-       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "50"}}, "", "ResourceQuotaNotFit", 20000, 80},
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "50"}},
+       "",
+       "ResourceQuotaNotFit",
+       20000,
+       80},
       {"2 x 40 more cores: 160 > 150, denied at admission",
-       {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "100"}, {"nvidia.com/gpucores", "40"}}, "", "exceeding resource quota team/gpu",
-       20000, 80},
+       {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "100"}, {"nvidia.com/gpucores", "40"}},
+       "",
+       "exceeding resource quota team/gpu",
+       20000,
+       80},
   };
   KubeScheduler ks(rep->port());
   int i = 0;
@@ -393,7 +464,8 @@ TEST_F(ControlPlaneTest, QuotaChargesPerPodAndResolvesPercentagesOnTheCard) {
       if (s.want_node == "small-0")  // the big nodes were ruled out by the quota, not by fit
         for (const char* big : {"big-0", "big-1"}) {
           ASSERT_EQ(res.failed_nodes.count(big), 1u) << big;
-          EXPECT_NE(res.failed_nodes.at(big).find("ResourceQuotaNotFit"), std::string::npos) << res.failed_nodes.at(big);
+          EXPECT_NE(res.failed_nodes.at(big).find("ResourceQuotaNotFit"), std::string::npos)
+              << res.failed_nodes.at(big);
         }
     }
     const auto usage = rep->state->NamespaceUsage();
@@ -413,7 +485,9 @@ TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
   EXPECT_FALSE(b->controller->IsLeader());
   EXPECT_EQ(b->controller->Leader(), "a");
   KubeScheduler ks(b->port());
-  auto created = b->client->Create(k8s::kPods, "ml", ks.Admit(PodSpec("l", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
+  auto created = b->client->Create(
+      k8s::kPods, "ml",
+      ks.Admit(PodSpec("l", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
   ASSERT_TRUE(created.ok());
   std::string err;
   EXPECT_TRUE(ks.Filter(*created, nodes_, &err).empty());
@@ -429,21 +503,31 @@ TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
 TEST_F(ControlPlaneTest, FollowsTheKubeSchedulerLease) {
   AddNodes(2, 4);
   auto lease = [&](const std::string& holder, int renew) {
-    ASSERT_TRUE(api_.Upsert("leases", Json{{"apiVersion", "coordination.k8s.io/v1"}, {"kind", "Lease"},
-                                          {"metadata", {{"name", "kube-scheduler-lease"}, {"namespace", "hami-system"}}},
-                                          {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", 15},
-                                                    {"renewTime", StrCat("2026-01-01T00:00:", 10 + renew, ".000000Z")}}}})
-                    .ok());
+    ASSERT_TRUE(
+        api_.Upsert(
+                "leases",
+                Json{{"apiVersion", "coordination.k8s.io/v1"},
+                     {"kind", "Lease"},
+                     {"metadata", {{"name", "kube-scheduler-lease"}, {"namespace", "hami-system"}}},
+                     {"spec",
+                      {{"holderIdentity", holder},
+                       {"leaseDurationSeconds", 15},
+                       {"renewTime", StrCat("2026-01-01T00:00:", 10 + renew, ".000000Z")}}}})
+            .ok());
   };
   lease("pod-b_0b6a1e2c-5d4f-4e1a-9c7b-2f3e4d5c6b7a", 0);
-  auto a = StartReplica({.leader_elect = true, .identity = "pod-a_1", .follow_lease = "kube-scheduler-lease"});
-  auto b = StartReplica({.leader_elect = true, .identity = "pod-b_2", .follow_lease = "kube-scheduler-lease"});
+  auto a = StartReplica(
+      {.leader_elect = true, .identity = "pod-a_1", .follow_lease = "kube-scheduler-lease"});
+  auto b = StartReplica(
+      {.leader_elect = true, .identity = "pod-b_2", .follow_lease = "kube-scheduler-lease"});
   ASSERT_TRUE(WaitFor([&] { return b->controller->IsLeader(); }));
   EXPECT_FALSE(a->controller->IsLeader());
   EXPECT_EQ(a->controller->Leader(), "pod-b");
   EXPECT_TRUE(a->controller->Ready());
   KubeScheduler ka(a->port()), kb(b->port());
-  auto created = b->client->Create(k8s::kPods, "ml", kb.Admit(PodSpec("f", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
+  auto created = b->client->Create(
+      k8s::kPods, "ml",
+      kb.Admit(PodSpec("f", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})), "ml"));
   ASSERT_TRUE(created.ok());
   std::string err;
   EXPECT_TRUE(ka.Filter(*created, nodes_, &err).empty());

@@ -10,11 +10,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/pod_codec.h"
 #include "extender/controller.h"
@@ -34,11 +33,18 @@ using Json = nlohmann::json;
 inline Json GpuNode(const std::string& name, int gpus, int64_t devmem = 16000, int split = 4) {
   Json devs = Json::array();
   for (int i = 0; i < gpus; ++i)
-    devs.push_back({{"id", name + "-gpu" + std::to_string(i)}, {"index", i}, {"count", split}, {"devmem", devmem},
-                    {"devcore", 100}, {"type", "NVIDIA-A100-SXM4-80GB"}, {"health", true}, {"mode", "hami-core"}});
+    devs.push_back({{"id", name + "-gpu" + std::to_string(i)},
+                    {"index", i},
+                    {"count", split},
+                    {"devmem", devmem},
+                    {"devcore", 100},
+                    {"type", "NVIDIA-A100-SXM4-80GB"},
+                    {"health", true},
+                    {"mode", "hami-core"}});
   return Json{{"apiVersion", "v1"},
               {"kind", "Node"},
-              {"metadata", {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}},
+              {"metadata",
+               {{"name", name}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}},
               {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus * split)}}}}}};
 }
 
@@ -47,12 +53,12 @@ struct ReplicaOptions {
   std::string identity = "replica-0";
   bool tls = false;
   int threads = 16;
-  std::string follow_lease = "";  // ControllerOptions::follow_lease
+  std::string follow_lease = "";   // ControllerOptions::follow_lease
   int64_t reservation_ttl_s = 60;  // StateOptions::reservation_ttl_s
   const Clock* clock = nullptr;    // state and extender (TTL); default the real clock
-  std::string token = "";          // bearer token of the replica's client (FakeApiServer::Partition)
-  std::string policy = "hami";     // SchedulerOptions::policy (hami scheduler --policy)
-  uint64_t seed = 1;               // SchedulerOptions::seed (randomized policies)
+  std::string token = "";       // bearer token of the replica's client (FakeApiServer::Partition)
+  std::string policy = "hami";  // SchedulerOptions::policy (hami scheduler --policy)
+  uint64_t seed = 1;            // SchedulerOptions::seed (randomized policies)
 };
 
 class Replica {
@@ -73,7 +79,8 @@ class Replica {
     extender::StateOptions so;
     so.reservation_ttl_s = o.reservation_ttl_s;
     so.clock = o.clock;
-    so.on_rejected_decision = [this](const Json& ref, const std::string& reason, const std::string& message) {
+    so.on_rejected_decision = [this](const Json& ref, const std::string& reason,
+                                     const std::string& message) {
       k8s::EventSpec ev;
       ev.involved_object = ref;
       ev.type = "Warning";
@@ -96,23 +103,36 @@ class Replica {
     eo.is_leader = [this] { return controller->IsLeader(); };
     eo.leader_name = [this] { return controller->Leader(); };
     eo.clock = o.clock;
-    eo.pod_lookup = [this](const std::string& ns, const std::string& name) { return controller->LookupPod(ns, name); };
+    eo.pod_lookup = [this](const std::string& ns, const std::string& name) {
+      return controller->LookupPod(ns, name);
+    };
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
-    wo.quota_check = [this](const std::string& ns, int64_t m, int64_t c) { return state->CheckQuota(ns, m, c); };
+    wo.quota_check = [this](const std::string& ns, int64_t m, int64_t c) {
+      return state->CheckQuota(ns, m, c);
+    };
     wh = std::make_unique<webhook::Webhook>(wo);
     extender::HttpServerOptions ho;
     ho.threads = o.threads;
     server = std::make_unique<extender::HttpServer>(ho);
-    auto json = [](std::string b) { return extender::HttpResponse{200, "application/json", std::move(b)}; };
-    server->Route("POST", "/filter", [this, json](const extender::HttpRequest& r) { return json(ext->HandleFilter(r.body)); });
-    server->Route("POST", "/bind", [this, json](const extender::HttpRequest& r) { return json(ext->HandleBind(r.body)); });
-    server->Route("POST", "/webhook", [this, json](const extender::HttpRequest& r) { return json(wh->Handle(r.body)); });
+    auto json = [](std::string b) {
+      return extender::HttpResponse{200, "application/json", std::move(b)};
+    };
+    server->Route("POST", "/filter", [this, json](const extender::HttpRequest& r) {
+      return json(ext->HandleFilter(r.body));
+    });
+    server->Route("POST", "/bind", [this, json](const extender::HttpRequest& r) {
+      return json(ext->HandleBind(r.body));
+    });
+    server->Route("POST", "/webhook", [this, json](const extender::HttpRequest& r) {
+      return json(wh->Handle(r.body));
+    });
     server->Route("GET", "/readyz", [this](const extender::HttpRequest&) {
       return extender::HttpResponse{controller->Ready() ? 200 : 503, "text/plain", ""};
     });
     server->Route("GET", "/metrics", [this](const extender::HttpRequest&) {
-      return extender::HttpResponse{200, "text/plain", extender::RenderMetrics(*sched, *state, &ext->counters())};
+      return extender::HttpResponse{200, "text/plain",
+                                    extender::RenderMetrics(*sched, *state, &ext->counters())};
     });
     controller->Start();
     (void)server->Start();
@@ -143,8 +163,8 @@ bool WaitFor(F&& cond, std::chrono::milliseconds timeout = std::chrono::millisec
   return cond();
 }
 
-// Runs f(worker, i) for every i in [0, n) on `workers` threads (each i once, in no fixed order), and
-// collects what f reports as an error (non-empty string).
+// Runs f(worker, i) for every i in [0, n) on `workers` threads (each i once, in no fixed order),
+// and collects what f reports as an error (non-empty string).
 template <typename F>
 std::vector<std::string> ParallelFor(int workers, int n, F&& f) {
   std::atomic<int> next{0};
@@ -165,14 +185,16 @@ std::vector<std::string> ParallelFor(int workers, int n, F&& f) {
 }
 
 // A replica started on `api` once its informers have synced and its cache holds `nodes` nodes.
-inline std::unique_ptr<Replica> StartSynced(k8s::testing::FakeApiServer& api, size_t nodes, ReplicaOptions o = {}) {
+inline std::unique_ptr<Replica> StartSynced(k8s::testing::FakeApiServer& api, size_t nodes,
+                                            ReplicaOptions o = {}) {
   auto r = std::make_unique<Replica>(api, o);
   EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
   EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes; }));
   return r;
 }
 
-// What kube-scheduler does for one pod: /filter with the candidate names, then /bind to the one node.
+// What kube-scheduler does for one pod: /filter with the candidate names, then /bind to the one
+// node.
 struct KubeScheduler {
   explicit KubeScheduler(int port) : http("127.0.0.1", port) {
     http.set_keep_alive(true);
@@ -183,11 +205,17 @@ struct KubeScheduler {
   Json Admit(const Json& pod, const std::string& ns, std::string* denied = nullptr) {
     Json review{{"apiVersion", "admission.k8s.io/v1"},
                 {"kind", "AdmissionReview"},
-                {"request", {{"uid", "req-1"}, {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-                             {"namespace", ns}, {"operation", "CREATE"}, {"object", pod}}}};
+                {"request",
+                 {{"uid", "req-1"},
+                  {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                  {"namespace", ns},
+                  {"operation", "CREATE"},
+                  {"object", pod}}}};
     auto r = http.Post("/webhook", review.dump(), "application/json");
     if (!r || r->status != 200) {
-      if (denied) *denied = r ? StrCat("webhook: HTTP ", r->status) : StrCat("webhook: ", httplib::to_string(r.error()));
+      if (denied)
+        *denied = r ? StrCat("webhook: HTTP ", r->status)
+                    : StrCat("webhook: ", httplib::to_string(r.error()));
       return nullptr;
     }
     auto resp = webhook::ParseAdmissionResponse(r->body);
@@ -203,14 +231,16 @@ struct KubeScheduler {
   }
 
   // Returns the chosen node ("" when none fits or on error; *error gets Error).
-  std::string Filter(const Json& pod, const std::vector<std::string>& nodes, std::string* error = nullptr,
-                     extender::ExtenderFilterResult* out = nullptr) {
+  std::string Filter(const Json& pod, const std::vector<std::string>& nodes,
+                     std::string* error = nullptr, extender::ExtenderFilterResult* out = nullptr) {
     extender::ExtenderArgs a;
     a.pod = pod;
     a.node_names = nodes;
     auto r = http.Post("/filter", extender::ToJson(a).dump(), "application/json");
     if (!r || r->status != 200) {
-      if (error) *error = r ? StrCat("filter: HTTP ", r->status) : StrCat("filter: ", httplib::to_string(r.error()));
+      if (error)
+        *error = r ? StrCat("filter: HTTP ", r->status)
+                   : StrCat("filter: ", httplib::to_string(r.error()));
       return "";
     }
     auto res = extender::ParseExtenderFilterResult(r->body);
@@ -222,9 +252,11 @@ struct KubeScheduler {
   }
 
   std::string Bind(const Json& pod, const std::string& node) {
-    extender::ExtenderBindingArgs b{pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node};
+    extender::ExtenderBindingArgs b{pod["metadata"]["name"], pod["metadata"]["namespace"],
+                                    pod["metadata"]["uid"], node};
     auto r = http.Post("/bind", extender::ToJson(b).dump(), "application/json");
-    if (!r || r->status != 200) return r ? StrCat("bind: HTTP ", r->status) : StrCat("bind: ", httplib::to_string(r.error()));
+    if (!r || r->status != 200)
+      return r ? StrCat("bind: HTTP ", r->status) : StrCat("bind: ", httplib::to_string(r.error()));
     auto res = extender::ParseExtenderBindingResult(r->body);
     return res.ok() ? res->error : "bad reply";
   }
@@ -240,7 +272,8 @@ struct DeviceTotals {
   int cores = 0;
   bool exclusive = false;
 };
-inline std::map<std::string, DeviceTotals> TotalsFromAnnotations(const k8s::testing::FakeApiServer& api) {
+inline std::map<std::string, DeviceTotals> TotalsFromAnnotations(
+    const k8s::testing::FakeApiServer& api) {
   std::map<std::string, DeviceTotals> out;
   for (const auto& pod : api.List("pods")) {
     auto held = extender::HeldAllocation(pod);

@@ -16,13 +16,17 @@ namespace {
 using k8s::testing::FakeApiServer;
 
 Json Gpu(const std::string& name, const std::string& ns, int64_t mem) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"containers", Json::array({{{"name", "c"}, {"image", "cuda:12"},
-                                             {"resources", {{"limits", {{"nvidia.com/gpu", "1"},
-                                                                        {"nvidia.com/gpumem", std::to_string(mem)}}}}}}})}}}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"containers", Json::array({{{"name", "c"},
+                                     {"image", "cuda:12"},
+                                     {"resources",
+                                      {{"limits",
+                                        {{"nvidia.com/gpu", "1"},
+                                         {"nvidia.com/gpumem", std::to_string(mem)}}}}}}})}}}};
 }
 
 class IntegrityTest : public ::testing::Test {
@@ -32,7 +36,9 @@ class IntegrityTest : public ::testing::Test {
     ASSERT_TRUE(api_.Upsert("nodes", GpuNode(name, gpus)).ok());
     nodes_.push_back(name);
   }
-  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) { return StartSynced(api_, nodes_.size(), o); }
+  std::unique_ptr<Replica> StartReplica(ReplicaOptions o = {}) {
+    return StartSynced(api_, nodes_.size(), o);
+  }
   // Admitted and created (not filtered).
   Json Create(Replica& rep, const Json& spec) {
     KubeScheduler ks(rep.port());
@@ -53,14 +59,17 @@ class IntegrityTest : public ::testing::Test {
     if (node.empty()) return err.empty() ? "unschedulable" : err;
     return ks.Bind(pod, node);
   }
-  Json Stored(const std::string& ns, const std::string& name) { return *api_.Get("pods", ns, name); }
+  Json Stored(const std::string& ns, const std::string& name) {
+    return *api_.Get("pods", ns, name);
+  }
   // Per device, the decisions of the pods that are bound (the ones a node can run).
   std::map<std::string, DeviceTotals> BoundTotals() {
     std::map<std::string, DeviceTotals> out;
     for (const auto& pod : api_.List("pods")) {
       auto held = extender::HeldAllocation(pod);
       if (!held || pod["spec"].value("nodeName", "").empty()) continue;
-      for (const auto& [uuid, u] : core::EffectiveDeviceUsage(extender::KindsOfPodJson(pod), *held)) {
+      for (const auto& [uuid, u] :
+           core::EffectiveDeviceUsage(extender::KindsOfPodJson(pod), *held)) {
         out[uuid].tasks += u.used;
         out[uuid].mem += u.usedmem_mib;
         out[uuid].cores += u.usedcores;
@@ -97,7 +106,8 @@ TEST_F(IntegrityTest, BindAndFilterActOnlyOnTheNamedPod) {
   forged["metadata"]["uid"] = victim["metadata"]["uid"];
   EXPECT_NE(ks.Bind(forged, "node-0").find("belongs to pod ml/victim"), std::string::npos);
   // The victim to a node other than its decision's, or to a node that does not exist: refused.
-  EXPECT_NE(ks.Bind(victim, "node-1").find("decided for node node-0, not node-1"), std::string::npos);
+  EXPECT_NE(ks.Bind(victim, "node-1").find("decided for node node-0, not node-1"),
+            std::string::npos);
   EXPECT_NE(ks.Bind(victim, "ghost").find("refused"), std::string::npos);
   // Nothing was released: a second 12000-MiB pod does not fit node-0 next to the victim.
   Json second = Create(*rep, Gpu("second", "ml", 12000));
@@ -156,21 +166,25 @@ TEST_F(IntegrityTest, UnboundReservationExpires) {
 TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
   AddNode("node-0", 1);
   AddNode("node-1", 1);
-  ASSERT_TRUE(api_.Upsert("resourcequotas", Json{{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
-                                                 {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
-                                                 {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "10000"}}}}}})
+  ASSERT_TRUE(api_.Upsert("resourcequotas",
+                          Json{{"apiVersion", "v1"},
+                               {"kind", "ResourceQuota"},
+                               {"metadata", {{"name", "gpu"}, {"namespace", "team"}}},
+                               {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "10000"}}}}}})
                   .ok());
   auto forged = [&](const std::string& name, const std::string& scheduler, const std::string& bound,
                     const std::string& node, const std::string& devices) {
     Json p = Gpu(name, "evil", 1000);
     p["spec"]["schedulerName"] = scheduler;
     p["spec"]["nodeName"] = bound;
-    p["metadata"]["annotations"] = {{core::kVgpuNode, node}, {core::kNvidiaDevicesAllocated, devices},
+    p["metadata"]["annotations"] = {{core::kVgpuNode, node},
+                                    {core::kNvidiaDevicesAllocated, devices},
                                     {core::kNvidiaDevicesToAllocate, devices}};
     p["status"] = {{"phase", "Running"}};
     ASSERT_TRUE(api_.Upsert("pods", p).ok());
   };
-  forged("other-scheduler", "default-scheduler", "node-0", "node-0", "node-0-gpu0,NVIDIA,16000,100:;");
+  forged("other-scheduler", "default-scheduler", "node-0", "node-0",
+         "node-0-gpu0,NVIDIA,16000,100:;");
   forged("bound-elsewhere", "hami-scheduler", "node-1", "node-0", "node-0-gpu0,NVIDIA,16000,100:;");
   forged("too-big", "hami-scheduler", "node-0", "node-0", "node-0-gpu0,NVIDIA,20000,100:;");
   auto first = StartReplica();
@@ -179,10 +193,12 @@ TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
   Json legit = Stored("team", "legit");
   legit["metadata"]["annotations"][core::kNvidiaDevicesAllocated] = "node-1-gpu0,NVIDIA,1,0:;";
   ASSERT_TRUE(api_.Upsert("pods", legit).ok());
-  ASSERT_TRUE(WaitFor([&] { return first->state->RejectedDecisions().count(extender::kRejectChangedAfterBind); }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return first->state->RejectedDecisions().count(extender::kRejectChangedAfterBind); }));
   // Past neither the quota nor the card: 8000 MiB are still charged to team and to node-0's card.
   std::string denied;
-  EXPECT_TRUE(KubeScheduler(first->port()).Admit(Gpu("more", "team", 4000), "team", &denied).is_null());
+  EXPECT_TRUE(
+      KubeScheduler(first->port()).Admit(Gpu("more", "team", 4000), "team", &denied).is_null());
   EXPECT_NE(denied.find("exceeding resource quota team/gpu"), std::string::npos) << denied;
   EXPECT_EQ(first->state->NamespaceUsage().at("team").mem_mib, 8000);
   {
@@ -204,12 +220,16 @@ TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
   EXPECT_EQ(rejected.at(extender::kRejectNodeMismatch), 1);
   EXPECT_EQ(rejected.at(extender::kRejectExceedsDevice), 1);
   const std::string metrics = KubeScheduler(second->port()).http.Get("/metrics")->body;
-  EXPECT_NE(metrics.find(R"(hami_scheduler_decisions_rejected_total{zone="vGPU",reason="ForeignScheduler"} 1)"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics.find(
+          R"(hami_scheduler_decisions_rejected_total{zone="vGPU",reason="ForeignScheduler"} 1)"),
+      std::string::npos);
   ASSERT_TRUE(WaitFor([&] {
     int n = 0;
     for (const auto& e : api_.List("events"))
-      if (e.value("reason", "").rfind("Decision", 0) == 0 && e["involvedObject"].value("namespace", "") == "evil") ++n;
+      if (e.value("reason", "").rfind("Decision", 0) == 0 &&
+          e["involvedObject"].value("namespace", "") == "evil")
+        ++n;
     return n >= 3;
   }));
   // The forged pods block nobody's GPU: both cards take a whole-card pod.

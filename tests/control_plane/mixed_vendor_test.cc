@@ -1,16 +1,17 @@
-// A mixed cluster end to end (label integration): NVIDIA, Ascend, Hygon and Cambricon nodes registered
-// exactly as those vendors' device plugins annotate/capacity them, on the fake API server; pods go
-// webhook -> create -> filter -> bind through the production control plane wired with a VendorSet (as
-// `hami scheduler --device-config` wires it). Each pod must land only where a device fits it, with the
-// decision annotations that vendor's device plugin reads (values as in src/vendors/mixed_cluster_test.cc);
-// a second replica rebuilds every vendor's usage from those annotations.
+// A mixed cluster end to end (label integration): NVIDIA, Ascend, Hygon and Cambricon nodes
+// registered exactly as those vendors' device plugins annotate/capacity them, on the fake API
+// server; pods go webhook -> create -> filter -> bind through the production control plane wired
+// with a VendorSet (as `hami scheduler --device-config` wires it). Each pod must land only where a
+// device fits it, with the decision annotations that vendor's device plugin reads (values as in
+// src/vendors/mixed_cluster_test.cc); a second replica rebuilds every vendor's usage from those
+// annotations.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "harness.h"
-#include "vendors/vendor_set.h"
 #include "vendors/testing/mixed_config.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::controlplane {
 namespace {
@@ -29,15 +30,18 @@ Json NodeObject(const std::string& name, const Json& annotations, const Json& ca
 // The four nodes as their device plugins register them.
 std::vector<Json> MixedNodes() {
   return {
-      NodeObject("gpu-node",
-                 {{"hami.io/node-nvidia-register",
-                   R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])"}},
-                 {{"nvidia.com/gpu", "10"}}),
-      NodeObject("npu-node",
-                 {{"hami.io/node-register-Ascend910B3",
-                   R"([{"id":"910B3-0","count":4,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])"}},
-                 {{"huawei.com/Ascend910B3", "4"}}),
-      NodeObject("dcu-node", {{"hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:"}},
+      NodeObject(
+          "gpu-node",
+          {{"hami.io/node-nvidia-register",
+            R"([{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","index":1,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true,"mode":"hami-core"}])"}},
+          {{"nvidia.com/gpu", "10"}}),
+      NodeObject(
+          "npu-node",
+          {{"hami.io/node-register-Ascend910B3",
+            R"([{"id":"910B3-0","count":4,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])"}},
+          {{"huawei.com/Ascend910B3", "4"}}),
+      NodeObject("dcu-node",
+                 {{"hami.io/node-dcu-register", "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:"}},
                  {{"hygon.com/dcunum", "4"}}),
       NodeObject("mlu-node", Json::object(), {{"cambricon.com/mlu.smlu.vcore", "200"}}),
   };
@@ -57,7 +61,8 @@ struct MixedReplica {
     extender::StateOptions sto;
     sto.vendors = &set;
     state = std::make_unique<extender::ClusterState>(*sched, sto);
-    controller = std::make_unique<extender::Controller>(*client, *state, extender::ControllerOptions{});
+    controller =
+        std::make_unique<extender::Controller>(*client, *state, extender::ControllerOptions{});
     extender::ExtenderOptions eo;
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
@@ -77,10 +82,11 @@ struct MixedReplica {
 
 // `containers`: one container object, or an array of them.
 Json Pod(const std::string& name, const Json& containers) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", "mixed"}}},
-              {"spec", {{"containers", containers.is_array() ? containers : Json::array({containers})}}}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "mixed"}}},
+      {"spec", {{"containers", containers.is_array() ? containers : Json::array({containers})}}}};
 }
 Json Ctr(const std::string& name, const Json& limits) {
   return Json{{"name", name}, {"image", "app"}, {"resources", {{"limits", limits}}}};
@@ -105,7 +111,8 @@ class MixedVendorTest : public ::testing::Test {
     return r;
   }
   // Webhook -> create -> filter -> bind. Returns the stored pod, or null with the reason in *why.
-  Json Schedule(MixedReplica& rep, const Json& spec, std::string* why, extender::ExtenderFilterResult* filtered) {
+  Json Schedule(MixedReplica& rep, const Json& spec, std::string* why,
+                extender::ExtenderFilterResult* filtered) {
     webhook::AdmissionRequest req;
     req.uid = "r";
     req.namespace_ = "mixed";
@@ -132,7 +139,8 @@ class MixedVendorTest : public ::testing::Test {
       return nullptr;
     }
     const std::string node = (*filtered->node_names)[0];
-    const auto bound = rep.ext->Bind({(*created)["metadata"]["name"], "mixed", (*created)["metadata"]["uid"], node});
+    const auto bound = rep.ext->Bind(
+        {(*created)["metadata"]["name"], "mixed", (*created)["metadata"]["uid"], node});
     if (!bound.error.empty()) {
       *why = bound.error;
       return nullptr;
@@ -149,45 +157,67 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
   struct Case {
     const char* name;
     Json spec;
-    std::string node;                                 // "" = must not be scheduled
-    std::map<std::string, std::string> annotations;   // decision keys its device plugin reads
-    std::vector<std::string> absent = {};             // keys of other vendors that must not be written
-    std::string unschedulable_on_npu = "";            // with node "": reason part on npu-node
+    std::string node;                                // "" = must not be scheduled
+    std::map<std::string, std::string> annotations;  // decision keys its device plugin reads
+    std::vector<std::string> absent = {};   // keys of other vendors that must not be written
+    std::string unschedulable_on_npu = "";  // with node "": reason part on npu-node
   };
   const Case cases[] = {
-      {"cuda share", Pod("cuda", {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}})}),
+      {"cuda share",
+       Pod("cuda", {Ctr("c", {{"nvidia.com/gpu", "1"},
+                              {"nvidia.com/gpumem", "3000"},
+                              {"nvidia.com/gpucores", "30"}})}),
        "gpu-node",
-       {{"hami.io/vgpu-devices-allocated", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"},
-        {"hami.io/vgpu-devices-to-allocate", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"}},
+       {{"hami.io/vgpu-devices-allocated",
+         "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"},
+        {"hami.io/vgpu-devices-to-allocate",
+         "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;"}},
        {"hami.io/dcu-devices-allocated", "hami.io/Ascend910B3-devices-allocated"}},
       {"npu: 10000 MiB rounds up to vir05 (the webhook adds nothing but the scheduler)",
-       Pod("npu", {Ctr("c", {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}})}), "npu-node",
+       Pod("npu", {Ctr("c", {{"huawei.com/Ascend910B3", "1"},
+                             {"huawei.com/Ascend910B3-memory", "10000"}})}),
+       "npu-node",
        {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,16384,25:;"},
         {"hami.io/Ascend910B3-devices-to-allocate", "910B3-0,Ascend910B3,16384,25:;"},
-        {"huawei.com/Ascend910B3", R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])"}},
+        {"huawei.com/Ascend910B3",
+         R"([{"UUID":"910B3-0","core":25,"memory":16384,"temp":"vir05_1c_16g"}])"}},
        {"hami.io/vgpu-devices-allocated"}},
       {"npu: memory alone, the webhook adds the count; 20000 MiB rounds up to vir10",
-       Pod("npu2", {Ctr("c", {{"huawei.com/Ascend910B3-memory", "20000"}})}), "npu-node",
-       {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,32768,50:;"}}, {}},
-      {"dcu share", Pod("dcu", {Ctr("c", {{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "2000"}, {"hygon.com/dcucores", "20"}})}),
+       Pod("npu2", {Ctr("c", {{"huawei.com/Ascend910B3-memory", "20000"}})}),
+       "npu-node",
+       {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,32768,50:;"}},
+       {}},
+      {"dcu share",
+       Pod("dcu", {Ctr("c", {{"hygon.com/dcunum", "1"},
+                             {"hygon.com/dcumem", "2000"},
+                             {"hygon.com/dcucores", "20"}})}),
        "dcu-node",
        {{"hami.io/dcu-devices-allocated", "DCU-0a1b,DCU,2000,20:;"},
         {"hami.io/dcu-devices-to-allocate", "DCU-0a1b,DCU,2000,20:;"}},
        {"hami.io/vgpu-devices-allocated"}},
       {"mlu share with its profile",
-       Pod("mlu", {Ctr("c", {{"cambricon.com/vmlu", "1"}, {"cambricon.com/mlu.smlu.vmemory", "4096"}, {"cambricon.com/mlu.smlu.vcore", "25"}})}),
+       Pod("mlu", {Ctr("c", {{"cambricon.com/vmlu", "1"},
+                             {"cambricon.com/mlu.smlu.vmemory", "4096"},
+                             {"cambricon.com/mlu.smlu.vcore", "25"}})}),
        "mlu-node",
        {{"hami.io/cambricon-mlu-devices-allocated", "MLU-0,MLU,4096,25:;"},
         {"CAMBRICON_DSMLU_PROFILE", "0_25_16"},
         {"CAMBRICON_DSMLU_ASSIGHED", "false"}},
        {"hami.io/vgpu-devices-allocated"}},
       {"npu: a third template no longer fits (16384 MiB left, vir10 needs 32768)",
-       Pod("npu3", {Ctr("c", {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "30000"}})}), "",
-       {}, {}, "CardInsufficientMemory"},
+       Pod("npu3", {Ctr("c", {{"huawei.com/Ascend910B3", "1"},
+                              {"huawei.com/Ascend910B3-memory", "30000"}})}),
+       "",
+       {},
+       {},
+       "CardInsufficientMemory"},
       {"one container NVIDIA, one DCU: no node has both",
        Pod("both", {Ctr("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}),
                     Ctr("b", {{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "1000"}})}),
-       "", {}, {}, "NodeInsufficientDevice"},
+       "",
+       {},
+       {},
+       "NodeInsufficientDevice"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -197,8 +227,9 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
     if (c.node.empty()) {
       EXPECT_TRUE(pod.is_null());
       EXPECT_EQ(why, "unschedulable");
-      std::string on_npu = filtered.failed_nodes.count("npu-node") ? filtered.failed_nodes["npu-node"]
-                                                                   : filtered.failed_and_unresolvable["npu-node"];
+      std::string on_npu = filtered.failed_nodes.count("npu-node")
+                               ? filtered.failed_nodes["npu-node"]
+                               : filtered.failed_and_unresolvable["npu-node"];
       EXPECT_NE(on_npu.find(c.unschedulable_on_npu), std::string::npos) << on_npu;
       continue;
     }
@@ -214,9 +245,11 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
     for (const auto& k : c.absent) EXPECT_FALSE(ann.contains(k)) << k;
     // The chosen node is not among the refused ones (on success the extender reports refusals only
     // when it has them; an unschedulable pod gets a reason per node, checked above).
-    EXPECT_EQ(filtered.failed_nodes.count(c.node) + filtered.failed_and_unresolvable.count(c.node), 0u);
+    EXPECT_EQ(filtered.failed_nodes.count(c.node) + filtered.failed_and_unresolvable.count(c.node),
+              0u);
   }
-  // The NVIDIA quota counts the NVIDIA share only, not the Ascend, DCU or MLU devices of the namespace.
+  // The NVIDIA quota counts the NVIDIA share only, not the Ascend, DCU or MLU devices of the
+  // namespace.
   const auto used = rep->state->NamespaceUsage()["mixed"];
   EXPECT_EQ(used.mem_mib, 3000);
   EXPECT_EQ(used.cores, 30);
@@ -247,7 +280,8 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
         for (size_t i = 0; i < snap->info.devices.size(); ++i)
           if (snap->info.devices[i].uuid == u.uuid) return snap->usage[i] == u.want;
         return false;
-      })) << "usage of " << u.uuid << " on " << u.node;
+      })) << "usage of "
+          << u.uuid << " on " << u.node;
     }
   }
 }
@@ -256,15 +290,19 @@ TEST_F(MixedVendorTest, WebhookRefusesWhatAVendorCannotPlace) {
   auto rep = Start();
   std::string why;
   extender::ExtenderFilterResult filtered;
-  Json pod = Schedule(*rep, Pod("split", {Ctr("c", {{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "8000"}})}),
-                      &why, &filtered);
+  Json pod = Schedule(
+      *rep,
+      Pod("split",
+          {Ctr("c", {{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "8000"}})}),
+      &why, &filtered);
   EXPECT_TRUE(pod.is_null());
   EXPECT_NE(why.find("cannot split memory across more than 1 device"), std::string::npos) << why;
 }
 
 TEST_F(MixedVendorTest, HousekeepingAsksEveryVendorsHandshake) {
   auto rep = Start();
-  std::map<std::string, std::set<std::string>> asked;  // node -> handshake keys set to Requesting_<time>
+  std::map<std::string, std::set<std::string>>
+      asked;  // node -> handshake keys set to Requesting_<time>
   for (const auto& [node, patch] : rep->state->Housekeeping(api_.List("nodes")))
     for (const auto& [k, v] : patch["metadata"]["annotations"].items())
       if (v.is_string() && v.get<std::string>().rfind("Requesting_", 0) == 0) asked[node].insert(k);

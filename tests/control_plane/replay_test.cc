@@ -1,19 +1,21 @@
 // One scheduler (docs/sim.md, "What production must do to place as the simulator does"): a slice of
 // the bundled openb default trace replayed twice - by `hami sim`'s own run loop (sim::RunInflation,
 // the scheduler library driven directly) and through the extender over HTTP against the fake API
-// server, with a stand-in for kube-scheduler configured as deploy/base/scheduler-config.yaml ships it -
-// must put every pod on the same node and the same GPUs, for every registered policy.
+// server, with a stand-in for kube-scheduler configured as deploy/base/scheduler-config.yaml ships
+// it - must put every pod on the same node and the same GPUs, for every registered policy.
 //
 // The stand-in does what kube-scheduler does with that configuration:
 //  - nodes carry the NVIDIA registration annotation and status.allocatable CPU, memory and pods;
 //  - NodeResourcesFit filters CPU, memory and the pod count against what its own cache holds (the
 //    pods it bound), skipping the resources the configuration tells it to ignore;
-//  - the extender is called only for pods it is interested in (kube-scheduler's rule: every pod when
+//  - the extender is called only for pods it is interested in (kube-scheduler's rule: every pod
+//  when
 //    the extender has no managedResources, else only pods that ask for one of them); a pod no node
 //    fits never reaches the extender;
 //  - every feasible node goes in NodeNames (percentageOfNodesToScore: 100), in an order of its own
 //    (shuffled per pod here: kube-scheduler starts its walk at a rotating node), then /bind.
-// A pod nothing fits is deleted (the simulator drops it; the cluster only fills, so it never fits later).
+// A pod nothing fits is deleted (the simulator drops it; the cluster only fills, so it never fits
+// later).
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -39,7 +41,8 @@ namespace {
 using k8s::testing::FakeApiServer;
 
 constexpr const char* kNamespace = "openb";
-// Every kNodeStride-th node and task of the trace (the same ratio of pods to GPUs as the whole trace).
+// Every kNodeStride-th node and task of the trace (the same ratio of pods to GPUs as the whole
+// trace).
 constexpr size_t kNodeStride = 35;
 constexpr uint64_t kSeed = 42;
 
@@ -50,10 +53,12 @@ std::string Read(const std::string& path) {
   return s.str();
 }
 
-// What the shipped KubeSchedulerConfiguration (deploy/base) tells kube-scheduler about our extender.
+// What the shipped KubeSchedulerConfiguration (deploy/base) tells kube-scheduler about our
+// extender.
 struct KubeSchedulerConfig {
-  std::set<std::string> managed;   // extenders[0].managedResources (empty: interested in every pod)
-  std::set<std::string> ignored;   // resources NodeResourcesFit skips (ignoredByScheduler + ignoredResources)
+  std::set<std::string> managed;  // extenders[0].managedResources (empty: interested in every pod)
+  std::set<std::string>
+      ignored;  // resources NodeResourcesFit skips (ignoredByScheduler + ignoredResources)
   std::set<std::string> ignored_groups;
   int percentage_of_nodes_to_score = 0;
   std::string scheduler_name;
@@ -72,7 +77,8 @@ KubeSchedulerConfig ShippedConfig() {
   if (YAML::Node m = c["extenders"][0]["managedResources"]; m && m.IsSequence())
     for (const auto& e : m) {
       out.managed.insert(e["name"].as<std::string>());
-      if (e["ignoredByScheduler"] && e["ignoredByScheduler"].as<bool>()) out.ignored.insert(e["name"].as<std::string>());
+      if (e["ignoredByScheduler"] && e["ignoredByScheduler"].as<bool>())
+        out.ignored.insert(e["name"].as<std::string>());
     }
   if (YAML::Node pcs = c["profiles"][0]["pluginConfig"]; pcs && pcs.IsSequence())
     for (const auto& pc : pcs) {
@@ -106,24 +112,34 @@ Trace Bundled(size_t stride) {
   return t;
 }
 
-// The Node object a GPU node of the trace registers as (device plugin annotation + kubelet's allocatable).
+// The Node object a GPU node of the trace registers as (device plugin annotation + kubelet's
+// allocatable).
 Json NodeObject(const core::NodeInfo& n) {
   Json devs = Json::array();
   for (const auto& d : n.devices)
-    devs.push_back({{"id", d.uuid}, {"index", d.index}, {"count", d.count}, {"devmem", d.devmem_mib},
-                    {"devcore", d.devcore}, {"type", d.type}, {"health", true}, {"mode", "hami-core"}});
+    devs.push_back({{"id", d.uuid},
+                    {"index", d.index},
+                    {"count", d.count},
+                    {"devmem", d.devmem_mib},
+                    {"devcore", d.devcore},
+                    {"type", d.type},
+                    {"health", true},
+                    {"mode", "hami-core"}});
   const Json alloc{{"cpu", StrCat(n.cpu_milli, "m")},
                    {"memory", StrCat(n.memory_mib, "Mi")},
                    {"pods", "110"},
-                   {"nvidia.com/gpu", std::to_string(n.devices.size() * static_cast<size_t>(sim::kSimSplitCount))}};
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Node"},
-              {"metadata", {{"name", n.name}, {"annotations", {{core::kNodeNvidiaRegister, devs.dump()}}}}},
-              {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
+                   {"nvidia.com/gpu",
+                    std::to_string(n.devices.size() * static_cast<size_t>(sim::kSimSplitCount))}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", n.name}, {"annotations", {{core::kNodeNvidiaRegister, devs.dump()}}}}},
+      {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
 }
 
 // The Pod a user writes for a trace task (docs/sim.md, "How a trace task becomes a HAMi pod").
-Json PodObject(const std::string& name, const sim::TraceTask& t, const std::string& scheduler_name) {
+Json PodObject(const std::string& name, const sim::TraceTask& t,
+               const std::string& scheduler_name) {
   Json requests = Json::object(), limits = Json::object();
   if (t.cpu_milli > 0) requests["cpu"] = StrCat(t.cpu_milli, "m");
   if (t.memory_mib > 0) requests["memory"] = StrCat(t.memory_mib, "Mi");
@@ -144,8 +160,10 @@ Json PodObject(const std::string& name, const sim::TraceTask& t, const std::stri
   return Json{{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", meta},
-              {"spec", {{"schedulerName", scheduler_name},
-                        {"containers", Json::array({{{"name", "main"}, {"image", "x"}, {"resources", resources}}})}}}};
+              {"spec",
+               {{"schedulerName", scheduler_name},
+                {"containers",
+                 Json::array({{{"name", "main"}, {"image", "x"}, {"resources", resources}}})}}}};
 }
 
 bool IsIgnored(const KubeSchedulerConfig& c, const std::string& resource) {
@@ -154,21 +172,26 @@ bool IsIgnored(const KubeSchedulerConfig& c, const std::string& resource) {
   return slash != std::string::npos && c.ignored_groups.count(resource.substr(0, slash)) > 0;
 }
 
-// kube-scheduler's side: its own accounting of what it bound, NodeResourcesFit and the extender's interest.
+// kube-scheduler's side: its own accounting of what it bound, NodeResourcesFit and the extender's
+// interest.
 class KubeSchedulerModel {
  public:
-  KubeSchedulerModel(const KubeSchedulerConfig& config, const std::vector<core::NodeInfo>& nodes) : config_(config) {
-    for (const auto& n : nodes) free_[n.name] = {n.cpu_milli, n.memory_mib, 110, static_cast<int64_t>(n.devices.size()) * sim::kSimSplitCount};
+  KubeSchedulerModel(const KubeSchedulerConfig& config, const std::vector<core::NodeInfo>& nodes)
+      : config_(config) {
+    for (const auto& n : nodes)
+      free_[n.name] = {n.cpu_milli, n.memory_mib, 110,
+                       static_cast<int64_t>(n.devices.size()) * sim::kSimSplitCount};
   }
 
-  // NodeResourcesFit over every node (percentageOfNodesToScore: 100), and the extended resources the
-  // configuration does not ignore (only nvidia.com/gpu is advertised by the node).
+  // NodeResourcesFit over every node (percentageOfNodesToScore: 100), and the extended resources
+  // the configuration does not ignore (only nvidia.com/gpu is advertised by the node).
   std::vector<std::string> Feasible(const Json& pod) const {
     std::vector<std::string> out;
     const Request r = RequestOf(pod);
     for (const auto& [name, f] : free_) {
       if (r.cpu > f.cpu || r.mem > f.mem || f.pods < 1) continue;
-      if (!r.unadvertised.empty()) continue;  // asks a resource no node advertises and nothing ignores
+      if (!r.unadvertised.empty())
+        continue;  // asks a resource no node advertises and nothing ignores
       if (r.gpu > f.gpu) continue;
       out.push_back(name);
     }
@@ -210,11 +233,16 @@ class KubeSchedulerModel {
       auto q = core::ParseQuantity(v);
       EXPECT_TRUE(q.ok()) << name << ": " << v;
       if (!q.ok()) continue;
-      if (name == "cpu") r.cpu = core::QuantityToMilli(*q).value_or(0);
-      else if (name == "memory") r.mem = core::QuantityToMiB(*q);
-      else if (IsIgnored(config_, name)) continue;
-      else if (name == "nvidia.com/gpu") r.gpu = core::QuantityToExactInt(*q).value_or(0);
-      else r.unadvertised.push_back(name);
+      if (name == "cpu")
+        r.cpu = core::QuantityToMilli(*q).value_or(0);
+      else if (name == "memory")
+        r.mem = core::QuantityToMiB(*q);
+      else if (IsIgnored(config_, name))
+        continue;
+      else if (name == "nvidia.com/gpu")
+        r.gpu = core::QuantityToExactInt(*q).value_or(0);
+      else
+        r.unadvertised.push_back(name);
     }
     return r;
   }
@@ -237,10 +265,12 @@ struct ReplayStats {
 
 // Replays `trace` (seed kSeed, inflation 1.3) through hami sim and through the extender, comparing
 // every pod; stops after `max_divergences` differences (later pods see another cluster).
-void Replay(const Trace& trace, const std::string& policy, int max_divergences, ReplayStats* stats) {
+void Replay(const Trace& trace, const std::string& policy, int max_divergences,
+            ReplayStats* stats) {
   ASSERT_FALSE(trace.nodes.empty());
   const KubeSchedulerConfig config = ShippedConfig();
-  ASSERT_EQ(config.percentage_of_nodes_to_score, 100) << "the model below hands every feasible node to the extender";
+  ASSERT_EQ(config.percentage_of_nodes_to_score, 100)
+      << "the model below hands every feasible node to the extender";
 
   // Through `hami sim`'s run loop.
   sim::RunConfig rc;
@@ -261,9 +291,10 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
   for (const auto& n : plan->nodes) ASSERT_TRUE(api.Upsert("nodes", NodeObject(n)).ok());
   ReplicaOptions ro;
   ro.policy = policy;
-  ro.seed = kSeed;   // hami sim seeds the scheduler with the run's seed
+  ro.seed = kSeed;  // hami sim seeds the scheduler with the run's seed
   auto rep = StartSynced(api, plan->nodes.size(), ro);
-  for (const auto& n : plan->nodes) {  // the cache reads the Node objects as the simulator registers them
+  for (const auto& n :
+       plan->nodes) {  // the cache reads the Node objects as the simulator registers them
     auto snap = rep->sched->cache().Snapshot(n.name);
     ASSERT_TRUE(snap.has_value()) << n.name;
     EXPECT_EQ(snap->info.cpu_milli, n.cpu_milli) << n.name;
@@ -284,8 +315,8 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
     const sim::TraceTask& t = trace.tasks[plan->order[i]];
     const sim::TaskPlacement& want = run->placements[i];
     const std::string name = "t" + std::to_string(i);
-    SCOPED_TRACE(StrCat("pod ", name, " (task ", t.name, ", ", t.cpu_milli, "m CPU, ", t.num_gpu, "x", t.gpu_milli,
-                        " milli GPU)"));
+    SCOPED_TRACE(StrCat("pod ", name, " (task ", t.name, ", ", t.cpu_milli, "m CPU, ", t.num_gpu,
+                        "x", t.gpu_milli, " milli GPU)"));
     std::string why;
     Json admitted = ks.Admit(PodObject(name, t, config.scheduler_name), kNamespace, &why);
     ASSERT_FALSE(admitted.is_null()) << why;
@@ -301,8 +332,10 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
     ASSERT_EQ(parsed->containers[0].devices.size(), sim_pod.containers[0].devices.size());
     for (size_t k = 0; k < parsed->containers[0].devices.size(); ++k) {
       EXPECT_EQ(parsed->containers[0].devices[k].nums, sim_pod.containers[0].devices[k].nums);
-      EXPECT_EQ(parsed->containers[0].devices[k].memreq_mib, sim_pod.containers[0].devices[k].memreq_mib);
-      EXPECT_EQ(parsed->containers[0].devices[k].coresreq, sim_pod.containers[0].devices[k].coresreq);
+      EXPECT_EQ(parsed->containers[0].devices[k].memreq_mib,
+                sim_pod.containers[0].devices[k].memreq_mib);
+      EXPECT_EQ(parsed->containers[0].devices[k].coresreq,
+                sim_pod.containers[0].devices[k].coresreq);
     }
     EXPECT_EQ(parsed->selectors.use_types, sim_pod.selectors.use_types);
 
@@ -320,8 +353,9 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
         // kube-scheduler places it by its own scoring; the model cannot say where, so the pod must
         // be one the simulator places the same way (none: the simulator runs every task through the
         // policy). The shipped configuration must therefore call the extender for it.
-        ADD_FAILURE() << "kube-scheduler would not call the extender for this pod (managedResources), while "
-                         "hami sim places it with the policy";
+        ADD_FAILURE()
+            << "kube-scheduler would not call the extender for this pod (managedResources), while "
+               "hami sim places it with the policy";
         node = feasible.front();
       }
     }
@@ -352,17 +386,22 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
     for (auto* a : {&got, &want_alloc})
       for (auto& c : a->containers)
         for (auto& d : c) d.index = -1;
-    if (node != want.node || (!node.empty() && t.num_gpu > 0 && got.containers != want_alloc.containers)) {
+    if (node != want.node ||
+        (!node.empty() && t.num_gpu > 0 && got.containers != want_alloc.containers)) {
       ++diverged;
-      ADD_FAILURE() << "extender: " << Describe(node, got) << "\n    hami sim: " << Describe(want.node, want_alloc);
+      ADD_FAILURE() << "extender: " << Describe(node, got)
+                    << "\n    hami sim: " << Describe(want.node, want_alloc);
       if (diverged >= max_divergences) break;  // later pods see another cluster: nothing new
     }
   }
   stats->sim_a100 = run->curve[100];
   stats->extender_a100 = curve.Points()[100];
-  std::printf("[ replay ] policy %s: %d pods compared (%d with GPUs, %d CPU-only; %d failed in both), %d diverged; "
-              "A(100) hami sim %.2f, extender %.2f\n",
-              policy.c_str(), compared, gpu_pods, cpu_pods, failed, diverged, stats->sim_a100, stats->extender_a100);
+  std::printf(
+      "[ replay ] policy %s: %d pods compared (%d with GPUs, %d CPU-only; %d failed in both), %d "
+      "diverged; "
+      "A(100) hami sim %.2f, extender %.2f\n",
+      policy.c_str(), compared, gpu_pods, cpu_pods, failed, diverged, stats->sim_a100,
+      stats->extender_a100);
   EXPECT_EQ(compared, static_cast<int>(plan->order.size()));
   EXPECT_EQ(failed, run->tasks_failed);
 }

@@ -32,18 +32,21 @@ std::set<std::string> RegistryResources() {
     auto made = row.make(config[row.section]);
     EXPECT_TRUE(made.ok()) << row.section << ": " << made.status();
     if (!made.ok()) continue;
-    EXPECT_FALSE(made->empty()) << "section " << row.section
-                                << " of upstream-device-config.yaml yields no vendor; add one so its resources are checked";
+    EXPECT_FALSE(made->empty())
+        << "section " << row.section
+        << " of upstream-device-config.yaml yields no vendor; add one so its resources are checked";
     for (const auto& v : *made) {
       const auto& r = v->resources();
-      for (const std::string* n : {&r.count, &r.memory, &r.memory_percentage, &r.cores, &r.priority})
+      for (const std::string* n :
+           {&r.count, &r.memory, &r.memory_percentage, &r.cores, &r.priority})
         if (!n->empty()) names.insert(*n);
     }
   }
   return names;
 }
 
-// The helm chart's list of resource names (files/managed-resources.yaml); every entry ignoredByScheduler.
+// The helm chart's list of resource names (files/managed-resources.yaml); every entry
+// ignoredByScheduler.
 std::set<std::string> Managed(const YAML::Node& list, const std::string& where) {
   std::set<std::string> names;
   EXPECT_TRUE(list.IsSequence()) << where << ": managedResources is not a list";
@@ -64,7 +67,8 @@ std::set<std::string> FromConfigMap(const std::string& path) {
   if (!cm) return {};
   YAML::Node config = YAML::Load(cm["data"]["config.yaml"].as<std::string>());
   EXPECT_EQ(config["percentageOfNodesToScore"].as<int>(0), 100) << path;
-  EXPECT_EQ(config["extenders"][0]["urlPrefix"].as<std::string>(""), "http://127.0.0.1:8888") << path;
+  EXPECT_EQ(config["extenders"][0]["urlPrefix"].as<std::string>(""), "http://127.0.0.1:8888")
+      << path;
   EXPECT_FALSE(config["extenders"][0]["managedResources"])
       << path << ": managedResources keeps pods without devices from the extender (docs/sim.md)";
   std::set<std::string> names;
@@ -81,11 +85,13 @@ void ExpectCovers(const std::set<std::string>& have, const std::string& where) {
 }
 
 TEST(ManagedResourcesTest, KustomizeBaseListsEveryVendorResource) {
-  ExpectCovers(FromConfigMap("deploy/base/scheduler-config.yaml"), "deploy/base/scheduler-config.yaml");
+  ExpectCovers(FromConfigMap("deploy/base/scheduler-config.yaml"),
+               "deploy/base/scheduler-config.yaml");
 }
 
 TEST(ManagedResourcesTest, KustomizeDevOverlayListsEveryVendorResource) {
-  ExpectCovers(FromConfigMap("deploy/overlays/dev/scheduler-config.yaml"), "deploy/overlays/dev/scheduler-config.yaml");
+  ExpectCovers(FromConfigMap("deploy/overlays/dev/scheduler-config.yaml"),
+               "deploy/overlays/dev/scheduler-config.yaml");
 }
 
 TEST(ManagedResourcesTest, HelmChartListsEveryVendorResource) {

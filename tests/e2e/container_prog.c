@@ -1,30 +1,28 @@
-/* The "container" of the end-to-end test: a plain CUDA driver API client (linked with -lcuda, the fake
- * libcuda.so.1 in CI) that the test starts with exactly the environment the device plugin's Allocate
- * returned, libvgpu.so preloaded as the container's /etc/ld.so.preload would.
+/* The "container" of the end-to-end test: a plain CUDA driver API client (linked with -lcuda, the
+ * fake libcuda.so.1 in CI) that the test starts with exactly the environment the device plugin's
+ * Allocate returned, libvgpu.so preloaded as the container's /etc/ld.so.preload would.
  *
- * It sees only what its environment gives it: device 0 (the runtime exposes one GPU), the limit that
- * libvgpu reports, and what allocations return. It prints key=value lines:
- *   total=<bytes>           cuMemGetInfo total (libvgpu: the pod's limit)
- *   over_rc=<rc>            one allocation of limit + 1 MiB, first thing (must be OOM)
- *   chunk_rc_<i>=<rc>       allocations of <chunk MiB> each until the next one would pass the limit
- *   fill_rc=<rc>            one allocation of exactly what cuMemGetInfo reports free
- *   one_more_rc=<rc>        1 MiB more (must be OOM)
- *   held=<bytes>            what this process holds now
- *   ready                   then it waits until stdin closes, frees and exits 0
+ * It sees only what its environment gives it: device 0 (the runtime exposes one GPU), the limit
+ * that libvgpu reports, and what allocations return. It prints key=value lines: total=<bytes>
+ * cuMemGetInfo total (libvgpu: the pod's limit) over_rc=<rc>            one allocation of limit + 1
+ * MiB, first thing (must be OOM) chunk_rc_<i>=<rc>       allocations of <chunk MiB> each until the
+ * next one would pass the limit fill_rc=<rc>            one allocation of exactly what cuMemGetInfo
+ * reports free one_more_rc=<rc>        1 MiB more (must be OOM) held=<bytes>            what this
+ * process holds now ready                   then it waits until stdin closes, frees and exits 0
  * Usage: container_prog <chunk MiB> */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK(call)                                    \
-  do {                                                 \
-    CUresult rc_ = (call);                             \
-    if (rc_ != CUDA_SUCCESS) {                         \
-      printf("error=%d at=%s\n", (int)rc_, #call);     \
-      fflush(stdout);                                  \
-      exit(10);                                        \
-    }                                                  \
+#define CHECK(call)                                \
+  do {                                             \
+    CUresult rc_ = (call);                         \
+    if (rc_ != CUDA_SUCCESS) {                     \
+      printf("error=%d at=%s\n", (int)rc_, #call); \
+      fflush(stdout);                              \
+      exit(10);                                    \
+    }                                              \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -4,7 +4,8 @@
 // Allocate returned, under libvgpu.so with the fake libcuda / libnvidia-ml.
 //
 //   pod -> POST /webhook (AdmissionReview, JSONPatch applied) -> pod created in the fake API server
-//       -> POST /filter (ExtenderArgs, NodeNames: nodeCacheCapable) -> POST /bind (ExtenderBindingArgs)
+//       -> POST /filter (ExtenderArgs, NodeNames: nodeCacheCapable) -> POST /bind
+//       (ExtenderBindingArgs)
 //       -> kubelet: GetPreferredAllocation + Allocate over the plugin's unix socket
 //       -> container process (env + emulated mounts) -> CUDA_ERROR_OUT_OF_MEMORY past its limit
 //       -> GET /metrics of `hami monitor` reports its usage.
@@ -12,6 +13,8 @@
 // Waits are bounded by generous deadlines (a loaded 2-core CI machine); nothing asserts on time.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,17 +31,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
 #include "core/annotations.h"
@@ -60,9 +59,10 @@ constexpr int64_t kMiB = 1 << 20;
 constexpr int kCudaErrorOutOfMemory = 2;
 constexpr char kNode[] = "node1";
 constexpr char kNamespace[] = "default";
-// The node's "hardware": one T4 in the fake driver's shared state, shared by every container. One GPU,
-// because the fakes cannot hide a node's other GPUs from a container as the NVIDIA runtime does: on a
-// two-GPU fake node, libvgpu would place the container's GPU at its node index (README.md, limits).
+// The node's "hardware": one T4 in the fake driver's shared state, shared by every container. One
+// GPU, because the fakes cannot hide a node's other GPUs from a container as the NVIDIA runtime
+// does: on a two-GPU fake node, libvgpu would place the container's GPU at its node index
+// (README.md, limits).
 constexpr char kDevices[] = "Tesla T4:15360:40";
 constexpr int kGpus = 1;
 constexpr int kSplitCount = 4;
@@ -93,7 +93,8 @@ std::optional<double> Sample(const std::string& exposition, const std::string& m
     if (close == std::string::npos) continue;
     const std::string set = line.substr(metric.size() + 1, close - metric.size() - 1);
     bool match = true;
-    for (const auto& [k, v] : labels) match = match && set.find(k + "=\"" + v + "\"") != std::string::npos;
+    for (const auto& [k, v] : labels)
+      match = match && set.find(k + "=\"" + v + "\"") != std::string::npos;
     if (!match) continue;
     try {
       return std::stod(line.substr(close + 1));
@@ -113,7 +114,9 @@ Json UserPod(const std::string& name, int gpumem) {
            {{"containers",
              {{{"name", "cuda"},
                {"image", "nvidia/cuda:12.4.0-base-ubuntu22.04"},
-               {"resources", {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(gpumem)}}}}}}}}}}};
+               {"resources",
+                {{"limits",
+                  {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(gpumem)}}}}}}}}}}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,33 +140,58 @@ class SliceTest : public ::testing::Test {
     Json node = {{"apiVersion", "v1"},
                  {"kind", "Node"},
                  {"metadata",
-                  {{"name", kNode}, {"annotations", {{core::kNodeHandshake, "Requesting_2026-11-30 05:00:00"}}}}},
+                  {{"name", kNode},
+                   {"annotations", {{core::kNodeHandshake, "Requesting_2026-11-30 05:00:00"}}}}},
                  {"status",
                   {{"allocatable", {{"nvidia.com/gpu", std::to_string(kGpus * kSplitCount)}}},
                    {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     ASSERT_TRUE(api_.Upsert("nodes", node).ok());
     kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n"
-                                  "  cluster:\n    server: " << api_.url() << "\nusers:\n- name: u\n  user:\n"
-                                  "    token: t\ncontexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+    std::ofstream(kubeconfig_)
+        << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n"
+           "  cluster:\n    server: "
+        << api_.url()
+        << "\nusers:\n- name: u\n  user:\n"
+           "    token: t\ncontexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
 
     // kubelet and the device plugin.
     kubelet_ = std::make_unique<deviceplugin::testing::FakeKubelet>(dir_ + "/device-plugins");
     ASSERT_TRUE(kubelet_->Start().ok());
-    // kubelet's PodResources API: how the plugin tells apart pods waiting for the same device count.
+    // kubelet's PodResources API: how the plugin tells apart pods waiting for the same device
+    // count.
     const std::string pod_resources = dir_ + "/pod-resources.sock";
     ASSERT_TRUE(kubelet_->ServePodResources(pod_resources).ok());
     device_plugin_ = Spawn("device-plugin",
-                           {E2E_HAMI, "device-plugin", "--kubeconfig", kubeconfig_, "--node-name", kNode,
-                            "--plugin-dir", dir_ + "/device-plugins", "--split-count", std::to_string(kSplitCount),
-                            "--libvgpu-path", E2E_LIBVGPU, "--ld-preload-path", ld_preload_, "--region-root",
-                            region_root_, "--lock-dir", dir_ + "/vgpulock", "--pod-resources-socket", pod_resources,
-                            "--register-interval", "1",
-                            "--fail-on-init-error", "--log-level", "info"},
+                           {E2E_HAMI,
+                            "device-plugin",
+                            "--kubeconfig",
+                            kubeconfig_,
+                            "--node-name",
+                            kNode,
+                            "--plugin-dir",
+                            dir_ + "/device-plugins",
+                            "--split-count",
+                            std::to_string(kSplitCount),
+                            "--libvgpu-path",
+                            E2E_LIBVGPU,
+                            "--ld-preload-path",
+                            ld_preload_,
+                            "--region-root",
+                            region_root_,
+                            "--lock-dir",
+                            dir_ + "/vgpulock",
+                            "--pod-resources-socket",
+                            pod_resources,
+                            "--register-interval",
+                            "1",
+                            "--fail-on-init-error",
+                            "--log-level",
+                            "info"},
                            NodeEnv());
     ASSERT_NE(device_plugin_, nullptr);
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(60))) << Logs();
-    ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == kGpus * kSplitCount; }, seconds(60)))
+    ASSERT_TRUE(kubelet_->WaitForDevices(
+        [](const auto& d) { return d.size() == kGpus * kSplitCount; }, seconds(60)))
         << Logs();
     ASSERT_TRUE(Eventually(
         [&] {
@@ -180,8 +208,8 @@ class SliceTest : public ::testing::Test {
     scheduler_ = Spawn("scheduler",
                        {E2E_HAMI, "scheduler", "--kubeconfig", kubeconfig_, "--http-bind",
                         "127.0.0.1:" + std::to_string(sched_port), "--extender-bind",
-                        "127.0.0.1:" + std::to_string(extender_port), "--leader-elect=false", "--metrics-bind", "",
-                        "--threads", "4", "--log-level", "info"},
+                        "127.0.0.1:" + std::to_string(extender_port), "--leader-elect=false",
+                        "--metrics-bind", "", "--threads", "4", "--log-level", "info"},
                        BaseEnv());
     ASSERT_NE(scheduler_, nullptr);
     sched_http_ = std::make_unique<httplib::Client>("127.0.0.1", sched_port);
@@ -202,9 +230,9 @@ class SliceTest : public ::testing::Test {
     const int monitor_port = FreeLoopbackPort();
     ASSERT_GT(monitor_port, 0);
     monitor_ = Spawn("monitor",
-                     {E2E_HAMI, "monitor", "--metrics-bind", "127.0.0.1:" + std::to_string(monitor_port),
-                      "--region-root", region_root_, "--node-name", kNode, "--kubeconfig", kubeconfig_,
-                      "--log-level", "info"},
+                     {E2E_HAMI, "monitor", "--metrics-bind",
+                      "127.0.0.1:" + std::to_string(monitor_port), "--region-root", region_root_,
+                      "--node-name", kNode, "--kubeconfig", kubeconfig_, "--log-level", "info"},
                      NodeEnv());
     ASSERT_NE(monitor_, nullptr);
     monitor_http_ = std::make_unique<httplib::Client>("127.0.0.1", monitor_port);
@@ -309,7 +337,8 @@ class SliceTest : public ::testing::Test {
                  {"PodUID", pod["metadata"]["uid"]},
                  {"Node", node}};
     auto r = extender_http_->Post("/bind", args.dump(), "application/json");
-    if (!r || r->status != 200) return r ? "HTTP " + std::to_string(r->status) : httplib::to_string(r.error());
+    if (!r || r->status != 200)
+      return r ? "HTTP " + std::to_string(r->status) : httplib::to_string(r.error());
     Json res = Json::parse(r->body, nullptr, false);
     return res.is_object() ? res.value("Error", "") : "unparsable: " + r->body;
   }
@@ -334,7 +363,9 @@ class SliceTest : public ::testing::Test {
     // The decision is on the pod, in upstream's annotation.
     auto after_filter = api_.Get("pods", kNamespace, name);
     EXPECT_TRUE(after_filter.has_value());
-    EXPECT_FALSE((*after_filter)["metadata"]["annotations"].value(core::kNvidiaDevicesToAllocate, "").empty())
+    EXPECT_FALSE((*after_filter)["metadata"]["annotations"]
+                     .value(core::kNvidiaDevicesToAllocate, "")
+                     .empty())
         << after_filter->dump();
 
     std::string err = Bind(*created, kNode);
@@ -342,7 +373,8 @@ class SliceTest : public ::testing::Test {
     if (!err.empty()) return nullptr;
     auto bound = api_.Get("pods", kNamespace, name);
     EXPECT_EQ((*bound)["spec"].value("nodeName", ""), kNode) << bound->dump();
-    EXPECT_EQ((*bound)["metadata"]["annotations"].value(core::kBindPhase, ""), core::kBindPhaseAllocating)
+    EXPECT_EQ((*bound)["metadata"]["annotations"].value(core::kBindPhase, ""),
+              core::kBindPhaseAllocating)
         << bound->dump();
     return *bound;
   }
@@ -351,22 +383,25 @@ class SliceTest : public ::testing::Test {
 
   // kubelet admits container `container` of pod `pod`: it lists the pod (PodResources), asks the
   // plugin's preference among the free healthy replicas, then calls Allocate with it.
-  StatusOr<::v1beta1::ContainerAllocateResponse> KubeletAllocate(const std::string& pod,
-                                                                             const std::string& container = "cuda") {
+  StatusOr<::v1beta1::ContainerAllocateResponse> KubeletAllocate(
+      const std::string& pod, const std::string& container = "cuda") {
     auto r = kubelet_->AdmitPreferred(kNamespace, pod, container, 1);
     if (!r.ok()) return r.status();
-    if (r->response.container_responses_size() != 1) return absl::InternalError("Allocate: not one container response");
+    if (r->response.container_responses_size() != 1)
+      return absl::InternalError("Allocate: not one container response");
     return r->response.container_responses(0);
   }
 
   // --- the container runtime ---------------------------------------------------------------
 
   // Host path of a container path under the response's mounts (longest container-path prefix).
-  static std::string HostPath(const ::v1beta1::ContainerAllocateResponse& a, const std::string& path) {
+  static std::string HostPath(const ::v1beta1::ContainerAllocateResponse& a,
+                              const std::string& path) {
     const ::v1beta1::Mount* best = nullptr;
     for (const auto& m : a.mounts()) {
       const std::string& cp = m.container_path();
-      if ((path == cp || path.rfind(cp + "/", 0) == 0) && (!best || cp.size() > best->container_path().size()))
+      if ((path == cp || path.rfind(cp + "/", 0) == 0) &&
+          (!best || cp.size() > best->container_path().size()))
         best = &m;
     }
     return best ? best->host_path() + path.substr(best->container_path().size()) : path;
@@ -377,7 +412,8 @@ class SliceTest : public ::testing::Test {
   // mount names. The GPUs it sees are NVIDIA_VISIBLE_DEVICES, as the NVIDIA container runtime does.
   Child* RunContainer(const std::string& name, const ::v1beta1::ContainerAllocateResponse& a) {
     std::vector<std::string> env = NodeEnv();
-    for (const auto& [k, v] : a.envs()) env.push_back(k + "=" + (v.rfind('/', 0) == 0 ? HostPath(a, v) : v));
+    for (const auto& [k, v] : a.envs())
+      env.push_back(k + "=" + (v.rfind('/', 0) == 0 ? HostPath(a, v) : v));
     if (a.envs().count("NVIDIA_VISIBLE_DEVICES"))
       env.push_back("CUDA_VISIBLE_DEVICES=" + a.envs().at("NVIDIA_VISIBLE_DEVICES"));
     std::string preload;
@@ -386,7 +422,8 @@ class SliceTest : public ::testing::Test {
       std::istringstream lines(ReadFile(m.host_path()));
       std::string line;
       while (std::getline(lines, line))
-        if (!line.empty() && line[0] != '#') preload += (preload.empty() ? "" : ":") + HostPath(a, line);
+        if (!line.empty() && line[0] != '#')
+          preload += (preload.empty() ? "" : ":") + HostPath(a, line);
     }
     EXPECT_FALSE(preload.empty()) << "no /etc/ld.so.preload mount";
     env.push_back("LD_PRELOAD=" + preload);
@@ -397,15 +434,16 @@ class SliceTest : public ::testing::Test {
   }
 
   // What the exporter reports for a container, once it reports it at all.
-  std::optional<double> Scraped(const std::string& metric, const std::string& pod, const std::string& container,
-                                double at_least) {
+  std::optional<double> Scraped(const std::string& metric, const std::string& pod,
+                                const std::string& container, double at_least) {
     std::optional<double> v;
     Eventually(
         [&] {
           auto r = monitor_http_->Get("/metrics");
           if (!r || r->status != 200) return false;
           last_scrape_ = r->body;
-          v = Sample(r->body, metric, {{"namespace", kNamespace}, {"pod", pod}, {"container", container}});
+          v = Sample(r->body, metric,
+                     {{"namespace", kNamespace}, {"pod", pod}, {"container", container}});
           return v && *v >= at_least;
         },
         seconds(60));
@@ -414,8 +452,9 @@ class SliceTest : public ::testing::Test {
 
   // Runs the container of `response`, checks its limit of `limit_mib` from inside and returns it
   // (holding its memory until its stdin closes).
-  Child* RunAndCheckLimit(const std::string& pod, const ::v1beta1::ContainerAllocateResponse& response,
-                          int64_t limit_mib, int64_t* held) {
+  Child* RunAndCheckLimit(const std::string& pod,
+                          const ::v1beta1::ContainerAllocateResponse& response, int64_t limit_mib,
+                          int64_t* held) {
     Child* c = RunContainer(pod, response);
     if (c == nullptr) {
       ADD_FAILURE() << "cannot start the container of " << pod;
@@ -427,7 +466,8 @@ class SliceTest : public ::testing::Test {
     if (!ready) return nullptr;
     const std::string& out = c->output();
     EXPECT_EQ(kv["total"], std::to_string(limit_mib * kMiB)) << out;
-    EXPECT_EQ(kv["over_rc"], std::to_string(kCudaErrorOutOfMemory)) << out;  // a single allocation past the limit
+    EXPECT_EQ(kv["over_rc"], std::to_string(kCudaErrorOutOfMemory))
+        << out;  // a single allocation past the limit
     int chunks = 0;
     for (const auto& [k, v] : kv) {
       if (k.rfind("chunk_rc_", 0) != 0) continue;
@@ -435,8 +475,9 @@ class SliceTest : public ::testing::Test {
       EXPECT_EQ(v, "0") << k << "\n" << out;  // every allocation up to the limit succeeds
     }
     EXPECT_GT(chunks, 0) << out;
-    EXPECT_EQ(kv["fill_rc"], "0") << out;                                        // ... exactly up to it
-    EXPECT_EQ(kv["one_more_rc"], std::to_string(kCudaErrorOutOfMemory)) << out;  // and not a MiB more
+    EXPECT_EQ(kv["fill_rc"], "0") << out;  // ... exactly up to it
+    EXPECT_EQ(kv["one_more_rc"], std::to_string(kCudaErrorOutOfMemory))
+        << out;  // and not a MiB more
     *held = kv.count("held") ? std::stoll(kv["held"]) : 0;
     EXPECT_GT(*held, (limit_mib / 2) * kMiB) << out;
     EXPECT_LE(*held, limit_mib * kMiB) << out;
@@ -448,7 +489,8 @@ class SliceTest : public ::testing::Test {
     ASSERT_TRUE(used.has_value()) << pod << "\n" << last_scrape_ << Logs();
     EXPECT_GE(*used, static_cast<double>(held)) << last_scrape_;
     EXPECT_LE(*used, static_cast<double>(limit_mib * kMiB)) << last_scrape_;
-    auto dev = Scraped("hami_container_device_memory_bytes", pod, "cuda", static_cast<double>(held));
+    auto dev =
+        Scraped("hami_container_device_memory_bytes", pod, "cuda", static_cast<double>(held));
     ASSERT_TRUE(dev.has_value()) << pod << "\n" << last_scrape_;
     EXPECT_EQ(*dev, *used) << last_scrape_;
     auto limit = Sample(last_scrape_, "hami_vgpu_memory_limit_bytes",
@@ -486,10 +528,13 @@ TEST_F(SliceTest, PodGetsItsLimitEnforcedAndExported) {
   // The region directory is this pod's container's, under the monitor's root.
   const std::string region = HostPath(*alloc, alloc->envs().at("CUDA_DEVICE_MEMORY_SHARED_CACHE"));
   EXPECT_EQ(fs::path(region).parent_path(), fs::path(region_root_) / (uid + "_cuda")) << region;
-  ASSERT_TRUE(Eventually([&] {
-    auto p = api_.Get("pods", kNamespace, "vec-add");
-    return p && (*p)["metadata"]["annotations"].value(core::kBindPhase, "") == core::kBindPhaseSuccess;
-  }, seconds(30)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = api_.Get("pods", kNamespace, "vec-add");
+        return p && (*p)["metadata"]["annotations"].value(core::kBindPhase, "") ==
+                        core::kBindPhaseSuccess;
+      },
+      seconds(30)));
 
   int64_t held = 0;
   Child* c = RunAndCheckLimit("vec-add", *alloc, 3000, &held);
@@ -519,24 +564,35 @@ TEST_F(SliceTest, TwoPodsBoundTogetherEachGetTheirOwnLimits) {
     const std::string& name = it->first;
     auto alloc = KubeletAllocate(name);
     ASSERT_TRUE(alloc.ok()) << "kubelet admitting " << name << ": " << alloc.status() << Logs();
-    // Whose allocation is it? Its region directory names the pod UID; its limits must be that pod's.
-    const std::string region = HostPath(*alloc, alloc->envs().at("CUDA_DEVICE_MEMORY_SHARED_CACHE"));
+    // Whose allocation is it? Its region directory names the pod UID; its limits must be that
+    // pod's.
+    const std::string region =
+        HostPath(*alloc, alloc->envs().at("CUDA_DEVICE_MEMORY_SHARED_CACHE"));
     std::string owner;
     for (const auto& [n, p] : pods)
-      if (fs::path(region).parent_path().filename() == p["metadata"]["uid"].get<std::string>() + "_cuda") owner = n;
+      if (fs::path(region).parent_path().filename() ==
+          p["metadata"]["uid"].get<std::string>() + "_cuda")
+        owner = n;
     ASSERT_FALSE(owner.empty()) << region;
-    EXPECT_EQ(owner, name) << "kubelet admitted " << name << " but got " << owner << "'s allocation";
+    EXPECT_EQ(owner, name) << "kubelet admitted " << name << " but got " << owner
+                           << "'s allocation";
     EXPECT_EQ(got.count(owner), 0u) << owner << " allocated twice";
-    EXPECT_EQ(alloc->envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), std::to_string(limits.at(owner)) + "m") << owner;
+    EXPECT_EQ(alloc->envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"),
+              std::to_string(limits.at(owner)) + "m")
+        << owner;
     EXPECT_EQ(alloc->envs().at("NVIDIA_VISIBLE_DEVICES"), DecidedUuid(pods[owner])) << owner;
     got[owner] = *alloc;
   }
   ASSERT_EQ(got.size(), 2u);
   for (const auto& [name, mib] : limits) {
-    ASSERT_TRUE(Eventually([&, n = name] {
-      auto p = api_.Get("pods", kNamespace, n);
-      return p && (*p)["metadata"]["annotations"].value(core::kBindPhase, "") == core::kBindPhaseSuccess;
-    }, seconds(30))) << name;
+    ASSERT_TRUE(Eventually(
+        [&, n = name] {
+          auto p = api_.Get("pods", kNamespace, n);
+          return p && (*p)["metadata"]["annotations"].value(core::kBindPhase, "") ==
+                          core::kBindPhaseSuccess;
+        },
+        seconds(30)))
+        << name;
   }
 
   // Both containers run at the same time, each held to its own limit, each exported on its own.
@@ -551,7 +607,8 @@ TEST_F(SliceTest, TwoPodsBoundTogetherEachGetTheirOwnLimits) {
   for (Child* c : running) {
     c->CloseStdin();
     ASSERT_TRUE(c->WaitExit(seconds(60))) << c->name();
-    EXPECT_TRUE(WIFEXITED(c->status()) && WEXITSTATUS(c->status()) == 0) << c->name() << " " << c->status();
+    EXPECT_TRUE(WIFEXITED(c->status()) && WEXITSTATUS(c->status()) == 0)
+        << c->name() << " " << c->status();
   }
 }
 

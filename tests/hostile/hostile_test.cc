@@ -1,9 +1,9 @@
-// Hostile-client suite (issue 11): `hami scheduler`, as deployed (extender on its own plain loopback
-// listener, webhook listener over TLS), attacked over loopback by clients that break the rules. Every
-// case counts inputs tried, crashes (the process died), hangs (no answer within kHang) and wrong
-// answers (any other status than the documented one); the figures are printed as "HOSTILE ..." lines
-// and kept in docs/security.md. Latencies are reported, not asserted: the assertions are "answered"
-// and "no crash, no hang, no wrong answer".
+// Hostile-client suite (issue 11): `hami scheduler`, as deployed (extender on its own plain
+// loopback listener, webhook listener over TLS), attacked over loopback by clients that break the
+// rules. Every case counts inputs tried, crashes (the process died), hangs (no answer within kHang)
+// and wrong answers (any other status than the documented one); the figures are printed as "HOSTILE
+// ..." lines and kept in docs/security.md. Latencies are reported, not asserted: the assertions are
+// "answered" and "no crash, no hang, no wrong answer".
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -14,12 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/annotations.h"
 #include "http/testing/raw_client.h"
@@ -90,33 +89,39 @@ class Hostile : public ::testing::Test {
     dir_ = new std::string(tmpl);
     api_ = new k8s::testing::FakeApiServer();
     ASSERT_TRUE(api_->Start().ok());
-    Json node = {{"apiVersion", "v1"},
-                 {"kind", "Node"},
-                 {"metadata",
-                  {{"name", kNode},
-                   {"annotations",
-                    {{core::kNodeNvidiaRegister,
-                      R"([{"id":"GPU-a","count":4,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true}])"}}}}},
-                 {"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+    Json node = {
+        {"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"metadata",
+         {{"name", kNode},
+          {"annotations",
+           {{core::kNodeNvidiaRegister,
+             R"([{"id":"GPU-a","count":4,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true}])"}}}}},
+        {"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     ASSERT_TRUE(api_->Upsert("nodes", node).ok());
     for (int i = 0; i < 8; ++i) {
-      Json pod = {{"apiVersion", "v1"},
-                  {"kind", "Pod"},
-                  {"metadata", {{"name", "p" + std::to_string(i)}, {"namespace", "default"}}},
-                  {"spec",
-                   {{"schedulerName", "hami-scheduler"},
-                    {"containers",
-                     {{{"name", "c"},
-                       {"image", "cuda"},
-                       {"resources", {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}}}}}}}}}};
+      Json pod = {
+          {"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", "p" + std::to_string(i)}, {"namespace", "default"}}},
+          {"spec",
+           {{"schedulerName", "hami-scheduler"},
+            {"containers",
+             {{{"name", "c"},
+               {"image", "cuda"},
+               {"resources",
+                {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}}}}}}}}}};
       auto stored = api_->Upsert("pods", pod);
       ASSERT_TRUE(stored.ok());
       pods_.push_back(*stored);
     }
     const std::string kubeconfig = *dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
-                                 "    server: " << api_->url() << "\nusers:\n- name: u\n  user:\n    token: t\n"
-                                 "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+    std::ofstream(kubeconfig)
+        << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
+           "    server: "
+        << api_->url()
+        << "\nusers:\n- name: u\n  user:\n    token: t\n"
+           "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
     cert_ = *dir_ + "/tls.crt";
     key_ = *dir_ + "/tls.key";
     ASSERT_TRUE(http::testing::WriteSelfSigned("first", cert_, key_));
@@ -141,20 +146,32 @@ class Hostile : public ::testing::Test {
     }
     delete api_;
     for (const auto& [name, t] : Tallies())
-      std::printf("HOSTILE %-28s tried=%-5d crashes=%d hangs=%d wrong=%d max_ms=%.1f %s\n", name.c_str(), t.tried,
-                  t.crashes, t.hangs, t.wrong, t.max_ms, t.note.c_str());
+      std::printf("HOSTILE %-28s tried=%-5d crashes=%d hangs=%d wrong=%d max_ms=%.1f %s\n",
+                  name.c_str(), t.tried, t.crashes, t.hangs, t.wrong, t.max_ms, t.note.c_str());
     std::error_code ec;
     fs::remove_all(*dir_, ec);
   }
 
   // `hami scheduler` with the suite's listeners and `extra` flags.
-  static std::unique_ptr<Child> Start(const std::string& name, const std::vector<std::string>& extra,
-                                      int extender_port = 0, int webhook_port = 0) {
-    std::vector<std::string> argv = {HOSTILE_HAMI, "scheduler", "--kubeconfig", *dir_ + "/kubeconfig",
-                                     "--extender-bind", "127.0.0.1:" + std::to_string(extender_port ? extender_port : extender_port_),
-                                     "--http-bind", "127.0.0.1:" + std::to_string(webhook_port ? webhook_port : webhook_port_),
-                                     "--metrics-bind", "", "--leader-elect=false", "--threads", "4",
-                                     "--log-level", "info"};
+  static std::unique_ptr<Child> Start(const std::string& name,
+                                      const std::vector<std::string>& extra, int extender_port = 0,
+                                      int webhook_port = 0) {
+    std::vector<std::string> argv = {
+        HOSTILE_HAMI,
+        "scheduler",
+        "--kubeconfig",
+        *dir_ + "/kubeconfig",
+        "--extender-bind",
+        "127.0.0.1:" + std::to_string(extender_port ? extender_port : extender_port_),
+        "--http-bind",
+        "127.0.0.1:" + std::to_string(webhook_port ? webhook_port : webhook_port_),
+        "--metrics-bind",
+        "",
+        "--leader-elect=false",
+        "--threads",
+        "4",
+        "--log-level",
+        "info"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return Child::Start(name, argv, {"PATH=/usr/bin:/bin"}, *dir_ + "/" + name + ".log", false);
   }
@@ -170,7 +187,8 @@ class Hostile : public ::testing::Test {
       t.hangs++;
     } else if (r.status != want) {
       t.wrong++;
-      ADD_FAILURE() << name << ": HTTP " << r.status << " (want " << want << "): " << r.body.substr(0, 300);
+      ADD_FAILURE() << name << ": HTTP " << r.status << " (want " << want
+                    << "): " << r.body.substr(0, 300);
     }
   }
   static void ExpectClean(const std::string& name) {
@@ -182,11 +200,16 @@ class Hostile : public ::testing::Test {
   }
 
   static std::string FilterBody(int i) {
-    return Json{{"Pod", pods_[static_cast<size_t>(i) % pods_.size()]}, {"Nodes", nullptr}, {"NodeNames", {kNode}}}.dump();
+    return Json{{"Pod", pods_[static_cast<size_t>(i) % pods_.size()]},
+                {"Nodes", nullptr},
+                {"NodeNames", {kNode}}}
+        .dump();
   }
   static std::string BindBody(int i) {
     const Json& p = pods_[static_cast<size_t>(i) % pods_.size()];
-    return Json{{"PodName", p["metadata"]["name"]}, {"PodNamespace", "default"}, {"PodUID", p["metadata"]["uid"]},
+    return Json{{"PodName", p["metadata"]["name"]},
+                {"PodNamespace", "default"},
+                {"PodUID", p["metadata"]["uid"]},
                 {"Node", kNode}}
         .dump();
   }
@@ -194,7 +217,10 @@ class Hostile : public ::testing::Test {
     return Json{{"apiVersion", "admission.k8s.io/v1"},
                 {"kind", "AdmissionReview"},
                 {"request",
-                 {{"uid", "u1"}, {"namespace", "default"}, {"operation", "CREATE"}, {"kind", {{"kind", "Pod"}}},
+                 {{"uid", "u1"},
+                  {"namespace", "default"},
+                  {"operation", "CREATE"},
+                  {"kind", {{"kind", "Pod"}}},
                   {"object", object}}}}
         .dump();
   }
@@ -209,10 +235,19 @@ class Hostile : public ::testing::Test {
     };
     for (int i = 0; i < 3; ++i) {
       timed([] { return http::testing::Exchange(extender_port_, kHealthz, kHang); }, 200);
-      timed([i] { return http::testing::Exchange(extender_port_, Post("/filter", FilterBody(i)), kHang); }, 200);
-      timed([i] { return http::testing::Exchange(extender_port_, Post("/bind", BindBody(i)), kHang); }, 200);
+      timed(
+          [i] {
+            return http::testing::Exchange(extender_port_, Post("/filter", FilterBody(i)), kHang);
+          },
+          200);
+      timed(
+          [i] {
+            return http::testing::Exchange(extender_port_, Post("/bind", BindBody(i)), kHang);
+          },
+          200);
       timed([] { return TlsExchange(webhook_port_, kHealthz, kHang); }, 200);
-      timed([] { return TlsExchange(webhook_port_, Post("/webhook", Review(pods_[0])), kHang); }, 200);
+      timed([] { return TlsExchange(webhook_port_, Post("/webhook", Review(pods_[0])), kHang); },
+            200);
     }
   }
 
@@ -230,14 +265,18 @@ std::string DeepObjects(int n) {
   for (int i = 0; i < n; ++i) s += "{\"a\":";
   return s + "1" + std::string(static_cast<size_t>(n), '}');
 }
-std::string DeepArrays(int n) { return std::string(static_cast<size_t>(n), '[') + std::string(static_cast<size_t>(n), ']'); }
+std::string DeepArrays(int n) {
+  return std::string(static_cast<size_t>(n), '[') + std::string(static_cast<size_t>(n), ']');
+}
 
 TEST_F(Hostile, ListenerSplit) {
   // The webhook listener does not serve the extender, and the extender listener is plain HTTP.
   Expect("listener split", TlsExchange(webhook_port_, Post("/filter", FilterBody(0)), kHang), 404);
   Expect("listener split", TlsExchange(webhook_port_, Post("/bind", BindBody(0)), kHang), 404);
-  Expect("listener split", http::testing::Exchange(extender_port_, Post("/webhook", Review(pods_[0])), kHang), 404);
-  Expect("listener split", http::testing::Exchange(extender_port_, "GET /metrics HTTP/1.1\r\n\r\n", kHang), 404);
+  Expect("listener split",
+         http::testing::Exchange(extender_port_, Post("/webhook", Review(pods_[0])), kHang), 404);
+  Expect("listener split",
+         http::testing::Exchange(extender_port_, "GET /metrics HTTP/1.1\r\n\r\n", kHang), 404);
   ExpectClean("listener split");
 }
 
@@ -247,26 +286,39 @@ TEST_F(Hostile, DeepNesting) {
   const std::vector<std::string> filter_bodies = {
       "{\"Pod\":{\"metadata\":{\"name\":\"x\"},\"spec\":" + deep_o + "},\"NodeNames\":[\"n\"]}",
       "{\"Pod\":{\"metadata\":" + deep_a + "},\"NodeNames\":[\"n\"]}",
-      "{\"Pod\":" + pod + ",\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"n\"},\"spec\":" + deep_o + "}]}}",
+      "{\"Pod\":" + pod +
+          ",\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"n\"},\"spec\":" + deep_o + "}]}}",
       "{\"Pod\":" + pod + ",\"Nodes\":{\"items\":" + deep_a + "}}",
       "{\"Pod\":" + pod + ",\"NodeNames\":" + deep_a + "}",
       "{\"Pod\":" + pod + ",\"Extra\":" + deep_o + "}",
       deep_a,
       deep_o,
   };
-  for (const auto& b : filter_bodies) Expect("deep nesting /filter", http::testing::Exchange(extender_port_, Post("/filter", b), kHang), 400);
+  for (const auto& b : filter_bodies)
+    Expect("deep nesting /filter",
+           http::testing::Exchange(extender_port_, Post("/filter", b), kHang), 400);
   for (const auto& b : {deep_a, "{\"PodName\":" + deep_o + "}"})
-    Expect("deep nesting /bind", http::testing::Exchange(extender_port_, Post("/bind", b), kHang), 400);
+    Expect("deep nesting /bind", http::testing::Exchange(extender_port_, Post("/bind", b), kHang),
+           400);
   Json pod_obj = pods_[0];
   for (const auto& inner : {deep_a, deep_o}) {
-    const std::string body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
-                             "\"object\":{\"metadata\":{\"labels\":" + inner + "}}}}";
+    const std::string body =
+        "{\"apiVersion\":\"admission.k8s.io/"
+        "v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
+        "\"object\":{\"metadata\":{\"labels\":" +
+        inner + "}}}}";
     Expect("deep nesting /webhook", TlsExchange(webhook_port_, Post("/webhook", body), kHang), 400);
-    Expect("deep nesting /webhook", TlsExchange(webhook_port_, Post("/webhook", inner), kHang), 400);
+    Expect("deep nesting /webhook", TlsExchange(webhook_port_, Post("/webhook", inner), kHang),
+           400);
   }
   // Just under the limit is an ordinary request.
-  Expect("deep nesting /filter", http::testing::Exchange(extender_port_, Post("/filter",
-      "{\"Pod\":" + pod.substr(0, pod.size() - 1) + ",\"x\":" + DeepArrays(990) + "},\"NodeNames\":[\"" + kNode + "\"]}"), kHang), 200);
+  Expect("deep nesting /filter",
+         http::testing::Exchange(extender_port_,
+                                 Post("/filter", "{\"Pod\":" + pod.substr(0, pod.size() - 1) +
+                                                     ",\"x\":" + DeepArrays(990) +
+                                                     "},\"NodeNames\":[\"" + kNode + "\"]}"),
+                                 kHang),
+         200);
   ExpectClean("deep nesting /filter");
   ExpectClean("deep nesting /bind");
   ExpectClean("deep nesting /webhook");
@@ -275,10 +327,18 @@ TEST_F(Hostile, DeepNesting) {
 TEST_F(Hostile, BodyCapsAndEncodings) {
   // Content-Length over the 8 MiB cap: refused from the header.
   for (const char* path : {"/filter", "/bind"})
-    Expect("oversized content-length", http::testing::Exchange(extender_port_,
-        std::string("POST ") + path + " HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n", kHang), 413);
-  Expect("oversized content-length", TlsExchange(webhook_port_, "POST /webhook HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n", kHang), 413);
-  // Chunked past the cap: up to 100 MiB offered in 64 KiB chunks; the answer must come before the end.
+    Expect(
+        "oversized content-length",
+        http::testing::Exchange(
+            extender_port_,
+            std::string("POST ") + path + " HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n", kHang),
+        413);
+  Expect("oversized content-length",
+         TlsExchange(webhook_port_, "POST /webhook HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n",
+                     kHang),
+         413);
+  // Chunked past the cap: up to 100 MiB offered in 64 KiB chunks; the answer must come before the
+  // end.
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = ConnectLoopback(extender_port_);
     std::string carry;
@@ -293,17 +353,30 @@ TEST_F(Hostile, BodyCapsAndEncodings) {
     }
     if (!answered) answered = ReadResponse(fd, &carry, &r, kHang);
     Expect("oversized chunked", r, 413);
-    Tallies()["oversized chunked"].note = "refused after " + std::to_string(sent >> 20) + " MiB of 100 offered";
+    Tallies()["oversized chunked"].note =
+        "refused after " + std::to_string(sent >> 20) + " MiB of 100 offered";
     ::close(fd);
   }
   // Compressed bodies are refused unread, whatever they would expand to.
   std::string bomb = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03";
   bomb += std::string(1 << 20, '\0');
   for (const char* enc : {"gzip", "deflate", "br", "GZIP", "x-gzip"}) {
-    Expect("gzip bomb", http::testing::Exchange(extender_port_, Post("/filter", bomb, std::string("Content-Encoding: ") + enc + "\r\n"), kHang), 415);
-    Expect("gzip bomb", TlsExchange(webhook_port_, Post("/webhook", bomb, std::string("Content-Encoding: ") + enc + "\r\n"), kHang), 415);
+    Expect("gzip bomb",
+           http::testing::Exchange(
+               extender_port_,
+               Post("/filter", bomb, std::string("Content-Encoding: ") + enc + "\r\n"), kHang),
+           415);
+    Expect("gzip bomb",
+           TlsExchange(webhook_port_,
+                       Post("/webhook", bomb, std::string("Content-Encoding: ") + enc + "\r\n"),
+                       kHang),
+           415);
   }
-  Expect("gzip bomb", http::testing::Exchange(extender_port_, "POST /filter HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", kHang), 501);
+  Expect("gzip bomb",
+         http::testing::Exchange(
+             extender_port_,
+             "POST /filter HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", kHang),
+         501);
   ExpectClean("oversized content-length");
   ExpectClean("oversized chunked");
   ExpectClean("gzip bomb");
@@ -314,14 +387,20 @@ TEST_F(Hostile, EightMiBOfBrackets) {
   const int64_t rss0 = StatusKb(scheduler_->pid(), "VmRSS");
   int64_t peak = 0;
   for (int i = 0; i < 5; ++i) {
-    Expect("8 MiB of [", http::testing::Exchange(extender_port_, Post("/filter", body.substr(0, body.size() - 300)), kHang), 400);
+    Expect("8 MiB of [",
+           http::testing::Exchange(extender_port_,
+                                   Post("/filter", body.substr(0, body.size() - 300)), kHang),
+           400);
     peak = std::max(peak, StatusKb(scheduler_->pid(), "VmRSS"));
   }
-  Expect("8 MiB of [", TlsExchange(webhook_port_, Post("/webhook", body.substr(0, body.size() - 300)), kHang), 400);
+  Expect("8 MiB of [",
+         TlsExchange(webhook_port_, Post("/webhook", body.substr(0, body.size() - 300)), kHang),
+         400);
   peak = std::max(peak, StatusKb(scheduler_->pid(), "VmRSS"));
   const int64_t hwm = StatusKb(scheduler_->pid(), "VmHWM");
-  Tallies()["8 MiB of ["].note = "RSS before " + std::to_string(rss0 >> 10) + " MiB, highest after " +
-                                 std::to_string(peak >> 10) + " MiB, process peak " + std::to_string(hwm >> 10) + " MiB";
+  Tallies()["8 MiB of ["].note = "RSS before " + std::to_string(rss0 >> 10) +
+                                 " MiB, highest after " + std::to_string(peak >> 10) +
+                                 " MiB, process peak " + std::to_string(hwm >> 10) + " MiB";
   ExpectClean("8 MiB of [");
   EXPECT_LT(peak - rss0, 128 << 10) << "KiB grown";
 }
@@ -337,8 +416,11 @@ TEST_F(Hostile, SlowDripClients) {
       if (port == webhook_port_)
         scripts.push_back(std::string("\x16\x03\x01\x02\x00", 5) + std::string(195, 'A'));
       else
-        scripts.push_back(i % 2 ? "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: " + std::string(150, 'a')
-                                : "POST /filter HTTP/1.1\r\nContent-Length: 400\r\n\r\n" + std::string(400, ' '));
+        scripts.push_back(
+            i % 2
+                ? "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: " +
+                      std::string(150, 'a')
+                : "POST /filter HTTP/1.1\r\nContent-Length: 400\r\n\r\n" + std::string(400, ' '));
     }
   std::atomic<bool> stop{false};
   std::thread drip([&] {
@@ -360,7 +442,8 @@ TEST_F(Hostile, TwoThousandIdleConnections) {
   std::vector<int> fds;
   for (int port : {extender_port_, webhook_port_})
     for (int i = 0; i < 2000; ++i) fds.push_back(ConnectLoopback(port));
-  const int opened = static_cast<int>(std::count_if(fds.begin(), fds.end(), [](int fd) { return fd >= 0; }));
+  const int opened =
+      static_cast<int>(std::count_if(fds.begin(), fds.end(), [](int fd) { return fd >= 0; }));
   std::this_thread::sleep_for(500ms);
   ProbeAll("2000 idle per listener");
   Tallies()["2000 idle per listener"].note = std::to_string(opened) + " idle sockets open";
@@ -414,14 +497,16 @@ TEST_F(Hostile, GarbageAndHalfOpen) {
     Expect("garbage request lines", r, 400);
     ::close(fd);
   }
-  for (const std::string& partial : {std::string("GET /heal"), Post("/filter", "{\"Pod\":{}}").substr(0, 70)}) {
+  for (const std::string& partial :
+       {std::string("GET /heal"), Post("/filter", "{\"Pod\":{}}").substr(0, 70)}) {
     const int fd = ConnectLoopback(extender_port_);
     SendAll(fd, partial);
     ::shutdown(fd, SHUT_WR);
     std::string carry;
     RawResponse r;
     const bool got = ReadResponse(fd, &carry, &r, kHang);
-    if (!got && http::testing::WaitClosed(fd, 1ms)) r.status = 400;  // closed without an answer: refused
+    if (!got && http::testing::WaitClosed(fd, 1ms))
+      r.status = 400;  // closed without an answer: refused
     Expect("half-open", r, 400);
     ::close(fd);
   }
@@ -467,10 +552,12 @@ TEST_F(Hostile, TlsBadFilesFailAtStart) {
                         {"encrypted", enc_c, enc_k, "encrypted"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto child = Start(std::string("bad-") + c.name, {"--cert-file", c.cert, "--key-file", c.key}, http::testing::FreeLoopbackPort(), http::testing::FreeLoopbackPort());
+    auto child = Start(std::string("bad-") + c.name, {"--cert-file", c.cert, "--key-file", c.key},
+                       http::testing::FreeLoopbackPort(), http::testing::FreeLoopbackPort());
     ASSERT_NE(child, nullptr);
     RawResponse r;
-    if (child->WaitExit(10s)) r.status = WIFEXITED(child->status()) && WEXITSTATUS(child->status()) != 0 ? 1 : -1;
+    if (child->WaitExit(10s))
+      r.status = WIFEXITED(child->status()) && WEXITSTATUS(child->status()) != 0 ? 1 : -1;
     const std::string log = ReadText(child->log());
     if (log.find(c.words) == std::string::npos) r.status = -1;
     Tally& t = Tallies()["tls bad files at start"];

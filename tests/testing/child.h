@@ -22,10 +22,11 @@ using std::chrono::seconds;
 
 class Child {
  public:
-  // Starts argv[0] with exactly `env`. stdout and stderr go to `log`; with `pipes`, stdin and stdout
-  // are pipes to this process instead (stderr still to `log`).
+  // Starts argv[0] with exactly `env`. stdout and stderr go to `log`; with `pipes`, stdin and
+  // stdout are pipes to this process instead (stderr still to `log`).
   static std::unique_ptr<Child> Start(const std::string& name, const std::vector<std::string>& argv,
-                                      const std::vector<std::string>& env, const std::string& log, bool pipes) {
+                                      const std::vector<std::string>& env, const std::string& log,
+                                      bool pipes) {
     auto c = std::unique_ptr<Child>(new Child(name, log));
     std::vector<char*> av, ev;  // built before fork: nothing but async-signal-safe calls after it
     for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
@@ -111,7 +112,8 @@ class Child {
 
   // Reads stdout lines until one equals `until` (returned true), EOF or the deadline. Every
   // "key=value" line lands in *kv.
-  bool ReadUntil(const std::string& until, std::map<std::string, std::string>* kv, std::chrono::milliseconds timeout) {
+  bool ReadUntil(const std::string& until, std::map<std::string, std::string>* kv,
+                 std::chrono::milliseconds timeout) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (true) {
       size_t nl;
@@ -120,9 +122,11 @@ class Child {
         buf_.erase(0, nl + 1);
         output_ += line + "\n";
         if (line == until) return true;
-        if (auto eq = line.find('='); eq != std::string::npos) (*kv)[line.substr(0, eq)] = line.substr(eq + 1);
+        if (auto eq = line.find('='); eq != std::string::npos)
+          (*kv)[line.substr(0, eq)] = line.substr(eq + 1);
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
       if (left.count() <= 0 || stdout_fd_ < 0) return false;
       pollfd p{stdout_fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;

@@ -17,7 +17,8 @@ inline core::ContainerDevice Dev(const std::string& uuid, int64_t mem_mib, int c
 }
 
 // Pod "default/<name>", uid "uid-<name>", containers "c0", "c1", ... with the given devices.
-inline PendingPod MakePod(const std::string& name, std::vector<std::vector<core::ContainerDevice>> ctrs) {
+inline PendingPod MakePod(const std::string& name,
+                          std::vector<std::vector<core::ContainerDevice>> ctrs) {
   PendingPod p;
   p.uid = "uid-" + name;
   p.namespace_ = "default";

@@ -1,11 +1,10 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 
+#include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
-
-#include <grpcpp/grpcpp.h>
 
 #include "deviceplugin/proto/api.grpc.pb.h"
 #include "deviceplugin/proto/podresources.grpc.pb.h"
@@ -17,22 +16,27 @@ namespace fs = std::filesystem;
 namespace {
 Status FromGrpc(const grpc::Status& s, const char* what) {
   if (s.ok()) return OkStatus();
-  return Status(static_cast<absl::StatusCode>(s.error_code()), StrCat(what, ": ", s.error_message()));
+  return Status(static_cast<absl::StatusCode>(s.error_code()),
+                StrCat(what, ": ", s.error_message()));
 }
 }  // namespace
 
 class FakeKubelet::RegistrationService final : public v1beta1::Registration::Service {
  public:
   explicit RegistrationService(FakeKubelet* k) : k_(k) {}
-  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req, v1beta1::Empty*) override {
+  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
+                        v1beta1::Empty*) override {
     // kubelet's checks (docs/upstream-contract.md#device-plugin-api-v1beta1): supported version,
     // extended resource name, file endpoint.
     if (req->version() != "v1beta1")
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unsupported API version " + req->version());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "unsupported API version " + req->version());
     if (req->resource_name().find('/') == std::string::npos)
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid resource name " + req->resource_name());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "invalid resource name " + req->resource_name());
     if (req->endpoint().empty() || req->endpoint().find('/') != std::string::npos)
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid endpoint " + req->endpoint());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "invalid endpoint " + req->endpoint());
     k_->OnRegister(*req);
     return grpc::Status::OK;
   }
@@ -47,7 +51,8 @@ class FakeKubelet::PodResourcesService final : public v1::PodResourcesLister::Se
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* out) override {
     std::lock_guard<std::mutex> l(k_->mu_);
-    const std::string resource = k_->registrations_.empty() ? "" : k_->registrations_.back().resource_name();
+    const std::string resource =
+        k_->registrations_.empty() ? "" : k_->registrations_.back().resource_name();
     for (const auto& p : k_->known_pods_) {
       auto* pr = out->add_pod_resources();
       pr->set_namespace_(p.ns);
@@ -90,9 +95,9 @@ Status FakeKubelet::ServePodResources(const std::string& socket_path) {
   return OkStatus();
 }
 
-StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(const std::string& ns, const std::string& pod,
-                                                                  const std::string& container,
-                                                                  const std::vector<std::string>& ids) {
+StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(
+    const std::string& ns, const std::string& pod, const std::string& container,
+    const std::vector<std::string>& ids) {
   auto find = [&]() -> KnownPod& {
     for (auto& p : known_pods_)
       if (p.ns == ns && p.name == pod) return p;
@@ -115,7 +120,8 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(const std::str
   return r;
 }
 
-StatusOr<FakeKubelet::Admitted> FakeKubelet::AdmitPreferred(const std::string& ns, const std::string& pod,
+StatusOr<FakeKubelet::Admitted> FakeKubelet::AdmitPreferred(const std::string& ns,
+                                                            const std::string& pod,
                                                             const std::string& container, int n) {
   std::vector<std::string> available;
   {
@@ -128,18 +134,24 @@ StatusOr<FakeKubelet::Admitted> FakeKubelet::AdmitPreferred(const std::string& n
   }
   auto pref = GetPreferredAllocation(available, {}, n);
   if (!pref.ok()) return pref.status();
-  if (pref->container_responses_size() != 1) return Internal("GetPreferredAllocation: not one container response");
+  if (pref->container_responses_size() != 1)
+    return Internal("GetPreferredAllocation: not one container response");
   Admitted out;
-  out.ids.assign(pref->container_responses(0).deviceids().begin(), pref->container_responses(0).deviceids().end());
+  out.ids.assign(pref->container_responses(0).deviceids().begin(),
+                 pref->container_responses(0).deviceids().end());
   if (static_cast<int>(out.ids.size()) != n)
     return Internal("GetPreferredAllocation: ", out.ids.size(), " devices, asked ", n);
   HAMI_ASSIGN_OR_RETURN(out.response, AdmitAndAllocate(ns, pod, container, out.ids));
   return out;
 }
 
-std::string FakeKubelet::KubeletSocketPath() const { return (fs::path(dir_) / "kubelet.sock").string(); }
+std::string FakeKubelet::KubeletSocketPath() const {
+  return (fs::path(dir_) / "kubelet.sock").string();
+}
 
-Status FakeKubelet::Start() { return Serve(); }
+Status FakeKubelet::Start() {
+  return Serve();
+}
 
 Status FakeKubelet::Serve() {
   std::error_code ec;
@@ -200,7 +212,8 @@ void FakeKubelet::OnRegister(const v1beta1::RegisterRequest& req) {
   }
   const std::string target = "unix:" + (fs::path(dir_) / req.endpoint()).string();
   std::thread t([this, ctx, target, generation] {
-    auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    auto stub = v1beta1::DevicePlugin::NewStub(
+        grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
     {
       grpc::ClientContext octx;
       octx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -262,11 +275,12 @@ StatusOr<std::unique_ptr<v1beta1::DevicePlugin::Stub>> FakeKubelet::PluginStub()
     endpoint = endpoint_;
   }
   if (endpoint.empty()) return FailedPrecondition("no device plugin registered");
-  return v1beta1::DevicePlugin::NewStub(
-      grpc::CreateChannel("unix:" + (fs::path(dir_) / endpoint).string(), grpc::InsecureChannelCredentials()));
+  return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+      "unix:" + (fs::path(dir_) / endpoint).string(), grpc::InsecureChannelCredentials()));
 }
 
-StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(const std::vector<std::vector<std::string>>& containers) {
+StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
+    const std::vector<std::vector<std::string>>& containers) {
   HAMI_ASSIGN_OR_RETURN(auto stub, PluginStub());
   v1beta1::AllocateRequest req;
   for (const auto& ids : containers) {
@@ -281,7 +295,8 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(const std::vector<std:
 }
 
 StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocation(
-    const std::vector<std::string>& available, const std::vector<std::string>& must_include, int size) {
+    const std::vector<std::string>& available, const std::vector<std::string>& must_include,
+    int size) {
   HAMI_ASSIGN_OR_RETURN(auto stub, PluginStub());
   v1beta1::PreferredAllocationRequest req;
   auto* c = req.add_container_requests();
@@ -291,7 +306,8 @@ StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocati
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1beta1::PreferredAllocationResponse resp;
-  HAMI_RETURN_IF_ERROR(FromGrpc(stub->GetPreferredAllocation(&ctx, req, &resp), "GetPreferredAllocation"));
+  HAMI_RETURN_IF_ERROR(
+      FromGrpc(stub->GetPreferredAllocation(&ctx, req, &resp), "GetPreferredAllocation"));
   return resp;
 }
 

@@ -45,17 +45,21 @@ class FakeKubelet {
   v1beta1::DevicePluginOptions Options() const;  // from GetDevicePluginOptions
 
   // DevicePlugin client calls on the registered plugin (one inner vector per container).
-  StatusOr<v1beta1::AllocateResponse> Allocate(const std::vector<std::vector<std::string>>& containers);
+  StatusOr<v1beta1::AllocateResponse> Allocate(
+      const std::vector<std::vector<std::string>>& containers);
   StatusOr<v1beta1::PreferredAllocationResponse> GetPreferredAllocation(
-      const std::vector<std::string>& available, const std::vector<std::string>& must_include, int size);
+      const std::vector<std::string>& available, const std::vector<std::string>& must_include,
+      int size);
 
   std::string KubeletSocketPath() const;
 
-  // Serves PodResourcesLister (List) on `socket_path`, listing the pods admitted below. Survives Restart.
+  // Serves PodResourcesLister (List) on `socket_path`, listing the pods admitted below. Survives
+  // Restart.
   Status ServePodResources(const std::string& socket_path);
   // kubelet's admission of one container: the pod joins kubelet's pod list first (as kubelet adds a
   // pod before admitting it), then Allocate, then the container holds the IDs.
-  StatusOr<v1beta1::AllocateResponse> AdmitAndAllocate(const std::string& ns, const std::string& pod,
+  StatusOr<v1beta1::AllocateResponse> AdmitAndAllocate(const std::string& ns,
+                                                       const std::string& pod,
                                                        const std::string& container,
                                                        const std::vector<std::string>& ids);
   // The same for a container asking `n` devices, with the IDs chosen as kubelet chooses them: the
@@ -65,8 +69,8 @@ class FakeKubelet {
     std::vector<std::string> ids;
     v1beta1::AllocateResponse response;
   };
-  StatusOr<Admitted> AdmitPreferred(const std::string& ns, const std::string& pod, const std::string& container,
-                                    int n);
+  StatusOr<Admitted> AdmitPreferred(const std::string& ns, const std::string& pod,
+                                    const std::string& container, int n);
 
  private:
   class RegistrationService;

@@ -8,9 +8,9 @@
 namespace hami::gpu::testing {
 
 struct FakeNvmlHooks {
-  void (*reset)() = nullptr;                          // fakegpu_nvml_reset: re-read FAKEGPU_* env
+  void (*reset)() = nullptr;  // fakegpu_nvml_reset: re-read FAKEGPU_* env
   int (*inject_xid)(int, unsigned long long) = nullptr;  // fakegpu_inject_xid(dev, xid)
-  std::string error;                                  // why the hooks are missing, if they are
+  std::string error;                                     // why the hooks are missing, if they are
   bool ok() const { return reset != nullptr && inject_xid != nullptr; }
 };
 
@@ -23,7 +23,8 @@ inline FakeNvmlHooks LoadFakeNvmlHooks(const char* path) {
     return h;
   }
   h.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fakegpu_nvml_reset"));
-  h.inject_xid = reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(lib, "fakegpu_inject_xid"));
+  h.inject_xid =
+      reinterpret_cast<int (*)(int, unsigned long long)>(dlsym(lib, "fakegpu_inject_xid"));
   if (!h.ok()) h.error = std::string(path) + " lacks fakegpu_nvml_reset / fakegpu_inject_xid";
   return h;
 }

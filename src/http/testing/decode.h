@@ -16,7 +16,8 @@ struct Decoded {
   std::string reason;
 };
 
-inline Decoded DecodeStream(const std::string& wire, RequestLimits limits = {}, size_t step = 0, bool eof = true) {
+inline Decoded DecodeStream(const std::string& wire, RequestLimits limits = {}, size_t step = 0,
+                            bool eof = true) {
   Decoded out;
   std::string buf;
   size_t fed = 0;

@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -74,7 +74,8 @@ inline bool TakeResponse(std::string* carry, RawResponse* out) {
     std::string lower = out->head;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const size_t cl = lower.find("content-length:");
-    const size_t len = cl == std::string::npos ? 0 : std::strtoul(out->head.c_str() + cl + 15, nullptr, 10);
+    const size_t len =
+        cl == std::string::npos ? 0 : std::strtoul(out->head.c_str() + cl + 15, nullptr, 10);
     if (carry->size() < h + 4 + len) return false;
     out->body = carry->substr(h + 4, len);
     carry->erase(0, h + 4 + len);
@@ -84,16 +85,19 @@ inline bool TakeResponse(std::string* carry, RawResponse* out) {
 
 // Reads one response from fd; *carry holds bytes read past it (the next pipelined response).
 // False when it does not complete in `timeout`.
-inline bool ReadResponse(int fd, std::string* carry, RawResponse* out, std::chrono::milliseconds timeout) {
+inline bool ReadResponse(int fd, std::string* carry, RawResponse* out,
+                         std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (TakeResponse(carry, out)) return true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
     if (left.count() <= 0 || !ReadSome(fd, carry, left)) return false;
   }
 }
 
-// One response from fd when nothing else is expected after it; status 0 when none came in `timeout`.
+// One response from fd when nothing else is expected after it; status 0 when none came in
+// `timeout`.
 inline RawResponse ReadOne(int fd, std::chrono::milliseconds timeout) {
   std::string carry;
   RawResponse r;
@@ -129,7 +133,8 @@ inline void ResetClose(int fd) {
 inline bool WaitClosed(int fd, std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;

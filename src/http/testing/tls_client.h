@@ -1,14 +1,14 @@
 #pragma once
 // Test helper: blocking TLS client calls on loopback, bounded by socket timeouts (no certificate
-// verification: the tests check which certificate is served, not who signed it). Header-only; OpenSSL.
+// verification: the tests check which certificate is served, not who signed it). Header-only;
+// OpenSSL.
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-
-#include <fcntl.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,15 +19,16 @@
 namespace hami::http::testing {
 
 // One request over TLS on a fresh connection; status 0 when nothing came back in `timeout`. `cn`
-// (optional) gets the common name of the server's certificate, "handshake failed" when there was none.
-// An empty request only does the handshake.
-inline RawResponse TlsExchange(int port, const std::string& request, std::chrono::milliseconds timeout,
-                               std::string* cn = nullptr) {
+// (optional) gets the common name of the server's certificate, "handshake failed" when there was
+// none. An empty request only does the handshake.
+inline RawResponse TlsExchange(int port, const std::string& request,
+                               std::chrono::milliseconds timeout, std::string* cn = nullptr) {
   RawResponse r;
   if (cn) *cn = "handshake failed";
   const int fd = ConnectLoopback(port);
   if (fd < 0) return r;
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
@@ -38,7 +39,8 @@ inline RawResponse TlsExchange(int port, const std::string& request, std::chrono
     if (cn) {
       X509* peer = SSL_get1_peer_certificate(ssl);
       char buf[256] = {0};
-      if (peer) X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, buf, sizeof buf);
+      if (peer)
+        X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, buf, sizeof buf);
       *cn = buf;
       X509_free(peer);
     }
@@ -50,7 +52,8 @@ inline RawResponse TlsExchange(int port, const std::string& request, std::chrono
       char tmp[16384];
       size_t sent = 0;
       while (sent < request.size()) {
-        const int n = SSL_write(ssl, request.data() + sent, static_cast<int>(std::min<size_t>(request.size() - sent, 65536)));
+        const int n = SSL_write(ssl, request.data() + sent,
+                                static_cast<int>(std::min<size_t>(request.size() - sent, 65536)));
         if (n <= 0) break;
         sent += static_cast<size_t>(n);
         pollfd p{fd, POLLIN, 0};

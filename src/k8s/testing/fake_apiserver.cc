@@ -39,11 +39,14 @@ const ResDef kResources[] = {
     {"/api/v1", "namespaces", "namespace", "Namespace", false, "ns", "v1", true},
     {"/api/v1", "resourcequotas", "resourcequota", "ResourceQuota", true, "quota", "v1", true},
     {"/api/v1", "configmaps", "configmap", "ConfigMap", true, "cm", "v1", false},
-    {"/apis/coordination.k8s.io/v1", "leases", "lease", "Lease", true, "", "coordination.k8s.io/v1", false},
+    {"/apis/coordination.k8s.io/v1", "leases", "lease", "Lease", true, "", "coordination.k8s.io/v1",
+     false},
     {"/apis/events.k8s.io/v1", "events", "event", "Event", true, "ev", "events.k8s.io/v1", false},
 };
 
-std::string ResId(const ResDef& d) { return std::string(d.prefix) + "/" + d.plural; }
+std::string ResId(const ResDef& d) {
+  return std::string(d.prefix) + "/" + d.plural;
+}
 
 const ResDef* FindByPlural(const std::string& plural) {
   for (const auto& d : kResources) {
@@ -59,28 +62,43 @@ const ResDef* FindByKind(const std::string& kind, const std::string& api_version
   return nullptr;
 }
 
-Json MakeStatus(int code, const std::string& reason, const std::string& message, Json details = nullptr) {
-  Json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
-            {"message", message}, {"reason", reason}, {"code", code}};
+Json MakeStatus(int code, const std::string& reason, const std::string& message,
+                Json details = nullptr) {
+  Json s = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", Json::object()},
+            {"status", "Failure"}, {"message", message}, {"reason", reason},
+            {"code", code}};
   if (!details.is_null()) s["details"] = std::move(details);
   return s;
 }
 
 std::string ReasonFor(int code) {
   switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "Unknown";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Expired";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "Unknown";
   }
 }
 
@@ -93,7 +111,9 @@ std::string NowRfc3339() {
   return buf;
 }
 
-std::string Key(const std::string& ns, const std::string& name) { return ns.empty() ? name : ns + "/" + name; }
+std::string Key(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "/" + name;
+}
 
 std::string MetaStr(const Json& obj, const char* field) {
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
@@ -167,7 +187,8 @@ struct FakeApiServer::Impl {
     uint64_t a = rng.Next(), b = rng.Next();
     std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-a%03x-%012llx", static_cast<unsigned>(a >> 32),
                   static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
-                  static_cast<unsigned>(b >> 52), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+                  static_cast<unsigned>(b >> 52),
+                  static_cast<unsigned long long>(b & 0xffffffffffffULL));
     return buf;
   }
   std::string RandomSuffix() {
@@ -193,13 +214,16 @@ struct FakeApiServer::Impl {
     obj["apiVersion"] = d.api_version;
     Json& md = obj["metadata"];
     if (d.namespaced) md["namespace"] = ns;
-    if (!md.contains("uid") || !md["uid"].is_string() || md["uid"].get<std::string>().empty()) md["uid"] = NewUid();
-    if (!md.contains("creationTimestamp") || md["creationTimestamp"].is_null()) md["creationTimestamp"] = NowRfc3339();
+    if (!md.contains("uid") || !md["uid"].is_string() || md["uid"].get<std::string>().empty())
+      md["uid"] = NewUid();
+    if (!md.contains("creationTimestamp") || md["creationTimestamp"].is_null())
+      md["creationTimestamp"] = NowRfc3339();
     if (std::string(d.plural) == "pods") {
       if (!obj.contains("status") || !obj["status"].is_object()) obj["status"] = Json::object();
       if (!obj["status"].contains("phase")) obj["status"]["phase"] = "Pending";
       if (!obj.contains("spec") || !obj["spec"].is_object()) obj["spec"] = Json::object();
-      if (!obj["spec"].contains("schedulerName")) obj["spec"]["schedulerName"] = "default-scheduler";
+      if (!obj["spec"].contains("schedulerName"))
+        obj["spec"]["schedulerName"] = "default-scheduler";
     }
   }
 
@@ -211,14 +235,16 @@ struct FakeApiServer::Impl {
   }
 
   static StatusOr<Target> ParsePath(const std::string& path) {
-    for (const char* prefix : {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1"}) {
+    for (const char* prefix :
+         {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1"}) {
       std::string p(prefix);
       if (path.rfind(p + "/", 0) != 0) continue;
       std::vector<std::string> seg;
       size_t start = p.size() + 1;
       while (start <= path.size()) {
         size_t slash = path.find('/', start);
-        seg.push_back(path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+        seg.push_back(
+            path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
         if (slash == std::string::npos) break;
         start = slash + 1;
       }
@@ -237,7 +263,8 @@ struct FakeApiServer::Impl {
       // Namespaced resources also have an all-namespaces collection (/api/v1/pods) but no
       // objects outside a namespace; cluster-scoped ones never sit under /namespaces/{ns}/.
       const bool cluster_path = i == 0;
-      if (!t.def->namespaced && !cluster_path) return NotFound("the server could not find the requested resource");
+      if (!t.def->namespaced && !cluster_path)
+        return NotFound("the server could not find the requested resource");
       if (t.def->namespaced && cluster_path && seg.size() > 1) {
         return NotFound("the server could not find the requested resource");
       }
@@ -260,11 +287,13 @@ struct FakeApiServer::Impl {
       requests.push_back({req.method, req.path, query, req.get_header_value("Content-Type"),
                           req.get_header_value("Authorization")});
       delay = latency;
-      if (auto p = partitioned.find(req.get_header_value("Authorization")); p != partitioned.end() && p->second) {
+      if (auto p = partitioned.find(req.get_header_value("Authorization"));
+          p != partitioned.end() && p->second) {
         // Cut off: the request never arrives. Held until the cut heals (or the server stops), then
         // refused unapplied; a client that gives up first only sees its own timeout.
         std::unique_lock<std::mutex> ul(mu, std::adopt_lock);
-        cv.wait(ul, [&] { return stopping || !partitioned[req.get_header_value("Authorization")]; });
+        cv.wait(ul,
+                [&] { return stopping || !partitioned[req.get_header_value("Authorization")]; });
         ul.release();
         Reply(res, 503, MakeStatus(503, "ServiceUnavailable", "network partition (fake)"));
         return httplib::Server::HandlerResponse::Handled;
@@ -302,10 +331,14 @@ struct FakeApiServer::Impl {
   static Json ParseBody(const httplib::Request& req) {
     const std::string ct = req.get_header_value("Content-Type");
     if (ct.find("protobuf") != std::string::npos) {
-      throw Err(415, "UnsupportedMediaType", "the fake API server speaks JSON only; protobuf bodies are not supported", nullptr);
+      throw Err(415, "UnsupportedMediaType",
+                "the fake API server speaks JSON only; protobuf bodies are not supported", nullptr);
     }
     auto j = Json::parse(req.body, nullptr, false);
-    if (j.is_discarded()) throw Err(400, "the body of the request was in an unknown format - accepted media types include: application/json");
+    if (j.is_discarded())
+      throw Err(400,
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json");
     return j;
   }
 
@@ -397,7 +430,9 @@ struct FakeApiServer::Impl {
   }
 
   static std::string GoneLine(int64_t asked, int64_t oldest) {
-    return EventLine("ERROR", MakeStatus(410, "Expired", StrCat("too old resource version: ", asked, " (", oldest, ")")));
+    return EventLine(
+        "ERROR",
+        MakeStatus(410, "Expired", StrCat("too old resource version: ", asked, " (", oldest, ")")));
   }
 
   void Watch(const httplib::Request& req, httplib::Response& res, const Target& t) {
@@ -406,7 +441,8 @@ struct FakeApiServer::Impl {
     std::tie(st->labels, st->fields) = Selectors(req);
     st->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
     int64_t timeout = opts.default_watch_timeout_seconds;
-    if (req.has_param("timeoutSeconds")) timeout = std::max<int64_t>(1, std::atoll(req.get_param_value("timeoutSeconds").c_str()));
+    if (req.has_param("timeoutSeconds"))
+      timeout = std::max<int64_t>(1, std::atoll(req.get_param_value("timeoutSeconds").c_str()));
     const auto now = std::chrono::steady_clock::now();
     st->deadline = now + std::chrono::seconds(timeout);
     st->last_write = now;
@@ -416,7 +452,8 @@ struct FakeApiServer::Impl {
       st->drop_gen = drop_generation;
       if (force_gone > 0) {
         --force_gone;
-        st->pending.push_back(GoneLine(rv_param.empty() ? 0 : std::atoll(rv_param.c_str()), compacted_rv + 1));
+        st->pending.push_back(
+            GoneLine(rv_param.empty() ? 0 : std::atoll(rv_param.c_str()), compacted_rv + 1));
         st->finished = true;
       } else if (rv_param.empty() || rv_param == "0") {
         // Start with the current state as synthetic ADDED events.
@@ -429,7 +466,8 @@ struct FakeApiServer::Impl {
       } else {
         char* end = nullptr;
         const long long asked = std::strtoll(rv_param.c_str(), &end, 10);
-        if (!end || *end != '\0') throw Err(400, StrCat("invalid resource version \"", rv_param, "\""));
+        if (!end || *end != '\0')
+          throw Err(400, StrCat("invalid resource version \"", rv_param, "\""));
         if (asked < compacted_rv) {
           st->pending.push_back(GoneLine(asked, compacted_rv + 1));
           st->finished = true;
@@ -441,8 +479,7 @@ struct FakeApiServer::Impl {
     res.status = 200;
     res.set_header("Cache-Control", "no-cache, private");
     res.set_chunked_content_provider(
-        "application/json",
-        [this, st](size_t, httplib::DataSink& sink) { return Pump(*st, sink); },
+        "application/json", [this, st](size_t, httplib::DataSink& sink) { return Pump(*st, sink); },
         [this](bool) {
           std::lock_guard<std::mutex> l(mu);
           --open_watches;
@@ -457,7 +494,8 @@ struct FakeApiServer::Impl {
       std::unique_lock<std::mutex> l(mu);
       if (st.pending.empty() && !st.finished) {
         cv.wait_for(l, std::chrono::milliseconds(200), [&] {
-          return stopping || drop_generation != st.drop_gen || (!log.empty() && log.back().rv > st.cursor);
+          return stopping || drop_generation != st.drop_gen ||
+                 (!log.empty() && log.back().rv > st.cursor);
         });
       }
       if (drop_generation != st.drop_gen) return false;
@@ -497,13 +535,15 @@ struct FakeApiServer::Impl {
       }
       const auto now = std::chrono::steady_clock::now();
       if (!done && st.bookmarks && now - st.last_write >= opts.bookmark_interval) {
-        out.push_back(EventLine("BOOKMARK", {{"kind", st.t.def->kind},
-                                             {"apiVersion", st.t.def->api_version},
-                                             {"metadata", {{"resourceVersion", std::to_string(st.cursor)}}}}));
+        out.push_back(EventLine("BOOKMARK",
+                                {{"kind", st.t.def->kind},
+                                 {"apiVersion", st.t.def->api_version},
+                                 {"metadata", {{"resourceVersion", std::to_string(st.cursor)}}}}));
       }
       if (now >= st.deadline) done = true;
       // A newline every second keeps detecting clients that went away (JSON streams skip it).
-      if (out.empty() && !done && now - st.last_write >= std::chrono::seconds(1)) out.push_back("\n");
+      if (out.empty() && !done && now - st.last_write >= std::chrono::seconds(1))
+        out.push_back("\n");
       if (!out.empty()) st.last_write = now;
     }
     for (const auto& line : out) {
@@ -519,7 +559,9 @@ struct FakeApiServer::Impl {
     Guard(req, res, [&](const Target& t) {
       Json body = ParseBody(req);
       if (t.sub == "binding" && std::string(t.def->plural) == "pods") return Bind(res, t, body);
-      if (!t.name.empty()) throw Err(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", nullptr);
+      if (!t.name.empty())
+        throw Err(405, "MethodNotAllowed",
+                  "the server does not allow this method on the requested resource", nullptr);
       if (!body.is_object()) throw Err(400, "body must be a JSON object");
       std::lock_guard<std::mutex> l(mu);
       Reply(res, 201, CreateLocked(*t.def, t.ns, std::move(body)));
@@ -534,14 +576,19 @@ struct FakeApiServer::Impl {
     if (d.namespaced) {
       if (ns.empty()) ns = body_ns.empty() ? "default" : body_ns;
       if (!body_ns.empty() && body_ns != ns) {
-        throw Err(400, "the namespace of the provided object does not match the namespace sent on the request");
+        throw Err(400,
+                  "the namespace of the provided object does not match the namespace sent on the "
+                  "request");
       }
     }
     std::string name = MetaStr(body, "name");
     if (name.empty()) {
       const std::string gen = MetaStr(body, "generateName");
       if (gen.empty()) {
-        throw Err(422, "Invalid", StrCat(d.kind, " \"\" is invalid: metadata.name: Required value: name or generateName is required"),
+        throw Err(422, "Invalid",
+                  StrCat(d.kind,
+                         " \"\" is invalid: metadata.name: Required value: name or generateName is "
+                         "required"),
                   {{"kind", d.kind}});
       }
       name = gen + RandomSuffix();
@@ -572,36 +619,52 @@ struct FakeApiServer::Impl {
     Json& pod = it->second;
     const std::string bind_uid = MetaStr(binding, "uid");
     const std::string pod_uid = MetaStr(pod, "uid");
-    const std::string what = StrCat("Operation cannot be fulfilled on pods/binding \"", t.name, "\": ");
+    const std::string what =
+        StrCat("Operation cannot be fulfilled on pods/binding \"", t.name, "\": ");
     if (!bind_uid.empty() && bind_uid != pod_uid) {
-      throw Err(409, "Conflict", what + StrCat("Precondition failed: UID in precondition: ", bind_uid, ", UID in object meta: ", pod_uid),
+      throw Err(409, "Conflict",
+                what + StrCat("Precondition failed: UID in precondition: ", bind_uid,
+                              ", UID in object meta: ", pod_uid),
                 {{"name", t.name}, {"kind", "pods/binding"}});
     }
-    if (pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp") && !pod["metadata"]["deletionTimestamp"].is_null()) {
-      throw Err(409, "Conflict", what + "pod is being deleted, cannot be assigned to a host", {{"name", t.name}, {"kind", "pods/binding"}});
+    if (pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp") &&
+        !pod["metadata"]["deletionTimestamp"].is_null()) {
+      throw Err(409, "Conflict", what + "pod is being deleted, cannot be assigned to a host",
+                {{"name", t.name}, {"kind", "pods/binding"}});
     }
     const std::string current = pod.contains("spec") ? pod["spec"].value("nodeName", "") : "";
     if (!current.empty()) {
-      throw Err(409, "Conflict", what + StrCat("pod ", t.name, " is already assigned to node \"", current, "\""),
+      throw Err(409, "Conflict",
+                what + StrCat("pod ", t.name, " is already assigned to node \"", current, "\""),
                 {{"name", t.name}, {"kind", "pods/binding"}});
     }
     Json prev = pod;
     pod["spec"]["nodeName"] = node;
-    if (binding["metadata"].contains("annotations") && binding["metadata"]["annotations"].is_object()) {
-      for (auto& [k, v] : binding["metadata"]["annotations"].items()) pod["metadata"]["annotations"][k] = v;
+    if (binding["metadata"].contains("annotations") &&
+        binding["metadata"]["annotations"].is_object()) {
+      for (auto& [k, v] : binding["metadata"]["annotations"].items())
+        pod["metadata"]["annotations"][k] = v;
     }
     Json& conds = pod["status"]["conditions"];
     if (!conds.is_array()) conds = Json::array();
-    conds.push_back({{"type", "PodScheduled"}, {"status", "True"}, {"lastProbeTime", nullptr},
+    conds.push_back({{"type", "PodScheduled"},
+                     {"status", "True"},
+                     {"lastProbeTime", nullptr},
                      {"lastTransitionTime", NowRfc3339()}});
     RecordLocked(*t.def, "MODIFIED", pod, std::move(prev));
-    Reply(res, 201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Success"}, {"code", 201}});
+    Reply(res, 201,
+          {{"kind", "Status"},
+           {"apiVersion", "v1"},
+           {"metadata", Json::object()},
+           {"status", "Success"},
+           {"code", 201}});
   }
 
   static ApiError ConflictErr(const Target& t) {
     return Err(409, "Conflict",
                StrCat("Operation cannot be fulfilled on ", t.def->plural, " \"", t.name,
-                      "\": the object has been modified; please apply your changes to the latest version and try again"),
+                      "\": the object has been modified; please apply your changes to the latest "
+                      "version and try again"),
                {{"name", t.name}, {"kind", t.def->plural}});
   }
 
@@ -616,8 +679,10 @@ struct FakeApiServer::Impl {
     }
     // As the real server's object-meta update validation: a write naming another uid is refused
     // (a pod re-created under the same name is never changed by a write meant for the old one).
-    if (next["metadata"].is_object() && next["metadata"].contains("uid") && next["metadata"]["uid"].is_string() &&
-        !next["metadata"]["uid"].get<std::string>().empty() && next["metadata"]["uid"] != stored["metadata"]["uid"]) {
+    if (next["metadata"].is_object() && next["metadata"].contains("uid") &&
+        next["metadata"]["uid"].is_string() &&
+        !next["metadata"]["uid"].get<std::string>().empty() &&
+        next["metadata"]["uid"] != stored["metadata"]["uid"]) {
       throw Err(422, "Invalid",
                 StrCat(t.def->kind, " \"", t.name, "\" is invalid: metadata.uid: Invalid value: \"",
                        next["metadata"]["uid"].get<std::string>(), "\": field is immutable"),
@@ -638,11 +703,15 @@ struct FakeApiServer::Impl {
 
   void HandlePut(const httplib::Request& req, httplib::Response& res) {
     Guard(req, res, [&](const Target& t) {
-      if (t.name.empty()) throw Err(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", nullptr);
+      if (t.name.empty())
+        throw Err(405, "MethodNotAllowed",
+                  "the server does not allow this method on the requested resource", nullptr);
       Json body = ParseBody(req);
-      if (!body.is_object() || !body["metadata"].is_object()) throw Err(400, "body must be an object with metadata");
+      if (!body.is_object() || !body["metadata"].is_object())
+        throw Err(400, "body must be an object with metadata");
       if (MetaStr(body, "name") != t.name) {
-        throw Err(400, StrCat("the name of the object (", MetaStr(body, "name"), ") does not match the name on the URL (", t.name, ")"));
+        throw Err(400, StrCat("the name of the object (", MetaStr(body, "name"),
+                              ") does not match the name on the URL (", t.name, ")"));
       }
       std::lock_guard<std::mutex> l(mu);
       auto& m = objects[ResId(*t.def)];
@@ -656,7 +725,9 @@ struct FakeApiServer::Impl {
 
   void HandlePatch(const httplib::Request& req, httplib::Response& res) {
     Guard(req, res, [&](const Target& t) {
-      if (t.name.empty()) throw Err(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", nullptr);
+      if (t.name.empty())
+        throw Err(405, "MethodNotAllowed",
+                  "the server does not allow this method on the requested resource", nullptr);
       std::string ct = req.get_header_value("Content-Type");
       ct = ct.substr(0, ct.find(';'));
       Json patch = ParseBody(req);
@@ -670,25 +741,37 @@ struct FakeApiServer::Impl {
         try {
           next = next.patch(patch);
         } catch (const Json::exception& e) {
-          throw Err(422, "Invalid", StrCat("the server rejected our request due to an error in our request: ", e.what()), nullptr);
+          throw Err(
+              422, "Invalid",
+              StrCat("the server rejected our request due to an error in our request: ", e.what()),
+              nullptr);
         }
-      } else if (ct == "application/merge-patch+json" || ct == "application/strategic-merge-patch+json") {
+      } else if (ct == "application/merge-patch+json" ||
+                 ct == "application/strategic-merge-patch+json") {
         if (!patch.is_object()) throw Err(400, "merge patch must be a JSON object");
         next.merge_patch(patch);
       } else {
-        throw Err(415, "UnsupportedMediaType", StrCat("the body of the request was in an unknown format - accepted media types include: "
-                                                      "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"),
-                  nullptr);
+        throw Err(
+            415, "UnsupportedMediaType",
+            StrCat(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, "
+                "application/strategic-merge-patch+json"),
+            nullptr);
       }
-      if (!next.is_object() || !next["metadata"].is_object()) throw Err(422, "Invalid", "patched object has no metadata", nullptr);
-      if (MetaStr(next, "resourceVersion") != MetaStr(it->second, "resourceVersion")) throw ConflictErr(t);
+      if (!next.is_object() || !next["metadata"].is_object())
+        throw Err(422, "Invalid", "patched object has no metadata", nullptr);
+      if (MetaStr(next, "resourceVersion") != MetaStr(it->second, "resourceVersion"))
+        throw ConflictErr(t);
       Reply(res, 200, CommitLocked(t, it->second, std::move(next)));
     });
   }
 
   void HandleDelete(const httplib::Request& req, httplib::Response& res) {
     Guard(req, res, [&](const Target& t) {
-      if (t.name.empty()) throw Err(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", nullptr);
+      if (t.name.empty())
+        throw Err(405, "MethodNotAllowed",
+                  "the server does not allow this method on the requested resource", nullptr);
       std::lock_guard<std::mutex> l(mu);
       auto& m = objects[ResId(*t.def)];
       auto it = m.find(Key(t.def->namespaced ? t.ns : "", t.name));
@@ -696,8 +779,13 @@ struct FakeApiServer::Impl {
       Json obj = std::move(it->second);
       m.erase(it);
       RecordLocked(*t.def, "DELETED", obj, nullptr);
-      Reply(res, 200, {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Success"},
-                       {"details", {{"name", t.name}, {"kind", t.def->plural}, {"uid", MetaStr(obj, "uid")}}}});
+      Reply(
+          res, 200,
+          {{"kind", "Status"},
+           {"apiVersion", "v1"},
+           {"metadata", Json::object()},
+           {"status", "Success"},
+           {"details", {{"name", t.name}, {"kind", t.def->plural}, {"uid", MetaStr(obj, "uid")}}}});
     });
   }
 
@@ -707,32 +795,55 @@ struct FakeApiServer::Impl {
     Json resources = Json::array();
     for (const auto& d : kResources) {
       if (prefix != d.prefix) continue;
-      Json r = {{"name", d.plural}, {"singularName", d.singular}, {"namespaced", d.namespaced}, {"kind", d.kind},
+      Json r = {{"name", d.plural},
+                {"singularName", d.singular},
+                {"namespaced", d.namespaced},
+                {"kind", d.kind},
                 {"verbs", {"create", "delete", "get", "list", "patch", "update", "watch"}}};
       if (*d.short_name) r["shortNames"] = {d.short_name};
       resources.push_back(r);
       if (d.has_status) {
-        resources.push_back({{"name", std::string(d.plural) + "/status"}, {"singularName", ""}, {"namespaced", d.namespaced},
-                             {"kind", d.kind}, {"verbs", {"get", "patch", "update"}}});
+        resources.push_back({{"name", std::string(d.plural) + "/status"},
+                             {"singularName", ""},
+                             {"namespaced", d.namespaced},
+                             {"kind", d.kind},
+                             {"verbs", {"get", "patch", "update"}}});
       }
       if (std::string(d.plural) == "pods") {
-        resources.push_back({{"name", "pods/binding"}, {"singularName", ""}, {"namespaced", true}, {"kind", "Binding"},
+        resources.push_back({{"name", "pods/binding"},
+                             {"singularName", ""},
+                             {"namespaced", true},
+                             {"kind", "Binding"},
                              {"verbs", {"create"}}});
       }
     }
-    return {{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", group_version}, {"resources", resources}};
+    return {{"kind", "APIResourceList"},
+            {"apiVersion", "v1"},
+            {"groupVersion", group_version},
+            {"resources", resources}};
   }
 
   void InstallRoutes() {
-    svr->set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) { return PreRoute(q, r); });
+    svr->set_pre_routing_handler(
+        [this](const httplib::Request& q, httplib::Response& r) { return PreRoute(q, r); });
     svr->Get("/version", [](const httplib::Request&, httplib::Response& res) {
-      Reply(res, 200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-hami-fake"}, {"platform", "linux/amd64"},
-                       {"goVersion", "n/a"}, {"compiler", "n/a"}, {"buildDate", "2026-01-01T00:00:00Z"},
-                       {"gitCommit", "0"}, {"gitTreeState", "clean"}});
+      Reply(res, 200,
+            {{"major", "1"},
+             {"minor", "32"},
+             {"gitVersion", "v1.32.0-hami-fake"},
+             {"platform", "linux/amd64"},
+             {"goVersion", "n/a"},
+             {"compiler", "n/a"},
+             {"buildDate", "2026-01-01T00:00:00Z"},
+             {"gitCommit", "0"},
+             {"gitTreeState", "clean"}});
     });
     svr->Get("/api", [this](const httplib::Request&, httplib::Response& res) {
-      Reply(res, 200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
-                       {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", StrCat(opts.host, ":", port)}}}}});
+      Reply(res, 200,
+            {{"kind", "APIVersions"},
+             {"versions", {"v1"}},
+             {"serverAddressByClientCIDRs",
+              {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", StrCat(opts.host, ":", port)}}}}});
     });
     svr->Get("/apis", [](const httplib::Request&, httplib::Response& res) {
       Json groups = Json::array();
@@ -742,26 +853,37 @@ struct FakeApiServer::Impl {
       }
       Reply(res, 200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}});
     });
-    svr->Get("/api/v1", [this](const httplib::Request&, httplib::Response& res) { Reply(res, 200, ResourceList("/api/v1", "v1")); });
+    svr->Get("/api/v1", [this](const httplib::Request&, httplib::Response& res) {
+      Reply(res, 200, ResourceList("/api/v1", "v1"));
+    });
     for (const char* g : {"coordination.k8s.io", "events.k8s.io"}) {
       const std::string prefix = StrCat("/apis/", g, "/v1");
       const std::string gv = StrCat(g, "/v1");
-      svr->Get(prefix, [this, prefix, gv](const httplib::Request&, httplib::Response& res) { Reply(res, 200, ResourceList(prefix, gv)); });
+      svr->Get(prefix, [this, prefix, gv](const httplib::Request&, httplib::Response& res) {
+        Reply(res, 200, ResourceList(prefix, gv));
+      });
     }
     const std::string any = R"(/apis?/.+)";
     svr->Get(any, [this](const httplib::Request& q, httplib::Response& r) { HandleGet(q, r); });
     svr->Post(any, [this](const httplib::Request& q, httplib::Response& r) { HandlePost(q, r); });
     svr->Put(any, [this](const httplib::Request& q, httplib::Response& r) { HandlePut(q, r); });
     svr->Patch(any, [this](const httplib::Request& q, httplib::Response& r) { HandlePatch(q, r); });
-    svr->Delete(any, [this](const httplib::Request& q, httplib::Response& r) { HandleDelete(q, r); });
+    svr->Delete(any,
+                [this](const httplib::Request& q, httplib::Response& r) { HandleDelete(q, r); });
     svr->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-      if (res.body.empty()) Reply(res, res.status, MakeStatus(res.status, ReasonFor(res.status), "the server could not find the requested resource"));
+      if (res.body.empty())
+        Reply(res, res.status,
+              MakeStatus(res.status, ReasonFor(res.status),
+                         "the server could not find the requested resource"));
     });
   }
 };
 
-FakeApiServer::FakeApiServer(FakeApiServerOptions opts) : impl_(std::make_unique<Impl>(std::move(opts))) {}
-FakeApiServer::~FakeApiServer() { Stop(); }
+FakeApiServer::FakeApiServer(FakeApiServerOptions opts)
+    : impl_(std::make_unique<Impl>(std::move(opts))) {}
+FakeApiServer::~FakeApiServer() {
+  Stop();
+}
 
 Status FakeApiServer::Start() {
   Impl& im = *impl_;
@@ -771,7 +893,8 @@ Status FakeApiServer::Start() {
         im.opts.tls_cert_file.c_str(), im.opts.tls_key_file.c_str(),
         im.opts.tls_client_ca_file.empty() ? nullptr : im.opts.tls_client_ca_file.c_str());
     if (!ssl->is_valid()) {
-      return InvalidArgument("fake apiserver: cannot load TLS certificate ", im.opts.tls_cert_file, " / key ", im.opts.tls_key_file);
+      return InvalidArgument("fake apiserver: cannot load TLS certificate ", im.opts.tls_cert_file,
+                             " / key ", im.opts.tls_key_file);
     }
     im.svr = std::move(ssl);
     im.tls = true;
@@ -814,7 +937,9 @@ void FakeApiServer::Stop() {
   im.stopping = false;
 }
 
-int FakeApiServer::port() const { return impl_->port; }
+int FakeApiServer::port() const {
+  return impl_->port;
+}
 std::string FakeApiServer::url() const {
   return StrCat(impl_->tls ? "https://" : "http://", impl_->opts.host, ":", impl_->port);
 }
@@ -822,7 +947,8 @@ std::string FakeApiServer::url() const {
 StatusOr<nlohmann::json> FakeApiServer::Upsert(const std::string& plural, nlohmann::json obj) {
   const ResDef* d = FindByPlural(plural);
   if (!d) return InvalidArgument("fake apiserver: unknown resource \"", plural, "\"");
-  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object() || MetaStr(obj, "name").empty()) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object() ||
+      MetaStr(obj, "name").empty()) {
     return InvalidArgument("fake apiserver: object needs metadata.name");
   }
   Impl& im = *impl_;
@@ -856,7 +982,8 @@ std::optional<nlohmann::json> FakeApiServer::Get(const std::string& plural, cons
   return it->second;
 }
 
-Status FakeApiServer::Delete(const std::string& plural, const std::string& ns, const std::string& name) {
+Status FakeApiServer::Delete(const std::string& plural, const std::string& ns,
+                             const std::string& name) {
   const ResDef* d = FindByPlural(plural);
   if (!d) return InvalidArgument("fake apiserver: unknown resource \"", plural, "\"");
   Impl& im = *impl_;
@@ -889,7 +1016,8 @@ Status FakeApiServer::Seed(const nlohmann::json& objects) {
   if (!objects.is_object()) return InvalidArgument("seed: expected an object, a List or an array");
   const std::string kind = objects.value("kind", "");
   if (kind == "List" || (kind.size() > 4 && kind.substr(kind.size() - 4) == "List")) {
-    if (!objects.contains("items") || !objects["items"].is_array()) return InvalidArgument("seed: ", kind, " has no items array");
+    if (!objects.contains("items") || !objects["items"].is_array())
+      return InvalidArgument("seed: ", kind, " has no items array");
     const std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
     for (auto item : objects["items"]) {
       if (!item.contains("kind") && !item_kind.empty()) item["kind"] = item_kind;
@@ -899,7 +1027,10 @@ Status FakeApiServer::Seed(const nlohmann::json& objects) {
   }
   const ResDef* d = FindByKind(kind, objects.value("apiVersion", ""));
   if (!d) d = FindByKind(kind, "");
-  if (!d) return InvalidArgument("seed: unsupported kind \"", kind, "\" (supported: Pod, Node, Event, Namespace, ResourceQuota, ConfigMap, Lease)");
+  if (!d)
+    return InvalidArgument(
+        "seed: unsupported kind \"", kind,
+        "\" (supported: Pod, Node, Event, Namespace, ResourceQuota, ConfigMap, Lease)");
   return Upsert(d->plural, objects).status();
 }
 
@@ -908,8 +1039,8 @@ std::string FakeApiServer::CurrentResourceVersion() const {
   return std::to_string(impl_->rv);
 }
 
-void FakeApiServer::InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count,
-                                 int retry_after_seconds) {
+void FakeApiServer::InjectErrors(const std::string& method, const std::string& path_regex,
+                                 int http_code, int count, int retry_after_seconds) {
   std::lock_guard<std::mutex> l(impl_->mu);
   impl_->rules.push_back({method, std::regex(path_regex), http_code, count, retry_after_seconds});
 }
@@ -954,7 +1085,8 @@ std::vector<FakeApiServer::RequestRecord> FakeApiServer::Requests() const {
   return impl_->requests;
 }
 
-int64_t FakeApiServer::CountRequests(const std::string& method, const std::string& path_regex) const {
+int64_t FakeApiServer::CountRequests(const std::string& method,
+                                     const std::string& path_regex) const {
   std::regex re(path_regex);
   std::lock_guard<std::mutex> l(impl_->mu);
   int64_t n = 0;

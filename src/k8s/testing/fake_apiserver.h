@@ -20,11 +20,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -36,7 +35,7 @@ struct FakeApiServerOptions {
   size_t compaction_window = 10000;  // watch history kept; older resourceVersions get 410
   std::chrono::milliseconds bookmark_interval{1000};
   int64_t default_watch_timeout_seconds = 1800;
-  int threads = 64;                  // each open watch holds one
+  int threads = 64;  // each open watch holds one
   // TLS: PEM file paths; both empty = plain HTTP.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -73,8 +72,8 @@ class FakeApiServer {
   // The next `count` requests whose method matches (empty = any) and whose path (without query)
   // matches `path_regex` get `http_code` with a Status body.
   // A positive `retry_after_seconds` adds a Retry-After header (as the server does for 429).
-  void InjectErrors(const std::string& method, const std::string& path_regex, int http_code, int count,
-                    int retry_after_seconds = 0);
+  void InjectErrors(const std::string& method, const std::string& path_regex, int http_code,
+                    int count, int retry_after_seconds = 0);
   // Ends every open watch abruptly (connection closed without the final chunk).
   void DropWatches();
   // The next `count` watch requests get 410 Expired (as an ERROR event on a 200 stream).

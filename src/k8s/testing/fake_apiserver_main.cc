@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   hami::k8s::testing::FakeApiServerOptions opts;
   std::vector<std::string> seeds;
   app.add_option("--host", opts.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", opts.port, "port (0 = any free port, printed on start)")->capture_default_str();
+  app.add_option("--port", opts.port, "port (0 = any free port, printed on start)")
+      ->capture_default_str();
   app.add_option("--seed", seeds, "JSON or YAML file(s) with objects (List, array or documents)");
   app.add_option("--tls-cert-file", opts.tls_cert_file, "serve HTTPS with this certificate (PEM)");
   app.add_option("--tls-key-file", opts.tls_key_file, "private key for --tls-cert-file (PEM)");
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
     auto j = ReadSeed(path);
     hami::Status s = j.ok() ? server.Seed(*j) : j.status();
     if (!s.ok()) {
-      std::fprintf(stderr, "fake-apiserver: %s: %s\n", path.c_str(), std::string(s.message()).c_str());
+      std::fprintf(stderr, "fake-apiserver: %s: %s\n", path.c_str(),
+                   std::string(s.message()).c_str());
       return 2;
     }
   }

@@ -26,7 +26,8 @@ class FakeApiServerTest : public ::testing::Test {
     client_ = std::move(*Client::Create(cfg));
   }
   // Raw request; returns {code, parsed body}.
-  std::pair<int, json> Do(const std::string& method, const std::string& path, const std::string& body = "",
+  std::pair<int, json> Do(const std::string& method, const std::string& path,
+                          const std::string& body = "",
                           const std::string& ct = "application/json") {
     auto r = client_->Request(method, path, body, body.empty() ? "" : ct);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -46,18 +47,23 @@ TEST_F(FakeApiServerTest, ErrorsAreStatusObjects) {
   ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p")).ok());
   std::vector<Case> cases = {
       {"GET", "/api/v1/namespaces/default/pods/x", "", "", 404, "NotFound", "pods \"x\" not found"},
-      {"GET", "/api/v1/widgets", "", "", 404, "NotFound", "the server could not find the requested resource"},
-      {"GET", "/api/v1/pods/p", "", "", 404, "NotFound", "the server could not find the requested resource"},
-      {"POST", "/api/v1/namespaces/default/pods", MakePod("default", "p").dump(), "application/json", 409, "AlreadyExists",
-       "pods \"p\" already exists"},
-      {"POST", "/api/v1/namespaces/default/pods", "{not json", "application/json", 400, "BadRequest", "unknown format"},
-      {"POST", "/api/v1/namespaces/other/pods", MakePod("default", "q").dump(), "application/json", 400, "BadRequest",
-       "does not match the namespace"},
-      {"POST", "/api/v1/namespaces/default/pods", R"({"metadata":{}})", "application/json", 422, "Invalid",
-       "name or generateName is required"},
-      {"PATCH", "/api/v1/namespaces/default/pods/p", R"({"metadata":{"resourceVersion":"1"}})", "application/merge-patch+json",
-       409, "Conflict", "Operation cannot be fulfilled on pods \"p\": the object has been modified"},
-      {"PATCH", "/api/v1/namespaces/default/pods/p", "{}", "text/plain", 415, "UnsupportedMediaType", "unknown format"},
+      {"GET", "/api/v1/widgets", "", "", 404, "NotFound",
+       "the server could not find the requested resource"},
+      {"GET", "/api/v1/pods/p", "", "", 404, "NotFound",
+       "the server could not find the requested resource"},
+      {"POST", "/api/v1/namespaces/default/pods", MakePod("default", "p").dump(),
+       "application/json", 409, "AlreadyExists", "pods \"p\" already exists"},
+      {"POST", "/api/v1/namespaces/default/pods", "{not json", "application/json", 400,
+       "BadRequest", "unknown format"},
+      {"POST", "/api/v1/namespaces/other/pods", MakePod("default", "q").dump(), "application/json",
+       400, "BadRequest", "does not match the namespace"},
+      {"POST", "/api/v1/namespaces/default/pods", R"({"metadata":{}})", "application/json", 422,
+       "Invalid", "name or generateName is required"},
+      {"PATCH", "/api/v1/namespaces/default/pods/p", R"({"metadata":{"resourceVersion":"1"}})",
+       "application/merge-patch+json", 409, "Conflict",
+       "Operation cannot be fulfilled on pods \"p\": the object has been modified"},
+      {"PATCH", "/api/v1/namespaces/default/pods/p", "{}", "text/plain", 415,
+       "UnsupportedMediaType", "unknown format"},
       {"GET", "/api/v1/pods?labelSelector=a%20in%20b", "", "", 400, "BadRequest", "label selector"},
   };
   for (const auto& c : cases) {
@@ -93,9 +99,11 @@ TEST_F(FakeApiServerTest, CreateWithGenerateNameAndListShape) {
 TEST_F(FakeApiServerTest, ResourceVersionsIncreaseAndNoopsKeepThem) {
   auto a = fake_->Upsert("nodes", MakeNode("n"));
   const std::string rv1 = (*a)["metadata"]["resourceVersion"];
-  auto [c1, same] = Do("PATCH", "/api/v1/nodes/n", R"({"metadata":{"labels":null}})", "application/merge-patch+json");
+  auto [c1, same] = Do("PATCH", "/api/v1/nodes/n", R"({"metadata":{"labels":null}})",
+                       "application/merge-patch+json");
   EXPECT_EQ(c1, 200);
-  auto [c2, changed] = Do("PATCH", "/api/v1/nodes/n", R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json");
+  auto [c2, changed] = Do("PATCH", "/api/v1/nodes/n", R"({"metadata":{"labels":{"a":"b"}}})",
+                          "application/merge-patch+json");
   EXPECT_EQ(c2, 200);
   EXPECT_GT(std::stoll(changed["metadata"]["resourceVersion"].get<std::string>()), std::stoll(rv1));
   // PUT with the current resourceVersion succeeds, with an old one conflicts.
@@ -129,7 +137,8 @@ TEST_F(FakeApiServerTest, DiscoveryDocuments) {
 TEST_F(FakeApiServerTest, InjectedFaultsCountDown) {
   fake_->InjectErrors("GET", "/nodes$", 503, 2);
   EXPECT_EQ(Do("GET", "/api/v1/nodes").first, 503);
-  EXPECT_EQ(Do("POST", "/api/v1/nodes", MakeNode("x").dump()).first, 201);  // other method unaffected
+  EXPECT_EQ(Do("POST", "/api/v1/nodes", MakeNode("x").dump()).first,
+            201);  // other method unaffected
   EXPECT_EQ(Do("GET", "/api/v1/nodes").first, 503);
   EXPECT_EQ(Do("GET", "/api/v1/nodes").first, 200);
   EXPECT_EQ(fake_->CountRequests("GET", "/nodes$"), 3);
@@ -137,7 +146,8 @@ TEST_F(FakeApiServerTest, InjectedFaultsCountDown) {
 
 TEST_F(FakeApiServerTest, CompactionWindowExpiresOldVersions) {
   const std::string start = fake_->CurrentResourceVersion();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n" + std::to_string(i))).ok());
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n" + std::to_string(i))).ok());
   ListOptions lo;
   lo.resource_version = start;  // 10 changes ago, window is 5
   Status s = client_->Watch(kNodes, "", lo, [](WatchEvent&) { return true; });
@@ -154,11 +164,11 @@ TEST_F(FakeApiServerTest, CompactionWindowExpiresOldVersions) {
 }
 
 TEST_F(FakeApiServerTest, SeedAcceptsListsAndArrays) {
-  json seed = {{"kind", "List"},
-               {"items", {MakeNode("a"), MakePod("x", "p")}}};
+  json seed = {{"kind", "List"}, {"items", {MakeNode("a"), MakePod("x", "p")}}};
   ASSERT_TRUE(fake_->Seed(seed).ok());
   ASSERT_TRUE(fake_->Seed(json::array({MakeNode("b")})).ok());
-  ASSERT_TRUE(fake_->Seed({{"kind", "NodeList"}, {"items", {{{"metadata", {{"name", "c"}}}}}}}).ok());
+  ASSERT_TRUE(
+      fake_->Seed({{"kind", "NodeList"}, {"items", {{{"metadata", {{"name", "c"}}}}}}}).ok());
   EXPECT_EQ(fake_->List("nodes").size(), 3u);
   EXPECT_TRUE(fake_->Get("pods", "x", "p").has_value());
   EXPECT_FALSE(fake_->Seed({{"kind", "Deployment"}, {"metadata", {{"name", "d"}}}}).ok());

@@ -1,13 +1,13 @@
 // Runs the real kubectl against the fake API server (skipped when kubectl is not installed):
 // the fake must speak Kubernetes well enough for get (JSON and table output) and annotate.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-#include <sys/wait.h>
 
 #include "k8s/testing/fake_apiserver.h"
 #include "k8s/testing/test_util.h"
@@ -21,7 +21,8 @@ std::string FindKubectl() {
   size_t start = 0;
   while (start <= p.size()) {
     size_t colon = p.find(':', start);
-    std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string dir =
+        p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     std::filesystem::path cand = std::filesystem::path(dir.empty() ? "." : dir) / "kubectl";
     std::error_code ec;
     if (std::filesystem::exists(cand, ec)) return cand.string();
@@ -52,10 +53,12 @@ TEST(KubectlTest, GetAndAnnotateAgainstFake) {
   ASSERT_TRUE(fake.Upsert("pods", MakePod("team-a", "trainer", "gpu-node-1")).ok());
   ASSERT_TRUE(fake.Upsert("pods", MakePod("default", "web")).ok());
 
-  const std::filesystem::path home = std::filesystem::temp_directory_path() / ("hami_kubectl_" + std::to_string(::getpid()));
+  const std::filesystem::path home =
+      std::filesystem::temp_directory_path() / ("hami_kubectl_" + std::to_string(::getpid()));
   std::filesystem::create_directories(home);
-  const std::string base = "env HOME=" + home.string() + " KUBECONFIG=" + (home / "none").string() + " " + kubectl +
-                           " --server " + fake.url() + " --cache-dir " + (home / "cache").string() + " --request-timeout 20s ";
+  const std::string base = "env HOME=" + home.string() + " KUBECONFIG=" + (home / "none").string() +
+                           " " + kubectl + " --server " + fake.url() + " --cache-dir " +
+                           (home / "cache").string() + " --request-timeout 20s ";
 
   auto [rc, out] = RunCommand(base + "get pods -A -o json");
   ASSERT_EQ(rc, 0) << out;
@@ -70,11 +73,13 @@ TEST(KubectlTest, GetAndAnnotateAgainstFake) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("gpu-node-1"), std::string::npos) << out;
 
-  std::tie(rc, out) = RunCommand(base + "get pods -n team-a --field-selector spec.nodeName=gpu-node-1 -o name");
+  std::tie(rc, out) =
+      RunCommand(base + "get pods -n team-a --field-selector spec.nodeName=gpu-node-1 -o name");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("pod/trainer"), std::string::npos) << out;
 
-  std::tie(rc, out) = RunCommand(base + "annotate pod trainer -n team-a hami.io/vgpu-node=gpu-node-1");
+  std::tie(rc, out) =
+      RunCommand(base + "annotate pod trainer -n team-a hami.io/vgpu-node=gpu-node-1");
   ASSERT_EQ(rc, 0) << out;
   auto pod = fake.Get("pods", "team-a", "trainer");
   ASSERT_TRUE(pod);

@@ -38,7 +38,8 @@ std::string FieldValue(const nlohmann::json& obj, std::string_view path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
-    std::string key(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    std::string key(
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (!cur->is_object()) return "";
     auto it = cur->find(key);
     if (it == cur->end()) return "";
@@ -59,9 +60,11 @@ StatusOr<Selector> Selector::ParseFields(std::string_view text) {
   for (const std::string& part : SplitTop(text)) {
     Req r;
     if (!ParseEquality(part, r)) {
-      return InvalidArgument("invalid field selector \"", part, "\": expected field=value, field==value or field!=value");
+      return InvalidArgument("invalid field selector \"", part,
+                             "\": expected field=value, field==value or field!=value");
     }
-    if (r.key.empty()) return InvalidArgument("invalid field selector \"", part, "\": empty field name");
+    if (r.key.empty())
+      return InvalidArgument("invalid field selector \"", part, "\": empty field name");
     s.reqs_.push_back(std::move(r));
   }
   return s;
@@ -71,13 +74,15 @@ StatusOr<Selector> Selector::ParseLabels(std::string_view text) {
   Selector s;
   if (Trim(text).empty()) return s;
   for (const std::string& part : SplitTop(text)) {
-    if (part.empty()) return InvalidArgument("invalid label selector \"", std::string(text), "\": empty term");
+    if (part.empty())
+      return InvalidArgument("invalid label selector \"", std::string(text), "\": empty term");
     Req r;
     size_t pos;
     auto set_values = [&](std::string_view rest) -> Status {
       std::string v = Trim(rest);
       if (v.size() < 2 || v.front() != '(' || v.back() != ')') {
-        return InvalidArgument("invalid label selector \"", part, "\": expected a (value, ...) list");
+        return InvalidArgument("invalid label selector \"", part,
+                               "\": expected a (value, ...) list");
       }
       for (std::string& x : SplitTop(v.substr(1, v.size() - 2))) {
         if (!x.empty()) r.values.push_back(x);
@@ -138,8 +143,8 @@ bool Selector::Matches(const nlohmann::json& obj) const {
       present = true;
     } else {
       const nlohmann::json* labels = nullptr;
-      if (obj.contains("metadata") && obj["metadata"].is_object() && obj["metadata"].contains("labels") &&
-          obj["metadata"]["labels"].is_object()) {
+      if (obj.contains("metadata") && obj["metadata"].is_object() &&
+          obj["metadata"].contains("labels") && obj["metadata"]["labels"].is_object()) {
         labels = &obj["metadata"]["labels"];
       }
       present = labels && labels->contains(r.key) && (*labels)[r.key].is_string();

@@ -1,10 +1,9 @@
 #pragma once
 // Kubernetes label and field selectors, as the fake API server evaluates them.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -15,7 +14,8 @@ class Selector {
   // Label selector grammar: "k=v", "k==v", "k!=v", "k in (a,b)", "k notin (a,b)", "k", "!k",
   // comma = AND.
   static StatusOr<Selector> ParseLabels(std::string_view text);
-  // Field selector grammar: "path=v", "path==v", "path!=v", comma = AND; path is a dotted JSON path.
+  // Field selector grammar: "path=v", "path==v", "path!=v", comma = AND; path is a dotted JSON
+  // path.
   static StatusOr<Selector> ParseFields(std::string_view text);
 
   // Labels: tested against metadata.labels. Fields: against the object itself.

@@ -42,7 +42,8 @@ TEST(SelectorTest, Fields) {
   const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
                     {"spec", {{"nodeName", "n1"}, {"hostNetwork", true}}},
                     {"status", {{"phase", "Running"}}}};
-  const json pending = {{"metadata", {{"name", "q"}}}, {"spec", json::object()}, {"status", {{"phase", "Pending"}}}};
+  const json pending = {
+      {"metadata", {{"name", "q"}}}, {"spec", json::object()}, {"status", {{"phase", "Pending"}}}};
   struct Case {
     std::string sel;
     bool pod, pending;

@@ -2,9 +2,8 @@
 // Helpers shared by the k8s tests that run against the fake API server.
 #include <chrono>
 #include <functional>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace hami::k8s::testing {
 
@@ -21,7 +20,8 @@ inline bool Eventually(const std::function<bool()>& cond,
 }
 
 // A minimal pod object.
-inline nlohmann::json MakePod(const std::string& ns, const std::string& name, const std::string& node = "",
+inline nlohmann::json MakePod(const std::string& ns, const std::string& name,
+                              const std::string& node = "",
                               const nlohmann::json& labels = nlohmann::json::object()) {
   nlohmann::json pod = {{"apiVersion", "v1"},
                         {"kind", "Pod"},
@@ -32,7 +32,9 @@ inline nlohmann::json MakePod(const std::string& ns, const std::string& name, co
 }
 
 inline nlohmann::json MakeNode(const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}},
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}}},
           {"status", {{"allocatable", {{"nvidia.com/gpu", "4"}}}}}};
 }
 

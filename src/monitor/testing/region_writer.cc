@@ -35,8 +35,8 @@ TempDir::~TempDir() {
 }
 
 StatusOr<std::unique_ptr<FakeContainerProcess>> FakeContainerProcess::Attach(
-    const std::string& root, const std::string& pod_uid, const std::string& container, uint32_t policy,
-    int32_t priority, const std::string& file) {
+    const std::string& root, const std::string& pod_uid, const std::string& container,
+    uint32_t policy, int32_t priority, const std::string& file) {
   std::string dir = root + "/" + pod_uid + "_" + container;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -51,16 +51,22 @@ StatusOr<std::unique_ptr<FakeContainerProcess>> FakeContainerProcess::Attach(
   return p;
 }
 
-FakeContainerProcess::~FakeContainerProcess() { vgpu_region_detach(&ctx_); }
+FakeContainerProcess::~FakeContainerProcess() {
+  vgpu_region_detach(&ctx_);
+}
 
 int FakeContainerProcess::Device(const FakeDevice& d) {
   return vgpu_region_device(&ctx_, d.uuid.c_str(), d.limit_bytes, d.sm_limit_pct, d.total_bytes,
                             d.container_index, d.sm_count);
 }
 
-int FakeContainerProcess::Reserve(int entry, uint64_t bytes) { return vgpu_region_reserve(&ctx_, entry, bytes, 0); }
+int FakeContainerProcess::Reserve(int entry, uint64_t bytes) {
+  return vgpu_region_reserve(&ctx_, entry, bytes, 0);
+}
 
-void FakeContainerProcess::Release(int entry, uint64_t bytes) { vgpu_region_release(&ctx_, entry, bytes); }
+void FakeContainerProcess::Release(int entry, uint64_t bytes) {
+  vgpu_region_release(&ctx_, entry, bytes);
+}
 
 void FakeContainerProcess::StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns) {
   vgpu_device_entry* d = &ctx_.r->devices[entry];
@@ -69,7 +75,8 @@ void FakeContainerProcess::StampLaunch(int entry, uint64_t mono_ns, uint64_t thr
 }
 
 StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::string& region_path,
-                                                            const FakeDevice& device, uint64_t bytes) {
+                                                            const FakeDevice& device,
+                                                            uint64_t bytes) {
   int fds[2];
   if (pipe(fds) != 0) return Internal("pipe failed");
   pid_t pid = fork();
@@ -82,9 +89,10 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::string& r
     vgpu_region_ctx ctx;
     vgpu_region_params params{0, 1};
     char ok = vgpu_region_attach(&ctx, region_path.c_str(), &params) == 0 ? 1 : 0;
-    int e = ok ? vgpu_region_device(&ctx, device.uuid.c_str(), device.limit_bytes, device.sm_limit_pct,
-                                     device.total_bytes, device.container_index, device.sm_count)
-               : -1;
+    int e =
+        ok ? vgpu_region_device(&ctx, device.uuid.c_str(), device.limit_bytes, device.sm_limit_pct,
+                                device.total_bytes, device.container_index, device.sm_count)
+           : -1;
     if (e < 0 || vgpu_region_reserve(&ctx, e, bytes, 0) != 0) ok = 0;
     (void)!write(fds[1], &ok, 1);
     for (;;) pause();
@@ -107,6 +115,8 @@ void ChildProcess::Kill() {
   pid_ = -1;
 }
 
-ChildProcess::~ChildProcess() { Kill(); }
+ChildProcess::~ChildProcess() {
+  Kill();
+}
 
 }  // namespace hami::monitor::testing

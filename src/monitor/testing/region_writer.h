@@ -38,19 +38,18 @@ struct FakeDevice {
   uint32_t sm_count = 108;
 };
 
-// One "process" of a container attached to the container's region, living in this test process (its own
-// open file description, hence its own slot and liveness lock).
+// One "process" of a container attached to the container's region, living in this test process (its
+// own open file description, hence its own slot and liveness lock).
 class FakeContainerProcess {
  public:
   // Creates <root>/<pod_uid>_<container>/<file> (directories included) and attaches to it.
-  static StatusOr<std::unique_ptr<FakeContainerProcess>> Attach(const std::string& root,
-                                                                const std::string& pod_uid,
-                                                                const std::string& container,
-                                                                uint32_t policy = 0, int32_t priority = 1,
-                                                                const std::string& file = "vgpu.cache");
+  static StatusOr<std::unique_ptr<FakeContainerProcess>> Attach(
+      const std::string& root, const std::string& pod_uid, const std::string& container,
+      uint32_t policy = 0, int32_t priority = 1, const std::string& file = "vgpu.cache");
   ~FakeContainerProcess();  // detaches like a process exiting normally
 
-  // Registers a device entry (libvgpu does this when the process first uses the device). Returns entry.
+  // Registers a device entry (libvgpu does this when the process first uses the device). Returns
+  // entry.
   int Device(const FakeDevice& d);
   // Charges `bytes` to this process (0 = ok, 1 = over the limit).
   int Reserve(int entry, uint64_t bytes);
@@ -67,12 +66,12 @@ class FakeContainerProcess {
   std::string path_;
 };
 
-// A real child process that attaches to a region, registers `device`, reserves `bytes` and then either
-// waits to be killed (Kill() = SIGKILL, leaving its slot for reclaim) or exits on Finish().
+// A real child process that attaches to a region, registers `device`, reserves `bytes` and then
+// either waits to be killed (Kill() = SIGKILL, leaving its slot for reclaim) or exits on Finish().
 class ChildProcess {
  public:
-  static StatusOr<std::unique_ptr<ChildProcess>> Start(const std::string& region_path, const FakeDevice& device,
-                                                       uint64_t bytes);
+  static StatusOr<std::unique_ptr<ChildProcess>> Start(const std::string& region_path,
+                                                       const FakeDevice& device, uint64_t bytes);
   ~ChildProcess();
   pid_t pid() const { return pid_; }
   void Kill();  // SIGKILL and reap

@@ -1,5 +1,6 @@
-// Prints the exporter's output for a small node (two GPUs, three containers written through libvgpu's
-// region code, one pod unknown) on stdout: the input of the `promtool check metrics` test.
+// Prints the exporter's output for a small node (two GPUs, three containers written through
+// libvgpu's region code, one pod unknown) on stdout: the input of the `promtool check metrics`
+// test.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,8 +16,10 @@ int main() {
   testing::TempDir root;
   FakeClock clock;
   clock.AdvanceSeconds(100);
-  auto a = testing::FakeContainerProcess::Attach(root.path(), "uid-a", "main", VGPU_POLICY_DEFAULT, 0);
-  auto b = testing::FakeContainerProcess::Attach(root.path(), "uid-b", "worker", VGPU_POLICY_FORCE, 1);
+  auto a =
+      testing::FakeContainerProcess::Attach(root.path(), "uid-a", "main", VGPU_POLICY_DEFAULT, 0);
+  auto b =
+      testing::FakeContainerProcess::Attach(root.path(), "uid-b", "worker", VGPU_POLICY_FORCE, 1);
   auto c = testing::FakeContainerProcess::Attach(root.path(), "uid-gone", "main");
   if (!a.ok() || !b.ok() || !c.ok()) {
     std::fprintf(stderr, "cannot create regions\n");

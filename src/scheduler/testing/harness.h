@@ -11,8 +11,10 @@
 namespace hami::scheduler::testing {
 
 // Builds a scheduler of `policy` over `nodes` and places `existing` pods in order (each must fit).
-inline std::unique_ptr<Scheduler> MakeCluster(const std::string& policy, const std::vector<core::NodeInfo>& nodes,
-                                              const std::vector<core::PodRequest>& existing = {}, Rng* rng = nullptr) {
+inline std::unique_ptr<Scheduler> MakeCluster(const std::string& policy,
+                                              const std::vector<core::NodeInfo>& nodes,
+                                              const std::vector<core::PodRequest>& existing = {},
+                                              Rng* rng = nullptr) {
   SchedulerOptions o;
   o.policy = policy;
   auto s = Scheduler::Create(o);
@@ -32,7 +34,8 @@ inline std::unique_ptr<Scheduler> MakeCluster(const std::string& policy, const s
 
 // One explained decision of `pod` on a cluster built by MakeCluster.
 inline Decision Explain(const std::string& policy, const std::vector<core::NodeInfo>& nodes,
-                        const std::vector<core::PodRequest>& existing, const core::PodRequest& pod) {
+                        const std::vector<core::PodRequest>& existing,
+                        const core::PodRequest& pod) {
   auto s = MakeCluster(policy, nodes, existing);
   ScheduleOptions o;
   o.explain = true;
@@ -44,11 +47,11 @@ inline Decision Explain(const std::string& policy, const std::vector<core::NodeI
 // The bounded scan's contract for one pod, node by node, on the scheduler's current state: MayFit
 // never rejects a node the pod fits, and the scorer's UpperBound is never below the score of the
 // placement the profile would choose. Counts the fitting nodes checked and those with a bound.
-inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rng& rng, const std::string& what,
-                             int* checked, int* bounded) {
+inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rng& rng,
+                             const std::string& what, int* checked, int* bounded) {
   const Profile& profile = s.profile();
   CycleState cycle(pod, &rng);
-  cycle.set_gpu_capacity(s.cache().gpu_capacity());   // as Scheduler::Schedule does
+  cycle.set_gpu_capacity(s.cache().gpu_capacity());  // as Scheduler::Schedule does
   ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
   ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());
   s.cache().Read([&](const ClusterCache::View& view) {
@@ -59,12 +62,14 @@ inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rn
       view.WithNode(n, [&](const NodeState& node) {
         const bool fits = EvaluateNode(profile, cycle, node, scratch, &placement, nullptr);
         if (!MayFit(profile, cycle, sum)) {
-          EXPECT_FALSE(fits) << "MayFit rejected a node that fits: " << what << " node " << node.info.name;
+          EXPECT_FALSE(fits) << "MayFit rejected a node that fits: " << what << " node "
+                             << node.info.name;
           return;
         }
         if (!fits) return;
         const int64_t bound = profile.scorer->UpperBound(cycle, sum);
-        EXPECT_GE(bound, profile.scorer->Score(cycle, node, placement)) << what << " node " << node.info.name;
+        EXPECT_GE(bound, profile.scorer->Score(cycle, node, placement))
+            << what << " node " << node.info.name;
         ++*checked;
         *bounded += bound != kNoBound;
       });

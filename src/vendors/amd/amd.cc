@@ -13,9 +13,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAmd(const YAML::Node& section
   s.name = "amd";
   s.common_word = "AMD";
   s.resources = {"amd.com/gpu", "amd.com/gpumem", "", "amd.com/gpucores", ""};
-  s.keys = {"hami.io/node-amd-register", "hami.io/node-handshake-amd", "hami.io/amd-devices-to-allocate",
-            "hami.io/amd-devices-allocated", "amd.com/use-gputype", "amd.com/nouse-gputype",
-            "amd.com/use-gpu-uuid", "amd.com/nouse-gpu-uuid"};
+  s.keys = {"hami.io/node-amd-register",
+            "hami.io/node-handshake-amd",
+            "hami.io/amd-devices-to-allocate",
+            "hami.io/amd-devices-allocated",
+            "amd.com/use-gputype",
+            "amd.com/nouse-gputype",
+            "amd.com/use-gpu-uuid",
+            "amd.com/nouse-gpu-uuid"};
   s.registration = Registration::kJson;
   return MakeGeneric(std::move(s), section, "amd");
 }

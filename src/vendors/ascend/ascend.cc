@@ -1,8 +1,9 @@
 // Huawei Ascend (docs/upstream-contract.md#resource-model, #vendors): one vendor per `vnpus:` chip.
 // Template vNPU (hard split): memory is
-// rounded up to the smallest template, a partial-memory request takes one device, `-core` is refused.
-// hami-core soft split: pod `huawei.com/vnpu-mode: hami-core` on nodes annotated
-// `hami-vnpu-core: "true"`. Node score: share of the granted devices in one NetworkID (910 SuperPod).
+// rounded up to the smallest template, a partial-memory request takes one device, `-core` is
+// refused. hami-core soft split: pod `huawei.com/vnpu-mode: hami-core` on nodes annotated
+// `hami-vnpu-core: "true"`. Node score: share of the granted devices in one NetworkID (910
+// SuperPod).
 #include "vendors/ascend/ascend.h"
 
 #include "common/log.h"
@@ -31,8 +32,10 @@ class AscendVendor : public GenericVendor {
     } else {
       m.add_limits.erase(spec_.resources.cores);
       if (cores)
-        m.denials.push_back(StrCat(spec_.resources.cores, ": template vNPU takes the cores of its template; remove it, "
-                                   "or set ", kVnpuMode, ": hami-core to use soft-split cores"));
+        m.denials.push_back(StrCat(spec_.resources.cores,
+                                   ": template vNPU takes the cores of its template; remove it, "
+                                   "or set ",
+                                   kVnpuMode, ": hami-core to use soft-split cores"));
     }
     return m;
   }
@@ -41,11 +44,13 @@ class AscendVendor : public GenericVendor {
     HAMI_ASSIGN_OR_RETURN(auto r, GenericVendor::ParseRequest(resources, a));
     if (r && !HamiCore(a)) {
       HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
-      if (cores) return InvalidArgument(StrCat(spec_.resources.cores, ": not supported for template vNPU"));
+      if (cores)
+        return InvalidArgument(StrCat(spec_.resources.cores, ": not supported for template vNPU"));
     }
     return r;
   }
-  StatusOr<core::DeviceSelectors> ParseSelectors(const std::map<std::string, std::string>& a) const override {
+  StatusOr<core::DeviceSelectors> ParseSelectors(
+      const std::map<std::string, std::string>& a) const override {
     HAMI_ASSIGN_OR_RETURN(auto s, GenericVendor::ParseSelectors(a));
     if (HamiCore(a)) s.vgpu_mode = core::kModeHamiCore;
     return s;
@@ -68,11 +73,14 @@ class AscendVendor : public GenericVendor {
     return GenericVendor::EncodeNode(plain, node);
   }
   std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
-                                     const core::DeviceUsage& u, const core::DeviceSelectors& s) const override {
+                                     const core::DeviceUsage& u,
+                                     const core::DeviceSelectors& s) const override {
     const bool want = s.vgpu_mode == core::kModeHamiCore, have = d.mode == core::kModeHamiCore;
     if (want != have)
       return Refusal{"CardTypeMismatch",
-                     StrCat(d.uuid, want ? ": node does not run hami-core vNPU" : ": node runs hami-core vNPU only"), true};
+                     StrCat(d.uuid, want ? ": node does not run hami-core vNPU"
+                                         : ": node runs hami-core vNPU only"),
+                     true};
     return GenericVendor::CheckDevice(r, d, u, s);
   }
   // NetworkID per device from the registration's customInfo (910 SuperPod).
@@ -88,7 +96,8 @@ class AscendVendor : public GenericVendor {
       auto ci = e.find("customInfo");
       if (ci == e.end() || !ci->is_object()) continue;
       auto n = ci->find("NetworkID");
-      if (n != ci->end() && n->is_number_integer()) net[e["id"].get<std::string>()] = n->get<int64_t>();
+      if (n != ci->end() && n->is_number_integer())
+        net[e["id"].get<std::string>()] = n->get<int64_t>();
     }
     std::map<int64_t, int> per;
     int best = 0;
@@ -101,14 +110,16 @@ class AscendVendor : public GenericVendor {
 
  protected:
   // huawei.com/<CommonWord>: [{"UUID","temp","memory","core"}] for every granted device.
-  Status AddDecisionExtras(const core::PodAllocation& a, int64_t, std::map<std::string, std::string>* out) const override {
+  Status AddDecisionExtras(const core::PodAllocation& a, int64_t,
+                           std::map<std::string, std::string>* out) const override {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& c : a.containers)
       for (const auto& d : c) {
         std::string temp;
         for (const auto& t : spec_.rules.templates)
           if (t.memory_mib == d.usedmem_mib) temp = t.name;
-        arr.push_back({{"UUID", d.uuid}, {"temp", temp}, {"memory", d.usedmem_mib}, {"core", d.usedcores}});
+        arr.push_back(
+            {{"UUID", d.uuid}, {"temp", temp}, {"memory", d.usedmem_mib}, {"core", d.usedcores}});
       }
     (*out)[StrCat("huawei.com/", spec_.common_word)] = arr.dump();
     return OkStatus();
@@ -125,13 +136,28 @@ struct Chip {
   std::string chip, common_word;
   int64_t memory_mib, ai_core;
   std::vector<std::tuple<std::string, int64_t, int64_t>> templates;  // name, MiB, aiCore
-  std::string resource, memory_resource, core_resource;  // renames (empty: huawei.com/<CommonWord>[-memory|-core])
+  std::string resource, memory_resource,
+      core_resource;  // renames (empty: huawei.com/<CommonWord>[-memory|-core])
 };
 
 // Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
 std::vector<Chip> DefaultChips() {
-  return {{"910B3", "Ascend910B3", 65536, 20, {{"vir05_1c_16g", 16384, 5}, {"vir10_3c_32g", 32768, 10}}, "", "", ""},
-          {"310P3", "Ascend310P", 21527, 8, {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}}, "", "", ""}};
+  return {{"910B3",
+           "Ascend910B3",
+           65536,
+           20,
+           {{"vir05_1c_16g", 16384, 5}, {"vir10_3c_32g", 32768, 10}},
+           "",
+           "",
+           ""},
+          {"310P3",
+           "Ascend310P",
+           21527,
+           8,
+           {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}},
+           "",
+           "",
+           ""}};
 }
 
 Spec ChipSpec(const Chip& c) {
@@ -142,13 +168,18 @@ Spec ChipSpec(const Chip& c) {
   s.resources = {c.resource.empty() ? res : c.resource,
                  c.memory_resource.empty() ? StrCat(res, "-memory") : c.memory_resource, "",
                  c.core_resource.empty() ? StrCat(res, "-core") : c.core_resource, ""};
-  s.keys = {StrCat("hami.io/node-register-", c.common_word), StrCat("hami.io/node-handshake-", c.common_word),
+  s.keys = {StrCat("hami.io/node-register-", c.common_word),
+            StrCat("hami.io/node-handshake-", c.common_word),
             StrCat("hami.io/", c.common_word, "-devices-to-allocate"),
-            StrCat("hami.io/", c.common_word, "-devices-allocated"), "", "",
-            StrCat("hami.io/use-", c.common_word, "-uuid"), StrCat("hami.io/no-use-", c.common_word, "-uuid")};
+            StrCat("hami.io/", c.common_word, "-devices-allocated"),
+            "",
+            "",
+            StrCat("hami.io/use-", c.common_word, "-uuid"),
+            StrCat("hami.io/no-use-", c.common_word, "-uuid")};
   s.rules.max_devices_per_container = 1;
   for (const auto& [name, mem, core] : c.templates)
-    s.rules.templates.push_back({name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
+    s.rules.templates.push_back(
+        {name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
   s.polarity = ScorePolarity::kTopologyCohesion;
   s.registration = Registration::kJson;
   return s;
@@ -160,22 +191,25 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
   std::vector<Chip> chips;
   YAML::Node list = section;
   std::string where = "vnpus";
-  if (section.IsMap()) {  // current upstream: {hamiVnpuCore: bool, configs: [chips]}; older: the list itself
+  if (section.IsMap()) {  // current upstream: {hamiVnpuCore: bool, configs: [chips]}; older: the
+                          // list itself
     SectionReader top(section, "vnpus");
     bool hami_core = false;
     HAMI_RETURN_IF_ERROR(top.Bool("hamiVnpuCore", &hami_core));
-    top.Ignore({"enabled"});  // LoadVendors reads it
+    top.Ignore({"enabled"});           // LoadVendors reads it
     list.reset(top.Child("configs"));  // reset rebinds; operator= would write into `section`
     HAMI_RETURN_IF_ERROR(top.CheckKeys());
     if (hami_core)
-      spdlog::info("vendor config: vnpus.hamiVnpuCore ignored: hami-core mode is chosen per node by the "
-                   "hami-vnpu-core node annotation");
+      spdlog::info(
+          "vendor config: vnpus.hamiVnpuCore ignored: hami-core mode is chosen per node by the "
+          "hami-vnpu-core node annotation");
     where = "vnpus.configs";
   }
   if (list.IsDefined() && !list.IsNull()) {
     if (!list.IsSequence())
-      return InvalidArgument(StrCat(where, ": expected a list of chips",
-                                    section.IsMap() ? "" : " or a mapping {hamiVnpuCore, configs}"));
+      return InvalidArgument(
+          StrCat(where, ": expected a list of chips",
+                 section.IsMap() ? "" : " or a mapping {hamiVnpuCore, configs}"));
     for (size_t i = 0; i < list.size(); ++i) {
       SectionReader r(list[i], StrCat(where, "[", i, "]"));
       Chip c;
@@ -186,7 +220,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       HAMI_RETURN_IF_ERROR(r.String("resourceName", &c.resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &c.memory_resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &c.core_resource));
-      r.Ignore({"memoryFactor", "runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
+      r.Ignore(
+          {"memoryFactor", "runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
       c.memory_mib = 0;
       c.ai_core = 0;
       HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));
@@ -196,7 +231,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       if (c.chip.empty() || c.ai_core <= 0)
         return InvalidArgument(StrCat(r.where(), ": chipName and aiCore > 0 are required"));
       const YAML::Node ts = r.Child("templates");
-      if (ts.IsDefined() && !ts.IsSequence()) return InvalidArgument(StrCat(r.where(), ".templates: expected a list"));
+      if (ts.IsDefined() && !ts.IsSequence())
+        return InvalidArgument(StrCat(r.where(), ".templates: expected a list"));
       for (size_t k = 0; ts.IsDefined() && k < ts.size(); ++k) {
         SectionReader tr(ts[k], StrCat(r.where(), ".templates[", k, "]"));
         std::string name;
@@ -206,7 +242,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
         HAMI_RETURN_IF_ERROR(tr.Int("aiCore", &core));
         HAMI_RETURN_IF_ERROR(tr.Int("aiCPU", &cpu));
         HAMI_RETURN_IF_ERROR(tr.CheckKeys());
-        if (name.empty() || mem <= 0) return InvalidArgument(StrCat(tr.where(), ": name and memory > 0 are required"));
+        if (name.empty() || mem <= 0)
+          return InvalidArgument(StrCat(tr.where(), ": name and memory > 0 are required"));
         c.templates.emplace_back(name, mem, core);
       }
       HAMI_RETURN_IF_ERROR(r.CheckKeys());

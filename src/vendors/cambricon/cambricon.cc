@@ -24,12 +24,13 @@ class CambriconVendor : public GenericVendor {
     for (const auto& c : a.containers)
       for (const auto& d : c) {
         const int idx = d.index >= 0 ? d.index : 0;
-        profile += StrCat(profile.empty() ? "" : ",", idx, "_", d.usedcores, "_", d.usedmem_mib / 256);
+        profile +=
+            StrCat(profile.empty() ? "" : ",", idx, "_", d.usedcores, "_", d.usedmem_mib / 256);
       }
     (*out)["CAMBRICON_DSMLU_PROFILE"] = profile;
     (*out)["CAMBRICON_DSMLU_ASSIGHED"] = "false";
-    (*out)["cambricon.com/dsmlu.lock"] =
-        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(now_unix), absl::UTCTimeZone());
+    (*out)["cambricon.com/dsmlu.lock"] = absl::FormatTime(
+        "%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(now_unix), absl::UTCTimeZone());
     return OkStatus();
   }
 };
@@ -40,9 +41,15 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeCambricon(const YAML::Node& s
   Spec s;
   s.name = "cambricon";
   s.common_word = "MLU";
-  s.resources = {"cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory", "", "cambricon.com/mlu.smlu.vcore", ""};
-  s.keys = {"", "", "hami.io/cambricon-mlu-devices-to-allocate", "hami.io/cambricon-mlu-devices-allocated",
-            "cambricon.com/use-mlutype", "cambricon.com/nouse-mlutype", "cambricon.com/use-gpuuuid",
+  s.resources = {"cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory", "",
+                 "cambricon.com/mlu.smlu.vcore", ""};
+  s.keys = {"",
+            "",
+            "hami.io/cambricon-mlu-devices-to-allocate",
+            "hami.io/cambricon-mlu-devices-allocated",
+            "cambricon.com/use-mlutype",
+            "cambricon.com/nouse-mlutype",
+            "cambricon.com/use-gpuuuid",
             "cambricon.com/nouse-gpuuuid"};
   s.registration = Registration::kCapacity;
   s.capacity_resource = "cambricon.com/mlu.smlu.vcore";

@@ -1,5 +1,6 @@
 #pragma once
-// The Cambricon backend's factory (one row of vendors/registry.cc). See cambricon.cc and docs/vendors.md.
+// The Cambricon backend's factory (one row of vendors/registry.cc). See cambricon.cc and
+// docs/vendors.md.
 #include <memory>
 #include <vector>
 

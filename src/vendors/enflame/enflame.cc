@@ -1,5 +1,6 @@
 // Enflame (docs/upstream-contract.md#decision-annotations-per-vendor, #vendors): two vendors.
-//  - GCU: whole cards (enflame.com/gcu) from node capacity; decisions hami.io/enflame-gcu-devices-*.
+//  - GCU: whole cards (enflame.com/gcu) from node capacity; decisions
+//  hami.io/enflame-gcu-devices-*.
 //  - Enflame (DRS): hardware partitions by profile `Ng.Mgb`; memory is rounded up to the smallest
 //    profile. Devices are read from enflame.com/gcu-drs-capacity, here as the DeviceInfo JSON array
 //    (constructed: upstream names the key and the profile form, not the full value). Only the
@@ -18,8 +19,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   gcu.name = "enflame";
   gcu.common_word = "GCU";
   gcu.resources = {"enflame.com/gcu", "", "", "", ""};
-  gcu.keys = {"", "", "hami.io/enflame-gcu-devices-to-allocate", "hami.io/enflame-gcu-devices-allocated", "", "",
-              "enflame.com/use-gpuuuid", "enflame.com/nouse-gpuuuid"};
+  gcu.keys = {"",
+              "",
+              "hami.io/enflame-gcu-devices-to-allocate",
+              "hami.io/enflame-gcu-devices-allocated",
+              "",
+              "",
+              "enflame.com/use-gpuuuid",
+              "enflame.com/nouse-gpuuuid"};
   gcu.rules.whole_device_only = true;
   gcu.registration = Registration::kCapacity;
   gcu.capacity_resource = "enflame.com/gcu";
@@ -29,8 +36,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   drs.name = "enflame";
   drs.common_word = "Enflame";
   drs.resources = {"enflame.com/drs-gcu", "enflame.com/gcu-memory", "", "enflame.com/gcu-core", ""};
-  drs.keys = {"enflame.com/gcu-drs-capacity", "", "", "hami.io/enflame-vgpu-devices-allocated", "", "",
-              "enflame.com/use-gpuuuid", "enflame.com/nouse-gpuuuid"};
+  drs.keys = {"enflame.com/gcu-drs-capacity",
+              "",
+              "",
+              "hami.io/enflame-vgpu-devices-allocated",
+              "",
+              "",
+              "enflame.com/use-gpuuuid",
+              "enflame.com/nouse-gpuuuid"};
   drs.rules.max_devices_per_container = 1;
   drs.rules.templates = {{"1g.12gb", 12288, 25}, {"2g.24gb", 24576, 50}, {"4g.48gb", 49152, 100}};
   drs.registration = Registration::kJson;
@@ -40,7 +53,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   HAMI_RETURN_IF_ERROR(r.String("resourceDRSName", &drs.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &drs.resources.memory));
   HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &drs.resources.cores));
-  // Upstream chart's names for the same four resources (read after ours: they win when both are set).
+  // Upstream chart's names for the same four resources (read after ours: they win when both are
+  // set).
   HAMI_RETURN_IF_ERROR(r.String("resourceNameGCU", &gcu.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceNameDRSGCU", &drs.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceNameGCUMemory", &drs.resources.memory));

@@ -1,5 +1,6 @@
 #pragma once
-// The Enflame backend's factory (one row of vendors/registry.cc). See enflame.cc and docs/vendors.md.
+// The Enflame backend's factory (one row of vendors/registry.cc). See enflame.cc and
+// docs/vendors.md.
 #include <memory>
 #include <vector>
 

@@ -12,9 +12,10 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeHygon(const YAML::Node& secti
   s.name = "hygon";
   s.common_word = "DCU";
   s.resources = {"hygon.com/dcunum", "hygon.com/dcumem", "", "hygon.com/dcucores", ""};
-  s.keys = {"hami.io/node-dcu-register", "hami.io/node-handshake-dcu", "hami.io/dcu-devices-to-allocate",
-            "hami.io/dcu-devices-allocated", "hygon.com/use-dcutype", "hygon.com/nouse-dcutype",
-            "hygon.com/use-gpuuuid", "hygon.com/nouse-gpuuuid"};
+  s.keys = {"hami.io/node-dcu-register",       "hami.io/node-handshake-dcu",
+            "hami.io/dcu-devices-to-allocate", "hami.io/dcu-devices-allocated",
+            "hygon.com/use-dcutype",           "hygon.com/nouse-dcutype",
+            "hygon.com/use-gpuuuid",           "hygon.com/nouse-gpuuuid"};
   s.registration = Registration::kCsv;
   return MakeGeneric(std::move(s), section, "hygon", {"memoryFactor"});  // upstream key, not read
 }

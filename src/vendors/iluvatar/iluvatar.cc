@@ -17,9 +17,14 @@ Spec ChipSpec(const std::string& chip, const std::string& cw) {
   s.common_word = cw;
   s.resources = {StrCat("iluvatar.ai/", chip, "-vgpu"), StrCat("iluvatar.ai/", chip, ".vMem"), "",
                  StrCat("iluvatar.ai/", chip, ".vCore"), ""};
-  s.keys = {StrCat("hami.io/node-", chip, "-register"), StrCat("hami.io/node-handshake-", chip),
-            StrCat("hami.io/", cw, "-devices-to-allocate"), StrCat("hami.io/", cw, "-devices-allocated"), "", "",
-            StrCat("hami.io/use-", cw, "-uuid"), StrCat("hami.io/no-use-", cw, "-uuid")};
+  s.keys = {StrCat("hami.io/node-", chip, "-register"),
+            StrCat("hami.io/node-handshake-", chip),
+            StrCat("hami.io/", cw, "-devices-to-allocate"),
+            StrCat("hami.io/", cw, "-devices-allocated"),
+            "",
+            "",
+            StrCat("hami.io/use-", cw, "-uuid"),
+            StrCat("hami.io/no-use-", cw, "-uuid")};
   s.memory_unit_mib = 256;
   s.registration = Registration::kCsv;
   return s;

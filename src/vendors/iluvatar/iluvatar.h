@@ -1,5 +1,6 @@
 #pragma once
-// The Iluvatar backend's factory (one row of vendors/registry.cc). See iluvatar.cc and docs/vendors.md.
+// The Iluvatar backend's factory (one row of vendors/registry.cc). See iluvatar.cc and
+// docs/vendors.md.
 #include <memory>
 #include <vector>
 

@@ -2,10 +2,11 @@
 //  - Metax-GPU: whole cards from node capacity metax-tech.com/gpu; node score from the pairwise
 //    losses in metax-tech.com/gpu.topology.losses (lower loss = better connected = higher score).
 //    Format (constructed; upstream gives only the key): JSON {"<i>,<j>": loss} over device indices.
-//  - Metax-SGPU: memory and core slicing, devices registered in metax-tech.com/node-gpu-devices (JSON,
+//  - Metax-SGPU: memory and core slicing, devices registered in metax-tech.com/node-gpu-devices
+//  (JSON,
 //    same DeviceInfo array; constructed), QoS policy metax-tech.com/sgpu-qos-policy
-//    (best-effort|fixed-share|burst-share) and class metax-tech.com/sgpu-app-class (online|offline),
-//    validated by the webhook.
+//    (best-effort|fixed-share|burst-share) and class metax-tech.com/sgpu-app-class
+//    (online|offline), validated by the webhook.
 #include "vendors/metax/metax.h"
 
 #include <algorithm>
@@ -37,12 +38,13 @@ class MetaxGpu : public GenericVendor {
         int i = devices[granted[a]].index, k = devices[granted[b]].index;
         if (i > k) std::swap(i, k);
         auto e = j.find(StrCat(i, ",", k));
-        loss += (e != j.end() && e->is_number_integer()) ? std::clamp<int64_t>(e->get<int64_t>(), 0, kMaxLoss) : kMaxLoss;
+        loss += (e != j.end() && e->is_number_integer())
+                    ? std::clamp<int64_t>(e->get<int64_t>(), 0, kMaxLoss)
+                    : kMaxLoss;
       }
     const int64_t pairs = static_cast<int64_t>(granted.size() * (granted.size() - 1) / 2);
     return static_cast<int>(100 - 100 * loss / (pairs * kMaxLoss));
   }
-
 };
 
 class MetaxSgpu : public GenericVendor {
@@ -76,8 +78,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMetax(const YAML::Node& secti
   gpu.name = "metax";
   gpu.common_word = "Metax-GPU";
   gpu.resources = {"metax-tech.com/gpu", "", "", "", ""};
-  gpu.keys = {"", "", "hami.io/metax-gpu-devices-to-allocate", "hami.io/metax-gpu-devices-allocated", "", "",
-              "metax-tech.com/use-gpuuuid", "metax-tech.com/nouse-gpuuuid"};
+  gpu.keys = {"",
+              "",
+              "hami.io/metax-gpu-devices-to-allocate",
+              "hami.io/metax-gpu-devices-allocated",
+              "",
+              "",
+              "metax-tech.com/use-gpuuuid",
+              "metax-tech.com/nouse-gpuuuid"};
   gpu.rules.whole_device_only = true;
   gpu.polarity = ScorePolarity::kTopologyCohesion;
   gpu.registration = Registration::kCapacity;
@@ -87,9 +95,15 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMetax(const YAML::Node& secti
   Spec sgpu;
   sgpu.name = "metax";
   sgpu.common_word = "Metax-SGPU";
-  sgpu.resources = {"metax-tech.com/sgpu", "metax-tech.com/vmemory", "", "metax-tech.com/vcore", ""};
-  sgpu.keys = {"metax-tech.com/node-gpu-devices", "", "hami.io/metax-sgpu-devices-to-allocate",
-               "hami.io/metax-sgpu-devices-allocated", "", "", "metax-tech.com/use-gpuuuid",
+  sgpu.resources = {"metax-tech.com/sgpu", "metax-tech.com/vmemory", "", "metax-tech.com/vcore",
+                    ""};
+  sgpu.keys = {"metax-tech.com/node-gpu-devices",
+               "",
+               "hami.io/metax-sgpu-devices-to-allocate",
+               "hami.io/metax-sgpu-devices-allocated",
+               "",
+               "",
+               "metax-tech.com/use-gpuuuid",
                "metax-tech.com/nouse-gpuuuid"};
   sgpu.registration = Registration::kJson;
   bool enabled = true;

@@ -14,8 +14,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMthreads(const YAML::Node& se
   s.name = "mthreads";
   s.common_word = "Mthreads";
   s.resources = {"mthreads.com/vgpu", "mthreads.com/sgpu-memory", "", "mthreads.com/sgpu-core", ""};
-  s.keys = {"", "", "hami.io/mthreads-vgpu-devices-to-allocate", "hami.io/mthreads-vgpu-devices-allocated",
-            "", "", "mthreads.ai/use-gpuuuid", "mthreads.ai/nouse-gpuuuid"};
+  s.keys = {"",
+            "",
+            "hami.io/mthreads-vgpu-devices-to-allocate",
+            "hami.io/mthreads-vgpu-devices-allocated",
+            "",
+            "",
+            "mthreads.ai/use-gpuuuid",
+            "mthreads.ai/nouse-gpuuuid"};
   s.memory_unit_mib = 512;
   s.core_units = 16;
   s.registration = Registration::kCapacity;
@@ -24,7 +30,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMthreads(const YAML::Node& se
   s.capacity_device_memory_mib = 49152;
   s.capacity_slots = 16;
   s.model = "MTT S4000";
-  return MakeGeneric(std::move(s), section, "mthreads", {"memoryPerCard"});  // upstream key, not read
+  return MakeGeneric(std::move(s), section, "mthreads",
+                     {"memoryPerCard"});  // upstream key, not read
 }
 
 }  // namespace hami::vendors

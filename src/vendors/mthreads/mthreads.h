@@ -1,5 +1,6 @@
 #pragma once
-// The Mthreads backend's factory (one row of vendors/registry.cc). See mthreads.cc and docs/vendors.md.
+// The Mthreads backend's factory (one row of vendors/registry.cc). See mthreads.cc and
+// docs/vendors.md.
 #include <memory>
 #include <vector>
 

@@ -1,7 +1,8 @@
 // NVIDIA (docs/upstream-contract.md#resource-model, #nvidia-device-plugin): resource parsing,
 // defaulting, selectors and codecs are
 // core's upstream-exact ones (core/pod_request.h, core/node_codec.h, core/pod_codec.h); this file
-// only puts them behind the Vendor interface and adds the Allocate environment of our device plugin.
+// only puts them behind the Vendor interface and adds the Allocate environment of our device
+// plugin.
 #include "vendors/nvidia/nvidia.h"
 
 #include "core/annotations.h"
@@ -16,7 +17,8 @@ namespace {
 
 class NvidiaVendor : public GenericVendor {
  public:
-  NvidiaVendor(Spec spec, core::ResourceConfig config) : GenericVendor(std::move(spec)), config_(std::move(config)) {}
+  NvidiaVendor(Spec spec, core::ResourceConfig config)
+      : GenericVendor(std::move(spec)), config_(std::move(config)) {}
 
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
       const nlohmann::json& resources, const std::map<std::string, std::string>&) const override {
@@ -32,20 +34,24 @@ class NvidiaVendor : public GenericVendor {
     if (prio) m.env["CUDA_TASK_PRIORITY"] = std::to_string(*prio);
     return m;
   }
-  StatusOr<core::DeviceSelectors> ParseSelectors(const std::map<std::string, std::string>& a) const override {
+  StatusOr<core::DeviceSelectors> ParseSelectors(
+      const std::map<std::string, std::string>& a) const override {
     return core::ParseDeviceSelectors(a);
   }
   std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
-                                     const core::DeviceUsage& u, const core::DeviceSelectors& s) const override {
+                                     const core::DeviceUsage& u,
+                                     const core::DeviceSelectors& s) const override {
     // nvidia.com/vgpu-mode is a substring match against the device mode ("" = hami-core).
     const std::string mode = d.mode.empty() ? core::kModeHamiCore : d.mode;
     if (!s.vgpu_mode.empty() && mode.find(s.vgpu_mode) == std::string::npos)
-      return Refusal{"CardTypeMismatch", StrCat(d.uuid, ": mode ", mode, ", pod asks ", s.vgpu_mode), true};
+      return Refusal{"CardTypeMismatch",
+                     StrCat(d.uuid, ": mode ", mode, ", pod asks ", s.vgpu_mode), true};
     return GenericVendor::CheckDevice(r, d, u, s);
   }
   // docs/upstream-contract.md#nvidia-device-plugin: per-device memory limits, the first device's SM
   // limit, visible devices.
-  std::map<std::string, std::string> AllocateEnv(const std::vector<core::ContainerDevice>& devices) const override {
+  std::map<std::string, std::string> AllocateEnv(
+      const std::vector<core::ContainerDevice>& devices) const override {
     std::map<std::string, std::string> env;
     std::string visible;
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -83,17 +89,23 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& sect
   config.default_gpu_num = static_cast<int>(v);
   HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &config.memory_factor));
   // Upstream keys read by the device plugin or webhook, not by the vendor backend.
-  r.Ignore({"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName", "libCudaLogLevel",
-            "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling", "preConfiguredDeviceMemory",
-            "enableNumaTopology", "migProfileAllowlist", "knownMigGeometries"});
+  r.Ignore({"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName",
+            "libCudaLogLevel", "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling",
+            "preConfiguredDeviceMemory", "enableNumaTopology", "migProfileAllowlist",
+            "knownMigGeometries"});
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   HAMI_RETURN_IF_ERROR(config.Validate());
   Spec s;
   s.name = "nvidia";
   s.common_word = core::kNvidiaVendor;
   s.resources = n;
-  s.keys = {core::kNodeNvidiaRegister, core::kNodeHandshake, core::kNvidiaDevicesToAllocate,
-            core::kNvidiaDevicesAllocated, core::kUseGpuType, core::kNoUseGpuType, core::kUseGpuUuid,
+  s.keys = {core::kNodeNvidiaRegister,
+            core::kNodeHandshake,
+            core::kNvidiaDevicesToAllocate,
+            core::kNvidiaDevicesAllocated,
+            core::kUseGpuType,
+            core::kNoUseGpuType,
+            core::kUseGpuUuid,
             core::kNoUseGpuUuid};
   return One<NvidiaVendor>(std::move(s), std::move(config));
 }

@@ -1,7 +1,7 @@
 #pragma once
-// The vendor configuration of the mixed-cluster tests (library, webhook, control plane): NVIDIA, Hygon,
-// Cambricon and one Ascend chip (910B3) with two vNPU templates. Tests that need more vendors append
-// their sections.
+// The vendor configuration of the mixed-cluster tests (library, webhook, control plane): NVIDIA,
+// Hygon, Cambricon and one Ascend chip (910B3) with two vNPU templates. Tests that need more
+// vendors append their sections.
 namespace hami::vendors::testing {
 
 inline constexpr const char kMixedConfig[] = R"(

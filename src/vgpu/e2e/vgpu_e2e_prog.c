@@ -1,28 +1,28 @@
-/* Test program for libvgpu's end-to-end tests: a plain CUDA driver API client linked with -lcuda and
- * -lnvidia-ml (the fakes in CI). Each mode prints key=value lines that vgpu_e2e_test.cc checks.
+/* Test program for libvgpu's end-to-end tests: a plain CUDA driver API client linked with -lcuda
+ * and -lnvidia-ml (the fakes in CI). Each mode prints key=value lines that vgpu_e2e_test.cc checks.
  *   exact                 OOM exactly at the limit; cuMemGetInfo / cuDeviceTotalMem / NVML agree
  *   coverage              every counted allocation path moves the reported usage by its true size
- *   loop <start_us> <n>   random alloc/free from a common start time; counts device usage above the limit
- *   crash <n_allocs>      allocations of 64 MiB (run with VGPU_TEST_CRASH_POINT to die inside one)
- *   devices               per CUDA ordinal: uuid, limit seen through cuDeviceTotalMem and cuMemGetInfo
- *   alloc <ord> <bytes>   one allocation on an ordinal; prints its result
- *   procaddr              cuGetProcAddress(_v2) routing per (symbol, version, flags)
- *   threads <n>           n threads allocating and freeing concurrently in one process; usage must return
- *   procs <start_us>      holds a context and 64 MiB, then lists NVML compute processes of its device
- *   launch <start_us> <ms> <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed;
- *                         prints this process's device busy time and the window
- *   tamper <flag>         holds 512 MiB, creates <flag>.ready, waits for <flag>, then allocates 64 MiB chunks
- *                         until refused; prints what it got after the wait (the test overwrites the region)
- *   hold <flag>           holds a context (no allocation), creates <flag>.ready, exits once <flag> exists */
+ *   loop <start_us> <n>   random alloc/free from a common start time; counts device usage above the
+ * limit crash <n_allocs>      allocations of 64 MiB (run with VGPU_TEST_CRASH_POINT to die inside
+ * one) devices               per CUDA ordinal: uuid, limit seen through cuDeviceTotalMem and
+ * cuMemGetInfo alloc <ord> <bytes>   one allocation on an ordinal; prints its result procaddr
+ * cuGetProcAddress(_v2) routing per (symbol, version, flags) threads <n>           n threads
+ * allocating and freeing concurrently in one process; usage must return procs <start_us>      holds
+ * a context and 64 MiB, then lists NVML compute processes of its device launch <start_us> <ms>
+ * <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed; prints this
+ * process's device busy time and the window tamper <flag>         holds 512 MiB, creates
+ * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
+ * after the wait (the test overwrites the region) hold <flag>           holds a context (no
+ * allocation), creates <flag>.ready, exits once <flag> exists */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <stdint.h>
 #include <unistd.h>
 
 #include "vgpu/vgpu_nvml.h"
@@ -41,13 +41,13 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 unsigned long long fakegpu_busy_ns(int dev, int pid);
 unsigned long long fakegpu_mem_used(int dev, int pid);
 
-#define CHECK(call)                                                       \
-  do {                                                                    \
-    CUresult rc_ = (call);                                                \
-    if (rc_ != CUDA_SUCCESS) {                                            \
-      printf("error=%d at=%s\n", (int)rc_, #call);                        \
-      exit(10);                                                           \
-    }                                                                     \
+#define CHECK(call)                                \
+  do {                                             \
+    CUresult rc_ = (call);                         \
+    if (rc_ != CUDA_SUCCESS) {                     \
+      printf("error=%d at=%s\n", (int)rc_, #call); \
+      exit(10);                                    \
+    }                                              \
   } while (0)
 
 static const unsigned long long kMi = 1ull << 20;
@@ -67,8 +67,9 @@ static void uuid_of(CUdevice d, char* out) {
   CUuuid u;
   CHECK(cuDeviceGetUuid_v2(&u, d));
   const unsigned char* b = (const unsigned char*)u.bytes;
-  sprintf(out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-          b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  sprintf(out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+          b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+          b[15]);
 }
 
 static nvmlDevice_t nvml_of(CUdevice d, int* index) {
@@ -107,10 +108,11 @@ static void report(const char* tag) {
   memset(&m2, 0, sizeof(m2));
   m2.version = (unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24));
   int r1 = nvmlDeviceGetMemoryInfo(h, &m), r2 = nvmlDeviceGetMemoryInfo_v2(h, &m2);
-  printf("%s_free=%zu %s_total=%zu %s_devtotal=%zu %s_nvml_rc=%d %s_nvml_free=%llu %s_nvml_total=%llu "
-         "%s_nvml_used=%llu %s_nvml2_rc=%d %s_nvml2_free=%llu %s_nvml2_total=%llu\n",
-         tag, f, tag, t, tag, tm, tag, r1, tag, m.free, tag, m.total, tag, m.used, tag, r2, tag, m2.free, tag,
-         m2.total);
+  printf(
+      "%s_free=%zu %s_total=%zu %s_devtotal=%zu %s_nvml_rc=%d %s_nvml_free=%llu %s_nvml_total=%llu "
+      "%s_nvml_used=%llu %s_nvml2_rc=%d %s_nvml2_free=%llu %s_nvml2_total=%llu\n",
+      tag, f, tag, t, tag, tm, tag, r1, tag, m.free, tag, m.total, tag, m.used, tag, r2, tag,
+      m2.free, tag, m2.total);
   /* NULL out-parameters are tolerated. */
   printf("%s_null_rc=%d %s_null_nvml_rc=%d\n", tag, (int)cuMemGetInfo(NULL, &t), tag,
          (int)nvmlDeviceGetMemoryInfo(h, NULL));
@@ -123,7 +125,7 @@ static int mode_exact(void) {
   size_t f, t;
   CHECK(cuMemGetInfo(&f, &t));
   CUdeviceptr a, b, c;
-  printf("alloc_free_rc=%d\n", (int)cuMemAlloc(&a, f)); /* exactly what is free: fits */
+  printf("alloc_free_rc=%d\n", (int)cuMemAlloc(&a, f));     /* exactly what is free: fits */
   printf("alloc_one_more_rc=%d\n", (int)cuMemAlloc(&b, 1)); /* one byte over: OOM */
   report("full");
   CHECK(cuMemFree(a));
@@ -294,8 +296,10 @@ static int mode_procaddr(void) {
       {"cuDevicePrimaryCtxRelease", 10000, 0, "cuDevicePrimaryCtxRelease"},
       {"cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2"},
       {"cuLaunchKernel", 12000, 0, "cuLaunchKernel"},
-      {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz"},
-      {"cuMemAllocAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemAllocAsync_ptsz"},
+      {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+       "cuLaunchKernel_ptsz"},
+      {"cuMemAllocAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+       "cuMemAllocAsync_ptsz"},
       {"cuGraphLaunch", 12000, 0, "cuGraphLaunch"},
       {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
       {"cuStreamCreate", 12000, 0, NULL},
@@ -314,12 +318,14 @@ static int mode_procaddr(void) {
     if (cases[i].want) {
       /* Under LD_PRELOAD the global lookup finds libvgpu's definition of the exact variant. */
       void* hook = dlsym(self, cases[i].want);
-      ok = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && p == hook && strstr(where, "libvgpu");
+      ok = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && p == hook &&
+           strstr(where, "libvgpu");
     } else {
       ok = r == CUDA_SUCCESS && p != NULL && strstr(where, "libvgpu") == NULL;
     }
     (void)real;
-    printf("case%zu_%s_%d_%llu=%s\n", i, cases[i].base, cases[i].version, cases[i].flags, ok ? "ok" : where);
+    printf("case%zu_%s_%d_%llu=%s\n", i, cases[i].base, cases[i].version, cases[i].flags,
+           ok ? "ok" : where);
     bad += !ok;
   }
   /* The legacy entry point (no status argument) routes the same way. */
@@ -352,13 +358,15 @@ static pthread_barrier_t g_barrier;
 
 static void* thread_loop(void* arg) {
   unsigned seed = (unsigned)(uintptr_t)arg;
-  if (cuCtxSetCurrent(g_ctx) != CUDA_SUCCESS) __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
+  if (cuCtxSetCurrent(g_ctx) != CUDA_SUCCESS)
+    __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
   pthread_barrier_wait(&g_barrier);
   CUdeviceptr held[8] = {0};
   for (int i = 0; i < 3000; i++) {
     int j = (int)(rand_r(&seed) % 8);
     if (held[j]) {
-      if (cuMemFree(held[j]) != CUDA_SUCCESS) __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
+      if (cuMemFree(held[j]) != CUDA_SUCCESS)
+        __atomic_add_fetch(&g_thread_errors, 1, __ATOMIC_RELAXED);
       held[j] = 0;
     } else {
       CUresult r = cuMemAlloc(&held[j], (1 + rand_r(&seed) % 32) * kMi);
@@ -387,7 +395,8 @@ static int mode_threads(int n) {
   for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, thread_loop, (void*)(uintptr_t)(i + 1));
   for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
   CHECK(cuMemGetInfo(&f1, &t1));
-  printf("thread_errors=%d thread_ooms=%d free_before=%zu free_after=%zu\n", g_thread_errors, g_thread_ooms, f0, f1);
+  printf("thread_errors=%d thread_ooms=%d free_before=%zu free_after=%zu\n", g_thread_errors,
+         g_thread_ooms, f0, f1);
   return 0;
 }
 
@@ -465,13 +474,14 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
     }
     launches++;
   }
-  /* Count only device time inside the window: stop the clock at `end`, drain the queue afterwards. */
+  /* Count only device time inside the window: stop the clock at `end`, drain the queue afterwards.
+   */
   unsigned long long busy_end = fakegpu_busy_ns(nvml_index, getpid());
   CHECK(cuStreamSynchronize(s));
   unsigned long long busy_all = fakegpu_busy_ns(nvml_index, getpid());
   unsigned long long t1 = now_us(CLOCK_MONOTONIC);
-  printf("launches=%ld busy_ns=%llu busy_window_ns=%llu window_ns=%llu drained_at_ns=%llu\n", launches,
-         busy_all - busy0, busy_end - busy0, (end - t0) * 1000ull, (t1 - t0) * 1000ull);
+  printf("launches=%ld busy_ns=%llu busy_window_ns=%llu window_ns=%llu drained_at_ns=%llu\n",
+         launches, busy_all - busy0, busy_end - busy0, (end - t0) * 1000ull, (t1 - t0) * 1000ull);
   return 0;
 }
 
@@ -525,14 +535,16 @@ int main(int argc, char** argv) {
   const char* m = argv[1];
   if (!strcmp(m, "exact")) return mode_exact();
   if (!strcmp(m, "coverage")) return mode_coverage();
-  if (!strcmp(m, "loop") && argc == 5) return mode_loop(strtoull(argv[2], 0, 10), atoi(argv[3]), strtoull(argv[4], 0, 10));
+  if (!strcmp(m, "loop") && argc == 5)
+    return mode_loop(strtoull(argv[2], 0, 10), atoi(argv[3]), strtoull(argv[4], 0, 10));
   if (!strcmp(m, "crash") && argc == 3) return mode_crash(atoi(argv[2]));
   if (!strcmp(m, "devices")) return mode_devices();
   if (!strcmp(m, "alloc") && argc == 4) return mode_alloc(atoi(argv[2]), strtoull(argv[3], 0, 10));
   if (!strcmp(m, "procaddr")) return mode_procaddr();
   if (!strcmp(m, "threads") && argc == 3) return mode_threads(atoi(argv[2]));
   if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
-  if (!strcmp(m, "launch") && argc == 5) return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
+  if (!strcmp(m, "launch") && argc == 5)
+    return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
   if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
   return 2;

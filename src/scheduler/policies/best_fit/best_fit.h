@@ -1,5 +1,6 @@
 #pragma once
-// FGD paper baseline "BestFit": the node with the least CPU and GPU left after placement (min-max normalised), tightest GPU.
+// FGD paper baseline "BestFit": the node with the least CPU and GPU left after placement (min-max
+// normalised), tightest GPU.
 #include <memory>
 
 #include "scheduler/registry.h"

@@ -21,12 +21,13 @@ TEST(ProfileForTest, PodAnnotationsChooseThePolicy) {
       {"hami", "default", "", "default"},
       {"hami", "binpack", "", "hami"},
       {"default", "", "", "default"},
-      {"default", "binpack", "", "hami"},       // upstream annotations keep upstream semantics
+      {"default", "binpack", "", "hami"},  // upstream annotations keep upstream semantics
       {"default", "", "spread", "hami"},
       {"default", "fgd", "", "fgd"},
       {"default", "default", "", "default"},
       {"best-fit", "fgd", "", "fgd"},
-      {"hami-binpack", "spread", "", "hami-binpack"},  // HAMi profiles read the annotations themselves
+      {"hami-binpack", "spread", "",
+       "hami-binpack"},  // HAMi profiles read the annotations themselves
   };
   for (const auto& c : cases) {
     SchedulerOptions o;
@@ -36,14 +37,16 @@ TEST(ProfileForTest, PodAnnotationsChooseThePolicy) {
     core::PodRequest pod = SimPod("p", 1, 500).Build();
     pod.gpu_policy = c.gpu_policy;
     pod.node_policy = c.node_policy;
-    EXPECT_EQ((*s)->ProfileFor(pod).name, c.want) << c.configured << " / " << c.gpu_policy << " / " << c.node_policy;
+    EXPECT_EQ((*s)->ProfileFor(pod).name, c.want)
+        << c.configured << " / " << c.gpu_policy << " / " << c.node_policy;
   }
 }
 
 TEST(DefaultPolicyTest, ClosesAHoleLikeFgd) {
   // Node a has a GPU with exactly 500 free; node b is empty. A 500 task closes a's hole (FGD's
   // behaviour, kept by fgd-balance where CPU is plentiful).
-  auto s = MakeCluster("default", {SimNode("a", 2), SimNode("b", 2)}, {SimPod("x", 1, 500).UseUuid("a-gpu0")});
+  auto s = MakeCluster("default", {SimNode("a", 2), SimNode("b", 2)},
+                       {SimPod("x", 1, 500).UseUuid("a-gpu0")});
   auto d = s->Schedule(SimPod("p", 1, 500).Build(), nullptr);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(Describe(*d), "a:a-gpu0");
@@ -61,7 +64,8 @@ TEST(DefaultPolicyTest, PlacesAsFgdBalance) {
 
 TEST(DefaultPolicyTest, PodsSelectingFgdLearnTheirOwnShapes) {
   // A scheduler configured with hami places a pod that asks for fgd through the fgd profile.
-  auto s = MakeCluster("hami", {SimNode("a", 2), SimNode("b", 2)}, {SimPod("x", 1, 500).UseUuid("a-gpu0")});
+  auto s = MakeCluster("hami", {SimNode("a", 2), SimNode("b", 2)},
+                       {SimPod("x", 1, 500).UseUuid("a-gpu0")});
   core::PodRequest pod = SimPod("p", 1, 500).Build();
   pod.gpu_policy = "fgd";
   auto d = s->Schedule(pod, nullptr);

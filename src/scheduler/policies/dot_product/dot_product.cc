@@ -8,11 +8,13 @@ namespace hami::scheduler::policies {
 
 namespace {
 // Paper definition (merge, normalised by the largest node: 128 cores, 8 GPUs):
-// dot = (cpu_free/128000)(cpu_req/128000) + (gpu_free/8000)(gpu_req/8000); score = int64(100*(1 - dot/2)).
-// In integers with D = 128000^2 (and 128000^2 / 8000^2 = 256): (100 D - 50 (cf cr + 256 gf gr)) / D.
+// dot = (cpu_free/128000)(cpu_req/128000) + (gpu_free/8000)(gpu_req/8000); score = int64(100*(1 -
+// dot/2)). In integers with D = 128000^2 (and 128000^2 / 8000^2 = 256): (100 D - 50 (cf cr + 256 gf
+// gr)) / D.
 class DotProductScorer final : public NodeScorer {
  public:
-  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& pl) const override {
+  int64_t Score(const CycleState& cycle, const NodeState& node,
+                const Placement& pl) const override {
     constexpr int64_t kD = int64_t{128000} * 128000;
     const int64_t cf = std::max<int64_t>(node.cpu_free(), 0);
     const int64_t gf = node.free_milli_total;

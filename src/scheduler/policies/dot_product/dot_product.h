@@ -1,5 +1,6 @@
 #pragma once
-// FGD paper baseline "DotProd" (Tetris; merge, max): the node whose free (CPU, GPU) vector has the smallest dot product with the request.
+// FGD paper baseline "DotProd" (Tetris; merge, max): the node whose free (CPU, GPU) vector has the
+// smallest dot product with the request.
 #include <memory>
 
 #include "scheduler/registry.h"

@@ -17,7 +17,8 @@ const FgdCycle& CycleOf(const ShapeModel& model, const CycleState& cycle) {
   return *c;
 }
 
-void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const {
+void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates,
+                     std::vector<int>* out) const {
   const FgdCycle& fc = CycleOf(*model_, ctx.cycle);
   const FragmentationView& view = fc.view;
   const NodeState& node = ctx.node;
@@ -67,12 +68,14 @@ void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, st
       const DeviceCaps& caps = node.caps[d];
       bool again = false;
       for (const Seen& v : seen)
-        again = again || (v.free == free[d] && v.after == after && v.caps->devmem_mib == caps.devmem_mib &&
-                          v.caps->devcore == caps.devcore && *v.type == dev.type);
+        again = again ||
+                (v.free == free[d] && v.after == after && v.caps->devmem_mib == caps.devmem_mib &&
+                 v.caps->devcore == caps.devcore && *v.type == dev.type);
       if (again) continue;
       seen.push_back({free[d], after, &caps, &dev.type});
       changes.push_back({d, after});
-      const int64_t f = view.FragmentationAfter(node, free, cpu_free, mem_free, changes, cpu_after, mem_after);
+      const int64_t f =
+          view.FragmentationAfter(node, free, cpu_free, mem_free, changes, cpu_after, mem_after);
       changes.pop_back();
       if (f < best) {
         best = f;
@@ -89,7 +92,8 @@ void FgdPicker::Pick(const PickContext& ctx, std::span<const int> candidates, st
       fc.last = {&node, d, best_after, node.free_milli_total, cpu_after, mem_after, best};
   }
   // Keep the device order stable for the annotation (ascending index).
-  std::sort(out->end() - std::min<int>(ctx.request.nums, static_cast<int>(out->size())), out->end());
+  std::sort(out->end() - std::min<int>(ctx.request.nums, static_cast<int>(out->size())),
+            out->end());
 }
 
 namespace {
@@ -97,13 +101,14 @@ int64_t Delta(const FragmentationView& view, const FgdCycle::LastPick* last, con
               const Placement& placement);
 }  // namespace
 
-int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycle, const NodeState& node,
-                           const Placement& placement) {
+int64_t FragmentationDelta(const FragmentationView& view, const CycleState& cycle,
+                           const NodeState& node, const Placement& placement) {
   (void)cycle;
   return Delta(view, nullptr, node, placement);
 }
 
-int64_t FgdScorer::Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const {
+int64_t FgdScorer::Score(const CycleState& cycle, const NodeState& node,
+                         const Placement& placement) const {
   const FgdCycle& fc = CycleOf(*model_, cycle);
   return SigmoidScore(Delta(fc.view, &fc.last, node, placement));
 }
@@ -121,14 +126,17 @@ int64_t Delta(const FragmentationView& view, const FgdCycle::LastPick* last, con
     changes.push_back({d.device, FreeMilli(node.info.devices[d.device], u)});
   }
   const int64_t cpu = node.cpu_free(), mem = node.mem_free();
-  const int64_t cpu_after = cpu - placement.delta.cpu_milli, mem_after = mem - placement.delta.memory_mib;
+  const int64_t cpu_after = cpu - placement.delta.cpu_milli,
+                mem_after = mem - placement.delta.memory_mib;
   const int64_t before = view.Fragmentation(node, node.free_milli, cpu, mem);
   // The picker's evaluation of exactly this change (same node state, GPU, free after, CPU, memory).
-  if (last && last->node == &node && last->free_total == node.free_milli_total && changes.size() == 1 &&
-      changes[0].device == last->device &&
-      changes[0].free_after == last->free_after && cpu_after == last->cpu_after && mem_after == last->mem_after)
+  if (last && last->node == &node && last->free_total == node.free_milli_total &&
+      changes.size() == 1 && changes[0].device == last->device &&
+      changes[0].free_after == last->free_after && cpu_after == last->cpu_after &&
+      mem_after == last->mem_after)
     return before - last->fragmentation;
-  const int64_t after = view.FragmentationAfter(node, node.free_milli, cpu, mem, changes, cpu_after, mem_after);
+  const int64_t after =
+      view.FragmentationAfter(node, node.free_milli, cpu, mem, changes, cpu_after, mem_after);
   return before - after;
 }
 }  // namespace
@@ -144,7 +152,7 @@ void WeightAbove::Build(std::vector<std::pair<int64_t, int64_t>> vw) {
 }
 
 int64_t WeightAbove::Above(int64_t x) const {
-  if (values.empty() || x >= values.back()) return 0;   // the common case: nothing above
+  if (values.empty() || x >= values.back()) return 0;  // the common case: nothing above
   return suffix[std::upper_bound(values.begin(), values.end(), x) - values.begin()];
 }
 
@@ -164,7 +172,8 @@ void BuildTables(const TypicalSet& set, FgdBoundTables& t) {
   t.built = true;
 }
 
-// Per-GPU milli of each typical shape on `dev` (as the tally cache computes it), -1 = cannot use it.
+// Per-GPU milli of each typical shape on `dev` (as the tally cache computes it), -1 = cannot use
+// it.
 void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTables::Kind& k) {
   std::vector<std::pair<int64_t, int64_t>> need;
   for (const auto& ts : set.shapes) {
@@ -176,7 +185,9 @@ void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTable
       continue;
     }
     int64_t mem = shape.memreq_mib;
-    if (mem == 0) mem = dev.devmem_mib * (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
+    if (mem == 0)
+      mem = dev.devmem_mib *
+            (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
     need.push_back({std::max(1, RequestMilli(dev, mem, shape.coresreq)), ts.weight_ppm});
   }
   k.need.Build(std::move(need));
@@ -188,12 +199,13 @@ void BuildKind(const TypicalSet& set, const core::DeviceInfo& dev, FgdBoundTable
 int64_t FgdUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
   const int64_t delta = FragmentationDeltaUpperBound(fc, cycle, node);
   if (delta == kNoBound) return kNoBound;
-  FgdBoundTables& t = fc.bounds;   // nodes alike give the same delta: remember the last one
+  FgdBoundTables& t = fc.bounds;  // nodes alike give the same delta: remember the last one
   if (delta != t.last_delta) t.last_delta = delta, t.last_score = SigmoidScore(delta);
   return t.last_score;
 }
 
-int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle, const NodeSummary& node) {
+int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle,
+                                     const NodeSummary& node) {
   // A pod without GPUs frees nothing and can only stop shapes from running: F cannot fall.
   if (!cycle.has_devices()) return 0;
   const core::DeviceRequest* r = cycle.single_request();
@@ -208,13 +220,16 @@ int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle
     BuildKind(set, dev, k);
     // The pod's share of one GPU of this kind.
     int64_t mem = r->memreq_mib;
-    if (mem <= 0) mem = dev.devmem_mib * (r->mem_percentage > 0 ? std::min(r->mem_percentage, 100) : 100) / 100;
+    if (mem <= 0)
+      mem = dev.devmem_mib * (r->mem_percentage > 0 ? std::min(r->mem_percentage, 100) : 100) / 100;
     mem = std::max<int64_t>(mem, 0);
     const int cores = std::max(r->coresreq, 0);
-    // Least free milli of a GPU the request fits on (free memory >= mem, free cores >= cores, a slot).
+    // Least free milli of a GPU the request fits on (free memory >= mem, free cores >= cores, a
+    // slot).
     int64_t f_lb = kMilliPerGpu;
     if (dev.devmem_mib > 0) f_lb = std::min(f_lb, mem * kMilliPerGpu / dev.devmem_mib);
-    if (dev.devcore > 0) f_lb = std::min<int64_t>(f_lb, int64_t{cores} * kMilliPerGpu / dev.devcore);
+    if (dev.devcore > 0)
+      f_lb = std::min<int64_t>(f_lb, int64_t{cores} * kMilliPerGpu / dev.devcore);
     k.drop = RequestMilli(dev, mem, cores);
     k.f_lb = static_cast<int>(f_lb);
     // Above(f) for every free level, in one sweep over the sorted needs.
@@ -227,7 +242,8 @@ int64_t FragmentationDeltaUpperBound(const FgdCycle& fc, const CycleState& cycle
   }
   // Every GPU the pod can take has at least f_lb free; the node's least such level is tighter.
   const int f_min = node.LeastFreeAtLeast(k.f_lb);
-  if (f_min < 0) return kNoBound;   // no usable device that fits: the summary disagrees with the node; no bound
+  if (f_min < 0)
+    return kNoBound;  // no usable device that fits: the summary disagrees with the node; no bound
   const int64_t shape_w = k.unaccepted + k.need_above[std::clamp(f_min, 0, kMilliPerGpu)];
   // Free milli one GPU loses: at most the share's milli, or all of it when its last slot goes.
   const int64_t drop = node.last_slot > 0 ? std::max<int64_t>(k.drop, node.max_free_milli) : k.drop;

@@ -33,7 +33,8 @@ NodeState NodeWithFree(std::vector<int> free_milli) {
   PodDelta delta;
   for (size_t d = 0; d < free_milli.size(); ++d) {
     const int used = 1000 - free_milli[d];
-    if (used > 0) delta.devices.push_back({static_cast<int>(d), 1, kSimGpuMem * used / 1000, used / 10});
+    if (used > 0)
+      delta.devices.push_back({static_cast<int>(d), 1, kSimGpuMem * used / 1000, used / 10});
   }
   n.Apply(delta, +1);
   return n;
@@ -51,7 +52,8 @@ TEST_P(FragmentationTest, MatchesHandComputed) {
   const FragCase& c = GetParam();
   fgd::FragmentationView view(SetOf(c.shapes));
   NodeState n = NodeWithFree(c.free);
-  EXPECT_EQ(view.Fragmentation(n, n.free_milli, n.cpu_free(), n.mem_free()), c.want_milli * 1'000'000);
+  EXPECT_EQ(view.Fragmentation(n, n.free_milli, n.cpu_free(), n.mem_free()),
+            c.want_milli * 1'000'000);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -59,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Both shapes fit on gpu0 only; gpu1's 300 is stranded for both => 300.
         FragCase{"share_and_whole", {1000, 300}, {{1, 500, 500'000}, {1, 1000, 500'000}}, 300},
-        // Half-GPU tasks fit on both GPUs (0 stranded); whole-GPU tasks strand gpu1's 600 => 0.5*600.
+        // Half-GPU tasks fit on both GPUs (0 stranded); whole-GPU tasks strand gpu1's 600 =>
+        // 0.5*600.
         FragCase{"half_fits_everywhere", {1000, 600}, {{1, 500, 500'000}, {1, 1000, 500'000}}, 300},
         // 300 free cannot hold a 500 task: stranded for both shapes.
         FragCase{"all_share", {300, 300}, {{1, 500, 1'000'000}}, 600},
@@ -76,11 +79,13 @@ TEST(FragmentationTest, ChangesAreIncremental) {
   NodeState n = NodeWithFree({1000, 600});
   // Putting 500 on gpu0 leaves {500, 600}: both hold a half task, no whole GPU left => 0.5*1100.
   std::vector<fgd::FreeChange> on0{{0, 500}};
-  EXPECT_EQ(view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), on0, n.cpu_free(), n.mem_free()),
+  EXPECT_EQ(view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), on0, n.cpu_free(),
+                                    n.mem_free()),
             550 * 1'000'000);
   // On gpu1 it leaves {1000, 100}: 100 stranded for both shapes => 100.
   std::vector<fgd::FreeChange> on1{{1, 100}};
-  EXPECT_EQ(view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), on1, n.cpu_free(), n.mem_free()),
+  EXPECT_EQ(view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), on1, n.cpu_free(),
+                                    n.mem_free()),
             100 * 1'000'000);
   // And the measured node itself is unchanged: whole-GPU tasks strand gpu1's 600 => 0.5*600.
   EXPECT_EQ(view.Fragmentation(n, n.free_milli, n.cpu_free(), n.mem_free()), 300 * 1'000'000);
@@ -90,8 +95,9 @@ TEST(FragmentationTest, CpuShortageMakesAShapeUnrunnable) {
   fgd::FragmentationView view(SetOf({{1, 500, 1'000'000}}));
   NodeState n = NodeWithFree({1000, 200});
   // With 999 milli-CPU left the 1000 milli-CPU shape cannot run: all 1200 free milli is fragment.
-  EXPECT_EQ(view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), {}, 999, n.mem_free()),
-            1200 * 1'000'000);
+  EXPECT_EQ(
+      view.FragmentationAfter(n, n.free_milli, n.cpu_free(), n.mem_free(), {}, 999, n.mem_free()),
+      1200 * 1'000'000);
 }
 
 TEST(SigmoidScoreTest, Table) {
@@ -115,7 +121,7 @@ TEST(ShapeModelTest, TypicalSetCoversTheHeaviestShapes) {
   int64_t total = 0;
   for (const auto& s : set->shapes) total += s.weight_ppm;
   EXPECT_EQ(total, 1'000'000);
-  EXPECT_EQ(set->shapes[0].shape.coresreq, 50);   // first seen first
+  EXPECT_EQ(set->shapes[0].shape.coresreq, 50);  // first seen first
   EXPECT_NEAR(set->shapes[0].weight_ppm, 666'667, 1);
   EXPECT_EQ(set->observed, 10);
 }
@@ -125,9 +131,9 @@ TEST(ShapeModelTest, MembershipChangesOnlyWithTheList) {
   model.Observe(SimPod("a", 1, 500).Build());
   const uint64_t m1 = model.Snapshot()->membership;
   model.Observe(SimPod("b", 1, 500).Build());
-  EXPECT_EQ(model.Snapshot()->membership, m1);   // same shape: weights only
+  EXPECT_EQ(model.Snapshot()->membership, m1);  // same shape: weights only
   model.Observe(SimPod("c", 1, 300).Build());
-  EXPECT_NE(model.Snapshot()->membership, m1);   // a new typical shape
+  EXPECT_NE(model.Snapshot()->membership, m1);  // a new typical shape
 }
 
 TEST(ShapeModelTest, DecayForgetsOldShapes) {
@@ -151,15 +157,15 @@ TEST(ShapeModelTest, UnobserveTakesBackExactlyWhatWasAdded) {
     };
     const auto before = weights();
     const int64_t observed = model.Snapshot()->observed;
-    model.Observe("r1", SimPod("r1", 1, 500).Build());   // a known shape
-    model.Observe("r2", SimPod("r2", 1, 120).Build());   // a new one
-    model.Observe("r2", SimPod("r2", 1, 130).Build());   // replaces r2's first observation
+    model.Observe("r1", SimPod("r1", 1, 500).Build());  // a known shape
+    model.Observe("r2", SimPod("r2", 1, 120).Build());  // a new one
+    model.Observe("r2", SimPod("r2", 1, 130).Build());  // replaces r2's first observation
     EXPECT_EQ(model.recorded(), 2u);
     EXPECT_NE(weights(), before);
     model.Unobserve("r1");
     model.Unobserve("r2");
-    model.Unobserve("r2");      // already taken back: nothing
-    model.Unobserve("never");   // unknown: nothing
+    model.Unobserve("r2");     // already taken back: nothing
+    model.Unobserve("never");  // unknown: nothing
     EXPECT_EQ(weights(), before) << half_life;
     EXPECT_EQ(model.Snapshot()->observed, observed);
     // Forget keeps the weight (the pod left after running), and a later Unobserve finds nothing.
@@ -174,10 +180,12 @@ TEST(ShapeModelTest, UnobserveTakesBackExactlyWhatWasAdded) {
 
 TEST(FgdPolicyTest, PicksTheGpuThatStrandsLeast) {
   // gpu0 has 600 free, gpu1 350. Learned shapes, 1/3 each: 400, 650 and 300 milli.
-  //   300 on gpu0 -> free {300, 350}: 400 and 650 cannot run (650 each), 300 fits both (0) => F = 433.
-  //   300 on gpu1 -> free {600, 50}: 400 strands 50, 650 cannot run (650), 300 strands 50  => F = 250.
-  auto s = MakeCluster("fgd", {SimNode("a", 2)},
-                       {SimPod("x", 1, 400).UseUuid("a-gpu0"), SimPod("y", 1, 650).UseUuid("a-gpu1")});
+  //   300 on gpu0 -> free {300, 350}: 400 and 650 cannot run (650 each), 300 fits both (0) => F =
+  //   433. 300 on gpu1 -> free {600, 50}: 400 strands 50, 650 cannot run (650), 300 strands 50  =>
+  //   F = 250.
+  auto s =
+      MakeCluster("fgd", {SimNode("a", 2)},
+                  {SimPod("x", 1, 400).UseUuid("a-gpu0"), SimPod("y", 1, 650).UseUuid("a-gpu1")});
   auto d = s->Schedule(SimPod("p", 1, 300).Build(), nullptr);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(Describe(*d), "a:a-gpu1");
@@ -185,7 +193,8 @@ TEST(FgdPolicyTest, PicksTheGpuThatStrandsLeast) {
 
 TEST(FgdPolicyTest, PrefersTheNodeWhereTheTaskFillsAHole) {
   // Node a has a GPU with exactly 500 free; node b is empty. A 500 task closes a's hole.
-  auto s = MakeCluster("fgd", {SimNode("a", 2), SimNode("b", 2)}, {SimPod("x", 1, 500).UseUuid("a-gpu0")});
+  auto s = MakeCluster("fgd", {SimNode("a", 2), SimNode("b", 2)},
+                       {SimPod("x", 1, 500).UseUuid("a-gpu0")});
   auto d = s->Schedule(SimPod("p", 1, 500).Build(), nullptr);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(Describe(*d), "a:a-gpu0");

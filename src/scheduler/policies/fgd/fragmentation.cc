@@ -15,16 +15,16 @@ struct TallyCache {
     std::string type;
     int64_t devmem = 0;
     int devcore = 0;
-    std::vector<int> need;   // per typical shape: per-GPU milli on this device, -1 = not accepted
+    std::vector<int> need;  // per typical shape: per-GPU milli on this device, -1 = not accepted
   };
   struct NodeEntry {
     std::string name;
     std::vector<int> free;
     int64_t cpu = 0, mem = 0, total = 0;
     bool track_cpu = false, track_mem = false;
-    std::vector<int> kinds;          // per device, index into TallyCache::kinds
-    std::vector<int> fits;           // per shape
-    std::vector<int64_t> stranded;   // per shape
+    std::vector<int> kinds;         // per device, index into TallyCache::kinds
+    std::vector<int> fits;          // per shape
+    std::vector<int64_t> stranded;  // per shape
   };
   uint64_t membership = 0;
   std::vector<DeviceKind> kinds;
@@ -37,8 +37,8 @@ struct TallyCache {
     nodes.clear();
   }
   int KindOf(const TrackedShapes& shapes, const core::DeviceInfo& dev);
-  const NodeEntry& Measure(const TrackedShapes& shapes, const NodeState& node, std::span<const int> free,
-                           int64_t cpu_free, int64_t mem_free);
+  const NodeEntry& Measure(const TrackedShapes& shapes, const NodeState& node,
+                           std::span<const int> free, int64_t cpu_free, int64_t mem_free);
 };
 
 namespace {
@@ -49,7 +49,8 @@ constexpr size_t kMaxCachedNodes = 1 << 17;
 int TallyCache::KindOf(const TrackedShapes& set, const core::DeviceInfo& dev) {
   for (size_t i = 0; i < kinds.size(); ++i) {
     const auto& k = kinds[i];
-    if (k.devmem == dev.devmem_mib && k.devcore == dev.devcore && k.type == dev.type) return static_cast<int>(i);
+    if (k.devmem == dev.devmem_mib && k.devcore == dev.devcore && k.type == dev.type)
+      return static_cast<int>(i);
   }
   DeviceKind k;
   k.type = dev.type;
@@ -65,7 +66,9 @@ int TallyCache::KindOf(const TrackedShapes& set, const core::DeviceInfo& dev) {
       continue;
     }
     int64_t mem = shape.memreq_mib;
-    if (mem == 0) mem = dev.devmem_mib * (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
+    if (mem == 0)
+      mem = dev.devmem_mib *
+            (shape.mem_percentage > 0 ? std::min(shape.mem_percentage, 100) : 100) / 100;
     // A GPU with 0 free never holds anything, so a need of at least 1 keeps "fits" meaningful.
     k.need.push_back(std::max(1, RequestMilli(dev, mem, shape.coresreq)));
   }
@@ -74,7 +77,8 @@ int TallyCache::KindOf(const TrackedShapes& set, const core::DeviceInfo& dev) {
 }
 
 const TallyCache::NodeEntry& TallyCache::Measure(const TrackedShapes& set, const NodeState& node,
-                                                 std::span<const int> free, int64_t cpu_free, int64_t mem_free) {
+                                                 std::span<const int> free, int64_t cpu_free,
+                                                 int64_t mem_free) {
   if (nodes.size() > kMaxCachedNodes) nodes.clear();
   NodeEntry& e = nodes[&node];
   if (e.cpu == cpu_free && e.mem == mem_free && e.free.size() == free.size() &&
@@ -126,8 +130,9 @@ FragmentationView::FragmentationView(std::shared_ptr<const TypicalSet> set) : se
   if (own) tracked_ = std::move(own);
 }
 
-int64_t FragmentationView::FragmentationAfter(const NodeState& node, std::span<const int> free, int64_t cpu_free,
-                                              int64_t mem_free, std::span<const FreeChange> changes,
+int64_t FragmentationView::FragmentationAfter(const NodeState& node, std::span<const int> free,
+                                              int64_t cpu_free, int64_t mem_free,
+                                              std::span<const FreeChange> changes,
                                               int64_t cpu_after, int64_t mem_after) const {
   TallyCache& cache = t_cache;
   cache.Bind(*set_);
@@ -163,7 +168,8 @@ namespace {
 struct Thresholds {
   std::array<int64_t, 100> t{};
   Thresholds() {
-    for (int s = 1; s < 100; ++s) t[s] = static_cast<int64_t>(std::ceil(std::log(s / (100.0 - s)) * 1e9));
+    for (int s = 1; s < 100; ++s)
+      t[s] = static_cast<int64_t>(std::ceil(std::log(s / (100.0 - s)) * 1e9));
   }
 };
 const Thresholds kThresholds;
@@ -173,8 +179,10 @@ int SigmoidScore(int64_t delta) {
   int lo = 0, hi = 99;  // largest s with t[s] <= delta (0 when none)
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (kThresholds.t[mid] <= delta) lo = mid;
-    else hi = mid - 1;
+    if (kThresholds.t[mid] <= delta)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }

@@ -11,7 +11,9 @@ namespace hami::scheduler::fgd {
 
 size_t TaskShapeHash::operator()(const TaskShape& s) const {
   size_t h = std::hash<std::string>()(s.models);
-  auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](int64_t v) {
+    h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
   mix(s.cpu_milli);
   mix(s.memory_mib);
   mix(s.gpus);
@@ -63,7 +65,9 @@ ShapeModel::ShapeModel(ShapeModelOptions options) : options_(options) {
   snapshot_ = std::make_shared<TypicalSet>();
 }
 
-void ShapeModel::Observe(const core::PodRequest& pod) { ObserveShape(ShapeOf(pod)); }
+void ShapeModel::Observe(const core::PodRequest& pod) {
+  ObserveShape(ShapeOf(pod));
+}
 
 void ShapeModel::ObserveShape(const TaskShape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -119,8 +123,9 @@ double ShapeModel::AddLocked(const TaskShape& shape) {
     increment_ = 1.0;
   }
   if (weights_.size() > options_.max_tracked) {
-    auto lightest = std::min_element(weights_.begin(), weights_.end(),
-                                     [](const auto& a, const auto& b) { return a.second.weight < b.second.weight; });
+    auto lightest = std::min_element(
+        weights_.begin(), weights_.end(),
+        [](const auto& a, const auto& b) { return a.second.weight < b.second.weight; });
     weights_.erase(lightest);
     tracked_dirty_ = true;
   }
@@ -129,7 +134,7 @@ double ShapeModel::AddLocked(const TaskShape& shape) {
 
 void ShapeModel::SubtractLocked(const TaskShape& shape, double weight, double log_scale) {
   auto it = weights_.find(shape);
-  if (it == weights_.end()) return;   // forgotten as the lightest meanwhile
+  if (it == weights_.end()) return;  // forgotten as the lightest meanwhile
   --observed_;
   if (--it->second.count <= 0) {
     weights_.erase(it);
@@ -165,7 +170,8 @@ void ShapeModel::Rebuild() {
     if (covered >= goal) break;
   }
   order.resize(keep);
-  // Publish in first-seen order; the tracked list is rebuilt only when a shape was added or forgotten.
+  // Publish in first-seen order; the tracked list is rebuilt only when a shape was added or
+  // forgotten.
   std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
   if (!tracked_ || tracked_dirty_) {
     tracked_dirty_ = false;
@@ -196,14 +202,16 @@ void ShapeModel::Rebuild() {
   for (const auto& e : order) {
     TypicalShape t;
     t.shape = *e.shape;
-    t.tracked = static_cast<int>(std::lower_bound(tracked_ids_.begin(), tracked_ids_.end(), e.id) - tracked_ids_.begin());
+    t.tracked = static_cast<int>(std::lower_bound(tracked_ids_.begin(), tracked_ids_.end(), e.id) -
+                                 tracked_ids_.begin());
     t.models = tracked_->models[t.tracked];
     t.weight_ppm = covered > 0 ? static_cast<int64_t>(std::floor(e.weight / covered * 1e6)) : 0;
     sum += t.weight_ppm;
     set->shapes.push_back(std::move(t));
   }
   // Hand the rounding remainder out one ppm at a time so the weights sum to exactly 1'000'000.
-  for (size_t i = 0; covered > 0 && sum < 1'000'000 && !set->shapes.empty(); i = (i + 1) % set->shapes.size(), ++sum)
+  for (size_t i = 0; covered > 0 && sum < 1'000'000 && !set->shapes.empty();
+       i = (i + 1) % set->shapes.size(), ++sum)
     set->shapes[i].weight_ppm++;
   snapshot_ = std::move(set);
 }

@@ -3,10 +3,10 @@
 // learned online from the pods the scheduler sees (never read from a trace file).
 //
 // A shape is what a pod asks of one node: CPU, memory, number of GPUs, the per-GPU request as the
-// pod wrote it (MiB or percent of memory, percent of cores) and the GPU models it accepts. The model
-// keeps an exponentially decayed histogram of shapes; its snapshot is the "typical set" of the FGD
-// paper: the most frequent shapes, heaviest first, until they cover `coverage_pct` of the weight,
-// with weights renormalised to one million (parts per million, integers).
+// pod wrote it (MiB or percent of memory, percent of cores) and the GPU models it accepts. The
+// model keeps an exponentially decayed histogram of shapes; its snapshot is the "typical set" of
+// the FGD paper: the most frequent shapes, heaviest first, until they cover `coverage_pct` of the
+// weight, with weights renormalised to one million (parts per million, integers).
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,11 +21,11 @@ namespace hami::scheduler::fgd {
 struct TaskShape {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int gpus = 0;                 // 0 = CPU-only
-  int64_t memreq_mib = 0;       // per GPU
-  int mem_percentage = 0;       // per GPU, when memreq_mib == 0
-  int coresreq = 0;             // per GPU
-  std::string models;           // accepted models, '|'-joined use-gputype patterns; "" = any
+  int gpus = 0;            // 0 = CPU-only
+  int64_t memreq_mib = 0;  // per GPU
+  int mem_percentage = 0;  // per GPU, when memreq_mib == 0
+  int coresreq = 0;        // per GPU
+  std::string models;      // accepted models, '|'-joined use-gputype patterns; "" = any
   bool operator==(const TaskShape&) const = default;
 };
 
@@ -40,38 +40,40 @@ TaskShape ShapeOf(const core::PodRequest& pod);
 
 struct TypicalShape {
   TaskShape shape;
-  std::vector<std::string> models;   // `shape.models` split, for matching
-  int64_t weight_ppm = 0;            // sums to 1'000'000 over the set
-  int tracked = -1;                  // index into TypicalSet::tracked (-1: the set has no tracked list)
+  std::vector<std::string> models;  // `shape.models` split, for matching
+  int64_t weight_ppm = 0;           // sums to 1'000'000 over the set
+  int tracked = -1;  // index into TypicalSet::tracked (-1: the set has no tracked list)
 };
 
-// Every shape the model tracks, in first-seen order. Shared by the snapshots taken while no shape is
-// added or forgotten, so per-node tallies keyed on it survive weight changes and typical-set churn.
+// Every shape the model tracks, in first-seen order. Shared by the snapshots taken while no shape
+// is added or forgotten, so per-node tallies keyed on it survive weight changes and typical-set
+// churn.
 struct TrackedShapes {
   std::vector<TaskShape> shapes;
-  std::vector<std::vector<std::string>> models;   // shapes[i].models split
+  std::vector<std::vector<std::string>> models;  // shapes[i].models split
 };
 
 struct TypicalSet {
-  std::vector<TypicalShape> shapes;  // the typical ones, in first-seen order
-  std::shared_ptr<const TrackedShapes> tracked;   // null for hand-built sets: `shapes` is the list
-  uint64_t version = 0;              // changes with every snapshot (weights)
-  uint64_t membership = 0;           // process-unique id of the tracked list (or of `shapes` when none)
-  int64_t observed = 0;              // pods observed when the snapshot was taken
+  std::vector<TypicalShape> shapes;              // the typical ones, in first-seen order
+  std::shared_ptr<const TrackedShapes> tracked;  // null for hand-built sets: `shapes` is the list
+  uint64_t version = 0;                          // changes with every snapshot (weights)
+  uint64_t membership = 0;  // process-unique id of the tracked list (or of `shapes` when none)
+  int64_t observed = 0;     // pods observed when the snapshot was taken
 };
 
 struct ShapeModelOptions {
-  int coverage_pct = 95;        // the paper's 95 %
-  double half_life = 0;         // in observations; 0 = no decay (the paper's static distribution)
-  size_t max_tracked = 4096;    // distinct shapes kept; the lightest is forgotten beyond this
-  size_t max_typical = 128;     // cap on the typical set
+  int coverage_pct = 95;      // the paper's 95 %
+  double half_life = 0;       // in observations; 0 = no decay (the paper's static distribution)
+  size_t max_tracked = 4096;  // distinct shapes kept; the lightest is forgotten beyond this
+  size_t max_typical = 128;   // cap on the typical set
   // Weigh each observation by the GPUs it asks (a k-GPU task counts k, a share or CPU-only task 1)
   // instead of counting tasks: the metric that matters is GPU capacity, and rare whole-node tasks
   // that strand the most capacity when they fail would otherwise fall out of the typical set.
   bool demand_weighted = false;
 };
 
-// Thread-safe. Observe() costs O(distinct shapes · log) under a mutex; Snapshot() is a pointer copy.
+// Thread-safe. Observe() costs O(distinct shapes · log) under a mutex; Snapshot() is a pointer
+// copy.
 class ShapeModel {
  public:
   explicit ShapeModel(ShapeModelOptions options = {});
@@ -83,35 +85,35 @@ class ShapeModel {
   void Observe(const std::string& uid, const core::PodRequest& pod);
   void Unobserve(const std::string& uid);
   void Forget(const std::string& uid);
-  size_t recorded() const;   // uids with a record (tests)
+  size_t recorded() const;  // uids with a record (tests)
   std::shared_ptr<const TypicalSet> Snapshot() const;
 
  private:
-  double AddLocked(const TaskShape& shape);                       // requires mu_; the weight added
-  void SubtractLocked(const TaskShape& shape, double weight, double log_scale);   // requires mu_
-  void Rebuild();   // requires mu_
+  double AddLocked(const TaskShape& shape);  // requires mu_; the weight added
+  void SubtractLocked(const TaskShape& shape, double weight, double log_scale);  // requires mu_
+  void Rebuild();                                                                // requires mu_
 
   ShapeModelOptions options_;
   mutable std::mutex mu_;
   struct Tracked {
     double weight = 0;
-    uint64_t id = 0;   // first-seen order
-    int64_t count = 0; // observations not taken back; the shape is dropped when none is left
+    uint64_t id = 0;    // first-seen order
+    int64_t count = 0;  // observations not taken back; the shape is dropped when none is left
   };
   struct Record {
     TaskShape shape;
-    double weight = 0;      // as added, in the units of log_scale_ at that time
+    double weight = 0;  // as added, in the units of log_scale_ at that time
     double log_scale = 0;
   };
-  std::unordered_map<std::string, Record> records_;   // by uid
-  double log_scale_ = 0;    // log2 of the product of every rescale divisor so far
+  std::unordered_map<std::string, Record> records_;  // by uid
+  double log_scale_ = 0;  // log2 of the product of every rescale divisor so far
   std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_;
   uint64_t next_id_ = 0;
   uint64_t membership_ = 0;
   std::shared_ptr<const TrackedShapes> tracked_;
-  std::vector<uint64_t> tracked_ids_;   // ids of tracked_->shapes, ascending
-  bool tracked_dirty_ = true;           // a shape was added or forgotten since tracked_ was built
-  double increment_ = 1.0;    // grows by the decay factor instead of decaying every entry
+  std::vector<uint64_t> tracked_ids_;  // ids of tracked_->shapes, ascending
+  bool tracked_dirty_ = true;          // a shape was added or forgotten since tracked_ was built
+  double increment_ = 1.0;             // grows by the decay factor instead of decaying every entry
   double growth_ = 1.0;
   int64_t observed_ = 0;
   uint64_t version_ = 0;

@@ -7,7 +7,7 @@ namespace hami::scheduler::fgd_balance {
 namespace {
 // Sums are halved past this, keeping the ratio; with the CPU clamp below, cpu * milli < 2^61.
 constexpr int64_t kMaxSum = int64_t{1} << 30;
-constexpr int64_t kMaxCpu = int64_t{1} << 31;   // milli-cores of one node (2 million cores)
+constexpr int64_t kMaxCpu = int64_t{1} << 31;  // milli-cores of one node (2 million cores)
 constexpr int64_t kPpm = 1'000'000;
 
 // The GPU milli a shape asks, per GPU on a reference device (ShapeOf keeps the request as written):
@@ -15,7 +15,8 @@ constexpr int64_t kPpm = 1'000'000;
 // carries in percent, and a whole device when neither is given; times its GPU count.
 int64_t ShapeMilli(const fgd::TaskShape& s) {
   int64_t per_gpu = s.coresreq > 0 ? std::min(100, s.coresreq) * 10 : 1000;
-  if (s.mem_percentage > 0) per_gpu = std::max<int64_t>(per_gpu, std::min(100, s.mem_percentage) * 10);
+  if (s.mem_percentage > 0)
+    per_gpu = std::max<int64_t>(per_gpu, std::min(100, s.mem_percentage) * 10);
   return per_gpu * s.gpus;
 }
 }  // namespace
@@ -29,7 +30,8 @@ void CpuDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   std::lock_guard<std::mutex> lock(mu_);
   TakeBackLocked(uid);
   const Ratio added = AddLocked(pod);
-  if (added.cpu != 0 || added.milli != 0) records_[uid] = CpuDemandRecord{added.cpu, added.milli, halvings_};
+  if (added.cpu != 0 || added.milli != 0)
+    records_[uid] = CpuDemandRecord{added.cpu, added.milli, halvings_};
 }
 
 CpuDemand::Ratio CpuDemand::AddLocked(const core::PodRequest& pod) {
@@ -66,11 +68,14 @@ void ModelDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   ModelDemandRecord a{s.models, std::min<int64_t>(ShapeMilli(s), kMaxSum)};
   if (!a.models.empty()) {
     auto it = by_models_.find(a.models);
-    if (it == by_models_.end() && by_models_.size() >= kMaxSets) a.models.clear();   // counts in total only
-    else by_models_[a.models] += a.milli;
+    if (it == by_models_.end() && by_models_.size() >= kMaxSets)
+      a.models.clear();  // counts in total only
+    else
+      by_models_[a.models] += a.milli;
   }
   total_ += a.milli;
-  while (total_ > kMaxSum) {   // halve, keeping the shares (records then take back at most what is left)
+  while (total_ >
+         kMaxSum) {  // halve, keeping the shares (records then take back at most what is left)
     total_ /= 2;
     for (auto& [m, v] : by_models_) v /= 2;
   }
@@ -103,7 +108,8 @@ ModelDemand::Sums ModelDemand::Get() const {
   return out;
 }
 
-std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Sums& demand, const GpuCapacity& capacity) {
+std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Sums& demand,
+                                                           const GpuCapacity& capacity) {
   std::vector<std::pair<std::string, int64_t>> out;
   int64_t gpus = 0;
   for (const auto& [type, n] : capacity) gpus += n;
@@ -122,7 +128,8 @@ std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Su
     int64_t p = 0;
     for (size_t i = 0; i < demand.constrained.size(); ++i) {
       if (set_gpus[i] <= 0 || !accepts(demand.constrained[i].first, type)) continue;
-      const int64_t share = demand.constrained[i].second * kPpm / demand.total;   // ppm of the demand
+      const int64_t share =
+          demand.constrained[i].second * kPpm / demand.total;  // ppm of the demand
       p += share * gpus / set_gpus[i];
       if (p >= kPpm) break;
     }
@@ -141,7 +148,8 @@ namespace {
 // Per-cycle: the ratio this decision uses (one snapshot, so every node is measured alike).
 struct BalanceCycle {
   CpuDemand::Ratio ratio;
-  std::vector<std::pair<std::string, int64_t>> pressure;   // ppm per device type; empty: none anywhere
+  std::vector<std::pair<std::string, int64_t>>
+      pressure;  // ppm per device type; empty: none anywhere
 };
 
 // What a placement costs in model pressure (ppm * milli).
@@ -171,28 +179,35 @@ Status BalanceScorer::PreFilter(CycleState& cycle) const {
   return OkStatus();
 }
 
-int64_t BalanceScorer::Combine(int64_t fgd_delta, int64_t stranded_increase, int64_t pressure_cost) {
+int64_t BalanceScorer::Combine(int64_t fgd_delta, int64_t stranded_increase,
+                               int64_t pressure_cost) {
   // Stranded milli weigh like FGD's fragmentation with weight one (1e6 ppm).
   const int64_t level = fgd::SigmoidScore(fgd_delta - stranded_increase * kPpm - pressure_cost);
-  // Inside a level, the smaller increase wins; |increase| <= free milli of one node, far below 2^31.
-  const int64_t tie = std::clamp<int64_t>((int64_t{1} << 31) - stranded_increase, 0, (int64_t{1} << 32) - 1);
+  // Inside a level, the smaller increase wins; |increase| <= free milli of one node, far below
+  // 2^31.
+  const int64_t tie =
+      std::clamp<int64_t>((int64_t{1} << 31) - stranded_increase, 0, (int64_t{1} << 32) - 1);
   return (level << 32) + tie;
 }
 
-int64_t BalanceScorer::Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const {
-  const int64_t delta = fgd::FragmentationDelta(fgd::CycleOf(*shapes_, cycle).view, cycle, node, placement);
+int64_t BalanceScorer::Score(const CycleState& cycle, const NodeState& node,
+                             const Placement& placement) const {
+  const int64_t delta =
+      fgd::FragmentationDelta(fgd::CycleOf(*shapes_, cycle).view, cycle, node, placement);
   int64_t increase = 0;
   const BalanceCycle& bc = *cycle.Read<BalanceCycle>(this);
-  if (node.info.cpu_milli > 0) {   // nodes that do not report CPU strand nothing
+  if (node.info.cpu_milli > 0) {  // nodes that do not report CPU strand nothing
     const CpuDemand::Ratio& r = bc.ratio;
     const int64_t cpu = node.cpu_free(), gpu = node.free_milli_total;
-    increase = StrandedMilli(gpu - placement.gpu_milli, cpu - placement.delta.cpu_milli, r) - StrandedMilli(gpu, cpu, r);
+    increase = StrandedMilli(gpu - placement.gpu_milli, cpu - placement.delta.cpu_milli, r) -
+               StrandedMilli(gpu, cpu, r);
   }
   return Combine(delta, increase, PressureCost(bc, node, placement));
 }
 
 int64_t BalanceScorer::UpperBound(const CycleState& cycle, const NodeSummary& node) const {
-  const int64_t delta = fgd::FragmentationDeltaUpperBound(fgd::CycleOf(*shapes_, cycle), cycle, node);
+  const int64_t delta =
+      fgd::FragmentationDeltaUpperBound(fgd::CycleOf(*shapes_, cycle), cycle, node);
   if (delta == kNoBound) return kNoBound;
   // stranded(after) >= 0, so the increase is at least -stranded(before) (0 for nodes without CPU).
   const BalanceCycle& bc = *cycle.Read<BalanceCycle>(this);
@@ -208,7 +223,8 @@ int64_t BalanceScorer::UpperBound(const CycleState& cycle, const NodeSummary& no
       if (type == dev.type) {
         // Memory as a share of the device resolves against the node's capacities, which may differ
         // from the registration: only MiB asked for count here.
-        cost = p * r->nums * RequestMilli(dev, std::max<int64_t>(r->memreq_mib, 0), std::max(r->coresreq, 0));
+        cost = p * r->nums *
+               RequestMilli(dev, std::max<int64_t>(r->memreq_mib, 0), std::max(r->coresreq, 0));
         break;
       }
   }

@@ -5,20 +5,22 @@
 // fragmented for a shape only once that shape no longer fits. It misses the slow drain that decides
 // most late failures on the openb traces: CPU-only and CPU-heavy pods eat the CPU of nodes whose
 // GPUs are still free (an 8-GPU G2 node has 12 cores per GPU, a 2-GPU T4 node 52), until those GPUs
-// can never be used. This policy learns online the CPU that GPU pods ask per milli-GPU (ratio of sums
-// over the GPU pods seen) and counts, per node, the free GPU milli its free CPU cannot serve:
+// can never be used. This policy learns online the CPU that GPU pods ask per milli-GPU (ratio of
+// sums over the GPU pods seen) and counts, per node, the free GPU milli its free CPU cannot serve:
 //   stranded(n) = max(0, free_gpu_milli(n) - free_cpu(n) / cpu_per_milli).
-// Score level = int(100 * sigmoid((F(before) - F(after) - (stranded(after) - stranded(before))) / 1000))
-// with F and the sigmoid exactly as FGD (the stranded milli count with weight 1, like one more shape
-// that every GPU pod has); inside a level, the smaller increase of stranded milli wins; then the node
-// order. The GPU(s) inside the node are FGD's choice. Per decision O(1) beyond FGD's own cost.
+// Score level = int(100 * sigmoid((F(before) - F(after) - (stranded(after) - stranded(before))) /
+// 1000)) with F and the sigmoid exactly as FGD (the stranded milli count with weight 1, like one
+// more shape that every GPU pod has); inside a level, the smaller increase of stranded milli wins;
+// then the node order. The GPU(s) inside the node are FGD's choice. Per decision O(1) beyond FGD's
+// own cost.
 //
-// Model pressure (issue 16): pods constrained to some GPU models (use-gputype) can only use those, so
-// a flexible pod that takes a scarce model's GPU takes it from them. The policy learns online, per
-// set of accepted models, the GPU milli the constrained pods ask (ModelDemand) and, with the
-// cluster's GPUs per model (ClusterCache::gpu_capacity), the expected share of each model's capacity
-// that pods constrained to it will ask when arrivals fill the cluster:
-//   pressure(T) = sum over sets S that accept T of (demand share of S) * (GPUs) / (GPUs of S's models)
+// Model pressure (issue 16): pods constrained to some GPU models (use-gputype) can only use those,
+// so a flexible pod that takes a scarce model's GPU takes it from them. The policy learns online,
+// per set of accepted models, the GPU milli the constrained pods ask (ModelDemand) and, with the
+// cluster's GPUs per model (ClusterCache::gpu_capacity), the expected share of each model's
+// capacity that pods constrained to it will ask when arrivals fill the cluster:
+//   pressure(T) = sum over sets S that accept T of (demand share of S) * (GPUs) / (GPUs of S's
+//   models)
 // capped at one. A placement then also costs pressure(T) per milli it takes on a GPU of model T, in
 // the same unit as the stranded milli (weight one). Without constrained pods it is zero everywhere.
 #include <cstdint>
@@ -52,27 +54,27 @@ class UidRecords {
   }
 
  protected:
-  void TakeBackLocked(const std::string& uid) {   // requires mu_
+  void TakeBackLocked(const std::string& uid) {  // requires mu_
     auto it = records_.find(uid);
     if (it == records_.end()) return;
     static_cast<Derived*>(this)->SubtractLocked(it->second);
     records_.erase(it);
   }
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Record> records_;   // by uid
+  std::unordered_map<std::string, Record> records_;  // by uid
 };
 
 struct CpuDemandRecord {
-  int64_t cpu = 0, milli = 0;   // the sums added
-  int64_t halvings = 0;         // the halvings done before
+  int64_t cpu = 0, milli = 0;  // the sums added
+  int64_t halvings = 0;        // the halvings done before
 };
 
 // CPU per milli-GPU asked by the GPU pods seen so far, as a ratio of two integer sums. Thread-safe.
 class CpuDemand : public UidRecords<CpuDemand, CpuDemandRecord> {
  public:
   struct Ratio {
-    int64_t cpu = 0;     // sum of the CPU milli of GPU pods
-    int64_t milli = 0;   // sum of their GPU milli (0: no GPU pod seen, no stranding measured)
+    int64_t cpu = 0;    // sum of the CPU milli of GPU pods
+    int64_t milli = 0;  // sum of their GPU milli (0: no GPU pod seen, no stranding measured)
   };
   void Observe(const core::PodRequest& pod);
   // Observe() remembered under the pod's uid: Unobserve() takes it back (reservation rolled back),
@@ -88,9 +90,8 @@ class CpuDemand : public UidRecords<CpuDemand, CpuDemandRecord> {
   int64_t halvings_ = 0;
 };
 
-
 struct ModelDemandRecord {
-  std::string models;   // '|'-joined; "" = counted in the total only
+  std::string models;  // '|'-joined; "" = counted in the total only
   int64_t milli = 0;
 };
 
@@ -99,22 +100,25 @@ struct ModelDemandRecord {
 class ModelDemand : public UidRecords<ModelDemand, ModelDemandRecord> {
  public:
   struct Sums {
-    int64_t total = 0;   // GPU milli of every GPU pod seen
-    std::vector<std::pair<std::vector<std::string>, int64_t>> constrained;   // accepted models, milli
+    int64_t total = 0;  // GPU milli of every GPU pod seen
+    std::vector<std::pair<std::vector<std::string>, int64_t>>
+        constrained;  // accepted models, milli
   };
-  static constexpr size_t kMaxSets = 256;   // distinct model sets kept; pods of further sets count in total only
+  static constexpr size_t kMaxSets =
+      256;  // distinct model sets kept; pods of further sets count in total only
   void Observe(const std::string& uid, const core::PodRequest& pod);
   Sums Get() const;
 
  private:
   friend class UidRecords<ModelDemand, ModelDemandRecord>;
-  void SubtractLocked(const ModelDemandRecord& a);   // requires mu_
+  void SubtractLocked(const ModelDemandRecord& a);  // requires mu_
   int64_t total_ = 0;
-  std::map<std::string, int64_t> by_models_;   // "" excluded
+  std::map<std::string, int64_t> by_models_;  // "" excluded
 };
 
 // Per device type, the pressure (ppm, 0..1e6) of constrained demand on its capacity (see above).
-std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Sums& demand, const GpuCapacity& capacity);
+std::vector<std::pair<std::string, int64_t>> ModelPressure(const ModelDemand::Sums& demand,
+                                                           const GpuCapacity& capacity);
 
 // Free GPU milli that `cpu_free` cannot serve at `ratio` (0 when no GPU pod asked for CPU yet).
 int64_t StrandedMilli(int64_t gpu_free_milli, int64_t cpu_free, const CpuDemand::Ratio& ratio);
@@ -127,7 +131,8 @@ class BalanceScorer final : public NodeScorer {
     bounded_ = true;
   }
   Status PreFilter(CycleState& cycle) const override;
-  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& placement) const override;
+  int64_t Score(const CycleState& cycle, const NodeState& node,
+                const Placement& placement) const override;
   // FGD's bound on the fragmentation change, with the stranded milli falling at most to zero and
   // the least pressure cost the request can have on the node's model.
   int64_t UpperBound(const CycleState& cycle, const NodeSummary& node) const override;
@@ -142,7 +147,8 @@ class BalanceScorer final : public NodeScorer {
   std::shared_ptr<ModelDemand> models_;
 };
 
-// A profile placing with fgd-balance (FGD picker, balance scorer, fresh learned models), named `name`.
+// A profile placing with fgd-balance (FGD picker, balance scorer, fresh learned models), named
+// `name`.
 std::unique_ptr<Profile> MakeFgdBalanceProfile(std::string name);
 
 }  // namespace hami::scheduler::fgd_balance

@@ -14,8 +14,10 @@ class GpuClusteringScorer final : public NodeScorer {
     const int c = pl.delta.pod_class;
     if (c == kNoPodClass) return 0;
     int64_t band = 0;
-    if (node.class_count[c] > 0) band = node.classes_present == 1 ? 75 : 50;
-    else if (node.classes_present == 0) band = 25;
+    if (node.class_count[c] > 0)
+      band = node.classes_present == 1 ? 75 : 50;
+    else if (node.classes_present == 0)
+      band = 25;
     return band + 25 * (8000 - node.free_milli_total) / 8000;
   }
 };

@@ -1,5 +1,6 @@
 #pragma once
-// FGD paper baseline "GpuClustering": keep pods of one class (share or k-GPU) together, fuller nodes first.
+// FGD paper baseline "GpuClustering": keep pods of one class (share or k-GPU) together, fuller
+// nodes first.
 #include <memory>
 
 #include "scheduler/registry.h"

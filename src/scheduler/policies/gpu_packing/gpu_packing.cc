@@ -16,7 +16,8 @@ class GpuPackingScorer final : public NodeScorer {
  public:
   int64_t Score(const CycleState&, const NodeState& node, const Placement& pl) const override {
     if (pl.gpus == 0) return 0;
-    if (node.fully_free == node.gpus()) return std::max<int64_t>(33 - node.fully_free, node.fully_free);
+    if (node.fully_free == node.gpus())
+      return std::max<int64_t>(33 - node.fully_free, node.fully_free);
     int64_t fully_free_used = 0, free_pct = 0;
     for (const auto& d : pl.delta.devices) {
       const int before = node.free_milli[d.device];

@@ -1,5 +1,6 @@
 #pragma once
-// FGD paper baseline "GpuPacking": prefer a partly used GPU, then free GPUs on a used node, then an empty node.
+// FGD paper baseline "GpuPacking": prefer a partly used GPU, then free GPUs on a used node, then an
+// empty node.
 #include <memory>
 
 #include "scheduler/registry.h"

@@ -24,11 +24,17 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, GpuPackingTest,
     ::testing::Values(
         // a empty (33 - 8), b has gpu0 at 300 used: a share pod lands on it: 100 - 70/10 = 93.
-        Case{"share_on_partly_used", {SimNode("a", 8), SimNode("b", 8)}, {SimPod("x", 1, 300).UseUuid("b-gpu0")},
-             SimPod("p", 1, 200), {25, 93}},
+        Case{"share_on_partly_used",
+             {SimNode("a", 8), SimNode("b", 8)},
+             {SimPod("x", 1, 300).UseUuid("b-gpu0")},
+             SimPod("p", 1, 200),
+             {25, 93}},
         // A whole GPU on a used node: 50 - 1; an empty 2-GPU node: 33 - 2.
-        Case{"whole_on_used_node", {SimNode("a", 2), SimNode("b", 8)}, {SimPod("x", 1, 300).UseUuid("b-gpu0")},
-             SimPod("p", 1, 1000), {31, 49}},
+        Case{"whole_on_used_node",
+             {SimNode("a", 2), SimNode("b", 8)},
+             {SimPod("x", 1, 300).UseUuid("b-gpu0")},
+             SimPod("p", 1, 1000),
+             {31, 49}},
         // CPU-only pods score 0.
         Case{"cpu_only", {SimNode("a", 2)}, {}, SimPod("p", 0, 0), {0}}),
     [](const auto& i) { return i.param.name; });

@@ -30,14 +30,20 @@ StatusOr<GpuPolicy> ParseGpuPolicy(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     item = Trim(item);
-    if (item == "binpack") p.keys.push_back(GpuKey::kBinpack);
-    else if (item == "spread") p.keys.push_back(GpuKey::kSpread);
-    else if (item == "mutex") p.keys.push_back(GpuKey::kMutex), p.mutex = true;
-    else if (item == "numa") p.keys.push_back(GpuKey::kNuma);
-    else if (item == "topology-aware") p.keys.push_back(GpuKey::kTopology), p.topology = true;
+    if (item == "binpack")
+      p.keys.push_back(GpuKey::kBinpack);
+    else if (item == "spread")
+      p.keys.push_back(GpuKey::kSpread);
+    else if (item == "mutex")
+      p.keys.push_back(GpuKey::kMutex), p.mutex = true;
+    else if (item == "numa")
+      p.keys.push_back(GpuKey::kNuma);
+    else if (item == "topology-aware")
+      p.keys.push_back(GpuKey::kTopology), p.topology = true;
     else
-      return InvalidArgument("gpu scheduler policy '", text, "': unknown key '", item,
-                             "' (want binpack, spread, mutex, numa, topology-aware or a comma chain)");
+      return InvalidArgument(
+          "gpu scheduler policy '", text, "': unknown key '", item,
+          "' (want binpack, spread, mutex, numa, topology-aware or a comma chain)");
   }
   if (p.keys.empty()) return InvalidArgument("gpu scheduler policy is empty");
   return p;
@@ -49,22 +55,28 @@ int64_t DeviceScore(const PickContext& ctx, int d, const core::ScoringWeights& w
   const auto& u = ctx.usage[d];
   int64_t s = 0;
   if (dev.count > 0) s += int64_t{w.slot} * 1000 * (u.used + 1) / dev.count;
-  if (dev.devcore > 0) s += int64_t{w.core} * 1000 * (u.usedcores + ctx.request.coresreq) / dev.devcore;
-  if (dev.devmem_mib > 0) s += int64_t{w.memory} * 1000 * (u.usedmem_mib + ctx.MemFor(d)) / dev.devmem_mib;
+  if (dev.devcore > 0)
+    s += int64_t{w.core} * 1000 * (u.usedcores + ctx.request.coresreq) / dev.devcore;
+  if (dev.devmem_mib > 0)
+    s += int64_t{w.memory} * 1000 * (u.usedmem_mib + ctx.MemFor(d)) / dev.devmem_mib;
   return s;
 }
 
 class HamiPicker final : public GpuPicker {
  public:
-  explicit HamiPicker(std::string default_policy) : default_(std::move(default_policy)) { vetoes_ = true; }
+  explicit HamiPicker(std::string default_policy) : default_(std::move(default_policy)) {
+    vetoes_ = true;
+  }
 
   Status PreFilter(CycleState& cycle) const override {
     const auto& pod = cycle.pod();
-    HAMI_ASSIGN_OR_RETURN(GpuPolicy p, ParseGpuPolicy(pod.gpu_policy.empty() ? default_ : pod.gpu_policy));
+    HAMI_ASSIGN_OR_RETURN(GpuPolicy p,
+                          ParseGpuPolicy(pod.gpu_policy.empty() ? default_ : pod.gpu_policy));
     if (pod.has_weights) {
       const auto& w = pod.weights;
       if (w.slot < 0 || w.core < 0 || w.memory < 0 || (w.slot == 0 && w.core == 0 && w.memory == 0))
-        return InvalidArgument("hami.io/device-scoring-weights: values must be >= 0 and at least one > 0");
+        return InvalidArgument(
+            "hami.io/device-scoring-weights: values must be >= 0 and at least one > 0");
       p.weights = w;
     }
     cycle.Write(this, std::move(p));
@@ -77,7 +89,8 @@ class HamiPicker final : public GpuPicker {
     return Reason::kCount;
   }
 
-  void Pick(const PickContext& ctx, std::span<const int> candidates, std::vector<int>* out) const override {
+  void Pick(const PickContext& ctx, std::span<const int> candidates,
+            std::vector<int>* out) const override {
     const GpuPolicy& p = *ctx.cycle.Read<GpuPolicy>(this);
     const int nums = ctx.request.nums;
     if (p.topology) {
@@ -95,11 +108,20 @@ class HamiPicker final : public GpuPicker {
       for (GpuKey k : p.keys) {
         int64_t ka = 0, kb = 0;
         switch (k) {
-          case GpuKey::kBinpack: ka = -score[a], kb = -score[b]; break;
-          case GpuKey::kSpread: ka = score[a], kb = score[b]; break;
-          case GpuKey::kMutex: ka = ctx.usage[a].used, kb = ctx.usage[b].used; break;
-          case GpuKey::kNuma: ka = ctx.node.caps[a].numa, kb = ctx.node.caps[b].numa; break;
-          case GpuKey::kTopology: break;
+          case GpuKey::kBinpack:
+            ka = -score[a], kb = -score[b];
+            break;
+          case GpuKey::kSpread:
+            ka = score[a], kb = score[b];
+            break;
+          case GpuKey::kMutex:
+            ka = ctx.usage[a].used, kb = ctx.usage[b].used;
+            break;
+          case GpuKey::kNuma:
+            ka = ctx.node.caps[a].numa, kb = ctx.node.caps[b].numa;
+            break;
+          case GpuKey::kTopology:
+            break;
         }
         if (ka != kb) return ka < kb;
       }
@@ -124,7 +146,8 @@ class HamiPicker final : public GpuPicker {
 
   // Upstream topology-aware: one GPU -> the one least connected to the other candidates (keeps
   // well-connected groups free); k GPUs -> the combination with the largest sum of pair scores.
-  static void PickTopology(const PickContext& ctx, std::span<const int> cand, int nums, std::vector<int>* out) {
+  static void PickTopology(const PickContext& ctx, std::span<const int> cand, int nums,
+                           std::vector<int>* out) {
     const int n = static_cast<int>(cand.size());
     if (n < nums) return;
     if (nums == 1) {
@@ -163,8 +186,8 @@ class HamiPicker final : public GpuPicker {
 enum class NodeMode { kBinpack, kSpread };
 
 // Utilisation 0..100 from the node's summed usage: the mean of the slot, core and memory fractions.
-int64_t Utilization(int64_t used, int64_t cores, int64_t mem, int64_t total_count, int64_t total_devcore,
-                    int64_t total_devmem) {
+int64_t Utilization(int64_t used, int64_t cores, int64_t mem, int64_t total_count,
+                    int64_t total_devcore, int64_t total_devmem) {
   int64_t perm = 0;
   if (total_count > 0) perm += 1000 * used / total_count;
   if (total_devcore > 0) perm += 1000 * cores / total_devcore;
@@ -187,7 +210,8 @@ int64_t NodeUtilization(const NodeState& node, const Placement& pl) {
 // Bounds of the utilisation after placing the pod on a node with summary `n` (Utilization is
 // monotone in each sum). Upper: every device request of every container adds its full share (the
 // effective usage is at most that); memory of a share resolved on the largest device. Lower: a pod
-// with one request adds exactly nums x (slot, cores, memory on the smallest device); otherwise nothing.
+// with one request adds exactly nums x (slot, cores, memory on the smallest device); otherwise
+// nothing.
 int64_t MemOf(const core::DeviceRequest& r, int64_t devmem) {
   if (r.memreq_mib > 0) return r.memreq_mib;
   if (r.mem_percentage > 0) return devmem * std::min(r.mem_percentage, 100) / 100;
@@ -208,26 +232,33 @@ int64_t UtilizationUpper(const CycleState& cycle, const NodeSummary& n) {
 int64_t UtilizationLower(const CycleState& cycle, const NodeSummary& n) {
   if (const core::DeviceRequest* r = cycle.single_request(); r && r->coresreq >= 0) {
     return Utilization(n.sum_used + r->nums, n.sum_usedcores + int64_t{r->nums} * r->coresreq,
-                       n.sum_usedmem + r->nums * std::max<int64_t>(MemOf(*r, n.min_devmem), 0), n.total_count,
-                       n.total_devcore, n.total_devmem);
+                       n.sum_usedmem + r->nums * std::max<int64_t>(MemOf(*r, n.min_devmem), 0),
+                       n.total_count, n.total_devcore, n.total_devmem);
   }
-  return Utilization(n.sum_used, n.sum_usedcores, n.sum_usedmem, n.total_count, n.total_devcore, n.total_devmem);
+  return Utilization(n.sum_used, n.sum_usedcores, n.sum_usedmem, n.total_count, n.total_devcore,
+                     n.total_devmem);
 }
 
 class HamiNodeScorer final : public NodeScorer {
  public:
-  explicit HamiNodeScorer(std::string default_policy) : default_(std::move(default_policy)) { bounded_ = true; }
+  explicit HamiNodeScorer(std::string default_policy) : default_(std::move(default_policy)) {
+    bounded_ = true;
+  }
 
   Status PreFilter(CycleState& cycle) const override {
     const std::string& p = cycle.pod().node_policy.empty() ? default_ : cycle.pod().node_policy;
     std::string t = Trim(p);
-    if (t == "binpack") cycle.Write(this, NodeMode::kBinpack);
-    else if (t == "spread") cycle.Write(this, NodeMode::kSpread);
-    else return InvalidArgument("node scheduler policy '", p, "': want binpack or spread");
+    if (t == "binpack")
+      cycle.Write(this, NodeMode::kBinpack);
+    else if (t == "spread")
+      cycle.Write(this, NodeMode::kSpread);
+    else
+      return InvalidArgument("node scheduler policy '", p, "': want binpack or spread");
     return OkStatus();
   }
 
-  int64_t Score(const CycleState& cycle, const NodeState& node, const Placement& pl) const override {
+  int64_t Score(const CycleState& cycle, const NodeState& node,
+                const Placement& pl) const override {
     const int64_t util = NodeUtilization(node, pl);
     return *cycle.Read<NodeMode>(this) == NodeMode::kBinpack ? util : 100 - util;
   }
@@ -241,7 +272,8 @@ class HamiNodeScorer final : public NodeScorer {
   std::string default_;
 };
 
-StatusOr<std::unique_ptr<Profile>> Make(const char* name, const std::string& node_policy, const std::string& gpu_policy) {
+StatusOr<std::unique_ptr<Profile>> Make(const char* name, const std::string& node_policy,
+                                        const std::string& gpu_policy) {
   // Validate the configured defaults at start-up, not on the first pod.
   HAMI_RETURN_IF_ERROR(ParseGpuPolicy(gpu_policy).status());
   if (node_policy != "binpack" && node_policy != "spread")
@@ -259,7 +291,11 @@ StatusOr<std::unique_ptr<Profile>> Make(const char* name, const std::string& nod
 StatusOr<std::unique_ptr<Profile>> MakeHami(const PolicyConfig& config) {
   return Make("hami", config.node_policy, config.gpu_policy);
 }
-StatusOr<std::unique_ptr<Profile>> MakeHamiBinpack(const PolicyConfig&) { return Make("hami-binpack", "binpack", "binpack"); }
-StatusOr<std::unique_ptr<Profile>> MakeHamiSpread(const PolicyConfig&) { return Make("hami-spread", "spread", "spread"); }
+StatusOr<std::unique_ptr<Profile>> MakeHamiBinpack(const PolicyConfig&) {
+  return Make("hami-binpack", "binpack", "binpack");
+}
+StatusOr<std::unique_ptr<Profile>> MakeHamiSpread(const PolicyConfig&) {
+  return Make("hami-spread", "spread", "spread");
+}
 
 }  // namespace hami::scheduler::policies

@@ -10,7 +10,8 @@
 
 namespace hami::scheduler::policies {
 
-// "hami": node and GPU policy from the config (defaults binpack / spread), pod annotations override.
+// "hami": node and GPU policy from the config (defaults binpack / spread), pod annotations
+// override.
 StatusOr<std::unique_ptr<Profile>> MakeHami(const PolicyConfig& config);
 // "hami-binpack" / "hami-spread": both node and GPU policy fixed to binpack / spread (pod
 // annotations still override).
