@@ -14,6 +14,7 @@ PACKAGES=(
   strace
   python3-yaml unzip
   debootstrap
+  clang-format clang-tidy
 )
 
 missing=()
