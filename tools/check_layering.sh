@@ -12,6 +12,7 @@ while IFS= read -r line; do
 done < "$table"
 
 fail=0
+declare -A used   # "mod target" pairs some include actually uses
 for dir in "$root"/src/*/; do
   mod="$(basename "$dir")"
   if [ -z "${allowed[$mod]+x}" ]; then
@@ -25,6 +26,7 @@ for dir in "$root"/src/*/; do
     [[ "$inc" != */* ]] && continue          # same-folder include
     target="${inc%%/*}"
     [ -d "$root/src/$target" ] || continue   # not one of our modules (e.g. a generated path)
+    [ "$target" != "$mod" ] && used["$mod $target"]=1
     if [[ "$ok" != *" $target "* ]]; then
       echo "layering: ${file#$root/}:$lineno: module '$mod' must not include '$inc' (allowed: ${allowed[$mod]:-nothing})"
       fail=1
@@ -43,5 +45,28 @@ for dir in "$root"/src/*/; do
     done
   fi
 done
+# The table is the real graph: an allowance no include uses is an error (remove it from the table).
+for mod in "${!allowed[@]}"; do
+  [ -d "$root/src/$mod" ] || { echo "layering: tools/layering.txt names '$mod', which is not a module under src/"; fail=1; continue; }
+  for target in ${allowed[$mod]}; do
+    if [ -z "${used["$mod $target"]+x}" ]; then
+      echo "layering: tools/layering.txt allows '$mod' to include '$target', but no file of src/$mod does; remove the allowance"
+      fail=1
+    fi
+  done
+done
+# docs/design.md carries the same table for readers; it must say what the table says.
+doc="$root/docs/design.md"
+if [ -f "$doc" ]; then
+  want="$(for mod in $(grep -vE '^[[:space:]]*(#|!|$)' "$table" | cut -d: -f1); do
+    echo "$mod:$(sed -E 's/#.*//' <<<"${allowed[$mod]}" | xargs)"; done)"
+  have="$(sed -n '/<!-- layers:begin/,/<!-- layers:end/p' "$doc" | sed -nE 's/^\| `([a-z0-9_]+)` \| (.*) \|$/\1:\2/p' |
+    sed -E 's/nothing of ours//; s/`//g; s/,//g' | awk -F: '{ $2 = $2; gsub(/ +/, " ", $2); sub(/^ /, "", $2); print $1 ":" $2 }')"
+  if [ "$want" != "$have" ]; then
+    echo "layering: the layer table in docs/design.md differs from tools/layering.txt:"
+    diff <(echo "$want") <(echo "$have") | sed 's/^/  /'
+    fail=1
+  fi
+fi
 [ $fail -eq 0 ] && echo "layering: ok"
 exit $fail
