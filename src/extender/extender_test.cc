@@ -383,7 +383,6 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
       "hami_extender_filter_requests_total 1",
   };
   for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
-  EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
 
 // The cache knows node allocatable CPU/memory and what every bound pod asks (devices or not), and

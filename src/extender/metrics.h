@@ -1,7 +1,8 @@
 #pragma once
-// Prometheus text exposition (format 0.0.4) of the scheduler's allocation state, with upstream's
-// metric names and labels (docs/upstream-contract.md#monitoring), computed from the in-memory
-// usage cache, not from the devices. Every series carries zone="vGPU" as upstream's do.
+// Prometheus text exposition (format 0.0.4, written by http::MetricSet) of the scheduler's
+// allocation state, with upstream's metric names and labels (docs/upstream-contract.md#monitoring),
+// computed from the in-memory usage cache, not from the devices. Every series carries zone="vGPU"
+// as upstream's do.
 #include <string>
 
 #include "extender/extender.h"
@@ -13,8 +14,5 @@ namespace hami::extender {
 // counters may be null (no extender in this process).
 std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState& state,
                           const ExtenderCounters* counters);
-
-// Escapes a label value (backslash, double quote, newline) per the exposition format.
-std::string EscapeLabel(const std::string& v);
 
 }  // namespace hami::extender

@@ -3,48 +3,22 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
-#include <deque>
-#include <iterator>
 #include <map>
 #include <sstream>
 
 #include "common/log.h"
+#include "http/metrics_text.h"
 
 namespace hami::monitor {
 namespace {
 
-using prometheus::ClientMetric;
+using http::MetricLabels;
+using http::MetricSet;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
 
-// Families in a fixed order; each series gets zone="vGPU" first.
-class Families {
- public:
-  MetricFamily& Add(std::string name, std::string help, MetricType type = MetricType::Gauge) {
-    families_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
-    return families_.back();
-  }
-  static void Put(MetricFamily& f, const Labels& labels, double value) {
-    ClientMetric m;
-    m.label.reserve(labels.size() + 1);
-    m.label.push_back({"zone", "vGPU"});
-    m.label.insert(m.label.end(), labels.begin(), labels.end());
-    if (f.type == MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    f.metric.push_back(std::move(m));
-  }
-  std::vector<MetricFamily> Take() {
-    return std::vector<MetricFamily>(std::make_move_iterator(families_.begin()),
-                                     std::make_move_iterator(families_.end()));
-  }
-
- private:
-  std::deque<MetricFamily> families_;  // references from Add() stay valid
-};
+// Every series starts with upstream HAMi's zone="vGPU".
+const MetricLabels kZone = {{"zone", "vGPU"}};
 
 }  // namespace
 
@@ -92,24 +66,27 @@ Exporter::Exporter(ExporterOptions options, RegionStore& store, const PodDirecto
       activity_(activity) {}
 
 std::vector<MetricFamily> Exporter::Collect() {
-  Families fam;
+  MetricSet set;
+  auto add = [&](std::string name, std::string help,
+                 MetricType type = MetricType::Gauge) -> MetricSet::Family& {
+    return set.Add(std::move(name), std::move(help), type, kZone);
+  };
   const BuildInfo& b = options_.build;
-  Families::Put(fam.Add("hami_build_info", "Build information of the hami-cpp node monitor."),
-                {{"version", b.version},
-                 {"revision", b.revision},
-                 {"build_date", b.build_date},
-                 {"go_version", ""},
-                 {"compiler", b.compiler},
-                 {"platform", b.platform}},
-                1);
+  add("hami_build_info", "Build information of the hami-cpp node monitor.")
+      .Put({{"version", b.version},
+            {"revision", b.revision},
+            {"build_date", b.build_date},
+            {"go_version", ""},
+            {"compiler", b.compiler},
+            {"platform", b.platform}},
+           1);
 
   // Host GPUs (NVML).
   auto& host_mem =
-      fam.Add("hami_host_gpu_memory_used_bytes", "GPU device memory used on the host, in bytes.");
-  auto& host_util =
-      fam.Add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
-  auto& host_mc = fam.Add("hami_host_gpu_memory_controller_utilization_ratio",
-                          "GPU memory controller utilisation on the host, 0-100.");
+      add("hami_host_gpu_memory_used_bytes", "GPU device memory used on the host, in bytes.");
+  auto& host_util = add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
+  auto& host_mc = add("hami_host_gpu_memory_controller_utilization_ratio",
+                      "GPU memory controller utilisation on the host, 0-100.");
   auto devices = telemetry_.Devices();
   if (!devices.ok()) {
     spdlog::warn("monitor: host GPU metrics unavailable: {}",
@@ -117,49 +94,48 @@ std::vector<MetricFamily> Exporter::Collect() {
   } else {
     for (const HostGpu& g : *devices) {
       std::string idx = std::to_string(g.index);
-      Labels with_node = {{"node", options_.node_name},
-                          {"device_index", idx},
-                          {"device_uuid", g.uuid},
-                          {"device_type", g.model}};
-      Families::Put(host_mem, with_node, static_cast<double>(g.memory_used_bytes));
-      if (g.utilization_pct >= 0) Families::Put(host_util, with_node, g.utilization_pct);
+      MetricLabels with_node = {{"node", options_.node_name},
+                                {"device_index", idx},
+                                {"device_uuid", g.uuid},
+                                {"device_type", g.model}};
+      host_mem.Put(with_node, static_cast<double>(g.memory_used_bytes));
+      if (g.utilization_pct >= 0) host_util.Put(with_node, g.utilization_pct);
       if (g.memory_utilization_pct >= 0) {
-        Families::Put(host_mc,
-                      {{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
-                      g.memory_utilization_pct);
+        host_mc.Put({{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
+                    g.memory_utilization_pct);
       }
     }
   }
 
   // Containers (libvgpu regions).
-  auto& used = fam.Add("hami_vgpu_memory_used_bytes",
-                       "Device memory held by the container's live processes, in bytes.");
-  auto& dev_mem = fam.Add("hami_container_device_memory_bytes",
-                          "Device memory held by the container's live processes, in bytes.");
-  auto& limit = fam.Add("hami_vgpu_memory_limit_bytes",
-                        "Device memory limit of the container, in bytes (0 = none).");
-  auto& util = fam.Add(
-      "hami_container_device_utilization_ratio",
-      "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
-  auto& last_kernel = fam.Add(
-      "hami_container_last_kernel_elapsed_seconds",
-      "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
-  auto& sm_limit = fam.Add("hami_container_device_sm_limit_ratio",
-                           "SM limit of the container on the device, 0-100 (100 = none).");
+  auto& used = add("hami_vgpu_memory_used_bytes",
+                   "Device memory held by the container's live processes, in bytes.");
+  auto& dev_mem = add("hami_container_device_memory_bytes",
+                      "Device memory held by the container's live processes, in bytes.");
+  auto& limit = add("hami_vgpu_memory_limit_bytes",
+                    "Device memory limit of the container, in bytes (0 = none).");
+  auto& util =
+      add("hami_container_device_utilization_ratio",
+          "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
+  auto& last_kernel =
+      add("hami_container_last_kernel_elapsed_seconds",
+          "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
+  auto& sm_limit = add("hami_container_device_sm_limit_ratio",
+                       "SM limit of the container on the device, 0-100 (100 = none).");
   auto& throttled =
-      fam.Add("hami_container_device_throttled_seconds_total",
-              "Time the container's kernel launches waited for the SM limiter, in seconds.",
-              MetricType::Counter);
-  auto& procs = fam.Add("hami_container_processes",
-                        "Live processes of the container registered with libvgpu.");
-  auto& sw = fam.Add(
+      add("hami_container_device_throttled_seconds_total",
+          "Time the container's kernel launches waited for the SM limiter, in seconds.",
+          MetricType::Counter);
+  auto& procs =
+      add("hami_container_processes", "Live processes of the container registered with libvgpu.");
+  auto& sw = add(
       "hami_container_core_limit_switch",
       "1 when the SM limit applies under policy default (contention), else 0 (monitor feedback).");
-  auto& blocked = fam.Add(
-      "hami_container_priority_blocked",
-      "1 while a higher-priority container is active on one of its GPUs (monitor feedback).");
+  auto& blocked =
+      add("hami_container_priority_blocked",
+          "1 while a higher-priority container is active on one of its GPUs (monitor feedback).");
   auto& regions_gauge =
-      fam.Add("hami_monitor_regions", "Container region directories seen on the node, by state.");
+      add("hami_monitor_regions", "Container region directories seen on the node, by state.");
 
   store_.Rescan();
   ScanStats stats = store_.last_stats();
@@ -180,19 +156,19 @@ std::vector<MetricFamily> Exporter::Collect() {
       continue;
     }
     ++exported;
-    Labels pod_labels = {
+    MetricLabels pod_labels = {
         {"namespace", pod->namespace_name}, {"pod", pod->name}, {"container", cr.container}};
-    Families::Put(procs, pod_labels, static_cast<double>(snap->processes.size()));
-    Families::Put(sw, pod_labels, snap->utilization_switch > 0 ? 1 : 0);
-    Families::Put(blocked, pod_labels, snap->recent_kernel < 0 ? 1 : 0);
+    procs.Put(pod_labels, static_cast<double>(snap->processes.size()));
+    sw.Put(pod_labels, snap->utilization_switch > 0 ? 1 : 0);
+    blocked.Put(pod_labels, snap->recent_kernel < 0 ? 1 : 0);
     for (const RegionDevice& d : snap->devices) {
-      Labels l = pod_labels;
+      MetricLabels l = pod_labels;
       l.push_back(
           {"vdevice_index", std::to_string(d.container_index >= 0 ? d.container_index : d.entry)});
       l.push_back({"device_uuid", d.uuid});
-      Families::Put(used, l, static_cast<double>(d.used_bytes));
-      Families::Put(dev_mem, l, static_cast<double>(d.used_bytes));
-      Families::Put(limit, l, static_cast<double>(d.limit_bytes));
+      used.Put(l, static_cast<double>(d.used_bytes));
+      dev_mem.Put(l, static_cast<double>(d.used_bytes));
+      limit.Put(l, static_cast<double>(d.limit_bytes));
       auto it = util_rows.find(d.uuid);
       if (it == util_rows.end()) {
         auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
@@ -200,7 +176,7 @@ std::vector<MetricFamily> Exporter::Collect() {
                  .first;
       }
       uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
-      Families::Put(util, l, pct);
+      util.Put(l, pct);
       int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now)
                          ? static_cast<int64_t>(d.last_launch_ns)
                          : 0;
@@ -208,19 +184,16 @@ std::vector<MetricFamily> Exporter::Collect() {
         if (pct > 0) activity_->Saw(cr.dir, d.uuid, now);
         last = std::max(last, activity_->LastSeen(cr.dir, d.uuid));
       }
-      if (last > 0) Families::Put(last_kernel, l, static_cast<double>(now - last) / 1e9);
-      Families::Put(sm_limit, l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
-      Families::Put(throttled, l, static_cast<double>(d.throttled_ns) / 1e9);
+      if (last > 0) last_kernel.Put(l, static_cast<double>(now - last) / 1e9);
+      sm_limit.Put(l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
+      throttled.Put(l, static_cast<double>(d.throttled_ns) / 1e9);
     }
   }
-  Families::Put(regions_gauge, {{"state", "exported"}}, exported);
-  Families::Put(regions_gauge, {{"state", "unknown_pod"}}, unknown_pod);
-  Families::Put(regions_gauge, {{"state", "invalid"}}, stats.invalid + unreadable);
+  regions_gauge.Put({{"state", "exported"}}, exported);
+  regions_gauge.Put({{"state", "unknown_pod"}}, unknown_pod);
+  regions_gauge.Put({{"state", "invalid"}}, stats.invalid + unreadable);
 
-  // Prometheus wants no empty families in some tools' eyes; drop them.
-  std::vector<MetricFamily> out = fam.Take();
-  std::erase_if(out, [](const MetricFamily& f) { return f.metric.empty(); });
-  return out;
+  return set.Take();  // without empty families: promtool warns on them
 }
 
 std::string Exporter::Render() {
