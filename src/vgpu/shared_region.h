@@ -98,7 +98,7 @@ typedef struct vgpu_device_entry {
   uint64_t burst_ns;    /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
   uint32_t full_run;    /* consecutive ticks the container kept the device busy */
   uint32_t reserved1;
-  uint8_t reserved[8];
+  uint64_t cal_weight; /* decayed waves behind ns_per_wave, x 256 (VGPU_LIMITER_CAL_*); 0 = none */
 } vgpu_device_entry;
 
 /* One process. 256 bytes. Written only by its owner (and by a reclaimer once the owner is dead). */

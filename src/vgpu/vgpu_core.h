@@ -195,6 +195,10 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 #define VGPU_LIMITER_MAX_WAIT_NS 60000000000ull
 /* A calibration segment ends after this many ticks. */
 #define VGPU_LIMITER_SEGMENT_TICKS 20
+/* Each calibration sample keeps 1 - 1/VGPU_LIMITER_CAL_DECAY of the weight of the earlier ones. */
+#define VGPU_LIMITER_CAL_DECAY 8
+/* Bound of the calibration weight (waves x 256). */
+#define VGPU_LIMITER_CAL_MAX_WEIGHT (1ull << 48)
 /* Fast path, no clock: charges a launch of `waves` waves and returns 1 while the bucket holds
  * tokens; returns 0 when it is empty (then call vgpu_limiter_try with the time). Refilling only
  * when empty grants over any interval at most the burst plus pct% of the interval, like a
@@ -208,14 +212,18 @@ static inline int vgpu_limiter_take(vgpu_device_entry* d, uint64_t waves) {
   __atomic_add_fetch(&d->waves_launched, waves, __ATOMIC_RELAXED);
   return 1;
 }
-/* Test hook: called in a refill after the new token count is computed and before it is committed
- * (the window in which a concurrent launch can charge the bucket). NULL in production. */
+/* Test hook: called in a refill or a clamp after the new token count is computed and before it is
+ * committed (the window in which a concurrent launch can charge the bucket). NULL in production. */
 extern void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d);
+/* Lowers the bucket to the burst at `pct` when it holds more (a tampered file, or a burst that
+ * decayed), keeping any charge made meanwhile. */
+void vgpu_limiter_clamp(vgpu_device_entry* d, uint32_t pct);
 /* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch
  * may start (and charges it), else the number of nanoseconds to wait before trying again. */
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
- * were launched. Updates d->ns_per_wave (exponential average). */
+ * were launched. d->ns_per_wave becomes the ratio of the decayed sums of busy time and waves (the
+ * first sample replaces the prior; d->cal_weight holds the decayed waves). */
 void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves);
 /* One controller tick (once per window of `window_ns`, by one calibration thread per container):
  * `busy_ns` is the device time the container was measured busy in the window, `waves` the waves

@@ -1214,10 +1214,7 @@ static void* watcher_main(void* arg) {
         __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
       last_waves[ord] = waves;
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
-      int64_t cap = vgpu_limiter_cap(d, g.sm_pct[e]);
-      if (__atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED) > cap) {
-        __atomic_store_n(&d->tokens_ns, cap, __ATOMIC_RELAXED);
-      }
+      vgpu_limiter_clamp(d, g.sm_pct[e]);
       controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
     }
     last_us = now_us;

@@ -29,6 +29,19 @@ static void adjust(vgpu_device_entry* d, uint32_t pct, int64_t delta) {
                                         __ATOMIC_RELAXED));
 }
 
+void vgpu_limiter_clamp(vgpu_device_entry* d, uint32_t pct) {
+  const int64_t cap = vgpu_limiter_cap(d, pct);
+  int64_t cur = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);
+  /* A launch that charges the bucket between the load and the exchange makes the exchange fail;
+   * the loop then sees its charge (a plain store of the cap would overwrite it). */
+  while (cur > cap) {
+    if (__builtin_expect(vgpu_limiter_refill_hook != NULL, 0)) vgpu_limiter_refill_hook(d);
+    if (__atomic_compare_exchange_n(&d->tokens_ns, &cur, cap, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      break;
+  }
+}
+
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
   /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
@@ -53,12 +66,19 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
 
 void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves) {
   if (!waves || !busy_ns) return;
-  uint64_t sample = busy_ns / waves;
-  if (!sample) sample = 1;
+  /* Ratio of decayed sums, busy time over waves (weights x 256): every wave counts alike, so a
+   * segment holding one long kernel moves the estimate by its share of the waves, not by half. The
+   * sum of busy time is not stored: it is ns_per_wave x the weight. */
+  uint64_t w = __atomic_load_n(&d->cal_weight, __ATOMIC_RELAXED);
   uint64_t old = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
-  /* First sample replaces the prior; later ones average with weight 1/2 (fast but smooths noise).
-   */
-  uint64_t next = old ? (old + sample) / 2 : sample;
+  if (!old || w > VGPU_LIMITER_CAL_MAX_WEIGHT) w = 0; /* no prior (or a tampered weight) */
+  if (waves > VGPU_LIMITER_CAL_MAX_WEIGHT / 256) waves = VGPU_LIMITER_CAL_MAX_WEIGHT / 256;
+  w -= w / VGPU_LIMITER_CAL_DECAY;
+  unsigned __int128 sum = (unsigned __int128)old * w + (unsigned __int128)busy_ns * 256;
+  w += waves * 256;
+  uint64_t next = (uint64_t)(sum / w);
+  if (!next) next = 1;
+  __atomic_store_n(&d->cal_weight, w, __ATOMIC_RELAXED);
   __atomic_store_n(&d->ns_per_wave, next, __ATOMIC_RELAXED);
 }
 
