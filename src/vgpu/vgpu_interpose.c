@@ -114,10 +114,6 @@ static struct {
                         memory */
   uint32_t policy;
   int watcher_started;
-  /* Per entry, written by the calibration thread: 1 while no process outside the container used the
-   * device in the last samples; the default policy then does not limit (elastic, as upstream's
-   * monitor does). */
-  volatile int uncontended[VGPU_MAX_DEVICES];
   volatile int primary_refs[MAX_ORD];
   uint64_t primary_bytes[MAX_ORD];
   int table_full_logged;
@@ -362,7 +358,6 @@ static void atfork_child(void) {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   g.init_mu = m;
   g.watcher_started = 0;
-  for (int i = 0; i < VGPU_MAX_DEVICES; i++) g.uncontended[i] = 0;
   for (int i = 0; i < MAX_ORD; i++) g.primary_refs[i] = 0, g.primary_bytes[i] = 0;
   __atomic_store_n(&g.nvml_state, ST_NONE, __ATOMIC_RELEASE);
   __atomic_store_n(&g.state, ST_NONE, __ATOMIC_RELEASE);
@@ -1113,15 +1108,14 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody
- * else's percent (the sample array grows to what NVML reports). */
-static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine,
-                                 uint64_t* others) {
+/* Sums NVML's per-process SM utilisation since `since_us` of this container's processes, in percent
+ * (the sample array grows to what NVML reports). */
+static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine) {
   nvmlProcessUtilizationSample_t small[64];
   nvmlProcessUtilizationSample_t* s = small;
   unsigned int cap = 64, n = cap;
   nvmlReturn_t r;
-  *mine = *others = 0;
+  *mine = 0;
   for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) ==
                           NVML_ERROR_INSUFFICIENT_SIZE &&
                       tries < 4;
@@ -1134,11 +1128,7 @@ static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* 
   }
   if (r == NVML_SUCCESS) {
     for (unsigned int i = 0; i < n && i < cap; i++) {
-      if (container_pid(s[i].pid)) {
-        *mine += s[i].smUtil;
-      } else {
-        *others += s[i].smUtil;
-      }
+      if (container_pid(s[i].pid)) *mine += s[i].smUtil;
     }
   }
   if (s != small) free(s);
@@ -1164,8 +1154,8 @@ static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct
     return;
   }
   uint64_t w0 = __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
-  uint64_t mine = 0, others = 0;
-  nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
+  uint64_t mine = 0;
+  nvmlReturn_t ur = process_util(dev, prev, &mine);
   if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
   uint64_t busy_ns = mine * (now_us - prev) * 10;               /* pct/100 * us * 1000 */
   vgpu_limiter_tick(d, pct, busy_ns, waves - w0, (now_us - prev) * 1000);
@@ -1176,13 +1166,10 @@ static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct
            (long long)d->tokens_ns);
 }
 
-/* Every 100 ms: contention detection for the default policy, activity stamps, and the controller
- * tick. */
+/* Every 100 ms: activity stamps, the clamp of the bucket to its burst, and the controller tick. */
 static void* watcher_main(void* arg) {
   (void)arg;
   uint64_t last_waves[MAX_ORD] = {0};
-  int quiet[VGPU_MAX_DEVICES] = {0};
-  uint64_t last_us = realtime_us();
   for (int ord = 0; ord < g.ndev; ord++) {
     int e = g.ent[ord];
     if (e >= 0)
@@ -1201,14 +1188,6 @@ static void* watcher_main(void* arg) {
       if (e < 0 || !g.sm_pct[e] || !g.nvml_dev[ord]) continue;
       vgpu_device_entry* d = &g.rc.r->devices[e];
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
-      uint64_t mine = 0, others = 0;
-      nvmlReturn_t ur = process_util(g.nvml_dev[ord], last_us, &mine, &others);
-      /* Contended as soon as another process used the device; uncontended after two quiet samples.
-       */
-      if (ur == NVML_SUCCESS || ur == NVML_ERROR_NOT_FOUND) {
-        quiet[e] = others ? 0 : quiet[e] + 1;
-        g.uncontended[e] = quiet[e] >= 2;
-      }
       /* Activity stamp for the node monitor (the hot path stamps only when it refills). */
       if (waves != last_waves[ord])
         __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
@@ -1217,7 +1196,6 @@ static void* watcher_main(void* arg) {
       vgpu_limiter_clamp(d, g.sm_pct[e]);
       controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
     }
-    last_us = now_us;
   }
   return NULL;
 }
@@ -1282,8 +1260,10 @@ static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
   int e = current_entry();
   if (e < 0 || !g.sm_pct[e]) return 1;
   vgpu_region* r = g.rc.r;
+  /* The default policy limits from the first launch, like upstream; only the node monitor lifts it
+   * (utilization_switch 0: the container is alone at its priority on the device). */
   if (g.policy == VGPU_POLICY_DEFAULT &&
-      (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
+      __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) {
     return 1;
   }
   if (UNLIKELY(!g.watcher_started) ||
@@ -1298,10 +1278,9 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
   int e = current_entry();
   if (e < 0 || !g.sm_pct[e]) return;
   vgpu_region* r = g.rc.r;
-  if (UNLIKELY(!g.watcher_started))
-    start_watcher(); /* also the contention detector of the default policy */
+  if (UNLIKELY(!g.watcher_started)) start_watcher();
   if (g.policy == VGPU_POLICY_DEFAULT &&
-      (__atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0 || g.uncontended[e])) {
+      __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) {
     return;
   }
   uint64_t sms = g.sms[e];
