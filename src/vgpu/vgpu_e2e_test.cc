@@ -60,8 +60,23 @@ uint64_t RealtimeUs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000ull + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
+// One SM-limit configuration: containers (one process each, own region) at `pcts` sharing one
+// simulated device of `sms` SMs whose waves take `wave_us`, launching through `path` (see
+// vgpu_e2e_prog's launch mode).
+struct SmConfig {
+  int sms;
+  std::vector<int> pcts;
+  const char* path;
+  int wave_us;
+};
+
 class VgpuE2e : public ::testing::Test {
  protected:
+  // Runs every configuration at once, each on its own device, for `window_ms`, and checks each
+  // container's share of device time (fakegpu_busy_ns over the window: the fake's device clock)
+  // against its target within `tolerance` points, and the split of two containers within 5.
+  void ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance);
+
   void SetUp() override {
     if (access(VGPU_PROG, X_OK) != 0 || access(VGPU_FAKES_DIR "/libcuda.so.1", R_OK) != 0) {
       GTEST_SKIP() << "fake driver or test program not built (src/fakes missing?)";
@@ -399,39 +414,69 @@ TEST_F(VgpuE2e, ReorderedVisibleDevicesKeepEachLimitOnItsCard) {
 // differs from the limiter's prior, so calibration is exercised; the launch path varies by
 // configuration.
 TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
-  struct Config {
-    int sms;
-    std::vector<int> pcts;
-    const char* path;
-  } configs[] = {
-      {20, {30}, "kernel"},      {20, {50}, "ex"},      {20, {70}, "coop"},
-      {132, {30}, "ex"},         {132, {50}, "kernel"}, {132, {70}, "graph"},
-      {20, {30, 70}, "kernel"},  {20, {50, 50}, "ex"},  {132, {30, 70}, "ex"},
-      {132, {50, 50}, "kernel"},
-  };
-  const int kWindowMs = 6000;
+  ExpectSmShares(
+      {
+          {20, {30}, "kernel", 250},
+          {20, {50}, "ex", 250},
+          {20, {70}, "coop", 250},
+          {132, {30}, "ex", 250},
+          {132, {50}, "kernel", 250},
+          {132, {70}, "graph", 250},
+          {20, {30, 70}, "kernel", 250},
+          {20, {50, 50}, "ex", 250},
+          {132, {30, 70}, "ex", 250},
+          {132, {50, 50}, "kernel", 250},
+      },
+      6000, 3.0);
+}
+
+// Kernel-length sweep against the fake driver in real time: kernels of one wave of 10 us, 100 us,
+// 1 ms, 20 ms and 100 ms, graph launches of 4 waves of 5 ms (each charged one wave), and a mix of
+// 1, 8, 40 and 400 waves of 250 us (250 us .. 100 ms), on 20, 132 and 188 SMs, one container and
+// two at 30/70. Kernels of 500 ms to 2 s need minutes of real time per point: they are covered by
+// VgpuLimiter.KernelLengthSweepHoldsWithinTwoPoints (the same device model on a virtual clock) and
+// by bench/vgpu/sm_sweep.sh.
+TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
+  ExpectSmShares(
+      {
+          {20, {30}, "one", 10},
+          {188, {70}, "one", 100},
+          {132, {30, 70}, "one", 100},
+          {132, {50}, "one", 1000},
+          {188, {30, 70}, "one", 20000},
+          {20, {70}, "one", 100000},
+          {188, {30}, "graph", 5000},
+          {20, {30, 70}, "mixed", 250},
+          {188, {30, 70}, "mixed", 250},
+      },
+      8000, 3.0);
+}
+
+void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms,
+                             double tolerance) {
   uint64_t start = RealtimeUs() + 2000000;
   struct Running {
     int config, container, pct;
     Proc proc;
   };
   std::vector<Running> running;
-  for (int i = 0; i < static_cast<int>(std::size(configs)); i++) {
-    const Config& c = configs[i];
+  for (int i = 0; i < static_cast<int>(configs.size()); i++) {
+    const SmConfig& c = configs[i];
     std::string dev = "SimGPU:16384:" + std::to_string(c.sms);
     for (int k = 0; k < static_cast<int>(c.pcts.size()); k++) {
-      // One device state per configuration; one region (container) per process.
+      // One device state per configuration; one region (container) per process. Both policies
+      // limit from the first launch (only the node monitor's switch lifts "default"): one
+      // container runs "force", two run "default".
       Env env = BaseEnv(dev, std::to_string(i));
-      // Both policies limit from the first launch (only the node monitor's switch lifts
-      // "default"): one container runs "force", two run "default".
-      env = With(env, {"FAKEGPU_WAVE_US=250", "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
+      env = With(env, {"FAKEGPU_WAVE_US=" + std::to_string(c.wave_us),
+                       "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
                        std::string("GPU_CORE_UTILIZATION_POLICY=") +
                            (c.pcts.size() == 1 ? "force" : "default"),
                        "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) +
                            "_" + std::to_string(k) + ".cache"});
       running.push_back(
           {i, k, c.pcts[k],
-           Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(kWindowMs), c.path},
+           Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(window_ms), c.path},
                  env)});
     }
   }
@@ -441,11 +486,12 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
     ASSERT_TRUE(res.Exited(0)) << res.out;
     double share = 100.0 * static_cast<double>(res.U("busy_window_ns")) /
                    static_cast<double>(res.U("window_ns"));
-    const Config& c = configs[r.config];
-    std::printf("sms=%d containers=%zu path=%s target=%d achieved=%.2f launches=%lld\n", c.sms,
-                c.pcts.size(), c.path, r.pct, share, static_cast<long long>(res.I("launches")));
-    EXPECT_NEAR(share, r.pct, 3.0)
-        << "sms=" << c.sms << " containers=" << c.pcts.size() << " path=" << c.path;
+    const SmConfig& c = configs[r.config];
+    std::printf("sms=%d containers=%zu path=%s wave_us=%d target=%d achieved=%.2f launches=%lld\n",
+                c.sms, c.pcts.size(), c.path, c.wave_us, r.pct, share,
+                static_cast<long long>(res.I("launches")));
+    EXPECT_NEAR(share, r.pct, tolerance) << "sms=" << c.sms << " containers=" << c.pcts.size()
+                                         << " path=" << c.path << " wave_us=" << c.wave_us;
     shares[r.config].push_back(share);
   }
   for (auto& [i, s] : shares) {

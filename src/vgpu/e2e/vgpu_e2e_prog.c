@@ -9,7 +9,8 @@
  * cuGetProcAddress(_v2) routing per (symbol, version, flags) threads <n>           n threads
  * allocating and freeing concurrently in one process; usage must return procs <start_us>      holds
  * a context and 64 MiB, then lists NVML compute processes of its device launch <start_us> <ms>
- * <path>  launches kernels (path: kernel|ex|coop|graph|ptsz) until ms elapsed; prints this
+ * <path>  launches kernels (path: kernel|ex|coop|graph|ptsz: 1..8 waves; one: 1 wave; mixed: 1, 8,
+ * 40 or 400 waves) until ms elapsed; prints this
  * process's device busy time and the window tamper <flag>         holds 512 MiB, creates
  * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
  * after the wait (the test overwrites the region) hold <flag>           holds a context (no
@@ -417,6 +418,21 @@ static int mode_procs(unsigned long long start_us) {
   return 0;
 }
 
+/* Reads this process's device busy time at exactly `end_us` (CLOCK_MONOTONIC), while the launching
+ * thread may be blocked in a launch behind a long kernel. */
+struct window_end {
+  int nvml_index;
+  unsigned long long end_us, busy;
+};
+static void* read_busy_at_end(void* arg) {
+  struct window_end* w = (struct window_end*)arg;
+  struct timespec ts = {(time_t)(w->end_us / 1000000ull), (long)(w->end_us % 1000000ull) * 1000};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+  }
+  w->busy = fakegpu_busy_ns(w->nvml_index, getpid());
+  return NULL;
+}
+
 static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   CHECK(cuInit(0));
   ctx_on(0);
@@ -450,9 +466,18 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   unsigned long long busy0 = fakegpu_busy_ns(nvml_index, getpid());
   unsigned long long t0 = now_us(CLOCK_MONOTONIC);
   unsigned long long end = t0 + (unsigned long long)ms * 1000ull;
+  struct window_end at_end = {nvml_index, end, 0};
+  pthread_t reader;
+  if (pthread_create(&reader, NULL, read_busy_at_end, &at_end) != 0) return 11;
   long launches = 0;
   while (now_us(CLOCK_MONOTONIC) < end) {
     unsigned blocks = 1 + rand_r(&seed) % (unsigned)(8 * sms);
+    if (strcmp(path, "one") == 0) {
+      blocks = (unsigned)sms; /* kernels of exactly one wave: FAKEGPU_WAVE_US sets their length */
+    } else if (strcmp(path, "mixed") == 0) {
+      static const unsigned kWaves[] = {1, 8, 40, 400};
+      blocks = kWaves[rand_r(&seed) % 4] * (unsigned)sms;
+    }
     CUresult r;
     if (strcmp(path, "ex") == 0) {
       CUlaunchConfig cfg;
@@ -474,9 +499,10 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
     }
     launches++;
   }
-  /* Count only device time inside the window: stop the clock at `end`, drain the queue afterwards.
-   */
-  unsigned long long busy_end = fakegpu_busy_ns(nvml_index, getpid());
+  /* Count only device time inside the window (read at `end` by the reader thread; the last launch
+   * may return later, blocked behind a long kernel), then drain the queue. */
+  pthread_join(reader, NULL);
+  unsigned long long busy_end = at_end.busy;
   CHECK(cuStreamSynchronize(s));
   unsigned long long busy_all = fakegpu_busy_ns(nvml_index, getpid());
   unsigned long long t1 = now_us(CLOCK_MONOTONIC);

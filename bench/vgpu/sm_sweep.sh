@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SM-limit accuracy by kernel length on the fake driver, in real time: for each kernel length (one wave of
+# FAKEGPU_WAVE_US), graph launches and a mix of shapes, one container at 30 % (force) and two at 30/70
+# (default) on their own simulated device; every configuration runs at once for the same window. The share
+# is the container's device time in the window (fakegpu_busy_ns: the fake's device clock) over the window.
+# Prints one markdown table (docs/benchmarks.md, section "libvgpu").
+# usage: bench/vgpu/sm_sweep.sh [build dir] [window ms]     (default build/dev, 60000)
+# Kernels of 2 s need a window of a minute or more: a share is exact only to about one kernel per window.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=$(realpath "${1:-build/dev}")
+WINDOW_MS=${2:-60000}
+PROG=$B/src/vgpu/vgpu_e2e_prog
+LIB=$B/src/vgpu/libvgpu.so
+FAKES=$B/src/fakes
+for f in "$PROG" "$LIB" "$FAKES/libcuda.so.1" "$FAKES/libnvidia-ml.so.1"; do
+  [ -e "$f" ] || { echo "missing $f: cmake --build $B --target vgpu_e2e_prog vgpu fakecuda fakenvml" >&2; exit 1; }
+done
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# label wave_us path sms_alone sms_pair
+CONFIGS=(
+  "10us 10 one 20 188"
+  "100us 100 one 132 20"
+  "1ms 1000 one 188 132"
+  "10ms 10000 one 20 188"
+  "100ms 100000 one 132 20"
+  "500ms 500000 one 188 132"
+  "2s 2000000 one 20 188"
+  "graph_4x5ms 5000 graph 132 20"
+  "mixed_250us..100ms 250 mixed 188 132"
+)
+START=$(($(date +%s%6N) + 3000000))
+n=0
+for c in "${CONFIGS[@]}"; do
+  read -r label wave path sms_alone sms_pair <<<"$c"
+  for run in "30:$sms_alone:force" "30,70:$sms_pair:default"; do
+    IFS=: read -r pcts sms policy <<<"$run"
+    n=$((n + 1))
+    k=0
+    for pct in ${pcts//,/ }; do
+      k=$((k + 1))
+      env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$FAKES" LD_PRELOAD="$LIB" FAKEGPU_DEVICES="SimGPU:16384:$sms" \
+        FAKEGPU_STATE="$TMP/dev$n.state" FAKEGPU_WAVE_US="$wave" CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/r${n}_$k" \
+        CUDA_DEVICE_SM_LIMIT="$pct" GPU_CORE_UTILIZATION_POLICY="$policy" LIBCUDA_LOG_LEVEL=1 \
+        "$PROG" launch "$START" "$WINDOW_MS" "$path" >"$TMP/out_${n}_$k" 2>&1 &
+      echo "$label $sms ${pcts//,/+} $pct $TMP/out_${n}_$k" >>"$TMP/index"
+    done
+  done
+done
+wait
+echo "| kernels | SMs | containers (targets) | target | achieved | launches |"
+echo "|---|---|---|---|---|---|"
+while read -r label sms pcts pct out; do
+  busy=$(sed -n 's/.*busy_window_ns=\([0-9]*\).*/\1/p' "$out")
+  win=$(sed -n 's/.*window_ns=\([0-9]*\) .*/\1/p' "$out")
+  launches=$(sed -n 's/^launches=\([0-9]*\).*/\1/p' "$out")
+  if [ -z "$busy" ] || [ -z "$win" ]; then
+    echo "| $label | $sms | $pcts | $pct | failed: $(tr '\n' ' ' <"$out" | cut -c1-80) | |"
+    continue
+  fi
+  awk -v l="$label" -v s="$sms" -v c="$pcts" -v p="$pct" -v b="$busy" -v w="$win" -v n="$launches" \
+    'BEGIN {printf "| %s | %s | %s | %s | %.2f | %s |\n", l, s, c, p, 100 * b / w, n}'
+done <"$TMP/index"
