@@ -4,12 +4,13 @@
 # (default) on their own simulated device; every configuration runs at once for the same window. The share
 # is the container's device time in the window (fakegpu_busy_ns: the fake's device clock) over the window.
 # Prints one markdown table (docs/benchmarks.md, section "libvgpu").
-# usage: bench/vgpu/sm_sweep.sh [build dir] [window ms]     (default build/dev, 60000)
+# usage: bench/vgpu/sm_sweep.sh [build dir] [window ms] [label regex]   (default build/dev, 60000, all)
 # Kernels of 2 s need a window of a minute or more: a share is exact only to about one kernel per window.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$(realpath "${1:-build/dev}")
 WINDOW_MS=${2:-60000}
+ONLY=${3:-.}
 PROG=$B/src/vgpu/vgpu_e2e_prog
 LIB=$B/src/vgpu/libvgpu.so
 FAKES=$B/src/fakes
@@ -35,6 +36,7 @@ START=$(($(date +%s%6N) + 3000000))
 n=0
 for c in "${CONFIGS[@]}"; do
   read -r label wave path sms_alone sms_pair <<<"$c"
+  [[ $label =~ $ONLY ]] || continue
   for run in "30:$sms_alone:force" "30,70:$sms_pair:default"; do
     IFS=: read -r pcts sms policy <<<"$run"
     n=$((n + 1))
