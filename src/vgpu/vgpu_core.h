@@ -226,19 +226,19 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
  * first sample replaces the prior; d->cal_weight holds the decayed waves). */
 void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t waves);
 /* One controller tick (once per window of `window_ns`, by one calibration thread per container):
- * `busy_ns` is the device time the container was measured busy in the window, `waves` the waves
- * launched in it. Device time measured beyond what launches were charged is taken from the bucket
- * at once (the bucket then tracks measured time, whatever the kernels' length or shape); charges
- * not yet measured stay outstanding while the container keeps the device busy, and are given back
- * after a window it did not fill (work still queued then is charged again when it runs).
- * ns_per_wave is calibrated over segments between such idle windows (or of
- * VGPU_LIMITER_SEGMENT_TICKS ticks), so that a kernel longer than a window is measured against the
- * launch that started it. */
-void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves,
-                       uint64_t window_ns);
-/* The bucket's burst at `pct`: the default burst, or four times the longest run of fully busy
- * windows seen lately (so that a container running long kernels, or blocked behind another's, keeps
- * its share). */
+ * `busy_ns` is the device time the container was measured busy in the window, `others_ns` that of
+ * every other process on the device, `waves` the waves launched by the container. Device time
+ * measured beyond what launches were charged is taken from the bucket at once (the bucket then
+ * tracks measured time, whatever the kernels' length or shape); charges not yet measured stay
+ * outstanding while the container keeps the device busy, and are given back after a window it did
+ * not fill (work still queued then is charged again when it runs). ns_per_wave is calibrated over
+ * segments between such idle windows (or of VGPU_LIMITER_SEGMENT_TICKS ticks), so that a kernel
+ * longer than a window is measured against the launch that started it. */
+void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t others_ns,
+                       uint64_t waves, uint64_t window_ns);
+/* The bucket's burst at `pct`: the default burst, or four times the longest run of windows seen
+ * lately in which the device was fully busy, with the container's work or others' (so that a
+ * container running long kernels, or blocked behind another's, keeps its share). */
 static inline int64_t vgpu_limiter_cap(const vgpu_device_entry* d, uint32_t pct) {
   uint64_t b = __atomic_load_n(&d->burst_ns, __ATOMIC_RELAXED);
   if (b < VGPU_LIMITER_BURST_NS) b = VGPU_LIMITER_BURST_NS;

@@ -62,12 +62,13 @@ uint64_t RealtimeUs() {
 
 // One SM-limit configuration: containers (one process each, own region) at `pcts` sharing one
 // simulated device of `sms` SMs whose waves take `wave_us`, launching through `path` (see
-// vgpu_e2e_prog's launch mode).
+// vgpu_e2e_prog's launch mode); the second container's waves take `wave_us_second` when set.
 struct SmConfig {
   int sms;
   std::vector<int> pcts;
   const char* path;
   int wave_us;
+  int wave_us_second = 0;
 };
 
 class VgpuE2e : public ::testing::Test {
@@ -433,7 +434,9 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
 // Kernel-length sweep against the fake driver in real time: kernels of one wave of 10 us, 100 us,
 // 1 ms, 20 ms and 100 ms, graph launches of 4 waves of 5 ms (each charged one wave), and a mix of
 // 1, 8, 40 and 400 waves of 250 us (250 us .. 100 ms), on 20, 132 and 188 SMs, one container and
-// two at 30/70. Kernels of 500 ms to 2 s need minutes of real time per point: they are covered by
+// two at 30/70; and two containers whose kernels differ: 10 us at 30 % beside 100 ms at 70 % (the
+// short kernels wait behind the long ones in the FIFO and must get their share in the gaps).
+// Kernels of 500 ms to 2 s need minutes of real time per point: they are covered by
 // VgpuLimiter.KernelLengthSweepHoldsWithinTwoPoints (the same device model on a virtual clock) and
 // by bench/vgpu/sm_sweep.sh.
 TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
@@ -448,6 +451,7 @@ TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
           {188, {30}, "graph", 5000},
           {20, {30, 70}, "mixed", 250},
           {188, {30, 70}, "mixed", 250},
+          {132, {30, 70}, "one", 10, 100000},
       },
       8000, 3.0);
 }
@@ -468,12 +472,14 @@ void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms
       // limit from the first launch (only the node monitor's switch lifts "default"): one
       // container runs "force", two run "default".
       Env env = BaseEnv(dev, std::to_string(i));
-      env = With(env, {"FAKEGPU_WAVE_US=" + std::to_string(c.wave_us),
-                       "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
-                       std::string("GPU_CORE_UTILIZATION_POLICY=") +
-                           (c.pcts.size() == 1 ? "force" : "default"),
-                       "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) +
-                           "_" + std::to_string(k) + ".cache"});
+      env = With(
+          env,
+          {"FAKEGPU_WAVE_US=" +
+               std::to_string(k == 1 && c.wave_us_second ? c.wave_us_second : c.wave_us),
+           "CUDA_DEVICE_SM_LIMIT=" + std::to_string(c.pcts[k]),
+           std::string("GPU_CORE_UTILIZATION_POLICY=") + (c.pcts.size() == 1 ? "force" : "default"),
+           "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) + "_" +
+               std::to_string(k) + ".cache"});
       running.push_back(
           {i, k, c.pcts[k],
            Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(window_ms), c.path},

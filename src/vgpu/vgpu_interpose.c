@@ -1108,14 +1108,15 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Sums NVML's per-process SM utilisation since `since_us` of this container's processes, in percent
- * (the sample array grows to what NVML reports). */
-static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine) {
+/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody
+ * else's percent (the sample array grows to what NVML reports). */
+static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine,
+                                 uint64_t* others) {
   nvmlProcessUtilizationSample_t small[64];
   nvmlProcessUtilizationSample_t* s = small;
   unsigned int cap = 64, n = cap;
   nvmlReturn_t r;
-  *mine = 0;
+  *mine = *others = 0;
   for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) ==
                           NVML_ERROR_INSUFFICIENT_SIZE &&
                       tries < 4;
@@ -1128,7 +1129,7 @@ static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* 
   }
   if (r == NVML_SUCCESS) {
     for (unsigned int i = 0; i < n && i < cap; i++) {
-      if (container_pid(s[i].pid)) *mine += s[i].smUtil;
+      *(container_pid(s[i].pid) ? mine : others) += s[i].smUtil;
     }
   }
   if (s != small) free(s);
@@ -1154,11 +1155,12 @@ static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct
     return;
   }
   uint64_t w0 = __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
-  uint64_t mine = 0;
-  nvmlReturn_t ur = process_util(dev, prev, &mine);
+  uint64_t mine = 0, others = 0;
+  nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
   if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
   uint64_t busy_ns = mine * (now_us - prev) * 10;               /* pct/100 * us * 1000 */
-  vgpu_limiter_tick(d, pct, busy_ns, waves - w0, (now_us - prev) * 1000);
+  vgpu_limiter_tick(d, pct, busy_ns, others * (now_us - prev) * 10, waves - w0,
+                    (now_us - prev) * 1000);
   VGPU_LOG(VGPU_LOG_DEBUG,
            "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
            (unsigned long long)busy_ns, (unsigned long long)(waves - w0),

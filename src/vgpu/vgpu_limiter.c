@@ -78,12 +78,13 @@ void vgpu_limiter_calibrate(vgpu_device_entry* d, uint64_t busy_ns, uint64_t wav
   w += waves * 256;
   uint64_t next = (uint64_t)(sum / w);
   if (!next) next = 1;
+  if (w > VGPU_LIMITER_CAL_MAX_WEIGHT) w = VGPU_LIMITER_CAL_MAX_WEIGHT;
   __atomic_store_n(&d->cal_weight, w, __ATOMIC_RELAXED);
   __atomic_store_n(&d->ns_per_wave, next, __ATOMIC_RELAXED);
 }
 
-void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t waves,
-                       uint64_t window_ns) {
+void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uint64_t others_ns,
+                       uint64_t waves, uint64_t window_ns) {
   uint64_t npw = __atomic_load_n(&d->ns_per_wave, __ATOMIC_RELAXED);
   if (!npw) npw = VGPU_LIMITER_DEFAULT_NS_PER_WAVE;
   uint64_t charged =
@@ -101,9 +102,11 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
            o); /* the device was not kept busy: what was charged and did not run is given back */
     o = 0;
   }
-  /* Burst: four times the longest recent run of fully busy windows (decaying slowly), at least the
-   * default. */
-  uint32_t run = busy_ns >= window_ns / 100 * 95 ? d->full_run + 1 : 0;
+  /* Burst: four times the longest recent run of windows in which the device was fully busy (with
+   * this container's work or others'; decaying slowly), at least the default: a container running
+   * long kernels, or whose launches wait behind another container's long kernel, keeps the tokens
+   * that accrue meanwhile and spends them in the gaps. */
+  uint32_t run = busy_ns + others_ns >= window_ns / 100 * 95 ? d->full_run + 1 : 0;
   uint64_t want = 4 * (uint64_t)run * window_ns, burst = d->burst_ns;
   burst = want > burst ? want : burst - burst / 256;
   if (burst > VGPU_LIMITER_MAX_BURST_NS) burst = VGPU_LIMITER_MAX_BURST_NS;

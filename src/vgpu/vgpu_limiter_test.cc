@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -50,6 +51,18 @@ uint64_t BusyInWindow(Container& c, uint64_t a, uint64_t b) {
   return s;
 }
 
+// Busy time of another container `c` in (a, b], without moving its cursor (binary search).
+uint64_t BusyInWindowOf(const Container& c, uint64_t a, uint64_t b) {
+  auto it = std::partition_point(c.busy.begin(), c.busy.end(),
+                                 [a](const Interval& iv) { return iv.end <= a; });
+  uint64_t s = 0;
+  for (; it != c.busy.end() && it->start < b; ++it) {
+    uint64_t lo = std::max(it->start, a), hi = std::min(it->end, b);
+    if (hi > lo) s += hi - lo;
+  }
+  return s;
+}
+
 // Runs the containers until `horizon` and returns each one's share of device time over [from,
 // horizon), in percent. `shape(k, rng)` is the k-th container's next kernel.
 std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from,
@@ -72,9 +85,13 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
     while (c.last_cal + kCal <=
            now) {  // the calibration thread's tick (NVML: whole percent of the window)
       uint64_t a = c.last_cal, b = c.last_cal + kCal;
-      uint64_t pct = (BusyInWindow(c, a, b) * 100 + kCal / 2) / kCal;
+      uint64_t pct = (BusyInWindow(c, a, b) * 100 + kCal / 2) / kCal, others = 0;
+      for (const Container& o : cs) {
+        if (&o != &c) others += (BusyInWindowOf(o, a, b) * 100 + kCal / 2) / kCal;
+      }
       uint64_t waves = c.entry.waves_launched;
-      vgpu_limiter_tick(&c.entry, c.pct, pct * kCal / 100, waves - c.last_waves, kCal);
+      vgpu_limiter_tick(&c.entry, c.pct, pct * kCal / 100, others * kCal / 100,
+                        waves - c.last_waves, kCal);
       c.last_waves = waves;
       c.last_cal = b;
     }
@@ -143,6 +160,7 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
     const char* name;
     uint64_t longest;
     std::function<Shape(size_t, std::mt19937&)> shape;
+    std::function<void()> reset = [] {};  // called before each run
   };
   std::vector<Kind> kinds;
   for (uint64_t len : lengths) {
@@ -159,6 +177,19 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
                      const uint64_t len[] = {2 * kMs, 30 * kMs, 300 * kMs};
                      return Shape{1, len[rng() % 3]};
                    }});
+  // A phase change: 10 us kernels for about 20 s (the calibration then holds the weight of ~10^6
+  // short waves), then 500 ms kernels; the measured time keeps the share while the estimate moves.
+  auto launched = std::make_shared<std::vector<uint64_t>>(2, 0);
+  kinds.push_back({"phases", 500 * kMs,
+                   [launched](size_t k, std::mt19937&) {
+                     uint64_t& n = (*launched)[k];
+                     if (n < 600000 / (k + 1)) {
+                       n++;
+                       return Shape{1, 10 * kUs};
+                     }
+                     return Shape{1, 500 * kMs};
+                   },
+                   [launched] { std::fill(launched->begin(), launched->end(), 0); }});
   kinds.push_back({"mixed", 500 * kMs, [](size_t, std::mt19937& rng) {
                      switch (rng() % 4) {
                        case 0:
@@ -177,6 +208,7 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
     for (const Kind& kind : kinds) {
       for (const auto& pcts : configs) {
         uint64_t horizon = std::clamp<uint64_t>(kind.longest * 200, 30 * kSec, 500 * kSec);
+        kind.reset();
         std::vector<double> got = Simulate(sms, pcts, 10 * kSec, horizon, kind.shape, sms + runs);
         runs++;
         for (size_t i = 0; i < pcts.size(); i++) {
@@ -214,6 +246,11 @@ TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   vgpu_limiter_calibrate(&d, 100 * 10000, 100);  // 100 waves of 10 us
   vgpu_limiter_calibrate(&d, 500000000, 1);      // then one wave of 500 ms
   EXPECT_LT(d.ns_per_wave, 6000000u);
+  // A weight past its bound (a tampered file) is dropped: the sample replaces the estimate.
+  d.cal_weight = ~0ull;
+  vgpu_limiter_calibrate(&d, 1000000, 10);
+  EXPECT_EQ(d.ns_per_wave, 100000u);
+  EXPECT_EQ(d.cal_weight, 2560u);
 }
 
 // A launch that charges the bucket while another thread refills it keeps its charge: the refill's
