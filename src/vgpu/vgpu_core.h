@@ -88,6 +88,10 @@ typedef struct vgpu_region_params {
   uint32_t policy;
   int32_t priority;
 } vgpu_region_params;
+/* 1 when the device plugin's limits file armed this process's container (set before
+ * vgpu_region_attach): then a region file that cannot be used at all (unusable path, mapping
+ * failure) refuses allocations too, like one that cannot be trusted. */
+extern int vgpu_region_armed;
 
 typedef struct vgpu_region_ctx {
   vgpu_region*
@@ -96,6 +100,13 @@ typedef struct vgpu_region_ctx {
   int fd;   /* region file, -1 for the private fallback */
   int slot; /* own slot index, -1 if none */
   int shared; /* 1 when backed by the file */
+  /* 1 when the shared region was refused for a reason that leaves this process's share of the
+   * container's limit unknown (see vgpu_region_attach): its allocations are refused. */
+  int refused;
+  /* The region file, kept open only for this process's liveness lock after the file was found
+   * overwritten under it (so that no newcomer rebuilds it while this process's usage is off its
+   * books); -1 otherwise. */
+  int liveness_fd;
   uint32_t
       lock_word; /* value of hdr.lock while this process holds it: slot + 1 | generation << 11 */
   vgpu_region_params params;
@@ -110,11 +121,14 @@ typedef struct vgpu_region_ctx {
 } vgpu_region_ctx;
 
 /* Maps (creating and initialising if needed) the region file at `path`, claims a slot, and reclaims
- * slots of dead processes. A file that cannot be trusted (no valid header, another layout version,
- * a body that breaks the layout's invariants) is rebuilt when no live process uses it, with one
- * ERROR line; while live processes use it, and on any other failure, this process falls back to a
- * private anonymous region (its own limits then hold for it alone) and -1 is returned after one
- * ERROR line; 0 when the shared file is in use. */
+ * slots of dead processes; 0 when the shared file is in use. A file that cannot be trusted (no
+ * valid header, another layout version, a body that breaks the layout's invariants) is rebuilt when
+ * no live process uses it, with one ERROR line. Otherwise -1 after one ERROR line, on a private
+ * anonymous region: refused (c->refused = 1, allocations refused, since this process cannot know
+ * how much of the container's limit the others use) when the file cannot be trusted while live
+ * processes use it, when its initialisation lock or every process slot is held, or, when
+ * vgpu_region_armed, on any failure; else (unusable path without a limits file) its own limits hold
+ * for it alone. */
 int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p);
 /* Drops this process's usage and slot (normal exit), unmaps. */
 void vgpu_region_detach(vgpu_region_ctx* c);
@@ -128,8 +142,11 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
  * entry it never registered). force != 0 charges even past the limit. Returns 0 when reserved, 1
  * when it would exceed the limit (nothing charged), -1 when the region could not be locked in
  * bounded time (nothing charged). When the file no longer holds what this process wrote to it
- * (overwritten under it), one ERROR line is logged and the process continues on a private region
- * that keeps its usage and limits (reserve and release both check). */
+ * (changed under it), one ERROR line is logged (reserve and release both check): if the rest of the
+ * file is still a valid region holding this process's device entries, its own slot is restored and
+ * the usage totals recomputed (it keeps sharing); otherwise it continues on a private region that
+ * keeps its usage and limits, and keeps its liveness lock on the file (newcomers are then refused
+ * instead of rebuilding the file without this process's usage). */
 int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force);
 /* Returns bytes reserved earlier (clamped, never underflows). */
 void vgpu_region_release(vgpu_region_ctx* c, int dev, uint64_t bytes);

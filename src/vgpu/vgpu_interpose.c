@@ -350,8 +350,10 @@ static void atfork_child(void) {
    * liveness lock) and register afresh on first use. The parent's allocations are not the child's.
    */
   if (g.rc.fd >= 0) close(g.rc.fd);
+  if (g.rc.liveness_fd >= 0) close(g.rc.liveness_fd);
   memset(&g.rc, 0, sizeof(g.rc));
   g.rc.fd = -1;
+  g.rc.liveness_fd = -1;
   g.rc.slot = -1;
   vgpu_at_destroy(&g.at);
   memset(&g.at, 0, sizeof(g.at));
@@ -371,6 +373,7 @@ static int policy_rank(uint32_t p) {
 static int attach_region_locked(void) {
   if (g.rc.r) return 0;
   vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1};
+  vgpu_region_armed = g_armed;
   const char* s = cfg_get("GPU_CORE_UTILIZATION_POLICY");
   if (s && vgpu_parse_policy(s, &p.policy) != 0) {
     VGPU_LOG(VGPU_LOG_ERROR,

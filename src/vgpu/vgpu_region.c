@@ -16,6 +16,7 @@
 
 #include "vgpu/vgpu_core.h"
 
+int vgpu_region_armed = 0;
 int vgpu_region_crash_point = 0;
 int vgpu_region_crash_after = 0;
 void (*vgpu_region_takeover_hook)(void) = NULL;
@@ -216,6 +217,7 @@ static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev, int 
 
 static int use_private(vgpu_region_ctx* c, const vgpu_region_params* p) {
   c->params = *p;
+  c->liveness_fd = -1;
   c->r = private_region(c, 0, 0, 0);
   c->fd = -1;
   c->shared = 0;
@@ -233,13 +235,49 @@ static uint32_t known_devices(const vgpu_region_ctx* c) {
   return n;
 }
 
+static const char* header_check(const vgpu_region* r);
+static const char* region_check(const vgpu_region* r);
+
+/* The file was changed under this process, but the rest of it is still a valid region that holds
+ * this process's device entries at the indices it uses: restores its own slot (state, usage) and
+ * recomputes the usage totals from the slots, so that it keeps sharing and the file counts its
+ * usage again. Caller holds the region lock. Returns 1 when restored, 0 when the file cannot be
+ * repaired.
+ */
+static int restore_own_records(vgpu_region_ctx* c) {
+  vgpu_region* r = c->r;
+  if (header_check(r) || region_check(r)) return 0;
+  uint32_t n = LOAD32(&r->hdr.device_count);
+  for (uint32_t i = 0; i < VGPU_MAX_DEVICES; i++) {
+    if (c->uuid[i][0] && (i >= n || strncmp(r->devices[i].uuid, c->uuid[i], VGPU_UUID_LEN) != 0))
+      return 0;
+  }
+  vgpu_proc_slot* s = &r->slots[c->slot];
+  if (LOAD32(&r->hdr.slot_hwm) < (uint32_t)c->slot + 1)
+    STORE32(&r->hdr.slot_hwm, (uint32_t)c->slot + 1);
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) STORE64(&s->used[d], c->mine[d]);
+  s->pid = (uint32_t)getpid();
+  STORE32(&s->state, VGPU_SLOT_ACTIVE);
+  recompute_usage(r);
+  return 1;
+}
+
 /* The file no longer holds what this process wrote to it: continue on a private region that keeps
  * this process's usage and limits. The caller holds the region lock. The private region is moved
  * onto the mapping's address (so every thread keeps its pointers, slot index and lock word, and the
- * lock stays held by the caller); the descriptor is closed, which drops this process's liveness
- * lock, so that the others see it gone. Returns 0, or -1 (lock released) when no private region
- * could be made: then nothing more can be reserved. */
+ * lock stays held by the caller). The descriptor stays open for its liveness lock only: while this
+ * process lives, its usage is on no shared books, so a newcomer must find the (untrusted) file in
+ * use and be refused rather than rebuild it and count from zero. When the rest of the file is still
+ * valid, this process's own records are restored in it instead (restore_own_records). Returns 0, or
+ * -1 (lock released) when no private region could be made: then nothing more can be reserved. */
 static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, const char* why) {
+  if (c->shared && restore_own_records(c)) {
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "shared region was changed under this process (%s); the rest of it is valid: its own "
+             "records were restored and the container's usage recomputed from the process slots",
+             why);
+    return 0;
+  }
   vgpu_region* priv = private_region(c, known_devices(c), c->slot, c->lock_word);
   void* moved = MAP_FAILED;
   if (priv) {
@@ -258,9 +296,19 @@ static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, c
     return -1;
   }
   c->shared = 0;
-  if (c->fd >= 0) close(c->fd);
+  c->liveness_fd = c->fd;
   c->fd = -1;
   return 0;
+}
+
+/* NULL when the header is one this version wrote (magic, initialised, layout version and size),
+ * else what is wrong. */
+static const char* header_check(const vgpu_region* r) {
+  if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY)
+    return "no valid header";
+  if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region))
+    return "another layout version";
+  return NULL;
 }
 
 /* Checks the structure of a region whose header is valid: counts, lock word, device entries, slot
@@ -395,12 +443,37 @@ int vgpu_region_sweep(vgpu_region_ctx* c) {
   return reclaimed;
 }
 
+/* 1 when this process's user owns the region file or its directory (so it could have made it
+ * unusable itself by changing their modes). An EACCES on a directory and file it does not own is
+ * the deployment's doing (docs/security.md: an image USER the pod spec does not name, no region
+ * group), not the container's. */
+static int owned_by_me(const char* path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && st.st_uid == geteuid()) return 1;
+  char dir[4096] = ".";
+  const char* slash = strrchr(path, '/');
+  if (slash == path) {
+    dir[0] = '/';
+  } else if (slash) {
+    size_t n = (size_t)(slash - path);
+    if (n >= sizeof(dir)) return 1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+  }
+  return stat(dir, &st) != 0 || st.st_uid == geteuid();
+}
+
 int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_params* p) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
+  c->liveness_fd = -1;
   c->slot = -1;
   c->params = *p;
   const char* why = NULL;
+  /* Failures that something inside the container can cause on purpose (a file it cannot trust in
+   * use, locks held) refuse allocations: a private region would give this process the container's
+   * whole limit again, beside the others. */
+  int refuse = vgpu_region_armed;
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd >= 0) {
     /* Other uids of the container share it through the group (the device plugin gives the directory
@@ -410,9 +483,14 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   }
   if (fd < 0) {
-    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; limits apply per process only",
-             path, strerror(errno));
+    int err = errno;
+    if (refuse && err == EACCES && !owned_by_me(path)) refuse = 0;
     use_private(c, p);
+    c->refused = refuse;
+    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; %s", path, strerror(err),
+             refuse ? "the device plugin armed this container, so device memory allocations in "
+                      "this process are refused"
+                    : "limits apply per process only");
     return -1;
   }
   /* Initialisation is serialised by an OFD lock (bounded wait: 5 s). */
@@ -426,7 +504,8 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   }
   struct stat st;
   if (!locked) {
-    why = "initialisation lock not obtained in 5 s";
+    why = "initialisation lock held by another process for 5 s";
+    refuse = 1;
   } else if (fstat(fd, &st) != 0) {
     why = "fstat failed";
   } else if ((uint64_t)st.st_size < sizeof(vgpu_region) &&
@@ -443,18 +522,16 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     /* Anything that is not a region this version wrote is rebuilt while nobody uses it, else
      * refused. */
     vgpu_region* r = (vgpu_region*)m;
-    const char* untrusted = NULL;
-    if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC ||
-        LOAD32(&r->hdr.init_state) != VGPU_REGION_READY) {
-      if (!fresh) untrusted = "no valid header";
-    } else if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region)) {
-      untrusted = "another layout version";
-    } else {
+    const char* untrusted = header_check(r);
+    if (untrusted && fresh && LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC) {
+      untrusted = NULL; /* a new, zero-filled file */
+    } else if (!untrusted) {
       untrusted = region_check(r);
       if (!untrusted) fresh = -1; /* a valid region: keep it */
     }
     if (untrusted && any_live_user(fd)) {
       why = untrusted; /* refused below, with the reason */
+      refuse = 1;
       munmap(m, sizeof(vgpu_region));
       m = MAP_FAILED;
     } else if (fresh != -1) {
@@ -475,6 +552,7 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     c->shared = 1;
     if (claim_slot(c) != 0) {
       why = "no free process slot";
+      refuse = 1;
       munmap(m, sizeof(vgpu_region));
       c->r = NULL;
     }
@@ -483,11 +561,13 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
   if (why) {
     close(fd);
     c->fd = -1;
-    VGPU_LOG(VGPU_LOG_ERROR,
-             "shared region %s refused: %s, and live processes use it; this process enforces its "
-             "own limits alone",
-             path, why);
     use_private(c, p);
+    c->refused = refuse;
+    VGPU_LOG(VGPU_LOG_ERROR, "shared region %s cannot be used: %s; %s", path, why,
+             refuse ? "device memory allocations in this process are refused (it cannot know how "
+                      "much of the container's limit the others use; the file is rebuilt once no "
+                      "process uses it)"
+                    : "this process enforces its own limits alone");
     return -1;
   }
   vgpu_region_sweep(c);
@@ -504,8 +584,10 @@ void vgpu_region_detach(vgpu_region_ctx* c) {
   }
   munmap(c->r, sizeof(vgpu_region));
   if (c->fd >= 0) close(c->fd); /* drops the liveness lock */
+  if (c->liveness_fd >= 0) close(c->liveness_fd);
   c->r = NULL;
   c->fd = -1;
+  c->liveness_fd = -1;
   c->slot = -1;
   memset(c->mine, 0, sizeof(c->mine));
 }
@@ -545,6 +627,10 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
     d->total_bytes = total_bytes;
     d->container_index = container_index;
     d->sm_count = sm_count;
+    /* Refused (see vgpu_region_attach): the others' usage is unknown, so the private entry counts
+     * them as holding the whole limit. Every allocation is refused, forced charges (contexts) still
+     * count, and reports show the limit with nothing free. */
+    if (c->refused) d->used_bytes = limit_bytes;
     STORE32(&r->hdr.device_count, n + 1);
     found = (int)n;
   } else if (found >= 0) {

@@ -217,16 +217,16 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
     EXPECT_EQ(d.r->hdr.version, VGPU_REGION_VERSION);
     vgpu_region_detach(&d);
   }
-  {  // another layout version a live process uses: refused, this process's limits hold for it alone
+  {  // another layout version a live process uses: refused (fail closed, see below)
     vgpu_region_ctx c;
     ASSERT_EQ(Attach(&c), 0);
     c.r->hdr.version = 99;
     vgpu_region_ctx d;
     EXPECT_EQ(Attach(&d), -1);
     EXPECT_EQ(d.shared, 0);
+    EXPECT_EQ(d.refused, 1);
     ASSERT_EQ(vgpu_region_device(&d, "GPU-a", 10, 100, 0, 0, 1), 0);
-    EXPECT_EQ(vgpu_region_reserve(&d, 0, 11, 0), 1);
-    EXPECT_EQ(vgpu_region_reserve(&d, 0, 10, 0), 0);
+    EXPECT_EQ(vgpu_region_reserve(&d, 0, 10, 0), 1);
     vgpu_region_detach(&d);
     c.r->hdr.version = VGPU_REGION_VERSION;
     vgpu_region_detach(&c);
@@ -314,6 +314,174 @@ TEST_F(RegionTest, OverwrittenRegionIsDetectedAndTheLimitHolds) {
     vgpu_region_detach(&c);
     unlink(path_.c_str());
   }
+}
+
+// A file that cannot be trusted while a live process uses it: a newcomer cannot know how much of
+// the limit the others hold, so it refuses allocations (forced context charges still count) instead
+// of enforcing the whole limit again on a private region beside them. Each kind of damage.
+TEST_F(RegionTest, UntrustedRegionInUseRefusesNewcomers) {
+  struct Damage {
+    const char* name;
+    void (*apply)(vgpu_region*);
+  } damages[] = {
+      {"another layout version", [](vgpu_region* r) { r->hdr.version = 99; }},
+      {"no valid header", [](vgpu_region* r) { r->hdr.magic = 0; }},
+      {"garbage body", [](vgpu_region* r) { r->slots[7].state = 0x5a5a5a5a; }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.name);
+    vgpu_region_ctx live;
+    AttachOneDevice(&live, 1000);
+    ASSERT_EQ(vgpu_region_reserve(&live, 0, 600, 0), 0);
+    d.apply(live.r);
+    vgpu_region_ctx late;
+    EXPECT_EQ(Attach(&late), -1);
+    EXPECT_EQ(late.shared, 0);
+    EXPECT_EQ(late.refused, 1);
+    ASSERT_EQ(vgpu_region_device(&late, "GPU-a", 1000, 100, 0, 0, 10), 0);
+    EXPECT_EQ(vgpu_region_reserve(&late, 0, 400, 0), 1) << "the whole limit again, privately";
+    EXPECT_EQ(vgpu_region_reserve(&late, 0, 300, /*force=*/1), 0);
+    vgpu_region_detach(&late);
+    vgpu_region_detach(&live);
+    // Nobody uses it any more: the next process rebuilds it and shares it.
+    vgpu_region_ctx next;
+    EXPECT_EQ(Attach(&next), 0);
+    EXPECT_EQ(next.refused, 0);
+    vgpu_region_detach(&next);
+    unlink(path_.c_str());
+  }
+}
+
+// Locks that anything in the container can hold on the file (every process slot's liveness byte,
+// the initialisation byte) refuse allocations rather than hand out a private, whole limit.
+TEST_F(RegionTest, HeldLocksRefuseInsteadOfAPrivateLimit) {
+  vgpu_region_ctx first;
+  AttachOneDevice(&first, 1000);
+  ASSERT_EQ(first.slot, 0);
+  int fd = open(path_.c_str(), O_RDWR);  // its own open file description: conflicts like a process
+  ASSERT_GE(fd, 0);
+  struct Lock {
+    const char* name;
+    off_t start, len;
+  } locks[] = {{"every free process slot", static_cast<off_t>(VGPU_REGION_LIVENESS_BASE + 1),
+                VGPU_MAX_SLOTS - 1},
+               {"initialisation", static_cast<off_t>(VGPU_REGION_INIT_LOCK_BYTE), 1}};
+  for (const Lock& l : locks) {
+    SCOPED_TRACE(l.name);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = l.start;
+    fl.l_len = l.len;
+    ASSERT_EQ(fcntl(fd, F_OFD_SETLK, &fl), 0);
+    vgpu_region_ctx late;
+    EXPECT_EQ(Attach(&late), -1);
+    EXPECT_EQ(late.refused, 1);
+    ASSERT_EQ(vgpu_region_device(&late, "GPU-a", 1000, 100, 0, 0, 10), 0);
+    EXPECT_EQ(vgpu_region_reserve(&late, 0, 2, 0), 1);
+    vgpu_region_detach(&late);
+    fl.l_type = F_UNLCK;
+    ASSERT_EQ(fcntl(fd, F_OFD_SETLK, &fl), 0);
+  }
+  close(fd);
+  vgpu_region_detach(&first);
+}
+
+// An unusable path: per-process limits for plain LD_PRELOAD use, refused when the device plugin
+// armed the container (it chose the path, so only something inside the container broke it).
+TEST_F(RegionTest, UnusablePathRefusesWhenArmed) {
+  for (int armed : {0, 1}) {
+    SCOPED_TRACE(armed);
+    vgpu_region_armed = armed;
+    vgpu_region_ctx c;
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    EXPECT_EQ(vgpu_region_attach(&c, (dir_ + "/missing/x.cache").c_str(), &p), -1);
+    vgpu_region_armed = 0;
+    EXPECT_EQ(c.refused, armed);
+    ASSERT_EQ(vgpu_region_device(&c, "GPU-a", 1000, 100, 0, 0, 10), 0);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 1000, 0), armed ? 1 : 0);
+    EXPECT_EQ(vgpu_region_reserve(&c, 0, 2, 0), 1);
+    vgpu_region_detach(&c);
+  }
+}
+
+// Armed, but the directory is not writable for this user and not its own (an image USER the pod
+// spec does not name, no region group): the deployment's permissions, so per-process limits as
+// without a limits file. A directory of its own that it made unwritable: refused. Needs root (to
+// drop to another user in a child).
+TEST_F(RegionTest, ArmedPermissionDeniedRefusesOnlyWhenTheUserOwnsTheDirectory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
+  const uid_t kNobody = 65534;
+  for (int own : {0, 1}) {
+    SCOPED_TRACE(own);
+    const std::string sub = dir_ + (own ? "/own" : "/root");
+    ASSERT_EQ(mkdir(sub.c_str(), 0555), 0);
+    if (own) {
+      ASSERT_EQ(chown(sub.c_str(), kNobody, kNobody), 0);
+    }
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+      if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
+      vgpu_region_armed = 1;
+      vgpu_region_ctx c;
+      vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+      if (vgpu_region_attach(&c, (sub + "/region.cache").c_str(), &p) != -1) _exit(11);
+      _exit(c.refused ? 1 : 0);
+    }
+    int st = 0;
+    waitpid(kid, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), own) << "exit " << WEXITSTATUS(st);
+    rmdir(sub.c_str());
+  }
+}
+
+// Only this process's records changed (its slot's usage and the total zeroed, so that the container
+// could allocate its limit again): the rest of the file is valid, so the process restores its slot,
+// the total is recomputed, and it keeps sharing; a newcomer sees the restored usage.
+TEST_F(RegionTest, ChangedOwnRecordsAreRestoredAndSharingContinues) {
+  vgpu_region_ctx a;
+  AttachOneDevice(&a, 1000);
+  ASSERT_EQ(vgpu_region_reserve(&a, 0, 600, 0), 0);
+  a.r->slots[a.slot].used[0] = 0;
+  a.r->slots[a.slot].state = VGPU_SLOT_FREE;
+  a.r->devices[0].used_bytes = 0;
+  EXPECT_EQ(vgpu_region_reserve(&a, 0, 600, 0), 1);
+  EXPECT_EQ(a.shared, 1);
+  EXPECT_EQ(vgpu_region_used(&a, 0), 600u);
+  EXPECT_EQ(a.r->slots[a.slot].state, static_cast<uint32_t>(VGPU_SLOT_ACTIVE));
+  vgpu_region_ctx b;
+  AttachOneDevice(&b, 1000);
+  EXPECT_EQ(vgpu_region_reserve(&b, 0, 401, 0), 1);
+  EXPECT_EQ(vgpu_region_reserve(&b, 0, 400, 0), 0);
+  vgpu_region_detach(&b);
+  vgpu_region_detach(&a);
+}
+
+// The whole file overwritten under a live process: it continues privately with its usage and keeps
+// its liveness lock, so a newcomer finds the untrusted file in use and is refused (it must not
+// rebuild the file and count from zero while the first process still holds 600); once the first
+// process is gone the file is rebuilt.
+TEST_F(RegionTest, OverwrittenUnderALiveProcessRefusesNewcomersUntilItExits) {
+  vgpu_region_ctx a;
+  AttachOneDevice(&a, 1000);
+  ASSERT_EQ(vgpu_region_reserve(&a, 0, 600, 0), 0);
+  int fd = open(path_.c_str(), O_RDWR);
+  std::string bytes(sizeof(vgpu_region), '\x5a');
+  ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  EXPECT_EQ(vgpu_region_reserve(&a, 0, 401, 0), 1);
+  EXPECT_EQ(a.shared, 0);
+  vgpu_region_ctx b;
+  EXPECT_EQ(Attach(&b), -1);
+  EXPECT_EQ(b.refused, 1);
+  vgpu_region_detach(&b);
+  vgpu_region_detach(&a);
+  vgpu_region_ctx c;
+  EXPECT_EQ(Attach(&c), 0);
+  EXPECT_EQ(c.refused, 0);
+  vgpu_region_detach(&c);
 }
 
 // Two processes see the lock holder dead; one of them claims the dead slot (and so its lock word's
