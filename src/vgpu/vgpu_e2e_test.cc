@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -700,6 +701,52 @@ TEST_F(VgpuE2e, RegionOverwrittenUnderARunningProcessKeepsItsLimit) {
     EXPECT_EQ(CountLines(r.out, "ERROR"), 1) << r.out;
     EXPECT_EQ(CountLines(r.out, "overwritten under this process"), 1) << r.out;
   }
+}
+
+// A running process uses the region; the file is then changed to another layout version (as a
+// process of an older or newer libvgpu would see it, or as anything in the container can write it).
+// A newcomer cannot count the running process's usage, so it must not enforce the whole limit again
+// on a private region (that made the limit per process): its allocations are refused, with one
+// ERROR line, and the container stays within 1 GiB.
+TEST_F(VgpuE2e, RegionOfAnotherLayoutInUseRefusesTheNewcomer) {
+  const std::string flag = dir_ + "/hold_layout";
+  const Env env = With(BaseEnv(kOneGpu, "layout"), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"});
+  Result before = Run({VGPU_PROG, "alloc", "0", std::to_string(64 * kMi)}, env, true);
+  ASSERT_TRUE(before.Exited(0)) << before.out;
+  EXPECT_EQ(before.I("alloc_rc"), 0) << "the region is usable before it is changed";
+  Proc holder = Start({VGPU_PROG, "hold", flag}, env);
+  ASSERT_TRUE(WaitForFile(flag + ".ready"));
+  const uint32_t other = VGPU_REGION_VERSION + 1;
+  int fd = open((dir_ + "/regionlayout.cache").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, &other, sizeof(other), offsetof(vgpu_region_header, version)),
+            static_cast<ssize_t>(sizeof(other)));
+  close(fd);
+  Result r = Run({VGPU_PROG, "alloc", "0", std::to_string(64 * kMi)}, env, true);
+  Touch(flag);
+  EXPECT_TRUE(Wait(holder).Exited(0));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.I("alloc_rc"), 2) << r.out;
+  EXPECT_EQ(CountLines(r.out, "ERROR"), 1) << r.out;
+  EXPECT_EQ(CountLines(r.out, "another layout version"), 1) << r.out;
+  EXPECT_EQ(CountLines(r.out, "allocations in this process are refused"), 1) << r.out;
+}
+
+// Armed by the device plugin, the region path is its choice: a path made unusable from inside the
+// container (directory removed, replaced by a link) refuses allocations instead of per-process
+// limits.
+TEST_F(VgpuE2e, ArmedContainerWithAnUnusableRegionPathRefusesAllocations) {
+  const std::string lib = ArmedLibrary(
+      "CUDA_DEVICE_MEMORY_LIMIT=1Gi\n"
+      "CUDA_DEVICE_MEMORY_SHARED_CACHE=" +
+      dir_ + "/gone/region.cache\n");
+  ASSERT_FALSE(lib.empty());
+  Result r = Run({VGPU_PROG, "alloc", "0", std::to_string(64 * kMi)},
+                 With(BaseEnv(kOneGpu), {"LD_PRELOAD=" + lib}), true);
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.I("alloc_rc"), 2) << r.out;
+  EXPECT_EQ(CountLines(r.out, "ERROR"), 1) << r.out;
+  EXPECT_EQ(CountLines(r.out, "armed this container"), 1) << r.out;
 }
 
 // ---- Environment semantics and the device plugin's limits file. ----
