@@ -764,6 +764,21 @@ TEST_F(VgpuE2e, ZeroEmptyOrMalformedPerDeviceLimitFallsBackToTheGlobalOne) {
   }
 }
 
+// libvgpu does not read CUDA_DISABLE_CONTROL (the device plugin does, to skip /etc/ld.so.preload):
+// in a process that has libvgpu loaded it lifts nothing, with or without the limits file.
+TEST_F(VgpuE2e, DisableControlInTheEnvironmentLiftsNothing) {
+  for (const char* v : {"true", "1", "TRUE"}) {
+    SCOPED_TRACE(v);
+    Result r =
+        Run({VGPU_PROG, "exact"},
+            With(BaseEnv(kOneGpu, std::string("dc") + v),
+                 {"CUDA_DEVICE_MEMORY_LIMIT=1Gi", std::string("CUDA_DISABLE_CONTROL=") + v}));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_total"), kGi);
+    EXPECT_EQ(r.I("alloc_one_more_rc"), 2);
+  }
+}
+
 TEST_F(VgpuE2e, ArmedLimitsCannotBeLiftedFromTheEnvironment) {
   const std::string region = dir_ + "/regionarmed.cache";
   const std::string lib = ArmedLibrary(
