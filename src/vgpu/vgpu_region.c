@@ -201,7 +201,8 @@ static vgpu_region* private_region(const vgpu_region_ctx* c, uint32_t ndev, int 
     d->uuid[VGPU_UUID_LEN - 1] = 0;
     d->limit_bytes = c->limit[i];
     d->sm_limit_pct = c->sm_pct[i] ? c->sm_pct[i] : 100;
-    d->used_bytes = c->mine[i];
+    /* Refused: the others are counted as holding the whole limit (see vgpu_region_device). */
+    d->used_bytes = c->mine[i] + (c->refused ? c->limit[i] : 0);
     d->container_index = -1;
     r->slots[slot].used[i] = c->mine[i];
   }
@@ -262,6 +263,28 @@ static int restore_own_records(vgpu_region_ctx* c) {
   return 1;
 }
 
+/* Moves this process onto a private region holding its devices, limits and usage (see
+ * region_tampered). Caller holds the region lock. Returns 0, or -1 (lock released, every limit 1 B)
+ * when no private region could be made. */
+static int go_private(vgpu_region_ctx* c) {
+  vgpu_region* priv = private_region(c, known_devices(c), c->slot, c->lock_word);
+  void* moved = MAP_FAILED;
+  if (priv) {
+    moved =
+        mremap(priv, sizeof(vgpu_region), sizeof(vgpu_region), MREMAP_MAYMOVE | MREMAP_FIXED, c->r);
+    if (moved == MAP_FAILED) munmap(priv, sizeof(vgpu_region));
+  }
+  if (moved == MAP_FAILED) {
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++) c->limit[i] = 1;
+    STORE32(&c->r->hdr.lock, 0);
+    return -1;
+  }
+  c->shared = 0;
+  c->liveness_fd = c->fd;
+  c->fd = -1;
+  return 0;
+}
+
 /* The file no longer holds what this process wrote to it: continue on a private region that keeps
  * this process's usage and limits. The caller holds the region lock. The private region is moved
  * onto the mapping's address (so every thread keeps its pointers, slot index and lock word, and the
@@ -278,27 +301,13 @@ static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, c
              why);
     return 0;
   }
-  vgpu_region* priv = private_region(c, known_devices(c), c->slot, c->lock_word);
-  void* moved = MAP_FAILED;
-  if (priv) {
-    moved =
-        mremap(priv, sizeof(vgpu_region), sizeof(vgpu_region), MREMAP_MAYMOVE | MREMAP_FIXED, c->r);
-    if (moved == MAP_FAILED) munmap(priv, sizeof(vgpu_region));
-  }
+  int rc = go_private(c);
   VGPU_LOG(
       VGPU_LOG_ERROR,
       "shared region was overwritten under this process (%s); its limits are now enforced for this "
       "process alone, from its own records%s",
-      why, moved != MAP_FAILED ? "" : " (no private region: allocations are refused)");
-  if (moved == MAP_FAILED) {
-    for (int i = 0; i < VGPU_MAX_DEVICES; i++) c->limit[i] = 1;
-    STORE32(&c->r->hdr.lock, 0);
-    return -1;
-  }
-  c->shared = 0;
-  c->liveness_fd = c->fd;
-  c->fd = -1;
-  return 0;
+      why, rc == 0 ? "" : " (no private region: allocations are refused)");
+  return rc;
 }
 
 /* NULL when the header is one this version wrote (magic, initialised, layout version and size),
@@ -618,6 +627,18 @@ int vgpu_region_device(vgpu_region_ctx* c, const char* uuid, uint64_t limit_byte
   }
   uint64_t limit = limit_bytes;
   uint32_t sm = sm_limit_pct;
+  if (found < 0 && n >= VGPU_MAX_DEVICES && c->shared && known_devices(c) < VGPU_MAX_DEVICES) {
+    /* Every entry is taken, none by this device, and not by this process: entries forged to leave
+     * this device unlimited, or more devices in the container than libvgpu supports. Fail closed:
+     * refused, on a private region with room for it. */
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "shared region has no free device entry for %s (all %d are taken by other devices); "
+             "device memory allocations in this process are refused",
+             uuid, VGPU_MAX_DEVICES);
+    c->refused = 1;
+    if (go_private(c) != 0) return -1;
+    n = LOAD32(&r->hdr.device_count);
+  }
   if (found < 0 && n < VGPU_MAX_DEVICES) {
     vgpu_device_entry* d = &r->devices[n];
     memset(d, 0, sizeof(*d));

@@ -437,6 +437,28 @@ TEST_F(RegionTest, ArmedPermissionDeniedRefusesOnlyWhenTheUserOwnsTheDirectory) 
   }
 }
 
+// Every device entry taken by other (forged, unlimited) devices: a process whose device has no
+// entry must not run it unlimited (it did: vgpu_region_device returned -1 and the device was not
+// accounted). It is refused, on a private region that has room for it.
+TEST_F(RegionTest, FullDeviceTableWithoutThisDeviceRefuses) {
+  vgpu_region_ctx forger;
+  ASSERT_EQ(Attach(&forger), 0);
+  for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
+    const std::string id = "GPU-forged-" + std::to_string(i);
+    ASSERT_EQ(vgpu_region_device(&forger, id.c_str(), 0, 100, 0, i, 10), i);
+  }
+  vgpu_region_ctx c;
+  ASSERT_EQ(Attach(&c), 0);
+  int e = vgpu_region_device(&c, "GPU-a", 1000, 100, 0, 0, 10);
+  ASSERT_GE(e, 0) << "no entry: the device would run unlimited";
+  EXPECT_EQ(c.refused, 1);
+  EXPECT_EQ(c.shared, 0);
+  EXPECT_EQ(vgpu_region_reserve(&c, e, 2, 0), 1);
+  EXPECT_EQ(vgpu_region_reserve(&c, e, 300, /*force=*/1), 0);
+  vgpu_region_detach(&c);
+  vgpu_region_detach(&forger);
+}
+
 // Only this process's records changed (its slot's usage and the total zeroed, so that the container
 // could allocate its limit again): the rest of the file is valid, so the process restores its slot,
 // the total is recomputed, and it keeps sharing; a newcomer sees the restored usage.
