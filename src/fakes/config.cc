@@ -356,6 +356,7 @@ void ComputeCapability(const std::string& name, int* major, int* minor) {
       {"B200", 10, 0}, {"B100", 10, 0}, {"L40", 8, 9},  {"L4", 8, 9},   {"A100", 8, 0},
       {"A800", 8, 0},  {"A30", 8, 0},   {"A40", 8, 6},  {"A10", 8, 6},  {"RTX A", 8, 6},
       {"T4", 7, 5},    {"V100", 7, 0},  {"P100", 6, 0}, {"P40", 6, 1},  {"P4", 6, 1},
+      {"M60", 5, 2},   {"M40", 5, 2},   {"K80", 3, 7},
   };
   for (const Row& r : kRows) {
     if (name.find(r.token) != std::string::npos) {
@@ -366,6 +367,12 @@ void ComputeCapability(const std::string& name, int* major, int* minor) {
   }
   *major = 8;
   *minor = 0;
+}
+
+bool PagesManagedMemory(const std::string& name) {
+  int major = 0, minor = 0;
+  ComputeCapability(name, &major, &minor);
+  return major >= 6;
 }
 
 }  // namespace fakegpu

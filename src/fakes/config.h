@@ -78,5 +78,9 @@ std::vector<int> VisibleDevices(const char* env, const std::vector<std::string>&
 
 // Compute capability derived from the product name.
 void ComputeCapability(const std::string& name, int* major, int* minor);
+// Whether the GPU pages managed memory on demand (compute capability 6.0+, Pascal and later): its
+// managed memory can exceed device memory and be evicted to host memory; older GPUs keep all of it
+// on the device.
+bool PagesManagedMemory(const std::string& name);
 
 }  // namespace fakegpu

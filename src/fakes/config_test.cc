@@ -210,6 +210,8 @@ TEST(ComputeCapabilityTest, Table) {
                         {"NVIDIA A10", 8, 6},
                         {"Tesla V100-SXM2-32GB", 7, 0},
                         {"NVIDIA B200", 10, 0},
+                        {"Tesla K80", 3, 7},
+                        {"Tesla M60", 5, 2},
                         {"Mystery GPU", 8, 0}};
   for (const Case& c : cases) {
     int major = 0, minor = 0;

@@ -139,6 +139,8 @@ typedef struct CUmemLocation_st {
 } CUmemLocation;
 enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
 enum : int { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+// cuMemAllocManaged flags (CUmemAttach_flags).
+enum : unsigned { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
 
 typedef struct CUmemAllocationProp_st {
   int type;

@@ -82,6 +82,7 @@ struct Alloc {
   AllocKind kind;
   Ctx* ctx;
   uint64_t charged;  // device-resident bytes (managed memory: the rest lives in host memory)
+  bool managed;      // paged managed memory: `charged` is resident managed memory (SharedState)
 };
 
 struct Phys {
@@ -223,9 +224,23 @@ uint64_t AllocVa(int dev, uint64_t size, uint64_t align) {
   return 0;
 }
 
-// Allocates device memory for the current context; `managed`: as much as fits is device-resident
-// and the rest is host memory (never out of device memory). Takes G().mu.
-CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1, bool managed = false) {
+// Gives back what an allocation holds on the device.
+void UnchargeAlloc(const Alloc& a) {
+  if (a.managed) {
+    GetRuntime().state->UnchargeManaged(a.dev, a.charged);
+  } else {
+    GetRuntime().state->Uncharge(a.dev, a.charged);
+  }
+}
+
+// Allocates memory for the current context. Device memory (`managed_flags` 0) fails when it does
+// not fit. Managed memory (CU_MEM_ATTACH_GLOBAL 1 / HOST 2) on a GPU that pages it (compute
+// capability 6.0+): as much as fits is device-resident (GLOBAL: as if the GPU touched it first;
+// HOST: nothing until then), the rest lives in host memory, and any device allocation may page it
+// out again (SharedState::Charge); never out of device memory. On older GPUs managed memory is all
+// on the device and fails when it does not fit. Takes G().mu.
+CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1,
+                     unsigned managed_flags = 0) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Globals& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
@@ -235,9 +250,15 @@ CUresult DeviceAlloc(CUdeviceptr* dptr, uint64_t bytes, int forced_dev = -1, boo
   uint64_t rounded = (bytes + 511) / 512 * 512;
   uint64_t va = AllocVa(dev, rounded, 512);
   if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  uint64_t charged = GetRuntime().state->ChargeUpTo(dev, rounded, managed);
-  if (charged != rounded && !managed) return CUDA_ERROR_OUT_OF_MEMORY;
-  g.allocs[va] = Alloc{dev, rounded, AllocKind::kDevice, c, charged};
+  fakegpu::SharedState& s = *GetRuntime().state;
+  const bool paged = managed_flags != 0 && fakegpu::PagesManagedMemory(Dev(dev).name);
+  uint64_t charged = rounded;
+  if (!paged) {
+    if (!s.Charge(dev, rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    charged = managed_flags == CU_MEM_ATTACH_GLOBAL ? s.ChargeManaged(dev, rounded) : 0;
+  }
+  g.allocs[va] = Alloc{dev, rounded, AllocKind::kDevice, c, charged, paged};
   *dptr = va;
   return CUDA_SUCCESS;
 }
@@ -249,7 +270,7 @@ CUresult DeviceFree(CUdeviceptr p) {
   auto it = g.allocs.find(p);
   if (it == g.allocs.end() || it->second.kind != AllocKind::kDevice)
     return CUDA_ERROR_INVALID_VALUE;
-  GetRuntime().state->Uncharge(it->second.dev, it->second.charged);
+  UnchargeAlloc(it->second);
   g.allocs.erase(it);
   return CUDA_SUCCESS;
 }
@@ -260,7 +281,7 @@ void DestroyCtxLocked(Ctx* c) {
   fakegpu::SharedState& s = *GetRuntime().state;
   for (auto it = g.allocs.begin(); it != g.allocs.end();) {
     if (it->second.ctx == c && it->second.kind == AllocKind::kDevice) {
-      s.Uncharge(it->second.dev, it->second.charged);
+      UnchargeAlloc(it->second);
       it = g.allocs.erase(it);
     } else {
       ++it;
@@ -891,11 +912,13 @@ FAKEGPU_EXPORT CUresult cuDeviceGetAttribute(int* pi, int attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
       v = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:  // pages managed memory on demand
+      v = fakegpu::PagesManagedMemory(d.name) ? 1 : 0;
       break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
       v = 0x18 + 8 * idx;
@@ -1177,8 +1200,8 @@ FAKEGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned* pitch, u
 FAKEGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned flags) {
   FG_ENTRY();
   FG_NEED_INIT();
-  if (flags != 0x1 && flags != 0x2) return CUDA_ERROR_INVALID_VALUE;
-  return DeviceAlloc(dptr, bytes, -1, /*managed=*/true);
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return DeviceAlloc(dptr, bytes, -1, flags);
 }
 
 FG_CU(cuMemFree_v2, (CUdeviceptr p), DeviceFree(p))
@@ -1331,7 +1354,7 @@ FAKEGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_
   int window = fakegpu::kMaxDevices - 1;
   uint64_t va = AllocVa(window, size, std::max<uint64_t>(alignment, kGranularity));
   if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  G().allocs[va] = Alloc{window, size, AllocKind::kReservation, nullptr, 0};
+  G().allocs[va] = Alloc{window, size, AllocKind::kReservation, nullptr, 0, false};
   *ptr = va;
   return CUDA_SUCCESS;
 }

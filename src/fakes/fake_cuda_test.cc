@@ -149,24 +149,72 @@ TEST(FakeCudaTest, MemoryAccountingAndLimits) {
   EXPECT_EQ(free_b, (1024 - 100) * kMiB);
 }
 
-// Managed memory is device-resident while it fits; the rest stays in host memory (never out of
-// memory).
-TEST(FakeCudaTest, ManagedMemorySpillsToHost) {
+// Managed memory on a GPU that pages it (Pascal and later): device-resident while it fits, the rest
+// in host memory (never out of memory); device allocations page it out to the host.
+TEST(FakeCudaTest, ManagedMemorySpillsToHostAndIsPagedOut) {
   FakeEnv env({{FAKEGPU_ENV_DEVICES, "Small:1024:10"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "100"}});
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   ASSERT_NE(UsePrimary(0), nullptr);
-  CUdeviceptr a = 0, m = 0, b = 0;
+  int pages = 0;
+  ASSERT_EQ(cuDeviceGetAttribute(&pages, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(pages, 1);
+  CUdeviceptr a = 0, m = 0, b = 0, h = 0;
   ASSERT_EQ(cuMemAlloc_v2(&a, 600 * kMiB), CUDA_SUCCESS);
   EXPECT_EQ(cuMemAlloc_v2(&b, 600 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
-  ASSERT_EQ(cuMemAllocManaged(&m, 2048 * kMiB, 1),
-            CUDA_SUCCESS);  // 324 MiB resident, the rest on the host
+  EXPECT_EQ(cuMemAllocManaged(&m, kMiB, 4),
+            CUDA_ERROR_INVALID_VALUE);  // ATTACH_SINGLE: streams only
+  ASSERT_EQ(cuMemAllocManaged(&m, 2048 * kMiB, CU_MEM_ATTACH_GLOBAL),
+            CUDA_SUCCESS);  // 324 MiB resident
   EXPECT_EQ(fakegpu_mem_used(0, getpid()), 1024 * kMiB);
   size_t free_b = 1, total_b = 0;
   ASSERT_EQ(cuMemGetInfo_v2(&free_b, &total_b), CUDA_SUCCESS);
   EXPECT_EQ(free_b, 0u);
-  EXPECT_EQ(cuMemFree_v2(m), CUDA_SUCCESS);  // gives back only what was resident
-  EXPECT_EQ(fakegpu_mem_used(0, getpid()), 700 * kMiB);
+  ASSERT_EQ(cuMemAllocManaged(&h, 512 * kMiB, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);  // on the host
+  EXPECT_EQ(fakegpu_mem_used(0, 0), 1024 * kMiB);
+  // Device memory pages 200 MiB of the managed memory out; more than the card still fails.
+  ASSERT_EQ(cuMemAlloc_v2(&b, 200 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(fakegpu_mem_used(0, getpid()), 1024 * kMiB);
+  CUdeviceptr c = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&c, 200 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+  // NVML attributes only the device memory to the process, not its managed pages.
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDevice_t nd;
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(0, &nd), NVML_SUCCESS);
+  nvmlProcessInfo_t procs[4];
+  unsigned n = 4;
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(nd, &n, procs), NVML_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(procs[0].usedGpuMemory, 900 * kMiB);
+  nvmlMemory_t mem;
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(nd, &mem), NVML_SUCCESS);
+  EXPECT_EQ(mem.used, 1024 * kMiB);
+  nvmlShutdown();
+  EXPECT_EQ(cuMemFree_v2(m), CUDA_SUCCESS);  // gives back what was still resident
+  EXPECT_EQ(fakegpu_mem_used(0, getpid()), 900 * kMiB);
+  EXPECT_EQ(cuMemFree_v2(h), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(b), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFree_v2(a), CUDA_SUCCESS);
+  EXPECT_EQ(fakegpu_mem_used(0, getpid()), 100 * kMiB);
+}
+
+// Before Pascal (Kepler, Maxwell) managed memory lives on the device: it cannot exceed it.
+TEST(FakeCudaTest, ManagedMemoryOnPrePascalGpusMustFit) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Tesla K80:1024:13"}, {FAKEGPU_ENV_CTX_OVERHEAD_MIB, "100"}});
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_NE(UsePrimary(0), nullptr);
+  int pages = 1;
+  ASSERT_EQ(cuDeviceGetAttribute(&pages, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(pages, 0);
+  CUdeviceptr m = 0, h = 0, a = 0;
+  EXPECT_EQ(cuMemAllocManaged(&m, 2048 * kMiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(cuMemAllocManaged(&m, 600 * kMiB, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocManaged(&h, 200 * kMiB, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  EXPECT_EQ(fakegpu_mem_used(0, getpid()), 900 * kMiB);
+  EXPECT_EQ(cuMemAlloc_v2(&a, 200 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);  // nothing to page out
+  EXPECT_EQ(cuMemFree_v2(m), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(h), CUDA_SUCCESS);
   EXPECT_EQ(fakegpu_mem_used(0, getpid()), 100 * kMiB);
 }
 

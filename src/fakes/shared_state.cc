@@ -215,38 +215,71 @@ void SharedState::ReclaimDeadLocked(bool deep) {
     if (!dead) continue;
     p.live = 0;
     std::memset(p.mem_bytes, 0, sizeof p.mem_bytes);
+    std::memset(p.managed_bytes, 0, sizeof p.managed_bytes);
     std::memset(p.contexts, 0, sizeof p.contexts);
   }
 }
 
-uint64_t SharedState::ChargeUpTo(int dev, uint64_t bytes, bool partial) {
-  Lock();
-  ProcRec* self = SelfLocked();
-  uint64_t charged = 0;
-  if (self != nullptr) {
-    for (int attempt = 0; attempt < 2 && charged < bytes; ++attempt) {
-      if (attempt == 1) ReclaimDeadLocked(/*deep=*/true);
-      uint64_t used = 0;
-      for (const ProcRec& p : r_->procs) {
-        if (p.live) used += p.mem_bytes[dev];
-      }
-      uint64_t total = r_->devs[dev].total_bytes;
-      uint64_t room = used <= total ? total - used : 0;
-      charged = bytes <= room ? bytes : (partial ? room : 0);
-    }
-    self->mem_bytes[dev] += charged;
+uint64_t SharedState::RoomLocked(int dev) const {
+  uint64_t used = 0;
+  for (const ProcRec& p : r_->procs) {
+    if (p.live) used += p.mem_bytes[dev] + p.managed_bytes[dev];
   }
-  Unlock();
-  return charged;
+  uint64_t total = r_->devs[dev].total_bytes;
+  return used <= total ? total - used : 0;
 }
 
 bool SharedState::Charge(int dev, uint64_t bytes) {
-  return ChargeUpTo(dev, bytes, false) == bytes;
+  Lock();
+  ProcRec* self = SelfLocked();
+  bool ok = false;
+  if (self != nullptr) {
+    for (int attempt = 0; attempt < 2 && !ok; ++attempt) {
+      if (attempt == 1) ReclaimDeadLocked(/*deep=*/true);
+      ok = bytes <= RoomLocked(dev);
+    }
+    if (!ok && PagesManagedMemory(r_->devs[dev].name)) {  // page managed memory out to the host
+      uint64_t room = RoomLocked(dev), resident = 0;
+      for (const ProcRec& p : r_->procs) resident += p.live ? p.managed_bytes[dev] : 0;
+      if (bytes <= room + resident) {
+        for (ProcRec& p : r_->procs) {
+          if (!p.live || room >= bytes) continue;
+          uint64_t take = std::min(p.managed_bytes[dev], bytes - room);
+          p.managed_bytes[dev] -= take;
+          room += take;
+        }
+        ok = true;
+      }
+    }
+    if (ok) self->mem_bytes[dev] += bytes;
+  }
+  Unlock();
+  return ok;
 }
 
 void SharedState::Uncharge(int dev, uint64_t bytes) {
   Lock();
   if (ProcRec* self = SelfLocked()) self->mem_bytes[dev] -= std::min(bytes, self->mem_bytes[dev]);
+  Unlock();
+}
+
+uint64_t SharedState::ChargeManaged(int dev, uint64_t bytes) {
+  Lock();
+  ProcRec* self = SelfLocked();
+  uint64_t resident = 0;
+  if (self != nullptr) {
+    ReclaimDeadLocked();
+    resident = std::min(bytes, RoomLocked(dev));
+    self->managed_bytes[dev] += resident;
+  }
+  Unlock();
+  return resident;
+}
+
+void SharedState::UnchargeManaged(int dev, uint64_t bytes) {
+  Lock();
+  if (ProcRec* self = SelfLocked())
+    self->managed_bytes[dev] -= std::min(bytes, self->managed_bytes[dev]);
   Unlock();
 }
 
@@ -266,6 +299,7 @@ void SharedState::ReleaseSelf() {
     if (p.pid == pid && p.live) {
       p.live = 0;
       std::memset(p.mem_bytes, 0, sizeof p.mem_bytes);
+      std::memset(p.managed_bytes, 0, sizeof p.managed_bytes);
       std::memset(p.contexts, 0, sizeof p.contexts);
     }
   }
@@ -278,7 +312,7 @@ uint64_t SharedState::UsedBytes(int dev, int pid) {
   ReclaimDeadLocked();
   uint64_t used = 0;
   for (const ProcRec& p : r_->procs) {
-    if (p.live && (pid == 0 || p.pid == pid)) used += p.mem_bytes[dev];
+    if (p.live && (pid == 0 || p.pid == pid)) used += p.mem_bytes[dev] + p.managed_bytes[dev];
   }
   Unlock();
   return used;

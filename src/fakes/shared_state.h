@@ -18,7 +18,7 @@
 namespace fakegpu {
 
 inline constexpr uint32_t kStateMagic = 0x55504746;  // "FGPU"
-inline constexpr uint32_t kStateVersion = 2;
+inline constexpr uint32_t kStateVersion = 3;
 inline constexpr int kMaxProcs = 256;
 inline constexpr int kRingSize = 16384;  // executed-interval history per device
 inline constexpr int kMaxEvents = 256;
@@ -48,7 +48,9 @@ struct ProcRec {
   int32_t pid;          // 0 = never used
   uint32_t live;        // 0 once released or reclaimed (busy counters stay readable)
   uint64_t start_time;  // /proc/<pid>/stat starttime (clock ticks since boot), 0 = unknown
-  uint64_t mem_bytes[kMaxDevices];
+  uint64_t mem_bytes[kMaxDevices];      // device memory the driver cannot move (NVML usedGpuMemory)
+  uint64_t managed_bytes[kMaxDevices];  // device-resident pages of managed memory (not per process
+                                        // in NVML)
   uint32_t contexts[kMaxDevices];
   uint64_t busy_sched_ns[kMaxDevices];
 };
@@ -99,23 +101,31 @@ class SharedState {
   const DeviceRec& dev(int i) const { return r_->devs[i]; }
   std::vector<std::string> Uuids() const;
 
-  // Memory of the calling process (pid = getpid()). Charge fails (false) when the device would
-  // exceed its physical total, after reclaiming dead pids.
+  // Memory of the calling process (pid = getpid()). Charge (device memory the driver cannot move)
+  // fails (false) when the device would exceed its physical total after reclaiming dead pids and,
+  // on a GPU that pages managed memory (PagesManagedMemory), after paging the device-resident
+  // managed memory of any process out to host memory.
   bool Charge(int dev, uint64_t bytes);
-  // Charges `bytes`, or with `partial` as much of them as fits (managed memory: the rest stays in
-  // host memory). Returns the bytes charged.
-  uint64_t ChargeUpTo(int dev, uint64_t bytes, bool partial);
   void Uncharge(int dev, uint64_t bytes);
+  // Managed memory that the GPU pages: as much of `bytes` as fits without evicting anything becomes
+  // device-resident; the rest stays in host memory. Returns the resident bytes.
+  uint64_t ChargeManaged(int dev, uint64_t bytes);
+  // Gives back up to `bytes` of this process's resident managed memory (less when some of it was
+  // evicted meanwhile: residency is kept per process and device, not per allocation).
+  void UnchargeManaged(int dev, uint64_t bytes);
   void AddContext(int dev, int delta);
   // Releases everything the calling process holds (memory, contexts).
   void ReleaseSelf();
 
-  uint64_t UsedBytes(int dev, int pid);  // pid 0 = all; reclaims dead pids first
+  // Device memory in use, resident managed pages included; pid 0 = all; reclaims dead pids first.
+  uint64_t UsedBytes(int dev, int pid);
   struct ProcUsage {
     int pid;
     uint64_t bytes;
   };
-  std::vector<ProcUsage> Processes(int dev);  // live pids with a context or memory on dev
+  // Live pids with a context or memory on dev; bytes = mem_bytes (NVML does not attribute managed
+  // memory to processes).
+  std::vector<ProcUsage> Processes(int dev);
 
   // Schedules a kernel of `dur_ns` FIFO on the device; blocks while the backlog exceeds
   // `max_backlog_ns`. Returns the kernel's end time (device clock).
@@ -143,6 +153,7 @@ class SharedState {
   // Releases the charges of dead pids; `deep` also detects reused pids by their start time (reads
   // /proc).
   void ReclaimDeadLocked(bool deep = false);
+  uint64_t RoomLocked(int dev) const;  // physical bytes not held by live processes
   uint64_t PendingLocked(int dev, int pid, uint64_t now);
 
   Region* r_;
