@@ -60,7 +60,7 @@ typedef struct vgpu_cfg {
 } vgpu_cfg;
 /* 1 for the variables a limits file governs: CUDA_DEVICE_MEMORY_LIMIT(_<i>),
  * CUDA_DEVICE_SM_LIMIT(_<i>), CUDA_DEVICE_MEMORY_SHARED_CACHE, GPU_CORE_UTILIZATION_POLICY,
- * CUDA_TASK_PRIORITY, CUDA_OVERSUBSCRIBE. */
+ * CUDA_TASK_PRIORITY, CUDA_OVERSUBSCRIBE, CUDA_DEVICE_MEMORY_SCALING. */
 int vgpu_cfg_key_governed(const char* key, size_t len);
 /* Parses `len` bytes of a limits file into `cfg` (cleared first). Returns the number of lines that
  * were not understood (unknown key, no '=', too long, duplicate key, more than VGPU_CFG_MAX
@@ -71,6 +71,10 @@ int vgpu_parse_limits(const char* text, size_t len, vgpu_cfg* cfg, int* first_ba
 const char* vgpu_cfg_get(const vgpu_cfg* cfg, const char* key);
 /* Parses "true"/"1"/"false"/"0" (case-insensitive; empty = false). */
 int vgpu_parse_bool(const char* s, int* out);
+/* CUDA_DEVICE_MEMORY_SCALING (the device plugin's deviceMemoryScaling): "<digits>[.<digits>]" in
+ * thousandths (digits past the third are dropped), 0.001 .. VGPU_SCALING_MAX_PERMILLE / 1000. */
+#define VGPU_SCALING_MAX_PERMILLE 1000000u
+int vgpu_parse_scaling(const char* s, uint32_t* permille);
 
 /* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message".
  * -------------------- */
@@ -177,7 +181,9 @@ enum {
   VGPU_KIND_HANDLE = 2,
   VGPU_KIND_ARRAY = 3,
   VGPU_KIND_MIPMAP = 4,
-  VGPU_KIND_CTX = 5
+  VGPU_KIND_CTX = 5,
+  VGPU_KIND_MANAGED = 6 /* managed memory (the application's, or a spilled cuMemAlloc) while
+                         * CUDA_OVERSUBSCRIBE is on: pageable, outside the physical share */
 };
 typedef struct vgpu_at_entry {
   uint64_t key;

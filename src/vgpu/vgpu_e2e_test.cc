@@ -889,4 +889,53 @@ TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
   EXPECT_EQ(plain.U("start_total"), 8192 * kMi);
 }
 
+// deviceMemoryScaling 2 (CUDA_DEVICE_MEMORY_SCALING=2): the container's physical share of an 8 GiB
+// card is half its 12 GiB limit. Device memory the driver cannot move stays within the share (the
+// context included); the rest of the limit is managed memory, which the fake keeps resident while
+// the card has room and pages out to make room for device memory (a later context); the limit and
+// every report hold as for plain memory.
+TEST_F(VgpuE2e, VirtualDeviceMemoryBeyondThePhysicalShareIsManaged) {
+  const uint64_t limit = 12 * kGi, share = 6 * kGi, chunk = 256 * kMi;
+  Result r = Run({VGPU_PROG, "virtual", "256"},
+                 With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true",
+                                         "CUDA_DEVICE_MEMORY_SCALING=2"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("start_total"), limit);
+  EXPECT_EQ(r.U("start_free"), limit - kCtx);
+  EXPECT_EQ(r.I("chunks"), static_cast<int64_t>((limit - kCtx) / chunk)) << r.out;
+  EXPECT_EQ(r.I("last_rc"), 2) << "the virtual limit holds";
+  // What the process holds on the device that the driver cannot page: the context and the chunks
+  // that fit in the share.
+  const uint64_t plain = (share - kCtx) / chunk * chunk;
+  EXPECT_EQ(r.U("nvml_proc"), kCtx + plain) << r.out;
+  EXPECT_LE(r.U("resident_max"), 8192 * kMi) << "never more than the card";
+  EXPECT_GT(r.U("resident_max"), kCtx + plain) << "managed memory is resident while it fits";
+  EXPECT_EQ(r.U("full_free"), limit - kCtx - (limit - kCtx) / chunk * chunk);
+  EXPECT_EQ(r.I("ctx_rc"), 0) << "the context pages managed memory out";
+  EXPECT_EQ(r.U("ctx_charged"), kCtx) << "a context is charged though managed memory is held";
+  EXPECT_EQ(r.I("managed_rc"), 0);
+  EXPECT_EQ(r.I("managed_over_rc"), 2);
+  EXPECT_EQ(r.U("managed_charged"), chunk);
+  EXPECT_EQ(r.U("end_free"), limit - kCtx);
+  for (const char* tag : {"start", "full", "end"}) {
+    std::string t = tag;
+    EXPECT_EQ(r.U(t + "_nvml_total"), r.U(t + "_total")) << t;
+    EXPECT_EQ(r.U(t + "_nvml_free"), r.U(t + "_free")) << t;
+    EXPECT_EQ(r.U(t + "_devtotal"), limit) << t;
+  }
+  // A scaling that cannot be read: one ERROR line, the share is the whole card (device memory until
+  // the driver refuses it), the limit still holds.
+  Result bad =
+      Run({VGPU_PROG, "virtual", "256"},
+          With(BaseEnv(kOneGpu, "bad"), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true",
+                                         "CUDA_DEVICE_MEMORY_SCALING=two"}),
+          /*with_stderr=*/true);
+  ASSERT_TRUE(bad.Exited(0)) << bad.out;
+  EXPECT_NE(bad.out.find("CUDA_DEVICE_MEMORY_SCALING=\"two\""), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.I("chunks"), static_cast<int64_t>((limit - kCtx) / chunk)) << bad.out;
+  EXPECT_EQ(bad.U("nvml_proc"), kCtx + (8192 * kMi - kCtx) / chunk * chunk) << bad.out;
+  EXPECT_EQ(bad.I("ctx_rc"), 2) << "the card is full of memory the driver cannot page";
+  EXPECT_EQ(bad.U("end_free"), limit - kCtx);
+}
+
 }  // namespace

@@ -171,7 +171,8 @@ static int key_is(const char* k, size_t n, const char* name) {
 int vgpu_cfg_key_governed(const char* k, size_t n) {
   static const char* const kExact[] = {
       "CUDA_DEVICE_MEMORY_LIMIT",    "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_MEMORY_SHARED_CACHE",
-      "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY",   "CUDA_OVERSUBSCRIBE"};
+      "GPU_CORE_UTILIZATION_POLICY", "CUDA_TASK_PRIORITY",   "CUDA_OVERSUBSCRIBE",
+      "CUDA_DEVICE_MEMORY_SCALING"};
   for (size_t i = 0; i < sizeof(kExact) / sizeof(kExact[0]); i++) {
     if (key_is(k, n, kExact[i])) return 1;
   }
@@ -254,5 +255,32 @@ int vgpu_parse_bool(const char* s, int* out) {
   } else {
     return -1;
   }
+  return 0;
+}
+
+int vgpu_parse_scaling(const char* s, uint32_t* permille) {
+  if (!s || !permille) return -1;
+  s = skip_space(s);
+  if (*s < '0' || *s > '9') return -1;
+  uint64_t v = 0; /* the whole part, then thousandths */
+  while (*s >= '0' && *s <= '9') {
+    v = v * 10 + (uint64_t)(*s - '0');
+    if (v > VGPU_SCALING_MAX_PERMILLE / 1000) return -1;
+    s++;
+  }
+  v *= 1000;
+  if (*s == '.') {
+    s++;
+    if (*s < '0' || *s > '9') return -1;
+    uint64_t place = 100;
+    while (*s >= '0' && *s <= '9') {
+      v += (uint64_t)(*s - '0') * place; /* digits past the third are dropped */
+      place /= 10;
+      s++;
+    }
+  }
+  s = skip_space(s);
+  if (*s != 0 || v == 0 || v > VGPU_SCALING_MAX_PERMILLE) return -1;
+  *permille = (uint32_t)v;
   return 0;
 }

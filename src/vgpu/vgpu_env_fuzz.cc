@@ -39,5 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   int b = 0;
   (void)vgpu_parse_bool(s.c_str(), &b);
+  uint32_t permille = 0;
+  if (vgpu_parse_scaling(s.c_str(), &permille) == 0 &&
+      (permille == 0 || permille > VGPU_SCALING_MAX_PERMILLE))
+    abort();
   return 0;
 }

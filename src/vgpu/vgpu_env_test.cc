@@ -141,4 +141,29 @@ TEST(VgpuEnv, LimitsFile) {
   EXPECT_EQ(vgpu_parse_bool("yes", &b), -1);
 }
 
+// deviceMemoryScaling as the device plugin writes it (absl's shortest form of a double).
+TEST(VgpuEnv, MemoryScalingInThousandths) {
+  const struct {
+    const char* in;
+    int rc;
+    uint32_t permille;
+  } cases[] = {{"2", 0, 2000},  {"1.5", 0, 1500},     {" 1.33333 ", 0, 1333},
+               {"0.5", 0, 500}, {"1000", 0, 1000000}, {"1000.001", -1, 0},
+               {"1001", -1, 0}, {"0", -1, 0},         {"0.0001", -1, 0},
+               {"", -1, 0},     {"2x", -1, 0},        {"-2", -1, 0},
+               {"1.", -1, 0},   {".5", -1, 0},        {"99999999999999999999", -1, 0},
+               {"1e3", -1, 0}};
+  for (const auto& c : cases) {
+    uint32_t v = 7;
+    EXPECT_EQ(vgpu_parse_scaling(c.in, &v), c.rc) << c.in;
+    EXPECT_EQ(v, c.rc == 0 ? c.permille : 7u) << c.in;
+  }
+  EXPECT_EQ(vgpu_parse_scaling(nullptr, nullptr), -1);
+  const char kLine[] = "CUDA_DEVICE_MEMORY_SCALING=2\n";
+  vgpu_cfg cfg;
+  int first_bad = 0;
+  EXPECT_EQ(vgpu_parse_limits(kLine, sizeof(kLine) - 1, &cfg, &first_bad), 0);
+  ASSERT_NE(vgpu_cfg_get(&cfg, "CUDA_DEVICE_MEMORY_SCALING"), nullptr);
+}
+
 }  // namespace

@@ -112,6 +112,13 @@ static struct {
   int sm_active;     /* some entry has an SM limit and the policy is not "disable" */
   int oversubscribe; /* CUDA_OVERSUBSCRIBE: limits may exceed the device; the excess is managed
                         memory */
+  uint32_t scaling;  /* CUDA_DEVICE_MEMORY_SCALING in thousandths, 0 = not given */
+  /* Per entry, with oversubscription: the physical share (limit / scaling; 0 = the whole card)
+   * beyond which this process's cuMemAlloc_v2 allocations become managed memory, and the managed
+   * bytes this process holds (atomic; outside the share). */
+  uint64_t share[VGPU_MAX_DEVICES];
+  uint64_t managed[VGPU_MAX_DEVICES];
+  int spill_logged;
   uint32_t policy;
   int watcher_started;
   volatile int primary_refs[MAX_ORD];
@@ -392,6 +399,21 @@ static int attach_region_locked(void) {
     p.priority = 1;
   }
   g.policy = p.policy;
+  s = cfg_get("CUDA_OVERSUBSCRIBE");
+  g.oversubscribe = 0;
+  if (s && vgpu_parse_bool(s, &g.oversubscribe) != 0) {
+    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_OVERSUBSCRIBE=\"%s\" is not true/false; no oversubscription", s);
+    g.oversubscribe = 0;
+  }
+  s = cfg_get("CUDA_DEVICE_MEMORY_SCALING");
+  g.scaling = 0;
+  if (s && *s && vgpu_parse_scaling(s, &g.scaling) != 0) {
+    VGPU_LOG(VGPU_LOG_ERROR,
+             "CUDA_DEVICE_MEMORY_SCALING=\"%s\" is not a positive decimal; the physical share is "
+             "the whole card",
+             s);
+    g.scaling = 0;
+  }
   s = getenv("VGPU_TEST_CRASH_POINT"); /* "point[:n]", tests only */
   if (s) {
     char buf[32];
@@ -421,6 +443,32 @@ static void init_nvml_locked(void) {
   g.nvml_ok = nvml_Init() == NVML_SUCCESS;
 }
 
+/* Virtual device memory of entry e (CUDA_OVERSUBSCRIBE): the physical share, and a warning on GPUs
+ * that cannot page managed memory (before Pascal), where allocations beyond the card fail. */
+static void init_share(int e, CUdevice dev, uint64_t total) {
+  g.share[e] = 0;
+  g.managed[e] = 0;
+  if (!g.oversubscribe) return;
+  uint64_t limit = g.rc.limit[e];
+  if (limit && g.scaling > 1000) {
+    uint64_t share = limit / g.scaling * 1000 + limit % g.scaling * 1000 / g.scaling;
+    g.share[e] = total && share > total ? total : share;
+  }
+  int pages = 1;
+  if (drv_cuDeviceGetAttribute &&
+      drv_cuDeviceGetAttribute(&pages, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev) ==
+          CUDA_SUCCESS &&
+      !pages) {
+    VGPU_LOG(VGPU_LOG_WARN,
+             "CUDA device %d cannot page managed memory (before Pascal): allocations beyond its "
+             "memory fail although the limit allows them",
+             (int)dev);
+  }
+  VGPU_LOG(VGPU_LOG_INFO, "CUDA device %d: virtual device memory %llu B, physical share %llu B%s",
+           (int)dev, (unsigned long long)limit, (unsigned long long)g.share[e],
+           g.share[e] ? "" : " (the card)");
+}
+
 /* Full initialisation after the driver is initialised: region, device identities, limits. */
 static void init_locked(void) {
   if (g.state == ST_READY) return;
@@ -436,12 +484,6 @@ static void init_locked(void) {
   g.ndev = n;
   g.single = n == 1;
   g.sm_active = 0;
-  const char* os = cfg_get("CUDA_OVERSUBSCRIBE");
-  if (os && vgpu_parse_bool(os, &g.oversubscribe) != 0) {
-    VGPU_LOG(VGPU_LOG_ERROR, "CUDA_OVERSUBSCRIBE=\"%s\" is not true/false; no oversubscription",
-             os);
-    g.oversubscribe = 0;
-  }
   for (int ord = 0; ord < n; ord++) {
     g.ent[ord] = -1;
     CUdevice dev;
@@ -468,6 +510,7 @@ static void init_locked(void) {
       continue;
     }
     g.ent[ord] = e;
+    init_share(e, dev, total);
     uint32_t pct = g.rc.sm_pct[e];
     g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
     g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
@@ -538,10 +581,14 @@ static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
   }
 }
 
-static inline void untrack(uint64_t key, int kind) {
+static inline int untrack(uint64_t key, int kind) {
   int e;
   uint64_t bytes;
-  if (vgpu_at_remove(&g.at, key, kind, &e, &bytes)) vgpu_region_release(&g.rc, e, bytes);
+  if (!vgpu_at_remove(&g.at, key, kind, &e, &bytes)) return 0;
+  vgpu_region_release(&g.rc, e, bytes);
+  if (UNLIKELY(kind == VGPU_KIND_MANAGED))
+    __atomic_sub_fetch(&g.managed[e], bytes, __ATOMIC_RELAXED);
+  return 1;
 }
 
 /* ---- Allocation hooks. ----------------------------------------------------------------------- */
@@ -569,13 +616,25 @@ static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64
   return r;
 }
 
-/* Device memory; with oversubscription, what the device cannot hold any more (within the
- * container's virtual limit, already reserved) becomes managed memory, which the driver pages
- * between device and host. */
-static inline CUresult alloc_device(CUdeviceptr* dptr, size_t bytesize) {
-  CUresult r = real_cuMemAlloc_v2(dptr, bytesize);
-  if (UNLIKELY(r == CUDA_ERROR_OUT_OF_MEMORY) && g.oversubscribe && real_cuMemAllocManaged) {
-    r = real_cuMemAllocManaged(dptr, bytesize, CU_MEM_ATTACH_GLOBAL);
+/* Virtual device memory (CUDA_OVERSUBSCRIBE; `bytes` already reserved against the virtual limit):
+ * device memory while this process's resident usage (its charges minus its managed memory) stays
+ * within the physical share and the driver has room, else managed memory, which the driver pages
+ * between device and host. Returns the table kind through *kind. */
+static CUresult alloc_virtual(int e, CUdeviceptr* dptr, size_t bytesize, int* kind) {
+  uint64_t mine = __atomic_load_n(&g.rc.mine[e], __ATOMIC_RELAXED);
+  uint64_t managed = __atomic_load_n(&g.managed[e], __ATOMIC_RELAXED);
+  uint64_t resident = mine > managed ? mine - managed : 0;
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!g.share[e] || resident <= g.share[e]) r = real_cuMemAlloc_v2(dptr, bytesize);
+  if (r != CUDA_ERROR_OUT_OF_MEMORY || !real_cuMemAllocManaged) return r;
+  r = real_cuMemAllocManaged(dptr, bytesize, CU_MEM_ATTACH_GLOBAL);
+  if (r != CUDA_SUCCESS) return r;
+  *kind = VGPU_KIND_MANAGED;
+  __atomic_add_fetch(&g.managed[e], bytesize, __ATOMIC_RELAXED);
+  if (!__atomic_exchange_n(&g.spill_logged, 1, __ATOMIC_RELAXED)) {
+    VGPU_LOG(VGPU_LOG_INFO,
+             "virtual device memory: allocations beyond %s (%llu B resident) are managed memory",
+             g.share[e] ? "the physical share" : "the card", (unsigned long long)resident);
   }
   return r;
 }
@@ -586,7 +645,21 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     ensure_loaded();
     return real_cuMemAlloc_v2 ? real_cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
   }
-  CHARGED_CALL(e, bytesize, alloc_device(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
+  if (LIKELY(!g.oversubscribe)) {
+    CHARGED_CALL(e, bytesize, real_cuMemAlloc_v2(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
+  }
+  int kind = VGPU_KIND_DPTR;
+  CHARGED_CALL(e, bytesize, alloc_virtual(e, dptr, bytesize, &kind), *dptr, kind);
+}
+
+/* The application's managed memory is charged like device memory; with oversubscription it lies
+ * outside the physical share (the driver pages it). */
+static inline CUresult alloc_managed(int e, CUdeviceptr* dptr, size_t bytesize, unsigned flags,
+                                     int kind) {
+  CUresult r = real_cuMemAllocManaged(dptr, bytesize, flags);
+  if (r == CUDA_SUCCESS && kind == VGPU_KIND_MANAGED)
+    __atomic_add_fetch(&g.managed[e], bytesize, __ATOMIC_RELAXED);
+  return r;
 }
 
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
@@ -596,7 +669,8 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned i
     return real_cuMemAllocManaged ? real_cuMemAllocManaged(dptr, bytesize, flags)
                                   : CUDA_ERROR_NOT_INITIALIZED;
   }
-  CHARGED_CALL(e, bytesize, real_cuMemAllocManaged(dptr, bytesize, flags), *dptr, VGPU_KIND_DPTR);
+  int kind = g.oversubscribe ? VGPU_KIND_MANAGED : VGPU_KIND_DPTR;
+  CHARGED_CALL(e, bytesize, alloc_managed(e, dptr, bytesize, flags, kind), *dptr, kind);
 }
 
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
@@ -632,7 +706,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   ensure_loaded();
   if (!real_cuMemFree_v2) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real_cuMemFree_v2(dptr);
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY) && !untrack(dptr, VGPU_KIND_DPTR) &&
+      UNLIKELY(g.oversubscribe))
+    untrack(dptr, VGPU_KIND_MANAGED);
   return r;
 }
 
@@ -800,7 +876,9 @@ static uint64_t uncharged_bytes(int ord, int e) {
     vgpu_proc_slot* s = &g.rc.r->slots[g.rc.slot];
     for (unsigned int i = 0; i < n && i < cap; i++) {
       if (procs[i].pid == (unsigned)getpid() || (s->host_pid && procs[i].pid == s->host_pid)) {
-        uint64_t charged = g.rc.mine[e];
+        /* NVML attributes no managed memory to a process: compare with what is resident. */
+        uint64_t managed = __atomic_load_n(&g.managed[e], __ATOMIC_RELAXED);
+        uint64_t charged = g.rc.mine[e] > managed ? g.rc.mine[e] - managed : 0;
         out = procs[i].usedGpuMemory > charged ? procs[i].usedGpuMemory - charged : 0;
         break;
       }

@@ -14,7 +14,10 @@
  * process's device busy time and the window tamper <flag>         holds 512 MiB, creates
  * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
  * after the wait (the test overwrites the region) hold <flag>           holds a context (no
- * allocation), creates <flag>.ready, exits once <flag> exists */
+ * allocation), creates <flag>.ready, exits once <flag> exists
+ *   virtual <chunk MiB>   virtual device memory: cuMemAlloc chunks until refused, printing this
+ * process's device-resident memory (fake driver, NVML) at the end; then a second context, a managed
+ * allocation and a refused one, and what each reports */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -555,6 +558,64 @@ static int mode_hold(const char* flag) {
   return wait_for_file(flag) == 0 ? 0 : 12;
 }
 
+static int mode_virtual(unsigned long long chunk) {
+  CHECK(cuInit(0));
+  CUdevice d;
+  CHECK(cuDeviceGet(&d, 0));
+  ctx_on(0);
+  int nvml_index = 0;
+  nvmlDevice_t h = nvml_of(d, &nvml_index);
+  report("start");
+  static CUdeviceptr p[4096];
+  int n = 0;
+  CUresult rc = CUDA_SUCCESS;
+  unsigned long long resident_max = 0;
+  for (; n < 4096; n++) {
+    rc = cuMemAlloc(&p[n], chunk);
+    if (rc != CUDA_SUCCESS) break;
+    unsigned long long r = fakegpu_mem_used(nvml_index, getpid());
+    if (r > resident_max) resident_max = r;
+  }
+  printf("chunks=%d last_rc=%d resident_max=%llu\n", n, (int)rc, resident_max);
+  nvmlProcessInfo_v2_t procs[64];
+  unsigned int count = 64;
+  unsigned long long nvml_proc = 0;
+  if (nvmlDeviceGetComputeRunningProcesses_v3(h, &count, procs) == NVML_SUCCESS) {
+    for (unsigned int i = 0; i < count; i++)
+      if (procs[i].pid == (unsigned)getpid()) nvml_proc = procs[i].usedGpuMemory;
+  }
+  printf("nvml_proc=%llu\n", nvml_proc);
+  report("full");
+  /* Make room for a context, then check that it is charged although this process holds managed
+   * memory the driver does not attribute to it. */
+  n--;
+  CHECK(cuMemFree(p[n]));
+  n--;
+  CHECK(cuMemFree(p[n]));
+  size_t f0, t0, f1, t1;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  CUcontext own;
+  CUresult crc = cuCtxCreate_v4(&own, NULL, 0, d);
+  printf("ctx_rc=%d\n", (int)crc);
+  if (crc == CUDA_SUCCESS) {
+    CHECK(cuMemGetInfo(&f1, &t1));
+    printf("ctx_charged=%lld\n", (long long)f0 - (long long)f1);
+    CHECK(cuCtxDestroy(own));
+  }
+  ctx_on(0);
+  CUdeviceptr m = 0, big = 0;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  printf("managed_rc=%d\n", (int)cuMemAllocManaged(&m, chunk, CU_MEM_ATTACH_GLOBAL));
+  printf("managed_over_rc=%d\n", (int)cuMemAllocManaged(&big, t0, CU_MEM_ATTACH_GLOBAL));
+  CHECK(cuMemGetInfo(&f1, &t1));
+  printf("managed_charged=%lld\n", (long long)f0 - (long long)f1);
+  CHECK(cuMemFree(m));
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
+  report("end");
+  CHECK(cuDevicePrimaryCtxRelease(0));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) return 2;
@@ -573,5 +634,6 @@ int main(int argc, char** argv) {
     return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
   if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
+  if (!strcmp(m, "virtual") && argc == 3) return mode_virtual(strtoull(argv[2], 0, 10) << 20);
   return 2;
 }
