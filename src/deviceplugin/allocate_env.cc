@@ -50,7 +50,10 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
       a.envs[StrCat(kEnvSmLimit, "_", i)] = StrCat(ctr.devices[i].usedcores);
   }
   a.envs[kEnvSharedCache] = JoinPath(c.container_hook_dir, cache_file_name);
-  if (c.memory_scaling > 1.0) a.envs[kEnvOversubscribe] = "true";
+  if (c.memory_scaling > 1.0) {
+    a.envs[kEnvOversubscribe] = "true";
+    a.envs[kEnvMemoryScaling] = StrCat(c.memory_scaling);
+  }
   if (!c.libcuda_log_level.empty()) a.envs[kEnvLogLevel] = c.libcuda_log_level;
   if (c.core_policy != "default") a.envs[kEnvCorePolicy] = c.core_policy;
   if (ctr.priority >= 0) a.envs[kEnvTaskPriority] = StrCat(ctr.priority);

@@ -40,6 +40,9 @@ inline constexpr char kEnvMemoryLimitPrefix[] = "CUDA_DEVICE_MEMORY_LIMIT_";
 inline constexpr char kEnvSmLimit[] = "CUDA_DEVICE_SM_LIMIT";
 inline constexpr char kEnvSharedCache[] = "CUDA_DEVICE_MEMORY_SHARED_CACHE";
 inline constexpr char kEnvOversubscribe[] = "CUDA_OVERSUBSCRIBE";
+// Ours, not upstream's: with oversubscription, libvgpu keeps limit / scaling of it as device
+// memory.
+inline constexpr char kEnvMemoryScaling[] = "CUDA_DEVICE_MEMORY_SCALING";
 inline constexpr char kEnvLogLevel[] = "LIBCUDA_LOG_LEVEL";
 inline constexpr char kEnvCorePolicy[] = "GPU_CORE_UTILIZATION_POLICY";
 inline constexpr char kEnvTaskPriority[] = "CUDA_TASK_PRIORITY";

@@ -67,14 +67,22 @@ TEST(AllocateEnvTest, EnvironmentTable) {
        {Dev("GPU-a", 40000, 0)},
        [](PluginConfig& c) { c.memory_scaling = 2; },
        -1,
-       {{"CUDA_OVERSUBSCRIBE", "true"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "40000m"}},
+       {{"CUDA_OVERSUBSCRIBE", "true"},
+        {"CUDA_DEVICE_MEMORY_SCALING", "2"},
+        {"CUDA_DEVICE_MEMORY_LIMIT_0", "40000m"}},
+       {}},
+      {"fractional scaling",
+       {Dev("GPU-a", 1500, 0)},
+       [](PluginConfig& c) { c.memory_scaling = 1.5; },
+       -1,
+       {{"CUDA_OVERSUBSCRIBE", "true"}, {"CUDA_DEVICE_MEMORY_SCALING", "1.5"}},
        {}},
       {"scaling of exactly 1 is not oversubscription",
        {Dev("GPU-a", 100, 0)},
        [](PluginConfig& c) { c.memory_scaling = 1; },
        -1,
        {},
-       {"CUDA_OVERSUBSCRIBE"}},
+       {"CUDA_OVERSUBSCRIBE", "CUDA_DEVICE_MEMORY_SCALING"}},
       {"log level, core policy, priority",
        {Dev("GPU-a", 100, 10)},
        [](PluginConfig& c) {
@@ -158,6 +166,7 @@ TEST(AllocateEnvTest, LimitsFileMirrorsTheArmedEnvironment) {
             "# libvgpu limits for this container, written by the hami device plugin\n"
             "CUDA_DEVICE_MEMORY_LIMIT_0=1000m\n"
             "CUDA_DEVICE_MEMORY_LIMIT_1=2000m\n"
+            "CUDA_DEVICE_MEMORY_SCALING=2\n"
             "CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/r.cache\n"
             "CUDA_DEVICE_SM_LIMIT=30\n"
             "CUDA_OVERSUBSCRIBE=true\n"

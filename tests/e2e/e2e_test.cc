@@ -187,7 +187,7 @@ class SliceTest : public ::testing::Test {
                             "--fail-on-init-error",
                             "--log-level",
                             "info"},
-                           NodeEnv());
+                           NodeEnv(), false, ExtraPluginArgs());
     ASSERT_NE(device_plugin_, nullptr);
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(60))) << Logs();
     ASSERT_TRUE(kubelet_->WaitForDevices(
@@ -272,8 +272,13 @@ class SliceTest : public ::testing::Test {
     return env;
   }
 
-  std::unique_ptr<Child> Spawn(const std::string& name, const std::vector<std::string>& argv,
-                               const std::vector<std::string>& env, bool pipes = false) {
+  // Device plugin flags a test adds (node settings such as deviceMemoryScaling).
+  virtual std::vector<std::string> ExtraPluginArgs() const { return {}; }
+
+  std::unique_ptr<Child> Spawn(const std::string& name, std::vector<std::string> argv,
+                               const std::vector<std::string>& env, bool pipes = false,
+                               const std::vector<std::string>& extra_args = {}) {
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto c = Child::Start(name, argv, env, dir_ + "/" + name + ".log", pipes);
     if (c) logs_.push_back({name, dir_ + "/" + name + ".log"});
     return c;
@@ -610,6 +615,36 @@ TEST_F(SliceTest, TwoPodsBoundTogetherEachGetTheirOwnLimits) {
     EXPECT_TRUE(WIFEXITED(c->status()) && WEXITSTATUS(c->status()) == 0)
         << c->name() << " " << c->status();
   }
+}
+
+// Virtual device memory through the device plugin: with deviceMemoryScaling 2 the node's T4 (15360
+// MiB) registers 30720 MiB, a pod granted 20000 MiB gets CUDA_OVERSUBSCRIBE and the scaling from
+// Allocate, and its process under libvgpu allocates its whole limit: past its physical share (10000
+// MiB) and past the card itself, as managed memory; the limit holds and the exporter reports it.
+class OversubscribedSliceTest : public SliceTest {
+ protected:
+  std::vector<std::string> ExtraPluginArgs() const override {
+    return {"--device-memory-scaling", "2"};
+  }
+};
+
+TEST_F(OversubscribedSliceTest, PodAllocatesBeyondTheCard) {
+  constexpr int64_t kLimitMiB = 20000, kCardMiB = 15360;
+  Json pod = Schedule(UserPod("big", kLimitMiB));
+  ASSERT_FALSE(pod.is_null()) << Logs();
+  auto alloc = KubeletAllocate("big");
+  ASSERT_TRUE(alloc.ok()) << alloc.status() << Logs();
+  EXPECT_EQ(alloc->envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "20000m");
+  EXPECT_EQ(alloc->envs().at("CUDA_OVERSUBSCRIBE"), "true");
+  EXPECT_EQ(alloc->envs().at("CUDA_DEVICE_MEMORY_SCALING"), "2");
+  int64_t held = 0;
+  Child* c = RunAndCheckLimit("big", *alloc, kLimitMiB, &held);
+  ASSERT_NE(c, nullptr);
+  EXPECT_GT(held, kCardMiB * kMiB) << c->output();
+  CheckExported("big", kLimitMiB, held);
+  c->CloseStdin();
+  ASSERT_TRUE(c->WaitExit(seconds(60)));
+  EXPECT_TRUE(WIFEXITED(c->status()) && WEXITSTATUS(c->status()) == 0) << c->status();
 }
 
 }  // namespace
