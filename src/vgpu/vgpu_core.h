@@ -181,10 +181,11 @@ enum {
   VGPU_KIND_HANDLE = 2,
   VGPU_KIND_ARRAY = 3,
   VGPU_KIND_MIPMAP = 4,
-  VGPU_KIND_CTX = 5,
-  VGPU_KIND_MANAGED = 6 /* managed memory (the application's, or a spilled cuMemAlloc) while
-                         * CUDA_OVERSUBSCRIBE is on: pageable, outside the physical share */
+  VGPU_KIND_CTX = 5
 };
+/* Size flag of a VGPU_KIND_DPTR entry: managed memory (the application's, or a spilled cuMemAlloc)
+ * while CUDA_OVERSUBSCRIBE is on, pageable and outside the physical share. Sizes stay below it. */
+#define VGPU_AT_MANAGED (1ull << 47)
 typedef struct vgpu_at_entry {
   uint64_t key;
   uint64_t meta; /* size (low 48 bits) | dev (8 bits) | kind (8 bits); 0 = empty */

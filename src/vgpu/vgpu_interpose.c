@@ -581,14 +581,15 @@ static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
   }
 }
 
-static inline int untrack(uint64_t key, int kind) {
+static inline void untrack(uint64_t key, int kind) {
   int e;
   uint64_t bytes;
-  if (!vgpu_at_remove(&g.at, key, kind, &e, &bytes)) return 0;
-  vgpu_region_release(&g.rc, e, bytes);
-  if (UNLIKELY(kind == VGPU_KIND_MANAGED))
+  if (!vgpu_at_remove(&g.at, key, kind, &e, &bytes)) return;
+  if (UNLIKELY(bytes & VGPU_AT_MANAGED)) { /* managed memory under oversubscription */
+    bytes &= ~VGPU_AT_MANAGED;
     __atomic_sub_fetch(&g.managed[e], bytes, __ATOMIC_RELAXED);
-  return 1;
+  }
+  vgpu_region_release(&g.rc, e, bytes);
 }
 
 /* ---- Allocation hooks. ----------------------------------------------------------------------- */
@@ -619,23 +620,44 @@ static inline CUresult alloc_common(CUresult r, int e, CUdeviceptr* dptr, uint64
 /* Virtual device memory (CUDA_OVERSUBSCRIBE; `bytes` already reserved against the virtual limit):
  * device memory while this process's resident usage (its charges minus its managed memory) stays
  * within the physical share and the driver has room, else managed memory, which the driver pages
- * between device and host. Returns the table kind through *kind. */
-static CUresult alloc_virtual(int e, CUdeviceptr* dptr, size_t bytesize, int* kind) {
+ * between device and host (*managed set). */
+static CUresult alloc_virtual(int e, CUdeviceptr* dptr, size_t bytesize, int* managed) {
   uint64_t mine = __atomic_load_n(&g.rc.mine[e], __ATOMIC_RELAXED);
-  uint64_t managed = __atomic_load_n(&g.managed[e], __ATOMIC_RELAXED);
-  uint64_t resident = mine > managed ? mine - managed : 0;
+  uint64_t held = __atomic_load_n(&g.managed[e], __ATOMIC_RELAXED);
+  uint64_t resident = mine > held ? mine - held : 0;
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   if (!g.share[e] || resident <= g.share[e]) r = real_cuMemAlloc_v2(dptr, bytesize);
   if (r != CUDA_ERROR_OUT_OF_MEMORY || !real_cuMemAllocManaged) return r;
   r = real_cuMemAllocManaged(dptr, bytesize, CU_MEM_ATTACH_GLOBAL);
   if (r != CUDA_SUCCESS) return r;
-  *kind = VGPU_KIND_MANAGED;
-  __atomic_add_fetch(&g.managed[e], bytesize, __ATOMIC_RELAXED);
+  *managed = 1;
   if (!__atomic_exchange_n(&g.spill_logged, 1, __ATOMIC_RELAXED)) {
     VGPU_LOG(VGPU_LOG_INFO,
              "virtual device memory: allocations beyond %s (%llu B resident) are managed memory",
              g.share[e] ? "the physical share" : "the card", (unsigned long long)resident);
   }
+  return r;
+}
+
+/* cuMemAlloc_v2 (app_managed 0) or the application's cuMemAllocManaged (1, with its flags) under
+ * oversubscription: charged like any allocation; managed memory is counted apart (outside the
+ * physical share) and flagged in the table so that its free gives it back there too. Out of line:
+ * the allocation paths without oversubscription stay as they were. */
+static __attribute__((noinline)) CUresult alloc_virtual_charged(int e, CUdeviceptr* dptr,
+                                                                size_t bytesize, int app_managed,
+                                                                unsigned flags) {
+  if (bytesize >= VGPU_AT_MANAGED) return CUDA_ERROR_OUT_OF_MEMORY; /* 128 TiB: no such device */
+  CUresult r = reserve(e, bytesize);
+  if (r != CUDA_SUCCESS) return r;
+  int managed = app_managed;
+  r = app_managed ? real_cuMemAllocManaged(dptr, bytesize, flags)
+                  : alloc_virtual(e, dptr, bytesize, &managed);
+  if (r != CUDA_SUCCESS) {
+    vgpu_region_release(&g.rc, e, bytesize);
+    return r;
+  }
+  if (managed) __atomic_add_fetch(&g.managed[e], bytesize, __ATOMIC_RELAXED);
+  track(*dptr, VGPU_KIND_DPTR, e, managed ? bytesize | VGPU_AT_MANAGED : bytesize);
   return r;
 }
 
@@ -645,23 +667,12 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     ensure_loaded();
     return real_cuMemAlloc_v2 ? real_cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
   }
-  if (LIKELY(!g.oversubscribe)) {
-    CHARGED_CALL(e, bytesize, real_cuMemAlloc_v2(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
-  }
-  int kind = VGPU_KIND_DPTR;
-  CHARGED_CALL(e, bytesize, alloc_virtual(e, dptr, bytesize, &kind), *dptr, kind);
+  if (UNLIKELY(g.oversubscribe)) return alloc_virtual_charged(e, dptr, bytesize, 0, 0);
+  CHARGED_CALL(e, bytesize, real_cuMemAlloc_v2(dptr, bytesize), *dptr, VGPU_KIND_DPTR);
 }
 
 /* The application's managed memory is charged like device memory; with oversubscription it lies
  * outside the physical share (the driver pages it). */
-static inline CUresult alloc_managed(int e, CUdeviceptr* dptr, size_t bytesize, unsigned flags,
-                                     int kind) {
-  CUresult r = real_cuMemAllocManaged(dptr, bytesize, flags);
-  if (r == CUDA_SUCCESS && kind == VGPU_KIND_MANAGED)
-    __atomic_add_fetch(&g.managed[e], bytesize, __ATOMIC_RELAXED);
-  return r;
-}
-
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   int e;
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) {
@@ -669,8 +680,8 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned i
     return real_cuMemAllocManaged ? real_cuMemAllocManaged(dptr, bytesize, flags)
                                   : CUDA_ERROR_NOT_INITIALIZED;
   }
-  int kind = g.oversubscribe ? VGPU_KIND_MANAGED : VGPU_KIND_DPTR;
-  CHARGED_CALL(e, bytesize, alloc_managed(e, dptr, bytesize, flags, kind), *dptr, kind);
+  if (UNLIKELY(g.oversubscribe)) return alloc_virtual_charged(e, dptr, bytesize, 1, flags);
+  CHARGED_CALL(e, bytesize, real_cuMemAllocManaged(dptr, bytesize, flags), *dptr, VGPU_KIND_DPTR);
 }
 
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
@@ -706,9 +717,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   ensure_loaded();
   if (!real_cuMemFree_v2) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real_cuMemFree_v2(dptr);
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY) && !untrack(dptr, VGPU_KIND_DPTR) &&
-      UNLIKELY(g.oversubscribe))
-    untrack(dptr, VGPU_KIND_MANAGED);
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
   return r;
 }
 
