@@ -268,7 +268,7 @@ uint64_t SharedState::ChargeManaged(int dev, uint64_t bytes) {
   ProcRec* self = SelfLocked();
   uint64_t resident = 0;
   if (self != nullptr) {
-    ReclaimDeadLocked();
+    if (RoomLocked(dev) < bytes) ReclaimDeadLocked();  // system calls only when short of room
     resident = std::min(bytes, RoomLocked(dev));
     self->managed_bytes[dev] += resident;
   }
