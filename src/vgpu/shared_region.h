@@ -109,7 +109,10 @@ typedef struct vgpu_proc_slot {
   uint32_t generation;             /* bumped on each claim of this slot */
   uint64_t start_ns;               /* CLOCK_BOOTTIME at claim: with pid, identifies the process */
   uint64_t used[VGPU_MAX_DEVICES]; /* atomic: bytes this process holds on device entry i */
-  uint8_t reserved[104];
+  /* atomic: of used[i], what its CUDA contexts were charged, in KiB (rounded up; 0 in files from
+   * before this field, which had zeros here). The exporter's context/buffer split. */
+  uint32_t context_kib[VGPU_MAX_DEVICES];
+  uint8_t reserved[40];
 } vgpu_proc_slot;
 
 typedef struct vgpu_region_header {
@@ -152,6 +155,7 @@ VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, tokens_ns) == 128, "tokens o
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_count) == 176, "sm count offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, outstanding_ns) == 184, "controller offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, used) == 24, "slot used offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, context_kib) == 152, "slot context offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region, devices) == 128, "devices offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region, slots) == 128 + 16 * 256, "slots offset");
 
