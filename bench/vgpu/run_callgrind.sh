@@ -56,5 +56,11 @@ row "cuLaunchKernel, no SM limit" $N -- launch $N
 row "cuLaunchKernel, SM limit 50% force" $N CUDA_DEVICE_SM_LIMIT=50 GPU_CORE_UTILIZATION_POLICY=force -- launch $N
 row "cuMemAlloc+cuMemFree, 0 live" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi -- alloc_free $N 0
 row "cuMemAlloc+cuMemFree, 2000 live" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi -- alloc_free $N 2000
+row "cuMemAlloc+cuMemFree, virtual device memory, within the share" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi \
+  CUDA_OVERSUBSCRIBE=true CUDA_DEVICE_MEMORY_SCALING=2 -- alloc_free $N 0
+# A share of 8 MiB, below the context: every allocation is managed memory (the "without" column makes
+# cuMemAlloc calls, so "added" includes the driver's managed path).
+row "cuMemAlloc+cuMemFree, virtual device memory, spilled" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi \
+  CUDA_OVERSUBSCRIBE=true CUDA_DEVICE_MEMORY_SCALING=1000 -- alloc_free $N 0
 row "cuMemGetInfo" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi -- meminfo $N
 row "cuInit to first alloc+free" 1 CUDA_DEVICE_MEMORY_LIMIT=8Gi -- startup 1
