@@ -352,7 +352,10 @@ static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
   return ord;
 }
 
+static void ctx_notes_reset(void);
+
 static void atfork_child(void) {
+  ctx_notes_reset(); /* contexts do not survive fork */
   /* The child must not share the parent's slot: drop the inherited descriptor (the parent keeps its
    * liveness lock) and register afresh on first use. The parent's allocations are not the child's.
    */
@@ -429,6 +432,10 @@ static int attach_region_locked(void) {
   const char* path = cfg_get("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   if (!path || !*path) path = "/tmp/cudevshr.cache";
   vgpu_region_attach(&g.rc, path, &p);
+  if (g.rc.r && g.rc.slot >= 0) { /* a claimed slot may hold a dead predecessor's split */
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++)
+      __atomic_store_n(&g.rc.r->slots[g.rc.slot].context_kib[i], 0, __ATOMIC_RELAXED);
+  }
   static int atfork_done;
   if (!atfork_done) {
     pthread_atfork(NULL, NULL, atfork_child);
@@ -579,6 +586,19 @@ static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
     VGPU_LOG(VGPU_LOG_ERROR,
              "allocation table full: further frees are not credited (usage stays charged)");
   }
+}
+
+/* Keeps this process's slot's context_kib[e] (the exporter's context/buffer split) in step with
+ * the context charges of entry e. */
+static void note_context(int e, uint64_t bytes, int add) {
+  vgpu_region* r = g.rc.r;
+  if (!r || g.rc.slot < 0 || e < 0 || e >= VGPU_MAX_DEVICES) return;
+  uint32_t* p = &r->slots[g.rc.slot].context_kib[e];
+  uint32_t kib = (uint32_t)((bytes + 1023) >> 10), old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  uint32_t now;
+  do {
+    now = add ? old + kib : (old > kib ? old - kib : 0);
+  } while (!__atomic_compare_exchange_n(p, &old, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 static inline void untrack(uint64_t key, int kind) {
@@ -908,6 +928,48 @@ static uint64_t charge_context(CUdevice dev) {
   return bytes;
 }
 
+/* Created contexts whose charge is noted in the slot's context_kib (a few; contexts are rare and
+ * cuCtxDestroy must give back exactly what was noted). A context that finds the list full is
+ * charged but not noted (the exporter then counts it as buffers). */
+static struct {
+  uint64_t key;
+  int e;
+  uint64_t bytes;
+} g_ctx_notes[32];
+static pthread_mutex_t g_ctx_notes_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void ctx_note_add(uint64_t key, int e, uint64_t bytes) {
+  pthread_mutex_lock(&g_ctx_notes_mu);
+  for (size_t i = 0; i < sizeof(g_ctx_notes) / sizeof(g_ctx_notes[0]); i++) {
+    if (g_ctx_notes[i].key == 0) {
+      g_ctx_notes[i].key = key;
+      g_ctx_notes[i].e = e;
+      g_ctx_notes[i].bytes = bytes;
+      note_context(e, bytes, 1);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_ctx_notes_mu);
+}
+
+static void ctx_notes_reset(void) {
+  memset(g_ctx_notes, 0, sizeof(g_ctx_notes));
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  g_ctx_notes_mu = m;
+}
+
+static void ctx_note_drop(uint64_t key) {
+  pthread_mutex_lock(&g_ctx_notes_mu);
+  for (size_t i = 0; i < sizeof(g_ctx_notes) / sizeof(g_ctx_notes[0]); i++) {
+    if (g_ctx_notes[i].key == key) {
+      note_context(g_ctx_notes[i].e, g_ctx_notes[i].bytes, 0);
+      g_ctx_notes[i].key = 0;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_ctx_notes_mu);
+}
+
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   ensure_loaded();
   if (!real_cuDevicePrimaryCtxRetain) return CUDA_ERROR_NOT_INITIALIZED;
@@ -915,6 +977,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (r == CUDA_SUCCESS && ready() && dev >= 0 && dev < g.ndev &&
       __atomic_fetch_add(&g.primary_refs[dev], 1, __ATOMIC_ACQ_REL) == 0) {
     g.primary_bytes[dev] = charge_context(dev);
+    if (g.primary_bytes[dev]) note_context(entry_of(dev), g.primary_bytes[dev], 1);
   }
   return r;
 }
@@ -929,7 +992,10 @@ static void primary_release(CUdevice dev, int reset) {
     return;
   }
   int e = entry_of(dev);
-  if (e >= 0 && g.primary_bytes[dev]) vgpu_region_release(&g.rc, e, g.primary_bytes[dev]);
+  if (e >= 0 && g.primary_bytes[dev]) {
+    vgpu_region_release(&g.rc, e, g.primary_bytes[dev]);
+    note_context(e, g.primary_bytes[dev], 0);
+  }
   g.primary_bytes[dev] = 0;
 }
 
@@ -955,7 +1021,10 @@ static CUresult after_ctx_create(CUresult r, CUcontext* pctx, CUdevice dev) {
   int e = entry_of(dev);
   if (e < 0) return r;
   uint64_t bytes = charge_context(dev);
-  if (bytes) track((uint64_t)(uintptr_t)*pctx, VGPU_KIND_CTX, e, bytes);
+  if (bytes) {
+    track((uint64_t)(uintptr_t)*pctx, VGPU_KIND_CTX, e, bytes);
+    ctx_note_add((uint64_t)(uintptr_t)*pctx, e, bytes);
+  }
   return r;
 }
 
@@ -982,7 +1051,14 @@ EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreatePara
   return after_ctx_create(real_cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev), pctx, dev);
 }
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  FREE_BODY(real_cuCtxDestroy_v2, (ctx), (uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX)
+  ensure_loaded();
+  if (!real_cuCtxDestroy_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuCtxDestroy_v2(ctx);
+  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) {
+    untrack((uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX);
+    ctx_note_drop((uint64_t)(uintptr_t)ctx);
+  }
+  return r;
 }
 
 /* ---- Memory reporting: cuMemGetInfo, cuDeviceTotalMem and NVML agree. -------------------------
