@@ -112,6 +112,15 @@ std::vector<MetricFamily> Exporter::Collect() {
                    "Device memory held by the container's live processes, in bytes.");
   auto& dev_mem = add("hami_container_device_memory_bytes",
                       "Device memory held by the container's live processes, in bytes.");
+  auto& ctx_mem = add("hami_vgpu_memory_context_bytes",
+                      "Device memory of the container's CUDA contexts, in bytes.");
+  auto& module_mem = add(
+      "hami_vgpu_memory_module_bytes",
+      "Device memory of the container's loaded modules, in bytes (libvgpu does not count module "
+      "images: 0).");
+  auto& buffer_mem =
+      add("hami_vgpu_memory_buffer_bytes",
+          "Device memory of the container's allocations (used minus contexts), in bytes.");
   auto& limit = add("hami_vgpu_memory_limit_bytes",
                     "Device memory limit of the container, in bytes (0 = none).");
   auto& util =
@@ -169,6 +178,9 @@ std::vector<MetricFamily> Exporter::Collect() {
       used.Put(l, static_cast<double>(d.used_bytes));
       dev_mem.Put(l, static_cast<double>(d.used_bytes));
       limit.Put(l, static_cast<double>(d.limit_bytes));
+      ctx_mem.Put(l, static_cast<double>(d.context_bytes));
+      module_mem.Put(l, 0);
+      buffer_mem.Put(l, static_cast<double>(d.used_bytes - d.context_bytes));
       auto it = util_rows.find(d.uuid);
       if (it == util_rows.end()) {
         auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);

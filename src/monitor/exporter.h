@@ -9,10 +9,9 @@
 //   hami_container_device_memory_bytes, hami_vgpu_memory_limit_bytes,
 //   hami_container_device_utilization_ratio, hami_container_last_kernel_elapsed_seconds (the later
 //   of libvgpu's launch stamp and the last time NVML showed the container busy).
-// Not exported: hami_vgpu_memory_{context,module,buffer}_bytes (libvgpu's region keeps one total
-// per
-//   process and device, not upstream's split) and hami_mig_device_info (MIG containers run without
-//   libvgpu, so they have no region).
+//   hami_vgpu_memory_{context,module,buffer}_bytes (contexts from the slots' context_kib; module
+//   images are not counted by libvgpu, so module is 0; buffer = used - context).
+// Not exported: hami_mig_device_info (MIG containers run without libvgpu, so they have no region).
 // Ours: hami_container_device_sm_limit_ratio, hami_container_device_throttled_seconds_total,
 //   hami_container_processes, hami_container_core_limit_switch, hami_container_priority_blocked,
 //   hami_monitor_regions.

@@ -58,7 +58,8 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   ASSERT_TRUE(p.ok());
   int e0 = (*p)->Device({"GPU-bbb", 3000 * kMiB, 30, 0});
   int e1 = (*p)->Device({"GPU-aaa", 0, 100, 1});
-  ASSERT_EQ((*p)->Reserve(e0, 1234 * kMiB), 0);
+  (*p)->ChargeContext(e0, 300 * kMiB);
+  ASSERT_EQ((*p)->Reserve(e0, 934 * kMiB), 0);
   ASSERT_EQ((*p)->Reserve(e1, 10 * kMiB), 0);
   (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000,
                     750'000'000);
@@ -73,6 +74,15 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
       1234.0 * kMiB);
   EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
             3000.0 * kMiB);
+  // Upstream's split of the usage: contexts, modules (not counted), the rest.
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_context_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+            300.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_module_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+            0.0);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_buffer_bytes", "team-a", "train-0", "main", "0", "GPU-bbb")],
+            934.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_vgpu_memory_context_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")],
+            0.0);
   EXPECT_EQ(m[Ctr("hami_vgpu_memory_used_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")],
             10.0 * kMiB);
   EXPECT_EQ(m[Ctr("hami_vgpu_memory_limit_bytes", "team-a", "train-0", "main", "1", "GPU-aaa")],

@@ -146,6 +146,11 @@ TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
   EXPECT_EQ(m["hami_container_device_sm_limit_ratio" + labels], 50);
   const double used = m["hami_vgpu_memory_used_bytes" + labels];
   EXPECT_GT(used, 0);  // at least the context libvgpu charges
+  // Upstream's split: libvgpu notes its context charge in the slot; the rest is buffers.
+  const double ctx = m["hami_vgpu_memory_context_bytes" + labels];
+  EXPECT_GT(ctx, 0);
+  EXPECT_EQ(ctx + m["hami_vgpu_memory_buffer_bytes" + labels], used);
+  EXPECT_EQ(m["hami_vgpu_memory_module_bytes" + labels], 0);
   const std::string host = "{zone=\"vGPU\",node=\"node-1\",device_index=\"0\",device_uuid=\"" +
                            uuid + "\",device_type=\"NVIDIA A100-SXM4-80GB\"}";
   EXPECT_GE(m["hami_host_gpu_memory_used_bytes" + host], used);
@@ -165,6 +170,7 @@ TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
   m = ParseExposition(exporter.Render());
   EXPECT_EQ(m["hami_container_processes" + pod_labels], 0);  // liveness lock gone with the process
   EXPECT_EQ(m["hami_vgpu_memory_used_bytes" + labels], 0);
+  EXPECT_EQ(m["hami_vgpu_memory_context_bytes" + labels], 0);
   loop.Release();
 }
 

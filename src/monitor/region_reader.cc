@@ -190,7 +190,7 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
   s.recoveries = h.recoveries;
   s.created_ns = h.created_ns;
   uint32_t ndev = std::min<uint32_t>(h.device_count, VGPU_MAX_DEVICES);
-  std::vector<uint64_t> live_used(ndev, 0);
+  std::vector<uint64_t> live_used(ndev, 0), live_ctx(ndev, 0);
   for (uint32_t i = 0; i < hwm; ++i) {
     const vgpu_proc_slot& slot = slots[i];
     if (slot.state == VGPU_SLOT_FREE) continue;
@@ -199,7 +199,12 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
       continue;
     }
     s.processes.push_back({static_cast<int>(i), slot.pid, slot.host_pid, slot.generation});
-    for (uint32_t d = 0; d < ndev; ++d) live_used[d] += slot.used[d];
+    for (uint32_t d = 0; d < ndev; ++d) {
+      live_used[d] += slot.used[d];
+      // A slot's context charge is part of its usage (clamped: the file is the container's).
+      live_ctx[d] +=
+          std::min<uint64_t>(static_cast<uint64_t>(slot.context_kib[d]) << 10, slot.used[d]);
+    }
   }
   for (uint32_t d = 0; d < ndev; ++d) {
     const vgpu_device_entry& e = head->devices[d];
@@ -209,6 +214,7 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.container_index = e.container_index;
     dev.limit_bytes = e.limit_bytes;
     dev.used_bytes = live_used[d];
+    dev.context_bytes = live_ctx[d];
     dev.cached_used_bytes = e.used_bytes;
     dev.total_bytes = e.total_bytes;
     dev.sm_limit_pct = e.sm_limit_pct;

@@ -27,6 +27,7 @@ struct RegionDevice {
   int container_index = -1;        // i of CUDA_DEVICE_MEMORY_LIMIT_<i>, -1 unknown
   uint64_t limit_bytes = 0;        // 0 = unlimited
   uint64_t used_bytes = 0;         // sum over live processes' slots (not the lock-protected cache)
+  uint64_t context_bytes = 0;      // of used_bytes, what CUDA contexts were charged (live slots)
   uint64_t cached_used_bytes = 0;  // the region's own cache (includes not-yet-reclaimed dead slots)
   uint64_t total_bytes = 0;
   uint32_t sm_limit_pct = 0;    // 1..100, 100 = unlimited

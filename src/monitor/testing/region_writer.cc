@@ -68,6 +68,12 @@ void FakeContainerProcess::Release(int entry, uint64_t bytes) {
   vgpu_region_release(&ctx_, entry, bytes);
 }
 
+void FakeContainerProcess::ChargeContext(int entry, uint64_t bytes) {
+  vgpu_region_reserve(&ctx_, entry, bytes, 1);
+  __atomic_add_fetch(&ctx_.r->slots[ctx_.slot].context_kib[entry],
+                     static_cast<uint32_t>((bytes + 1023) >> 10), __ATOMIC_RELAXED);
+}
+
 void FakeContainerProcess::StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns) {
   vgpu_device_entry* d = &ctx_.r->devices[entry];
   __atomic_add_fetch(&d->throttled_ns, throttled_ns, __ATOMIC_RELAXED);

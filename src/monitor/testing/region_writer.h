@@ -54,6 +54,9 @@ class FakeContainerProcess {
   // Charges `bytes` to this process (0 = ok, 1 = over the limit).
   int Reserve(int entry, uint64_t bytes);
   void Release(int entry, uint64_t bytes);
+  // Charges a CUDA context of `bytes` as libvgpu does (forced, and noted in the slot's
+  // context_kib).
+  void ChargeContext(int entry, uint64_t bytes);
   // What libvgpu's limiter stores after a launch.
   void StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns = 0);
   vgpu_region* region() { return ctx_.r; }
