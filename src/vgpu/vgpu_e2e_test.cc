@@ -889,6 +889,16 @@ TEST_F(VgpuE2e, OversubscribedLimitBeyondTheCardIsVirtualDeviceMemory) {
   EXPECT_EQ(plain.U("start_total"), 8192 * kMi);
 }
 
+// A process that only uses NVML (nvidia-smi in the container) sees the same virtual device.
+TEST_F(VgpuE2e, NvmlOnlyProcessSeesTheVirtualDevice) {
+  Result r =
+      Run({VGPU_PROG, "nvmlinfo"},
+          With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=12Gi", "CUDA_OVERSUBSCRIBE=true"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("nvml_total"), 12 * kGi);
+  EXPECT_EQ(r.U("nvml_free"), 12 * kGi);
+}
+
 // deviceMemoryScaling 2 (CUDA_DEVICE_MEMORY_SCALING=2): the container's physical share of an 8 GiB
 // card is half its 12 GiB limit. Device memory the driver cannot move stays within the share (the
 // context included); the rest of the limit is managed memory, which the fake keeps resident while

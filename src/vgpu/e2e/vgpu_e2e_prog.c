@@ -15,6 +15,7 @@
  * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
  * after the wait (the test overwrites the region) hold <flag>           holds a context (no
  * allocation), creates <flag>.ready, exits once <flag> exists
+ *   nvmlinfo              NVML only (no CUDA call, like nvidia-smi): device 0's memory info
  *   virtual <chunk MiB>   virtual device memory: cuMemAlloc chunks until refused, printing this
  * process's device-resident memory (fake driver, NVML) at the end; then a second context, a managed
  * allocation and a refused one, and what each reports */
@@ -37,6 +38,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index);
@@ -616,6 +618,16 @@ static int mode_virtual(unsigned long long chunk) {
   return 0;
 }
 
+static int mode_nvmlinfo(void) {
+  nvmlDevice_t h;
+  nvmlMemory_t m;
+  if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByIndex_v2(0, &h) != NVML_SUCCESS ||
+      nvmlDeviceGetMemoryInfo(h, &m) != NVML_SUCCESS)
+    return 11;
+  printf("nvml_total=%llu nvml_free=%llu\n", m.total, m.free);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) return 2;
@@ -634,6 +646,7 @@ int main(int argc, char** argv) {
     return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
   if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
+  if (!strcmp(m, "nvmlinfo")) return mode_nvmlinfo();
   if (!strcmp(m, "virtual") && argc == 3) return mode_virtual(strtoull(argv[2], 0, 10) << 20);
   return 2;
 }
