@@ -13,6 +13,7 @@ PACKAGES=(
   prometheus-cpp-dev
   strace
   python3-yaml unzip
+  libglpk-dev
   debootstrap
   clang-format clang-tidy
 )

@@ -1,0 +1,279 @@
+#include "sim/bound.h"
+
+#include <glpk.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <tuple>
+
+#include "common/rng.h"
+#include "scheduler/framework.h"
+#include "scheduler/scheduler.h"
+
+namespace hami::sim {
+
+namespace {
+
+struct NodeClass {
+  const TraceNode* shape = nullptr;
+  int64_t count = 0;
+};
+struct TaskShape {
+  const TraceTask* shape = nullptr;
+  int64_t count = 0;
+};
+
+using NodeKey = std::tuple<int64_t, int64_t, int, std::string, std::string>;
+using TaskKey = std::tuple<int64_t, int64_t, int, int, std::vector<std::string>, std::string>;
+
+bool Fits(const TraceTask& t, const TraceNode& n) {
+  if (t.cpu_milli > n.cpu_milli || t.memory_mib > n.memory_mib || t.num_gpu > n.gpus) return false;
+  if (t.num_gpu == 0) return true;
+  if (t.vendor != n.vendor) return false;
+  if (t.gpu_spec.empty()) return true;
+  return std::any_of(t.gpu_spec.begin(), t.gpu_spec.end(),
+                     [&](const std::string& m) { return scheduler::TypeMatches(n.model, m); });
+}
+
+// A task that needs GPUs of its own: whole GPUs, or more than half of one (two never share).
+int64_t ExclusiveGpus(const TraceTask& t) {
+  if (t.num_gpu == 0) return 0;
+  return t.gpu_milli == 1000 || t.gpu_milli > 500 ? t.num_gpu : 0;
+}
+
+struct GlpDeleter {
+  void operator()(glp_prob* p) const { glp_delete_prob(p); }
+};
+
+}  // namespace
+
+StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
+                                         const std::vector<TraceTask>& tasks,
+                                         const std::vector<int>& prefix,
+                                         const BoundOptions& options) {
+  std::map<NodeKey, NodeClass> node_classes;
+  for (const auto& n : nodes) {
+    auto& c = node_classes[{n.cpu_milli, n.memory_mib, n.gpus, n.model, n.vendor}];
+    c.shape = &n;
+    ++c.count;
+  }
+  std::map<TaskKey, TaskShape> task_shapes;
+  PackingBound out;
+  for (int i : prefix) {
+    if (i < 0 || static_cast<size_t>(i) >= tasks.size())
+      return InvalidArgument("task index ", i, " is out of range");
+    const TraceTask& t = tasks[i];
+    auto& s =
+        task_shapes[{t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, t.vendor}];
+    s.shape = &t;
+    ++s.count;
+    out.demand_milli += t.total_gpu_milli();
+  }
+  std::vector<NodeClass> cls;
+  for (auto& [k, c] : node_classes) cls.push_back(c);
+  std::vector<TaskShape> shp;
+  for (auto& [k, s] : task_shapes) shp.push_back(s);
+  out.node_classes = static_cast<int>(cls.size());
+  out.task_shapes = static_cast<int>(shp.size());
+
+  glp_term_out(GLP_OFF);  // GLPK prints scaling and progress on stdout otherwise
+  std::unique_ptr<glp_prob, GlpDeleter> lp(glp_create_prob());
+  glp_set_obj_dir(lp.get(), GLP_MAX);
+  // Rows: one per task shape (how many are placed), then per node class: CPU, memory, GPU milli,
+  // exclusive GPUs, and the three "more than half a node" counts.
+  constexpr int kPerClass = 7;
+  const int shape_rows = static_cast<int>(shp.size());
+  glp_add_rows(lp.get(), shape_rows + kPerClass * static_cast<int>(cls.size()));
+  std::vector<bool> shape_has_column(shp.size(), false);
+  for (size_t c = 0; c < cls.size(); ++c) {
+    const TraceNode& n = *cls[c].shape;
+    const double k = static_cast<double>(cls[c].count);
+    const int base = shape_rows + kPerClass * static_cast<int>(c) + 1;
+    const double caps[kPerClass] = {k * static_cast<double>(n.cpu_milli),
+                                    k * static_cast<double>(n.memory_mib),
+                                    k * 1000.0 * n.gpus,
+                                    k * n.gpus,
+                                    k,
+                                    k,
+                                    k};
+    for (int r = 0; r < kPerClass; ++r) glp_set_row_bnds(lp.get(), base + r, GLP_UP, 0, caps[r]);
+  }
+  std::vector<int> ia{0}, ja{0};
+  std::vector<double> ar{0};
+  for (size_t s = 0; s < shp.size(); ++s) {
+    const TraceTask& t = *shp[s].shape;
+    for (size_t c = 0; c < cls.size(); ++c) {
+      const TraceNode& n = *cls[c].shape;
+      if (!Fits(t, n)) continue;
+      shape_has_column[s] = true;
+      const int col = glp_add_cols(lp.get(), 1);
+      glp_set_col_bnds(lp.get(), col, GLP_DB, 0, static_cast<double>(shp[s].count));
+      glp_set_obj_coef(lp.get(), col, static_cast<double>(t.total_gpu_milli()));
+      if (options.integer) glp_set_col_kind(lp.get(), col, GLP_IV);
+      auto put = [&](int row, double v) {
+        if (v == 0) return;
+        ia.push_back(row);
+        ja.push_back(col);
+        ar.push_back(v);
+      };
+      const int base = shape_rows + kPerClass * static_cast<int>(c) + 1;
+      put(static_cast<int>(s) + 1, 1);
+      put(base + 0, static_cast<double>(t.cpu_milli));
+      put(base + 1, static_cast<double>(t.memory_mib));
+      put(base + 2, static_cast<double>(t.total_gpu_milli()));
+      put(base + 3, static_cast<double>(ExclusiveGpus(t)));
+      put(base + 4, 2 * t.cpu_milli > n.cpu_milli ? 1 : 0);
+      put(base + 5, 2 * t.memory_mib > n.memory_mib ? 1 : 0);
+      put(base + 6, 2 * t.num_gpu > n.gpus ? 1 : 0);
+    }
+  }
+  for (size_t s = 0; s < shp.size(); ++s) {
+    const double n = static_cast<double>(shp[s].count);
+    const bool fixed = options.place_cpu_only && shp[s].shape->num_gpu == 0 && shape_has_column[s];
+    glp_set_row_bnds(lp.get(), static_cast<int>(s) + 1, fixed ? GLP_FX : GLP_UP, fixed ? n : 0, n);
+  }
+  if (glp_get_num_cols(lp.get()) == 0) return out;  // nothing fits anywhere
+  glp_load_matrix(lp.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  glp_scale_prob(lp.get(), GLP_SF_AUTO);
+
+  glp_smcp smcp;
+  glp_init_smcp(&smcp);
+  smcp.msg_lev = GLP_MSG_OFF;
+  smcp.presolve = GLP_ON;
+  const int rc = glp_simplex(lp.get(), &smcp);
+  const int st = glp_get_status(lp.get());
+  if (rc == GLP_ENOPFS || st == GLP_NOFEAS)
+    return FailedPrecondition("the tasks without GPUs cannot all be placed (no feasible packing)");
+  if (rc != 0 || st != GLP_OPT)
+    return Internal("GLPK simplex did not reach an optimum (rc ", rc, ", status ", st, ")");
+  out.lp_milli = glp_get_obj_val(lp.get());
+
+  if (options.integer) {
+    glp_iocp iocp;
+    glp_init_iocp(&iocp);
+    iocp.msg_lev = GLP_MSG_OFF;
+    iocp.presolve = GLP_ON;
+    iocp.tm_lim = static_cast<int>(options.time_limit_s * 1000);
+    const int irc = glp_intopt(lp.get(), &iocp);
+    if (irc == 0 && glp_mip_status(lp.get()) == GLP_OPT) {
+      out.integer_optimal = true;
+      out.integer_milli = glp_mip_obj_val(lp.get());
+    }
+  }
+  return out;
+}
+
+StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<TraceTask>& tasks,
+                                     size_t events, const std::string& policy,
+                                     const std::string& order) {
+  if (order != "gpu-desc" && order != "cpu-first")
+    return InvalidArgument("unknown offline order '", order, "' (gpu-desc, cpu-first)");
+  events = std::min(events, plan.order.size());
+  std::vector<size_t> ev(events);
+  std::iota(ev.begin(), ev.end(), size_t{0});
+  const bool cpu_first = order == "cpu-first";
+  auto key = [&](size_t e) {
+    const TraceTask& t = tasks[plan.order[e]];
+    const bool gpu_less = t.num_gpu == 0;
+    return std::make_tuple(gpu_less != cpu_first, -t.total_gpu_milli(), -int64_t{t.gpu_milli}, e);
+  };
+  std::sort(ev.begin(), ev.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+
+  scheduler::SchedulerOptions so;
+  so.policy = policy;
+  so.seed = 0;
+  HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
+  for (const auto& n : plan.nodes) sched->UpsertNode(n);
+  OfflinePacking out;
+  out.policy = policy;
+  out.order = order;
+  scheduler::ScheduleOptions opts;
+  for (size_t e : ev) {
+    const TraceTask& t = tasks[plan.order[e]];
+    core::PodRequest pod = plan.pods[plan.order[e]];
+    pod.uid = "t" + std::to_string(e);
+    HAMI_ASSIGN_OR_RETURN(scheduler::Decision d, sched->Schedule(pod, nullptr, opts));
+    if (d.node.empty()) {
+      ++(t.num_gpu > 0 ? out.gpu_failed : out.cpu_only_failed);
+      continue;
+    }
+    HAMI_RETURN_IF_ERROR(sched->Reserve(pod, d));
+    out.used_milli += t.total_gpu_milli();
+  }
+  return out;
+}
+
+StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
+                              const std::vector<TraceTask>& tasks, uint64_t seed,
+                              const BoundSeedOptions& options) {
+  RunConfig config;
+  config.policy = options.policy;
+  config.seed = seed;
+  config.inflation = options.inflation;
+  config.record_placements = true;
+  HAMI_ASSIGN_OR_RETURN(RunResult run, RunInflation(nodes, tasks, config));
+  Rng rng(seed);
+  HAMI_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(nodes, tasks, config, rng));
+
+  SeedBound out;
+  out.seed = seed;
+  out.capacity_milli = plan.capacity_milli;
+  out.online_a100 = run.curve.size() > 100 ? run.curve[100] : 0;
+  const double cap = static_cast<double>(plan.capacity_milli);
+  // Cumulative arrived demand after each event, and the events of A(100)'s bucket.
+  std::vector<int64_t> arrived(plan.order.size());
+  std::vector<size_t> bucket, window;  // arrive% = 100, and 99..101 (AllocationCurve's fallback)
+  int64_t sum = 0;
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    sum += tasks[plan.order[i]].total_gpu_milli();
+    arrived[i] = sum;
+    if (sum <= plan.capacity_milli) out.events = i + 1, out.arrived_milli = sum;
+    const double k = std::round(100.0 * static_cast<double>(sum) / cap);
+    if (k == 100) bucket.push_back(i);
+    if (k >= 99 && k <= 101) window.push_back(i);
+  }
+  if (bucket.empty()) bucket = window;
+  for (size_t i = 0; i < out.events; ++i) {
+    const TaskPlacement& p = run.placements[i];
+    if (!p.node.empty())
+      out.online_used_milli += tasks[p.task].total_gpu_milli();
+    else if (tasks[p.task].num_gpu == 0)
+      ++out.online_cpu_only_failed;
+  }
+  auto prefix = [&](size_t events) {
+    return std::vector<int>(plan.order.begin(), plan.order.begin() + static_cast<long>(events));
+  };
+  HAMI_ASSIGN_OR_RETURN(out.bound,
+                        PackingUpperBound(nodes, tasks, prefix(out.events), options.bound));
+
+  if (!bucket.empty()) {
+    const size_t k = static_cast<size_t>(std::max(1, options.checkpoints));
+    double total = 0;
+    size_t done = 0;
+    for (size_t c = 0; c < k && done < bucket.size(); ++c) {
+      const size_t end = std::max(done + 1, (c + 1) * bucket.size() / k);
+      const size_t last = bucket[end - 1];
+      HAMI_ASSIGN_OR_RETURN(PackingBound b,
+                            PackingUpperBound(nodes, tasks, prefix(last + 1), options.bound));
+      for (size_t j = done; j < end; ++j) {
+        const double ub = std::min({b.best_milli(), static_cast<double>(arrived[bucket[j]]), cap});
+        total += 100.0 * ub / cap;
+      }
+      done = end;
+    }
+    out.a100_bound = total / static_cast<double>(bucket.size());
+  } else {
+    out.a100_bound = 100;  // A(100) repeats an earlier point: nothing tighter is claimed
+  }
+  for (const auto& policy : options.offline_policies)
+    for (const auto& order : options.offline_orders) {
+      HAMI_ASSIGN_OR_RETURN(OfflinePacking p, PackOffline(plan, tasks, out.events, policy, order));
+      out.offline.push_back(std::move(p));
+    }
+  return out;
+}
+
+}  // namespace hami::sim

@@ -1,0 +1,95 @@
+#pragma once
+// Offline references for the inflation experiment (docs/sim.md, "How far from an offline packing"):
+// for a prefix of one seed's arrivals, an upper bound on the GPU milli that any placement of those
+// tasks can allocate (a linear or integer relaxation solved with GLPK), and what an offline packer
+// that sees the whole prefix at once achieves through the production scheduler.
+//
+// The relaxation pools the nodes of one shape (CPU, memory, GPU count, model, vendor) into a class
+// and counts, per task shape and node class, how many tasks go there (y >= 0, integer with
+// BoundOptions::integer). Per node class c with N nodes: CPU, memory and GPU milli of its tasks <=
+// N times the node's; tasks that need a GPU of their own (whole GPUs, or more than 500 milli of
+// one) use at most N x GPUs of them; tasks that take more than half of a node's CPU, memory or GPUs
+// fit at most one per node (<= N each). Each is a sum over the class's nodes of a constraint every
+// single node obeys, so every real placement is a solution and the optimum is an upper bound.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "sim/experiment.h"
+#include "sim/trace.h"
+
+namespace hami::sim {
+
+struct BoundOptions {
+  // Every task without GPUs that fits some node must be placed (true of every run in which none of
+  // them failed; the bound then holds for those runs only).
+  bool place_cpu_only = false;
+  // Integer task counts (branch and bound); the result is used only when proven optimal.
+  bool integer = false;
+  double time_limit_s = 60;
+};
+
+struct PackingBound {
+  int task_shapes = 0;
+  int node_classes = 0;
+  int64_t demand_milli = 0;  // GPU milli the prefix asks
+  double lp_milli = 0;       // optimum of the linear relaxation
+  bool integer_optimal = false;
+  double integer_milli = 0;  // optimum with integer counts (when integer_optimal)
+  // The tightest proven bound: integer_milli when integer_optimal, else lp_milli.
+  double best_milli() const { return integer_optimal ? integer_milli : lp_milli; }
+};
+
+// `prefix`: task indices (repeats allowed: resampled copies) placed together.
+StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
+                                         const std::vector<TraceTask>& tasks,
+                                         const std::vector<int>& prefix,
+                                         const BoundOptions& options);
+
+// Offline packing orders: "gpu-desc" = tasks with GPUs by decreasing total GPU milli (then per-GPU
+// milli, then arrival), tasks without GPUs last; "cpu-first" = tasks without GPUs first, then as
+// gpu-desc.
+struct OfflinePacking {
+  std::string policy;
+  std::string order;
+  int64_t used_milli = 0;
+  int64_t gpu_failed = 0;
+  int64_t cpu_only_failed = 0;
+};
+// Places the first `events` tasks of plan.order in the given order, one at a time through
+// Scheduler::Schedule + Reserve with `policy`.
+StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<TraceTask>& tasks,
+                                     size_t events, const std::string& policy,
+                                     const std::string& order);
+
+// One seed of the experiment against those references, at the event where the arrived GPU demand
+// last is <= the capacity (arrival 100 %).
+struct SeedBound {
+  uint64_t seed = 0;
+  int64_t capacity_milli = 0;
+  size_t events = 0;              // tasks arrived up to that event
+  int64_t arrived_milli = 0;      // GPU milli they ask
+  int64_t online_used_milli = 0;  // what `policy` allocated online at that event
+  int64_t online_cpu_only_failed = 0;
+  double online_a100 = 0;  // the policy's A(100)
+  PackingBound bound;      // for the first `events` tasks
+  // A(100) of any policy is at most this: over the events of A(100)'s bucket, the mean of the bound
+  // of the prefix ending at the next checkpoint (BoundSeedOptions::checkpoints of them), in
+  // percent.
+  double a100_bound = 0;
+  std::vector<OfflinePacking> offline;  // every (policy, order) tried
+};
+struct BoundSeedOptions {
+  std::string policy = "default";
+  double inflation = 1.3;
+  BoundOptions bound;
+  int checkpoints = 4;
+  std::vector<std::string> offline_policies = {"default", "best-fit"};
+  std::vector<std::string> offline_orders = {"gpu-desc", "cpu-first"};
+};
+StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
+                              const std::vector<TraceTask>& tasks, uint64_t seed,
+                              const BoundSeedOptions& options);
+
+}  // namespace hami::sim

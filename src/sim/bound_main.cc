@@ -1,0 +1,99 @@
+// sim_bound: how far a policy's online placement is from offline packings of the same arrivals
+// (docs/sim.md, "How far from an offline packing"). Per seed, at arrival 100 %: what the policy
+// allocated online, the best of a few offline packings through the production scheduler, and the
+// relaxation bound no placement can beat; then the medians.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "sim/bound.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace {
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "sim_bound: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hami::sim;
+  CLI::App app{
+      "Offline references for hami sim: relaxation bound and offline packings at arrival "
+      "100 % of the same arrivals as a policy's online run."};
+  std::string nodes_path, pods_path;
+  int seeds = 1;
+  uint64_t first_seed = 42;
+  BoundSeedOptions opt;
+  app.add_option("--nodes", nodes_path, "node CSV; default: bundled openb GPU nodes");
+  app.add_option("--pods", pods_path, "pod CSV; default: bundled openb default trace");
+  app.add_option("--seeds", seeds, "number of seeds")->check(CLI::Range(1, 1000));
+  app.add_option("--first-seed", first_seed, "first seed");
+  app.add_option("--policy", opt.policy, "the online policy compared");
+  app.add_option("--inflation", opt.inflation, "arrival stops at this times the capacity")
+      ->check(CLI::Range(0.01, 100.0));
+  app.add_option("--checkpoints", opt.checkpoints, "bounds computed over A(100)'s bucket")
+      ->check(CLI::Range(1, 100));
+  app.add_flag("--integer", opt.bound.integer, "also solve the relaxation with integer counts");
+  app.add_option("--time-limit", opt.bound.time_limit_s, "seconds per integer solve");
+  app.add_flag("--place-cpu-only", opt.bound.place_cpu_only,
+               "the bound must place every task without GPUs (valid for runs where none failed)");
+  CLI11_PARSE(app, argc, argv);
+
+  auto find = [](std::string* path, const char* name) -> std::string {
+    if (!path->empty()) return "";
+    auto p = FindBundledTrace(name);
+    if (!p.ok()) return std::string(p.status().message());
+    *path = *p;
+    return "";
+  };
+  if (auto e = find(&nodes_path, "openb_node_list_gpu_node.csv"); !e.empty()) return Fail(e);
+  if (auto e = find(&pods_path, "openb_pod_list_default.csv"); !e.empty()) return Fail(e);
+  auto nodes = ReadNodesCsv(nodes_path);
+  if (!nodes.ok()) return Fail(std::string(nodes.status().message()));
+  auto tasks = ReadPodsCsv(pods_path);
+  if (!tasks.ok()) return Fail(std::string(tasks.status().message()));
+  if (HasOtherVendors(*nodes, *tasks)) return Fail("traces with other vendors are not supported");
+
+  std::printf(
+      "seed  events  online_A100  bound_A100  | at arrival 100 %%: online  offline_best (policy, "
+      "order, cpu-only failed)  bound  lp  shapes\n");
+  std::vector<double> online_a, bound_a, online_u, offline_u, bound_u;
+  for (int s = 0; s < seeds; ++s) {
+    auto r = BoundSeed(*nodes, *tasks, first_seed + static_cast<uint64_t>(s), opt);
+    if (!r.ok()) return Fail(std::string(r.status().message()));
+    const double cap = static_cast<double>(r->capacity_milli);
+    const OfflinePacking* best = nullptr;
+    for (const auto& p : r->offline)
+      if (best == nullptr || p.used_milli > best->used_milli) best = &p;
+    const double on = 100.0 * static_cast<double>(r->online_used_milli) / cap;
+    const double off = best ? 100.0 * static_cast<double>(best->used_milli) / cap : 0;
+    const double ub = 100.0 * r->bound.best_milli() / cap;
+    std::printf("%4llu  %6zu  %11.2f  %10.2f  | %6.2f  %6.2f (%s, %s, %lld)  %6.2f%s  %6.2f  %d\n",
+                static_cast<unsigned long long>(r->seed), r->events, r->online_a100, r->a100_bound,
+                on, off, best ? best->policy.c_str() : "-", best ? best->order.c_str() : "-",
+                best ? static_cast<long long>(best->cpu_only_failed) : 0LL, ub,
+                r->bound.integer_optimal ? " (integer)" : "", 100.0 * r->bound.lp_milli / cap,
+                r->bound.task_shapes);
+    if (r->online_cpu_only_failed > 0 && opt.bound.place_cpu_only)
+      std::printf(
+          "      note: %lld tasks without GPUs failed online; --place-cpu-only does not "
+          "bound this run\n",
+          static_cast<long long>(r->online_cpu_only_failed));
+    online_a.push_back(100 - r->online_a100);
+    bound_a.push_back(100 - r->a100_bound);
+    online_u.push_back(100 - on);
+    offline_u.push_back(100 - off);
+    bound_u.push_back(100 - ub);
+  }
+  std::printf(
+      "median unallocated GPU %%: U(100) online %.2f, lower bound %.2f; at arrival 100 %%: online "
+      "%.2f, offline packing %.2f, lower bound %.2f\n",
+      Median(online_a), Median(bound_a), Median(online_u), Median(offline_u), Median(bound_u));
+  return 0;
+}
