@@ -26,9 +26,6 @@ struct TaskShape {
   int64_t count = 0;
 };
 
-using NodeKey = std::tuple<int64_t, int64_t, int, std::string, std::string>;
-using TaskKey = std::tuple<int64_t, int64_t, int, int, std::vector<std::string>, std::string>;
-
 bool Fits(const TraceTask& t, const TraceNode& n) {
   if (t.cpu_milli > n.cpu_milli || t.memory_mib > n.memory_mib || t.num_gpu > n.gpus) return false;
   if (t.num_gpu == 0) return true;
@@ -50,17 +47,24 @@ struct GlpDeleter {
 
 }  // namespace
 
+TaskShapeKey ShapeOf(const TraceTask& t) {
+  return {t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, t.vendor};
+}
+NodeClassKey ClassOf(const TraceNode& n) {
+  return {n.cpu_milli, n.memory_mib, n.gpus, n.model, n.vendor};
+}
+
 StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
                                          const std::vector<TraceTask>& tasks,
                                          const std::vector<int>& prefix,
                                          const BoundOptions& options) {
-  std::map<NodeKey, NodeClass> node_classes;
+  std::map<NodeClassKey, NodeClass> node_classes;
   for (const auto& n : nodes) {
-    auto& c = node_classes[{n.cpu_milli, n.memory_mib, n.gpus, n.model, n.vendor}];
+    auto& c = node_classes[ClassOf(n)];
     c.shape = &n;
     ++c.count;
   }
-  std::map<TaskKey, TaskShape> task_shapes;
+  std::map<TaskShapeKey, TaskShape> task_shapes;
   PackingBound out;
   for (int i : prefix) {
     if (i < 0 || static_cast<size_t>(i) >= tasks.size())
@@ -101,6 +105,7 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
                                     k};
     for (int r = 0; r < kPerClass; ++r) glp_set_row_bnds(lp.get(), base + r, GLP_UP, 0, caps[r]);
   }
+  std::vector<std::pair<size_t, size_t>> column{{0, 0}};  // (shape, class) of column i
   std::vector<int> ia{0}, ja{0};
   std::vector<double> ar{0};
   for (size_t s = 0; s < shp.size(); ++s) {
@@ -110,6 +115,7 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
       if (!Fits(t, n)) continue;
       shape_has_column[s] = true;
       const int col = glp_add_cols(lp.get(), 1);
+      column.emplace_back(s, c);
       glp_set_col_bnds(lp.get(), col, GLP_DB, 0, static_cast<double>(shp[s].count));
       glp_set_obj_coef(lp.get(), col, static_cast<double>(t.total_gpu_milli()));
       if (options.integer) glp_set_col_kind(lp.get(), col, GLP_IV);
@@ -163,18 +169,27 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
       out.integer_milli = glp_mip_obj_val(lp.get());
     }
   }
+  for (int col = 1; col < static_cast<int>(column.size()); ++col) {
+    const double v =
+        out.integer_optimal ? glp_mip_col_val(lp.get(), col) : glp_get_col_prim(lp.get(), col);
+    if (v <= 1e-9) continue;
+    const auto [s, c] = column[col];
+    out.placed[ShapeOf(*shp[s].shape)][ClassOf(*cls[c].shape)] = v;
+  }
   return out;
 }
 
 StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<TraceTask>& tasks,
                                      size_t events, const std::string& policy,
-                                     const std::string& order) {
-  if (order != "gpu-desc" && order != "cpu-first")
-    return InvalidArgument("unknown offline order '", order, "' (gpu-desc, cpu-first)");
+                                     const std::string& order, const PackingBound* guide) {
+  if (order != "gpu-desc" && order != "cpu-first" && order != "guided")
+    return InvalidArgument("unknown offline order '", order, "' (gpu-desc, cpu-first, guided)");
+  if (order == "guided" && guide == nullptr)
+    return InvalidArgument("the guided order needs a relaxation solution");
   events = std::min(events, plan.order.size());
   std::vector<size_t> ev(events);
   std::iota(ev.begin(), ev.end(), size_t{0});
-  const bool cpu_first = order == "cpu-first";
+  const bool cpu_first = order == "cpu-first";  // "guided" sorts as gpu-desc
   auto key = [&](size_t e) {
     const TraceTask& t = tasks[plan.order[e]];
     const bool gpu_less = t.num_gpu == 0;
@@ -190,12 +205,41 @@ StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<Trac
   OfflinePacking out;
   out.policy = policy;
   out.order = order;
+  // Node names per class, and what is left of the guide's quota per shape and class.
+  std::map<NodeClassKey, std::vector<std::string>> names;
+  for (const auto& n : plan.nodes) {
+    TraceNode shape;
+    shape.cpu_milli = n.cpu_milli;
+    shape.memory_mib = n.memory_mib;
+    shape.gpus = static_cast<int>(n.devices.size());
+    if (!n.devices.empty()) shape.model = n.devices[0].type, shape.vendor = n.devices[0].vendor;
+    if (shape.vendor == core::kNvidiaVendor) shape.vendor.clear();
+    names[ClassOf(shape)].push_back(n.name);
+  }
+  std::map<TaskShapeKey, std::map<NodeClassKey, double>> quota;
+  if (order == "guided") quota = guide->placed;
   scheduler::ScheduleOptions opts;
   for (size_t e : ev) {
     const TraceTask& t = tasks[plan.order[e]];
     core::PodRequest pod = plan.pods[plan.order[e]];
     pod.uid = "t" + std::to_string(e);
-    HAMI_ASSIGN_OR_RETURN(scheduler::Decision d, sched->Schedule(pod, nullptr, opts));
+    scheduler::Decision d;
+    if (auto q = quota.find(ShapeOf(t)); q != quota.end()) {
+      std::vector<std::pair<double, NodeClassKey>> classes;
+      for (const auto& [c, left] : q->second)
+        if (left > 1e-6) classes.emplace_back(-left, c);
+      std::sort(classes.begin(), classes.end());
+      for (const auto& [left, c] : classes) {
+        HAMI_ASSIGN_OR_RETURN(d, sched->Schedule(pod, &names[c], opts));
+        if (!d.node.empty()) {
+          q->second[c] = std::max(0.0, q->second[c] - 1);
+          break;
+        }
+      }
+    }
+    if (d.node.empty()) {
+      HAMI_ASSIGN_OR_RETURN(d, sched->Schedule(pod, nullptr, opts));
+    }
     if (d.node.empty()) {
       ++(t.num_gpu > 0 ? out.gpu_failed : out.cpu_only_failed);
       continue;
@@ -270,7 +314,8 @@ StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
   }
   for (const auto& policy : options.offline_policies)
     for (const auto& order : options.offline_orders) {
-      HAMI_ASSIGN_OR_RETURN(OfflinePacking p, PackOffline(plan, tasks, out.events, policy, order));
+      HAMI_ASSIGN_OR_RETURN(OfflinePacking p,
+                            PackOffline(plan, tasks, out.events, policy, order, &out.bound));
       out.offline.push_back(std::move(p));
     }
   return out;

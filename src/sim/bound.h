@@ -12,7 +12,9 @@
 // fit at most one per node (<= N each). Each is a sum over the class's nodes of a constraint every
 // single node obeys, so every real placement is a solution and the optimum is an upper bound.
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -30,6 +32,12 @@ struct BoundOptions {
   double time_limit_s = 60;
 };
 
+// Tasks of one shape are interchangeable in the relaxation; so are nodes of one class.
+using TaskShapeKey = std::tuple<int64_t, int64_t, int, int, std::vector<std::string>, std::string>;
+using NodeClassKey = std::tuple<int64_t, int64_t, int, std::string, std::string>;
+TaskShapeKey ShapeOf(const TraceTask& t);
+NodeClassKey ClassOf(const TraceNode& n);
+
 struct PackingBound {
   int task_shapes = 0;
   int node_classes = 0;
@@ -37,6 +45,9 @@ struct PackingBound {
   double lp_milli = 0;       // optimum of the linear relaxation
   bool integer_optimal = false;
   double integer_milli = 0;  // optimum with integer counts (when integer_optimal)
+  // The optimal solution (integer when integer_optimal): how many tasks of each shape it puts on
+  // each node class.
+  std::map<TaskShapeKey, std::map<NodeClassKey, double>> placed;
   // The tightest proven bound: integer_milli when integer_optimal, else lp_milli.
   double best_milli() const { return integer_optimal ? integer_milli : lp_milli; }
 };
@@ -49,7 +60,8 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
 
 // Offline packing orders: "gpu-desc" = tasks with GPUs by decreasing total GPU milli (then per-GPU
 // milli, then arrival), tasks without GPUs last; "cpu-first" = tasks without GPUs first, then as
-// gpu-desc.
+// gpu-desc; "guided" = as gpu-desc, each task tried first on the nodes of the classes where the
+// relaxation's solution `guide` put tasks of its shape (most first), then anywhere.
 struct OfflinePacking {
   std::string policy;
   std::string order;
@@ -61,7 +73,7 @@ struct OfflinePacking {
 // Scheduler::Schedule + Reserve with `policy`.
 StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<TraceTask>& tasks,
                                      size_t events, const std::string& policy,
-                                     const std::string& order);
+                                     const std::string& order, const PackingBound* guide = nullptr);
 
 // One seed of the experiment against those references, at the event where the arrived GPU demand
 // last is <= the capacity (arrival 100 %).
@@ -86,7 +98,7 @@ struct BoundSeedOptions {
   BoundOptions bound;
   int checkpoints = 4;
   std::vector<std::string> offline_policies = {"default", "best-fit"};
-  std::vector<std::string> offline_orders = {"gpu-desc", "cpu-first"};
+  std::vector<std::string> offline_orders = {"gpu-desc", "cpu-first", "guided"};
 };
 StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
                               const std::vector<TraceTask>& tasks, uint64_t seed,

@@ -43,7 +43,18 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", opt.bound.time_limit_s, "seconds per integer solve");
   app.add_flag("--place-cpu-only", opt.bound.place_cpu_only,
                "the bound must place every task without GPUs (valid for runs where none failed)");
+  std::string offline_policies = "default,best-fit";
+  app.add_option("--offline-policies", offline_policies,
+                 "policies the offline packings place with (comma-separated)");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "print every offline packing");
   CLI11_PARSE(app, argc, argv);
+  opt.offline_policies.clear();
+  for (size_t a = 0, b; a <= offline_policies.size(); a = b + 1) {
+    b = offline_policies.find(',', a);
+    if (b == std::string::npos) b = offline_policies.size();
+    if (b > a) opt.offline_policies.push_back(offline_policies.substr(a, b - a));
+  }
 
   auto find = [](std::string* path, const char* name) -> std::string {
     if (!path->empty()) return "";
@@ -80,6 +91,12 @@ int main(int argc, char** argv) {
                 best ? static_cast<long long>(best->cpu_only_failed) : 0LL, ub,
                 r->bound.integer_optimal ? " (integer)" : "", 100.0 * r->bound.lp_milli / cap,
                 r->bound.task_shapes);
+    if (verbose)
+      for (const auto& p : r->offline)
+        std::printf(
+            "      offline %s/%s: %.2f %%, %lld GPU tasks and %lld without GPUs failed\n",
+            p.policy.c_str(), p.order.c_str(), 100.0 * static_cast<double>(p.used_milli) / cap,
+            static_cast<long long>(p.gpu_failed), static_cast<long long>(p.cpu_only_failed));
     if (r->online_cpu_only_failed > 0 && opt.bound.place_cpu_only)
       std::printf(
           "      note: %lld tasks without GPUs failed online; --place-cpu-only does not "

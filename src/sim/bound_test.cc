@@ -113,6 +113,29 @@ TEST(PackOfflineTest, LargestFirstPlacesTheWholeGpu) {
     EXPECT_EQ(p->cpu_only_failed, 0) << order;
   }
   EXPECT_FALSE(PackOffline(plan, tasks, 4, "best-fit", "sideways").ok());
+  EXPECT_FALSE(PackOffline(plan, tasks, 4, "best-fit", "guided").ok());  // no guide
+}
+
+// The whole-GPU task needs the T4 node's CPU; a task without GPUs that fits both nodes goes
+// where the relaxation puts it (the P100 node), not where the packer would put it first.
+TEST(PackOfflineTest, GuidedFollowsTheRelaxation) {
+  std::vector<TraceNode> nodes{Node("p", 8000, 1, "P100"), Node("t", 8000, 1, "T4")};
+  std::vector<TraceTask> tasks{Task("cpu", 6000, 0, 0), Task("w", 6000, 1, 1000, {"t4"})};
+  RunPlan plan = Plan(nodes, tasks, 1.0);
+  std::vector<int> all{0, 1};
+  BoundOptions o;
+  o.place_cpu_only = true;
+  auto b = PackingUpperBound(nodes, tasks, all, o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_DOUBLE_EQ(b->lp_milli, 1000);
+  ASSERT_EQ(b->placed.count(ShapeOf(tasks[0])), 1u);
+  EXPECT_EQ(b->placed.at(ShapeOf(tasks[0])).count(ClassOf(nodes[0])), 1u);
+  auto first = PackOffline(plan, tasks, 2, "best-fit", "cpu-first");
+  auto guided = PackOffline(plan, tasks, 2, "best-fit", "guided", &*b);
+  ASSERT_TRUE(first.ok() && guided.ok());
+  EXPECT_EQ(guided->used_milli, 1000);
+  EXPECT_EQ(guided->cpu_only_failed, 0);
+  EXPECT_GE(guided->used_milli, first->used_milli);
 }
 
 TEST(BoundSeedTest, OnlineAndOfflineStayBelowTheBound) {
@@ -133,7 +156,7 @@ TEST(BoundSeedTest, OnlineAndOfflineStayBelowTheBound) {
     EXPECT_GT(r->events, 0u);
     const double ub = r->bound.best_milli();
     EXPECT_LE(static_cast<double>(r->online_used_milli), ub + 1e-6);
-    ASSERT_EQ(r->offline.size(), 4u);
+    ASSERT_EQ(r->offline.size(), 6u);
     for (const auto& p : r->offline) EXPECT_LE(static_cast<double>(p.used_milli), ub + 1e-6);
     EXPECT_LE(r->online_a100, r->a100_bound + 0.01);  // A(100) rounds each point to 0.01
     EXPECT_LE(r->a100_bound, 100.0);
