@@ -58,6 +58,43 @@ TEST(NodeDevicesTest, OmitemptyBothWays) {
   EXPECT_EQ((*bare)[0].devcore, 0);
 }
 
+// Upstream decodes the registration with Go's encoding/json, which matches keys to field names
+// case-insensitively: a device plugin writing {"ID":..,"Devmem":..} registers there, so here too.
+TEST(NodeDevicesTest, GoJsonKeysMatchFieldNamesCaseInsensitively) {
+  struct Case {
+    const char* name;
+    const char* text;
+    std::string uuid;
+    int64_t devmem;
+    bool health;
+  } cases[] = {
+      {"Go field names", R"([{"ID":"GPU-a","Count":10,"Devmem":1000,"Health":true}])", "GPU-a",
+       1000, true},
+      {"upper case", R"([{"ID":"GPU-b","DEVMEM":2000,"HEALTH":true}])", "GPU-b", 2000, true},
+      {"exact spelling wins", R"([{"id":"GPU-c","ID":"GPU-x","devmem":3000}])", "GPU-c", 3000,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = DecodeNodeDevices(c.text);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].uuid, c.uuid);
+    EXPECT_EQ((*got)[0].devmem_mib, c.devmem);
+    EXPECT_EQ((*got)[0].health, c.health);
+  }
+  // Folding does not relax types: a string where Go wants a number is still an error.
+  EXPECT_FALSE(DecodeNodeDevices(R"([{"ID":"GPU-d","DevMem":"1000"}])").ok());
+  auto mig = DecodeNodeDevices(
+      R"([{"id":"GPU-m","MigProfiles":[{"Name":"1g.10gb","MemoryMB":9856,"SliceCount":1,)"
+      R"("Placements":[{"Start":0,"Size":1}]}]}])");
+  ASSERT_TRUE(mig.ok()) << mig.status();
+  ASSERT_EQ((*mig)[0].mig_profiles.size(), 1u);
+  EXPECT_EQ((*mig)[0].mig_profiles[0].memory_mib, 9856);
+  ASSERT_EQ((*mig)[0].mig_profiles[0].placements.size(), 1u);
+  EXPECT_EQ((*mig)[0].mig_profiles[0].placements[0].size, 1);
+}
+
 TEST(NodeDevicesTest, MigProfilesRoundTrip) {
   constexpr const char kMig[] =
       R"([{"id":"GPU-a","count":7,"devmem":81920,"devcore":100,"type":"NVIDIA-A100-SXM4-80GB","health":true,"mode":"mig","migProfiles":[{"name":"1g.10gb","memoryMB":9856,"core":15,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":1,"size":1}]},{"name":"7g.80gb","memoryMB":80000,"core":100,"sliceCount":7,"placements":[{"start":0,"size":8}]}]}])";

@@ -1,5 +1,7 @@
 #include "core/node_codec.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <set>
 
@@ -25,8 +27,33 @@ void PutNonZero(ordered_json& o, const char* key, const T& v) {
   if (v != T{}) o[key] = v;
 }
 
-Status DecodeMigProfile(const json& p, std::string_view where, MigProfile* out) {
-  if (!p.is_object()) return InvalidArgument(where, "expected a JSON object, got ", p.type_name());
+bool EqualFold(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Go's encoding/json matches object keys to field names case-insensitively ({"ID":..,"Devmem":..}
+// fills id and devmem): a copy of `obj` whose keys that fold to one of `fields` are spelled as the
+// field. An exact spelling wins over folded ones; among folded spellings of one field (Go: the last
+// in the document) the last in byte order. Other keys are kept as they are.
+json FoldKeys(const json& obj, std::initializer_list<const char*> fields) {
+  json out = json::object();
+  for (const auto& [key, value] : obj.items()) {
+    std::string name = key;
+    for (const char* f : fields)
+      if (EqualFold(key, f)) name = f;
+    if (name != key && obj.contains(name)) continue;  // the exact spelling is there
+    out[name] = value;
+  }
+  return out;
+}
+
+Status DecodeMigProfile(const json& raw, std::string_view where, MigProfile* out) {
+  if (!raw.is_object())
+    return InvalidArgument(where, "expected a JSON object, got ", raw.type_name());
+  const json p = FoldKeys(raw, {"name", "memoryMB", "core", "sliceCount", "placements"});
   int64_t v = 0;
   HAMI_RETURN_IF_ERROR(GetString(p, "name", where, &out->name));
   HAMI_RETURN_IF_ERROR(GetInt(p, "memoryMB", 0, kInt32Max, where, &v));
@@ -41,10 +68,10 @@ Status DecodeMigProfile(const json& p, std::string_view where, MigProfile* out) 
     if (!it->is_array())
       return InvalidArgument(where, "placements: expected a JSON array, got ", it->type_name());
     for (size_t i = 0; i < it->size(); ++i) {
-      const json& pl = (*it)[i];
       const std::string w = StrCat(where, "placements[", i, "].");
-      if (!pl.is_object())
-        return InvalidArgument(w, "expected a JSON object, got ", pl.type_name());
+      if (!(*it)[i].is_object())
+        return InvalidArgument(w, "expected a JSON object, got ", (*it)[i].type_name());
+      const json pl = FoldKeys((*it)[i], {"start", "size"});
       int64_t start = 0, size = 0;
       HAMI_RETURN_IF_ERROR(GetInt(pl, "start", 0, kInt32Max, w, &start));
       HAMI_RETURN_IF_ERROR(GetInt(pl, "size", 0, kInt32Max, w, &size));
@@ -54,8 +81,11 @@ Status DecodeMigProfile(const json& p, std::string_view where, MigProfile* out) 
   return OkStatus();
 }
 
-Status DecodeDeviceJson(const json& d, std::string_view where, DeviceInfo* out) {
-  if (!d.is_object()) return InvalidArgument(where, "expected a JSON object, got ", d.type_name());
+Status DecodeDeviceJson(const json& raw, std::string_view where, DeviceInfo* out) {
+  if (!raw.is_object())
+    return InvalidArgument(where, "expected a JSON object, got ", raw.type_name());
+  const json d = FoldKeys(raw, {"id", "index", "count", "devmem", "devcore", "type", "numa",
+                                "health", "mode", "migProfiles"});
   // Go zero values for everything absent.
   out->health = false;
   out->devcore = 0;

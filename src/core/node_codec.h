@@ -32,9 +32,10 @@ StatusOr<std::string> EncodeNodeDevicesCsv(const std::vector<DeviceInfo>& device
 // Decodes either format, chosen by the first non-blank character ('[' = JSON, else CSV).
 // Absent JSON fields take Go's zero values (so a missing "health" means unhealthy and a missing
 // "devcore" means 0). CSV entries have 7 fields (index 0, mode "") or 9; empty entries are
-// skipped. Every device gets `vendor`. Errors: malformed JSON or CSV, wrong JSON types,
-// fractional or negative numbers where Go has unsigned/counted fields, numbers beyond int32, an
-// empty or repeated id. An empty text decodes to no devices.
+// skipped. JSON keys match field names case-insensitively, as Go's encoding/json does
+// ({"ID":..,"Devmem":..} is id and devmem). Every device gets `vendor`. Errors: malformed JSON or
+// CSV, wrong JSON types, fractional or negative numbers where Go has unsigned/counted fields,
+// numbers beyond int32, an empty or repeated id. An empty text decodes to no devices.
 StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text,
                                                     std::string_view vendor = kNvidiaVendor);
 
