@@ -207,25 +207,27 @@ int SchedulerMain(int argc, char** argv) {
     if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
     dc = std::move(*loaded);
   }
-  // The vendors the same file enables (docs/vendors.md). NVIDIA alone keeps the NVIDIA-only path.
-  std::unique_ptr<vendors::VendorSet> vendor_set;
+  // The vendors the same file enables (docs/vendors.md); without a file, NVIDIA with its defaults.
+  // Every component gets the set: a default install runs the same code as a mixed one.
+  std::unique_ptr<vendors::VendorSet> loaded_set;
   if (!device_config_file.empty()) {
     std::ifstream f(device_config_file);
     std::stringstream text;
     text << f.rdbuf();
     auto loaded = vendors::VendorSet::Load(text.str());
     if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
-    if ((*loaded)->vendors().size() != 1 || !(*loaded)->nvidia_enabled())
-      vendor_set = std::move(*loaded);
+    loaded_set = std::move(*loaded);
   }
-  if (vendor_set) {
+  const vendors::VendorSet& vendor_set =
+      loaded_set ? *loaded_set : vendors::VendorSet::NvidiaOnly();
+  {
     std::string names;
-    for (const auto& v : vendor_set->vendors())
+    for (const auto& v : vendor_set.vendors())
       names += StrCat(names.empty() ? "" : ", ", v->common_word());
     spdlog::info("vendors enabled: {}", names);
   }
   scheduler::SchedulerOptions so;
-  so.vendor_rules = vendor_set.get();
+  so.vendor_rules = &vendor_set;
   so.policy = policy;
   so.config.node_policy = node_policy;
   so.config.gpu_policy = gpu_policy;
@@ -242,7 +244,7 @@ int SchedulerMain(int argc, char** argv) {
 
   extender::StateOptions sto;
   sto.resources = dc.resources;
-  sto.vendors = vendor_set.get();
+  sto.vendors = &vendor_set;
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;
   k8s::Client* events = client->get();
@@ -298,7 +300,7 @@ int SchedulerMain(int argc, char** argv) {
   wo.gpu_core_policy = dc.gpu_core_policy;
   wo.runtime_class_name = dc.runtime_class_name;
   wo.overwrite_env = dc.overwrite_env;
-  wo.vendors = vendor_set.get();
+  wo.vendors = &vendor_set;
   auto scheduler_user = webhook::ServiceAccountUsername(scheduler_sa);
   if (!scheduler_user.ok()) return Fail("--scheduler-service-account", scheduler_user.status());
   wo.scheduler_users = {*scheduler_user};

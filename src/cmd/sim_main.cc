@@ -153,8 +153,10 @@ int SimMain(int argc, char** argv) {
   progress();
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < work.size();) {
-      results[i] = sim::RunInflation(*nodes, *tasks,
-                                     {work[i].policy, work[i].seed, inflation, vendor_set.get()});
+      results[i] =
+          sim::RunInflation(*nodes, *tasks,
+                            {work[i].policy, work[i].seed, inflation,
+                             vendor_set ? vendor_set.get() : &vendors::VendorSet::NvidiaOnly()});
       done.fetch_add(1);
       progress();
     }

@@ -107,18 +107,6 @@ class DecideLock {
 
 }  // namespace
 
-Json DecisionPatch(const std::string& node, const std::string& encoded, int64_t now) {
-  return Json{{"metadata",
-               {{"annotations",
-                 {{core::kVgpuNode, node},
-                  {core::kVgpuTime, std::to_string(now)},
-                  {core::kNvidiaDevicesToAllocate, encoded},
-                  {core::kNvidiaDevicesAllocated, encoded},
-                  {core::kBindPhase, nullptr},
-                  {core::kBindTime, nullptr}}},
-                {"labels", {{core::kVgpuNode, node}}}}}};
-}
-
 Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision,
                    int64_t now) {
   Json ann{{core::kVgpuNode, node},
@@ -239,9 +227,7 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
   if (!a.pod_uid.empty() && UidOfJson(*live) != a.pod_uid)
     return FailedPrecondition("pod ", key, " on the API server has uid ", UidOfJson(*live),
                               ", not ", a.pod_uid);
-  const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors ? vendors->ParsePod(*live, opts_.resources)
-                        : core::ParsePodJson(*live, opts_.resources);
+  auto parsed = state_.options().vendors->ParsePod(*live, opts_.resources);
   if (!parsed.ok() || parsed->HasDevices()) return FailedPrecondition(no_decision);
   if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
   return OkStatus();
@@ -256,8 +242,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     return out;
   }
   const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors ? vendors->ParsePod(args.pod, opts_.resources)
-                        : core::ParsePodJson(args.pod, opts_.resources);
+  auto parsed = vendors->ParsePod(args.pod, opts_.resources);
   if (!parsed.ok()) {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
     out.error =
@@ -346,20 +331,15 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
               StrCat("no node fits: ", candidates.size(), " nodes do not fit"));
       return out;
     }
-    // Each vendor's decision annotations (NVIDIA alone: its to-allocate/allocated pair, as before).
+    // Each vendor's decision annotations (NVIDIA: its to-allocate/allocated pair).
     const int64_t now = clock_.UnixSeconds();
     std::map<std::string, std::string> decision;
     StatusOr<std::string> encoded = std::string();
-    if (vendors != nullptr) {
-      auto ann = vendors->EncodeDecision(d->allocation, now);
-      if (ann.ok()) {
-        decision = std::move(*ann);
-        encoded = vendors->DecisionFingerprint(decision);
-      } else {
-        encoded = ann.status();
-      }
+    if (auto ann = vendors->EncodeDecision(d->allocation, now); ann.ok()) {
+      decision = std::move(*ann);
+      encoded = vendors->DecisionFingerprint(decision);
     } else {
-      encoded = core::EncodePodDevices(d->allocation);
+      encoded = ann.status();
     }
     if (!encoded.ok()) {
       counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
@@ -419,8 +399,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     }
     if (client_ != nullptr) {
       StageTimer t(counters_.filter_patch_ns);
-      Json patch =
-          vendors ? DecisionPatch(d->node, decision, now) : DecisionPatch(d->node, *encoded, now);
+      Json patch = DecisionPatch(d->node, decision, now);
       patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
       auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
       if (!p.ok()) {
@@ -493,7 +472,7 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
     NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now,
-                                  state_.options().handshake_timeout_s, state_.options().vendors);
+                                  state_.options().handshake_timeout_s, *state_.options().vendors);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;

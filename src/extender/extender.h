@@ -119,11 +119,8 @@ class Extender {
 };
 
 // Merge patch that writes a decision onto a pod (exposed for tests): annotations vgpu-node,
-// vgpu-time, to-allocate, allocated, bind-phase removed; label vgpu-node.
-Json DecisionPatch(const std::string& node, const std::string& encoded_devices,
-                   int64_t unix_seconds);
-// The same with every vendor's decision annotations (VendorSet::EncodeDecision) instead of NVIDIA's
-// two.
+// vgpu-time, every vendor's decision annotations (VendorSet::EncodeDecision: NVIDIA's to-allocate
+// and allocated), bind-phase and bind-time removed; label vgpu-node.
 Json DecisionPatch(const std::string& node, const std::map<std::string, std::string>& decision,
                    int64_t unix_seconds);
 

@@ -358,7 +358,11 @@ TEST_F(ExtenderTest, ReservationsWithoutBindExpire) {
 }
 
 TEST(DecisionPatch, UpstreamKeys) {
-  const Json p = DecisionPatch("n1", "GPU-a,NVIDIA,3000,30:;", kNow);
+  core::PodAllocation alloc;
+  alloc.containers = {{core::ContainerDevice{"GPU-a", core::kNvidiaVendor, 3000, 30, 0}}};
+  auto decision = vendors::VendorSet::NvidiaOnly().EncodeDecision(alloc, kNow);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  const Json p = DecisionPatch("n1", *decision, kNow);
   EXPECT_EQ(
       p,
       Json::parse(

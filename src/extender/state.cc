@@ -107,7 +107,7 @@ vendors::NodeView VendorNodeView(const Json& node) {
 }
 
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
-                          int64_t handshake_timeout_s, const vendors::VendorSet* vendors) {
+                          int64_t handshake_timeout_s, const vendors::VendorSet& vendors) {
   NodeView v;
   v.info.name = StringAt(node, {"metadata", "name"});
   const core::CpuMemory alloc = NodeAllocatable(node);
@@ -119,7 +119,7 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   // Every other enabled vendor's devices (appended after NVIDIA's below).
   std::vector<core::DeviceInfo> others;
   std::string other_errors;
-  if (vendors != nullptr) others = vendors->DecodeNode(VendorNodeView(node), now, &other_errors);
+  others = vendors.DecodeNode(VendorNodeView(node), now, &other_errors, handshake_timeout_s);
   const std::string* reg = Annotation(node, core::kNodeNvidiaRegister);
   if (reg == nullptr && others.empty()) {
     v.error = other_errors.empty() ? StrCat("node has no ", core::kNodeNvidiaRegister,
@@ -139,21 +139,24 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   if (const std::string* cordon = Annotation(node, core::kDeviceCordon))
     v.info.cordoned = core::DecodeDeviceCordon(*cordon);
   if (const std::string* score = Annotation(node, core::kNodeNvidiaScore)) {
+    // Malformed: the scores are ignored but the devices kept (docs/migration.md), and it is said.
     auto s = core::DecodeLinkScores(*score);
-    if (s.ok()) v.info.link_scores = std::move(*s);
+    if (s.ok())
+      v.info.link_scores = std::move(*s);
+    else
+      v.error = StrCat(v.error, v.error.empty() ? "" : "; ", core::kNodeNvidiaScore, ": ",
+                       std::string(s.status().message()), " (link scores ignored)");
   }
-  // Handshake: still "Requesting" long after we asked, and kubelet reports no devices -> unhealthy.
+  // Handshake (the vendors' one rule): still "Requesting" long after we asked, and kubelet reports
+  // no devices -> unhealthy.
   if (const std::string* hs = Annotation(node, core::kNodeHandshake)) {
-    auto h = core::DecodeHandshake(*hs);
-    if (h.ok() && h->state == core::kHandshakeRequesting &&
-        now - h->unix_seconds > handshake_timeout_s) {
-      auto alloc = QuantityAt(node, {"status", "allocatable"}, names.count);
-      if (!alloc || *alloc == 0) {
-        v.unhealthy = true;
-        v.error = StrCat("handshake ", *hs, " unanswered for more than ", handshake_timeout_s,
-                         " s and no allocatable ", names.count, ": devices dropped");
-        v.info.devices.clear();
-      }
+    const auto alloc = QuantityAt(node, {"status", "allocatable"}, names.count);
+    if (vendors::CheckHandshake(*hs, now, alloc.value_or(0), handshake_timeout_s).verdict ==
+        vendors::Handshake::kUnhealthy) {
+      v.unhealthy = true;
+      v.error = StrCat("handshake ", *hs, " unanswered for more than ", handshake_timeout_s,
+                       " s and no allocatable ", names.count, ": devices dropped");
+      v.info.devices.clear();
     }
   }
   v.info.devices.insert(v.info.devices.end(), others.begin(), others.end());
@@ -175,7 +178,7 @@ std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod) {
 }
 
 std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not,
-                                                  const vendors::VendorSet* vendors) {
+                                                  const vendors::VendorSet& vendors) {
   auto no = [&](std::string why) -> std::optional<core::PodAllocation> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -183,26 +186,17 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
   const std::string phase = StringAt(pod, {"status", "phase"});
   if (phase == "Succeeded" || phase == "Failed") return no("pod finished");
   const std::string* node = Annotation(pod, core::kVgpuNode);
-  const std::string* allocated = Annotation(pod, core::kNvidiaDevicesAllocated);
-  if (node == nullptr || node->empty() || (allocated == nullptr && vendors == nullptr))
-    return no("no decision annotations");
+  if (node == nullptr || node->empty()) return no("no decision annotations");
   const std::string* bind_phase = Annotation(pod, core::kBindPhase);
   if (bind_phase && *bind_phase == core::kBindPhaseFailed &&
       StringAt(pod, {"spec", "nodeName"}).empty())
     return no("bind failed and the pod is not bound");
-  if (vendors != nullptr) {
-    bool any = false;
-    auto all = vendors->DecodeDecision(AnnotationsOf(pod), &any);
-    if (!any) return no("no decision annotations");
-    if (!all.ok()) return no(std::string(all.status().message()));
-    all->node = *node;
-    return std::move(*all);
-  }
-  auto alloc = core::DecodePodDevices(*allocated);
-  if (!alloc.ok())
-    return no(StrCat(core::kNvidiaDevicesAllocated, ": ", std::string(alloc.status().message())));
-  alloc->node = *node;
-  return std::move(*alloc);
+  bool any = false;
+  auto all = vendors.DecodeDecision(AnnotationsOf(pod), &any);
+  if (!any) return no("no decision annotations");
+  if (!all.ok()) return no(std::string(all.status().message()));
+  all->node = *node;
+  return std::move(*all);
 }
 
 bool InitContainersSucceeded(const Json& pod) {
@@ -250,8 +244,8 @@ ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
       clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
-  NodeView v =
-      NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s, opts_.vendors);
+  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s,
+                                *opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
   std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib,
@@ -433,7 +427,7 @@ void ClusterState::OnPod(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   if (uid.empty()) return;
   std::string why;
-  auto alloc = HeldAllocation(pod, &why, opts_.vendors);
+  auto alloc = HeldAllocation(pod, &why, *opts_.vendors);
   std::vector<Report> reports;
   [&] {
     const std::string phase = StringAt(pod, {"status", "phase"});
@@ -470,9 +464,7 @@ void ClusterState::OnPod(const Json& pod) {
       if (sched_.AddPod(uid, none, res).ok()) cpu_only_[uid] = bound;
       return;
     }
-    const std::string encoded = opts_.vendors
-                                    ? opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))
-                                    : *Annotation(pod, core::kNvidiaDevicesAllocated);
+    const std::string encoded = opts_.vendors->DecisionFingerprint(AnnotationsOf(pod));
     const std::string fingerprint = StrCat(alloc->node, "|", encoded);
     const std::vector<core::ContainerKind> kinds = KindsOfPodJson(pod);
     const bool init_finished = InitContainersSucceeded(pod);
@@ -758,26 +750,27 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(
     if (name.empty()) continue;
     const std::string* hs = Annotation(node, core::kNodeHandshake);
     NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
-    if (opts_.vendors != nullptr) {
-      // Upstream's handshake per vendor key (hami.io/node-handshake-dcu, ...); "" = NodeCleanUp.
-      Json ann = Json::object();
-      for (const auto& [key, value] : opts_.vendors->HandshakeUpdates(VendorNodeView(node), now))
-        ann[key] = value.empty() ? Json(nullptr) : Json(value);
-      if (!ann.empty())
-        patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
-    }
+    // Upstream's handshake per vendor key (hami.io/node-handshake-dcu, ...).
+    Json ann = Json::object();
+    for (const auto& [key, value] :
+         opts_.vendors->HandshakeUpdates(VendorNodeView(node), now, opts_.handshake_timeout_s))
+      ann[key] = value;
+    if (!ann.empty())
+      patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
+    // NVIDIA's (hami.io/node-handshake), by the same rule (vendors::CheckHandshake).
+    std::string value;
     if (v.unhealthy) {
-      // NodeCleanUp: drop the handshake so the device plugin's next registration starts afresh.
-      patches.emplace_back(
-          name, Json{{"metadata", {{"annotations", {{core::kNodeHandshake, nullptr}}}}}});
-    } else if (hs == nullptr || hs->find(core::kHandshakeRequesting) == std::string::npos) {
-      if (!v.registered && hs == nullptr) continue;  // not a GPU node: leave it alone
-      patches.emplace_back(
-          name, Json{{"metadata",
-                      {{"annotations",
-                        {{core::kNodeHandshake,
-                          core::EncodeHandshake({core::kHandshakeRequesting, now})}}}}}});
+      value = vendors::HandshakeCleanupValue(now);  // NodeCleanUp
+    } else if (v.registered || hs != nullptr) {     // else not a GPU node: leave it alone
+      const auto alloc = QuantityAt(node, {"status", "allocatable"}, opts_.resources.nvidia.count);
+      const vendors::HandshakeDecision d =
+          vendors::CheckHandshake(hs ? std::string_view(*hs) : std::string_view(), now,
+                                  alloc.value_or(0), opts_.handshake_timeout_s);
+      if (d.verdict == vendors::Handshake::kWriteRequest) value = d.write_value;
     }
+    if (!value.empty())
+      patches.emplace_back(name,
+                           Json{{"metadata", {{"annotations", {{core::kNodeHandshake, value}}}}}});
   }
   return patches;
 }

@@ -44,12 +44,13 @@ using Json = nlohmann::json;
 
 struct StateOptions {
   core::ResourceConfig resources;
-  const Clock* clock = nullptr;      // default RealClock
-  int64_t handshake_timeout_s = 60;  // upstream: a node still "Requesting" after 60 s is unhealthy
-  // The enabled vendors (not owned; null = NVIDIA only). With it, nodes also register every other
-  // vendor's devices (Vendor::DecodeNode, handshake per vendor key) and a pod's usage is the union
-  // of every vendor's allocated annotation.
-  const vendors::VendorSet* vendors = nullptr;
+  const Clock* clock = nullptr;  // default RealClock
+  // upstream: a node still "Requesting" after 60 s (and with nothing allocatable) is unhealthy
+  int64_t handshake_timeout_s = vendors::kHandshakeTimeoutS;
+  // The enabled vendors (not owned; never null: a default install's is VendorSet::NvidiaOnly()).
+  // Nodes register every enabled vendor's devices (Vendor::DecodeNode, handshake per vendor key)
+  // and a pod's usage is the union of every vendor's allocated annotation.
+  const vendors::VendorSet* vendors = &vendors::VendorSet::NvidiaOnly();
   // Only pods whose spec.schedulerName is this are charged from their annotations (the API server
   // fills an absent schedulerName with "default-scheduler").
   std::string scheduler_name = "hami-scheduler";
@@ -83,11 +84,11 @@ struct NodeView {
   std::string error;  // why the annotation did not decode
 };
 // Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
-// (Unix seconds). With `vendors`, the
-// devices of every other enabled vendor follow the NVIDIA ones; a node registering any is
-// registered.
+// (Unix seconds). The devices of every other enabled vendor follow the NVIDIA ones; a node
+// registering any is registered.
 NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
-                          int64_t handshake_timeout_s, const vendors::VendorSet* vendors = nullptr);
+                          int64_t handshake_timeout_s,
+                          const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
 // A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
 // resources capacity lacks) as integers.
 vendors::NodeView VendorNodeView(const Json& node);
@@ -95,9 +96,10 @@ vendors::NodeView VendorNodeView(const Json& node);
 // The decision a pod object carries, if it holds devices now: placed (hami.io/vgpu-node and a
 // decodable hami.io/vgpu-devices-allocated), not finished (phase Succeeded/Failed) and not a failed
 // bind that left it unbound. nullopt otherwise.
-// With `vendors`, the decision is the union of every enabled vendor's allocated annotation.
-std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* why_not = nullptr,
-                                                  const vendors::VendorSet* vendors = nullptr);
+// The decision is the union of every enabled vendor's allocated annotation.
+std::optional<core::PodAllocation> HeldAllocation(
+    const Json& pod, std::string* why_not = nullptr,
+    const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
 // The annotation map of an object (string values only).
 std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 

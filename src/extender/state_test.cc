@@ -162,7 +162,10 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
   rec.name = "p-u1";
   rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
   rec.allocation.node = "n1";
-  rec.encoded = "GPU-a,NVIDIA,5000,0:;";
+  // What Filter records: the vendors' fingerprint of the decision annotations.
+  const std::string encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
+      {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
+  rec.encoded = encoded;
   rec.totals = {5000, 0};
   ASSERT_TRUE(state_->TryReserve(rec).ok());
   // An informer copy from before our patch (an older decision, or none) must not touch it.
@@ -170,7 +173,7 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
                                {"hami.io/vgpu-devices-allocated", "GPU-b,NVIDIA,1000,0:;"}}));
   state_->OnPod(PodJson("u1", Json::object()));
   EXPECT_EQ(state_->Pods().size(), 1u);
-  EXPECT_EQ(state_->Pods()[0].encoded, "GPU-a,NVIDIA,5000,0:;");
+  EXPECT_EQ(state_->Pods()[0].encoded, encoded);
   EXPECT_FALSE(state_->Pods()[0].confirmed);
   state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"},
                                {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}}));
@@ -465,15 +468,25 @@ TEST_F(StateTest, HousekeepingHandshake) {
                          {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
       NodeJson("dead", {{"hami.io/node-nvidia-register", kTwoGpus},
                         {"hami.io/node-handshake", "Requesting_2023-11-14 21:00:00"}}),
+      // Cleaned up by an earlier cycle: upstream's CheckHealth asks again (and registers the
+      // devices until that request times out too).
+      NodeJson("cleaned", {{"hami.io/node-nvidia-register", kTwoGpus},
+                           {"hami.io/node-handshake", "Deleted_2023-11-14 22:13:00"}}),
       NodeJson("cpu-only", Json::object()),
   };
   auto patches = state_->Housekeeping(nodes);
-  ASSERT_EQ(patches.size(), 2u);
+  ASSERT_EQ(patches.size(), 3u);
   EXPECT_EQ(patches[0].first, "fresh");
   EXPECT_EQ(patches[0].second["metadata"]["annotations"]["hami.io/node-handshake"],
             "Requesting_2023-11-14 22:13:20");
+  // Upstream's NodeCleanUp marks the handshake Deleted_<time>.
   EXPECT_EQ(patches[1].first, "dead");
-  EXPECT_TRUE(patches[1].second["metadata"]["annotations"]["hami.io/node-handshake"].is_null());
+  EXPECT_EQ(patches[1].second["metadata"]["annotations"]["hami.io/node-handshake"],
+            "Deleted_2023-11-14 22:13:20");
+  EXPECT_EQ(patches[2].first, "cleaned");
+  EXPECT_EQ(patches[2].second["metadata"]["annotations"]["hami.io/node-handshake"],
+            "Requesting_2023-11-14 22:13:20");
+  EXPECT_EQ(sched_->cache().Snapshot("cleaned")->info.devices.size(), 2u);
   // The dead node offers no devices any more.
   EXPECT_EQ(sched_->cache().Snapshot("dead")->info.devices.size(), 0u);
   EXPECT_EQ(sched_->cache().Snapshot("fresh")->info.devices.size(), 2u);

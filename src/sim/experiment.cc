@@ -154,8 +154,13 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
   if (nodes.empty() || tasks.empty()) return InvalidArgument("the trace has no nodes or no pods");
   if (!(config.inflation > 0) || config.inflation > 100)
     return InvalidArgument("inflation ", config.inflation, " is out of range (0, 100]");
-  if (config.vendors == nullptr && HasOtherVendors(nodes, tasks))
-    return InvalidArgument("the trace names vendors other than NVIDIA but no vendor set was given");
+  // Vendor names are resolved (ResolveVendors) to Type keywords of the set.
+  for (const auto& n : nodes)
+    if (!n.vendor.empty() && config.vendors->ByCommonWord(n.vendor) == nullptr)
+      return InvalidArgument("node ", n.name, ": vendor ", n.vendor, " is not in the vendor set");
+  for (const auto& t : tasks)
+    if (!t.vendor.empty() && config.vendors->ByCommonWord(t.vendor) == nullptr)
+      return InvalidArgument("pod ", t.name, ": vendor ", t.vendor, " is not in the vendor set");
   RunPlan plan;
   plan.capacity_milli = Totals(nodes).gpus * 1000;
   if (plan.capacity_milli == 0) return InvalidArgument("the cluster has no GPUs");
@@ -179,8 +184,7 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
   for (const auto& t : tasks) {
     plan.pods.push_back(ToPodRequest(t, ""));
     // Another vendor reads gpu_spec from its own use-type annotation (when it has one).
-    const vendors::Vendor* v =
-        config.vendors && !t.vendor.empty() ? config.vendors->ByCommonWord(t.vendor) : nullptr;
+    const vendors::Vendor* v = t.vendor.empty() ? nullptr : config.vendors->ByCommonWord(t.vendor);
     if (v != nullptr && !t.gpu_spec.empty() && !v->keys().use_type.empty()) {
       std::string list;
       for (const auto& m : t.gpu_spec) list += StrCat(list.empty() ? "" : ",", m);

@@ -79,9 +79,10 @@ struct RunConfig {
   std::string policy;
   uint64_t seed = 42;
   double inflation = 1.3;
-  // The vendors of a heterogeneous trace (not owned; required when HasOtherVendors). NVIDIA rows
-  // keep the generic checks; the others are checked by their vendor.
-  const vendors::VendorSet* vendors = nullptr;
+  // The enabled vendors (not owned; never null: NVIDIA only unless the trace names others, which
+  // ResolveVendors checks against this set). NVIDIA rows keep the generic checks; the others are
+  // checked by their vendor.
+  const vendors::VendorSet* vendors = &vendors::VendorSet::NvidiaOnly();
   // Keep every decision in RunResult::placements (for replaying the run through the extender).
   bool record_placements = false;
 };

@@ -126,8 +126,8 @@ TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
   EXPECT_EQ(r0->by_vendor.at("DCU").scheduled, 1);
   EXPECT_EQ(r0->by_vendor.at("NVIDIA").scheduled, 1);
   auto ts = std::vector<TraceTask>{task("b", 1, 500, "DCU")};
-  auto r = RunInflation(nodes, ts, {"hami", 42, 1.0, nullptr});
-  EXPECT_FALSE(r.ok()) << "a mixed trace without a vendor set is an error";
+  auto r = RunInflation(nodes, ts, {"hami", 42, 1.0, &vendors::VendorSet::NvidiaOnly()});
+  EXPECT_FALSE(r.ok()) << "a mixed trace on a set without its vendors is an error";
 }
 
 TEST(MixedTraceTest, VendorTableMediansPerPolicy) {

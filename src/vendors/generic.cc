@@ -54,9 +54,16 @@ StatusOr<Refusal> ParseRefusal(std::string_view text) {
                                 core::text::Quote(r.reason)));
 }
 
+namespace {
+constexpr const char kHandshakeTimeFormat[] = "%Y-%m-%d %H:%M:%S";
+std::string HandshakeTime(int64_t now_unix) {
+  return absl::FormatTime(kHandshakeTimeFormat, absl::FromUnixSeconds(now_unix),
+                          absl::UTCTimeZone());
+}
+}  // namespace
+
 HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
-                                 int64_t allocatable_count) {
-  constexpr const char kFormat[] = "%Y-%m-%d %H:%M:%S";
+                                 int64_t allocatable_count, int64_t timeout_s) {
   constexpr std::string_view kRequesting = "Requesting";
   const size_t at = value.find(kRequesting);
   if (at != std::string_view::npos) {
@@ -64,16 +71,18 @@ HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
     if (!rest.empty() && rest.front() == '_') rest.remove_prefix(1);
     absl::Time t;
     std::string err;
-    if (absl::ParseTime(kFormat, std::string(rest), absl::UTCTimeZone(), &t, &err)) {
-      if (now_unix - absl::ToUnixSeconds(t) > 60 && allocatable_count == 0)
-        return {Handshake::kUnhealthy, ""};
+    // An unreadable request is neither renewed nor taken as proof of a dead node (upstream).
+    if (!absl::ParseTime(kHandshakeTimeFormat, std::string(rest), absl::UTCTimeZone(), &t, &err))
       return {Handshake::kHealthy, ""};
-    }
-    // An unreadable request is renewed, never taken as proof of a dead node.
+    if (now_unix - absl::ToUnixSeconds(t) > timeout_s && allocatable_count == 0)
+      return {Handshake::kUnhealthy, ""};
+    return {Handshake::kHealthy, ""};
   }
-  return {Handshake::kWriteRequest,
-          StrCat("Requesting_",
-                 absl::FormatTime(kFormat, absl::FromUnixSeconds(now_unix), absl::UTCTimeZone()))};
+  return {Handshake::kWriteRequest, StrCat("Requesting_", HandshakeTime(now_unix))};
+}
+
+std::string HandshakeCleanupValue(int64_t now_unix) {
+  return StrCat("Deleted_", HandshakeTime(now_unix));
 }
 
 std::string FitResult::Summary(int examined) const {

@@ -121,18 +121,25 @@ struct AnnotationKeys {
   std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
 };
 
-// Upstream's CheckHealth over a node's handshake annotation
+// Upstream's CheckHealth over a node's handshake annotation, for every vendor NVIDIA included
 // (docs/upstream-contract.md#node-registration-and-handshake): when the value does not
 // say "Requesting", the scheduler writes `Requesting_<YYYY-MM-DD HH:MM:SS>` (UTC here); the node is
-// unhealthy only when the request is older than 60 s and the node's allocatable count is 0.
+// unhealthy only when the request is older than `timeout_s` (upstream: 60 s) and the node's
+// allocatable count is 0. A "Requesting" value whose time does not parse is left alone and counts
+// as healthy, as upstream does. An unhealthy vendor's devices are dropped and its handshake becomes
+// `Deleted_<time>` (upstream's NodeCleanUp); the next check writes a new request and the devices
+// come back until that one times out too (upstream's cycle).
 enum class Handshake { kHealthy, kWriteRequest, kUnhealthy };
+inline constexpr int64_t kHandshakeTimeoutS = 60;
 struct HandshakeDecision {
   Handshake verdict = Handshake::kHealthy;
   std::string write_value;  // set with kWriteRequest
   bool operator==(const HandshakeDecision&) const = default;
 };
 HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
-                                 int64_t allocatable_count);
+                                 int64_t allocatable_count, int64_t timeout_s = kHandshakeTimeoutS);
+// The value NodeCleanUp writes on an unhealthy vendor's handshake key: `Deleted_<time>`.
+std::string HandshakeCleanupValue(int64_t now_unix);
 
 class Vendor {
  public:

@@ -33,6 +33,10 @@ class VendorSet final : public scheduler::VendorRules {
   explicit VendorSet(std::vector<std::unique_ptr<Vendor>> vendors);
   // LoadVendors(yaml_text) wrapped (empty text: NVIDIA only).
   static StatusOr<std::unique_ptr<VendorSet>> Load(std::string_view yaml_text);
+  // The set of a default install (no device-config.yaml): NVIDIA with upstream's defaults. Every
+  // component that is given no set uses this one, so a default install and a mixed one run the
+  // same code.
+  static const VendorSet& NvidiaOnly();
 
   std::span<const std::unique_ptr<Vendor>> vendors() const { return vendors_; }
   // The vendor whose Type keyword (DeviceInfo::vendor) is `common_word`; null when not enabled.
@@ -50,12 +54,16 @@ class VendorSet final : public scheduler::VendorRules {
   // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
   // its error is appended to *errors ("; "-separated).
   std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix,
-                                           std::string* errors) const;
+                                           std::string* errors,
+                                           int64_t handshake_timeout_s = kHandshakeTimeoutS) const;
   // Handshake annotations to write on a node for its non-NVIDIA vendors
   // (docs/upstream-contract.md#node-registration-and-handshake): key ->
-  // value, or key -> "" to remove it (NodeCleanUp of an unhealthy vendor). Only vendors that
-  // register on this node (annotation present) and have a handshake key take part.
-  std::map<std::string, std::string> HandshakeUpdates(const NodeView& node, int64_t now_unix) const;
+  // value (a new request, or HandshakeCleanupValue for an unhealthy vendor: upstream's
+  // NodeCleanUp). Only vendors that register on this node (annotation present) and have a handshake
+  // key take part.
+  std::map<std::string, std::string> HandshakeUpdates(
+      const NodeView& node, int64_t now_unix,
+      int64_t handshake_timeout_s = kHandshakeTimeoutS) const;
 
   // Decision annotations of every vendor present in `allocation` (each with its own devices, all
   // containers kept in order). Errors: a device whose Type no enabled vendor owns.

@@ -266,7 +266,7 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
          {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:00:00"}},
         {}},
        0,
-       {{"hami.io/node-handshake-dcu", ""}},
+       {{"hami.io/node-handshake-dcu", "Deleted_2023-11-14 22:13:20"}},  // upstream's NodeCleanUp
        true},
       {"dcu requested long ago but allocatable: healthy",
        {{{"hami.io/node-dcu-register", dcu},

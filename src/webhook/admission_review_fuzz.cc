@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.scheduler_users = {"system:serviceaccount:hami-system:hami-scheduler"};
     return new Webhook(o);
   }();
-  static const OwnedKeys owned = SchedulerOwnedKeys(nullptr);
+  static const OwnedKeys owned = SchedulerOwnedKeys(vendors::VendorSet::NvidiaOnly());
   const std::string body(reinterpret_cast<const char*>(data), size);
   const std::string reply = wh->Handle(body);
   auto resp = ParseAdmissionResponse(reply);

@@ -293,7 +293,7 @@ StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
   return r;
 }
 
-OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled) {
+OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet& enabled) {
   OwnedKeys k;
   k.annotations = {core::kNvidiaDevicesToAllocate,
                    core::kNvidiaDevicesAllocated,
@@ -325,8 +325,7 @@ OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled) {
     }
   };
   for (const auto& v : vendors::AllVendorsWithDefaults()) add(*v);
-  if (enabled != nullptr)
-    for (const auto& v : enabled->vendors()) add(*v);
+  for (const auto& v : enabled.vendors()) add(*v);
   return k;
 }
 
@@ -342,7 +341,7 @@ StatusOr<std::string> ServiceAccountUsername(std::string_view value) {
 }
 
 Webhook::Webhook(WebhookOptions opts)
-    : opts_(std::move(opts)), owned_(SchedulerOwnedKeys(opts_.vendors)) {}
+    : opts_(std::move(opts)), owned_(SchedulerOwnedKeys(*opts_.vendors)) {}
 
 AdmissionResponse Webhook::Review(const AdmissionRequest& req) const {
   AdmissionResponse allow;
@@ -388,8 +387,7 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   if (added == nullptr || !added->is_array() || added->empty()) return allow;
   const Json* old_spec = Member(old, "spec");
   const Json* had = old_spec ? Member(*old_spec, "ephemeralContainers") : nullptr;
-  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(req.object, opts_.resources)
-                              : core::ParsePodJson(req.object, opts_.resources);
+  auto parsed = opts_.vendors->ParsePod(req.object, opts_.resources);
   if (!parsed.ok() || !parsed->HasDevices()) return allow;
   for (const Json& c : *added) {
     const std::string name = StringMember(c, "name");
@@ -447,8 +445,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
       !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
     return allowed();  // another scheduler owns this pod
 
-  auto parsed = opts_.vendors ? opts_.vendors->ParsePod(pod, opts_.resources)
-                              : core::ParsePodJson(pod, opts_.resources);
+  auto parsed = opts_.vendors->ParsePod(pod, opts_.resources);
   if (!parsed.ok())
     return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ",
                                 std::string(parsed.status().message())));
@@ -474,7 +471,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   // NVIDIA's admission rules, for every container whether or not the pod asks for devices
   // (upstream's MutateAdmission runs on each): gpumem-percentage outside 0..100 is denied here,
   // where the scheduler would only clamp or ignore it.
-  const bool nvidia_on = opts_.vendors == nullptr || opts_.vendors->nvidia_enabled();
+  const bool nvidia_on = opts_.vendors->nvidia_enabled();
   for (auto& c : ctrs) {
     if (!nvidia_on) break;
     const Json* res = Member(*c.json, "resources");
@@ -543,7 +540,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     const Json* res = Member(*c.json, "resources");
     std::map<std::string, int64_t> defaults = c.defaults;  // NVIDIA's (none when it is not enabled)
     std::vector<std::pair<std::string, std::string>> env;
-    if (opts_.vendors && res && res->is_object()) {
+    if (res && res->is_object()) {
       // Every other enabled vendor's defaulting of this container (NVIDIA's is the line above).
       for (const auto& v : opts_.vendors->vendors()) {
         if (v->common_word() == core::kNvidiaVendor) continue;

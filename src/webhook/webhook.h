@@ -58,10 +58,11 @@ struct WebhookOptions {
   // Upstream's overwriteEnv: NVIDIA_VISIBLE_DEVICES=none (replacing a value the pod set) in every
   // container, init containers included, that names no NVIDIA resource (NVIDIA enabled only).
   bool overwrite_env = false;
-  // The enabled vendors (not owned; null = NVIDIA only, through `resources`). With it, every other
-  // vendor's resources are parsed and defaulted by that vendor (Vendor::Mutate: limits to add, env,
-  // denials such as Ascend's partial-memory multi-device request), container by container.
-  const vendors::VendorSet* vendors = nullptr;
+  // The enabled vendors (not owned; never null: a default install's is VendorSet::NvidiaOnly()).
+  // Every vendor other than NVIDIA parses and defaults its own resources (Vendor::Mutate: limits to
+  // add, env, denials such as Ascend's partial-memory multi-device request), container by
+  // container; NVIDIA's come from `resources`.
+  const vendors::VendorSet* vendors = &vendors::VendorSet::NvidiaOnly();
   // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
   std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
   // userInfo.username values allowed to change scheduler-owned annotations on UPDATE (the
@@ -86,7 +87,7 @@ struct OwnedKeys {
   std::set<std::string> node_agent;  // subset of `annotations` node agents may change on UPDATE
   std::set<std::string> labels;      // hami.io/vgpu-node (Filter writes it as a label too)
 };
-OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet* enabled);
+OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet& enabled);
 
 // "NAMESPACE:NAME" (or an already complete "system:serviceaccount:NAMESPACE:NAME") -> the
 // username the API server puts in userInfo for that service account. Errors name the value.

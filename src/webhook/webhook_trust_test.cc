@@ -48,7 +48,7 @@ WebhookOptions Options() {
 }
 
 TEST(SchedulerOwnedKeys, EveryRegisteredVendorsDecisionKeys) {
-  const OwnedKeys k = SchedulerOwnedKeys(nullptr);
+  const OwnedKeys k = SchedulerOwnedKeys(vendors::VendorSet::NvidiaOnly());
   for (const char* key :
        {core::kNvidiaDevicesAllocated, core::kNvidiaDevicesToAllocate, core::kVgpuNode,
         core::kBindPhase, core::kBindTime, core::kVgpuTime, core::kMigAllocations})
@@ -80,8 +80,7 @@ TEST(SchedulerOwnedKeys, EveryRegisteredVendorsDecisionKeys) {
       "      - name: vir05\n        memory: 16384\n        aiCore: 10\n");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_FALSE(k.annotations.count("hami.io/Ascend999Z-devices-allocated"));
-  EXPECT_TRUE(
-      SchedulerOwnedKeys(set->get()).annotations.count("hami.io/Ascend999Z-devices-allocated"));
+  EXPECT_TRUE(SchedulerOwnedKeys(**set).annotations.count("hami.io/Ascend999Z-devices-allocated"));
 }
 
 TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
