@@ -1,8 +1,17 @@
 #include "deviceplugin/allocate_env.h"
 
+#include "core/model.h"
+#include "vendors/vendor_set.h"
+
 namespace hami::deviceplugin {
 
 namespace {
+
+const vendors::Vendor& NvidiaVendor() {
+  static const vendors::Vendor& v =
+      *vendors::VendorSet::NvidiaOnly().ByCommonWord(core::kNvidiaVendor);
+  return v;
+}
 
 // A pod UID or container name becomes one directory name on the host: nothing that could climb out.
 Status CheckPathComponent(const std::string& s, const char* what) {
@@ -25,10 +34,7 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
   HAMI_RETURN_IF_ERROR(CheckPathComponent(ctr.name, "container name"));
   HAMI_RETURN_IF_ERROR(CheckPathComponent(cache_file_name, "cache file name"));
 
-  ContainerAllocation a;
-  std::string uuids;
-  for (size_t i = 0; i < ctr.devices.size(); ++i) {
-    const auto& d = ctr.devices[i];
+  for (const auto& d : ctr.devices) {
     if (d.usedmem_mib < 0 || d.usedcores < 0)
       return InvalidArgument("pod ", pod.Key(), ": negative limit for ", d.uuid);
     // The decision always names the memory granted (a whole card is its full memory); 0 would reach
@@ -37,18 +43,11 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
       return InvalidArgument("pod ", pod.Key(), " container ", ctr.name,
                              ": the decision grants 0 MiB on ", d.uuid,
                              "; refusing to start it without a memory limit");
-    uuids += (i ? "," : "") + d.uuid;
-    a.envs[StrCat(kEnvMemoryLimitPrefix, i)] = StrCat(d.usedmem_mib, "m");
   }
-  a.envs[kEnvVisibleDevices] = uuids;
-  a.envs[kEnvSmLimit] = StrCat(ctr.devices.front().usedcores);
-  // Upstream passes one SM limit for all devices; when they differ, add per-device values too.
-  bool differ = false;
-  for (const auto& d : ctr.devices) differ |= d.usedcores != ctr.devices.front().usedcores;
-  if (differ) {
-    for (size_t i = 0; i < ctr.devices.size(); ++i)
-      a.envs[StrCat(kEnvSmLimit, "_", i)] = StrCat(ctr.devices[i].usedcores);
-  }
+  ContainerAllocation a;
+  // The decision's part (visible devices, memory and SM limits) is the NVIDIA vendor's, one source
+  // with the scheduler side (Vendor::AllocateEnv).
+  a.envs = NvidiaVendor().AllocateEnv(ctr.devices);
   a.envs[kEnvSharedCache] = JoinPath(c.container_hook_dir, cache_file_name);
   if (c.memory_scaling > 1.0) {
     a.envs[kEnvOversubscribe] = "true";

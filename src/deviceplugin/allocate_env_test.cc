@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "deviceplugin/testing/builders.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::deviceplugin {
 namespace {
@@ -172,6 +173,28 @@ TEST(AllocateEnvTest, LimitsFileMirrorsTheArmedEnvironment) {
             "CUDA_OVERSUBSCRIBE=true\n"
             "CUDA_TASK_PRIORITY=0\n"
             "GPU_CORE_UTILIZATION_POLICY=default\n");
+}
+
+// One source: the decision's part of the environment is the NVIDIA vendor's AllocateEnv, the
+// plugin only adds its own settings around it.
+TEST(AllocateEnvTest, DecisionPartIsTheNvidiaVendors) {
+  const vendors::Vendor* nvidia =
+      vendors::VendorSet::NvidiaOnly().ByCommonWord(core::kNvidiaVendor);
+  ASSERT_NE(nvidia, nullptr);
+  for (const auto& devs : std::vector<std::vector<core::ContainerDevice>>{
+           {Dev("GPU-a", 3000, 30)},
+           {Dev("GPU-a", 3000, 30), Dev("GPU-b", 5000, 30)},
+           {Dev("GPU-a", 3000, 30), Dev("GPU-b", 5000, 60)}}) {
+    PendingPod p = Pod(devs);
+    auto a = BuildContainerAllocation(p, p.containers[0], PluginConfig{}, "r.cache");
+    ASSERT_TRUE(a.ok()) << a.status();
+    const Env want = nvidia->AllocateEnv(devs);
+    ASSERT_FALSE(want.empty());
+    for (const auto& [k, v] : want) {
+      ASSERT_TRUE(a->envs.count(k)) << k;
+      EXPECT_EQ(a->envs.at(k), v) << k;
+    }
+  }
 }
 
 TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {

@@ -428,6 +428,13 @@ TEST(AllocateEnvTest, NvidiaArmsLibvgpu) {
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
+  EXPECT_EQ(env.count("CUDA_DEVICE_SM_LIMIT_0"), 0u);  // equal limits: upstream's one value
+  auto differ = ByWord("NVIDIA").AllocateEnv(
+      {{"GPU-a", "NVIDIA", 3000, 30, 0}, {"GPU-b", "NVIDIA", 5000, 60, 1}});
+  EXPECT_EQ(differ.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  EXPECT_EQ(differ.at("CUDA_DEVICE_SM_LIMIT_0"), "30");
+  EXPECT_EQ(differ.at("CUDA_DEVICE_SM_LIMIT_1"), "60");
+  EXPECT_TRUE(ByWord("NVIDIA").AllocateEnv({}).empty());
   EXPECT_TRUE(ByWord("DCU").AllocateEnv({{"DCU-0", "DCU", 1, 1, 0}}).empty());
 }
 

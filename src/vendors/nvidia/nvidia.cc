@@ -49,19 +49,25 @@ class NvidiaVendor : public GenericVendor {
     return GenericVendor::CheckDevice(r, d, u, s);
   }
   // docs/upstream-contract.md#nvidia-device-plugin: per-device memory limits, the first device's SM
-  // limit, visible devices.
+  // limit (and per-device ones when the devices' limits differ), visible devices. The device
+  // plugin's Allocate takes the decision's part of the container environment from here.
   std::map<std::string, std::string> AllocateEnv(
       const std::vector<core::ContainerDevice>& devices) const override {
     std::map<std::string, std::string> env;
+    if (devices.empty()) return env;
     std::string visible;
+    bool differ = false;
     for (size_t i = 0; i < devices.size(); ++i) {
       visible += (i ? "," : "") + devices[i].uuid;
       env[StrCat("CUDA_DEVICE_MEMORY_LIMIT_", i)] = StrCat(devices[i].usedmem_mib, "m");
+      differ |= devices[i].usedcores != devices.front().usedcores;
     }
-    if (!devices.empty()) {
-      env["NVIDIA_VISIBLE_DEVICES"] = visible;
-      env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(devices.front().usedcores);
-    }
+    env["NVIDIA_VISIBLE_DEVICES"] = visible;
+    env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(devices.front().usedcores);
+    // Upstream passes one SM limit for all devices; when they differ, per-device values too.
+    if (differ)
+      for (size_t i = 0; i < devices.size(); ++i)
+        env[StrCat("CUDA_DEVICE_SM_LIMIT_", i)] = std::to_string(devices[i].usedcores);
     return env;
   }
 
