@@ -94,6 +94,8 @@ std::map<std::string, std::string> AnnotationsOf(const Json& obj) {
 
 vendors::NodeView VendorNodeView(const Json& node) {
   vendors::NodeView v;
+  if (const Json* name = Path(node, {"metadata", "name"}); name && name->is_string())
+    v.name = name->get<std::string>();
   v.annotations = AnnotationsOf(node);
   for (const char* part : {"capacity", "allocatable"}) {
     const Json* m = Path(node, {"status", part});

@@ -42,6 +42,7 @@ struct ResourceNames {
 struct NodeView {
   std::map<std::string, std::string> annotations;
   std::map<std::string, int64_t> capacity;
+  std::string name = {};  // metadata.name (capacity-registered vendors derive device ids from it)
 };
 
 // Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons
