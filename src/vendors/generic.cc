@@ -116,6 +116,16 @@ StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources,
   return std::optional<int64_t>();
 }
 
+std::string LastContainerIndices(const core::PodAllocation& a) {
+  std::string out;
+  for (const auto& c : a.containers) {
+    if (c.empty()) continue;
+    out.clear();
+    for (const auto& d : c) out += StrCat(out.empty() ? "" : ",", d.index);
+  }
+  return out;
+}
+
 const Template* SmallestTemplate(const std::vector<Template>& templates, int64_t mem_mib) {
   const Template* best = nullptr;
   for (const auto& t : templates)
@@ -228,12 +238,11 @@ StatusOr<std::vector<core::DeviceInfo>> GenericVendor::DecodeNode(const NodeView
   }
   auto it = node.capacity.find(spec_.capacity_resource);
   if (it == node.capacity.end() || it->second <= 0) return std::vector<core::DeviceInfo>();
-  if (it->second % spec_.capacity_per_device != 0 ||
-      it->second / spec_.capacity_per_device > kMaxCount)
-    return InvalidArgument(StrCat("capacity ", spec_.capacity_resource, "=", it->second,
-                                  ": expected a multiple of ", spec_.capacity_per_device,
-                                  " per device, at most ", kMaxCount, " devices"));
-  const int64_t n = it->second / spec_.capacity_per_device;
+  const int64_t cap = it->second, per = spec_.capacity_per_device;
+  const int64_t n = (cap + per - 1) / per;  // upstream: for i*per < cap
+  if (n > kMaxCount)
+    return InvalidArgument(StrCat("capacity ", spec_.capacity_resource, "=", cap, ": more than ",
+                                  kMaxCount, " devices of ", per));
   int64_t mem = spec_.capacity_device_memory_mib;
   if (!spec_.resources.memory.empty()) {
     auto m = node.capacity.find(spec_.resources.memory);
@@ -241,17 +250,21 @@ StatusOr<std::vector<core::DeviceInfo>> GenericVendor::DecodeNode(const NodeView
       if (m->second < 0 || m->second > kMaxValue)
         return InvalidArgument(
             StrCat("capacity ", spec_.resources.memory, "=", m->second, ": out of range"));
-      mem = m->second * spec_.memory_unit_mib / n;
+      mem = m->second * spec_.memory_unit_mib * per / cap;
+      if (mem > kMaxValue)
+        return InvalidArgument(StrCat("capacity ", spec_.resources.memory, "=", m->second,
+                                      ": more than ", kMaxValue, " MiB per device"));
     }
   }
   std::vector<core::DeviceInfo> out;
   for (int64_t i = 0; i < n; ++i) {
     core::DeviceInfo d;
-    d.uuid = StrCat(spec_.common_word, "-", i);
+    d.uuid = spec_.capacity_id_infix.empty() ? StrCat(spec_.common_word, "-", i)
+                                             : StrCat(node.name, spec_.capacity_id_infix, i);
     d.index = static_cast<int>(i);
     d.count = spec_.capacity_slots;
     d.devmem_mib = mem;
-    d.devcore = 100;
+    d.devcore = spec_.capacity_devcore;
     d.type = spec_.model.empty() ? spec_.common_word : spec_.model;
     d.vendor = spec_.common_word;
     d.health = true;
@@ -276,6 +289,7 @@ Status GenericVendor::EncodeNode(const std::vector<core::DeviceInfo>& devices,
       for (const auto& d : devices) mem += d.devmem_mib;
       node->capacity[spec_.capacity_resource] =
           static_cast<int64_t>(devices.size()) * spec_.capacity_per_device;
+      // Exact when every device has the same memory in whole units (what Decode rebuilds).
       if (!spec_.resources.memory.empty())
         node->capacity[spec_.resources.memory] = mem / spec_.memory_unit_mib;
       return OkStatus();

@@ -30,12 +30,17 @@ struct Spec {
       1;                 // one unit of resources.memory in MiB (Moore Threads 512, Iluvatar 256)
   int core_units = 100;  // resources.cores value that means a whole device (Moore Threads 16)
   Registration registration = Registration::kJson;
-  // kCapacity only: which capacity counts devices, how much of it one device is, the memory each
-  // device has when the node does not publish a memory capacity, and the slots per device.
+  // kCapacity only: which capacity counts devices, how much of it one device is (a remainder
+  // counts as one more device, as upstream's loop does), the memory each device has when the node
+  // does not publish a memory capacity (else memory capacity * memory_unit_mib * per_device /
+  // capacity), the slots and cores per device, and the device id `<node name><id_infix><i>`
+  // (upstream's, e.g. "-cambricon-mlu-").
   std::string capacity_resource;
   int64_t capacity_per_device = 1;
   int64_t capacity_device_memory_mib = 0;
   int capacity_slots = 1;
+  int capacity_devcore = 100;
+  std::string capacity_id_infix;
   std::string model;  // DeviceInfo::type given to capacity-registered devices
 };
 
@@ -100,6 +105,9 @@ class GenericVendor : public Vendor {
 // An integer extended resource from limits, then requests; nullopt when absent. Errors name it.
 StatusOr<std::optional<int64_t>> ReadResource(const nlohmann::json& resources,
                                               const std::string& name);
+// "i,j,..": the device indices of the last container of `allocation` that has devices (what the
+// Moore Threads and Kunlunxin device plugins read); empty when no container has one.
+std::string LastContainerIndices(const core::PodAllocation& allocation);
 // The smallest template whose memory is >= mem_mib; nullptr when none.
 const Template* SmallestTemplate(const std::vector<Template>& templates, int64_t mem_mib);
 

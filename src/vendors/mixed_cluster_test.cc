@@ -31,6 +31,7 @@ std::vector<Node> Cluster() {
       "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:";
   nodes[3].name = "mlu-node";
   nodes[3].view.capacity["cambricon.com/mlu.smlu.vcore"] = 200;
+  for (Node& n : nodes) n.view.name = n.name;
   return nodes;
 }
 
@@ -68,11 +69,11 @@ TEST(MixedClusterTest, EachPodFitsOnlyItsVendorAndGetsItsDecision) {
       {"mlu",
        {{"limits",
          {{"cambricon.com/vmlu", 1},
-          {"cambricon.com/mlu.smlu.vmemory", 4096},
+          {"cambricon.com/mlu.smlu.vmemory", 16},  // 256 MiB units
           {"cambricon.com/mlu.smlu.vcore", 25}}}},
        "mlu-node",
        "hami.io/cambricon-mlu-devices-allocated",
-       "MLU-0,MLU,4096,25:;"},
+       "mlu-node-cambricon-mlu-0,MLU,4096,25:;"},
   };
   for (const PodCase& pod : pods) {
     SCOPED_TRACE(pod.name);

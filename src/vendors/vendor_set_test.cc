@@ -61,8 +61,8 @@ TEST(VendorSetTest, ParsePodTable) {
       {"two vendors in one container",
        Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1},
                                   {"cambricon.com/vmlu", 1},
-                                  {"cambricon.com/mlu.smlu.vmemory", 4096}})})),
-       {{{"NVIDIA", 1, 0, 100}, {"MLU", 1, 4096, 0}}},
+                                  {"cambricon.com/mlu.smlu.vmemory", 16}})})),  // 256 MiB units
+       {{{"NVIDIA", 1, 0, 100}, {"MLU", 1, 4096, 100}}},
        ""},
       {"ascend cores refused for template vNPU",
        Pod(Json::array(
@@ -172,7 +172,7 @@ TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
   xpu.vendor = set->Find("kunlun")->common_word();
   core::DeviceRequest ascend{"Ascend910B3", 1, 10000, 0, 0, -1};
   core::DeviceRequest ascend2{"Ascend910B3", 2, 10000, 0, 0, -1};
-  core::DeviceRequest big{"Ascend910B3", 1, 40000, 0, 0, -1};
+  core::DeviceRequest big{"Ascend910B3", 1, 70000, 0, 0, -1};  // above the card
   core::DeviceRequest kunlun3{xpu.vendor, 3, 0, 100, 100, -1};
   struct Case {
     const char* name;
@@ -190,7 +190,12 @@ TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
        {1, 60000, 25},
        scheduler::Reason::kCardInsufficientMemory,
        false},
-      {"no template holds 40000", big, npu, {}, scheduler::Reason::kCardInsufficientMemory, true},
+      {"no template or card holds 70000",
+       big,
+       npu,
+       {},
+       scheduler::Reason::kCardInsufficientMemory,
+       true},
       {"partial vNPU on two devices",
        ascend2,
        npu,
@@ -301,6 +306,7 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
 void AddKunlunNode(scheduler::Scheduler& sched, const VendorSet& set, const std::string& name,
                    const std::vector<int>& busy) {
   NodeView view;
+  view.name = name;
   view.capacity["kunlunxin.com/xpu"] = 8;
   std::string errors;
   core::NodeInfo info;
@@ -334,6 +340,7 @@ core::PodRequest KunlunPod(const VendorSet& set, int nums) {
 // Device indices of the decision's devices (uuid -> index over the node's devices).
 std::set<int> GrantedIndices(const VendorSet& set, const scheduler::Decision& d) {
   NodeView view;
+  view.name = d.node;
   view.capacity["kunlunxin.com/xpu"] = 8;
   std::string errors;
   std::set<int> out;
@@ -355,7 +362,10 @@ TEST(VendorSetTest, KunlunGrantStaysInOneHalf) {
       // free 3 | 4, 7: first-fit by index would take 3 and 4 across the halves
       {"2 XPUs take two of one half", {0, 1, 2, 5, 6}, 2, {4, 7}},
       {"2 XPUs, the fuller half first", {0, 1, 4}, 2, {2, 3}},
-      {"4 XPUs, 3 free per half: refused", {0, 4}, 4, {}},
+      // free 1, 2, 3 | 5, 6, 7: upstream's cross group 2-3-6-7 (it leaves the pair 1-5)
+      {"4 XPUs, 3 free per half: a cross group", {0, 4}, 4, {2, 3, 6, 7}},
+      {"4 XPUs, free 2, 3, 4, 7: no cross group", {0, 1, 5, 6}, 4, {}},
+      {"2 XPUs, free 3 | 4: not a cross pair", {0, 1, 2, 5, 6, 7}, 2, {}},
       {"4 XPUs take the free half", {0}, 4, {4, 5, 6, 7}},
       {"8 XPUs take the node", {}, 8, {0, 1, 2, 3, 4, 5, 6, 7}},
       {"2 XPUs, one free per half: allowed across", {0, 1, 2, 4, 5, 6}, 2, {3, 7}},
@@ -390,7 +400,8 @@ TEST(VendorSetTest, TopologyScoreBreaksTiesBetweenNodes) {
     std::vector<int> a_busy, z_busy;
     std::string want;
   } cases[] = {
-      {"one half beats across halves", {0, 1, 2, 5, 6, 7}, {0, 1, 2, 3, 6, 7}, "z-half"},
+      // a-split: free 3 | 7, the cross pair 3-7
+      {"one half beats across halves", {0, 1, 2, 4, 5, 6}, {0, 1, 2, 3, 6, 7}, "z-half"},
       {"equal cohesion keeps name order", {0, 1, 2, 3, 6, 7}, {0, 1, 2, 3, 6, 7}, "a-split"},
       {"reversed", {0, 1, 4, 5, 6, 7}, {0, 1, 2, 4, 5, 6}, "a-split"},
   };

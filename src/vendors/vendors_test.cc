@@ -9,21 +9,14 @@
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/registry.h"
+#include "vendors/testing/defaults.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hami::vendors {
 namespace {
 
-const std::vector<std::unique_ptr<Vendor>>& All() {
-  static const auto* all = new std::vector<std::unique_ptr<Vendor>>(AllVendorsWithDefaults());
-  return *all;
-}
-const Vendor& ByWord(const std::string& w) {
-  for (const auto& v : All())
-    if (v->common_word() == w) return *v;
-  ADD_FAILURE() << "no vendor " << w;
-  return *All().front();
-}
+using testing::All;
+using testing::ByWord;
 nlohmann::json Limits(std::initializer_list<std::pair<const std::string, nlohmann::json>> l) {
   return {{"limits", nlohmann::json(std::map<std::string, nlohmann::json>(l))}};
 }
@@ -88,7 +81,7 @@ TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
       {"MLU", "cambricon.com/mlu.smlu.vcore", 400, 4, 24576},
       {"Mthreads", "mthreads.com/sgpu-core", 32, 2, 49152},
       {"Metax-GPU", "metax-tech.com/gpu", 8, 8, 65536},
-      {"GCU", "enflame.com/gcu", 8, 8, 49152},
+      {"GCU", "enflame.com/gcu", 8, 8, 100},  // upstream: a share, not MiB
       {"kunlun", "kunlunxin.com/xpu", 8, 8, 98304},
   };
   for (const auto& c : cases) {
@@ -101,7 +94,7 @@ TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
     EXPECT_EQ(devs->back().devmem_mib, c.mem);
   }
   NodeView bad;
-  bad.capacity["cambricon.com/mlu.smlu.vcore"] = 150;  // not whole cards
+  bad.capacity["cambricon.com/mlu.smlu.vcore"] = 200000;  // 2000 cards
   auto r = ByWord("MLU").DecodeNode(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message()).find("cambricon.com/mlu.smlu.vcore"),
@@ -144,8 +137,7 @@ TEST(DecisionTest, KeysPerVendorAreUpstreams) {  // table in docs/upstream-contr
       {"MLU", "hami.io/cambricon-mlu-devices-to-allocate",
        "hami.io/cambricon-mlu-devices-allocated"},
       {"DCU", "hami.io/dcu-devices-to-allocate", "hami.io/dcu-devices-allocated"},
-      {"Mthreads", "hami.io/mthreads-vgpu-devices-to-allocate",
-       "hami.io/mthreads-vgpu-devices-allocated"},
+      {"Mthreads", "", "hami.io/mthreads-vgpu-devices-allocated"},
       {"Metax-GPU", "hami.io/metax-gpu-devices-to-allocate", "hami.io/metax-gpu-devices-allocated"},
       {"Metax-SGPU", "hami.io/metax-sgpu-devices-to-allocate",
        "hami.io/metax-sgpu-devices-allocated"},
@@ -210,7 +202,7 @@ TEST(RequestTest, DefaultingPerVendor) {
        1,
        4096,
        0,
-       25},
+       4},  // core units, as upstream
       // Iluvatar: 256 MiB units, per-chip names
       {"BI-V150",
        Limits({{"iluvatar.ai/BI-V150-vgpu", 1}, {"iluvatar.ai/BI-V150.vMem", 16}}),
@@ -261,7 +253,8 @@ TEST(WebhookTest, DefaultsEnvAndDenials) {
   m = ByWord("DCU").Mutate(Limits({{"hygon.com/dcunum", 1}}), {});
   EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"hygon.com/dcucores", 100}}));
   m = ByWord("Mthreads").Mutate(Limits({{"mthreads.com/vgpu", 1}}), {});
-  EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"mthreads.com/sgpu-core", 16}}));
+  EXPECT_EQ(m->add_limits, (std::map<std::string, int64_t>{{"mthreads.com/sgpu-core", 16},
+                                                           {"mthreads.com/sgpu-memory", 96}}));
   m = ByWord("NVIDIA").Mutate(Limits({{"nvidia.com/gpu", 1}, {"nvidia.com/priority", 1}}), {});
   EXPECT_EQ(m->env.at("CUDA_TASK_PRIORITY"), "1");
   EXPECT_EQ(m->add_limits.at("nvidia.com/gpucores"), 100);
@@ -280,10 +273,8 @@ TEST(WebhookTest, DefaultsEnvAndDenials) {
        Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 10}}),
        {},
        "huawei.com/vnpu-mode: hami-core"},
-      {"Ascend910B3",
-       Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 70000}}),
-       {},
-       "largest Ascend910B3 template (32768 MiB)"},
+      // Memory above the largest template is not denied: it takes a whole card where the card
+      // holds it (AscendUpstream.TestFitMemoryAboveTheLargestTemplate).
       {"kunlun", Limits({{"kunlunxin.com/xpu", 3}}), {}, "allows only 1, 2, 4, 8"},
       {"Metax-SGPU",
        Limits({{"metax-tech.com/sgpu", 1}}),
@@ -374,6 +365,7 @@ TEST(FitTest, AscendRoundsUpToTheSmallestTemplate) {
 TEST(FitTest, KunlunKeepsGroupsTogetherAndScoresThem) {
   const Vendor& v = ByWord("kunlun");
   NodeView node;
+  node.name = "n";
   node.capacity["kunlunxin.com/xpu"] = 8;
   auto devs = *v.DecodeNode(node);
   std::vector<core::DeviceUsage> usage(8);
@@ -381,13 +373,18 @@ TEST(FitTest, KunlunKeepsGroupsTogetherAndScoresThem) {
   auto two = v.ParseRequest(Limits({{"kunlunxin.com/xpu", 2}}), {});
   auto fit = v.Fit(**two, devs, usage, {}, node);
   ASSERT_TRUE(fit.ok());
-  EXPECT_EQ(fit.devices[0].uuid, "kunlun-2");  // binpack inside the fuller half
-  EXPECT_EQ(fit.devices[1].uuid, "kunlun-3");
+  EXPECT_EQ(fit.devices[0].uuid, "n-kunlun-2");  // the half with exactly two free
+  EXPECT_EQ(fit.devices[1].uuid, "n-kunlun-3");
   auto four = v.ParseRequest(Limits({{"kunlunxin.com/xpu", 4}}), {});
   fit = v.Fit(**four, devs, usage, {}, node);
   ASSERT_TRUE(fit.ok());
-  EXPECT_EQ(fit.devices[0].uuid, "kunlun-4");
-  usage[5].used = 1;  // no half has 4 free cards
+  EXPECT_EQ(fit.devices[0].uuid, "n-kunlun-4");
+  usage[5].used = 1;  // no half has 4 free cards: the cross group 2-3-6-7
+  fit = v.Fit(**four, devs, usage, {}, node);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit.devices[0].uuid, "n-kunlun-2");
+  EXPECT_EQ(fit.devices[3].uuid, "n-kunlun-7");
+  usage[6].used = 1;  // free 2, 3, 4, 7: no cross group
   fit = v.Fit(**four, devs, usage, {}, node);
   EXPECT_FALSE(fit.ok());
   EXPECT_EQ(fit.refusals.back().reason, "CardTopologyInfeasible");

@@ -30,6 +30,10 @@ class AscendVendor : public GenericVendor {
     if (HamiCore(a)) {
       m.denials.clear();  // soft split: no templates, no single-device limit
     } else {
+      // Memory above the largest template takes the whole card (Fit checks the card's size).
+      std::erase_if(m.denials, [&](const std::string& d) {
+        return d.find("larger than the largest") != std::string::npos;
+      });
       m.add_limits.erase(spec_.resources.cores);
       if (cores)
         m.denials.push_back(StrCat(spec_.resources.cores,
@@ -81,7 +85,11 @@ class AscendVendor : public GenericVendor {
                      StrCat(d.uuid, want ? ": node does not run hami-core vNPU"
                                          : ": node runs hami-core vNPU only"),
                      true};
-    return GenericVendor::CheckDevice(r, d, u, s);
+    return GenericVendor::CheckDevice(WholeCardAboveTemplates(r, d), d, u, s);
+  }
+  core::ContainerDevice Grant(const core::DeviceRequest& r,
+                              const core::DeviceInfo& d) const override {
+    return GenericVendor::Grant(WholeCardAboveTemplates(r, d), d);
   }
   // NetworkID per device from the registration's customInfo (910 SuperPod).
   int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
@@ -126,6 +134,19 @@ class AscendVendor : public GenericVendor {
   }
 
  private:
+  // Upstream rounds template-vNPU memory above the largest template, up to the card's memory, to
+  // the whole card (cores included).
+  core::DeviceRequest WholeCardAboveTemplates(const core::DeviceRequest& r,
+                                              const core::DeviceInfo& d) const {
+    if (!UsesTemplate(r, d) || r.memreq_mib <= 0 || r.memreq_mib > d.devmem_mib ||
+        SmallestTemplate(spec_.rules.templates, r.memreq_mib))
+      return r;
+    core::DeviceRequest whole = r;
+    whole.memreq_mib = 0;
+    whole.mem_percentage = 100;
+    whole.coresreq = 100;
+    return whole;
+  }
   static bool HamiCore(const std::map<std::string, std::string>& a) {
     auto it = a.find(kVnpuMode);
     return it != a.end() && it->second == core::kModeHamiCore;
@@ -137,7 +158,8 @@ struct Chip {
   int64_t memory_mib, ai_core;
   std::vector<std::tuple<std::string, int64_t, int64_t>> templates;  // name, MiB, aiCore
   std::string resource, memory_resource,
-      core_resource;  // renames (empty: huawei.com/<CommonWord>[-memory|-core])
+      core_resource;          // renames (empty: huawei.com/<CommonWord>[-memory|-core])
+  int64_t memory_factor = 1;  // MiB per unit of the memory resource (upstream memoryFactor)
 };
 
 // Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
@@ -182,6 +204,7 @@ Spec ChipSpec(const Chip& c) {
         {name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
   s.polarity = ScorePolarity::kTopologyCohesion;
   s.registration = Registration::kJson;
+  s.memory_unit_mib = c.memory_factor;
   return s;
 }
 
@@ -220,8 +243,11 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       HAMI_RETURN_IF_ERROR(r.String("resourceName", &c.resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &c.memory_resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &c.core_resource));
-      r.Ignore(
-          {"memoryFactor", "runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
+      r.Ignore({"runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
+      HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &c.memory_factor));
+      if (c.memory_factor < 1 || c.memory_factor > 1024 * 1024)
+        return InvalidArgument(
+            StrCat(r.where(), ".memoryFactor: ", c.memory_factor, " must be in 1..", 1024 * 1024));
       c.memory_mib = 0;
       c.ai_core = 0;
       HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));

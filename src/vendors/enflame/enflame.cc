@@ -30,8 +30,11 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   gcu.rules.whole_device_only = true;
   gcu.registration = Registration::kCapacity;
   gcu.capacity_resource = "enflame.com/gcu";
-  gcu.capacity_device_memory_mib = 49152;
-  gcu.model = "S60";
+  // Upstream's whole-GCU devices: `<node>-GCU-<i>`, type GCU, one slot, memory and cores both
+  // 100 (a share, not MiB: a whole GCU is never split).
+  gcu.capacity_device_memory_mib = 100;
+  gcu.capacity_id_infix = "-GCU-";
+  gcu.model = "GCU";
   Spec drs;
   drs.name = "enflame";
   drs.common_word = "Enflame";
@@ -60,6 +63,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   HAMI_RETURN_IF_ERROR(r.String("resourceNameGCUMemory", &drs.resources.memory));
   HAMI_RETURN_IF_ERROR(r.String("resourceNameGCUCore", &drs.resources.cores));
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  gcu.capacity_resource = gcu.resources.count;  // upstream reads the (renamed) count resource
   std::vector<std::unique_ptr<Vendor>> out;
   out.push_back(std::make_unique<GenericVendor>(std::move(gcu)));
   out.push_back(std::make_unique<GenericVendor>(std::move(drs)));

@@ -1,5 +1,6 @@
 // Hygon DCU (docs/upstream-contract.md#vendors): memory and core slicing (vDCU); devices registered
-// by the DCU device plugin as legacy CSV in hami.io/node-dcu-register.
+// by the DCU device plugin as legacy CSV in hami.io/node-dcu-register. `memoryFactor` (upstream's
+// key, default 1) is the MiB one unit of hygon.com/dcumem stands for.
 #include "vendors/hygon/hygon.h"
 
 #include "vendors/config.h"
@@ -17,7 +18,14 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeHygon(const YAML::Node& secti
             "hygon.com/use-dcutype",           "hygon.com/nouse-dcutype",
             "hygon.com/use-gpuuuid",           "hygon.com/nouse-gpuuuid"};
   s.registration = Registration::kCsv;
-  return MakeGeneric(std::move(s), section, "hygon", {"memoryFactor"});  // upstream key, not read
+  SectionReader r(section, "hygon");
+  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &s.resources));
+  HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &s.memory_unit_mib));
+  HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  if (s.memory_unit_mib < 1 || s.memory_unit_mib > 1024 * 1024)
+    return InvalidArgument(
+        StrCat("hygon.memoryFactor: ", s.memory_unit_mib, " must be in 1..", 1024 * 1024));
+  return One<GenericVendor>(std::move(s));
 }
 
 }  // namespace hami::vendors

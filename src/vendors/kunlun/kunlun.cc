@@ -1,16 +1,25 @@
-// Kunlunxin (docs/upstream-contract.md#node-score-and-choice, #vendors): two vendors.
-//  - kunlun: whole XPUs (kunlunxin.com/xpu) from node capacity, 98304 MiB per card, 1/2/4/8 per
-//    container; the 8 cards form two NUMA halves (0-3, 4-7): a multi-card request is kept inside
-//    one half when it fits in one (4 cards: exactly one half). Score: 100 when the grant is one
-//    half (or the whole node), 50 when it spans both. Decision: hami.io/kunlun-allocated only.
+// Kunlunxin (docs/upstream-contract.md#node-score-and-choice, docs/vendors.md#kunlunxin): two
+// vendors.
+//  - kunlun: whole XPUs (kunlunxin.com/xpu) from node capacity, `<node>-kunlun-<i>`, 98304 MiB per
+//    card, 1/2/4/8 per container; the 8 cards form two halves (0-3, 4-7; NUMA 0 and 1). The set is
+//    upstream's graph choice: a request that fits in one half goes to the half whose free count
+//    comes first in the order count..4 (for one card 1, 3, 2, 4: the busier half), taking its
+//    lowest free cards; otherwise 2 cards take a cross pair (0-4, 1-5, 2-6, 3-7) and 4 cards one of
+//    the cross groups 0-1-4-5, 2-3-6-7, 0-2-4-6, 1-3-5-7, 0-3-4-7, 1-2-5-6 (with 6 free, one that
+//    leaves a connected pair). Score: 100 when the grant is one half (or the whole node), 50 when
+//    it spans both. Decision: hami.io/kunlun-allocated and BAIDU_COM_DEVICE_IDX (the indices of the
+//    last container with devices), both read by the Kunlunxin device plugin.
 //  - XPU (vXPU): memory rounded up to the templates 24576/49152/98304 MiB, cores = mem*100/98304;
-//    registration JSON hami.io/node-register-xpu, handshake hami.io/node-handshake-xpu.
+//    registration JSON hami.io/node-register-xpu, handshake hami.io/node-handshake-xpu; the uuid
+//    selectors are hami.io/{use,no-use}-xpu-uuid and the legacy baidu.com/{use,nouse}-gpuuuid.
 #include "vendors/kunlun/kunlun.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 
+#include "core/text_util.h"
 #include "vendors/config.h"
 #include "vendors/generic.h"
 #include "yaml-cpp/yaml.h"
@@ -20,10 +29,20 @@ namespace {
 
 constexpr int kHalf = 4;
 constexpr int64_t kCardMiB = 98304;
+constexpr int kCrossPairs[][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+constexpr int kInHalfPairs[][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3},
+                                   {4, 5}, {4, 6}, {4, 7}, {5, 6}, {5, 7}, {6, 7}};
+constexpr std::array<int, 4> kCrossGroups[] = {{0, 1, 4, 5}, {2, 3, 6, 7}, {0, 2, 4, 6},
+                                               {1, 3, 5, 7}, {0, 3, 4, 7}, {1, 2, 5, 6}};
 
 class KunlunXpu : public GenericVendor {
  public:
   using GenericVendor::GenericVendor;
+  StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(auto devs, GenericVendor::DecodeNode(node));
+    for (auto& d : devs) d.numa = d.index >= static_cast<int>(devs.size()) / 2 ? 1 : 0;
+    return devs;
+  }
   int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
                 const NodeView&) const override {
     if (granted.empty()) return 0;
@@ -39,19 +58,82 @@ class KunlunXpu : public GenericVendor {
                              std::span<const core::DeviceInfo> devices,
                              const std::vector<int>& candidates) const override {
     if (static_cast<int>(candidates.size()) < r.nums) return {};
-    if (r.nums == 1 || r.nums >= 2 * kHalf) return GenericVendor::ChooseSet(r, devices, candidates);
-    // Prefer one half: the half with the fewest free cards that still holds the request (binpack).
-    std::map<int, std::vector<int>> halves;  // half -> its candidates, in index order
-    for (int c : candidates) halves[devices[c].index / kHalf].push_back(c);
-    std::vector<int> best;
-    size_t best_free = SIZE_MAX;
-    for (const auto& [half, in] : halves)
-      if (static_cast<int>(in.size()) >= r.nums && in.size() < best_free) {
-        best_free = in.size();
-        best.assign(in.begin(), in.begin() + r.nums);
+    std::map<int, int> by_index;  // free card index -> its position in `devices`
+    for (int c : candidates) by_index.emplace(devices[c].index, c);
+    std::vector<int> half[2];  // free positions of each half, lowest index first
+    for (const auto& [index, pos] : by_index)
+      if (index >= 0 && index < 2 * kHalf) half[index / kHalf].push_back(pos);
+    auto positions = [&](std::initializer_list<int> idx) {
+      std::vector<int> out;
+      for (int i : idx) out.push_back(by_index.at(i));
+      return out;
+    };
+    const int n = r.nums;
+    if (n == 2 * kHalf) return GenericVendor::ChooseSet(r, devices, candidates);
+    if (n != 1 && n != 2 && n != kHalf) return {};
+    const int nfree[2] = {static_cast<int>(half[0].size()), static_cast<int>(half[1].size())};
+    if (nfree[0] >= n || nfree[1] >= n) {
+      static constexpr int kOddOrder[] = {1, 3, 2, 4};
+      for (int slots = n; slots <= kHalf; ++slots) {
+        const int want = n % 2 == 1 ? kOddOrder[slots - 1] : slots;
+        for (int h : {0, 1})
+          if (nfree[h] == want) return std::vector<int>(half[h].begin(), half[h].begin() + n);
       }
-    if (!best.empty() || r.nums == kHalf) return best;  // 4 cards must be one half
-    return GenericVendor::ChooseSet(r, devices, candidates);
+    }
+    auto has = [&](int i) { return by_index.count(i) > 0; };
+    if (n == 2) {
+      for (const auto& [index, pos] : by_index)
+        for (const auto& p : kCrossPairs)
+          if ((p[0] == index && has(p[1])) || (p[1] == index && has(p[0])))
+            return positions({index, p[0] == index ? p[1] : p[0]});
+      return {};
+    }
+    if (n == kHalf) {
+      const size_t free = by_index.size();
+      std::vector<int> last;
+      for (const auto& g : kCrossGroups) {
+        if (!std::all_of(g.begin(), g.end(), has)) continue;
+        last = positions({g[0], g[1], g[2], g[3]});
+        if (free == 4 || free == 5) return last;
+        if (free != 6) continue;
+        std::vector<int> rest;  // the two free cards the group leaves
+        for (const auto& [index, pos] : by_index)
+          if (std::find(g.begin(), g.end(), index) == g.end()) rest.push_back(index);
+        auto connected = [&](const int(&p)[2]) {
+          return (p[0] == rest[0] && p[1] == rest[1]) || (p[0] == rest[1] && p[1] == rest[0]);
+        };
+        if (std::any_of(std::begin(kCrossPairs), std::end(kCrossPairs), connected) ||
+            std::any_of(std::begin(kInHalfPairs), std::end(kInHalfPairs), connected))
+          return last;
+      }
+      return free == 6 ? last : std::vector<int>{};
+    }
+    return {};
+  }
+  Status AddDecisionExtras(const core::PodAllocation& a, int64_t,
+                           std::map<std::string, std::string>* out) const override {
+    const std::string idx = LastContainerIndices(a);
+    if (!idx.empty()) (*out)["BAIDU_COM_DEVICE_IDX"] = idx;
+    return OkStatus();
+  }
+};
+
+// vXPU: the uuid selectors also come from the legacy Kunlun annotations upstream still reads.
+class KunlunVxpu : public GenericVendor {
+ public:
+  using GenericVendor::GenericVendor;
+  StatusOr<core::DeviceSelectors> ParseSelectors(
+      const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(auto s, GenericVendor::ParseSelectors(a));
+    auto add = [&](const char* key, std::vector<std::string>* to) {
+      auto it = a.find(key);
+      if (it == a.end()) return;
+      for (auto& u : core::text::SplitList(it->second))
+        if (std::find(to->begin(), to->end(), u) == to->end()) to->push_back(u);
+    };
+    add("baidu.com/use-gpuuuid", &s.use_uuids);
+    add("baidu.com/nouse-gpuuuid", &s.nouse_uuids);
+    return s;
   }
 };
 
@@ -78,7 +160,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeKunlun(const YAML::Node& sect
   xpu.registration = Registration::kCapacity;
   xpu.capacity_resource = "kunlunxin.com/xpu";
   xpu.capacity_device_memory_mib = kCardMiB;
-  xpu.model = "P800";
+  xpu.capacity_id_infix = "-kunlun-";  // upstream: `<node>-kunlun-<i>`, type kunlun
+  xpu.model = "kunlun";
   Spec vxpu;
   vxpu.name = "kunlun";
   vxpu.common_word = "XPU";
@@ -102,9 +185,10 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeKunlun(const YAML::Node& sect
   HAMI_RETURN_IF_ERROR(r.String("resourceVCountName", &vxpu.resources.count));
   HAMI_RETURN_IF_ERROR(r.String("resourceVMemoryName", &vxpu.resources.memory));
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  xpu.capacity_resource = xpu.resources.count;  // upstream reads the (renamed) count resource
   std::vector<std::unique_ptr<Vendor>> out;
   out.push_back(std::make_unique<KunlunXpu>(std::move(xpu)));
-  out.push_back(std::make_unique<GenericVendor>(std::move(vxpu)));
+  out.push_back(std::make_unique<KunlunVxpu>(std::move(vxpu)));
   return out;
 }
 

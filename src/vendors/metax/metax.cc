@@ -91,7 +91,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMetax(const YAML::Node& secti
   gpu.registration = Registration::kCapacity;
   gpu.capacity_resource = "metax-tech.com/gpu";
   gpu.capacity_device_memory_mib = 65536;
-  gpu.model = "MXC500";
+  gpu.capacity_id_infix = "-metax-";  // upstream: `<node>-metax-<i>`, type Metax-GPU, 1 slot
+  gpu.model = "Metax-GPU";
   Spec sgpu;
   sgpu.name = "metax";
   sgpu.common_word = "Metax-SGPU";
@@ -114,6 +115,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMetax(const YAML::Node& secti
   HAMI_RETURN_IF_ERROR(r.String("resourceVCoreName", &sgpu.resources.cores));
   r.Ignore({"sgpuTopologyAware"});  // upstream key, not read
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  gpu.capacity_resource = gpu.resources.count;  // upstream reads the (renamed) count resource
   std::vector<std::unique_ptr<Vendor>> out;
   out.push_back(std::make_unique<MetaxGpu>(std::move(gpu)));
   out.push_back(std::make_unique<MetaxSgpu>(std::move(sgpu)));

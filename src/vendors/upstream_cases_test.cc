@@ -1,0 +1,504 @@
+// Upstream HAMi's own per-vendor unit tests (pkg/device/<vendor>/*_test.go), case by case, through
+// our Vendor interface. Each table is named after the upstream test it comes from; cases that are
+// not observable through our interfaces, or where we differ on purpose, are listed in
+// docs/migration.md ("Vendors: upstream test cases").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "nlohmann/json.hpp"
+#include "vendors/config.h"
+#include "vendors/testing/defaults.h"
+
+namespace hami::vendors {
+namespace {
+
+using testing::All;
+using testing::ByWord;
+
+nlohmann::json Limits(std::map<std::string, int64_t> l) {
+  return {{"limits", l}};
+}
+
+NodeView Capacity(std::string name, std::map<std::string, int64_t> cap) {
+  NodeView n;
+  n.name = std::move(name);
+  n.capacity = std::move(cap);
+  return n;
+}
+
+// ---- Cambricon (pkg/device/cambricon/device_test.go) ----
+
+// Test_GetNodeDevices: vcore 1, vmemory 1 -> one card, 1 * 256 * 100 / 1 MiB.
+TEST(CambriconUpstream, Test_GetNodeDevices) {
+  struct Case {
+    const char* name;
+    int64_t vcore, vmemory;
+    size_t devices;
+    int64_t devmem;
+  } cases[] = {
+      {"test with vaild configuration", 1, 1, 1, 25600},
+      // constructed beside upstream's case: the remainder of a started card counts as a card
+      {"remainder rounds up", 150, 96, 2, 96 * 256 * 100 / 150},
+      {"two whole cards", 200, 192, 2, 192 * 256 * 100 / 200},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto devs =
+        ByWord("MLU").DecodeNode(Capacity("test", {{"cambricon.com/mlu.smlu.vcore", c.vcore},
+                                                   {"cambricon.com/mlu.smlu.vmemory", c.vmemory}}));
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), c.devices);
+    for (size_t i = 0; i < devs->size(); ++i) {
+      const core::DeviceInfo& d = (*devs)[i];
+      EXPECT_EQ(d.uuid, StrCat("test-cambricon-mlu-", i));
+      EXPECT_EQ(d.index, static_cast<int>(i));
+      EXPECT_EQ(d.count, 100);
+      EXPECT_EQ(d.devmem_mib, c.devmem);
+      EXPECT_EQ(d.devcore, 100);
+      EXPECT_EQ(d.type, "MLU");
+      EXPECT_EQ(d.numa, 0);
+      EXPECT_TRUE(d.health);
+    }
+  }
+}
+
+// Test_GenerateResourceRequests (count resource cambricon.com/vmlu here: upstream's chart name).
+TEST(CambriconUpstream, Test_GenerateResourceRequests) {
+  struct Case {
+    const char* name;
+    nlohmann::json resources;
+    bool request;
+    int64_t memreq;
+    int mem_percentage, cores;
+  } cases[] = {
+      {"don't set to limits and request", Limits({}), false, 0, 0, 0},
+      {"resourcecoresname,resourcecountname and resourcememoryname set to limits and request",
+       Limits({{"cambricon.com/vmlu", 1},
+               {"cambricon.com/mlu.smlu.vmemory", 1000},
+               {"cambricon.com/mlu.smlu.vcore", 2}}),
+       true, 256000, 0, 2},
+      {"resourcememoryname don't set to limits and requests",  // (cores absent: 100)
+       Limits({{"cambricon.com/vmlu", 1}, {"cambricon.com/mlu.smlu.vmemory", 1000}}), true, 256000,
+       0, 100},
+      {"resourcecoresname don't set to limits and requests",
+       Limits({{"cambricon.com/vmlu", 1}, {"cambricon.com/mlu.smlu.vcore", 2}}), true, 0, 100, 2},
+      // upstream's GenerateResourceRequests needs the count resource
+      {"no count resource", Limits({{"cambricon.com/mlu.smlu.vmemory", 4}}), false, 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = ByWord("MLU").ParseRequest(c.resources, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->has_value(), c.request);
+    if (!c.request) continue;
+    EXPECT_EQ((*r)->nums, 1);
+    EXPECT_EQ((*r)->vendor, "MLU");
+    EXPECT_EQ((*r)->memreq_mib, c.memreq);
+    if (c.memreq == 0) {
+      EXPECT_EQ((*r)->mem_percentage, c.mem_percentage);
+    }
+    EXPECT_EQ((*r)->coresreq, c.cores);
+    auto m = ByWord("MLU").Mutate(c.resources, {});
+    ASSERT_TRUE(m.ok());
+    EXPECT_TRUE(m->empty()) << "upstream's MutateAdmission changes nothing";
+  }
+}
+
+// Test_PatchAnnotations "exist device" (plus the lock, which upstream writes on the node).
+TEST(CambriconUpstream, Test_PatchAnnotations) {
+  core::PodAllocation a;
+  a.containers = {{{"device-0", "MLU", 256000, 1, 0}}};
+  auto enc = ByWord("MLU").EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->at("CAMBRICON_DSMLU_ASSIGNED"), "false");
+  EXPECT_EQ(enc->at("CAMBRICON_DSMLU_PROFILE"), "0_1_1000");
+  EXPECT_EQ(enc->at("hami.io/cambricon-mlu-devices-to-allocate"), "device-0,MLU,256000,1:;");
+  EXPECT_EQ(enc->at("hami.io/cambricon-mlu-devices-allocated"), "device-0,MLU,256000,1:;");
+  EXPECT_EQ(enc->count("CAMBRICON_DSMLU_ASSIGHED"), 0u);
+  // The profile is the pod's first device's, also when the pod has more.
+  a.containers = {{{"d-2", "MLU", 512, 10, 2}, {"d-3", "MLU", 512, 10, 3}}};
+  enc = ByWord("MLU").EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->at("CAMBRICON_DSMLU_PROFILE"), "2_10_2");
+}
+
+// Test_CheckUUID: use/nouse lists against the device id.
+TEST(CambriconUpstream, Test_CheckUUID) {
+  const Vendor& v = ByWord("MLU");
+  core::DeviceInfo d;
+  d.vendor = "MLU";
+  d.type = "MLU";
+  d.count = 100;
+  d.devmem_mib = 24576;
+  d.devcore = 100;
+  d.health = true;
+  auto req =
+      v.ParseRequest(Limits({{"cambricon.com/vmlu", 1}, {"cambricon.com/mlu.smlu.vcore", 10}}), {});
+  ASSERT_TRUE(req.ok() && *req);
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> annos;
+    const char* id;
+    bool want;
+  } cases[] = {
+      {"don't set UserUUID,NoUserUUID and annotation", {}, "", true},
+      {"set UserUUID and annotation, don't set NoUserUUID",
+       {{"cambricon.com/use-gpuuuid", "test123,111"}},
+       "test123",
+       true},
+      {"don't set UserUUID, set NoUserUUID and annotation",
+       {{"cambricon.com/nouse-gpuuuid", "test123,111"}},
+       "test123",
+       false},
+      {"set UserUUID, don't set NoUserUUID,annotation and device not match",
+       {{"cambricon.com/nouse-gpuuuid", "test123,111"}},
+       "test456",
+       true},
+      {"don't set UserUUID,set NoUserUUID,annotation and device not match",
+       {{"cambricon.com/use-gpuuuid", "test123,111"}},
+       "test456",
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    d.uuid = c.id;
+    auto sel = v.ParseSelectors(c.annos);
+    ASSERT_TRUE(sel.ok());
+    EXPECT_EQ(!v.CheckDevice(**req, d, {}, *sel).has_value(), c.want);
+  }
+}
+
+// ---- Moore Threads (pkg/device/mthreads/device_test.go) ----
+
+TEST(MthreadsUpstream, Test_GetNodeDevices) {
+  auto devs = ByWord("Mthreads")
+                  .DecodeNode(Capacity(
+                      "test", {{"mthreads.com/sgpu-memory", 1}, {"mthreads.com/sgpu-core", 1}}));
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 1u);
+  const core::DeviceInfo& d = devs->front();
+  EXPECT_EQ(d.uuid, "test-mthreads-0");
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.count, 100);
+  EXPECT_EQ(d.devmem_mib, 8192);  // 1 * 512 * 16 / 1
+  EXPECT_EQ(d.devcore, 16);
+  EXPECT_EQ(d.type, "Mthreads");
+  // Two GPUs' worth: 32 core units, 192 memory units -> 2 x 48 GiB.
+  devs = ByWord("Mthreads")
+             .DecodeNode(Capacity(
+                 "n", {{"mthreads.com/sgpu-memory", 192}, {"mthreads.com/sgpu-core", 32}}));
+  ASSERT_TRUE(devs.ok());
+  ASSERT_EQ(devs->size(), 2u);
+  EXPECT_EQ((*devs)[1].uuid, "n-mthreads-1");
+  EXPECT_EQ((*devs)[1].devmem_mib, 49152);
+}
+
+TEST(MthreadsUpstream, Test_GenerateResourceRequests) {
+  struct Case {
+    const char* name;
+    nlohmann::json resources;
+    bool request;
+    int nums;
+    int64_t memreq;
+    int mem_percentage, cores;
+  } cases[] = {
+      {"all resources set to limit and request",
+       Limits({{"mthreads.com/vgpu", 1},
+               {"mthreads.com/sgpu-memory", 1000},
+               {"mthreads.com/sgpu-core", 1}}),
+       true, 1, 512000, 0, 1},
+      {"all resources don't set to limit,count don't set to request",
+       {{"requests", {{"mthreads.com/sgpu-memory", 1000}, {"mthreads.com/sgpu-core", 1}}}},
+       false,
+       0,
+       0,
+       0,
+       0},
+      // upstream: 0 MiB (100%), 0 cores when the webhook was skipped; ours books what the webhook
+      // writes (16 cores, 96 units), see docs/migration.md
+      {"all resources don't set to limit,cores and memory don't set to request",
+       {{"requests", {{"mthreads.com/vgpu", 1}}}},
+       true,
+       1,
+       49152,
+       0,
+       16},
+      // constructed: a multi-GPU request splits memory and cores evenly (webhook's whole GPUs)
+      {"two GPUs",
+       Limits({{"mthreads.com/vgpu", 2},
+               {"mthreads.com/sgpu-memory", 192},
+               {"mthreads.com/sgpu-core", 32}}),
+       true, 2, 49152, 0, 16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = ByWord("Mthreads").ParseRequest(c.resources, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->has_value(), c.request);
+    if (!c.request) continue;
+    EXPECT_EQ((*r)->nums, c.nums);
+    EXPECT_EQ((*r)->memreq_mib, c.memreq);
+    EXPECT_EQ((*r)->mem_percentage, c.mem_percentage);
+    EXPECT_EQ((*r)->coresreq, c.cores);
+  }
+}
+
+// Test_MutateAdmission: count > 1 or no memory -> whole GPUs; memory must be an sGPU slice.
+TEST(MthreadsUpstream, Test_MutateAdmission) {
+  struct Case {
+    const char* name;
+    std::map<std::string, int64_t> limits;
+    std::map<std::string, int64_t> added;
+    bool denied;
+  } cases[] = {
+      {"set to resources limit",
+       {{"mthreads.com/vgpu", 2}, {"mthreads.com/sgpu-memory", 2}, {"mthreads.com/sgpu-core", 1}},
+       {{"mthreads.com/sgpu-core", 32}, {"mthreads.com/sgpu-memory", 192}},
+       false},
+      {"don't set to count limit",
+       {{"mthreads.com/sgpu-memory", 2}, {"mthreads.com/sgpu-core", 1}},
+       {},
+       false},
+      {"don't set to memory limit",
+       {{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-core", 1}},
+       {{"mthreads.com/sgpu-core", 16}, {"mthreads.com/sgpu-memory", 96}},
+       false},
+      {"count less than one",
+       {{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 2}, {"mthreads.com/sgpu-core", 1}},
+       {},
+       false},
+      {"memory no exist legalMemoryslices",
+       {{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 3}, {"mthreads.com/sgpu-core", 1}},
+       {},
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto m = ByWord("Mthreads").Mutate(Limits(c.limits), {});
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->add_limits, c.added);
+    EXPECT_EQ(!m->denials.empty(), c.denied);
+  }
+}
+
+// Test_PatchAnnotations "exist device": the permanent record, gpu-index, predicate-node.
+TEST(MthreadsUpstream, Test_PatchAnnotations) {
+  core::PodAllocation a;
+  a.node = "";
+  a.containers = {{{"test1", "Mthreads", 1000, 1, 0}}};
+  auto enc = ByWord("Mthreads").EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->at("hami.io/mthreads-vgpu-devices-allocated"), "test1,Mthreads,1000,1:;");
+  EXPECT_EQ(enc->at("mthreads.com/gpu-index"), "0");
+  EXPECT_EQ(enc->at("mthreads.com/predicate-node"), "");
+  EXPECT_EQ(enc->at("mthreads.com/predicate-time"), "1700000000000000000");
+  EXPECT_EQ(enc->count("hami.io/mthreads-vgpu-devices-to-allocate"), 0u);
+  a.node = "node-a";
+  a.containers = {{{"g-1", "Mthreads", 1000, 1, 1}},
+                  {{"g-2", "Mthreads", 1000, 1, 2}, {"g-3", "Mthreads", 1000, 1, 3}}};
+  enc = ByWord("Mthreads").EncodeDecision(a, 1700000000);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->at("mthreads.com/gpu-index"), "2,3");  // the last container with devices
+  EXPECT_EQ(enc->at("mthreads.com/predicate-node"), "node-a");
+}
+
+// TestDevices_Fit "fit success" / "memory not enough", on devices decoded the way upstream does
+// (cores are units: 16 a GPU).
+TEST(MthreadsUpstream, TestDevices_Fit) {
+  const Vendor& v = ByWord("Mthreads");
+  const NodeView node =
+      Capacity("n", {{"mthreads.com/sgpu-memory", 192}, {"mthreads.com/sgpu-core", 32}});
+  auto devs = v.DecodeNode(node);
+  ASSERT_TRUE(devs.ok());
+  std::vector<core::DeviceUsage> usage(devs->size());
+  auto req = v.ParseRequest(Limits({{"mthreads.com/vgpu", 1},
+                                    {"mthreads.com/sgpu-memory", 8},
+                                    {"mthreads.com/sgpu-core", 8}}),
+                            {});
+  ASSERT_TRUE(req.ok() && *req);
+  FitResult fit = v.Fit(**req, *devs, usage, {}, node);
+  ASSERT_TRUE(fit.ok()) << fit.Summary(2);
+  EXPECT_EQ(fit.devices[0].usedcores, 8);  // units in the decision
+  EXPECT_EQ(fit.devices[0].usedmem_mib, 4096);
+  usage[0].usedcores = usage[1].usedcores = 10;  // 6 units free on each
+  fit = v.Fit(**req, *devs, usage, {}, node);
+  EXPECT_FALSE(fit.ok());
+  EXPECT_EQ(fit.Summary(2), "2/2 CardInsufficientCore, 1/2 NodeInsufficientDevice");
+  req = v.ParseRequest(Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 200}}), {});
+  ASSERT_TRUE(req.ok() && *req);
+  usage.assign(devs->size(), {});
+  fit = v.Fit(**req, *devs, usage, {}, node);
+  EXPECT_FALSE(fit.ok());
+  EXPECT_NE(fit.Summary(2).find("2/2 CardInsufficientMemory"), std::string::npos);
+}
+
+// ---- MetaX, Enflame (pkg/device/metax/device_test.go, pkg/device/enflame/gcu_test.go) ----
+
+TEST(CapacityVendorsUpstream, Test_GetNodeDevices) {
+  struct Case {
+    const char* word;
+    std::map<std::string, int64_t> cap;
+    size_t devices;
+    const char* id1;
+    int count;
+    int64_t devmem;
+    const char* type;
+  } cases[] = {
+      {"Metax-GPU", {{"metax-tech.com/gpu", 2}}, 2, "n-metax-1", 1, 65536, "Metax-GPU"},
+      {"GCU", {{"enflame.com/gcu", 2}}, 2, "n-GCU-1", 1, 100, "GCU"},
+      {"kunlun", {{"kunlunxin.com/xpu", 8}}, 8, "n-kunlun-1", 1, 98304, "kunlun"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.word);
+    auto devs = ByWord(c.word).DecodeNode(Capacity("n", c.cap));
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), c.devices);
+    EXPECT_EQ((*devs)[1].uuid, c.id1);
+    EXPECT_EQ((*devs)[1].count, c.count);
+    EXPECT_EQ((*devs)[1].devmem_mib, c.devmem);
+    EXPECT_EQ((*devs)[1].devcore, 100);
+    EXPECT_EQ((*devs)[1].type, c.type);
+  }
+}
+
+// ---- Kunlunxin (pkg/device/kunlun/topo_test.go, device_test.go, vdevice_test.go) ----
+
+// graghSelect over 8 XPUs; `used` are the busy cards, `want` the chosen indices.
+TEST(KunlunUpstream, TestGraghSelect) {
+  const Vendor& v = ByWord("kunlun");
+  const NodeView node = Capacity("n", {{"kunlunxin.com/xpu", 8}});
+  auto devs = v.DecodeNode(node);
+  ASSERT_TRUE(devs.ok());
+  struct Case {
+    const char* name;
+    int nums;
+    std::set<int> used;
+    std::vector<int> want;  // empty: does not fit
+  } cases[] = {
+      {"8 on an empty node", 8, {}, {0, 1, 2, 3, 4, 5, 6, 7}},
+      {"8 with one busy", 8, {3}, {}},
+      {"4 on an empty node: the left half", 4, {}, {0, 1, 2, 3}},
+      {"4 with the left half broken", 4, {0}, {4, 5, 6, 7}},
+      {"4 across halves", 4, {2, 3, 6, 7}, {0, 1, 4, 5}},
+      {"4 with 5 free: the whole free half", 4, {0, 2, 3}, {4, 5, 6, 7}},
+      // free 1,2,3,5,6,7: 0-1-4-5 is not free; 2-3-6-7 leaves 1-5, a cross pair
+      {"4 across halves, 6 free leaving a pair", 4, {0, 4}, {2, 3, 6, 7}},
+      {"2: the half with exactly two free", 2, {0, 1}, {2, 3}},
+      {"2: a cross pair when no half has two", 2, {0, 2, 3, 4, 6, 7}, {1, 5}},
+      {"2: no cross pair", 2, {0, 1, 2, 5, 6, 7}, {}},
+      {"1: inside the busier half", 1, {4, 5}, {6}},
+      {"1: a half with one free first", 1, {0, 1, 2}, {3}},
+      {"1: three free before four", 1, {7}, {4}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<core::DeviceUsage> usage(devs->size());
+    for (int u : c.used) usage[u].used = 1;
+    auto req = v.ParseRequest(Limits({{"kunlunxin.com/xpu", c.nums}}), {});
+    ASSERT_TRUE(req.ok() && *req);
+    const FitResult fit = v.Fit(**req, *devs, usage, {}, node);
+    std::vector<int> got;
+    for (const auto& d : fit.devices) got.push_back(d.index);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+TEST(KunlunUpstream, TestPatchAnnotations) {
+  core::PodAllocation a;
+  a.containers = {
+      {{"n-kunlun-0", "kunlun", 98304, 100, 0}, {"n-kunlun-1", "kunlun", 98304, 100, 1}}};
+  auto enc = ByWord("kunlun").EncodeDecision(a, 0);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->at("hami.io/kunlun-allocated"),
+            "n-kunlun-0,kunlun,98304,100:n-kunlun-1,kunlun,98304,100:;");
+  EXPECT_EQ(enc->at("BAIDU_COM_DEVICE_IDX"), "0,1");
+}
+
+TEST(KunlunUpstream, TestNodeNuma) {
+  auto devs = ByWord("kunlun").DecodeNode(Capacity("n", {{"kunlunxin.com/xpu", 8}}));
+  ASSERT_TRUE(devs.ok());
+  for (const auto& d : *devs) EXPECT_EQ(d.numa, d.index >= 4 ? 1 : 0) << d.index;
+}
+
+// vdevice_test: the legacy baidu.com selectors also pick vXPUs.
+TEST(KunlunUpstream, TestVxpuLegacySelectors) {
+  const Vendor& v = ByWord("XPU");
+  auto s = v.ParseSelectors({{"baidu.com/use-gpuuuid", "xpu-a,xpu-b"},
+                             {"baidu.com/nouse-gpuuuid", "xpu-c"},
+                             {"hami.io/use-xpu-uuid", "xpu-a"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->use_uuids, (std::vector<std::string>{"xpu-a", "xpu-b"}));
+  EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"xpu-c"}));
+}
+
+// ---- Ascend, Hygon (pkg/device/ascend/device_test.go, pkg/device/hygon/device_test.go) ----
+
+// Memory above the largest template and up to the card takes the whole card.
+TEST(AscendUpstream, TestFitMemoryAboveTheLargestTemplate) {
+  const Vendor& v = ByWord("Ascend910B3");
+  core::DeviceInfo d;
+  d.uuid = "npu-0";
+  d.vendor = d.type = "Ascend910B3";
+  d.count = 4;
+  d.devmem_mib = 65536;
+  d.devcore = 100;
+  d.health = true;
+  struct Case {
+    int64_t mem;
+    bool fits;
+    int64_t usedmem;
+    int cores;
+  } cases[] = {{16000, true, 16384, 25},
+               {40000, true, 65536, 100},
+               {65536, true, 65536, 100},
+               {70000, false, 0, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mem);
+    const auto res =
+        Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", c.mem}});
+    auto m = v.Mutate(res, {});
+    ASSERT_TRUE(m.ok());
+    EXPECT_TRUE(m->denials.empty()) << m->denials.front();
+    auto req = v.ParseRequest(res, {});
+    ASSERT_TRUE(req.ok() && *req);
+    auto sel = v.ParseSelectors({});
+    ASSERT_TRUE(sel.ok());
+    EXPECT_EQ(!v.CheckDevice(**req, d, {}, *sel).has_value(), c.fits);
+    if (!c.fits) continue;
+    const core::ContainerDevice g = v.Grant(**req, d);
+    EXPECT_EQ(g.usedmem_mib, c.usedmem);
+    EXPECT_EQ(g.usedcores, c.cores);
+  }
+}
+
+TEST(MemoryFactorUpstream, HygonAndAscendScaleTheMemoryResource) {
+  auto vendors = LoadVendors(
+      "hygon:\n  memoryFactor: 1024\nvnpus:\n  - chipName: 910B3\n    commonWord: Ascend910B3\n"
+      "    memoryFactor: 1024\n    memoryCapacity: 65536\n    aiCore: 20\n    templates:\n"
+      "      - name: vir05_1c_16g\n        memory: 16384\n        aiCore: 5\n");
+  ASSERT_TRUE(vendors.ok()) << vendors.status();
+  int seen = 0;
+  for (const auto& v : *vendors) {
+    if (v->common_word() == "DCU") {
+      auto r = v->ParseRequest(Limits({{"hygon.com/dcunum", 1}, {"hygon.com/dcumem", 2}}), {});
+      ASSERT_TRUE(r.ok() && *r);
+      EXPECT_EQ((*r)->memreq_mib, 2048);
+      ++seen;
+    }
+    if (v->common_word() == "Ascend910B3") {
+      auto r = v->ParseRequest(
+          Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 16}}), {});
+      ASSERT_TRUE(r.ok() && *r);
+      EXPECT_EQ((*r)->memreq_mib, 16384);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_FALSE(LoadVendors("hygon:\n  memoryFactor: 0\n").ok());
+}
+
+}  // namespace
+}  // namespace hami::vendors
