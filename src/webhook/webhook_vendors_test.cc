@@ -70,9 +70,11 @@ TEST(WebhookVendors, DefaultingPerVendor) {
       {"ascend: partial memory on two vNPUs is denied",
        Pod({{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "10000"}}), nullptr,
        "cannot split memory across more than 1 device"},
-      {"ascend: memory beyond every template is denied",
-       Pod({{"huawei.com/Ascend910B3-memory", "40000"}}), nullptr,
-       "larger than the largest Ascend910B3 template (32768 MiB)"},
+      // as upstream: memory above the largest template takes a whole card (the scheduler checks
+      // that the card holds it)
+      {"ascend: memory beyond every template is admitted",
+       Pod({{"huawei.com/Ascend910B3-memory", "40000"}}),
+       Json::array({Add(kLimits + "huawei.com~1Ascend910B3", "1"), kScheduler})},
       {"kunlun: 3 whole XPUs is not an allowed count", Pod({{"kunlunxin.com/xpu", "3"}}), nullptr,
        "allows only 1, 2, 4, 8"},
       {"kunlun: 2 whole XPUs", Pod({{"kunlunxin.com/xpu", "2"}}), Json::array({kScheduler})},
