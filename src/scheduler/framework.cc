@@ -176,11 +176,13 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     if (why) why->failed = true;
     return false;
   }
-  // All GPUs of the container from one NUMA node: try each NUMA node, lowest first.
+  // All GPUs of the container from one NUMA node: try each NUMA node, lowest first unless the
+  // picker asks for the highest first.
   std::vector<int> numas;
   for (int d : s.candidates) numas.push_back(node.caps[d].numa);
   std::sort(numas.begin(), numas.end());
   numas.erase(std::unique(numas.begin(), numas.end()), numas.end());
+  if (picker.HighNumaFirst(ctx.cycle)) std::reverse(numas.begin(), numas.end());
   std::vector<int> group;
   for (int numa : numas) {
     group.clear();

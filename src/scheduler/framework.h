@@ -134,6 +134,9 @@ class GpuPicker {
   // pod).
   virtual void Pick(const PickContext& ctx, std::span<const int> candidates,
                     std::vector<int>* out) const = 0;
+  // numa-bind: whether the NUMA nodes are tried from the highest id down (upstream HAMi's order for
+  // most of its policies) instead of from the lowest up.
+  virtual bool HighNumaFirst(const CycleState& cycle) const { return false; }
 
  protected:
   bool vetoes_ = false;

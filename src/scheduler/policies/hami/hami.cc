@@ -9,10 +9,18 @@ namespace hami::scheduler::policies {
 
 namespace {
 
-enum class GpuKey { kBinpack, kSpread, kMutex, kNuma, kTopology };
+enum class GpuKey { kBinpack, kSpread, kNuma };
 
+// Upstream's GPU policy. A single value (binpack, spread, mutex, topology-aware) orders devices by
+// score, then NUMA node; a chain (a comma list, or bare "numa") orders them by its binpack / spread
+// / numa keys in the order written, then device index. mutex and topology-aware are filters and
+// pickers, never sort keys. In every mode the preferred device is the one upstream's ascending sort
+// puts last (it takes devices from the end): on equal keys the highest NUMA node, then the device
+// registered last.
 struct GpuPolicy {
-  std::vector<GpuKey> keys;
+  bool chain = false;
+  bool binpack = false;      // single value: binpack (else spread order)
+  std::vector<GpuKey> keys;  // chain: its sort keys, first occurrence of each, in order
   bool mutex = false;
   bool topology = false;
   core::ScoringWeights weights;
@@ -28,24 +36,32 @@ StatusOr<GpuPolicy> ParseGpuPolicy(const std::string& text) {
   GpuPolicy p;
   std::stringstream ss(text);
   std::string item;
+  int items = 0;
+  auto add_key = [&](GpuKey k) {
+    if (std::find(p.keys.begin(), p.keys.end(), k) == p.keys.end()) p.keys.push_back(k);
+  };
   while (std::getline(ss, item, ',')) {
     item = Trim(item);
+    ++items;
     if (item == "binpack")
-      p.keys.push_back(GpuKey::kBinpack);
+      add_key(GpuKey::kBinpack);
     else if (item == "spread")
-      p.keys.push_back(GpuKey::kSpread);
+      add_key(GpuKey::kSpread);
     else if (item == "mutex")
-      p.keys.push_back(GpuKey::kMutex), p.mutex = true;
+      p.mutex = true;
     else if (item == "numa")
-      p.keys.push_back(GpuKey::kNuma);
+      add_key(GpuKey::kNuma);
     else if (item == "topology-aware")
-      p.keys.push_back(GpuKey::kTopology), p.topology = true;
+      p.topology = true;
     else
       return InvalidArgument(
           "gpu scheduler policy '", text, "': unknown key '", item,
           "' (want binpack, spread, mutex, numa, topology-aware or a comma chain)");
   }
-  if (p.keys.empty()) return InvalidArgument("gpu scheduler policy is empty");
+  if (items == 0) return InvalidArgument("gpu scheduler policy is empty");
+  p.chain = text.find(',') != std::string::npos || Trim(text) == "numa";
+  if (p.chain && p.keys.empty()) p.keys.push_back(GpuKey::kSpread);  // upstream's fallback
+  p.binpack = !p.chain && !p.keys.empty() && p.keys[0] == GpuKey::kBinpack;
   return p;
 }
 
@@ -89,44 +105,59 @@ class HamiPicker final : public GpuPicker {
     return Reason::kCount;
   }
 
+  // numa-bind: upstream walks its sorted list from the end and keeps the first NUMA node that
+  // holds the request, so the node tried first is the one its order puts last.
+  bool HighNumaFirst(const CycleState& cycle) const override {
+    const GpuPolicy& p = *cycle.Read<GpuPolicy>(this);
+    if (p.chain) return true;  // numa-bind makes numa the chain's first key: highest first
+    return p.mutex || !p.binpack;
+  }
+
   void Pick(const PickContext& ctx, std::span<const int> candidates,
             std::vector<int>* out) const override {
     const GpuPolicy& p = *ctx.cycle.Read<GpuPolicy>(this);
     const int nums = ctx.request.nums;
-    if (p.topology) {
-      PickTopology(ctx, candidates, nums, out);
-      return;
-    }
     // Per-thread buffers: Pick runs for every node of every decision.
     thread_local std::vector<int> order;
     thread_local std::vector<int64_t> score;
     order.assign(candidates.begin(), candidates.end());
     score.resize(ctx.node.gpus());
     for (int d : order) score[d] = DeviceScore(ctx, d, p.weights);
-    // Lexicographic over the chain's keys; each key lists the preferred device first; then index.
+    const auto& caps = ctx.node.caps;
+    // True when device a is preferred to b (upstream sorts ascending and takes from the end, so
+    // "preferred" is "sorts later"). Candidates of one numa-bind group share their NUMA node.
     auto better = [&](int a, int b) {
-      for (GpuKey k : p.keys) {
-        int64_t ka = 0, kb = 0;
-        switch (k) {
-          case GpuKey::kBinpack:
-            ka = -score[a], kb = -score[b];
-            break;
-          case GpuKey::kSpread:
-            ka = score[a], kb = score[b];
-            break;
-          case GpuKey::kMutex:
-            ka = ctx.usage[a].used, kb = ctx.usage[b].used;
-            break;
-          case GpuKey::kNuma:
-            ka = ctx.node.caps[a].numa, kb = ctx.node.caps[b].numa;
-            break;
-          case GpuKey::kTopology:
-            break;
+      if (p.chain) {
+        for (GpuKey k : p.keys) {
+          switch (k) {
+            case GpuKey::kBinpack:
+              if (score[a] != score[b]) return score[a] > score[b];
+              break;
+            case GpuKey::kSpread:
+              if (score[a] != score[b]) return score[a] < score[b];
+              break;
+            case GpuKey::kNuma:
+              if (caps[a].numa != caps[b].numa) return caps[a].numa > caps[b].numa;
+              break;
+          }
         }
-        if (ka != kb) return ka < kb;
+        return a > b;
       }
-      return a < b;
+      if (p.mutex) {
+        // Single "mutex": busy cards first in upstream's order, so the idlest is preferred.
+        if (ctx.usage[a].used != ctx.usage[b].used) return ctx.usage[a].used < ctx.usage[b].used;
+      } else if (score[a] != score[b]) {
+        return p.binpack ? score[a] > score[b] : score[a] < score[b];
+      }
+      if (caps[a].numa != caps[b].numa) return caps[a].numa > caps[b].numa;
+      return a > b;
     };
+    if (p.topology) {
+      // Upstream collects every fitting device in its order, then searches them in that order.
+      std::sort(order.begin(), order.end(), better);
+      PickTopology(ctx, order, nums, out);
+      return;
+    }
     if (nums == 1 && !order.empty()) {
       out->push_back(*std::min_element(order.begin(), order.end(), better));
       return;
@@ -150,6 +181,8 @@ class HamiPicker final : public GpuPicker {
                            std::vector<int>* out) {
     const int n = static_cast<int>(cand.size());
     if (n < nums) return;
+    // Pair scores may be negative: the first candidate (in preference order) always counts, and
+    // later ones replace it only when strictly better, as upstream's search does.
     if (nums == 1) {
       int best = -1;
       int64_t best_sum = 0;
@@ -165,12 +198,12 @@ class HamiPicker final : public GpuPicker {
     // Enumerate C(n, k) in lexicographic order (n is the device count of one node, small).
     std::vector<int> idx(nums), best_idx;
     for (int i = 0; i < nums; ++i) idx[i] = i;
-    int64_t best_sum = -1;
+    int64_t best_sum = 0;
     while (true) {
       int64_t sum = 0;
       for (int i = 0; i < nums; ++i)
         for (int j = i + 1; j < nums; ++j) sum += Link(ctx.node, cand[idx[i]], cand[idx[j]]);
-      if (sum > best_sum) best_sum = sum, best_idx = idx;
+      if (best_idx.empty() || sum > best_sum) best_sum = sum, best_idx = idx;
       int i = nums - 1;
       while (i >= 0 && idx[i] == n - nums + i) --i;
       if (i < 0) break;

@@ -55,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(
              {Two("a"), Two("b")},
              {Used("x", "a-gpu0", 8000)},
              PodBuilder("p").Gpu(1, 1000, 10),
-             "b:b-gpu0"},
+             "b:b-gpu1"},
         Case{"hami_binpack_gpu",
              "hami-binpack",
              {Two("a")},
@@ -67,19 +67,19 @@ INSTANTIATE_TEST_SUITE_P(
              {Two("a"), Two("b")},
              {Used("x", "b-gpu0", 8000)},
              PodBuilder("p").Gpu(1, 1000, 10).NodePolicy("spread").GpuPolicy("binpack"),
-             "a:a-gpu0"},
+             "a:a-gpu1"},
         Case{"mutex_only_idle_cards",
              "hami",
              {Two("a")},
              {Used("x", "a-gpu0", 1000)},
              PodBuilder("p").Gpu(1, 1000, 10).GpuPolicy("binpack,mutex"),
              "a:a-gpu1"},
-        Case{"numa_key_lower_first",
+        Case{"numa_key_highest_first",
              "hami",
              {NodeBuilder("a").Gpus(2).Numa(0, 1)},
              {},
              PodBuilder("p").Gpu(1, 1000, 10).GpuPolicy("numa"),
-             "a:a-gpu1"},
+             "a:a-gpu0"},
         Case{"weights_memory_only",
              "hami-binpack",
              {Two("a")},
@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
              {Topo()},
              {Used("x", "t-gpu0", 1000)},
              PodBuilder("p").Gpu(2, 1000, 10).GpuPolicy("topology-aware"),
-             "t:t-gpu0,t-gpu1"},
+             "t:t-gpu3,t-gpu2"},
         Case{"topology_single_least_connected",
              "hami",
              {Topo().Link(1, 3, 5)},
@@ -107,6 +107,155 @@ INSTANTIATE_TEST_SUITE_P(
              PodBuilder("p").Gpu(1, 1000, 10).GpuPolicy("topology-aware"),
              "t:t-gpu3"}),
     [](const auto& i) { return i.param.name; });
+
+// Upstream HAMi's GPU choice (pkg/scheduler/policy/gpu_policy.go's sort, which Fit walks from the
+// end; pkg/device/nvidia's topology search), each case named after the upstream test it comes
+// from. Pods are pinned with UseUuid to give devices the usage (and so the score) the upstream case
+// sets directly. Device names: "n-gpu<i>" in registration order.
+TEST(Hami, UpstreamCases) {
+  const auto on = [](const std::string& uuid, int64_t mem, int cores) {
+    return PodBuilder("u" + uuid + std::to_string(mem)).Gpu(1, mem, cores).UseUuid(uuid).Build();
+  };
+  const auto pod = [](int nums) { return PodBuilder("p").Gpu(nums, 1000, 10); };
+  const NodeBuilder three = NodeBuilder("n").Gpus(3);
+  const std::vector<Case> cases = {
+      // #1806: without numa-bind the score decides across NUMA nodes (P idlest on NUMA 0).
+      {"TestScorePrimarySelectsAcrossNuma",
+       "hami",
+       {NodeBuilder(three).Numa(1, 1).Numa(2, 1)},
+       {on("n-gpu1", 12000, 80), on("n-gpu2", 8000, 50)},
+       pod(1),
+       "n:n-gpu0"},
+      // numa-bind keeps the request on one NUMA node: only NUMA 0 has two cards.
+      {"TestNumaBindSortPreservesAffinity",
+       "hami",
+       {NodeBuilder(three).Numa(2, 1)},
+       {on("n-gpu0", 8000, 50), on("n-gpu2", 4000, 30)},
+       pod(2).NumaBind(),
+       "n:n-gpu1,n-gpu0"},
+      // Spread, equal NUMA: the lower score (less used card) wins.
+      {"TestDeviceUsageList_Less/Spread policy with same Numa",
+       "hami",
+       {NodeBuilder("n").Gpus(2)},
+       {on("n-gpu1", 4000, 20)},
+       pod(1),
+       "n:n-gpu0"},
+      // Binpack, equal NUMA: the higher score (busier card) wins.
+      {"TestDeviceUsageList_Less/Binpack policy with same Numa",
+       "hami",
+       {NodeBuilder("n").Gpus(2)},
+       {on("n-gpu0", 4000, 20)},
+       pod(1).GpuPolicy("binpack"),
+       "n:n-gpu0"},
+      // Score first, NUMA only on equal scores: binpack takes the busier card, not the lower NUMA.
+      {"TestDeviceUsageList_Less/Binpack policy with different Numa",
+       "hami",
+       {NodeBuilder("n").Gpus(2).Numa(0, 1)},
+       {on("n-gpu0", 4000, 20)},
+       pod(1).GpuPolicy("binpack"),
+       "n:n-gpu0"},
+      // Equal scores: the highest NUMA node, whatever the registration order.
+      {"TestDeviceUsageList_Less/Spread policy equal scores: highest NUMA",
+       "hami",
+       {NodeBuilder(three).Numa(1, 1)},
+       {},
+       pod(1),
+       "n:n-gpu1"},
+      // Equal scores and NUMA: the card registered last (Fit walks the sorted list from the end).
+      {"TestDeviceUsageList_Less/Spread policy equal scores and NUMA: last card",
+       "hami",
+       {three},
+       {},
+       pod(1),
+       "n:n-gpu2"},
+      {"TestDeviceUsageList_Less/Binpack policy equal scores and NUMA: last card",
+       "hami",
+       {three},
+       {},
+       pod(1).GpuPolicy("binpack"),
+       "n:n-gpu2"},
+      // mutex: idle cards only; among them the highest NUMA node, then the last card.
+      {"TestDeviceUsageList_Less/mutex: idle card on the highest NUMA",
+       "hami",
+       {NodeBuilder(three).Numa(1, 1)},
+       {on("n-gpu0", 1000, 0)},
+       pod(1).GpuPolicy("mutex"),
+       "n:n-gpu1"},
+      // Chains: keys in the order written, then the last card; "numa" prefers the highest node.
+      {"TestDeviceUsageList_Less/chain numa,binpack",
+       "hami",
+       {NodeBuilder(three).Numa(2, 1)},
+       {on("n-gpu0", 4000, 20)},
+       pod(1).GpuPolicy("numa,binpack"),
+       "n:n-gpu2"},
+      {"TestDeviceUsageList_Less/chain binpack,numa",
+       "hami",
+       {NodeBuilder(three).Numa(2, 1)},
+       {on("n-gpu0", 4000, 20)},
+       pod(1).GpuPolicy("binpack,numa"),
+       "n:n-gpu0"},
+      {"TestDeviceUsageList_Less/chain without sort keys falls back to spread",
+       "hami",
+       {NodeBuilder(three).Numa(0, 1)},
+       {on("n-gpu1", 4000, 20)},
+       pod(1).GpuPolicy("mutex,topology-aware"),
+       "n:n-gpu2"},
+      // numa-bind with spread tries the highest NUMA node first, binpack the lowest.
+      {"TestNumaBindSortPreservesAffinity/spread: highest NUMA first",
+       "hami",
+       {NodeBuilder("n").Gpus(4).Numa(2, 1).Numa(3, 1)},
+       {},
+       pod(2).NumaBind(),
+       "n:n-gpu3,n-gpu2"},
+      {"TestNumaBindSortPreservesAffinity/binpack: lowest NUMA first",
+       "hami",
+       {NodeBuilder("n").Gpus(4).Numa(2, 1).Numa(3, 1)},
+       {},
+       pod(2).NumaBind().GpuPolicy("binpack"),
+       "n:n-gpu1,n-gpu0"},
+      // gpu0 sums 300, gpu1 250, gpu2 350: one card goes to the least connected, gpu1.
+      {"TestComputeWorstSingleCard",
+       "hami",
+       {NodeBuilder(three).Link(0, 1, 100).Link(0, 2, 200).Link(1, 2, 150)},
+       {},
+       pod(1).GpuPolicy("topology-aware"),
+       "n:n-gpu1"},
+      // [gpu0,gpu1]=100, [gpu0,gpu2]=200, [gpu1,gpu2]=150: two cards go to gpu0 and gpu2.
+      {"TestComputeBestCombination",
+       "hami",
+       {NodeBuilder(three).Link(0, 1, 100).Link(0, 2, 200).Link(1, 2, 150)},
+       {},
+       pod(2).GpuPolicy("topology-aware"),
+       "n:n-gpu2,n-gpu0"},
+      // Negative pair scores: the best pair is still chosen when every pair is negative.
+      {"TestComputeBestCombination/all pair scores negative",
+       "hami",
+       {NodeBuilder(three).Link(0, 1, -10).Link(0, 2, -5).Link(1, 2, -20)},
+       {},
+       pod(2).GpuPolicy("topology-aware"),
+       "n:n-gpu2,n-gpu0"},
+      {"TestComputeWorstSingleCard/all pair scores negative",
+       "hami",
+       {NodeBuilder(three).Link(0, 1, -10).Link(0, 2, -5).Link(1, 2, -20)},
+       {},
+       pod(1).GpuPolicy("topology-aware"),
+       "n:n-gpu1"},
+      // Equal topology: the first combination in the spread order (last cards first).
+      {"TestComputeBestCombination/ties keep the policy order",
+       "hami",
+       {NodeBuilder("n").Gpus(4)},
+       {},
+       pod(2).GpuPolicy("topology-aware"),
+       "n:n-gpu3,n-gpu2"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = MakeCluster(c.policy, c.nodes, c.existing);
+    auto d = s->Schedule(c.pod, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(Describe(*d), c.want);
+  }
+}
 
 }  // namespace
 }  // namespace hami::scheduler
