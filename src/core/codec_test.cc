@@ -189,8 +189,13 @@ TEST(LinkScoresTest, RoundTripAndErrors) {
   EXPECT_EQ(s->at("GPU-a").at("GPU-b"), 600);
   EXPECT_EQ(s->at("GPU-a").at("GPU-c"), 10);
   EXPECT_EQ(EncodeLinkScores(*s), kScores);
-  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":-1}}])").status(),
-                       "score[\"b\"]: -1 is below"));
+  // Signed as upstream's Go int: a negative pair score (a link to avoid) is kept.
+  auto neg = DecodeLinkScores(R"([{"uuid":"a","score":{"b":-1}}])");
+  ASSERT_TRUE(neg.ok()) << neg.status();
+  EXPECT_EQ(neg->at("a").at("b"), -1);
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":-2147483649}}])").status(),
+                       "is below"));
+  EXPECT_TRUE(Contains(DecodeLinkScores(R"([{"uuid":"a","score":{"b":1.5}}])").status(), "score"));
   EXPECT_TRUE(
       Contains(DecodeLinkScores(R"([{"uuid":"a"},{"uuid":"a"}])").status(), "appears twice"));
   EXPECT_TRUE(Contains(DecodeLinkScores(R"({})").status(), "expected a JSON array"));

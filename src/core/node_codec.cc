@@ -297,7 +297,8 @@ StatusOr<LinkScores> DecodeLinkScores(std::string_view text) {
       return InvalidArgument(where, "score: expected a JSON object, got ", it->type_name());
     for (const auto& [peer, value] : it->items()) {
       int64_t v = 0;
-      HAMI_RETURN_IF_ERROR(jsonutil::ToInt(value, 0, kInt32Max,
+      // Signed, as upstream's Go int: negative scores are links to avoid.
+      HAMI_RETURN_IF_ERROR(jsonutil::ToInt(value, kInt32Min, kInt32Max,
                                            StrCat(where, "score[", text::Quote(peer), "]"), &v));
       peers[peer] = static_cast<int>(v);
     }
