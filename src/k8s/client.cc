@@ -653,6 +653,18 @@ Status Client::Bind(std::string_view ns, std::string_view pod, std::string_view 
   return Create(kPods, ns, b, "binding", pod).status();
 }
 
+namespace {
+// The API server refuses an Event whose message is longer than 1024 bytes; cut at a UTF-8
+// character boundary.
+std::string EventMessage(const std::string& m) {
+  constexpr size_t kLimit = 1024;
+  if (m.size() <= kLimit) return m;
+  size_t n = kLimit - 3;
+  while (n > 0 && (static_cast<unsigned char>(m[n]) & 0xC0) == 0x80) --n;
+  return m.substr(0, n) + "...";
+}
+}  // namespace
+
 Status Client::CreateEvent(const EventSpec& spec) {
   const Json& obj = spec.involved_object;
   std::string ns = obj.value("namespace", "");
@@ -671,7 +683,7 @@ Status Client::CreateEvent(const EventSpec& spec) {
       {"metadata", {{"name", StrCat(obj.value("name", "object"), ".", hex)}, {"namespace", ns}}},
       {"involvedObject", obj},
       {"reason", spec.reason},
-      {"message", spec.message},
+      {"message", EventMessage(spec.message)},
       {"type", spec.type},
       {"source", {{"component", spec.component}}},
       {"reportingComponent", spec.component},

@@ -568,6 +568,33 @@ struct FakeApiServer::Impl {
     });
   }
 
+  // What the API server checks on a core/v1 Event without eventTime (its legacy validation): a
+  // DNS-subdomain name, the involved object's namespace equal to the event's, and the length limits
+  // of reason, reportingComponent, reportingInstance (128) and message (1024).
+  static void ValidateCoreEvent(const Json& ev, const std::string& ns, const std::string& name) {
+    auto invalid = [&](const std::string& what) {
+      throw Err(422, "Invalid", StrCat("Event \"", name, "\" is invalid: ", what),
+                {{"kind", "Event"}, {"name", name}});
+    };
+    static const std::regex kSubdomain(
+        R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
+    if (name.size() > 253 || !std::regex_match(name, kSubdomain))
+      invalid("metadata.name: Invalid value: a DNS-1123 subdomain is required");
+    const Json* io = ev.contains("involvedObject") ? &ev["involvedObject"] : nullptr;
+    if (io == nullptr || !io->is_object()) invalid("involvedObject: Required value");
+    const std::string io_ns = io->value("namespace", "");
+    if (io_ns.empty() ? (ns != "default" && !ns.empty()) : io_ns != ns)
+      invalid("involvedObject.namespace: Invalid value: does not match event.namespace");
+    auto text = [&](const char* field) {
+      const auto it = ev.find(field);
+      return it != ev.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    for (const char* f : {"reason", "reportingComponent", "reportingInstance"})
+      if (text(f).size() > 128) invalid(StrCat(f, ": Too long: may not be more than 128 bytes"));
+    if (text("message").size() > 1024)
+      invalid("message: Too long: may not be more than 1024 bytes");
+  }
+
   Json CreateLocked(const ResDef& d, const std::string& path_ns, Json body) {
     Json& md = body["metadata"];
     if (!md.is_object()) throw Err(400, "metadata must be an object");
@@ -594,6 +621,8 @@ struct FakeApiServer::Impl {
       name = gen + RandomSuffix();
       md["name"] = name;
     }
+    if (std::string(d.plural) == "events" && std::string(d.prefix) == "/api/v1")
+      ValidateCoreEvent(body, ns, name);
     auto& m = objects[ResId(d)];
     const std::string key = Key(d.namespaced ? ns : "", name);
     if (m.count(key)) {

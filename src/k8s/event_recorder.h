@@ -1,0 +1,55 @@
+#pragma once
+// Asynchronous Event posting: callers on a hot path (the extender's /filter and /bind) hand an
+// EventSpec over and return at once; one background thread posts them with Client::CreateEvent.
+// The queue is bounded: when the API server is slow and the queue is full, the new event is dropped
+// and counted, never waited for. An Event is a courtesy to the user (kubectl describe pod), not
+// state: losing some under overload is better than slowing every scheduling decision.
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "k8s/client.h"
+
+namespace hami::k8s {
+
+struct EventRecorderOptions {
+  size_t capacity = 1024;  // events waiting to be posted; more are dropped
+};
+
+class EventRecorder {
+ public:
+  // `client` must outlive the recorder. Starts the posting thread.
+  explicit EventRecorder(Client& client, EventRecorderOptions opts = {});
+  ~EventRecorder();  // posts nothing more: what is still queued is dropped (counted), then joins
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // Queues `spec`; false (and one more dropped()) when the queue is full. Never blocks on I/O.
+  bool Record(EventSpec spec);
+  // Waits until every event queued before the call has been posted or has failed (for tests and
+  // orderly shutdown).
+  void Flush();
+
+  uint64_t posted() const;   // created on the API server
+  uint64_t failed() const;   // the API server refused or could not be reached
+  uint64_t dropped() const;  // never sent: queue full, or still queued at destruction
+
+ private:
+  void Run();
+
+  Client& client_;
+  const EventRecorderOptions opts_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // work queued or stopping
+  std::condition_variable idle_cv_;  // the queue drained and nothing is in flight
+  std::deque<EventSpec> queue_;
+  bool in_flight_ = false;
+  bool stop_ = false;
+  uint64_t posted_ = 0, failed_ = 0, dropped_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace hami::k8s

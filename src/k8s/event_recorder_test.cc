@@ -1,0 +1,108 @@
+// EventRecorder against the fake API server (loopback): events arrive as core/v1 Event objects the
+// server's validation accepts, and a slow API server makes the recorder drop, never block.
+#include "k8s/event_recorder.h"
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "k8s/testing/fake_apiserver.h"
+
+namespace hami::k8s {
+namespace {
+
+using testing::FakeApiServer;
+
+std::unique_ptr<Client> NewClient(const FakeApiServer& fake, const std::string& token = "") {
+  ClientConfig cfg;
+  cfg.server = fake.url();
+  cfg.bearer_token = token;
+  ClientOptions opts;
+  opts.sleep = [](int64_t) {};  // retries without waiting
+  auto c = Client::Create(cfg, opts);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return std::move(*c);
+}
+
+EventSpec PodEvent(const std::string& ns, const std::string& pod, const std::string& reason,
+                   std::string message = "m") {
+  EventSpec ev;
+  ev.involved_object = {{"kind", "Pod"}, {"namespace", ns}, {"name", pod}, {"uid", "u-" + pod}};
+  ev.reason = reason;
+  ev.message = std::move(message);
+  return ev;
+}
+
+TEST(EventRecorder, PostsCoreV1Events) {
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = NewClient(fake);
+  EventRecorder rec(*client);
+  ASSERT_TRUE(rec.Record(PodEvent("ns1", "p1", "FilteringSucceed")));
+  ASSERT_TRUE(rec.Record(PodEvent("ns1", "p1", "BindingSucceed")));
+  // Longer than the server's 1024-byte limit: cut, not refused.
+  ASSERT_TRUE(rec.Record(PodEvent("ns2", "p2", "BindingFailed", std::string(5000, 'x'))));
+  rec.Flush();
+  EXPECT_EQ(rec.posted(), 3u);
+  EXPECT_EQ(rec.failed(), 0u);
+  EXPECT_EQ(rec.dropped(), 0u);
+  auto events = fake.List("events");
+  ASSERT_EQ(events.size(), 3u);
+  std::multiset<std::string> reasons;
+  for (const auto& e : events) {
+    EXPECT_EQ(e["apiVersion"], "v1");
+    EXPECT_EQ(e["kind"], "Event");
+    EXPECT_EQ(e["metadata"]["namespace"], e["involvedObject"]["namespace"]);
+    EXPECT_LE(e["message"].get<std::string>().size(), 1024u);
+    reasons.insert(e["reason"].get<std::string>());
+  }
+  EXPECT_EQ(reasons,
+            (std::multiset<std::string>{"BindingFailed", "BindingSucceed", "FilteringSucceed"}));
+}
+
+TEST(EventRecorder, FullQueueDropsInsteadOfBlocking) {
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = NewClient(fake, "slow");
+  fake.Partition("Bearer slow", true);  // every request of this client is held unanswered
+  EventRecorderOptions o;
+  o.capacity = 2;
+  {
+    EventRecorder rec(*client, o);
+    int accepted = 0;
+    for (int i = 0; i < 6; ++i) accepted += rec.Record(PodEvent("ns", "p", "FilteringSucceed"));
+    // At most one in flight (held by the server) and two queued: the rest were dropped at once.
+    EXPECT_LE(accepted, 3);
+    EXPECT_GE(rec.dropped(), 3u);
+    fake.Partition("Bearer slow", false);  // held requests get 503, retries go through
+    rec.Flush();
+    EXPECT_EQ(rec.posted() + rec.failed() + rec.dropped(), 6u);
+    EXPECT_EQ(rec.dropped(), static_cast<uint64_t>(6 - accepted));
+  }
+}
+
+TEST(EventRecorder, FakeServerValidatesEventsAsTheApiServer) {
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = NewClient(fake);
+  Json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata", {{"name", "p.1"}, {"namespace", "ns1"}}},
+             {"involvedObject", {{"kind", "Pod"}, {"namespace", "other"}, {"name", "p"}}},
+             {"reason", "FilteringSucceed"},
+             {"message", "m"},
+             {"type", "Normal"}};
+  EXPECT_FALSE(client->Create(kEvents, "ns1", ev).ok()) << "namespace mismatch accepted";
+  ev["involvedObject"]["namespace"] = "ns1";
+  ev["reason"] = std::string(129, 'r');
+  EXPECT_FALSE(client->Create(kEvents, "ns1", ev).ok()) << "129-byte reason accepted";
+  ev["reason"] = "FilteringSucceed";
+  ev["metadata"]["name"] = "P_1";
+  EXPECT_FALSE(client->Create(kEvents, "ns1", ev).ok()) << "bad name accepted";
+  ev["metadata"]["name"] = "p.1";
+  EXPECT_TRUE(client->Create(kEvents, "ns1", ev).ok());
+}
+
+}  // namespace
+}  // namespace hami::k8s
