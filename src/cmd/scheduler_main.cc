@@ -273,6 +273,9 @@ int SchedulerMain(int argc, char** argv) {
   co.election.lease_name = lease_name;
   co.election.lease_namespace = lease_namespace;
   co.follow_lease = follow_lease;
+  // The downward API's pod name and namespace (deploy/): the pod gets hami.io/scheduler-role.
+  co.self_pod_namespace = Env("POD_NAMESPACE", "");
+  co.self_pod_name = Env("POD_NAME", "");
   auto secs = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   co.election.lease_duration = secs(lease_duration_s);
   co.election.renew_deadline = secs(renew_deadline_s);

@@ -42,6 +42,18 @@ Controller::~Controller() {
   Stop();
 }
 
+std::thread Controller::EveryRetryPeriod(std::function<void()> step) {
+  return std::thread([this, step = std::move(step)] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      l.unlock();
+      step();
+      l.lock();
+      cv_.wait_for(l, opts_.election.retry_period);
+    }
+  });
+}
+
 void Controller::Start() {
   if (started_) return;
   started_ = true;
@@ -50,15 +62,7 @@ void Controller::Start() {
   quotas_->Start();
   pods_->Start();
   if (opts_.leader_elect && !opts_.follow_lease.empty()) {
-    follower_ = std::thread([this] {
-      std::unique_lock<std::mutex> l(mu_);
-      while (!stopping_) {
-        l.unlock();
-        FollowOnce();
-        l.lock();
-        cv_.wait_for(l, opts_.election.retry_period);
-      }
-    });
+    follower_ = EveryRetryPeriod([this] { FollowOnce(); });
   } else if (opts_.leader_elect) {
     auto e = k8s::LeaderElector::Create(client_, opts_.election);
     if (e.ok()) {
@@ -67,6 +71,9 @@ void Controller::Start() {
     } else {
       spdlog::error("leader election not started: {}", std::string(e.status().message()));
     }
+  }
+  if (!opts_.self_pod_name.empty() && !opts_.self_pod_namespace.empty()) {
+    labeler_ = EveryRetryPeriod([this] { LabelRoleOnce(); });
   }
   housekeeper_ = std::thread([this] {
     std::unique_lock<std::mutex> l(mu_);
@@ -89,10 +96,28 @@ void Controller::Stop() {
   cv_.notify_all();
   if (housekeeper_.joinable()) housekeeper_.join();
   if (follower_.joinable()) follower_.join();
+  if (labeler_.joinable()) labeler_.join();
   if (elector_) elector_->Stop();
   pods_->Stop();
   nodes_->Stop();
   quotas_->Stop();
+}
+
+bool Controller::LabelRoleOnce() {
+  if (opts_.self_pod_name.empty() || opts_.self_pod_namespace.empty()) return false;
+  std::lock_guard<std::mutex> l(role_mu_);
+  const std::string role = IsLeader() ? "leader" : "follower";
+  if (role == role_written_) return true;
+  auto p = client_.Patch(k8s::kPods, opts_.self_pod_namespace, opts_.self_pod_name,
+                         k8s::PatchType::kMerge,
+                         Json{{"metadata", {{"labels", {{kSchedulerRoleLabel, role}}}}}});
+  if (!p.ok()) {
+    spdlog::warn("label {}={} on pod {}/{} not written: {}", kSchedulerRoleLabel, role,
+                 opts_.self_pod_namespace, opts_.self_pod_name, std::string(p.status().message()));
+    return false;
+  }
+  role_written_ = role;
+  return true;
 }
 
 std::optional<Json> Controller::LookupPod(const std::string& ns, const std::string& name) const {

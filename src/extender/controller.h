@@ -10,6 +10,7 @@
 //    reservation TTL give their devices back (ClusterState::ExpireReservations).
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,7 +38,14 @@ struct ControllerOptions {
   // pods, and then every /filter is answered "not the leader". Expiry: the record must change
   // (renewTime) within election.lease_duration, measured on our own clock.
   std::string follow_lease;
+  // This replica's own pod: when both are set it carries the label hami.io/scheduler-role: leader
+  // or follower (upstream's; a Service can select the leader on it), rewritten when the role
+  // changes, checked every election.retry_period.
+  std::string self_pod_namespace, self_pod_name;
 };
+
+// The label upstream HAMi puts on its scheduler pods, and its two values.
+inline constexpr char kSchedulerRoleLabel[] = "hami.io/scheduler-role";
 
 class Controller {
  public:
@@ -61,6 +69,9 @@ class Controller {
   int HousekeepOnce();
   // One read of the followed Lease now (tests; the background loop does it every retry_period).
   void FollowOnce();
+  // Writes the role label on our own pod now if it differs from the last one written (tests; the
+  // background loop does it every retry_period). True when the pod carries the current role.
+  bool LabelRoleOnce();
 
   // The pod from the informer cache (nullopt when it has not arrived), for
   // ExtenderOptions::pod_lookup.
@@ -70,12 +81,17 @@ class Controller {
   k8s::Informer& nodes() { return *nodes_; }
 
  private:
+  // A thread that runs `step` now and then every election.retry_period until Stop().
+  std::thread EveryRetryPeriod(std::function<void()> step);
+
   k8s::Client& client_;
   ClusterState& state_;
   ControllerOptions opts_;
   std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_;
   std::unique_ptr<k8s::LeaderElector> elector_;
-  std::thread housekeeper_, follower_;
+  std::thread housekeeper_, follower_, labeler_;
+  std::mutex role_mu_;
+  std::string role_written_;  // the role label last written ("" = none yet); under role_mu_
   // follow_lease: the holder last read and when its record last changed.
   mutable std::mutex lease_mu_;
   std::string lease_holder_, lease_renew_;

@@ -124,7 +124,15 @@ Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client
       state_(state),
       client_(client),
       opts_(std::move(opts)),
-      clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
+      clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {
+  if (client_ != nullptr)
+    events_ = std::make_unique<k8s::EventRecorder>(
+        *client_, k8s::EventRecorderOptions{std::max<size_t>(opts_.event_queue, 1)});
+}
+
+void Extender::FlushEvents() {
+  if (events_) events_->Flush();
+}
 
 std::string Extender::NotLeaderError() const {
   std::string leader = opts_.leader_name ? opts_.leader_name() : "";
@@ -134,15 +142,16 @@ std::string Extender::NotLeaderError() const {
 
 void Extender::Event(const Json& ref, const std::string& type, const std::string& reason,
                      const std::string& message) {
-  if (client_ == nullptr) return;
+  if (events_ == nullptr) return;
   k8s::EventSpec ev;
   ev.involved_object = ref;
   ev.type = type;
   ev.reason = reason;
   ev.message = message;
   ev.component = opts_.component;
-  Status s = client_->CreateEvent(ev);
-  if (!s.ok()) SPDLOG_DEBUG("event {} not recorded: {}", reason, std::string(s.message()));
+  // Never waits for the API server: a full queue drops the event.
+  if (!events_->Record(std::move(ev)))
+    counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
 StatusOr<std::optional<Json>> Extender::LivePod(const std::string& ns,
@@ -408,12 +417,16 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
         counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
         out.error = StrCat("pod ", PodKey(pod),
                            ": cannot write the decision: ", std::string(p.status().message()));
+        Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed", out.error);
         return out;
       }
     }
     for (const auto& f : d->failures)
       (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
     out.node_names = std::vector<std::string>{d->node};
+    if (opts_.success_events)
+      Event(PodRef(pod.namespace_, pod.name, pod.uid), "Normal", "FilteringSucceed",
+            StrCat("fit node ", d->node, " (of ", candidates.size(), " candidate nodes)"));
     return out;
   }
   counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
@@ -534,6 +547,9 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
                     {{core::kBindPhase, core::kBindPhaseAllocating}, {core::kBindTime, now}});
   if (s.ok()) {
     if (!uid.empty()) state_.MarkBound(uid, a.node);
+    if (opts_.success_events)
+      Event(PodRef(a.pod_namespace, a.pod_name, a.pod_uid), "Normal", "BindingSucceed",
+            StrCat("bound ", a.pod_namespace, "/", a.pod_name, " to node ", a.node));
     return out;
   }
   if (absl::IsAlreadyExists(s) || k8s::IsConflict(s)) {

@@ -44,6 +44,7 @@
 #include "extender/state.h"
 #include "extender/wire.h"
 #include "k8s/client.h"
+#include "k8s/event_recorder.h"
 #include "scheduler/scheduler.h"
 
 namespace hami::extender {
@@ -56,6 +57,10 @@ struct ExtenderOptions {
   std::function<std::string()> leader_name;  // for the follower's error message
   std::string component = "hami-scheduler";  // Event source
   bool filter_failed_events = true;          // Event FilteringFailed when no node fits
+  // Events FilteringSucceed / BindingSucceed (upstream's), one API write per pod each; posted from
+  // a queue of event_queue entries on a background thread, dropped (counted) when it is full.
+  bool success_events = true;
+  size_t event_queue = 1024;
   // The pod as the API server has it, from the informer cache (nullopt: not there). When unset or
   // when it finds nothing, the pod is read from the API server (client); with neither, the
   // request's own copy is trusted (tests of the pure paths).
@@ -69,6 +74,7 @@ struct ExtenderCounters {
   std::atomic<int64_t> reserve_conflicts{0};
   std::atomic<int64_t> refused_requests{
       0};  // /filter or /bind refused: names, uid, node or bound state
+  std::atomic<int64_t> events_dropped{0};  // Events not queued: the API server is behind
   // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be
   // told from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve),
   // the decision patch (an API round trip) and the reply encoding.
@@ -90,6 +96,8 @@ class Extender {
   std::string HandleBind(std::string_view body);
 
   const ExtenderCounters& counters() const { return counters_; }
+  // Waits until the Events queued so far are posted (tests).
+  void FlushEvents();
 
  private:
   ExtenderFilterResult Simulate(const ExtenderArgs& args, const core::PodRequest& pod);
@@ -116,6 +124,7 @@ class Extender {
   ExtenderCounters counters_;
   // Filter's decide+reserve: shared while optimistic, exclusive for a pod that kept losing races.
   absl::Mutex decide_mu_;
+  std::unique_ptr<k8s::EventRecorder> events_;  // with a client; destroyed first
 };
 
 // Merge patch that writes a decision onto a pod (exposed for tests): annotations vgpu-node,

@@ -143,6 +143,10 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             "Filter or bind calls refused for the pod they name (bad name or uid, another pod's "
             "uid, a node other than the decision's or none, an already bound pod).",
             counters->refused_requests.load());
+    counter("hami_extender_events_dropped_total",
+            "Pod Events (FilteringSucceed, BindingFailed, ...) dropped because the API server was "
+            "behind and the event queue was full.",
+            counters->events_dropped.load());
     auto& stages = set.Add("hami_extender_filter_stage_seconds_total",
                            "Time spent in /filter by stage: the request parse, the scheduler "
                            "library (decide and reserve), the decision patch to the API server, "

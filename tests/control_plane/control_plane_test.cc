@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "core/annotations.h"
 #include "harness.h"
@@ -478,10 +481,25 @@ TEST_F(ControlPlaneTest, QuotaChargesPerPodAndResolvesPercentagesOnTheCard) {
 
 TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
   AddNodes(2, 4);
-  auto a = StartReplica({.leader_elect = true, .identity = "a"});
+  // Each replica labels its own pod hami.io/scheduler-role (upstream's; a Service may select on
+  // it).
+  for (const char* pod : {"sched-a", "sched-b"})
+    ASSERT_TRUE(
+        api_.Upsert("pods", Json{{"metadata", {{"name", pod}, {"namespace", "hami-system"}}},
+                                 {"spec", {{"containers", Json::array()}}}})
+            .ok());
+  const auto role = [&](const char* pod) {
+    auto p = api_.Get("pods", "hami-system", pod);
+    return p ? p->value("/metadata/labels"_json_pointer, Json::object())
+                   .value(extender::kSchedulerRoleLabel, "")
+             : "";
+  };
+  auto a = StartReplica({.leader_elect = true, .identity = "a", .self_pod = "sched-a"});
   ASSERT_TRUE(WaitFor([&] { return a->controller->IsLeader(); }));
-  auto b = StartReplica({.leader_elect = true, .identity = "b"});
+  auto b = StartReplica({.leader_elect = true, .identity = "b", .self_pod = "sched-b"});
   ASSERT_TRUE(WaitFor([&] { return b->controller->Ready(); }));
+  ASSERT_TRUE(WaitFor([&] { return role("sched-a") == "leader" && role("sched-b") == "follower"; }))
+      << role("sched-a") << " " << role("sched-b");
   EXPECT_FALSE(b->controller->IsLeader());
   EXPECT_EQ(b->controller->Leader(), "a");
   KubeScheduler ks(b->port());
@@ -495,6 +513,34 @@ TEST_F(ControlPlaneTest, OnlyTheLeaderDecides) {
   a.reset();  // the leader goes away (releases the lease): b takes over and decides
   ASSERT_TRUE(WaitFor([&] { return b->controller->IsLeader(); }));
   EXPECT_FALSE(ks.Filter(*created, nodes_, &err).empty()) << err;
+  EXPECT_TRUE(WaitFor([&] { return role("sched-b") == "leader"; })) << role("sched-b");
+}
+
+// Upstream's pod events (pkg/scheduler/event.go): FilteringSucceed and BindingSucceed (Normal),
+// FilteringFailed (Warning) when no node fits; core/v1 Events the API server's validation accepts.
+TEST_F(ControlPlaneTest, PodEventsAsUpstream) {
+  AddNodes(1, 1);
+  auto rep = StartReplica();
+  Json ok = Schedule(
+      *rep, PodSpec("fits", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})})));
+  ASSERT_FALSE(ok.is_null());
+  std::string why;
+  EXPECT_TRUE(
+      Schedule(*rep, PodSpec("big", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "2"}})})),
+               &why)
+          .is_null());
+  rep->ext->FlushEvents();
+  std::map<std::string, std::set<std::string>> reasons;  // pod -> reasons
+  for (const auto& e : api_.List("events")) {
+    EXPECT_EQ(e["metadata"]["namespace"], "ml");
+    const std::string type = e.value("type", "");
+    const std::string reason = e.value("reason", "");
+    EXPECT_EQ(type, reason.find("Failed") != std::string::npos ? "Warning" : "Normal") << reason;
+    reasons[e["involvedObject"].value("name", "")].insert(reason);
+  }
+  EXPECT_EQ(reasons["fits"], (std::set<std::string>{"FilteringSucceed", "BindingSucceed"}));
+  EXPECT_EQ(reasons["big"], (std::set<std::string>{"FilteringFailed"}));
+  EXPECT_EQ(rep->ext->counters().events_dropped.load(), 0);
 }
 
 // Deployed, kube-scheduler runs in each replica's pod and calls the extender on 127.0.0.1; with

@@ -58,6 +58,7 @@ struct ReplicaOptions {
   const Clock* clock = nullptr;    // state and extender (TTL); default the real clock
   std::string token = "";       // bearer token of the replica's client (FakeApiServer::Partition)
   std::string policy = "hami";  // SchedulerOptions::policy (hami scheduler --policy)
+  std::string self_pod = "";    // ControllerOptions::self_pod_name (namespace hami-system)
   uint64_t seed = 1;            // SchedulerOptions::seed (randomized policies)
 };
 
@@ -98,6 +99,7 @@ class Replica {
     co.election.retry_period = std::chrono::milliseconds(100);
     co.watch_timeout_seconds = 30;
     co.follow_lease = o.follow_lease;
+    if (!o.self_pod.empty()) co.self_pod_namespace = "hami-system", co.self_pod_name = o.self_pod;
     controller = std::make_unique<extender::Controller>(*client, *state, co);
     extender::ExtenderOptions eo;
     eo.is_leader = [this] { return controller->IsLeader(); };
