@@ -200,8 +200,9 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
                              {"cambricon.com/mlu.smlu.vmemory", "16"},  // 256 MiB units
                              {"cambricon.com/mlu.smlu.vcore", "25"}})}),
        "mlu-node",
-       {{"hami.io/cambricon-mlu-devices-allocated", "mlu-node-cambricon-mlu-0,MLU,4096,25:;"},
-        {"CAMBRICON_DSMLU_PROFILE", "0_25_16"},
+       // Two idle cards: upstream's spread order takes the one registered last.
+       {{"hami.io/cambricon-mlu-devices-allocated", "mlu-node-cambricon-mlu-1,MLU,4096,25:;"},
+        {"CAMBRICON_DSMLU_PROFILE", "1_25_16"},
         {"CAMBRICON_DSMLU_ASSIGNED", "false"}},
        {"hami.io/vgpu-devices-allocated"}},
       {"npu: a third template no longer fits (16384 MiB left, vir10 needs 32768)",
@@ -268,8 +269,8 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
       {"gpu-node", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", {1, 3000, 30}},
       {"npu-node", "910B3-0", {2, 16384 + 32768, 75}},
       {"dcu-node", "DCU-0a1b", {1, 2000, 20}},
-      {"mlu-node", "mlu-node-cambricon-mlu-0", {1, 4096, 25}},
-      {"mlu-node", "mlu-node-cambricon-mlu-1", {0, 0, 0}},
+      {"mlu-node", "mlu-node-cambricon-mlu-0", {0, 0, 0}},
+      {"mlu-node", "mlu-node-cambricon-mlu-1", {1, 4096, 25}},
   };
   for (auto* r : {rep.get(), second.get()}) {
     for (const Usage& u : usages) {
