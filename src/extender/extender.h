@@ -14,7 +14,9 @@
 //  Bind: POSTs the Binding with hami.io/bind-phase=allocating and hami.io/bind-time in its
 //    annotations (the API server merges them into the pod atomically with spec.nodeName, so the
 //    device plugin never sees a bound pod without its phase). On failure: unreserve,
-//    bind-phase=failed, Event BindingFailed.
+//    bind-phase=failed, Event BindingFailed; on success Event BindingSucceed (Filter likewise
+//    FilteringSucceed / FilteringFailed). Events go through a bounded queue (k8s::EventRecorder)
+//    and never delay a verb.
 //
 // Both verbs act only on the pod they name (docs/security.md, "Extender integrity"): namespace,
 // name, uid and node must be Kubernetes names (k8s/names.h); the pod must exist with that uid on
