@@ -766,17 +766,21 @@ EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
   }                                                                       \
   CHARGED_CALL(e, bytesize, realfn call, *dptr, VGPU_KIND_DPTR);
 
-EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream){
-    ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream))} EXPORT CUresult
-    cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream){
-        ALLOC_ASYNC_BODY(real_cuMemAllocAsync_ptsz, (dptr, bytesize, hStream))} EXPORT CUresult
-    cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                            CUstream hStream){
-        ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync,
-                         (dptr, bytesize, pool, hStream))} EXPORT CUresult
-    cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                 CUstream hStream){
-        ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream))}
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream));
+}
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocAsync_ptsz, (dptr, bytesize, hStream));
+}
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream));
+}
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream) {
+  ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream));
+}
+
 #define FREE_BODY(realfn, call, key, kind)                                  \
   ensure_loaded();                                                          \
   if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                           \
@@ -784,10 +788,12 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hSt
   if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(key, kind); \
   return r;
 
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream){
-    FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR)} EXPORT CUresult
-    cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream){
-        FREE_BODY(real_cuMemFreeAsync_ptsz, (dptr, hStream), dptr, VGPU_KIND_DPTR)}
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR);
+}
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(real_cuMemFreeAsync_ptsz, (dptr, hStream), dptr, VGPU_KIND_DPTR);
+}
 
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                             const CUmemAllocationProp* prop, unsigned long long flags) {
@@ -803,7 +809,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  FREE_BODY(real_cuMemRelease, (handle), handle, VGPU_KIND_HANDLE)
+  FREE_BODY(real_cuMemRelease, (handle), handle, VGPU_KIND_HANDLE);
 }
 
 static uint64_t format_bytes(CUarray_format f) {
@@ -855,8 +861,9 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPT
                VGPU_KIND_ARRAY);
 }
 
-EXPORT CUresult cuArrayDestroy(CUarray hArray){
-    FREE_BODY(real_cuArrayDestroy, (hArray), (uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY)}
+EXPORT CUresult cuArrayDestroy(CUarray hArray) {
+  FREE_BODY(real_cuArrayDestroy, (hArray), (uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY);
+}
 
 EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a,
                                        unsigned int numMipmapLevels) {
@@ -874,7 +881,7 @@ EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARR
 }
 
 EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
-  FREE_BODY(real_cuMipmappedArrayDestroy, (h), (uint64_t)(uintptr_t)h, VGPU_KIND_MIPMAP)
+  FREE_BODY(real_cuMipmappedArrayDestroy, (h), (uint64_t)(uintptr_t)h, VGPU_KIND_MIPMAP);
 }
 
 /* ---- Contexts: charge the device memory a context takes. ------------------------------------ */
@@ -1006,14 +1013,17 @@ static void primary_release(CUdevice dev, int reset) {
   if (r == CUDA_SUCCESS) primary_release(dev, reset); \
   return r;
 
-EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev){
-    PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0)} EXPORT CUresult
-    cuDevicePrimaryCtxRelease_v2(CUdevice dev){
-        PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease_v2, 0)} EXPORT CUresult
-    cuDevicePrimaryCtxReset(CUdevice dev){
-        PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset, 1)} EXPORT CUresult
-    cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1)
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0);
+}
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease_v2, 0);
+}
+EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset, 1);
+}
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1);
 }
 
 static CUresult after_ctx_create(CUresult r, CUcontext* pctx, CUdevice dev) {
@@ -1211,16 +1221,19 @@ static unsigned int container_pid(unsigned int pid) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                             unsigned int* infoCount,
-                                                            nvmlProcessInfo_v2_t* infos){
-    FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v3, device, infoCount,
-                 infos)} EXPORT nvmlReturn_t
-    nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                            nvmlProcessInfo_v2_t* infos){
-        FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v2, device, infoCount,
-                     infos)} EXPORT nvmlReturn_t
-    nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
-                                         nvmlProcessInfo_v1_t* infos){
-        FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses, device, infoCount, infos)}
+                                                            nvmlProcessInfo_v2_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v3, device, infoCount, infos);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                            unsigned int* infoCount,
+                                                            nvmlProcessInfo_v2_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses_v2, device, infoCount, infos);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                         unsigned int* infoCount,
+                                                         nvmlProcessInfo_v1_t* infos) {
+  FILTER_PROCS(real_nvmlDeviceGetComputeRunningProcesses, device, infoCount, infos);
+}
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   ensure_loaded();
