@@ -389,6 +389,29 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
   for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
 }
 
+// Quota series carry upstream's labels (quota_name = the resource, limit = its value, no zone), and
+// two ResourceQuotas of one namespace give one series per resource with the tighter limit.
+TEST_F(ExtenderTest, QuotaMetricsOneSeriesPerResourceWithTheTightestLimit) {
+  auto quota = [](const char* name, const char* mem) {
+    return Json{
+        {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", std::string("q-") + name}}},
+        {"spec", {{"hard", {{"limits.nvidia.com/gpumem", mem}}}}}};
+  };
+  state_->OnQuota(quota("wide", "20000"));
+  state_->OnQuota(quota("tight", "8000"));
+  Filter(PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}), {"a100"});
+  const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
+  EXPECT_NE(
+      text.find(
+          R"(hami_resource_quota_used{namespace="ml",quota_name="nvidia.com/gpumem",limit="8000"} 3000)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(R"(hami_resource_quota_limit{namespace="ml",quota_name="nvidia.com/gpumem"} 8000)"),
+      std::string::npos);
+  EXPECT_EQ(text.find("limit=\"20000\""), std::string::npos) << "one series per resource";
+}
+
 // The cache knows node allocatable CPU/memory and what every bound pod asks (devices or not), and
 // Filter keeps the pod's CPU/memory: a GPU pod avoids the node whose CPU a kube-scheduler-placed
 // pod has taken, and a reservation counts its CPU until the pod is gone.

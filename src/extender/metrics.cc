@@ -1,7 +1,9 @@
 #include "extender/metrics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -84,29 +86,33 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
       }
   }
 
-  auto& qused = family("hami_resource_quota_used",
-                       "Device memory (MiB) or cores in use in a namespace under a quota.");
-  auto& qlimit = family("hami_resource_quota_limit",
-                        "Quota limit of device memory (MiB) or cores in a namespace.");
+  // Quota series as upstream's: no zone label, quota_name is the resource, and the used series
+  // carries the limit's value as its `limit` label. Several ResourceQuota objects in one namespace
+  // give one series per resource, with the tightest limit (every quota must hold).
+  auto& qused = set.Add("hami_resource_quota_used",
+                        "Device memory (MiB) or cores in use in a namespace under a quota.");
+  auto& qlimit = set.Add("hami_resource_quota_limit",
+                         "Quota limit of device memory (MiB) or cores in a namespace.");
   const auto usage = state.NamespaceUsage();
+  const auto& names = state.options().resources.nvidia;
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>>
+      quota;  // -> limit, used
+  auto tighten = [&](const std::string& ns, const std::string& resource, int64_t limit,
+                     int64_t used) {
+    auto [it, fresh] = quota.try_emplace({ns, resource}, limit, used);
+    if (!fresh) it->second.first = std::min(it->second.first, limit);
+  };
   for (const auto& q : state.Quotas()) {
     PodTotals used;
     if (auto it = usage.find(q.namespace_); it != usage.end()) used = it->second;
-    const auto& names = state.options().resources.nvidia;
-    if (q.mem_mib) {
-      qused.Put({{"namespace", q.namespace_},
-                 {"quota_name", q.name},
-                 {"limit", "limits." + names.memory}},
-                used.mem_mib);
-      qlimit.Put({{"namespace", q.namespace_}, {"quota_name", "limits." + names.memory}},
-                 *q.mem_mib);
-    }
-    if (q.cores) {
-      qused.Put(
-          {{"namespace", q.namespace_}, {"quota_name", q.name}, {"limit", "limits." + names.cores}},
-          used.cores);
-      qlimit.Put({{"namespace", q.namespace_}, {"quota_name", "limits." + names.cores}}, *q.cores);
-    }
+    if (q.mem_mib) tighten(q.namespace_, names.memory, *q.mem_mib, used.mem_mib);
+    if (q.cores) tighten(q.namespace_, names.cores, *q.cores, used.cores);
+  }
+  for (const auto& [key, lu] : quota) {
+    const auto& [ns, resource] = key;
+    qused.Put({{"namespace", ns}, {"quota_name", resource}, {"limit", std::to_string(lu.first)}},
+              static_cast<double>(lu.second));
+    qlimit.Put({{"namespace", ns}, {"quota_name", resource}}, static_cast<double>(lu.first));
   }
 
   auto& rejected = family(

@@ -365,11 +365,16 @@ TEST_F(ControlPlaneTest, QuotaEnforcedInWebhookAndFilter) {
   EXPECT_NE(why.find("exceeding resource quota team/gpu"), std::string::npos) << why;
   ASSERT_FALSE(Schedule(*rep, spec("q3", 4000), &why).is_null()) << why;
   const std::string metrics = KubeScheduler(rep->port()).http.Get("/metrics")->body;
+  // Upstream's labels: quota_name is the resource, `limit` the limit's value, no zone.
   EXPECT_NE(
       metrics.find(
-          R"(hami_resource_quota_used{zone="vGPU",namespace="team",quota_name="gpu",limit="limits.nvidia.com/gpumem"} 10000)"),
+          R"(hami_resource_quota_used{namespace="team",quota_name="nvidia.com/gpumem",limit="10000"} 10000)"),
       std::string::npos)
       << metrics.substr(0, 2000);
+  EXPECT_NE(
+      metrics.find(
+          R"(hami_resource_quota_limit{namespace="team",quota_name="nvidia.com/gpumem"} 10000)"),
+      std::string::npos);
 }
 
 // Quotas charge a pod as upstream does (docs/upstream-contract.md#quota): the sum over its devices,
