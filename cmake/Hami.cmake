@@ -22,6 +22,13 @@ function(hami_library)
   target_link_libraries(${A_NAME} PUBLIC ${A_DEPS})
 endfunction()
 
+# hami_unit_target(<target>...): targets that tests labelled "unit" run. The `unit_tests` target builds
+# exactly these (and what they depend on), so the sanitizer half of scripts/test compiles only what
+# `ctest -L unit` runs. hami_test adds its unit binaries; add_test-based unit tests name theirs.
+function(hami_unit_target)
+  set_property(GLOBAL APPEND PROPERTY HAMI_UNIT_TARGETS ${ARGN})
+endfunction()
+
 # hami_test(NAME <exe> SRCS ... DEPS ... [LABELS ...]): a GoogleTest binary, one ctest entry per test.
 # Labels: "unit" (fast, hermetic; also run under ASan+UBSan in CI), "integration", "fuzz".
 function(hami_test)
@@ -35,6 +42,9 @@ function(hami_test)
   add_executable(${A_NAME} ${A_SRCS})
   target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS})
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if("unit" IN_LIST A_LABELS)
+    hami_unit_target(${A_NAME})
+  endif()
   gtest_discover_tests(${A_NAME} DISCOVERY_MODE PRE_TEST
     PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
