@@ -561,10 +561,9 @@ static inline int entry_of(CUdevice d) {
   return (d >= 0 && d < g.ndev) ? g.ent[d] : -1;
 }
 
-/* Reserve with one retry after reclaiming dead processes. 0 ok, else CUDA_ERROR_OUT_OF_MEMORY. */
-static CUresult reserve(int e, uint64_t bytes) {
-  int rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
-  if (LIKELY(rc == 0)) return CUDA_SUCCESS;
+/* After a failed first reservation (rc): one retry after reclaiming dead processes, then the
+ * out-of-memory log. Out of line, so that the allocation hooks inline only the first attempt. */
+static __attribute__((noinline, cold)) CUresult reserve_retry(int e, uint64_t bytes, int rc) {
   if (rc == 1 && vgpu_region_sweep(&g.rc) > 0) rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
   if (rc == 0) return CUDA_SUCCESS;
   /* Frameworks probe with failing allocations: log the first few, then every 1000th. */
@@ -578,6 +577,13 @@ static CUresult reserve(int e, uint64_t bytes) {
              (unsigned long long)g.rc.limit[e]);
   }
   return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Reserve with one retry after reclaiming dead processes. 0 ok, else CUDA_ERROR_OUT_OF_MEMORY. */
+static inline CUresult reserve(int e, uint64_t bytes) {
+  int rc = vgpu_region_reserve(&g.rc, e, bytes, 0);
+  if (LIKELY(rc == 0)) return CUDA_SUCCESS;
+  return reserve_retry(e, bytes, rc);
 }
 
 static inline void track(uint64_t key, int kind, int e, uint64_t bytes) {
@@ -733,12 +739,25 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wid
   return alloc_common(r, e, dptr, actual);
 }
 
-EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  ensure_loaded();
-  if (!real_cuMemFree_v2) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = real_cuMemFree_v2(dptr);
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
+/* The free hooks. Accounting is active (ST_READY) only after load_real ran (ensure_init_slow), so
+ * the fast path skips ensure_loaded's pthread_once; the state stays ST_READY for the rest of the
+ * process (only a fork's child resets it, single-threaded). An allocation made before the state
+ * was ST_READY is not in the table, so a free that finds the state otherwise before the driver
+ * call and ST_READY after it has nothing to credit either (the slow path still looks). */
+#define FREE_BODY(realfn, call, key, kind)                                                 \
+  if (LIKELY(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_READY && realfn != NULL)) { \
+    CUresult r = realfn call;                                                              \
+    if (r == CUDA_SUCCESS) untrack(key, kind);                                             \
+    return r;                                                                              \
+  }                                                                                        \
+  ensure_loaded();                                                                         \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                                          \
+  CUresult r = realfn call;                                                                \
+  if (r == CUDA_SUCCESS && g.state == ST_READY) untrack(key, kind);                        \
   return r;
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  FREE_BODY(real_cuMemFree_v2, (dptr), dptr, VGPU_KIND_DPTR);
 }
 
 EXPORT CUresult cuMemAlloc(vgpu_devptr_v1* dptr, unsigned int bytesize) {
@@ -751,11 +770,7 @@ EXPORT CUresult cuMemAlloc(vgpu_devptr_v1* dptr, unsigned int bytesize) {
 }
 
 EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
-  ensure_loaded();
-  if (!real_cuMemFree) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = real_cuMemFree(dptr);
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(dptr, VGPU_KIND_DPTR);
-  return r;
+  FREE_BODY(real_cuMemFree, (dptr), dptr, VGPU_KIND_DPTR);
 }
 
 #define ALLOC_ASYNC_BODY(realfn, call)                                    \
@@ -780,13 +795,6 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
                                              CUstream hStream) {
   ALLOC_ASYNC_BODY(real_cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream));
 }
-
-#define FREE_BODY(realfn, call, key, kind)                                  \
-  ensure_loaded();                                                          \
-  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                           \
-  CUresult r = realfn call;                                                 \
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) untrack(key, kind); \
-  return r;
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   FREE_BODY(real_cuMemFreeAsync, (dptr, hStream), dptr, VGPU_KIND_DPTR);
