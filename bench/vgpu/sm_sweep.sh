@@ -6,6 +6,8 @@
 # Prints one markdown table (docs/benchmarks.md, section "libvgpu").
 # usage: bench/vgpu/sm_sweep.sh [build dir] [window ms] [label regex]   (default build/dev, 60000, all)
 # Kernels of 2 s need a window of a minute or more: a share is exact only to about one kernel per window.
+# FAKEGPU_TIME_SCALE=N (e.g. 20): everything runs on libfakegpu_time.so's clock, N times faster than the
+# wall clock (src/fakes/README.md, "Scaled time"); the window is in that time, so 240000 takes 12 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$(realpath "${1:-build/dev}")
@@ -32,7 +34,16 @@ CONFIGS=(
   "graph_4x5ms 5000 graph 132 20"
   "mixed_250us..100ms 250 mixed 188 132"
 )
-START=$(($(date +%s%6N) + 3000000))
+SCALE=${FAKEGPU_TIME_SCALE:-1}
+PRELOAD=$LIB
+NOW=$(date +%s%6N)
+if [ "$SCALE" != 1 ]; then
+  [ -e "$FAKES/libfakegpu_time.so" ] || { echo "missing $FAKES/libfakegpu_time.so: target fakegpu_time" >&2; exit 1; }
+  PRELOAD="$FAKES/libfakegpu_time.so $LIB"
+  # Now on the children's clock: date reads it through the same preload.
+  NOW=$(env FAKEGPU_TIME_SCALE="$SCALE" LD_PRELOAD="$FAKES/libfakegpu_time.so" date +%s%6N)
+fi
+START=$((NOW + 3000000 * SCALE)) # 3 s of wall time from now
 n=0
 for c in "${CONFIGS[@]}"; do
   read -r label wave path sms_alone sms_pair <<<"$c"
@@ -43,7 +54,8 @@ for c in "${CONFIGS[@]}"; do
     k=0
     for pct in ${pcts//,/ }; do
       k=$((k + 1))
-      env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$FAKES" LD_PRELOAD="$LIB" FAKEGPU_DEVICES="SimGPU:16384:$sms" \
+      env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$FAKES" LD_PRELOAD="$PRELOAD" FAKEGPU_TIME_SCALE="$SCALE" \
+        FAKEGPU_DEVICES="SimGPU:16384:$sms" \
         FAKEGPU_STATE="$TMP/dev$n.state" FAKEGPU_WAVE_US="$wave" CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/r${n}_$k" \
         CUDA_DEVICE_SM_LIMIT="$pct" GPU_CORE_UTILIZATION_POLICY="$policy" LIBCUDA_LOG_LEVEL=1 \
         "$PROG" launch "$START" "$WINDOW_MS" "$path" >"$TMP/out_${n}_$k" 2>&1 &

@@ -55,10 +55,18 @@ struct Result {
   }
 };
 
-uint64_t RealtimeUs() {
+uint64_t ClockUs(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(c, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000ull + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+uint64_t RealtimeUs() {
+  return ClockUs(CLOCK_REALTIME);
+}
+// CLOCK_REALTIME as a child running on libfakegpu_time.so's clock at `scale` reads it now:
+// realtime + (scale - 1) x monotonic (src/fakes/README.md, "Scaled time").
+uint64_t ScaledRealtimeUs(int scale) {
+  return RealtimeUs() + static_cast<uint64_t>(scale - 1) * ClockUs(CLOCK_MONOTONIC);
 }
 
 // One SM-limit configuration: containers (one process each, own region) at `pcts` sharing one
@@ -77,7 +85,11 @@ class VgpuE2e : public ::testing::Test {
   // Runs every configuration at once, each on its own device, for `window_ms`, and checks each
   // container's share of device time (fakegpu_busy_ns over the window: the fake's device clock)
   // against its target within `tolerance` points, and the split of two containers within 5.
-  void ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance);
+  // `scale` > 1: the children run on libfakegpu_time.so's clock, `scale` times faster than the
+  // wall clock (window, warm-up and kernel lengths are in that time); `warmup_ms`: launches start
+  // that long before the window.
+  void ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance,
+                      int scale = 1, int warmup_ms = 0);
 
   void SetUp() override {
     if (access(VGPU_PROG, X_OK) != 0 || access(VGPU_FAKES_DIR "/libcuda.so.1", R_OK) != 0) {
@@ -437,9 +449,9 @@ TEST_F(VgpuE2e, SmLimitHoldsTargetsOn20And132Sms) {
 // 1, 8, 40 and 400 waves of 250 us (250 us .. 100 ms), on 20, 132 and 188 SMs, one container and
 // two at 30/70; and two containers whose kernels differ: 10 us at 30 % beside 100 ms at 70 % (the
 // short kernels wait behind the long ones in the FIFO and must get their share in the gaps).
-// Kernels of 500 ms to 2 s need minutes of real time per point: they are covered by
-// VgpuLimiter.KernelLengthSweepHoldsWithinTwoPoints (the same device model on a virtual clock) and
-// by bench/vgpu/sm_sweep.sh.
+// Kernels of 500 ms to 2 s need minutes of real time per point: they run on a scaled clock in
+// SmLimitHoldsForKernelsOf100MsTo2sOnAScaledClock, and on a model clock in
+// VgpuLimiter.KernelLengthSweepHoldsWithinTwoPoints.
 TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
   ExpectSmShares(
       {
@@ -457,9 +469,36 @@ TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
       8000, 3.0);
 }
 
-void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms,
-                             double tolerance) {
-  uint64_t start = RealtimeUs() + 2000000;
+// Kernels of 100 ms, 500 ms and 2 s (one wave each) at 10, 30 and 50 %, and a mix of 5 ms, 40 ms,
+// 200 ms and 2 s kernels, through the fake driver and libvgpu.so as in the test above but on a
+// clock 20 times faster than the wall clock (libfakegpu_time.so): the fake's device clock, its
+// kernel durations, NVML's utilisation windows and libvgpu's token refill, 100 ms controller
+// windows and waits all run on it, so libvgpu sees 2 s kernels against its 100 ms windows as on a
+// real device, in 1/20 of the time. 10 s of warm-up (the first calibration), then a window of
+// 300 s: 15 periods of a 2 s kernel at 10 % (where the window's edges fall in the period moves the
+// share by up to 0.6 points). About 18 s of wall time; the share holds within 2 points on the
+// fake's device clock.
+TEST_F(VgpuE2e, SmLimitHoldsForKernelsOf100MsTo2sOnAScaledClock) {
+  ExpectSmShares(
+      {
+          {20, {10}, "one", 100000},
+          {132, {30}, "one", 100000},
+          {188, {50}, "one", 100000},
+          {132, {10}, "one", 500000},
+          {188, {30}, "one", 500000},
+          {20, {50}, "one", 500000},
+          {188, {10}, "one", 2000000},
+          {20, {30}, "one", 2000000},
+          {132, {50}, "one", 2000000},
+          {132, {30}, "mixed", 5000},
+      },
+      300000, 2.0, 20, 10000);
+}
+
+void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance,
+                             int scale, int warmup_ms) {
+  // Two seconds of wall time for every child to start.
+  uint64_t start = ScaledRealtimeUs(scale) + 2000000ull * static_cast<uint64_t>(scale);
   struct Running {
     int config, container, pct;
     Proc proc;
@@ -481,10 +520,15 @@ void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms
            std::string("GPU_CORE_UTILIZATION_POLICY=") + (c.pcts.size() == 1 ? "force" : "default"),
            "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir_ + "/region" + std::to_string(i) + "_" +
                std::to_string(k) + ".cache"});
-      running.push_back(
-          {i, k, c.pcts[k],
-           Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(window_ms), c.path},
-                 env)});
+      if (scale > 1) {
+        env = With(env,
+                   {"FAKEGPU_TIME_SCALE=" + std::to_string(scale),
+                    std::string("LD_PRELOAD=") + VGPU_FAKES_DIR "/libfakegpu_time.so " + VGPU_LIB});
+      }
+      running.push_back({i, k, c.pcts[k],
+                         Start({VGPU_PROG, "launch", std::to_string(start),
+                                std::to_string(window_ms), c.path, std::to_string(warmup_ms)},
+                               env)});
     }
   }
   std::map<int, std::vector<double>> shares;
