@@ -86,10 +86,9 @@ class VgpuE2e : public ::testing::Test {
   // container's share of device time (fakegpu_busy_ns over the window: the fake's device clock)
   // against its target within `tolerance` points, and the split of two containers within 5.
   // `scale` > 1: the children run on libfakegpu_time.so's clock, `scale` times faster than the
-  // wall clock (window, warm-up and kernel lengths are in that time); `warmup_ms`: launches start
-  // that long before the window.
+  // wall clock (the window and the kernel lengths are in that time).
   void ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance,
-                      int scale = 1, int warmup_ms = 0);
+                      int scale = 1);
 
   void SetUp() override {
     if (access(VGPU_PROG, X_OK) != 0 || access(VGPU_FAKES_DIR "/libcuda.so.1", R_OK) != 0) {
@@ -474,10 +473,10 @@ TEST_F(VgpuE2e, SmLimitHoldsForKernelLengthsFrom10UsTo100Ms) {
 // clock 20 times faster than the wall clock (libfakegpu_time.so): the fake's device clock, its
 // kernel durations, NVML's utilisation windows and libvgpu's token refill, 100 ms controller
 // windows and waits all run on it, so libvgpu sees 2 s kernels against its 100 ms windows as on a
-// real device, in 1/20 of the time. 10 s of warm-up (the first calibration), then a window of
-// 300 s: 15 periods of a 2 s kernel at 10 % (where the window's edges fall in the period moves the
-// share by up to 0.6 points). About 18 s of wall time; the share holds within 2 points on the
-// fake's device clock.
+// real device, in 1/20 of the time. A window of 300 s from the first launch (as the tests above):
+// 15 periods of a 2 s kernel at 10 % (where the window's end falls in the period moves the share by
+// up to 0.6 points). About 17 s of wall time; the share holds within 2 points on the fake's device
+// clock.
 TEST_F(VgpuE2e, SmLimitHoldsForKernelsOf100MsTo2sOnAScaledClock) {
   ExpectSmShares(
       {
@@ -492,11 +491,11 @@ TEST_F(VgpuE2e, SmLimitHoldsForKernelsOf100MsTo2sOnAScaledClock) {
           {132, {50}, "one", 2000000},
           {132, {30}, "mixed", 5000},
       },
-      300000, 2.0, 20, 10000);
+      300000, 2.0, 20);
 }
 
 void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms, double tolerance,
-                             int scale, int warmup_ms) {
+                             int scale) {
   // Two seconds of wall time for every child to start.
   uint64_t start = ScaledRealtimeUs(scale) + 2000000ull * static_cast<uint64_t>(scale);
   struct Running {
@@ -525,10 +524,10 @@ void VgpuE2e::ExpectSmShares(const std::vector<SmConfig>& configs, int window_ms
                    {"FAKEGPU_TIME_SCALE=" + std::to_string(scale),
                     std::string("LD_PRELOAD=") + VGPU_FAKES_DIR "/libfakegpu_time.so " + VGPU_LIB});
       }
-      running.push_back({i, k, c.pcts[k],
-                         Start({VGPU_PROG, "launch", std::to_string(start),
-                                std::to_string(window_ms), c.path, std::to_string(warmup_ms)},
-                               env)});
+      running.push_back(
+          {i, k, c.pcts[k],
+           Start({VGPU_PROG, "launch", std::to_string(start), std::to_string(window_ms), c.path},
+                 env)});
     }
   }
   std::map<int, std::vector<double>> shares;

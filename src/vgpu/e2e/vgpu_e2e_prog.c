@@ -9,11 +9,11 @@
  * cuGetProcAddress(_v2) routing per (symbol, version, flags) threads <n>           n threads
  * allocating and freeing concurrently in one process; usage must return procs <start_us>      holds
  * a context and 64 MiB, then lists NVML compute processes of its device launch <start_us> <ms>
- * <path> [warmup_ms]  launches kernels (path: kernel|ex|coop|graph|ptsz: 1..8 waves; one: 1 wave;
- * mixed: 1, 8, 40 or 400 waves) for warmup_ms (default 0) + ms; prints this
- * process's device busy time and the window (the last ms) tamper <flag>         holds 512 MiB,
- * creates <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what
- * it got after the wait (the test overwrites the region) hold <flag>           holds a context (no
+ * <path>  launches kernels (path: kernel|ex|coop|graph|ptsz: 1..8 waves; one: 1 wave; mixed: 1, 8,
+ * 40 or 400 waves) until ms elapsed; prints this
+ * process's device busy time and the window tamper <flag>         holds 512 MiB, creates
+ * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
+ * after the wait (the test overwrites the region) hold <flag>           holds a context (no
  * allocation), creates <flag>.ready, exits once <flag> exists
  *   nvmlinfo              NVML only (no CUDA call, like nvidia-smi): device 0's memory info
  *   virtual <chunk MiB>   virtual device memory: cuMemAlloc chunks until refused, printing this
@@ -424,7 +424,7 @@ static int mode_procs(unsigned long long start_us) {
 }
 
 /* Reads this process's device busy time at exactly `end_us` (CLOCK_MONOTONIC), while the launching
- * thread may be blocked in a launch behind a long kernel (for the window's start and its end). */
+ * thread may be blocked in a launch behind a long kernel. */
 struct window_end {
   int nvml_index;
   unsigned long long end_us, busy;
@@ -438,7 +438,7 @@ static void* read_busy_at_end(void* arg) {
   return NULL;
 }
 
-static int mode_launch(unsigned long long start_us, int ms, const char* path, int warmup_ms) {
+static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   CHECK(cuInit(0));
   ctx_on(0);
   int nvml_index = 0;
@@ -468,15 +468,11 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path, in
   }
   unsigned seed = (unsigned)getpid();
   sleep_until_realtime_us(start_us);
-  /* Launches start now; the measured window starts after the warm-up (a reader thread takes the
-   * busy time at its start, as at its end). */
-  unsigned long long t0 = now_us(CLOCK_MONOTONIC) + (unsigned long long)warmup_ms * 1000ull;
+  unsigned long long busy0 = fakegpu_busy_ns(nvml_index, getpid());
+  unsigned long long t0 = now_us(CLOCK_MONOTONIC);
   unsigned long long end = t0 + (unsigned long long)ms * 1000ull;
-  struct window_end at_start = {nvml_index, t0, 0}, at_end = {nvml_index, end, 0};
-  pthread_t reader, start_reader;
-  if (warmup_ms == 0) at_start.busy = fakegpu_busy_ns(nvml_index, getpid()); /* nothing ran yet */
-  if (warmup_ms > 0 && pthread_create(&start_reader, NULL, read_busy_at_end, &at_start) != 0)
-    return 11;
+  struct window_end at_end = {nvml_index, end, 0};
+  pthread_t reader;
   if (pthread_create(&reader, NULL, read_busy_at_end, &at_end) != 0) return 11;
   long launches = 0;
   while (now_us(CLOCK_MONOTONIC) < end) {
@@ -510,9 +506,8 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path, in
   }
   /* Count only device time inside the window (read at `end` by the reader thread; the last launch
    * may return later, blocked behind a long kernel), then drain the queue. */
-  if (warmup_ms > 0) pthread_join(start_reader, NULL);
   pthread_join(reader, NULL);
-  unsigned long long busy0 = at_start.busy, busy_end = at_end.busy;
+  unsigned long long busy_end = at_end.busy;
   CHECK(cuStreamSynchronize(s));
   unsigned long long busy_all = fakegpu_busy_ns(nvml_index, getpid());
   unsigned long long t1 = now_us(CLOCK_MONOTONIC);
@@ -647,9 +642,8 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "procaddr")) return mode_procaddr();
   if (!strcmp(m, "threads") && argc == 3) return mode_threads(atoi(argv[2]));
   if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
-  if (!strcmp(m, "launch") && (argc == 5 || argc == 6))
-    return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4],
-                       argc == 6 ? atoi(argv[5]) : 0);
+  if (!strcmp(m, "launch") && argc == 5)
+    return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
   if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
   if (!strcmp(m, "nvmlinfo")) return mode_nvmlinfo();
