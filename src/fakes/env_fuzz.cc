@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fakes/config.h"
+#include "fakes/time_scale.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
@@ -50,5 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   unsigned char bytes[16];
   fakegpu::UuidBytes(text, bytes);
+  // FAKEGPU_TIME_SCALE (as the environment holds it: up to the first NUL). Accepted: digits only
+  // (no sign or space), the value in range and the one the digits spell.
+  const std::string z(text.c_str());
+  uint64_t scale = 0;
+  if (fakegpu_parse_time_scale(z.c_str(), &scale) == 0) {
+    if (z.empty() || z.find_first_not_of("0123456789") != std::string::npos) std::abort();
+    if (scale < 1 || scale > FAKEGPU_TIME_SCALE_MAX ||
+        std::to_string(scale) != z.substr(z.find_first_not_of('0')))
+      std::abort();
+  }
   return 0;
 }

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fakes/time_scale.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define NS 1000000000ull
 
@@ -51,13 +53,10 @@ static void resolve(void) {
 
 static uint64_t parse_scale(void) {
   const char* s = getenv("FAKEGPU_TIME_SCALE");
-  if (!s || !*s) return 1;
-  char* end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v < 1 || v > 1000 || s[0] == '-' || s[0] == '+') {
+  uint64_t v = 1;
+  if (s && *s && fakegpu_parse_time_scale(s, &v) != 0) {
     fprintf(stderr, "fakegpu: FAKEGPU_TIME_SCALE: not an integer in 1..1000; using default\n");
-    return 1;
+    v = 1;
   }
   return v;
 }
