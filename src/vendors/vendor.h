@@ -122,6 +122,17 @@ struct AnnotationKeys {
   std::string use_type, nouse_type, use_uuid, nouse_uuid;  // selector annotations (empty: none)
 };
 
+// A namespace ResourceQuota key that a vendor's grants count against (upstream's quota manager:
+// `limits.<resource>` for the vendor's memory and core resources). A quota value v limits the
+// namespace to v * unit MiB of granted device memory (memory) or v * unit granted cores (every
+// device of a multi-device request counts).
+struct QuotaKey {
+  std::string resource;  // e.g. "hygon.com/dcumem" (the ResourceQuota key without "limits.")
+  bool memory = false;   // true: counts granted memory (MiB); false: granted cores
+  int64_t unit = 1;      // MiB (or cores) one unit of the quota value stands for
+  bool operator==(const QuotaKey&) const = default;
+};
+
 // Upstream's CheckHealth over a node's handshake annotation, for every vendor NVIDIA included
 // (docs/upstream-contract.md#node-registration-and-handshake): when the value does not
 // say "Requesting", the scheduler writes `Requesting_<YYYY-MM-DD HH:MM:SS>` (UTC here); the node is
@@ -206,6 +217,15 @@ class Vendor {
   // The allocated-key decision of a pod (only this vendor's devices), for the usage cache.
   virtual StatusOr<core::PodAllocation> DecodeDecision(
       const std::map<std::string, std::string>& pod_annotations) const = 0;
+
+  // The quota keys this vendor's grants count against. Default: its memory resource (one unit =
+  // 1 MiB) and its cores resource, where it names them.
+  virtual std::vector<QuotaKey> QuotaKeys() const {
+    std::vector<QuotaKey> out;
+    if (!resources().memory.empty()) out.push_back({resources().memory, true, 1});
+    if (!resources().cores.empty()) out.push_back({resources().cores, false, 1});
+    return out;
+  }
 
   // Container environment for Allocate, where we own the device plugin (NVIDIA); empty otherwise.
   virtual std::map<std::string, std::string> AllocateEnv(
