@@ -313,8 +313,8 @@ int SchedulerMain(int argc, char** argv) {
     wo.node_agent_users.push_back(*user);
   }
   wo.region_group = region_group;
-  wo.quota_check = [&state](const std::string& ns, int64_t mem, int64_t cores) {
-    return state.CheckQuota(ns, mem, cores);
+  wo.quota_check = [&state](const std::string& ns, const std::map<std::string, int64_t>& demand) {
+    return state.CheckQuota(ns, demand);
   };
   webhook::Webhook wh(wo);
 

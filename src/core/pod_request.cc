@@ -562,25 +562,41 @@ std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<Contai
   return out;
 }
 
-DeviceTotals RequestedDeviceTotals(const PodRequest& pod, std::string_view vendor) {
+std::map<std::string, DeviceTotals> DeviceTotalsByVendor(const std::vector<ContainerKind>& kinds,
+                                                         const PodAllocation& allocation,
+                                                         bool init_finished) {
+  std::map<std::string, std::string> vendor_of;  // uuid -> vendor
+  for (const auto& c : allocation.containers)
+    for (const auto& d : c) vendor_of.emplace(d.uuid, d.vendor);
+  std::map<std::string, DeviceTotals> out;
+  for (const auto& [uuid, u] : EffectiveDeviceUsage(kinds, allocation, init_finished)) {
+    DeviceTotals& t = out[vendor_of[uuid]];
+    t.mem_mib += u.usedmem_mib;
+    t.cores += u.usedcores;
+  }
+  return out;
+}
+
+std::map<std::string, DeviceTotals> RequestedDeviceTotalsByVendor(const PodRequest& pod) {
+  // Each container's k-th device of a vendor is the pod's k-th device of that vendor.
   PodAllocation a;
   a.containers.reserve(pod.containers.size());
   for (const auto& c : pod.containers) {
     std::vector<ContainerDevice> devs;
-    int k = 0;
-    for (const auto& d : c.devices) {
-      if (d.vendor != vendor) continue;
-      for (int n = 0; n < d.nums; ++n, ++k)
-        devs.push_back({StrCat("pod-device-", k), d.vendor, d.memreq_mib, d.coresreq});
-    }
+    std::map<std::string, int> k;  // vendor -> next position
+    for (const auto& d : c.devices)
+      for (int n = 0; n < d.nums; ++n)
+        devs.push_back({StrCat("pod-device-", d.vendor, "-", k[d.vendor]++), d.vendor, d.memreq_mib,
+                        d.coresreq});
     a.containers.push_back(std::move(devs));
   }
-  DeviceTotals t;
-  for (const auto& [uuid, u] : EffectiveDeviceUsage(ContainerKinds(pod), a)) {
-    t.mem_mib += u.usedmem_mib;
-    t.cores += u.usedcores;
-  }
-  return t;
+  return DeviceTotalsByVendor(ContainerKinds(pod), a);
+}
+
+DeviceTotals RequestedDeviceTotals(const PodRequest& pod, std::string_view vendor) {
+  const auto all = RequestedDeviceTotalsByVendor(pod);
+  auto it = all.find(std::string(vendor));
+  return it == all.end() ? DeviceTotals{} : it->second;
 }
 
 }  // namespace hami::core

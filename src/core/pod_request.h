@@ -157,5 +157,12 @@ struct DeviceTotals {
   bool operator==(const DeviceTotals&) const = default;
 };
 DeviceTotals RequestedDeviceTotals(const PodRequest& pod, std::string_view vendor);
+// RequestedDeviceTotals of every vendor the pod asks for (DeviceRequest::vendor -> totals).
+std::map<std::string, DeviceTotals> RequestedDeviceTotalsByVendor(const PodRequest& pod);
+// What a placed pod takes per vendor (ContainerDevice::vendor -> totals): EffectiveDeviceUsage
+// summed over each vendor's devices, as a namespace quota counts it.
+std::map<std::string, DeviceTotals> DeviceTotalsByVendor(const std::vector<ContainerKind>& kinds,
+                                                         const PodAllocation& allocation,
+                                                         bool init_finished = false);
 
 }  // namespace hami::core

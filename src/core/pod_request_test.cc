@@ -750,4 +750,43 @@ TEST(RequestedDeviceTotals, SameFormulaAsTheScheduler) {
   EXPECT_EQ(RequestedDeviceTotals(PodRequest{}, kNvidiaVendor), (DeviceTotals{}));
 }
 
+// Every vendor's totals at once (what the webhook maps onto each vendor's quota keys), and the same
+// per-vendor split of a placed pod: each vendor counts its own devices, all of them.
+TEST(RequestedDeviceTotals, ByVendor) {
+  using K = ContainerKind;
+  auto ctr = [](K kind, std::vector<DeviceRequest> devs) {
+    ContainerRequest c;
+    c.kind = kind;
+    c.devices = std::move(devs);
+    return c;
+  };
+  auto dev = [](const char* vendor, int nums, int64_t mem, int cores) {
+    DeviceRequest d;
+    d.vendor = vendor;
+    d.nums = nums;
+    d.memreq_mib = mem;
+    d.coresreq = cores;
+    return d;
+  };
+  PodRequest pod;
+  pod.containers = {ctr(K::kInit, {dev("DCU", 2, 1000, 10)}),
+                    ctr(K::kApp, {dev("DCU", 2, 300, 5), dev(kNvidiaVendor, 1, 700, 7)}),
+                    ctr(K::kApp, {dev("MLU", 3, 256, 20)})};
+  const std::map<std::string, DeviceTotals> want = {
+      {"DCU", {2000, 20}}, {kNvidiaVendor, {700, 7}}, {"MLU", {768, 60}}};
+  EXPECT_EQ(RequestedDeviceTotalsByVendor(pod), want);
+  EXPECT_EQ(RequestedDeviceTotals(pod, "DCU"), (DeviceTotals{2000, 20}));
+  EXPECT_EQ(RequestedDeviceTotalsByVendor(PodRequest{}), (std::map<std::string, DeviceTotals>{}));
+
+  PodAllocation placed;
+  placed.containers = {{{"dcu-0", "DCU", 1000, 10}, {"dcu-1", "DCU", 1000, 10}},
+                       {{"dcu-0", "DCU", 300, 5}, {"gpu-0", kNvidiaVendor, 700, 7}}};
+  const std::vector<ContainerKind> kinds = {K::kInit, K::kApp};
+  EXPECT_EQ(DeviceTotalsByVendor(kinds, placed),
+            (std::map<std::string, DeviceTotals>{{"DCU", {2000, 20}}, {kNvidiaVendor, {700, 7}}}));
+  // Once the init container has succeeded only the app containers count.
+  EXPECT_EQ(DeviceTotalsByVendor(kinds, placed, /*init_finished=*/true),
+            (std::map<std::string, DeviceTotals>{{"DCU", {300, 5}}, {kNvidiaVendor, {700, 7}}}));
+}
+
 }  // namespace hami::core

@@ -363,7 +363,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
     rec.allocation = d->allocation;
     rec.allocation.node = d->node;
     rec.kinds = kinds;
-    rec.totals = TotalsOf(kinds, rec.allocation);
+    rec.totals = state_.ChargeOf(kinds, rec.allocation);
     rec.encoded = *encoded;
     Status q = state_.TryReserve(rec);
     if (!q.ok()) {

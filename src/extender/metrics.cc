@@ -94,7 +94,6 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
   auto& qlimit = set.Add("hami_resource_quota_limit",
                          "Quota limit of device memory (MiB) or cores in a namespace.");
   const auto usage = state.NamespaceUsage();
-  const auto& names = state.options().resources.nvidia;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>>
       quota;  // -> limit, used
   auto tighten = [&](const std::string& ns, const std::string& resource, int64_t limit,
@@ -102,11 +101,15 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
     auto [it, fresh] = quota.try_emplace({ns, resource}, limit, used);
     if (!fresh) it->second.first = std::min(it->second.first, limit);
   };
+  // Every enabled vendor's quota resources (limits.hygon.com/dcumem, ...), not only NVIDIA's.
   for (const auto& q : state.Quotas()) {
-    PodTotals used;
-    if (auto it = usage.find(q.namespace_); it != usage.end()) used = it->second;
-    if (q.mem_mib) tighten(q.namespace_, names.memory, *q.mem_mib, used.mem_mib);
-    if (q.cores) tighten(q.namespace_, names.cores, *q.cores, used.cores);
+    auto ns = usage.find(q.namespace_);
+    for (const auto& [resource, limit] : q.limits) {
+      int64_t used = 0;
+      if (ns != usage.end())
+        if (auto u = ns->second.find(resource); u != ns->second.end()) used = u->second;
+      tighten(q.namespace_, resource, limit, used);
+    }
   }
   for (const auto& [key, lu] : quota) {
     const auto& [ns, resource] = key;

@@ -223,27 +223,22 @@ bool InitContainersSucceeded(const Json& pod) {
   return regular > 0;
 }
 
-PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc,
-                   bool init_finished) {
-  PodTotals t;
-  // Quotas are NVIDIA resources (limits.nvidia.com/gpumem, gpucores): other vendors' devices do not
-  // count.
-  std::set<std::string> other_vendor;
-  for (const auto& c : alloc.containers)
-    for (const auto& d : c)
-      if (d.vendor != core::kNvidiaVendor) other_vendor.insert(d.uuid);
-  for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc, init_finished)) {
-    if (other_vendor.count(uuid)) continue;
-    t.mem_mib += u.usedmem_mib;
-    t.cores += u.usedcores;
-  }
-  return t;
+ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
+    : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {
+  for (const auto& k : opts_.vendors->QuotaKeys(opts_.resources))
+    quota_keys_.emplace(k.key.resource, k.key);
 }
 
-ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
-    : sched_(sched),
-      opts_(std::move(opts)),
-      clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {}
+PodTotals ClusterState::ChargeOf(const std::vector<core::ContainerKind>& kinds,
+                                 const core::PodAllocation& alloc, bool init_finished) const {
+  return opts_.vendors->QuotaCharge(core::DeviceTotalsByVendor(kinds, alloc, init_finished),
+                                    opts_.resources);
+}
+
+const vendors::QuotaKey* ClusterState::QuotaKeyOf(const std::string& resource) const {
+  auto it = quota_keys_.find(resource);
+  return it == quota_keys_.end() ? nullptr : &it->second;
+}
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
   NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s,
@@ -323,8 +318,7 @@ void ClusterState::OnNodeDeleted(const Json& node) {
 void ClusterState::AddLocked(PodRecord rec) {
   RemoveLocked(rec.uid);
   auto& u = ns_usage_[rec.namespace_];
-  u.mem_mib += rec.totals.mem_mib;
-  u.cores += rec.totals.cores;
+  for (const auto& [resource, amount] : rec.totals) u[resource] += amount;
   uid_by_key_[KeyOf(rec.namespace_, rec.name)] = rec.uid;
   std::string uid = rec.uid;
   pods_.emplace(std::move(uid), std::move(rec));
@@ -334,8 +328,8 @@ void ClusterState::RemoveLocked(const std::string& uid) {
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   auto& u = ns_usage_[it->second.namespace_];
-  u.mem_mib -= it->second.totals.mem_mib;
-  u.cores -= it->second.totals.cores;
+  for (const auto& [resource, amount] : it->second.totals)
+    if ((u[resource] -= amount) == 0) u.erase(resource);  // released: no stale zero entries
   auto k = uid_by_key_.find(KeyOf(it->second.namespace_, it->second.name));
   if (k != uid_by_key_.end() && k->second == uid) uid_by_key_.erase(k);
   pods_.erase(it);
@@ -528,7 +522,7 @@ void ClusterState::OnPod(const Json& pod) {
       rec.kinds = kinds;
       rec.allocation = std::move(*alloc);
       rec.init_finished = init_finished;
-      rec.totals = TotalsOf(rec.kinds, rec.allocation, init_finished);
+      rec.totals = ChargeOf(rec.kinds, rec.allocation, init_finished);
       rec.encoded = encoded;
       rec.confirmed = true;
       rec.bound_node = bound;
@@ -588,12 +582,22 @@ void ClusterState::OnQuota(const Json& quota) {
   QuotaRecord q;
   q.namespace_ = StringAt(quota, {"metadata", "namespace"});
   q.name = StringAt(quota, {"metadata", "name"});
-  const auto& n = opts_.resources.nvidia;
-  if (auto m = QuantityAt(quota, {"spec", "hard"}, "limits." + n.memory))
-    q.mem_mib = *m * opts_.resources.memory_factor;
-  if (auto c = QuantityAt(quota, {"spec", "hard"}, "limits." + n.cores)) q.cores = *c;
+  // A scoped quota (spec.scopes, spec.scopeSelector) applies to some pods only; usage is tracked
+  // per namespace, so such a quota is not enforced here (upstream skips it too).
+  const Json* spec = Path(quota, {"spec"});
+  const bool scoped = spec != nullptr && spec->is_object() &&
+                      ((spec->contains("scopes") && !(*spec)["scopes"].empty()) ||
+                       (spec->contains("scopeSelector") && !(*spec)["scopeSelector"].is_null()));
+  if (!scoped)
+    for (const auto& [resource, key] : quota_keys_)
+      if (auto v = QuantityAt(quota, {"spec", "hard"}, "limits." + resource)) {
+        // Negative = nothing allowed; a limit past int64 once scaled is no limit anyone can
+        // reach: saturate.
+        const int64_t value = std::max<int64_t>(*v, 0);
+        q.limits[resource] = value > INT64_MAX / key.unit ? INT64_MAX : value * key.unit;
+      }
   absl::MutexLock l(&mu_);
-  if (!q.mem_mib && !q.cores) {
+  if (q.limits.empty()) {
     quotas_.erase(KeyOf(q.namespace_, q.name));
     return;
   }
@@ -606,22 +610,26 @@ void ClusterState::OnQuotaDeleted(const Json& quota) {
       KeyOf(StringAt(quota, {"metadata", "namespace"}), StringAt(quota, {"metadata", "name"})));
 }
 
-Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const {
+Status ClusterState::CheckQuotaLocked(const std::string& ns, const PodTotals& demand) const {
   auto lo = quotas_.lower_bound(ns + "/");
   if (lo == quotas_.end() || lo->second.namespace_ != ns) return OkStatus();
-  PodTotals used;
-  if (auto u = ns_usage_.find(ns); u != ns_usage_.end()) used = u->second;
-  const auto& names = opts_.resources.nvidia;
+  static const PodTotals kNone;
+  auto u = ns_usage_.find(ns);
+  const PodTotals& used = u != ns_usage_.end() ? u->second : kNone;
   for (auto it = lo; it != quotas_.end() && it->second.namespace_ == ns; ++it) {
     const QuotaRecord& q = it->second;
-    if (q.mem_mib && mem > 0 && used.mem_mib + mem > *q.mem_mib)
-      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.",
-                               names.memory, " is ", *q.mem_mib, " MiB, ", used.mem_mib,
-                               " MiB in use, this pod asks ", mem, " MiB");
-    if (q.cores && cores > 0 && used.cores + cores > *q.cores)
-      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.",
-                               names.cores, " is ", *q.cores, ", ", used.cores,
-                               " in use, this pod asks ", cores);
+    for (const auto& [resource, limit] : q.limits) {
+      auto d = demand.find(resource);
+      if (d == demand.end() || d->second <= 0) continue;
+      auto in_use = used.find(resource);
+      const int64_t busy = in_use == used.end() ? 0 : in_use->second;
+      if (busy + d->second <= limit) continue;
+      const vendors::QuotaKey* key = QuotaKeyOf(resource);
+      const char* unit = key != nullptr && key->memory ? " MiB" : "";
+      return ResourceExhausted("exceeding resource quota ", ns, "/", q.name, ": limits.", resource,
+                               " is ", limit, unit, ", ", busy, unit, " in use, this pod asks ",
+                               d->second, unit);
+    }
   }
   return OkStatus();
 }
@@ -629,8 +637,7 @@ Status ClusterState::CheckQuotaLocked(const std::string& ns, int64_t mem, int64_
 Status ClusterState::TryReserve(PodRecord record) {
   absl::MutexLock l(&mu_);
   RemoveLocked(record.uid);
-  HAMI_RETURN_IF_ERROR(
-      CheckQuotaLocked(record.namespace_, record.totals.mem_mib, record.totals.cores));
+  HAMI_RETURN_IF_ERROR(CheckQuotaLocked(record.namespace_, record.totals));
   record.confirmed = false;
   record.bound_node.clear();
   record.expires_at = clock_.UnixSeconds() + opts_.reservation_ttl_s;
@@ -699,9 +706,9 @@ bool ClusterState::Drop(const std::string& uid) {
   return known;
 }
 
-Status ClusterState::CheckQuota(const std::string& ns, int64_t mem_mib, int64_t cores) const {
+Status ClusterState::CheckQuota(const std::string& ns, const PodTotals& demand) const {
   absl::ReaderMutexLock l(&mu_);
-  return CheckQuotaLocked(ns, mem_mib, cores);
+  return CheckQuotaLocked(ns, demand);
 }
 
 std::optional<std::string> ClusterState::UidOf(const std::string& ns,

@@ -115,15 +115,10 @@ core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& reso
 // = sidecar), as core::ContainerKinds does for a parsed pod.
 std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod);
 
-// What a placed pod takes, summed over its NVIDIA devices (effective usage: init containers
-// collapsed); the namespace quotas count NVIDIA resources only.
-struct PodTotals {
-  int64_t mem_mib = 0;
-  int64_t cores = 0;
-};
-// With init_finished the init containers no longer count (core::EffectiveDeviceUsage).
-PodTotals TotalsOf(const std::vector<core::ContainerKind>& kinds, const core::PodAllocation& alloc,
-                   bool init_finished = false);
+// What a pod counts against its namespace's quotas: quota resource (e.g. "nvidia.com/gpumem",
+// "hygon.com/dcumem") -> MiB of device memory or cores, over every enabled vendor's devices
+// (effective usage: init containers collapsed; vendors::VendorSet::QuotaCharge). Absent = 0.
+using PodTotals = std::map<std::string, int64_t>;
 // True when the pod has init containers (not sidecars) and status.initContainerStatuses says every
 // one of them terminated with exit code 0: their device usage and quota are released, as upstream
 // does.
@@ -144,8 +139,9 @@ struct PodRecord {
 
 struct QuotaRecord {
   std::string namespace_, name;
-  std::optional<int64_t> mem_mib;  // limits.<memory resource> (x memoryFactor)
-  std::optional<int64_t> cores;    // limits.<cores resource>
+  // limits.<resource> of every vendor's quota keys the object sets: resource -> the limit in MiB
+  // (memory: the value x the key's unit, e.g. memoryFactor) or cores.
+  std::map<std::string, int64_t> limits;
 };
 
 class ClusterState {
@@ -167,7 +163,13 @@ class ClusterState {
   // Forgets the pod (reservation given up, bind failed). Returns true when it was known.
   bool Drop(const std::string& uid);
   // Checks a request (webhook) against the namespace's quotas without charging it.
-  Status CheckQuota(const std::string& ns, int64_t mem_mib, int64_t cores) const;
+  Status CheckQuota(const std::string& ns, const PodTotals& demand) const;
+  // What a placed pod counts against its namespace's quotas (with init_finished the init
+  // containers no longer count: core::EffectiveDeviceUsage).
+  PodTotals ChargeOf(const std::vector<core::ContainerKind>& kinds,
+                     const core::PodAllocation& alloc, bool init_finished = false) const;
+  // Whether `resource` is a quota key of an enabled vendor, and whether it counts memory.
+  const vendors::QuotaKey* QuotaKeyOf(const std::string& resource) const;
   std::optional<std::string> UidOf(const std::string& ns, const std::string& name) const;
   std::optional<PodRecord> Find(const std::string& uid) const;
   // Our bind of the pod to `node` succeeded: its decision no longer expires.
@@ -214,7 +216,7 @@ class ClusterState {
   void Emit(const std::vector<Report>& reports) const;
   void ScheduleExpiryLocked(const std::string& uid, int64_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Status CheckQuotaLocked(const std::string& ns, int64_t mem, int64_t cores) const
+  Status CheckQuotaLocked(const std::string& ns, const PodTotals& demand) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void ApplyNode(const Json& node, int64_t now);
   // Checks the decisions charged while their node was not yet known (the pod informer can deliver a
@@ -231,6 +233,8 @@ class ClusterState {
   std::map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> uid
   std::map<std::string, PodTotals> ns_usage_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);  // "ns/name"
+  // Every enabled vendor's quota keys by resource (immutable after construction).
+  std::map<std::string, vendors::QuotaKey> quota_keys_;
   // Bound pods without devices (uid -> node): in the scheduler cache for their CPU and memory only.
   std::map<std::string, std::string> cpu_only_ ABSL_GUARDED_BY(mu_);
   std::multimap<int64_t, std::string> expiry_ ABSL_GUARDED_BY(mu_);   // expires_at -> uid (lazy)

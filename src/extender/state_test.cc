@@ -7,11 +7,21 @@
 
 #include "core/annotations.h"
 #include "core/pod_codec.h"
+#include "extender/metrics.h"
+#include "vendors/testing/mixed_config.h"
 
 namespace hami::extender {
 namespace {
 
 constexpr int64_t kNow = 1'700'000'000;
+
+// A quota demand of NVIDIA memory (MiB) and cores under upstream's default resource names.
+PodTotals Nvidia(int64_t mem_mib, int64_t cores) {
+  PodTotals t;
+  if (mem_mib != 0) t["nvidia.com/gpumem"] = mem_mib;
+  if (cores != 0) t["nvidia.com/gpucores"] = cores;
+  return t;
+}
 
 Json NodeJson(const std::string& name, const Json& annotations,
               const Json& allocatable = Json::object()) {
@@ -166,7 +176,7 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
   const std::string encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
       {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
   rec.encoded = encoded;
-  rec.totals = {5000, 0};
+  rec.totals = {{"nvidia.com/gpumem", 5000}};
   ASSERT_TRUE(state_->TryReserve(rec).ok());
   // An informer copy from before our patch (an older decision, or none) must not touch it.
   state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"},
@@ -281,7 +291,7 @@ TEST_F(StateTest, EditsAfterBindAreIgnored) {
   state_->OnPod(PodJson("u1", edited, "Running", "n1"));
   EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
   EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
-  EXPECT_EQ(state_->NamespaceUsage().at("ml").mem_mib, 12000);
+  EXPECT_EQ(state_->NamespaceUsage().at("ml")["nvidia.com/gpumem"], 12000);
   EXPECT_EQ(state_->RejectedDecisions().at(kRejectChangedAfterBind), 1);
   // The pod going away still releases what it was charged.
   state_->OnPodDeleted(PodJson("u1", edited, "Running", "n1"));
@@ -348,19 +358,19 @@ TEST_F(StateTest, QuotaLimitsMemoryAndCores) {
     rec.uid = "q" + std::to_string(i++);
     rec.namespace_ = s.ns;
     rec.name = rec.uid;
-    rec.totals = {s.mem, s.cores};
+    rec.totals = Nvidia(s.mem, s.cores);
     Status st = state_->TryReserve(rec);
     EXPECT_EQ(st.ok(), s.ok) << st;
     if (!s.ok) {
       EXPECT_NE(std::string(st.message()).find("exceeding resource quota ml/q"), std::string::npos);
     }
   }
-  EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, 8000);
-  EXPECT_FALSE(state_->CheckQuota("ml", 1, 0).ok());
+  EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpumem"], 8000);
+  EXPECT_FALSE(state_->CheckQuota("ml", Nvidia(1, 0)).ok());
   state_->Drop("q0");
-  EXPECT_TRUE(state_->CheckQuota("ml", 6000, 30).ok());
+  EXPECT_TRUE(state_->CheckQuota("ml", Nvidia(6000, 30)).ok());
   state_->OnQuotaDeleted(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}}}});
-  EXPECT_TRUE(state_->CheckQuota("ml", 1'000'000, 1000).ok());
+  EXPECT_TRUE(state_->CheckQuota("ml", Nvidia(1'000'000, 1000)).ok());
 }
 
 // What a placed pod is charged against its namespace's quota (docs/upstream-contract.md#quota): the
@@ -402,10 +412,10 @@ TEST_F(StateTest, QuotaChargesEachPodTheSumOfItsDevices) {
       pod["spec"]["initContainers"].push_back({{"name", "init" + std::to_string(k)}});
     state_->OnPod(pod);
     ASSERT_EQ(state_->pod_count(), 1u);
-    EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, c.mem);
-    EXPECT_EQ(state_->NamespaceUsage()["ml"].cores, c.cores);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpumem"], c.mem);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpucores"], c.cores);
     state_->OnPodDeleted(pod);
-    EXPECT_EQ(state_->NamespaceUsage()["ml"].mem_mib, 0);
+    EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpumem"], 0);
   }
 }
 
@@ -457,7 +467,7 @@ TEST(QuotaLimits, Table) {
     for (const auto& hard : c.hards)
       state.OnQuota(Json{{"metadata", {{"name", "q" + std::to_string(k++)}, {"namespace", "ml"}}},
                          {"spec", {{"hard", hard}}}});
-    EXPECT_EQ(state.CheckQuota("ml", c.mem, c.cores).ok(), c.ok);
+    EXPECT_EQ(state.CheckQuota("ml", Nvidia(c.mem, c.cores)).ok(), c.ok);
   }
 }
 
@@ -518,7 +528,7 @@ TEST(ClusterState, InitContainerUsageIsReleasedWhenTheyAllSucceeded) {
            {"status", {{"phase", "Pending"}}}};
   st.OnPod(pod);
   EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 8000);  // init 8000 > 1000 + 2000
-  EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 8000);
+  EXPECT_EQ(st.NamespaceUsage()["ml"]["nvidia.com/gpumem"], 8000);
   pod["status"]["initContainerStatuses"] =
       Json::array({{{"name", "init"}, {"state", {{"running", Json::object()}}}},
                    {{"name", "side"}, {"state", {{"running", Json::object()}}}}});
@@ -533,7 +543,300 @@ TEST(ClusterState, InitContainerUsageIsReleasedWhenTheyAllSucceeded) {
   st.OnPod(pod);
   EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].usedmem_mib, 3000);  // sidecar + app
   EXPECT_EQ(sched->cache().Snapshot("n1")->usage[0].used, 2);
-  EXPECT_EQ(st.NamespaceUsage()["ml"].mem_mib, 3000);
+  EXPECT_EQ(st.NamespaceUsage()["ml"]["nvidia.com/gpumem"], 3000);
+}
+
+// ---- Namespace quotas for every vendor (upstream pkg/device/quota_test.go, per vendor) ----
+// Upstream's quota manager limits `limits.<resource>` of every backend's memory and core resources
+// (GetResourceNames), counts every device of a request, and scales a memory limit by the backend's
+// memoryFactor. Here each vendor's Vendor::QuotaKeys says the same; a quota value counts in the
+// memory resource's own unit (Hygon memoryFactor 4: 1 = 4 MiB; Cambricon 256 MiB; Moore Threads
+// 512 MiB).
+// The mixed-cluster vendors (NVIDIA, Hygon, Cambricon, Ascend 910B3) with Hygon's memoryFactor 4,
+// plus Moore Threads and Enflame.
+std::string QuotaVendors() {
+  std::string yaml = vendors::testing::kMixedConfig;
+  const std::string hygon = "hygon: {}";
+  yaml.replace(yaml.find(hygon), hygon.size(), "hygon: {memoryFactor: 4}");
+  return yaml + "mthreads: {}\nenflame: {}\n";
+}
+
+class UpstreamQuota : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_.reset();  // before what it refers to
+    sched_.reset();
+    auto set = vendors::VendorSet::Load(QuotaVendors());
+    ASSERT_TRUE(set.ok()) << set.status();
+    set_ = std::move(*set);
+    sched_ = std::move(*scheduler::Scheduler::Create({}));
+    StateOptions o;
+    o.vendors = set_.get();
+    state_ = std::make_unique<ClusterState>(*sched_, o);
+  }
+  void Quota(const std::string& name, const Json& hard, const Json& extra = Json::object()) {
+    Json q{{"metadata", {{"name", name}, {"namespace", "ml"}}}, {"spec", {{"hard", hard}}}};
+    q["spec"].update(extra);
+    state_->OnQuota(q);
+  }
+  // What the webhook checks for a pod with these containers' limits.
+  StatusOr<PodTotals> Demand(const Json& limits_per_container) {
+    Json pod{{"metadata", {{"name", "p"}, {"namespace", "ml"}}},
+             {"spec", {{"containers", Json::array()}}}};
+    int k = 0;
+    for (const Json& l : limits_per_container)
+      pod["spec"]["containers"].push_back(
+          {{"name", "c" + std::to_string(k++)}, {"resources", {{"limits", l}}}});
+    HAMI_ASSIGN_OR_RETURN(auto parsed, set_->ParsePod(pod, core::ResourceConfig{}));
+    return set_->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed), core::ResourceConfig{});
+  }
+  // A placed pod charged from its decision annotations, as the informer path charges it.
+  PodRecord Placed(const std::string& uid, const std::map<std::string, std::string>& decision,
+                   int containers = 1) {
+    bool any = false;
+    auto alloc = set_->DecodeDecision(decision, &any);
+    EXPECT_TRUE(alloc.ok() && any) << alloc.status();
+    PodRecord rec;
+    rec.uid = uid;
+    rec.namespace_ = "ml";
+    rec.name = uid;
+    rec.allocation = alloc.ok() ? *alloc : core::PodAllocation{};
+    rec.kinds.assign(containers, core::ContainerKind::kApp);
+    rec.totals = state_->ChargeOf(rec.kinds, rec.allocation);
+    return rec;
+  }
+  std::unique_ptr<vendors::VendorSet> set_;
+  std::unique_ptr<scheduler::Scheduler> sched_;
+  std::unique_ptr<ClusterState> state_;
+};
+
+TEST_F(UpstreamQuota, TestIsManagedQuota) {
+  struct Case {
+    const char* resource;
+    bool managed;
+    bool memory;
+    int64_t unit;
+  };
+  const Case cases[] = {
+      {"nvidia.com/gpumem", true, true, 1},
+      {"nvidia.com/gpucores", true, false, 1},
+      {"hygon.com/dcumem", true, true, 4},  // memoryFactor
+      {"hygon.com/dcucores", true, false, 1},
+      {"cambricon.com/mlu.smlu.vmemory", true, true, 256},
+      {"cambricon.com/mlu.smlu.vcore", true, false, 1},
+      {"huawei.com/Ascend910B3-memory", true, true, 1},
+      {"huawei.com/Ascend910B3-core", true, false, 1},
+      {"mthreads.com/sgpu-memory", true, true, 512},
+      {"mthreads.com/sgpu-core", true, false, 1},
+      {"enflame.com/gcu-memory", true, true, 1},
+      {"enflame.com/gcu-core", true, false, 1},
+      // Count resources and other names are not device quotas.
+      {"nvidia.com/gpu", false, false, 0},
+      {"hygon.com/dcunum", false, false, 0},
+      {"enflame.com/gcu", false, false, 0},
+      {"other-resource", false, false, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.resource);
+    const vendors::QuotaKey* k = state_->QuotaKeyOf(c.resource);
+    ASSERT_EQ(k != nullptr, c.managed);
+    if (!k) continue;
+    EXPECT_EQ(k->memory, c.memory);
+    EXPECT_EQ(k->unit, c.unit);
+  }
+}
+
+// Upstream TestFitQuota per vendor: a namespace with some usage already, and a pod's demand as the
+// webhook computes it (every device of a multi-device request, memory x the vendor's unit).
+TEST_F(UpstreamQuota, TestFitQuota) {
+  struct Case {
+    const char* name;
+    Json hard;       // the namespace's ResourceQuota
+    PodTotals used;  // already charged
+    Json limits;     // containers' limits of the new pod
+    bool ok;
+  };
+  const Case cases[] = {
+      {"hygon: 2 x 500 units x memoryFactor 4 = 4000 MiB, limit 1500 units = 6000, 2000 used",
+       {{"limits.hygon.com/dcumem", "1500"}},
+       {{"hygon.com/dcumem", 2000}},
+       Json::array({{{"hygon.com/dcunum", "2"}, {"hygon.com/dcumem", "500"}}}),
+       true},
+      {"hygon: one unit more on each of the two devices exceeds it",
+       {{"limits.hygon.com/dcumem", "1500"}},
+       {{"hygon.com/dcumem", 2000}},
+       Json::array({{{"hygon.com/dcunum", "2"}, {"hygon.com/dcumem", "501"}}}),
+       false},
+      {"hygon: cores of both devices count",
+       {{"limits.hygon.com/dcucores", "100"}},
+       {{"hygon.com/dcucores", 50}},
+       Json::array(
+           {{{"hygon.com/dcunum", "2"}, {"hygon.com/dcumem", "1"}, {"hygon.com/dcucores", "30"}}}),
+       false},
+      {"cambricon: 2 x 16 x 256 MiB = 8192 MiB within 32 units",
+       {{"limits.cambricon.com/mlu.smlu.vmemory", "32"}},
+       {},
+       Json::array({{{"cambricon.com/vmlu", "2"}, {"cambricon.com/mlu.smlu.vmemory", "16"}}}),
+       true},
+      {"cambricon: 2 x 17 units exceed 32",
+       {{"limits.cambricon.com/mlu.smlu.vmemory", "32"}},
+       {},
+       Json::array({{{"cambricon.com/vmlu", "2"}, {"cambricon.com/mlu.smlu.vmemory", "17"}}}),
+       false},
+      {"cambricon: cores default to 100 per card, 2 cards exceed 150",
+       {{"limits.cambricon.com/mlu.smlu.vcore", "150"}},
+       {},
+       Json::array({{{"cambricon.com/vmlu", "2"}, {"cambricon.com/mlu.smlu.vmemory", "1"}}}),
+       false},
+      {"ascend: two containers of 16384 MiB fill 32768",
+       {{"limits.huawei.com/Ascend910B3-memory", "32768"}},
+       {},
+       Json::array({{{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "16384"}},
+                    {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "16384"}}}),
+       true},
+      {"ascend: with 1 MiB used they do not",
+       {{"limits.huawei.com/Ascend910B3-memory", "32768"}},
+       {{"huawei.com/Ascend910B3-memory", 1}},
+       Json::array({{{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "16384"}},
+                    {{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "16384"}}}),
+       false},
+      {"mthreads: 8 units of 512 MiB within 8",
+       {{"limits.mthreads.com/sgpu-memory", "8"}},
+       {},
+       Json::array({{{"mthreads.com/vgpu", "1"}, {"mthreads.com/sgpu-memory", "8"}}}),
+       true},
+      {"mthreads: 16 units exceed 8",
+       {{"limits.mthreads.com/sgpu-memory", "8"}},
+       {},
+       Json::array({{{"mthreads.com/vgpu", "1"}, {"mthreads.com/sgpu-memory", "16"}}}),
+       false},
+      {"another vendor's quota does not limit this one",
+       {{"limits.nvidia.com/gpumem", "1"}},
+       {},
+       Json::array({{{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "4000"}}}),
+       true},
+      {"a mixed pod is held to each vendor's quota",
+       {{"limits.nvidia.com/gpumem", "1000"}, {"limits.hygon.com/dcumem", "1000"}},
+       {},
+       Json::array({{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}},
+                    {{"hygon.com/dcunum", "1"}, {"hygon.com/dcumem", "1001"}}}),
+       false},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    SetUp();
+    Quota("q", c.hard);
+    if (!c.used.empty()) {
+      PodRecord rec;
+      rec.uid = "used" + std::to_string(i++);
+      rec.namespace_ = "ml";
+      rec.name = rec.uid;
+      rec.totals = c.used;
+      ASSERT_TRUE(state_->TryReserve(rec).ok());
+    }
+    auto demand = Demand(c.limits);
+    ASSERT_TRUE(demand.ok()) << demand.status();
+    Status st = state_->CheckQuota("ml", *demand);
+    EXPECT_EQ(st.ok(), c.ok) << st;
+    if (!c.ok) {
+      EXPECT_NE(std::string(st.message()).find("exceeding resource quota ml/q"), std::string::npos);
+    }
+    // A namespace without quota always fits.
+    EXPECT_TRUE(state_->CheckQuota("otherns", *demand).ok());
+  }
+}
+
+// Upstream TestAddUsageAndRmUsage and TestRmUsageDoesNotUnderflow, per vendor: a placed pod's
+// decision charges each device it names (memory as granted, in MiB), and releasing it twice leaves
+// nothing negative.
+TEST_F(UpstreamQuota, TestAddUsageAndRmUsage) {
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> decision;
+    PodTotals want;
+  };
+  const Case cases[] = {
+      {"nvidia",
+       {{"hami.io/vgpu-devices-allocated", "GPU0,NVIDIA,1000,100:;"}},
+       {{"nvidia.com/gpumem", 1000}, {"nvidia.com/gpucores", 100}}},
+      {"hygon, two devices",
+       {{"hami.io/dcu-devices-allocated", "DCU-0,DCU,2000,20:DCU-1,DCU,2000,20:;"}},
+       {{"hygon.com/dcumem", 4000}, {"hygon.com/dcucores", 40}}},
+      {"cambricon",
+       {{"hami.io/cambricon-mlu-devices-allocated", "n-cambricon-mlu-0,MLU,4096,25:;"}},
+       {{"cambricon.com/mlu.smlu.vmemory", 4096}, {"cambricon.com/mlu.smlu.vcore", 25}}},
+      {"ascend template",
+       {{"hami.io/Ascend910B3-devices-allocated", "910B3-0,Ascend910B3,16384,25:;"}},
+       {{"huawei.com/Ascend910B3-memory", 16384}, {"huawei.com/Ascend910B3-core", 25}}},
+      {"mthreads (core units)",
+       {{"hami.io/mthreads-vgpu-devices-allocated", "n-mthreads-0,Mthreads,4096,8:;"}},
+       {{"mthreads.com/sgpu-memory", 4096}, {"mthreads.com/sgpu-core", 8}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    PodRecord rec = Placed("p", c.decision);
+    EXPECT_EQ(rec.totals, c.want);
+    ASSERT_TRUE(state_->TryReserve(rec).ok());
+    EXPECT_EQ(state_->NamespaceUsage()["ml"], c.want);
+    EXPECT_TRUE(state_->Drop("p"));
+    EXPECT_FALSE(state_->Drop("p"));  // a duplicate delete
+    const auto usage = state_->NamespaceUsage();
+    for (const auto& [resource, amount] : usage.at("ml")) {
+      SCOPED_TRACE(resource);
+      EXPECT_EQ(amount, 0);
+    }
+  }
+}
+
+// Upstream TestAddQuotaAndDelQuota per vendor: limits.<resource> of every vendor's quota keys are
+// read (memory scaled to MiB by the key's unit), other keys ignored, and deleting the object
+// removes them. A scoped quota is not enforced (usage is tracked per namespace, as upstream).
+TEST_F(UpstreamQuota, TestAddQuotaAndDelQuota) {
+  Quota("q", {{"limits.nvidia.com/gpumem", "100"},
+              {"limits.nvidia.com/gpucores", "10"},
+              {"limits.hygon.com/dcumem", "100"},
+              {"limits.cambricon.com/mlu.smlu.vmemory", "100"},
+              {"limits.mthreads.com/sgpu-core", "16"},
+              {"limits.huawei.com/Ascend910B3-memory", "100"},
+              {"limits.hygon.com/dcunum", "4"},
+              {"requests.hygon.com/dcumem", "1"},
+              {"limits.cpu", "8"}});
+  auto quotas = state_->Quotas();
+  ASSERT_EQ(quotas.size(), 1u);
+  const std::map<std::string, int64_t> want = {
+      {"nvidia.com/gpumem", 100},     {"nvidia.com/gpucores", 10},
+      {"hygon.com/dcumem", 400},      {"cambricon.com/mlu.smlu.vmemory", 25600},
+      {"mthreads.com/sgpu-core", 16}, {"huawei.com/Ascend910B3-memory", 100}};
+  EXPECT_EQ(quotas[0].limits, want);
+  state_->OnQuotaDeleted(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}}}});
+  EXPECT_TRUE(state_->Quotas().empty());
+
+  Quota("scoped", {{"limits.hygon.com/dcumem", "1"}}, {{"scopes", {"BestEffort"}}});
+  Quota("selected", {{"limits.hygon.com/dcumem", "1"}},
+        {{"scopeSelector", {{"matchExpressions", Json::array()}}}});
+  EXPECT_TRUE(state_->Quotas().empty());
+  EXPECT_TRUE(state_->CheckQuota("ml", {{"hygon.com/dcumem", 1000}}).ok());
+}
+
+// The quota metrics cover every vendor's keys: one used and one limit series per resource, the
+// memory limit in MiB (Hygon: 100 units x memoryFactor 4).
+TEST_F(UpstreamQuota, QuotaMetricsForEveryVendor) {
+  Quota("q", {{"limits.hygon.com/dcumem", "100"}, {"limits.cambricon.com/mlu.smlu.vcore", "150"}});
+  PodRecord rec =
+      Placed("p", {{"hami.io/dcu-devices-allocated", "DCU-0,DCU,200,20:DCU-1,DCU,100,10:;"},
+                   {"hami.io/cambricon-mlu-devices-allocated", "n-cambricon-mlu-0,MLU,4096,25:;"}});
+  ASSERT_TRUE(state_->TryReserve(rec).ok());
+  const std::string text = RenderMetrics(*sched_, *state_, nullptr);
+  for (
+      const char* series :
+      {R"(hami_resource_quota_used{namespace="ml",quota_name="hygon.com/dcumem",limit="400"} 300)",
+       R"(hami_resource_quota_limit{namespace="ml",quota_name="hygon.com/dcumem"} 400)",
+       R"(hami_resource_quota_used{namespace="ml",quota_name="cambricon.com/mlu.smlu.vcore",limit="150"} 25)",
+       R"(hami_resource_quota_limit{namespace="ml",quota_name="cambricon.com/mlu.smlu.vcore"} 150)"})
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  // Resources without a quota get no series.
+  EXPECT_EQ(text.find("hygon.com/dcucores"), std::string::npos);
 }
 
 }  // namespace

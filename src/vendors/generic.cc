@@ -133,6 +133,13 @@ const Template* SmallestTemplate(const std::vector<Template>& templates, int64_t
   return best;
 }
 
+std::vector<QuotaKey> GenericVendor::QuotaKeys() const {
+  std::vector<QuotaKey> out = Vendor::QuotaKeys();
+  for (QuotaKey& k : out)
+    if (k.memory) k.unit = spec_.memory_unit_mib;
+  return out;
+}
+
 StatusOr<std::optional<core::DeviceRequest>> GenericVendor::ParseRequest(
     const nlohmann::json& resources, const std::map<std::string, std::string>&) const {
   const ResourceNames& n = spec_.resources;

@@ -82,6 +82,10 @@ class GenericVendor : public Vendor {
                                                               int64_t now_unix) const override;
   StatusOr<core::PodAllocation> DecodeDecision(
       const std::map<std::string, std::string>& pod_annotations) const override;
+  // A quota value counts in the memory resource's own unit (memory_unit_mib: Hygon's and Ascend's
+  // memoryFactor, Cambricon's 256 MiB, Moore Threads' 512 MiB), as the pod's limits do; cores as
+  // granted.
+  std::vector<QuotaKey> QuotaKeys() const override;
 
  protected:
   // Picks request.nums of `candidates` (device positions, sorted by device index). Default: the

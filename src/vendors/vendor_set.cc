@@ -217,6 +217,36 @@ std::string VendorSet::DecisionFingerprint(const std::map<std::string, std::stri
   return out;
 }
 
+std::vector<VendorSet::VendorQuotaKey> VendorSet::QuotaKeys(
+    const core::ResourceConfig& nvidia) const {
+  std::vector<VendorQuotaKey> out;
+  for (const auto& v : vendors_) {
+    if (v.get() == nvidia_) {
+      if (!nvidia.nvidia.memory.empty())
+        out.push_back({v->common_word(), {nvidia.nvidia.memory, true, nvidia.memory_factor}});
+      if (!nvidia.nvidia.cores.empty())
+        out.push_back({v->common_word(), {nvidia.nvidia.cores, false, 1}});
+      continue;
+    }
+    for (QuotaKey& k : v->QuotaKeys()) out.push_back({v->common_word(), std::move(k)});
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> VendorSet::QuotaCharge(
+    const std::map<std::string, core::DeviceTotals>& by_vendor,
+    const core::ResourceConfig& nvidia) const {
+  std::map<std::string, int64_t> out;
+  if (by_vendor.empty()) return out;
+  for (const VendorQuotaKey& k : QuotaKeys(nvidia)) {
+    auto it = by_vendor.find(k.vendor);
+    if (it == by_vendor.end()) continue;
+    const int64_t amount = k.key.memory ? it->second.mem_mib : it->second.cores;
+    if (amount != 0) out[k.key.resource] += amount;
+  }
+  return out;
+}
+
 bool VendorSet::Covers(const std::string& vendor) const {
   if (vendor == core::kNvidiaVendor) return false;
   return ByCommonWord(vendor) != nullptr;

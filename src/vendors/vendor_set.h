@@ -76,6 +76,21 @@ class VendorSet final : public scheduler::VendorRules {
   // The allocated-key values the pod carries, in vendor order: equal strings = equal decisions.
   std::string DecisionFingerprint(const std::map<std::string, std::string>& annotations) const;
 
+  // Namespace quotas (docs/upstream-contract.md#quota): the quota keys of every enabled vendor,
+  // with its Type keyword. NVIDIA's come from `nvidia` (its resource names and memoryFactor, the
+  // config ParsePod reads its requests with).
+  struct VendorQuotaKey {
+    std::string vendor;
+    QuotaKey key;
+  };
+  std::vector<VendorQuotaKey> QuotaKeys(const core::ResourceConfig& nvidia) const;
+  // What per-vendor device totals (Type keyword -> MiB and cores, core::DeviceTotalsByVendor or
+  // core::RequestedDeviceTotalsByVendor) count against each quota key: resource -> MiB or cores.
+  // A vendor that is not enabled, or names no quota resource, counts nothing.
+  std::map<std::string, int64_t> QuotaCharge(
+      const std::map<std::string, core::DeviceTotals>& by_vendor,
+      const core::ResourceConfig& nvidia) const;
+
   // scheduler::VendorRules: every enabled vendor except NVIDIA.
   bool Covers(const std::string& vendor) const override;
   Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request,

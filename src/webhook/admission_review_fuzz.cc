@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.gpu_core_policy = "force";
     o.overwrite_env = true;
     o.runtime_class_name = "nvidia";
-    o.quota_check = [](const std::string&, int64_t mem, int64_t) -> Status {
+    o.quota_check = [](const std::string&, const std::map<std::string, int64_t>& d) -> Status {
+      const int64_t mem = d.count("nvidia.com/gpumem") ? d.at("nvidia.com/gpumem") : 0;
       return mem > 100000 ? ResourceExhausted("exceeding resource quota") : OkStatus();
     };
     o.scheduler_users = {"system:serviceaccount:hami-system:hami-scheduler"};

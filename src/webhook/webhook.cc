@@ -521,8 +521,9 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
                "affinity instead"));
   if (opts_.quota_check) {
     // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
-    // (init, sidecar and app containers); the quota keys are NVIDIA's resources.
-    const core::DeviceTotals demand = core::RequestedDeviceTotals(*parsed, core::kNvidiaVendor);
+    // (init, sidecar and app containers), against every enabled vendor's quota resources.
+    const std::map<std::string, int64_t> demand =
+        opts_.vendors->QuotaCharge(core::RequestedDeviceTotalsByVendor(*parsed), opts_.resources);
     // request.namespace is the API server's word; a request without it is charged to the object's.
     const std::string ns = !req.namespace_.empty() ? req.namespace_
                            : meta                  ? StringMember(*meta, "namespace")
@@ -532,7 +533,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
           req.uid,
           "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
           "empty), so its GPU quota cannot be checked");
-    Status q = opts_.quota_check(ns, demand.mem_mib, demand.cores);
+    Status q = opts_.quota_check(ns, demand);
     if (!q.ok()) return Deny(req.uid, StrCat("hami: ", std::string(q.message())));
   }
 

@@ -10,8 +10,9 @@
 //    scheduler check, as upstream), a container whose gpumem-percentage is outside 0..100 (any
 //    container, device pod or not, while NVIDIA is enabled), a privileged container in a pod that
 //    requests devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem /
-//    gpucores) that the pod would exceed (an exclusive card counts 100 cores, as upstream counts
-//    the mutated pod), a device request that cannot be parsed;
+//    gpucores, and every other enabled vendor's memory and core resources, e.g.
+//    limits.hygon.com/dcumem x memoryFactor) that the pod would exceed (an exclusive card counts
+//    100 cores, as upstream counts the mutated pod), a device request that cannot be parsed;
 //  - warnings (kubectl prints them) for pod annotations that are read leniently and ignored, as
 //    upstream ignores them: non-boolean nvidia.com/numa-bind, unknown scheduler policies;
 //  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
@@ -20,7 +21,7 @@
 //    sets spec.schedulerName;
 //  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its
 //  limits
-//    and env to the container and its denials reject the pod (quotas count NVIDIA devices only).
+//    and env to the container and its denials reject the pod.
 // Trust boundary (docs/security.md, "Admission and node agent"):
 //  - scheduler-owned annotations and labels (SchedulerOwnedKeys) are removed from every pod on
 //  CREATE
@@ -33,6 +34,7 @@
 //    with neither is denied when quotas are checked.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -63,8 +65,11 @@ struct WebhookOptions {
   // add, env, denials such as Ascend's partial-memory multi-device request), container by
   // container; NVIDIA's come from `resources`.
   const vendors::VendorSet* vendors = &vendors::VendorSet::NvidiaOnly();
-  // Namespace quota check of device memory (MiB) and cores; null = no quotas. Returns the denial.
-  std::function<Status(const std::string& ns, int64_t mem_mib, int64_t cores)> quota_check;
+  // Namespace quota check; null = no quotas. `demand` is what the pod counts against each quota
+  // resource of every enabled vendor (resource -> MiB or cores, vendors::VendorSet::QuotaCharge).
+  // Returns the denial.
+  std::function<Status(const std::string& ns, const std::map<std::string, int64_t>& demand)>
+      quota_check;
   // userInfo.username values allowed to change scheduler-owned annotations on UPDATE (the
   // scheduler's service account, "system:serviceaccount:<ns>:<name>"). Empty: nobody.
   std::vector<std::string> scheduler_users;

@@ -53,7 +53,8 @@ struct Case {
 
 TEST(Webhook, Table) {
   WebhookOptions opts;
-  opts.quota_check = [](const std::string& ns, int64_t mem, int64_t cores) -> Status {
+  opts.quota_check = [](const std::string& ns, const std::map<std::string, int64_t>& d) -> Status {
+    const int64_t mem = d.count("nvidia.com/gpumem") ? d.at("nvidia.com/gpumem") : 0;
     if (ns == "ml" && mem > 20000)
       return ResourceExhausted(
           "exceeding resource quota ml/q: limits.nvidia.com/gpumem is 20000 MiB");
@@ -200,7 +201,9 @@ struct UpstreamCase {
 
 TEST(Webhook, UpstreamCases) {
   // TestFitResourceQuota's namespace: gpumem used 1000 of 2000 MiB, gpucores used 200 of 400.
-  const auto quota = [](const std::string& ns, int64_t mem, int64_t cores) -> Status {
+  const auto quota = [](const std::string& ns, const std::map<std::string, int64_t>& d) -> Status {
+    const int64_t mem = d.count("nvidia.com/gpumem") ? d.at("nvidia.com/gpumem") : 0;
+    const int64_t cores = d.count("nvidia.com/gpucores") ? d.at("nvidia.com/gpucores") : 0;
     if (ns == "ml" && (1000 + mem > 2000 || 200 + cores > 400))
       return ResourceExhausted("exceeding resource quota");
     return OkStatus();

@@ -249,7 +249,8 @@ TEST(WebhookTrust, PrivilegedNeighboursOfAGpuContainer) {
 TEST(WebhookTrust, QuotaNamespaceFallsBackToTheObjects) {
   WebhookOptions o = Options();
   std::vector<std::string> charged;
-  o.quota_check = [&](const std::string& ns, int64_t mem, int64_t) -> Status {
+  o.quota_check = [&](const std::string& ns, const std::map<std::string, int64_t>& d) -> Status {
+    const int64_t mem = d.count("nvidia.com/gpumem") ? d.at("nvidia.com/gpumem") : 0;
     charged.push_back(ns);
     return ns == "ml" && mem > 500 ? ResourceExhausted("exceeding resource quota ml/q")
                                    : OkStatus();

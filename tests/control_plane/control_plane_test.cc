@@ -478,8 +478,9 @@ TEST_F(ControlPlaneTest, QuotaChargesPerPodAndResolvesPercentagesOnTheCard) {
     }
     const auto usage = rep->state->NamespaceUsage();
     ASSERT_EQ(usage.count("team"), 1u);
-    EXPECT_EQ(usage.at("team").mem_mib, s.used_mem);
-    EXPECT_EQ(usage.at("team").cores, s.used_cores);
+    const auto& team = usage.at("team");
+    EXPECT_EQ(team.count("nvidia.com/gpumem") ? team.at("nvidia.com/gpumem") : 0, s.used_mem);
+    EXPECT_EQ(team.count("nvidia.com/gpucores") ? team.at("nvidia.com/gpucores") : 0, s.used_cores);
   }
   ExpectNoOversubscription();
 }

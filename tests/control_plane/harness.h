@@ -110,8 +110,8 @@ class Replica {
     };
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
-    wo.quota_check = [this](const std::string& ns, int64_t m, int64_t c) {
-      return state->CheckQuota(ns, m, c);
+    wo.quota_check = [this](const std::string& ns, const std::map<std::string, int64_t>& d) {
+      return state->CheckQuota(ns, d);
     };
     wh = std::make_unique<webhook::Webhook>(wo);
     extender::HttpServerOptions ho;

@@ -200,7 +200,7 @@ TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
   EXPECT_TRUE(
       KubeScheduler(first->port()).Admit(Gpu("more", "team", 4000), "team", &denied).is_null());
   EXPECT_NE(denied.find("exceeding resource quota team/gpu"), std::string::npos) << denied;
-  EXPECT_EQ(first->state->NamespaceUsage().at("team").mem_mib, 8000);
+  EXPECT_EQ(first->state->NamespaceUsage().at("team")["nvidia.com/gpumem"], 8000);
   {
     KubeScheduler ks(first->port());
     Json big = Create(*first, Gpu("big", "ml", 12000));

@@ -249,11 +249,17 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
     EXPECT_EQ(filtered.failed_nodes.count(c.node) + filtered.failed_and_unresolvable.count(c.node),
               0u);
   }
-  // The NVIDIA quota counts the NVIDIA share only, not the Ascend, DCU or MLU devices of the
-  // namespace.
-  const auto used = rep->state->NamespaceUsage()["mixed"];
-  EXPECT_EQ(used.mem_mib, 3000);
-  EXPECT_EQ(used.cores, 30);
+  // Each vendor's quota resources count that vendor's grants (upstream's quota manager): NVIDIA
+  // the CUDA share only, Ascend the two templates as rounded, Cambricon in MiB (16 x 256).
+  const extender::PodTotals want = {{"nvidia.com/gpumem", 3000},
+                                    {"nvidia.com/gpucores", 30},
+                                    {"huawei.com/Ascend910B3-memory", 16384 + 32768},
+                                    {"huawei.com/Ascend910B3-core", 25 + 50},
+                                    {"hygon.com/dcumem", 2000},
+                                    {"hygon.com/dcucores", 20},
+                                    {"cambricon.com/mlu.smlu.vmemory", 4096},
+                                    {"cambricon.com/mlu.smlu.vcore", 25}};
+  EXPECT_EQ(rep->state->NamespaceUsage()["mixed"], want);
   // The Cambricon lock carries the decision time (RFC 3339).
   auto mlu = api_.Get("pods", "mixed", "mlu");
   ASSERT_TRUE(mlu.has_value());
