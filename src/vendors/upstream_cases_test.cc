@@ -500,5 +500,70 @@ TEST(MemoryFactorUpstream, HygonAndAscendScaleTheMemoryResource) {
   EXPECT_FALSE(LoadVendors("hygon:\n  memoryFactor: 0\n").ok());
 }
 
+// ---- Ascend 910C module pairing (pkg/device/ascend/device_910c_pairing_test.go) ----
+// A 910C module is two dies (indices 2k, 2k+1); a request for several NPUs takes whole modules.
+// NetworkID (SuperPod) does not change the rule, so the rows with and without it are the same.
+TEST(Ascend910CUpstream, Pairing) {
+  auto vendors = LoadVendors(
+      "vnpus:\n  - chipName: 910C\n    commonWord: Ascend910C\n    memoryCapacity: 32000\n"
+      "    aiCore: 24\n");
+  ASSERT_TRUE(vendors.ok()) << vendors.status();
+  const Vendor* npu = nullptr;
+  for (const auto& x : *vendors)
+    if (x->common_word() == "Ascend910C") npu = x.get();
+  ASSERT_NE(npu, nullptr);
+  const Vendor& v = *npu;
+  EXPECT_TRUE(v.rules().group_rules);
+  struct Case {
+    const char* name;
+    std::vector<int> free_indices;
+    int nums;
+    std::vector<int> want;  // chosen indices; empty = does not fit
+  } cases[] = {
+      {"TestAscend910C_FitPartialAllocationBug: one whole module and three halves, 4 asked",
+       {0, 1, 2, 4, 6},
+       4,
+       {}},
+      {"TestAscend910C_FitExactCountBypassBug: two halves of two modules", {0, 2}, 2, {}},
+      {"TestAscend910C_FitFullPairSucceeds", {0, 1}, 2, {0, 1}},
+      {"TestAscend910C_FitWithoutNetworkID_ValidatesPairing/halves", {0, 2}, 2, {}},
+      {"TestAscend910C_FitWithoutNetworkID_ValidatesPairing/pair", {0, 1}, 2, {0, 1}},
+      {"TestComputeBestCombination910C_NoFullPairsReturnsEmpty", {0, 2, 4, 6}, 4, {}},
+      {"whole modules are taken, halves skipped", {0, 2, 3, 5, 6, 7}, 4, {2, 3, 6, 7}},
+      {"an odd count above one cannot be whole modules", {0, 1, 2, 3}, 3, {}},
+      {"one NPU takes any die", {2}, 1, {2}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<core::DeviceInfo> devs;
+    for (int i : c.free_indices) {
+      core::DeviceInfo d;
+      d.uuid = "dev-" + std::to_string(i);
+      d.index = i;
+      d.vendor = d.type = "Ascend910C";
+      d.count = 1;
+      d.devmem_mib = 32000;
+      d.devcore = 100;
+      d.health = true;
+      devs.push_back(d);
+    }
+    auto req = v.ParseRequest(Limits({{"huawei.com/Ascend910C", c.nums}}), {});
+    ASSERT_TRUE(req.ok() && *req) << req.status();
+    auto sel = v.ParseSelectors({});
+    ASSERT_TRUE(sel.ok());
+    const std::vector<core::DeviceUsage> usage(devs.size());
+    const FitResult fit = v.Fit(**req, devs, usage, *sel, {});
+    std::vector<int> got;
+    for (const auto& g : fit.devices)
+      for (const auto& d : devs)
+        if (d.uuid == g.uuid) got.push_back(d.index);
+    EXPECT_EQ(got, c.want) << fit.Summary(static_cast<int>(devs.size()));
+    if (c.want.empty()) {
+      ASSERT_FALSE(fit.refusals.empty());
+      EXPECT_EQ(fit.refusals.back().reason, "CardTopologyInfeasible");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hami::vendors

@@ -6,6 +6,9 @@
 // SuperPod).
 #include "vendors/ascend/ascend.h"
 
+#include <map>
+#include <vector>
+
 #include "common/log.h"
 #include "core/annotations.h"
 #include "nlohmann/json.hpp"
@@ -18,11 +21,35 @@ namespace {
 
 constexpr const char kVnpuMode[] = "huawei.com/vnpu-mode";
 constexpr const char kNodeHamiCore[] = "hami-vnpu-core";
+constexpr const char kAscend910C[] = "Ascend910C";  // upstream's Ascend910CType
 
 class AscendVendor : public GenericVendor {
  public:
   using GenericVendor::GenericVendor;
 
+ protected:
+  // Ascend 910C (upstream device_910c_pairing_test.go): a module carries two dies, device indices
+  // 2k and 2k+1, and a request for several NPUs takes whole modules, both dies of each (lowest
+  // module first). Too few whole free modules, or an odd count above one, does not fit.
+  std::vector<int> ChooseSet(const core::DeviceRequest& r,
+                             std::span<const core::DeviceInfo> devices,
+                             const std::vector<int>& candidates) const override {
+    if (spec_.common_word != kAscend910C || r.nums <= 1)
+      return GenericVendor::ChooseSet(r, devices, candidates);
+    if (r.nums % 2 != 0) return {};
+    std::map<int, std::vector<int>> modules;  // index / 2 -> free positions
+    for (int c : candidates)
+      if (devices[c].index >= 0) modules[devices[c].index / 2].push_back(c);
+    std::vector<int> out;
+    for (const auto& [module, pos] : modules) {
+      if (pos.size() != 2) continue;  // one die busy (or not registered)
+      out.insert(out.end(), pos.begin(), pos.end());
+      if (static_cast<int>(out.size()) == r.nums) return out;
+    }
+    return {};
+  }
+
+ public:
   StatusOr<Mutation> Mutate(const nlohmann::json& resources,
                             const std::map<std::string, std::string>& a) const override {
     HAMI_ASSIGN_OR_RETURN(Mutation m, GenericVendor::Mutate(resources, a));
@@ -199,6 +226,8 @@ Spec ChipSpec(const Chip& c) {
             StrCat("hami.io/use-", c.common_word, "-uuid"),
             StrCat("hami.io/no-use-", c.common_word, "-uuid")};
   s.rules.max_devices_per_container = 1;
+  // 910C modules pair their dies: the scheduler lets Fit (ChooseSet) pick a multi-NPU set.
+  s.rules.group_rules = c.common_word == kAscend910C;
   for (const auto& [name, mem, core] : c.templates)
     s.rules.templates.push_back(
         {name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
