@@ -112,6 +112,10 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml
   }
   if (!unsupported.empty())
     spdlog::warn("vendor config: sections of vendors not supported, ignored: {}", unsupported);
+  return BuildVendors(root);
+}
+
+StatusOr<std::vector<std::unique_ptr<Vendor>>> BuildVendors(const YAML::Node& root) {
   std::vector<std::unique_ptr<Vendor>> out;
   for (const VendorRow& row : VendorRegistry()) {
     YAML::Node section(YAML::NodeType::Undefined);

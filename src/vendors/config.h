@@ -50,6 +50,9 @@ class SectionReader {
 
 // The enabled vendors of a configuration text (empty text: NVIDIA only, upstream defaults).
 StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml_text);
+// The enabled vendors of a parsed file's root (undefined or null: NVIDIA only), each section given
+// to its registry row's factory; sections are not checked here.
+StatusOr<std::vector<std::unique_ptr<Vendor>>> BuildVendors(const YAML::Node& root);
 // Every registered vendor with its defaults (tests, the simulator).
 std::vector<std::unique_ptr<Vendor>> AllVendorsWithDefaults();
 
