@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "vendors/config_file.h"
 #include "vendors/generic.h"
 #include "vendors/registry.h"
 #include "yaml-cpp/yaml.h"
@@ -95,24 +96,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeGeneric(
 }
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml_text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(StrCat("vendor config: line ", e.mark.line + 1, ": ", e.msg));
-  }
-  if (root.IsDefined() && !root.IsNull() && !root.IsMap())
-    return InvalidArgument("vendor config: expected a mapping of vendor sections");
-  std::string unsupported;  // sections of vendors we do not implement (upstream has more)
-  for (const auto& kv : root.IsMap() ? root : YAML::Node(YAML::NodeType::Map)) {
-    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-    const auto rows = VendorRegistry();
-    if (std::none_of(rows.begin(), rows.end(), [&](const VendorRow& r) { return k == r.section; }))
-      unsupported += StrCat(unsupported.empty() ? "" : ", ", k);
-  }
-  if (!unsupported.empty())
-    spdlog::warn("vendor config: sections of vendors not supported, ignored: {}", unsupported);
-  return BuildVendors(root);
+  HAMI_ASSIGN_OR_RETURN(ConfigFile file, ParseConfigFile(yaml_text, "vendor config"));
+  return std::move(file.vendors);
 }
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> BuildVendors(const YAML::Node& root) {

@@ -5,8 +5,9 @@
 // `enabled: false`); NVIDIA is enabled without a section. Keys rename resources and set defaults;
 // an empty value (`key:` or `key: ""`, as upstream's chart renders unset values) keeps the default.
 // Upstream keys we do not use are accepted and logged once per section; any other key is an error
-// naming it. Top-level sections of vendors we do not implement (awsneuron, vastai, biren, ...) are
-// logged and ignored. A disabled vendor is never constructed.
+// naming it. Top-level sections of upstream vendors we do not implement (awsneuron, vastai, biren)
+// are logged and ignored; any other unknown section is an error (vendors/config_file.h, the one
+// reader of the file). A disabled vendor is never constructed.
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -48,10 +49,11 @@ class SectionReader {
   std::vector<std::string> ignored_;
 };
 
-// The enabled vendors of a configuration text (empty text: NVIDIA only, upstream defaults).
+// The enabled vendors of a configuration text (empty text: NVIDIA only, upstream defaults): the
+// vendors of ParseConfigFile (vendors/config_file.h), which also checks sections and nvidia knobs.
 StatusOr<std::vector<std::unique_ptr<Vendor>>> LoadVendors(std::string_view yaml_text);
 // The enabled vendors of a parsed file's root (undefined or null: NVIDIA only), each section given
-// to its registry row's factory; sections are not checked here.
+// to its registry row's factory; sections are not checked here (ParseConfigFile does).
 StatusOr<std::vector<std::unique_ptr<Vendor>>> BuildVendors(const YAML::Node& root);
 // Every registered vendor with its defaults (tests, the simulator).
 std::vector<std::unique_ptr<Vendor>> AllVendorsWithDefaults();
