@@ -35,6 +35,12 @@ Status Validate(const PluginConfig& c) {
         StrCat("operating mode '", c.mode,
                "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
                "hami-core is (docs/migration.md)"));
+  // Upstream's MIG strategies other than none would be accepted and then ignored: refuse them.
+  if (c.mig_strategy != "none")
+    return absl::UnimplementedError(
+        StrCat("MIG strategy '", c.mig_strategy,
+               "' (nodeconfig migstrategy) is not implemented by hami-cpp yet: "
+               "only none is (docs/migration.md)"));
   if (c.mode != "hami-core")
     return InvalidArgument("operating mode '", c.mode, "' must be hami-core");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
@@ -112,9 +118,10 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
         HAMI_ASSIGN_OR_RETURN(c->libcuda_log_level, string(v, key));
       }
     } else if (key == "migstrategy") {
-      HAMI_ASSIGN_OR_RETURN(std::string s, string(v, key));
-      if (s != "none" && s != "single" && s != "mixed")
-        return InvalidArgument(where, ": migstrategy '", s, "' must be none, single or mixed");
+      HAMI_ASSIGN_OR_RETURN(c->mig_strategy, string(v, key));
+      if (c->mig_strategy != "none" && c->mig_strategy != "single" && c->mig_strategy != "mixed")
+        return InvalidArgument(where, ": migstrategy '", c->mig_strategy,
+                               "' must be none, single or mixed");
     } else if (key == "filterdevices") {
       if (!v.is_object()) return InvalidArgument(where, ": filterdevices must be an object");
       for (auto f = v.begin(); f != v.end(); ++f) {

@@ -33,7 +33,8 @@ struct PluginConfig {
   int64_t preconfigured_memory_mib = 0;  // for GPUs whose memory NVML cannot report (0 = off)
   std::string mode =
       "hami-core";  // operatingmode: hami-core (upstream's mig and mps fail Validate)
-  bool enable_numa_topology = false;        // report each replica's NUMA node to kubelet
+  std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
+  bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision
   std::vector<std::string> exclude_uuids;   // filterdevices.uuid
   std::vector<int> exclude_indices;         // filterdevices.index
