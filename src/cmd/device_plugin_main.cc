@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "cmd/config_wiring.h"
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
@@ -21,10 +22,10 @@
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
 #include "deviceplugin/pod_resources.h"
-#include "extender/device_config.h"
 #include "gpu/nvml_discovery.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "vendors/config_file.h"
 
 namespace hami::cmd {
 namespace {
@@ -84,9 +85,6 @@ int DevicePluginMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device-cores-scaling", cfg.core_scaling, "registered cores = 100 x this")
       ->capture_default_str();
-  app.add_option("--core-policy", cfg.core_policy,
-                 "GPU_CORE_UTILIZATION_POLICY: default | force | disable")
-      ->capture_default_str();
   app.add_option("--libcuda-log-level", cfg.libcuda_log_level,
                  "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
   app.add_flag("--enable-numa-topology", cfg.enable_numa_topology,
@@ -95,9 +93,10 @@ int DevicePluginMain(int argc, char** argv) {
                  "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), "
                  "applied over the flags");
   app.add_option("--device-config-file,--device-config", device_config_file,
-                 "device-config.yaml shared with the scheduler: its nvidia resourceCountName and "
-                 "gpuCorePolicy are the "
-                 "defaults of --resource-name and --core-policy");
+                 "device-config.yaml shared with the scheduler: its nvidia section's knobs are the "
+                 "defaults of the flags above (flag > file > default; docs/install.md), and its "
+                 "gpuCorePolicy is GPU_CORE_UTILIZATION_POLICY (no flag: one source with the "
+                 "webhook)");
   app.add_option("--libvgpu-path", cfg.libvgpu_host_path,
                  "host path of libvgpu.so mounted into containers")
       ->capture_default_str();
@@ -146,30 +145,19 @@ int DevicePluginMain(int argc, char** argv) {
   }
   if (node_name.empty() && !dry_run)
     return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
+  // device-config.yaml under the flags (flag > file > default); the node's entry of --config
+  // over both. GPU_CORE_UTILIZATION_POLICY comes from the file only (the webhook's one source).
   if (!device_config_file.empty()) {
-    auto dc = extender::LoadDeviceConfig(device_config_file);
-    if (!dc.ok()) return Fail(dc.status());
-    if (app.count("--resource-name") == 0) cfg.resource_name = dc->resources.nvidia.count;
-    if (app.count("--core-policy") == 0) cfg.core_policy = dc->gpu_core_policy;
-    // The file's device plugin knobs where no flag names them (flag > device-config.yaml >
-    // default).
-    const auto& k = dc->plugin;
-    auto unset = [&app](const char* flag) {
-      const CLI::Option* o = app.get_option_no_throw(flag);
-      return o == nullptr || o->count() == 0;
-    };
-    if (k.device_split_count && unset("--split-count") && !std::getenv("DEVICE_SPLIT_COUNT"))
-      cfg.split_count = *k.device_split_count;
-    if (k.device_memory_scaling && unset("--device-memory-scaling"))
-      cfg.memory_scaling = *k.device_memory_scaling;
-    if (k.device_core_scaling && unset("--device-cores-scaling"))
-      cfg.core_scaling = *k.device_core_scaling;
-    if (k.preconfigured_memory && unset("--preconfigured-device-memory"))
-      cfg.preconfigured_memory_mib = *k.preconfigured_memory;
-    if (k.enable_numa_topology && unset("--enable-numa-topology"))
-      cfg.enable_numa_topology = *k.enable_numa_topology;
-    if (k.lib_cuda_log_level && unset("--libcuda-log-level"))
-      cfg.libcuda_log_level = *k.lib_cuda_log_level;
+    auto file = vendors::LoadConfigFile(device_config_file, "--device-config-file");
+    if (!file.ok()) return Fail(file.status());
+    ConfigureDevicePlugin(
+        file->nvidia,
+        [&app](std::string_view flag) {
+          const CLI::Option* o = app.get_option_no_throw(std::string(flag));
+          if (o != nullptr && o->count() > 0) return true;
+          return flag == "--split-count" && std::getenv("DEVICE_SPLIT_COUNT") != nullptr;
+        },
+        &cfg);
   }
   if (!config_file.empty()) {
     if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok())

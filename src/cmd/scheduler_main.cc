@@ -10,19 +10,17 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cmd/config_wiring.h"
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/log.h"
 #include "extender/controller.h"
-#include "extender/device_config.h"
 #include "extender/extender.h"
 #include "extender/metrics.h"
 #include "http/server.h"
@@ -201,22 +199,16 @@ int SchedulerMain(int argc, char** argv) {
 
   if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok())
     return Fail("--log-level/--log-format", s);
-  extender::DeviceConfig dc;
-  if (!device_config_file.empty()) {
-    auto loaded = extender::LoadDeviceConfig(device_config_file);
-    if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
-    dc = std::move(*loaded);
-  }
-  // The vendors the same file enables (docs/vendors.md); without a file, NVIDIA with its defaults.
-  // Every component gets the set: a default install runs the same code as a mixed one.
+  // One parse of device-config.yaml (vendors/config_file.h): the vendors it enables and the nvidia
+  // knobs of the extender and the webhook. Without a file, NVIDIA with upstream's defaults. Every
+  // component gets the set: a default install runs the same code as a mixed one.
+  vendors::DeviceConfig dc;
   std::unique_ptr<vendors::VendorSet> loaded_set;
   if (!device_config_file.empty()) {
-    std::ifstream f(device_config_file);
-    std::stringstream text;
-    text << f.rdbuf();
-    auto loaded = vendors::VendorSet::Load(text.str());
+    auto loaded = vendors::LoadConfigFile(device_config_file, "--device-config-file");
     if (!loaded.ok()) return Fail("--device-config-file", loaded.status());
-    loaded_set = std::move(*loaded);
+    dc = std::move(loaded->nvidia);
+    loaded_set = std::make_unique<vendors::VendorSet>(std::move(loaded->vendors));
   }
   const vendors::VendorSet& vendor_set =
       loaded_set ? *loaded_set : vendors::VendorSet::NvidiaOnly();
@@ -243,7 +235,8 @@ int SchedulerMain(int argc, char** argv) {
   if (!client.ok()) return Fail("Kubernetes API client", client.status());
 
   extender::StateOptions sto;
-  sto.resources = dc.resources;
+  extender::ExtenderOptions eo;
+  ConfigureExtender(dc, &sto, &eo);
   sto.vendors = &vendor_set;
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;
@@ -286,8 +279,6 @@ int SchedulerMain(int argc, char** argv) {
   }
   extender::Controller controller(**client, state, co);
 
-  extender::ExtenderOptions eo;
-  eo.resources = dc.resources;
   eo.is_leader = [&controller] { return controller.IsLeader(); };
   eo.leader_name = [&controller] { return controller.Leader(); };
   eo.component = scheduler_name;
@@ -297,13 +288,9 @@ int SchedulerMain(int argc, char** argv) {
   extender::Extender ext(**sched, state, client->get(), eo);
 
   webhook::WebhookOptions wo;
-  wo.resources = dc.resources;
+  ConfigureWebhook(dc, &vendor_set, &wo);
   wo.scheduler_name = scheduler_name;
   wo.force_overwrite_default_scheduler = force_overwrite_default;
-  wo.gpu_core_policy = dc.gpu_core_policy;
-  wo.runtime_class_name = dc.runtime_class_name;
-  wo.overwrite_env = dc.overwrite_env;
-  wo.vendors = &vendor_set;
   auto scheduler_user = webhook::ServiceAccountUsername(scheduler_sa);
   if (!scheduler_user.ok()) return Fail("--scheduler-service-account", scheduler_user.status());
   wo.scheduler_users = {*scheduler_user};

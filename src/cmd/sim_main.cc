@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "vendors/config.h"
+#include "vendors/config_file.h"
 #include "vendors/vendor_set.h"
 
 namespace hami::cmd {
@@ -112,13 +113,11 @@ int SimMain(int argc, char** argv) {
     if (device_config.empty()) {
       vendor_set = std::make_unique<vendors::VendorSet>(vendors::AllVendorsWithDefaults());
     } else {
-      std::ifstream f(device_config);
-      if (!f) return Fail(NotFound("--device-config: cannot read ", device_config));
-      std::stringstream text;
-      text << f.rdbuf();
-      auto loaded = vendors::VendorSet::Load(text.str());
-      if (!loaded.ok()) return Fail(Annotate(loaded.status(), "--device-config"));
-      vendor_set = std::move(*loaded);
+      // The one reader (vendors/config_file.h); the sim takes the vendor set from it (its tasks are
+      // trace rows, not pods: the nvidia knobs of pods do not apply).
+      auto loaded = vendors::LoadConfigFile(device_config, "--device-config");
+      if (!loaded.ok()) return Fail(loaded.status());
+      vendor_set = std::make_unique<vendors::VendorSet>(std::move(loaded->vendors));
     }
     if (Status s = sim::ResolveVendors(*vendor_set, &*nodes, &*tasks); !s.ok()) return Fail(s);
   }

@@ -1,0 +1,38 @@
+#include "cmd/config_wiring.h"
+
+namespace hami::cmd {
+
+void ConfigureExtender(const vendors::DeviceConfig& file, extender::StateOptions* state,
+                       extender::ExtenderOptions* extender) {
+  state->resources = file.resources;
+  extender->resources = file.resources;
+}
+
+void ConfigureWebhook(const vendors::DeviceConfig& file, const vendors::VendorSet* vendors,
+                      webhook::WebhookOptions* webhook) {
+  webhook->resources = file.resources;
+  webhook->gpu_core_policy = file.gpu_core_policy;
+  webhook->runtime_class_name = file.runtime_class_name;
+  webhook->overwrite_env = file.overwrite_env;
+  webhook->vendors = vendors;
+}
+
+void ConfigureDevicePlugin(const vendors::DeviceConfig& file,
+                           const std::function<bool(std::string_view flag)>& flag_given,
+                           deviceplugin::PluginConfig* plugin) {
+  auto use = [&](std::string_view flag, const auto& value, auto* out) {
+    if (value && !flag_given(flag)) *out = *value;
+  };
+  const std::optional<std::string> count = file.resources.nvidia.count;
+  use("--resource-name", count, &plugin->resource_name);
+  plugin->core_policy = file.gpu_core_policy;
+  const auto& k = file.plugin;
+  use("--split-count", k.device_split_count, &plugin->split_count);
+  use("--device-memory-scaling", k.device_memory_scaling, &plugin->memory_scaling);
+  use("--device-cores-scaling", k.device_core_scaling, &plugin->core_scaling);
+  use("--preconfigured-device-memory", k.preconfigured_memory, &plugin->preconfigured_memory_mib);
+  use("--enable-numa-topology", k.enable_numa_topology, &plugin->enable_numa_topology);
+  use("--libcuda-log-level", k.lib_cuda_log_level, &plugin->libcuda_log_level);
+}
+
+}  // namespace hami::cmd
