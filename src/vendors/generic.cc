@@ -164,6 +164,10 @@ StatusOr<std::optional<core::DeviceRequest>> GenericVendor::ParseRequest(
     r.coresreq = 100;
     return std::optional<core::DeviceRequest>(r);
   }
+  if (spec_.rules.slots_only) {
+    r.mem_percentage = 100;  // upstream's request shape; Grant books nothing of it
+    return std::optional<core::DeviceRequest>(r);
+  }
   if (mem && *mem > 0) {
     if (*mem > kMaxValue / spec_.memory_unit_mib)
       return InvalidArgument(StrCat(n.memory, ": ", *mem, " units exceed the int32 MiB range"));
@@ -241,6 +245,8 @@ StatusOr<std::vector<core::DeviceInfo>> GenericVendor::DecodeNode(const NodeView
     if (!devs.ok())
       return InvalidArgument(
           StrCat(spec_.keys.node_register, ": ", std::string(devs.status().message())));
+    if (spec_.rules.slots_only)
+      for (auto& d : *devs) d.devcore = 100;  // as upstream: books no cores, 100 for the score
     return devs;
   }
   auto it = node.capacity.find(spec_.capacity_resource);
@@ -326,6 +332,7 @@ core::ContainerDevice GenericVendor::Grant(const core::DeviceRequest& r,
     g.usedcores = d.devcore;
     return g;
   }
+  if (spec_.rules.slots_only) return g;
   g.usedmem_mib = ResolveMemory(r, d);
   g.usedcores = r.coresreq;
   if (UsesTemplate(r, d)) {
@@ -392,6 +399,8 @@ std::vector<int> GenericVendor::ChooseSet(const core::DeviceRequest& r,
                                           std::span<const core::DeviceInfo>,
                                           const std::vector<int>& candidates) const {
   if (static_cast<int>(candidates.size()) < r.nums) return {};
+  if (spec_.rules.slots_only)  // upstream walks the devices from the last one
+    return std::vector<int>(candidates.end() - r.nums, candidates.end());
   return std::vector<int>(candidates.begin(), candidates.begin() + r.nums);
 }
 

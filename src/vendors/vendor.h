@@ -43,6 +43,7 @@ struct NodeView {
   std::map<std::string, std::string> annotations;
   std::map<std::string, int64_t> capacity;
   std::string name = {};  // metadata.name (capacity-registered vendors derive device ids from it)
+  std::map<std::string, std::string> labels = {};  // metadata.labels (AWS Neuron: instance type)
 };
 
 // Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons
@@ -111,6 +112,8 @@ struct FitRules {
   std::vector<Template> templates;    // memory rounded up to the smallest template that fits
   bool group_rules = false;           // Fit keeps a multi-device grant inside a topology group
                                       // (Kunlun halves): a scheduler lets Fit choose the set
+  bool slots_only = false;  // a request takes one slot per device and books no memory or cores
+                            // (Vastai, Biren: upstream counts tasks per device only)
 };
 
 // Annotation keys of one vendor.

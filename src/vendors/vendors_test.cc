@@ -560,9 +560,9 @@ std::string UpstreamConfig(bool vnpus_as_list) {
 
 TEST(ConfigTest, UpstreamDefaultFileLoadsAsIs) {
   const std::vector<std::string> want = {
-      "NVIDIA",     "Ascend910B3", "Ascend310P", "DCU",    "MLU",     "Metax-GPU",
-      "Metax-SGPU", "Mthreads",    "MR-V100",    "MR-V50", "BI-V150", "BI-V100",
-      "GCU",        "Enflame",     "kunlun",     "XPU",    "AMD"};
+      "NVIDIA",   "Ascend910B3", "Ascend310P", "DCU",       "MLU",     "Metax-GPU", "Metax-SGPU",
+      "Mthreads", "MR-V100",     "MR-V50",     "BI-V150",   "BI-V100", "GCU",       "Enflame",
+      "kunlun",   "XPU",         "AMD",        "AWSNeuron", "Vastai",  "Biren"};
   struct Case {
     const char* name;
     bool vnpus_as_list;
@@ -601,9 +601,9 @@ TEST(ConfigTest, EmptyValuesKeepDefaultsAndUpstreamVendorsWeLackAreIgnored) {
        "hygon:\n  resourceCountName:\n  resourceMemoryName: \"\"\nnvidia:\n  defaultMemory: \"\"\n"
        "  resourceCoreName: ''\n  overwriteEnv: \"\"\n",
        {"NVIDIA", "DCU"}},
-      {"vendors we lack",
-       "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: [1]\n",
-       {"NVIDIA"}},
+      {"the newer vendors' sections build them",
+       "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: {}\n",
+       {"NVIDIA", "AWSNeuron", "Vastai", "Biren"}},
       {"vnpus map, no configs",
        "vnpus:\n  hamiVnpuCore: true\n",
        {"NVIDIA", "Ascend910B3", "Ascend310P"}},
@@ -633,8 +633,9 @@ TEST(RegistryTest, EveryRowBuildsWithDefaultsAndNamesAreUnique) {
     EXPECT_TRUE(counts.insert(v->resources().count).second) << v->resources().count;
     EXPECT_FALSE(v->keys().allocated.empty()) << v->common_word();
   }
-  EXPECT_EQ(All().size(), 17u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
-                                 // iluvatar 4, enflame 2, kunlun 2, amd
+  EXPECT_EQ(All().size(), 22u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
+                                 // iluvatar 4, enflame 2, kunlun 2, amd, awsneuron, vastai, biren,
+                                 // intel 2
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+#pragma once
+// The Vastai backend's factory (one row of vendors/registry.cc). See vastai.cc and docs/vendors.md.
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "vendors/vendor.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace hami::vendors {
+StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeVastai(const YAML::Node& section);
+}  // namespace hami::vendors
