@@ -97,6 +97,9 @@ vendors::NodeView VendorNodeView(const Json& node) {
   if (const Json* name = Path(node, {"metadata", "name"}); name && name->is_string())
     v.name = name->get<std::string>();
   v.annotations = AnnotationsOf(node);
+  if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
+    for (const auto& [k, val] : labels->items())
+      if (val.is_string()) v.labels[k] = val.get<std::string>();
   for (const char* part : {"capacity", "allocatable"}) {
     const Json* m = Path(node, {"status", part});
     if (m == nullptr || !m->is_object()) continue;

@@ -10,6 +10,18 @@
 namespace hami::sim {
 namespace {
 
+// One task of a mixed trace: 1 CPU, 1 GiB, `gpus` devices of `milli` each of `vendor`.
+TraceTask task(const char* name, int gpus, int milli, const char* vendor) {
+  TraceTask t;
+  t.name = name;
+  t.cpu_milli = 1000;
+  t.memory_mib = 1024;
+  t.num_gpu = gpus;
+  t.gpu_milli = milli;
+  t.vendor = vendor;
+  return t;
+}
+
 TEST(MixedTraceTest, VendorColumnTable) {
   struct Case {
     const char* name;
@@ -79,16 +91,6 @@ TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
   std::vector<TraceNode> nodes = {{"gpu", 64000, 262144, 2, "T4", ""},
                                   {"dcu", 64000, 262144, 2, "Z100L", "hygon"},
                                   {"xpu", 64000, 262144, 4, "P800", "kunlun"}};
-  auto task = [](const char* name, int gpus, int milli, const char* vendor) {
-    TraceTask t;
-    t.name = name;
-    t.cpu_milli = 1000;
-    t.memory_mib = 1024;
-    t.num_gpu = gpus;
-    t.gpu_milli = milli;
-    t.vendor = vendor;
-    return t;
-  };
   struct Case {
     const char* name;
     std::vector<TraceTask> tasks;
@@ -128,6 +130,38 @@ TEST(MixedTraceTest, RunPlacesEachTaskOnItsVendor) {
   auto ts = std::vector<TraceTask>{task("b", 1, 500, "DCU")};
   auto r = RunInflation(nodes, ts, {"hami", 42, 1.0, &vendors::VendorSet::NvidiaOnly()});
   EXPECT_FALSE(r.ok()) << "a mixed trace on a set without its vendors is an error";
+}
+
+// The backends added later (AWS Neuron, Vastai, Biren, Intel) in one mixed trace beside NVIDIA:
+// each task lands on its vendor, and Neuron's topology applies (off Inferentia several devices come
+// in aligned blocks of 1, 4, 8 or 16: 2 never fits on a Trainium node, 4 does).
+TEST(MixedTraceTest, RunIncludesTheNewerVendors) {
+  vendors::VendorSet set(vendors::AllVendorsWithDefaults());
+  std::vector<TraceNode> nodes = {{"gpu", 64000, 262144, 2, "T4", ""},
+                                  {"trn", 64000, 262144, 8, "trn1.32xlarge", "awsneuron"},
+                                  {"va", 64000, 262144, 2, "VA1", "vastai"},
+                                  {"br", 64000, 262144, 2, "BR104", "biren"},
+                                  {"i915", 64000, 262144, 2, "Flex170", "intel"}};
+  std::vector<TraceTask> tasks = {task("cuda", 1, 500, ""),
+                                  task("neuron", 1, 1000, "awsneuron"),
+                                  task("va", 1, 500, "vastai"),
+                                  task("br", 2, 1000, "biren"),
+                                  task("gpu", 1, 500, "intel"),
+                                  task("neuron2", 2, 1000, "awsneuron"),
+                                  task("neuron4", 4, 1000, "AWSNeuron")};
+  ASSERT_TRUE(ResolveVendors(set, &nodes, &tasks).ok());
+  EXPECT_EQ(nodes[4].vendor, "IntelI915");
+  auto r = RunInflation(nodes, tasks, {"hami", 42, 1e-9, &set});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tasks_arrived, 7);
+  EXPECT_EQ(r->by_vendor.at("Vastai").scheduled, 1);
+  EXPECT_EQ(r->by_vendor.at("Biren").scheduled, 1);
+  EXPECT_EQ(r->by_vendor.at("IntelI915").scheduled, 1);
+  EXPECT_EQ(r->by_vendor.at("NVIDIA").scheduled, 1);
+  // neuron (1 device, the last one) and neuron4 (an aligned block of 4) fit in either order;
+  // neuron2 never does.
+  EXPECT_EQ(r->by_vendor.at("AWSNeuron").arrived, 3);
+  EXPECT_EQ(r->by_vendor.at("AWSNeuron").scheduled, 2);
 }
 
 TEST(MixedTraceTest, VendorTableMediansPerPolicy) {

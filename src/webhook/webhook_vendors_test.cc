@@ -8,7 +8,8 @@ namespace hami::webhook {
 namespace {
 
 const std::string kConfig =
-    std::string(vendors::testing::kMixedConfig) + "mthreads: {}\nkunlun: {}\n";
+    std::string(vendors::testing::kMixedConfig) +
+    "mthreads: {}\nkunlun: {}\nawsneuron: {}\nvastai: {}\nbiren: {}\nintel: {}\n";
 
 Json Pod(const Json& limits, const Json& annotations = Json::object()) {
   return Json{
@@ -82,6 +83,23 @@ TEST(WebhookVendors, DefaultingPerVendor) {
        Pod({{"nvidia.com/gpumem", "3000"}, {"hygon.com/dcumem", "2000"}}),
        Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), Add(kLimits + "nvidia.com~1gpu", "1"),
                     kScheduler})},
+      // upstream's AWS Neuron admission: nothing added, bad core counts denied with its words
+      {"awsneuron: a device count needs nothing but the scheduler",
+       Pod({{"aws.amazon.com/neuron", "2"}}), Json::array({kScheduler})},
+      {"awsneuron: 3 cores on 2-core devices is denied", Pod({{"aws.amazon.com/neuroncore", "3"}}),
+       nullptr, "aws.amazon.com/neuroncore must be 1 or a multiple of 2, got 3"},
+      {"awsneuron: 0 cores is denied", Pod({{"aws.amazon.com/neuroncore", "0"}}), nullptr,
+       "aws.amazon.com/neuroncore must be greater than 0"},
+      {"vastai: a count needs nothing but the scheduler", Pod({{"vastaitech.com/va", "1"}}),
+       Json::array({kScheduler})},
+      {"biren: a count needs nothing but the scheduler", Pod({{"birentech.com/gpu", "1"}}),
+       Json::array({kScheduler})},
+      {"intel: a share with millicores needs nothing but the scheduler",
+       Pod({{"gpu.intel.com/i915", "1"}, {"gpu.intel.com/millicores", "500"}}),
+       Json::array({kScheduler})},
+      {"intel: more than a GPU of millicores per GPU is denied",
+       Pod({{"gpu.intel.com/xe", "1"}, {"gpu.intel.com/millicores", "1500"}}), nullptr,
+       "more than 1000 millicores per GPU"},
       {"a disabled vendor's resources are not ours", Pod({{"amd.com/gpu", "1"}}), nullptr},
   };
   for (const Case& c : cases) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <span>
 
 #include "harness.h"
 #include "vendors/testing/mixed_config.h"
@@ -92,21 +93,48 @@ Json Ctr(const std::string& name, const Json& limits) {
   return Json{{"name", name}, {"image", "app"}, {"resources", {{"limits", limits}}}};
 }
 
+// The decision keys a vendor's device plugin reads, with their values, are on the pod.
+void ExpectAnnotations(const Json& ann, const std::map<std::string, std::string>& want) {
+  for (const auto& [k, v] : want) {
+    ASSERT_TRUE(ann.contains(k)) << k << " missing in " << ann.dump();
+    EXPECT_EQ(ann[k], v) << k;
+  }
+}
+
+// One device's usage as the scheduler cache of a replica must come to hold it.
+struct Usage {
+  std::string node, uuid;
+  core::DeviceUsage want;
+};
+void ExpectUsages(MixedReplica& r, std::span<const Usage> usages) {
+  for (const Usage& u : usages) {
+    SCOPED_TRACE(u.uuid);
+    EXPECT_TRUE(WaitFor([&] {
+      auto snap = r.sched->cache().Snapshot(u.node);
+      if (!snap) return false;
+      for (size_t i = 0; i < snap->info.devices.size(); ++i)
+        if (snap->info.devices[i].uuid == u.uuid) return snap->usage[i] == u.want;
+      return false;
+    })) << "usage of "
+        << u.uuid << " on " << u.node;
+  }
+}
+
 const std::vector<std::string> kNodes = {"gpu-node", "npu-node", "dcu-node", "mlu-node"};
 
 class MixedVendorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(api_.Start().ok());
-    for (const auto& n : MixedNodes()) ASSERT_TRUE(api_.Upsert("nodes", n).ok());
-    auto set = vendors::VendorSet::Load(kConfig);
+    for (const auto& n : node_objects_) ASSERT_TRUE(api_.Upsert("nodes", n).ok());
+    auto set = vendors::VendorSet::Load(config_);
     ASSERT_TRUE(set.ok()) << set.status();
     set_ = std::move(*set);
   }
   std::unique_ptr<MixedReplica> Start() {
     auto r = std::make_unique<MixedReplica>(api_, *set_);
     EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
-    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == kNodes.size(); }))
+    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes_.size(); }))
         << r->sched->cache().node_count() << " nodes registered";
     return r;
   }
@@ -132,7 +160,7 @@ class MixedVendorTest : public ::testing::Test {
     }
     extender::ExtenderArgs args;
     args.pod = *created;
-    args.node_names = kNodes;
+    args.node_names = nodes_;
     *filtered = rep.ext->Filter(args);
     if (!filtered->error.empty() || !filtered->node_names || filtered->node_names->size() != 1) {
       *why = filtered->error.empty() ? "unschedulable" : filtered->error;
@@ -150,6 +178,10 @@ class MixedVendorTest : public ::testing::Test {
 
   FakeApiServer api_;
   std::unique_ptr<vendors::VendorSet> set_;
+  // The cluster: vendor configuration, node objects and their names (a subclass sets others).
+  std::string config_ = kConfig;
+  std::vector<Json> node_objects_ = MixedNodes();
+  std::vector<std::string> nodes_ = kNodes;
 };
 
 TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) {
@@ -239,10 +271,7 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
     const Json& ann = pod["metadata"]["annotations"];
     EXPECT_EQ(ann["hami.io/vgpu-node"], c.node);
     EXPECT_EQ(ann["hami.io/bind-phase"], "allocating");
-    for (const auto& [k, v] : c.annotations) {
-      ASSERT_TRUE(ann.contains(k)) << k << " missing in " << ann.dump();
-      EXPECT_EQ(ann[k], v) << k;
-    }
+    ExpectAnnotations(ann, c.annotations);
     for (const auto& k : c.absent) EXPECT_FALSE(ann.contains(k)) << k;
     // The chosen node is not among the refused ones (on success the extender reports refusals only
     // when it has them; an unschedulable pod gets a reason per node, checked above).
@@ -267,10 +296,6 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
 
   // A fresh replica rebuilds every vendor's usage from the annotations alone.
   auto second = Start();
-  struct Usage {
-    std::string node, uuid;
-    core::DeviceUsage want;
-  };
   const Usage usages[] = {
       {"gpu-node", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", {1, 3000, 30}},
       {"npu-node", "910B3-0", {2, 16384 + 32768, 75}},
@@ -278,19 +303,7 @@ TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
       {"mlu-node", "mlu-node-cambricon-mlu-0", {0, 0, 0}},
       {"mlu-node", "mlu-node-cambricon-mlu-1", {1, 4096, 25}},
   };
-  for (auto* r : {rep.get(), second.get()}) {
-    for (const Usage& u : usages) {
-      SCOPED_TRACE(u.uuid);
-      EXPECT_TRUE(WaitFor([&] {
-        auto snap = r->sched->cache().Snapshot(u.node);
-        if (!snap) return false;
-        for (size_t i = 0; i < snap->info.devices.size(); ++i)
-          if (snap->info.devices[i].uuid == u.uuid) return snap->usage[i] == u.want;
-        return false;
-      })) << "usage of "
-          << u.uuid << " on " << u.node;
-    }
-  }
+  for (auto* r : {rep.get(), second.get()}) ExpectUsages(*r, usages);
 }
 
 TEST_F(MixedVendorTest, WebhookRefusesWhatAVendorCannotPlace) {
@@ -320,6 +333,107 @@ TEST_F(MixedVendorTest, HousekeepingAsksEveryVendorsHandshake) {
       // mlu-node: Cambricon registers through capacity and has no handshake key.
   };
   EXPECT_EQ(asked, want);
+}
+
+// The backends added later (AWS Neuron, Vastai, Biren, Intel i915), nodes as their device plugins
+// publish them, through webhook, /filter and /bind on the fake API server.
+class NewerVendorTest : public MixedVendorTest {
+ protected:
+  NewerVendorTest() {
+    config_ = "nvidia: {}\nawsneuron: {}\nvastai: {}\nbiren: {}\nintel: {}\n";
+    Json trn = NodeObject("trn-node", Json::object(),
+                          {{"aws.amazon.com/neuron", "4"}, {"aws.amazon.com/neuroncore", "8"}});
+    trn["metadata"]["labels"] = {{"node.kubernetes.io/instance-type", "trn1.32xlarge"}};
+    node_objects_ = {
+        trn,
+        NodeObject(
+            "va-node",
+            {{"hami.io/node-va-register",
+              R"([{"id":"va-0","index":0,"count":4,"devmem":32768,"devcore":100,"type":"Vastai","health":true}])"}},
+            {{"vastaitech.com/va", "4"}}),
+        NodeObject(
+            "br-node",
+            {{"hami.io/node-biren-register",
+              R"([{"id":"br-0","index":0,"count":2,"devmem":65536,"devcore":100,"type":"Biren","health":true}])"}},
+            {{"birentech.com/gpu", "2"}}),
+        NodeObject("i915-node", Json::object(),
+                   {{"gpu.intel.com/i915", "20"},
+                    {"gpu.intel.com/millicores", "2000"},
+                    {"gpu.intel.com/memory.max", "32Gi"}}),
+    };
+    nodes_ = {"trn-node", "va-node", "br-node", "i915-node"};
+  }
+};
+
+TEST_F(NewerVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) {
+  auto rep = Start();
+  struct Case {
+    const char* name;
+    Json spec;
+    std::string node;  // "" = must not be scheduled
+    std::map<std::string, std::string> annotations;
+  };
+  const Case cases[] = {
+      {"neuron: one core of the last device",
+       Pod("core", Ctr("c", {{"aws.amazon.com/neuroncore", "1"}})),
+       "trn-node",
+       {{"hami.io/aws-neuron-devices-allocated", "trn-node-AWSNeuron-3,AWSNeuron,0,1:;"},
+        {"AWS_NEURON_IDS", "6"},
+        {"NEURON_RESOURCE_TYPE", "aws.amazon.com/neuroncore"},
+        {"aws.amazon.com/predicate-node", "trn-node"},
+        {"NEURON_ALLOCATED", "false"}}},
+      {"neuron: 2 devices are no aligned block on Trainium",
+       Pod("two", Ctr("c", {{"aws.amazon.com/neuron", "2"}})),
+       "",
+       {}},
+      {"neuron: a device hosts one pod, the next core pod takes device 2",
+       Pod("core2", Ctr("c", {{"aws.amazon.com/neuroncore", "2"}})),
+       "trn-node",
+       {{"hami.io/aws-neuron-devices-allocated", "trn-node-AWSNeuron-2,AWSNeuron,0,2:;"},
+        {"AWS_NEURON_IDS", "2"}}},
+      {"vastai: a time slice",
+       Pod("va", Ctr("c", {{"vastaitech.com/va", "1"}})),
+       "va-node",
+       {{"hami.io/Vastai-devices-allocated", "va-0,Vastai,0,0:;"},
+        {"hami.io/Vastai-devices-to-allocate", "va-0,Vastai,0,0:;"}}},
+      {"biren: a time slice",
+       Pod("br", Ctr("c", {{"birentech.com/gpu", "1"}})),
+       "br-node",
+       {{"hami.io/Biren-devices-allocated", "br-0,Biren,0,0:;"},
+        {"hami.io/Biren-devices-to-allocate", "br-0,Biren,0,0:;"}}},
+      {"intel: half a GPU and 4 GiB",
+       Pod("gpu", Ctr("c", {{"gpu.intel.com/i915", "1"},
+                            {"gpu.intel.com/millicores", "500"},
+                            {"gpu.intel.com/memory.max", "4Gi"}})),
+       "i915-node",
+       // two idle GPUs: the default policy's order takes the one registered last
+       {{"hami.io/IntelI915-devices-allocated", "i915-node-i915-card1,IntelI915,4096,50:;"},
+        {"gas-container-cards", "card1"}}},
+      {"intel: 1500 millicores on one GPU is denied by the webhook",
+       Pod("big", Ctr("c", {{"gpu.intel.com/i915", "1"}, {"gpu.intel.com/millicores", "1500"}})),
+       "",
+       {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string why;
+    extender::ExtenderFilterResult unused;
+    const Json pod = Schedule(*rep, c.spec, &why, &unused);
+    EXPECT_EQ(pod.is_null(), c.node.empty()) << why;
+    if (pod.is_null() || c.node.empty()) continue;
+    EXPECT_EQ(pod["spec"]["nodeName"], c.node);
+    ExpectAnnotations(pod["metadata"]["annotations"], c.annotations);
+  }
+  // A fresh replica rebuilds the usage of every new vendor from the annotations alone.
+  auto second = Start();
+  const Usage usages[] = {
+      {"trn-node", "trn-node-AWSNeuron-3", {1, 0, 1}},
+      {"trn-node", "trn-node-AWSNeuron-2", {1, 0, 2}},
+      {"va-node", "va-0", {1, 0, 0}},
+      {"br-node", "br-0", {1, 0, 0}},
+      {"i915-node", "i915-node-i915-card1", {1, 4096, 50}},
+  };
+  ExpectUsages(*second, usages);
 }
 
 }  // namespace

@@ -162,9 +162,10 @@ class AwsNeuron : public GenericVendor {
     core::DeviceRequest r;
     r.vendor = kWord;
     HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, n.count));
+    // 0 is no request for the scheduler (upstream's empty request) and a denial at admission.
+    if (count && *count == 0) return (s.denial = StrCat(n.count, " must be greater than 0"), s);
     if (count) {
       s.request = r;
-      if (*count == 0) return (s.denial = StrCat(n.count, " must be greater than 0"), s);
       if (*count > kMaxDevices)
         return (s.denial = StrCat(n.count, " must not exceed ", kMaxDevices), s);
       s.request->nums = static_cast<int>(*count);
@@ -174,8 +175,8 @@ class AwsNeuron : public GenericVendor {
     }
     HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, n.cores));
     if (!cores) return s;
-    s.request = r;
     if (*cores == 0) return (s.denial = StrCat(n.cores, " must be greater than 0"), s);
+    s.request = r;
     if (*cores <= cores_per_device_) {
       s.request->nums = 1;
       s.request->coresreq = static_cast<int>(*cores);
