@@ -1,13 +1,15 @@
 #include "scheduler/framework.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 
 #include "core/pod_request.h"
 
 namespace hami::scheduler {
 
-CycleState::CycleState(const core::PodRequest& pod, Rng* rng) : pod_(&pod), rng_(rng) {
+CycleState::CycleState(const core::PodRequest& pod, Rng* rng, const VendorRules* rules)
+    : pod_(&pod), rng_(rng), vendor_state_(rules ? rules->Prepare(pod) : nullptr) {
   int requests = 0;
   for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
     for (const auto& d : pod.containers[ci].devices) {
@@ -108,8 +110,15 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
 Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, bool* never) {
   *never = false;
   if (ctx.node.caps[d].cordoned) return Reason::kCardCordoned;
+  // A cycle built without the profile's rules (a caller bypassing Scheduler::Schedule) has no
+  // parsed selectors: the device cannot be judged, so it is refused.
+  assert(ctx.cycle.vendor_state() != nullptr);
+  if (ctx.cycle.vendor_state() == nullptr) {
+    *never = true;
+    return Reason::kCardTypeMismatch;
+  }
   const VendorRules::Verdict v =
-      rules.Check(ctx.cycle.pod(), ctx.request, ctx.node.info.devices[d], ctx.usage[d]);
+      rules.Check(*ctx.cycle.vendor_state(), ctx.request, ctx.node.info.devices[d], ctx.usage[d]);
   *never = v.never;
   return v.reason;
 }
@@ -164,8 +173,9 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   }
   s.picked.clear();
   // A vendor with group rules chooses the set itself; refusing means no group holds the request.
-  if (rules != nullptr &&
-      rules->Pick(ctx.cycle.pod(), r, node.info.devices, ctx.usage, s.candidates, &s.picked)) {
+  if (rules != nullptr && ctx.cycle.vendor_state() != nullptr &&
+      rules->Pick(*ctx.cycle.vendor_state(), r, node.info.devices, ctx.usage, s.candidates,
+                  &s.picked)) {
     if (static_cast<int>(s.picked.size()) >= r.nums) return true;
     if (why) why->Add(Reason::kNumaNotFit, false);
     return false;

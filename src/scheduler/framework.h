@@ -38,7 +38,8 @@ namespace hami::scheduler {
 // in PreFilter and read it on every node.
 class CycleState {
  public:
-  CycleState(const core::PodRequest& pod, Rng* rng);
+  // `rules` (the profile's vendor rules, may be null) prepare their per-pod state here, once.
+  CycleState(const core::PodRequest& pod, Rng* rng, const VendorRules* rules = nullptr);
 
   const core::PodRequest& pod() const { return *pod_; }
   // Randomness for randomized policies; never null during a cycle.
@@ -52,6 +53,9 @@ class CycleState {
   // null.
   const core::DeviceRequest* single_request() const { return single_request_; }
   int single_request_container() const { return single_container_; }
+  // The vendor rules' per-pod state (VendorRules::Prepare: their selectors, parsed once per cycle);
+  // null when the cycle was built without rules.
+  const VendorRules::PodState* vendor_state() const { return vendor_state_.get(); }
   // True when the pod restricts devices by type, mode or uuid.
   bool has_device_selectors() const { return has_selectors_; }
   // GPUs per device type in the cluster this cycle decides in (set by Scheduler::Schedule; null
@@ -95,6 +99,7 @@ class CycleState {
   const core::DeviceRequest* single_request_ = nullptr;
   int single_container_ = -1;
   std::shared_ptr<const GpuCapacity> capacity_;
+  std::unique_ptr<const VendorRules::PodState> vendor_state_;
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
 };
 

@@ -221,5 +221,18 @@ TEST(NormalizeTest, MinMaxAndClamp) {
   EXPECT_EQ(c, (std::vector<int64_t>{100, 100}));
 }
 
+// One vocabulary: every reason has one spelling, ParseReason reads it back, and the per-card ones
+// are upstream's strings (kube-scheduler shows them).
+TEST(ReasonTest, NamesRoundTripAndAreUpstreams) {
+  for (int i = 0; i < kReasonCount; ++i) {
+    const auto r = static_cast<Reason>(i);
+    EXPECT_EQ(ParseReason(ReasonName(r)), r) << ReasonName(r);
+  }
+  EXPECT_STREQ(ReasonName(Reason::kCardInsufficientMemory), "CardInsufficientMemory");
+  EXPECT_STREQ(ReasonName(Reason::kInsufficientCpu), "Insufficient cpu");
+  EXPECT_EQ(ParseReason("Unknown"), std::nullopt);
+  EXPECT_EQ(ParseReason("cardinsufficientmemory"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hami::scheduler

@@ -4,40 +4,6 @@
 
 namespace hami::scheduler {
 
-const char* ReasonName(Reason r) {
-  switch (r) {
-    case Reason::kCardNotHealth:
-      return "CardNotHealth";
-    case Reason::kCardCordoned:
-      return "CardCordoned";
-    case Reason::kCardTypeMismatch:
-      return "CardTypeMismatch";
-    case Reason::kCardUuidMismatch:
-      return "CardUuidMismatch";
-    case Reason::kCardTimeSlicingExhausted:
-      return "CardTimeSlicingExhausted";
-    case Reason::kCardInsufficientMemory:
-      return "CardInsufficientMemory";
-    case Reason::kCardInsufficientCore:
-      return "CardInsufficientCore";
-    case Reason::kExclusiveDeviceAllocateConflict:
-      return "ExclusiveDeviceAllocateConflict";
-    case Reason::kCardComputeUnitsExhausted:
-      return "CardComputeUnitsExhausted";
-    case Reason::kNumaNotFit:
-      return "NumaNotFit";
-    case Reason::kNodeInsufficientDevice:
-      return "NodeInsufficientDevice";
-    case Reason::kInsufficientCpu:
-      return "Insufficient cpu";
-    case Reason::kInsufficientMemory:
-      return "Insufficient memory";
-    case Reason::kCount:
-      break;
-  }
-  return "Unknown";
-}
-
 std::string FitFailure::ToString() const {
   std::string out;
   for (int i = 0; i < kReasonCount; ++i) {

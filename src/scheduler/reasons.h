@@ -5,7 +5,9 @@
 // CardInsufficientMemory").
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace hami::scheduler {
 
@@ -27,9 +29,49 @@ enum class Reason : uint8_t {
 };
 inline constexpr int kReasonCount = static_cast<int>(Reason::kCount);
 
-// Upstream spelling, e.g. "CardInsufficientMemory"; node CPU/memory use kube-scheduler's
-// "Insufficient cpu" / "Insufficient memory".
-const char* ReasonName(Reason r);
+// The one place reasons become text: upstream's spelling, e.g. "CardInsufficientMemory"; node
+// CPU/memory use kube-scheduler's "Insufficient cpu" / "Insufficient memory". Inline so that
+// modules that only name reasons (vendors' refusals) need not link the scheduler.
+inline const char* ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kCardNotHealth:
+      return "CardNotHealth";
+    case Reason::kCardCordoned:
+      return "CardCordoned";
+    case Reason::kCardTypeMismatch:
+      return "CardTypeMismatch";
+    case Reason::kCardUuidMismatch:
+      return "CardUuidMismatch";
+    case Reason::kCardTimeSlicingExhausted:
+      return "CardTimeSlicingExhausted";
+    case Reason::kCardInsufficientMemory:
+      return "CardInsufficientMemory";
+    case Reason::kCardInsufficientCore:
+      return "CardInsufficientCore";
+    case Reason::kExclusiveDeviceAllocateConflict:
+      return "ExclusiveDeviceAllocateConflict";
+    case Reason::kCardComputeUnitsExhausted:
+      return "CardComputeUnitsExhausted";
+    case Reason::kNumaNotFit:
+      return "NumaNotFit";
+    case Reason::kNodeInsufficientDevice:
+      return "NodeInsufficientDevice";
+    case Reason::kInsufficientCpu:
+      return "Insufficient cpu";
+    case Reason::kInsufficientMemory:
+      return "Insufficient memory";
+    case Reason::kCount:
+      break;
+  }
+  return "Unknown";
+}
+
+// The inverse of ReasonName (exact spelling); nullopt for any other text.
+inline std::optional<Reason> ParseReason(std::string_view name) {
+  for (int i = 0; i < kReasonCount; ++i)
+    if (name == ReasonName(static_cast<Reason>(i))) return static_cast<Reason>(i);
+  return std::nullopt;
+}
 
 // Per-node tally of per-device reasons for the container that failed, plus node-level reasons.
 struct FitFailure {

@@ -91,9 +91,9 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
   // the extender (which explains a failure with a second call) draws as `hami sim` does.
   Rng local(seed_ ^ (0x9e3779b97f4a7c15ULL * (reserved_.load(std::memory_order_relaxed) + 1)));
   Rng* rng = options.rng ? options.rng : &local;
-  CycleState cycle(pod, rng);
-  cycle.set_gpu_capacity(cache_.gpu_capacity());
   const Profile& profile = ProfileFor(pod);
+  CycleState cycle(pod, rng, profile.vendor_rules);
+  cycle.set_gpu_capacity(cache_.gpu_capacity());
   // A profile that draws per node (uniform host choice, random GPUs) visits the candidates in name
   // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them
   // in.

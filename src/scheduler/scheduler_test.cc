@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/pod_request.h"
 #include "gtest/gtest.h"
@@ -21,6 +22,61 @@ TEST(RegistryTest, EveryRowBuildsAndUnknownNamesAreRejected) {
   PolicyConfig cfg;
   cfg.gpu_policy = "sideways";
   EXPECT_FALSE(MakeProfile("hami", cfg).ok());
+}
+
+// Vendor rules that count: their per-pod state (a vendor's parsed selector annotations) is
+// prepared once per scheduling cycle, however many devices of however many nodes the cycle checks,
+// and every Check and Pick gets that state.
+class CountingRules final : public VendorRules {
+ public:
+  mutable std::atomic<int> prepared{0}, checked{0}, foreign{0};
+  mutable std::atomic<const PodState*> current{nullptr};
+  bool Covers(const std::string& vendor) const override { return vendor == "X"; }
+  std::unique_ptr<const PodState> Prepare(const core::PodRequest&) const override {
+    ++prepared;
+    auto state = std::make_unique<PodState>();
+    current = state.get();
+    return state;
+  }
+  Verdict Check(const PodState& pod, const core::DeviceRequest&, const core::DeviceInfo&,
+                const core::DeviceUsage&) const override {
+    ++checked;
+    if (&pod != current.load()) ++foreign;
+    return {};
+  }
+  Take Grant(const core::DeviceRequest& r, const core::DeviceInfo&) const override {
+    return {r.memreq_mib, r.coresreq};
+  }
+  bool Pick(const PodState& pod, const core::DeviceRequest&, std::span<const core::DeviceInfo>,
+            std::span<const core::DeviceUsage>, std::span<const int>,
+            std::vector<int>*) const override {
+    if (&pod != current.load()) ++foreign;
+    return false;
+  }
+};
+
+TEST(SchedulerTest, VendorPodStateIsPreparedOncePerCycle) {
+  CountingRules rules;
+  SchedulerOptions o;
+  o.policy = "hami";
+  o.vendor_rules = &rules;
+  auto s = Scheduler::Create(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (const char* name : {"n1", "n2", "n3", "n4"}) {
+    core::NodeInfo n = NodeBuilder(name).Gpus(4);
+    for (auto& d : n.devices) d.vendor = "X";
+    (*s)->UpsertNode(n);
+  }
+  core::PodRequest pod = PodBuilder("p").Gpu(1, 1000, 10).Build();
+  pod.containers[0].devices[0].vendor = "X";
+  for (int cycle = 1; cycle <= 2; ++cycle) {
+    auto d = (*s)->Schedule(pod, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_FALSE(d->node.empty());
+    EXPECT_EQ(rules.prepared.load(), cycle);
+  }
+  EXPECT_GE(rules.checked.load(), 2 * 16);  // every device of every node, each cycle
+  EXPECT_EQ(rules.foreign.load(), 0);
 }
 
 TEST(SchedulerTest, ReserveCommitsOnlyWhatStillFits) {

@@ -9,6 +9,7 @@
 // device takes what Take says. Devices of other vendors (NVIDIA) keep the generic path unchanged.
 // An implementation is immutable after construction and called from concurrent scheduling cycles.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,12 +26,23 @@ class VendorRules {
   // True when devices whose DeviceInfo::vendor is `vendor` are judged by this object.
   virtual bool Covers(const std::string& vendor) const = 0;
 
+  // What a vendor reads from the pod once per scheduling cycle (its selector annotations: use/nouse
+  // type and uuid, modes), so that Check and Pick, called for every device of every node, do not
+  // parse annotations again. The framework's CycleState calls Prepare when the cycle starts and
+  // passes the result to Check and Pick.
+  class PodState {
+   public:
+    virtual ~PodState() = default;
+  };
+  virtual std::unique_ptr<const PodState> Prepare(const core::PodRequest& pod) const = 0;
+
   struct Verdict {
     Reason reason = Reason::kCount;  // kCount = the device fits
     bool never = false;              // waiting cannot help on this device
   };
-  // Whether `device` can take one unit of `request` (a container of `pod`) under `usage`.
-  virtual Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request,
+  // Whether `device` can take one unit of `request` (a container of the pod `pod` was prepared
+  // from) under `usage`.
+  virtual Verdict Check(const PodState& pod, const core::DeviceRequest& request,
                         const core::DeviceInfo& device, const core::DeviceUsage& usage) const = 0;
 
   struct Take {
@@ -44,7 +56,7 @@ class VendorRules {
   // `devices` that passed Check under `usage`) into *out. False = no opinion, the policy's picker
   // chooses. True with fewer than request.nums in *out = no allowed group: the node is refused
   // (NumaNotFit).
-  virtual bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request,
+  virtual bool Pick(const PodState& pod, const core::DeviceRequest& request,
                     std::span<const core::DeviceInfo> devices,
                     std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
                     std::vector<int>* out) const {

@@ -173,7 +173,7 @@ TEST_P(Conformance, EmptyNodeTakesOneDeviceRequest) {
   for (auto& d : foreign) d.vendor = "Other";
   const FitResult none = V().Fit(**req, foreign, usage, {}, node);
   EXPECT_FALSE(none.ok());
-  EXPECT_EQ(none.refusals.front().reason, "NodeInsufficientDevice");
+  EXPECT_EQ(none.refusals.front().reason, scheduler::Reason::kNodeInsufficientDevice);
 }
 
 TEST_P(Conformance, DecisionRoundTripsAndOnlyThisVendorsTypeIsWritten) {

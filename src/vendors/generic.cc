@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 
 namespace hami::vendors {
+using scheduler::Reason;
 namespace {
 
 constexpr int64_t kMaxCount = 1024;
@@ -40,18 +41,21 @@ std::vector<std::string> ListAnnotation(const std::map<std::string, std::string>
 }  // namespace
 
 std::string Refusal::ToString() const {
-  return detail.empty() ? reason : StrCat(reason, ": ", detail);
+  const char* name = scheduler::ReasonName(reason);
+  return detail.empty() ? std::string(name) : StrCat(name, ": ", detail);
 }
 
 StatusOr<Refusal> ParseRefusal(std::string_view text) {
   const size_t colon = text.find(": ");
+  const std::string_view name = text.substr(0, colon);
+  const std::optional<scheduler::Reason> reason = scheduler::ParseReason(name);
+  if (!reason)
+    return InvalidArgument(
+        StrCat("refusal ", core::text::Quote(text), ": unknown reason ", core::text::Quote(name)));
   Refusal r;
-  r.reason = std::string(text.substr(0, colon));
+  r.reason = *reason;
   if (colon != std::string_view::npos) r.detail = std::string(text.substr(colon + 2));
-  for (const char* known : kRefusalReasons)
-    if (r.reason == known) return r;
-  return InvalidArgument(StrCat("refusal ", core::text::Quote(text), ": unknown reason ",
-                                core::text::Quote(r.reason)));
+  return r;
 }
 
 namespace {
@@ -87,7 +91,7 @@ std::string HandshakeCleanupValue(int64_t now_unix) {
 
 std::string FitResult::Summary(int examined) const {
   std::map<std::string, int> tally;
-  for (const auto& r : refusals) ++tally[r.reason];
+  for (const auto& r : refusals) ++tally[scheduler::ReasonName(r.reason)];
   std::string out;
   for (const auto& [reason, n] : tally) {
     if (!out.empty()) out += ", ";
@@ -348,50 +352,52 @@ std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r,
                                                   const core::DeviceInfo& d,
                                                   const core::DeviceUsage& u,
                                                   const core::DeviceSelectors& s) const {
-  auto refuse = [&](const char* reason, std::string detail, bool never) {
+  auto refuse = [&](scheduler::Reason reason, std::string detail, bool never) {
     return std::optional<Refusal>(Refusal{reason, StrCat(d.uuid, ": ", detail), never});
   };
   if (d.vendor != spec_.common_word)
-    return refuse("CardTypeMismatch", StrCat("vendor ", d.vendor), true);
-  if (!d.health) return refuse("CardNotHealth", "unhealthy", false);
+    return refuse(Reason::kCardTypeMismatch, StrCat("vendor ", d.vendor), true);
+  if (!d.health) return refuse(Reason::kCardNotHealth, "unhealthy", false);
   if (!s.use_types.empty() && std::none_of(s.use_types.begin(), s.use_types.end(),
                                            [&](const auto& t) { return ContainsFold(d.type, t); }))
-    return refuse("CardTypeMismatch", StrCat("type ", d.type, " not in use list"), true);
+    return refuse(Reason::kCardTypeMismatch, StrCat("type ", d.type, " not in use list"), true);
   for (const auto& t : s.nouse_types)
     if (ContainsFold(d.type, t))
-      return refuse("CardTypeMismatch", StrCat("type ", d.type, " excluded"), true);
+      return refuse(Reason::kCardTypeMismatch, StrCat("type ", d.type, " excluded"), true);
   if (!s.use_uuids.empty() &&
       std::find(s.use_uuids.begin(), s.use_uuids.end(), d.uuid) == s.use_uuids.end())
-    return refuse("CardUuidMismatch", "not in use list", true);
+    return refuse(Reason::kCardUuidMismatch, "not in use list", true);
   if (std::find(s.nouse_uuids.begin(), s.nouse_uuids.end(), d.uuid) != s.nouse_uuids.end())
-    return refuse("CardUuidMismatch", "excluded", true);
+    return refuse(Reason::kCardUuidMismatch, "excluded", true);
   if (u.used >= d.count)
-    return refuse("CardTimeSlicingExhausted", StrCat(u.used, "/", d.count, " slots used"),
+    return refuse(Reason::kCardTimeSlicingExhausted, StrCat(u.used, "/", d.count, " slots used"),
                   d.count <= 0);
   if (spec_.rules.whole_device_only && (u.used > 0 || u.usedmem_mib > 0 || u.usedcores > 0))
-    return refuse("ExclusiveDeviceAllocateConflict", "whole device already in use", false);
+    return refuse(Reason::kExclusiveDeviceAllocateConflict, "whole device already in use", false);
   const int64_t want = ResolveMemory(r, d);
   if (UsesTemplate(r, d) && !SmallestTemplate(spec_.rules.templates, want))
-    return refuse("CardTemplateNotFound", StrCat("no template holds ", want, " MiB"), true);
+    return refuse(Reason::kCardInsufficientMemory, StrCat("no template holds ", want, " MiB"),
+                  true);
   const core::ContainerDevice g = Grant(r, d);
   if (g.usedmem_mib > d.devmem_mib)
-    return refuse("CardInsufficientMemory",
+    return refuse(Reason::kCardInsufficientMemory,
                   StrCat("needs ", g.usedmem_mib, " MiB of ", d.devmem_mib), true);
   if (d.devmem_mib - u.usedmem_mib < g.usedmem_mib)
-    return refuse("CardInsufficientMemory",
+    return refuse(Reason::kCardInsufficientMemory,
                   StrCat("needs ", g.usedmem_mib, " MiB, ", d.devmem_mib - u.usedmem_mib, " free"),
                   false);
   if (g.usedcores > d.devcore)
-    return refuse("CardInsufficientCore", StrCat("needs ", g.usedcores, " cores of ", d.devcore),
-                  true);
+    return refuse(Reason::kCardInsufficientCore,
+                  StrCat("needs ", g.usedcores, " cores of ", d.devcore), true);
   if (d.devcore - u.usedcores < g.usedcores)
-    return refuse("CardInsufficientCore",
+    return refuse(Reason::kCardInsufficientCore,
                   StrCat("needs ", g.usedcores, " cores, ", d.devcore - u.usedcores, " free"),
                   false);
   if (r.coresreq >= 100 && u.used > 0)
-    return refuse("ExclusiveDeviceAllocateConflict", "exclusive request on a shared device", false);
+    return refuse(Reason::kExclusiveDeviceAllocateConflict, "exclusive request on a shared device",
+                  false);
   if (g.usedcores == 0 && u.usedcores >= d.devcore)
-    return refuse("CardComputeUnitsExhausted", "all cores in use", false);
+    return refuse(Reason::kCardComputeUnitsExhausted, "all cores in use", false);
   return std::nullopt;
 }
 
@@ -410,12 +416,12 @@ std::optional<Refusal> GenericVendor::CheckCount(const core::DeviceRequest& r,
   // The single-device rule belongs to hard (template) splits; hami-core soft split lifts it.
   if (maxd > 0 && r.nums > maxd && !spec_.rules.whole_device_only && r.mem_percentage != 100 &&
       s.vgpu_mode != core::kModeHamiCore)
-    return Refusal{"DeviceCountNotAllowed",
+    return Refusal{Reason::kNodeInsufficientDevice,
                    StrCat(r.nums, " devices with partial memory; at most ", maxd), true};
   const auto& ac = spec_.rules.allowed_counts;
   if (!ac.empty() && std::find(ac.begin(), ac.end(), r.nums) == ac.end())
-    return Refusal{"DeviceCountNotAllowed", StrCat(r.nums, " devices is not an allowed count"),
-                   true};
+    return Refusal{Reason::kNodeInsufficientDevice,
+                   StrCat(r.nums, " devices is not an allowed count"), true};
   return std::nullopt;
 }
 
@@ -431,7 +437,7 @@ FitResult GenericVendor::Fit(const core::DeviceRequest& r,
     return res;
   }
   if (mine < r.nums) {
-    res.refusals.push_back({"NodeInsufficientDevice",
+    res.refusals.push_back({Reason::kNodeInsufficientDevice,
                             StrCat(mine, " ", spec_.common_word, " devices, need ", r.nums), true});
     return res;
   }
@@ -456,11 +462,11 @@ FitResult GenericVendor::Fit(const core::DeviceRequest& r,
   if (chosen.empty()) {
     if (static_cast<int>(candidates.size()) >= r.nums)
       res.refusals.push_back(
-          {"CardTopologyInfeasible",
+          {Reason::kNumaNotFit,
            StrCat(candidates.size(), " devices fit but no allowed group of ", r.nums), false});
     else
       res.refusals.push_back(
-          {"NodeInsufficientDevice",
+          {Reason::kNodeInsufficientDevice,
            StrCat(candidates.size(), " of ", mine, " devices fit, need ", r.nums),
            all_never && candidates.empty()});
     return res;

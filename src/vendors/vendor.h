@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "core/model.h"
 #include "nlohmann/json_fwd.hpp"
+#include "scheduler/reasons.h"
 
 namespace hami::vendors {
 
@@ -46,32 +47,22 @@ struct NodeView {
   std::map<std::string, std::string> labels = {};  // metadata.labels (AWS Neuron: instance type)
 };
 
-// Why a device or a node cannot take a request. `reason` is one token of kRefusalReasons
-// (upstream's CamelCase strings where upstream has one); `never` says waiting cannot help (wrong
-// type, too small).
+// Why a device or a node cannot take a request. `reason` is the scheduler's failure vocabulary
+// (scheduler/reasons.h; the text is scheduler::ReasonName, upstream's CamelCase strings), so a
+// refusal reaches the node's tally unchanged; `never` says waiting cannot help (wrong type, too
+// small). Vendor rules without an upstream reason of their own use the scheduler's nearest one: no
+// template holds the memory -> CardInsufficientMemory, a count the vendor does not allow ->
+// NodeInsufficientDevice, no allowed topology group -> NumaNotFit (the detail says which).
 struct Refusal {
-  std::string reason;
+  scheduler::Reason reason = scheduler::Reason::kCount;
   std::string detail;
   bool never = false;
   // "<reason>: <detail>" (or just "<reason>" when detail is empty).
   std::string ToString() const;
   bool operator==(const Refusal&) const = default;
 };
-// Every reason a vendor may return. Retryable ones are busy-now; the others never fit on that
-// device.
-inline constexpr const char* kRefusalReasons[] = {"CardNotHealth",
-                                                  "CardTypeMismatch",
-                                                  "CardUuidMismatch",
-                                                  "CardTimeSlicingExhausted",
-                                                  "CardInsufficientMemory",
-                                                  "CardInsufficientCore",
-                                                  "ExclusiveDeviceAllocateConflict",
-                                                  "CardComputeUnitsExhausted",
-                                                  "CardTemplateNotFound",
-                                                  "NodeInsufficientDevice",
-                                                  "DeviceCountNotAllowed",
-                                                  "CardTopologyInfeasible"};
-// Parses Refusal::ToString output: the reason must be one of kRefusalReasons. Errors name the text.
+// Parses Refusal::ToString output: the reason must be a scheduler::ReasonName. Errors name the
+// text.
 StatusOr<Refusal> ParseRefusal(std::string_view text);
 
 // What the webhook does to one container: limits to add (resource -> integer), environment to

@@ -30,32 +30,17 @@ bool Registers(const Vendor& v, const NodeView& node) {
   return !key.empty() && node.annotations.count(key) > 0;
 }
 
-}  // namespace
+// VendorSet's per-pod state: each covered vendor's selectors (or why they did not parse).
+struct PodSelectors final : scheduler::VendorRules::PodState {
+  std::vector<std::pair<const Vendor*, StatusOr<core::DeviceSelectors>>> by_vendor;
+  const StatusOr<core::DeviceSelectors>* Of(const Vendor* v) const {
+    for (const auto& [vendor, sel] : by_vendor)
+      if (vendor == v) return &sel;
+    return nullptr;
+  }
+};
 
-scheduler::Reason ToSchedulerReason(std::string_view r) {
-  using scheduler::Reason;
-  struct Row {
-    const char* name;
-    Reason reason;
-  };
-  static constexpr Row kRows[] = {
-      {"CardNotHealth", Reason::kCardNotHealth},
-      {"CardTypeMismatch", Reason::kCardTypeMismatch},
-      {"CardUuidMismatch", Reason::kCardUuidMismatch},
-      {"CardTimeSlicingExhausted", Reason::kCardTimeSlicingExhausted},
-      {"CardInsufficientMemory", Reason::kCardInsufficientMemory},
-      {"CardInsufficientCore", Reason::kCardInsufficientCore},
-      {"ExclusiveDeviceAllocateConflict", Reason::kExclusiveDeviceAllocateConflict},
-      {"CardComputeUnitsExhausted", Reason::kCardComputeUnitsExhausted},
-      {"CardTemplateNotFound", Reason::kCardInsufficientMemory},
-      {"NodeInsufficientDevice", Reason::kNodeInsufficientDevice},
-      {"DeviceCountNotAllowed", Reason::kNodeInsufficientDevice},
-      {"CardTopologyInfeasible", Reason::kNumaNotFit},
-  };
-  for (const Row& row : kRows)
-    if (r == row.name) return row.reason;
-  return Reason::kCardTypeMismatch;  // unreachable for reasons in kRefusalReasons (tested)
-}
+}  // namespace
 
 VendorSet::VendorSet(std::vector<std::unique_ptr<Vendor>> vendors) : vendors_(std::move(vendors)) {
   for (const auto& v : vendors_)
@@ -252,18 +237,25 @@ bool VendorSet::Covers(const std::string& vendor) const {
   return ByCommonWord(vendor) != nullptr;
 }
 
-scheduler::VendorRules::Verdict VendorSet::Check(const core::PodRequest& pod,
-                                                 const core::DeviceRequest& r,
+std::unique_ptr<const scheduler::VendorRules::PodState> VendorSet::Prepare(
+    const core::PodRequest& pod) const {
+  auto out = std::make_unique<PodSelectors>();
+  for (const auto& v : vendors_)
+    if (v.get() != nvidia_)
+      out->by_vendor.emplace_back(v.get(), v->ParseSelectors(pod.annotations));
+  return out;
+}
+
+scheduler::VendorRules::Verdict VendorSet::Check(const PodState& pod, const core::DeviceRequest& r,
                                                  const core::DeviceInfo& d,
                                                  const core::DeviceUsage& u) const {
   const Vendor* v = ByCommonWord(d.vendor);
   if (v == nullptr) return {scheduler::Reason::kCardTypeMismatch, true};
   // The vendor's own use/nouse annotations; a malformed one selects nothing.
-  auto sel = v->ParseSelectors(pod.annotations);
-  if (!sel.ok()) return {scheduler::Reason::kCardTypeMismatch, true};
-  if (auto count = v->CheckCount(r, *sel)) return {ToSchedulerReason(count->reason), count->never};
-  if (auto refusal = v->CheckDevice(r, d, u, *sel))
-    return {ToSchedulerReason(refusal->reason), refusal->never};
+  const auto* sel = static_cast<const PodSelectors&>(pod).Of(v);
+  if (sel == nullptr || !sel->ok()) return {scheduler::Reason::kCardTypeMismatch, true};
+  if (auto count = v->CheckCount(r, **sel)) return {count->reason, count->never};
+  if (auto refusal = v->CheckDevice(r, d, u, **sel)) return {refusal->reason, refusal->never};
   return {};
 }
 
@@ -275,15 +267,15 @@ scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r,
   return {g.usedmem_mib, g.usedcores};
 }
 
-bool VendorSet::Pick(const core::PodRequest& pod, const core::DeviceRequest& r,
+bool VendorSet::Pick(const PodState& pod, const core::DeviceRequest& r,
                      std::span<const core::DeviceInfo> devices,
                      std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
                      std::vector<int>* out) const {
   const Vendor* v = ByCommonWord(r.vendor);
   if (v == nullptr || !v->rules().group_rules) return false;
   out->clear();
-  auto sel = v->ParseSelectors(pod.annotations);
-  if (!sel.ok()) return true;  // Check refused every device already; nothing to choose
+  const auto* sel = static_cast<const PodSelectors&>(pod).Of(v);
+  if (sel == nullptr || !sel->ok()) return true;  // Check refused every device; nothing to choose
   // Fit over the candidates only (they passed Check), with their usage; map its grant back by uuid.
   std::vector<core::DeviceInfo> sub;
   std::vector<core::DeviceUsage> sub_usage;
@@ -293,7 +285,7 @@ bool VendorSet::Pick(const core::PodRequest& pod, const core::DeviceRequest& r,
     sub.push_back(devices[c]);
     sub_usage.push_back(static_cast<size_t>(c) < usage.size() ? usage[c] : core::DeviceUsage{});
   }
-  const FitResult fit = v->Fit(r, sub, sub_usage, *sel, NodeView{});
+  const FitResult fit = v->Fit(r, sub, sub_usage, **sel, NodeView{});
   for (const core::ContainerDevice& g : fit.devices)
     for (size_t i = 0; i < sub.size(); ++i)
       if (sub[i].uuid == g.uuid &&

@@ -93,12 +93,16 @@ class VendorSet final : public scheduler::VendorRules {
 
   // scheduler::VendorRules: every enabled vendor except NVIDIA.
   bool Covers(const std::string& vendor) const override;
-  Verdict Check(const core::PodRequest& pod, const core::DeviceRequest& request,
+  // Every covered vendor's ParseSelectors of the pod's annotations, once per scheduling cycle.
+  std::unique_ptr<const PodState> Prepare(const core::PodRequest& pod) const override;
+  // `pod` is what Prepare returned. A vendor whose selector annotations do not parse refuses every
+  // device (CardTypeMismatch, never).
+  Verdict Check(const PodState& pod, const core::DeviceRequest& request,
                 const core::DeviceInfo& device, const core::DeviceUsage& usage) const override;
   Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
   // Vendors with FitRules::group_rules choose with their own Fit over the candidates (its group
   // rules, e.g. Kunlun's halves); the others leave the choice to the policy.
-  bool Pick(const core::PodRequest& pod, const core::DeviceRequest& request,
+  bool Pick(const PodState& pod, const core::DeviceRequest& request,
             std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
             std::span<const int> candidates, std::vector<int>* out) const override;
   // The vendor's ScoreNode for kTopologyCohesion vendors, else 0. The scheduler has no node
@@ -110,10 +114,5 @@ class VendorSet final : public scheduler::VendorRules {
   std::vector<std::unique_ptr<Vendor>> vendors_;
   const Vendor* nvidia_ = nullptr;
 };
-
-// The scheduler's failure vocabulary for a vendor refusal reason (kRefusalReasons): upstream's
-// per-card reasons map one to one; CardTemplateNotFound counts as CardInsufficientMemory,
-// DeviceCountNotAllowed as NodeInsufficientDevice, CardTopologyInfeasible as NumaNotFit.
-scheduler::Reason ToSchedulerReason(std::string_view refusal_reason);
 
 }  // namespace hami::vendors

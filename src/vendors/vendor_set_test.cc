@@ -212,7 +212,7 @@ TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
   core::PodRequest pod;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto v = set->Check(pod, c.req, c.dev, c.usage);
+    auto v = set->Check(*set->Prepare(pod), c.req, c.dev, c.usage);
     EXPECT_EQ(v.reason, c.reason) << scheduler::ReasonName(v.reason);
     if (c.reason != scheduler::Reason::kCount) {
       EXPECT_EQ(v.never, c.never);
@@ -221,25 +221,6 @@ TEST(VendorSetTest, CheckAndGrantFollowTheVendor) {
   const auto t = set->Grant(ascend, npu);
   EXPECT_EQ(t.mem_mib, 16384) << "rounded up to the smallest template";
   EXPECT_EQ(t.cores, 25);
-}
-
-TEST(VendorSetTest, EveryRefusalReasonMaps) {
-  const std::pair<const char*, scheduler::Reason> want[] = {
-      {"CardNotHealth", scheduler::Reason::kCardNotHealth},
-      {"CardTypeMismatch", scheduler::Reason::kCardTypeMismatch},
-      {"CardUuidMismatch", scheduler::Reason::kCardUuidMismatch},
-      {"CardTimeSlicingExhausted", scheduler::Reason::kCardTimeSlicingExhausted},
-      {"CardInsufficientMemory", scheduler::Reason::kCardInsufficientMemory},
-      {"CardInsufficientCore", scheduler::Reason::kCardInsufficientCore},
-      {"ExclusiveDeviceAllocateConflict", scheduler::Reason::kExclusiveDeviceAllocateConflict},
-      {"CardComputeUnitsExhausted", scheduler::Reason::kCardComputeUnitsExhausted},
-      {"CardTemplateNotFound", scheduler::Reason::kCardInsufficientMemory},
-      {"NodeInsufficientDevice", scheduler::Reason::kNodeInsufficientDevice},
-      {"DeviceCountNotAllowed", scheduler::Reason::kNodeInsufficientDevice},
-      {"CardTopologyInfeasible", scheduler::Reason::kNumaNotFit},
-  };
-  ASSERT_EQ(std::size(want), std::size(kRefusalReasons)) << "a new refusal reason needs a row here";
-  for (const auto& [name, reason] : want) EXPECT_EQ(ToSchedulerReason(name), reason) << name;
 }
 
 TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
@@ -430,7 +411,8 @@ TEST(VendorSetTest, PickAndScoreOnlyForVendorsWithRules) {
   const std::vector<int> cand = {0, 1, 2, 3};
   std::vector<int> out;
   core::DeviceRequest dcu{"DCU", 2, 1000, 0, 0, -1};
-  EXPECT_FALSE(set->Pick(core::PodRequest{}, dcu, devs, {}, cand, &out));  // the policy chooses
+  EXPECT_FALSE(set->Pick(*set->Prepare(core::PodRequest{}), dcu, devs, {}, cand,
+                         &out));  // the policy chooses
   EXPECT_EQ(set->Score(dcu, devs, std::vector<int>{0, 3}), 0);
 }
 

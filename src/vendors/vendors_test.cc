@@ -355,7 +355,7 @@ TEST(FitTest, AscendRoundsUpToTheSmallestTemplate) {
   auto sel = v.ParseSelectors({{"huawei.com/vnpu-mode", "hami-core"}});
   auto fit = v.Fit(**r, devs, usage, *sel, {});
   EXPECT_FALSE(fit.ok());
-  EXPECT_EQ(fit.refusals[0].reason, "CardTypeMismatch");
+  EXPECT_EQ(fit.refusals[0].reason, scheduler::Reason::kCardTypeMismatch);
   auto soft = Devs(v, 2, 65536, "hami-core");
   fit = v.Fit(**r, soft, usage, *sel, {});
   ASSERT_TRUE(fit.ok());
@@ -387,7 +387,8 @@ TEST(FitTest, KunlunKeepsGroupsTogetherAndScoresThem) {
   usage[6].used = 1;  // free 2, 3, 4, 7: no cross group
   fit = v.Fit(**four, devs, usage, {}, node);
   EXPECT_FALSE(fit.ok());
-  EXPECT_EQ(fit.refusals.back().reason, "CardTopologyInfeasible");
+  EXPECT_EQ(fit.refusals.back().reason, scheduler::Reason::kNumaNotFit);
+  EXPECT_NE(fit.refusals.back().detail.find("no allowed group"), std::string::npos);
   // Polarity: one half scores above a split.
   const int same[] = {4, 5}, split[] = {3, 4};
   EXPECT_GT(v.ScoreNode(devs, same, node), v.ScoreNode(devs, split, node));
@@ -438,12 +439,18 @@ TEST(AllocateEnvTest, NvidiaArmsLibvgpu) {
 TEST(RefusalTest, ParsesOnlyKnownReasons) {
   auto r = ParseRefusal("CardInsufficientMemory: GPU-a: needs 5 MiB, 3 free");
   ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->reason, scheduler::Reason::kCardInsufficientMemory);
   EXPECT_EQ(r->detail, "GPU-a: needs 5 MiB, 3 free");
   EXPECT_FALSE(ParseRefusal("Nope: x").ok());
+  // The reasons vendors used to have of their own are no scheduler reason.
+  for (const char* gone :
+       {"CardTemplateNotFound", "DeviceCountNotAllowed", "CardTopologyInfeasible"})
+    EXPECT_FALSE(ParseRefusal(StrCat(gone, ": x")).ok()) << gone;
   FitResult f;
-  f.refusals = {{"CardInsufficientMemory", "a", false},
-                {"CardInsufficientMemory", "b", false},
-                {"CardNotHealth", "c", false}};
+  using scheduler::Reason;
+  f.refusals = {{Reason::kCardInsufficientMemory, "a", false},
+                {Reason::kCardInsufficientMemory, "b", false},
+                {Reason::kCardNotHealth, "c", false}};
   EXPECT_EQ(f.Summary(8), "2/8 CardInsufficientMemory, 1/8 CardNotHealth");
 }
 

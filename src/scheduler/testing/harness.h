@@ -50,7 +50,7 @@ inline Decision Explain(const std::string& policy, const std::vector<core::NodeI
 inline void ExpectBoundsHold(const Scheduler& s, const core::PodRequest& pod, Rng& rng,
                              const std::string& what, int* checked, int* bounded) {
   const Profile& profile = s.profile();
-  CycleState cycle(pod, &rng);
+  CycleState cycle(pod, &rng, profile.vendor_rules);
   cycle.set_gpu_capacity(s.cache().gpu_capacity());  // as Scheduler::Schedule does
   ASSERT_TRUE(profile.picker->PreFilter(cycle).ok());
   ASSERT_TRUE(profile.scorer->PreFilter(cycle).ok());

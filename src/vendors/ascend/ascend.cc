@@ -108,7 +108,7 @@ class AscendVendor : public GenericVendor {
                                      const core::DeviceSelectors& s) const override {
     const bool want = s.vgpu_mode == core::kModeHamiCore, have = d.mode == core::kModeHamiCore;
     if (want != have)
-      return Refusal{"CardTypeMismatch",
+      return Refusal{scheduler::Reason::kCardTypeMismatch,
                      StrCat(d.uuid, want ? ": node does not run hami-core vNPU"
                                          : ": node runs hami-core vNPU only"),
                      true};

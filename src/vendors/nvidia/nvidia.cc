@@ -26,12 +26,17 @@ class NvidiaVendor : public GenericVendor {
     if (reqs.empty()) return std::optional<core::DeviceRequest>();
     return std::optional<core::DeviceRequest>(reqs.front());
   }
+  // Upstream's NVIDIA MutateAdmission, for every container (the webhook calls it whether or not the
+  // pod asks for devices): the defaulting made explicit in the limits (count, exclusive cores;
+  // gpumem-percentage outside 0..100 is an error here, where the scheduler would only clamp or
+  // ignore it) and CUDA_TASK_PRIORITY for a container that asks for NVIDIA devices with a priority.
   StatusOr<Mutation> Mutate(const nlohmann::json& resources,
                             const std::map<std::string, std::string>&) const override {
     Mutation m;
     HAMI_ASSIGN_OR_RETURN(m.add_limits, core::ComputeAdmissionDefaults(resources, config_));
-    HAMI_ASSIGN_OR_RETURN(auto prio, ReadResource(resources, config_.nvidia.priority));
-    if (prio) m.env["CUDA_TASK_PRIORITY"] = std::to_string(*prio);
+    HAMI_ASSIGN_OR_RETURN(auto reqs, core::ParseContainerDevices(resources, config_));
+    if (!reqs.empty() && reqs.front().priority >= 0)
+      m.env["CUDA_TASK_PRIORITY"] = std::to_string(reqs.front().priority);
     return m;
   }
   StatusOr<core::DeviceSelectors> ParseSelectors(
@@ -44,7 +49,7 @@ class NvidiaVendor : public GenericVendor {
     // nvidia.com/vgpu-mode is a substring match against the device mode ("" = hami-core).
     const std::string mode = d.mode.empty() ? core::kModeHamiCore : d.mode;
     if (!s.vgpu_mode.empty() && mode.find(s.vgpu_mode) == std::string::npos)
-      return Refusal{"CardTypeMismatch",
+      return Refusal{scheduler::Reason::kCardTypeMismatch,
                      StrCat(d.uuid, ": mode ", mode, ", pod asks ", s.vgpu_mode), true};
     return GenericVendor::CheckDevice(r, d, u, s);
   }
