@@ -15,6 +15,12 @@ namespace {
 
 constexpr const char kApiVersion[] = "admission.k8s.io/v1";
 
+// A phase's refusal: the message is the whole denial text.
+template <typename... Args>
+Status Forbidden(const Args&... args) {
+  return absl::PermissionDeniedError(StrCat(args...));
+}
+
 const Json* Member(const Json& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
@@ -403,210 +409,238 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   return allow;
 }
 
-AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
-  const Json& pod = req.object;
-  // Scheduler-owned keys go first, from every pod: a decision written at creation is nobody's.
-  Json ops = Json::array();
+namespace phases {
+
+std::vector<std::string> StripOwnedKeys(const Json& pod, const OwnedKeys& owned, Json* ops) {
   std::vector<std::string> stripped;
   for (const char* which : {"annotations", "labels"}) {
     const bool labels = std::string_view(which) == "labels";
     const Json* map = MetaMap(pod, which);
-    for (const std::string& key : labels ? owned_.labels : owned_.annotations) {
+    for (const std::string& key : labels ? owned.labels : owned.annotations) {
       if (MapEntry(map, key) == nullptr) continue;
-      ops.push_back(
+      ops->push_back(
           Json{{"op", "remove"}, {"path", StrCat("/metadata/", which, "/", EscapePointer(key))}});
       stripped.push_back(labels ? StrCat("label ", key) : key);
     }
   }
-  AdmissionResponse allow;
-  allow.uid = req.uid;
-  if (!stripped.empty())
-    allow.warnings.push_back(
-        StrCat("hami: removed ", JoinKeys(stripped),
-               ": only hami-scheduler writes them (they carry its device decision)"));
-  auto allowed = [&] {
-    AdmissionResponse r = allow;
-    if (!ops.empty()) r.patch = ops;
-    return r;
-  };
-  const Json* meta = Member(pod, "metadata");
+  return stripped;
+}
+
+Scope ScopeOf(const Json& pod, const WebhookOptions& opts) {
   if (const Json* ignore = MapEntry(MetaMap(pod, "labels"), core::kWebhookLabel);
       ignore && *ignore == "ignore")
-    return allowed();
+    return Scope::kIgnored;
   const Json* spec = Member(pod, "spec");
   const Json* containers = spec ? Member(*spec, "containers") : nullptr;
-  if (containers == nullptr || !containers->is_array() ||
-      containers->empty())  // upstream denies these too
-    return Deny(
-        req.uid,
-        "hami: the pod has no containers (spec.containers is empty); a pod needs at least one");
+  // Before the scheduler check, as upstream.
+  if (containers == nullptr || !containers->is_array() || containers->empty())
+    return Scope::kNoContainers;
   const std::string scheduler = StringMember(*spec, "schedulerName");
-  if (!scheduler.empty() && scheduler != opts_.scheduler_name &&
-      !(scheduler == "default-scheduler" && opts_.force_overwrite_default_scheduler))
-    return allowed();  // another scheduler owns this pod
+  if (!scheduler.empty() && scheduler != opts.scheduler_name &&
+      !(scheduler == "default-scheduler" && opts.force_overwrite_default_scheduler))
+    return Scope::kIgnored;  // another scheduler owns this pod
+  return Scope::kReview;
+}
 
-  auto parsed = opts_.vendors->ParsePod(pod, opts_.resources);
+Status DecodePod(const Json& pod, const WebhookOptions& opts, PodUnderReview* out) {
+  auto parsed = opts.vendors->ParsePod(pod, opts.resources);
   if (!parsed.ok())
-    return Deny(req.uid, StrCat("hami: the pod's device request is invalid: ",
-                                std::string(parsed.status().message())));
-
-  // Decision-order index -> the container JSON and its patch path.
-  struct Ctr {
-    const Json* json;
-    std::string path;
-    const core::ContainerRequest* req;
-    std::map<std::string, int64_t> defaults;  // the NVIDIA limits the webhook adds
-  };
-  std::vector<Ctr> ctrs;
+    return InvalidArgument("hami: the pod's device request is invalid: ",
+                           std::string(parsed.status().message()));
+  out->parsed = std::move(*parsed);
+  out->spec = Member(pod, "spec");
+  out->containers.clear();
+  if (out->spec == nullptr) return OkStatus();
   size_t k = 0;
   for (const char* list : {"initContainers", "containers"}) {
-    const Json* arr = Member(*spec, list);
+    const Json* arr = Member(*out->spec, list);
     if (arr == nullptr || !arr->is_array()) continue;
     for (size_t i = 0; i < arr->size(); ++i, ++k)
-      ctrs.push_back({&(*arr)[i],
-                      StrCat("/spec/", list, "/", i),
-                      k < parsed->containers.size() ? &parsed->containers[k] : nullptr,
-                      {}});
+      out->containers.push_back(
+          {&(*arr)[i], StrCat("/spec/", list, "/", i),
+           k < out->parsed.containers.size() ? &out->parsed.containers[k] : nullptr});
   }
-  // NVIDIA's admission rules, for every container whether or not the pod asks for devices
-  // (upstream's MutateAdmission runs on each): gpumem-percentage outside 0..100 is denied here,
-  // where the scheduler would only clamp or ignore it.
-  const bool nvidia_on = opts_.vendors->nvidia_enabled();
-  for (auto& c : ctrs) {
-    if (!nvidia_on) break;
-    const Json* res = Member(*c.json, "resources");
-    auto defaults = core::ComputeAdmissionDefaults(res ? *res : Json::object(), opts_.resources);
-    if (!defaults.ok())
-      return Deny(req.uid, StrCat("hami: ", c.path, " \"", StringMember(*c.json, "name"),
-                                  "\": ", std::string(defaults.status().message())));
-    c.defaults = std::move(*defaults);
-  }
-  // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
-  // resource, in pods without devices too (they would otherwise see every GPU of the node).
-  const auto overwrite_env = [&](const Ctr& c,
-                                 std::vector<std::pair<std::string, std::string>>* env) {
-    if (!nvidia_on || !opts_.overwrite_env || NamesNvidia(*c.json, c.req, opts_.resources)) return;
-    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
-      ReplaceEnv(ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
-    else
-      env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
-  };
-  if (!parsed->HasDevices()) {
-    for (const auto& c : ctrs) {
-      std::vector<std::pair<std::string, std::string>> env;
-      overwrite_env(c, &env);
-      AddEnv(ops, c.path, *c.json, env);
-    }
-    return allowed();
-  }
-  // Annotations read leniently (as upstream reads them) that will not do what they say.
-  for (const std::string& w : core::IgnoredAnnotations(parsed->annotations))
-    allow.warnings.push_back(StrCat("hami: ", w));
+  return OkStatus();
+}
 
-  // Any privileged or CAP_SYS_ADMIN container of the pod, not only those that request devices: a
-  // sidecar sees the node's GPUs as well as the container it sits next to.
+StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& pod,
+                                                         const vendors::VendorSet& vendors) {
+  std::vector<ContainerChanges> out(pod.containers.size());
+  const Json empty = Json::object();
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    const PodUnderReview::Container& c = pod.containers[i];
+    const Json* res = Member(*c.json, "resources");
+    const Json& resources = res && res->is_object() ? *res : empty;
+    const std::string where =
+        StrCat("hami: ", c.path, " \"", StringMember(*c.json, "name"), "\": ");
+    for (const auto& v : vendors.vendors()) {
+      auto m = v->Mutate(resources, pod.parsed.annotations);
+      if (!m.ok()) return InvalidArgument(where, std::string(m.status().message()));
+      if (!m->denials.empty()) return InvalidArgument(where, m->denials.front());
+      for (const auto& [name, value] : m->add_limits) out[i].add_limits[name] = value;
+      for (const auto& kv : m->env) out[i].env.push_back(kv);
+    }
+  }
+  return out;
+}
+
+Status CheckTrust(const PodUnderReview& pod, const WebhookOptions& opts) {
+  const Json& spec = *pod.spec;
   for (const char* list : kContainerLists) {
-    const Json* arr = Member(*spec, list);
+    const Json* arr = Member(spec, list);
     if (arr == nullptr || !arr->is_array()) continue;
     for (const Json& c : *arr)
       if (const char* problem = PrivilegeProblem(c); *problem)
-        return DenyPrivileged(req.uid, list, c, problem, opts_.resources.nvidia.count);
+        return Forbidden(DenyPrivileged("", list, c, problem, opts.resources.nvidia.count).message);
   }
-  if (!StringMember(*spec, "nodeName").empty())
-    return Deny(
-        req.uid,
-        StrCat("hami: spec.nodeName is preset (\"", StringMember(*spec, "nodeName"),
-               "\"); a pod that requests GPUs must be placed by ", opts_.scheduler_name,
-               " so its devices are reserved. Remove spec.nodeName and use a nodeSelector or node "
-               "affinity instead"));
-  if (opts_.quota_check) {
-    // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
-    // (init, sidecar and app containers), against every enabled vendor's quota resources.
-    const std::map<std::string, int64_t> demand =
-        opts_.vendors->QuotaCharge(core::RequestedDeviceTotalsByVendor(*parsed), opts_.resources);
-    // request.namespace is the API server's word; a request without it is charged to the object's.
-    const std::string ns = !req.namespace_.empty() ? req.namespace_
-                           : meta                  ? StringMember(*meta, "namespace")
-                                                   : "";
-    if (ns.empty())
-      return Deny(
-          req.uid,
-          "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
-          "empty), so its GPU quota cannot be checked");
-    Status q = opts_.quota_check(ns, demand);
-    if (!q.ok()) return Deny(req.uid, StrCat("hami: ", std::string(q.message())));
-  }
+  if (!StringMember(spec, "nodeName").empty())
+    return Forbidden(
+        "hami: spec.nodeName is preset (\"", StringMember(spec, "nodeName"),
+        "\"); a pod that requests GPUs must be placed by ", opts.scheduler_name,
+        " so its devices are reserved. Remove spec.nodeName and use a nodeSelector or node "
+        "affinity instead");
+  return OkStatus();
+}
 
-  for (const auto& c : ctrs) {
-    const Json* res = Member(*c.json, "resources");
-    std::map<std::string, int64_t> defaults = c.defaults;  // NVIDIA's (none when it is not enabled)
-    std::vector<std::pair<std::string, std::string>> env;
-    if (res && res->is_object()) {
-      // Every other enabled vendor's defaulting of this container (NVIDIA's is the line above).
-      for (const auto& v : opts_.vendors->vendors()) {
-        if (v->common_word() == core::kNvidiaVendor) continue;
-        auto m = v->Mutate(*res, parsed->annotations);
-        if (!m.ok())
-          return Deny(req.uid, StrCat("hami: ", c.path, ": ", std::string(m.status().message())));
-        if (!m->denials.empty())
-          return Deny(req.uid, StrCat("hami: ", c.path, ": ", m->denials.front()));
-        for (const auto& [name, value] : m->add_limits) defaults[name] = value;
-        for (const auto& kv : m->env) env.push_back(kv);
-      }
+Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
+                  const std::string& request_namespace, const WebhookOptions& opts) {
+  if (!opts.quota_check) return OkStatus();
+  // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
+  // (init, sidecar and app containers), against every enabled vendor's quota resources.
+  const std::map<std::string, int64_t> demand =
+      opts.vendors->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed.parsed), opts.resources);
+  // request.namespace is the API server's word; a request without it is charged to the object's.
+  const Json* meta = Member(pod, "metadata");
+  const std::string ns = !request_namespace.empty() ? request_namespace
+                         : meta                     ? StringMember(*meta, "namespace")
+                                                    : "";
+  if (ns.empty())
+    return Forbidden(
+        "hami: the pod's namespace is unknown (request.namespace and metadata.namespace are "
+        "empty), so its GPU quota cannot be checked");
+  Status q = opts.quota_check(ns, demand);
+  if (!q.ok()) return Forbidden("hami: ", std::string(q.message()));
+  return OkStatus();
+}
+
+void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
+                const WebhookOptions& opts, Json* ops) {
+  const bool nvidia_on = opts.vendors->nvidia_enabled();
+  // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
+  // resource, in pods without devices too (they would otherwise see every GPU of the node).
+  const auto overwrite_env = [&](const PodUnderReview::Container& c,
+                                 std::vector<std::pair<std::string, std::string>>* env) {
+    if (!nvidia_on || !opts.overwrite_env || NamesNvidia(*c.json, c.req, opts.resources)) return;
+    if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
+      ReplaceEnv(*ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
+    else
+      env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
+  };
+  if (!pod.parsed.HasDevices()) {
+    for (const auto& c : pod.containers) {
+      std::vector<std::pair<std::string, std::string>> env;
+      overwrite_env(c, &env);
+      AddEnv(*ops, c.path, *c.json, env);
     }
+    return;
+  }
+  const Json& spec = *pod.spec;
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    const PodUnderReview::Container& c = pod.containers[i];
+    const Json* res = Member(*c.json, "resources");
+    const std::map<std::string, int64_t>& defaults = changes[i].add_limits;
+    std::vector<std::pair<std::string, std::string>> env = changes[i].env;
     if (!defaults.empty()) {
       const Json* limits = res ? Member(*res, "limits") : nullptr;
       if (res == nullptr || !res->is_object()) {
         Json l = Json::object();
         for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
-        ops.push_back(
+        ops->push_back(
             Json{{"op", "add"}, {"path", c.path + "/resources"}, {"value", Json{{"limits", l}}}});
       } else if (limits == nullptr || !limits->is_object()) {
         Json l = Json::object();
         for (const auto& [name, v] : defaults) l[name] = std::to_string(v);
-        ops.push_back(Json{{"op", "add"}, {"path", c.path + "/resources/limits"}, {"value", l}});
+        ops->push_back(Json{{"op", "add"}, {"path", c.path + "/resources/limits"}, {"value", l}});
       } else {
         for (const auto& [name, v] : defaults)
-          ops.push_back(Json{{"op", "add"},
-                             {"path", StrCat(c.path, "/resources/limits/", EscapePointer(name))},
-                             {"value", std::to_string(v)}});
+          ops->push_back(Json{{"op", "add"},
+                              {"path", StrCat(c.path, "/resources/limits/", EscapePointer(name))},
+                              {"value", std::to_string(v)}});
       }
     }
-    const bool has_devices = c.req && !c.req->devices.empty();
-    const bool has_nvidia = has_devices && c.req->devices[0].vendor == core::kNvidiaVendor;
-    if (has_nvidia) {
-      if (c.req->devices[0].priority >= 0)
-        env.emplace_back("CUDA_TASK_PRIORITY", std::to_string(c.req->devices[0].priority));
-      if (opts_.gpu_core_policy != "default" && !opts_.gpu_core_policy.empty())
-        env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts_.gpu_core_policy);
-    }
+    const bool has_nvidia =
+        c.req && !c.req->devices.empty() && c.req->devices[0].vendor == core::kNvidiaVendor;
+    if (has_nvidia && opts.gpu_core_policy != "default" && !opts.gpu_core_policy.empty())
+      env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts.gpu_core_policy);
     overwrite_env(c, &env);
-    AddEnv(ops, c.path, *c.json, env);
+    AddEnv(*ops, c.path, *c.json, env);
   }
-  if (opts_.region_group >= 0) {
+  if (opts.region_group >= 0) {
     // Every process of the pod, whatever its user, then shares the region directory the device
     // plugin gives to this group (mode 0770), so the directory need not be world-writable.
-    const Json* sc = Member(*spec, "securityContext");
+    const Json* sc = Member(spec, "securityContext");
     const Json* groups = sc ? Member(*sc, "supplementalGroups") : nullptr;
-    const Json gid = opts_.region_group;
+    const Json gid = opts.region_group;
     if (sc == nullptr || !sc->is_object())
-      ops.push_back(Json{{"op", "add"},
-                         {"path", "/spec/securityContext"},
-                         {"value", {{"supplementalGroups", {gid}}}}});
+      ops->push_back(Json{{"op", "add"},
+                          {"path", "/spec/securityContext"},
+                          {"value", {{"supplementalGroups", {gid}}}}});
     else if (groups == nullptr || !groups->is_array())
-      ops.push_back(Json{
+      ops->push_back(Json{
           {"op", "add"}, {"path", "/spec/securityContext/supplementalGroups"}, {"value", {gid}}});
     else if (std::find(groups->begin(), groups->end(), gid) == groups->end())
-      ops.push_back(Json{
+      ops->push_back(Json{
           {"op", "add"}, {"path", "/spec/securityContext/supplementalGroups/-"}, {"value", gid}});
   }
-  if (!opts_.runtime_class_name.empty() && StringMember(*spec, "runtimeClassName").empty())
-    ops.push_back(Json{
-        {"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts_.runtime_class_name}});
-  if (scheduler != opts_.scheduler_name)
-    ops.push_back(Json{{"op", spec->contains("schedulerName") ? "replace" : "add"},
-                       {"path", "/spec/schedulerName"},
-                       {"value", opts_.scheduler_name}});
+  if (!opts.runtime_class_name.empty() && StringMember(spec, "runtimeClassName").empty())
+    ops->push_back(Json{
+        {"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts.runtime_class_name}});
+  if (StringMember(spec, "schedulerName") != opts.scheduler_name)
+    ops->push_back(Json{{"op", spec.contains("schedulerName") ? "replace" : "add"},
+                        {"path", "/spec/schedulerName"},
+                        {"value", opts.scheduler_name}});
+}
+
+}  // namespace phases
+
+AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
+  const Json& pod = req.object;
+  AdmissionResponse allow;
+  allow.uid = req.uid;
+  Json ops = Json::array();
+  auto allowed = [&] {
+    AdmissionResponse r = allow;
+    if (!ops.empty()) r.patch = ops;
+    return r;
+  };
+  auto deny = [&](const Status& s) { return Deny(req.uid, std::string(s.message())); };
+  // Scheduler-owned keys go first, from every pod: a decision written at creation is nobody's.
+  if (auto stripped = phases::StripOwnedKeys(pod, owned_, &ops); !stripped.empty())
+    allow.warnings.push_back(
+        StrCat("hami: removed ", JoinKeys(stripped),
+               ": only hami-scheduler writes them (they carry its device decision)"));
+  switch (phases::ScopeOf(pod, opts_)) {
+    case phases::Scope::kIgnored:
+      return allowed();
+    case phases::Scope::kNoContainers:
+      return Deny(
+          req.uid,
+          "hami: the pod has no containers (spec.containers is empty); a pod needs at least one");
+    case phases::Scope::kReview:
+      break;
+  }
+  phases::PodUnderReview decoded;
+  if (Status s = phases::DecodePod(pod, opts_, &decoded); !s.ok()) return deny(s);
+  auto changes = phases::MutateContainers(decoded, *opts_.vendors);
+  if (!changes.ok()) return deny(changes.status());
+  if (decoded.parsed.HasDevices()) {
+    // Annotations read leniently (as upstream reads them) that will not do what they say.
+    for (const std::string& w : core::IgnoredAnnotations(decoded.parsed.annotations))
+      allow.warnings.push_back(StrCat("hami: ", w));
+    if (Status s = phases::CheckTrust(decoded, opts_); !s.ok()) return deny(s);
+    if (Status s = phases::CheckQuota(pod, decoded, req.namespace_, opts_); !s.ok()) return deny(s);
+  }
+  phases::BuildPatch(decoded, *changes, opts_, &ops);
   return allowed();
 }
 

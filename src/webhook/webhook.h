@@ -19,9 +19,8 @@
 //    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
 //    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
 //    sets spec.schedulerName;
-//  - with WebhookOptions::vendors, the same per vendor: each enabled vendor's Mutate adds its
-//  limits
-//    and env to the container and its denials reject the pod.
+//  - the same for every enabled vendor, NVIDIA included: each one's Vendor::Mutate adds its limits
+//    and env to the container and its denials reject the pod; quotas count every vendor's devices.
 // Trust boundary (docs/security.md, "Admission and node agent"):
 //  - scheduler-owned annotations and labels (SchedulerOwnedKeys) are removed from every pod on
 //  CREATE
@@ -40,6 +39,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -131,6 +131,72 @@ StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body);
 
 // RFC 6901 escaping of one reference token ("~" -> "~0", "/" -> "~1").
 std::string EscapePointer(std::string_view token);
+
+// The phases of a CREATE review, in the order Webhook::Review runs them (the way kube-scheduler's
+// schedule_one.go reads: each phase a named function, its own table test in
+// webhook_phases_test.cc). A phase that refuses returns a Status whose message is the whole denial
+// text ("hami: ..."), which Review sends with 403 Forbidden.
+namespace phases {
+
+// Phase 0, trust: removes the scheduler-owned annotations and labels `owned` lists from `pod`
+// (appends remove ops to *ops) and returns the keys removed ("label <key>" for labels).
+std::vector<std::string> StripOwnedKeys(const Json& pod, const OwnedKeys& owned, Json* ops);
+
+// Phase 1, scope: whether the webhook reviews this pod at all.
+enum class Scope {
+  kReview,        // ours: go on
+  kIgnored,       // labelled hami.io/webhook=ignore, or another scheduler's: allow as it is
+  kNoContainers,  // spec.containers missing or empty: denied (as upstream)
+};
+Scope ScopeOf(const Json& pod, const WebhookOptions& opts);
+
+// Phase 2, decode: the pod as the scheduler will see it, and each container's JSON and patch path
+// in PodRequest order (spec.initContainers, then spec.containers). `pod` must outlive the result.
+struct PodUnderReview {
+  struct Container {
+    const Json* json = nullptr;
+    std::string path;                             // "/spec/containers/0"
+    const core::ContainerRequest* req = nullptr;  // into `parsed`; null past its end
+  };
+  const Json* spec = nullptr;
+  core::PodRequest parsed;
+  std::vector<Container> containers;
+  PodUnderReview() = default;
+  PodUnderReview(const PodUnderReview&) = delete;  // containers point into `parsed`
+  PodUnderReview& operator=(const PodUnderReview&) = delete;
+};
+// Errors: the pod's device request does not parse (denial text).
+Status DecodePod(const Json& pod, const WebhookOptions& opts, PodUnderReview* out);
+
+// Phase 3, per-vendor mutate: every enabled vendor's Vendor::Mutate of every container (NVIDIA's
+// defaulting included, run on every container as upstream's MutateAdmission is), merged in vendor
+// order; one entry per `pod.containers`. Errors: a vendor's error or first denial, naming the
+// container.
+struct ContainerChanges {
+  std::map<std::string, int64_t> add_limits;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& pod,
+                                                         const vendors::VendorSet& vendors);
+
+// Phase 4, trust checks for a pod that requests devices: no privileged or CAP_SYS_ADMIN container
+// of any kind (a sidecar sees the node's GPUs too), no preset spec.nodeName.
+Status CheckTrust(const PodUnderReview& pod, const WebhookOptions& opts);
+
+// Phase 5, quota: the pod's NVIDIA device memory and cores (the scheduler's formula) against
+// opts.quota_check, charged to `request_namespace`, else metadata.namespace. No check without
+// opts.quota_check.
+Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
+                  const std::string& request_namespace, const WebhookOptions& opts);
+
+// Phase 6, patch build: the JSON-patch ops (appended to *ops) for a pod that passed the phases
+// above: each container's limits and env (with GPU_CORE_UTILIZATION_POLICY for NVIDIA containers
+// and overwriteEnv), the region group, runtimeClassName and schedulerName. A pod without devices
+// gets only overwriteEnv's ops (`changes` is then ignored).
+void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
+                const WebhookOptions& opts, Json* ops);
+
+}  // namespace phases
 
 class Webhook {
  public:
