@@ -2,7 +2,7 @@
 // Every annotation, label and resource key of upstream HAMi's wire contract that we read or write
 // (docs/upstream-contract.md#node-registration-and-handshake, #decision-annotations-per-vendor,
 // #resource-model). One place, so a typo cannot split the contract in two.
-// Values are encoded and decoded by core/node_codec.h, core/pod_codec.h and core/lock_codec.h.
+// Values are encoded and decoded by core/node_codec.h, core/pod_codec.h and core/lock_codec.h (the handshake).
 
 namespace hami::core {
 
@@ -17,8 +17,6 @@ inline constexpr const char kNodeHandshake[] = "hami.io/node-handshake";
 inline constexpr const char kNodeHandshakePrefix[] = "hami.io/node-handshake-";
 // Comma list of device UUIDs excluded from new allocations.
 inline constexpr const char kDeviceCordon[] = "hami.io/device-cordon";
-// Node lock: "<RFC3339>,<namespace>,<pod>" (legacy: a bare RFC3339 timestamp).
-inline constexpr const char kMutexLock[] = "hami.io/mutex.lock";
 
 // ---- Pod annotations written by the scheduler / device plugin ----
 // NVIDIA decision, consumed container by container by the device plugin.

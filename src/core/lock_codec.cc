@@ -12,18 +12,19 @@ namespace {
 
 constexpr const char kHandshakeLayout[] = "%Y-%m-%d %H:%M:%S";
 
-// Formats UTC with a zero-padded four-digit year (absl's %Y drops the padding below 1000).
-std::string FormatUtc(char date_time_sep, bool zulu, int64_t unix_seconds) {
+// Formats UTC as "YYYY-MM-DD HH:MM:SS" with a zero-padded four-digit year (absl's %Y drops the
+// padding below 1000).
+std::string FormatUtc(int64_t unix_seconds) {
   const absl::CivilSecond t =
       absl::ToCivilSecond(absl::FromUnixSeconds(unix_seconds), absl::UTCTimeZone());
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02d%c%02d:%02d:%02d%s",
-                static_cast<long long>(t.year()), t.month(), t.day(), date_time_sep, t.hour(),
-                t.minute(), t.second(), zulu ? "Z" : "");
+  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02d %02d:%02d:%02d",
+                static_cast<long long>(t.year()), t.month(), t.day(), t.hour(), t.minute(),
+                t.second());
   return buf;
 }
 
-// Parses `text` with `layout` in UTC; nullopt-like failure reported through ok=false.
+// Parses `text` with `layout` in UTC; false when it does not parse.
 bool ParseUtc(const char* layout, std::string_view text, int64_t* unix_seconds) {
   absl::Time t;
   std::string err;
@@ -34,34 +35,8 @@ bool ParseUtc(const char* layout, std::string_view text, int64_t* unix_seconds) 
 
 }  // namespace
 
-std::string EncodeNodeLock(const NodeLock& lock) {
-  std::string ts = FormatUtc('T', /*zulu=*/true, lock.unix_seconds);  // Go writes UTC as "Z"
-  if (lock.pod_namespace.empty() && lock.pod_name.empty()) return ts;
-  return StrCat(ts, ",", lock.pod_namespace, ",", lock.pod_name);
-}
-
-StatusOr<NodeLock> DecodeNodeLock(std::string_view text) {
-  const auto f = text::Split(text::Trim(text), ',');
-  NodeLock lock;
-  // absl also accepts "infinite-future"/"infinite-past"; a real timestamp starts with its year.
-  const bool starts_with_digit = !f[0].empty() && std::isdigit(static_cast<unsigned char>(f[0][0]));
-  if (!starts_with_digit || !ParseUtc(absl::RFC3339_full, f[0], &lock.unix_seconds)) {
-    return InvalidArgument(
-        "node lock ", text::Quote(text), ": ", text::Quote(f[0]),
-        " is not an RFC3339 time (expected e.g. \"2026-11-30T03:54:20Z,<namespace>,<pod>\")");
-  }
-  if (f.size() == 1) return lock;  // legacy: bare timestamp
-  if (f.size() != 3 || f[1].empty() || f[2].empty()) {
-    return InvalidArgument("node lock ", text::Quote(text),
-                           ": expected \"<RFC3339>,<namespace>,<pod>\"");
-  }
-  lock.pod_namespace = std::string(f[1]);
-  lock.pod_name = std::string(f[2]);
-  return lock;
-}
-
 std::string EncodeHandshake(const Handshake& handshake) {
-  return StrCat(handshake.state, "_", FormatUtc(' ', /*zulu=*/false, handshake.unix_seconds));
+  return StrCat(handshake.state, "_", FormatUtc(handshake.unix_seconds));
 }
 
 StatusOr<Handshake> DecodeHandshake(std::string_view text) {

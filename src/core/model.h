@@ -137,25 +137,6 @@ struct ContainerDevice {
   bool operator==(const ContainerDevice&) const = default;
 };
 
-// One dynamic-MIG reservation (hami.io/vgpu-mig-allocations): which profile at which placement
-// on which GPU serves device `device_index` of container `container_index`. The runtime part is
-// filled in by the device plugin once the GPU/compute instances exist.
-struct MigAllocation {
-  int container_index = 0;
-  int device_index = 0;
-  std::string gpu_uuid;
-  std::string profile;  // e.g. "1g.10gb"
-  MigPlacement placement;
-  struct Runtime {
-    std::string mig_uuid;  // "MIG-..."
-    int gpu_instance_id = 0;
-    int compute_instance_id = 0;
-    bool operator==(const Runtime&) const = default;
-  };
-  std::optional<Runtime> runtime;  // all three fields or none
-  bool operator==(const MigAllocation&) const = default;
-};
-
 // The decision for a pod: per container (same order as PodRequest::containers), its devices.
 struct PodAllocation {
   std::string node;

@@ -10,7 +10,6 @@ namespace hami::core {
 namespace {
 
 using nlohmann::json;
-using nlohmann::ordered_json;
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
@@ -77,82 +76,6 @@ StatusOr<PodAllocation> DecodePodDevices(std::string_view text) {
       ++i;
     }
     out.containers.push_back(std::move(devices));
-  }
-  return out;
-}
-
-std::string EncodeMigAllocations(const std::vector<MigAllocation>& allocations) {
-  ordered_json arr = ordered_json::array();
-  for (const auto& a : allocations) {
-    ordered_json o = ordered_json::object();
-    o["containerIndex"] = a.container_index;
-    o["deviceIndex"] = a.device_index;
-    o["gpuUUID"] = a.gpu_uuid;
-    o["profile"] = a.profile;
-    o["placement"] = ordered_json{{"start", a.placement.start}, {"size", a.placement.size}};
-    if (a.runtime) {
-      o["migUUID"] = a.runtime->mig_uuid;
-      o["gpuInstanceID"] = a.runtime->gpu_instance_id;
-      o["computeInstanceID"] = a.runtime->compute_instance_id;
-    }
-    arr.push_back(std::move(o));
-  }
-  // Invalid UTF-8 (only possible from callers, never from our decoders) becomes U+FFFD as in Go.
-  return arr.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-}
-
-StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text) {
-  using jsonutil::GetInt;
-  using jsonutil::GetString;
-  HAMI_ASSIGN_OR_RETURN(json arr, jsonutil::Parse(text, "MIG allocations"));
-  if (!arr.is_array())
-    return InvalidArgument("MIG allocations: expected a JSON array, got ", arr.type_name());
-  std::vector<MigAllocation> out;
-  for (size_t i = 0; i < arr.size(); ++i) {
-    const json& e = arr[i];
-    const std::string where = StrCat("MIG allocations[", i, "].");
-    if (!e.is_object())
-      return InvalidArgument(where, " expected a JSON object, got ", e.type_name());
-    MigAllocation a;
-    int64_t v = 0;
-    HAMI_RETURN_IF_ERROR(GetInt(e, "containerIndex", 0, kInt32Max, where, &v));
-    a.container_index = static_cast<int>(v);
-    v = 0;
-    HAMI_RETURN_IF_ERROR(GetInt(e, "deviceIndex", 0, kInt32Max, where, &v));
-    a.device_index = static_cast<int>(v);
-    HAMI_RETURN_IF_ERROR(GetString(e, "gpuUUID", where, &a.gpu_uuid));
-    if (a.gpu_uuid.empty()) return InvalidArgument(where, "gpuUUID is missing or empty");
-    HAMI_RETURN_IF_ERROR(GetString(e, "profile", where, &a.profile));
-    if (a.profile.empty()) return InvalidArgument(where, "profile is missing or empty");
-    if (const auto it = e.find("placement"); it != e.end() && !it->is_null()) {
-      if (!it->is_object())
-        return InvalidArgument(where, "placement: expected a JSON object, got ", it->type_name());
-      int64_t start = 0, size = 0;
-      HAMI_RETURN_IF_ERROR(GetInt(*it, "start", 0, kInt32Max, where + "placement.", &start));
-      HAMI_RETURN_IF_ERROR(GetInt(*it, "size", 0, kInt32Max, where + "placement.", &size));
-      a.placement = MigPlacement{static_cast<int>(start), static_cast<int>(size)};
-    }
-    const int present = int(e.contains("migUUID") && !e["migUUID"].is_null()) +
-                        int(e.contains("gpuInstanceID") && !e["gpuInstanceID"].is_null()) +
-                        int(e.contains("computeInstanceID") && !e["computeInstanceID"].is_null());
-    if (present != 0 && present != 3) {
-      return InvalidArgument(where,
-                             "runtime fields migUUID, gpuInstanceID, computeInstanceID must be all "
-                             "present or all absent, found ",
-                             present, " of 3");
-    }
-    if (present == 3) {
-      MigAllocation::Runtime r;
-      HAMI_RETURN_IF_ERROR(GetString(e, "migUUID", where, &r.mig_uuid));
-      v = 0;
-      HAMI_RETURN_IF_ERROR(GetInt(e, "gpuInstanceID", 0, kInt32Max, where, &v));
-      r.gpu_instance_id = static_cast<int>(v);
-      v = 0;
-      HAMI_RETURN_IF_ERROR(GetInt(e, "computeInstanceID", 0, kInt32Max, where, &v));
-      r.compute_instance_id = static_cast<int>(v);
-      a.runtime = std::move(r);
-    }
-    out.push_back(std::move(a));
   }
   return out;
 }

@@ -1,8 +1,9 @@
 #pragma once
 // Codecs of the decision annotations on pods
 // (docs/upstream-contract.md#decision-annotations-per-vendor):
-// hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated (same format), and
-// hami.io/vgpu-mig-allocations. Keys: core/annotations.h.
+// hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated (same format). Keys:
+// core/annotations.h. (hami.io/vgpu-mig-allocations has no codec: MIG is not implemented, and the
+// webhook only strips the key from user-written pods.)
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,13 +26,5 @@ StatusOr<std::string> EncodePodDevices(const PodAllocation& allocation);
 // after the fourth of a device are ignored (upstream does the same). Errors name the container
 // and device: fewer than 4 fields, empty uuid or type, memory/cores not integers in 0..2^31-1.
 StatusOr<PodAllocation> DecodePodDevices(std::string_view text);
-
-// hami.io/vgpu-mig-allocations: JSON array of
-// {"containerIndex","deviceIndex","gpuUUID","profile","placement":{"start","size"}} plus, once
-// the device plugin created the instances, "migUUID","gpuInstanceID","computeInstanceID".
-std::string EncodeMigAllocations(const std::vector<MigAllocation>& allocations);
-// Errors: malformed JSON, wrong types, negative indices, empty gpuUUID or profile, and runtime
-// fields that are only partly present (they must be all present or all absent).
-StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text);
 
 }  // namespace hami::core

@@ -6,7 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "common/log.h"
 #include "core/annotations.h"
-#include "core/lock_codec.h"
 #include "core/node_codec.h"
 #include "core/pod_codec.h"
 #include "core/quantity.h"
@@ -258,10 +257,6 @@ void ClusterState::ApplyNode(const Json& node, int64_t now) {
     auto it = node_fingerprint_.find(v.info.name);
     if (it != node_fingerprint_.end() && it->second == fp) return;
     node_fingerprint_[v.info.name] = fp;
-    if (v.error.empty())
-      node_errors_.erase(v.info.name);
-    else
-      node_errors_[v.info.name] = v.error;
   }
   if (!v.registered) {
     SPDLOG_DEBUG("node {}: {}", v.info.name, v.error);
@@ -313,7 +308,6 @@ void ClusterState::OnNodeDeleted(const Json& node) {
   {
     absl::MutexLock l(&nodes_mu_);
     node_fingerprint_.erase(name);
-    node_errors_.erase(name);
   }
   sched_.RemoveNode(name);
 }
@@ -745,11 +739,6 @@ std::map<std::string, PodTotals> ClusterState::NamespaceUsage() const {
 size_t ClusterState::pod_count() const {
   absl::ReaderMutexLock l(&mu_);
   return pods_.size();
-}
-
-std::map<std::string, std::string> ClusterState::NodeErrors() const {
-  absl::MutexLock l(&nodes_mu_);
-  return node_errors_;
 }
 
 std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(

@@ -183,8 +183,6 @@ class ClusterState {
   std::vector<QuotaRecord> Quotas() const;
   std::map<std::string, PodTotals> NamespaceUsage() const;
   size_t pod_count() const;
-  // Nodes whose registration did not decode, with the reason (for /readyz details and logs).
-  std::map<std::string, std::string> NodeErrors() const;
   // Pods reported per reason (kReject*, kOverCommitted), and decisions expired, since start.
   std::map<std::string, int64_t> RejectedDecisions() const;
   int64_t expired_reservations() const;
@@ -248,7 +246,6 @@ class ClusterState {
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);
-  std::map<std::string, std::string> node_errors_ ABSL_GUARDED_BY(nodes_mu_);
 };
 
 }  // namespace hami::extender

@@ -464,10 +464,4 @@ StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body
   return r;
 }
 
-Json ToJson(const std::vector<HostPriority>& list) {
-  Json out = Json::array();
-  for (const auto& h : list) out.push_back(Json{{"Host", h.host}, {"Score", h.score}});
-  return out;
-}
-
 }  // namespace hami::extender

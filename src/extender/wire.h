@@ -70,13 +70,6 @@ struct ExtenderBindingResult {
 Json ToJson(const ExtenderBindingResult& result);
 StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body);
 
-// HostPriority list (prioritize reply): [{"Host":..,"Score":0..10}].
-struct HostPriority {
-  std::string host;
-  int64_t score = 0;
-};
-Json ToJson(const std::vector<HostPriority>& list);
-
 // Looks a key up the way Go's encoding/json does: exact match first, then case-insensitive.
 // nullptr when absent.
 const Json* FindKeyFold(const Json& obj, std::string_view key);

@@ -281,11 +281,6 @@ TEST(ExtenderBindingResult, RoundTrip) {
   EXPECT_EQ(r->error, "late");
 }
 
-TEST(HostPriority, IsAnArray) {
-  EXPECT_EQ(ToJson(std::vector<HostPriority>{{"a", 10}, {"b", 0}}).dump(),
-            R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
-}
-
 // Issue 11: bodies nested 100k levels deep anywhere (in Pod, in Nodes.items, in an unknown field,
 // in NodeNames) are refused with the nesting error before any tree is built, by both parse paths.
 TEST(ExtenderArgs, DeepNestingIsRefusedEverywhere) {

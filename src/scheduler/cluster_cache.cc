@@ -315,9 +315,4 @@ size_t ClusterCache::pod_count() const {
   return pods_.size();
 }
 
-bool ClusterCache::HasPod(const std::string& uid) const {
-  std::lock_guard l(pods_mu_);
-  return pods_.count(uid) > 0;
-}
-
 }  // namespace hami::scheduler

@@ -145,7 +145,6 @@ class ClusterCache {
 
   size_t node_count() const;
   size_t pod_count() const;
-  bool HasPod(const std::string& uid) const;
 
  private:
   struct Entry {

@@ -117,9 +117,6 @@ struct PickContext {
     return usage.data() == node.usage.data() ? node.free_milli[d]
                                              : FreeMilli(node.info.devices[d], usage[d]);
   }
-  int RequestMilliOn(int d) const {
-    return RequestMilli(node.info.devices[d], MemFor(d), request.coresreq);
-  }
 };
 
 // Chooses which fitting devices a container gets (upstream: the gpu-scheduler-policy sort order).

@@ -316,11 +316,14 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
     KubeScheduler ks(rep->port());
     auto created = rep->client->Create(k8s::kPods, "ml", ks.Admit(spec("doomed"), "ml"));
     ASSERT_TRUE(created.ok());
+    const size_t pods_before = rep->sched->cache().pod_count();
     const std::string node = ks.Filter(*created, nodes_);
     ASSERT_FALSE(node.empty());
+    EXPECT_EQ(rep->sched->cache().pod_count(), pods_before + 1);  // reserved
     api_.InjectErrors("POST", ".*/binding", 403, 1);
     EXPECT_NE(ks.Bind(*created, node).find("failed"), std::string::npos);
-    EXPECT_FALSE(rep->sched->cache().HasPod((*created)["metadata"]["uid"]));
+    EXPECT_EQ(rep->sched->cache().pod_count(), pods_before);  // the reservation is released
+    EXPECT_FALSE(rep->state->Find((*created)["metadata"]["uid"]).has_value());
     EXPECT_EQ((*api_.Get("pods", "ml", "doomed"))["metadata"]["annotations"][core::kBindPhase],
               "failed");
     EXPECT_GE(api_.CountRequests("POST", "/api/v1/namespaces/ml/events"), 1);
