@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/dcheck.h"
 #include "core/pod_request.h"
 
 namespace hami::scheduler {
@@ -206,6 +207,8 @@ void ClusterCache::RemoveNode(const std::string& name) {
       for (const auto& uid : np->second) pods_.at(uid).applied = false;
   }
   const size_t at = raw->index;
+  HAMI_DCHECK(at < order_.size() && order_[at].get() == raw, "node ", name, ": index ", at, " of ",
+              order_.size(), " does not hold it");
   free_slots_.push_back(static_cast<uint32_t>(raw->slot));
   order_slot_.erase(order_slot_.begin() + at);
   order_.erase(order_.begin() + at);
@@ -284,6 +287,18 @@ Status ClusterCache::Reserve(const std::string& uid, const std::string& node,
   for (const auto& d : delta.devices) rec.uuids.push_back(st.info.devices[d.device].uuid);
   if (rec.delta.pod_class == kNoPodClass) rec.delta.pod_class = PodClassOf(st, rec.delta);
   st.Apply(rec.delta, +1);
+  if (HAMI_DCHECK_IS_ON()) {
+    // What Fits admitted stays within the capacity once applied.
+    for (const auto& d : rec.delta.devices) {
+      const auto& dev = st.info.devices[d.device];
+      const auto& u = st.usage[d.device];
+      HAMI_DCHECK((d.slots == 0 || u.used <= dev.count) && u.usedmem_mib <= dev.devmem_mib &&
+                      u.usedcores <= dev.devcore,
+                  "node ", node, ": device ", d.device, " reserved beyond its capacity (", u.used,
+                  "/", dev.count, " slots, ", u.usedmem_mib, "/", dev.devmem_mib, " MiB, ",
+                  u.usedcores, "/", dev.devcore, " cores)");
+    }
+  }
   PublishUsage(*e->second);
   rec.applied = true;
   node_pods_[node].insert(uid);

@@ -4,9 +4,25 @@
 #include <cassert>
 #include <cctype>
 
+#include "common/dcheck.h"
 #include "core/pod_request.h"
 
 namespace hami::scheduler {
+namespace {
+
+// GpuPicker::Pick's (and VendorRules::Pick's) contract: what it appends is among `candidates`, each
+// device once. For HAMI_DCHECK only (quadratic in the devices of one node).
+bool PickedAmong(std::span<const int> candidates, const std::vector<int>& picked) {
+  for (size_t i = 0; i < picked.size(); ++i) {
+    if (std::find(candidates.begin(), candidates.end(), picked[i]) == candidates.end())
+      return false;
+    if (std::find(picked.begin(), picked.begin() + i, picked[i]) != picked.begin() + i)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 CycleState::CycleState(const core::PodRequest& pod, Rng* rng, const VendorRules* rules)
     : pod_(&pod), rng_(rng), vendor_state_(rules ? rules->Prepare(pod) : nullptr) {
@@ -176,12 +192,16 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   if (rules != nullptr && ctx.cycle.vendor_state() != nullptr &&
       rules->Pick(*ctx.cycle.vendor_state(), r, node.info.devices, ctx.usage, s.candidates,
                   &s.picked)) {
+    HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", node.info.name,
+                ": the vendor picked a device that does not fit, or one twice");
     if (static_cast<int>(s.picked.size()) >= r.nums) return true;
     if (why) why->Add(Reason::kNumaNotFit, false);
     return false;
   }
   if (!ctx.cycle.pod().selectors.numa_bind) {
     picker.Pick(ctx, s.candidates, &s.picked);
+    HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", node.info.name,
+                ": the picker picked a device that does not fit, or one twice");
     if (static_cast<int>(s.picked.size()) >= r.nums) return true;
     if (why) why->failed = true;
     return false;
@@ -201,6 +221,8 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     if (static_cast<int>(group.size()) < r.nums) continue;
     s.picked.clear();
     picker.Pick(ctx, group, &s.picked);
+    HAMI_DCHECK(PickedAmong(group, s.picked), "node ", node.info.name,
+                ": the picker picked a device outside the NUMA group, or one twice");
     if (static_cast<int>(s.picked.size()) >= r.nums) return true;
   }
   if (why) why->Add(Reason::kNumaNotFit, false);

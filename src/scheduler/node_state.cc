@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/dcheck.h"
+
 namespace hami::scheduler {
 
 namespace {
@@ -66,6 +68,7 @@ int NodeState::DeviceIndex(const std::string& uuid) const {
 }
 
 void NodeState::Refresh(int d) {
+  HAMI_DCHECK(d >= 0 && d < gpus(), "node ", info.name, ": device ", d, " of ", gpus());
   const int old = free_milli[d];
   const int now = FreeMilli(info.devices[d], usage[d]);
   free_milli[d] = now;
@@ -77,11 +80,18 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
   cpu_used += sign * delta.cpu_milli;
   mem_used += sign * delta.memory_mib;
   pods += sign;
+  HAMI_DCHECK(sign == 1 || sign == -1, "sign ", sign);
   for (const auto& d : delta.devices) {
+    HAMI_DCHECK(d.device >= 0 && d.device < gpus(), "node ", info.name, ": device ", d.device,
+                " of ", gpus());
     auto& u = usage[d.device];
     u.used += sign * d.slots;
     u.usedmem_mib += sign * d.mem_mib;
     u.usedcores += sign * d.cores;
+    // A removal takes back what an addition put there: usage never goes below zero.
+    HAMI_DCHECK(u.used >= 0 && u.usedmem_mib >= 0 && u.usedcores >= 0, "node ", info.name,
+                ": device ", d.device, " usage below zero (", u.used, " slots, ", u.usedmem_mib,
+                " MiB, ", u.usedcores, " cores): a removal without its addition");
     sum_used += sign * d.slots;
     sum_usedmem += sign * d.mem_mib;
     sum_usedcores += sign * d.cores;
@@ -92,7 +102,9 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
     if (sign > 0 && c == 0) ++classes_present;
     c += sign;
     if (sign < 0 && c == 0) --classes_present;
+    HAMI_DCHECK(c >= 0, "node ", info.name, ": pod class ", delta.pod_class, " count ", c);
   }
+  HAMI_DCHECK(pods >= 0, "node ", info.name, ": ", pods, " pods");
 }
 
 NodeSummary NodeState::Summarize() const {
