@@ -2,7 +2,8 @@
 // Every annotation, label and resource key of upstream HAMi's wire contract that we read or write
 // (docs/upstream-contract.md#node-registration-and-handshake, #decision-annotations-per-vendor,
 // #resource-model). One place, so a typo cannot split the contract in two.
-// Values are encoded and decoded by core/node_codec.h, core/pod_codec.h and core/lock_codec.h (the handshake).
+// Values are encoded and decoded by core/node_codec.h, core/pod_codec.h and core/lock_codec.h (the
+// handshake).
 
 namespace hami::core {
 

@@ -1,5 +1,5 @@
-// Fuzz target: the pod decision annotations (hami.io/vgpu-devices-*) and the handshake never crash, and every value that decodes re-encodes to text
-// that decodes to the same value.
+// Fuzz target: the pod decision annotations (hami.io/vgpu-devices-*) and the handshake never crash,
+// and every value that decodes re-encodes to text that decodes to the same value.
 #include <cstdint>
 #include <string>
 
