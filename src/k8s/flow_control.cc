@@ -21,7 +21,7 @@ void RateLimiter::RefillLocked(int64_t now) {
 
 int64_t RateLimiter::Reserve() {
   if (qps_ <= 0) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RefillLocked(clock_.MonotonicNanos());
   tokens_ -= 1.0;
   if (tokens_ >= 0) return 0;
@@ -30,7 +30,7 @@ int64_t RateLimiter::Reserve() {
 
 bool RateLimiter::TryAcquire() {
   if (qps_ <= 0) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RefillLocked(clock_.MonotonicNanos());
   if (tokens_ < 1.0) return false;
   tokens_ -= 1.0;

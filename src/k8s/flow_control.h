@@ -3,9 +3,10 @@
 // exponential backoff with jitter. Both take their clock and randomness from the caller so tests
 // can drive them deterministically.
 #include <cstdint>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/rng.h"
 
 namespace hami::k8s {
@@ -23,14 +24,14 @@ class RateLimiter {
   bool TryAcquire();
 
  private:
-  void RefillLocked(int64_t now);
+  void RefillLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const double qps_;
   const double burst_;
   const Clock& clock_;
-  std::mutex mu_;
-  double tokens_;    // guarded by mu_
-  int64_t last_ns_;  // guarded by mu_
+  Mutex mu_;
+  double tokens_ ABSL_GUARDED_BY(mu_);
+  int64_t last_ns_ ABSL_GUARDED_BY(mu_);
 };
 
 struct BackoffOptions {

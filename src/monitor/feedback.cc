@@ -94,13 +94,13 @@ uint32_t ContainerSmPercent(const std::vector<RegionProcess>& procs,
 }
 
 void ActivityLog::Saw(const std::string& dir, const std::string& uuid, int64_t mono_ns) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   int64_t& t = last_[{dir, uuid}];
   t = std::max(t, mono_ns);
 }
 
 int64_t ActivityLog::LastSeen(const std::string& dir, const std::string& uuid) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = last_.find({dir, uuid});
   return it == last_.end() ? 0 : it->second;
 }
@@ -108,7 +108,7 @@ int64_t ActivityLog::LastSeen(const std::string& dir, const std::string& uuid) c
 void ActivityLog::Retain(const std::vector<ContainerRegion>& live) {
   std::set<std::string> dirs;
   for (const ContainerRegion& r : live) dirs.insert(r.dir);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::erase_if(last_, [&](const auto& kv) { return !dirs.count(kv.first.first); });
 }
 

@@ -10,14 +10,15 @@
 //    policy "force" always gets 1 (libvgpu limits it anyway, the field then says so truthfully).
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "monitor/gpu_telemetry.h"
 #include "monitor/region_store.h"
 
@@ -86,8 +87,8 @@ class ActivityLog {
   void Retain(const std::vector<ContainerRegion>& live);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, int64_t> last_;
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> last_ ABSL_GUARDED_BY(mu_);
 };
 
 struct FeedbackStats {

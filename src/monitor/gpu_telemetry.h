@@ -4,10 +4,11 @@
 // NvmlTelemetry (nvml_telemetry.h) and StaticTelemetry (tests, benchmarks).
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace hami::monitor {
@@ -41,28 +42,28 @@ class GpuTelemetry {
 class StaticTelemetry final : public GpuTelemetry {
  public:
   void SetDevices(std::vector<HostGpu> devices) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     devices_ = std::move(devices);
   }
   void SetProcessUtil(const std::string& uuid, std::vector<ProcessUtil> rows) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     util_[uuid] = std::move(rows);
   }
   StatusOr<std::vector<HostGpu>> Devices() override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return devices_;
   }
   StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid, int64_t) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = util_.find(uuid);
     if (it == util_.end()) return std::vector<ProcessUtil>{};
     return it->second;
   }
 
  private:
-  std::mutex mu_;
-  std::vector<HostGpu> devices_;
-  std::map<std::string, std::vector<ProcessUtil>> util_;
+  Mutex mu_;
+  std::vector<HostGpu> devices_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<ProcessUtil>> util_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::monitor

@@ -40,7 +40,7 @@ bool K8sPodDirectory::Synced() const {
 }
 
 std::optional<PodName> K8sPodDirectory::Find(const std::string& pod_uid) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = by_uid_.find(pod_uid);
   if (it == by_uid_.end()) return std::nullopt;
   return it->second;
@@ -49,13 +49,13 @@ std::optional<PodName> K8sPodDirectory::Find(const std::string& pod_uid) const {
 void K8sPodDirectory::Put(const k8s::Json& pod) {
   std::string uid = Field(pod, "uid");
   if (uid.empty()) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   by_uid_[uid] = PodName{Field(pod, "namespace"), Field(pod, "name")};
 }
 
 void K8sPodDirectory::Drop(const k8s::Json& pod) {
   std::string uid = Field(pod, "uid");
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   by_uid_.erase(uid);
 }
 

@@ -3,9 +3,10 @@
 // (fieldSelector spec.nodeName=<node>), indexed by UID.
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "k8s/client.h"
 #include "k8s/informer.h"
 #include "monitor/pod_directory.h"
@@ -29,8 +30,8 @@ class K8sPodDirectory final : public PodDirectory {
   void Drop(const k8s::Json& pod);
 
   std::unique_ptr<k8s::Informer> informer_;
-  mutable std::mutex mu_;
-  std::map<std::string, PodName> by_uid_;
+  mutable Mutex mu_;
+  std::map<std::string, PodName> by_uid_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::monitor

@@ -112,7 +112,7 @@ StatusOr<std::unique_ptr<NvmlTelemetry>> NvmlTelemetry::Open(gpu::DeviceDiscover
 }
 
 StatusOr<std::vector<gpu::GpuInfo>> NvmlTelemetry::Inventory() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (cached_.empty()) {
     HAMI_ASSIGN_OR_RETURN(cached_, inventory_.ListDevices());
   }

@@ -5,10 +5,11 @@
 // of the same library (normal search order: tests point LD_LIBRARY_PATH at the fake
 // libnvidia-ml.so.1).
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "gpu/discovery.h"
 #include "monitor/gpu_telemetry.h"
 
@@ -34,8 +35,9 @@ class NvmlTelemetry final : public GpuTelemetry {
   gpu::DeviceDiscovery& inventory_;
   void* handle_;
   std::unique_ptr<Api> api_;
-  std::mutex mu_;
-  std::vector<gpu::GpuInfo> cached_;  // GPUs do not come and go while the driver is loaded
+  Mutex mu_;
+  std::vector<gpu::GpuInfo> cached_
+      ABSL_GUARDED_BY(mu_);  // GPUs do not come and go while the driver is loaded
 };
 
 }  // namespace hami::monitor

@@ -3,9 +3,11 @@
 // Implementations: StaticPodDirectory (tests, benchmarks), K8sPodDirectory (informer over this
 // node's pods, k8s_pod_directory.h).
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 
 namespace hami::monitor {
 
@@ -29,32 +31,32 @@ class StaticPodDirectory final : public PodDirectory {
  public:
   explicit StaticPodDirectory(bool synced = true) : synced_(synced) {}
   void Set(const std::string& uid, PodName name) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     pods_[uid] = std::move(name);
   }
   void Remove(const std::string& uid) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     pods_.erase(uid);
   }
   void SetSynced(bool synced) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     synced_ = synced;
   }
   bool Synced() const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return synced_;
   }
   std::optional<PodName> Find(const std::string& uid) const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = pods_.find(uid);
     if (it == pods_.end()) return std::nullopt;
     return it->second;
   }
 
  private:
-  mutable std::mutex mu_;
-  bool synced_;
-  std::map<std::string, PodName> pods_;
+  mutable Mutex mu_;
+  bool synced_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PodName> pods_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::monitor

@@ -67,7 +67,7 @@ RegionStore::RegionStore(RegionStoreOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {}
 
 ScanStats RegionStore::Rescan() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   ScanStats stats;
   std::map<std::string, ContainerRegion> next;
   for (const std::string& name : ListDir(options_.root)) {
@@ -141,7 +141,7 @@ ScanStats RegionStore::Rescan() {
 }
 
 std::vector<ContainerRegion> RegionStore::Regions() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<ContainerRegion> out;
   out.reserve(regions_.size());
   for (const auto& [_, r] : regions_) out.push_back(r);
@@ -149,14 +149,14 @@ std::vector<ContainerRegion> RegionStore::Regions() const {
 }
 
 ScanStats RegionStore::last_stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 
 std::vector<std::string> RegionStore::CleanStale(const PodDirectory& pods) {
   std::vector<std::string> removed;
   if (!pods.Synced()) return removed;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   const int64_t now_s = clock_.UnixSeconds();
   for (const std::string& name : ListDir(options_.root)) {
     std::string pod_uid, container;

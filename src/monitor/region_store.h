@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "monitor/pod_directory.h"
 #include "monitor/region_reader.h"
 
@@ -66,10 +67,11 @@ class RegionStore {
  private:
   RegionStoreOptions options_;
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::map<std::string, ContainerRegion> regions_;  // by dir
-  std::map<std::string, std::string> reported_;     // file -> last error logged
-  ScanStats stats_;
+  mutable Mutex mu_;
+  std::map<std::string, ContainerRegion> regions_ ABSL_GUARDED_BY(mu_);  // by dir
+  // file -> last error logged
+  std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);
+  ScanStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::monitor

@@ -71,8 +71,11 @@ NodeSummary ClusterCache::Slot::Read() const {
 }
 
 void ClusterCache::PublishAllLocked(Entry& e) {
-  NodeSummary v = e.state.Summarize();
-  const auto& devs = e.state.info.devices;
+  // With nodes_mu_ held exclusively no writer of e.state (they hold nodes_mu_ shared and e.mu) can
+  // run, so e.mu is not needed here.
+  const NodeState& state = ABSL_TS_UNCHECKED_READ(e.state);
+  NodeSummary v = state.Summarize();
+  const auto& devs = state.info.devices;
   v.kind = -1;
   v.kind_device = nullptr;
   bool uniform = !devs.empty();
@@ -125,8 +128,8 @@ void ClusterCache::ApplyRecord(NodeState& state, PodRecord& rec) {
 }
 
 void ClusterCache::ApplyPendingLocked(Entry& e) {
-  std::lock_guard pl(pods_mu_);
-  std::lock_guard nl(e.mu);
+  MutexLock pl(pods_mu_);
+  MutexLock nl(e.mu);
   auto it = node_pods_.find(e.state.info.name);
   if (it == node_pods_.end()) return;
   for (const auto& uid : it->second) {
@@ -136,12 +139,12 @@ void ClusterCache::ApplyPendingLocked(Entry& e) {
 }
 
 void ClusterCache::UpsertNode(core::NodeInfo info) {
-  std::unique_lock l(nodes_mu_);
+  WriterLock l(nodes_mu_);
   auto it = by_name_.find(info.name);
   if (it != by_name_.end()) {
     Entry& e = *it->second;
     {
-      std::lock_guard nl(e.mu);
+      MutexLock nl(e.mu);
       if (SameNode(e.state.info, info)) return;
       CountCapacityLocked(e.state.info, -1);
       CountCapacityLocked(info, +1);
@@ -156,12 +159,14 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
   Entry* raw = entry.get();
   std::string name;
   {
-    std::lock_guard nl(raw->mu);
+    MutexLock nl(raw->mu);
     name = raw->state.info.name;
   }
-  auto pos = std::lower_bound(
-      order_.begin(), order_.end(), name,
-      [](const std::unique_ptr<Entry>& a, const std::string& n) { return a->state.info.name < n; });
+  auto pos = std::lower_bound(order_.begin(), order_.end(), name,
+                              [](const std::unique_ptr<Entry>& a, const std::string& n) {
+                                // Under nodes_mu_ exclusively (see PublishAllLocked).
+                                return ABSL_TS_UNCHECKED_READ(a->state).info.name < n;
+                              });
   const size_t at = static_cast<size_t>(pos - order_.begin());
   if (free_slots_.empty()) {
     raw->slot = slot_count_++;
@@ -191,17 +196,17 @@ void ClusterCache::CountCapacityLocked(const core::NodeInfo& info, int sign) {
 }
 
 void ClusterCache::RemoveNode(const std::string& name) {
-  std::unique_lock l(nodes_mu_);
+  WriterLock l(nodes_mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;
   Entry* raw = it->second;
   {
-    std::lock_guard nl(raw->mu);
+    MutexLock nl(raw->mu);
     CountCapacityLocked(raw->state.info, -1);
   }
   by_name_.erase(it);
   {
-    std::lock_guard pl(pods_mu_);
+    MutexLock pl(pods_mu_);
     auto np = node_pods_.find(name);
     if (np != node_pods_.end())
       for (const auto& uid : np->second) pods_.at(uid).applied = false;
@@ -222,14 +227,14 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
   PodRecord rec;
   rec.node = alloc.node;
   rec.delta = DeltaFromAllocation(alloc, res, &rec.uuids);
-  std::shared_lock l(nodes_mu_);
-  std::lock_guard pl(pods_mu_);
+  ReaderLock l(nodes_mu_);
+  MutexLock pl(pods_mu_);
   auto old = pods_.find(uid);
   if (old != pods_.end()) {
     PodRecord& o = old->second;
     if (o.applied) {
       if (auto e = by_name_.find(o.node); e != by_name_.end()) {
-        std::lock_guard nl(e->second->mu);
+        MutexLock nl(e->second->mu);
         e->second->state.Apply(o.delta, -1);
         PublishUsage(*e->second);
       }
@@ -238,7 +243,7 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
     pods_.erase(old);
   }
   if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-    std::lock_guard nl(e->second->mu);
+    MutexLock nl(e->second->mu);
     ApplyRecord(e->second->state, rec);
     PublishUsage(*e->second);
   }
@@ -248,14 +253,14 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
 }
 
 Status ClusterCache::RemovePod(const std::string& uid) {
-  std::shared_lock l(nodes_mu_);
-  std::lock_guard pl(pods_mu_);
+  ReaderLock l(nodes_mu_);
+  MutexLock pl(pods_mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end()) return NotFound("pod ", uid, " is not in the cache");
   PodRecord& rec = it->second;
   if (rec.applied) {
     if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-      std::lock_guard nl(e->second->mu);
+      MutexLock nl(e->second->mu);
       e->second->state.Apply(rec.delta, -1);
       PublishUsage(*e->second);
     }
@@ -272,12 +277,12 @@ Status ClusterCache::RemovePod(const std::string& uid) {
 Status ClusterCache::Reserve(const std::string& uid, const std::string& node,
                              const PodDelta& delta) {
   if (uid.empty()) return InvalidArgument("pod uid is empty");
-  std::shared_lock l(nodes_mu_);
+  ReaderLock l(nodes_mu_);
   auto e = by_name_.find(node);
   if (e == by_name_.end()) return NotFound("node ", node, " is not in the cache");
-  std::lock_guard pl(pods_mu_);
+  MutexLock pl(pods_mu_);
   if (pods_.count(uid)) return absl::AlreadyExistsError(StrCat("pod ", uid, " is already placed"));
-  std::lock_guard nl(e->second->mu);
+  MutexLock nl(e->second->mu);
   NodeState& st = e->second->state;
   if (!st.Fits(delta))
     return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
@@ -321,12 +326,12 @@ std::vector<std::string> ClusterCache::NodeNames() const {
 }
 
 size_t ClusterCache::node_count() const {
-  std::shared_lock l(nodes_mu_);
+  ReaderLock l(nodes_mu_);
   return order_.size();
 }
 
 size_t ClusterCache::pod_count() const {
-  std::lock_guard l(pods_mu_);
+  MutexLock l(pods_mu_);
   return pods_.size();
 }
 

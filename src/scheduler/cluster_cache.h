@@ -21,16 +21,16 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "core/model.h"
 #include "scheduler/node_state.h"
@@ -76,10 +76,10 @@ class ClusterCache {
   // during f.
   template <typename F, typename M>
   void ForEachNode(const std::vector<std::string>* names, F&& f, M&& missing) const {
-    std::shared_lock l(nodes_mu_);
+    ReaderLock l(nodes_mu_);
     if (names == nullptr) {
       for (const auto& e : order_) {
-        std::lock_guard nl(e->mu);
+        MutexLock nl(e->mu);
         f(static_cast<const NodeState&>(e->state));
       }
       return;
@@ -90,7 +90,7 @@ class ClusterCache {
         missing(name);
         continue;
       }
-      std::lock_guard nl(it->second->mu);
+      MutexLock nl(it->second->mu);
       f(static_cast<const NodeState&>(it->second->state));
     }
   }
@@ -98,10 +98,10 @@ class ClusterCache {
   // Calls f(const NodeState&) for one node under its lock; false when the node is unknown.
   template <typename F>
   bool WithNode(const std::string& name, F&& f) const {
-    std::shared_lock l(nodes_mu_);
+    ReaderLock l(nodes_mu_);
     auto it = by_name_.find(name);
     if (it == by_name_.end()) return false;
-    std::lock_guard nl(it->second->mu);
+    MutexLock nl(it->second->mu);
     f(static_cast<const NodeState&>(it->second->state));
     return true;
   }
@@ -110,19 +110,23 @@ class ClusterCache {
   // (lock-free), and each node's full state under its lock. Node add/remove waits for the view.
   class View {
    public:
-    size_t size() const { return c_.order_.size(); }
+    // Used only inside Read(), which holds nodes_mu_ shared; clang cannot follow that into the
+    // caller's lambda, hence ABSL_NO_THREAD_SAFETY_ANALYSIS on the accessors.
+    size_t size() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return c_.order_.size(); }
     // Index of the node in name order, or -1 when unknown.
-    int IndexOf(const std::string& name) const {
+    int IndexOf(const std::string& name) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       auto it = c_.by_name_.find(name);
       return it == c_.by_name_.end() ? -1 : static_cast<int>(it->second->index);
     }
     // A consistent copy of the node's summary (retries while the node is being updated).
-    NodeSummary Summary(size_t i) const { return c_.SlotAt(c_.order_slot_[i]).Read(); }
+    NodeSummary Summary(size_t i) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return c_.SlotAt(c_.order_slot_[i]).Read();
+    }
     // Calls f(const NodeState&) under the node's lock.
     template <typename F>
-    void WithNode(size_t i, F&& f) const {
+    void WithNode(size_t i, F&& f) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       const Entry& e = *c_.order_[i];
-      std::lock_guard nl(e.mu);
+      MutexLock nl(e.mu);
       f(static_cast<const NodeState&>(e.state));
     }
 
@@ -133,7 +137,7 @@ class ClusterCache {
   };
   template <typename F>
   void Read(F&& f) const {
-    std::shared_lock l(nodes_mu_);
+    ReaderLock l(nodes_mu_);
     f(View(*this));
   }
 
@@ -149,8 +153,8 @@ class ClusterCache {
  private:
   struct Entry {
     explicit Entry(NodeState s) : state(std::move(s)) {}
-    mutable std::mutex mu;
-    NodeState state;   // guarded by mu
+    mutable Mutex mu;
+    NodeState state ABSL_GUARDED_BY(mu);
     size_t index = 0;  // position in order_; guarded by nodes_mu_
     size_t slot = 0;   // its summary in slots_; guarded by nodes_mu_
   };
@@ -165,11 +169,13 @@ class ClusterCache {
     NodeSummary Read() const;
   };
   // Republishes the usage part of e's summary; requires e.mu (or nodes_mu_ exclusively).
-  void PublishUsage(const Entry& e) const { SlotAt(e.slot).Publish(e.state.Summarize()); }
+  void PublishUsage(const Entry& e) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    SlotAt(e.slot).Publish(e.state.Summarize());
+  }
   static constexpr size_t kSlotChunk = 1024;
   Slot& SlotAt(size_t i) const { return slots_[i / kSlotChunk][i % kSlotChunk]; }
   // Rewrites e's whole summary (kind included); requires nodes_mu_ exclusively.
-  void PublishAllLocked(Entry& e);
+  void PublishAllLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(nodes_mu_);
   struct PodRecord {
     std::string node;
     PodDelta delta;                  // device indices valid while applied
@@ -183,32 +189,33 @@ class ClusterCache {
   static PodDelta DeltaFromAllocation(const core::PodAllocation& alloc, const PodResources& res,
                                       std::vector<std::string>* uuids);
   // Requires nodes_mu_ held exclusively.
-  void ApplyPendingLocked(Entry& e);
+  void ApplyPendingLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(nodes_mu_);
   // Adds (sign = +1) or removes a node's GPUs to capacity_; requires nodes_mu_ exclusively.
-  void CountCapacityLocked(const core::NodeInfo& info, int sign);
+  void CountCapacityLocked(const core::NodeInfo& info, int sign)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(nodes_mu_);
 
   // std:: locks rather than absl::Mutex: Debian's abseil is built with deadlock detection, which
   // costs more than the node evaluation itself on the decision path.
-  mutable std::shared_mutex nodes_mu_;
-  std::vector<std::unique_ptr<Entry>> order_;  // guarded by nodes_mu_; sorted by name
-  absl::flat_hash_map<std::string, Entry*>
-      by_name_;  // guarded by nodes_mu_; flat: one probe per NodeNames entry
+  mutable SharedMutex nodes_mu_;
+  std::vector<std::unique_ptr<Entry>> order_ ABSL_GUARDED_BY(nodes_mu_);  // sorted by name
+  // Flat: one probe per NodeNames entry.
+  absl::flat_hash_map<std::string, Entry*> by_name_ ABSL_GUARDED_BY(nodes_mu_);
   // Summaries in chunks of kSlotChunk (contiguous for the scan, never moved): slot_count_ grows
   // only (a removed node's slot is reused); order_slot_ is parallel to order_.
-  std::vector<std::unique_ptr<Slot[]>> slots_;  // shape guarded by nodes_mu_
-  size_t slot_count_ = 0;                       // guarded by nodes_mu_
-  std::vector<uint32_t> order_slot_;            // guarded by nodes_mu_
-  std::vector<uint32_t> free_slots_;            // guarded by nodes_mu_
+  std::vector<std::unique_ptr<Slot[]>> slots_;  // shape guarded by nodes_mu_ (read lock-free)
+  size_t slot_count_ ABSL_GUARDED_BY(nodes_mu_) = 0;
+  std::vector<uint32_t> order_slot_ ABSL_GUARDED_BY(nodes_mu_);
+  std::vector<uint32_t> free_slots_ ABSL_GUARDED_BY(nodes_mu_);
   // Interned device kinds (vendor, type, memory, cores) for NodeSummary::kind.
-  std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_;  // guarded by nodes_mu_
-  GpuCapacity gpus_by_type_;                                               // guarded by nodes_mu_
+  std::vector<std::tuple<std::string, std::string, int64_t, int>> kinds_ ABSL_GUARDED_BY(nodes_mu_);
+  GpuCapacity gpus_by_type_ ABSL_GUARDED_BY(nodes_mu_);
   std::shared_ptr<const GpuCapacity> capacity_ =
       std::make_shared<const GpuCapacity>();  // atomic_load/store
 
-  mutable std::mutex pods_mu_;                       // acquired after nodes_mu_
-  std::unordered_map<std::string, PodRecord> pods_;  // guarded by pods_mu_
-  std::unordered_map<std::string, std::unordered_set<std::string>>
-      node_pods_;  // guarded by pods_mu_
+  mutable Mutex pods_mu_ ABSL_ACQUIRED_AFTER(nodes_mu_);
+  std::unordered_map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(pods_mu_);
+  std::unordered_map<std::string, std::unordered_set<std::string>> node_pods_
+      ABSL_GUARDED_BY(pods_mu_);
 };
 
 }  // namespace hami::scheduler

@@ -70,14 +70,14 @@ void ShapeModel::Observe(const core::PodRequest& pod) {
 }
 
 void ShapeModel::ObserveShape(const TaskShape& shape) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   AddLocked(shape);
   Rebuild();
 }
 
 void ShapeModel::Observe(const std::string& uid, const core::PodRequest& pod) {
   TaskShape shape = ShapeOf(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = records_.find(uid); it != records_.end()) {
     SubtractLocked(it->second.shape, it->second.weight, it->second.log_scale);
     records_.erase(it);
@@ -88,7 +88,7 @@ void ShapeModel::Observe(const std::string& uid, const core::PodRequest& pod) {
 }
 
 void ShapeModel::Unobserve(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = records_.find(uid);
   if (it == records_.end()) return;
   SubtractLocked(it->second.shape, it->second.weight, it->second.log_scale);
@@ -97,12 +97,12 @@ void ShapeModel::Unobserve(const std::string& uid) {
 }
 
 void ShapeModel::Forget(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   records_.erase(uid);
 }
 
 size_t ShapeModel::recorded() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return records_.size();
 }
 
@@ -217,7 +217,7 @@ void ShapeModel::Rebuild() {
 }
 
 std::shared_ptr<const TypicalSet> ShapeModel::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return snapshot_;
 }
 

@@ -9,11 +9,12 @@
 // weight, with weights renormalised to one million (parts per million, integers).
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "core/model.h"
 
 namespace hami::scheduler::fgd {
@@ -89,12 +90,13 @@ class ShapeModel {
   std::shared_ptr<const TypicalSet> Snapshot() const;
 
  private:
-  double AddLocked(const TaskShape& shape);  // requires mu_; the weight added
-  void SubtractLocked(const TaskShape& shape, double weight, double log_scale);  // requires mu_
-  void Rebuild();                                                                // requires mu_
+  double AddLocked(const TaskShape& shape) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // the weight added
+  void SubtractLocked(const TaskShape& shape, double weight, double log_scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Rebuild() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   ShapeModelOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   struct Tracked {
     double weight = 0;
     uint64_t id = 0;    // first-seen order
@@ -105,19 +107,22 @@ class ShapeModel {
     double weight = 0;  // as added, in the units of log_scale_ at that time
     double log_scale = 0;
   };
-  std::unordered_map<std::string, Record> records_;  // by uid
-  double log_scale_ = 0;  // log2 of the product of every rescale divisor so far
-  std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_;
-  uint64_t next_id_ = 0;
-  uint64_t membership_ = 0;
-  std::shared_ptr<const TrackedShapes> tracked_;
-  std::vector<uint64_t> tracked_ids_;  // ids of tracked_->shapes, ascending
-  bool tracked_dirty_ = true;          // a shape was added or forgotten since tracked_ was built
-  double increment_ = 1.0;             // grows by the decay factor instead of decaying every entry
-  double growth_ = 1.0;
-  int64_t observed_ = 0;
-  uint64_t version_ = 0;
-  std::shared_ptr<const TypicalSet> snapshot_;
+  std::unordered_map<std::string, Record> records_ ABSL_GUARDED_BY(mu_);  // by uid
+  double log_scale_ ABSL_GUARDED_BY(mu_) =
+      0;  // log2 of the product of every rescale divisor so far
+  std::unordered_map<TaskShape, Tracked, TaskShapeHash> weights_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t membership_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const TrackedShapes> tracked_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> tracked_ids_ ABSL_GUARDED_BY(mu_);  // ids of tracked_->shapes, ascending
+  bool tracked_dirty_ ABSL_GUARDED_BY(mu_) =
+      true;  // a shape was added or forgotten since tracked_ was built
+  double increment_ ABSL_GUARDED_BY(mu_) =
+      1.0;  // grows by the decay factor instead of decaying every entry
+  double growth_ ABSL_GUARDED_BY(mu_) = 1.0;
+  int64_t observed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const TypicalSet> snapshot_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::scheduler::fgd

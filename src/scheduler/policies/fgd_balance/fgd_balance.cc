@@ -22,12 +22,12 @@ int64_t ShapeMilli(const fgd::TaskShape& s) {
 }  // namespace
 
 void CpuDemand::Observe(const core::PodRequest& pod) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   AddLocked(pod);
 }
 
 void CpuDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TakeBackLocked(uid);
   const Ratio added = AddLocked(pod);
   if (added.cpu != 0 || added.milli != 0)
@@ -56,13 +56,13 @@ void CpuDemand::SubtractLocked(const CpuDemandRecord& a) {
 }
 
 CpuDemand::Ratio CpuDemand::Get() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sums_;
 }
 
 void ModelDemand::Observe(const std::string& uid, const core::PodRequest& pod) {
   const fgd::TaskShape s = fgd::ShapeOf(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TakeBackLocked(uid);
   if (s.gpus <= 0) return;
   ModelDemandRecord a{s.models, std::min<int64_t>(ShapeMilli(s), kMaxSum)};
@@ -93,7 +93,7 @@ void ModelDemand::SubtractLocked(const ModelDemandRecord& a) {
 
 ModelDemand::Sums ModelDemand::Get() const {
   Sums out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out.total = total_;
   for (const auto& [models, milli] : by_models_) {
     std::vector<std::string> split;

@@ -26,12 +26,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "scheduler/framework.h"
 #include "scheduler/policies/fgd/fgd_common.h"
 #include "scheduler/registry.h"
@@ -45,23 +46,23 @@ template <class Derived, class Record>
 class UidRecords {
  public:
   void Unobserve(const std::string& uid) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TakeBackLocked(uid);
   }
   void Forget(const std::string& uid) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     records_.erase(uid);
   }
 
  protected:
-  void TakeBackLocked(const std::string& uid) {  // requires mu_
+  void TakeBackLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = records_.find(uid);
     if (it == records_.end()) return;
     static_cast<Derived*>(this)->SubtractLocked(it->second);
     records_.erase(it);
   }
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Record> records_;  // by uid
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Record> records_ ABSL_GUARDED_BY(mu_);  // by uid
 };
 
 struct CpuDemandRecord {
@@ -84,10 +85,11 @@ class CpuDemand : public UidRecords<CpuDemand, CpuDemandRecord> {
 
  private:
   friend class UidRecords<CpuDemand, CpuDemandRecord>;
-  Ratio AddLocked(const core::PodRequest& pod);   // requires mu_; what was added
-  void SubtractLocked(const CpuDemandRecord& a);  // requires mu_
-  Ratio sums_;
-  int64_t halvings_ = 0;
+  Ratio AddLocked(const core::PodRequest& pod)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // what was added
+  void SubtractLocked(const CpuDemandRecord& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Ratio sums_ ABSL_GUARDED_BY(mu_);
+  int64_t halvings_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 struct ModelDemandRecord {
@@ -111,9 +113,9 @@ class ModelDemand : public UidRecords<ModelDemand, ModelDemandRecord> {
 
  private:
   friend class UidRecords<ModelDemand, ModelDemandRecord>;
-  void SubtractLocked(const ModelDemandRecord& a);  // requires mu_
-  int64_t total_ = 0;
-  std::map<std::string, int64_t> by_models_;  // "" excluded
+  void SubtractLocked(const ModelDemandRecord& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> by_models_ ABSL_GUARDED_BY(mu_);  // "" excluded
 };
 
 // Per device type, the pressure (ppm, 0..1e6) of constrained demand on its capacity (see above).
