@@ -79,9 +79,13 @@ class StageTimer {
 };
 
 // decide_mu_ held shared (optimistic decisions run together) or exclusive (a pod that kept losing).
+// decide_mu_ guards no data (it orders decisions), and a lock that is shared or exclusive by a
+// run-time flag cannot be annotated: no thread-safety analysis here.
 class DecideLock {
  public:
-  DecideLock(absl::Mutex& mu, bool exclusive) : mu_(mu), exclusive_(exclusive) {
+  DecideLock(absl::Mutex& mu, bool exclusive) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : mu_(mu),
+        exclusive_(exclusive) {
     if (exclusive_)
       mu_.Lock();
     else
@@ -90,7 +94,7 @@ class DecideLock {
   ~DecideLock() { Release(); }
   DecideLock(const DecideLock&) = delete;
   DecideLock& operator=(const DecideLock&) = delete;
-  void Release() {
+  void Release() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!held_) return;
     held_ = false;
     if (exclusive_)
@@ -242,29 +246,114 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
   return OkStatus();
 }
 
+// ---- Filter's phases ----
+
+StatusOr<core::PodRequest> DecodeFilterPod(const ExtenderArgs& args,
+                                           const vendors::VendorSet& vendors,
+                                           const core::ResourceConfig& resources) {
+  auto parsed = vendors.ParsePod(args.pod, resources);
+  if (!parsed.ok())
+    return InvalidArgument("pod cannot be scheduled as written: ",
+                           std::string(parsed.status().message()));
+  return parsed;
+}
+
+const std::vector<std::string>& CandidateNodes(const ExtenderArgs& args,
+                                               std::vector<std::string>* storage) {
+  // NodeNames is used in place (5000 names at 5k nodes); only the Nodes form builds a list.
+  if (args.node_names) return *args.node_names;
+  *storage = args.CandidateNames();
+  return *storage;
+}
+
+FilterStep ScheduleStep(const Status& status, bool placed, bool explained) {
+  if (absl::IsAborted(status)) return FilterStep::kLostRace;
+  if (!status.ok()) return FilterStep::kDone;
+  if (placed) return FilterStep::kFits;
+  return explained ? FilterStep::kDone : FilterStep::kExplain;
+}
+
+FilterStep QuotaStep(const Status& quota, bool charge_depends_on_device,
+                     const FilterRetries& retries, size_t candidates) {
+  if (quota.ok()) return FilterStep::kFits;
+  if (charge_depends_on_device && retries.quota_rule_outs < FilterRetries::kQuotaRetries &&
+      candidates > 1)
+    return FilterStep::kRuleOutNode;
+  return FilterStep::kDone;
+}
+
+FilterStep ReserveStep(const Status& reserve) {
+  if (reserve.ok()) return FilterStep::kReserved;
+  if (absl::IsAborted(reserve) || absl::IsAlreadyExists(reserve)) return FilterStep::kLostRace;
+  return FilterStep::kDone;
+}
+
+StatusOr<EncodedDecision> EncodeFilterDecision(const vendors::VendorSet& vendors,
+                                               const core::PodAllocation& allocation, int64_t now) {
+  EncodedDecision e;
+  // Each vendor's decision annotations (NVIDIA: its to-allocate/allocated pair).
+  HAMI_ASSIGN_OR_RETURN(e.annotations, vendors.EncodeDecision(allocation, now));
+  e.fingerprint = vendors.DecisionFingerprint(e.annotations);
+  return e;
+}
+
+// One pod's way through the phases: the request, the retry budgets, the decision once made and the
+// reply built so far (the quota's rule-outs stay in FailedNodes whatever comes next).
+struct Extender::FilterCycle {
+  FilterCycle(const core::PodRequest& p, const std::vector<std::string>& c)
+      : pod(p),
+        candidates(c),
+        kinds(core::ContainerKinds(p)),
+        charge_depends_on_device(ChargeDependsOnDevice(p)) {
+    // Reasons per node are needed only when no node fits: decide without them (the library then
+    // stops at the best bound instead of scoring and explaining every node) and explain once when
+    // nothing fits (FilterStep::kExplain). On success FailedNodes therefore holds only nodes ruled
+    // out by the quota (kube-scheduler reads the failed nodes only when the pod ends up
+    // unschedulable).
+    so.explain = false;
+  }
+  // The quota refused `node` for a charge that depends on the card: decide again without it.
+  void RuleOut(const std::string& node) {
+    ++retries.quota_rule_outs;
+    if (cand != &narrowed) narrowed = candidates;
+    narrowed.erase(std::remove(narrowed.begin(), narrowed.end(), node), narrowed.end());
+    cand = &narrowed;
+  }
+
+  const core::PodRequest& pod;
+  const std::vector<std::string>& candidates;  // as kube-scheduler sent them
+  const std::vector<core::ContainerKind> kinds;
+  const bool charge_depends_on_device;
+  const std::vector<std::string>* cand = &candidates;  // minus the nodes ruled out
+  std::vector<std::string> narrowed;
+  scheduler::ScheduleOptions so;
+  FilterRetries retries;
+  scheduler::Decision decision;  // once kFits
+  EncodedDecision encoded;       // once kFits
+  int64_t now = 0;               // the decision's vgpu-time
+  ExtenderFilterResult out;
+};
+
+ExtenderFilterResult Extender::FilterError(ExtenderFilterResult out, std::string error) {
+  counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
+  out.error = std::move(error);
+  return out;
+}
+
 ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   counters_.filter_total.fetch_add(1, std::memory_order_relaxed);
-  ExtenderFilterResult out;
-  if (opts_.is_leader && !opts_.is_leader()) {
-    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-    out.error = NotLeaderError();
-    return out;
-  }
-  const vendors::VendorSet* vendors = state_.options().vendors;
-  auto parsed = vendors->ParsePod(args.pod, opts_.resources);
-  if (!parsed.ok()) {
-    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-    out.error =
-        StrCat("pod cannot be scheduled as written: ", std::string(parsed.status().message()));
-    return out;
-  }
-  core::PodRequest pod = std::move(*parsed);
-  // NodeNames is used in place (5000 names at 5k nodes); only the Nodes form builds a list.
+  // 1. Decode and validate the request.
+  if (!Leading()) return FilterError({}, NotLeaderError());
+  auto parsed = DecodeFilterPod(args, *state_.options().vendors, opts_.resources);
+  if (!parsed.ok()) return FilterError({}, std::string(parsed.status().message()));
+  const core::PodRequest& pod = *parsed;
+
+  // 2. Candidate nodes; the paths that decide nothing live here.
   std::vector<std::string> from_nodes;
-  if (!args.node_names) from_nodes = args.CandidateNames();
-  const std::vector<std::string>& candidates = args.node_names ? *args.node_names : from_nodes;
+  const std::vector<std::string>& candidates = CandidateNodes(args, &from_nodes);
   if (!pod.HasDevices()) {
     if (args.nodes) {  // dry run of a pod without devices: nothing of ours to judge
+      ExtenderFilterResult out;
       out.node_names = candidates;
       out.nodes = args.nodes;
       return out;
@@ -277,162 +366,171 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   // (docs/scheduler.md); CPU-aware policies (fgd, default) score with them exactly as in `hami
   // sim`.
   if (args.nodes) return Simulate(args, pod);
+
+  // 3. Pod checks.
   state_.ExpireReservations();
   if (Status ok = CheckFilterPod(pod, args.pod); !ok.ok()) {
-    counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
     counters_.refused_requests.fetch_add(1, std::memory_order_relaxed);
-    out.error = std::string(ok.message());
-    return out;
+    return FilterError({}, std::string(ok.message()));
   }
-
   // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation
   // up.
   if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
-  const std::vector<core::ContainerKind> kinds = core::ContainerKinds(pod);
 
-  // Reasons per node are needed only when no node fits: decide without them (the library then stops
-  // at the best bound instead of scoring and explaining every node) and explain once when nothing
-  // fits. On success FailedNodes therefore holds only nodes ruled out by the quota (kube-scheduler
-  // reads the failed nodes only when the pod ends up unschedulable).
-  scheduler::ScheduleOptions so;
-  so.explain = false;
+  // 4. Schedule, encode, charge the quota and reserve; each retry kind is a named step.
+  FilterCycle c(pod, candidates);
+  for (;;) {
+    switch (DecideAndReserve(c)) {
+      case FilterStep::kReserved:
+        return Commit(c);  // 5. write the decision
+      case FilterStep::kLostRace:
+        if (c.retries.AfterLostRace()) continue;
+        return FilterError(std::move(c.out),
+                           StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ",
+                                  FilterRetries::kOptimisticAttempts + 1,
+                                  " times (the cluster changed under it); retry"));
+      case FilterStep::kExplain:
+        c.so.explain = true;
+        continue;
+      case FilterStep::kRuleOutNode:
+        c.RuleOut(c.decision.node);
+        continue;
+      case FilterStep::kFits:  // never returned by DecideAndReserve
+      case FilterStep::kDone:
+        return std::move(c.out);
+    }
+  }
+}
+
+FilterStep Extender::DecideAndReserve(FilterCycle& c) {
   // Decisions run concurrently (optimistic: Schedule reads, Reserve re-checks). A decision that
   // loses a race - the winner changed before Schedule's own re-check (ABORTED) or before Reserve -
-  // is made again; after kOptimisticAttempts lost races the pod decides alone (decide_mu_
-  // exclusive), so only an informer update can still get in its way. The lock covers deciding and
-  // reserving, never the patch.
-  constexpr int kOptimisticAttempts = 8;
-  // Quota: upstream checks it per device while fitting, so a charge that depends on the card (a
-  // percentage of its memory) can still fit on a node with smaller cards. Such a pod whose decision
-  // exceeds the quota rules that node out and decides again (kQuotaRetries times at most).
-  constexpr int kQuotaRetries = 8;
-  const bool charge_depends_on_device = ChargeDependsOnDevice(pod);
-  int quota_retries = 0;
-  const std::vector<std::string>* cand = &candidates;
-  std::vector<std::string> narrowed;
-  for (int attempt = 0; attempt <= kOptimisticAttempts; ++attempt) {
-    DecideLock lock(decide_mu_, /*exclusive=*/attempt == kOptimisticAttempts);
-    auto d = [&] {
-      StageTimer t(counters_.filter_library_ns);
-      return sched_.Schedule(pod, cand, so);
-    }();
-    if (!d.ok() && absl::IsAborted(d.status())) {
+  // is made again; after FilterRetries::kOptimisticAttempts lost races the pod decides alone
+  // (decide_mu_ exclusive), so only an informer update can still get in its way. The lock covers
+  // deciding and reserving, never the patch.
+  DecideLock lock(decide_mu_, c.retries.Exclusive());
+  auto d = [&] {
+    StageTimer t(counters_.filter_library_ns);
+    return sched_.Schedule(c.pod, c.cand, c.so);
+  }();
+  switch (ScheduleStep(d.status(), d.ok() && !d->node.empty(), c.so.explain)) {
+    case FilterStep::kLostRace:
       counters_.reserve_conflicts.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    if (!d.ok()) {
-      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-      out.error = StrCat("pod ", PodKey(pod), ": ", std::string(d.status().message()));
-      return out;
-    }
-    if (d->node.empty() && !so.explain) {
-      so.explain = true;
-      --attempt;  // not a lost race
-      continue;
-    }
-    if (d->node.empty()) {
+      return FilterStep::kLostRace;
+    case FilterStep::kExplain:
+      return FilterStep::kExplain;
+    case FilterStep::kDone:
+      if (!d.ok()) {
+        c.out = FilterError(std::move(c.out),
+                            StrCat("pod ", PodKey(c.pod), ": ", std::string(d.status().message())));
+        return FilterStep::kDone;
+      }
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
       for (const auto& f : d->failures)
-        (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
-      out.node_names = std::vector<std::string>{};
+        (f.retryable ? c.out.failed_nodes : c.out.failed_and_unresolvable)[f.node] = Reason(f);
+      c.out.node_names = std::vector<std::string>{};
       if (opts_.filter_failed_events)
-        Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed",
-              StrCat("no node fits: ", candidates.size(), " nodes do not fit"));
-      return out;
-    }
-    // Each vendor's decision annotations (NVIDIA: its to-allocate/allocated pair).
-    const int64_t now = clock_.UnixSeconds();
-    std::map<std::string, std::string> decision;
-    StatusOr<std::string> encoded = std::string();
-    if (auto ann = vendors->EncodeDecision(d->allocation, now); ann.ok()) {
-      decision = std::move(*ann);
-      encoded = vendors->DecisionFingerprint(decision);
-    } else {
-      encoded = ann.status();
-    }
-    if (!encoded.ok()) {
-      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-      out.error = StrCat("pod ", PodKey(pod),
-                         ": cannot encode the decision: ", std::string(encoded.status().message()));
-      return out;
-    }
-    PodRecord rec;
-    rec.uid = pod.uid;
-    rec.namespace_ = pod.namespace_;
-    rec.name = pod.name;
-    rec.allocation = d->allocation;
-    rec.allocation.node = d->node;
-    rec.kinds = kinds;
-    rec.totals = state_.ChargeOf(kinds, rec.allocation);
-    rec.encoded = *encoded;
-    Status q = state_.TryReserve(rec);
-    if (!q.ok()) {
-      const std::string why = StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
-      if (charge_depends_on_device && quota_retries < kQuotaRetries && cand->size() > 1) {
-        ++quota_retries;
-        --attempt;  // not a lost race
-        out.failed_nodes[d->node] = why;
-        if (cand != &narrowed) narrowed = candidates;
-        narrowed.erase(std::remove(narrowed.begin(), narrowed.end(), d->node), narrowed.end());
-        cand = &narrowed;
-        continue;
-      }
-      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
-      for (const auto& n : *cand) out.failed_nodes[n] = why;
-      out.node_names = std::vector<std::string>{};
-      return out;
-    }
-    Status r = [&] {
-      StageTimer t(counters_.filter_library_ns);
-      return sched_.Reserve(pod, *d);
-    }();
-    if (!r.ok()) {
-      state_.Drop(pod.uid);
-      if (absl::IsAborted(r) || absl::IsAlreadyExists(r)) {
-        // A concurrent decision took the room first, or a stale informer copy re-added the pod.
-        counters_.reserve_conflicts.fetch_add(1, std::memory_order_relaxed);
-        if (absl::IsAlreadyExists(r)) (void)sched_.Unreserve(pod.uid);
-        continue;
-      }
-      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-      out.error = StrCat("pod ", PodKey(pod), ": ", std::string(r.message()));
-      return out;
-    }
-    lock.Release();
-    if (!Leading()) {  // lost the lease while deciding: write nothing
-      state_.Drop(pod.uid);
-      (void)sched_.Unreserve(pod.uid);
-      counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-      out.error = NotLeaderError();
-      return out;
-    }
-    if (client_ != nullptr) {
-      StageTimer t(counters_.filter_patch_ns);
-      Json patch = DecisionPatch(d->node, decision, now);
-      patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
-      auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
-      if (!p.ok()) {
-        state_.Drop(pod.uid);
-        (void)sched_.Unreserve(pod.uid);
-        counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-        out.error = StrCat("pod ", PodKey(pod),
-                           ": cannot write the decision: ", std::string(p.status().message()));
-        Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed", out.error);
-        return out;
-      }
-    }
-    for (const auto& f : d->failures)
-      (f.retryable ? out.failed_nodes : out.failed_and_unresolvable)[f.node] = Reason(f);
-    out.node_names = std::vector<std::string>{d->node};
-    if (opts_.success_events)
-      Event(PodRef(pod.namespace_, pod.name, pod.uid), "Normal", "FilteringSucceed",
-            StrCat("fit node ", d->node, " (of ", candidates.size(), " candidate nodes)"));
-    return out;
+        Event(PodRef(c.pod.namespace_, c.pod.name, c.pod.uid), "Warning", "FilteringFailed",
+              StrCat("no node fits: ", c.candidates.size(), " nodes do not fit"));
+      return FilterStep::kDone;
+    default:
+      break;
   }
-  counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
-  out.error = StrCat("pod ", PodKey(pod), ": lost the race for every fitting node ",
-                     kOptimisticAttempts + 1, " times (the cluster changed under it); retry");
-  return out;
+  c.decision = std::move(*d);
+
+  // Encode the decision (vgpu-time is this attempt's).
+  c.now = clock_.UnixSeconds();
+  auto encoded = EncodeFilterDecision(*state_.options().vendors, c.decision.allocation, c.now);
+  if (!encoded.ok()) {
+    c.out = FilterError(std::move(c.out),
+                        StrCat("pod ", PodKey(c.pod), ": cannot encode the decision: ",
+                               std::string(encoded.status().message())));
+    return FilterStep::kDone;
+  }
+  c.encoded = std::move(*encoded);
+
+  // Quota: upstream checks it per device while fitting, so a charge that depends on the card (a
+  // percentage of its memory) can still fit on a node with smaller cards. Such a pod whose decision
+  // exceeds the quota rules that node out and decides again (FilterRetries::kQuotaRetries times at
+  // most).
+  PodRecord rec;
+  rec.uid = c.pod.uid;
+  rec.namespace_ = c.pod.namespace_;
+  rec.name = c.pod.name;
+  rec.allocation = c.decision.allocation;
+  rec.allocation.node = c.decision.node;
+  rec.kinds = c.kinds;
+  rec.totals = state_.ChargeOf(c.kinds, rec.allocation);
+  rec.encoded = c.encoded.fingerprint;
+  const Status q = state_.TryReserve(rec);
+  switch (QuotaStep(q, c.charge_depends_on_device, c.retries, c.cand->size())) {
+    case FilterStep::kRuleOutNode:
+      c.out.failed_nodes[c.decision.node] =
+          StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
+      return FilterStep::kRuleOutNode;
+    case FilterStep::kDone: {
+      counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      const std::string why = StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
+      for (const auto& n : *c.cand) c.out.failed_nodes[n] = why;
+      c.out.node_names = std::vector<std::string>{};
+      return FilterStep::kDone;
+    }
+    default:
+      break;
+  }
+
+  // Reserve in the cache (re-checks what Schedule read).
+  const Status r = [&] {
+    StageTimer t(counters_.filter_library_ns);
+    return sched_.Reserve(c.pod, c.decision);
+  }();
+  const FilterStep step = ReserveStep(r);
+  if (step == FilterStep::kReserved) return step;
+  state_.Drop(c.pod.uid);
+  if (step == FilterStep::kLostRace) {
+    // A concurrent decision took the room first, or a stale informer copy re-added the pod.
+    counters_.reserve_conflicts.fetch_add(1, std::memory_order_relaxed);
+    if (absl::IsAlreadyExists(r)) (void)sched_.Unreserve(c.pod.uid);
+    return step;
+  }
+  c.out =
+      FilterError(std::move(c.out), StrCat("pod ", PodKey(c.pod), ": ", std::string(r.message())));
+  return FilterStep::kDone;
+}
+
+ExtenderFilterResult Extender::Commit(FilterCycle& c) {
+  const core::PodRequest& pod = c.pod;
+  const scheduler::Decision& d = c.decision;
+  auto release = [&] {
+    state_.Drop(pod.uid);
+    (void)sched_.Unreserve(pod.uid);
+  };
+  if (!Leading()) {  // lost the lease while deciding: write nothing
+    release();
+    return FilterError(std::move(c.out), NotLeaderError());
+  }
+  if (client_ != nullptr) {
+    StageTimer t(counters_.filter_patch_ns);
+    Json patch = DecisionPatch(d.node, c.encoded.annotations, c.now);
+    patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
+    auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
+    if (!p.ok()) {
+      release();
+      ExtenderFilterResult out =
+          FilterError(std::move(c.out), StrCat("pod ", PodKey(pod), ": cannot write the decision: ",
+                                               std::string(p.status().message())));
+      Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed", out.error);
+      return out;
+    }
+  }
+  // 6. The reply.
+  for (const auto& f : d.failures)
+    (f.retryable ? c.out.failed_nodes : c.out.failed_and_unresolvable)[f.node] = Reason(f);
+  c.out.node_names = std::vector<std::string>{d.node};
+  if (opts_.success_events)
+    Event(PodRef(pod.namespace_, pod.name, pod.uid), "Normal", "FilteringSucceed",
+          StrCat("fit node ", d.node, " (of ", c.candidates.size(), " candidate nodes)"));
+  return std::move(c.out);
 }
 
 ExtenderFilterResult Extender::FilterWithoutDevices(const core::PodRequest& pod,

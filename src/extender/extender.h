@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
@@ -48,6 +49,7 @@
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
 #include "scheduler/scheduler.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::extender {
 
@@ -84,6 +86,66 @@ struct ExtenderCounters {
       filter_encode_ns{0};
 };
 
+// ---- Filter's phases, in order (Extender::Filter reads as their sequence, the way
+// kube-scheduler's schedule_one.go does; the pure ones are exposed for their table tests) ----
+//  1. decode + validate: DecodeFilterPod (and the leader gate)
+//  2. candidate nodes:   CandidateNodes; pods without devices and dry runs leave here
+//  3. pod checks:        Extender::CheckFilterPod (names, uid, not bound); an old reservation goes
+//  4. schedule, encode, quota, reserve (under decide_mu_): each sub-step's result is a FilterStep
+//     (ScheduleStep, EncodeFilterDecision, QuotaStep, ReserveStep); the retry kinds are the steps
+//     kLostRace, kExplain and kRuleOutNode, with their budgets in FilterRetries
+//  5. commit:            leader re-check, the decision patch
+//  6. reply:             FailedNodes / NodeNames, Event
+
+// Where one decide attempt leads.
+enum class FilterStep {
+  kFits,      // this sub-step passed: go on to the next one
+  kReserved,  // decided and reserved: commit it
+  kLostRace,  // a concurrent decision got in first (Schedule's re-check, or Reserve): decide again
+  kExplain,   // no node fits and the attempt ran without reasons: decide again, explaining
+  kRuleOutNode,  // the quota refused a card-dependent charge: decide again without that node
+  kDone,         // a final answer is in the reply: unschedulable, or an error
+};
+
+// The retry kinds' budgets. Lost races: kOptimisticAttempts attempts with decide_mu_ shared, then
+// one alone (exclusive), then an error; an explanation is one extra attempt that costs nothing;
+// quota rule-outs: kQuotaRetries at most.
+struct FilterRetries {
+  static constexpr int kOptimisticAttempts = 8;
+  static constexpr int kQuotaRetries = 8;
+  int lost_races = 0;
+  int quota_rule_outs = 0;
+  // Whether the next attempt decides alone.
+  bool Exclusive() const { return lost_races == kOptimisticAttempts; }
+  // Counts a lost race; false once the exclusive attempt was lost too.
+  bool AfterLostRace() { return ++lost_races <= kOptimisticAttempts; }
+};
+
+// 1. The pod of a filter request; errors say it cannot be scheduled as written.
+StatusOr<core::PodRequest> DecodeFilterPod(const ExtenderArgs& args,
+                                           const vendors::VendorSet& vendors,
+                                           const core::ResourceConfig& resources);
+// 2. The candidate node names: NodeNames in place, or the names of Nodes copied into *storage.
+const std::vector<std::string>& CandidateNodes(const ExtenderArgs& args,
+                                               std::vector<std::string>* storage);
+// 4. Schedule's result (`placed`: a node was chosen): kLostRace (ABORTED), kDone (another error, or
+// no node fits once `explained`), kExplain (no node fits, no reasons yet), kFits.
+FilterStep ScheduleStep(const Status& status, bool placed, bool explained);
+// The decision's annotations (every vendor's) and their fingerprint (PodRecord::encoded).
+struct EncodedDecision {
+  std::map<std::string, std::string> annotations;
+  std::string fingerprint;
+};
+StatusOr<EncodedDecision> EncodeFilterDecision(const vendors::VendorSet& vendors,
+                                               const core::PodAllocation& allocation, int64_t now);
+// The quota's verdict on the decision: kFits, kRuleOutNode (a charge that depends on the card, with
+// rule-outs left and another candidate), or kDone (unschedulable on every candidate).
+FilterStep QuotaStep(const Status& quota, bool charge_depends_on_device,
+                     const FilterRetries& retries, size_t candidates);
+// Reserve's result: kReserved, kLostRace (ABORTED: the room went first; ALREADY_EXISTS: a stale
+// informer copy of the pod), kDone (an error).
+FilterStep ReserveStep(const Status& reserve);
+
 class Extender {
  public:
   // `client` may be null in tests of the pure paths (then nothing is patched or bound).
@@ -102,6 +164,13 @@ class Extender {
   void FlushEvents();
 
  private:
+  struct FilterCycle;  // one pod's way through Filter's phases (extender.cc)
+  // Phase 4 under decide_mu_: kReserved, a retry kind, or kDone with the reply in c.out.
+  FilterStep DecideAndReserve(FilterCycle& c);
+  // Phases 5 and 6 for a reserved decision.
+  ExtenderFilterResult Commit(FilterCycle& c);
+  // `out` (what the reply holds so far) with `error`, counted.
+  ExtenderFilterResult FilterError(ExtenderFilterResult out, std::string error);
   ExtenderFilterResult Simulate(const ExtenderArgs& args, const core::PodRequest& pod);
   // A pod without devices: nodes without HAMi devices first; else the policy's choice, reserved.
   ExtenderFilterResult FilterWithoutDevices(const core::PodRequest& pod,

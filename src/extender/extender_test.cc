@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <set>
+#include <vector>
 
+#include "core/annotations.h"
 #include "extender/metrics.h"
 
 namespace hami::extender {
@@ -476,4 +480,302 @@ TEST_F(ExtenderTest, CpuAndMemoryOfBoundPodsCount) {
 }
 
 }  // namespace
+// ---- Filter's phases, one table each (extender.h, "Filter's phases") ----
+
+// 1. Decode + validate: what the pod asks, or why it cannot be scheduled as written.
+TEST(FilterPhases, DecodeFilterPod) {
+  struct Case {
+    const char* name;
+    Json pod;
+    bool has_devices;
+    const char* error_part;  // "" = decodes
+  };
+  const Case cases[] = {
+      {"a GPU share", PodJson("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}), true,
+       ""},
+      {"no devices", PodJson("b", {{"cpu", "1"}}), false, ""},
+      {"a count that is not a quantity", PodJson("d", {{"nvidia.com/gpu", "one"}}), false,
+       "cannot be scheduled as written"},
+      {"containers not an array",
+       Json{{"metadata", {{"name", "e"}}}, {"spec", {{"containers", 3}}}}, false,
+       "cannot be scheduled as written"},
+  };
+  for (const auto& c : cases) {
+    ExtenderArgs a;
+    a.pod = c.pod;
+    auto got = DecodeFilterPod(a, vendors::VendorSet::NvidiaOnly(), {});
+    if (*c.error_part) {
+      ASSERT_FALSE(got.ok()) << c.name;
+      EXPECT_NE(got.status().message().find(c.error_part), std::string::npos)
+          << c.name << ": " << got.status();
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    EXPECT_EQ(got->HasDevices(), c.has_devices) << c.name;
+    EXPECT_EQ(got->uid, c.pod["metadata"]["uid"]) << c.name;
+  }
+}
+
+// 2. Candidate nodes: NodeNames in place (no copy), or the names of the Nodes list.
+TEST(FilterPhases, CandidateNodes) {
+  struct Case {
+    const char* name;
+    std::optional<std::vector<std::string>> node_names;
+    std::optional<std::vector<Json>> nodes;
+    std::vector<std::string> want;
+    bool in_place;
+  };
+  const Case cases[] = {
+      {"NodeNames", std::vector<std::string>{"n1", "n2"}, std::nullopt, {"n1", "n2"}, true},
+      {"empty NodeNames", std::vector<std::string>{}, std::nullopt, {}, true},
+      {"Nodes",
+       std::nullopt,
+       std::vector<Json>{NodeJson("x", 1), NodeJson("y", 1)},
+       {"x", "y"},
+       false},
+      {"neither", std::nullopt, std::nullopt, {}, false},
+  };
+  for (const auto& c : cases) {
+    ExtenderArgs a;
+    a.node_names = c.node_names;
+    a.nodes = c.nodes;
+    std::vector<std::string> storage;
+    const std::vector<std::string>& got = CandidateNodes(a, &storage);
+    EXPECT_EQ(got, c.want) << c.name;
+    EXPECT_EQ(a.node_names.has_value() && &got == &*a.node_names, c.in_place) << c.name;
+  }
+}
+
+// 3. Pod checks: only a pod with a uid, Kubernetes names, not bound and not another pod's uid is
+// decided for; a refusal reserves nothing.
+TEST_F(ExtenderTest, FilterPhasePodChecks) {
+  const Json gpu = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}};
+  ASSERT_EQ(Filter(PodJson("owner", gpu)).node_names->size(), 1u);  // uid "owner" is pod-owner's
+  struct Case {
+    const char* name;
+    Json pod;
+    const char* error_part;  // "" = decided
+  };
+  const Case cases[] = {
+      {"no uid",
+       [&] {
+         Json p = PodJson("x", gpu);
+         p["metadata"].erase("uid");
+         return p;
+       }(),
+       "has no metadata.uid"},
+      {"a name that is not a Kubernetes name",
+       [&] {
+         Json p = PodJson("y", gpu);
+         p["metadata"]["name"] = "Not_A_Name";
+         return p;
+       }(),
+       "Not_A_Name"},
+      {"already bound in the request",
+       [&] {
+         Json p = PodJson("z", gpu);
+         p["spec"]["nodeName"] = "n1";
+         return p;
+       }(),
+       "already bound to node n1"},
+      {"another pod's uid",
+       [&] {
+         Json p = PodJson("owner", gpu);
+         p["metadata"]["name"] = "thief";
+         return p;
+       }(),
+       "belongs to pod ml/pod-owner"},
+      {"a fine pod", PodJson("fine", gpu), ""},
+  };
+  for (const auto& c : cases) {
+    const size_t before = state_->pod_count();
+    auto r = Filter(c.pod);
+    if (*c.error_part) {
+      EXPECT_NE(r.error.find(c.error_part), std::string::npos) << c.name << ": " << r.error;
+      EXPECT_EQ(state_->pod_count(), before) << c.name;
+    } else {
+      EXPECT_EQ(r.error, "") << c.name;
+      EXPECT_EQ(state_->pod_count(), before + 1) << c.name;
+    }
+  }
+  EXPECT_EQ(ext_->counters().refused_requests.load(), 4);
+}
+
+// 4a. Schedule's result as the next step.
+TEST(FilterPhases, ScheduleStep) {
+  struct Case {
+    const char* name;
+    Status status;
+    bool placed, explained;
+    FilterStep want;
+  };
+  const Case cases[] = {
+      {"placed", OkStatus(), true, false, FilterStep::kFits},
+      {"placed with reasons", OkStatus(), true, true, FilterStep::kFits},
+      {"nothing fits, no reasons yet", OkStatus(), false, false, FilterStep::kExplain},
+      {"nothing fits, explained", OkStatus(), false, true, FilterStep::kDone},
+      {"lost the race", absl::AbortedError("changed"), false, false, FilterStep::kLostRace},
+      {"lost the race while explaining", absl::AbortedError("changed"), false, true,
+       FilterStep::kLostRace},
+      {"a bad annotation", InvalidArgument("bad"), false, false, FilterStep::kDone},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(ScheduleStep(c.status, c.placed, c.explained), c.want) << c.name;
+}
+
+// 4b. Encode: the decision's annotations and the fingerprint the reservation keeps.
+TEST(FilterPhases, EncodeFilterDecision) {
+  auto alloc = [](std::vector<std::vector<core::ContainerDevice>> containers) {
+    core::PodAllocation a;
+    a.node = "n1";
+    a.containers = std::move(containers);
+    return a;
+  };
+  core::ContainerDevice d;
+  d.uuid = "GPU-a";
+  d.usedmem_mib = 3000;
+  d.usedcores = 30;
+  core::ContainerDevice bad = d;
+  bad.uuid = "GPU,a";
+  struct Case {
+    const char* name;
+    core::PodAllocation allocation;
+    const char* to_allocate;  // nullptr = an error
+  };
+  const Case cases[] = {
+      {"one container", alloc({{d}}), "GPU-a,NVIDIA,3000,30:;"},
+      {"two containers, the second without devices", alloc({{d}, {}}), "GPU-a,NVIDIA,3000,30:;;"},
+      {"a uuid that cannot be written", alloc({{bad}}), nullptr},
+  };
+  for (const auto& c : cases) {
+    auto got = EncodeFilterDecision(vendors::VendorSet::NvidiaOnly(), c.allocation, kNow);
+    if (c.to_allocate == nullptr) {
+      EXPECT_FALSE(got.ok()) << c.name;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    EXPECT_EQ(got->annotations.at(core::kNvidiaDevicesToAllocate), c.to_allocate) << c.name;
+    EXPECT_EQ(got->annotations.at(core::kNvidiaDevicesAllocated), c.to_allocate) << c.name;
+    EXPECT_EQ(got->fingerprint,
+              vendors::VendorSet::NvidiaOnly().DecisionFingerprint(got->annotations))
+        << c.name;
+  }
+}
+
+// 4c. The quota's verdict, with the rule-out budget.
+TEST(FilterPhases, QuotaStep) {
+  FilterRetries fresh, spent;
+  spent.quota_rule_outs = FilterRetries::kQuotaRetries;
+  const Status over = FailedPrecondition("over");
+  struct Case {
+    const char* name;
+    Status quota;
+    bool depends_on_device;
+    FilterRetries retries;
+    size_t candidates;
+    FilterStep want;
+  };
+  const Case cases[] = {
+      {"within the quota", OkStatus(), false, fresh, 3, FilterStep::kFits},
+      {"over, a fixed charge", over, false, fresh, 3, FilterStep::kDone},
+      {"over, a charge that depends on the card", over, true, fresh, 3, FilterStep::kRuleOutNode},
+      {"over, the last candidate", over, true, fresh, 1, FilterStep::kDone},
+      {"over, no rule-outs left", over, true, spent, 3, FilterStep::kDone},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(QuotaStep(c.quota, c.depends_on_device, c.retries, c.candidates), c.want) << c.name;
+}
+
+// 4d. Reserve's result.
+TEST(FilterPhases, ReserveStep) {
+  struct Case {
+    const char* name;
+    Status reserve;
+    FilterStep want;
+  };
+  const Case cases[] = {
+      {"reserved", OkStatus(), FilterStep::kReserved},
+      {"the room went to a concurrent decision", absl::AbortedError("x"), FilterStep::kLostRace},
+      {"a stale informer copy of the pod", absl::AlreadyExistsError("x"), FilterStep::kLostRace},
+      {"an error", absl::InternalError("x"), FilterStep::kDone},
+      {"a node that left", absl::NotFoundError("x"), FilterStep::kDone},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ReserveStep(c.reserve), c.want) << c.name;
+}
+
+// 4e. The lost-race budget: kOptimisticAttempts shared attempts, one exclusive, then an error.
+TEST(FilterPhases, LostRaceBudget) {
+  FilterRetries r;
+  std::vector<bool> exclusive;
+  do {
+    exclusive.push_back(r.Exclusive());
+  } while (r.AfterLostRace());
+  std::vector<bool> want(FilterRetries::kOptimisticAttempts, false);
+  want.push_back(true);
+  EXPECT_EQ(exclusive, want);
+}
+
+// 4 end to end: a quota charge that depends on the card rules a node with large cards out and
+// decides again; with no other candidate the pod is unschedulable with the quota's reason.
+TEST_F(ExtenderTest, FilterPhaseQuotaRulesOutANode) {
+  state_->OnQuota(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}, {"uid", "q-1"}}},
+                       {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "5000"}}}}}});
+  const Json half = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}};
+  struct Case {
+    const char* name;
+    std::vector<std::string> names;
+    std::vector<std::string> want;        // NodeNames
+    std::set<std::string> quota_refused;  // exactly the nodes FailedNodes names (quota reason)
+    bool exact;                           // false: the policy may try n2 first (nothing refused)
+  };
+  const Case cases[] = {
+      // 50 % of a 16000 MiB (n1) or 80000 MiB (a100) card is over 5000; of n2's 8000 MiB is not.
+      {"the small cards fit", {"n1", "n2"}, {"n2"}, {"n1"}, false},
+      {"the last candidate", {"n1"}, {}, {"n1"}, true},
+      // The first refusal rules its node out (kRuleOutNode), the second is the last candidate.
+      {"ruled out, then the last candidate", {"n1", "a100"}, {}, {"n1", "a100"}, true},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    auto r = Filter(PodJson("half-" + std::to_string(i++), half), c.names);
+    EXPECT_EQ(r.error, "") << c.name;
+    ASSERT_TRUE(r.node_names.has_value()) << c.name;
+    EXPECT_EQ(*r.node_names, c.want) << c.name;
+    std::set<std::string> refused;
+    for (const auto& [node, why] : r.failed_nodes) {
+      EXPECT_NE(why.find("ResourceQuotaNotFit"), std::string::npos) << c.name << ": " << why;
+      refused.insert(node);
+    }
+    if (c.exact || !refused.empty()) {
+      EXPECT_EQ(refused, c.quota_refused) << c.name;
+    }
+    EXPECT_TRUE(r.failed_and_unresolvable.empty()) << c.name;
+  }
+}
+
+// 5 + 6. Commit: the leader is checked again before the decision is written; a replica that lost
+// the lease while deciding releases the reservation. The reply names the node.
+TEST_F(ExtenderTest, FilterPhaseCommit) {
+  const Json gpu = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}};
+  int leader_checks = 0, leading_for = 1;  // leading for one check: the verb's start
+  ExtenderOptions eo;
+  eo.clock = &clock_;
+  eo.leader_name = [] { return std::string("hami-1"); };
+  eo.is_leader = [&] {
+    ++leader_checks;
+    return leading_for-- > 0;
+  };
+  ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
+  auto lost = Filter(PodJson("late", gpu));
+  EXPECT_NE(lost.error.find("not the leader (leader: hami-1)"), std::string::npos) << lost.error;
+  EXPECT_EQ(leader_checks, 2);
+  EXPECT_EQ(state_->pod_count(), 0u);
+  EXPECT_EQ(sched_->cache().pod_count(), 0u);
+  leading_for = 100;  // leading throughout
+  auto won = Filter(PodJson("on-time", gpu), {"n2"});
+  EXPECT_EQ(won.error, "");
+  EXPECT_EQ(*won.node_names, std::vector<std::string>{"n2"});
+  EXPECT_TRUE(state_->Find("on-time").has_value());
+}
+
 }  // namespace hami::extender
