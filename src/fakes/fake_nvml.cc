@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fakes/fake_gpu.h"
-#include "fakes/nvml_abi.h"
 #include "fakes/runtime.h"
+#include "gpu/nvml_abi.h"
 
 using fakegpu::GetRuntime;
 
@@ -515,7 +515,7 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (memory->version != kNvmlMemoryV2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   uint64_t total = Dev(idx).total_bytes, used = std::min(total, S().UsedBytes(idx, 0));
   memory->total = total;
   memory->reserved = 0;
@@ -779,7 +779,7 @@ nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizat
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (info->version != kNvmlProcessesUtilizationInfoV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (info->version != nvmlProcessesUtilizationInfo_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   std::vector<Sample> rows;
   unsigned long long ts = ProcessSamples(idx, info->lastSeenTimeStamp, &rows);
   unsigned n = static_cast<unsigned>(rows.size());
@@ -913,7 +913,7 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlT
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (t == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (t->version != kNvmlTemperatureV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (t->version != nvmlTemperature_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   if (t->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   t->temperature = 40;
   return NVML_SUCCESS;

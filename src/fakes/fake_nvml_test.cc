@@ -144,7 +144,7 @@ TEST(FakeNvmlTest, MemoryAndProcessesAgreeWithCuda) {
   EXPECT_EQ(m1.used, (300 + 1000 + 300 + 200) * kMiB);
   nvmlMemory_v2_t m2{};
   EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(1), &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-  m2.version = kNvmlMemoryV2;
+  m2.version = nvmlMemory_v2;
   ASSERT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(1), &m2), NVML_SUCCESS);
   EXPECT_EQ(m2.used, m1.used);
   EXPECT_EQ(m2.free, m1.free);
@@ -306,7 +306,7 @@ TEST(FakeNvmlTest, FaultInjection) {
   EXPECT_EQ(nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_ERROR_UNKNOWN);
   EXPECT_EQ(nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_ERROR_UNKNOWN);
   nvmlMemory_v2_t m2{};
-  m2.version = kNvmlMemoryV2;
+  m2.version = nvmlMemory_v2;
   EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(Handle(0), &m2), NVML_SUCCESS);  // a different symbol
   unsigned n = 0;
   EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);

@@ -11,7 +11,7 @@
 
 #include "fakes/cuda_abi.h"
 #include "fakes/fake_gpu.h"
-#include "fakes/nvml_abi.h"
+#include "gpu/nvml_abi.h"
 
 // Prototypes of the entry points the tests call (the ABI headers declare types only).
 extern "C" {

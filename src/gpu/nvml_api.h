@@ -1,66 +1,44 @@
 #pragma once
-// The few NVML declarations we use, written from NVIDIA's published nvml.h facts.
-// We never link libnvidia-ml: symbols are resolved with dlsym,
-// so only types and function-pointer types are declared here.
+// The NVML types and function-pointer types src/gpu and src/monitor use, under C++ names. The ABI
+// itself (layouts, codes) is declared once, in gpu/nvml_abi.h (shared with the fake driver and
+// libvgpu). We never link libnvidia-ml: symbols are resolved with dlsym, so only types and
+// function-pointer types are declared here.
 #include <cstdint>
+
+#include "gpu/nvml_abi.h"
 
 namespace hami::gpu::nvml {
 
-using Return = int;  // nvmlReturn_t
-inline constexpr Return kSuccess = 0;
-inline constexpr Return kErrorUninitialized = 1;
-inline constexpr Return kErrorInvalidArgument = 2;
-inline constexpr Return kErrorNotSupported = 3;
-inline constexpr Return kErrorNotFound = 6;
-inline constexpr Return kErrorTimeout = 10;
-inline constexpr Return kErrorFunctionNotFound = 13;
-inline constexpr Return kErrorGpuIsLost = 15;
-inline constexpr Return kErrorArgumentVersionMismatch = 25;
-inline constexpr Return kErrorUnknown = 999;
+using Return = nvmlReturn_t;
+inline constexpr Return kSuccess = NVML_SUCCESS;
+inline constexpr Return kErrorUninitialized = NVML_ERROR_UNINITIALIZED;
+inline constexpr Return kErrorInvalidArgument = NVML_ERROR_INVALID_ARGUMENT;
+inline constexpr Return kErrorNotSupported = NVML_ERROR_NOT_SUPPORTED;
+inline constexpr Return kErrorNotFound = NVML_ERROR_NOT_FOUND;
+inline constexpr Return kErrorInsufficientSize = NVML_ERROR_INSUFFICIENT_SIZE;
+inline constexpr Return kErrorTimeout = NVML_ERROR_TIMEOUT;
+inline constexpr Return kErrorFunctionNotFound = NVML_ERROR_FUNCTION_NOT_FOUND;
+inline constexpr Return kErrorGpuIsLost = NVML_ERROR_GPU_IS_LOST;
+inline constexpr Return kErrorArgumentVersionMismatch = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+inline constexpr Return kErrorUnknown = NVML_ERROR_UNKNOWN;
 
-struct DeviceSt;
-using Device = DeviceSt*;  // nvmlDevice_t
-struct EventSetSt;
-using EventSet = EventSetSt*;  // nvmlEventSet_t
+using Device = nvmlDevice_t;
+using EventSet = nvmlEventSet_t;
 
-inline constexpr unsigned kUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
-inline constexpr unsigned kNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-inline constexpr unsigned kNvLinkMaxLinks = 36;
-inline constexpr unsigned kMigEnable = 1;
-inline constexpr int kAffinityScopeNode = 0;
+inline constexpr unsigned kUuidBufferSize = NVML_DEVICE_UUID_V2_BUFFER_SIZE;
+inline constexpr unsigned kNameBufferSize = NVML_DEVICE_NAME_V2_BUFFER_SIZE;
+inline constexpr unsigned kNvLinkMaxLinks = NVML_NVLINK_MAX_LINKS;
+inline constexpr unsigned kMigEnable = NVML_DEVICE_MIG_ENABLE;
+inline constexpr int kAffinityScopeNode = NVML_AFFINITY_SCOPE_NODE;
 
-struct PciInfo {  // nvmlPciInfo_t
-  char busIdLegacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];
-};
-static_assert(sizeof(PciInfo) == 68, "nvmlPciInfo_t layout");
-
-struct Memory {  // nvmlMemory_t
-  unsigned long long total, free, used;
-};
-static_assert(sizeof(Memory) == 24, "nvmlMemory_t layout");
-
-struct MemoryV2 {  // nvmlMemory_v2_t
-  unsigned int version;
-  unsigned long long total, reserved, free, used;
-};
-static_assert(sizeof(MemoryV2) == 40, "nvmlMemory_v2_t layout");
-inline constexpr unsigned kMemoryV2Version = 0x02000028;  // NVML_STRUCT_VERSION(Memory, 2)
-
-struct EventData {  // nvmlEventData_t
-  Device device;
-  unsigned long long eventType;
-  unsigned long long eventData;  // the Xid for Xid events
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-static_assert(sizeof(EventData) == 32, "nvmlEventData_t layout");
-inline constexpr unsigned long long kEventTypeXidCriticalError = 0x8;
+using PciInfo = nvmlPciInfo_t;
+using Memory = nvmlMemory_t;
+using MemoryV2 = nvmlMemory_v2_t;
+inline constexpr unsigned kMemoryV2Version = nvmlMemory_v2;
+using Utilization = nvmlUtilization_t;
+using ProcessUtilizationSample = nvmlProcessUtilizationSample_t;
+using EventData = nvmlEventData_t;
+inline constexpr unsigned long long kEventTypeXidCriticalError = nvmlEventTypeXidCriticalError;
 
 // Function-pointer types (C linkage; DECLDIR is empty on Linux).
 extern "C" {

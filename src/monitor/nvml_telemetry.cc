@@ -12,20 +12,9 @@ namespace {
 
 namespace nvml = gpu::nvml;
 
-struct Utilization {  // nvmlUtilization_t
-  unsigned int gpu;
-  unsigned int memory;
-};
-static_assert(sizeof(Utilization) == 8, "nvmlUtilization_t layout");
-
-struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t
-  unsigned int pid;
-  unsigned long long timeStamp;  // CLOCK_REALTIME microseconds
-  unsigned int smUtil, memUtil, encUtil, decUtil;
-};
-static_assert(sizeof(ProcessUtilizationSample) == 32, "nvmlProcessUtilizationSample_t layout");
-
-constexpr nvml::Return kErrorInsufficientSize = 7;
+using nvml::ProcessUtilizationSample;
+using nvml::Utilization;
+constexpr nvml::Return kErrorInsufficientSize = nvml::kErrorInsufficientSize;
 
 extern "C" {
 using GetHandleByUuidFn = nvml::Return (*)(const char*, nvml::Device*);

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu/nvml_abi.h"
 #include "vgpu/vgpu_core.h"
-#include "vgpu/vgpu_nvml.h"
 
 /* Names we define ourselves with their exact ABI; cuda.h maps some of them to newer variants. */
 #undef cuGetProcAddress

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vgpu/vgpu_nvml.h"
+#include "gpu/nvml_abi.h"
 
 /* The legacy entry point (no status argument); cuda.h maps the name to cuGetProcAddress_v2. */
 #undef cuGetProcAddress
