@@ -108,6 +108,12 @@ std::string ReadTokenFile(const std::string& path) {
   return s;
 }
 
+std::string_view PatchContentType(PatchType type) {
+  return type == PatchType::kJson    ? "application/json-patch+json"
+         : type == PatchType::kMerge ? "application/merge-patch+json"
+                                     : "application/strategic-merge-patch+json";
+}
+
 }  // namespace
 
 std::string ResourcePath(const Resource& r, std::string_view ns, std::string_view name,
@@ -384,15 +390,23 @@ struct Client::Impl {
     }
   }
 
-  StatusOr<Json> RequestJson(std::string_view method, const std::string& path, const Json* body,
-                             std::string_view content_type = "application/json") {
+  // The reply of a 2xx answer; any other is an error.
+  StatusOr<HttpReply> RequestOk(std::string_view method, const std::string& path, const Json* body,
+                                std::string_view content_type = "application/json") {
     std::string text = body ? body->dump() : std::string();
     HAMI_ASSIGN_OR_RETURN(HttpReply reply, Request(method, path, text, body ? content_type : ""));
-    const std::string what = StrCat(method, " ", path);
-    if (reply.code < 200 || reply.code > 299) return StatusFromHttp(reply.code, reply.body, what);
+    if (reply.code < 200 || reply.code > 299)
+      return StatusFromHttp(reply.code, reply.body, StrCat(method, " ", path));
+    return reply;
+  }
+
+  StatusOr<Json> RequestJson(std::string_view method, const std::string& path, const Json* body,
+                             std::string_view content_type = "application/json") {
+    HAMI_ASSIGN_OR_RETURN(HttpReply reply, RequestOk(method, path, body, content_type));
     if (reply.body.empty()) return Json::object();
     auto j = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Internal(what, ": reply is not JSON: ", reply.body.substr(0, 200));
+    if (j.is_discarded())
+      return Internal(method, " ", path, ": reply is not JSON: ", reply.body.substr(0, 200));
     return j;
   }
 };
@@ -591,11 +605,15 @@ StatusOr<Json> Client::Update(const Resource& r, std::string_view ns, const Json
 
 StatusOr<Json> Client::Patch(const Resource& r, std::string_view ns, std::string_view name,
                              PatchType type, const Json& patch, std::string_view subresource) {
-  std::string_view ct = type == PatchType::kJson    ? "application/json-patch+json"
-                        : type == PatchType::kMerge ? "application/merge-patch+json"
-                                                    : "application/strategic-merge-patch+json";
+  std::string_view ct = PatchContentType(type);
   HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, subresource));
   return impl_->RequestJson("PATCH", path, &patch, ct);
+}
+
+Status Client::PatchNoReply(const Resource& r, std::string_view ns, std::string_view name,
+                            PatchType type, const Json& patch) {
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, name, ""));
+  return impl_->RequestOk("PATCH", path, &patch, PatchContentType(type)).status();
 }
 
 Status Client::Delete(const Resource& r, std::string_view ns, std::string_view name) {
@@ -650,7 +668,9 @@ Status Client::Bind(std::string_view ns, std::string_view pod, std::string_view 
             {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   if (!uid.empty()) b["metadata"]["uid"] = uid;
   if (!annotations.empty()) b["metadata"]["annotations"] = annotations;
-  return Create(kPods, ns, b, "binding", pod).status();
+  // The reply (a Status object) is not read: 201 is the answer.
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(kPods, ns, pod, "binding"));
+  return impl_->RequestOk("POST", path, &b).status();
 }
 
 namespace {
@@ -694,7 +714,8 @@ Status Client::CreateEvent(const EventSpec& spec) {
     ev["source"]["host"] = spec.host;
     ev["reportingInstance"] = spec.host;
   }
-  return Create(kEvents, ns, ev).status();
+  HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(kEvents, ns, "", ""));
+  return impl_->RequestOk("POST", path, &ev).status();  // the created Event is not read
 }
 
 std::string FormatTime(int64_t unix_seconds) {

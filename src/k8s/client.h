@@ -130,6 +130,10 @@ class Client {
                         std::string_view subresource = "");
   StatusOr<Json> Patch(const Resource& r, std::string_view ns, std::string_view name,
                        PatchType type, const Json& patch, std::string_view subresource = "");
+  // As Patch, for callers that only need to know it was applied: the reply (the whole object) is
+  // not parsed.
+  Status PatchNoReply(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                      const Json& patch);
   Status Delete(const Resource& r, std::string_view ns, std::string_view name);
 
   // Read-modify-write: reads the object, calls `mutate` on a copy, and writes the difference with

@@ -202,6 +202,24 @@ TEST_F(ClientTest, PatchKinds) {
   EXPECT_FALSE((*st)["metadata"].contains("labels"));
 }
 
+// PatchNoReply writes as Patch does and reports the same errors; only the reply goes unread.
+TEST_F(ClientTest, PatchNoReplyAppliesAndReportsErrors) {
+  ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n1")).ok());
+  ASSERT_TRUE(client_
+                  ->PatchNoReply(kNodes, "", "n1", PatchType::kMerge,
+                                 {{"metadata", {{"annotations", {{"a", "1"}}}}}})
+                  .ok());
+  auto got = client_->Get(kNodes, "", "n1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)["metadata"]["annotations"]["a"], "1");
+  EXPECT_TRUE(IsConflict(client_->PatchNoReply(kNodes, "", "n1", PatchType::kMerge,
+                                               {{"metadata", {{"resourceVersion", "1"}}}})));
+  EXPECT_TRUE(absl::IsNotFound(client_->PatchNoReply(kNodes, "", "ghost", PatchType::kMerge,
+                                                     {{"metadata", Json::object()}})));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      client_->PatchNoReply(kPods, "default", "..", PatchType::kMerge, Json::object())));
+}
+
 TEST_F(ClientTest, MutateRetriesConflicts) {
   for (auto mode :
        {MutateOptions::Mode::kMerge, MutateOptions::Mode::kJson, MutateOptions::Mode::kUpdate}) {
