@@ -513,12 +513,14 @@ ExtenderFilterResult Extender::Commit(FilterCycle& c) {
     StageTimer t(counters_.filter_patch_ns);
     Json patch = DecisionPatch(d.node, c.encoded.annotations, c.now);
     patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
-    auto p = client_->Patch(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
+    // The patched pod the API server returns is not needed: not parsed.
+    Status p =
+        client_->PatchNoReply(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
     if (!p.ok()) {
       release();
-      ExtenderFilterResult out =
-          FilterError(std::move(c.out), StrCat("pod ", PodKey(pod), ": cannot write the decision: ",
-                                               std::string(p.status().message())));
+      ExtenderFilterResult out = FilterError(
+          std::move(c.out),
+          StrCat("pod ", PodKey(pod), ": cannot write the decision: ", std::string(p.message())));
       Event(PodRef(pod.namespace_, pod.name, pod.uid), "Warning", "FilteringFailed", out.error);
       return out;
     }
