@@ -10,12 +10,12 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
-#include <deque>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -79,7 +79,6 @@ class SessionBase {
   virtual ~SessionBase() = default;
   virtual void Evict() = 0;     // posts a close onto the connection's strand
   virtual void CloseNow() = 0;  // only when no I/O thread runs (Stop)
-  virtual void Resume() = 0;    // its request was given a handler slot: runs it on its strand
   std::atomic<int> phase{kEvictable};
   std::atomic<int64_t> last_active_ns{NowNs()};
 };
@@ -105,13 +104,6 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> buffered{0};  // body bytes reserved by requests in flight
   std::atomic<bool> closing{false};   // Stop() began: no new connection or request
 
-  // Handler slots: at most opts.threads handlers run at once, each on the I/O thread that read its
-  // request; the others wait here in arrival order. So opts.io_threads of the event loop's threads
-  // are always left for socket I/O and timeouts, however slow the handlers are.
-  std::mutex work_mu;
-  int running = 0;                                   // guarded by work_mu
-  std::deque<std::shared_ptr<SessionBase>> waiting;  // guarded by work_mu
-
   // TLS.
   std::unique_ptr<net::ssl::context> ssl_ctx;
   std::mutex cert_mu;
@@ -127,6 +119,7 @@ struct HttpServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor{net::make_strand(ioc)};
   net::steady_timer accept_retry{acceptor.get_executor()};
+  std::unique_ptr<net::thread_pool> pool;
   std::vector<std::thread> io;
 
   bool Tls() const { return !opts.cert_file.empty() || !opts.key_file.empty(); }
@@ -140,31 +133,6 @@ struct HttpServer::Impl {
     return true;
   }
   void Release(uint64_t n) { buffered.fetch_sub(n); }
-
-  // True: the caller holds a handler slot now. False: `s` waits and is Resume()d holding one.
-  bool AcquireSlot(std::shared_ptr<SessionBase> s) {
-    std::lock_guard<std::mutex> l(work_mu);
-    if (running < opts.threads) {
-      ++running;
-      return true;
-    }
-    waiting.push_back(std::move(s));
-    return false;
-  }
-  // Hands the caller's slot to the longest-waiting request, or frees it.
-  void ReleaseSlot() {
-    std::shared_ptr<SessionBase> next;
-    {
-      std::lock_guard<std::mutex> l(work_mu);
-      if (waiting.empty()) {
-        --running;
-        return;
-      }
-      next = std::move(waiting.front());
-      waiting.pop_front();
-    }
-    next->Resume();
-  }
 
   std::list<std::weak_ptr<SessionBase>>::iterator Register(std::weak_ptr<SessionBase> s) {
     std::lock_guard<std::mutex> l(reg_mu);
@@ -303,9 +271,6 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
               [self = this->shared_from_this()] { self->Lowest().close(); });
   }
   void CloseNow() override { Lowest().close(); }
-  void Resume() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->RunHandler(); });
-  }
 
  private:
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
@@ -397,57 +362,46 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Dispatch(bool peer_closed) {
     SetPhase(kEvictable, kBusy);
-    keep_ = reader_->keep_alive() && !peer_closed;
-    version_ = reader_->version();
-    req_ = reader_->Take();
+    const bool keep = reader_->keep_alive() && !peer_closed;
+    const int version = reader_->version();
+    auto req = std::make_shared<HttpRequest>(reader_->Take());
+    const uint64_t reserved = reserved_;
+    reserved_ = 0;  // released once the body is gone
     int status = 0;
-    handler_ = srv_->Find(req_.method, req_.path, &status);
-    if (handler_ == nullptr) {
-      ReleaseBody();
+    const HttpHandler* handler = srv_->Find(req->method, req->path, &status);
+    if (handler == nullptr) {
+      srv_->Release(reserved);
       return Reply(HttpResponse{status, "text/plain",
                                 status == 404 ? "not found\n" : "method not allowed\n"},
-                   version_, keep_);
+                   version, keep);
     }
     srv_->handled.fetch_add(1);
-    // The handler runs here, on this connection's strand, without a hand-off to another thread and
-    // back; when every slot is taken the request waits and Resume() runs it.
-    if (srv_->AcquireSlot(this->shared_from_this())) RunHandler();
-  }
-
-  // On the strand, holding a handler slot.
-  void RunHandler() {
-    if (srv_->closing.load()) {  // Stop(): queued requests are not run
-      ReleaseBody();
-      srv_->ReleaseSlot();
-      return Lowest().close();
-    }
-    HttpResponse resp;
-    Status depth =
-        srv_->opts.max_json_depth > 0 && !req_.body.empty()
-            ? core::jsonutil::CheckDepth(req_.body, "request body", srv_->opts.max_json_depth)
-            : OkStatus();
-    if (!depth.ok()) {
-      srv_->rejected.fetch_add(1);
-      resp = HttpResponse{400, "text/plain", std::string(depth.message()) + "\n"};
-    } else {
-      try {
-        resp = (*handler_)(req_);
-      } catch (const std::exception& e) {
-        spdlog::error("HTTP handler for {} {} threw: {}", req_.method, req_.path, e.what());
-        resp = HttpResponse{500, "text/plain", "internal error\n"};
+    net::post(*srv_->pool, [self = this->shared_from_this(), srv = srv_, handler, req, reserved,
+                            version, keep] {
+      HttpResponse resp;
+      Status depth =
+          srv->opts.max_json_depth > 0 && !req->body.empty()
+              ? core::jsonutil::CheckDepth(req->body, "request body", srv->opts.max_json_depth)
+              : OkStatus();
+      if (!depth.ok()) {
+        srv->rejected.fetch_add(1);
+        resp = HttpResponse{400, "text/plain", std::string(depth.message()) + "\n"};
+      } else {
+        try {
+          resp = (*handler)(*req);
+        } catch (const std::exception& e) {
+          spdlog::error("HTTP handler for {} {} threw: {}", req->method, req->path, e.what());
+          resp = HttpResponse{500, "text/plain", "internal error\n"};
+        }
       }
-    }
-    ReleaseBody();
-    srv_->ReleaseSlot();
-    Reply(std::move(resp), version_, keep_);
-  }
-
-  // The request's body is gone: its bytes leave the in-flight budget.
-  void ReleaseBody() {
-    req_.body.clear();
-    req_.body.shrink_to_fit();
-    srv_->Release(reserved_);
-    reserved_ = 0;
+      req->body.clear();
+      req->body.shrink_to_fit();
+      srv->Release(reserved);
+      net::post(self->stream_.get_executor(),
+                [self, resp = std::move(resp), version, keep]() mutable {
+                  self->Reply(std::move(resp), version, keep);
+                });
+    });
   }
 
   void Reject(int status, const std::string& reason) {
@@ -511,10 +465,6 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   beast::flat_buffer buf_;
   std::unique_ptr<RequestReader> reader_;
   std::unique_ptr<bhttp::response<bhttp::string_body>> res_;
-  HttpRequest req_;                       // the request being handled
-  const HttpHandler* handler_ = nullptr;  // its route
-  int version_ = 11;
-  bool keep_ = false;
   Clock::time_point deadline_;
   uint64_t reserved_ = 0;
   size_t drained_ = 0;
@@ -641,10 +591,9 @@ Status HttpServer::Start() {
   if (ec) return Unavailable("cannot listen on ", im.opts.bind, ": ", ec.message());
   im.port = im.acceptor.local_endpoint().port();
   im.started = true;
+  im.pool = std::make_unique<net::thread_pool>(static_cast<size_t>(im.opts.threads));
   im.DoAccept();
-  // One event loop: io_threads for I/O plus one per handler slot (a handler blocks its thread).
-  for (int i = 0; i < im.opts.io_threads + im.opts.threads; ++i)
-    im.io.emplace_back([&im] { im.ioc.run(); });
+  for (int i = 0; i < im.opts.io_threads; ++i) im.io.emplace_back([&im] { im.ioc.run(); });
   if (im.Tls()) {
     im.watcher = std::thread([&im] {
       std::unique_lock<std::mutex> l(im.stop_mu);
@@ -686,18 +635,14 @@ void HttpServer::Stop() {
     return out;
   };
   for (auto& s : live()) s->Evict();
+  im.pool->stop();
+  im.pool->join();
   for (int i = 0; i < 200 && !im.ioc.stopped(); ++i) {
     for (auto& s : live()) s->Evict();  // a connection admitted meanwhile
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   im.ioc.stop();
-  for (auto& t : im.io) t.join();  // waits for handlers still running
-  std::deque<std::shared_ptr<SessionBase>> waiting;
-  {
-    std::lock_guard<std::mutex> l(im.work_mu);
-    waiting.swap(im.waiting);  // never run; destroyed after the lock
-  }
-  waiting.clear();
+  for (auto& t : im.io) t.join();
   for (auto& s : live()) s->CloseNow();  // no I/O thread runs now
 }
 

@@ -1,11 +1,9 @@
 #pragma once
 // The HTTP(S) server of `hami scheduler` (extender, webhook, metrics listeners) and `hami monitor`:
 // event-driven (Boost.Beast over Boost.Asio), so a slow or idle client costs a socket and a few
-// KiB, never a thread. One event loop runs on io_threads + threads threads; a handler runs on the
-// thread that read its request (no hand-off to a pool and back), at most `threads` at once (more
-// wait their turn in arrival order), so a slow handler delays only its own connection and
-// io_threads threads always remain for socket I/O and timeouts. Limits and their reasons:
-// docs/security.md, "HTTP surfaces".
+// KiB, never a thread. A few I/O threads read and write; handlers run on a separate worker pool, so
+// a slow handler delays only its own connection. Limits and their reasons: docs/security.md, "HTTP
+// surfaces".
 //
 // Per connection: a TLS handshake and a request header must each complete within header_timeout, a
 // body within body_timeout, a response be taken by the client within write_timeout; an idle
@@ -44,8 +42,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 struct HttpServerOptions {
   std::string bind = "127.0.0.1:0";  // "ADDR:PORT"; port 0 = any free port
   std::string cert_file, key_file;   // both empty = plain HTTP
-  int threads = 16;                  // handlers running at once (each on its own thread)
-  int io_threads = 2;                // threads kept for socket I/O and TLS beyond those
+  int threads = 16;                  // handler worker pool
+  int io_threads = 2;                // socket I/O and TLS
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
   size_t max_buffered_body_bytes =

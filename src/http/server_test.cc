@@ -1,5 +1,5 @@
 // HttpServer over loopback: routing, limits and their statuses, pipelining, timeouts, connection
-// limits, the handler slots, TLS weak-key reload. Waits are bounded; no test asserts a duration.
+// limits, the worker pool, TLS weak-key reload. Waits are bounded; no test asserts a duration.
 #include "http/server.h"
 
 #include <gtest/gtest.h>
@@ -270,32 +270,6 @@ TEST(HttpServer, ASlowHandlerDoesNotHoldOthers) {
   gate.Open();
   EXPECT_EQ(ReadOne(slow, kWait).body, "slow");
   ::close(slow);
-}
-
-// At most `threads` handlers run at once; the next request waits for a slot (it is not refused)
-// and the I/O threads keep answering what needs no handler meanwhile.
-TEST(HttpServer, RequestsBeyondTheHandlerSlotsWaitTheirTurn) {
-  HttpServerOptions o;
-  o.threads = 1;
-  HttpServer s(o);
-  Gate gate;
-  AddRoutes(s, &gate);
-  ASSERT_TRUE(s.Start().ok());
-  const int first = ConnectLoopback(s.port());
-  ASSERT_TRUE(SendAll(first, Post("/slow", "x")));
-  ASSERT_TRUE(gate.WaitInside(1));
-  const int second = ConnectLoopback(s.port());
-  ASSERT_TRUE(SendAll(second, Post("/slow", "y")));
-  for (int i = 0; i < 2000 && s.stats().handled < 2; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(s.stats().handled, 2);  // read and routed: waiting for the one slot
-  EXPECT_EQ(Exchange(s.port(), "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n", kWait).status, 404);
-  EXPECT_EQ(gate.inside.load(), 1);
-  gate.Open();
-  EXPECT_EQ(ReadOne(first, kWait).body, "slow");
-  EXPECT_EQ(ReadOne(second, kWait).body, "slow");
-  EXPECT_EQ(gate.inside.load(), 2);
-  ::close(first);
-  ::close(second);
 }
 
 TEST(HttpServer, BodiesInFlightShareABudget) {
