@@ -560,7 +560,7 @@ TEST(Ascend910CUpstream, Pairing) {
     EXPECT_EQ(got, c.want) << fit.Summary(static_cast<int>(devs.size()));
     if (c.want.empty()) {
       ASSERT_FALSE(fit.refusals.empty());
-      EXPECT_EQ(fit.refusals.back().reason, "CardTopologyInfeasible");
+      EXPECT_EQ(fit.refusals.back().reason, scheduler::Reason::kNumaNotFit);
     }
   }
 }

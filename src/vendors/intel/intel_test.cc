@@ -159,9 +159,10 @@ TEST(IntelGpu, SharesFitUntilMillicoresOrSlotsRunOut) {
   usage[0] = {1, 0, 60};
   const FitResult second = v.Fit(**req, *devs, usage, {}, n);
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.refusals.front().reason, "CardInsufficientCore");
+  EXPECT_EQ(second.refusals.front().reason, scheduler::Reason::kCardInsufficientCore);
   usage[0] = {2, 0, 0};
-  EXPECT_EQ(v.Fit(**req, *devs, usage, {}, n).refusals.front().reason, "CardTimeSlicingExhausted");
+  EXPECT_EQ(v.Fit(**req, *devs, usage, {}, n).refusals.front().reason,
+            scheduler::Reason::kCardTimeSlicingExhausted);
 }
 
 }  // namespace

@@ -200,7 +200,8 @@ TEST(VastaiBirenUpstream, TestDevices_Fit) {
       }
       EXPECT_FALSE(fit.ok());
       bool found = false;
-      for (const auto& r : fit.refusals) found = found || r.reason == c.want;
+      for (const auto& r : fit.refusals)
+        found = found || scheduler::ReasonName(r.reason) == std::string(c.want);
       EXPECT_TRUE(found) << fit.Summary(2);
     }
   }
