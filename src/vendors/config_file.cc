@@ -158,8 +158,6 @@ constexpr Option kNvidia[] = {
      "MIG geometries per model; MIG is not implemented (accepted, logged)", nullptr},
 };
 
-constexpr const char* kUnimplementedSections[] = {"awsneuron", "vastai", "biren"};
-
 const char* TypeWord(OptionType t) {
   switch (t) {
     case OptionType::kString:
@@ -237,20 +235,12 @@ Status ReadNvidia(const YAML::Node& n, DeviceConfig* c) {
 }
 
 Status CheckSections(const YAML::Node& root) {
-  std::string skipped;
+  const auto rows = VendorRegistry();
   for (const auto& kv : root) {
     const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-    const auto rows = VendorRegistry();
-    if (std::any_of(rows.begin(), rows.end(), [&](const VendorRow& r) { return k == r.section; }))
-      continue;
-    const auto& up = kUnimplementedSections;
-    if (std::find(std::begin(up), std::end(up), k) == std::end(up))
+    if (std::none_of(rows.begin(), rows.end(), [&](const VendorRow& r) { return k == r.section; }))
       return InvalidArgument(k, ": unknown section (vendors: docs/vendors.md)");
-    skipped += StrCat(skipped.empty() ? "" : ", ", k);
   }
-  if (!skipped.empty())
-    spdlog::warn("device config: sections of vendors hami-cpp does not implement, ignored: {}",
-                 skipped);
   return OkStatus();
 }
 
@@ -277,10 +267,6 @@ StatusOr<ConfigFile> Parse(std::string_view yaml) {
 
 std::span<const Option> NvidiaOptions() {
   return kNvidia;
-}
-
-std::span<const char* const> UpstreamUnimplementedSections() {
-  return kUnimplementedSections;
 }
 
 std::string RenderOptionTable() {

@@ -7,8 +7,8 @@
 //
 // One strictness rule for every section: upstream keys we do not use are accepted and logged; any
 // other key is an error naming the file, the section and the key
-// ("/device-config/device-config.yaml: nvidia.gpuCorePolcy: unknown option"). Top-level sections
-// of upstream vendors we do not implement are accepted and logged; unknown sections are errors.
+// ("/device-config/device-config.yaml: nvidia.gpuCorePolcy: unknown option"). A top-level section
+// that is no vendor's (every upstream vendor's section has a registry row) is an error.
 // An empty value (`key:`, `key: ""`, as upstream's chart renders unset values) keeps the default.
 // Values that name a mode hami-cpp does not implement fail here, naming the option.
 #include <cstdint>
@@ -78,9 +78,6 @@ struct Option {
 std::span<const Option> NvidiaOptions();
 // The doc table of NvidiaOptions (Markdown), as docs/install.md carries it.
 std::string RenderOptionTable();
-
-// Upstream's top-level sections of vendors hami-cpp does not implement (accepted and logged).
-std::span<const char* const> UpstreamUnimplementedSections();
 
 // One parsed device-config.yaml.
 struct ConfigFile {
