@@ -120,8 +120,9 @@ bool Controller::LabelRoleOnce() {
   return true;
 }
 
-std::optional<Json> Controller::LookupPod(const std::string& ns, const std::string& name) const {
-  return pods_->Get(ns + "/" + name);
+std::shared_ptr<const Json> Controller::LookupPod(const std::string& ns,
+                                                  const std::string& name) const {
+  return pods_->Find(ns + "/" + name);
 }
 
 bool Controller::Synced() const {

@@ -75,7 +75,7 @@ class Controller {
 
   // The pod from the informer cache (nullopt when it has not arrived), for
   // ExtenderOptions::pod_lookup.
-  std::optional<Json> LookupPod(const std::string& ns, const std::string& name) const;
+  std::shared_ptr<const Json> LookupPod(const std::string& ns, const std::string& name) const;
 
   k8s::Informer& pods() { return *pods_; }
   k8s::Informer& nodes() { return *nodes_; }

@@ -158,18 +158,18 @@ void Extender::Event(const Json& ref, const std::string& type, const std::string
     counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
-StatusOr<std::optional<Json>> Extender::LivePod(const std::string& ns,
-                                                const std::string& name) const {
+StatusOr<ExtenderOptions::LivePodRef> Extender::LivePod(const std::string& ns,
+                                                        const std::string& name) const {
   if (opts_.pod_lookup) {
-    if (auto p = opts_.pod_lookup(ns, name)) return std::optional<Json>(std::move(*p));
+    if (auto p = opts_.pod_lookup(ns, name)) return p;
   }
-  if (client_ == nullptr) return std::optional<Json>();
+  if (client_ == nullptr) return ExtenderOptions::LivePodRef();
   HAMI_ASSIGN_OR_RETURN(Json p, client_->Get(k8s::kPods, ns, name));
-  return std::optional<Json>(std::move(p));
+  return std::make_shared<const Json>(std::move(p));
 }
 
 bool Extender::NodeExists(const std::string& node) const {
-  if (sched_.cache().Snapshot(node)) return true;
+  if (sched_.cache().HasNode(node)) return true;
   if (client_ == nullptr) return false;
   return client_->Get(k8s::kNodes, "", node).ok();
 }
@@ -202,7 +202,7 @@ Status Extender::CheckFilterPod(const core::PodRequest& pod, const Json& request
       return FailedPrecondition("pod ", PodKey(pod), " is already bound to node ", rec->bound_node,
                                 "; its decision stands");
   }
-  HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(pod.namespace_, pod.name));
+  HAMI_ASSIGN_OR_RETURN(ExtenderOptions::LivePodRef live, LivePod(pod.namespace_, pod.name));
   if (!live) return OkStatus();
   if (UidOfJson(*live) != pod.uid)
     return FailedPrecondition("pod ", PodKey(pod), " on the API server has uid ", UidOfJson(*live),
@@ -232,7 +232,7 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
     return OkStatus();
   }
   // No reservation: only a pod that needs no devices may be bound (CPU-only pods routed here).
-  HAMI_ASSIGN_OR_RETURN(std::optional<Json> live, LivePod(a.pod_namespace, a.pod_name));
+  HAMI_ASSIGN_OR_RETURN(ExtenderOptions::LivePodRef live, LivePod(a.pod_namespace, a.pod_name));
   const std::string no_decision = StrCat(
       "pod ", key, " has no device decision to bind (never filtered here, or its ",
       "reservation lapsed after ", state_.options().reservation_ttl_s, " s); filter it again");

@@ -68,7 +68,9 @@ struct ExtenderOptions {
   // The pod as the API server has it, from the informer cache (nullopt: not there). When unset or
   // when it finds nothing, the pod is read from the API server (client); with neither, the
   // request's own copy is trusted (tests of the pure paths).
-  std::function<std::optional<Json>(const std::string& ns, const std::string& name)> pod_lookup;
+  // Shared and immutable (the informer's own object: no copy per request); null when not there.
+  using LivePodRef = std::shared_ptr<const Json>;
+  std::function<LivePodRef(const std::string& ns, const std::string& name)> pod_lookup;
 };
 
 // Counters for /metrics (monotonic).
@@ -177,8 +179,9 @@ class Extender {
                                             const std::vector<std::string>& candidates);
   std::string NotLeaderError() const;
   bool Leading() const { return !opts_.is_leader || opts_.is_leader(); }
-  // The pod on the API server: OK(nullopt) when it cannot be checked (no lookup, no client).
-  StatusOr<std::optional<Json>> LivePod(const std::string& ns, const std::string& name) const;
+  // The pod on the API server: OK(null) when it cannot be checked (no lookup, no client).
+  StatusOr<ExtenderOptions::LivePodRef> LivePod(const std::string& ns,
+                                                const std::string& name) const;
   // Filter's checks of the pod it is asked to decide for (names, uid, not bound).
   Status CheckFilterPod(const core::PodRequest& pod, const Json& request_pod) const;
   // Bind's checks; *reserved_uid = the uid whose reservation this bind may release ("" = none).

@@ -311,10 +311,11 @@ TEST_F(ExtenderTest, FilterChecksThePodOnTheApiServer) {
   std::map<std::string, Json> live;
   ExtenderOptions eo;
   eo.clock = &clock_;
-  eo.pod_lookup = [&live](const std::string& ns, const std::string& name) -> std::optional<Json> {
+  eo.pod_lookup = [&live](const std::string& ns,
+                          const std::string& name) -> ExtenderOptions::LivePodRef {
     auto it = live.find(ns + "/" + name);
-    if (it == live.end()) return std::nullopt;
-    return it->second;
+    if (it == live.end()) return nullptr;
+    return std::make_shared<const Json>(it->second);
   };
   ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
   const Json mine = PodJson("mine", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}});

@@ -360,25 +360,37 @@ std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAl
                       ": the decision is not charged");
     return kRejectNodeMismatch;
   }
-  auto snap = sched_.cache().Snapshot(alloc.node);
-  if (!snap) return "";  // node not (yet) known: nothing to check against
+  // Under the node's lock, no copy of its state (this runs for every pod event the informer sees).
+  // A node not (yet) known: nothing to check against.
+  std::string verdict;
+  sched_.cache().WithNode(alloc.node, [&](const scheduler::NodeState& node) {
+    verdict = CheckAgainstNodeLocked(node, alloc, kinds, fresh, message, over_committed);
+  });
+  return verdict;
+}
+
+std::string ClusterState::CheckAgainstNodeLocked(const scheduler::NodeState& node,
+                                                 const core::PodAllocation& alloc,
+                                                 const std::vector<core::ContainerKind>& kinds,
+                                                 bool fresh, std::string* message,
+                                                 bool* over_committed) const {
   for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
     size_t i = 0;
-    while (i < snap->info.devices.size() && snap->info.devices[i].uuid != uuid) ++i;
-    if (i == snap->info.devices.size()) {
+    while (i < node.info.devices.size() && node.info.devices[i].uuid != uuid) ++i;
+    if (i == node.info.devices.size()) {
       *message =
           StrCat("decision names device ", uuid, ", which node ", alloc.node, " does not have");
       return kRejectUnknownDevice;
     }
-    const core::DeviceInfo& d = snap->info.devices[i];
+    const core::DeviceInfo& d = node.info.devices[i];
     if (u.used > std::max(d.count, 1) || u.usedmem_mib > d.devmem_mib || u.usedcores > d.devcore) {
       *message = StrCat("decision claims ", u.used, " task(s), ", u.usedmem_mib, " MiB and ",
                         u.usedcores, " cores on device ", uuid, ", which holds ", d.count,
                         " task(s), ", d.devmem_mib, " MiB and ", d.devcore, " cores");
       return kRejectExceedsDevice;
     }
-    if (!fresh || i >= snap->usage.size()) continue;
-    const core::DeviceUsage& in_use = snap->usage[i];
+    if (!fresh || i >= node.usage.size()) continue;
+    const core::DeviceUsage& in_use = node.usage[i];
     if (in_use.used + u.used > std::max(d.count, 1) ||
         in_use.usedmem_mib + u.usedmem_mib > d.devmem_mib ||
         in_use.usedcores + u.usedcores > d.devcore) {
@@ -557,8 +569,7 @@ void ClusterState::OnPod(const Json& pod) {
       }
       expired_.erase(uid);
       if (rec.expires_at != 0) ScheduleExpiryLocked(uid, rec.expires_at);
-      if (!sched_.cache().Snapshot(rec.allocation.node))
-        unchecked_[rec.allocation.node].insert(uid);
+      if (!sched_.cache().HasNode(rec.allocation.node)) unchecked_[rec.allocation.node].insert(uid);
       AddLocked(std::move(rec));
     }
   }();

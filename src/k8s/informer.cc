@@ -256,6 +256,12 @@ std::optional<Json> Informer::Get(const std::string& key) const {
   return *it->second;
 }
 
+std::shared_ptr<const Json> Informer::Find(const std::string& key) const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  auto it = impl_->store.find(key);
+  return it == impl_->store.end() ? nullptr : it->second;
+}
+
 std::vector<Json> Informer::List() const {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::vector<Json> out;

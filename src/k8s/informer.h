@@ -57,6 +57,9 @@ class Informer {
 
   // Store reads ("namespace/name", or "name" for cluster-scoped objects).
   std::optional<Json> Get(const std::string& key) const;
+  // The stored object itself, shared and immutable (null: not there): a read without a copy, for
+  // hot paths that look at a few fields.
+  std::shared_ptr<const Json> Find(const std::string& key) const;
   std::vector<Json> List() const;
   size_t Size() const;
   // resourceVersion of the last list, event or bookmark applied.

@@ -95,6 +95,12 @@ class ClusterCache {
     }
   }
 
+  // Whether the cache holds the node (no node lock, no copy).
+  bool HasNode(const std::string& name) const {
+    ReaderLock l(nodes_mu_);
+    return by_name_.count(name) != 0;
+  }
+
   // Calls f(const NodeState&) for one node under its lock; false when the node is unknown.
   template <typename F>
   bool WithNode(const std::string& name, F&& f) const {
