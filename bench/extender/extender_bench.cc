@@ -270,6 +270,8 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
   extender::ExtenderOptions
       eo;  // as scheduler_main wires it: the pod check reads the informer's copy
   eo.success_events = g_success_events;
+  auto event_client = MakeClient(api);  // as scheduler_main wires it: Events' own rate limiter
+  eo.event_client = event_client.get();
   eo.pod_lookup = [&ctl](const std::string& ns, const std::string& name) {
     return ctl.LookupPod(ns, name);
   };
@@ -339,6 +341,9 @@ void EndToEnd(int nodes, int pods, int threads, const Tls& tls) {
       g_success_events ? "" : ", no success Events", ok.load(), failed.load(), ok.load() / secs,
       ok.load() > 0 ? cpu * 1e6 / ok.load() : 0.0);
   for (const auto& [what, n] : errors) std::fprintf(stderr, "  %d x %s\n", n, what.c_str());
+  if (g_success_events)
+    std::fprintf(stderr, "  success Events dropped (queue full while the run was on): %lld\n",
+                 static_cast<long long>(ext.counters().events_dropped.load()));
   server.Stop();
   ctl.Stop();
 }

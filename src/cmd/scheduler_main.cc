@@ -233,6 +233,10 @@ int SchedulerMain(int argc, char** argv) {
   cfg->user_agent = "hami-scheduler";
   auto client = k8s::Client::Create(*cfg);
   if (!client.ok()) return Fail("Kubernetes API client", client.status());
+  // Events get a client of their own (same limits, its own rate limiter), as kube-scheduler's event
+  // broadcaster does: an Event never waits for, or takes, a token that a decision write needs.
+  auto event_client = k8s::Client::Create(*cfg);
+  if (!event_client.ok()) return Fail("Kubernetes API client (events)", event_client.status());
 
   extender::StateOptions sto;
   extender::ExtenderOptions eo;
@@ -240,7 +244,7 @@ int SchedulerMain(int argc, char** argv) {
   sto.vendors = &vendor_set;
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;
-  k8s::Client* events = client->get();
+  k8s::Client* events = event_client->get();
   sto.on_rejected_decision = [events, scheduler_name](const extender::Json& ref,
                                                       const std::string& reason,
                                                       const std::string& message) {
@@ -285,6 +289,7 @@ int SchedulerMain(int argc, char** argv) {
   eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) {
     return controller.LookupPod(ns, name);
   };
+  eo.event_client = event_client->get();
   extender::Extender ext(**sched, state, client->get(), eo);
 
   webhook::WebhookOptions wo;

@@ -129,9 +129,11 @@ Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client
       client_(client),
       opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {
-  if (client_ != nullptr)
-    events_ = std::make_unique<k8s::EventRecorder>(
-        *client_, k8s::EventRecorderOptions{std::max<size_t>(opts_.event_queue, 1)});
+  if (k8s::Client* ec = opts_.event_client ? opts_.event_client : client_; ec != nullptr) {
+    k8s::EventRecorderOptions ro;
+    ro.capacity = std::max<size_t>(opts_.event_queue, 1);
+    events_ = std::make_unique<k8s::EventRecorder>(*ec, ro);
+  }
 }
 
 void Extender::FlushEvents() {

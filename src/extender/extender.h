@@ -65,6 +65,10 @@ struct ExtenderOptions {
   // a queue of event_queue entries on a background thread, dropped (counted) when it is full.
   bool success_events = true;
   size_t event_queue = 1024;
+  // The client Events are posted with: its own rate limiter, as kube-scheduler gives its event
+  // broadcaster its own client, so Events never take a token a decision write needs. Null: the
+  // extender's client.
+  k8s::Client* event_client = nullptr;
   // The pod as the API server has it, from the informer cache (nullopt: not there). When unset or
   // when it finds nothing, the pod is read from the API server (client); with neither, the
   // request's own copy is trusted (tests of the pure paths).

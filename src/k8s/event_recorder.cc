@@ -1,5 +1,8 @@
 #include "k8s/event_recorder.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "common/log.h"
@@ -8,7 +11,11 @@ namespace hami::k8s {
 
 EventRecorder::EventRecorder(Client& client, EventRecorderOptions opts)
     : client_(client), opts_(opts) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    // Best effort: a thread that cannot be reniced still posts.
+    if (opts_.nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), opts_.nice);
+    Run();
+  });
 }
 
 EventRecorder::~EventRecorder() {

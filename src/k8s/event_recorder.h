@@ -17,6 +17,9 @@ namespace hami::k8s {
 
 struct EventRecorderOptions {
   size_t capacity = 1024;  // events waiting to be posted; more are dropped
+  // Niceness of the posting thread (Linux schedules threads one by one): on a busy machine the
+  // decisions' threads get the CPU first, and events that cannot keep up are dropped (counted).
+  int nice = 10;
 };
 
 class EventRecorder {
