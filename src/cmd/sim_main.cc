@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -14,6 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cmd/subcommands.h"
+#include "common/mutex.h"
 #include "scheduler/registry.h"
 #include "sim/experiment.h"
 #include "sim/report.h"
@@ -137,11 +137,11 @@ int SimMain(int argc, char** argv) {
     for (int s = 0; s < seeds; ++s) work.push_back({n, first_seed + static_cast<uint64_t>(s)});
   std::vector<StatusOr<sim::RunResult>> results(work.size(), Internal("not run"));
   std::atomic<size_t> next{0}, done{0};
-  std::mutex progress_mu;
+  Mutex progress_mu;
   const bool tty = isatty(STDERR_FILENO);
   auto progress = [&] {
     if (!tty) return;
-    std::lock_guard<std::mutex> l(progress_mu);
+    MutexLock l(progress_mu);
     const size_t d = done.load(), n = work.size();
     const int width = 30, filled = static_cast<int>(width * d / n);
     std::fprintf(stderr, "\r[%s%s] %zu/%zu runs", std::string(filled, '#').c_str(),

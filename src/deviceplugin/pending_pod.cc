@@ -113,12 +113,12 @@ std::vector<const PendingPod*> PreferenceCandidates(
 }
 
 void MemoryPendingPodSource::AddPod(PendingPod pod) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   pods_.push_back(std::move(pod));
 }
 
 StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (!list_error_.ok()) return list_error_;
   std::vector<PendingPod> out;
   for (const auto& p : pods_) {
@@ -128,7 +128,7 @@ StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
 }
 
 Status MemoryPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (auto& p : pods_) {
     if (p.uid != pod.uid) continue;
     auto it = std::find_if(p.containers.begin(), p.containers.end(),
@@ -142,18 +142,18 @@ Status MemoryPendingPodSource::MarkAllocated(const PendingPod& pod, int containe
 }
 
 Status MemoryPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   failed_[pod.uid] = std::string(reason);
   return OkStatus();
 }
 
 std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return failed_;
 }
 
 void MemoryPendingPodSource::SetListError(Status s) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   list_error_ = std::move(s);
 }
 

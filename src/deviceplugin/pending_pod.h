@@ -5,12 +5,12 @@
 // SelectPending picks the one the request belongs to, or refuses when it cannot be sure: a wrong
 // guess would arm a container with another pod's limits.
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "core/model.h"
 
@@ -123,10 +123,10 @@ class MemoryPendingPodSource final : public PendingPodSource {
   void SetListError(Status s);
 
  private:
-  mutable std::mutex mu_;
-  std::vector<PendingPod> pods_;
-  std::map<std::string, std::string> failed_;
-  Status list_error_;
+  mutable Mutex mu_;
+  std::vector<PendingPod> pods_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> failed_ ABSL_GUARDED_BY(mu_);
+  Status list_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::deviceplugin

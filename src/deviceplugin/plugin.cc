@@ -100,7 +100,7 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
     uint64_t generation;
     {
-      std::lock_guard<std::mutex> l(p_->mu_);
+      MutexLock l(p_->mu_);
       generation = p_->generation_;
     }
     bool first = true;
@@ -108,10 +108,12 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     while (true) {
       v1beta1::ListAndWatchResponse resp;
       {
-        std::unique_lock<std::mutex> l(p_->mu_);
-        p_->cv_.wait_for(l, std::chrono::milliseconds(200), [&] {
-          return first || p_->version_ != seen || p_->generation_ != generation || p_->stopping_;
-        });
+        MutexLock l(p_->mu_);
+        p_->cv_.WaitFor(p_->mu_, std::chrono::milliseconds(200),
+                        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(p_->mu_) {
+                          return first || p_->version_ != seen || p_->generation_ != generation ||
+                                 p_->stopping_;
+                        });
         if (p_->generation_ != generation || p_->stopping_) return grpc::Status::OK;
         if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
         if (!first && p_->version_ == seen) continue;
@@ -169,8 +171,9 @@ Status DevicePlugin::Start() {
   if (started_) return FailedPrecondition("device plugin already started");
   HAMI_RETURN_IF_ERROR(Validate(config_));
   HAMI_ASSIGN_OR_RETURN(std::vector<gpu::GpuInfo> all, discovery_->ListDevices());
+  size_t kept = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     all_gpus_ = all;
     gpus_ = FilterDevices(all, config_);
     for (const auto& g : gpus_) {
@@ -178,15 +181,16 @@ Status DevicePlugin::Start() {
       for (auto& id : ReplicaIds(g.uuid, config_.split_count)) replica_to_uuid_[id] = g.uuid;
     }
     ++version_;
+    kept = gpus_.size();
   }
   if (auto links = discovery_->Topology(); links.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     links_ = std::move(*links);
   } else {
     spdlog::warn("GPU topology unavailable: {}", std::string(links.status().message()));
   }
-  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}",
-               gpus_.size(), all.size() - gpus_.size(), config_.split_count, config_.resource_name);
+  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", kept,
+               all.size() - kept, config_.split_count, config_.resource_name);
 
   std::error_code ec;
   fs::create_directories(config_.plugin_dir, ec);
@@ -218,10 +222,10 @@ void DevicePlugin::Stop() {
   if (watcher_.joinable()) watcher_.join();
   health_watch_.reset();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   StopServer();
   if (inotify_fd_ >= 0) ::close(inotify_fd_);
   inotify_fd_ = -1;
@@ -230,7 +234,7 @@ void DevicePlugin::Stop() {
 }
 
 Status DevicePlugin::StartServer() {
-  std::lock_guard<std::mutex> l(server_mu_);
+  MutexLock l(server_mu_);
   const std::string path = SocketPath();
   std::error_code ec;
   fs::remove(path, ec);  // a stale socket from a previous run would make bind fail
@@ -241,19 +245,19 @@ Status DevicePlugin::StartServer() {
   server_ = b.BuildAndStart();
   if (!server_) return Unavailable("cannot serve the device plugin on ", path);
   {
-    std::lock_guard<std::mutex> m(mu_);
+    MutexLock m(mu_);
     stopping_ = false;
   }
   return OkStatus();
 }
 
 void DevicePlugin::StopServer() {
-  std::lock_guard<std::mutex> l(server_mu_);
+  MutexLock l(server_mu_);
   {
-    std::lock_guard<std::mutex> m(mu_);
+    MutexLock m(mu_);
     ++generation_;  // ends running ListAndWatch streams
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
@@ -339,7 +343,7 @@ void DevicePlugin::WatchLoop() {
 
 void DevicePlugin::OnHealth(const gpu::HealthEvent& ev) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     bool changed = false;
     for (auto& [uuid, h] : healthy_) {
       if ((ev.uuid.empty() || ev.uuid == uuid) && h != ev.healthy) {
@@ -352,16 +356,16 @@ void DevicePlugin::OnHealth(const gpu::HealthEvent& ev) {
   }
   spdlog::warn("GPU {} is now {}: {}", ev.uuid.empty() ? "(all)" : ev.uuid,
                ev.healthy ? kHealthy : kUnhealthy, ev.reason);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 std::vector<core::DeviceInfo> DevicePlugin::NodeDevices() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return BuildNodeDevices(gpus_, healthy_, config_);
 }
 
 std::map<std::string, std::string> DevicePlugin::NodeAnnotations(bool with_link_scores) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::map<std::string, std::string> out;
   out[core::kNodeNvidiaRegister] =
       core::EncodeNodeDevicesJson(BuildNodeDevices(gpus_, healthy_, config_));
@@ -379,7 +383,7 @@ v1beta1::DevicePluginOptions DevicePlugin::Options() const {
 }
 
 v1beta1::ListAndWatchResponse DevicePlugin::DeviceList() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return DeviceListLocked();
 }
 
@@ -402,7 +406,7 @@ v1beta1::ListAndWatchResponse DevicePlugin::DeviceListLocked() const {
 
 v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
     const v1beta1::PreferredAllocationRequest& req) {
-  std::lock_guard<std::mutex> l(alloc_mu_);
+  MutexLock l(alloc_mu_);
   std::vector<PendingPod> pods;
   if (auto listed = pending_->ListPending(); listed.ok()) {
     pods = std::move(*listed);
@@ -459,7 +463,7 @@ std::string DevicePlugin::NewCacheFileName() {
 }
 
 StatusOr<v1beta1::AllocateResponse> DevicePlugin::Allocate(const v1beta1::AllocateRequest& req) {
-  std::lock_guard<std::mutex> l(alloc_mu_);
+  MutexLock l(alloc_mu_);
   v1beta1::AllocateResponse resp;
   for (const auto& cr : req.container_requests()) {
     HAMI_ASSIGN_OR_RETURN(*resp.add_container_responses(), AllocateOne(cr));
@@ -472,7 +476,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   std::vector<std::string> ids(cr.devices_ids().begin(), cr.devices_ids().end());
   if (ids.empty()) return InvalidArgument("Allocate: container request names no devices");
   {
-    std::lock_guard<std::mutex> m(mu_);
+    MutexLock m(mu_);
     for (const auto& id : ids) {
       if (!replica_to_uuid_.count(id))
         return InvalidArgument("Allocate: unknown device ID '", id,
@@ -495,7 +499,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
     return annotated;
   };
   {
-    std::lock_guard<std::mutex> m(mu_);
+    MutexLock m(mu_);
     for (const auto& d : ctr.devices) {
       auto h = healthy_.find(d.uuid);
       if (h == healthy_.end())

@@ -7,15 +7,14 @@
 // answers with the libvgpu environment and mounts (allocate_env.h). A watch thread notices kubelet
 // restarts (kubelet.sock recreated, or our socket deleted) and serves + registers again.
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/rng.h"
 #include "common/status.h"
 #include "core/model.h"
@@ -80,34 +79,35 @@ class DevicePlugin {
   Status Register();
   void WatchLoop();
   void OnHealth(const gpu::HealthEvent& ev);
-  v1beta1::ListAndWatchResponse DeviceListLocked() const;
+  v1beta1::ListAndWatchResponse DeviceListLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(
-      const v1beta1::ContainerAllocateRequest& req);
-  std::string NewCacheFileName();
+      const v1beta1::ContainerAllocateRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
+  std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
 
   PluginConfig config_;
   gpu::DeviceDiscovery* discovery_;
   PendingPodSource* pending_;
   KubeletPodView* kubelet_view_ = nullptr;
 
-  mutable std::mutex mu_;  // guards the device state below
-  std::condition_variable cv_;
-  std::vector<gpu::GpuInfo> all_gpus_;   // as discovered
-  std::vector<gpu::GpuLink> links_;      // topology of all_gpus_
-  std::vector<gpu::GpuInfo> gpus_;       // after filterdevices
-  std::map<std::string, bool> healthy_;  // uuid -> healthy
-  std::map<std::string, std::string> replica_to_uuid_;
-  uint64_t version_ = 0;     // bumped on every device state change
-  uint64_t generation_ = 0;  // bumped on every server (re)start; old streams end
-  bool stopping_ = false;
+  // Guards the device state below; taken after alloc_mu_ or server_mu_, never before.
+  mutable Mutex mu_ ABSL_ACQUIRED_AFTER(alloc_mu_, server_mu_);
+  CondVar cv_;  // version_, generation_ or stopping_ changed
+  std::vector<gpu::GpuInfo> all_gpus_ ABSL_GUARDED_BY(mu_);   // as discovered
+  std::vector<gpu::GpuLink> links_ ABSL_GUARDED_BY(mu_);      // topology of all_gpus_
+  std::vector<gpu::GpuInfo> gpus_ ABSL_GUARDED_BY(mu_);       // after filterdevices
+  std::map<std::string, bool> healthy_ ABSL_GUARDED_BY(mu_);  // uuid -> healthy
+  std::map<std::string, std::string> replica_to_uuid_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;     // bumped on every device state change
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every server (re)start
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  std::mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)
-  Rng rng_;
-  std::vector<SteeredChoice> steered_;
+  Mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)
+  Rng rng_ ABSL_GUARDED_BY(alloc_mu_);
+  std::vector<SteeredChoice> steered_ ABSL_GUARDED_BY(alloc_mu_);
 
-  std::mutex server_mu_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
+  Mutex server_mu_;
+  std::unique_ptr<Service> service_ ABSL_GUARDED_BY(server_mu_);
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(server_mu_);
 
   std::unique_ptr<gpu::HealthWatch> health_watch_;
   std::atomic<bool> stop_{false};

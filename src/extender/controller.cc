@@ -44,12 +44,12 @@ Controller::~Controller() {
 
 std::thread Controller::EveryRetryPeriod(std::function<void()> step) {
   return std::thread([this, step = std::move(step)] {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     while (!stopping_) {
-      l.unlock();
+      l.Unlock();
       step();
-      l.lock();
-      cv_.wait_for(l, opts_.election.retry_period);
+      l.Lock();
+      cv_.WaitFor(mu_, opts_.election.retry_period);
     }
   });
 }
@@ -76,24 +76,24 @@ void Controller::Start() {
     labeler_ = EveryRetryPeriod([this] { LabelRoleOnce(); });
   }
   housekeeper_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     while (!stopping_) {
-      cv_.wait_for(l, opts_.housekeeping_period);
+      cv_.WaitFor(mu_, opts_.housekeeping_period);
       if (stopping_) break;
-      l.unlock();
+      l.Unlock();
       state_.ExpireReservations();
       if (Synced() && IsLeader()) HousekeepOnce();
-      l.lock();
+      l.Lock();
     }
   });
 }
 
 void Controller::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (housekeeper_.joinable()) housekeeper_.join();
   if (follower_.joinable()) follower_.join();
   if (labeler_.joinable()) labeler_.join();
@@ -105,7 +105,7 @@ void Controller::Stop() {
 
 bool Controller::LabelRoleOnce() {
   if (opts_.self_pod_name.empty() || opts_.self_pod_namespace.empty()) return false;
-  std::lock_guard<std::mutex> l(role_mu_);
+  MutexLock l(role_mu_);
   const std::string role = IsLeader() ? "leader" : "follower";
   if (role == role_written_) return true;
   auto p = client_.Patch(k8s::kPods, opts_.self_pod_namespace, opts_.self_pod_name,
@@ -149,7 +149,7 @@ void Controller::FollowOnce() {
     SPDLOG_DEBUG("lease {}: {}", opts_.follow_lease, std::string(lease.status().message()));
     return;  // keep what we knew; expiry still applies
   }
-  std::lock_guard<std::mutex> l(lease_mu_);
+  MutexLock l(lease_mu_);
   if (holder != lease_holder_ || renew != lease_renew_) {
     if (HostOf(holder) != HostOf(lease_holder_))
       spdlog::info("kube-scheduler lease {}: held by {}{}", opts_.follow_lease,
@@ -166,7 +166,7 @@ void Controller::FollowOnce() {
 bool Controller::IsLeader() const {
   if (!opts_.leader_elect) return true;
   if (!opts_.follow_lease.empty()) {
-    std::lock_guard<std::mutex> l(lease_mu_);
+    MutexLock l(lease_mu_);
     // renew_deadline, not lease_duration: we see a renewal up to retry_period late, and another
     // kube-scheduler may take over lease_duration after the renewal itself.
     return !lease_holder_.empty() && HostOf(lease_holder_) == HostOf(opts_.election.identity) &&
@@ -178,7 +178,7 @@ bool Controller::IsLeader() const {
 std::string Controller::Leader() const {
   if (!opts_.leader_elect) return opts_.election.identity;
   if (!opts_.follow_lease.empty()) {
-    std::lock_guard<std::mutex> l(lease_mu_);
+    MutexLock l(lease_mu_);
     if (std::chrono::steady_clock::now() - lease_changed_ >= opts_.election.lease_duration)
       return "";
     return HostOf(lease_holder_);

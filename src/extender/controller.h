@@ -9,14 +9,13 @@
 //  - on every replica, every `housekeeping_period`: decisions that no bind followed within the
 //    reservation TTL give their devices back (ClusterState::ExpireReservations).
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "extender/state.h"
 #include "k8s/client.h"
 #include "k8s/informer.h"
@@ -90,15 +89,16 @@ class Controller {
   std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_;
   std::unique_ptr<k8s::LeaderElector> elector_;
   std::thread housekeeper_, follower_, labeler_;
-  std::mutex role_mu_;
-  std::string role_written_;  // the role label last written ("" = none yet); under role_mu_
+  // Held across the patch, so that two passes never write the label at once.
+  Mutex role_mu_;
+  std::string role_written_ ABSL_GUARDED_BY(role_mu_);  // the role label last written ("" = none)
   // follow_lease: the holder last read and when its record last changed.
-  mutable std::mutex lease_mu_;
-  std::string lease_holder_, lease_renew_;
-  std::chrono::steady_clock::time_point lease_changed_{};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  mutable Mutex lease_mu_;
+  std::string lease_holder_ ABSL_GUARDED_BY(lease_mu_), lease_renew_ ABSL_GUARDED_BY(lease_mu_);
+  std::chrono::steady_clock::time_point lease_changed_ ABSL_GUARDED_BY(lease_mu_){};
+  Mutex mu_;
+  CondVar cv_;  // stopping
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ = false;
 };
 

@@ -20,46 +20,46 @@ StaticDiscovery::StaticDiscovery(std::vector<GpuInfo> devices, std::vector<GpuLi
 StaticDiscovery::~StaticDiscovery() = default;
 
 StatusOr<std::vector<GpuInfo>> StaticDiscovery::ListDevices() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (!list_error_.ok()) return list_error_;
   return devices_;
 }
 
 StatusOr<std::vector<GpuLink>> StaticDiscovery::Topology() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return links_;
 }
 
 StatusOr<std::unique_ptr<HealthWatch>> StaticDiscovery::WatchHealth(HealthCallback cb) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   int id = next_id_++;
   callbacks_[id] = std::move(cb);
   return std::unique_ptr<HealthWatch>(std::make_unique<Watch>(this, id));
 }
 
 void StaticDiscovery::SetHealth(const HealthEvent& event) {
-  std::lock_guard<std::mutex> d(deliver_mu_);
+  MutexLock d(deliver_mu_);
   std::vector<HealthCallback> cbs;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (auto& [id, cb] : callbacks_) cbs.push_back(cb);
   }
   for (auto& cb : cbs) cb(event);
 }
 
 void StaticDiscovery::SetDevices(std::vector<GpuInfo> devices) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   devices_ = std::move(devices);
 }
 
 void StaticDiscovery::SetListError(Status status) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   list_error_ = std::move(status);
 }
 
 void StaticDiscovery::Unregister(int id) {
-  std::lock_guard<std::mutex> d(deliver_mu_);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock d(deliver_mu_);
+  MutexLock l(mu_);
   callbacks_.erase(id);
 }
 

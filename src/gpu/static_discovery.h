@@ -2,8 +2,8 @@
 // An in-memory DeviceDiscovery: devices and links are set by the owner, health changes are pushed
 // with SetHealth. Thread-safe. Used by device plugin tests and benchmarks that need no NVML.
 #include <map>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "gpu/discovery.h"
 
 namespace hami::gpu {
@@ -28,14 +28,14 @@ class StaticDiscovery final : public DeviceDiscovery {
   friend class Watch;
   void Unregister(int id);
 
-  std::mutex mu_;
-  std::vector<GpuInfo> devices_;
-  std::vector<GpuLink> links_;
-  Status list_error_;
-  int next_id_ = 0;
-  std::map<int, HealthCallback> callbacks_;
   // Held while callbacks run so that a watch's destructor waits for a running callback.
-  std::mutex deliver_mu_;
+  Mutex deliver_mu_;
+  Mutex mu_ ABSL_ACQUIRED_AFTER(deliver_mu_);
+  std::vector<GpuInfo> devices_ ABSL_GUARDED_BY(mu_);
+  std::vector<GpuLink> links_ ABSL_GUARDED_BY(mu_);
+  Status list_error_ ABSL_GUARDED_BY(mu_);
+  int next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, HealthCallback> callbacks_ ABSL_GUARDED_BY(mu_);
 };
 
 // Builds a GpuInfo the way tests read best: Gpu(0, "GPU-a", "Tesla T4", 15360).

@@ -15,13 +15,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <condition_variable>
 #include <list>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "core/json_util.h"
 #include "http/tls.h"
 
@@ -96,8 +95,8 @@ struct HttpServer::Impl {
   bool started = false, stopped = false;
 
   // Every open connection (weak: a connection owns itself through its pending operations).
-  std::mutex reg_mu;
-  std::list<std::weak_ptr<SessionBase>> sessions;  // guarded by reg_mu
+  Mutex reg_mu;
+  std::list<std::weak_ptr<SessionBase>> sessions ABSL_GUARDED_BY(reg_mu);
 
   std::atomic<int64_t> open{0}, accepted{0}, evicted{0}, refused{0}, timed_out{0}, rejected{0},
       handled{0};
@@ -106,13 +105,14 @@ struct HttpServer::Impl {
 
   // TLS.
   std::unique_ptr<net::ssl::context> ssl_ctx;
-  std::mutex cert_mu;
-  std::shared_ptr<CertPair> cert;  // guarded by cert_mu
-  int64_t cert_stamp = 0, key_stamp = 0;
+  Mutex cert_mu;
+  std::shared_ptr<CertPair> cert ABSL_GUARDED_BY(cert_mu);
+  int64_t cert_stamp ABSL_GUARDED_BY(cert_mu) = 0;
+  int64_t key_stamp ABSL_GUARDED_BY(cert_mu) = 0;
   std::atomic<int64_t> loads{0}, rejects{0};
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;  // guarded by stop_mu
+  Mutex stop_mu;
+  CondVar stop_cv;  // stopping
+  bool stopping ABSL_GUARDED_BY(stop_mu) = false;
   std::thread watcher;
 
   // Declared after everything a connection touches: destroyed first.
@@ -135,11 +135,11 @@ struct HttpServer::Impl {
   void Release(uint64_t n) { buffered.fetch_sub(n); }
 
   std::list<std::weak_ptr<SessionBase>>::iterator Register(std::weak_ptr<SessionBase> s) {
-    std::lock_guard<std::mutex> l(reg_mu);
+    MutexLock l(reg_mu);
     return sessions.insert(sessions.end(), std::move(s));
   }
   void Unregister(std::list<std::weak_ptr<SessionBase>>::iterator it) {
-    std::lock_guard<std::mutex> l(reg_mu);
+    MutexLock l(reg_mu);
     sessions.erase(it);
   }
   // Closes the connection that has been quiet the longest among those idle or reading a header.
@@ -150,7 +150,7 @@ struct HttpServer::Impl {
     std::vector<std::shared_ptr<SessionBase>> seen;  // destroyed after the lock below
     std::shared_ptr<SessionBase> victim;
     {
-      std::lock_guard<std::mutex> l(reg_mu);
+      MutexLock l(reg_mu);
       seen.reserve(sessions.size());
       int64_t oldest = INT64_MAX;
       for (auto& w : sessions) {
@@ -185,7 +185,7 @@ struct HttpServer::Impl {
   }
 
   std::shared_ptr<CertPair> Current() {
-    std::lock_guard<std::mutex> l(cert_mu);
+    MutexLock l(cert_mu);
     return cert;
   }
 
@@ -193,12 +193,12 @@ struct HttpServer::Impl {
   void MaybeReload(bool force) {
     const int64_t cs = FileStamp(opts.cert_file), ks = FileStamp(opts.key_file);
     {
-      std::lock_guard<std::mutex> l(cert_mu);
+      MutexLock l(cert_mu);
       if (!force && cs == cert_stamp && ks == key_stamp) return;
     }
     auto pair = LoadCertPair(opts.cert_file, opts.key_file);
     if (!pair.ok()) {
-      std::lock_guard<std::mutex> l(cert_mu);
+      MutexLock l(cert_mu);
       // Once per change of the files: a half-written pair becomes valid at its next change.
       cert_stamp = cs;
       key_stamp = ks;
@@ -207,7 +207,7 @@ struct HttpServer::Impl {
                     std::string(pair.status().message()));
       return;
     }
-    std::lock_guard<std::mutex> l(cert_mu);
+    MutexLock l(cert_mu);
     cert = std::move(*pair);
     cert_stamp = cs;
     key_stamp = ks;
@@ -573,7 +573,7 @@ Status HttpServer::Start() {
     HAMI_RETURN_IF_ERROR(ConfigureServerContext(im.ssl_ctx->native_handle()));
     SSL_CTX_set_cert_cb(im.ssl_ctx->native_handle(), &Impl::CertCallback, &im);
     {
-      std::lock_guard<std::mutex> l(im.cert_mu);
+      MutexLock l(im.cert_mu);
       im.cert = std::move(*pair);
       im.cert_stamp = FileStamp(im.opts.cert_file);
       im.key_stamp = FileStamp(im.opts.key_file);
@@ -596,13 +596,13 @@ Status HttpServer::Start() {
   for (int i = 0; i < im.opts.io_threads; ++i) im.io.emplace_back([&im] { im.ioc.run(); });
   if (im.Tls()) {
     im.watcher = std::thread([&im] {
-      std::unique_lock<std::mutex> l(im.stop_mu);
+      MutexLock l(im.stop_mu);
       while (!im.stopping) {
-        im.stop_cv.wait_for(l, im.opts.reload_interval);
+        im.stop_cv.WaitFor(im.stop_mu, im.opts.reload_interval);
         if (im.stopping) break;
-        l.unlock();
+        l.Unlock();
         im.MaybeReload(false);
-        l.lock();
+        l.Lock();
       }
     });
   }
@@ -614,10 +614,10 @@ void HttpServer::Stop() {
   if (!im.started || im.stopped) return;
   im.stopped = true;
   {
-    std::lock_guard<std::mutex> l(im.stop_mu);
+    MutexLock l(im.stop_mu);
     im.stopping = true;
   }
-  im.stop_cv.notify_all();
+  im.stop_cv.NotifyAll();
   if (im.watcher.joinable()) im.watcher.join();
   // Close the listener and every connection on their own strands, let running handlers finish, then
   // let the I/O threads run out of work (bounded: whatever is left is cut off by ioc.stop()).
@@ -629,7 +629,7 @@ void HttpServer::Stop() {
   });
   auto live = [&im] {
     std::vector<std::shared_ptr<SessionBase>> out;
-    std::lock_guard<std::mutex> l(im.reg_mu);
+    MutexLock l(im.reg_mu);
     for (auto& w : im.sessions)
       if (auto s = w.lock()) out.push_back(std::move(s));
     return out;

@@ -20,63 +20,65 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions opts)
 
 EventRecorder::~EventRecorder() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
     dropped_ += queue_.size();
     queue_.clear();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
 bool EventRecorder::Record(EventSpec spec) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (stop_ || queue_.size() >= opts_.capacity) {
       ++dropped_;
       return false;
     }
     queue_.push_back(std::move(spec));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
 void EventRecorder::Flush() {
-  std::unique_lock<std::mutex> l(mu_);
-  idle_cv_.wait(l, [this] { return stop_ || (queue_.empty() && !in_flight_); });
+  MutexLock l(mu_);
+  idle_cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || (queue_.empty() && !in_flight_);
+  });
 }
 
 uint64_t EventRecorder::posted() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return posted_;
 }
 uint64_t EventRecorder::failed() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return failed_;
 }
 uint64_t EventRecorder::dropped() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return dropped_;
 }
 
 void EventRecorder::Run() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   while (true) {
-    cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+    cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); });
     if (stop_) break;
     EventSpec spec = std::move(queue_.front());
     queue_.pop_front();
     in_flight_ = true;
-    l.unlock();
+    l.Unlock();
     Status s = client_.CreateEvent(spec);
     if (!s.ok()) SPDLOG_DEBUG("event {} not recorded: {}", spec.reason, std::string(s.message()));
-    l.lock();
+    l.Lock();
     in_flight_ = false;
     (s.ok() ? posted_ : failed_) += 1;
-    if (queue_.empty()) idle_cv_.notify_all();
+    if (queue_.empty()) idle_cv_.NotifyAll();
   }
-  idle_cv_.notify_all();
+  idle_cv_.NotifyAll();
 }
 
 }  // namespace hami::k8s

@@ -4,13 +4,12 @@
 // The queue is bounded: when the API server is slow and the queue is full, the new event is dropped
 // and counted, never waited for. An Event is a courtesy to the user (kubectl describe pod), not
 // state: losing some under overload is better than slowing every scheduling decision.
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "k8s/client.h"
 
 namespace hami::k8s {
@@ -45,13 +44,15 @@ class EventRecorder {
 
   Client& client_;
   const EventRecorderOptions opts_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;       // work queued or stopping
-  std::condition_variable idle_cv_;  // the queue drained and nothing is in flight
-  std::deque<EventSpec> queue_;
-  bool in_flight_ = false;
-  bool stop_ = false;
-  uint64_t posted_ = 0, failed_ = 0, dropped_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;       // work queued or stopping
+  CondVar idle_cv_;  // the queue drained and nothing is in flight
+  std::deque<EventSpec> queue_ ABSL_GUARDED_BY(mu_);
+  bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t posted_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -1,13 +1,12 @@
 #include "k8s/informer.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "k8s/errors.h"
 
 namespace hami::k8s {
@@ -30,36 +29,36 @@ std::string Informer::KeyOf(const Json& obj) {
 struct Informer::Impl {
   Client& client;
   InformerOptions opts;
-  std::vector<InformerHandlers> handlers;
 
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  std::map<std::string, std::shared_ptr<const Json>> store;  // guarded by mu
-  std::string last_rv;                                       // guarded by mu
-  bool synced = false;                                       // guarded by mu
-  bool stopping = false;                                     // guarded by mu
+  mutable Mutex mu;
+  mutable CondVar cv;  // synced or stopping
+  std::map<std::string, std::shared_ptr<const Json>> store ABSL_GUARDED_BY(mu);
+  std::string last_rv ABSL_GUARDED_BY(mu);
+  bool synced ABSL_GUARDED_BY(mu) = false;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
 
   std::atomic<int64_t> lists{0};
   std::atomic<int64_t> watches{0};
   std::stop_source stop_source;
   std::thread thread;
   std::thread resync_thread;
-  std::mutex handler_mu;  // serialises handler calls between the watch and resync threads
+  Mutex handler_mu;  // serialises handler calls between the watch and resync threads
+  std::vector<InformerHandlers> handlers ABSL_GUARDED_BY(handler_mu);
 
   Impl(Client& c, InformerOptions o) : client(c), opts(std::move(o)) {}
 
   void Add(const Json& obj) {
-    std::lock_guard<std::mutex> l(handler_mu);
+    MutexLock l(handler_mu);
     for (auto& h : handlers)
       if (h.on_add) h.on_add(obj);
   }
   void Update(const Json& a, const Json& b) {
-    std::lock_guard<std::mutex> l(handler_mu);
+    MutexLock l(handler_mu);
     for (auto& h : handlers)
       if (h.on_update) h.on_update(a, b);
   }
   void Delete(const Json& obj) {
-    std::lock_guard<std::mutex> l(handler_mu);
+    MutexLock l(handler_mu);
     for (auto& h : handlers)
       if (h.on_delete) h.on_delete(obj);
   }
@@ -84,7 +83,7 @@ struct Informer::Impl {
     const std::string rv = list["metadata"].value("resourceVersion", "");
     std::map<std::string, std::shared_ptr<const Json>> old;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       old.swap(store);
       store = fresh;
       last_rv = rv;
@@ -101,17 +100,17 @@ struct Informer::Impl {
       }
     }
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       synced = true;
     }
-    cv.notify_all();
+    cv.NotifyAll();
     return rv;
   }
 
   bool Apply(WatchEvent& ev) {
     const std::string rv = RvOf(ev.object);
     if (ev.type == WatchEvent::Type::kBookmark) {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       if (!rv.empty()) last_rv = rv;
       return true;
     }
@@ -120,7 +119,7 @@ struct Informer::Impl {
     auto obj = std::make_shared<const Json>(std::move(ev.object));
     std::shared_ptr<const Json> prev;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       auto it = store.find(key);
       if (it != store.end()) prev = it->second;
       if (ev.type == WatchEvent::Type::kDeleted) {
@@ -141,8 +140,9 @@ struct Informer::Impl {
   }
 
   void Sleep(int64_t ns) {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait_for(l, std::chrono::nanoseconds(ns), [&] { return stopping; });
+    MutexLock l(mu);
+    cv.WaitFor(mu, std::chrono::nanoseconds(ns),
+               [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping; });
   }
 
   void Run(std::stop_token stop) {
@@ -162,7 +162,7 @@ struct Informer::Impl {
       }
       ListOptions lo = BaseOptions();
       {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(mu);
         lo.resource_version = last_rv;
       }
       lo.allow_watch_bookmarks = true;
@@ -195,13 +195,15 @@ struct Informer::Impl {
   void Resync() {
     while (true) {
       {
-        std::unique_lock<std::mutex> l(mu);
-        if (cv.wait_for(l, opts.resync_period, [&] { return stopping; })) return;
+        MutexLock l(mu);
+        if (cv.WaitFor(mu, opts.resync_period,
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping; }))
+          return;
         if (!synced) continue;
       }
       std::vector<std::shared_ptr<const Json>> all;
       {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(mu);
         for (auto& [k, v] : store) all.push_back(v);
       }
       for (auto& o : all) Update(*o, *o);
@@ -217,6 +219,7 @@ Informer::~Informer() {
 }
 
 void Informer::AddHandlers(InformerHandlers handlers) {
+  MutexLock l(impl_->handler_mu);
   impl_->handlers.push_back(std::move(handlers));
 }
 
@@ -229,28 +232,29 @@ void Informer::Start() {
 
 void Informer::Stop() {
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     impl_->stopping = true;
   }
   impl_->stop_source.request_stop();
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
   if (impl_->thread.joinable()) impl_->thread.join();
   if (impl_->resync_thread.joinable()) impl_->resync_thread.join();
 }
 
 bool Informer::HasSynced() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->synced;
 }
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> l(impl_->mu);
-  return impl_->cv.wait_for(l, timeout, [&] { return impl_->synced || impl_->stopping; }) &&
-         impl_->synced;
+  MutexLock l(impl_->mu);
+  return impl_->cv.WaitFor(impl_->mu, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+    return impl_->synced || impl_->stopping;
+  }) && impl_->synced;
 }
 
 std::optional<Json> Informer::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   auto it = impl_->store.find(key);
   if (it == impl_->store.end()) return std::nullopt;
   return *it->second;
@@ -263,7 +267,7 @@ std::shared_ptr<const Json> Informer::Find(const std::string& key) const {
 }
 
 std::vector<Json> Informer::List() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   std::vector<Json> out;
   out.reserve(impl_->store.size());
   for (auto& [k, v] : impl_->store) out.push_back(*v);
@@ -271,12 +275,12 @@ std::vector<Json> Informer::List() const {
 }
 
 size_t Informer::Size() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->store.size();
 }
 
 std::string Informer::LastResourceVersion() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->last_rv;
 }
 

@@ -1,10 +1,9 @@
 #include "k8s/leader_election.h"
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "k8s/errors.h"
 
 namespace hami::k8s {
@@ -14,18 +13,19 @@ struct LeaderElector::Impl {
   LeaderElectionConfig cfg;
   const Clock& clock;
 
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  bool leader = false;
-  std::string observed_holder;
-  std::string observed_renew;  // renewTime of the record we last saw
-  int64_t observed_at_ns = 0;  // our monotonic time when the record last changed
-  int64_t last_renew_ns = 0;   // our monotonic time when the last successful attempt began (mu)
-  bool have_observed = false;
-  std::string last_rv;  // resourceVersion of the lease we last saw
+  mutable Mutex mu;
+  CondVar cv;  // stopping
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  bool leader ABSL_GUARDED_BY(mu) = false;
+  std::string observed_holder ABSL_GUARDED_BY(mu);
+  std::string observed_renew ABSL_GUARDED_BY(mu);  // renewTime of the record we last saw
+  // Our monotonic time when the record last changed.
+  int64_t observed_at_ns ABSL_GUARDED_BY(mu) = 0;
+  // Our monotonic time when the last successful attempt began.
+  int64_t last_renew_ns ABSL_GUARDED_BY(mu) = 0;
+  bool have_observed ABSL_GUARDED_BY(mu) = false;
   std::thread thread;
-  std::mutex step_mu;  // one attempt at a time
+  Mutex step_mu;  // one attempt at a time
 
   Impl(Client& c, LeaderElectionConfig k, const Clock& cl)
       : client(c), cfg(std::move(k)), clock(cl) {}
@@ -43,7 +43,7 @@ struct LeaderElector::Impl {
   // IsLeader() true also sees the effects of the start callback.
   void SetLeader(bool now_leader) {
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       if (leader == now_leader) return;
       if (!now_leader) leader = false;
     }
@@ -52,7 +52,7 @@ struct LeaderElector::Impl {
     if (now_leader && cfg.on_started_leading) cfg.on_started_leading();
     if (!now_leader && cfg.on_stopped_leading) cfg.on_stopped_leading();
     if (now_leader) {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       leader = true;
     }
   }
@@ -62,21 +62,21 @@ struct LeaderElector::Impl {
   bool Failed(int64_t now) {
     bool is_leader;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       is_leader = leader;
     }
     int64_t last;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       last = last_renew_ns;
     }
     if (is_leader && now - last >= Ns(cfg.renew_deadline)) SetLeader(false);
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     return leader;
   }
 
   void Renewed(int64_t attempt_start) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     last_renew_ns = attempt_start;
   }
 
@@ -85,14 +85,14 @@ struct LeaderElector::Impl {
   // successful write, not its end, so the window closes no later than the other candidates' view
   // of the lease's expiry (they measure lease_duration from when they saw the record change).
   bool LeadingNow() const {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     return leader && clock.MonotonicNanos() - last_renew_ns < Ns(cfg.renew_deadline);
   }
 
   void Observe(const std::string& holder, const std::string& renew, int64_t now) {
     bool holder_changed = false;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       if (!have_observed || holder != observed_holder || renew != observed_renew) {
         holder_changed = !have_observed || holder != observed_holder;
         observed_holder = holder;
@@ -105,7 +105,7 @@ struct LeaderElector::Impl {
   }
 
   bool Step() {
-    std::lock_guard<std::mutex> step(step_mu);
+    MutexLock step(step_mu);
     const int64_t now = clock.MonotonicNanos();
     auto got = client.Get(kLeases, cfg.lease_namespace, cfg.lease_name);
     if (!got.ok() && absl::IsNotFound(got.status())) {
@@ -141,7 +141,7 @@ struct LeaderElector::Impl {
     Observe(holder, renew, now);
     bool held_by_other;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       held_by_other = !holder.empty() && holder != cfg.identity &&
                       observed_at_ns + Ns(cfg.lease_duration) > now;
     }
@@ -179,7 +179,7 @@ struct LeaderElector::Impl {
   void Release() {
     bool is_leader;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       is_leader = leader;
     }
     if (!is_leader) return;
@@ -196,8 +196,10 @@ struct LeaderElector::Impl {
   void Loop() {
     while (true) {
       Step();
-      std::unique_lock<std::mutex> l(mu);
-      if (cv.wait_for(l, cfg.retry_period, [&] { return stopping; })) break;
+      MutexLock l(mu);
+      if (cv.WaitFor(mu, cfg.retry_period,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping; }))
+        break;
     }
     Release();
   }
@@ -241,7 +243,7 @@ bool LeaderElector::TryAcquireOrRenew() {
 void LeaderElector::Start() {
   if (impl_->thread.joinable()) return;
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     impl_->stopping = false;
   }
   impl_->thread = std::thread([this] { impl_->Loop(); });
@@ -249,10 +251,10 @@ void LeaderElector::Start() {
 
 void LeaderElector::Stop() {
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     impl_->stopping = true;
   }
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
@@ -261,7 +263,7 @@ bool LeaderElector::IsLeader() const {
 }
 
 std::string LeaderElector::ObservedLeader() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->observed_holder;
 }
 

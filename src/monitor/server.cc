@@ -96,22 +96,23 @@ StatusOr<int> MonitorServer::Start() {
 }
 
 void MonitorServer::Loop(int64_t period_ms, const std::function<void()>& fn) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   while (!stopping_) {
-    l.unlock();
+    l.Unlock();
     fn();
-    l.lock();
-    cv_.wait_for(l, std::chrono::milliseconds(period_ms), [this] { return stopping_; });
+    l.Lock();
+    cv_.WaitFor(mu_, std::chrono::milliseconds(period_ms),
+                [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
   }
 }
 
 void MonitorServer::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (http_) http_->Stop();
   for (std::thread* t : {&feedback_thread_, &cleanup_thread_}) {
     if (t->joinable()) t->join();

@@ -1,13 +1,12 @@
 #pragma once
 // `hami monitor` at run time: HTTP (GET /metrics, GET /healthz) plus two background loops, feedback
 // (every feedback_interval) and stale-region cleanup (every resync_interval).
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "http/server.h"
 #include "monitor/exporter.h"
 #include "monitor/feedback.h"
@@ -50,9 +49,9 @@ class MonitorServer {
   const PodDirectory& pods_;
   std::unique_ptr<http::HttpServer> http_;
   std::thread feedback_thread_, cleanup_thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;  // stopping
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ = false;
 };
 

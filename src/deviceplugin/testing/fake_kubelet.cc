@@ -50,7 +50,7 @@ class FakeKubelet::PodResourcesService final : public v1::PodResourcesLister::Se
   explicit PodResourcesService(FakeKubelet* k) : k_(k) {}
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* out) override {
-    std::lock_guard<std::mutex> l(k_->mu_);
+    MutexLock l(k_->mu_);
     const std::string resource =
         k_->registrations_.empty() ? "" : k_->registrations_.back().resource_name();
     for (const auto& p : k_->known_pods_) {
@@ -98,14 +98,14 @@ Status FakeKubelet::ServePodResources(const std::string& socket_path) {
 StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(
     const std::string& ns, const std::string& pod, const std::string& container,
     const std::vector<std::string>& ids) {
-  auto find = [&]() -> KnownPod& {
+  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> KnownPod& {
     for (auto& p : known_pods_)
       if (p.ns == ns && p.name == pod) return p;
     known_pods_.push_back({ns, pod, {}});
     return known_pods_.back();
   };
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     KnownPod& p = find();
     bool known = false;
     for (auto& c : p.containers) known |= c.first == container;
@@ -113,7 +113,7 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::AdmitAndAllocate(
   }
   auto r = Allocate({ids});
   if (r.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (auto& c : find().containers)
       if (c.first == container) c.second = ids;
   }
@@ -125,7 +125,7 @@ StatusOr<FakeKubelet::Admitted> FakeKubelet::AdmitPreferred(const std::string& n
                                                             const std::string& container, int n) {
   std::vector<std::string> available;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     std::set<std::string> held;
     for (const auto& p : known_pods_)
       for (const auto& c : p.containers) held.insert(c.second.begin(), c.second.end());
@@ -188,7 +188,7 @@ Status FakeKubelet::Restart() {
 void FakeKubelet::DisconnectPlugin() {
   std::thread t;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     ++stream_generation_;
     if (stream_ctx_) stream_ctx_->TryCancel();
     t = std::move(stream_thread_);
@@ -201,14 +201,14 @@ void FakeKubelet::OnRegister(const v1beta1::RegisterRequest& req) {
   auto ctx = std::make_shared<grpc::ClientContext>();
   uint64_t generation;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     registrations_.push_back(req);
     endpoint_ = req.endpoint();
     devices_.clear();
     updates_ = 0;
     stream_ctx_ = ctx;
     generation = stream_generation_;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   const std::string target = "unix:" + (fs::path(dir_) / req.endpoint()).string();
   std::thread t([this, ctx, target, generation] {
@@ -219,59 +219,63 @@ void FakeKubelet::OnRegister(const v1beta1::RegisterRequest& req) {
       octx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       v1beta1::DevicePluginOptions opts;
       if (stub->GetDevicePluginOptions(&octx, v1beta1::Empty(), &opts).ok()) {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         if (generation == stream_generation_) options_ = opts;
       }
     }
     auto reader = stub->ListAndWatch(ctx.get(), v1beta1::Empty());
     v1beta1::ListAndWatchResponse resp;
     while (reader->Read(&resp)) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (generation != stream_generation_) break;
       devices_.assign(resp.devices().begin(), resp.devices().end());
       ++updates_;
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
     reader->Finish();
   });
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   stream_thread_ = std::move(t);
 }
 
 bool FakeKubelet::WaitForRegistrations(int n, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] { return static_cast<int>(registrations_.size()) >= n; });
+  MutexLock l(mu_);
+  return cv_.WaitFor(mu_, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(registrations_.size()) >= n;
+  });
 }
 
 std::vector<v1beta1::RegisterRequest> FakeKubelet::Registrations() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return registrations_;
 }
 
 bool FakeKubelet::WaitForDevices(const DevicesPredicate& pred, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] { return updates_ > 0 && pred(devices_); });
+  MutexLock l(mu_);
+  return cv_.WaitFor(mu_, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return updates_ > 0 && pred(devices_);
+  });
 }
 
 std::vector<v1beta1::Device> FakeKubelet::Devices() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return devices_;
 }
 
 int FakeKubelet::Updates() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return updates_;
 }
 
 v1beta1::DevicePluginOptions FakeKubelet::Options() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return options_;
 }
 
 StatusOr<std::unique_ptr<v1beta1::DevicePlugin::Stub>> FakeKubelet::PluginStub() const {
   std::string endpoint;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     endpoint = endpoint_;
   }
   if (endpoint.empty()) return FailedPrecondition("no device plugin registered");

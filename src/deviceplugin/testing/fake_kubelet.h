@@ -5,14 +5,13 @@
 // collects). Tests drive Allocate / GetPreferredAllocation through it and can "restart" it: stop,
 // delete every socket in the directory, and serve a new kubelet.sock.
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "deviceplugin/proto/api.grpc.pb.h"
 
@@ -89,18 +88,18 @@ class FakeKubelet {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<PodResourcesService> pr_service_;
   std::unique_ptr<grpc::Server> pr_server_;
-  std::vector<KnownPod> known_pods_;  // guarded by mu_
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<v1beta1::RegisterRequest> registrations_;
-  std::string endpoint_;  // of the latest registration
-  std::vector<v1beta1::Device> devices_;
-  int updates_ = 0;
-  v1beta1::DevicePluginOptions options_;
-  std::shared_ptr<grpc::ClientContext> stream_ctx_;
-  std::thread stream_thread_;
-  uint64_t stream_generation_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;  // a registration or a device update arrived
+  std::vector<KnownPod> known_pods_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mu_);
+  std::string endpoint_ ABSL_GUARDED_BY(mu_);  // of the latest registration
+  std::vector<v1beta1::Device> devices_ ABSL_GUARDED_BY(mu_);
+  int updates_ ABSL_GUARDED_BY(mu_) = 0;
+  v1beta1::DevicePluginOptions options_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::ClientContext> stream_ctx_ ABSL_GUARDED_BY(mu_);
+  std::thread stream_thread_ ABSL_GUARDED_BY(mu_);
+  uint64_t stream_generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace hami::deviceplugin::testing

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <regex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/rng.h"
 #include "k8s/testing/selectors.h"
 
@@ -164,25 +163,27 @@ struct FakeApiServer::Impl {
   int port = 0;
   bool tls = false;
 
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  int64_t rv = 1000;
-  int64_t compacted_rv = 1000;  // watches from an rv below this are too old
-  std::map<std::string, std::map<std::string, Json>> objects;
-  std::deque<LogEntry> log;
-  std::vector<RuleState> rules;
-  int64_t drop_generation = 0;
-  int force_gone = 0;
-  std::chrono::milliseconds latency{0};
-  std::map<std::string, bool> partitioned;  // Authorization header -> cut off
-  bool stopping = false;
-  int open_watches = 0;
-  std::vector<RequestRecord> requests;
-  Rng rng{42};
+  mutable Mutex mu;
+  CondVar cv;  // a change logged, a partition healed, or stopping
+  int64_t rv ABSL_GUARDED_BY(mu) = 1000;
+  // Watches from an rv below this are too old.
+  int64_t compacted_rv ABSL_GUARDED_BY(mu) = 1000;
+  std::map<std::string, std::map<std::string, Json>> objects ABSL_GUARDED_BY(mu);
+  std::deque<LogEntry> log ABSL_GUARDED_BY(mu);
+  std::vector<RuleState> rules ABSL_GUARDED_BY(mu);
+  int64_t drop_generation ABSL_GUARDED_BY(mu) = 0;
+  int force_gone ABSL_GUARDED_BY(mu) = 0;
+  std::chrono::milliseconds latency ABSL_GUARDED_BY(mu){0};
+  // Authorization header -> cut off.
+  std::map<std::string, bool> partitioned ABSL_GUARDED_BY(mu);
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  int open_watches ABSL_GUARDED_BY(mu) = 0;
+  std::vector<RequestRecord> requests ABSL_GUARDED_BY(mu);
+  Rng rng ABSL_GUARDED_BY(mu){42};
 
   explicit Impl(FakeApiServerOptions o) : opts(std::move(o)) {}
 
-  std::string NewUid() {
+  std::string NewUid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     char buf[40];
     uint64_t a = rng.Next(), b = rng.Next();
     std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-a%03x-%012llx", static_cast<unsigned>(a >> 32),
@@ -191,7 +192,7 @@ struct FakeApiServer::Impl {
                   static_cast<unsigned long long>(b & 0xffffffffffffULL));
     return buf;
   }
-  std::string RandomSuffix() {
+  std::string RandomSuffix() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     static const char kChars[] = "bcdfghjklmnpqrstvwxz2456789";
     std::string s;
     for (int i = 0; i < 5; ++i) s.push_back(kChars[rng.Uniform(sizeof(kChars) - 1)]);
@@ -199,17 +200,19 @@ struct FakeApiServer::Impl {
   }
 
   // Records a change (mu held): assigns the next resourceVersion and appends to the watch log.
-  void RecordLocked(const ResDef& d, const std::string& type, Json& obj, Json prev) {
+  void RecordLocked(const ResDef& d, const std::string& type, Json& obj, Json prev)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     obj["metadata"]["resourceVersion"] = std::to_string(++rv);
     log.push_back({rv, ResId(d), type, obj, std::move(prev)});
     while (log.size() > opts.compaction_window) {
       compacted_rv = log.front().rv;
       log.pop_front();
     }
-    cv.notify_all();
+    cv.NotifyAll();
   }
 
-  void FillNewLocked(const ResDef& d, Json& obj, const std::string& ns) {
+  void FillNewLocked(const ResDef& d, Json& obj, const std::string& ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     obj["kind"] = d.kind;
     obj["apiVersion"] = d.api_version;
     Json& md = obj["metadata"];
@@ -283,7 +286,7 @@ struct FakeApiServer::Impl {
     for (const auto& [k, v] : req.params) query += (query.empty() ? "" : "&") + k + "=" + v;
     std::chrono::milliseconds delay;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       requests.push_back({req.method, req.path, query, req.get_header_value("Content-Type"),
                           req.get_header_value("Authorization")});
       delay = latency;
@@ -291,10 +294,9 @@ struct FakeApiServer::Impl {
           p != partitioned.end() && p->second) {
         // Cut off: the request never arrives. Held until the cut heals (or the server stops), then
         // refused unapplied; a client that gives up first only sees its own timeout.
-        std::unique_lock<std::mutex> ul(mu, std::adopt_lock);
-        cv.wait(ul,
-                [&] { return stopping || !partitioned[req.get_header_value("Authorization")]; });
-        ul.release();
+        cv.Wait(mu, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+          return stopping || !partitioned[req.get_header_value("Authorization")];
+        });
         Reply(res, 503, MakeStatus(503, "ServiceUnavailable", "network partition (fake)"));
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -349,7 +351,7 @@ struct FakeApiServer::Impl {
       const std::string watch = req.get_param_value("watch");
       if (t.name.empty() && (watch == "1" || watch == "true")) return Watch(req, res, t);
       if (t.name.empty()) return ListReply(req, res, t);
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       auto& m = objects[ResId(*t.def)];
       auto it = m.find(Key(t.def->namespaced ? t.ns : "", t.name));
       if (it == m.end()) throw NotFoundErr(t);
@@ -384,7 +386,7 @@ struct FakeApiServer::Impl {
     int64_t remaining = 0;
     std::string list_rv;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       list_rv = std::to_string(rv);
       auto& m = objects[ResId(*t.def)];
       for (auto it = cont.empty() ? m.begin() : m.upper_bound(cont); it != m.end(); ++it) {
@@ -448,7 +450,7 @@ struct FakeApiServer::Impl {
     st->last_write = now;
     const std::string rv_param = req.get_param_value("resourceVersion");
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       st->drop_gen = drop_generation;
       if (force_gone > 0) {
         --force_gone;
@@ -481,7 +483,7 @@ struct FakeApiServer::Impl {
     res.set_chunked_content_provider(
         "application/json", [this, st](size_t, httplib::DataSink& sink) { return Pump(*st, sink); },
         [this](bool) {
-          std::lock_guard<std::mutex> l(mu);
+          MutexLock l(mu);
           --open_watches;
         });
   }
@@ -491,9 +493,9 @@ struct FakeApiServer::Impl {
     std::vector<std::string> out;
     bool done = false;
     {
-      std::unique_lock<std::mutex> l(mu);
+      MutexLock l(mu);
       if (st.pending.empty() && !st.finished) {
-        cv.wait_for(l, std::chrono::milliseconds(200), [&] {
+        cv.WaitFor(mu, std::chrono::milliseconds(200), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
           return stopping || drop_generation != st.drop_gen ||
                  (!log.empty() && log.back().rv > st.cursor);
         });
@@ -563,7 +565,7 @@ struct FakeApiServer::Impl {
         throw Err(405, "MethodNotAllowed",
                   "the server does not allow this method on the requested resource", nullptr);
       if (!body.is_object()) throw Err(400, "body must be a JSON object");
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       Reply(res, 201, CreateLocked(*t.def, t.ns, std::move(body)));
     });
   }
@@ -595,7 +597,8 @@ struct FakeApiServer::Impl {
       invalid("message: Too long: may not be more than 1024 bytes");
   }
 
-  Json CreateLocked(const ResDef& d, const std::string& path_ns, Json body) {
+  Json CreateLocked(const ResDef& d, const std::string& path_ns, Json body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     Json& md = body["metadata"];
     if (!md.is_object()) throw Err(400, "metadata must be an object");
     std::string ns = path_ns;
@@ -641,7 +644,7 @@ struct FakeApiServer::Impl {
       node = binding["target"].value("name", "");
     }
     if (node.empty()) throw Err(400, "Binding.target.name: Required value");
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     auto& m = objects[ResId(*t.def)];
     auto it = m.find(Key(t.ns, t.name));
     if (it == m.end()) throw NotFoundErr(t);
@@ -698,7 +701,7 @@ struct FakeApiServer::Impl {
   }
 
   // Replaces the stored object with `next` (already validated), keeping identity fields.
-  Json CommitLocked(const Target& t, Json& stored, Json next) {
+  Json CommitLocked(const Target& t, Json& stored, Json next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (t.sub == "status") {
       Json merged = stored;
       merged["status"] = next.contains("status") ? next["status"] : Json::object();
@@ -742,7 +745,7 @@ struct FakeApiServer::Impl {
         throw Err(400, StrCat("the name of the object (", MetaStr(body, "name"),
                               ") does not match the name on the URL (", t.name, ")"));
       }
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       auto& m = objects[ResId(*t.def)];
       auto it = m.find(Key(t.def->namespaced ? t.ns : "", t.name));
       if (it == m.end()) throw NotFoundErr(t);
@@ -760,7 +763,7 @@ struct FakeApiServer::Impl {
       std::string ct = req.get_header_value("Content-Type");
       ct = ct.substr(0, ct.find(';'));
       Json patch = ParseBody(req);
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       auto& m = objects[ResId(*t.def)];
       auto it = m.find(Key(t.def->namespaced ? t.ns : "", t.name));
       if (it == m.end()) throw NotFoundErr(t);
@@ -801,7 +804,7 @@ struct FakeApiServer::Impl {
       if (t.name.empty())
         throw Err(405, "MethodNotAllowed",
                   "the server does not allow this method on the requested resource", nullptr);
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       auto& m = objects[ResId(*t.def)];
       auto it = m.find(Key(t.def->namespaced ? t.ns : "", t.name));
       if (it == m.end()) throw NotFoundErr(t);
@@ -955,14 +958,14 @@ void FakeApiServer::Stop() {
   Impl& im = *impl_;
   if (!im.svr) return;
   {
-    std::lock_guard<std::mutex> l(im.mu);
+    MutexLock l(im.mu);
     im.stopping = true;
   }
-  im.cv.notify_all();
+  im.cv.NotifyAll();
   im.svr->stop();
   if (im.thread.joinable()) im.thread.join();
   im.svr.reset();
-  std::lock_guard<std::mutex> l(im.mu);
+  MutexLock l(im.mu);
   im.stopping = false;
 }
 
@@ -981,7 +984,7 @@ StatusOr<nlohmann::json> FakeApiServer::Upsert(const std::string& plural, nlohma
     return InvalidArgument("fake apiserver: object needs metadata.name");
   }
   Impl& im = *impl_;
-  std::lock_guard<std::mutex> l(im.mu);
+  MutexLock l(im.mu);
   std::string ns = d->namespaced ? MetaStr(obj, "namespace") : "";
   if (d->namespaced && ns.empty()) ns = "default";
   auto& m = im.objects[ResId(*d)];
@@ -1003,7 +1006,7 @@ std::optional<nlohmann::json> FakeApiServer::Get(const std::string& plural, cons
                                                  const std::string& name) const {
   const ResDef* d = FindByPlural(plural);
   if (!d) return std::nullopt;
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   auto rit = impl_->objects.find(ResId(*d));
   if (rit == impl_->objects.end()) return std::nullopt;
   auto it = rit->second.find(Key(d->namespaced ? (ns.empty() ? "default" : ns) : "", name));
@@ -1016,7 +1019,7 @@ Status FakeApiServer::Delete(const std::string& plural, const std::string& ns,
   const ResDef* d = FindByPlural(plural);
   if (!d) return InvalidArgument("fake apiserver: unknown resource \"", plural, "\"");
   Impl& im = *impl_;
-  std::lock_guard<std::mutex> l(im.mu);
+  MutexLock l(im.mu);
   auto& m = im.objects[ResId(*d)];
   auto it = m.find(Key(d->namespaced ? (ns.empty() ? "default" : ns) : "", name));
   if (it == m.end()) return NotFound(plural, " \"", name, "\" not found");
@@ -1030,7 +1033,7 @@ std::vector<nlohmann::json> FakeApiServer::List(const std::string& plural) const
   std::vector<nlohmann::json> out;
   const ResDef* d = FindByPlural(plural);
   if (!d) return out;
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   auto rit = impl_->objects.find(ResId(*d));
   if (rit == impl_->objects.end()) return out;
   for (const auto& [k, v] : rit->second) out.push_back(v);
@@ -1064,60 +1067,60 @@ Status FakeApiServer::Seed(const nlohmann::json& objects) {
 }
 
 std::string FakeApiServer::CurrentResourceVersion() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return std::to_string(impl_->rv);
 }
 
 void FakeApiServer::InjectErrors(const std::string& method, const std::string& path_regex,
                                  int http_code, int count, int retry_after_seconds) {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   impl_->rules.push_back({method, std::regex(path_regex), http_code, count, retry_after_seconds});
 }
 
 void FakeApiServer::DropWatches() {
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     ++impl_->drop_generation;
   }
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
 }
 
 void FakeApiServer::ForceGone(int count) {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   impl_->force_gone += count;
 }
 
 void FakeApiServer::Compact() {
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     impl_->log.clear();
     impl_->compacted_rv = impl_->rv;
   }
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
 }
 
 void FakeApiServer::Partition(const std::string& authorization, bool cut) {
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(impl_->mu);
     impl_->partitioned[authorization] = cut;
   }
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
 }
 
 void FakeApiServer::SetLatency(std::chrono::milliseconds latency) {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   impl_->latency = latency;
 }
 
 std::vector<FakeApiServer::RequestRecord> FakeApiServer::Requests() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->requests;
 }
 
 int64_t FakeApiServer::CountRequests(const std::string& method,
                                      const std::string& path_regex) const {
   std::regex re(path_regex);
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   int64_t n = 0;
   for (const auto& r : impl_->requests) {
     if ((method.empty() || r.method == method) && std::regex_search(r.path, re)) ++n;
@@ -1126,7 +1129,7 @@ int64_t FakeApiServer::CountRequests(const std::string& method,
 }
 
 int FakeApiServer::OpenWatches() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   return impl_->open_watches;
 }
 
