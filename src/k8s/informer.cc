@@ -261,7 +261,7 @@ std::optional<Json> Informer::Get(const std::string& key) const {
 }
 
 std::shared_ptr<const Json> Informer::Find(const std::string& key) const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(impl_->mu);
   auto it = impl_->store.find(key);
   return it == impl_->store.end() ? nullptr : it->second;
 }
