@@ -24,6 +24,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/static_discovery.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "vendors/nvidia/annotations.h"
 
 using namespace hami;
 using namespace hami::deviceplugin;
@@ -156,15 +157,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < nk + 20; ++i) {
       const int g = i % gpus;
       const std::string name = "k" + std::to_string(i);
-      nlohmann::json pod = {{"metadata",
-                             {{"name", name},
-                              {"namespace", "ml"},
-                              {"annotations",
-                               {{core::kNvidiaDevicesToAllocate, Uuid(g) + ",NVIDIA,3000,30:;"},
-                                {core::kVgpuNode, "node1"},
-                                {core::kBindPhase, "allocating"}}}}},
-                            {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "main"}}}}}},
-                            {"status", {{"phase", "Pending"}}}};
+      nlohmann::json pod = {
+          {"metadata",
+           {{"name", name},
+            {"namespace", "ml"},
+            {"annotations",
+             {{vendors::nvidia::kNvidiaDevicesToAllocate, Uuid(g) + ",NVIDIA,3000,30:;"},
+              {core::kVgpuNode, "node1"},
+              {core::kBindPhase, "allocating"}}}}},
+          {"spec", {{"nodeName", "node1"}, {"containers", {{{"name", "main"}}}}}},
+          {"status", {{"phase", "Pending"}}}};
       if (!api.Upsert("pods", pod).ok()) return 1;
       v1beta1::AllocateResponse resp;
       grpc::ClientContext ctx;

@@ -2,15 +2,8 @@
 
 namespace hami::cmd {
 
-void ConfigureExtender(const vendors::DeviceConfig& file, extender::StateOptions* state,
-                       extender::ExtenderOptions* extender) {
-  state->resources = file.resources;
-  extender->resources = file.resources;
-}
-
 void ConfigureWebhook(const vendors::DeviceConfig& file, const vendors::VendorSet* vendors,
                       webhook::WebhookOptions* webhook) {
-  webhook->resources = file.resources;
   webhook->gpu_core_policy = file.gpu_core_policy;
   webhook->runtime_class_name = file.runtime_class_name;
   webhook->overwrite_env = file.overwrite_env;

@@ -8,18 +8,15 @@
 #include <string_view>
 
 #include "deviceplugin/config.h"
-#include "extender/extender.h"
-#include "extender/state.h"
 #include "vendors/config_file.h"
 #include "webhook/webhook.h"
 
 namespace hami::cmd {
 
-// hami scheduler, extender side: resource names and defaulting of pods it parses.
-void ConfigureExtender(const vendors::DeviceConfig& file, extender::StateOptions* state,
-                       extender::ExtenderOptions* extender);
-// hami scheduler, admission webhook: resource names, defaulting, core policy, runtime class,
-// overwriteEnv. `vendors` is the set the same file enabled (not owned).
+// hami scheduler, extender side: nothing here. Every vendor's resource names and defaulting,
+// NVIDIA's included, come with the vendor set the same file enabled (StateOptions::vendors). hami
+// scheduler, admission webhook: core policy, runtime class, overwriteEnv, and `vendors`, the set
+// the same file enabled (not owned; resource names and defaulting).
 void ConfigureWebhook(const vendors::DeviceConfig& file, const vendors::VendorSet* vendors,
                       webhook::WebhookOptions* webhook);
 // hami device-plugin: `flag_given(name)` says whether the command line named the flag (or set its

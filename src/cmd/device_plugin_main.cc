@@ -15,7 +15,6 @@
 #include "cmd/subcommands.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "core/annotations.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
 #include "deviceplugin/k8s_source.h"
@@ -26,6 +25,7 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "vendors/config_file.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::cmd {
 namespace {
@@ -181,13 +181,13 @@ int DevicePluginMain(int argc, char** argv) {
     auto gpus = discovery->ListDevices();
     if (!gpus.ok()) return Fail(gpus.status());
     std::printf(
-        "%s: %s\n", core::kNodeNvidiaRegister,
+        "%s: %s\n", vendors::nvidia::kNodeNvidiaRegister,
         core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(*gpus, {}, cfg)).c_str());
     if (topology_score) {
       auto links = discovery->Topology();
       if (!links.ok()) return Fail(links.status());
       std::printf(
-          "%s: %s\n", core::kNodeNvidiaScore,
+          "%s: %s\n", vendors::nvidia::kNodeNvidiaScore,
           core::EncodeLinkScores(deviceplugin::BuildLinkScores(*gpus, *links, cfg)).c_str());
     }
     return 0;

@@ -240,7 +240,6 @@ int SchedulerMain(int argc, char** argv) {
 
   extender::StateOptions sto;
   extender::ExtenderOptions eo;
-  ConfigureExtender(dc, &sto, &eo);
   sto.vendors = &vendor_set;
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;

@@ -1,7 +1,6 @@
 #include "core/pod_request.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <set>
 
@@ -13,9 +12,6 @@ namespace hami::core {
 namespace {
 
 using nlohmann::json;
-
-constexpr int64_t kMaxGpuCount = 1024;
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // The member `key` of `obj` when present and not null; an error when it has the wrong type.
 StatusOr<const json*> Member(const json& obj, const char* key, json::value_t type,
@@ -46,171 +42,22 @@ StatusOr<std::map<std::string, std::string>> StringMap(const json& obj, const ch
   return out;
 }
 
-// A container's resources {"limits":{}, "requests":{}}, read the way upstream reads them.
-class Resources {
- public:
-  static StatusOr<Resources> Make(const json& resources) {
-    Resources r;
-    if (resources.is_null()) return r;
-    if (!resources.is_object()) {
-      return InvalidArgument("resources: expected JSON object, got ", resources.type_name());
-    }
-    HAMI_ASSIGN_OR_RETURN(r.limits_,
-                          Member(resources, "limits", json::value_t::object, "resources."));
-    HAMI_ASSIGN_OR_RETURN(r.requests_,
-                          Member(resources, "requests", json::value_t::object, "resources."));
-    return r;
-  }
-
-  // Limits first, then requests (upstream's GenerateResourceRequests).
-  StatusOr<std::optional<Quantity>> LimitOrRequest(const std::string& name) const {
-    HAMI_ASSIGN_OR_RETURN(auto q, Get(limits_, "limits", name));
-    if (q) return q;
-    return Get(requests_, "requests", name);
-  }
-  // Requests first, then limits (Kubernetes: requests default to limits).
-  StatusOr<std::optional<Quantity>> RequestOrLimit(const std::string& name) const {
-    HAMI_ASSIGN_OR_RETURN(auto q, Get(requests_, "requests", name));
-    if (q) return q;
-    return Get(limits_, "limits", name);
-  }
-  // The value in limits and the one in requests, each when present (in that order).
-  StatusOr<std::vector<Quantity>> Both(const std::string& name) const {
-    std::vector<Quantity> out;
-    for (const auto& [m, where] :
-         {std::pair{limits_, "limits"}, std::pair{requests_, "requests"}}) {
-      HAMI_ASSIGN_OR_RETURN(auto q, Get(m, where, name));
-      if (q) out.push_back(*q);
-    }
-    return out;
-  }
-  bool InLimits(const std::string& name) const { return Has(limits_, name); }
-  bool Present(const std::string& name) const { return Has(limits_, name) || Has(requests_, name); }
-
- private:
-  static bool Has(const json* m, const std::string& name) {
-    return m != nullptr && m->contains(name) && !(*m)[name].is_null();
-  }
-  static StatusOr<std::optional<Quantity>> Get(const json* m, const char* where,
-                                               const std::string& name) {
-    if (!Has(m, name)) return std::optional<Quantity>();
-    auto q = ParseQuantityJson((*m)[name]);
-    if (!q.ok()) return Annotate(q.status(), StrCat(where, "[", name, "]"));
-    return std::optional<Quantity>(*q);
-  }
-  const json* limits_ = nullptr;
-  const json* requests_ = nullptr;
-};
-
-// An integer-valued extended resource: whole number in [0, max].
-StatusOr<std::optional<int64_t>> WholeResource(const Resources& r, const std::string& name,
-                                               int64_t max) {
-  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> q, r.LimitOrRequest(name));
-  if (!q) return std::optional<int64_t>();
-  auto v = QuantityToExactInt(*q);
-  if (!v.ok())
-    return InvalidArgument(name, ": ", std::string(v.status().message()),
-                           " (an integer such as \"2\")");
-  if (*v < 0) return InvalidArgument(name, ": must not be negative, got ", *v);
-  if (*v > max)
-    return InvalidArgument(name, ": ", *v, " is larger than the supported maximum ", max);
-  return std::optional<int64_t>(*v);
+// Whether `m` (limits or requests) holds `name` with a value.
+bool Has(const json* m, const std::string& name) {
+  return m != nullptr && m->contains(name) && !(*m)[name].is_null();
 }
 
-// gpumem-percentage read as upstream's scheduler reads it: any whole number, negative or past int32
-// included (the callers clamp it). A fraction is an error (Kubernetes itself only admits whole
-// extended resources). The quantity parser caps values at 2^63-1, so the value fits in int64.
-StatusOr<std::optional<int64_t>> PercentResource(const Resources& r, const std::string& name) {
-  HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> q, r.LimitOrRequest(name));
-  if (!q) return std::optional<int64_t>();
-  if (q->milli() % 1000 != 0) {
-    return InvalidArgument(name, ": quantity ", text::Quote(FormatQuantity(*q)),
-                           " must be a whole number (an integer such as \"50\")");
-  }
-  return std::optional<int64_t>(static_cast<int64_t>(q->milli() / 1000));
-}
-
-// The defaulting decisions of docs/upstream-contract.md#resource-model, shared by the parser and
-// the webhook helper.
-struct Defaulted {
-  std::optional<DeviceRequest> request;
-  std::map<std::string, int64_t> added_limits;
-};
-
-// `admission`: the webhook's view (upstream's MutateAdmission): gpumem-percentage outside 0..100 is
-// an error. Otherwise the scheduler's view (upstream's GenerateResourceRequests): it is clamped or
-// ignored.
-StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceConfig& cfg,
-                                    bool admission) {
-  HAMI_RETURN_IF_ERROR(cfg.Validate());
-  HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources_json));
-  const NvidiaResourceNames& n = cfg.nvidia;
-  Defaulted out;
-
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, PercentResource(r, n.memory_percentage));
-  if (admission) {  // upstream's webhook checks the value in limits and the one in requests
-    HAMI_ASSIGN_OR_RETURN(std::vector<Quantity> both, r.Both(n.memory_percentage));
-    for (const Quantity& q : both) {
-      if (q.milli() % 1000 != 0) {
-        return InvalidArgument(n.memory_percentage, ": quantity ", text::Quote(FormatQuantity(q)),
-                               " must be a whole number (an integer such as \"50\")");
-      }
-      if (q.milli() >= 0 && q.milli() <= 100 * 1000) continue;
-      return InvalidArgument(
-          n.memory_percentage, ": ", FormatQuantity(q),
-          " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
-          n.memory, " in MiB)");
-    }
-  }
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> mem, WholeResource(r, n.memory, kInt32Max));
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> cores, WholeResource(r, n.cores, kInt32Max));
-  HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> priority, WholeResource(r, n.priority, kInt32Max));
-
-  // Webhook: only gpumem/%/cores in the limits -> add the default count.
-  if (!count && (r.InLimits(n.memory) || r.InLimits(n.memory_percentage) || r.InLimits(n.cores)) &&
-      cfg.default_gpu_num > 0) {
-    count = cfg.default_gpu_num;
-    out.added_limits[n.count] = cfg.default_gpu_num;
-  }
-  // Webhook: no gpucores and (% == 100, or neither % nor gpumem) -> exclusive card.
-  bool exclusive_default = false;
-  if (count && *count > 0 && !cores) {
-    exclusive_default = pct ? *pct == 100 : !mem;
-    if (exclusive_default) out.added_limits[n.cores] = 100;
-  }
-  if (!count || *count == 0) return out;
-
-  DeviceRequest req;
-  req.vendor = kNvidiaVendor;
-  req.nums = static_cast<int>(*count);
-  if (mem && *mem > 0) {
-    if (*mem > kInt32Max / cfg.memory_factor) {
-      return InvalidArgument(n.memory, ": ", *mem, " MiB times memoryFactor ", cfg.memory_factor,
-                             " exceeds the int32 MiB range");
-    }
-    req.memreq_mib = *mem * cfg.memory_factor;
-  } else if (pct && *pct > 0) {  // 0 and negative values are ignored, as upstream does
-    req.mem_percentage = static_cast<int>(std::min<int64_t>(*pct, 100));
-  } else if (cfg.default_memory_mib > 0) {
-    req.memreq_mib = cfg.default_memory_mib;
-  } else {
-    req.mem_percentage = 100;
-  }
-  // The exclusive default books 100 cores here too, not only in the limit the webhook writes: a pod
-  // that skipped the webhook is booked as it would have been admitted (docs/migration.md).
-  if (cores) {
-    req.coresreq = static_cast<int>(std::min<int64_t>(*cores, 100));
-  } else {
-    req.coresreq = exclusive_default ? 100 : cfg.default_cores;
-  }
-  req.priority = priority ? static_cast<int>(*priority) : -1;
-  out.request = req;
-  return out;
+// The quantity `name` of `m`; errors say where it is (`limits[nvidia.com/gpumem]: ...`).
+StatusOr<std::optional<Quantity>> Get(const json* m, const char* where, const std::string& name) {
+  if (!Has(m, name)) return std::optional<Quantity>();
+  auto q = ParseQuantityJson((*m)[name]);
+  if (!q.ok()) return Annotate(q.status(), StrCat(where, "[", name, "]"));
+  return std::optional<Quantity>(*q);
 }
 
 StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind,
-                                          const ResourceConfig& cfg) {
+                                          const std::map<std::string, std::string>& annotations,
+                                          const PodDeviceReader* devices) {
   ContainerRequest out;
   out.kind = kind;
   if (!c.is_object()) return InvalidArgument("expected JSON object, got ", c.type_name());
@@ -219,7 +66,7 @@ StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind,
   static const json kAbsent;
   const auto it = c.find("resources");
   const json& resources = it == c.end() ? kAbsent : *it;
-  HAMI_ASSIGN_OR_RETURN(Resources r, Resources::Make(resources));
+  HAMI_ASSIGN_OR_RETURN(ContainerResources r, ContainerResources::Make(resources));
   HAMI_ASSIGN_OR_RETURN(std::optional<Quantity> cpu, r.RequestOrLimit("cpu"));
   if (cpu) {
     auto milli = QuantityToMilli(*cpu);
@@ -233,12 +80,15 @@ StatusOr<ContainerRequest> ParseContainer(const json& c, ContainerKind kind,
       return InvalidArgument("memory: must not be negative, got ", FormatQuantity(*memory));
     out.memory_mib = QuantityToMiB(*memory, Rounding::kUp);
   }
-  HAMI_ASSIGN_OR_RETURN(out.devices, ParseContainerDevices(resources, cfg));
+  if (devices != nullptr) {
+    HAMI_ASSIGN_OR_RETURN(out.devices, devices->ContainerDevices(resources, annotations));
+  }
   return out;
 }
 
-Status ParseContainerList(const json& spec, const char* key, bool init, const ResourceConfig& cfg,
-                          std::vector<ContainerRequest>* out) {
+Status ParseContainerList(const json& spec, const char* key, bool init,
+                          const std::map<std::string, std::string>& annotations,
+                          const PodDeviceReader* devices, std::vector<ContainerRequest>* out) {
   HAMI_ASSIGN_OR_RETURN(const json* list, Member(spec, key, json::value_t::array, "spec."));
   if (list == nullptr) return OkStatus();
   for (size_t i = 0; i < list->size(); ++i) {
@@ -252,7 +102,7 @@ Status ParseContainerList(const json& spec, const char* key, bool init, const Re
           kind = ContainerKind::kSidecar;
       }
     }
-    auto parsed = ParseContainer(c, kind, cfg);
+    auto parsed = ParseContainer(c, kind, annotations, devices);
     if (!parsed.ok()) {
       std::string where = StrCat("spec.", key, "[", i, "]");
       if (c.is_object() && c.contains("name") && c["name"].is_string()) {
@@ -272,77 +122,48 @@ bool IsGpuPolicyKey(std::string_view k) {
 
 }  // namespace
 
-Status ResourceConfig::Validate() const {
-  const std::pair<const char*, const std::string*> names[] = {
-      {"resourceCountName", &nvidia.count},
-      {"resourceMemoryName", &nvidia.memory},
-      {"resourceMemoryPercentageName", &nvidia.memory_percentage},
-      {"resourceCoreName", &nvidia.cores},
-      {"resourcePriorityName", &nvidia.priority}};
-  for (const auto& [field, value] : names) {
-    if (value->empty()) return InvalidArgument("config nvidia.", field, " must not be empty");
+StatusOr<ContainerResources> ContainerResources::Make(const json& resources) {
+  ContainerResources r;
+  if (resources.is_null()) return r;
+  if (!resources.is_object()) {
+    return InvalidArgument("resources: expected JSON object, got ", resources.type_name());
   }
-  if (default_memory_mib < 0)
-    return InvalidArgument("config nvidia.defaultMemory must be >= 0, got ", default_memory_mib);
-  if (default_cores < 0 || default_cores > 100) {
-    return InvalidArgument("config nvidia.defaultCores must be in 0..100, got ", default_cores);
-  }
-  if (default_gpu_num < 0)
-    return InvalidArgument("config nvidia.defaultGPUNum must be >= 0, got ", default_gpu_num);
-  if (memory_factor < 1 || memory_factor > kInt32Max) {
-    return InvalidArgument("config nvidia.memoryFactor must be >= 1, got ", memory_factor);
-  }
-  return OkStatus();
+  HAMI_ASSIGN_OR_RETURN(r.limits_,
+                        Member(resources, "limits", json::value_t::object, "resources."));
+  HAMI_ASSIGN_OR_RETURN(r.requests_,
+                        Member(resources, "requests", json::value_t::object, "resources."));
+  return r;
 }
 
-StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json& resources,
-                                                           const ResourceConfig& config) {
-  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config, /*admission=*/false));
-  std::vector<DeviceRequest> out;
-  if (d.request) out.push_back(*d.request);
+StatusOr<std::optional<Quantity>> ContainerResources::LimitOrRequest(
+    const std::string& name) const {
+  HAMI_ASSIGN_OR_RETURN(auto q, Get(limits_, "limits", name));
+  if (q) return q;
+  return Get(requests_, "requests", name);
+}
+
+StatusOr<std::optional<Quantity>> ContainerResources::RequestOrLimit(
+    const std::string& name) const {
+  HAMI_ASSIGN_OR_RETURN(auto q, Get(requests_, "requests", name));
+  if (q) return q;
+  return Get(limits_, "limits", name);
+}
+
+StatusOr<std::vector<Quantity>> ContainerResources::Both(const std::string& name) const {
+  std::vector<Quantity> out;
+  for (const auto& [m, where] : {std::pair{limits_, "limits"}, std::pair{requests_, "requests"}}) {
+    HAMI_ASSIGN_OR_RETURN(auto q, Get(m, where, name));
+    if (q) out.push_back(*q);
+  }
   return out;
 }
 
-StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
-                                                                  const ResourceConfig& config) {
-  HAMI_ASSIGN_OR_RETURN(Defaulted d, ApplyDefaulting(resources, config, /*admission=*/true));
-  return d.added_limits;
-}
-
-StatusOr<DeviceSelectors> ParseDeviceSelectors(
-    const std::map<std::string, std::string>& annotations) {
-  DeviceSelectors s;
-  auto get = [&](const char* key) -> const std::string* {
-    const auto it = annotations.find(key);
-    return it == annotations.end() ? nullptr : &it->second;
-  };
-  if (auto* v = get(kUseGpuType)) s.use_types = text::SplitList(*v);
-  if (auto* v = get(kNoUseGpuType)) s.nouse_types = text::SplitList(*v);
-  if (auto* v = get(kUseGpuUuid)) s.use_uuids = text::SplitList(*v);
-  if (auto* v = get(kNoUseGpuUuid)) s.nouse_uuids = text::SplitList(*v);
-  if (auto* v = get(kVgpuMode)) {
-    const std::string_view mode = text::Trim(*v);
-    if (mode != kModeHamiCore && mode != kModeMig && mode != kModeMps) {
-      return InvalidArgument("annotation ", kVgpuMode, ": ", text::Quote(*v),
-                             " is not a sharing mode (expected hami-core, mig or mps)");
-    }
-    s.vgpu_mode = std::string(mode);
-  }
-  if (auto* v = get(kNumaBind)) {
-    // Upstream enforces NUMA binding only for a value Go's ParseBool reads as true; anything else,
-    // garbage included, leaves it off (IgnoredAnnotations reports the garbage).
-    s.numa_bind = text::ParseBool(text::Trim(*v)).value_or(false);
-  }
-  return s;
+bool ContainerResources::InLimits(const std::string& name) const {
+  return Has(limits_, name);
 }
 
 std::vector<std::string> IgnoredAnnotations(const std::map<std::string, std::string>& annotations) {
   std::vector<std::string> out;
-  if (auto it = annotations.find(kNumaBind);
-      it != annotations.end() && !text::ParseBool(text::Trim(it->second))) {
-    out.push_back(StrCat("annotation ", kNumaBind, ": ", text::Quote(it->second),
-                         " is not a boolean (true/false/1/0), so NUMA binding is off"));
-  }
   if (auto it = annotations.find(kNodeSchedulerPolicy); it != annotations.end()) {
     if (auto p = ParseNodeSchedulerPolicy(it->second); !p.ok()) {
       out.push_back(
@@ -423,9 +244,8 @@ StatusOr<ScoringWeights> ParseScoringWeights(std::string_view value) {
   return w;
 }
 
-StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfig& config) {
+StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const PodDeviceReader* devices) {
   try {
-    HAMI_RETURN_IF_ERROR(config.Validate());
     if (!pod.is_object())
       return InvalidArgument("pod: expected JSON object, got ", pod.type_name());
     PodRequest out;
@@ -442,11 +262,14 @@ StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfi
     }
     HAMI_ASSIGN_OR_RETURN(const json* spec, Member(pod, "spec", json::value_t::object, ""));
     if (spec != nullptr) {
-      HAMI_RETURN_IF_ERROR(
-          ParseContainerList(*spec, "initContainers", true, config, &out.containers));
-      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "containers", false, config, &out.containers));
+      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "initContainers", true, out.annotations,
+                                              devices, &out.containers));
+      HAMI_RETURN_IF_ERROR(ParseContainerList(*spec, "containers", false, out.annotations, devices,
+                                              &out.containers));
     }
-    HAMI_ASSIGN_OR_RETURN(out.selectors, ParseDeviceSelectors(out.annotations));
+    if (devices != nullptr) {
+      HAMI_ASSIGN_OR_RETURN(out.selectors, devices->Selectors(out.annotations));
+    }
     // A policy annotation upstream does not recognise is ignored there (the configured policy
     // stands); so here. IgnoredAnnotations says which, for the webhook's warnings.
     if (auto it = out.annotations.find(kNodeSchedulerPolicy); it != out.annotations.end()) {

@@ -1,15 +1,16 @@
 #pragma once
-// A pod as the API server sends it (Pod JSON) -> core::PodRequest, with upstream HAMi's
-// defaulting rules for NVIDIA resources (docs/upstream-contract.md#resource-model) and validation
-// of the user-facing
-// pod annotations. Also the effective per-device usage of a placed pod, with init containers and
-// sidecars collapsed the way Kubernetes runs them
+// A pod as the API server sends it (Pod JSON) -> core::PodRequest: the vendor-neutral part
+// (metadata, containers, CPU and memory, the scheduling-policy annotations), with the device
+// requests read through PodDeviceReader (vendors::VendorSet: every vendor's rules, NVIDIA's
+// included, live in src/vendors). Also the effective per-device usage of a placed pod, with init
+// containers and sidecars collapsed the way Kubernetes runs them
 // (docs/upstream-contract.md#where-usage-comes-from, #pod-and-node-fields).
 //
 // Every function here is pure: no I/O, no clock, no globals. Errors are InvalidArgument with a
 // message that names the container, resource or annotation and says what was expected.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,28 +18,48 @@
 #include "common/status.h"
 #include "core/annotations.h"
 #include "core/model.h"
+#include "core/quantity.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace hami::core {
 
-// Extended-resource names of the NVIDIA vendor (device-config.yaml `nvidia:` section).
-struct NvidiaResourceNames {
-  std::string count = kDefaultGpuResource;                           // resourceCountName
-  std::string memory = kDefaultGpuMemResource;                       // resourceMemoryName (MiB)
-  std::string memory_percentage = kDefaultGpuMemPercentageResource;  // resourceMemoryPercentageName
-  std::string cores = kDefaultGpuCoresResource;                      // resourceCoreName (percent)
-  std::string priority = kDefaultGpuPriorityResource;                // resourcePriorityName
+// A container's `resources` object ({"limits":{..}, "requests":{..}}) with typed reads of its
+// quantities. Every vendor's request rules read through it, so a quantity means the same thing to
+// all of them. Not owning: the JSON must outlive it.
+class ContainerResources {
+ public:
+  // null (no resources) reads as empty; anything but an object, or limits/requests that are not
+  // objects, is an error.
+  static StatusOr<ContainerResources> Make(const nlohmann::json& resources);
+  static StatusOr<ContainerResources> Make(nlohmann::json&&) = delete;  // would dangle
+  // Limits first, then requests (upstream's GenerateResourceRequests); nullopt when in neither.
+  // Errors name where the value is: `limits[nvidia.com/gpumem]: ...`.
+  StatusOr<std::optional<Quantity>> LimitOrRequest(const std::string& name) const;
+  // Requests first, then limits (Kubernetes: requests default to limits).
+  StatusOr<std::optional<Quantity>> RequestOrLimit(const std::string& name) const;
+  // The value in limits and the one in requests, each when present (in that order).
+  StatusOr<std::vector<Quantity>> Both(const std::string& name) const;
+  bool InLimits(const std::string& name) const;
+
+ private:
+  const nlohmann::json* limits_ = nullptr;
+  const nlohmann::json* requests_ = nullptr;
 };
 
-// What ParsePodJson needs to know about the cluster's configuration. Defaults are upstream's.
-struct ResourceConfig {
-  NvidiaResourceNames nvidia;
-  int64_t default_memory_mib = 0;  // defaultMemory: MiB per GPU when neither gpumem nor % is given
-  int default_cores = 0;           // defaultCores: percent per GPU when gpucores is not given
-  int default_gpu_num = 1;         // defaultGPUNum: count added when only gpumem/%/cores are given
-  int64_t memory_factor = 1;       // memoryFactor: gpumem is multiplied by this (>= 1)
-  // Fails (naming the field) on empty resource names, negative defaults or memory_factor < 1.
-  Status Validate() const;
+// The vendor side of a pod: what its enabled vendors read from it. ParsePodJson calls it in
+// document order (each container right after its CPU and memory, then the pod's selectors), so the
+// first error in the pod is the one reported. vendors::VendorSet implements it over its vendors.
+class PodDeviceReader {
+ public:
+  virtual ~PodDeviceReader() = default;
+  // The device requests of one container, given its `resources` (null when absent) and the pod's
+  // annotations. Errors name the resource; ParsePodJson adds the container.
+  virtual StatusOr<std::vector<DeviceRequest>> ContainerDevices(
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& annotations) const = 0;
+  // PodRequest::selectors from the pod's annotations.
+  virtual StatusOr<DeviceSelectors> Selectors(
+      const std::map<std::string, std::string>& annotations) const = 0;
 };
 
 // Parses a Pod object (JSON as the API server sends it,
@@ -47,52 +68,16 @@ struct ResourceConfig {
 //  - containers: spec.initContainers first (restartPolicy "Always" -> kSidecar, else kInit), then
 //    spec.containers (kApp), each keeping its declaration order and name;
 //  - per container: cpu (milli, rounded up) and memory (MiB, rounded up) from requests, falling
-//    back to limits as Kubernetes does; the NVIDIA request per ParseContainerDevices;
-//  - pod annotations per ParseDeviceSelectors, ParseNodeSchedulerPolicy,
-//    ParseGpuSchedulerPolicy and ParseScoringWeights; a policy annotation those parsers reject is
-//    ignored (node_policy / gpu_policy stay "", the configured default), as upstream ignores it.
+//    back to limits as Kubernetes does; the device requests per `devices` (none when null);
+//  - selectors per `devices` (empty when null);
+//  - pod annotations per ParseNodeSchedulerPolicy, ParseGpuSchedulerPolicy and
+//    ParseScoringWeights; a policy annotation those parsers reject is ignored (node_policy /
+//    gpu_policy stay "", the configured default), as upstream ignores it.
 // Absent fields are fine (a pod without GPUs parses to containers without devices). Wrong JSON
 // types, bad quantities and invalid annotations are errors naming the path, e.g.
 // `spec.containers[1] "trainer": nvidia.com/gpumem: quantity "4.5" must be a whole number`.
-StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod, const ResourceConfig& config);
-
-// The NVIDIA request of one container given its `resources` object ({"limits":{..},
-// "requests":{..}}), after upstream's webhook and scheduler defaulting
-// (docs/upstream-contract.md#resource-model):
-//  - each resource is read from limits first, then requests;
-//  - count: `nvidia.com/gpu`; when absent but gpumem, gpumem-percentage or gpucores is in the
-//    limits, count = default_gpu_num (no request when that is 0);
-//  - memory: gpumem * memory_factor when > 0; else gpumem-percentage when > 0 (above 100 clamped
-//    to 100; 0 and negative values ignored, as upstream's scheduler does); else
-//    default_memory_mib when > 0; else 100 % of the card;
-//  - cores: gpucores (clamped to 100); when absent, 100 if gpumem-percentage is given and is
-//    100, or if neither gpumem-percentage nor gpumem is given (a bare `nvidia.com/gpu: 1` is an
-//    exclusive whole card), otherwise default_cores. Upstream's scheduler books default_cores for
-//    such a pod when it skipped the webhook (which writes gpucores=100); hami-cpp books the same as
-//    for an admitted pod, on purpose (docs/migration.md);
-//  - priority: `nvidia.com/priority` when given, else -1.
-// Returns an empty vector when the container asks for no NVIDIA device (count 0 or absent),
-// otherwise one DeviceRequest. Errors: non-integer values, negative values other than
-// gpumem-percentage, gpumem * factor beyond int32 MiB (upstream's limit), counts beyond 1024.
-StatusOr<std::vector<DeviceRequest>> ParseContainerDevices(const nlohmann::json& resources,
-                                                           const ResourceConfig& config);
-
-// The limits the mutating webhook adds to one container (resource name -> integer value) to
-// make the defaulting explicit in the stored pod: the count (default_gpu_num) when only
-// gpumem/%/cores are in the limits, and gpucores=100 for an exclusive card (no gpucores, and
-// gpumem-percentage is 100 or neither it nor gpumem is given). Empty when nothing is added.
-// Errors: those of ParseContainerDevices, and gpumem-percentage outside 0..100 (upstream's
-// webhook denies it; its scheduler would clamp or ignore it).
-StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann::json& resources,
-                                                                  const ResourceConfig& config);
-
-// nvidia.com/{use,nouse}-gputype, {use,nouse}-gpuuuid (comma lists; blanks around items and empty
-// items dropped), nvidia.com/vgpu-mode (hami-core|mig|mps; anything else is an error) and
-// nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed:
-// true/1/t/TRUE; any other value, garbage included, leaves it off, as upstream). Unknown
-// annotations are ignored.
-StatusOr<DeviceSelectors> ParseDeviceSelectors(
-    const std::map<std::string, std::string>& annotations);
+StatusOr<PodRequest> ParsePodJson(const nlohmann::json& pod,
+                                  const PodDeviceReader* devices = nullptr);
 
 // hami.io/node-scheduler-policy: "binpack" | "spread" (surrounding blanks trimmed).
 StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
@@ -104,10 +89,10 @@ StatusOr<std::string> ParseNodeSchedulerPolicy(std::string_view value);
 // key (case matters: "Binpack" is unknown), a whole-placement policy chained with anything.
 StatusOr<std::vector<std::string>> ParseGpuSchedulerPolicy(std::string_view value);
 
-// The pod annotations ParsePodJson reads leniently and found unusable, one sentence each: a
-// non-boolean nvidia.com/numa-bind (binding stays off), a hami.io/node-scheduler-policy or
-// hami.io/gpu-scheduler-policy the parsers above reject (the annotation is ignored and the
-// scheduler's configured policy applies, as upstream). The webhook returns them as warnings.
+// The policy annotations ParsePodJson reads leniently and found unusable, one sentence each: a
+// hami.io/node-scheduler-policy or hami.io/gpu-scheduler-policy the parsers above reject (the
+// annotation is ignored and the scheduler's configured policy applies, as upstream). The webhook
+// returns them as warnings, after each vendor's own (Vendor::IgnoredAnnotations).
 std::vector<std::string> IgnoredAnnotations(const std::map<std::string, std::string>& annotations);
 
 // hami.io/device-scoring-weights: "slot=<int>,core=<int>,memory=<int>" in any order. All three

@@ -9,331 +9,53 @@ namespace {
 
 using nlohmann::json;
 
-DeviceRequest Req(int nums, int64_t mem, int pct, int cores, int priority = -1) {
-  DeviceRequest r;
-  r.nums = nums;
-  r.memreq_mib = mem;
-  r.mem_percentage = pct;
-  r.coresreq = cores;
-  r.priority = priority;
-  return r;
-}
-
-// One row per defaulting bullet of docs/upstream-contract.md#resource-model (and the edges around
-// it).
-struct DefaultingCase {
-  const char* name;
-  const char* resources;  // container.resources JSON
-  bool has_request;
-  DeviceRequest want;
-  std::map<std::string, int64_t> added;  // what the webhook adds to the limits
-  ResourceConfig config = {};
-  const char* admission_error = nullptr;  // the webhook denies the container with this message part
-};
-
-ResourceConfig WithDefaults(int64_t mem, int cores, int num, int64_t factor = 1) {
-  ResourceConfig c;
-  c.default_memory_mib = mem;
-  c.default_cores = cores;
-  c.default_gpu_num = num;
-  c.memory_factor = factor;
-  return c;
-}
-
-TEST(DefaultingTest, UpstreamRules) {
-  const DefaultingCase cases[] = {
-      {"bare gpu is an exclusive whole card",
-       R"({"limits":{"nvidia.com/gpu":"1"}})",
-       true,
-       Req(1, 0, 100, 100),
-       {{"nvidia.com/gpucores", 100}}},
-      {"gpu count 2 bare",
-       R"({"limits":{"nvidia.com/gpu":2}})",
-       true,
-       Req(2, 0, 100, 100),
-       {{"nvidia.com/gpucores", 100}}},
-      // Upstream's scheduler would book defaultCores (30) for this pod when it skipped the webhook;
-      // we book what the webhook's gpucores=100 says (a deliberate difference, docs/migration.md).
-      {"bare gpu books 100 cores whatever defaultCores",
-       R"({"limits":{"nvidia.com/gpu":1}})",
-       true,
-       Req(1, 0, 100, 100),
-       {{"nvidia.com/gpucores", 100}},
-       WithDefaults(0, 30, 1)},
-      {"gpumem shares a card without compute cap",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000}})",
-       true,
-       Req(1, 3000, 0, 0),
-       {}},
-      {"gpumem + cores",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4000","nvidia.com/gpucores":"30"}})",
-       true,
-       Req(1, 4000, 0, 30),
-       {}},
-      {"gpumem without gpu gets defaultGPUNum",
-       R"({"limits":{"nvidia.com/gpumem":3000}})",
-       true,
-       Req(1, 3000, 0, 0),
-       {{"nvidia.com/gpu", 1}}},
-      {"cores without gpu gets defaultGPUNum",
-       R"({"limits":{"nvidia.com/gpucores":20}})",
-       true,
-       Req(1, 0, 100, 20),
-       {{"nvidia.com/gpu", 1}}},
-      {"percentage without gpu gets defaultGPUNum",
-       R"({"limits":{"nvidia.com/gpumem-percentage":50}})",
-       true,
-       Req(1, 0, 50, 0),
-       {{"nvidia.com/gpu", 1}}},
-      {"percentage 100 alone is exclusive",
-       R"({"limits":{"nvidia.com/gpumem-percentage":100}})",
-       true,
-       Req(1, 0, 100, 100),
-       {{"nvidia.com/gpu", 1}, {"nvidia.com/gpucores", 100}}},
-      {"percentage 100 with gpumem: gpumem wins, still exclusive",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":100}})",
-       true,
-       Req(1, 2000, 0, 100),
-       {{"nvidia.com/gpucores", 100}}},
-      {"percentage used only when gpumem absent",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":30}})",
-       true,
-       Req(1, 2000, 0, 0),
-       {}},
-      {"gpumem 0 falls back to percentage",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":0,"nvidia.com/gpumem-percentage":30}})",
-       true,
-       Req(1, 0, 30, 0),
-       {}},
-      // gpumem-percentage outside 0..100: the webhook denies it; the scheduler (a pod that skipped
-      // the webhook) clamps values above 100 and ignores values below 1, as upstream's does.
-      {"percentage above 100 is clamped",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
-       true,
-       Req(1, 0, 100, 0),
-       {},
-       {},
-       "150 is outside 0..100"},
-      {"percentage past int32 is clamped",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"3000000000"}})",
-       true,
-       Req(1, 0, 100, 0),
-       {},
-       {},
-       "3000000000 is outside 0..100"},
-      {"percentage 1e18 is clamped",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"1e18"}})",
-       true,
-       Req(1, 0, 100, 0),
-       {},
-       {},
-       "1000000000000000000 is outside 0..100"},
-      {"percentage -1 is ignored",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})",
-       true,
-       Req(1, 0, 100, 0),
-       {},
-       {},
-       "-1 is outside 0..100"},
-      {"percentage -1 is ignored: defaultMemory applies",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"-1"}})",
-       true,
-       Req(1, 2048, 0, 0),
-       {},
-       WithDefaults(2048, 0, 1),
-       "-1 is outside 0..100"},
-      {"percentage 0 is ignored",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})",
-       true,
-       Req(1, 0, 100, 0),
-       {}},
-      // The webhook checks the value in requests too (upstream's validateMemoryPercentage reads
-      // both).
-      {"percentage: limits win, an out-of-range request is denied at admission",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":150}})",
-       true,
-       Req(1, 0, 50, 0),
-       {},
-       {},
-       "150 is outside 0..100"},
-      {"percentage: a fraction in requests is denied at admission",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50},"requests":{"nvidia.com/gpumem-percentage":"50.5"}})",
-       true,
-       Req(1, 0, 50, 0),
-       {},
-       {},
-       "must be a whole number"},
-      {"cores above 100 are clamped",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":250}})",
-       true,
-       Req(1, 0, 100, 100),
-       {}},
-      {"explicit cores 0 is kept (no SM limit)",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
-       true,
-       Req(1, 0, 100, 0),
-       {}},
-      {"defaultMemory used when no gpumem and no percentage",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":10}})",
-       true,
-       Req(1, 2048, 0, 10),
-       {},
-       WithDefaults(2048, 0, 1)},
-      {"defaultCores used when cores absent and not exclusive",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000}})",
-       true,
-       Req(1, 1000, 0, 25),
-       {},
-       WithDefaults(0, 25, 1)},
-      {"memoryFactor scales gpumem",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":10}})",
-       true,
-       Req(1, 10240, 0, 0),
-       {},
-       WithDefaults(0, 0, 1, 1024)},
-      {"defaultGPUNum 0 disables count defaulting",
-       R"({"limits":{"nvidia.com/gpumem":3000}})",
-       false,
-       {},
-       {},
-       WithDefaults(0, 0, 0)},
-      {"defaultGPUNum 2",
-       R"({"limits":{"nvidia.com/gpumem":3000}})",
-       true,
-       Req(2, 3000, 0, 0),
-       {{"nvidia.com/gpu", 2}},
-       WithDefaults(0, 0, 2)},
-      {"limits win over requests",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000},"requests":{"nvidia.com/gpu":1,"nvidia.com/gpumem":5000}})",
-       true,
-       Req(1, 1000, 0, 0),
-       {}},
-      {"requests used when limits lack the key",
-       R"({"limits":{"nvidia.com/gpu":1},"requests":{"nvidia.com/gpumem":5000}})",
-       true,
-       Req(1, 5000, 0, 0),
-       {}},
-      {"count only in requests still counts",
-       R"({"requests":{"nvidia.com/gpu":1}})",
-       true,
-       Req(1, 0, 100, 100),
-       {{"nvidia.com/gpucores", 100}}},
-      {"gpumem only in requests does not default the count",
-       R"({"requests":{"nvidia.com/gpumem":1000}})",
-       false,
-       {},
-       {}},
-      {"priority",
-       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1000,"nvidia.com/priority":1}})",
-       true,
-       Req(1, 1000, 0, 0, 1),
-       {}},
-      {"gpu 0 asks for nothing", R"({"limits":{"nvidia.com/gpu":0}})", false, {}, {}},
-      {"no resources", R"({})", false, {}, {}},
-      {"null resources", R"(null)", false, {}, {}},
-      {"cpu only", R"({"limits":{"cpu":"2"}})", false, {}, {}},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const json resources = json::parse(c.resources);
-    auto got = ParseContainerDevices(resources, c.config);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->size(), c.has_request ? 1u : 0u);
-    if (c.has_request) {
-      EXPECT_EQ((*got)[0], c.want);
-    }
-    auto added = ComputeAdmissionDefaults(resources, c.config);
-    if (c.admission_error != nullptr) {
-      ASSERT_FALSE(added.ok());
-      EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos)
-          << added.status();
-      EXPECT_NE(added.status().message().find("nvidia.com/gpumem-percentage"), std::string::npos);
-      continue;
-    }
-    ASSERT_TRUE(added.ok()) << added.status();
-    EXPECT_EQ(*added, c.added);
+// A vendor side for the tests: one device of vendor "X" per container whose limits name
+// "x.com/n" (nums = its value; a non-integer is an error naming it), selectors from "x.com/use".
+// Records the order of its calls, so a test can see that ParsePodJson reads in document order.
+class FakeDevices final : public PodDeviceReader {
+ public:
+  StatusOr<std::vector<DeviceRequest>> ContainerDevices(
+      const json& resources, const std::map<std::string, std::string>& annotations) const override {
+    calls.push_back(StrCat("devices ", annotations.size()));
+    std::vector<DeviceRequest> out;
+    if (!resources.is_object() || !resources.contains("limits")) return out;
+    const json& l = resources["limits"];
+    if (!l.contains("x.com/n")) return out;
+    if (!l["x.com/n"].is_number_integer()) return InvalidArgument("x.com/n: not an integer");
+    DeviceRequest r;
+    r.vendor = "X";
+    r.nums = l["x.com/n"].get<int>();
+    out.push_back(r);
+    return out;
   }
-}
-
-TEST(DefaultingTest, CustomResourceNames) {
-  ResourceConfig cfg;
-  cfg.nvidia.count = "example.com/vgpu";
-  cfg.nvidia.memory = "example.com/vgpu-memory";
-  const json resources = json::parse(
-      R"({"limits":{"example.com/vgpu":1,"example.com/vgpu-memory":512,"nvidia.com/gpu":3}})");
-  auto got = ParseContainerDevices(resources, cfg);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(got->size(), 1u);
-  EXPECT_EQ((*got)[0], Req(1, 512, 0, 0));
-}
-
-struct ErrorCase {
-  const char* resources;
-  const char* message_part;
-};
-
-TEST(DefaultingTest, BadResourceValuesAreActionableErrors) {
-  const ErrorCase cases[] = {
-      {R"({"limits":{"nvidia.com/gpu":"1.5"}})",
-       "nvidia.com/gpu: quantity 1500m must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":"500m"}})", "must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":"-1"}})", "nvidia.com/gpu: must not be negative"},
-      {R"({"limits":{"nvidia.com/gpu":"2000"}})", "larger than the supported maximum 1024"},
-      {R"({"limits":{"nvidia.com/gpu":"x"}})",
-       "limits[nvidia.com/gpu]: quantity \"x\" does not start with a number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"4.5"}})",
-       "nvidia.com/gpumem: quantity 4500m must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"3000000000"}})",
-       "larger than the supported maximum"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"50.5"}})",
-       "nvidia.com/gpumem-percentage: quantity \"50500m\" must be a whole number"},
-      {R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":"-1"}})",
-       "gpucores: must not be negative"},
-      {R"({"limits":{"nvidia.com/gpu":true}})", "quantity must be a string"},
-      {R"({"limits":[1]})", "resources.limits: expected JSON object, got array"},
-      {R"("lots")", "resources: expected JSON object"},
-  };
-  for (const auto& c : cases) {
-    auto got = ParseContainerDevices(json::parse(c.resources), ResourceConfig{});
-    ASSERT_FALSE(got.ok()) << c.resources;
-    EXPECT_NE(std::string(got.status().message()).find(c.message_part), std::string::npos)
-        << c.resources << " -> " << got.status();
+  StatusOr<DeviceSelectors> Selectors(
+      const std::map<std::string, std::string>& annotations) const override {
+    calls.push_back("selectors");
+    DeviceSelectors s;
+    if (auto it = annotations.find("x.com/use"); it != annotations.end()) {
+      if (it->second == "bad") return InvalidArgument("x.com/use: bad");
+      s.use_types = {it->second};
+    }
+    return s;
   }
-  // memoryFactor overflow is reported with both numbers.
-  auto big = ParseContainerDevices(
-      json::parse(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":3000000}})"),
-      WithDefaults(0, 0, 1, 1024));
-  ASSERT_FALSE(big.ok());
-  EXPECT_NE(std::string(big.status().message()).find("times memoryFactor 1024"), std::string::npos)
-      << big.status();
-}
-
-TEST(DefaultingTest, ConfigValidation) {
-  ResourceConfig bad;
-  bad.nvidia.memory.clear();
-  EXPECT_NE(std::string(bad.Validate().message()).find("resourceMemoryName"), std::string::npos);
-  EXPECT_FALSE(WithDefaults(-1, 0, 1).Validate().ok());
-  EXPECT_FALSE(WithDefaults(0, 101, 1).Validate().ok());
-  EXPECT_FALSE(WithDefaults(0, 0, -1).Validate().ok());
-  EXPECT_FALSE(WithDefaults(0, 0, 1, 0).Validate().ok());
-  EXPECT_TRUE(ResourceConfig{}.Validate().ok());
-}
+  mutable std::vector<std::string> calls;
+};
 
 constexpr const char* kPodWithInitAndSidecar = R"({
   "apiVersion": "v1", "kind": "Pod",
   "metadata": {"name": "train", "namespace": "ml", "uid": "u-1",
                "labels": {"app": "x"},
-               "annotations": {"nvidia.com/use-gputype": "A100, H100,", "nvidia.com/numa-bind": "true",
+               "annotations": {"x.com/use": "A100",
                                "hami.io/gpu-scheduler-policy": "binpack, numa",
                                "hami.io/node-scheduler-policy": "spread",
                                "hami.io/device-scoring-weights": "slot=1,core=2,memory=0"}},
   "spec": {
     "initContainers": [
-      {"name": "fetch", "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000}}},
+      {"name": "fetch", "resources": {"limits": {"x.com/n": 1}}},
       {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
     ],
     "containers": [
-      {"name": "main", "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "2", "memory": "1G"},
+      {"name": "main", "resources": {"limits": {"x.com/n": 2, "cpu": "2", "memory": "1G"},
                                       "requests": {"cpu": "1500m"}}},
       {"name": "log"}
     ]
@@ -341,7 +63,8 @@ constexpr const char* kPodWithInitAndSidecar = R"({
 })";
 
 TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
-  auto pod = ParsePodJson(json::parse(kPodWithInitAndSidecar), ResourceConfig{});
+  FakeDevices devices;
+  auto pod = ParsePodJson(json::parse(kPodWithInitAndSidecar), &devices);
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->name, "train");
   EXPECT_EQ(pod->namespace_, "ml");
@@ -351,7 +74,7 @@ TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
     const char* name;
     ContainerKind kind;
     int64_t cpu_milli, memory_mib;
-    int gpus;
+    int devices;
   };
   const Want want[] = {
       {"fetch", ContainerKind::kInit, 0, 0, 1},
@@ -366,12 +89,13 @@ TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
     EXPECT_EQ(c.kind, want[i].kind) << c.name;
     EXPECT_EQ(c.cpu_milli, want[i].cpu_milli) << c.name;
     EXPECT_EQ(c.memory_mib, want[i].memory_mib) << c.name;
-    EXPECT_EQ(c.devices.empty() ? 0 : c.devices[0].nums, want[i].gpus) << c.name;
+    EXPECT_EQ(c.devices.empty() ? 0 : c.devices[0].nums, want[i].devices) << c.name;
   }
-  EXPECT_EQ(pod->containers[0].devices[0], Req(1, 1000, 0, 0));
-  EXPECT_EQ(pod->containers[2].devices[0], Req(2, 0, 100, 100));
-  EXPECT_EQ(pod->selectors.use_types, (std::vector<std::string>{"A100", "H100"}));
-  EXPECT_TRUE(pod->selectors.numa_bind);
+  EXPECT_EQ(pod->containers[2].devices[0].vendor, "X");
+  // Every container is asked, with the pod's annotations, then the selectors once.
+  EXPECT_EQ(devices.calls, (std::vector<std::string>{"devices 4", "devices 4", "devices 4",
+                                                     "devices 4", "selectors"}));
+  EXPECT_EQ(pod->selectors.use_types, (std::vector<std::string>{"A100"}));
   EXPECT_EQ(pod->gpu_policy, "binpack,numa");
   EXPECT_EQ(pod->node_policy, "spread");
   EXPECT_TRUE(pod->has_weights);
@@ -380,18 +104,31 @@ TEST(ParsePodJsonTest, InitAndSidecarFirstThenApps) {
   EXPECT_EQ(ContainerKinds(*pod),
             (std::vector<ContainerKind>{ContainerKind::kInit, ContainerKind::kSidecar,
                                         ContainerKind::kApp, ContainerKind::kApp}));
+  // Without a device reader: the same containers, no devices, no selectors.
+  auto bare = ParsePodJson(json::parse(kPodWithInitAndSidecar));
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->containers.size(), std::size(want));
+  EXPECT_FALSE(bare->HasDevices());
+  EXPECT_TRUE(bare->selectors.use_types.empty());
+  EXPECT_EQ(bare->containers[2].cpu_milli, 1500);
 }
 
 TEST(ParsePodJsonTest, MinimalPodsParse) {
+  FakeDevices devices;
   for (
       const char* text :
       {R"({})", R"({"metadata":{},"spec":{}})", R"({"spec":{"containers":[]}})",
        R"({"metadata":{"annotations":null},"spec":{"containers":[{"name":"a","resources":{}}]}})"}) {
-    auto pod = ParsePodJson(json::parse(text), ResourceConfig{});
+    auto pod = ParsePodJson(json::parse(text), &devices);
     ASSERT_TRUE(pod.ok()) << text << ": " << pod.status();
     EXPECT_FALSE(pod->HasDevices());
   }
 }
+
+struct ErrorCase {
+  const char* pod;
+  const char* message_part;
+};
 
 TEST(ParsePodJsonTest, ErrorsNameThePath) {
   const ErrorCase cases[] = {
@@ -402,24 +139,63 @@ TEST(ParsePodJsonTest, ErrorsNameThePath) {
        "metadata.annotations[a]: expected a string value"},
       {R"({"spec":{"containers":{}}})", "spec.containers: expected JSON array, got object"},
       {R"({"spec":{"containers":[5]}})", "spec.containers[0]: expected JSON object, got number"},
-      {R"({"spec":{"containers":[{"name":"a"},{"name":"trainer","resources":{"limits":{"nvidia.com/gpumem":"4.5"}}}]}})",
-       "spec.containers[1] \"trainer\": nvidia.com/gpumem: quantity 4500m must be a whole number"},
+      {R"({"spec":{"containers":[{"name":"a","resources":"lots"}]}})",
+       "spec.containers[0] \"a\": resources: expected JSON object, got string"},
+      {R"({"spec":{"containers":[{"name":"a","resources":{"limits":[1]}}]}})",
+       "resources.limits: expected JSON object, got array"},
+      // The vendor side's errors get the container's path.
+      {R"({"spec":{"containers":[{"name":"a"},{"name":"trainer","resources":{"limits":{"x.com/n":"4.5"}}}]}})",
+       "spec.containers[1] \"trainer\": x.com/n: not an integer"},
+      // Document order: container 0's device error before container 1's CPU error.
+      {R"({"spec":{"containers":[{"name":"a","resources":{"limits":{"x.com/n":"y"}}},{"name":"b","resources":{"limits":{"cpu":"lots"}}}]}})",
+       "spec.containers[0] \"a\": x.com/n"},
       {R"({"spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"lots"}}}]}})",
        "spec.initContainers[0] \"i\": requests[cpu]: quantity \"lots\" does not start with a "
        "number"},
       {R"({"spec":{"containers":[{"resources":{"limits":{"memory":"-1Gi"}}}]}})",
        "memory: must not be negative"},
-      {R"({"metadata":{"annotations":{"nvidia.com/vgpu-mode":"time-slice"}}})",
-       "is not a sharing mode"},
+      {R"({"metadata":{"annotations":{"x.com/use":"bad"}}})", "x.com/use: bad"},
+      // Selectors before the scoring weights.
+      {R"({"metadata":{"annotations":{"x.com/use":"bad","hami.io/device-scoring-weights":"slot=1"}}})",
+       "x.com/use: bad"},
       {R"({"metadata":{"annotations":{"hami.io/device-scoring-weights":"slot=1"}}})",
        "key \"core\" is missing"},
   };
+  FakeDevices devices;
   for (const auto& c : cases) {
-    auto pod = ParsePodJson(json::parse(c.resources), ResourceConfig{});
-    ASSERT_FALSE(pod.ok()) << c.resources;
+    auto pod = ParsePodJson(json::parse(c.pod), &devices);
+    ASSERT_FALSE(pod.ok()) << c.pod;
     EXPECT_NE(std::string(pod.status().message()).find(c.message_part), std::string::npos)
-        << c.resources << " -> " << pod.status();
+        << c.pod << " -> " << pod.status();
   }
+}
+
+TEST(ContainerResourcesTest, LimitsAndRequests) {
+  // Not owning: the JSON outlives the reader.
+  const json resources =
+      json::parse(R"({"limits":{"a":"2","b":"1"},"requests":{"a":"1","c":"3"}})");
+  auto r = ContainerResources::Make(resources);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto value = [](const StatusOr<std::optional<Quantity>>& q) {
+    return q.ok() && q->has_value() ? FormatQuantity(**q) : std::string("-");
+  };
+  EXPECT_EQ(value(r->LimitOrRequest("a")), "2");
+  EXPECT_EQ(value(r->RequestOrLimit("a")), "1");
+  EXPECT_EQ(value(r->LimitOrRequest("c")), "3");
+  EXPECT_EQ(value(r->RequestOrLimit("b")), "1");
+  EXPECT_EQ(value(r->LimitOrRequest("d")), "-");
+  EXPECT_TRUE(r->InLimits("b"));
+  EXPECT_FALSE(r->InLimits("c"));
+  auto both = r->Both("a");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->size(), 2u);
+  const json garbage = json::parse(R"({"limits":{"a":"x"}})");
+  auto bad = ContainerResources::Make(garbage);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(std::string(bad->LimitOrRequest("a").status().message()).find("limits[a]"),
+            std::string::npos);
+  const json absent;  // null: no resources
+  EXPECT_TRUE(ContainerResources::Make(absent).ok());
 }
 
 TEST(AnnotationTest, GpuSchedulerPolicy) {
@@ -499,7 +275,7 @@ TEST(AnnotationTest, UnrecognisedPolicyAnnotationsAreIgnored) {
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
     json pod = {{"metadata", {{"annotations", {{c.key, c.value}}}}}};
-    auto parsed = ParsePodJson(pod, ResourceConfig{});
+    auto parsed = ParsePodJson(pod);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     const bool gpu = std::string_view(c.key) == kGpuSchedulerPolicy;
     EXPECT_EQ(gpu ? parsed->gpu_policy : parsed->node_policy, c.want);
@@ -510,33 +286,6 @@ TEST(AnnotationTest, UnrecognisedPolicyAnnotationsAreIgnored) {
     if (!warnings.empty()) {
       EXPECT_NE(warnings[0].find(c.key), std::string::npos) << warnings[0];
       EXPECT_NE(warnings[0].find("configured"), std::string::npos) << warnings[0];
-    }
-  }
-}
-
-// Upstream's assertNuma (pkg/device/nvidia): nvidia.com/numa-bind is enforced only when Go's
-// ParseBool reads true; a value it cannot read leaves binding off instead of failing the pod.
-TEST(AnnotationTest, NumaBindIsLenient) {
-  struct Case {
-    const char* value;
-    bool bind;
-    bool warned;
-  };
-  const Case cases[] = {
-      {"true", true, false}, {"1", true, false},      {"T", true, false},
-      {"TRUE", true, false}, {"false", false, false}, {"0", false, false},
-      {"yes", false, true},  {"", false, true},       {"on", false, true},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.value);
-    const std::map<std::string, std::string> annotations = {{kNumaBind, c.value}};
-    auto s = ParseDeviceSelectors(annotations);
-    ASSERT_TRUE(s.ok()) << s.status();
-    EXPECT_EQ(s->numa_bind, c.bind);
-    const auto warnings = IgnoredAnnotations(annotations);
-    ASSERT_EQ(warnings.size(), c.warned ? 1u : 0u);
-    if (c.warned) {
-      EXPECT_NE(warnings[0].find("NUMA binding is off"), std::string::npos) << warnings[0];
     }
   }
 }
@@ -571,22 +320,6 @@ TEST(AnnotationTest, ScoringWeights) {
           << got.status();
     }
   }
-}
-
-TEST(AnnotationTest, Selectors) {
-  auto s = ParseDeviceSelectors({{"nvidia.com/use-gpuuuid", "GPU-a,GPU-b"},
-                                 {"nvidia.com/nouse-gpuuuid", " GPU-c "},
-                                 {"nvidia.com/nouse-gputype", "T4"},
-                                 {"nvidia.com/vgpu-mode", "mig"},
-                                 {"nvidia.com/numa-bind", "0"},
-                                 {"unrelated", "x"}});
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->use_uuids, (std::vector<std::string>{"GPU-a", "GPU-b"}));
-  EXPECT_EQ(s->nouse_uuids, (std::vector<std::string>{"GPU-c"}));
-  EXPECT_EQ(s->nouse_types, (std::vector<std::string>{"T4"}));
-  EXPECT_TRUE(s->use_types.empty());
-  EXPECT_EQ(s->vgpu_mode, "mig");
-  EXPECT_FALSE(s->numa_bind);
 }
 
 TEST(EffectivePodRequestTest, KubernetesFormula) {

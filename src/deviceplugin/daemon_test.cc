@@ -17,6 +17,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/testing/fake_nvml_hooks.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::deviceplugin {
 namespace {
@@ -54,11 +55,12 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
 
   k8s::testing::FakeApiServer api;
   ASSERT_TRUE(api.Start().ok());
-  Json node = {{"apiVersion", "v1"},
-               {"kind", "Node"},
-               {"metadata",
-                {{"name", "node1"},
-                 {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
+  Json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", "node1"},
+        {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api.Upsert("nodes", node).ok());
   const std::string kubeconfig = dir + "/kubeconfig";
   std::ofstream(kubeconfig)
@@ -95,30 +97,31 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
     if (!n) return "";
     return (*n)["metadata"]["annotations"].value(key, "");
   };
-  ASSERT_TRUE(
-      Eventually([&] { return !node_annotation(core::kNodeNvidiaRegister).empty(); }, seconds(20)));
-  EXPECT_NE(node_annotation(core::kNodeNvidiaRegister)
+  ASSERT_TRUE(Eventually(
+      [&] { return !node_annotation(vendors::nvidia::kNodeNvidiaRegister).empty(); }, seconds(20)));
+  EXPECT_NE(node_annotation(vendors::nvidia::kNodeNvidiaRegister)
                 .find(std::string("\"id\":\"") + kDev1 + "\",\"index\":1,\"count\":3"),
             std::string::npos)
-      << node_annotation(core::kNodeNvidiaRegister);
-  EXPECT_EQ(node_annotation(core::kNodeHandshake).rfind("Reported_", 0), 0u)
-      << node_annotation(core::kNodeHandshake);
+      << node_annotation(vendors::nvidia::kNodeNvidiaRegister);
+  EXPECT_EQ(node_annotation(vendors::nvidia::kNodeHandshake).rfind("Reported_", 0), 0u)
+      << node_annotation(vendors::nvidia::kNodeHandshake);
 
   // A pod bound by the scheduler: its decision annotation turns into the container environment.
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", "train"},
-                {"namespace", "ml"},
-                {"annotations",
-                 {{core::kNvidiaDevicesToAllocate, std::string(kDev1) + ",NVIDIA,3000,30:;"},
-                  {core::kVgpuNode, "node1"},
-                  {core::kBindPhase, "allocating"}}}}},
-              {"spec",
-               {{"nodeName", "node1"},
-                {"schedulerName", "hami-scheduler"},
-                {"containers", {{{"name", "main"}}}}}},
-              {"status", {{"phase", "Pending"}}}};
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "train"},
+        {"namespace", "ml"},
+        {"annotations",
+         {{vendors::nvidia::kNvidiaDevicesToAllocate, std::string(kDev1) + ",NVIDIA,3000,30:;"},
+          {core::kVgpuNode, "node1"},
+          {core::kBindPhase, "allocating"}}}}},
+      {"spec",
+       {{"nodeName", "node1"},
+        {"schedulerName", "hami-scheduler"},
+        {"containers", {{{"name", "main"}}}}}},
+      {"status", {{"phase", "Pending"}}}};
   ASSERT_TRUE(api.Upsert("pods", pod).ok());
   auto r = kubelet.Allocate({{std::string(kDev0) + "-2"}});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -143,13 +146,14 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(Count(kubelet.Devices(), kDev0, "Healthy"), 3);
   ASSERT_TRUE(Eventually(
       [&] {
-        const std::string a = node_annotation(core::kNodeNvidiaRegister);
+        const std::string a = node_annotation(vendors::nvidia::kNodeNvidiaRegister);
         return a.find(std::string(kDev1) +
                       "\",\"index\":1,\"count\":3,\"devmem\":15360,\"devcore\":100,"
                       "\"type\":\"NVIDIA-Tesla T4\",\"numa\":1,\"mode\"") != std::string::npos;
       },
       seconds(20)))
-      << node_annotation(core::kNodeNvidiaRegister);  // health false is omitted (omitempty)
+      << node_annotation(
+             vendors::nvidia::kNodeNvidiaRegister);  // health false is omitted (omitempty)
 
   // kubelet restart: re-registration and the devices re-advertised with their health.
   ASSERT_TRUE(kubelet.Restart().ok());

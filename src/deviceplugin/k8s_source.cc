@@ -7,6 +7,7 @@
 #include "core/annotations.h"
 #include "core/lock_codec.h"
 #include "core/pod_codec.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::deviceplugin {
 
@@ -82,7 +83,7 @@ std::vector<ContainerSpec> Containers(const Json& pod, int64_t region_group) {
         for (const char* kind : {"limits", "requests"}) {
           auto m = r->find(kind);
           if (m == r->end() || !m->is_object()) continue;
-          auto p = m->find(core::kDefaultGpuPriorityResource);
+          auto p = m->find(vendors::nvidia::kDefaultGpuPriorityResource);
           if (p == m->end()) continue;
           if (p->is_string()) {
             try {
@@ -124,15 +125,15 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   p.uid = Str(pod, "metadata", "uid");
   p.namespace_ = Str(pod, "metadata", "namespace");
   p.name = Str(pod, "metadata", "name");
-  const std::string* to_allocate = Annotation(pod, core::kNvidiaDevicesToAllocate);
+  const std::string* to_allocate = Annotation(pod, vendors::nvidia::kNvidiaDevicesToAllocate);
   if (to_allocate == nullptr) return std::optional<PendingPod>();
   if (Str(pod, "spec", "nodeName") != node) return std::optional<PendingPod>();
   std::string pod_phase = Str(pod, "status", "phase");
   if (!pod_phase.empty() && pod_phase != "Pending") return std::optional<PendingPod>();
   auto decision = core::DecodePodDevices(*to_allocate);
   if (!decision.ok())
-    return Annotate(decision.status(),
-                    StrCat("pod ", p.namespace_, "/", p.name, " ", core::kNvidiaDevicesToAllocate));
+    return Annotate(decision.status(), StrCat("pod ", p.namespace_, "/", p.name, " ",
+                                              vendors::nvidia::kNvidiaDevicesToAllocate));
   if (const std::string* bt = Annotation(pod, core::kBindTime)) {
     try {
       p.bind_time = std::stoll(*bt);
@@ -144,8 +145,8 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
     if (decision->containers[i].empty()) continue;
     if (i >= specs.size())
       return InvalidArgument("pod ", p.namespace_, "/", p.name, ": ",
-                             core::kNvidiaDevicesToAllocate, " has entry ", i, " but the pod has ",
-                             specs.size(), " containers");
+                             vendors::nvidia::kNvidiaDevicesToAllocate, " has entry ", i,
+                             " but the pod has ", specs.size(), " containers");
     PendingContainer c;
     c.index = static_cast<int>(i);
     c.name = specs[i].name;
@@ -216,9 +217,10 @@ Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_i
   auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
     if (Str(obj, "metadata", "uid") != pod.uid)
       return NotFound("pod ", pod.Key(), " was re-created");
-    const std::string* text = Annotation(obj, core::kNvidiaDevicesToAllocate);
+    const std::string* text = Annotation(obj, vendors::nvidia::kNvidiaDevicesToAllocate);
     if (text == nullptr)
-      return FailedPrecondition("pod ", pod.Key(), " has no ", core::kNvidiaDevicesToAllocate);
+      return FailedPrecondition("pod ", pod.Key(), " has no ",
+                                vendors::nvidia::kNvidiaDevicesToAllocate);
     HAMI_ASSIGN_OR_RETURN(core::PodAllocation a, core::DecodePodDevices(*text));
     if (container_index < 0 || container_index >= static_cast<int>(a.containers.size()) ||
         a.containers[container_index].empty())
@@ -227,7 +229,7 @@ Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_i
     a.containers[container_index].clear();
     HAMI_ASSIGN_OR_RETURN(std::string encoded, core::EncodePodDevices(a));
     auto& annotations = obj["metadata"]["annotations"];
-    annotations[core::kNvidiaDevicesToAllocate] = encoded;
+    annotations[vendors::nvidia::kNvidiaDevicesToAllocate] = encoded;
     bool done = true;
     for (const auto& c : a.containers) done = done && c.empty();
     if (done) annotations[core::kBindPhase] = core::kBindPhaseSuccess;
@@ -265,9 +267,9 @@ Status NodeRegistrar::SyncOnce() {
     if (!annotations.is_object()) annotations = Json::object();
     for (const auto& [k, v] : want) annotations[k] = v;
     // Answer the scheduler's handshake: it marks the node unhealthy while "Requesting" stays.
-    const std::string* hs = Annotation(obj, core::kNodeHandshake);
+    const std::string* hs = Annotation(obj, vendors::nvidia::kNodeHandshake);
     if (hs == nullptr || hs->find(core::kHandshakeRequesting) != std::string::npos) {
-      annotations[core::kNodeHandshake] =
+      annotations[vendors::nvidia::kNodeHandshake] =
           core::EncodeHandshake({"Reported", clock_->UnixSeconds()});
     }
     return OkStatus();

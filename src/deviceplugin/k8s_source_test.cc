@@ -9,6 +9,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/static_discovery.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::deviceplugin {
 namespace {
@@ -30,7 +31,7 @@ Json BoundPod(const std::string& name, const std::string& to_allocate,
         {"namespace", "ml"},
         {"uid", "uid-" + name},
         {"annotations",
-         {{core::kNvidiaDevicesToAllocate, to_allocate},
+         {{vendors::nvidia::kNvidiaDevicesToAllocate, to_allocate},
           {core::kVgpuNode, node},
           {core::kBindPhase, phase},
           {core::kBindTime, "1700000000"}}}}},
@@ -67,8 +68,9 @@ TEST(PendingFromPodJsonTest, Table) {
       {"bad annotation", BoundPod("p", "GPU-a,NVIDIA,x,0:;"), true, 0},
       {"entry beyond containers", BoundPod("p", ";;;" + std::string(kGpuA) + ",NVIDIA,1,0:;"), true,
        0},
-      {"no decision",
-       edit([](Json& p) { p["metadata"]["annotations"].erase(core::kNvidiaDevicesToAllocate); }),
+      {"no decision", edit([](Json& p) {
+         p["metadata"]["annotations"].erase(vendors::nvidia::kNvidiaDevicesToAllocate);
+       }),
        false, -1},
       {"already running", edit([](Json& p) { p["status"]["phase"] = "Running"; }), false, -1},
       // A record the scheduler did not leave there: reported, never armed.
@@ -215,12 +217,12 @@ TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
   PendingPod p = (*pods)[0];
   p.uid = (*api_->Get("pods", "ml", "p"))["metadata"]["uid"];  // the server assigns uids
   ASSERT_TRUE(src.MarkAllocated(p, 1).ok());
-  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate),
+  EXPECT_EQ(PodAnnotation("p", vendors::nvidia::kNvidiaDevicesToAllocate),
             std::string(";;") + kGpuB + ",NVIDIA,1000,0:;");
   EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "allocating");
   EXPECT_FALSE(src.MarkAllocated(p, 1).ok());  // already consumed
   ASSERT_TRUE(src.MarkAllocated(p, 2).ok());
-  EXPECT_EQ(PodAnnotation("p", core::kNvidiaDevicesToAllocate), ";;;");
+  EXPECT_EQ(PodAnnotation("p", vendors::nvidia::kNvidiaDevicesToAllocate), ";;;");
   EXPECT_EQ(PodAnnotation("p", core::kBindPhase), "success");
   EXPECT_TRUE(src.ListPending()->empty());
   ASSERT_TRUE(src.MarkFailed(p, "test").ok());
@@ -231,13 +233,14 @@ TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
 }
 
 TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
-  Json node = {{"apiVersion", "v1"},
-               {"kind", "Node"},
-               {"metadata",
-                {{"name", "node1"},
-                 {"annotations", {{core::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
+  Json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", "node1"},
+        {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api_->Upsert("nodes", node).ok());
-  std::map<std::string, std::string> ann = {{core::kNodeNvidiaRegister, "[]"}};
+  std::map<std::string, std::string> ann = {{vendors::nvidia::kNodeNvidiaRegister, "[]"}};
   FakeClock clock(1'700'000'000);
   NodeRegistrar reg(
       client_.get(), "node1", [&] { return ann; }, &clock);
@@ -245,17 +248,17 @@ TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
   ASSERT_TRUE(reg.SyncOnce().ok());
   EXPECT_FALSE(reg.Changed());
   auto got = (*api_->Get("nodes", "", "node1"))["metadata"]["annotations"];
-  EXPECT_EQ(got[core::kNodeNvidiaRegister], "[]");
-  EXPECT_EQ(got[core::kNodeHandshake], "Reported_2023-11-14 22:13:20");
+  EXPECT_EQ(got[vendors::nvidia::kNodeNvidiaRegister], "[]");
+  EXPECT_EQ(got[vendors::nvidia::kNodeHandshake], "Reported_2023-11-14 22:13:20");
   int64_t writes = api_->CountRequests("PATCH", "/api/v1/nodes/node1");
   ASSERT_TRUE(reg.SyncOnce().ok());  // nothing changed, handshake already answered: no write
   EXPECT_EQ(api_->CountRequests("PATCH", "/api/v1/nodes/node1"), writes);
-  ann[core::kNodeNvidiaRegister] = "[{}]";
+  ann[vendors::nvidia::kNodeNvidiaRegister] = "[{}]";
   EXPECT_TRUE(reg.Changed());
   ASSERT_TRUE(reg.SyncOnce().ok());
-  EXPECT_EQ(
-      (*api_->Get("nodes", "", "node1"))["metadata"]["annotations"][core::kNodeNvidiaRegister],
-      "[{}]");
+  EXPECT_EQ((*api_->Get("nodes", "",
+                        "node1"))["metadata"]["annotations"][vendors::nvidia::kNodeNvidiaRegister],
+            "[{}]");
   EXPECT_FALSE(NodeRegistrar(
                    client_.get(), "missing-node", [&] { return ann; }, &clock)
                    .SyncOnce()
@@ -303,7 +306,7 @@ TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
     EXPECT_NE(msg.find("refusing to arm"), std::string::npos) << msg;
     EXPECT_NE(msg.find("ml/forged: no hami.io/bind-phase"), std::string::npos) << msg;
     EXPECT_NE(msg.find("spec.schedulerName is \"default-scheduler\""), std::string::npos) << msg;
-    EXPECT_EQ(PodAnnotation("forged", core::kNvidiaDevicesToAllocate),
+    EXPECT_EQ(PodAnnotation("forged", vendors::nvidia::kNvidiaDevicesToAllocate),
               std::string(";") + kGpuA + ",NVIDIA,15360,0:;;");
     EXPECT_EQ(PodAnnotation("forged", core::kBindPhase), "<absent>");
   }

@@ -15,11 +15,11 @@
 #include <set>
 
 #include "common/log.h"
-#include "core/annotations.h"
 #include "core/node_codec.h"
 #include "deviceplugin/allocate_env.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/proto/api.grpc.pb.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::deviceplugin {
 
@@ -367,10 +367,10 @@ std::vector<core::DeviceInfo> DevicePlugin::NodeDevices() const {
 std::map<std::string, std::string> DevicePlugin::NodeAnnotations(bool with_link_scores) const {
   MutexLock l(mu_);
   std::map<std::string, std::string> out;
-  out[core::kNodeNvidiaRegister] =
+  out[vendors::nvidia::kNodeNvidiaRegister] =
       core::EncodeNodeDevicesJson(BuildNodeDevices(gpus_, healthy_, config_));
   if (with_link_scores)
-    out[core::kNodeNvidiaScore] =
+    out[vendors::nvidia::kNodeNvidiaScore] =
         core::EncodeLinkScores(BuildLinkScores(all_gpus_, links_, config_));
   return out;
 }

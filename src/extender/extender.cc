@@ -242,7 +242,7 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
   if (!a.pod_uid.empty() && UidOfJson(*live) != a.pod_uid)
     return FailedPrecondition("pod ", key, " on the API server has uid ", UidOfJson(*live),
                               ", not ", a.pod_uid);
-  auto parsed = state_.options().vendors->ParsePod(*live, opts_.resources);
+  auto parsed = state_.options().vendors->ParsePod(*live);
   if (!parsed.ok() || parsed->HasDevices()) return FailedPrecondition(no_decision);
   if (!NodeExists(a.node)) return FailedPrecondition("node ", a.node, " does not exist");
   return OkStatus();
@@ -251,9 +251,8 @@ Status Extender::CheckBind(const ExtenderBindingArgs& a, std::string* reserved_u
 // ---- Filter's phases ----
 
 StatusOr<core::PodRequest> DecodeFilterPod(const ExtenderArgs& args,
-                                           const vendors::VendorSet& vendors,
-                                           const core::ResourceConfig& resources) {
-  auto parsed = vendors.ParsePod(args.pod, resources);
+                                           const vendors::VendorSet& vendors) {
+  auto parsed = vendors.ParsePod(args.pod);
   if (!parsed.ok())
     return InvalidArgument("pod cannot be scheduled as written: ",
                            std::string(parsed.status().message()));
@@ -346,7 +345,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   counters_.filter_total.fetch_add(1, std::memory_order_relaxed);
   // 1. Decode and validate the request.
   if (!Leading()) return FilterError({}, NotLeaderError());
-  auto parsed = DecodeFilterPod(args, *state_.options().vendors, opts_.resources);
+  auto parsed = DecodeFilterPod(args, *state_.options().vendors);
   if (!parsed.ok()) return FilterError({}, std::string(parsed.status().message()));
   const core::PodRequest& pod = *parsed;
 
@@ -586,8 +585,9 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
-    NodeView v = NodeViewFromJson(n, opts_.resources.nvidia, now,
-                                  state_.options().handshake_timeout_s, *state_.options().vendors);
+    const vendors::VendorSet& set = *state_.options().vendors;
+    NodeView v = NodeViewFromJson(n, NvidiaCountResource(set), now,
+                                  state_.options().handshake_timeout_s, set);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;

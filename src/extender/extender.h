@@ -54,7 +54,6 @@
 namespace hami::extender {
 
 struct ExtenderOptions {
-  core::ResourceConfig resources;
   const Clock* clock = nullptr;  // default RealClock
   // Leader gate; null = always the leader (single replica, or leader election off).
   std::function<bool()> is_leader;
@@ -129,8 +128,7 @@ struct FilterRetries {
 
 // 1. The pod of a filter request; errors say it cannot be scheduled as written.
 StatusOr<core::PodRequest> DecodeFilterPod(const ExtenderArgs& args,
-                                           const vendors::VendorSet& vendors,
-                                           const core::ResourceConfig& resources);
+                                           const vendors::VendorSet& vendors);
 // 2. The candidate node names: NodeNames in place, or the names of Nodes copied into *storage.
 const std::vector<std::string>& CandidateNodes(const ExtenderArgs& args,
                                                std::vector<std::string>* storage);

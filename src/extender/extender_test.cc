@@ -10,6 +10,7 @@
 
 #include "core/annotations.h"
 #include "extender/metrics.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::extender {
 namespace {
@@ -504,7 +505,7 @@ TEST(FilterPhases, DecodeFilterPod) {
   for (const auto& c : cases) {
     ExtenderArgs a;
     a.pod = c.pod;
-    auto got = DecodeFilterPod(a, vendors::VendorSet::NvidiaOnly(), {});
+    auto got = DecodeFilterPod(a, vendors::VendorSet::NvidiaOnly());
     if (*c.error_part) {
       ASSERT_FALSE(got.ok()) << c.name;
       EXPECT_NE(got.status().message().find(c.error_part), std::string::npos)
@@ -655,8 +656,10 @@ TEST(FilterPhases, EncodeFilterDecision) {
       continue;
     }
     ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
-    EXPECT_EQ(got->annotations.at(core::kNvidiaDevicesToAllocate), c.to_allocate) << c.name;
-    EXPECT_EQ(got->annotations.at(core::kNvidiaDevicesAllocated), c.to_allocate) << c.name;
+    EXPECT_EQ(got->annotations.at(vendors::nvidia::kNvidiaDevicesToAllocate), c.to_allocate)
+        << c.name;
+    EXPECT_EQ(got->annotations.at(vendors::nvidia::kNvidiaDevicesAllocated), c.to_allocate)
+        << c.name;
     EXPECT_EQ(got->fingerprint,
               vendors::VendorSet::NvidiaOnly().DecisionFingerprint(got->annotations))
         << c.name;

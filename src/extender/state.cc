@@ -9,8 +9,12 @@
 #include "core/node_codec.h"
 #include "core/pod_codec.h"
 #include "core/quantity.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::extender {
+
+namespace nvidia = vendors::nvidia;
+
 namespace {
 
 const Json* Path(const Json& j, std::initializer_list<const char*> keys) {
@@ -77,8 +81,8 @@ core::CpuMemory NodeAllocatable(const Json& node) {
           MiBAt(node, {"status", "allocatable"}, "memory")};
 }
 
-core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources) {
-  auto parsed = core::ParsePodJson(pod, resources);
+core::CpuMemory PodNodeRequest(const Json& pod, const vendors::VendorSet& vendors) {
+  auto parsed = vendors.ParsePod(pod);
   if (!parsed.ok()) return {};
   return core::EffectivePodRequest(*parsed);
 }
@@ -110,7 +114,12 @@ vendors::NodeView VendorNodeView(const Json& node) {
   return v;
 }
 
-NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
+std::string NvidiaCountResource(const vendors::VendorSet& vendors) {
+  const vendors::Vendor* v = vendors.ByCommonWord(core::kNvidiaVendor);
+  return v != nullptr ? v->resources().count : std::string(nvidia::kDefaultGpuResource);
+}
+
+NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int64_t now,
                           int64_t handshake_timeout_s, const vendors::VendorSet& vendors) {
   NodeView v;
   v.info.name = StringAt(node, {"metadata", "name"});
@@ -124,9 +133,9 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   std::vector<core::DeviceInfo> others;
   std::string other_errors;
   others = vendors.DecodeNode(VendorNodeView(node), now, &other_errors, handshake_timeout_s);
-  const std::string* reg = Annotation(node, core::kNodeNvidiaRegister);
+  const std::string* reg = Annotation(node, nvidia::kNodeNvidiaRegister);
   if (reg == nullptr && others.empty()) {
-    v.error = other_errors.empty() ? StrCat("node has no ", core::kNodeNvidiaRegister,
+    v.error = other_errors.empty() ? StrCat("node has no ", nvidia::kNodeNvidiaRegister,
                                             " annotation (device plugin not running?)")
                                    : other_errors;
     return v;
@@ -134,7 +143,7 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   StatusOr<std::vector<core::DeviceInfo>> devices = std::vector<core::DeviceInfo>{};
   if (reg != nullptr) devices = core::DecodeNodeDevices(*reg);
   if (!devices.ok()) {
-    v.error = StrCat(core::kNodeNvidiaRegister, ": ", std::string(devices.status().message()));
+    v.error = StrCat(nvidia::kNodeNvidiaRegister, ": ", std::string(devices.status().message()));
     if (others.empty()) return v;
     devices = std::vector<core::DeviceInfo>{};
   }
@@ -142,24 +151,24 @@ NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& nam
   v.info.devices = std::move(*devices);
   if (const std::string* cordon = Annotation(node, core::kDeviceCordon))
     v.info.cordoned = core::DecodeDeviceCordon(*cordon);
-  if (const std::string* score = Annotation(node, core::kNodeNvidiaScore)) {
+  if (const std::string* score = Annotation(node, nvidia::kNodeNvidiaScore)) {
     // Malformed: the scores are ignored but the devices kept (docs/migration.md), and it is said.
     auto s = core::DecodeLinkScores(*score);
     if (s.ok())
       v.info.link_scores = std::move(*s);
     else
-      v.error = StrCat(v.error, v.error.empty() ? "" : "; ", core::kNodeNvidiaScore, ": ",
+      v.error = StrCat(v.error, v.error.empty() ? "" : "; ", nvidia::kNodeNvidiaScore, ": ",
                        std::string(s.status().message()), " (link scores ignored)");
   }
   // Handshake (the vendors' one rule): still "Requesting" long after we asked, and kubelet reports
   // no devices -> unhealthy.
-  if (const std::string* hs = Annotation(node, core::kNodeHandshake)) {
-    const auto alloc = QuantityAt(node, {"status", "allocatable"}, names.count);
+  if (const std::string* hs = Annotation(node, nvidia::kNodeHandshake)) {
+    const auto alloc = QuantityAt(node, {"status", "allocatable"}, nvidia_count);
     if (vendors::CheckHandshake(*hs, now, alloc.value_or(0), handshake_timeout_s).verdict ==
         vendors::Handshake::kUnhealthy) {
       v.unhealthy = true;
       v.error = StrCat("handshake ", *hs, " unanswered for more than ", handshake_timeout_s,
-                       " s and no allocatable ", names.count, ": devices dropped");
+                       " s and no allocatable ", nvidia_count, ": devices dropped");
       v.info.devices.clear();
     }
   }
@@ -227,14 +236,12 @@ bool InitContainersSucceeded(const Json& pod) {
 
 ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
     : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {
-  for (const auto& k : opts_.vendors->QuotaKeys(opts_.resources))
-    quota_keys_.emplace(k.key.resource, k.key);
+  for (const auto& k : opts_.vendors->QuotaKeys()) quota_keys_.emplace(k.key.resource, k.key);
 }
 
 PodTotals ClusterState::ChargeOf(const std::vector<core::ContainerKind>& kinds,
                                  const core::PodAllocation& alloc, bool init_finished) const {
-  return opts_.vendors->QuotaCharge(core::DeviceTotalsByVendor(kinds, alloc, init_finished),
-                                    opts_.resources);
+  return opts_.vendors->QuotaCharge(core::DeviceTotalsByVendor(kinds, alloc, init_finished));
 }
 
 const vendors::QuotaKey* ClusterState::QuotaKeyOf(const std::string& resource) const {
@@ -243,8 +250,8 @@ const vendors::QuotaKey* ClusterState::QuotaKeyOf(const std::string& resource) c
 }
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
-  NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s,
-                                *opts_.vendors);
+  NodeView v = NodeViewFromJson(node, NvidiaCountResource(*opts_.vendors), now,
+                                opts_.handshake_timeout_s, *opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
   std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib,
@@ -460,7 +467,7 @@ void ClusterState::OnPod(const Json& pod) {
         return;
       }
       if (c != cpu_only_.end() && c->second == bound) return;  // the cache already holds it
-      const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+      const core::CpuMemory req = PodNodeRequest(pod, *opts_.vendors);
       scheduler::PlacedPodResources res;
       res.cpu_milli = req.cpu_milli;
       res.memory_mib = req.memory_mib;
@@ -558,7 +565,7 @@ void ClusterState::OnPod(const Json& pod) {
       res.kinds = rec.kinds;
       res.init_finished = init_finished;
       if (res.kinds.size() != rec.allocation.containers.size()) res.kinds.clear();
-      const core::CpuMemory req = PodNodeRequest(pod, opts_.resources);
+      const core::CpuMemory req = PodNodeRequest(pod, *opts_.vendors);
       res.cpu_milli = req.cpu_milli;
       res.memory_mib = req.memory_mib;
       Status st = sched_.AddPod(uid, rec.allocation, res);
@@ -760,8 +767,10 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(
     ApplyNode(node, now);
     const std::string name = StringAt(node, {"metadata", "name"});
     if (name.empty()) continue;
-    const std::string* hs = Annotation(node, core::kNodeHandshake);
-    NodeView v = NodeViewFromJson(node, opts_.resources.nvidia, now, opts_.handshake_timeout_s);
+    const std::string* hs = Annotation(node, nvidia::kNodeHandshake);
+    // NVIDIA's registration alone (NVIDIA-only set), read with the configured count resource.
+    const std::string count = NvidiaCountResource(*opts_.vendors);
+    NodeView v = NodeViewFromJson(node, count, now, opts_.handshake_timeout_s);
     // Upstream's handshake per vendor key (hami.io/node-handshake-dcu, ...).
     Json ann = Json::object();
     for (const auto& [key, value] :
@@ -774,15 +783,15 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(
     if (v.unhealthy) {
       value = vendors::HandshakeCleanupValue(now);  // NodeCleanUp
     } else if (v.registered || hs != nullptr) {     // else not a GPU node: leave it alone
-      const auto alloc = QuantityAt(node, {"status", "allocatable"}, opts_.resources.nvidia.count);
+      const auto alloc = QuantityAt(node, {"status", "allocatable"}, count);
       const vendors::HandshakeDecision d =
           vendors::CheckHandshake(hs ? std::string_view(*hs) : std::string_view(), now,
                                   alloc.value_or(0), opts_.handshake_timeout_s);
       if (d.verdict == vendors::Handshake::kWriteRequest) value = d.write_value;
     }
     if (!value.empty())
-      patches.emplace_back(name,
-                           Json{{"metadata", {{"annotations", {{core::kNodeHandshake, value}}}}}});
+      patches.emplace_back(
+          name, Json{{"metadata", {{"annotations", {{nvidia::kNodeHandshake, value}}}}}});
   }
   return patches;
 }

@@ -43,7 +43,6 @@ namespace hami::extender {
 using Json = nlohmann::json;
 
 struct StateOptions {
-  core::ResourceConfig resources;
   const Clock* clock = nullptr;  // default RealClock
   // upstream: a node still "Requesting" after 60 s (and with nothing allocatable) is unhealthy
   int64_t handshake_timeout_s = vendors::kHandshakeTimeoutS;
@@ -86,9 +85,14 @@ struct NodeView {
 // Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
 // (Unix seconds). The devices of every other enabled vendor follow the NVIDIA ones; a node
 // registering any is registered.
-NodeView NodeViewFromJson(const Json& node, const core::NvidiaResourceNames& names, int64_t now,
+// `nvidia_count` is NVIDIA's count resource (NvidiaCountResource): the handshake reads its
+// allocatable.
+NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int64_t now,
                           int64_t handshake_timeout_s,
                           const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
+// NVIDIA's count resource as the set's NVIDIA vendor names it (Vendor::resources), upstream's
+// default when NVIDIA is not enabled.
+std::string NvidiaCountResource(const vendors::VendorSet& vendors);
 // A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
 // resources capacity lacks) as integers.
 vendors::NodeView VendorNodeView(const Json& node);
@@ -108,8 +112,8 @@ std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 core::CpuMemory NodeAllocatable(const Json& node);
 // The CPU and memory a Pod object needs on its node (core::EffectivePodRequest of its containers'
 // requests, limits where a request is absent; spec.overhead is not counted); zero when it does not
-// parse.
-core::CpuMemory PodNodeRequest(const Json& pod, const core::ResourceConfig& resources);
+// parse (VendorSet::ParsePod).
+core::CpuMemory PodNodeRequest(const Json& pod, const vendors::VendorSet& vendors);
 
 // Container kinds of a Pod object in decision order (init containers first; restartPolicy Always
 // = sidecar), as core::ContainerKinds does for a parsed pod.

@@ -74,7 +74,7 @@ TEST(NodeView, Table) {
   // kNow = 2023-11-14 22:13:20 UTC.
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeView v = NodeViewFromJson(c.node, core::NvidiaResourceNames{}, kNow, 60);
+    NodeView v = NodeViewFromJson(c.node, "nvidia.com/gpu", kNow, 60);
     EXPECT_EQ(v.registered, c.registered) << v.error;
     EXPECT_EQ(v.unhealthy, c.unhealthy) << v.error;
     EXPECT_EQ(v.info.devices.size(), c.devices);
@@ -460,8 +460,11 @@ TEST(QuotaLimits, Table) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto sched = std::move(*scheduler::Scheduler::Create({}));
+    // memoryFactor reaches the quota through the NVIDIA vendor the file configures.
+    auto set = vendors::VendorSet::Load(StrCat("nvidia:\n  memoryFactor: ", c.memory_factor, "\n"));
+    ASSERT_TRUE(set.ok()) << set.status();
     StateOptions o;
-    o.resources.memory_factor = c.memory_factor;
+    o.vendors = set->get();
     ClusterState state(*sched, o);
     int k = 0;
     for (const auto& hard : c.hards)
@@ -587,8 +590,8 @@ class UpstreamQuota : public ::testing::Test {
     for (const Json& l : limits_per_container)
       pod["spec"]["containers"].push_back(
           {{"name", "c" + std::to_string(k++)}, {"resources", {{"limits", l}}}});
-    HAMI_ASSIGN_OR_RETURN(auto parsed, set_->ParsePod(pod, core::ResourceConfig{}));
-    return set_->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed), core::ResourceConfig{});
+    HAMI_ASSIGN_OR_RETURN(auto parsed, set_->ParsePod(pod));
+    return set_->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed));
   }
   // A placed pod charged from its decision annotations, as the informer path charges it.
   PodRecord Placed(const std::string& uid, const std::map<std::string, std::string>& decision,

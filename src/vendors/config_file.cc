@@ -32,7 +32,7 @@ Status ResourceName(std::string_view v) {
 }
 
 // A resource-name option: stores the name in the field.
-template <std::string core::NvidiaResourceNames::*kField>
+template <std::string ResourceNames::*kField>
 Status SetName(const OptionValue& v, DeviceConfig* c) {
   HAMI_RETURN_IF_ERROR(ResourceName(v.text));
   c->resources.nvidia.*kField = v.text;
@@ -47,17 +47,16 @@ constexpr Option kNvidia[] = {
     {"resourceCountName", OptionType::kString, "nvidia.com/gpu",
      kScheduler | kWebhook | kDevicePlugin,
      "GPUs per container; the device plugin advertises it unless --resource-name is given",
-     &SetName<&core::NvidiaResourceNames::count>},
+     &SetName<&ResourceNames::count>},
     {"resourceMemoryName", OptionType::kString, "nvidia.com/gpumem", kScheduler | kWebhook,
-     "MiB per GPU (times memoryFactor)", &SetName<&core::NvidiaResourceNames::memory>},
+     "MiB per GPU (times memoryFactor)", &SetName<&ResourceNames::memory>},
     {"resourceMemoryPercentageName", OptionType::kString, "nvidia.com/gpumem-percentage",
      kScheduler | kWebhook, "percent of the card's memory, used without the memory resource",
-     &SetName<&core::NvidiaResourceNames::memory_percentage>},
+     &SetName<&ResourceNames::memory_percentage>},
     {"resourceCoreName", OptionType::kString, "nvidia.com/gpucores", kScheduler | kWebhook,
-     "percent of the SMs per GPU; 100 = exclusive card",
-     &SetName<&core::NvidiaResourceNames::cores>},
+     "percent of the SMs per GPU; 100 = exclusive card", &SetName<&ResourceNames::cores>},
     {"resourcePriorityName", OptionType::kString, "nvidia.com/priority", kScheduler | kWebhook,
-     "task priority, becomes CUDA_TASK_PRIORITY", &SetName<&core::NvidiaResourceNames::priority>},
+     "task priority, becomes CUDA_TASK_PRIORITY", &SetName<&ResourceNames::priority>},
     {"defaultMemory", OptionType::kInt, "0", kScheduler,
      "MiB per GPU when a pod names neither memory nor percentage (0 = whole card)",
      [](const OptionValue& v, DeviceConfig* c) {

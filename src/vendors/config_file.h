@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "common/status.h"
-#include "core/pod_request.h"
+#include "vendors/nvidia/request.h"
 #include "vendors/vendor.h"
 
 namespace hami::vendors {
 
 // The `nvidia:` knobs of the control plane and the node agent.
 struct DeviceConfig {
-  core::ResourceConfig resources;  // resource names and defaulting (scheduler and webhook)
+  nvidia::ResourceConfig resources;  // resource names and defaulting (NvidiaVendor reads the same)
   // GPU_CORE_UTILIZATION_POLICY, one source for the whole cluster: the webhook puts it in the pod's
   // environment and the device plugin into the container's environment and limits file.
   // disableCoreLimit: true means "disable".

@@ -173,6 +173,13 @@ class Vendor {
   // use/nouse annotations of this vendor -> selectors (comma lists, blanks dropped).
   virtual StatusOr<core::DeviceSelectors> ParseSelectors(
       const std::map<std::string, std::string>& pod_annotations) const = 0;
+  // This vendor's pod annotations that ParseSelectors reads leniently and found unusable, one
+  // sentence each (NVIDIA: a non-boolean nvidia.com/numa-bind); the webhook returns them as
+  // warnings. Default: none.
+  virtual std::vector<std::string> IgnoredAnnotations(
+      const std::map<std::string, std::string>& pod_annotations) const {
+    return {};
+  }
 
   // The node's devices of this vendor (vendor = common_word()). A node without this vendor's
   // annotation/capacity has none (not an error). Errors name the annotation and device.

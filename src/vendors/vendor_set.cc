@@ -76,35 +76,37 @@ const Vendor* VendorSet::Find(std::string_view name) const {
   return nullptr;
 }
 
-StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod,
-                                               const core::ResourceConfig& nvidia) const {
-  HAMI_ASSIGN_OR_RETURN(core::PodRequest p, core::ParsePodJson(pod, nvidia));
-  if (nvidia_ == nullptr)
-    for (auto& c : p.containers) c.devices.clear();  // NVIDIA disabled: its resources are not ours
-  if (vendors_.size() == (nvidia_ ? 1u : 0u)) return p;
-  // ParsePodJson accepted the shape: spec.initContainers then spec.containers, in PodRequest order.
-  size_t k = 0;
-  for (const char* list : {"initContainers", "containers"}) {
-    const auto spec = pod.find("spec");
-    if (spec == pod.end() || !spec->is_object()) break;
-    const auto arr = spec->find(list);
-    if (arr == spec->end() || !arr->is_array()) continue;
-    for (size_t i = 0; i < arr->size() && k < p.containers.size(); ++i, ++k) {
-      const nlohmann::json& c = (*arr)[i];
-      if (!c.is_object()) continue;
-      const auto res = c.find("resources");
-      if (res == c.end() || !res->is_object()) continue;
-      for (const auto& v : vendors_) {
-        if (v.get() == nvidia_) continue;
-        auto r = v->ParseRequest(*res, p.annotations);
-        if (!r.ok())
-          return InvalidArgument(StrCat("spec.", list, "[", i, "] \"", p.containers[k].name,
-                                        "\": ", std::string(r.status().message())));
-        if (*r) p.containers[k].devices.push_back(std::move(**r));
-      }
-    }
-  }
-  return p;
+StatusOr<core::PodRequest> VendorSet::ParsePod(const nlohmann::json& pod) const {
+  return core::ParsePodJson(pod, this);
+}
+
+StatusOr<std::vector<core::DeviceRequest>> VendorSet::ContainerDevices(
+    const nlohmann::json& resources, const std::map<std::string, std::string>& annotations) const {
+  std::vector<core::DeviceRequest> out;
+  if (!resources.is_object()) return out;  // ParsePodJson refused any other non-null value
+  auto add = [&](const Vendor& v) -> Status {
+    HAMI_ASSIGN_OR_RETURN(auto r, v.ParseRequest(resources, annotations));
+    if (r) out.push_back(std::move(*r));
+    return OkStatus();
+  };
+  if (nvidia_ != nullptr) HAMI_RETURN_IF_ERROR(add(*nvidia_));
+  for (const auto& v : vendors_)
+    if (v.get() != nvidia_) HAMI_RETURN_IF_ERROR(add(*v));
+  return out;
+}
+
+StatusOr<core::DeviceSelectors> VendorSet::Selectors(
+    const std::map<std::string, std::string>& annotations) const {
+  if (nvidia_ == nullptr) return core::DeviceSelectors{};
+  return nvidia_->ParseSelectors(annotations);
+}
+
+std::vector<std::string> VendorSet::IgnoredAnnotations(
+    const std::map<std::string, std::string>& annotations) const {
+  std::vector<std::string> out;
+  for (const auto& v : vendors_)
+    for (std::string& w : v->IgnoredAnnotations(annotations)) out.push_back(std::move(w));
+  return out;
 }
 
 std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_t now,
@@ -202,28 +204,18 @@ std::string VendorSet::DecisionFingerprint(const std::map<std::string, std::stri
   return out;
 }
 
-std::vector<VendorSet::VendorQuotaKey> VendorSet::QuotaKeys(
-    const core::ResourceConfig& nvidia) const {
+std::vector<VendorSet::VendorQuotaKey> VendorSet::QuotaKeys() const {
   std::vector<VendorQuotaKey> out;
-  for (const auto& v : vendors_) {
-    if (v.get() == nvidia_) {
-      if (!nvidia.nvidia.memory.empty())
-        out.push_back({v->common_word(), {nvidia.nvidia.memory, true, nvidia.memory_factor}});
-      if (!nvidia.nvidia.cores.empty())
-        out.push_back({v->common_word(), {nvidia.nvidia.cores, false, 1}});
-      continue;
-    }
+  for (const auto& v : vendors_)
     for (QuotaKey& k : v->QuotaKeys()) out.push_back({v->common_word(), std::move(k)});
-  }
   return out;
 }
 
 std::map<std::string, int64_t> VendorSet::QuotaCharge(
-    const std::map<std::string, core::DeviceTotals>& by_vendor,
-    const core::ResourceConfig& nvidia) const {
+    const std::map<std::string, core::DeviceTotals>& by_vendor) const {
   std::map<std::string, int64_t> out;
   if (by_vendor.empty()) return out;
-  for (const VendorQuotaKey& k : QuotaKeys(nvidia)) {
+  for (const VendorQuotaKey& k : QuotaKeys()) {
     auto it = by_vendor.find(k.vendor);
     if (it == by_vendor.end()) continue;
     const int64_t amount = k.key.memory ? it->second.mem_mib : it->second.cores;

@@ -1,9 +1,9 @@
 #pragma once
 // VendorSet: the enabled vendors as one object the control plane and the simulator use, so that a
 // mixed cluster goes through one path:
-//  - pods: NVIDIA requests by core::ParsePodJson (upstream-exact; it also reads the pod's metadata
-//  and
-//    NVIDIA selectors), every other enabled vendor's by its ParseRequest, container by container;
+//  - pods: core::ParsePodJson reads the vendor-neutral part (metadata, containers, CPU and memory,
+//    policy annotations) and asks the set (a core::PodDeviceReader) for each container's devices:
+//    every enabled vendor's ParseRequest, NVIDIA's first, and NVIDIA's ParseSelectors for the pod;
 //  - nodes: every non-NVIDIA vendor's DecodeNode (NVIDIA keeps core's codec in the extender), with
 //    upstream's handshake per vendor key;
 //  - decisions: each vendor encodes the devices of its own Type (a pod may mix vendors across
@@ -28,7 +28,7 @@
 
 namespace hami::vendors {
 
-class VendorSet final : public scheduler::VendorRules {
+class VendorSet final : public scheduler::VendorRules, public core::PodDeviceReader {
  public:
   explicit VendorSet(std::vector<std::unique_ptr<Vendor>> vendors);
   // LoadVendors(yaml_text) wrapped (empty text: NVIDIA only).
@@ -44,11 +44,22 @@ class VendorSet final : public scheduler::VendorRules {
   // A vendor named by a user: its Type keyword (case-insensitive, "DCU", "Ascend910B3") or, failing
   // that, the first vendor with that registry name ("hygon", "ascend"). Null when none.
   const Vendor* Find(std::string_view name) const;
-  bool nvidia_enabled() const { return nvidia_ != nullptr; }
 
   // The pod as the scheduler sees it (see above). Errors name the container and resource.
-  StatusOr<core::PodRequest> ParsePod(const nlohmann::json& pod,
-                                      const core::ResourceConfig& nvidia) const;
+  StatusOr<core::PodRequest> ParsePod(const nlohmann::json& pod) const;
+  // core::PodDeviceReader: every enabled vendor's ParseRequest of one container (NVIDIA's first;
+  // a container without a resources object asks for nothing) ...
+  StatusOr<std::vector<core::DeviceRequest>> ContainerDevices(
+      const nlohmann::json& resources,
+      const std::map<std::string, std::string>& annotations) const override;
+  // ... and PodRequest::selectors: NVIDIA's ParseSelectors (the framework's generic checks apply
+  // them to NVIDIA devices; every other vendor's selectors come from Prepare). Empty when NVIDIA is
+  // not enabled.
+  StatusOr<core::DeviceSelectors> Selectors(
+      const std::map<std::string, std::string>& annotations) const override;
+  // Every enabled vendor's Vendor::IgnoredAnnotations, in vendor order.
+  std::vector<std::string> IgnoredAnnotations(
+      const std::map<std::string, std::string>& annotations) const;
 
   // Non-NVIDIA devices of a node, all vendors together. A vendor whose handshake says unhealthy at
   // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
@@ -76,20 +87,18 @@ class VendorSet final : public scheduler::VendorRules {
   // The allocated-key values the pod carries, in vendor order: equal strings = equal decisions.
   std::string DecisionFingerprint(const std::map<std::string, std::string>& annotations) const;
 
-  // Namespace quotas (docs/upstream-contract.md#quota): the quota keys of every enabled vendor,
-  // with its Type keyword. NVIDIA's come from `nvidia` (its resource names and memoryFactor, the
-  // config ParsePod reads its requests with).
+  // Namespace quotas (docs/upstream-contract.md#quota): the quota keys of every enabled vendor
+  // (Vendor::QuotaKeys), with its Type keyword.
   struct VendorQuotaKey {
     std::string vendor;
     QuotaKey key;
   };
-  std::vector<VendorQuotaKey> QuotaKeys(const core::ResourceConfig& nvidia) const;
+  std::vector<VendorQuotaKey> QuotaKeys() const;
   // What per-vendor device totals (Type keyword -> MiB and cores, core::DeviceTotalsByVendor or
   // core::RequestedDeviceTotalsByVendor) count against each quota key: resource -> MiB or cores.
   // A vendor that is not enabled, or names no quota resource, counts nothing.
   std::map<std::string, int64_t> QuotaCharge(
-      const std::map<std::string, core::DeviceTotals>& by_vendor,
-      const core::ResourceConfig& nvidia) const;
+      const std::map<std::string, core::DeviceTotals>& by_vendor) const;
 
   // scheduler::VendorRules: every enabled vendor except NVIDIA.
   bool Covers(const std::string& vendor) const override;

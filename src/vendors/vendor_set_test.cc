@@ -76,7 +76,7 @@ TEST(VendorSetTest, ParsePodTable) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto p = set->ParsePod(c.pod, {});
+    auto p = set->ParsePod(c.pod);
     if (!c.error.empty()) {
       ASSERT_FALSE(p.ok());
       EXPECT_NE(std::string(p.status().message()).find(c.error), std::string::npos) << p.status();
@@ -102,7 +102,7 @@ TEST(VendorSetTest, DisabledVendorsAreNotParsedOrCovered) {
   auto set = Load("hygon: {enabled: false}\n");
   ASSERT_NE(set, nullptr);
   EXPECT_EQ(set->vendors().size(), 1u);
-  auto p = set->ParsePod(Pod(Json::array({Ctr("a", {{"hygon.com/dcunum", 1}})})), {});
+  auto p = set->ParsePod(Pod(Json::array({Ctr("a", {{"hygon.com/dcunum", 1}})})));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FALSE(p->HasDevices());
   EXPECT_FALSE(set->Covers("DCU"));
@@ -312,8 +312,7 @@ StatusOr<std::unique_ptr<scheduler::Scheduler>> MakeScheduler(const VendorSet& s
 }
 
 core::PodRequest KunlunPod(const VendorSet& set, int nums) {
-  auto p = set.ParsePod(Pod(Json::array({Ctr("c", {{"kunlunxin.com/xpu", nums}})})),
-                        core::ResourceConfig{});
+  auto p = set.ParsePod(Pod(Json::array({Ctr("c", {{"kunlunxin.com/xpu", nums}})})));
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? *p : core::PodRequest{};
 }

@@ -9,8 +9,12 @@
 #include "core/annotations.h"
 #include "core/json_util.h"
 #include "vendors/config.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::webhook {
+
+namespace nvidia = vendors::nvidia;
+
 namespace {
 
 constexpr const char kApiVersion[] = "admission.k8s.io/v1";
@@ -131,22 +135,29 @@ bool HasEnv(const Json& container, const std::string& name) {
 
 // Whether upstream's NVIDIA MutateAdmission counts `container` as asking for NVIDIA devices: the
 // count named in its limits (whatever its value, 0 included), or gpumem/%/cores named there while
-// defaultGPUNum > 0. (Upstream also counts a count named only in requests when it adds the
-// exclusive cores; `parsed` covers that: it holds the container's NVIDIA request, if any.)
+// defaultGPUNum > 0. `nvidia` is the enabled NVIDIA vendor, `added` the limits the vendors' Mutate
+// adds to the container: NVIDIA's Mutate adds the count exactly when gpumem/%/cores are in the
+// limits, defaultGPUNum > 0 and no count is named (the API server admits an extended resource in
+// requests only together with the same limit, so a count named anywhere is named in the limits).
+// (Upstream also counts a count named only in requests when it adds the exclusive cores; `parsed`
+// covers that: it holds the container's NVIDIA request, if any.)
 bool NamesNvidia(const Json& container, const core::ContainerRequest* parsed,
-                 const core::ResourceConfig& cfg) {
+                 const vendors::Vendor& nvidia, const std::map<std::string, int64_t>& added) {
   if (parsed != nullptr &&
       std::any_of(parsed->devices.begin(), parsed->devices.end(),
                   [](const core::DeviceRequest& d) { return d.vendor == core::kNvidiaVendor; }))
     return true;
+  const std::string& count = nvidia.resources().count;
+  if (added.count(count)) return true;
   const Json* res = Member(container, "resources");
   const Json* limits = res ? Member(*res, "limits") : nullptr;
-  if (limits == nullptr || !limits->is_object()) return false;
-  const core::NvidiaResourceNames& n = cfg.nvidia;
-  if (limits->contains(n.count)) return true;
-  return cfg.default_gpu_num > 0 &&
-         (limits->contains(n.memory) || limits->contains(n.memory_percentage) ||
-          limits->contains(n.cores));
+  return limits != nullptr && limits->is_object() && limits->contains(count);
+}
+
+// The count resource DenyPrivileged names: NVIDIA's as configured.
+std::string NvidiaCount(const vendors::VendorSet& set) {
+  const vendors::Vendor* v = set.ByCommonWord(core::kNvidiaVendor);
+  return v != nullptr ? v->resources().count : std::string(nvidia::kDefaultGpuResource);
 }
 
 // JSON-patch op that sets the container's existing env entry `name` to `value` (upstream appends a
@@ -301,14 +312,14 @@ StatusOr<AdmissionResponse> ParseAdmissionResponse(std::string_view body) {
 
 OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet& enabled) {
   OwnedKeys k;
-  k.annotations = {core::kNvidiaDevicesToAllocate,
-                   core::kNvidiaDevicesAllocated,
-                   core::kMigAllocations,
+  k.annotations = {nvidia::kNvidiaDevicesToAllocate,
+                   nvidia::kNvidiaDevicesAllocated,
+                   nvidia::kMigAllocations,
                    core::kVgpuNode,
                    core::kVgpuTime,
                    core::kBindTime,
                    core::kBindPhase};
-  k.node_agent = {core::kNvidiaDevicesToAllocate, core::kBindPhase};
+  k.node_agent = {nvidia::kNvidiaDevicesToAllocate, core::kBindPhase};
   k.labels = {core::kVgpuNode};
   auto add = [&k](const vendors::Vendor& v) {
     const vendors::AnnotationKeys& keys = v.keys();
@@ -393,7 +404,7 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   if (added == nullptr || !added->is_array() || added->empty()) return allow;
   const Json* old_spec = Member(old, "spec");
   const Json* had = old_spec ? Member(*old_spec, "ephemeralContainers") : nullptr;
-  auto parsed = opts_.vendors->ParsePod(req.object, opts_.resources);
+  auto parsed = opts_.vendors->ParsePod(req.object);
   if (!parsed.ok() || !parsed->HasDevices()) return allow;
   for (const Json& c : *added) {
     const std::string name = StringMember(c, "name");
@@ -404,7 +415,7 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
     const char* problem = PrivilegeProblem(c);
     if (!existed && *problem)
       return DenyPrivileged(req.uid, "ephemeralContainers", c, problem,
-                            opts_.resources.nvidia.count);
+                            NvidiaCount(*opts_.vendors));
   }
   return allow;
 }
@@ -443,7 +454,7 @@ Scope ScopeOf(const Json& pod, const WebhookOptions& opts) {
 }
 
 Status DecodePod(const Json& pod, const WebhookOptions& opts, PodUnderReview* out) {
-  auto parsed = opts.vendors->ParsePod(pod, opts.resources);
+  auto parsed = opts.vendors->ParsePod(pod);
   if (!parsed.ok())
     return InvalidArgument("hami: the pod's device request is invalid: ",
                            std::string(parsed.status().message()));
@@ -491,7 +502,7 @@ Status CheckTrust(const PodUnderReview& pod, const WebhookOptions& opts) {
     if (arr == nullptr || !arr->is_array()) continue;
     for (const Json& c : *arr)
       if (const char* problem = PrivilegeProblem(c); *problem)
-        return Forbidden(DenyPrivileged("", list, c, problem, opts.resources.nvidia.count).message);
+        return Forbidden(DenyPrivileged("", list, c, problem, NvidiaCount(*opts.vendors)).message);
   }
   if (!StringMember(spec, "nodeName").empty())
     return Forbidden(
@@ -508,7 +519,7 @@ Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
   // The pod's device memory and cores as the quota counts them, by the scheduler's own formula
   // (init, sidecar and app containers), against every enabled vendor's quota resources.
   const std::map<std::string, int64_t> demand =
-      opts.vendors->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed.parsed), opts.resources);
+      opts.vendors->QuotaCharge(core::RequestedDeviceTotalsByVendor(parsed.parsed));
   // request.namespace is the API server's word; a request without it is charged to the object's.
   const Json* meta = Member(pod, "metadata");
   const std::string ns = !request_namespace.empty() ? request_namespace
@@ -525,22 +536,24 @@ Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
 
 void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
                 const WebhookOptions& opts, Json* ops) {
-  const bool nvidia_on = opts.vendors->nvidia_enabled();
+  const vendors::Vendor* nvidia_vendor = opts.vendors->ByCommonWord(core::kNvidiaVendor);
   // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
   // resource, in pods without devices too (they would otherwise see every GPU of the node).
-  const auto overwrite_env = [&](const PodUnderReview::Container& c,
+  const auto overwrite_env = [&](const PodUnderReview::Container& c, const ContainerChanges& ch,
                                  std::vector<std::pair<std::string, std::string>>* env) {
-    if (!nvidia_on || !opts.overwrite_env || NamesNvidia(*c.json, c.req, opts.resources)) return;
+    if (nvidia_vendor == nullptr || !opts.overwrite_env ||
+        NamesNvidia(*c.json, c.req, *nvidia_vendor, ch.add_limits))
+      return;
     if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
       ReplaceEnv(*ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
     else
       env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
   };
   if (!pod.parsed.HasDevices()) {
-    for (const auto& c : pod.containers) {
+    for (size_t i = 0; i < pod.containers.size(); ++i) {
       std::vector<std::pair<std::string, std::string>> env;
-      overwrite_env(c, &env);
-      AddEnv(*ops, c.path, *c.json, env);
+      overwrite_env(pod.containers[i], changes[i], &env);
+      AddEnv(*ops, pod.containers[i].path, *pod.containers[i].json, env);
     }
     return;
   }
@@ -572,7 +585,7 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
         c.req && !c.req->devices.empty() && c.req->devices[0].vendor == core::kNvidiaVendor;
     if (has_nvidia && opts.gpu_core_policy != "default" && !opts.gpu_core_policy.empty())
       env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts.gpu_core_policy);
-    overwrite_env(c, &env);
+    overwrite_env(c, changes[i], &env);
     AddEnv(*ops, c.path, *c.json, env);
   }
   if (opts.region_group >= 0) {
@@ -635,6 +648,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   if (!changes.ok()) return deny(changes.status());
   if (decoded.parsed.HasDevices()) {
     // Annotations read leniently (as upstream reads them) that will not do what they say.
+    for (const std::string& w : opts_.vendors->IgnoredAnnotations(decoded.parsed.annotations))
+      allow.warnings.push_back(StrCat("hami: ", w));
     for (const std::string& w : core::IgnoredAnnotations(decoded.parsed.annotations))
       allow.warnings.push_back(StrCat("hami: ", w));
     if (Status s = phases::CheckTrust(decoded, opts_); !s.ok()) return deny(s);

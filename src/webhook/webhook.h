@@ -51,7 +51,6 @@ namespace hami::webhook {
 using Json = nlohmann::json;
 
 struct WebhookOptions {
-  core::ResourceConfig resources;
   std::string scheduler_name = "hami-scheduler";
   bool force_overwrite_default_scheduler = true;
   std::string runtime_class_name;  // "" = leave spec.runtimeClassName alone
@@ -61,9 +60,9 @@ struct WebhookOptions {
   // container, init containers included, that names no NVIDIA resource (NVIDIA enabled only).
   bool overwrite_env = false;
   // The enabled vendors (not owned; never null: a default install's is VendorSet::NvidiaOnly()).
-  // Every vendor other than NVIDIA parses and defaults its own resources (Vendor::Mutate: limits to
-  // add, env, denials such as Ascend's partial-memory multi-device request), container by
-  // container; NVIDIA's come from `resources`.
+  // Every vendor, NVIDIA included, parses and defaults its own resources (VendorSet::ParsePod;
+  // Vendor::Mutate: limits to add, env, denials such as Ascend's partial-memory multi-device
+  // request), container by container.
   const vendors::VendorSet* vendors = &vendors::VendorSet::NvidiaOnly();
   // Namespace quota check; null = no quotas. `demand` is what the pod counts against each quota
   // resource of every enabled vendor (resource -> MiB or cores, vendors::VendorSet::QuotaCharge).

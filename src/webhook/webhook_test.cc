@@ -340,7 +340,11 @@ TEST(Webhook, UpstreamCases) {
        false,
        "150 is outside 0..100",
        {},
-       [](WebhookOptions& o) { o.resources.default_gpu_num = 0; }},
+       [](WebhookOptions& o) {
+         static const vendors::VendorSet* const kSet =
+             vendors::VendorSet::Load("nvidia:\n  defaultGPUNum: 0\n")->release();
+         o.vendors = kSet;
+       }},
       {"validateMemoryPercentage/100",
        Pod(Json::array({Ctr("c", {{"nvidia.com/gpumem-percentage", "100"}})})),
        true,

@@ -5,6 +5,7 @@
 
 #include "core/annotations.h"
 #include "vendors/config.h"
+#include "vendors/nvidia/annotations.h"
 #include "webhook/webhook.h"
 
 namespace hami::webhook {
@@ -50,8 +51,9 @@ WebhookOptions Options() {
 TEST(SchedulerOwnedKeys, EveryRegisteredVendorsDecisionKeys) {
   const OwnedKeys k = SchedulerOwnedKeys(vendors::VendorSet::NvidiaOnly());
   for (const char* key :
-       {core::kNvidiaDevicesAllocated, core::kNvidiaDevicesToAllocate, core::kVgpuNode,
-        core::kBindPhase, core::kBindTime, core::kVgpuTime, core::kMigAllocations})
+       {vendors::nvidia::kNvidiaDevicesAllocated, vendors::nvidia::kNvidiaDevicesToAllocate,
+        core::kVgpuNode, core::kBindPhase, core::kBindTime, core::kVgpuTime,
+        vendors::nvidia::kMigAllocations})
     EXPECT_TRUE(k.annotations.count(key)) << key;
   EXPECT_TRUE(k.labels.count(core::kVgpuNode));
   int vendors = 0;
@@ -85,8 +87,8 @@ TEST(SchedulerOwnedKeys, EveryRegisteredVendorsDecisionKeys) {
 
 TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
   Webhook wh(Options());
-  const Json forged = {{core::kNvidiaDevicesAllocated, kDecision},
-                       {core::kNvidiaDevicesToAllocate, kDecision},
+  const Json forged = {{vendors::nvidia::kNvidiaDevicesAllocated, kDecision},
+                       {vendors::nvidia::kNvidiaDevicesToAllocate, kDecision},
                        {core::kVgpuNode, "node1"},
                        {core::kBindPhase, "allocating"},
                        {core::kBindTime, "1700000000"},
@@ -119,7 +121,7 @@ TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
     EXPECT_FALSE(patched["metadata"]["labels"].contains(core::kVgpuNode));
     EXPECT_EQ(patched["metadata"]["labels"]["app"], "x");
     ASSERT_EQ(r.warnings.size(), 1u);
-    EXPECT_NE(r.warnings[0].find(core::kNvidiaDevicesAllocated), std::string::npos)
+    EXPECT_NE(r.warnings[0].find(vendors::nvidia::kNvidiaDevicesAllocated), std::string::npos)
         << r.warnings[0];
   }
   // Nothing to strip: no patch, no warning (a pod without devices stays untouched).
@@ -131,8 +133,8 @@ TEST(WebhookTrust, CreateStripsTheDecisionFromEveryPod) {
 TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
   Webhook wh(Options());
   const Json bound = Pod(kGpu,
-                         {{core::kNvidiaDevicesAllocated, kDecision},
-                          {core::kNvidiaDevicesToAllocate, kDecision},
+                         {{vendors::nvidia::kNvidiaDevicesAllocated, kDecision},
+                          {vendors::nvidia::kNvidiaDevicesToAllocate, kDecision},
                           {core::kVgpuNode, "node1"},
                           {core::kBindPhase, "allocating"},
                           {"team", "a"}},
@@ -150,7 +152,7 @@ TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
   Json ignored = bound;
   ignored["metadata"]["labels"][core::kWebhookLabel] = "ignore";
   Json ignored_and_edited = ignored;
-  ignored_and_edited["metadata"]["annotations"][core::kNvidiaDevicesAllocated] =
+  ignored_and_edited["metadata"]["annotations"][vendors::nvidia::kNvidiaDevicesAllocated] =
       "GPU-aaa,NVIDIA,1,0:;";
   struct Case {
     const char* name;
@@ -160,24 +162,24 @@ TEST(WebhookTrust, UpdateOfOwnedKeysOnlyByTheScheduler) {
   };
   const Case cases[] = {
       {"user shrinks the allocated record", bound,
-       with(core::kNvidiaDevicesAllocated, "GPU-aaa,NVIDIA,1,0:;"), "alice", false},
-      {"user removes the allocated record", bound, with(core::kNvidiaDevicesAllocated, nullptr),
-       "alice", false},
+       with(vendors::nvidia::kNvidiaDevicesAllocated, "GPU-aaa,NVIDIA,1,0:;"), "alice", false},
+      {"user removes the allocated record", bound,
+       with(vendors::nvidia::kNvidiaDevicesAllocated, nullptr), "alice", false},
       {"user writes a decision onto a pod without one", Pod(kGpu),
-       with(core::kNvidiaDevicesToAllocate, kDecision), "alice", false},
+       with(vendors::nvidia::kNvidiaDevicesToAllocate, kDecision), "alice", false},
       {"user sets bind-phase", bound, with(core::kBindPhase, "success"), "alice", false},
       {"user moves the vgpu-node label", bound, relabelled, "alice", false},
       {"user edits a pod labelled ignore", ignored, ignored_and_edited, "alice", false},
       {"request without a username", bound, with(core::kVgpuNode, "node2"), "", false},
       {"user edits an annotation of their own", bound, with("team", "b"), "alice", true},
       {"user sets the ignore label only", bound, ignored, "alice", true},
-      {"scheduler rewrites the decision", bound, with(core::kNvidiaDevicesAllocated, nullptr),
-       kScheduler, true},
+      {"scheduler rewrites the decision", bound,
+       with(vendors::nvidia::kNvidiaDevicesAllocated, nullptr), kScheduler, true},
       {"node agent consumes the to-allocate record", bound,
-       with(core::kNvidiaDevicesToAllocate, ";"), kAgent, true},
+       with(vendors::nvidia::kNvidiaDevicesToAllocate, ";"), kAgent, true},
       {"node agent marks bind-phase", bound, with(core::kBindPhase, "success"), kAgent, true},
       {"node agent may not touch the allocated record", bound,
-       with(core::kNvidiaDevicesAllocated, ";"), kAgent, false},
+       with(vendors::nvidia::kNvidiaDevicesAllocated, ";"), kAgent, false},
       {"node agent may not move the pod's node", bound, relabelled, kAgent, false},
   };
   for (const Case& c : cases) {

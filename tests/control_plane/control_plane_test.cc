@@ -11,6 +11,7 @@
 
 #include "core/annotations.h"
 #include "harness.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::controlplane {
 namespace {
@@ -152,8 +153,10 @@ TEST_F(ControlPlaneTest, WebhookFilterBindTable) {
     EXPECT_TRUE(ann.contains(core::kBindTime));
     EXPECT_TRUE(ann.contains(core::kVgpuTime));
     // The device plugin's contract: a to-allocate record equal to the permanent one until Allocate.
-    EXPECT_EQ(ann[core::kNvidiaDevicesToAllocate], ann[core::kNvidiaDevicesAllocated]);
-    auto alloc = core::DecodePodDevices(ann[core::kNvidiaDevicesAllocated].get<std::string>());
+    EXPECT_EQ(ann[vendors::nvidia::kNvidiaDevicesToAllocate],
+              ann[vendors::nvidia::kNvidiaDevicesAllocated]);
+    auto alloc =
+        core::DecodePodDevices(ann[vendors::nvidia::kNvidiaDevicesAllocated].get<std::string>());
     ASSERT_TRUE(alloc.ok()) << alloc.status();
     EXPECT_EQ(static_cast<int>(alloc->containers.size()), c.containers);
     int devices = 0;
@@ -334,7 +337,7 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
   Json foreign = PodSpec("foreign", "ml", Json::array({Container("c", {{"nvidia.com/gpu", "1"}})}));
   foreign["metadata"]["annotations"] = {
       {core::kVgpuNode, "node-2"},
-      {core::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
+      {vendors::nvidia::kNvidiaDevicesAllocated, "node-2-gpu3,NVIDIA,16000,100:;"}};
   foreign["spec"]["schedulerName"] = "hami-scheduler";  // placed by another replica of ours
   ASSERT_TRUE(api_.Upsert("pods", foreign).ok());
   api_.Compact();

@@ -9,6 +9,7 @@
 
 #include "core/annotations.h"
 #include "harness.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::controlplane {
 namespace {
@@ -178,8 +179,8 @@ TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
     p["spec"]["schedulerName"] = scheduler;
     p["spec"]["nodeName"] = bound;
     p["metadata"]["annotations"] = {{core::kVgpuNode, node},
-                                    {core::kNvidiaDevicesAllocated, devices},
-                                    {core::kNvidiaDevicesToAllocate, devices}};
+                                    {vendors::nvidia::kNvidiaDevicesAllocated, devices},
+                                    {vendors::nvidia::kNvidiaDevicesToAllocate, devices}};
     p["status"] = {{"phase", "Running"}};
     ASSERT_TRUE(api_.Upsert("pods", p).ok());
   };
@@ -191,7 +192,8 @@ TEST_F(IntegrityTest, RestartIgnoresForgedDecisions) {
   ASSERT_EQ(Schedule(*first, Gpu("legit", "team", 8000)), "");
   // The owner edits the annotations of the bound pod to claim 1 MiB on the other node's card.
   Json legit = Stored("team", "legit");
-  legit["metadata"]["annotations"][core::kNvidiaDevicesAllocated] = "node-1-gpu0,NVIDIA,1,0:;";
+  legit["metadata"]["annotations"][vendors::nvidia::kNvidiaDevicesAllocated] =
+      "node-1-gpu0,NVIDIA,1,0:;";
   ASSERT_TRUE(api_.Upsert("pods", legit).ok());
   ASSERT_TRUE(WaitFor(
       [&] { return first->state->RejectedDecisions().count(extender::kRejectChangedAfterBind); }));

@@ -24,7 +24,6 @@
 #include <sstream>
 
 #include "common/rng.h"
-#include "core/annotations.h"
 #include "core/pod_codec.h"
 #include "core/pod_request.h"
 #include "core/quantity.h"
@@ -34,6 +33,7 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::controlplane {
 namespace {
@@ -133,7 +133,8 @@ Json NodeObject(const core::NodeInfo& n) {
   return Json{
       {"apiVersion", "v1"},
       {"kind", "Node"},
-      {"metadata", {{"name", n.name}, {"annotations", {{core::kNodeNvidiaRegister, devs.dump()}}}}},
+      {"metadata",
+       {{"name", n.name}, {"annotations", {{vendors::nvidia::kNodeNvidiaRegister, devs.dump()}}}}},
       {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
 }
 
@@ -155,7 +156,7 @@ Json PodObject(const std::string& name, const sim::TraceTask& t,
   if (!t.gpu_spec.empty()) {
     std::string list;
     for (const auto& m : t.gpu_spec) list += StrCat(list.empty() ? "" : ",", m);
-    meta["annotations"] = {{core::kUseGpuType, list}};
+    meta["annotations"] = {{vendors::nvidia::kUseGpuType, list}};
   }
   return Json{{"apiVersion", "v1"},
               {"kind", "Pod"},
@@ -323,7 +324,7 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences,
     auto created = rep->client->Create(k8s::kPods, kNamespace, admitted);
     ASSERT_TRUE(created.ok()) << created.status();
     // The pod parses to the request the simulator scheduled.
-    auto parsed = core::ParsePodJson(*created, {});
+    auto parsed = vendors::VendorSet::NvidiaOnly().ParsePod(*created);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     const core::PodRequest& sim_pod = plan->pods[plan->order[i]];
     ASSERT_EQ(parsed->containers.size(), 1u);

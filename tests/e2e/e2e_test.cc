@@ -46,6 +46,7 @@
 #include "k8s/testing/fake_apiserver.h"
 #include "k8s/testing/test_util.h"
 #include "tests/testing/child.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::e2e {
 namespace {
@@ -137,14 +138,15 @@ class SliceTest : public ::testing::Test {
 
     // The cluster: one node, as kubelet registered it; the device plugin adds the GPU annotations.
     ASSERT_TRUE(api_.Start().ok());
-    Json node = {{"apiVersion", "v1"},
-                 {"kind", "Node"},
-                 {"metadata",
-                  {{"name", kNode},
-                   {"annotations", {{core::kNodeHandshake, "Requesting_2026-11-30 05:00:00"}}}}},
-                 {"status",
-                  {{"allocatable", {{"nvidia.com/gpu", std::to_string(kGpus * kSplitCount)}}},
-                   {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+    Json node = {
+        {"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"metadata",
+         {{"name", kNode},
+          {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2026-11-30 05:00:00"}}}}},
+        {"status",
+         {{"allocatable", {{"nvidia.com/gpu", std::to_string(kGpus * kSplitCount)}}},
+          {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     ASSERT_TRUE(api_.Upsert("nodes", node).ok());
     kubeconfig_ = dir_ + "/kubeconfig";
     std::ofstream(kubeconfig_)
@@ -196,7 +198,9 @@ class SliceTest : public ::testing::Test {
     ASSERT_TRUE(Eventually(
         [&] {
           auto n = api_.Get("nodes", "", kNode);
-          return n && !(*n)["metadata"]["annotations"].value(core::kNodeNvidiaRegister, "").empty();
+          return n && !(*n)["metadata"]["annotations"]
+                           .value(vendors::nvidia::kNodeNvidiaRegister, "")
+                           .empty();
         },
         seconds(60)))
         << Logs();
@@ -369,7 +373,7 @@ class SliceTest : public ::testing::Test {
     auto after_filter = api_.Get("pods", kNamespace, name);
     EXPECT_TRUE(after_filter.has_value());
     EXPECT_FALSE((*after_filter)["metadata"]["annotations"]
-                     .value(core::kNvidiaDevicesToAllocate, "")
+                     .value(vendors::nvidia::kNvidiaDevicesToAllocate, "")
                      .empty())
         << after_filter->dump();
 
@@ -505,7 +509,8 @@ class SliceTest : public ::testing::Test {
   }
 
   static std::string DecidedUuid(const Json& pod) {
-    const std::string a = pod["metadata"]["annotations"].value(core::kNvidiaDevicesToAllocate, "");
+    const std::string a =
+        pod["metadata"]["annotations"].value(vendors::nvidia::kNvidiaDevicesToAllocate, "");
     return a.substr(0, a.find(','));
   }
 

@@ -20,12 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/annotations.h"
 #include "http/testing/raw_client.h"
 #include "http/testing/self_signed.h"
 #include "http/testing/tls_client.h"
 #include "k8s/testing/fake_apiserver.h"
 #include "tests/testing/child.h"
+#include "vendors/nvidia/annotations.h"
 
 namespace hami::hostile {
 namespace {
@@ -95,7 +95,7 @@ class Hostile : public ::testing::Test {
         {"metadata",
          {{"name", kNode},
           {"annotations",
-           {{core::kNodeNvidiaRegister,
+           {{vendors::nvidia::kNodeNvidiaRegister,
              R"([{"id":"GPU-a","count":4,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true}])"}}}}},
         {"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     ASSERT_TRUE(api_->Upsert("nodes", node).ok());

@@ -1,15 +1,17 @@
-// NVIDIA (docs/upstream-contract.md#resource-model, #nvidia-device-plugin): resource parsing,
-// defaulting, selectors and codecs are
-// core's upstream-exact ones (core/pod_request.h, core/node_codec.h, core/pod_codec.h); this file
-// only puts them behind the Vendor interface and adds the Allocate environment of our device
+// NVIDIA (docs/upstream-contract.md#resource-model, #nvidia-device-plugin) behind the Vendor
+// interface, like every other backend: its request parsing, defaulting and selectors are
+// request.h's upstream-exact rules, its keys annotations.h's; the registration and decision
+// codecs are the ones every vendor shares (core/node_codec.h, core/pod_codec.h, through
+// GenericVendor). Adds the quota unit (memoryFactor) and the Allocate environment of our device
 // plugin.
 #include "vendors/nvidia/nvidia.h"
 
 #include "core/annotations.h"
-#include "core/pod_request.h"
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/generic.h"
+#include "vendors/nvidia/annotations.h"
+#include "vendors/nvidia/request.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hami::vendors {
@@ -17,14 +19,12 @@ namespace {
 
 class NvidiaVendor : public GenericVendor {
  public:
-  NvidiaVendor(Spec spec, core::ResourceConfig config)
+  NvidiaVendor(Spec spec, nvidia::ResourceConfig config)
       : GenericVendor(std::move(spec)), config_(std::move(config)) {}
 
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
       const nlohmann::json& resources, const std::map<std::string, std::string>&) const override {
-    HAMI_ASSIGN_OR_RETURN(auto reqs, core::ParseContainerDevices(resources, config_));
-    if (reqs.empty()) return std::optional<core::DeviceRequest>();
-    return std::optional<core::DeviceRequest>(reqs.front());
+    return nvidia::ParseContainerRequest(resources, config_);
   }
   // Upstream's NVIDIA MutateAdmission, for every container (the webhook calls it whether or not the
   // pod asks for devices): the defaulting made explicit in the limits (count, exclusive cores;
@@ -33,15 +33,23 @@ class NvidiaVendor : public GenericVendor {
   StatusOr<Mutation> Mutate(const nlohmann::json& resources,
                             const std::map<std::string, std::string>&) const override {
     Mutation m;
-    HAMI_ASSIGN_OR_RETURN(m.add_limits, core::ComputeAdmissionDefaults(resources, config_));
-    HAMI_ASSIGN_OR_RETURN(auto reqs, core::ParseContainerDevices(resources, config_));
-    if (!reqs.empty() && reqs.front().priority >= 0)
-      m.env["CUDA_TASK_PRIORITY"] = std::to_string(reqs.front().priority);
+    HAMI_ASSIGN_OR_RETURN(m.add_limits, nvidia::ComputeAdmissionDefaults(resources, config_));
+    HAMI_ASSIGN_OR_RETURN(auto req, nvidia::ParseContainerRequest(resources, config_));
+    if (req && req->priority >= 0) m.env["CUDA_TASK_PRIORITY"] = std::to_string(req->priority);
     return m;
   }
   StatusOr<core::DeviceSelectors> ParseSelectors(
       const std::map<std::string, std::string>& a) const override {
-    return core::ParseDeviceSelectors(a);
+    return nvidia::ParseDeviceSelectors(a);
+  }
+  std::vector<std::string> IgnoredAnnotations(
+      const std::map<std::string, std::string>& a) const override {
+    return nvidia::IgnoredAnnotations(a);
+  }
+  // gpumem is multiplied by memoryFactor, so one unit of a limits.<gpumem> quota is memoryFactor
+  // MiB (upstream's quota manager).
+  std::vector<QuotaKey> QuotaKeys() const override {
+    return {{config_.nvidia.memory, true, config_.memory_factor}, {config_.nvidia.cores, false, 1}};
   }
   std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
                                      const core::DeviceUsage& u,
@@ -77,18 +85,15 @@ class NvidiaVendor : public GenericVendor {
   }
 
  private:
-  core::ResourceConfig config_;
+  nvidia::ResourceConfig config_;
 };
 
 }  // namespace
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& section) {
-  core::ResourceConfig config;
+  nvidia::ResourceConfig config;
   SectionReader r(section, "nvidia");
-  ResourceNames n{config.nvidia.count, config.nvidia.memory, config.nvidia.memory_percentage,
-                  config.nvidia.cores, config.nvidia.priority};
-  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &n));
-  config.nvidia = {n.count, n.memory, n.memory_percentage, n.cores, n.priority};
+  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &config.nvidia));
   int64_t v = config.default_memory_mib;
   HAMI_RETURN_IF_ERROR(r.Int("defaultMemory", &v));
   config.default_memory_mib = v;
@@ -109,15 +114,15 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& sect
   Spec s;
   s.name = "nvidia";
   s.common_word = core::kNvidiaVendor;
-  s.resources = n;
-  s.keys = {core::kNodeNvidiaRegister,
-            core::kNodeHandshake,
-            core::kNvidiaDevicesToAllocate,
-            core::kNvidiaDevicesAllocated,
-            core::kUseGpuType,
-            core::kNoUseGpuType,
-            core::kUseGpuUuid,
-            core::kNoUseGpuUuid};
+  s.resources = config.nvidia;
+  s.keys = {nvidia::kNodeNvidiaRegister,
+            nvidia::kNodeHandshake,
+            nvidia::kNvidiaDevicesToAllocate,
+            nvidia::kNvidiaDevicesAllocated,
+            nvidia::kUseGpuType,
+            nvidia::kNoUseGpuType,
+            nvidia::kUseGpuUuid,
+            nvidia::kNoUseGpuUuid};
   return One<NvidiaVendor>(std::move(s), std::move(config));
 }
 

@@ -1,6 +1,7 @@
-// Fuzz target: ParsePodJson never crashes on any JSON, and a pod that parses satisfies the
-// defaulting invariants; its requests, placed on fake devices, survive the decision codec and
-// the effective-usage collapse without exceeding the raw sum.
+// Fuzz target: a default install's VendorSet::ParsePod (core::ParsePodJson with NVIDIA's request
+// rules) never crashes on any JSON, and a pod that parses satisfies the defaulting invariants; its
+// requests, placed on fake devices, survive the decision codec and the effective-usage collapse
+// without exceeding the raw sum.
 #include <cstdint>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "core/pod_codec.h"
 #include "core/pod_request.h"
 #include "nlohmann/json.hpp"
+#include "vendors/vendor_set.h"
 
 using namespace hami::core;
 
@@ -15,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
-  auto pod = ParsePodJson(j, ResourceConfig{});
+  auto pod = hami::vendors::VendorSet::NvidiaOnly().ParsePod(j);
   if (!pod.ok()) return 0;
   PodAllocation alloc;
   bool seen_app = false;
