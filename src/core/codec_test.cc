@@ -86,7 +86,7 @@ TEST(NodeDevicesTest, GoJsonKeysMatchFieldNamesCaseInsensitively) {
   // Folding does not relax types: a string where Go wants a number is still an error.
   EXPECT_FALSE(DecodeNodeDevices(R"([{"ID":"GPU-d","DevMem":"1000"}])").ok());
   auto mig = DecodeNodeDevices(
-      R"([{"id":"GPU-m","MigProfiles":[{"Name":"1g.10gb","MemoryMB":9856,"SliceCount":1,)"
+      R"([{"id":"GPU-m","Mode":"mig","MigProfiles":[{"Name":"1g.10gb","MemoryMB":9856,"SliceCount":1,)"
       R"("Placements":[{"Start":0,"Size":1}]}]}])");
   ASSERT_TRUE(mig.ok()) << mig.status();
   ASSERT_EQ((*mig)[0].mig_profiles.size(), 1u);

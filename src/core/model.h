@@ -51,6 +51,7 @@ struct DeviceUsage {
   int used = 0;  // number of tasks (slots)
   int64_t usedmem_mib = 0;
   int usedcores = 0;
+  uint32_t mig_slices = 0;  // MIG-mode devices: slices held by instances (bit i = slice i)
   bool operator==(const DeviceUsage&) const = default;
 };
 
@@ -134,6 +135,10 @@ struct ContainerDevice {
   int64_t usedmem_mib = 0;
   int usedcores = 0;
   int index = -1;  // device index on the node, when known (not encoded)
+  // A MIG instance on a MIG-mode device (hami.io/vgpu-mig-allocations, core/mig.h): the profile
+  // and the slices it takes; empty profile = not a MIG grant.
+  std::string mig_profile = {};
+  MigPlacement mig_placement = {};
   bool operator==(const ContainerDevice&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/json_util.h"
+#include "core/mig.h"
 #include "core/text_util.h"
 #include "nlohmann/json.hpp"
 
@@ -260,6 +261,8 @@ StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text,
     if (id.empty()) return InvalidArgument("node devices[", i, "]: id is empty");
     if (!seen.insert(id).second)
       return InvalidArgument("node devices[", i, "]: id ", text::Quote(id), " appears twice");
+    if (Status st = ValidateMigRegistration((*out)[i]); !st.ok())
+      return InvalidArgument("node devices[", i, "]: ", st.message());
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "core/mig.h"
 #include "core/quantity.h"
 #include "core/text_util.h"
 #include "nlohmann/json.hpp"
@@ -325,11 +326,13 @@ void AddUsage(DeviceUsage& into, const DeviceUsage& u) {
   into.used += u.used;
   into.usedmem_mib += u.usedmem_mib;
   into.usedcores += u.usedcores;
+  into.mig_slices |= u.mig_slices;
 }
 void MaxUsage(DeviceUsage& into, const DeviceUsage& u) {
   into.used = std::max(into.used, u.used);
   into.usedmem_mib = std::max(into.usedmem_mib, u.usedmem_mib);
   into.usedcores = std::max(into.usedcores, u.usedcores);
+  into.mig_slices |= u.mig_slices;
 }
 }  // namespace
 
@@ -353,7 +356,9 @@ std::map<std::string, DeviceUsage> EffectiveDeviceUsage(const std::vector<Contai
     // This container's usage per device (a MIG card may appear twice in one container).
     std::map<std::string, DeviceUsage> mine;
     for (const auto& d : allocation.containers[i]) {
-      AddUsage(mine[d.uuid], DeviceUsage{1, d.usedmem_mib, d.usedcores});
+      AddUsage(mine[d.uuid],
+               DeviceUsage{1, d.usedmem_mib, d.usedcores,
+                           d.mig_profile.empty() ? 0u : MigSliceMask(d.mig_placement)});
     }
     for (const auto& [uuid, u] : mine) {
       State& s = states[uuid];

@@ -86,6 +86,31 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
       }
   }
 
+  // Upstream's scheduler series of dynamic MIG: one per granted instance. The instance ids and MIG
+  // UUID are the device plugin's (the scheduler does not read them back): empty until known.
+  auto& mig = family("hami_node_gpu_mig_instance_info",
+                     "A MIG instance granted to a pod (1), with its GPU, profile and placement.");
+  for (const auto& p : state.Pods()) {
+    for (const auto& c : p.allocation.containers)
+      for (const auto& d : c) {
+        if (d.mig_profile.empty()) continue;
+        int index = -1;
+        sched.cache().WithNode(p.allocation.node, [&](const scheduler::NodeState& n) {
+          if (int i = n.DeviceIndex(d.uuid); i >= 0) index = n.info.devices[i].index;
+        });
+        mig.Put({{"node", p.allocation.node},
+                 {"device_uuid", d.uuid},
+                 {"device_index", std::to_string(index)},
+                 {"mig_uuid", ""},
+                 {"profile", d.mig_profile},
+                 {"gpu_instance_id", ""},
+                 {"compute_instance_id", ""},
+                 {"placement_start", std::to_string(d.mig_placement.start)},
+                 {"placement_size", std::to_string(d.mig_placement.size)}},
+                1);
+      }
+  }
+
   // Quota series as upstream's: no zone label, quota_name is the resource, and the used series
   // carries the limit's value as its `limit` label. Several ResourceQuota objects in one namespace
   // give one series per resource, with the tightest limit (every quota must hold).

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "common/log.h"
 #include "core/annotations.h"
+#include "core/mig.h"
 #include "core/node_codec.h"
 #include "core/pod_codec.h"
 #include "core/quantity.h"
@@ -349,6 +350,25 @@ Json PodRefOf(const Json& pod) {
   return r;
 }
 
+// Why the MIG grants of a decision cannot be charged on `node` ("" = they can): each must be one
+// the device offers (core::CheckMigGrant), and with `fresh` hold no slice already charged.
+static std::string CheckMigGrants(const scheduler::NodeState& node,
+                                  const core::PodAllocation& alloc, bool fresh) {
+  for (const auto& c : alloc.containers) {
+    for (const auto& cd : c) {
+      if (cd.mig_profile.empty()) continue;
+      const int i = node.DeviceIndex(cd.uuid);
+      if (i < 0) continue;  // UnknownDevice, reported by the caller
+      if (std::string why = core::CheckMigGrant(node.info.devices[i], cd); !why.empty()) return why;
+      if (fresh && (node.usage[i].mig_slices & core::MigSliceMask(cd.mig_placement)) != 0)
+        return StrCat("MIG placement {start ", cd.mig_placement.start, ", size ",
+                      cd.mig_placement.size, "} on device ", cd.uuid,
+                      " overlaps an instance already charged");
+    }
+  }
+  return "";
+}
+
 std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAllocation& alloc,
                                               const std::vector<core::ContainerKind>& kinds,
                                               bool fresh, std::string* message,
@@ -381,6 +401,10 @@ std::string ClusterState::CheckAgainstNodeLocked(const scheduler::NodeState& nod
                                                  const std::vector<core::ContainerKind>& kinds,
                                                  bool fresh, std::string* message,
                                                  bool* over_committed) const {
+  if (std::string why = CheckMigGrants(node, alloc, fresh); !why.empty()) {
+    *message = StrCat(why, ": the decision is not charged");
+    return kRejectMigPlacement;
+  }
   for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc)) {
     size_t i = 0;
     while (i < node.info.devices.size() && node.info.devices[i].uuid != uuid) ++i;

@@ -69,6 +69,9 @@ inline constexpr const char* kRejectForeignScheduler =
 inline constexpr const char* kRejectNodeMismatch = "NodeMismatch";    // bound elsewhere
 inline constexpr const char* kRejectUnknownDevice = "UnknownDevice";  // not on that node
 inline constexpr const char* kRejectExceedsDevice = "ExceedsDevice";  // claims more than it holds
+// A MIG grant the device cannot hold (not in mig mode, unknown profile or placement, other memory
+// or cores than the profile's, or slices another pod holds): core::CheckMigGrant.
+inline constexpr const char* kRejectMigPlacement = "MigPlacementInvalid";
 inline constexpr const char* kRejectChangedAfterBind =
     "ChangedAfterBind";                                         // edited once bound: ignored
 inline constexpr const char* kOverCommitted = "OverCommitted";  // with the others, too much

@@ -250,6 +250,68 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   EXPECT_EQ(rejected.at(kOverCommitted), 1);
 }
 
+// MIG grants read back from pods (hami.io/vgpu-mig-allocations) are charged only when the GPU can
+// hold them: mig mode, a profile and placement it reports, the profile's memory and cores, and no
+// slice another charged pod holds (docs/security.md).
+TEST_F(StateTest, MigGrantsAreCheckedBeforeTheyAreCharged) {
+  std::vector<std::string> events;
+  RecordRejections(&events);
+  state_->OnNode(NodeJson(
+      "n1",
+      {{"hami.io/node-nvidia-register",
+        R"([{"id":"GPU-m","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA-A100","health":true,"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":5120,"core":14,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":6,"size":1}]},{"name":"2g.10gb","memoryMB":10240,"core":28,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2}]}]},{"id":"GPU-c","index":1,"count":10,"devmem":16000,"devcore":100,"type":"NVIDIA-T4","health":true,"mode":"hami-core"}])"}}));
+  auto ann = [](const std::string& devices, const std::string& profile, int start, int size) {
+    return Json{{"hami.io/vgpu-node", "n1"},
+                {"hami.io/vgpu-devices-allocated", devices},
+                {"hami.io/vgpu-time", std::to_string(kNow)},
+                {"hami.io/vgpu-mig-allocations",
+                 Json::array({{{"containerIndex", 0},
+                               {"deviceIndex", 0},
+                               {"gpuUUID", devices.substr(0, 5)},
+                               {"profile", profile},
+                               {"placement", {{"start", start}, {"size", size}}}}})
+                     .dump()}};
+  };
+  struct Case {
+    const char* name;
+    Json pod;
+    const char* reason;  // "" = charged
+  };
+  const Case cases[] = {
+      {"consistent",
+       PodJson("ok", ann("GPU-m,NVIDIA,10240,28:;", "2g.10gb", 0, 2), "Running", "n1"), ""},
+      {"slices another pod holds",
+       PodJson("twice", ann("GPU-m,NVIDIA,10240,28:;", "2g.10gb", 0, 2), "Running", "n1"),
+       kRejectMigPlacement},
+      {"a placement the profile lacks",
+       PodJson("where", ann("GPU-m,NVIDIA,10240,28:;", "2g.10gb", 4, 2), "Running", "n1"),
+       kRejectMigPlacement},
+      {"a profile the GPU lacks",
+       PodJson("what", ann("GPU-m,NVIDIA,20480,42:;", "3g.20gb", 4, 4), "Running", "n1"),
+       kRejectMigPlacement},
+      {"less memory than the profile",
+       PodJson("small", ann("GPU-m,NVIDIA,100,28:;", "2g.10gb", 2, 2), "Running", "n1"),
+       kRejectMigPlacement},
+      {"a MIG grant on a hami-core GPU",
+       PodJson("shared", ann("GPU-c,NVIDIA,5120,14:;", "1g.5gb", 0, 1), "Running", "n1"),
+       kRejectMigPlacement},
+      {"another free instance",
+       PodJson("one", ann("GPU-m,NVIDIA,5120,14:;", "1g.5gb", 6, 1), "Running", "n1"), ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    state_->OnPod(c.pod);
+    const std::string uid = c.pod["metadata"]["uid"];
+    EXPECT_EQ(state_->Find(uid).has_value(), std::string(c.reason).empty());
+    if (!std::string(c.reason).empty()) {
+      ASSERT_FALSE(events.empty());
+      EXPECT_EQ(events.back(), "p-" + uid + ":" + c.reason);
+    }
+  }
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{2, 10240 + 5120, 28 + 14, 0x43}));
+  EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
+}
+
 // The pod informer may deliver pods before their node: a decision charged while the node was
 // unknown is checked when the node arrives, so a restart cannot charge what the device cannot hold.
 TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {

@@ -103,7 +103,7 @@ PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc,
   delta.memory_mib = res.memory_mib;
   uuids->clear();
   for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc, res.init_finished)) {
-    delta.devices.push_back(DeviceDelta{-1, u.used, u.usedmem_mib, u.usedcores});
+    delta.devices.push_back(DeviceDelta{-1, u.used, u.usedmem_mib, u.usedcores, u.mig_slices});
     uuids->push_back(uuid);
   }
   return delta;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/dcheck.h"
+#include "core/mig.h"
 #include "core/pod_request.h"
 
 namespace hami::scheduler {
@@ -69,6 +70,24 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+// The MIG instance request `ctx.request` would get on device `d` under ctx.usage (core/mig.h).
+core::MigVerdict MigFor(const PickContext& ctx, int d) {
+  const DeviceCaps& cap = ctx.node.caps[d];
+  const core::DeviceUsage& u = ctx.usage[d];
+  return core::ChooseMigInstance(ctx.node.info.devices[d], ctx.MemFor(d), ctx.request.coresreq,
+                                 u.mig_slices, cap.devmem_mib - u.usedmem_mib,
+                                 cap.devcore - u.usedcores);
+}
+
+// A MIG-mode device instead of the memory, core and exclusivity checks: some profile must cover
+// the request and have a free placement (the instance is the container's alone).
+Reason CheckMig(const PickContext& ctx, int d, bool* never) {
+  const core::MigVerdict v = MigFor(ctx, d);
+  if (v.choice) return Reason::kCount;
+  *never = v.never;
+  return Reason::kCardMigTopologyInfeasible;
+}
+
 // Upstream's per-device checks in upstream's order. Returns Reason::kCount when the device fits.
 Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool* never) {
   const DeviceCaps& cap = ctx.node.caps[d];
@@ -105,6 +124,7 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   if (picker.vetoes()) {
     if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) return veto;
   }
+  if (cap.mig) return CheckMig(ctx, d, never);
   const int64_t mem = ctx.MemFor(d);
   if (cap.devmem_mib - u.usedmem_mib < mem) {
     *never = cap.devmem_mib < mem;
@@ -143,6 +163,7 @@ void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
   a.slots = std::max(a.slots, b.slots);
   a.mem_mib = std::max(a.mem_mib, b.mem_mib);
   a.cores = std::max(a.cores, b.cores);
+  a.mig_slices |= b.mig_slices;
 }
 
 }  // namespace
@@ -236,6 +257,16 @@ DeviceDelta Take(const VendorRules* rules, const PickContext& ctx, int d) {
     const VendorRules::Take t = rules->Grant(ctx.request, ctx.node.info.devices[d]);
     return DeviceDelta{d, 1, t.mem_mib, t.cores};
   }
+  if (ctx.node.caps[d].mig) {
+    const core::MigVerdict v = MigFor(ctx, d);
+    HAMI_DCHECK(v.choice.has_value(), "node ", ctx.node.info.name, ": MIG device ", d,
+                " was picked without a free instance");
+    if (v.choice) {
+      const core::MigProfile& p = ctx.node.info.devices[d].mig_profiles[v.choice->profile];
+      return DeviceDelta{
+          d, 1, p.memory_mib, p.core, core::MigSliceMask(v.choice->placement), v.choice->profile};
+    }
+  }
   return DeviceDelta{d, 1, ctx.MemFor(d), ctx.request.coresreq};
 }
 
@@ -310,6 +341,7 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
         usage[d].used += 1;
         usage[d].usedmem_mib += dd.mem_mib;
         usage[d].usedcores += dd.cores;
+        usage[d].mig_slices |= dd.mig_slices;
         placement->containers[ci].push_back(dd);
       }
     }
@@ -320,14 +352,16 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       for (int d = 0; d < n; ++d) {
         MaxInto(s.init_peak[d], DeviceDelta{d, s.work[d].used - node.usage[d].used,
                                             s.work[d].usedmem_mib - node.usage[d].usedmem_mib,
-                                            s.work[d].usedcores - node.usage[d].usedcores});
+                                            s.work[d].usedcores - node.usage[d].usedcores,
+                                            s.work[d].mig_slices & ~node.usage[d].mig_slices});
       }
     }
   }
   for (int d = 0; d < n; ++d) {
     DeviceDelta eff{d, s.base[d].used - node.usage[d].used,
                     s.base[d].usedmem_mib - node.usage[d].usedmem_mib,
-                    s.base[d].usedcores - node.usage[d].usedcores};
+                    s.base[d].usedcores - node.usage[d].usedcores,
+                    s.base[d].mig_slices & ~node.usage[d].mig_slices};
     MaxInto(eff, s.init_peak[d]);
     if (eff.slots == 0 && eff.mem_mib == 0 && eff.cores == 0) continue;
     eff.device = d;

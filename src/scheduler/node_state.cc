@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/dcheck.h"
+#include "core/mig.h"
 
 namespace hami::scheduler {
 
@@ -55,7 +56,7 @@ NodeState NodeState::Make(core::NodeInfo info) {
         std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
     const auto& dev = s.info.devices[i];
     s.caps.push_back(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health,
-                                s.cordoned[i] != 0});
+                                s.cordoned[i] != 0, core::IsMigDevice(dev)});
     s.Refresh(static_cast<int>(i));
   }
   return s;
@@ -88,6 +89,9 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
     u.used += sign * d.slots;
     u.usedmem_mib += sign * d.mem_mib;
     u.usedcores += sign * d.cores;
+    // Reservations never overlap (Fits); pods recorded from annotations are checked by their
+    // reader (extender/state.cc), so a removal clears only its own slices.
+    u.mig_slices = sign > 0 ? u.mig_slices | d.mig_slices : u.mig_slices & ~d.mig_slices;
     // A removal takes back what an addition put there: usage never goes below zero.
     HAMI_DCHECK(u.used >= 0 && u.usedmem_mib >= 0 && u.usedcores >= 0, "node ", info.name,
                 ": device ", d.device, " usage below zero (", u.used, " slots, ", u.usedmem_mib,
@@ -153,6 +157,7 @@ bool NodeState::Fits(const PodDelta& delta) const {
     if (d.slots > 0 && u.used + d.slots > dev.count) return false;
     if (u.usedmem_mib + d.mem_mib > dev.devmem_mib) return false;
     if (u.usedcores + d.cores > dev.devcore) return false;
+    if ((u.mig_slices & d.mig_slices) != 0) return false;  // a MIG placement taken meanwhile
     if (d.cores >= dev.devcore && d.cores > 0 && u.used > 0) return false;  // exclusive card
   }
   return true;

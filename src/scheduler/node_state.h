@@ -33,6 +33,7 @@ struct DeviceCaps {
   int numa = 0;
   bool health = true;
   bool cordoned = false;
+  bool mig = false;  // MIG mode: every grant is a MIG instance (core/mig.h)
 };
 
 // Milli of a request of (mem MiB, cores %) on `dev`, rounded up.
@@ -47,6 +48,8 @@ struct DeviceDelta {
   int slots = 0;
   int64_t mem_mib = 0;
   int cores = 0;
+  uint32_t mig_slices = 0;  // MIG slices taken (core::MigSliceMask)
+  int mig_profile = -1;     // per-container grants: index into DeviceInfo::mig_profiles
   bool operator==(const DeviceDelta&) const = default;
 };
 

@@ -21,6 +21,7 @@ enum class Reason : uint8_t {
   kCardInsufficientCore,
   kExclusiveDeviceAllocateConflict,
   kCardComputeUnitsExhausted,
+  kCardMigTopologyInfeasible,  // MIG device: no profile covers the request, or no free placement
   kNumaNotFit,
   kNodeInsufficientDevice,  // the node has fewer devices of the vendor/type than one container asks
   kInsufficientCpu,         // node CPU (k8s NodeResourcesFit)
@@ -52,6 +53,8 @@ inline const char* ReasonName(Reason r) {
       return "ExclusiveDeviceAllocateConflict";
     case Reason::kCardComputeUnitsExhausted:
       return "CardComputeUnitsExhausted";
+    case Reason::kCardMigTopologyInfeasible:
+      return "CardMigTopologyInfeasible";
     case Reason::kNumaNotFit:
       return "NumaNotFit";
     case Reason::kNodeInsufficientDevice:

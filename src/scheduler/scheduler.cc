@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/annotations.h"
 #include "scheduler/pickers.h"
@@ -20,6 +21,11 @@ core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
       cd.usedmem_mib = d.mem_mib;
       cd.usedcores = d.cores;
       cd.index = dev.index;
+      if (d.mig_profile >= 0 && d.mig_slices != 0) {
+        cd.mig_profile = dev.mig_profiles[d.mig_profile].name;
+        cd.mig_placement =
+            core::MigPlacement{std::countr_zero(d.mig_slices), std::popcount(d.mig_slices)};
+      }
       a.containers[ci].push_back(std::move(cd));
     }
   }

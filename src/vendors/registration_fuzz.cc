@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "core/annotations.h"
 #include "core/fuzz_check.h"
 #include "vendors/config.h"
 
@@ -32,6 +33,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto enc = v.EncodeDecision(*a, 0); enc.ok()) {
       auto back = v.DecodeDecision(*enc);
       FUZZ_CHECK(back.ok() && *back == *a, text.c_str());
+    }
+  }
+  // NVIDIA's MIG annotation beside a decision record: what attaches re-encodes the same.
+  if (v.keys().allocated == hami::core::kNvidiaDevicesAllocated) {
+    const std::map<std::string, std::string> ann{
+        {v.keys().allocated, "GPU-a,NVIDIA,5120,14:;GPU-b,NVIDIA,10240,28:GPU-a,NVIDIA,5120,14:;"},
+        {hami::core::kMigAllocations, text}};
+    if (auto a = v.DecodeDecision(ann); a.ok()) {
+      if (auto enc = v.EncodeDecision(*a, 0); enc.ok()) {
+        auto back = v.DecodeDecision(*enc);
+        FUZZ_CHECK(back.ok() && *back == *a, text.c_str());
+      }
     }
   }
   (void)ParseRefusal(text);

@@ -10,6 +10,7 @@
 #include <set>
 #include <span>
 
+#include "extender/metrics.h"
 #include "harness.h"
 #include "vendors/testing/mixed_config.h"
 #include "vendors/vendor_set.h"
@@ -174,6 +175,30 @@ class MixedVendorTest : public ::testing::Test {
       return nullptr;
     }
     return *api_.Get("pods", "mixed", (*created)["metadata"]["name"]);
+  }
+
+  // A pod through webhook, /filter and /bind, and where it must land.
+  struct LandingCase {
+    const char* name;
+    Json spec;
+    std::string node;  // "" = must not be scheduled
+    std::map<std::string, std::string> annotations;
+  };
+  // Schedules each case in order; the stored pods of those that landed, by case name.
+  std::map<std::string, Json> Land(MixedReplica& rep, std::span<const LandingCase> cases) {
+    std::map<std::string, Json> out;
+    for (const LandingCase& c : cases) {
+      SCOPED_TRACE(c.name);
+      std::string why;
+      extender::ExtenderFilterResult unused;
+      const Json pod = Schedule(rep, c.spec, &why, &unused);
+      EXPECT_EQ(pod.is_null(), c.node.empty()) << why;
+      if (pod.is_null() || c.node.empty()) continue;
+      EXPECT_EQ(pod["spec"]["nodeName"], c.node);
+      ExpectAnnotations(pod["metadata"]["annotations"], c.annotations);
+      out[c.name] = pod;
+    }
+    return out;
   }
 
   FakeApiServer api_;
@@ -367,13 +392,7 @@ class NewerVendorTest : public MixedVendorTest {
 
 TEST_F(NewerVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) {
   auto rep = Start();
-  struct Case {
-    const char* name;
-    Json spec;
-    std::string node;  // "" = must not be scheduled
-    std::map<std::string, std::string> annotations;
-  };
-  const Case cases[] = {
+  const LandingCase cases[] = {
       {"neuron: one core of the last device",
        Pod("core", Ctr("c", {{"aws.amazon.com/neuroncore", "1"}})),
        "trn-node",
@@ -414,16 +433,7 @@ TEST_F(NewerVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
        "",
        {}},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::string why;
-    extender::ExtenderFilterResult unused;
-    const Json pod = Schedule(*rep, c.spec, &why, &unused);
-    EXPECT_EQ(pod.is_null(), c.node.empty()) << why;
-    if (pod.is_null() || c.node.empty()) continue;
-    EXPECT_EQ(pod["spec"]["nodeName"], c.node);
-    ExpectAnnotations(pod["metadata"]["annotations"], c.annotations);
-  }
+  Land(*rep, cases);
   // A fresh replica rebuilds the usage of every new vendor from the annotations alone.
   auto second = Start();
   const Usage usages[] = {
@@ -434,6 +444,85 @@ TEST_F(NewerVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) 
       {"i915-node", "i915-node-i915-card1", {1, 4096, 50}},
   };
   ExpectUsages(*second, usages);
+}
+
+}  // namespace
+}  // namespace hami::controlplane
+
+namespace hami::controlplane {
+namespace {
+
+// Dynamic MIG end to end: a node whose A100 registers in mig mode with its profiles (as upstream's
+// device plugin writes it) beside a hami-core node. Pods asking nvidia.com/vgpu-mode: mig get a
+// profile instance at a free placement, written to hami.io/vgpu-mig-allocations beside the usual
+// records; a second replica charges the same slices from the annotations alone.
+class MigVendorTest : public MixedVendorTest {
+ protected:
+  MigVendorTest() {
+    config_ = "nvidia: {}\n";
+    node_objects_ = {
+        NodeObject(
+            "mig-node",
+            {{"hami.io/node-nvidia-register",
+              R"([{"id":"GPU-mig0","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA-A100-SXM4-40GB","health":true,"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":5120,"core":14,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":1,"size":1},{"start":2,"size":1},{"start":3,"size":1},{"start":4,"size":1},{"start":5,"size":1},{"start":6,"size":1}]},{"name":"2g.10gb","memoryMB":10240,"core":28,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2},{"start":4,"size":2}]},{"name":"3g.20gb","memoryMB":20480,"core":42,"sliceCount":3,"placements":[{"start":0,"size":4},{"start":4,"size":4}]}]}])"}},
+            {{"nvidia.com/gpu", "7"}}),
+        NodeObject(
+            "gpu-node",
+            {{"hami.io/node-nvidia-register",
+              R"([{"id":"GPU-core0","count":10,"devmem":40960,"devcore":100,"type":"NVIDIA-A100-SXM4-40GB","health":true,"mode":"hami-core"}])"}},
+            {{"nvidia.com/gpu", "10"}}),
+    };
+    nodes_ = {"mig-node", "gpu-node"};
+  }
+  // One container asking one GPU with `mem` MiB, the pod asking nvidia.com/vgpu-mode `mode`.
+  static Json GpuPod(const char* name, const char* mem, const char* mode) {
+    Json pod = Pod(name, Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", mem}}));
+    pod["metadata"]["annotations"] = {{"nvidia.com/vgpu-mode", mode}};
+    return pod;
+  }
+};
+
+TEST_F(MigVendorTest, MigPodsGetAProfileAtAFreePlacementAndAReplicaChargesThem) {
+  auto rep = Start();
+  const LandingCase cases[] = {
+      {"10000 MiB: 2g.10gb from slot 0",
+       GpuPod("a", "10000", "mig"),
+       "mig-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-mig0,NVIDIA,10240,28:;"},
+        {"hami.io/vgpu-devices-to-allocate", "GPU-mig0,NVIDIA,10240,28:;"},
+        {"hami.io/vgpu-mig-allocations",
+         R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-mig0","profile":"2g.10gb","placement":{"start":0,"size":2}}])"}}},
+      {"20000 MiB: 3g.20gb from the top",
+       GpuPod("b", "20000", "mig"),
+       "mig-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-mig0,NVIDIA,20480,42:;"},
+        {"hami.io/vgpu-mig-allocations",
+         R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-mig0","profile":"3g.20gb","placement":{"start":4,"size":4}}])"}}},
+      {"a second 3g.20gb overlaps the 2g: no room", GpuPod("c", "20000", "mig"), "", {}},
+      {"hami-core pods stay off the MIG card",
+       GpuPod("d", "20000", "hami-core"),
+       "gpu-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-core0,NVIDIA,20000,0:;"}}},
+  };
+  const auto landed = Land(*rep, cases);
+  ASSERT_EQ(landed.count("hami-core pods stay off the MIG card"), 1u);
+  EXPECT_FALSE(
+      landed.at("hami-core pods stay off the MIG card")["metadata"]["annotations"].contains(
+          "hami.io/vgpu-mig-allocations"));
+  // A fresh replica rebuilds the MIG card's usage, slices included, from the annotations alone.
+  auto second = Start();
+  const Usage usages[] = {
+      {"mig-node", "GPU-mig0", {2, 10240 + 20480, 28 + 42, 0xf3}},
+      {"gpu-node", "GPU-core0", {1, 20000, 0}},
+  };
+  ExpectUsages(*second, usages);
+  // Upstream's scheduler series of MIG instances, one per grant.
+  const std::string metrics = extender::RenderMetrics(*second->sched, *second->state, nullptr);
+  for (const char* want : {"profile=\"2g.10gb\",gpu_instance_id=\"\",compute_instance_id=\"\","
+                           "placement_start=\"0\",placement_size=\"2\"",
+                           "profile=\"3g.20gb\",gpu_instance_id=\"\",compute_instance_id=\"\","
+                           "placement_start=\"4\",placement_size=\"4\""})
+    EXPECT_NE(metrics.find(want), std::string::npos) << want << " in\n" << metrics;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "vendors/config.h"
 #include "vendors/generic.h"
 #include "vendors/nvidia/annotations.h"
+#include "vendors/nvidia/mig.h"
 #include "vendors/nvidia/request.h"
 #include "yaml-cpp/yaml.h"
 
@@ -82,6 +83,20 @@ class NvidiaVendor : public GenericVendor {
       for (size_t i = 0; i < devices.size(); ++i)
         env[StrCat("CUDA_DEVICE_SM_LIMIT_", i)] = std::to_string(devices[i].usedcores);
     return env;
+  }
+
+  // Dynamic MIG: hami.io/vgpu-mig-allocations beside the two records (vendors/nvidia/mig.h).
+  StatusOr<core::PodAllocation> DecodeDecision(
+      const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(core::PodAllocation alloc, GenericVendor::DecodeDecision(a));
+    HAMI_RETURN_IF_ERROR(nvidia::AttachMigDecision(a, &alloc));
+    return alloc;
+  }
+
+ protected:
+  Status AddDecisionExtras(const core::PodAllocation& a, int64_t,
+                           std::map<std::string, std::string>* out) const override {
+    return nvidia::AddMigDecision(a, out);
   }
 
  private:

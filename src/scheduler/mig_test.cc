@@ -1,0 +1,217 @@
+// Dynamic MIG through the one scheduler path (Schedule + Reserve, as the extender and `hami sim`
+// call it): a container on a MIG-mode GPU gets a profile instance at a free placement, is charged
+// the profile's memory and cores, and the slices stay taken until the pod leaves. Cases named
+// Upstream* replay upstream HAMi's pkg/device/nvidia/mig_*_test.go through Schedule.
+#include "core/mig.h"
+
+#include <gtest/gtest.h>
+
+#include "core/annotations.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/testing/builders.h"
+
+namespace hami::scheduler {
+namespace {
+using namespace testing;
+
+// Upstream's A100-40GB test profiles (mig_capability_test.go).
+std::vector<core::MigProfile> A100Profiles() {
+  return {
+      {"1g.5gb", 5120, 14, 1, {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}}},
+      {"2g.10gb", 10240, 28, 2, {{0, 2}, {2, 2}, {4, 2}}},
+      {"3g.20gb", 20480, 42, 3, {{0, 4}, {4, 4}}},
+  };
+}
+
+// A node whose devices in `mig` are A100s in MIG mode; the others are plain hami-core A100s.
+core::NodeInfo MigNode(const std::string& name, int gpus, std::vector<int> mig) {
+  core::NodeInfo n = NodeBuilder(name).Gpus(gpus, 40960, "NVIDIA-A100-SXM4-40GB", 7);
+  for (int i : mig) {
+    n.devices[i].mode = core::kModeMig;
+    n.devices[i].mig_profiles = A100Profiles();
+  }
+  return n;
+}
+
+std::unique_ptr<Scheduler> Make(std::vector<core::NodeInfo> nodes) {
+  auto s = Scheduler::Create({});
+  EXPECT_TRUE(s.ok()) << s.status();
+  for (auto& n : nodes) (*s)->UpsertNode(std::move(n));
+  return std::move(*s);
+}
+
+struct Grant {
+  std::string profile;
+  core::MigPlacement placement;
+  int64_t mem = 0;
+  int cores = 0;
+};
+
+// Schedules and reserves a one-container, one-GPU pod; the grant of its device.
+Grant Place(Scheduler& s, const std::string& uid, int64_t mem, int cores = 0,
+            const std::string& mode = "") {
+  core::PodRequest pod = PodBuilder(uid).Gpu(1, mem, cores);
+  pod.selectors.vgpu_mode = mode;
+  auto d = s.ScheduleAndReserve(pod, nullptr);
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok() || d->node.empty()) return {};
+  const core::ContainerDevice& cd = d->allocation.containers.at(0).at(0);
+  return {cd.mig_profile, cd.mig_placement, cd.usedmem_mib, cd.usedcores};
+}
+
+std::string WhyNot(Scheduler& s, int64_t mem, int cores = 0, const std::string& mode = "") {
+  core::PodRequest pod = PodBuilder("why").Gpu(1, mem, cores);
+  pod.selectors.vgpu_mode = mode;
+  ScheduleOptions o;
+  o.explain = true;
+  auto d = s.Schedule(pod, nullptr, o);
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok() || !d->node.empty() || d->failures.empty()) return "placed";
+  return d->failures[0].reason + (d->failures[0].retryable ? "" : " (never)");
+}
+
+// mig_topology_test.go TestSelectMigPlacementUsesBalancedPacking, one pod at a time, then the card
+// is full (mig_topology_test.go TestCanPlaceMigProfilesA100: nothing overlaps what is active).
+TEST(MigScheduleTest, UpstreamSelectMigPlacementUsesBalancedPacking) {
+  auto s = Make({MigNode("n1", 1, {0})});
+  struct Case {
+    int64_t mem;
+    const char* profile;
+    int start, size;
+    int64_t charged_mem;
+    int charged_cores;
+  };
+  const Case cases[] = {{20000, "3g.20gb", 4, 4, 20480, 42},
+                        {10000, "2g.10gb", 0, 2, 10240, 28},
+                        {5000, "1g.5gb", 3, 1, 5120, 14},
+                        {5000, "1g.5gb", 2, 1, 5120, 14}};
+  int i = 0;
+  for (const Case& c : cases) {
+    const Grant g = Place(*s, "p" + std::to_string(i++), c.mem);
+    EXPECT_EQ(g.profile, c.profile) << c.mem;
+    EXPECT_EQ(g.placement, (core::MigPlacement{c.start, c.size})) << c.profile;
+    EXPECT_EQ(g.mem, c.charged_mem) << c.profile;
+    EXPECT_EQ(g.cores, c.charged_cores) << c.profile;
+  }
+  const auto n = s->cache().Snapshot("n1");
+  EXPECT_EQ(n->usage[0].mig_slices, 0xffu);
+  EXPECT_EQ(n->usage[0].usedmem_mib, 20480 + 10240 + 5120 * 2);
+  EXPECT_EQ(n->usage[0].usedcores, 42 + 28 + 14 * 2);
+  EXPECT_EQ(n->usage[0].used, 4);
+  EXPECT_EQ(WhyNot(*s, 1000), "1/1 CardMigTopologyInfeasible");
+  // The pod leaves: its slices are free again, and the next 1g instance takes them.
+  ASSERT_TRUE(s->RemovePod("p2").ok());
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0xf7u);
+  EXPECT_EQ(Place(*s, "p9", 1000).placement, (core::MigPlacement{3, 1}));
+}
+
+// mig_capability_test.go TestCustomFilterUsesReportedPlacementCapacity: three 2g instances leave
+// no fourth 2g but a 1g.
+TEST(MigScheduleTest, UpstreamCustomFilterUsesReportedPlacementCapacity) {
+  auto s = Make({MigNode("n1", 1, {0})});
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(Place(*s, "p" + std::to_string(i), 10000).profile, "2g.10gb");
+  EXPECT_EQ(WhyNot(*s, 10000), "1/1 CardMigTopologyInfeasible");
+  EXPECT_EQ(Place(*s, "small", 5000).profile, "1g.5gb");
+}
+
+TEST(MigScheduleTest, ModesAndNeverFits) {
+  struct Case {
+    const char* name;
+    std::vector<int> mig;  // MIG-mode devices of a 2-GPU node
+    int64_t mem;
+    int cores;
+    std::string mode;
+    const char* want;  // profile, "plain" (hami-core grant) or the failure
+  };
+  const Case cases[] = {
+      {"no mode asked, MIG card: a MIG instance", {0, 1}, 5000, 0, "", "1g.5gb"},
+      {"mig asked, one MIG card of two", {1}, 5000, 0, "mig", "1g.5gb"},
+      {"hami-core asked, only MIG cards",
+       {0, 1},
+       5000,
+       0,
+       "hami-core",
+       "2/2 CardTypeMismatch (never)"},
+      {"mig asked, no MIG card", {}, 5000, 0, "mig", "2/2 CardTypeMismatch (never)"},
+      {"hami-core asked, one MIG card of two", {0}, 5000, 0, "hami-core", "plain"},
+      {"bigger than every profile", {0, 1}, 30000, 0, "", "2/2 CardMigTopologyInfeasible (never)"},
+      {"cores choose the profile", {0, 1}, 5000, 30, "", "3g.20gb"},
+  };
+  for (const Case& c : cases) {
+    auto s = Make({MigNode("n1", 2, c.mig)});
+    core::PodRequest pod = PodBuilder("p").Gpu(1, c.mem, c.cores);
+    pod.selectors.vgpu_mode = c.mode;
+    ScheduleOptions o;
+    o.explain = true;
+    auto d = s->Schedule(pod, nullptr, o);
+    ASSERT_TRUE(d.ok()) << c.name << ": " << d.status();
+    std::string got;
+    if (!d->node.empty()) {
+      const auto& cd = d->allocation.containers[0][0];
+      got = cd.mig_profile.empty() ? "plain" : cd.mig_profile;
+      const bool on_mig = core::IsMigDevice(s->cache().Snapshot("n1")->info.devices[cd.index]);
+      EXPECT_EQ(on_mig, !cd.mig_profile.empty()) << c.name;
+    } else {
+      ASSERT_FALSE(d->failures.empty()) << c.name;
+      got = d->failures[0].reason + (d->failures[0].retryable ? "" : " (never)");
+    }
+    EXPECT_EQ(got, c.want) << c.name;
+  }
+}
+
+// Two containers of one pod on the one MIG card get two instances that do not overlap; the pod's
+// effective usage holds both.
+TEST(MigScheduleTest, ContainersOfOnePodGetSeparateInstances) {
+  auto s = Make({MigNode("n1", 1, {0})});
+  core::PodRequest pod = PodBuilder("p").Gpu(1, 10000, 0).Gpu(1, 10000, 0);
+  auto d = s->ScheduleAndReserve(pod, nullptr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->node, "n1");
+  const auto& a = d->allocation.containers[0][0];
+  const auto& b = d->allocation.containers[1][0];
+  EXPECT_EQ(a.mig_profile, "2g.10gb");
+  EXPECT_EQ(b.mig_profile, "2g.10gb");
+  EXPECT_EQ(core::MigSliceMask(a.mig_placement) & core::MigSliceMask(b.mig_placement), 0u);
+  const auto n = s->cache().Snapshot("n1");
+  EXPECT_EQ(n->usage[0].mig_slices,
+            core::MigSliceMask(a.mig_placement) | core::MigSliceMask(b.mig_placement));
+  EXPECT_EQ(n->usage[0].usedmem_mib, 2 * 10240);
+}
+
+// After a restart the cache is rebuilt from the pods' decisions: a recorded MIG grant takes its
+// slices, so the next pod is placed around it; removing it frees them.
+TEST(MigScheduleTest, RebuiltGrantsHoldTheirSlices) {
+  auto s = Make({MigNode("n1", 1, {0})});
+  core::PodAllocation a;
+  a.node = "n1";
+  core::ContainerDevice cd{"n1-gpu0", core::kNvidiaVendor, 20480, 42};
+  cd.mig_profile = "3g.20gb";
+  cd.mig_placement = {4, 4};
+  a.containers = {{cd}};
+  ASSERT_TRUE(s->AddPod("old", a).ok());
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0xf0u);
+  EXPECT_EQ(Place(*s, "new", 20000).placement, (core::MigPlacement{0, 4}));
+  EXPECT_EQ(WhyNot(*s, 20000), "1/1 CardMigTopologyInfeasible");
+  ASSERT_TRUE(s->RemovePod("old").ok());
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0x0fu);
+}
+
+// A reservation whose placement was taken meanwhile (a concurrent decision on a copy of the node)
+// does not commit.
+TEST(MigScheduleTest, ReserveRefusesATakenPlacement) {
+  auto s = Make({MigNode("n1", 1, {0})});
+  core::PodRequest p1 = PodBuilder("p1").Gpu(1, 20000, 0);
+  core::PodRequest p2 = PodBuilder("p2").Gpu(1, 20000, 0);
+  auto d1 = s->Schedule(p1, nullptr);
+  auto d2 = s->Schedule(p2, nullptr);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  ASSERT_TRUE(s->Reserve(p1, *d1).ok());
+  EXPECT_TRUE(absl::IsAborted(s->Reserve(p2, *d2)));
+  auto again = s->ScheduleAndReserve(p2, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->allocation.containers[0][0].mig_placement, (core::MigPlacement{0, 4}));
+}
+
+}  // namespace
+}  // namespace hami::scheduler
