@@ -127,9 +127,12 @@ std::string ObserveDevicePlugin(vendors::ConfigFile file) {
   d.usedmem_mib = 1000;
   d.usedcores = 30;
   ctr.devices = {d};
-  auto a = deviceplugin::BuildContainerAllocation(pod, ctr, cfg, "x.cache");
+  auto a = deviceplugin::BuildContainerAllocation(pod, ctr, cfg, "x.cache", {{"GPU-0", 0}});
   if (!a.ok()) return StrCat(out, "error: ", a.status().message());
   for (const auto& [k, v] : a->envs) out += StrCat(k, "=", v, "\n");
+  for (const auto& m : a->mounts) out += StrCat("mount ", m.container_path, "\n");
+  for (const auto& [k, v] : a->annotations) out += StrCat("annotation ", k, "=", v, "\n");
+  for (const auto& n : a->cdi_devices) out += StrCat("cdi ", n, "\n");
   return out + a->limits_file;
 }
 
@@ -165,6 +168,10 @@ TEST(ConfigEffect, EveryShippedKeyChangesEachBinaryItConfigures) {
       {"gpuCorePolicy", "force", vendors::kWebhook},
       {"gpuCorePolicy", "force", vendors::kDevicePlugin},
       {"libCudaLogLevel", "3", vendors::kDevicePlugin},
+      {"deviceListStrategy", "cdi-annotations", vendors::kDevicePlugin},
+      {"deviceListStrategy", "cdi-cri", vendors::kDevicePlugin},
+      {"deviceListStrategy", "volume-mounts", vendors::kDevicePlugin},
+      {"deviceIDStrategy", "index", vendors::kDevicePlugin},
   };
   const std::string shipped = ShippedConfig();
   ASSERT_FALSE(shipped.empty());
@@ -238,6 +245,19 @@ TEST(ConfigEffect, DevicePluginPrecedence) {
                   R"({"nodeconfig":[{"name":"n1","devicesplitcount":2}]})", "n1", &flagged)
                   .ok());
   EXPECT_EQ(flagged.split_count, 2);
+  // The device list knobs: file under flag, as the others.
+  auto cdi = vendors::ParseConfigFile(
+      "nvidia:\n  deviceListStrategy: cdi-annotations\n  cdiAnnotationPrefix: example.com/\n"
+      "  cdiKind: example.com/gpu\n  deviceIDStrategy: index\n",
+      "dc.yaml");
+  ASSERT_TRUE(cdi.ok()) << cdi.status();
+  deviceplugin::PluginConfig c = defaults;
+  ConfigureDevicePlugin(
+      cdi->nvidia, [](std::string_view f) { return f == "--device-id-strategy"; }, &c);
+  EXPECT_EQ(c.device_list_strategy, "cdi-annotations");
+  EXPECT_EQ(c.cdi_annotation_prefix, "example.com/");
+  EXPECT_EQ(c.cdi_kind, "example.com/gpu");
+  EXPECT_EQ(c.device_id_strategy, "uuid") << "the flag (here its default) wins over the file";
 }
 
 }  // namespace

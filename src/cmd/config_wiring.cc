@@ -26,6 +26,10 @@ void ConfigureDevicePlugin(const vendors::DeviceConfig& file,
   use("--preconfigured-device-memory", k.preconfigured_memory, &plugin->preconfigured_memory_mib);
   use("--enable-numa-topology", k.enable_numa_topology, &plugin->enable_numa_topology);
   use("--libcuda-log-level", k.lib_cuda_log_level, &plugin->libcuda_log_level);
+  use("--device-list-strategy", k.device_list_strategy, &plugin->device_list_strategy);
+  use("--device-id-strategy", k.device_id_strategy, &plugin->device_id_strategy);
+  use("--cdi-annotation-prefix", k.cdi_annotation_prefix, &plugin->cdi_annotation_prefix);
+  use("--cdi-kind", k.cdi_kind, &plugin->cdi_kind);
 }
 
 }  // namespace hami::cmd

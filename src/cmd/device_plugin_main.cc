@@ -89,6 +89,24 @@ int DevicePluginMain(int argc, char** argv) {
                  "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
   app.add_flag("--enable-numa-topology", cfg.enable_numa_topology,
                "report each replica's NUMA node to kubelet");
+  app.add_option("--device-list-strategy", cfg.device_list_strategy,
+                 "how Allocate names the GPUs to the container runtime: envvar "
+                 "(NVIDIA_VISIBLE_DEVICES), volume-mounts, cdi-annotations, cdi-cri, or several "
+                 "comma separated (docs/install.md#cdi)")
+      ->envname("DEVICE_LIST_STRATEGY")
+      ->capture_default_str();
+  app.add_option("--device-id-strategy", cfg.device_id_strategy,
+                 "GPUs in the device list by uuid or by NVML index")
+      ->envname("DEVICE_ID_STRATEGY")
+      ->capture_default_str();
+  app.add_option("--cdi-annotation-prefix", cfg.cdi_annotation_prefix,
+                 "key prefix of the cdi-annotations strategy's container annotation")
+      ->envname("CDI_ANNOTATION_PREFIX")
+      ->capture_default_str();
+  app.add_option("--cdi-kind", cfg.cdi_kind,
+                 "CDI kind (<vendor>/<class>) of the node's CDI spec naming the GPUs by index and "
+                 "UUID (nvidia-ctk cdi generate's default)")
+      ->capture_default_str();
   app.add_option("--config", config_file,
                  "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), "
                  "applied over the flags");
@@ -154,8 +172,10 @@ int DevicePluginMain(int argc, char** argv) {
         file->nvidia,
         [&app](std::string_view flag) {
           const CLI::Option* o = app.get_option_no_throw(std::string(flag));
-          if (o != nullptr && o->count() > 0) return true;
-          return flag == "--split-count" && std::getenv("DEVICE_SPLIT_COUNT") != nullptr;
+          if (o == nullptr) return false;
+          if (o->count() > 0) return true;
+          const std::string env = o->get_envname();
+          return !env.empty() && std::getenv(env.c_str()) != nullptr;
         },
         &cfg);
   }

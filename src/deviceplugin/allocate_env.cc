@@ -1,6 +1,7 @@
 #include "deviceplugin/allocate_env.h"
 
 #include "core/model.h"
+#include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
 
 namespace hami::deviceplugin {
@@ -22,12 +23,60 @@ Status CheckPathComponent(const std::string& s, const char* what) {
   return OkStatus();
 }
 
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// The device list as config.device_list_strategy asks (vendors/nvidia/device_list.h): replaces the
+// vendor's NVIDIA_VISIBLE_DEVICES (UUIDs), or drops it when only CDI strategies are on.
+Status ApplyDeviceList(const PendingContainer& ctr, const PluginConfig& c,
+                       const std::map<std::string, int>& gpu_indices,
+                       std::string_view allocation_id, ContainerAllocation* a) {
+  namespace nv = vendors::nvidia;
+  HAMI_ASSIGN_OR_RETURN(const nv::DeviceListStrategies strategies,
+                        nv::ParseDeviceListStrategies(c.device_list_strategy));
+  std::vector<std::string> ids, cdi_names;
+  for (const auto& d : ctr.devices) {
+    std::string id = d.uuid;
+    if (c.device_id_strategy == "index") {
+      auto it = gpu_indices.find(d.uuid);
+      if (it == gpu_indices.end())
+        return FailedPrecondition("GPU ", d.uuid,
+                                  " has no NVML index on this node (device ID strategy index)");
+      id = std::to_string(it->second);
+    }
+    // Every strategy lists the IDs (comma separated, as a path component, as a CDI name): one rule
+    // for all of them, CDI's device-name rule, which NVML UUIDs and indices satisfy.
+    auto name = nv::CdiDeviceName(c.cdi_kind, id);
+    if (!name.ok()) return Annotate(name.status(), StrCat("GPU ", d.uuid));
+    ids.push_back(std::move(id));
+    cdi_names.push_back(*std::move(name));
+  }
+  a->envs.erase(kEnvVisibleDevices);
+  if (strategies.envvar) a->envs[kEnvVisibleDevices] = Join(ids);
+  if (strategies.volume_mounts) {
+    // The runtime reads the list from the mount points' names (NVIDIA's plugin: this wins over
+    // envvar when both are on).
+    a->envs[kEnvVisibleDevices] = nv::kVolumeMountsRoot;
+    for (const auto& id : ids)
+      a->mounts.push_back({JoinPath(nv::kVolumeMountsRoot, id), nv::kVolumeMountsHostPath, false});
+  }
+  if (strategies.cdi_annotations) {
+    HAMI_ASSIGN_OR_RETURN(const std::string key,
+                          nv::CdiAnnotationKey(c.cdi_annotation_prefix, allocation_id));
+    a->annotations[key] = Join(cdi_names);
+  }
+  if (strategies.cdi_cri) a->cdi_devices = cdi_names;
+  return OkStatus();
+}
+
 }  // namespace
 
-StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
-                                                       const PendingContainer& ctr,
-                                                       const PluginConfig& c,
-                                                       const std::string& cache_file_name) {
+StatusOr<ContainerAllocation> BuildContainerAllocation(
+    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& c,
+    const std::string& cache_file_name, const std::map<std::string, int>& gpu_indices) {
   if (ctr.devices.empty())
     return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": decision has no devices");
   HAMI_RETURN_IF_ERROR(CheckPathComponent(pod.uid, "pod UID"));
@@ -48,6 +97,10 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
   // The decision's part (visible devices, memory and SM limits) is the NVIDIA vendor's, one source
   // with the scheduler side (Vendor::AllocateEnv).
   a.envs = NvidiaVendor().AllocateEnv(ctr.devices);
+  std::string_view allocation_id = cache_file_name;
+  if (allocation_id.size() > 6 && allocation_id.substr(allocation_id.size() - 6) == ".cache")
+    allocation_id.remove_suffix(6);
+  HAMI_RETURN_IF_ERROR(ApplyDeviceList(ctr, c, gpu_indices, allocation_id, &a));
   a.envs[kEnvSharedCache] = JoinPath(c.container_hook_dir, cache_file_name);
   if (c.memory_scaling > 1.0) {
     a.envs[kEnvOversubscribe] = "true";

@@ -21,6 +21,11 @@ struct MountSpec {
 struct ContainerAllocation {
   std::map<std::string, std::string> envs;
   std::vector<MountSpec> mounts;
+  // The CDI strategies' part (vendors/nvidia/device_list.h): the container's annotations
+  // (cdi-annotations) and the qualified CDI device names of ContainerAllocateResponse.cdi_devices
+  // (cdi-cri).
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> cdi_devices;
   // To be created empty before the container starts, mode 0770 (never world-writable), owned by
   // region_uid:region_gid where given (-1 = the plugin's own id): the container's user and the
   // pod's fsGroup, so libvgpu in the container can create its region file (mode 0660) there.
@@ -49,12 +54,16 @@ inline constexpr char kEnvTaskPriority[] = "CUDA_TASK_PRIORITY";
 inline constexpr char kLimitsFileName[] = "vgpu.limits";
 
 // `cache_file_name` is the region file's name inside the container's region directory (unique per
-// allocation, e.g. a random UUID + ".cache"). Errors: no devices, a device without a memory limit
-// (usedmem 0 or less: libvgpu would read a 0 limit as "no limit"), a pod UID or container name that
-// cannot be a single path component.
-StatusOr<ContainerAllocation> BuildContainerAllocation(const PendingPod& pod,
-                                                       const PendingContainer& ctr,
-                                                       const PluginConfig& config,
-                                                       const std::string& cache_file_name);
+// allocation, e.g. a random UUID + ".cache"); without its ".cache" it is the allocation's ID, which
+// keys the cdi-annotations strategy's annotation (NVIDIA's plugin keys it with a random UUID per
+// response). `gpu_indices` maps this node's GPU UUIDs to NVML indices, for device ID strategy
+// "index". The device list follows config.device_list_strategy; the libvgpu environment, mounts and
+// limits file are the same whatever the strategy. Errors: no devices, a device without a memory
+// limit (usedmem 0 or less: libvgpu would read a 0 limit as "no limit"), a pod UID or container
+// name that cannot be a single path component, a device ID that cannot be a CDI device name, a GPU
+// without an index under strategy "index".
+StatusOr<ContainerAllocation> BuildContainerAllocation(
+    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& config,
+    const std::string& cache_file_name, const std::map<std::string, int>& gpu_indices = {});
 
 }  // namespace hami::deviceplugin

@@ -197,6 +197,188 @@ TEST(AllocateEnvTest, DecisionPartIsTheNvidiaVendors) {
   }
 }
 
+// The device list strategies (NVIDIA's --device-list-strategy): what names the GPUs to the runtime.
+// Upstream's cases: NVIDIA's plugin answers envvar with NVIDIA_VISIBLE_DEVICES, volume-mounts with
+// /dev/null mounts under /var/run/nvidia-container-devices, cdi-annotations with
+// cdi.k8s.io/nvidia-device-plugin_<response ID>, cdi-cri with cdi_devices, and sets no
+// NVIDIA_VISIBLE_DEVICES when only CDI strategies are on.
+TEST(AllocateEnvTest, DeviceListStrategyTable) {
+  struct Case {
+    const char* name;
+    void (*cfg)(PluginConfig&);
+    const char* visible;  // NVIDIA_VISIBLE_DEVICES; nullptr = absent
+    std::vector<MountSpec> list_mounts;
+    std::map<std::string, std::string> annotations;
+    std::vector<std::string> cdi;
+  };
+  const std::string uuid_a = "GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002";
+  const std::string uuid_b = "GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002";
+  const Case cases[] = {
+      {"envvar (default)",
+       [](PluginConfig&) {},
+       "GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002,"
+       "GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002",
+       {},
+       {},
+       {}},
+      {"envvar by index",
+       [](PluginConfig& c) { c.device_id_strategy = "index"; },
+       "3,1",
+       {},
+       {},
+       {}},
+      {"volume-mounts",
+       [](PluginConfig& c) {
+         c.device_list_strategy = "volume-mounts";
+         c.device_id_strategy = "index";
+       },
+       "/var/run/nvidia-container-devices",
+       {{"/var/run/nvidia-container-devices/3", "/dev/null", false},
+        {"/var/run/nvidia-container-devices/1", "/dev/null", false}},
+       {},
+       {}},
+      {"volume-mounts wins over envvar",
+       [](PluginConfig& c) { c.device_list_strategy = "envvar,volume-mounts"; },
+       "/var/run/nvidia-container-devices",
+       {{"/var/run/nvidia-container-devices/GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002", "/dev/null",
+         false},
+        {"/var/run/nvidia-container-devices/GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002", "/dev/null",
+         false}},
+       {},
+       {}},
+      {"cdi-annotations",
+       [](PluginConfig& c) { c.device_list_strategy = "cdi-annotations"; },
+       nullptr,
+       {},
+       {{"cdi.k8s.io/nvidia-device-plugin_0f3c8e2a-7d41-4b6e-9a15-c2e4b7d90a13",
+         "nvidia.com/gpu=GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002,"
+         "nvidia.com/gpu=GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002"}},
+       {}},
+      {"cdi-annotations by index, own prefix and kind",
+       [](PluginConfig& c) {
+         c.device_list_strategy = "cdi-annotations";
+         c.device_id_strategy = "index";
+         c.cdi_annotation_prefix = "cdi.example.com/";
+         c.cdi_kind = "k8s.device-plugin.nvidia.com/gpu";
+       },
+       nullptr,
+       {},
+       {{"cdi.example.com/nvidia-device-plugin_0f3c8e2a-7d41-4b6e-9a15-c2e4b7d90a13",
+         "k8s.device-plugin.nvidia.com/gpu=3,k8s.device-plugin.nvidia.com/gpu=1"}},
+       {}},
+      {"cdi-cri",
+       [](PluginConfig& c) { c.device_list_strategy = "cdi-cri"; },
+       nullptr,
+       {},
+       {},
+       {"nvidia.com/gpu=GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002",
+        "nvidia.com/gpu=GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002"}},
+      {"both CDI strategies",
+       [](PluginConfig& c) {
+         c.device_list_strategy = "cdi-annotations,cdi-cri";
+         c.device_id_strategy = "index";
+       },
+       nullptr,
+       {},
+       {{"cdi.k8s.io/nvidia-device-plugin_0f3c8e2a-7d41-4b6e-9a15-c2e4b7d90a13",
+         "nvidia.com/gpu=3,nvidia.com/gpu=1"}},
+       {"nvidia.com/gpu=3", "nvidia.com/gpu=1"}},
+      {"envvar beside CDI keeps the variable",
+       [](PluginConfig& c) { c.device_list_strategy = "envvar,cdi-cri"; },
+       "GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002,GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002",
+       {},
+       {},
+       {"nvidia.com/gpu=GPU-3c2d7a3e-54f1-11ee-8c99-0242ac120002",
+        "nvidia.com/gpu=GPU-9f1e0b52-54f1-11ee-8c99-0242ac120002"}},
+  };
+  // NVML indices deliberately out of the decision's order: the list keeps the decision's order.
+  PendingPod p = Pod({Dev(uuid_a, 3000, 30), Dev(uuid_b, 5000, 30)}, 0);
+  const std::map<std::string, int> by_index = {{uuid_a, 3}, {uuid_b, 1}};
+  const std::string cache = "0f3c8e2a-7d41-4b6e-9a15-c2e4b7d90a13.cache";
+  auto base = BuildContainerAllocation(p, p.containers[0], PluginConfig{}, cache, by_index);
+  ASSERT_TRUE(base.ok()) << base.status();
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    PluginConfig c;
+    tc.cfg(c);
+    ASSERT_TRUE(Validate(c).ok()) << Validate(c);
+    auto a = BuildContainerAllocation(p, p.containers[0], c, cache, by_index);
+    ASSERT_TRUE(a.ok()) << a.status();
+    if (tc.visible == nullptr) {
+      EXPECT_EQ(a->envs.count("NVIDIA_VISIBLE_DEVICES"), 0u) << a->envs["NVIDIA_VISIBLE_DEVICES"];
+    } else {
+      EXPECT_EQ(a->envs["NVIDIA_VISIBLE_DEVICES"], tc.visible);
+    }
+    EXPECT_EQ(a->annotations, tc.annotations);
+    EXPECT_EQ(a->cdi_devices, tc.cdi);
+    // The device list mounts come first; the libvgpu mounts follow unchanged.
+    ASSERT_EQ(a->mounts.size(), base->mounts.size() + tc.list_mounts.size());
+    EXPECT_EQ(std::vector<MountSpec>(a->mounts.begin(), a->mounts.begin() + tc.list_mounts.size()),
+              tc.list_mounts);
+    EXPECT_EQ(std::vector<MountSpec>(a->mounts.begin() + tc.list_mounts.size(), a->mounts.end()),
+              base->mounts);
+    // libvgpu is armed exactly as with the env strategy: every other variable and the limits file.
+    auto other = [](std::map<std::string, std::string> e) {
+      e.erase("NVIDIA_VISIBLE_DEVICES");
+      return e;
+    };
+    EXPECT_EQ(other(a->envs), other(base->envs));
+    EXPECT_EQ(a->envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+    EXPECT_EQ(a->envs.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
+    EXPECT_EQ(a->envs.at("CUDA_DEVICE_SM_LIMIT"), "30");
+    EXPECT_EQ(a->limits_file, base->limits_file);
+  }
+}
+
+TEST(AllocateEnvTest, DeviceListErrors) {
+  struct Case {
+    const char* name;
+    std::string uuid;
+    void (*cfg)(PluginConfig&);
+    std::map<std::string, int> indices;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"index strategy, GPU not on this node",
+       "GPU-a",
+       [](PluginConfig& c) { c.device_id_strategy = "index"; },
+       {{"GPU-b", 0}},
+       "GPU-a has no NVML index on this node"},
+      {"a comma would split the list",
+       "GPU-a,GPU-b",
+       [](PluginConfig&) {},
+       {},
+       "cannot be a CDI device name"},
+      {"a slash would climb the mount root",
+       "../a",
+       [](PluginConfig& c) { c.device_list_strategy = "volume-mounts"; },
+       {},
+       "cannot be a CDI device name"},
+      {"unknown strategy reaching Allocate",
+       "GPU-a",
+       [](PluginConfig& c) { c.device_list_strategy = "cdi"; },
+       {},
+       "\"cdi\" is not one of"},
+      {"allocation ID too long for the annotation key",
+       "GPU-a",
+       [](PluginConfig& c) { c.device_list_strategy = "cdi-annotations"; },
+       {},
+       "at most 63"},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    PluginConfig c;
+    tc.cfg(c);
+    PendingPod p = Pod({Dev(tc.uuid, 1000, 0)});
+    const std::string cache = std::string(tc.name).find("too long") != std::string::npos
+                                  ? std::string(50, 'x') + ".cache"
+                                  : "r.cache";
+    auto a = BuildContainerAllocation(p, p.containers[0], c, cache, tc.indices);
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(std::string(a.status().message()).find(tc.want), std::string::npos) << a.status();
+  }
+}
+
 TEST(AllocateEnvTest, RejectsWhatCannotBeAPathOrALimit) {
   PluginConfig c;
   struct Case {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "vendors/nvidia/device_list.h"
 
 namespace hami::deviceplugin {
 
@@ -48,6 +49,13 @@ Status Validate(const PluginConfig& c) {
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&
       c.libcuda_log_level != "2" && c.libcuda_log_level != "3" && c.libcuda_log_level != "4")
     return InvalidArgument("libcuda log level '", c.libcuda_log_level, "' must be 0..4");
+  if (auto s = vendors::nvidia::ParseDeviceListStrategies(c.device_list_strategy); !s.ok())
+    return Annotate(s.status(), "--device-list-strategy");
+  HAMI_RETURN_IF_ERROR(Annotate(vendors::nvidia::CheckDeviceIdStrategy(c.device_id_strategy),
+                                "--device-id-strategy"));
+  HAMI_RETURN_IF_ERROR(Annotate(vendors::nvidia::CheckCdiAnnotationPrefix(c.cdi_annotation_prefix),
+                                "--cdi-annotation-prefix"));
+  HAMI_RETURN_IF_ERROR(Annotate(vendors::nvidia::CheckCdiKind(c.cdi_kind), "--cdi-kind"));
   for (int i : c.exclude_indices)
     if (i < 0) return InvalidArgument("excluded device index ", i, " must be >= 0");
   if (c.socket_name.empty() || c.socket_name.find('/') != std::string::npos)

@@ -43,6 +43,12 @@ struct PluginConfig {
   std::string libcuda_log_level;        // LIBCUDA_LOG_LEVEL; "" = not set
   std::string core_policy = "default";  // GPU_CORE_UTILIZATION_POLICY: default | force | disable
 
+  // ---- how Allocate names the GPUs to the runtime (vendors/nvidia/device_list.h) ----
+  std::string device_list_strategy = "envvar";  // envvar, volume-mounts, cdi-annotations, cdi-cri
+  std::string device_id_strategy = "uuid";      // uuid | index (NVML index)
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  std::string cdi_kind = "nvidia.com/gpu";  // <vendor>/<class> of the node's CDI spec
+
   // ---- host paths (libvgpu install, HOOK_PATH of upstream) ----
   std::string container_hook_dir =
       "/usr/local/vgpu";  // where the container sees libvgpu and its region

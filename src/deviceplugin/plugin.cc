@@ -498,6 +498,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
       spdlog::error("cannot record failure of {}: {}", pod.Key(), std::string(mark.message()));
     return annotated;
   };
+  std::map<std::string, int> gpu_indices;  // for device ID strategy "index"
   {
     MutexLock m(mu_);
     for (const auto& d : ctr.devices) {
@@ -506,8 +507,9 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
         return fail(FailedPrecondition("decided GPU ", d.uuid, " is not on this node"));
       if (!h->second) return fail(FailedPrecondition("decided GPU ", d.uuid, " is unhealthy"));
     }
+    for (const auto& g : all_gpus_) gpu_indices[g.uuid] = g.index;
   }
-  auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName());
+  auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName(), gpu_indices);
   if (!alloc.ok()) return fail(alloc.status());
   if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid);
       !s.ok())
@@ -531,8 +533,12 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
     pm->set_host_path(m.host_path);
     pm->set_read_only(m.read_only);
   }
-  spdlog::info("allocated pod {} container {}: {} ({})", pod.Key(), ctr.name,
-               alloc->envs[kEnvVisibleDevices], alloc->region_host_dir);
+  for (const auto& [k, v] : alloc->annotations) (*out.mutable_annotations())[k] = v;
+  for (const auto& name : alloc->cdi_devices) out.add_cdi_devices()->set_name(name);
+  std::string decided;
+  for (const auto& d : ctr.devices) decided += (decided.empty() ? "" : ",") + d.uuid;
+  spdlog::info("allocated pod {} container {}: {} ({}, device list {})", pod.Key(), ctr.name,
+               decided, alloc->region_host_dir, config_.device_list_strategy);
   return out;
 }
 

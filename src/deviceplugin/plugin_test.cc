@@ -218,6 +218,39 @@ TEST_F(PluginTest, AllocateReturnsTheDecisionsEnvironment) {
   EXPECT_EQ(r3.status().code(), absl::StatusCode::kNotFound);
 }
 
+// The CDI device-list strategies on the wire: kubelet receives the CDI names in
+// ContainerAllocateResponse.annotations (cdi-annotations) and .cdi_devices (cdi-cri), no
+// NVIDIA_VISIBLE_DEVICES, and the libvgpu environment and mounts as with the env strategy.
+TEST_F(PluginTest, AllocateNamesTheGpusAsCdiDevices) {
+  config_.device_list_strategy = "cdi-annotations,cdi-cri";
+  config_.device_id_strategy = "index";
+  StartBoth();
+  pending_.AddPod(Pod("p1", {{Dev("GPU-bbbb", 3000, 30), Dev("GPU-aaaa", 2000, 30)}}));
+  auto r = kubelet_->Allocate({{"GPU-aaaa-1", "GPU-bbbb-2"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->container_responses_size(), 1);
+  const auto& c = r->container_responses(0);
+  EXPECT_EQ(c.envs().count("NVIDIA_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(c.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+  EXPECT_EQ(c.envs().at("CUDA_DEVICE_MEMORY_LIMIT_1"), "2000m");
+  EXPECT_EQ(c.envs().at("CUDA_DEVICE_SM_LIMIT"), "30");
+  ASSERT_EQ(c.cdi_devices_size(), 2);
+  EXPECT_EQ(c.cdi_devices(0).name(), "nvidia.com/gpu=1");  // GPU-bbbb is NVML index 1
+  EXPECT_EQ(c.cdi_devices(1).name(), "nvidia.com/gpu=0");
+  ASSERT_EQ(c.annotations_size(), 1);
+  const auto& [key, value] = *c.annotations().begin();
+  EXPECT_EQ(key.rfind("cdi.k8s.io/nvidia-device-plugin_", 0), 0u) << key;
+  EXPECT_EQ(value, "nvidia.com/gpu=1,nvidia.com/gpu=0");
+  // The annotation is keyed by the allocation's ID, the region file's name.
+  const std::string cache = c.envs().at("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  EXPECT_EQ(cache, "/usr/local/vgpu/" +
+                       key.substr(std::string("cdi.k8s.io/nvidia-device-plugin_").size()) +
+                       ".cache");
+  ASSERT_EQ(c.mounts_size(), 5);
+  EXPECT_EQ(c.mounts(0).container_path(), "/usr/local/vgpu/libvgpu.so");
+  EXPECT_EQ(c.mounts(4).container_path(), "/usr/local/vgpu/vgpu.limits");
+}
+
 TEST_F(PluginTest, AllocateErrors) {
   StartBoth();
   struct Case {

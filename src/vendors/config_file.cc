@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "vendors/config.h"
+#include "vendors/nvidia/device_list.h"
 #include "vendors/registry.h"
 #include "yaml-cpp/yaml.h"
 
@@ -149,6 +150,37 @@ constexpr Option kNvidia[] = {
      [](const OptionValue& v, DeviceConfig* c) {
        HAMI_RETURN_IF_ERROR(OneOf(v.text, {"0", "1", "2", "3", "4"}));
        c->plugin.lib_cuda_log_level = v.text;
+       return OkStatus();
+     }},
+    {"deviceListStrategy", OptionType::kString, "envvar", kDevicePlugin,
+     "how Allocate names the GPUs to the runtime: envvar, volume-mounts, cdi-annotations, "
+     "cdi-cri, or several comma separated (--device-list-strategy)",
+     [](const OptionValue& v, DeviceConfig* c) {
+       HAMI_ASSIGN_OR_RETURN(nvidia::DeviceListStrategies s,
+                             nvidia::ParseDeviceListStrategies(v.text));
+       c->plugin.device_list_strategy = s.ToString();
+       return OkStatus();
+     }},
+    {"deviceIDStrategy", OptionType::kString, "uuid", kDevicePlugin,
+     "GPUs named by uuid or NVML index in the device list (--device-id-strategy)",
+     [](const OptionValue& v, DeviceConfig* c) {
+       HAMI_RETURN_IF_ERROR(nvidia::CheckDeviceIdStrategy(v.text));
+       c->plugin.device_id_strategy = v.text;
+       return OkStatus();
+     }},
+    {"cdiAnnotationPrefix", OptionType::kString, "cdi.k8s.io/", kDevicePlugin,
+     "key prefix of the cdi-annotations strategy's container annotation "
+     "(--cdi-annotation-prefix)",
+     [](const OptionValue& v, DeviceConfig* c) {
+       HAMI_RETURN_IF_ERROR(nvidia::CheckCdiAnnotationPrefix(v.text));
+       c->plugin.cdi_annotation_prefix = v.text;
+       return OkStatus();
+     }},
+    {"cdiKind", OptionType::kString, "nvidia.com/gpu", kDevicePlugin,
+     "CDI kind (vendor/class) of the node's CDI spec that names the GPUs (--cdi-kind)",
+     [](const OptionValue& v, DeviceConfig* c) {
+       HAMI_RETURN_IF_ERROR(nvidia::CheckCdiKind(v.text));
+       c->plugin.cdi_kind = v.text;
        return OkStatus();
      }},
     {"migProfileAllowlist", OptionType::kAny, "upstream's chart list", kNotUsed,

@@ -44,6 +44,12 @@ struct DeviceConfig {
     std::optional<int64_t> preconfigured_memory;    // preConfiguredDeviceMemory (MiB, 0 = NVML)
     std::optional<bool> enable_numa_topology;       // enableNumaTopology
     std::optional<std::string> lib_cuda_log_level;  // libCudaLogLevel
+    // How Allocate names the GPUs to the container runtime (vendors/nvidia/device_list.h); the
+    // strategy list in its canonical spelling ("envvar", "cdi-annotations,cdi-cri", ...).
+    std::optional<std::string> device_list_strategy;   // deviceListStrategy
+    std::optional<std::string> device_id_strategy;     // deviceIDStrategy: uuid | index
+    std::optional<std::string> cdi_annotation_prefix;  // cdiAnnotationPrefix
+    std::optional<std::string> cdi_kind;               // cdiKind
   } plugin;
 };
 

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "core/fuzz_check.h"
 #include "vendors/config_file.h"
+#include "vendors/nvidia/device_list.h"
 
 using namespace hami::vendors;
 
@@ -29,6 +30,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!k.device_memory_scaling || *k.device_memory_scaling > 0, text.c_str());
   FUZZ_CHECK(!k.device_core_scaling || *k.device_core_scaling > 0, text.c_str());
   FUZZ_CHECK(!k.preconfigured_memory || *k.preconfigured_memory >= 0, text.c_str());
+  // The device list knobs reach Allocate unchecked: what was accepted is valid there, and the
+  // strategy list is kept in the spelling it parses back to.
+  if (k.device_list_strategy) {
+    auto s = nvidia::ParseDeviceListStrategies(*k.device_list_strategy);
+    FUZZ_CHECK(s.ok() && s->ToString() == *k.device_list_strategy, text.c_str());
+  }
+  FUZZ_CHECK(!k.device_id_strategy || nvidia::CheckDeviceIdStrategy(*k.device_id_strategy).ok(),
+             text.c_str());
+  FUZZ_CHECK(
+      !k.cdi_annotation_prefix || nvidia::CheckCdiAnnotationPrefix(*k.cdi_annotation_prefix).ok(),
+      text.c_str());
+  FUZZ_CHECK(!k.cdi_kind || nvidia::CheckCdiKind(*k.cdi_kind).ok(), text.c_str());
   auto again = ParseConfigFile(text, "fuzz.yaml");
   FUZZ_CHECK(again.ok() && again->vendors.size() == got->vendors.size() &&
                  again->nvidia.resources.nvidia.count == c.resources.nvidia.count &&

@@ -71,6 +71,18 @@ TEST(ConfigFile, Table) {
        ""},
       {"scaling", "nvidia:\n  deviceMemoryScaling: -1\n", false, "nvidia.deviceMemoryScaling", "",
        0, ""},
+      {"cdi strategy", "nvidia:\n  deviceListStrategy: cdi-annotations\n", true, "",
+       "nvidia.com/gpu", 1, "default"},
+      {"unknown device list strategy", "nvidia:\n  deviceListStrategy: cdi\n", false,
+       "dc.yaml: nvidia.deviceListStrategy: device list strategy \"cdi\" is not one of", "", 0, ""},
+      {"device list strategy as a YAML list", "nvidia:\n  deviceListStrategy: [envvar]\n", false,
+       "nvidia.deviceListStrategy: expected a string", "", 0, ""},
+      {"device id strategy", "nvidia:\n  deviceIDStrategy: name\n", false,
+       "nvidia.deviceIDStrategy: device ID strategy \"name\"", "", 0, ""},
+      {"cdi prefix without slash", "nvidia:\n  cdiAnnotationPrefix: cdi.k8s.io\n", false,
+       "nvidia.cdiAnnotationPrefix", "", 0, ""},
+      {"cdi kind without class", "nvidia:\n  cdiKind: nvidia.com\n", false, "nvidia.cdiKind", "", 0,
+       ""},
       {"a list where a scalar goes", "nvidia:\n  overwriteEnv: [true]\n", false,
        "nvidia.overwriteEnv: expected a bool", "", 0, ""},
       {"unknown nvidia key (was ignored by the scheduler)", "nvidia:\n  gpuCorePolcy: force\n",
@@ -137,6 +149,18 @@ TEST(ConfigFile, DevicePluginKnobs) {
   EXPECT_FALSE(none->nvidia.plugin.device_split_count.has_value());
   EXPECT_FALSE(none->nvidia.plugin.device_memory_scaling.has_value());
   EXPECT_FALSE(none->nvidia.plugin.lib_cuda_log_level.has_value());
+  EXPECT_FALSE(none->nvidia.plugin.device_list_strategy.has_value());
+  EXPECT_FALSE(none->nvidia.plugin.cdi_annotation_prefix.has_value());
+  // The CDI knobs; the strategy list is kept in its canonical spelling.
+  auto cdi = ParseConfigFile(
+      "nvidia:\n  deviceListStrategy: cdi-cri, cdi-annotations\n  deviceIDStrategy: index\n"
+      "  cdiAnnotationPrefix: example.com/\n  cdiKind: k8s.device-plugin.nvidia.com/gpu\n",
+      "dc.yaml");
+  ASSERT_TRUE(cdi.ok()) << cdi.status();
+  EXPECT_EQ(cdi->nvidia.plugin.device_list_strategy, "cdi-annotations,cdi-cri");
+  EXPECT_EQ(cdi->nvidia.plugin.device_id_strategy, "index");
+  EXPECT_EQ(cdi->nvidia.plugin.cdi_annotation_prefix, "example.com/");
+  EXPECT_EQ(cdi->nvidia.plugin.cdi_kind, "k8s.device-plugin.nvidia.com/gpu");
   auto bad = ParseConfigFile("nvidia:\n  deviceSplitCount: many\n", "dc.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(Message(bad.status()).find("nvidia.deviceSplitCount"), std::string::npos)

@@ -9,7 +9,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 help=$("$hami" device-plugin --help) || fail "--help exited $?"
 for flag in --kubeconfig --node-name --plugin-dir --split-count --config --libvgpu-path --region-root \
-            --resource-name --device-memory-scaling --device-cores-scaling --nvml-library --dry-run; do
+            --resource-name --device-memory-scaling --device-cores-scaling --nvml-library --dry-run \
+            --device-list-strategy --device-id-strategy --cdi-annotation-prefix --cdi-kind; do
   echo "$help" | grep -q -- "$flag" || fail "--help does not document $flag"
 done
 
@@ -41,4 +42,23 @@ echo "$out" | grep -q "split count 0" || fail "error does not name the option: $
 out=$("$hami" device-plugin --dry-run --fail-on-init-error --nvml-library libnvidia-ml-missing.so.1 2>&1) \
   && fail "missing NVML accepted with --fail-on-init-error"
 echo "$out" | grep -q "libnvidia-ml-missing.so.1" || fail "error does not name the library: $out"
+# The device list strategy: a value NVIDIA's plugin does not know fails at start naming the option,
+# from the flag, its environment variable or device-config.yaml; the known ones start.
+out=$("$hami" device-plugin --dry-run --device-list-strategy cdi 2>&1) && fail "--device-list-strategy cdi accepted"
+echo "$out" | grep -q -- '--device-list-strategy: device list strategy "cdi" is not one of' \
+  || fail "error does not name --device-list-strategy: $out"
+out=$(DEVICE_LIST_STRATEGY=cdi "$hami" device-plugin --dry-run 2>&1) && fail "DEVICE_LIST_STRATEGY=cdi accepted"
+echo "$out" | grep -q -- '--device-list-strategy' || fail "env error does not name the option: $out"
+dc=$(mktemp /tmp/hami-cli-dc.XXXXXX)
+printf 'nvidia:\n  deviceListStrategy: cdi\n' > "$dc"
+out=$("$hami" device-plugin --dry-run --device-config-file "$dc" 2>&1) && fail "deviceListStrategy: cdi accepted"
+echo "$out" | grep -q 'nvidia.deviceListStrategy' || fail "file error does not name the option: $out"
+rm -f "$dc"
+out=$("$hami" device-plugin --dry-run --device-id-strategy name 2>&1) && fail "--device-id-strategy name accepted"
+echo "$out" | grep -q -- '--device-id-strategy' || fail "error does not name --device-id-strategy: $out"
+state=$(mktemp /tmp/hami-cli-test.XXXXXX)
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_DEVICES="Tesla T4:15360:40" \
+      "$hami" device-plugin --dry-run --device-list-strategy cdi-annotations,cdi-cri --device-id-strategy index 2>&1) \
+  || fail "--device-list-strategy cdi-annotations,cdi-cri: $out"
+rm -f "$state"
 echo "ok"

@@ -123,7 +123,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeNvidia(const YAML::Node& sect
   r.Ignore({"overwriteEnv", "disableCoreLimit", "gpuCorePolicy", "runtimeClassName",
             "libCudaLogLevel", "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling",
             "preConfiguredDeviceMemory", "enableNumaTopology", "migProfileAllowlist",
-            "knownMigGeometries"});
+            "knownMigGeometries", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
+            "cdiKind"});
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   HAMI_RETURN_IF_ERROR(config.Validate());
   Spec s;

@@ -96,7 +96,7 @@ inert one, or any value when none is given, is reported by NOTES.txt). docs/inst
   "scheduler.nodeLockExpire=5m" "scheduler.nodeLockRetryTimeout=" "scheduler.kubeTimeout="
   "devicePlugin.gpuOperatorToolkitReady.enabled=false" "devicePlugin.numaRefit.enabled=false"
   "devicePlugin.hostPIDBroker.enabled=false" "devicePlugin.migStrategy=none"
-  "devicePlugin.passDeviceSpecsEnabled=true" "devicePlugin.deviceListStrategy=envvar"
+  "devicePlugin.passDeviceSpecsEnabled=true"
   "devicePlugin.nvidiaHookPath=" "devicePlugin.nvidiaDriverRoot=auto" "devicePlugin.gdrcopyEnabled="
   "devicePlugin.gdsEnabled=" "devicePlugin.mofedEnabled=" "devicePlugin.hostNetwork=false"
   "mockDevicePlugin.enabled=false" "legacyMetrics=false" "prometheus.enabled=false"
