@@ -7,8 +7,9 @@ list and, for every run (policy, seed) in the file, reports:
   * the failed task events up to the report point (the last event whose arrived GPU demand is <= the
     capacity, i.e. arrival 100 %), each classified by the cluster state at the moment it failed:
       cpu      GPUs that fit the task (accepted model, enough GPUs with enough free milli) exist,
-               but only on nodes without the task's free CPU
-      memory   the same, for node memory (CPU fits there)
+               but only on nodes without the task's free CPU (some of them with its memory)
+      memory   the same, for node memory (some of them with the CPU); cpu+memory: neither
+      fits     a node has all it needs: the decisions do not belong to this node list
       model    no accepted GPU fits, but a GPU of another model would (with CPU and memory)
       gpu      no node at all has the GPUs the task needs, CPU and model aside:
                  whole    one whole GPU and no fully free GPU anywhere
@@ -75,9 +76,13 @@ def classify(t, nodes):
         elif ok_cpu and ok_mem:
             other_model_full = True
     if fit_accepted:
+        if any(ok_cpu and ok_mem for ok_cpu, ok_mem in fit_accepted):
+            return "fits", ""  # the decisions do not match the node list
         if any(ok_mem and not ok_cpu for ok_cpu, ok_mem in fit_accepted):
             return "cpu", ""
-        return "memory", ""
+        if any(ok_cpu and not ok_mem for ok_cpu, ok_mem in fit_accepted):
+            return "memory", ""
+        return "cpu+memory", ""
     if gpu_fit_any and (other_model_full or spec):
         return "model", ""
     if n > 1:
