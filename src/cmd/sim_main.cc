@@ -51,7 +51,7 @@ int SimMain(int argc, char** argv) {
       "(pods arrive in random order, never leave; GPU allocation ratio vs arrived demand)."};
   std::string nodes_path, pods_path,
       policies = "hami,random,dot-product,gpu-packing,gpu-clustering,best-fit,fgd,default";
-  std::string json_path, plot_path, device_config;
+  std::string json_path, plot_path, device_config, placements_path;
   int seeds = 1, jobs = 1;
   uint64_t first_seed = 42;
   double inflation = 1.3;
@@ -75,6 +75,8 @@ int SimMain(int argc, char** argv) {
                  "vendor config (docs/vendors.md) for traces with a vendor column; default: every "
                  "vendor with its defaults");
   app.add_option("--json", json_path, "write all runs and the summary as JSON to FILE");
+  app.add_option("--placements", placements_path,
+                 "write every decision (node and GPUs per task event, '' = failed) as CSV to FILE");
   app.add_option("--plot", plot_path, "write unallocated GPU % vs arrived demand as SVG to FILE");
   app.add_option("--jobs,-j", jobs, "runs in parallel threads")
       ->check(CLI::Range(1, 256))
@@ -155,7 +157,8 @@ int SimMain(int argc, char** argv) {
       results[i] =
           sim::RunInflation(*nodes, *tasks,
                             {work[i].policy, work[i].seed, inflation,
-                             vendor_set ? vendor_set.get() : &vendors::VendorSet::NvidiaOnly()});
+                             vendor_set ? vendor_set.get() : &vendors::VendorSet::NvidiaOnly(),
+                             !placements_path.empty()});
       done.fetch_add(1);
       progress();
     }
@@ -179,6 +182,9 @@ int SimMain(int argc, char** argv) {
     if (Status s = sim::WriteFile(json_path, sim::ToJson(info, totals, runs)); !s.ok())
       return Fail(s);
   }
+  if (!placements_path.empty())
+    if (Status s = sim::WriteFile(placements_path, sim::ToPlacementsCsv(runs, *tasks)); !s.ok())
+      return Fail(s);
   if (!plot_path.empty()) {
     std::string title = "hami sim: " + pods_path.substr(pods_path.find_last_of('/') + 1) + ", " +
                         std::to_string(totals.gpus) + " GPUs, " + std::to_string(seeds) +

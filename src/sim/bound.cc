@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -46,6 +47,38 @@ struct GlpDeleter {
 };
 
 }  // namespace
+
+std::vector<std::vector<int>> MaximalGpuPatterns(const std::vector<int>& sizes, size_t limit) {
+  std::vector<std::vector<int>> out;
+  if (sizes.empty()) return out;
+  const int smallest = *std::min_element(sizes.begin(), sizes.end());
+  if (smallest <= 0) return out;
+  std::vector<int> cur(sizes.size(), 0);
+  bool overflow = false;
+  size_t visits = 0;  // the search is cut (as too many) past 64 visits per pattern allowed
+  // Depth-first over the sizes: how many of size z, given what is left of the GPU.
+  auto rec = [&](auto&& self, size_t z, int left) -> void {
+    if (++visits > 64 * limit + 1024) overflow = true;
+    if (overflow) return;
+    if (z == sizes.size()) {
+      if (left >= smallest) return;  // another share still fits: not maximal
+      if (out.size() >= limit) {
+        overflow = true;
+        return;
+      }
+      out.push_back(cur);
+      return;
+    }
+    for (int k = left / sizes[z]; k >= 0; --k) {
+      cur[z] = k;
+      self(self, z + 1, left - k * sizes[z]);
+    }
+    cur[z] = 0;
+  };
+  rec(rec, 0, 1000);
+  if (overflow) out.clear();
+  return out;
+}
 
 TaskShapeKey ShapeOf(const TraceTask& t) {
   return {t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, t.vendor};
@@ -90,12 +123,26 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
   // exclusive GPUs, and the three "more than half a node" counts.
   constexpr int kPerClass = 7;
   const int shape_rows = static_cast<int>(shp.size());
-  glp_add_rows(lp.get(), shape_rows + kPerClass * static_cast<int>(cls.size()));
+  // GPU fill patterns (BoundOptions::gpu_patterns): the per-GPU milli of the shares (< 1000) in the
+  // prefix, and every maximal way to fill one GPU with them.
+  std::vector<int> sizes;
+  std::vector<std::vector<int>> patterns;  // per pattern, how many of each size
+  if (options.gpu_patterns) {
+    for (const auto& s : shp)
+      if (s.shape->num_gpu > 0 && s.shape->gpu_milli < 1000) sizes.push_back(s.shape->gpu_milli);
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    patterns = MaximalGpuPatterns(sizes, options.max_patterns);
+    if (patterns.empty()) sizes.clear();  // none, or too many: the pooled rows alone
+  }
+  const int per_class = kPerClass + (sizes.empty() ? 0 : 1 + static_cast<int>(sizes.size()));
+  out.gpu_patterns = static_cast<int>(patterns.size());
+  glp_add_rows(lp.get(), shape_rows + per_class * static_cast<int>(cls.size()));
   std::vector<bool> shape_has_column(shp.size(), false);
   for (size_t c = 0; c < cls.size(); ++c) {
     const TraceNode& n = *cls[c].shape;
     const double k = static_cast<double>(cls[c].count);
-    const int base = shape_rows + kPerClass * static_cast<int>(c) + 1;
+    const int base = shape_rows + per_class * static_cast<int>(c) + 1;
     const double caps[kPerClass] = {k * static_cast<double>(n.cpu_milli),
                                     k * static_cast<double>(n.memory_mib),
                                     k * 1000.0 * n.gpus,
@@ -104,6 +151,12 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
                                     k,
                                     k};
     for (int r = 0; r < kPerClass; ++r) glp_set_row_bnds(lp.get(), base + r, GLP_UP, 0, caps[r]);
+    if (sizes.empty()) continue;
+    // GPUs: whole GPUs of tasks plus GPUs filled by a pattern <= the class's GPUs; shares of each
+    // size placed <= the places the patterns offer for that size.
+    glp_set_row_bnds(lp.get(), base + kPerClass, GLP_UP, 0, k * n.gpus);
+    for (size_t z = 0; z < sizes.size(); ++z)
+      glp_set_row_bnds(lp.get(), base + kPerClass + 1 + static_cast<int>(z), GLP_UP, 0, 0);
   }
   std::vector<std::pair<size_t, size_t>> column{{0, 0}};  // (shape, class) of column i
   std::vector<int> ia{0}, ja{0};
@@ -125,7 +178,7 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
         ja.push_back(col);
         ar.push_back(v);
       };
-      const int base = shape_rows + kPerClass * static_cast<int>(c) + 1;
+      const int base = shape_rows + per_class * static_cast<int>(c) + 1;
       put(static_cast<int>(s) + 1, 1);
       put(base + 0, static_cast<double>(t.cpu_milli));
       put(base + 1, static_cast<double>(t.memory_mib));
@@ -134,6 +187,34 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
       put(base + 4, 2 * t.cpu_milli > n.cpu_milli ? 1 : 0);
       put(base + 5, 2 * t.memory_mib > n.memory_mib ? 1 : 0);
       put(base + 6, 2 * t.num_gpu > n.gpus ? 1 : 0);
+      if (!sizes.empty() && t.num_gpu > 0) {
+        if (t.gpu_milli >= 1000) {
+          put(base + kPerClass, t.num_gpu);
+        } else {
+          const auto z = std::find(sizes.begin(), sizes.end(), t.gpu_milli) - sizes.begin();
+          put(base + kPerClass + 1 + static_cast<int>(z), t.num_gpu);
+        }
+      }
+    }
+  }
+  // Pattern columns: how many GPUs of the class are filled that way.
+  for (size_t c = 0; c < cls.size() && !sizes.empty(); ++c) {
+    if (cls[c].shape->gpus <= 0) continue;
+    const int base = shape_rows + per_class * static_cast<int>(c) + 1;
+    for (const auto& pat : patterns) {
+      const int col = glp_add_cols(lp.get(), 1);
+      column.emplace_back(shp.size(), c);  // not a task shape
+      glp_set_col_bnds(lp.get(), col, GLP_LO, 0, 0);
+      if (options.integer) glp_set_col_kind(lp.get(), col, GLP_IV);
+      ia.push_back(base + kPerClass);
+      ja.push_back(col);
+      ar.push_back(1);
+      for (size_t z = 0; z < sizes.size(); ++z)
+        if (pat[z] > 0) {
+          ia.push_back(base + kPerClass + 1 + static_cast<int>(z));
+          ja.push_back(col);
+          ar.push_back(-pat[z]);
+        }
     }
   }
   for (size_t s = 0; s < shp.size(); ++s) {
@@ -174,6 +255,7 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
         out.integer_optimal ? glp_mip_col_val(lp.get(), col) : glp_get_col_prim(lp.get(), col);
     if (v <= 1e-9) continue;
     const auto [s, c] = column[col];
+    if (s >= shp.size()) continue;  // a pattern column
     out.placed[ShapeOf(*shp[s].shape)][ClassOf(*cls[c].shape)] = v;
   }
   return out;
@@ -250,6 +332,95 @@ StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<Trac
   return out;
 }
 
+StatusOr<OfflinePacking> PackDirect(const std::vector<TraceNode>& nodes,
+                                    const std::vector<TraceTask>& tasks,
+                                    const std::vector<int>& prefix, const PackingBound* guide) {
+  struct State {
+    int64_t cpu = 0, mem = 0, free_total = 0;
+    std::vector<int> free;  // per GPU
+  };
+  std::vector<State> st(nodes.size());
+  std::map<NodeClassKey, std::vector<size_t>> by_class;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    st[i] = {nodes[i].cpu_milli, nodes[i].memory_mib, int64_t{nodes[i].gpus} * 1000,
+             std::vector<int>(static_cast<size_t>(std::max(0, nodes[i].gpus)), 1000)};
+    by_class[ClassOf(nodes[i])].push_back(i);
+  }
+  std::vector<size_t> ev(prefix.size());
+  std::iota(ev.begin(), ev.end(), size_t{0});
+  for (int i : prefix)
+    if (i < 0 || static_cast<size_t>(i) >= tasks.size())
+      return InvalidArgument("task index ", i, " is out of range");
+  auto key = [&](size_t e) {
+    const TraceTask& t = tasks[prefix[e]];
+    return std::make_tuple(t.num_gpu == 0, -t.num_gpu, -t.gpu_milli, -t.cpu_milli, -t.memory_mib,
+                           e);
+  };
+  std::sort(ev.begin(), ev.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  std::map<TaskShapeKey, std::map<NodeClassKey, double>> quota;
+  if (guide != nullptr) quota = guide->placed;
+
+  OfflinePacking out;
+  out.policy = "none";
+  out.order = "direct";
+  std::vector<int> fit, best_gpus;
+  // The best node of `candidates` for `t` (and its GPUs in best_gpus); -1 when none fits.
+  auto search = [&](const TraceTask& t, const std::vector<size_t>& candidates) {
+    using Key = std::tuple<int64_t, int64_t, int64_t, size_t>;
+    Key best{0, 0, 0, 0};
+    long best_node = -1;
+    for (size_t n : candidates) {
+      const State& s = st[n];
+      if (s.cpu < t.cpu_milli || s.mem < t.memory_mib || !Fits(t, nodes[n])) continue;
+      int64_t left = 0;
+      fit.clear();
+      if (t.num_gpu > 0) {
+        for (size_t g = 0; g < s.free.size(); ++g)
+          if (s.free[g] >= t.gpu_milli) fit.push_back(static_cast<int>(g));
+        if (fit.size() < static_cast<size_t>(t.num_gpu)) continue;
+        std::stable_sort(fit.begin(), fit.end(),
+                         [&](int a, int b) { return s.free[a] < s.free[b]; });
+        fit.resize(static_cast<size_t>(t.num_gpu));
+        for (int g : fit) left += s.free[g] - t.gpu_milli;
+      }
+      const Key k{left, s.free_total - t.total_gpu_milli(), s.cpu - t.cpu_milli, n};
+      if (best_node < 0 || k < best) best = k, best_node = static_cast<long>(n), best_gpus = fit;
+    }
+    return best_node;
+  };
+  std::vector<size_t> candidates, all(nodes.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  for (size_t e : ev) {
+    const TraceTask& t = tasks[prefix[e]];
+    long n = -1;
+    std::map<NodeClassKey, double>* q = nullptr;
+    if (auto it = quota.find(ShapeOf(t)); it != quota.end()) {
+      q = &it->second;
+      candidates.clear();
+      for (const auto& [c, left] : *q)
+        if (left >= 1 - 1e-6)
+          candidates.insert(candidates.end(), by_class[c].begin(), by_class[c].end());
+      std::sort(candidates.begin(), candidates.end());
+      n = search(t, candidates);
+    }
+    if (n < 0) n = search(t, all);
+    if (n < 0) {
+      ++(t.num_gpu > 0 ? out.gpu_failed : out.cpu_only_failed);
+      continue;
+    }
+    State& s = st[static_cast<size_t>(n)];
+    s.cpu -= t.cpu_milli;
+    s.mem -= t.memory_mib;
+    for (int g : best_gpus) s.free[static_cast<size_t>(g)] -= t.gpu_milli;
+    s.free_total -= t.total_gpu_milli();
+    out.used_milli += t.total_gpu_milli();
+    if (q != nullptr)
+      if (auto c = q->find(ClassOf(nodes[static_cast<size_t>(n)])); c != q->end())
+        c->second = std::max(0.0, c->second - 1);
+  }
+  return out;
+}
+
 StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
                               const std::vector<TraceTask>& tasks, uint64_t seed,
                               const BoundSeedOptions& options) {
@@ -318,6 +489,9 @@ StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
                             PackOffline(plan, tasks, out.events, policy, order, &out.bound));
       out.offline.push_back(std::move(p));
     }
+  HAMI_ASSIGN_OR_RETURN(OfflinePacking direct,
+                        PackDirect(nodes, tasks, prefix(out.events), &out.bound));
+  out.offline.push_back(std::move(direct));
   return out;
 }
 

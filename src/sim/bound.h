@@ -30,7 +30,17 @@ struct BoundOptions {
   // Integer task counts (branch and bound); the result is used only when proven optimal.
   bool integer = false;
   double time_limit_s = 60;
+  // Per node class, count the GPUs by how they are filled with shares (every maximal multiset of
+  // the prefix's per-GPU shares below 1000 milli that fits 1000): two shares of 810 and 650 never
+  // share a GPU, and a GPU holding an 810 keeps 190 milli that only shares of at most 190 can use.
+  // Skipped (pooled milli only) when there are more than max_patterns such multisets.
+  bool gpu_patterns = true;
+  size_t max_patterns = 200000;
 };
+
+// Every multiset of `sizes` (milli per GPU, distinct, > 0) whose sum is at most 1000 and to which
+// no size can be added, as counts parallel to `sizes`; empty when there are more than `limit`.
+std::vector<std::vector<int>> MaximalGpuPatterns(const std::vector<int>& sizes, size_t limit);
 
 // Tasks of one shape are interchangeable in the relaxation; so are nodes of one class.
 using TaskShapeKey = std::tuple<int64_t, int64_t, int, int, std::vector<std::string>, std::string>;
@@ -41,6 +51,7 @@ NodeClassKey ClassOf(const TraceNode& n);
 struct PackingBound {
   int task_shapes = 0;
   int node_classes = 0;
+  int gpu_patterns = 0;      // fill patterns per node class (0: pooled milli only)
   int64_t demand_milli = 0;  // GPU milli the prefix asks
   double lp_milli = 0;       // optimum of the linear relaxation
   bool integer_optimal = false;
@@ -74,6 +85,18 @@ struct OfflinePacking {
 StatusOr<OfflinePacking> PackOffline(const RunPlan& plan, const std::vector<TraceTask>& tasks,
                                      size_t events, const std::string& policy,
                                      const std::string& order, const PackingBound* guide = nullptr);
+
+// A constructive offline packing of the same prefix without any scheduler policy (order "direct",
+// policy "none"): tasks with GPUs by decreasing GPU count, then per-GPU milli, then CPU; then the
+// tasks without GPUs by decreasing CPU. Each goes to the nodes of the classes where `guide` (the
+// relaxation's solution; may be null) still has room for its shape, else to any node, and there to
+// the fitting GPUs with the least free milli (best fit) on the node that keeps the fewest free
+// milli on them, then the fewest free milli in all, then the least free CPU. Feasibility (CPU,
+// memory, GPU count, model, 1000 milli per GPU) is checked here; what it allocates is achievable by
+// a placement that knows the whole prefix in advance, so it bounds the best packing from below.
+StatusOr<OfflinePacking> PackDirect(const std::vector<TraceNode>& nodes,
+                                    const std::vector<TraceTask>& tasks,
+                                    const std::vector<int>& prefix, const PackingBound* guide);
 
 // One seed of the experiment against those references, at the event where the arrived GPU demand
 // last is <= the capacity (arrival 100 %).

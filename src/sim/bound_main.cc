@@ -43,12 +43,16 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", opt.bound.time_limit_s, "seconds per integer solve");
   app.add_flag("--place-cpu-only", opt.bound.place_cpu_only,
                "the bound must place every task without GPUs (valid for runs where none failed)");
+  bool pooled = false;
+  app.add_flag("--pooled-gpus", pooled,
+               "drop the GPU fill patterns: pool the GPU milli of a node class (the looser bound)");
   std::string offline_policies = "default,best-fit";
   app.add_option("--offline-policies", offline_policies,
                  "policies the offline packings place with (comma-separated)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "print every offline packing");
   CLI11_PARSE(app, argc, argv);
+  opt.bound.gpu_patterns = !pooled;
   opt.offline_policies.clear();
   for (size_t a = 0, b; a <= offline_policies.size(); a = b + 1) {
     b = offline_policies.find(',', a);
@@ -73,7 +77,7 @@ int main(int argc, char** argv) {
 
   std::printf(
       "seed  events  online_A100  bound_A100  | at arrival 100 %%: online  offline_best (policy, "
-      "order, cpu-only failed)  bound  lp  shapes\n");
+      "order, cpu-only failed)  bound  lp  shapes  gpu_patterns\n");
   std::vector<double> online_a, bound_a, online_u, offline_u, bound_u;
   for (int s = 0; s < seeds; ++s) {
     auto r = BoundSeed(*nodes, *tasks, first_seed + static_cast<uint64_t>(s), opt);
@@ -85,12 +89,13 @@ int main(int argc, char** argv) {
     const double on = 100.0 * static_cast<double>(r->online_used_milli) / cap;
     const double off = best ? 100.0 * static_cast<double>(best->used_milli) / cap : 0;
     const double ub = 100.0 * r->bound.best_milli() / cap;
-    std::printf("%4llu  %6zu  %11.2f  %10.2f  | %6.2f  %6.2f (%s, %s, %lld)  %6.2f%s  %6.2f  %d\n",
-                static_cast<unsigned long long>(r->seed), r->events, r->online_a100, r->a100_bound,
-                on, off, best ? best->policy.c_str() : "-", best ? best->order.c_str() : "-",
-                best ? static_cast<long long>(best->cpu_only_failed) : 0LL, ub,
-                r->bound.integer_optimal ? " (integer)" : "", 100.0 * r->bound.lp_milli / cap,
-                r->bound.task_shapes);
+    std::printf(
+        "%4llu  %6zu  %11.2f  %10.2f  | %6.2f  %6.2f (%s, %s, %lld)  %6.2f%s  %6.2f  %d  %d\n",
+        static_cast<unsigned long long>(r->seed), r->events, r->online_a100, r->a100_bound, on, off,
+        best ? best->policy.c_str() : "-", best ? best->order.c_str() : "-",
+        best ? static_cast<long long>(best->cpu_only_failed) : 0LL, ub,
+        r->bound.integer_optimal ? " (integer)" : "", 100.0 * r->bound.lp_milli / cap,
+        r->bound.task_shapes, r->bound.gpu_patterns);
     if (verbose)
       for (const auto& p : r->offline)
         std::printf(

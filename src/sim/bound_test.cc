@@ -38,6 +38,45 @@ TEST(PackingUpperBoundTest, TwoLargeSharesNeverShareAGpu) {
   EXPECT_EQ(b->node_classes, 1);
 }
 
+// A GPU holding an 810 share keeps 190 milli, which a 380 share cannot use: pooled milli (and the
+// "more than half" rule) allow all three on two GPUs, the fill patterns only the two 810s.
+TEST(PackingUpperBoundTest, GpuFillPatterns) {
+  std::vector<TraceNode> nodes{Node("n", 64000, 2)};
+  std::vector<TraceTask> tasks{Task("a", 1000, 1, 810), Task("b", 1000, 1, 380)};
+  BoundOptions pooled;
+  pooled.gpu_patterns = false;
+  auto loose = PackingUpperBound(nodes, tasks, {0, 0, 1}, pooled);
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  EXPECT_DOUBLE_EQ(loose->lp_milli, 2000);
+  EXPECT_EQ(loose->gpu_patterns, 0);
+  auto tight = PackingUpperBound(nodes, tasks, {0, 0, 1}, {});
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  EXPECT_DOUBLE_EQ(tight->lp_milli, 1620);
+  EXPECT_EQ(tight->gpu_patterns, 2);  // {810}, {380, 380}
+  // A 190 share fits next to the 810.
+  tasks.push_back(Task("c", 1000, 1, 190));
+  auto fill = PackingUpperBound(nodes, tasks, {0, 0, 2, 2}, {});
+  ASSERT_TRUE(fill.ok()) << fill.status();
+  EXPECT_DOUBLE_EQ(fill->lp_milli, 2000);
+}
+
+TEST(MaximalGpuPatternsTest, Cases) {
+  struct Case {
+    std::vector<int> sizes;
+    size_t limit;
+    std::vector<std::vector<int>> want;
+  };
+  const std::vector<Case> cases = {
+      {{600, 300}, 10, {{1, 1}, {0, 3}}},
+      {{600, 300}, 1, {}},  // more than the limit: none
+      {{1000}, 10, {{1}}},
+      {{810, 190}, 10, {{1, 1}, {0, 5}}},
+      {{810, 380}, 10, {{1, 0}, {0, 2}}},
+      {{}, 10, {}},
+  };
+  for (const Case& c : cases) EXPECT_EQ(MaximalGpuPatterns(c.sizes, c.limit), c.want);
+}
+
 // The node's CPU taken by a task without GPUs strands both GPUs, once that task must be placed.
 TEST(PackingUpperBoundTest, CpuOnlyTasksStrandGpusWhenTheyMustBePlaced) {
   std::vector<TraceNode> nodes{Node("n", 4000, 2)};
@@ -138,6 +177,96 @@ TEST(PackOfflineTest, GuidedFollowsTheRelaxation) {
   EXPECT_GE(guided->used_milli, first->used_milli);
 }
 
+// The direct packing: largest first, best fit on GPUs, the guide's classes first.
+TEST(PackDirectTest, Cases) {
+  struct Case {
+    const char* name;
+    std::vector<TraceNode> nodes;
+    std::vector<TraceTask> tasks;
+    bool guided;
+    int64_t used, gpu_failed, cpu_only_failed;
+  };
+  const std::vector<Case> cases = {
+      // 400, 600, 400, 600 online-first-fit could pair 400+400; decreasing + best fit pairs each
+      // 600 with a 400.
+      {"shares pair up",
+       {Node("n", 64000, 2)},
+       {Task("a", 100, 1, 400), Task("b", 100, 1, 600), Task("c", 100, 1, 400),
+        Task("d", 100, 1, 600)},
+       false,
+       2000,
+       0,
+       0},
+      // Three 600s on two GPUs: one fails, the 300 still fits next to a 600.
+      {"large shares never share a GPU",
+       {Node("n", 64000, 2)},
+       {Task("a", 100, 1, 600), Task("b", 100, 1, 600), Task("c", 100, 1, 600),
+        Task("d", 100, 1, 300)},
+       false,
+       1500,
+       1,
+       0},
+      // The CPU-heavy task goes first and takes the node with the CPU; the light one the other.
+      {"cpu-heavy first",
+       {Node("small", 8000, 1), Node("big", 64000, 1)},
+       {Task("light", 4000, 1, 1000), Task("heavy", 32000, 1, 1000)},
+       false,
+       2000,
+       0,
+       0},
+      // A two-GPU task needs both GPUs of one node; the model constraint is kept.
+      {"multi-GPU and models",
+       {Node("t", 64000, 2, "T4"), Node("p", 64000, 2, "P100")},
+       {Task("one", 1000, 1, 1000), Task("two", 1000, 2, 1000, {"P100"}),
+        Task("t4", 1000, 1, 1000, {"T4"})},
+       false,
+       4000,
+       0,
+       0},
+      // Tasks without GPUs go last, to the node with the least CPU that fits.
+      {"cpu-only last",
+       {Node("n", 8000, 1)},
+       {Task("c", 6000, 0, 0), Task("w", 4000, 1, 1000)},
+       false,
+       1000,
+       0,
+       1},
+      // Alike by size, so the flexible task (first in arrival) would take the first node, the
+      // only T4; the relaxation sends it to the P100 node.
+      {"unguided",
+       {Node("t", 8000, 1, "T4"), Node("p", 8000, 1, "P100")},
+       {Task("x", 4000, 1, 1000), Task("y", 4000, 1, 1000, {"T4"})},
+       false,
+       1000,
+       1,
+       0},
+      {"guided",
+       {Node("t", 8000, 1, "T4"), Node("p", 8000, 1, "P100")},
+       {Task("x", 4000, 1, 1000), Task("y", 4000, 1, 1000, {"T4"})},
+       true,
+       2000,
+       0,
+       0},
+  };
+  for (const Case& c : cases) {
+    std::vector<int> all = All(c.tasks);
+    BoundOptions o;
+    o.place_cpu_only = true;
+    StatusOr<PackingBound> b = PackingUpperBound(c.nodes, c.tasks, all, o);
+    ASSERT_TRUE(b.ok()) << c.name << ": " << b.status();
+    auto p = PackDirect(c.nodes, c.tasks, all, c.guided ? &*b : nullptr);
+    ASSERT_TRUE(p.ok()) << c.name << ": " << p.status();
+    EXPECT_EQ(p->used_milli, c.used) << c.name;
+    EXPECT_EQ(p->gpu_failed, c.gpu_failed) << c.name;
+    EXPECT_EQ(p->cpu_only_failed, c.cpu_only_failed) << c.name;
+    // The bound places every task without GPUs; so does a comparable packing.
+    if (p->cpu_only_failed == 0) {
+      EXPECT_LE(static_cast<double>(p->used_milli), b->best_milli() + 1e-6) << c.name;
+    }
+  }
+  EXPECT_FALSE(PackDirect({Node("n", 1000, 1)}, {Task("a", 1, 1, 1)}, {3}, nullptr).ok());
+}
+
 TEST(BoundSeedTest, OnlineAndOfflineStayBelowTheBound) {
   std::vector<TraceNode> nodes{Node("a", 16000, 2), Node("b", 8000, 4, "P100"),
                                Node("c", 32000, 1)};
@@ -156,7 +285,7 @@ TEST(BoundSeedTest, OnlineAndOfflineStayBelowTheBound) {
     EXPECT_GT(r->events, 0u);
     const double ub = r->bound.best_milli();
     EXPECT_LE(static_cast<double>(r->online_used_milli), ub + 1e-6);
-    ASSERT_EQ(r->offline.size(), 6u);
+    ASSERT_EQ(r->offline.size(), 7u);  // 2 policies x 3 orders, and the direct packing
     for (const auto& p : r->offline) EXPECT_LE(static_cast<double>(p.used_milli), ub + 1e-6);
     EXPECT_LE(r->online_a100, r->a100_bound + 0.01);  // A(100) rounds each point to 0.01
     EXPECT_LE(r->a100_bound, 100.0);

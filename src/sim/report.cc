@@ -254,6 +254,27 @@ std::string ToVendorTable(const std::vector<RunResult>& runs) {
   return s;
 }
 
+std::string ToPlacementsCsv(const std::vector<RunResult>& runs,
+                            const std::vector<TraceTask>& tasks) {
+  std::string out =
+      "policy,seed,event,task,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,node,devices\n";
+  for (const RunResult& r : runs) {
+    for (size_t i = 0; i < r.placements.size(); ++i) {
+      const TaskPlacement& p = r.placements[i];
+      const TraceTask& t = tasks.at(p.task);
+      std::string spec, devices;
+      for (const auto& m : t.gpu_spec) spec += (spec.empty() ? "" : "|") + m;
+      for (const auto& container : p.allocation.containers)
+        for (const core::ContainerDevice& d : container)
+          devices += StrCat(devices.empty() ? "" : "|", d.index, ":", d.usedmem_mib / kMibPerMilli);
+      out += StrCat(r.policy, ",", r.seed, ",", i, ",", p.task, ",", t.name, ",", t.cpu_milli, ",",
+                    t.memory_mib, ",", t.num_gpu, ",", t.gpu_milli, ",", spec, ",", p.node, ",",
+                    devices, "\n");
+    }
+  }
+  return out;
+}
+
 Status WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Unavailable(path, ": cannot open for writing");

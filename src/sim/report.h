@@ -43,6 +43,13 @@ std::string ToTable(const std::vector<RunResult>& runs, bool default_trace);
 // vendor's task events that were placed ("" when the runs saw only one vendor).
 std::string ToVendorTable(const std::vector<RunResult>& runs);
 
+// Every decision of the runs (RunConfig::record_placements), one CSV row per task event:
+// policy,seed,event,task,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,node,devices, where
+// `task` indexes `tasks` (file order), `node` is empty for a task that fitted nowhere and `devices`
+// lists "index:milli" per GPU taken, '|'-separated (scripts/sim-why.py reads it).
+std::string ToPlacementsCsv(const std::vector<RunResult>& runs,
+                            const std::vector<TraceTask>& tasks);
+
 Status WriteFile(const std::string& path, const std::string& content);
 
 // Where the bundled trace file `name` (e.g. "openb_pod_list_default.csv") is: $HAMI_DATA_DIR, then

@@ -1,5 +1,7 @@
 #include "sim/report.h"
 
+#include <sstream>
+
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -45,6 +47,33 @@ TEST(ReportTest, SummaryJsonAndSvg) {
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true);
   EXPECT_NE(ToTable(runs, true).find("92.91"),
             std::string::npos);  // published best-fit value shown
+}
+
+TEST(ReportTest, PlacementsCsv) {
+  std::vector<TraceTask> tasks(2);
+  tasks[0] = {"p0", 4000, 1024, 2, 1000, {"V100M16", "V100M32"}};
+  tasks[1] = {"p1", 500, 64, 0, 0, {}};
+  RunResult r = FakeRun("default", 7, 90.0);
+  core::PodAllocation a;
+  a.containers.push_back({{"n-gpu1", core::kNvidiaVendor, 16000, 100, 1},
+                          {"n-gpu3", core::kNvidiaVendor, 16000, 100, 3}});
+  r.placements = {{0, "0003-n", a}, {1, "", {}}, {0, "", {}}};
+  struct Case {
+    size_t line;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {0,
+       "policy,seed,event,task,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,node,devices"},
+      {1, "default,7,0,0,p0,4000,1024,2,1000,V100M16|V100M32,0003-n,1:1000|3:1000"},
+      {2, "default,7,1,1,p1,500,64,0,0,,,"},
+      {3, "default,7,2,0,p0,4000,1024,2,1000,V100M16|V100M32,,"},
+  };
+  std::vector<std::string> lines;
+  std::stringstream ss(ToPlacementsCsv({r}, tasks));
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), cases.size());
+  for (const Case& c : cases) EXPECT_EQ(lines[c.line], c.want) << c.line;
 }
 
 }  // namespace
