@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Policy x trace comparison (issue 6): runs `hami sim` with 10 seeds on every openb pod trace found in
+# Policy x trace comparison: runs `hami sim` with 10 seeds on every openb pod trace found in
 # a folder (default: data/openb; pass the folder holding the other released traces) and writes docs/sim-traces.md with the
 # unallocated GPU % at 100 % arrived demand (100 - A(100)): median, mean and standard deviation over
 # seeds. Usage: scripts/sim-traces.sh [TRACE_DIR] [POLICIES] [SEEDS]

@@ -74,10 +74,14 @@ inline Status Annotate(const Status& s, std::string_view context) {
     if (!hami_status_.ok()) return hami_status_; \
   } while (0)
 
+// `tmp` is the name of the variable declared here and `lhs` may itself be a declaration
+// (`auto x`): neither can be parenthesized, so bugprone-macro-parentheses is wrong about them.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define HAMI_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(*tmp)
+// NOLINTEND(bugprone-macro-parentheses)
 
 #define HAMI_ASSIGN_OR_RETURN(lhs, expr) \
   HAMI_ASSIGN_OR_RETURN_IMPL_(HAMI_STATUS_CONCAT_(hami_statusor_, __LINE__), lhs, expr)

@@ -281,8 +281,9 @@ TEST(ExtenderBindingResult, RoundTrip) {
   EXPECT_EQ(r->error, "late");
 }
 
-// Issue 11: bodies nested 100k levels deep anywhere (in Pod, in Nodes.items, in an unknown field,
-// in NodeNames) are refused with the nesting error before any tree is built, by both parse paths.
+// Hostile input: bodies nested 100k levels deep anywhere (in Pod, in Nodes.items, in an unknown
+// field, in NodeNames) are refused with the nesting error before any tree is built, by both parse
+// paths.
 TEST(ExtenderArgs, DeepNestingIsRefusedEverywhere) {
   const std::string deep_obj = [] {
     std::string s;

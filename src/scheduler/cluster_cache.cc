@@ -1,6 +1,7 @@
 #include "scheduler/cluster_cache.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 
 #include "common/dcheck.h"
@@ -177,7 +178,8 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
     free_slots_.pop_back();
   }
   order_.insert(pos, std::move(entry));
-  order_slot_.insert(order_slot_.begin() + at, static_cast<uint32_t>(raw->slot));
+  order_slot_.insert(order_slot_.begin() + static_cast<std::ptrdiff_t>(at),
+                     static_cast<uint32_t>(raw->slot));
   for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
   by_name_[name] = raw;
   ApplyPendingLocked(*raw);
@@ -215,8 +217,8 @@ void ClusterCache::RemoveNode(const std::string& name) {
   HAMI_DCHECK(at < order_.size() && order_[at].get() == raw, "node ", name, ": index ", at, " of ",
               order_.size(), " does not hold it");
   free_slots_.push_back(static_cast<uint32_t>(raw->slot));
-  order_slot_.erase(order_slot_.begin() + at);
-  order_.erase(order_.begin() + at);
+  order_slot_.erase(order_slot_.begin() + static_cast<std::ptrdiff_t>(at));
+  order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(at));
   for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
 }
 

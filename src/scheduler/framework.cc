@@ -14,11 +14,9 @@ namespace {
 // GpuPicker::Pick's (and VendorRules::Pick's) contract: what it appends is among `candidates`, each
 // device once. For HAMI_DCHECK only (quadratic in the devices of one node).
 bool PickedAmong(std::span<const int> candidates, const std::vector<int>& picked) {
-  for (size_t i = 0; i < picked.size(); ++i) {
-    if (std::find(candidates.begin(), candidates.end(), picked[i]) == candidates.end())
-      return false;
-    if (std::find(picked.begin(), picked.begin() + i, picked[i]) != picked.begin() + i)
-      return false;
+  for (auto it = picked.begin(); it != picked.end(); ++it) {
+    if (std::find(candidates.begin(), candidates.end(), *it) == candidates.end()) return false;
+    if (std::find(picked.begin(), it, *it) != it) return false;
   }
   return true;
 }

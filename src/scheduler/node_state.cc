@@ -52,11 +52,12 @@ NodeState NodeState::Make(core::NodeInfo info) {
     s.total_count += s.info.devices[i].count;
     s.total_devcore += s.info.devices[i].devcore;
     s.total_devmem += s.info.devices[i].devmem_mib;
-    s.cordoned[i] =
+    const bool cordoned =
         std::find(s.info.cordoned.begin(), s.info.cordoned.end(), uuid) != s.info.cordoned.end();
+    s.cordoned[i] = cordoned ? 1 : 0;
     const auto& dev = s.info.devices[i];
     s.caps.push_back(DeviceCaps{dev.devmem_mib, dev.count, dev.devcore, dev.numa, dev.health,
-                                s.cordoned[i] != 0, core::IsMigDevice(dev)});
+                                cordoned, core::IsMigDevice(dev)});
     s.Refresh(static_cast<int>(i));
   }
   return s;
@@ -96,9 +97,9 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
     HAMI_DCHECK(u.used >= 0 && u.usedmem_mib >= 0 && u.usedcores >= 0, "node ", info.name,
                 ": device ", d.device, " usage below zero (", u.used, " slots, ", u.usedmem_mib,
                 " MiB, ", u.usedcores, " cores): a removal without its addition");
-    sum_used += sign * d.slots;
+    sum_used += int64_t{sign} * d.slots;
     sum_usedmem += sign * d.mem_mib;
-    sum_usedcores += sign * d.cores;
+    sum_usedcores += int64_t{sign} * d.cores;
     Refresh(d.device);
   }
   if (delta.pod_class >= 0 && delta.pod_class < kPodClasses) {

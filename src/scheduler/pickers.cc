@@ -1,6 +1,7 @@
 #include "scheduler/pickers.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace hami::scheduler {
 
@@ -8,9 +9,10 @@ void TightestFitPicker::Pick(const PickContext& ctx, std::span<const int> candid
                              std::vector<int>* out) const {
   const size_t first = out->size();
   out->insert(out->end(), candidates.begin(), candidates.end());
+  const auto mine = out->begin() + static_cast<std::ptrdiff_t>(first);  // what this call appended
   if (ctx.request.nums == 1) {
     // Common case: one device; a linear scan instead of a sort.
-    auto best = out->begin() + first;
+    auto best = mine;
     int best_free = ctx.FreeMilliOf(*best);
     for (auto it = best + 1; it != out->end(); ++it) {
       int f = ctx.FreeMilliOf(*it);
@@ -21,7 +23,7 @@ void TightestFitPicker::Pick(const PickContext& ctx, std::span<const int> candid
     out->push_back(chosen);
     return;
   }
-  std::stable_sort(out->begin() + first, out->end(),
+  std::stable_sort(mine, out->end(),
                    [&](int a, int b) { return ctx.FreeMilliOf(a) < ctx.FreeMilliOf(b); });
   out->resize(first + std::min<size_t>(candidates.size(), ctx.request.nums));
 }

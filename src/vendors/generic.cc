@@ -352,7 +352,7 @@ std::optional<Refusal> GenericVendor::CheckDevice(const core::DeviceRequest& r,
                                                   const core::DeviceInfo& d,
                                                   const core::DeviceUsage& u,
                                                   const core::DeviceSelectors& s) const {
-  auto refuse = [&](scheduler::Reason reason, std::string detail, bool never) {
+  auto refuse = [&](scheduler::Reason reason, const std::string& detail, bool never) {
     return std::optional<Refusal>(Refusal{reason, StrCat(d.uuid, ": ", detail), never});
   };
   if (d.vendor != spec_.common_word)

@@ -19,6 +19,9 @@ enum class Registration {
               // capacity_per_device)
 };
 
+// The largest memoryFactor (MiB per unit of the memory resource) a vendor section may set: 1 TiB.
+inline constexpr int64_t kMaxMemoryUnitMib = int64_t{1024} * 1024;
+
 struct Spec {
   std::string name;         // registry/config name
   std::string common_word;  // Type keyword in decisions

@@ -1,4 +1,4 @@
-// Hostile-client suite (issue 11): `hami scheduler`, as deployed (extender on its own plain
+// Hostile-client suite: `hami scheduler`, as deployed (extender on its own plain
 // loopback listener, webhook listener over TLS), attacked over loopback by clients that break the
 // rules. Every case counts inputs tried, crashes (the process died), hangs (no answer within kHang)
 // and wrong answers (any other status than the documented one); the figures are printed as "HOSTILE

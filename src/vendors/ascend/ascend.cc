@@ -274,9 +274,9 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &c.core_resource));
       r.Ignore({"runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
       HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &c.memory_factor));
-      if (c.memory_factor < 1 || c.memory_factor > 1024 * 1024)
-        return InvalidArgument(
-            StrCat(r.where(), ".memoryFactor: ", c.memory_factor, " must be in 1..", 1024 * 1024));
+      if (c.memory_factor < 1 || c.memory_factor > kMaxMemoryUnitMib)
+        return InvalidArgument(StrCat(r.where(), ".memoryFactor: ", c.memory_factor,
+                                      " must be in 1..", kMaxMemoryUnitMib));
       c.memory_mib = 0;
       c.ai_core = 0;
       HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));
@@ -307,6 +307,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
   }
   std::vector<std::unique_ptr<Vendor>> out;
   if (chips.empty()) chips = DefaultChips();
+  out.reserve(chips.size());
   for (const Chip& c : chips) out.push_back(std::make_unique<AscendVendor>(ChipSpec(c)));
   return out;
 }

@@ -22,9 +22,9 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeHygon(const YAML::Node& secti
   HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &s.resources));
   HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &s.memory_unit_mib));
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
-  if (s.memory_unit_mib < 1 || s.memory_unit_mib > 1024 * 1024)
+  if (s.memory_unit_mib < 1 || s.memory_unit_mib > kMaxMemoryUnitMib)
     return InvalidArgument(
-        StrCat("hygon.memoryFactor: ", s.memory_unit_mib, " must be in 1..", 1024 * 1024));
+        StrCat("hygon.memoryFactor: ", s.memory_unit_mib, " must be in 1..", kMaxMemoryUnitMib));
   return One<GenericVendor>(std::move(s));
 }
 

@@ -31,7 +31,8 @@ constexpr int64_t kMaxGpus = 1024;
 
 class IntelGpu : public GenericVendor {
  public:
-  IntelGpu(Spec spec, std::string driver) : GenericVendor(std::move(spec)), driver_(driver) {}
+  IntelGpu(Spec spec, std::string driver)
+      : GenericVendor(std::move(spec)), driver_(std::move(driver)) {}
 
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
       const nlohmann::json& resources, const std::map<std::string, std::string>&) const override {

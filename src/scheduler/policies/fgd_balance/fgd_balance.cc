@@ -14,9 +14,9 @@ constexpr int64_t kPpm = 1'000'000;
 // a request by memory is exact only relative to a device, so use the core share, which every shape
 // carries in percent, and a whole device when neither is given; times its GPU count.
 int64_t ShapeMilli(const fgd::TaskShape& s) {
-  int64_t per_gpu = s.coresreq > 0 ? std::min(100, s.coresreq) * 10 : 1000;
+  int64_t per_gpu = s.coresreq > 0 ? std::min<int64_t>(100, s.coresreq) * 10 : 1000;
   if (s.mem_percentage > 0)
-    per_gpu = std::max<int64_t>(per_gpu, std::min(100, s.mem_percentage) * 10);
+    per_gpu = std::max(per_gpu, std::min<int64_t>(100, s.mem_percentage) * 10);
   return per_gpu * s.gpus;
 }
 }  // namespace

@@ -14,7 +14,7 @@
 // then the node order. The GPU(s) inside the node are FGD's choice. Per decision O(1) beyond FGD's
 // own cost.
 //
-// Model pressure (issue 16): pods constrained to some GPU models (use-gputype) can only use those,
+// Model pressure: pods constrained to some GPU models (use-gputype) can only use those,
 // so a flexible pod that takes a scarce model's GPU takes it from them. The policy learns online,
 // per set of accepted models, the GPU milli the constrained pods ask (ModelDemand) and, with the
 // cluster's GPUs per model (ClusterCache::gpu_capacity), the expected share of each model's

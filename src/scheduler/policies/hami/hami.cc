@@ -26,7 +26,7 @@ struct GpuPolicy {
   core::ScoringWeights weights;
 };
 
-std::string Trim(std::string s) {
+std::string Trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t");
   auto e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);

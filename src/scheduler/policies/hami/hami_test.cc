@@ -119,7 +119,8 @@ TEST(Hami, UpstreamCases) {
   const auto pod = [](int nums) { return PodBuilder("p").Gpu(nums, 1000, 10); };
   const NodeBuilder three = NodeBuilder("n").Gpus(3);
   const std::vector<Case> cases = {
-      // #1806: without numa-bind the score decides across NUMA nodes (P idlest on NUMA 0).
+      // Upstream's behaviour: without numa-bind the score decides across NUMA nodes (P idlest on
+      // NUMA 0).
       {"TestScorePrimarySelectsAcrossNuma",
        "hami",
        {NodeBuilder(three).Numa(1, 1).Numa(2, 1)},
