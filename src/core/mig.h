@@ -18,6 +18,10 @@
 
 namespace hami::core {
 
+// The annotation the codec below reads and writes (NVIDIA's dynamic MIG decision; the NVIDIA vendor
+// names it vendors::nvidia::kMigAllocations, this same array).
+inline constexpr const char kMigAllocations[] = "hami.io/vgpu-mig-allocations";
+
 // Slices a device can have as far as we track them (bits of DeviceUsage::mig_slices). NVIDIA's
 // GPUs have 8 memory slices; a placement beyond 32 is refused at registration.
 inline constexpr int kMaxMigSlices = 32;

@@ -2,8 +2,7 @@
 // Codecs of the decision annotations on pods
 // (docs/upstream-contract.md#decision-annotations-per-vendor):
 // hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated (same format). Keys:
-// core/annotations.h. (hami.io/vgpu-mig-allocations has no codec: MIG is not implemented, and the
-// webhook only strips the key from user-written pods.)
+// vendors/nvidia/annotations.h. (hami.io/vgpu-mig-allocations has its own codec: core/mig.h.)
 #include <string>
 #include <string_view>
 #include <vector>

@@ -7,6 +7,7 @@
 #include "core/annotations.h"
 #include "core/fuzz_check.h"
 #include "vendors/config.h"
+#include "vendors/nvidia/annotations.h"
 
 using namespace hami::vendors;
 
@@ -36,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   // NVIDIA's MIG annotation beside a decision record: what attaches re-encodes the same.
-  if (v.keys().allocated == hami::core::kNvidiaDevicesAllocated) {
+  if (v.keys().allocated == hami::vendors::nvidia::kNvidiaDevicesAllocated) {
     const std::map<std::string, std::string> ann{
         {v.keys().allocated, "GPU-a,NVIDIA,5120,14:;GPU-b,NVIDIA,10240,28:GPU-a,NVIDIA,5120,14:;"},
         {hami::core::kMigAllocations, text}};

@@ -5,6 +5,8 @@
 // #resource-model). Keys every vendor shares (hami.io/vgpu-node, bind phase, cordon, policies,
 // labels) stay in core/annotations.h; every other vendor's keys live in its own folder.
 
+#include "core/mig.h"
+
 namespace hami::vendors::nvidia {
 
 // ---- Node annotations (written by the device plugin / scheduler, read by the scheduler) ----
@@ -21,9 +23,9 @@ inline constexpr const char kNodeHandshake[] = "hami.io/node-handshake";
 inline constexpr const char kNvidiaDevicesToAllocate[] = "hami.io/vgpu-devices-to-allocate";
 // NVIDIA decision, permanent record (the scheduler rebuilds its usage cache from it).
 inline constexpr const char kNvidiaDevicesAllocated[] = "hami.io/vgpu-devices-allocated";
-// JSON array of dynamic-MIG reservations (no codec: MIG is not implemented; the webhook only strips
-// the key from user-written pods).
-inline constexpr const char kMigAllocations[] = "hami.io/vgpu-mig-allocations";
+// JSON array of dynamic-MIG reservations (codec: core/mig.h; the webhook strips the key from
+// user-written pods).
+inline constexpr const char* kMigAllocations = core::kMigAllocations;
 
 // ---- Pod annotations set by users ----
 inline constexpr const char kUseGpuType[] = "nvidia.com/use-gputype";
