@@ -391,16 +391,15 @@ std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAl
   // A node not (yet) known: nothing to check against.
   std::string verdict;
   sched_.cache().WithNode(alloc.node, [&](const scheduler::NodeState& node) {
-    verdict = CheckAgainstNodeLocked(node, alloc, kinds, fresh, message, over_committed);
+    verdict = CheckAgainstNode(node, alloc, kinds, fresh, message, over_committed);
   });
   return verdict;
 }
 
-std::string ClusterState::CheckAgainstNodeLocked(const scheduler::NodeState& node,
-                                                 const core::PodAllocation& alloc,
-                                                 const std::vector<core::ContainerKind>& kinds,
-                                                 bool fresh, std::string* message,
-                                                 bool* over_committed) const {
+std::string ClusterState::CheckAgainstNode(const scheduler::NodeState& node,
+                                           const core::PodAllocation& alloc,
+                                           const std::vector<core::ContainerKind>& kinds,
+                                           bool fresh, std::string* message, bool* over_committed) {
   if (std::string why = CheckMigGrants(node, alloc, fresh); !why.empty()) {
     *message = StrCat(why, ": the decision is not charged");
     return kRejectMigPlacement;

@@ -215,12 +215,12 @@ class ClusterState {
                                   const std::vector<core::ContainerKind>& kinds, bool fresh,
                                   std::string* message, bool* over_committed) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // CheckDecisionLocked's device checks against the node's state (the cache's node lock held).
-  std::string CheckAgainstNodeLocked(const scheduler::NodeState& node,
-                                     const core::PodAllocation& alloc,
-                                     const std::vector<core::ContainerKind>& kinds, bool fresh,
-                                     std::string* message, bool* over_committed) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // CheckDecisionLocked's device checks against the node's state (the cache's node lock held);
+  // reads nothing of ours.
+  static std::string CheckAgainstNode(const scheduler::NodeState& node,
+                                      const core::PodAllocation& alloc,
+                                      const std::vector<core::ContainerKind>& kinds, bool fresh,
+                                      std::string* message, bool* over_committed);
   void ReportLocked(const Json& pod, const std::string& reason, const std::string& fingerprint,
                     std::string message, std::vector<Report>& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -184,9 +184,13 @@ constexpr Option kNvidia[] = {
        return OkStatus();
      }},
     {"migProfileAllowlist", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG profiles per model; our device plugin does not create MIG instances yet (accepted, logged)", nullptr},
+     "MIG profiles per model; our device plugin does not create MIG instances yet (accepted, "
+     "logged)",
+     nullptr},
     {"knownMigGeometries", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG geometries per model; our device plugin does not create MIG instances yet (accepted, logged)", nullptr},
+     "MIG geometries per model; our device plugin does not create MIG instances yet (accepted, "
+     "logged)",
+     nullptr},
 };
 
 const char* TypeWord(OptionType t) {
