@@ -144,6 +144,9 @@ void FilterLatency(int nodes, int samples, const Tls& tls) {
   for (const auto& p : pods)
     by_name[p["metadata"]["name"].get<std::string>()] = std::make_shared<const Json>(p);
   extender::ExtenderOptions eo;
+  eo.success_events = g_success_events;
+  auto event_client = MakeClient(api);  // as scheduler_main wires it: Events' own rate limiter
+  eo.event_client = event_client.get();
   eo.pod_lookup = [&by_name](const std::string&,
                              const std::string& name) -> extender::ExtenderOptions::LivePodRef {
     auto it = by_name.find(name);
