@@ -143,7 +143,7 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
   WriterLock l(nodes_mu_);
   auto it = by_name_.find(info.name);
   if (it != by_name_.end()) {
-    Entry& e = *it->second;
+    Entry& e = *it->second.entry;
     {
       MutexLock nl(e.mu);
       if (SameNode(e.state.info, info)) return;
@@ -180,10 +180,16 @@ void ClusterCache::UpsertNode(core::NodeInfo info) {
   order_.insert(pos, std::move(entry));
   order_slot_.insert(order_slot_.begin() + static_cast<std::ptrdiff_t>(at),
                      static_cast<uint32_t>(raw->slot));
-  for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
-  by_name_[name] = raw;
+  if (raw->slot >= slot_index_.size()) slot_index_.resize(raw->slot + 1);
+  ReindexFromLocked(at);
+  by_name_[name] = Named{raw, static_cast<uint32_t>(raw->slot)};
   ApplyPendingLocked(*raw);
   PublishAllLocked(*raw);
+}
+
+void ClusterCache::ReindexFromLocked(size_t at) {
+  for (size_t i = at; i < order_slot_.size(); ++i)
+    slot_index_[order_slot_[i]] = static_cast<uint32_t>(i);
 }
 
 void ClusterCache::CountCapacityLocked(const core::NodeInfo& info, int sign) {
@@ -201,7 +207,7 @@ void ClusterCache::RemoveNode(const std::string& name) {
   WriterLock l(nodes_mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;
-  Entry* raw = it->second;
+  Entry* raw = it->second.entry;
   {
     MutexLock nl(raw->mu);
     CountCapacityLocked(raw->state.info, -1);
@@ -213,13 +219,13 @@ void ClusterCache::RemoveNode(const std::string& name) {
     if (np != node_pods_.end())
       for (const auto& uid : np->second) pods_.at(uid).applied = false;
   }
-  const size_t at = raw->index;
+  const size_t at = slot_index_[raw->slot];
   HAMI_DCHECK(at < order_.size() && order_[at].get() == raw, "node ", name, ": index ", at, " of ",
               order_.size(), " does not hold it");
   free_slots_.push_back(static_cast<uint32_t>(raw->slot));
   order_slot_.erase(order_slot_.begin() + static_cast<std::ptrdiff_t>(at));
   order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(at));
-  for (size_t i = at; i < order_.size(); ++i) order_[i]->index = i;
+  ReindexFromLocked(at);
 }
 
 Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& alloc,
@@ -236,18 +242,18 @@ Status ClusterCache::AddPod(const std::string& uid, const core::PodAllocation& a
     PodRecord& o = old->second;
     if (o.applied) {
       if (auto e = by_name_.find(o.node); e != by_name_.end()) {
-        MutexLock nl(e->second->mu);
-        e->second->state.Apply(o.delta, -1);
-        PublishUsage(*e->second);
+        MutexLock nl(e->second.entry->mu);
+        e->second.entry->state.Apply(o.delta, -1);
+        PublishUsage(*e->second.entry);
       }
     }
     node_pods_[o.node].erase(uid);
     pods_.erase(old);
   }
   if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-    MutexLock nl(e->second->mu);
-    ApplyRecord(e->second->state, rec);
-    PublishUsage(*e->second);
+    MutexLock nl(e->second.entry->mu);
+    ApplyRecord(e->second.entry->state, rec);
+    PublishUsage(*e->second.entry);
   }
   node_pods_[rec.node].insert(uid);
   pods_.emplace(uid, std::move(rec));
@@ -262,9 +268,9 @@ Status ClusterCache::RemovePod(const std::string& uid) {
   PodRecord& rec = it->second;
   if (rec.applied) {
     if (auto e = by_name_.find(rec.node); e != by_name_.end()) {
-      MutexLock nl(e->second->mu);
-      e->second->state.Apply(rec.delta, -1);
-      PublishUsage(*e->second);
+      MutexLock nl(e->second.entry->mu);
+      e->second.entry->state.Apply(rec.delta, -1);
+      PublishUsage(*e->second.entry);
     }
   }
   auto np = node_pods_.find(rec.node);
@@ -284,8 +290,8 @@ Status ClusterCache::Reserve(const std::string& uid, const std::string& node,
   if (e == by_name_.end()) return NotFound("node ", node, " is not in the cache");
   MutexLock pl(pods_mu_);
   if (pods_.count(uid)) return absl::AlreadyExistsError(StrCat("pod ", uid, " is already placed"));
-  MutexLock nl(e->second->mu);
-  NodeState& st = e->second->state;
+  MutexLock nl(e->second.entry->mu);
+  NodeState& st = e->second.entry->state;
   if (!st.Fits(delta))
     return Aborted("node ", node, " changed: the pod no longer fits, schedule again");
   PodRecord rec;
@@ -306,7 +312,7 @@ Status ClusterCache::Reserve(const std::string& uid, const std::string& node,
                   u.usedcores, "/", dev.devcore, " cores)");
     }
   }
-  PublishUsage(*e->second);
+  PublishUsage(*e->second.entry);
   rec.applied = true;
   node_pods_[node].insert(uid);
   pods_.emplace(uid, std::move(rec));
