@@ -100,8 +100,9 @@ struct HttpServer::Impl {
 
   std::atomic<int64_t> open{0}, accepted{0}, evicted{0}, refused{0}, timed_out{0}, rejected{0},
       handled{0};
-  std::atomic<uint64_t> buffered{0};  // body bytes reserved by requests in flight
-  std::atomic<bool> closing{false};   // Stop() began: no new connection or request
+  std::atomic<uint64_t> buffered{0};   // body bytes reserved by requests in flight
+  std::atomic<int> inline_running{0};  // handlers running on an I/O thread now
+  std::atomic<bool> closing{false};    // Stop() began: no new connection or request
 
   // TLS.
   std::unique_ptr<net::ssl::context> ssl_ctx;
@@ -133,6 +134,15 @@ struct HttpServer::Impl {
     return true;
   }
   void Release(uint64_t n) { buffered.fetch_sub(n); }
+
+  // Takes one of the inline_handlers slots (false: every slot is busy, the pool runs it).
+  bool TryInline() {
+    int cur = inline_running.load();
+    do {
+      if (cur >= opts.inline_handlers) return false;
+    } while (!inline_running.compare_exchange_weak(cur, cur + 1));
+    return true;
+  }
 
   std::list<std::weak_ptr<SessionBase>>::iterator Register(std::weak_ptr<SessionBase> s) {
     MutexLock l(reg_mu);
@@ -376,32 +386,49 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                    version, keep);
     }
     srv_->handled.fetch_add(1);
-    net::post(*srv_->pool, [self = this->shared_from_this(), srv = srv_, handler, req, reserved,
-                            version, keep] {
-      HttpResponse resp;
-      Status depth =
-          srv->opts.max_json_depth > 0 && !req->body.empty()
-              ? core::jsonutil::CheckDepth(req->body, "request body", srv->opts.max_json_depth)
-              : OkStatus();
-      if (!depth.ok()) {
-        srv->rejected.fetch_add(1);
-        resp = HttpResponse{400, "text/plain", std::string(depth.message()) + "\n"};
-      } else {
-        try {
-          resp = (*handler)(*req);
-        } catch (const std::exception& e) {
-          spdlog::error("HTTP handler for {} {} threw: {}", req->method, req->path, e.what());
-          resp = HttpResponse{500, "text/plain", "internal error\n"};
-        }
+    // A request that arrives while no other handler runs inline (kube-scheduler's /filter calls,
+    // one scheduling cycle at a time) is answered on this I/O thread: no hand-off to the pool and
+    // back. The loop has inline_handlers threads more than io_threads, so I/O and timeouts keep
+    // io_threads threads however long an inline handler takes.
+    if (srv_->TryInline()) {
+      HttpResponse resp = RunHandler(*srv_, *handler, *req, reserved);
+      srv_->inline_running.fetch_sub(1);
+      return Reply(std::move(resp), version, keep);
+    }
+    net::post(*srv_->pool,
+              [self = this->shared_from_this(), srv = srv_, handler, req, reserved, version, keep] {
+                HttpResponse resp = RunHandler(*srv, *handler, *req, reserved);
+                net::post(self->stream_.get_executor(),
+                          [self, resp = std::move(resp), version, keep]() mutable {
+                            self->Reply(std::move(resp), version, keep);
+                          });
+              });
+  }
+
+  // Runs a route's handler (after the body's nesting check) and releases the request's body
+  // reservation.
+  static HttpResponse RunHandler(HttpServer::Impl& srv, const HttpHandler& handler,
+                                 HttpRequest& req, uint64_t reserved) {
+    HttpResponse resp;
+    Status depth =
+        srv.opts.max_json_depth > 0 && !req.body.empty()
+            ? core::jsonutil::CheckDepth(req.body, "request body", srv.opts.max_json_depth)
+            : OkStatus();
+    if (!depth.ok()) {
+      srv.rejected.fetch_add(1);
+      resp = HttpResponse{400, "text/plain", std::string(depth.message()) + "\n"};
+    } else {
+      try {
+        resp = handler(req);
+      } catch (const std::exception& e) {
+        spdlog::error("HTTP handler for {} {} threw: {}", req.method, req.path, e.what());
+        resp = HttpResponse{500, "text/plain", "internal error\n"};
       }
-      req->body.clear();
-      req->body.shrink_to_fit();
-      srv->Release(reserved);
-      net::post(self->stream_.get_executor(),
-                [self, resp = std::move(resp), version, keep]() mutable {
-                  self->Reply(std::move(resp), version, keep);
-                });
-    });
+    }
+    req.body.clear();
+    req.body.shrink_to_fit();
+    srv.Release(reserved);
+    return resp;
   }
 
   void Reject(int status, const std::string& reason) {
@@ -564,6 +591,8 @@ Status HttpServer::Start() {
   if (im.opts.threads < 1 || im.opts.io_threads < 1 || im.opts.max_connections < 1)
     return InvalidArgument(
         "HTTP server: threads, io_threads and max_connections must be at least 1");
+  if (im.opts.inline_handlers < 0)
+    return InvalidArgument("HTTP server: inline_handlers must not be negative");
   if (im.Tls()) {
     if (im.opts.cert_file.empty() || im.opts.key_file.empty())
       return InvalidArgument("--cert-file and --key-file must be given together");
@@ -593,7 +622,8 @@ Status HttpServer::Start() {
   im.started = true;
   im.pool = std::make_unique<net::thread_pool>(static_cast<size_t>(im.opts.threads));
   im.DoAccept();
-  for (int i = 0; i < im.opts.io_threads; ++i) im.io.emplace_back([&im] { im.ioc.run(); });
+  for (int i = 0; i < im.opts.io_threads + im.opts.inline_handlers; ++i)
+    im.io.emplace_back([&im] { im.ioc.run(); });
   if (im.Tls()) {
     im.watcher = std::thread([&im] {
       MutexLock l(im.stop_mu);

@@ -2,8 +2,9 @@
 // The HTTP(S) server of `hami scheduler` (extender, webhook, metrics listeners) and `hami monitor`:
 // event-driven (Boost.Beast over Boost.Asio), so a slow or idle client costs a socket and a few
 // KiB, never a thread. A few I/O threads read and write; handlers run on a separate worker pool, so
-// a slow handler delays only its own connection. Limits and their reasons: docs/security.md, "HTTP
-// surfaces".
+// a slow handler delays only its own connection, except up to inline_handlers at once, which run on
+// the I/O thread that read them (an extra event-loop thread each, so I/O never waits for them).
+// Limits and their reasons: docs/security.md, "HTTP surfaces".
 //
 // Per connection: a TLS handshake and a request header must each complete within header_timeout, a
 // body within body_timeout, a response be taken by the client within write_timeout; an idle
@@ -44,6 +45,10 @@ struct HttpServerOptions {
   std::string cert_file, key_file;   // both empty = plain HTTP
   int threads = 16;                  // handler worker pool
   int io_threads = 2;                // socket I/O and TLS
+  // Handlers that may run at once on the I/O thread that read their request (the event loop gets
+  // this many threads more than io_threads); the rest go to the worker pool. A request that comes
+  // while a slot is free costs no thread hand-off. 0 = every handler on the pool.
+  int inline_handlers = 1;
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
   size_t max_buffered_body_bytes =

@@ -272,6 +272,42 @@ TEST(HttpServer, ASlowHandlerDoesNotHoldOthers) {
   ::close(slow);
 }
 
+// A handler running inline (on the event loop, not the pool) holds neither the I/O nor the pool:
+// with the inline slot and the only pool thread both held, requests that need no handler are still
+// answered, and both held requests finish once released.
+TEST(HttpServer, InlineHandlersLeaveTheIoThreadsFree) {
+  HttpServerOptions o;
+  o.io_threads = 1;
+  o.inline_handlers = 1;
+  o.threads = 1;
+  HttpServer s(o);
+  Gate gate;
+  AddRoutes(s, &gate);
+  ASSERT_TRUE(s.Start().ok());
+  const int a = ConnectLoopback(s.port());
+  ASSERT_TRUE(SendAll(a, Post("/slow", "x")));
+  ASSERT_TRUE(gate.WaitInside(1));
+  const int b = ConnectLoopback(s.port());
+  ASSERT_TRUE(SendAll(b, Post("/slow", "y")));
+  ASSERT_TRUE(gate.WaitInside(2));  // one inline, one on the pool
+  EXPECT_EQ(Exchange(s.port(), "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", kWait).status, 404);
+  EXPECT_EQ(Exchange(s.port(), Post("/healthz", ""), kWait).status, 405);
+  gate.Open();
+  EXPECT_EQ(ReadOne(a, kWait).body, "slow");
+  EXPECT_EQ(ReadOne(b, kWait).body, "slow");
+  // Afterwards the inline slot is free again and the server answers as before.
+  EXPECT_EQ(Exchange(s.port(), kHealthz, kWait).body, "ok");
+  ::close(a);
+  ::close(b);
+}
+
+TEST(HttpServer, NegativeInlineHandlersAreRefused) {
+  HttpServerOptions o;
+  o.inline_handlers = -1;
+  HttpServer s(o);
+  EXPECT_FALSE(s.Start().ok());
+}
+
 TEST(HttpServer, BodiesInFlightShareABudget) {
   HttpServerOptions o;
   o.max_body_bytes = 1000;
