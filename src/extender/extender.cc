@@ -586,8 +586,7 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
     const vendors::VendorSet& set = *state_.options().vendors;
-    NodeView v = NodeViewFromJson(n, NvidiaCountResource(set), now,
-                                  state_.options().handshake_timeout_s, set);
+    NodeView v = NodeViewFromJson(n, now, state_.options().handshake_timeout_s, set);
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;

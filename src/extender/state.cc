@@ -115,13 +115,8 @@ vendors::NodeView VendorNodeView(const Json& node) {
   return v;
 }
 
-std::string NvidiaCountResource(const vendors::VendorSet& vendors) {
-  const vendors::Vendor* v = vendors.ByCommonWord(core::kNvidiaVendor);
-  return v != nullptr ? v->resources().count : std::string(nvidia::kDefaultGpuResource);
-}
-
-NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int64_t now,
-                          int64_t handshake_timeout_s, const vendors::VendorSet& vendors) {
+NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeout_s,
+                          const vendors::VendorSet& vendors) {
   NodeView v;
   v.info.name = StringAt(node, {"metadata", "name"});
   const core::CpuMemory alloc = NodeAllocatable(node);
@@ -130,26 +125,18 @@ NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int
   if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
     for (const auto& [k, val] : labels->items())
       if (val.is_string()) v.info.labels[k] = val.get<std::string>();
-  // Every other enabled vendor's devices (appended after NVIDIA's below).
-  std::vector<core::DeviceInfo> others;
-  std::string other_errors;
-  others = vendors.DecodeNode(VendorNodeView(node), now, &other_errors, handshake_timeout_s);
-  const std::string* reg = Annotation(node, nvidia::kNodeNvidiaRegister);
-  if (reg == nullptr && others.empty()) {
-    v.error = other_errors.empty() ? StrCat("node has no ", nvidia::kNodeNvidiaRegister,
-                                            " annotation (device plugin not running?)")
-                                   : other_errors;
+  // Every enabled vendor's devices, NVIDIA's first, each vendor's handshake by the same rule.
+  vendors::VendorSet::NodeDevices d =
+      vendors.DecodeNode(VendorNodeView(node), now, handshake_timeout_s);
+  v.error = std::move(d.errors);
+  if (!d.registered) {
+    if (v.error.empty())
+      v.error = "node registers no device of an enabled vendor (device plugin not running?)";
     return v;
   }
-  StatusOr<std::vector<core::DeviceInfo>> devices = std::vector<core::DeviceInfo>{};
-  if (reg != nullptr) devices = core::DecodeNodeDevices(*reg);
-  if (!devices.ok()) {
-    v.error = StrCat(nvidia::kNodeNvidiaRegister, ": ", std::string(devices.status().message()));
-    if (others.empty()) return v;
-    devices = std::vector<core::DeviceInfo>{};
-  }
   v.registered = true;
-  v.info.devices = std::move(*devices);
+  v.unhealthy = d.unhealthy;
+  v.info.devices = std::move(d.devices);
   if (const std::string* cordon = Annotation(node, core::kDeviceCordon))
     v.info.cordoned = core::DecodeDeviceCordon(*cordon);
   if (const std::string* score = Annotation(node, nvidia::kNodeNvidiaScore)) {
@@ -161,21 +148,6 @@ NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int
       v.error = StrCat(v.error, v.error.empty() ? "" : "; ", nvidia::kNodeNvidiaScore, ": ",
                        std::string(s.status().message()), " (link scores ignored)");
   }
-  // Handshake (the vendors' one rule): still "Requesting" long after we asked, and kubelet reports
-  // no devices -> unhealthy.
-  if (const std::string* hs = Annotation(node, nvidia::kNodeHandshake)) {
-    const auto alloc = QuantityAt(node, {"status", "allocatable"}, nvidia_count);
-    if (vendors::CheckHandshake(*hs, now, alloc.value_or(0), handshake_timeout_s).verdict ==
-        vendors::Handshake::kUnhealthy) {
-      v.unhealthy = true;
-      v.error = StrCat("handshake ", *hs, " unanswered for more than ", handshake_timeout_s,
-                       " s and no allocatable ", nvidia_count, ": devices dropped");
-      v.info.devices.clear();
-    }
-  }
-  v.info.devices.insert(v.info.devices.end(), others.begin(), others.end());
-  if (!other_errors.empty())
-    v.error = v.error.empty() ? other_errors : StrCat(v.error, "; ", other_errors);
   return v;
 }
 
@@ -251,8 +223,7 @@ const vendors::QuotaKey* ClusterState::QuotaKeyOf(const std::string& resource) c
 }
 
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
-  NodeView v = NodeViewFromJson(node, NvidiaCountResource(*opts_.vendors), now,
-                                opts_.handshake_timeout_s, *opts_.vendors);
+  NodeView v = NodeViewFromJson(node, now, opts_.handshake_timeout_s, *opts_.vendors);
   if (v.info.name.empty()) return;
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
   std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib,
@@ -790,31 +761,14 @@ std::vector<std::pair<std::string, Json>> ClusterState::Housekeeping(
     ApplyNode(node, now);
     const std::string name = StringAt(node, {"metadata", "name"});
     if (name.empty()) continue;
-    const std::string* hs = Annotation(node, nvidia::kNodeHandshake);
-    // NVIDIA's registration alone (NVIDIA-only set), read with the configured count resource.
-    const std::string count = NvidiaCountResource(*opts_.vendors);
-    NodeView v = NodeViewFromJson(node, count, now, opts_.handshake_timeout_s);
-    // Upstream's handshake per vendor key (hami.io/node-handshake-dcu, ...).
+    // Every vendor's handshake (hami.io/node-handshake, hami.io/node-handshake-dcu, ...) by the
+    // one rule (VendorSet::HandshakeUpdates).
     Json ann = Json::object();
     for (const auto& [key, value] :
          opts_.vendors->HandshakeUpdates(VendorNodeView(node), now, opts_.handshake_timeout_s))
       ann[key] = value;
     if (!ann.empty())
       patches.emplace_back(name, Json{{"metadata", {{"annotations", std::move(ann)}}}});
-    // NVIDIA's (hami.io/node-handshake), by the same rule (vendors::CheckHandshake).
-    std::string value;
-    if (v.unhealthy) {
-      value = vendors::HandshakeCleanupValue(now);  // NodeCleanUp
-    } else if (v.registered || hs != nullptr) {     // else not a GPU node: leave it alone
-      const auto alloc = QuantityAt(node, {"status", "allocatable"}, count);
-      const vendors::HandshakeDecision d =
-          vendors::CheckHandshake(hs ? std::string_view(*hs) : std::string_view(), now,
-                                  alloc.value_or(0), opts_.handshake_timeout_s);
-      if (d.verdict == vendors::Handshake::kWriteRequest) value = d.write_value;
-    }
-    if (!value.empty())
-      patches.emplace_back(
-          name, Json{{"metadata", {{"annotations", {{nvidia::kNodeHandshake, value}}}}}});
   }
   return patches;
 }

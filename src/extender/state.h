@@ -86,16 +86,10 @@ struct NodeView {
   std::string error;  // why the annotation did not decode
 };
 // Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
-// (Unix seconds). The devices of every other enabled vendor follow the NVIDIA ones; a node
-// registering any is registered.
-// `nvidia_count` is NVIDIA's count resource (NvidiaCountResource): the handshake reads its
-// allocatable.
-NodeView NodeViewFromJson(const Json& node, const std::string& nvidia_count, int64_t now,
-                          int64_t handshake_timeout_s,
+// (Unix seconds): every enabled vendor's devices (VendorSet::DecodeNode: NVIDIA's first, each
+// vendor's handshake by the same rule); a node on which any vendor registers is registered.
+NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeout_s,
                           const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
-// NVIDIA's count resource as the set's NVIDIA vendor names it (Vendor::resources), upstream's
-// default when NVIDIA is not enabled.
-std::string NvidiaCountResource(const vendors::VendorSet& vendors);
 // A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
 // resources capacity lacks) as integers.
 vendors::NodeView VendorNodeView(const Json& node);

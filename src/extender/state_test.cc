@@ -74,7 +74,7 @@ TEST(NodeView, Table) {
   // kNow = 2023-11-14 22:13:20 UTC.
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeView v = NodeViewFromJson(c.node, "nvidia.com/gpu", kNow, 60);
+    NodeView v = NodeViewFromJson(c.node, kNow, 60);
     EXPECT_EQ(v.registered, c.registered) << v.error;
     EXPECT_EQ(v.unhealthy, c.unhealthy) << v.error;
     EXPECT_EQ(v.info.devices.size(), c.devices);

@@ -45,6 +45,9 @@ struct PodSelectors final : scheduler::VendorRules::PodState {
 VendorSet::VendorSet(std::vector<std::unique_ptr<Vendor>> vendors) : vendors_(std::move(vendors)) {
   for (const auto& v : vendors_)
     if (v->common_word() == core::kNvidiaVendor) nvidia_ = v.get();
+  if (nvidia_ != nullptr) nvidia_first_.push_back(nvidia_);
+  for (const auto& v : vendors_)
+    if (v.get() != nvidia_) nvidia_first_.push_back(v.get());
 }
 
 StatusOr<std::unique_ptr<VendorSet>> VendorSet::Load(std::string_view yaml_text) {
@@ -109,31 +112,34 @@ std::vector<std::string> VendorSet::IgnoredAnnotations(
   return out;
 }
 
-std::vector<core::DeviceInfo> VendorSet::DecodeNode(const NodeView& node, int64_t now,
-                                                    std::string* errors, int64_t timeout_s) const {
-  std::vector<core::DeviceInfo> out;
-  for (const auto& v : vendors_) {
-    if (v.get() == nvidia_) continue;
+VendorSet::NodeDevices VendorSet::DecodeNode(const NodeView& node, int64_t now,
+                                             int64_t timeout_s) const {
+  NodeDevices out;
+  auto say = [&out](absl::string_view why) {
+    out.errors += StrCat(out.errors.empty() ? "" : "; ", why);
+  };
+  for (const Vendor* v : nvidia_first_) {
+    auto devs = v->DecodeNode(node);
+    if (!devs.ok()) {
+      say(devs.status().message());
+      continue;
+    }
+    if (!Registers(*v, node) && devs->empty()) continue;  // no device of this vendor here
+    out.registered = true;
     const std::string& hs = v->keys().handshake;
     if (!hs.empty() && Registers(*v, node)) {
       auto it = node.annotations.find(hs);
       if (it != node.annotations.end() &&
           CheckHandshake(it->second, now, Allocatable(*v, node), timeout_s).verdict ==
               Handshake::kUnhealthy) {
-        if (errors)
-          *errors +=
-              StrCat(errors->empty() ? "" : "; ", hs, " ", it->second,
-                     " unanswered and nothing allocatable: ", v->common_word(), " devices dropped");
+        out.unhealthy = true;
+        say(StrCat(hs, " ", it->second, " unanswered for more than ", timeout_s,
+                   " s and no allocatable ", v->resources().count, ": ", v->common_word(),
+                   " devices dropped"));
         continue;
       }
     }
-    auto devs = v->DecodeNode(node);
-    if (!devs.ok()) {
-      if (errors)
-        *errors += StrCat(errors->empty() ? "" : "; ", std::string(devs.status().message()));
-      continue;
-    }
-    out.insert(out.end(), devs->begin(), devs->end());
+    out.devices.insert(out.devices.end(), devs->begin(), devs->end());
   }
   return out;
 }
@@ -143,8 +149,9 @@ std::map<std::string, std::string> VendorSet::HandshakeUpdates(const NodeView& n
   std::map<std::string, std::string> out;
   for (const auto& v : vendors_) {
     const std::string& hs = v->keys().handshake;
-    if (v.get() == nvidia_ || hs.empty() || !Registers(*v, node)) continue;
+    if (hs.empty()) continue;
     auto it = node.annotations.find(hs);
+    if (!Registers(*v, node) && it == node.annotations.end()) continue;  // not a node of its
     const HandshakeDecision d = CheckHandshake(
         it == node.annotations.end() ? std::string_view() : std::string_view(it->second), now,
         Allocatable(*v, node), timeout_s);

@@ -4,8 +4,8 @@
 //  - pods: core::ParsePodJson reads the vendor-neutral part (metadata, containers, CPU and memory,
 //    policy annotations) and asks the set (a core::PodDeviceReader) for each container's devices:
 //    every enabled vendor's ParseRequest, NVIDIA's first, and NVIDIA's ParseSelectors for the pod;
-//  - nodes: every non-NVIDIA vendor's DecodeNode (NVIDIA keeps core's codec in the extender), with
-//    upstream's handshake per vendor key;
+//  - nodes: every vendor's DecodeNode, NVIDIA's first, with upstream's handshake per vendor key
+//    (one rule for all);
 //  - decisions: each vendor encodes the devices of its own Type (a pod may mix vendors across
 //    containers) and decodes its own allocated key; the union is the pod's usage;
 //  - scheduling: it implements scheduler::VendorRules, so the framework checks a non-NVIDIA device
@@ -61,17 +61,25 @@ class VendorSet final : public scheduler::VendorRules, public core::PodDeviceRea
   std::vector<std::string> IgnoredAnnotations(
       const std::map<std::string, std::string>& annotations) const;
 
-  // Non-NVIDIA devices of a node, all vendors together. A vendor whose handshake says unhealthy at
-  // `now_unix` contributes none. A vendor whose registration does not decode contributes none and
-  // its error is appended to *errors ("; "-separated).
-  std::vector<core::DeviceInfo> DecodeNode(const NodeView& node, int64_t now_unix,
-                                           std::string* errors,
-                                           int64_t handshake_timeout_s = kHandshakeTimeoutS) const;
-  // Handshake annotations to write on a node for its non-NVIDIA vendors
-  // (docs/upstream-contract.md#node-registration-and-handshake): key ->
-  // value (a new request, or HandshakeCleanupValue for an unhealthy vendor: upstream's
-  // NodeCleanUp). Only vendors that register on this node (annotation present) and have a handshake
-  // key take part.
+  // A node's devices as every enabled vendor reads them (NVIDIA's first, then the others in
+  // vendor order). A vendor registers on the node when its registration annotation is present and
+  // decodes, or its capacity yields devices. A vendor whose handshake says unhealthy at `now_unix`
+  // (docs/upstream-contract.md#node-registration-and-handshake) still registers but contributes no
+  // devices; one whose registration does not decode contributes none. Both say why in `errors`
+  // ("; "-separated).
+  struct NodeDevices {
+    std::vector<core::DeviceInfo> devices;
+    bool registered = false;  // some vendor registers on the node
+    bool unhealthy = false;   // some vendor's handshake went unanswered: its devices dropped
+    std::string errors;
+  };
+  NodeDevices DecodeNode(const NodeView& node, int64_t now_unix,
+                         int64_t handshake_timeout_s = kHandshakeTimeoutS) const;
+  // Handshake annotations to write on a node, every vendor by the same rule
+  // (docs/upstream-contract.md#node-registration-and-handshake): key -> value (a new request, or
+  // HandshakeCleanupValue for an unhealthy vendor: upstream's NodeCleanUp). A vendor with a
+  // handshake key takes part on a node that carries its registration annotation or its handshake
+  // annotation; other nodes (no GPU of that vendor) are left alone.
   std::map<std::string, std::string> HandshakeUpdates(
       const NodeView& node, int64_t now_unix,
       int64_t handshake_timeout_s = kHandshakeTimeoutS) const;
@@ -122,6 +130,9 @@ class VendorSet final : public scheduler::VendorRules, public core::PodDeviceRea
  private:
   std::vector<std::unique_ptr<Vendor>> vendors_;
   const Vendor* nvidia_ = nullptr;
+  // vendors_ with NVIDIA first (node devices keep the order they always had: NVIDIA's, then the
+  // others').
+  std::vector<const Vendor*> nvidia_first_;
 };
 
 }  // namespace hami::vendors

@@ -234,6 +234,7 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
     bool error;
   };
   const std::string dcu = "DCU-0a1b,4,16368,100,DCU-Z100L,0,true,0,:";
+  const std::string kOneGpu = "GPU-0a1b,10,40960,100,NVIDIA-A100,0,true,0,:";
   const Case cases[] = {
       {"dcu without handshake: ask",
        {{{"hami.io/node-dcu-register", dcu}}, {}},
@@ -271,14 +272,54 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
        0,
        {{"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}},
        true},
-      {"nvidia only: not ours here", {{{"hami.io/node-nvidia-register", "[]"}}, {}}, 0, {}, false},
+      // NVIDIA is a vendor like the others: same registration and handshake rule.
+      {"nvidia registers no devices: its handshake is requested",
+       {{{"hami.io/node-nvidia-register", "[]"}}, {}},
+       0,
+       {{"hami.io/node-handshake", "Requesting_2023-11-14 22:13:20"}},
+       false},
+      {"nvidia requested long ago, nothing allocatable: dropped and cleaned",
+       {{{"hami.io/node-nvidia-register", kOneGpu},
+         {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+        {}},
+       0,
+       {{"hami.io/node-handshake", "Deleted_2023-11-14 22:13:20"}},
+       true},
+      {"nvidia reported: healthy, asked again",
+       {{{"hami.io/node-nvidia-register", kOneGpu},
+         {"hami.io/node-handshake", "Reported_2023-11-14 22:13:00"}},
+        {}},
+       1,
+       {{"hami.io/node-handshake", "Requesting_2023-11-14 22:13:20"}},
+       false},
+      {"nvidia and dcu on one node: NVIDIA's devices first",
+       {{{"hami.io/node-nvidia-register", kOneGpu},
+         {"hami.io/node-handshake", "Reported_2023-11-14 22:13:00"},
+         {"hami.io/node-dcu-register", dcu},
+         {"hami.io/node-handshake-dcu", "Reported_2023-11-14 22:13:00"}},
+        {}},
+       2,
+       {{"hami.io/node-handshake", "Requesting_2023-11-14 22:13:20"},
+        {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}},
+       false},
+      {"a handshake without a registration is still answered",
+       {{{"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}}, {}},
+       0,
+       {{"hami.io/node-handshake", "Deleted_2023-11-14 22:13:20"}},
+       false},
+      {"no GPU at all: left alone", {{{"other", "x"}}, {}}, 0, {}, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    std::string errors;
-    EXPECT_EQ(set->DecodeNode(c.node, kNow, &errors).size(), c.devices);
-    EXPECT_EQ(!errors.empty(), c.error) << errors;
+    const VendorSet::NodeDevices d = set->DecodeNode(c.node, kNow);
+    EXPECT_EQ(d.devices.size(), c.devices);
+    EXPECT_EQ(!d.errors.empty(), c.error) << d.errors;
+    EXPECT_EQ(d.unhealthy, std::string(c.name).find("dropped") != std::string::npos) << d.errors;
     EXPECT_EQ(set->HandshakeUpdates(c.node, kNow), c.updates);
+    if (std::string(c.name).find("first") != std::string::npos) {
+      ASSERT_EQ(d.devices.size(), 2u);
+      EXPECT_EQ(d.devices[0].vendor, "NVIDIA");
+    }
   }
 }
 
@@ -289,11 +330,11 @@ void AddKunlunNode(scheduler::Scheduler& sched, const VendorSet& set, const std:
   NodeView view;
   view.name = name;
   view.capacity["kunlunxin.com/xpu"] = 8;
-  std::string errors;
   core::NodeInfo info;
   info.name = name;
-  info.devices = set.DecodeNode(view, 0, &errors);
-  ASSERT_EQ(info.devices.size(), 8u) << errors;
+  VendorSet::NodeDevices d = set.DecodeNode(view, 0);
+  info.devices = std::move(d.devices);
+  ASSERT_EQ(info.devices.size(), 8u) << d.errors;
   for (int b : busy) {
     const core::DeviceInfo& d = info.devices[b];
     ASSERT_EQ(d.index, b);
@@ -322,9 +363,8 @@ std::set<int> GrantedIndices(const VendorSet& set, const scheduler::Decision& d)
   NodeView view;
   view.name = d.node;
   view.capacity["kunlunxin.com/xpu"] = 8;
-  std::string errors;
   std::set<int> out;
-  for (const auto& dev : set.DecodeNode(view, 0, &errors))
+  for (const auto& dev : set.DecodeNode(view, 0).devices)
     for (const auto& c : d.allocation.containers)
       for (const auto& g : c)
         if (g.uuid == dev.uuid) out.insert(dev.index);
