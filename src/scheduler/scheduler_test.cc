@@ -117,6 +117,30 @@ TEST(SchedulerTest, TiesGoToTheFirstNodeByName) {
   EXPECT_EQ(d->node, "b");
 }
 
+// A candidate list names nodes, not positions: the same list after a node was added before the
+// candidate (every index after it shifts) or after the candidate left, and on another cache.
+TEST(SchedulerTest, RepeatedCandidateListFollowsNodeChanges) {
+  auto s = MakeCluster("hami", {NodeBuilder("b").Gpus(2), NodeBuilder("c").Gpus(2)});
+  const std::vector<std::string> cand = {"c"};
+  auto d = s->Schedule(PodBuilder("p").Gpu(1, 1000, 10), &cand);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->node, "c");
+  // "a" takes index 0: "c" moves from 1 to 2, and index 1 is now "b".
+  s->UpsertNode(NodeBuilder("a").Gpus(2).Build());
+  d = s->Schedule(PodBuilder("p").Gpu(1, 1000, 10), &cand);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->node, "c");
+  s->RemoveNode("c");
+  d = s->Schedule(PodBuilder("p").Gpu(1, 1000, 10), &cand);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->node, "");  // no candidate left
+  // Another cache, same list, its own nodes.
+  auto t = MakeCluster("hami", {NodeBuilder("c").Gpus(2), NodeBuilder("d").Gpus(2)});
+  d = t->Schedule(PodBuilder("p").Gpu(1, 1000, 10), &cand);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->node, "c");
+}
+
 TEST(SchedulerTest, AllocationCarriesDeviceDetails) {
   auto s = MakeCluster("hami", {NodeBuilder("n1").Gpus(1, 16000)});
   auto d = s->ScheduleAndReserve(PodBuilder("p").Gpu(1, 3000, 25), nullptr);
