@@ -14,6 +14,7 @@
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
+#include "common/libc.h"
 #include "common/log.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
@@ -36,8 +37,8 @@ int Fail(const Status& s) {
 }
 
 bool EnvTrue(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && (std::string(v) == "true" || std::string(v) == "1");
+  const std::string v = GetEnvOr(name);
+  return v == "true" || v == "1";
 }
 
 }  // namespace
@@ -159,7 +160,7 @@ int DevicePluginMain(int argc, char** argv) {
   }
   if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail(s);
   if (node_name.empty()) {
-    if (const char* n = std::getenv("NODE_NAME")) node_name = n;
+    node_name = GetEnvOr("NODE_NAME");
   }
   if (node_name.empty() && !dry_run)
     return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
@@ -175,7 +176,7 @@ int DevicePluginMain(int argc, char** argv) {
           if (o == nullptr) return false;
           if (o->count() > 0) return true;
           const std::string env = o->get_envname();
-          return !env.empty() && std::getenv(env.c_str()) != nullptr;
+          return !env.empty() && GetEnv(env.c_str()).has_value();
         },
         &cfg);
   }

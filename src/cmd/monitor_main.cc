@@ -11,6 +11,7 @@
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
+#include "common/libc.h"
 #include "common/log.h"
 #include "gpu/nvml_discovery.h"
 #include "k8s/client.h"
@@ -96,10 +97,9 @@ int MonitorMain(int argc, char** argv) {
   auto feedback_ms = monitor::ParseDurationMs(feedback, "--feedback-interval");
   if (!feedback_ms.ok()) return Fail(feedback_ms.status());
   if (node_name.empty()) {
-    const char* env = std::getenv("NODE_NAME");
-    if (env == nullptr || *env == '\0')
+    node_name = GetEnvOr("NODE_NAME");
+    if (node_name.empty())
       return Fail(InvalidArgument("--node-name is empty and NODE_NAME is not set"));
-    node_name = env;
   }
 
   auto config = k8s::LoadDefaultConfig(kubeconfig);

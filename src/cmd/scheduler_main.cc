@@ -19,6 +19,7 @@
 #include "cmd/config_wiring.h"
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
+#include "common/libc.h"
 #include "common/log.h"
 #include "extender/controller.h"
 #include "extender/extender.h"
@@ -55,11 +56,6 @@ void RaiseFileLimit() {
   }
 }
 
-std::string Env(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
 }  // namespace
 
 int SchedulerMain(int argc, char** argv) {
@@ -76,8 +72,8 @@ int SchedulerMain(int argc, char** argv) {
   std::string device_config_file, log_level = "info", node_label_selector;
   std::string follow_lease;
   std::string lease_name = "hami-scheduler-extender",
-              lease_namespace = Env("POD_NAMESPACE", "kube-system");
-  std::string identity = Env("POD_NAME", "");
+              lease_namespace = GetEnvOr("POD_NAMESPACE", "kube-system");
+  std::string identity = GetEnvOr("POD_NAME");
   bool leader_elect = false, force_overwrite_default = true;
   // Each GPU pod costs two API writes (decision patch + binding), a pod without devices one: 200
   // QPS leaves >= 100 pods/s, twice what kube-scheduler's own default client (50 QPS, one Scheduled
@@ -172,8 +168,8 @@ int SchedulerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error | off")
       ->capture_default_str();
-  std::string scheduler_sa = Env("POD_NAMESPACE", "kube-system") + ":hami-scheduler";
-  std::vector<std::string> node_agent_sas = {Env("POD_NAMESPACE", "kube-system") +
+  std::string scheduler_sa = GetEnvOr("POD_NAMESPACE", "kube-system") + ":hami-scheduler";
+  std::vector<std::string> node_agent_sas = {GetEnvOr("POD_NAMESPACE", "kube-system") +
                                              ":hami-node-agent"};
   app.add_option("--scheduler-service-account", scheduler_sa,
                  "NAMESPACE:NAME of the service account this scheduler runs as: the only identity "
@@ -270,8 +266,8 @@ int SchedulerMain(int argc, char** argv) {
   co.election.lease_namespace = lease_namespace;
   co.follow_lease = follow_lease;
   // The downward API's pod name and namespace (deploy/): the pod gets hami.io/scheduler-role.
-  co.self_pod_namespace = Env("POD_NAMESPACE", "");
-  co.self_pod_name = Env("POD_NAME", "");
+  co.self_pod_namespace = GetEnvOr("POD_NAMESPACE");
+  co.self_pod_name = GetEnvOr("POD_NAME");
   auto secs = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   co.election.lease_duration = secs(lease_duration_s);
   co.election.renew_deadline = secs(renew_deadline_s);

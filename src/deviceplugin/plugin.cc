@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/libc.h"
 #include "common/log.h"
 #include "core/node_codec.h"
 #include "deviceplugin/allocate_env.h"
@@ -57,17 +58,17 @@ Status PrepareRegionDir(const std::string& dir, int64_t uid, int64_t gid) {
   fs::create_directories(fs::path(dir).parent_path(), ec);
   if (ec) return Internal("cannot create region root of ", dir, ": ", ec.message());
   if (::mkdir(dir.c_str(), 0700) != 0)
-    return Internal("cannot create region directory ", dir, ": ", std::strerror(errno));
+    return Internal("cannot create region directory ", dir, ": ", ErrnoText(errno));
   // chmod while the directory is still ours: after chown only CAP_FOWNER could.
   if (::chmod(dir.c_str(), 0770) != 0)
-    return Internal("cannot chmod region directory ", dir, ": ", std::strerror(errno));
+    return Internal("cannot chmod region directory ", dir, ": ", ErrnoText(errno));
   if ((uid >= 0 || gid >= 0) &&
       ::chown(dir.c_str(), uid >= 0 ? static_cast<uid_t>(uid) : static_cast<uid_t>(-1),
               gid >= 0 ? static_cast<gid_t>(gid) : static_cast<gid_t>(-1)) != 0)
     return Internal("cannot give region directory ", dir, " to ", uid, ":", gid,
                     " (the container's runAsUser:fsGroup; "
                     "the plugin needs CAP_CHOWN): ",
-                    std::strerror(errno));
+                    ErrnoText(errno));
   return OkStatus();
 }
 

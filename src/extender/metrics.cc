@@ -12,7 +12,7 @@
 namespace hami::extender {
 namespace {
 
-constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kMiB = int64_t{1024} * 1024;
 using http::MetricLabels;
 using http::MetricSet;
 using prometheus::MetricType;

@@ -97,6 +97,8 @@ enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
 /* Event types (a bit mask). */
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
 
+/* The struct tags are NVML's own: readability-identifier-naming does not apply to this ABI. */
+/* NOLINTBEGIN(readability-identifier-naming) */
 typedef struct nvmlPciInfo_st {
   char busIdLegacy[16]; /* NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE */
   unsigned int domain;
@@ -172,6 +174,7 @@ typedef struct nvmlTemperature_v1_st {
 typedef struct nvmlBAR1Memory_st {
   unsigned long long bar1Total, bar1Free, bar1Used;
 } nvmlBAR1Memory_t;
+/* NOLINTEND(readability-identifier-naming) */
 
 /* Versioned structs carry sizeof(struct) | version << 24 in their first field. */
 #define HAMI_NVML_STRUCT_VERSION(type, ver) \

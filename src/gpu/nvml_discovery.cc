@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/libc.h"
 #include "common/log.h"
 
 namespace hami::gpu {
@@ -61,8 +62,8 @@ std::string SysfsBusId(const std::string& bus_id) {
 
 }  // namespace
 
-NvmlDiscovery::NvmlDiscovery(NvmlOptions options, void* handle, std::unique_ptr<Api> api)
-    : options_(std::move(options)), handle_(handle), api_(std::move(api)) {}
+NvmlDiscovery::NvmlDiscovery(NvmlOptions options, std::unique_ptr<Api> api)
+    : options_(std::move(options)), api_(std::move(api)) {}
 
 NvmlDiscovery::~NvmlDiscovery() {
   if (api_ && api_->shutdown) api_->shutdown();
@@ -72,8 +73,7 @@ NvmlDiscovery::~NvmlDiscovery() {
 StatusOr<std::unique_ptr<NvmlDiscovery>> NvmlDiscovery::Open(NvmlOptions options) {
   void* h = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    const char* err = dlerror();
-    return Unavailable("cannot load NVML (", options.library, "): ", err ? err : "unknown error",
+    return Unavailable("cannot load NVML (", options.library, "): ", DlErrorText(),
                        "; is the NVIDIA driver installed and the library on the search path?");
   }
   auto api = std::make_unique<Api>();
@@ -129,7 +129,8 @@ StatusOr<std::unique_ptr<NvmlDiscovery>> NvmlDiscovery::Open(NvmlOptions options
     dlclose(h);
     return Unavailable("nvmlInit failed: ", msg, " (code ", r, ")");
   }
-  return std::unique_ptr<NvmlDiscovery>(new NvmlDiscovery(std::move(options), h, std::move(api)));
+  // NVML stays loaded for the life of the process (never dlclosed): api_ points into it.
+  return std::unique_ptr<NvmlDiscovery>(new NvmlDiscovery(std::move(options), std::move(api)));
 }
 
 Status NvmlDiscovery::Check(nvml::Return r, const char* what) const {

@@ -40,13 +40,12 @@ class NvmlDiscovery final : public DeviceDiscovery {
 
  private:
   class Watch;
-  NvmlDiscovery(NvmlOptions options, void* handle, std::unique_ptr<Api> api);
+  NvmlDiscovery(NvmlOptions options, std::unique_ptr<Api> api);
   Status Check(nvml::Return r, const char* what) const;
   StatusOr<std::vector<nvml::Device>> Handles();
   int NumaNode(nvml::Device d, const std::string& bus_id) const;
 
   NvmlOptions options_;
-  void* handle_;
   std::unique_ptr<Api> api_;
 };
 

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/libc.h"
+
 namespace hami::http {
 
 CertPair::~CertPair() {
@@ -23,7 +25,7 @@ CertPair::~CertPair() {
 StatusOr<std::string> ReadFileCapped(const std::string& path, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return NotFound("cannot read ", path, ": ", std::strerror(errno));
+  if (fd < 0) return NotFound("cannot read ", path, ": ", ErrnoText(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -42,7 +44,7 @@ StatusOr<std::string> ReadFileCapped(const std::string& path, size_t max_bytes) 
     if (n < 0) {
       const int e = errno;
       ::close(fd);
-      return Internal("cannot read ", path, ": ", std::strerror(e));
+      return Internal("cannot read ", path, ": ", ErrnoText(e));
     }
     if (n == 0) break;
     got += static_cast<size_t>(n);

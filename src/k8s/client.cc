@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/rng.h"
@@ -90,7 +91,11 @@ size_t CaptureRetryAfter(char* ptr, size_t size, size_t nmemb, void* userdata) {
     std::string lower(h.substr(0, kName.size()));
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     if (lower == kName) {
-      *static_cast<int64_t*>(userdata) = std::atoll(std::string(h.substr(kName.size())).c_str());
+      // Delay-seconds only (RFC 9110 10.2.3); an HTTP-date, or anything else, is not honoured.
+      int64_t seconds = 0;
+      const std::string_view value = h.substr(kName.size());
+      if (absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &seconds) && seconds >= 0)
+        *static_cast<int64_t*>(userdata) = seconds;
     }
   }
   return size * nmemb;
@@ -467,16 +472,18 @@ StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOp
       return Internal("GET ", base, ": reply is not a list (no items array)");
     }
     if (reply["items"].is_null()) reply["items"] = Json::array();
+    // The next page's token, read before the first page moves into the result.
+    std::string next;
+    if (auto md = reply.find("metadata"); md != reply.end() && md->is_object()) {
+      if (auto c = md->find("continue"); c != md->end() && c->is_string()) next = *c;
+    }
     if (page == 0) {
       result = std::move(reply);
     } else {
       for (auto& item : reply["items"]) result["items"].push_back(std::move(item));
       result["metadata"]["resourceVersion"] = reply["metadata"].value("resourceVersion", "");
     }
-    cont.clear();
-    const Json& md = page == 0 ? result["metadata"] : reply["metadata"];
-    if (md.is_object() && md.contains("continue") && md["continue"].is_string())
-      cont = md["continue"];
+    cont = std::move(next);
     if (cont.empty()) break;
   }
   if (result["metadata"].is_object()) result["metadata"].erase("continue");
@@ -484,7 +491,8 @@ StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOp
 }
 
 Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& opts,
-                     const std::function<bool(WatchEvent&)>& on_event, std::stop_token stop) {
+                     const std::function<bool(WatchEvent&)>& on_event,
+                     const std::stop_token& stop) {
   Impl& im = *impl_;
   HAMI_ASSIGN_OR_RETURN(std::string path, CheckedResourcePath(r, ns, "", ""));
   path += QueryString(opts, true, "");

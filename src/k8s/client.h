@@ -121,7 +121,7 @@ class Client {
   // too old (HTTP 410 or an ERROR event with code 410), Unavailable when the connection drops.
   // Watches are not retried here; informers do that.
   Status Watch(const Resource& r, std::string_view ns, const ListOptions& opts,
-               const std::function<bool(WatchEvent&)>& on_event, std::stop_token stop = {});
+               const std::function<bool(WatchEvent&)>& on_event, const std::stop_token& stop = {});
 
   StatusOr<Json> Create(const Resource& r, std::string_view ns, const Json& obj,
                         std::string_view subresource = "", std::string_view name = "");

@@ -3,14 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "common/libc.h"
+#include "common/status.h"
 
 namespace hami::k8s {
 namespace {
@@ -20,7 +20,7 @@ constexpr int kMaxNesting = 64;
 
 StatusOr<std::string> ReadFile(const std::string& path, size_t limit = kMaxKubeconfigBytes) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound("cannot read ", path, ": ", std::strerror(errno));
+  if (!f) return NotFound("cannot read ", path, ": ", ErrnoText(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
   std::string s = ss.str();
@@ -274,21 +274,19 @@ StatusOr<ClientConfig> InClusterConfigFrom(std::string_view host, std::string_vi
 }
 
 StatusOr<ClientConfig> InClusterConfig(std::string_view sa_dir) {
-  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-  return InClusterConfigFrom(host ? host : "", port ? port : "", sa_dir);
+  return InClusterConfigFrom(GetEnvOr("KUBERNETES_SERVICE_HOST"),
+                             GetEnvOr("KUBERNETES_SERVICE_PORT"), sa_dir);
 }
 
 StatusOr<ClientConfig> LoadDefaultConfig(const std::string& kubeconfig) {
   if (!kubeconfig.empty()) return LoadKubeconfig(kubeconfig);
   auto in_cluster = InClusterConfig();
   if (in_cluster.ok() || !absl::IsFailedPrecondition(in_cluster.status())) return in_cluster;
-  if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
-    std::string first(env);
-    first = first.substr(0, first.find(':'));
+  if (std::string env = GetEnvOr("KUBECONFIG"); !env.empty()) {
+    std::string first = env.substr(0, env.find(':'));
     return LoadKubeconfig(first);
   }
-  if (const char* home = std::getenv("HOME"); home && *home) {
+  if (std::string home = GetEnvOr("HOME"); !home.empty()) {
     std::string path = StrCat(home, "/.kube/config");
     if (std::filesystem::exists(path)) return LoadKubeconfig(path);
   }

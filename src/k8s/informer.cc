@@ -145,7 +145,7 @@ struct Informer::Impl {
                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping; });
   }
 
-  void Run(std::stop_token stop) {
+  void Run(const std::stop_token& stop) {
     Rng rng(opts.seed);
     Backoff backoff(opts.backoff, rng);
     bool need_list = true;

@@ -55,6 +55,7 @@ std::optional<bool> ProcessFiles::HasOpen(uint32_t pid, uint64_t device, uint64_
     std::string dir = proc_root_ + "/" + std::to_string(pid) + "/fd";
     if (DIR* d = opendir(dir.c_str())) {
       files.emplace();
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): glibc's readdir races only on a shared DIR*
       while (struct dirent* e = readdir(d)) {
         if (e->d_name[0] == '.') continue;
         struct stat st;

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "common/libc.h"
 #include "gpu/nvml_api.h"
 
 namespace hami::monitor {
@@ -59,8 +60,7 @@ StatusOr<std::unique_ptr<NvmlTelemetry>> NvmlTelemetry::Open(gpu::DeviceDiscover
                                                              const std::string& library) {
   void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    const char* err = dlerror();
-    return Unavailable(StrCat("cannot load ", library, ": ", err ? err : "unknown error"));
+    return Unavailable(StrCat("cannot load ", library, ": ", DlErrorText()));
   }
   auto api = std::make_unique<Api>();
   auto sym = [&](const char* name, const char* fallback) -> void* {
@@ -168,6 +168,7 @@ StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::
     if (buf[i].timeStamp >= slot.first) slot = {buf[i].timeStamp, buf[i].smUtil};
   }
   std::vector<ProcessUtil> out;
+  out.reserve(newest.size());
   for (const auto& [pid, v] : newest) out.push_back({pid, std::min<uint32_t>(v.second, 100)});
   return out;
 }

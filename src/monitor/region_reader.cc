@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/libc.h"
 #include "vgpu/shared_region.h"
 
 namespace hami::monitor {
@@ -107,7 +108,7 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
   // The file lies in a directory its container can write: never follow a link it planted (ELOOP)
   // and never wait on a FIFO or device it put there (O_NONBLOCK; then only a regular file is used).
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return Unavailable(StrCat(path, ": cannot open: ", std::strerror(errno)));
+  if (fd < 0) return Unavailable(StrCat(path, ": cannot open: ", ErrnoText(errno)));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -120,7 +121,7 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
   vgpu_region_header hdr;
   if (pread(fd, &hdr, sizeof(hdr), 0) != static_cast<ssize_t>(sizeof(hdr))) {
     close(fd);
-    return Unavailable(StrCat(path, ": cannot read the header: ", std::strerror(errno)));
+    return Unavailable(StrCat(path, ": cannot read the header: ", ErrnoText(errno)));
   }
   Status bad;
   if (hdr.magic == kUpstreamMagic) {
@@ -144,7 +145,7 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
   if (map == MAP_FAILED) {
     int err = errno;
     close(fd);
-    return Unavailable(StrCat(path, ": mmap: ", std::strerror(err)));
+    return Unavailable(StrCat(path, ": mmap: ", ErrnoText(err)));
   }
   return std::unique_ptr<MappedRegion>(new MappedRegion(
       path, fd, map, static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)));

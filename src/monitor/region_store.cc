@@ -34,6 +34,7 @@ std::vector<std::string> ListDir(const std::string& dir, size_t max = SIZE_MAX,
   std::vector<std::string> names;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return names;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): glibc's readdir races only on a shared DIR*
   while (struct dirent* e = readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
@@ -93,7 +94,8 @@ ScanStats RegionStore::Rescan() {
     }
     for (const std::string& f : entries) {
       if (!EndsWith(f, ".cache")) continue;
-      std::string path = dir_path + "/" + f;
+      std::string path = dir_path;
+      path.append("/").append(f);
       struct stat fst;
       if (lstat(path.c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
       files.push_back({path, MtimeNs(fst), static_cast<uint64_t>(fst.st_ino)});

@@ -39,7 +39,7 @@ bool Fits(const TraceTask& t, const TraceNode& n) {
 // A task that needs GPUs of its own: whole GPUs, or more than half of one (two never share).
 int64_t ExclusiveGpus(const TraceTask& t) {
   if (t.num_gpu == 0) return 0;
-  return t.gpu_milli == 1000 || t.gpu_milli > 500 ? t.num_gpu : 0;
+  return t.gpu_milli > 500 ? t.num_gpu : 0;  // a whole GPU is 1000
 }
 
 struct GlpDeleter {
@@ -110,8 +110,10 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
     out.demand_milli += t.total_gpu_milli();
   }
   std::vector<NodeClass> cls;
+  cls.reserve(node_classes.size());
   for (auto& [k, c] : node_classes) cls.push_back(c);
   std::vector<TaskShape> shp;
+  shp.reserve(task_shapes.size());
   for (auto& [k, s] : task_shapes) shp.push_back(s);
   out.node_classes = static_cast<int>(cls.size());
   out.task_shapes = static_cast<int>(shp.size());

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/libc.h"
 #include "nlohmann/json.hpp"
 
 namespace hami::sim {
@@ -144,7 +145,7 @@ std::string ToSvg(const std::vector<RunResult>& runs, const std::string& title) 
       "%.0f\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",
       W, H, W, H);
-  add("<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   std::string esc;
   for (char ch : title)
     esc += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
@@ -293,7 +294,7 @@ StatusOr<std::string> FindBundledTrace(const std::string& name) {
     std::error_code ec;
     return fs::is_regular_file(p, ec);
   };
-  if (const char* env = std::getenv("HAMI_DATA_DIR"); env && *env) {
+  if (const std::string env = GetEnvOr("HAMI_DATA_DIR"); !env.empty()) {
     if (try_dir(env)) return (fs::path(env) / name).string();
   }
   std::error_code ec;

@@ -67,6 +67,9 @@ extern "C" {
 #define VGPU_SLOT_FREE 0u
 #define VGPU_SLOT_ACTIVE 1u
 
+/* The structs are libvgpu's C types, named in C style: readability-identifier-naming (CamelCase for
+ * C++ structs) does not apply. */
+/* NOLINTBEGIN(readability-identifier-naming) */
 /* One physical device (keyed by UUID), container-wide. 256 bytes. */
 typedef struct vgpu_device_entry {
   char uuid[VGPU_UUID_LEN]; /* NUL-terminated, e.g. "GPU-8f3a..." or "MIG-..."; "" = unused entry */
@@ -140,6 +143,7 @@ typedef struct vgpu_region {
   vgpu_device_entry devices[VGPU_MAX_DEVICES];
   vgpu_proc_slot slots[VGPU_MAX_SLOTS];
 } vgpu_region;
+/* NOLINTEND(readability-identifier-naming) */
 
 VGPU_STATIC_ASSERT(sizeof(vgpu_device_entry) == 256, "device entry is 256 bytes");
 VGPU_STATIC_ASSERT(sizeof(vgpu_proc_slot) == 256, "slot is 256 bytes");

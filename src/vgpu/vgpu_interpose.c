@@ -40,6 +40,7 @@ typedef unsigned int vgpu_devptr_v1;
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- Prototypes and real-function pointers, generated from the hook list. -------------------- */
+/* NOLINTBEGIN(bugprone-macro-parentheses): params and args are parenthesized lists, sym a name. */
 #define VGPU_CU(sym, base, ver, pt, params, args) EXPORT CUresult sym params;
 #define VGPU_NVML(sym, params, args) EXPORT nvmlReturn_t sym params;
 #include "vgpu/vgpu_hooks.def"
@@ -67,6 +68,7 @@ static const hook_entry kHooks[] = {
 #define VGPU_NVML(sym, params, args) {#sym, #sym, 0, 0, 0, (void*)&sym, (void**)&real_##sym},
 #include "vgpu/vgpu_hooks.def"
 };
+/* NOLINTEND(bugprone-macro-parentheses) */
 enum { kNumHooks = sizeof(kHooks) / sizeof(kHooks[0]) };
 
 /* Real driver functions used internally but not hooked. */
@@ -164,8 +166,9 @@ static int read_limits_file(const char* path) {
     if (errno == ENOENT || errno == ENOTDIR) return 0;
     /* It exists but cannot be read: its values are unknown, the environment's are not trusted
      * either. */
+    char eb[128];
     VGPU_LOG(VGPU_LOG_ERROR, "limits file %s unreadable (%s); using the environment's limits", path,
-             strerror(errno));
+             strerror_r(errno, eb, sizeof eb));
     return 0;
   }
   static char buf[VGPU_CFG_MAX * 256];
@@ -204,12 +207,19 @@ static void load_limits(void) {
   g_armed = read_limits_file(path);
 }
 
+/* libc has no thread-safe getenv and libvgpu cannot do without one. It reads variables the host
+ * sets before it starts; a host that changes its environment while its threads call CUDA races with
+ * its own getenv calls as much as with ours. */
+static const char* env_get(const char* name) {
+  return getenv(name); /* NOLINT(concurrency-mt-unsafe): no thread-safe form exists (above) */
+}
+
 /* A governed variable: from the limits file when armed (the environment is then only compared, once
  * per key, to say it is ignored), else from the environment. */
 static const char* cfg_get(const char* name) {
-  if (!g_armed) return getenv(name);
+  if (!g_armed) return env_get(name);
   const char* v = vgpu_cfg_get(&g_cfg, name);
-  const char* env = getenv(name);
+  const char* env = env_get(name);
   if (env && (!v || strcmp(env, v) != 0)) {
     static uint64_t warned; /* bit per hashed key: a warning at most once per variable */
     uint64_t bit = 1ull << (strlen(name) * 7 + (unsigned char)name[strlen(name) - 1]) % 64;
@@ -223,7 +233,7 @@ static const char* cfg_get(const char* name) {
 }
 
 static void load_real(void) {
-  const char* lvl = getenv("LIBCUDA_LOG_LEVEL");
+  const char* lvl = env_get("LIBCUDA_LOG_LEVEL");
   int32_t v;
   if (lvl && vgpu_parse_int(lvl, &v) == 0) vgpu_log_level = v;
   load_limits();
@@ -338,7 +348,7 @@ static int container_index(int ord, const char* uuid, nvmlDevice_t* nvml_out) {
       nvml_DeviceGetHandleByUUID(uuid, &h) == NVML_SUCCESS) {
     *nvml_out = h;
   }
-  const char* cvd = getenv("CUDA_VISIBLE_DEVICES");
+  const char* cvd = env_get("CUDA_VISIBLE_DEVICES");
   if (cvd) {
     vgpu_visible_entry e[MAX_ORD];
     int n = vgpu_parse_visible_devices(cvd, e, MAX_ORD);
@@ -391,7 +401,7 @@ static int attach_region_locked(void) {
   }
   /* Armed: the environment may make the policy stricter (force), never looser. */
   uint32_t env_policy;
-  s = getenv("GPU_CORE_UTILIZATION_POLICY");
+  s = env_get("GPU_CORE_UTILIZATION_POLICY");
   if (g_armed && s && vgpu_parse_policy(s, &env_policy) == 0 &&
       policy_rank(env_policy) > policy_rank(p.policy)) {
     p.policy = env_policy;
@@ -417,7 +427,7 @@ static int attach_region_locked(void) {
              s);
     g.scaling = 0;
   }
-  s = getenv("VGPU_TEST_CRASH_POINT"); /* "point[:n]", tests only */
+  s = env_get("VGPU_TEST_CRASH_POINT"); /* "point[:n]", tests only */
   if (s) {
     char buf[32];
     snprintf(buf, sizeof(buf), "%s", s);
@@ -744,6 +754,8 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wid
  * process (only a fork's child resets it, single-threaded). An allocation made before the state
  * was ST_READY is not in the table, so a free that finds the state otherwise before the driver
  * call and ST_READY after it has nothing to credit either (the slow path still looks). */
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name and call its
+ * parenthesized argument list. */
 #define FREE_BODY(realfn, call, key, kind)                                                 \
   if (LIKELY(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_READY && realfn != NULL)) { \
     CUresult r = realfn call;                                                              \
@@ -755,6 +767,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wid
   CUresult r = realfn call;                                                                \
   if (r == CUDA_SUCCESS && g.state == ST_READY) untrack(key, kind);                        \
   return r;
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   FREE_BODY(real_cuMemFree_v2, (dptr), dptr, VGPU_KIND_DPTR);
@@ -773,6 +786,8 @@ EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
   FREE_BODY(real_cuMemFree, (dptr), dptr, VGPU_KIND_DPTR);
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name and call its
+ * parenthesized argument list. */
 #define ALLOC_ASYNC_BODY(realfn, call)                                    \
   int e;                                                                  \
   if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || bytesize == 0) { \
@@ -780,6 +795,7 @@ EXPORT CUresult cuMemFree(vgpu_devptr_v1 dptr) {
     return realfn ? realfn call : CUDA_ERROR_NOT_INITIALIZED;             \
   }                                                                       \
   CHARGED_CALL(e, bytesize, realfn call, *dptr, VGPU_KIND_DPTR);
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   ALLOC_ASYNC_BODY(real_cuMemAllocAsync, (dptr, bytesize, hStream));
@@ -832,9 +848,8 @@ static uint64_t format_bytes(CUarray_format f) {
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
     case CU_AD_FORMAT_FLOAT:
+    default: /* compressed/planar formats: 4 is an upper bound per element */
       return 4;
-    default:
-      return 4; /* compressed/planar formats: an upper bound per element */
   }
 }
 
@@ -1014,12 +1029,14 @@ static void primary_release(CUdevice dev, int reset) {
   g.primary_bytes[dev] = 0;
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name, called by it. */
 #define PRIMARY_RELEASE_BODY(realfn, reset)           \
   ensure_loaded();                                    \
   if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;     \
   CUresult r = realfn(dev);                           \
   if (r == CUDA_SUCCESS) primary_release(dev, reset); \
   return r;
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxRelease, 0);
@@ -1211,6 +1228,8 @@ static unsigned int container_pid(unsigned int pid) {
 
 /* Process lists show this container's processes only, under the pids the container knows them by
  * (upstream shows host pids the container cannot resolve, or nothing). */
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name; the others are the
+ * hook's parameter names. */
 #define FILTER_PROCS(realfn, device, count, infos)                               \
   ensure_loaded();                                                               \
   if (!realfn) return NVML_ERROR_FUNCTION_NOT_FOUND;                             \
@@ -1226,6 +1245,7 @@ static unsigned int container_pid(unsigned int pid) {
   }                                                                              \
   *count = kept;                                                                 \
   return r;
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                             unsigned int* infoCount,

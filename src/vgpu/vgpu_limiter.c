@@ -94,12 +94,10 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
       __atomic_load_n(&d->outstanding_ns, __ATOMIC_RELAXED) + (int64_t)charged - (int64_t)busy_ns;
   if (!pct) pct = 100;
   if (!window_ns) window_ns = 1;
-  if (o < 0) {
-    adjust(d, pct, o); /* measured beyond the charges: owed now */
-    o = 0;
-  } else if (o > 0 && busy_ns < window_ns / 100 * 95) {
-    adjust(d, pct,
-           o); /* the device was not kept busy: what was charged and did not run is given back */
+  /* Measured beyond the charges (o < 0): owed now. The device was not kept busy: what was charged
+   * and did not run is given back. */
+  if (o < 0 || (o > 0 && busy_ns < window_ns / 100 * 95)) {
+    adjust(d, pct, o);
     o = 0;
   }
   /* Burst: four times the longest recent run of windows in which the device was fully busy (with

@@ -496,7 +496,9 @@ int vgpu_region_attach(vgpu_region_ctx* c, const char* path, const vgpu_region_p
     if (refuse && err == EACCES && !owned_by_me(path)) refuse = 0;
     use_private(c, p);
     c->refused = refuse;
-    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; %s", path, strerror(err),
+    char eb[128];
+    VGPU_LOG(VGPU_LOG_ERROR, "cannot open shared region %s: %s; %s", path,
+             strerror_r(err, eb, sizeof eb),
              refuse ? "the device plugin armed this container, so device memory allocations in "
                       "this process are refused"
                     : "limits apply per process only");

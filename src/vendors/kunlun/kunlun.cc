@@ -46,7 +46,7 @@ class KunlunXpu : public GenericVendor {
   int ScoreNode(std::span<const core::DeviceInfo> devices, std::span<const int> granted,
                 const NodeView&) const override {
     if (granted.empty()) return 0;
-    if (granted.size() >= static_cast<size_t>(2 * kHalf)) return 100;
+    if (granted.size() >= 2 * static_cast<size_t>(kHalf)) return 100;
     const int half = devices[granted[0]].index / kHalf;
     for (int g : granted)
       if (devices[g].index / kHalf != half) return 50;
