@@ -148,6 +148,10 @@ TEST_F(PluginTest, KubeletRestartLeadsToReRegistration) {
         [](const auto& d) { return d.size() == 8 && CountHealth(d, "GPU-aaaa", "Unhealthy") == 4; },
         seconds(10)));
   }
+  // The plugin counts a registration once kubelet's reply is back, which can be after kubelet
+  // counted it: wait for it (bounded).
+  for (int i = 0; i < 1000 && plugin_->registrations() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(plugin_->registrations(), 3);
   EXPECT_TRUE(fs::exists(plugin_->SocketPath()));
 }
