@@ -81,7 +81,7 @@ inline constexpr const char* kOverCommitted = "OverCommitted";  // with the othe
 // then offers no devices.
 struct NodeView {
   core::NodeInfo info;
-  bool registered = false;  // has a register annotation that decodes
+  bool registered = false;  // some enabled vendor registers on it (VendorSet::DecodeNode)
   bool unhealthy = false;
   std::string error;  // why the annotation did not decode
 };

@@ -124,10 +124,11 @@ VendorSet::NodeDevices VendorSet::DecodeNode(const NodeView& node, int64_t now,
       say(devs.status().message());
       continue;
     }
-    if (!Registers(*v, node) && devs->empty()) continue;  // no device of this vendor here
+    const bool annotated = Registers(*v, node);
+    if (!annotated && devs->empty()) continue;  // no device of this vendor here
     out.registered = true;
     const std::string& hs = v->keys().handshake;
-    if (!hs.empty() && Registers(*v, node)) {
+    if (!hs.empty() && annotated) {
       auto it = node.annotations.find(hs);
       if (it != node.annotations.end() &&
           CheckHandshake(it->second, now, Allocatable(*v, node), timeout_s).verdict ==
