@@ -3,8 +3,11 @@
 #include <openssl/ssl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
@@ -76,7 +79,7 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
-  virtual void Evict() = 0;     // posts a close onto the connection's strand
+  virtual void Evict() = 0;     // posts a close onto the connection's loop
   virtual void CloseNow() = 0;  // only when no I/O thread runs (Stop)
   std::atomic<int> phase{kEvictable};
   std::atomic<int64_t> last_active_ns{NowNs()};
@@ -116,12 +119,25 @@ struct HttpServer::Impl {
   bool stopping ABSL_GUARDED_BY(stop_mu) = false;
   std::thread watcher;
 
-  // Declared after everything a connection touches: destroyed first.
-  net::io_context ioc;
-  tcp::acceptor acceptor{net::make_strand(ioc)};
-  net::steady_timer accept_retry{acceptor.get_executor()};
+  // One event loop per I/O thread: every operation of a connection completes on the thread that
+  // waited for it, with no wake-up of another thread. A loop shared by several threads woke a
+  // second thread for most completions (docs/benchmarks.md: 19 context switches per /filter against
+  // 5). New connections go to the loops in turn. An inline handler holds its loop's thread; once it
+  // has run for kRescueAfter the rescuer thread runs that loop until it returns, so the loop's
+  // other connections wait at most about that long (each connection is a strand: never two threads
+  // at once). Declared after everything a connection touches: destroyed first.
+  struct Loop {
+    net::io_context ctx;
+    net::executor_work_guard<net::io_context::executor_type> work{ctx.get_executor()};
+    std::thread thread;
+    std::atomic<int64_t> inline_since_ns{0};  // an inline handler runs on the loop's thread
+  };
+  std::vector<std::unique_ptr<Loop>> loops;
+  std::atomic<size_t> next_loop{0};
+  std::unique_ptr<tcp::acceptor> acceptor;  // on a strand of loops[0]
+  std::unique_ptr<net::steady_timer> accept_retry;
   std::unique_ptr<net::thread_pool> pool;
-  std::vector<std::thread> io;
+  std::thread rescuer;  // only with inline_handlers > 0
 
   bool Tls() const { return !opts.cert_file.empty() || !opts.key_file.empty(); }
   RequestLimits Limits() const { return {opts.max_header_bytes, opts.max_body_bytes}; }
@@ -238,20 +254,28 @@ struct HttpServer::Impl {
   }
 
   void DoAccept();
-  void Admit(tcp::socket socket);
+  void Admit(tcp::socket socket, Loop& loop);
+  void Rescue();
 };
+
+namespace {
+constexpr std::chrono::milliseconds kRescueAfter{20};
+// True on the rescuer thread: it never runs a handler inline (it must stay free for other loops).
+thread_local bool t_rescuing = false;
+}  // namespace
 
 namespace {
 
 // One connection. Stream is beast::tcp_stream (plain) or beast::ssl_stream<beast::tcp_stream>.
-// Everything below runs on the connection's strand, except the handler (worker pool).
+// Everything below runs on the connection's loop (one thread), except a handler on the worker pool.
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
   template <class... Args>
-  Session(HttpServer::Impl* srv, Args&&... args) : srv_(srv), stream_(std::forward<Args>(args)...) {
+  Session(HttpServer::Impl* srv, HttpServer::Impl::Loop* loop, Args&&... args)
+      : srv_(srv), loop_(loop), stream_(std::forward<Args>(args)...) {
     srv_->open.fetch_add(1);
   }
   ~Session() override {
@@ -260,9 +284,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     srv_->open.fetch_sub(1);
   }
 
-  void Run() {
+  // On the acceptor's strand, before Run: an admitted connection can be evicted at once.
+  void Enroll() {
     reg_it_ = srv_->Register(this->shared_from_this());
     registered_ = true;
+  }
+
+  void Run() {
     deadline_ = Clock::now() + srv_->opts.header_timeout;
     if constexpr (kTls) {
       Lowest().expires_at(deadline_);
@@ -386,12 +414,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                    version, keep);
     }
     srv_->handled.fetch_add(1);
-    // A request that arrives while no other handler runs inline (kube-scheduler's /filter calls,
-    // one scheduling cycle at a time) is answered on this I/O thread: no hand-off to the pool and
-    // back. The loop has inline_handlers threads more than io_threads, so I/O and timeouts keep
-    // io_threads threads however long an inline handler takes.
-    if (srv_->TryInline()) {
+    // A request that arrives while fewer than inline_handlers handlers run inline (kube-scheduler's
+    // /filter calls, one scheduling cycle at a time) is answered on this I/O thread: no hand-off to
+    // the pool and back. The other connections of this loop wait for it (HttpServerOptions).
+    if (!t_rescuing && srv_->TryInline()) {
+      loop_->inline_since_ns.store(NowNs());
       HttpResponse resp = RunHandler(*srv_, *handler, *req, reserved);
+      loop_->inline_since_ns.store(0);
       srv_->inline_running.fetch_sub(1);
       return Reply(std::move(resp), version, keep);
     }
@@ -488,6 +517,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   HttpServer::Impl* srv_;
+  HttpServer::Impl::Loop* loop_;
   Stream stream_;
   beast::flat_buffer buf_;
   std::unique_ptr<RequestReader> reader_;
@@ -502,23 +532,27 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 }  // namespace
 
 void HttpServer::Impl::DoAccept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    if (ec) {
-      // Out of descriptors (EMFILE/ENFILE) or a transient error: wait a little instead of spinning.
-      spdlog::warn("HTTP accept on {} failed: {}", opts.bind, ec.message());
-      accept_retry.expires_after(kAcceptRetry);
-      accept_retry.async_wait([this](beast::error_code e) {
-        if (!e) DoAccept();
-      });
-      return;
-    }
-    Admit(std::move(socket));
-    DoAccept();
-  });
+  // The connection's socket lives on the next loop in turn.
+  Loop& loop = *loops[next_loop.fetch_add(1) % loops.size()];
+  acceptor->async_accept(net::make_strand(loop.ctx),
+                         [this, &loop](beast::error_code ec, tcp::socket socket) {
+                           if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+                           if (ec) {
+                             // Out of descriptors (EMFILE/ENFILE) or a transient error: wait a
+                             // little instead of spinning.
+                             spdlog::warn("HTTP accept on {} failed: {}", opts.bind, ec.message());
+                             accept_retry->expires_after(kAcceptRetry);
+                             accept_retry->async_wait([this](beast::error_code e) {
+                               if (!e) DoAccept();
+                             });
+                             return;
+                           }
+                           Admit(std::move(socket), loop);
+                           DoAccept();
+                         });
 }
 
-void HttpServer::Impl::Admit(tcp::socket socket) {
+void HttpServer::Impl::Admit(tcp::socket socket, Loop& loop) {
   beast::error_code ec;
   if (closing.load()) return (void)socket.close(ec);
   socket.set_option(tcp::no_delay(true), ec);
@@ -535,12 +569,35 @@ void HttpServer::Impl::Admit(tcp::socket socket) {
     return;
   }
   accepted.fetch_add(1);
+  // Admit runs on the acceptor's strand; the connection starts on its own.
+  const auto ex = socket.get_executor();
   if (Tls()) {
-    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(this, std::move(socket),
-                                                                    *ssl_ctx)
-        ->Run();
+    auto t = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        this, &loop, std::move(socket), *ssl_ctx);
+    t->Enroll();
+    net::post(ex, [t] { t->Run(); });
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(this, std::move(socket))->Run();
+    auto t = std::make_shared<Session<beast::tcp_stream>>(this, &loop, std::move(socket));
+    t->Enroll();
+    net::post(ex, [t] { t->Run(); });
+  }
+}
+
+void HttpServer::Impl::Rescue() {
+  t_rescuing = true;
+  MutexLock l(stop_mu);
+  while (!stopping) {
+    stop_cv.WaitFor(stop_mu, kRescueAfter / 2);
+    if (stopping) break;
+    l.Unlock();
+    for (auto& loop : loops) {
+      const int64_t since = loop->inline_since_ns.load();
+      if (since == 0 || NowNs() - since < std::chrono::nanoseconds(kRescueAfter).count()) continue;
+      // Run the loop's other work until that handler returns (or the server stops).
+      while (loop->inline_since_ns.load() == since && !closing.load())
+        loop->ctx.run_one_for(kRescueAfter);
+    }
+    l.Lock();
   }
 }
 
@@ -613,17 +670,21 @@ Status HttpServer::Start() {
   const auto addr = net::ip::make_address(host, ec);
   if (ec) return InvalidArgument("address \"", im.opts.bind, "\": ", host, " is not an IP address");
   const tcp::endpoint ep(addr, static_cast<uint16_t>(port));
-  im.acceptor.open(ep.protocol(), ec);
-  if (!ec) im.acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) im.acceptor.bind(ep, ec);
-  if (!ec) im.acceptor.listen(kListenBacklog, ec);
+  for (int i = 0; i < im.opts.io_threads; ++i) im.loops.push_back(std::make_unique<Impl::Loop>());
+  im.acceptor = std::make_unique<tcp::acceptor>(net::make_strand(im.loops[0]->ctx));
+  im.accept_retry = std::make_unique<net::steady_timer>(im.acceptor->get_executor());
+  tcp::acceptor& acc = *im.acceptor;
+  acc.open(ep.protocol(), ec);
+  if (!ec) acc.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acc.bind(ep, ec);
+  if (!ec) acc.listen(kListenBacklog, ec);
   if (ec) return Unavailable("cannot listen on ", im.opts.bind, ": ", ec.message());
-  im.port = im.acceptor.local_endpoint().port();
+  im.port = acc.local_endpoint().port();
   im.started = true;
   im.pool = std::make_unique<net::thread_pool>(static_cast<size_t>(im.opts.threads));
   im.DoAccept();
-  for (int i = 0; i < im.opts.io_threads + im.opts.inline_handlers; ++i)
-    im.io.emplace_back([&im] { im.ioc.run(); });
+  for (auto& loop : im.loops) loop->thread = std::thread([l = loop.get()] { l->ctx.run(); });
+  if (im.opts.inline_handlers > 0) im.rescuer = std::thread([&im] { im.Rescue(); });
   if (im.Tls()) {
     im.watcher = std::thread([&im] {
       MutexLock l(im.stop_mu);
@@ -649,13 +710,14 @@ void HttpServer::Stop() {
   }
   im.stop_cv.NotifyAll();
   if (im.watcher.joinable()) im.watcher.join();
-  // Close the listener and every connection on their own strands, let running handlers finish, then
-  // let the I/O threads run out of work (bounded: whatever is left is cut off by ioc.stop()).
+  // Close the listener and every connection on their own loops, let running handlers finish, then
+  // let the I/O threads run out of work (bounded: whatever is left is cut off by stop()).
   im.closing = true;
-  net::post(im.acceptor.get_executor(), [&im] {
+  if (im.rescuer.joinable()) im.rescuer.join();  // leaves a loop it helps once closing is set
+  net::post(im.acceptor->get_executor(), [&im] {
     beast::error_code ec;
-    im.acceptor.close(ec);
-    im.accept_retry.cancel();
+    im.acceptor->close(ec);
+    im.accept_retry->cancel();
   });
   auto live = [&im] {
     std::vector<std::shared_ptr<SessionBase>> out;
@@ -667,12 +729,17 @@ void HttpServer::Stop() {
   for (auto& s : live()) s->Evict();
   im.pool->stop();
   im.pool->join();
-  for (int i = 0; i < 200 && !im.ioc.stopped(); ++i) {
+  for (auto& loop : im.loops) loop->work.reset();
+  auto all_stopped = [&im] {
+    return std::all_of(im.loops.begin(), im.loops.end(),
+                       [](const auto& l) { return l->ctx.stopped(); });
+  };
+  for (int i = 0; i < 200 && !all_stopped(); ++i) {
     for (auto& s : live()) s->Evict();  // a connection admitted meanwhile
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  im.ioc.stop();
-  for (auto& t : im.io) t.join();
+  for (auto& loop : im.loops) loop->ctx.stop();
+  for (auto& loop : im.loops) loop->thread.join();
   for (auto& s : live()) s->CloseNow();  // no I/O thread runs now
 }
 
