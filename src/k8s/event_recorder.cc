@@ -37,6 +37,7 @@ bool EventRecorder::Record(EventSpec spec) {
       return false;
     }
     queue_.push_back(std::move(spec));
+    if (!idle_) return true;  // the thread is posting or lingering and will look again
   }
   cv_.NotifyOne();
   return true;
@@ -44,6 +45,8 @@ bool EventRecorder::Record(EventSpec spec) {
 
 void EventRecorder::Flush() {
   MutexLock l(mu_);
+  ++flushes_;
+  cv_.NotifyAll();  // cuts a linger short
   idle_cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stop_ || (queue_.empty() && !in_flight_);
   });
@@ -65,7 +68,19 @@ uint64_t EventRecorder::dropped() const {
 void EventRecorder::Run() {
   MutexLock l(mu_);
   while (true) {
-    cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      idle_cv_.NotifyAll();
+      // Linger first (a Flush called meanwhile cuts it short), then wait for the next event.
+      const uint64_t flushes = flushes_;
+      if (opts_.linger.count() > 0 && !stop_)
+        cv_.WaitFor(mu_, opts_.linger, [this, flushes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stop_ || flushes_ != flushes;
+        });
+      idle_ = true;
+      cv_.Wait(mu_,
+               [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); });
+      idle_ = false;
+    }
     if (stop_) break;
     EventSpec spec = std::move(queue_.front());
     queue_.pop_front();
@@ -76,7 +91,6 @@ void EventRecorder::Run() {
     l.Lock();
     in_flight_ = false;
     (s.ok() ? posted_ : failed_) += 1;
-    if (queue_.empty()) idle_cv_.NotifyAll();
   }
   idle_cv_.NotifyAll();
 }

@@ -4,6 +4,7 @@
 // The queue is bounded: when the API server is slow and the queue is full, the new event is dropped
 // and counted, never waited for. An Event is a courtesy to the user (kubectl describe pod), not
 // state: losing some under overload is better than slowing every scheduling decision.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -19,6 +20,10 @@ struct EventRecorderOptions {
   // Niceness of the posting thread (Linux schedules threads one by one): on a busy machine the
   // decisions' threads get the CPU first, and events that cannot keep up are dropped (counted).
   int nice = 10;
+  // After posting what was queued, the thread waits this long before it looks again, so that a
+  // steady stream of events (one per /filter and /bind) wakes it once per linger, not once per
+  // event. An event is posted at most about this much later. 0 = at once.
+  std::chrono::milliseconds linger{20};
 };
 
 class EventRecorder {
@@ -49,6 +54,8 @@ class EventRecorder {
   CondVar idle_cv_;  // the queue drained and nothing is in flight
   std::deque<EventSpec> queue_ ABSL_GUARDED_BY(mu_);
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool idle_ ABSL_GUARDED_BY(mu_) = false;  // the thread waits for the next event (not lingering)
+  uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() calls so far: one cuts a linger short
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t posted_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;

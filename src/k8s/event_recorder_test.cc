@@ -34,6 +34,28 @@ EventSpec PodEvent(const std::string& ns, const std::string& pod, const std::str
   return ev;
 }
 
+// A steady stream is posted once per linger, and Flush does not wait the linger out: with an hour
+// of linger, every event recorded (before and during the linger after the first post) is posted
+// by Flush, and nothing is posted before the linger ends unless asked.
+TEST(EventRecorder, LingerBatchesAndFlushCutsItShort) {
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = NewClient(fake);
+  EventRecorderOptions o;
+  o.linger = std::chrono::hours(1);
+  EventRecorder rec(*client, o);
+  ASSERT_TRUE(rec.Record(PodEvent("ns1", "p1", "FilteringSucceed")));
+  rec.Flush();  // the thread lingers from its start: Flush wakes it
+  EXPECT_EQ(rec.posted(), 1u);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(rec.Record(PodEvent("ns1", "p" + std::to_string(i), "R")));
+  // Lingering (an hour): the five wait. Flush posts them at once.
+  EXPECT_EQ(rec.posted(), 1u);
+  rec.Flush();
+  EXPECT_EQ(rec.posted(), 6u);
+  EXPECT_EQ(fake.List("events").size(), 6u);
+}
+
 TEST(EventRecorder, PostsCoreV1Events) {
   FakeApiServer fake;
   ASSERT_TRUE(fake.Start().ok());

@@ -329,6 +329,7 @@ TEST_F(ControlPlaneTest, SurvivesApiFaults) {
     EXPECT_FALSE(rep->state->Find((*created)["metadata"]["uid"]).has_value());
     EXPECT_EQ((*api_.Get("pods", "ml", "doomed"))["metadata"]["annotations"][core::kBindPhase],
               "failed");
+    rep->ext->FlushEvents();  // events are posted in batches (EventRecorderOptions::linger)
     EXPECT_GE(api_.CountRequests("POST", "/api/v1/namespaces/ml/events"), 1);
   }
   // Dropped watches and 410 Gone: pods placed by someone else meanwhile still reach the cache.
