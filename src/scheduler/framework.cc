@@ -140,8 +140,27 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   return Reason::kCount;
 }
 
-// A device of a vendor with its own rules: cordon is the framework's, the rest is the vendor's.
-Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, bool* never) {
+// The vendor's refusals that come after the policy's veto in upstream's order (its capacity
+// checks): a device that is used under `mutex` counts as ExclusiveDeviceAllocateConflict even when
+// it also lacks memory, as upstream tallies it. Identity refusals (health, type, uuid, slots) come
+// first.
+bool VetoPrecedes(Reason vendor_reason) {
+  switch (vendor_reason) {
+    case Reason::kCount:
+    case Reason::kCardInsufficientMemory:
+    case Reason::kCardInsufficientCore:
+    case Reason::kExclusiveDeviceAllocateConflict:
+    case Reason::kCardComputeUnitsExhausted:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A device of a vendor with its own rules: cordon and the policy's veto (mutex) are the
+// framework's, as they are for every vendor upstream; the rest is the vendor's.
+Reason CheckByRules(const GpuPicker& picker, const VendorRules& rules, const PickContext& ctx,
+                    int d, bool* never) {
   *never = false;
   if (ctx.node.caps[d].cordoned) return Reason::kCardCordoned;
   // A cycle built without the profile's rules (a caller bypassing Scheduler::Schedule) has no
@@ -154,6 +173,12 @@ Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, boo
   const VendorRules::Verdict v =
       rules.Check(*ctx.cycle.vendor_state(), ctx.request, ctx.node.info.devices[d], ctx.usage[d]);
   *never = v.never;
+  if (picker.vetoes() && VetoPrecedes(v.reason)) {
+    if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) {
+      *never = false;
+      return veto;
+    }
+  }
   return v.reason;
 }
 
@@ -187,7 +212,7 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     ++of_vendor;
     bool never = false;
     Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never)
-                                      : CheckByRules(*rules, ctx, d, &never);
+                                      : CheckByRules(picker, *rules, ctx, d, &never);
     if (why_not == Reason::kCount) {
       s.candidates.push_back(d);
     } else if (why) {

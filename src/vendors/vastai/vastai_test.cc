@@ -5,6 +5,7 @@
 
 #include "nlohmann/json.hpp"
 #include "vendors/testing/defaults.h"
+#include "vendors/testing/schedule.h"
 
 namespace hami::vendors {
 namespace {
@@ -203,6 +204,83 @@ TEST(VastaiBirenUpstream, TestDevices_Fit) {
       for (const auto& r : fit.refusals)
         found = found || scheduler::ReasonName(r.reason) == std::string(c.want);
       EXPECT_TRUE(found) << fit.Summary(2);
+    }
+  }
+}
+
+// One device of a backend: its slots and the tasks of other pods on it.
+struct Dev {
+  const char* uuid;
+  int count;
+  int used;
+};
+
+// The explained decision for a pod asking `nums` devices of `b` with `annotations`, on one node of
+// `devs` (registered through the vendor's own codec; `used` tasks of other pods on each).
+StatusOr<scheduler::Decision> ScheduleOn(const VendorSet& set, const Backend& b,
+                                         const std::vector<Dev>& devs, int nums,
+                                         const nlohmann::json& annotations) {
+  std::vector<core::DeviceInfo> infos;
+  std::vector<core::PodAllocation> busy;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    core::DeviceInfo d;
+    d.uuid = devs[i].uuid;
+    d.index = static_cast<int>(i);
+    d.count = devs[i].count;
+    d.type = d.vendor = b.word;
+    infos.push_back(d);
+    for (int k = 0; k < devs[i].used; ++k)
+      busy.push_back({"", {{{devs[i].uuid, b.word, 0, 0, static_cast<int>(i)}}}});
+  }
+  NodeView view;
+  view.name = "node";
+  HAMI_RETURN_IF_ERROR(set.ByCommonWord(b.word)->EncodeNode(infos, &view));
+  return testing::ScheduleOnOneNode(set, view, busy,
+                                    testing::PodJson({{{b.resource, nums}}}, annotations));
+}
+
+std::unique_ptr<VendorSet> VastaiAndBiren() {
+  auto set = VendorSet::Load("vastai: {}\nbiren: {}\n");
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? std::move(*set) : nullptr;
+}
+
+// TestDevices_Fit's mutex rows (upstream passes the policy to each backend's Fit; here it is the
+// scheduler's `hami.io/gpu-scheduler-policy: mutex`, which covers every vendor's devices), plus the
+// same nodes without mutex so the rows show what mutex changes.
+TEST(VastaiBirenUpstream, TestDevices_FitMutex) {
+  auto set = VastaiAndBiren();
+  ASSERT_NE(set, nullptr);
+  const nlohmann::json mutex = {{"hami.io/gpu-scheduler-policy", "mutex"}};
+  const nlohmann::json none = nlohmann::json::object();
+  struct Case {
+    const char* name;
+    std::vector<Dev> devs;
+    nlohmann::json annotations;
+    const char* want;  // granted uuid, or the reason of the node's failure
+  } cases[] = {
+      {"mutex policy rejects used device",
+       {{"dev-0", 2, 1}},
+       mutex,
+       "1/1 ExclusiveDeviceAllocateConflict"},
+      {"without mutex the used device is shared", {{"dev-0", 2, 1}}, none, "dev-0"},
+      {"mutex takes the idle device", {{"dev-0", 2, 1}, {"dev-1", 2, 0}}, mutex, "dev-1"},
+  };
+  for (const Backend& b : kBackends) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(StrCat(b.word, ": ", c.name));
+      auto d = ScheduleOn(*set, b, c.devs, 1, c.annotations);
+      ASSERT_TRUE(d.ok()) << d.status();
+      if (std::string(c.want).rfind("dev-", 0) == 0) {
+        ASSERT_EQ(d->node, "node");
+        ASSERT_EQ(d->allocation.containers.size(), 1u);
+        ASSERT_EQ(d->allocation.containers[0].size(), 1u);
+        EXPECT_EQ(d->allocation.containers[0][0].uuid, c.want);
+        continue;
+      }
+      EXPECT_EQ(d->node, "");
+      ASSERT_EQ(d->failures.size(), 1u);
+      EXPECT_NE(d->failures[0].reason.find(c.want), std::string::npos) << d->failures[0].reason;
     }
   }
 }
