@@ -259,6 +259,19 @@ scheduler::VendorRules::Verdict VendorSet::Check(const PodState& pod, const core
   return {};
 }
 
+scheduler::VendorRules::Verdict VendorSet::CheckWithPod(const core::DeviceRequest&,
+                                                        std::span<const core::DeviceInfo> devices,
+                                                        int device,
+                                                        std::span<const int> earlier) const {
+  const core::DeviceInfo& d = devices[device];
+  const Vendor* v = ByCommonWord(d.vendor);
+  if (v == nullptr || !v->rules().pod_on_one_device) return {};
+  for (int e : earlier)
+    if (e != device && devices[e].vendor == d.vendor)
+      return {scheduler::Reason::kCardNotFoundCustomFilterRule, false};
+  return {};
+}
+
 scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r,
                                               const core::DeviceInfo& d) const {
   const Vendor* v = ByCommonWord(d.vendor);
