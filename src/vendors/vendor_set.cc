@@ -285,7 +285,10 @@ bool VendorSet::Pick(const PodState& pod, const core::DeviceRequest& r,
                      std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
                      std::vector<int>* out) const {
   const Vendor* v = ByCommonWord(r.vendor);
-  if (v == nullptr || !v->rules().group_rules) return false;
+  if (v == nullptr) return false;
+  const bool parts_of_cards = std::any_of(candidates.begin(), candidates.end(),
+                                          [&](int c) { return !devices[c].card.empty(); });
+  if (!v->rules().group_rules && !parts_of_cards) return false;
   out->clear();
   const auto* sel = static_cast<const PodSelectors&>(pod).Of(v);
   if (sel == nullptr || !sel->ok()) return true;  // Check refused every device; nothing to choose
