@@ -111,7 +111,8 @@ class VastaiVendor : public GenericVendor {
     }
     int most = 0;
     for (const auto& [card, n] : per_card) most = std::max(most, n);
-    return granted.empty() ? 0 : static_cast<int>(100 * most / granted.size());
+    const int total = static_cast<int>(granted.size());
+    return total == 0 ? 0 : 100 * most / total;
   }
 
  protected:
