@@ -43,6 +43,10 @@ struct DeviceInfo {
   bool health = true;
   std::string mode;  // "hami-core" | "mig" | "mps" | "" (= hami-core)
   std::vector<MigProfile> mig_profiles;
+  // The physical card this device is a part of, when a card registers as several devices (Vastai
+  // die mode: the card's AIC id); "" = the device is a card of its own. Under the `mutex` policy a
+  // used device makes its whole card busy.
+  std::string card = {};
   bool operator==(const DeviceInfo&) const = default;
 };
 

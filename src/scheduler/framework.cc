@@ -140,8 +140,28 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   return Reason::kCount;
 }
 
-// A device of a vendor with its own rules: cordon is the framework's, the rest is the vendor's.
-Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, bool* never) {
+// The vendor's refusals that come after the policy's veto in upstream's order (its capacity
+// checks): a device that is used under `mutex` counts as ExclusiveDeviceAllocateConflict even when
+// it also lacks memory, as upstream tallies it. Identity refusals (health, type, uuid, slots) come
+// first.
+bool VetoPrecedes(Reason vendor_reason) {
+  switch (vendor_reason) {
+    case Reason::kCount:
+    case Reason::kCardInsufficientMemory:
+    case Reason::kCardInsufficientCore:
+    case Reason::kExclusiveDeviceAllocateConflict:
+    case Reason::kCardComputeUnitsExhausted:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A device of a vendor with its own rules: cordon and the policy's veto (mutex) are the
+// framework's, as they are for every vendor upstream; the rest is the vendor's, then its rule over
+// the pod's earlier grants.
+Reason CheckByRules(const GpuPicker& picker, const VendorRules& rules, const PickContext& ctx,
+                    int d, bool* never) {
   *never = false;
   if (ctx.node.caps[d].cordoned) return Reason::kCardCordoned;
   // A cycle built without the profile's rules (a caller bypassing Scheduler::Schedule) has no
@@ -154,7 +174,17 @@ Reason CheckByRules(const VendorRules& rules, const PickContext& ctx, int d, boo
   const VendorRules::Verdict v =
       rules.Check(*ctx.cycle.vendor_state(), ctx.request, ctx.node.info.devices[d], ctx.usage[d]);
   *never = v.never;
-  return v.reason;
+  if (picker.vetoes() && VetoPrecedes(v.reason)) {
+    if (Reason veto = picker.Admit(ctx, d); veto != Reason::kCount) {
+      *never = false;
+      return veto;
+    }
+  }
+  if (v.reason != Reason::kCount || ctx.earlier.empty()) return v.reason;
+  const VendorRules::Verdict pod =
+      rules.CheckWithPod(ctx.request, ctx.node.info.devices, d, ctx.earlier);
+  *never = pod.never;
+  return pod.reason;
 }
 
 void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
@@ -187,7 +217,7 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     ++of_vendor;
     bool never = false;
     Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never)
-                                      : CheckByRules(*rules, ctx, d, &never);
+                                      : CheckByRules(picker, *rules, ctx, d, &never);
     if (why_not == Reason::kCount) {
       s.candidates.push_back(d);
     } else if (why) {
@@ -318,6 +348,7 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
   const int n = node.gpus();
   s.base.assign(node.usage.begin(), node.usage.end());
   s.init_peak.assign(n, DeviceDelta{});
+  s.pod_devices.clear();
   for (size_t ci = 0; ci < pod.containers.size(); ++ci) {
     const core::ContainerRequest& c = pod.containers[ci];
     if (c.devices.empty()) continue;
@@ -326,9 +357,10 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     // see earlier ones).
     if (init) s.work = s.base;
     std::vector<core::DeviceUsage>& usage = init ? s.work : s.base;
+    const size_t earlier = s.pod_devices.size();  // the earlier containers' devices only
     for (const core::DeviceRequest& r : c.devices) {
       if (r.nums <= 0) continue;
-      PickContext ctx{cycle, node, usage, r};
+      PickContext ctx{cycle, node, usage, r, std::span<const int>(s.pod_devices).first(earlier)};
       if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
       if (s.scored_by != nullptr)
         placement->vendor_score +=
@@ -342,6 +374,8 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
         usage[d].mig_slices |= dd.mig_slices;
         placement->containers[ci].push_back(dd);
       }
+      // After the grant (ctx.earlier views this vector): later containers see these devices.
+      s.pod_devices.insert(s.pod_devices.end(), s.picked.begin(), s.picked.begin() + r.nums);
     }
     if (init) {
       // The pod's per-device usage while this init container runs: it and every container before it

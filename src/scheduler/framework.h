@@ -110,6 +110,9 @@ struct PickContext {
   // Usage including the pod's earlier containers (later containers see earlier ones).
   std::span<const core::DeviceUsage> usage;
   const core::DeviceRequest& request;
+  // Devices (positions in node.info.devices) the pod's earlier containers were granted on this
+  // node, for vendor rules over the whole pod (VendorRules::CheckWithPod).
+  std::span<const int> earlier = {};
   // Memory this request takes on device `d` (resolves gpumem-percentage against that device).
   int64_t MemFor(int d) const;
   // Free milli of device `d` under `usage`.
@@ -247,6 +250,7 @@ struct EvalScratch {
   std::vector<int> candidates;
   std::vector<int> picked;
   std::vector<DeviceDelta> init_peak;
+  std::vector<int> pod_devices;  // positions granted to the pod's containers so far (multi-request)
   const VendorRules* scored_by =
       nullptr;  // set by a pick: the rules that covered it (null: generic)
 };

@@ -21,7 +21,9 @@ enum class Reason : uint8_t {
   kCardInsufficientCore,
   kExclusiveDeviceAllocateConflict,
   kCardComputeUnitsExhausted,
-  kCardMigTopologyInfeasible,  // MIG device: no profile covers the request, or no free placement
+  kCardMigTopologyInfeasible,     // MIG device: no profile covers the request, or no free placement
+  kCardNotFoundCustomFilterRule,  // a vendor's rule over the pod's other grants refused the device
+                                  // (Moore Threads: every container of a pod on one GPU)
   kNumaNotFit,
   kNodeInsufficientDevice,  // the node has fewer devices of the vendor/type than one container asks
   kInsufficientCpu,         // node CPU (k8s NodeResourcesFit)
@@ -55,6 +57,8 @@ inline const char* ReasonName(Reason r) {
       return "CardComputeUnitsExhausted";
     case Reason::kCardMigTopologyInfeasible:
       return "CardMigTopologyInfeasible";
+    case Reason::kCardNotFoundCustomFilterRule:
+      return "CardNotFoundCustomFilterRule";
     case Reason::kNumaNotFit:
       return "NumaNotFit";
     case Reason::kNodeInsufficientDevice:

@@ -45,6 +45,17 @@ class VendorRules {
   virtual Verdict Check(const PodState& pod, const core::DeviceRequest& request,
                         const core::DeviceInfo& device, const core::DeviceUsage& usage) const = 0;
 
+  // A vendor's rule over the pod's earlier grants on this node (upstream's customFilterRule; Moore
+  // Threads puts every container of a pod on one GPU): whether device `device` (a position in
+  // `devices`) may take `request` when the pod's earlier containers were granted the devices at
+  // positions `earlier` on this node (every vendor's; the rule picks its own). The framework calls
+  // it for devices that passed Check, only when `earlier` is not empty. Default: no such rule.
+  virtual Verdict CheckWithPod(const core::DeviceRequest& request,
+                               std::span<const core::DeviceInfo> devices, int device,
+                               std::span<const int> earlier) const {
+    return {};
+  }
+
   struct Take {
     int64_t mem_mib = 0;
     int cores = 0;

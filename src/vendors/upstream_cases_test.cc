@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/testing/defaults.h"
+#include "vendors/testing/schedule.h"
 
 namespace hami::vendors {
 namespace {
@@ -332,6 +333,67 @@ TEST(MthreadsUpstream, TestDevices_Fit) {
   fit = v.Fit(**req, *devs, usage, {}, node);
   EXPECT_FALSE(fit.ok());
   EXPECT_NE(fit.Summary(2).find("2/2 CardInsufficientMemory"), std::string::npos);
+}
+
+// customFilterRule (Fit's `allocated`: every container of a pod on one GPU), through the scheduler,
+// which holds the pod's earlier containers: two GPUs, two containers of one sGPU each.
+TEST(MthreadsUpstream, TestDevices_FitCustomFilterRule) {
+  auto set = VendorSet::Load("mthreads: {}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const NodeView node =
+      Capacity("n", {{"mthreads.com/sgpu-memory", 192}, {"mthreads.com/sgpu-core", 32}});
+  auto sgpu = [](int cores) {
+    return nlohmann::json{{"mthreads.com/vgpu", 1},
+                          {"mthreads.com/sgpu-memory", 8},
+                          {"mthreads.com/sgpu-core", cores}};
+  };
+  auto policy = [](const char* p) { return nlohmann::json{{"hami.io/gpu-scheduler-policy", p}}; };
+  // GPU 0 with 10 of its 16 core units taken by another pod.
+  const core::PodAllocation busy0 = {"", {{{"n-mthreads-0", "Mthreads", 0, 10, 0}}}};
+  struct Case {
+    const char* name;
+    std::vector<nlohmann::json> containers;
+    nlohmann::json annotations;
+    std::vector<core::PodAllocation> busy;
+    const char* want;  // the uuid both containers get, or the node's failure reason (substring)
+  } cases[] = {
+      // spread alone would put the second container on the other, idle GPU
+      {"spread: both containers on the first one's GPU",
+       {sgpu(4), sgpu(4)},
+       policy("spread"),
+       {},
+       "n-mthreads-1"},
+      {"binpack: both on the busy GPU",
+       {sgpu(2), sgpu(2)},
+       policy("binpack"),
+       {busy0},
+       "n-mthreads-0"},
+      // the first container fills GPU 0; the idle GPU 1 would hold the second but the rule refuses
+      // it (upstream decides container by container too)
+      {"the second container does not fit the first one's GPU: refused",
+       {sgpu(4), sgpu(8)},
+       policy("binpack"),
+       {busy0},
+       "1/2 CardNotFoundCustomFilterRule"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto d = testing::ScheduleOnOneNode(**set, node, c.busy,
+                                        testing::PodJson(c.containers, c.annotations));
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (std::string(c.want).rfind("n-mthreads-", 0) == 0) {
+      ASSERT_EQ(d->node, "n");
+      ASSERT_EQ(d->allocation.containers.size(), 2u);
+      for (const auto& ctr : d->allocation.containers) {
+        ASSERT_EQ(ctr.size(), 1u);
+        EXPECT_EQ(ctr[0].uuid, c.want);
+      }
+      continue;
+    }
+    EXPECT_EQ(d->node, "");
+    ASSERT_EQ(d->failures.size(), 1u);
+    EXPECT_NE(d->failures[0].reason.find(c.want), std::string::npos) << d->failures[0].reason;
+  }
 }
 
 // ---- MetaX, Enflame (pkg/device/metax/device_test.go, pkg/device/enflame/gcu_test.go) ----

@@ -105,6 +105,9 @@ struct FitRules {
                                       // (Kunlun halves): a scheduler lets Fit choose the set
   bool slots_only = false;  // a request takes one slot per device and books no memory or cores
                             // (Vastai, Biren: upstream counts tasks per device only)
+  bool pod_on_one_device = false;  // every container of a pod takes the same device (Moore
+                                   // Threads: upstream's customFilterRule); the scheduler applies
+                                   // it (VendorRules::CheckWithPod), Fit sees one container only
 };
 
 // Annotation keys of one vendor.

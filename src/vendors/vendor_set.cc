@@ -259,6 +259,19 @@ scheduler::VendorRules::Verdict VendorSet::Check(const PodState& pod, const core
   return {};
 }
 
+scheduler::VendorRules::Verdict VendorSet::CheckWithPod(const core::DeviceRequest&,
+                                                        std::span<const core::DeviceInfo> devices,
+                                                        int device,
+                                                        std::span<const int> earlier) const {
+  const core::DeviceInfo& d = devices[device];
+  const Vendor* v = ByCommonWord(d.vendor);
+  if (v == nullptr || !v->rules().pod_on_one_device) return {};
+  for (int e : earlier)
+    if (e != device && devices[e].vendor == d.vendor)
+      return {scheduler::Reason::kCardNotFoundCustomFilterRule, false};
+  return {};
+}
+
 scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r,
                                               const core::DeviceInfo& d) const {
   const Vendor* v = ByCommonWord(d.vendor);
@@ -272,7 +285,10 @@ bool VendorSet::Pick(const PodState& pod, const core::DeviceRequest& r,
                      std::span<const core::DeviceUsage> usage, std::span<const int> candidates,
                      std::vector<int>* out) const {
   const Vendor* v = ByCommonWord(r.vendor);
-  if (v == nullptr || !v->rules().group_rules) return false;
+  if (v == nullptr) return false;
+  const bool parts_of_cards = std::any_of(candidates.begin(), candidates.end(),
+                                          [&](int c) { return !devices[c].card.empty(); });
+  if (!v->rules().group_rules && !parts_of_cards) return false;
   out->clear();
   const auto* sel = static_cast<const PodSelectors&>(pod).Of(v);
   if (sel == nullptr || !sel->ok()) return true;  // Check refused every device; nothing to choose

@@ -116,9 +116,15 @@ class VendorSet final : public scheduler::VendorRules, public core::PodDeviceRea
   // device (CardTypeMismatch, never).
   Verdict Check(const PodState& pod, const core::DeviceRequest& request,
                 const core::DeviceInfo& device, const core::DeviceUsage& usage) const override;
+  // FitRules::pod_on_one_device (Moore Threads): a device is refused (CardNotFoundCustomFilterRule)
+  // when the pod's earlier containers hold another device of its vendor on the node.
+  Verdict CheckWithPod(const core::DeviceRequest& request,
+                       std::span<const core::DeviceInfo> devices, int device,
+                       std::span<const int> earlier) const override;
   Take Grant(const core::DeviceRequest& request, const core::DeviceInfo& device) const override;
-  // Vendors with FitRules::group_rules choose with their own Fit over the candidates (its group
-  // rules, e.g. Kunlun's halves); the others leave the choice to the policy.
+  // Vendors with FitRules::group_rules, and devices that are parts of a card (DeviceInfo::card:
+  // Vastai's dies), are chosen with the vendor's own Fit over the candidates (its group rules, e.g.
+  // Kunlun's halves, Vastai's dies of one card); the others leave the choice to the policy.
   bool Pick(const PodState& pod, const core::DeviceRequest& request,
             std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
             std::span<const int> candidates, std::vector<int>* out) const override;

@@ -3,7 +3,8 @@
 // hami.io/node-handshake-biren); a container asks birentech.com/gpu: n and takes one time slice on
 // each of n devices (no memory or cores are booked); decisions hami.io/Biren-devices-to-allocate
 // and hami.io/Biren-devices-allocated; uuid selectors birentech.com/use-gpuuuid and
-// birentech.com/nouse-gpuuuid.
+// birentech.com/nouse-gpuuuid. The `mutex` policy is the scheduler's (its policy veto), as for
+// every vendor.
 #include "vendors/biren/biren.h"
 
 #include "vendors/config.h"

@@ -9,6 +9,8 @@
 //  - the webhook gives a multi-GPU container whole GPUs (16 cores, 96 memory units each), gives a
 //    one-GPU container without memory one whole GPU, and denies a memory value upstream does not
 //    slice (2, 4, 8, 16, 32, 64, 96 units);
+//  - every container of a pod goes to the same GPU (upstream's customFilterRule; the scheduler
+//    applies it across containers: FitRules::pod_on_one_device);
 //  - the decision is the permanent record plus what the Moore Threads device plugin reads:
 //    mthreads.com/gpu-index (the device indices of the last container with devices),
 //    mthreads.com/predicate-node (the node) and mthreads.com/predicate-time (nanoseconds).
@@ -103,6 +105,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMthreads(const YAML::Node& se
             "",
             "mthreads.ai/use-gpuuuid",
             "mthreads.ai/nouse-gpuuuid"};
+  s.rules.pod_on_one_device = true;  // upstream's customFilterRule
   s.memory_unit_mib = kMemoryUnitMiB;
   s.core_units = kCoresPerGpu;
   s.registration = Registration::kCapacity;

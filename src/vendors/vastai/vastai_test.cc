@@ -5,6 +5,7 @@
 
 #include "nlohmann/json.hpp"
 #include "vendors/testing/defaults.h"
+#include "vendors/testing/schedule.h"
 
 namespace hami::vendors {
 namespace {
@@ -205,6 +206,245 @@ TEST(VastaiBirenUpstream, TestDevices_Fit) {
       EXPECT_TRUE(found) << fit.Summary(2);
     }
   }
+}
+
+// One device of `word` as its registration carries it (`card`: the AIC of a die, "" for a card).
+struct Dev {
+  const char* uuid;
+  int count;
+  int used;  // tasks of other pods on it
+  const char* card = "";
+};
+
+// The explained decision for a pod asking `nums` devices of `b` with `annotations`, on one node of
+// `devs` (registered through the vendor's own codec; `used` tasks of other pods on each).
+StatusOr<scheduler::Decision> ScheduleOn(const VendorSet& set, const Backend& b,
+                                         const std::vector<Dev>& devs, int nums,
+                                         const nlohmann::json& annotations) {
+  std::vector<core::DeviceInfo> infos;
+  std::vector<core::PodAllocation> busy;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    core::DeviceInfo d;
+    d.uuid = devs[i].uuid;
+    d.index = static_cast<int>(i);
+    d.count = devs[i].count;
+    d.type = d.vendor = b.word;
+    d.card = devs[i].card;
+    infos.push_back(d);
+    for (int k = 0; k < devs[i].used; ++k)
+      busy.push_back({"", {{{devs[i].uuid, b.word, 0, 0, static_cast<int>(i)}}}});
+  }
+  NodeView view;
+  view.name = "node";
+  HAMI_RETURN_IF_ERROR(set.ByCommonWord(b.word)->EncodeNode(infos, &view));
+  return testing::ScheduleOnOneNode(set, view, busy,
+                                    testing::PodJson({{{b.resource, nums}}}, annotations));
+}
+
+std::unique_ptr<VendorSet> VastaiAndBiren() {
+  auto set = VendorSet::Load("vastai: {}\nbiren: {}\n");
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? std::move(*set) : nullptr;
+}
+
+// TestDevices_Fit's mutex rows (upstream passes the policy to each backend's Fit; here it is the
+// scheduler's `hami.io/gpu-scheduler-policy: mutex`, which covers every vendor's devices), plus the
+// same nodes without mutex so the rows show what mutex changes.
+TEST(VastaiBirenUpstream, TestDevices_FitMutex) {
+  auto set = VastaiAndBiren();
+  ASSERT_NE(set, nullptr);
+  const nlohmann::json mutex = {{"hami.io/gpu-scheduler-policy", "mutex"}};
+  const nlohmann::json none = nlohmann::json::object();
+  struct Case {
+    const char* name;
+    std::vector<Dev> devs;
+    nlohmann::json annotations;
+    bool vastai_only;  // die mode is Vastai's
+    const char* want;  // granted uuid, or the reason of the node's failure
+  } cases[] = {
+      {"mutex policy rejects used device",
+       {{"dev-0", 2, 1}},
+       mutex,
+       false,
+       "1/1 ExclusiveDeviceAllocateConflict"},
+      {"without mutex the used device is shared", {{"dev-0", 2, 1}}, none, false, "dev-0"},
+      {"mutex takes the idle device", {{"dev-0", 2, 1}, {"dev-1", 2, 0}}, mutex, false, "dev-1"},
+      {"mutex die mode rejects idle die on occupied card, picks die on free card",
+       {{"dev-0", 2, 1, "1"}, {"dev-1", 1, 0, "1"}, {"dev-2", 1, 0, "2"}},
+       mutex,
+       true,
+       "dev-2"},
+      {"mutex die mode rejects all idle dies on an occupied card",
+       {{"dev-0", 2, 1, "1"}, {"dev-1", 1, 0, "1"}},
+       mutex,
+       true,
+       "2/2 ExclusiveDeviceAllocateConflict"},
+      {"without mutex an idle die of a used card is taken",
+       {{"dev-0", 1, 1, "1"}, {"dev-1", 1, 0, "1"}},
+       none,
+       true,
+       "dev-1"},
+  };
+  for (const Backend& b : kBackends) {
+    for (const Case& c : cases) {
+      if (c.vastai_only && std::string(b.word) != "Vastai") continue;
+      SCOPED_TRACE(StrCat(b.word, ": ", c.name));
+      auto d = ScheduleOn(*set, b, c.devs, 1, c.annotations);
+      ASSERT_TRUE(d.ok()) << d.status();
+      if (std::string(c.want).rfind("dev-", 0) == 0) {
+        ASSERT_EQ(d->node, "node");
+        ASSERT_EQ(d->allocation.containers.size(), 1u);
+        ASSERT_EQ(d->allocation.containers[0].size(), 1u);
+        EXPECT_EQ(d->allocation.containers[0][0].uuid, c.want);
+        continue;
+      }
+      EXPECT_EQ(d->node, "");
+      ASSERT_EQ(d->failures.size(), 1u);
+      EXPECT_NE(d->failures[0].reason.find(c.want), std::string::npos) << d->failures[0].reason;
+    }
+  }
+}
+
+// Upstream's die registration (customInfo DeviceStrategy "die", AIC = the card), as the Vastai
+// device plugin writes it: each die keeps its card; garbage is an error naming the annotation.
+TEST(VastaiUpstream, Test_GetNodeDevicesDieMode) {
+  const Vendor& v = ByWord("Vastai");
+  struct Case {
+    const char* name;
+    const char* value;
+    std::vector<std::string> cards;  // per device
+    const char* error;               // substring; empty = ok
+  } cases[] = {
+      {"two dies of one card",
+       R"([{"id":"d0","count":1,"type":"Vastai","health":true,"custominfo":{"DeviceStrategy":"die","AIC":"1"}},)"
+       R"({"id":"d1","index":1,"count":1,"type":"Vastai","health":true,"customInfo":{"DeviceStrategy":"die","AIC":"1"}}])",
+       {"1", "1"},
+       ""},
+      {"card strategy: no card",
+       R"([{"id":"d0","custominfo":{"DeviceStrategy":"card","AIC":"1"}}])",
+       {""},
+       ""},
+      {"no custominfo", R"([{"id":"d0"}])", {""}, ""},
+      {"legacy CSV: no custominfo", "d0,1,0,100,Vastai,0,true:", {""}, ""},
+      {"null custominfo", R"([{"id":"d0","custominfo":null}])", {""}, ""},
+      {"custominfo not an object",
+       R"([{"id":"d0","custominfo":"die"}])",
+       {},
+       "hami.io/node-va-register: node devices[0] (d0): custominfo: expected a JSON object"},
+      {"strategy not a string",
+       R"([{"id":"d0","custominfo":{"DeviceStrategy":1}}])",
+       {},
+       "custominfo.DeviceStrategy: expected a string"},
+      {"a die without its card",
+       R"([{"id":"d0","custominfo":{"DeviceStrategy":"die"}}])",
+       {},
+       "custominfo.AIC: a die needs the id of its card"},
+      {"a die with a numeric card",
+       R"([{"id":"d0","custominfo":{"DeviceStrategy":"die","AIC":1}}])",
+       {},
+       "custominfo.AIC"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    NodeView n;
+    n.annotations["hami.io/node-va-register"] = c.value;
+    auto devs = v.DecodeNode(n);
+    if (*c.error) {
+      ASSERT_FALSE(devs.ok());
+      EXPECT_NE(std::string(devs.status().message()).find(c.error), std::string::npos)
+          << devs.status();
+      continue;
+    }
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), c.cards.size());
+    for (size_t i = 0; i < c.cards.size(); ++i) EXPECT_EQ((*devs)[i].card, c.cards[i]);
+    // The registration round-trips, dies included.
+    NodeView again;
+    ASSERT_TRUE(v.EncodeNode(*devs, &again).ok());
+    EXPECT_EQ(*v.DecodeNode(again), *devs);
+  }
+}
+
+// TestComputeBestCombination, through Fit on dies (Fit collects the fitting dies from the last
+// registered one, as upstream's does before it combines): the cards with the most free dies first.
+TEST(VastaiUpstream, TestComputeBestCombination) {
+  const Vendor& v = ByWord("Vastai");
+  struct Case {
+    const char* name;
+    int nums;
+    std::vector<const char*> cards;  // card of dev1, dev2, ... (indices 1..)
+    std::vector<std::string> want;   // empty: refused
+  } cases[] = {
+      {"single AIC group, sufficient to meet demand", 2, {"1", "1", "1"}, {"dev3", "dev2"}},
+      {"multiple AIC groups, select by count after sorting",
+       3,
+       {"1", "1", "1", "2", "2", "3"},
+       {"dev3", "dev2", "dev1"}},
+      // upstream's table lists the card-2 dies in ascending order and takes dev4; Fit walks from
+      // the last die, so the same rule takes dev5
+      {"multiple AIC groups, need to take across groups",
+       4,
+       {"1", "1", "1", "2", "2", "3"},
+       {"dev3", "dev2", "dev1", "dev5"}},
+      {"request number exceeds available devices", 5, {"1", "1", "2"}, {}},
+      {"one die: the last registered", 1, {"1", "2", "2"}, {"dev3"}},
+      {"equal cards: the one whose dies come last", 2, {"1", "1", "2", "2"}, {"dev4", "dev3"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<core::DeviceInfo> devs;
+    for (size_t i = 0; i < c.cards.size(); ++i) {
+      core::DeviceInfo d;
+      d.uuid = StrCat("dev", i + 1);
+      d.index = static_cast<int>(i + 1);
+      d.count = 1;
+      d.type = d.vendor = "Vastai";
+      d.card = c.cards[i];
+      devs.push_back(d);
+    }
+    core::DeviceRequest r;
+    r.vendor = "Vastai";
+    r.nums = c.nums;
+    r.mem_percentage = 100;
+    const std::vector<core::DeviceUsage> usage(devs.size());
+    const FitResult fit = v.Fit(r, devs, usage, {}, NodeView{});
+    std::vector<std::string> got;
+    for (const auto& g : fit.devices) got.push_back(g.uuid);
+    EXPECT_EQ(got, c.want) << fit.Summary(static_cast<int>(devs.size()));
+  }
+}
+
+// ScoreNode in die mode: the share of a grant's dies on its most used card; 0 for whole cards.
+TEST(VastaiUpstream, ScoreNodeDieMode) {
+  const Vendor& v = ByWord("Vastai");
+  std::vector<core::DeviceInfo> devs(4);
+  const char* cards[] = {"1", "1", "2", ""};
+  for (int i = 0; i < 4; ++i) {
+    devs[i].uuid = StrCat("d", i);
+    devs[i].vendor = "Vastai";
+    devs[i].card = cards[i];
+  }
+  EXPECT_EQ(v.ScoreNode(devs, std::vector<int>{0, 1}, {}), 100);
+  EXPECT_EQ(v.ScoreNode(devs, std::vector<int>{0, 2}, {}), 50);
+  EXPECT_EQ(v.ScoreNode(devs, std::vector<int>{0, 1, 2}, {}), 66);
+  EXPECT_EQ(v.ScoreNode(devs, std::vector<int>{0, 3}, {}), 0);
+  EXPECT_EQ(v.ScoreNode(devs, std::vector<int>{}, {}), 0);
+}
+
+// Through the scheduler: a two-die request takes both dies of one card when a card has them free,
+// not one die of each (first fit by index would).
+TEST(VastaiUpstream, DiesOfOneCardTogether) {
+  auto set = VastaiAndBiren();
+  ASSERT_NE(set, nullptr);
+  auto d = ScheduleOn(*set, kBackends[0],
+                      {{"a0", 1, 0, "A"}, {"a1", 1, 1, "A"}, {"b0", 1, 0, "B"}, {"b1", 1, 0, "B"}},
+                      2, nlohmann::json::object());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->allocation.containers.size(), 1u);
+  std::vector<std::string> got;
+  for (const auto& g : d->allocation.containers[0]) got.push_back(g.uuid);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"b0", "b1"}));
 }
 
 }  // namespace

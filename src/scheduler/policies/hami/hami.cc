@@ -99,9 +99,19 @@ class HamiPicker final : public GpuPicker {
     return OkStatus();
   }
 
+  // mutex: only idle devices, and a device that is part of a card (Vastai's dies) only when no
+  // other part of that card is in use (upstream: the card is exclusive).
   Reason Admit(const PickContext& ctx, int d) const override {
     const GpuPolicy* p = ctx.cycle.Read<GpuPolicy>(this);
-    if (p && p->mutex && ctx.usage[d].used > 0) return Reason::kExclusiveDeviceAllocateConflict;
+    if (p == nullptr || !p->mutex) return Reason::kCount;
+    if (ctx.usage[d].used > 0) return Reason::kExclusiveDeviceAllocateConflict;
+    const auto& devices = ctx.node.info.devices;
+    const std::string& card = devices[d].card;
+    if (card.empty()) return Reason::kCount;
+    for (size_t e = 0; e < devices.size(); ++e)
+      if (ctx.usage[e].used > 0 && devices[e].card == card &&
+          devices[e].vendor == devices[d].vendor)
+        return Reason::kExclusiveDeviceAllocateConflict;
     return Reason::kCount;
   }
 
