@@ -68,13 +68,15 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// The MIG instance request `ctx.request` would get on device `d` under ctx.usage (core/mig.h).
+// The MIG instance request `ctx.request` would get on device `d` under ctx.usage, the pod's
+// preferred profiles first (core/mig.h).
 core::MigVerdict MigFor(const PickContext& ctx, int d) {
   const DeviceCaps& cap = ctx.node.caps[d];
   const core::DeviceUsage& u = ctx.usage[d];
   return core::ChooseMigInstance(ctx.node.info.devices[d], ctx.MemFor(d), ctx.request.coresreq,
                                  u.mig_slices, cap.devmem_mib - u.usedmem_mib,
-                                 cap.devcore - u.usedcores);
+                                 cap.devcore - u.usedcores,
+                                 ctx.cycle.pod().selectors.mig_profile_preference);
 }
 
 // A MIG-mode device instead of the memory, core and exclusivity checks: some profile must cover

@@ -105,6 +105,47 @@ TEST(MigScheduleTest, UpstreamSelectMigPlacementUsesBalancedPacking) {
   EXPECT_EQ(Place(*s, "p9", 1000).placement, (core::MigPlacement{3, 1}));
 }
 
+// mig_preference_test.go TestFitHonorsMigProfilePreference through Schedule + Reserve: the pod's
+// nvidia.com/mig-profile-preference (parsed into its selectors) picks the 4g.20gb profile, which is
+// charged as reported; a preference for another model's profile leaves the default.
+TEST(MigScheduleTest, UpstreamFitHonorsMigProfilePreference) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> preference;
+    const char* want;
+    core::MigPlacement at;
+    int64_t mem;
+    int cores;
+  };
+  const Case cases[] = {
+      {"no preference keeps the smallest profile", {}, "3g.20gb", {4, 4}, 20480, 42},
+      {"slice class preference", {"4g"}, "4g.20gb", {0, 4}, 20480, 52},
+      {"exact profile preference", {"4g.20gb"}, "4g.20gb", {0, 4}, 20480, 52},
+      {"preference for another model's profile is ignored on this card",
+       {"4g.40gb"},
+       "3g.20gb",
+       {4, 4},
+       20480,
+       42},
+  };
+  for (const Case& c : cases) {
+    core::NodeInfo n = MigNode("n1", 1, {0});
+    n.devices[0].mig_profiles.push_back({"4g.20gb", 20480, 52, 4, {{0, 4}}});
+    auto s = Make({n});
+    core::PodRequest pod = PodBuilder("p").Gpu(1, 20000, 0);
+    pod.selectors.mig_profile_preference = c.preference;
+    auto d = s->ScheduleAndReserve(pod, nullptr);
+    ASSERT_TRUE(d.ok()) << c.name << ": " << d.status();
+    ASSERT_EQ(d->node, "n1") << c.name;
+    const core::ContainerDevice& cd = d->allocation.containers.at(0).at(0);
+    EXPECT_EQ(cd.mig_profile, c.want) << c.name;
+    EXPECT_EQ(cd.mig_placement, c.at) << c.name;
+    EXPECT_EQ(cd.usedmem_mib, c.mem) << c.name;
+    EXPECT_EQ(cd.usedcores, c.cores) << c.name;
+    EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, core::MigSliceMask(c.at)) << c.name;
+  }
+}
+
 // mig_capability_test.go TestCustomFilterUsesReportedPlacementCapacity: three 2g instances leave
 // no fourth 2g but a 1g.
 TEST(MigScheduleTest, UpstreamCustomFilterUsesReportedPlacementCapacity) {
