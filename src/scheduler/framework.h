@@ -110,6 +110,9 @@ struct PickContext {
   // Usage including the pod's earlier containers (later containers see earlier ones).
   std::span<const core::DeviceUsage> usage;
   const core::DeviceRequest& request;
+  // MIG devices: choose profiles in the default order, without the pod's
+  // nvidia.com/mig-profile-preference (set when the request's instances on one device fit only so).
+  bool mig_default_order = false;
   // Memory this request takes on device `d` (resolves gpumem-percentage against that device).
   int64_t MemFor(int d) const;
   // Free milli of device `d` under `usage`.
@@ -249,6 +252,11 @@ struct EvalScratch {
   std::vector<DeviceDelta> init_peak;
   const VendorRules* scored_by =
       nullptr;  // set by a pick: the rules that covered it (null: generic)
+  // Set by a pick: `picked` names a MIG device more than once (several instances of one request on
+  // one GPU, as upstream places them), and whether those instances fit only in the default
+  // profile order (PickContext::mig_default_order).
+  bool mig_repeats = false;
+  bool mig_default_order = false;
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`
