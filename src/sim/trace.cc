@@ -27,8 +27,8 @@ core::MigProfile MigProfileOf(std::string name, int64_t gib, int slices, int com
 
 // NVIDIA's profile table of the 7-slice GPUs (A100, H100): names by memory per slice.
 std::vector<core::MigProfile> SevenSliceProfiles(int64_t gib_per_slice, int64_t total_gib) {
-  std::vector<core::MigPlacement> one;
-  for (int i = 0; i < 7; ++i) one.push_back({i, 1});
+  const std::vector<core::MigPlacement> one = {{0, 1}, {1, 1}, {2, 1}, {3, 1},
+                                               {4, 1}, {5, 1}, {6, 1}};
   auto name = [](int c, int64_t gib) { return StrCat(c, "g.", gib, "gb"); };
   return {
       MigProfileOf(name(1, gib_per_slice), gib_per_slice, 1, 7, one),
@@ -42,11 +42,11 @@ std::vector<core::MigProfile> SevenSliceProfiles(int64_t gib_per_slice, int64_t 
 
 const std::vector<SimMigProfileSet>& SimMigProfileSets() {
   static const std::vector<SimMigProfileSet> kSets = {
-      {"A100-40GB", 40 * 1024, SevenSliceProfiles(5, 40)},
-      {"A100-80GB", 80 * 1024, SevenSliceProfiles(10, 80)},
-      {"H100-80GB", 80 * 1024, SevenSliceProfiles(10, 80)},
+      {"A100-40GB", int64_t{40} * 1024, SevenSliceProfiles(5, 40)},
+      {"A100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
+      {"H100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
       {"A30",
-       24 * 1024,
+       int64_t{24} * 1024,
        {MigProfileOf("1g.6gb", 6, 1, 4, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}),
         MigProfileOf("2g.12gb", 12, 2, 4, {{0, 2}, {2, 2}}),
         MigProfileOf("4g.24gb", 24, 4, 4, {{0, 4}})}},
