@@ -193,5 +193,29 @@ TEST(MigTraceTest, MigTasksLandOnInstancesTheRestShares) {
             (std::map<std::string, std::string>{{"default", "4g.20gb"}, {"pref", "7g.40gb"}}));
 }
 
+// The bundled made-up example (data/mig, docs/sim.md "MIG nodes") reads and runs: 10 of its 28 GPUs
+// are in MIG mode, and its MIG tasks land on them.
+TEST(MigTraceTest, BundledExampleRuns) {
+  auto nodes = ReadNodesCsv("data/mig/nodes.csv");
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  auto tasks = ReadPodsCsv("data/mig/pods.csv");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  int gpus = 0, mig = 0;
+  for (const TraceNode& n : *nodes) gpus += n.gpus, mig += n.mig_gpus;
+  EXPECT_EQ(gpus, 28);
+  EXPECT_EQ(mig, 10);
+  RunConfig config{"default", 42, 1.3};
+  config.record_placements = true;
+  auto r = RunInflation(*nodes, *tasks, config);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int mig_placed = 0;
+  for (const TaskPlacement& p : r->placements) {
+    if (p.node.empty() || (*tasks)[p.task].vgpu_mode != "mig") continue;
+    ++mig_placed;
+    for (const auto& cd : p.allocation.containers.at(0)) EXPECT_FALSE(cd.mig_profile.empty());
+  }
+  EXPECT_GT(mig_placed, 10);
+}
+
 }  // namespace
 }  // namespace hami::sim
