@@ -7,6 +7,7 @@ void ConfigureWebhook(const vendors::DeviceConfig& file, const vendors::VendorSe
   webhook->gpu_core_policy = file.gpu_core_policy;
   webhook->runtime_class_name = file.runtime_class_name;
   webhook->overwrite_env = file.overwrite_env;
+  webhook->mig_profile_allowlist = file.mig_profile_allowlist;
   webhook->vendors = vendors;
 }
 

@@ -57,9 +57,11 @@ int SimMain(int argc, char** argv) {
   double inflation = 1.3;
   bool list = false;
   app.add_option("--nodes", nodes_path,
-                 "node CSV (sn,cpu_milli,memory_mib,gpu,model); default: bundled openb GPU nodes");
+                 "node CSV (sn,cpu_milli,memory_mib,gpu,model[,vendor,mig]; mig: a MIG profile set "
+                 "such as A100-40GB, docs/sim.md); default: bundled openb GPU nodes");
   app.add_option("--pods", pods_path,
-                 "pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]); "
+                 "pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,vendor,vgpu_mode,"
+                 "mig_profile_preference,...]); "
                  "default: bundled openb_pod_list_default.csv");
   app.add_option("--policy", policies, "comma-separated scheduling policies")
       ->capture_default_str();

@@ -70,8 +70,22 @@ Status ValidateMigRegistration(const DeviceInfo& d) {
   return OkStatus();
 }
 
+std::vector<std::string> ParseMigProfilePreference(std::string_view raw) {
+  std::vector<std::string> out;
+  for (const std::string& entry : text::SplitList(raw))
+    if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(entry);
+  return out;
+}
+
+bool MigProfileMatches(std::string_view profile, std::string_view entry) {
+  if (profile == entry) return true;
+  const size_t dot = profile.find('.');
+  return dot != std::string_view::npos && dot > 0 && profile.substr(0, dot) == entry;
+}
+
 MigVerdict ChooseMigInstance(const DeviceInfo& d, int64_t mem_mib, int cores, uint32_t occupied,
-                             int64_t free_mem_mib, int free_cores) {
+                             int64_t free_mem_mib, int free_cores,
+                             std::span<const std::string> preferred) {
   std::vector<int> order(d.mig_profiles.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -79,6 +93,20 @@ MigVerdict ChooseMigInstance(const DeviceInfo& d, int64_t mem_mib, int cores, ui
     if (pa.memory_mib != pb.memory_mib) return pa.memory_mib < pb.memory_mib;
     return pa.slice_count < pb.slice_count;
   });
+  if (!preferred.empty()) {
+    // Each entry's profiles first, in the entry's order; then the rest in the default order.
+    std::vector<int> ordered;
+    std::vector<char> taken(order.size(), 0);
+    for (const std::string& entry : preferred)
+      for (size_t k = 0; k < order.size(); ++k)
+        if (!taken[k] && MigProfileMatches(d.mig_profiles[order[k]].name, entry)) {
+          ordered.push_back(order[k]);
+          taken[k] = 1;
+        }
+    for (size_t k = 0; k < order.size(); ++k)
+      if (!taken[k]) ordered.push_back(order[k]);
+    order = std::move(ordered);
+  }
   MigVerdict v;
   v.never = true;
   std::vector<MigPlacement> placements;

@@ -9,6 +9,7 @@
 // gets), the registration check, and the codec of the pod annotation.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,11 @@ Status ValidateMigRegistration(const DeviceInfo& d);
 // order; for each, its placements from the highest start for 1g.* and 3g.* profiles and from the
 // lowest for the others; the first placement that overlaps no slice of `occupied` and whose
 // profile fits `free_mem_mib` and `free_cores` wins.
+// `preferred` (the pod's nvidia.com/mig-profile-preference, ParseMigProfilePreference) moves the
+// profiles it names to the front, entry by entry in its order (each entry's profiles in the order
+// above); the others follow in that order. A preferred profile too small for the request, or
+// without a free placement, yields to the next: a preference never makes a device refuse a request
+// the default order would place. Entries that match no profile of the device are ignored.
 struct MigChoice {
   int profile = -1;  // index into DeviceInfo::mig_profiles
   MigPlacement placement;
@@ -53,7 +59,18 @@ struct MigVerdict {
   bool never = false;  // no profile of the device covers the request at all (waiting cannot help)
 };
 MigVerdict ChooseMigInstance(const DeviceInfo& d, int64_t mem_mib, int cores, uint32_t occupied,
-                             int64_t free_mem_mib, int free_cores);
+                             int64_t free_mem_mib, int free_cores,
+                             std::span<const std::string> preferred = {});
+
+// The annotation a pod names its preferred MIG profiles with (upstream's name), and how it reads:
+// a comma list of profile names ("4g.20gb") or slice classes ("4g", every profile whose name starts
+// with "4g."), blanks around entries and empty entries dropped, later duplicates dropped, order
+// kept. Empty when nothing is left.
+inline constexpr const char kMigProfilePreference[] = "nvidia.com/mig-profile-preference";
+std::vector<std::string> ParseMigProfilePreference(std::string_view raw);
+// Whether `entry` of a preference names `profile`: the same name, or the profile's slice class (the
+// name up to its first '.', when that is not the first character).
+bool MigProfileMatches(std::string_view profile, std::string_view entry);
 
 // One entry of hami.io/vgpu-mig-allocations. The runtime identity (mig_uuid, gpu instance and
 // compute instance ids) is filled by the device plugin once the instance exists: all three or

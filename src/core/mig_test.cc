@@ -123,6 +123,77 @@ TEST(MigTest, UpstreamSelectMigCandidateDefaultOrder) {
   EXPECT_EQ(Choose(d, 20000, 0, Mask({{0, 1}, {4, 4}})), "none");
 }
 
+// mig_preference_test.go TestSelectMigCandidateHonorsPreference, every case: a preferred profile
+// (by slice class) goes first, a preference cannot shrink the request below its memory, and a
+// preferred profile without a free placement yields to the default order.
+TEST(MigTest, UpstreamSelectMigCandidateHonorsPreference) {
+  const DeviceInfo d = A100With4g();
+  struct Case {
+    const char* name;
+    std::vector<std::string> preferred;
+    uint32_t occupied;
+    const char* want;
+    MigPlacement at;
+  };
+  const Case cases[] = {
+      {"default 20GB profile", {}, 0, "3g.20gb", {4, 4}},
+      {"preferred slice class", {"4g"}, 0, "4g.20gb", {0, 4}},
+      {"undersized preference", {"1g", "2g"}, 0, "3g.20gb", {4, 4}},
+      {"blocked preference", {"4g"}, Mask({{0, 2}}), "3g.20gb", {4, 4}},
+  };
+  for (const Case& c : cases) {
+    const MigVerdict v =
+        ChooseMigInstance(d, 20000, 0, c.occupied, d.devmem_mib, d.devcore, c.preferred);
+    ASSERT_TRUE(v.choice.has_value()) << c.name;
+    EXPECT_EQ(d.mig_profiles[v.choice->profile].name, c.want) << c.name;
+    EXPECT_EQ(v.choice->placement, c.at) << c.name;
+  }
+}
+
+// mig_preference_test.go TestMigProfileCandidatesPutsPreferredFirst and
+// TestFitHonorsMigProfilePreference: the profile each preference leads to when every profile has
+// room (5 GB fits them all), and an exact name or a profile of another model.
+TEST(MigTest, UpstreamPreferenceOrder) {
+  const DeviceInfo d = A100With4g();
+  struct Case {
+    const char* name;
+    std::vector<std::string> preferred;
+    int64_t mem;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"default is smallest first", {}, 5000, "1g.5gb"},
+      {"slice class", {"4g"}, 5000, "4g.20gb"},
+      {"exact names keep the listed order", {"3g.20gb", "1g.5gb"}, 5000, "3g.20gb"},
+      {"entries outside the card's profiles are ignored", {"9g.99gb", "4g.40gb"}, 5000, "1g.5gb"},
+      {"exact profile preference", {"4g.20gb"}, 20000, "4g.20gb"},
+      {"another model's profile is ignored on this card", {"4g.40gb"}, 20000, "3g.20gb"},
+  };
+  for (const Case& c : cases) {
+    const MigVerdict v = ChooseMigInstance(d, c.mem, 0, 0, d.devmem_mib, d.devcore, c.preferred);
+    EXPECT_EQ(v.choice ? d.mig_profiles[v.choice->profile].name : "none", c.want) << c.name;
+  }
+}
+
+// mig_preference_test.go TestParseMigProfilePreference and TestMigProfileSliceKey.
+TEST(MigTest, UpstreamParseMigProfilePreference) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ParseMigProfilePreference("4g.20gb"), V{"4g.20gb"});
+  EXPECT_EQ(ParseMigProfilePreference(" 4g , 3g.20gb ,, 4g "), (V{"4g", "3g.20gb"}));
+  EXPECT_EQ(ParseMigProfilePreference(""), V{});
+  EXPECT_EQ(ParseMigProfilePreference(" , "), V{});
+  struct Case {
+    const char* profile;
+    const char* entry;
+    bool want;
+  };
+  for (const Case& c : {Case{"4g.20gb", "4g", true}, Case{"1g.10gb+me", "1g", true},
+                        Case{"4g", "4g", true}, Case{".5gb", ".5gb", true}, Case{".5gb", "", false},
+                        Case{"4g.20gb", "4g.20gb", true}, Case{"4g.20gb", "4", false},
+                        Case{"14g.20gb", "4g", false}, Case{"4g.20gb", "4g.40gb", false}})
+    EXPECT_EQ(MigProfileMatches(c.profile, c.entry), c.want) << c.profile << " / " << c.entry;
+}
+
 // Ours: the profile also covers the cores asked for; nothing covers the request = never.
 TEST(MigTest, CoresAndNever) {
   const DeviceInfo d = A100With4g();

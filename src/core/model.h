@@ -92,6 +92,9 @@ struct DeviceSelectors {
   std::vector<std::string> nouse_uuids;
   std::string vgpu_mode;  // "", "hami-core", "mig"
   bool numa_bind = false;
+  // nvidia.com/mig-profile-preference: MIG profile names ("4g.20gb") or slice classes ("4g"),
+  // most preferred first; on a MIG-mode device these profiles are tried first (core/mig.h).
+  std::vector<std::string> mig_profile_preference;
   bool operator==(const DeviceSelectors&) const = default;
 };
 

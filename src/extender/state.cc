@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 
 #include "absl/strings/numbers.h"
 #include "common/log.h"
@@ -322,19 +323,32 @@ Json PodRefOf(const Json& pod) {
 }
 
 // Why the MIG grants of a decision cannot be charged on `node` ("" = they can): each must be one
-// the device offers (core::CheckMigGrant), and with `fresh` hold no slice already charged.
+// the device offers (core::CheckMigGrant), must not overlap another grant of the decision that runs
+// beside it (one container may hold several instances of one GPU; the containers other than init
+// containers run together, so their instances are apart too), and with `fresh` hold no slice
+// already charged.
 static std::string CheckMigGrants(const scheduler::NodeState& node,
-                                  const core::PodAllocation& alloc, bool fresh) {
-  for (const auto& c : alloc.containers) {
-    for (const auto& cd : c) {
+                                  const core::PodAllocation& alloc,
+                                  const std::vector<core::ContainerKind>& kinds, bool fresh) {
+  std::map<std::string, uint32_t> running;  // slices of the non-init containers, per device
+  for (size_t k = 0; k < alloc.containers.size(); ++k) {
+    // Kinds line up with the containers when both come from the same pod (else: each alone).
+    const bool together =
+        kinds.size() == alloc.containers.size() && kinds[k] != core::ContainerKind::kInit;
+    std::map<std::string, uint32_t> own;  // this container's slices, per device
+    for (const auto& cd : alloc.containers[k]) {
       if (cd.mig_profile.empty()) continue;
       const int i = node.DeviceIndex(cd.uuid);
       if (i < 0) continue;  // UnknownDevice, reported by the caller
       if (std::string why = core::CheckMigGrant(node.info.devices[i], cd); !why.empty()) return why;
-      if (fresh && (node.usage[i].mig_slices & core::MigSliceMask(cd.mig_placement)) != 0)
-        return StrCat("MIG placement {start ", cd.mig_placement.start, ", size ",
-                      cd.mig_placement.size, "} on device ", cd.uuid,
-                      " overlaps an instance already charged");
+      const uint32_t mask = core::MigSliceMask(cd.mig_placement);
+      const std::string where = StrCat("MIG placement {start ", cd.mig_placement.start, ", size ",
+                                       cd.mig_placement.size, "} on device ", cd.uuid);
+      uint32_t& held = together ? running[cd.uuid] : own[cd.uuid];
+      if ((held & mask) != 0) return StrCat(where, " overlaps another instance of the decision");
+      held |= mask;
+      if (fresh && (node.usage[i].mig_slices & mask) != 0)
+        return StrCat(where, " overlaps an instance already charged");
     }
   }
   return "";
@@ -371,7 +385,7 @@ std::string ClusterState::CheckAgainstNode(const scheduler::NodeState& node,
                                            const core::PodAllocation& alloc,
                                            const std::vector<core::ContainerKind>& kinds,
                                            bool fresh, std::string* message, bool* over_committed) {
-  if (std::string why = CheckMigGrants(node, alloc, fresh); !why.empty()) {
+  if (std::string why = CheckMigGrants(node, alloc, kinds, fresh); !why.empty()) {
     *message = StrCat(why, ": the decision is not charged");
     return kRejectMigPlacement;
   }

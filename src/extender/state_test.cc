@@ -312,6 +312,38 @@ TEST_F(StateTest, MigGrantsAreCheckedBeforeTheyAreCharged) {
   EXPECT_EQ(Usage(1), (core::DeviceUsage{}));
 }
 
+// One container holding two instances of one MIG GPU (a request for two GPUs on a node with one MIG
+// GPU) is read back and charged both; two grants of the decision at one placement are refused.
+TEST_F(StateTest, SeveralInstancesOfOneGpuInOneContainer) {
+  std::vector<std::string> events;
+  RecordRejections(&events);
+  state_->OnNode(NodeJson(
+      "n1",
+      {{"hami.io/node-nvidia-register",
+        R"([{"id":"GPU-m","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA-A100","health":true,"mode":"mig","migProfiles":[{"name":"2g.10gb","memoryMB":10240,"core":28,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2},{"start":4,"size":2}]}]}])"}}));
+  auto ann = [](int second_start) {
+    Json entries = Json::array();
+    for (int k : {0, 1})
+      entries.push_back({{"containerIndex", 0},
+                         {"deviceIndex", k},
+                         {"gpuUUID", "GPU-m"},
+                         {"profile", "2g.10gb"},
+                         {"placement", {{"start", k == 0 ? 0 : second_start}, {"size", 2}}}});
+    return Json{{"hami.io/vgpu-node", "n1"},
+                {"hami.io/vgpu-devices-allocated", "GPU-m,NVIDIA,10240,28:GPU-m,NVIDIA,10240,28:;"},
+                {"hami.io/vgpu-time", std::to_string(kNow)},
+                {"hami.io/vgpu-mig-allocations", entries.dump()}};
+  };
+  state_->OnPod(PodJson("same", ann(0), "Running", "n1"));
+  EXPECT_FALSE(state_->Find("same").has_value());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events.back(), "p-same:" + std::string(kRejectMigPlacement));
+  state_->OnPod(PodJson("two", ann(4), "Running", "n1"));
+  EXPECT_TRUE(state_->Find("two").has_value());
+  EXPECT_EQ(events.size(), 1u);
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{2, 2 * 10240, 2 * 28, 0x33}));
+}
+
 // The pod informer may deliver pods before their node: a decision charged while the node was
 // unknown is checked when the node arrives, so a restart cannot charge what the device cannot hold.
 TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {

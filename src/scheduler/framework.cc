@@ -68,13 +68,41 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// The MIG instance request `ctx.request` would get on device `d` under ctx.usage (core/mig.h).
+// The MIG instance request `ctx.request` would get on device `d` under ctx.usage, the pod's
+// preferred profiles first (core/mig.h).
 core::MigVerdict MigFor(const PickContext& ctx, int d) {
   const DeviceCaps& cap = ctx.node.caps[d];
   const core::DeviceUsage& u = ctx.usage[d];
-  return core::ChooseMigInstance(ctx.node.info.devices[d], ctx.MemFor(d), ctx.request.coresreq,
-                                 u.mig_slices, cap.devmem_mib - u.usedmem_mib,
-                                 cap.devcore - u.usedcores);
+  return core::ChooseMigInstance(
+      ctx.node.info.devices[d], ctx.MemFor(d), ctx.request.coresreq, u.mig_slices,
+      cap.devmem_mib - u.usedmem_mib, cap.devcore - u.usedcores,
+      ctx.mig_default_order ? std::span<const std::string>()
+                            : ctx.cycle.pod().selectors.mig_profile_preference);
+}
+
+// How many instances of ctx.request MIG device `d` takes one after another under ctx.usage (each
+// its own placement, charged its profile, a slot each), at most `limit`.
+int MigInstancesFit(const PickContext& ctx, int d, int limit) {
+  const DeviceCaps& cap = ctx.node.caps[d];
+  const core::DeviceInfo& dev = ctx.node.info.devices[d];
+  const std::span<const std::string> preference =
+      ctx.mig_default_order ? std::span<const std::string>()
+                            : ctx.cycle.pod().selectors.mig_profile_preference;
+  core::DeviceUsage u = ctx.usage[d];
+  int n = 0;
+  while (n < limit && u.used < cap.count) {
+    const core::MigVerdict v = core::ChooseMigInstance(dev, ctx.MemFor(d), ctx.request.coresreq,
+                                                       u.mig_slices, cap.devmem_mib - u.usedmem_mib,
+                                                       cap.devcore - u.usedcores, preference);
+    if (!v.choice) break;
+    const core::MigProfile& p = dev.mig_profiles[v.choice->profile];
+    u.used += 1;
+    u.usedmem_mib += p.memory_mib;
+    u.usedcores += p.core;
+    u.mig_slices |= core::MigSliceMask(v.choice->placement);
+    ++n;
+  }
+  return n;
 }
 
 // A MIG-mode device instead of the memory, core and exclusivity checks: some profile must cover
@@ -198,9 +226,51 @@ void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
 
 namespace {
 
+// Fewer devices fit request `r` than it asks, and some are in MIG mode: as upstream's Fit, which
+// looks at a MIG device again after granting it an instance, the request's remaining instances go
+// on the chosen MIG devices, each its own placement. The picker chooses among the fitting devices
+// (each once, so distinct GPUs stay preferred), then the MIG ones among them take more instances in
+// the picker's order, each as many as it holds; s.picked names a device once per instance. When the
+// pod's profile preference leaves too little room, the default profile order is tried (upstream's
+// planMigContainer: a preference yields, it never rejects a device).
+bool PickMigInstances(const GpuPicker& picker, const PickContext& ctx, EvalScratch& s,
+                      FitFailure* why) {
+  const core::DeviceRequest& r = ctx.request;
+  core::DeviceRequest distinct = r;
+  distinct.nums = static_cast<int>(s.candidates.size());
+  s.picked.clear();
+  if (distinct.nums > 0) {
+    picker.Pick(PickContext{ctx.cycle, ctx.node, ctx.usage, distinct}, s.candidates, &s.picked);
+    HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", ctx.node.info.name,
+                ": the picker picked a device that does not fit, or one twice");
+  }
+  const size_t chosen = s.picked.size();
+  for (const bool default_order : {false, true}) {
+    if (default_order && ctx.cycle.pod().selectors.mig_profile_preference.empty()) break;
+    PickContext at{ctx.cycle, ctx.node, ctx.usage, r, default_order};
+    s.picked.resize(chosen);
+    for (size_t i = 0; i < chosen && static_cast<int>(s.picked.size()) < r.nums; ++i) {
+      const int d = s.picked[i];
+      if (!ctx.node.caps[d].mig) continue;
+      const int more = r.nums - static_cast<int>(s.picked.size());
+      for (int k = MigInstancesFit(at, d, more + 1) - 1; k > 0; --k) s.picked.push_back(d);
+    }
+    if (static_cast<int>(s.picked.size()) >= r.nums) {
+      s.mig_repeats = true;
+      s.mig_default_order = default_order;
+      return true;
+    }
+  }
+  // The MIG devices that fit one instance cannot hold the rest.
+  if (why)
+    for (int d : s.candidates)
+      if (ctx.node.caps[d].mig) why->Add(Reason::kCardMigTopologyInfeasible, false);
+  return false;
+}
+
 // Collects the devices that fit request `r` under ctx.usage and lets the picker choose; the chosen
-// devices are left in s.picked. False (with reasons in `why`) when the node cannot take the
-// request.
+// devices are left in s.picked (a MIG device once per instance when it takes several:
+// PickMigInstances). False (with reasons in `why`) when the node cannot take the request.
 bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const PickContext& ctx,
                     EvalScratch& s, FitFailure* why) {
   const core::DeviceRequest& r = ctx.request;
@@ -208,13 +278,15 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   if (rules != nullptr && !rules->Covers(r.vendor)) rules = nullptr;  // generic vendor (NVIDIA)
   s.scored_by = rules;
   int n = node.gpus();
-  int of_vendor = 0;
+  int of_vendor = 0, mig_of_vendor = 0;
   s.candidates.clear();
+  s.mig_repeats = s.mig_default_order = false;
   const bool all_of_vendor = !node.uniform_vendor.empty() && node.uniform_vendor == r.vendor;
   if (!all_of_vendor && !node.uniform_vendor.empty()) n = 0;  // no device of this vendor
   for (int d = 0; d < n; ++d) {
     if (!all_of_vendor && node.info.devices[d].vendor != r.vendor) continue;
     ++of_vendor;
+    mig_of_vendor += node.caps[d].mig;
     bool never = false;
     Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never)
                                       : CheckByRules(picker, *rules, ctx, d, &never);
@@ -224,7 +296,9 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
       why->Add(why_not, never);
     }
   }
-  if (r.nums > of_vendor) {
+  // A MIG device may take several instances of the request, so fewer devices than asked is no
+  // reason to give up on a node with one.
+  if (r.nums > of_vendor && (rules != nullptr || mig_of_vendor == 0)) {
     if (why) {
       why->Clear();
       why->devices = node.gpus();
@@ -233,6 +307,10 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     return false;
   }
   if (static_cast<int>(s.candidates.size()) < r.nums) {
+    const bool mig_candidate = std::any_of(s.candidates.begin(), s.candidates.end(),
+                                           [&](int d) { return node.caps[d].mig; });
+    if (rules == nullptr && mig_candidate && !ctx.cycle.pod().selectors.numa_bind)
+      return PickMigInstances(picker, ctx, s, why);
     if (why) why->failed = true;
     return false;
   }
@@ -332,17 +410,20 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
     // Fast path: one request, so its devices are the pod's effective usage.
     PickContext ctx{cycle, node, node.usage, *r};
     if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
-    if (s.scored_by != nullptr)
-      placement->vendor_score +=
-          s.scored_by->Score(*r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
-    auto& out = placement->containers[cycle.single_request_container()];
-    for (int k = 0; k < r->nums; ++k) {
-      DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
-      out.push_back(dd);
-      AddToPlacement(node, dd, placement);
+    // Several instances on one MIG device: the path below charges them one after another.
+    if (!s.mig_repeats) {
+      if (s.scored_by != nullptr)
+        placement->vendor_score += s.scored_by->Score(
+            *r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
+      auto& out = placement->containers[cycle.single_request_container()];
+      for (int k = 0; k < r->nums; ++k) {
+        DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
+        out.push_back(dd);
+        AddToPlacement(node, dd, placement);
+      }
+      placement->delta.pod_class = PodClassOf(node, placement->delta);
+      return true;
     }
-    placement->delta.pod_class = PodClassOf(node, placement->delta);
-    return true;
   }
 
   const int n = node.gpus();
@@ -362,6 +443,7 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       if (r.nums <= 0) continue;
       PickContext ctx{cycle, node, usage, r, std::span<const int>(s.pod_devices).first(earlier)};
       if (!PickForRequest(picker, profile.vendor_rules, ctx, s, why)) return false;
+      ctx.mig_default_order = s.mig_default_order;
       if (s.scored_by != nullptr)
         placement->vendor_score +=
             s.scored_by->Score(r, node.info.devices, std::span<const int>(s.picked).first(r.nums));
@@ -412,8 +494,10 @@ bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& 
       if (r.nums <= 0) continue;
       if (profile.vendor_rules != nullptr && profile.vendor_rules->Covers(r.vendor))
         continue;  // its own checks
-      // Every device a request takes is usable and has the memory and cores on its own.
-      if (r.nums > node.usable || r.coresreq > node.max_free_cores) return false;
+      // Every device a request takes is usable and has the memory and cores on its own (a MIG
+      // device may take several of its instances).
+      if ((r.nums > node.usable && node.mig_gpus == 0) || r.coresreq > node.max_free_cores)
+        return false;
       const int64_t mem = r.memreq_mib > 0 ? r.memreq_mib
                           : r.mem_percentage > 0
                               ? node.min_devmem * std::min(r.mem_percentage, 100) / 100

@@ -113,6 +113,9 @@ struct PickContext {
   // Devices (positions in node.info.devices) the pod's earlier containers were granted on this
   // node, for vendor rules over the whole pod (VendorRules::CheckWithPod).
   std::span<const int> earlier = {};
+  // MIG devices: choose profiles in the default order, without the pod's
+  // nvidia.com/mig-profile-preference (set when the request's instances on one device fit only so).
+  bool mig_default_order = false;
   // Memory this request takes on device `d` (resolves gpumem-percentage against that device).
   int64_t MemFor(int d) const;
   // Free milli of device `d` under `usage`.
@@ -253,6 +256,11 @@ struct EvalScratch {
   std::vector<int> pod_devices;  // positions granted to the pod's containers so far (multi-request)
   const VendorRules* scored_by =
       nullptr;  // set by a pick: the rules that covered it (null: generic)
+  // Set by a pick: `picked` names a MIG device more than once (several instances of one request on
+  // one GPU, as upstream places them), and whether those instances fit only in the default
+  // profile order (PickContext::mig_default_order).
+  bool mig_repeats = false;
+  bool mig_default_order = false;
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`

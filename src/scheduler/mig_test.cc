@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "core/annotations.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/testing/builders.h"
@@ -103,6 +106,47 @@ TEST(MigScheduleTest, UpstreamSelectMigPlacementUsesBalancedPacking) {
   ASSERT_TRUE(s->RemovePod("p2").ok());
   EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0xf7u);
   EXPECT_EQ(Place(*s, "p9", 1000).placement, (core::MigPlacement{3, 1}));
+}
+
+// mig_preference_test.go TestFitHonorsMigProfilePreference through Schedule + Reserve: the pod's
+// nvidia.com/mig-profile-preference (parsed into its selectors) picks the 4g.20gb profile, which is
+// charged as reported; a preference for another model's profile leaves the default.
+TEST(MigScheduleTest, UpstreamFitHonorsMigProfilePreference) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> preference;
+    const char* want;
+    core::MigPlacement at;
+    int64_t mem;
+    int cores;
+  };
+  const Case cases[] = {
+      {"no preference keeps the smallest profile", {}, "3g.20gb", {4, 4}, 20480, 42},
+      {"slice class preference", {"4g"}, "4g.20gb", {0, 4}, 20480, 52},
+      {"exact profile preference", {"4g.20gb"}, "4g.20gb", {0, 4}, 20480, 52},
+      {"preference for another model's profile is ignored on this card",
+       {"4g.40gb"},
+       "3g.20gb",
+       {4, 4},
+       20480,
+       42},
+  };
+  for (const Case& c : cases) {
+    core::NodeInfo n = MigNode("n1", 1, {0});
+    n.devices[0].mig_profiles.push_back({"4g.20gb", 20480, 52, 4, {{0, 4}}});
+    auto s = Make({n});
+    core::PodRequest pod = PodBuilder("p").Gpu(1, 20000, 0);
+    pod.selectors.mig_profile_preference = c.preference;
+    auto d = s->ScheduleAndReserve(pod, nullptr);
+    ASSERT_TRUE(d.ok()) << c.name << ": " << d.status();
+    ASSERT_EQ(d->node, "n1") << c.name;
+    const core::ContainerDevice& cd = d->allocation.containers.at(0).at(0);
+    EXPECT_EQ(cd.mig_profile, c.want) << c.name;
+    EXPECT_EQ(cd.mig_placement, c.at) << c.name;
+    EXPECT_EQ(cd.usedmem_mib, c.mem) << c.name;
+    EXPECT_EQ(cd.usedcores, c.cores) << c.name;
+    EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, core::MigSliceMask(c.at)) << c.name;
+  }
 }
 
 // mig_capability_test.go TestCustomFilterUsesReportedPlacementCapacity: three 2g instances leave
@@ -211,6 +255,124 @@ TEST(MigScheduleTest, ReserveRefusesATakenPlacement) {
   auto again = s->ScheduleAndReserve(p2, nullptr);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->allocation.containers[0][0].mig_placement, (core::MigPlacement{0, 4}));
+}
+
+// One container asking n GPUs on a node whose only GPU is in MIG mode gets n instances of that GPU
+// (upstream's Fit looks at a MIG device again), each at its own placement, all charged.
+TEST(MigScheduleTest, OneContainerAskingSeveralGpusGetsInstancesOfOneMigGpu) {
+  struct Case {
+    const char* name;
+    int gpus;
+    int64_t mem;
+    std::vector<std::string> preference;
+    std::vector<std::pair<std::string, core::MigPlacement>> want;  // empty: does not fit
+  };
+  const Case cases[] = {
+      {"two 2g", 2, 10000, {}, {{"2g.10gb", {0, 2}}, {"2g.10gb", {2, 2}}}},
+      {"three 2g fill the 2g placements",
+       3,
+       10000,
+       {},
+       {{"2g.10gb", {0, 2}}, {"2g.10gb", {2, 2}}, {"2g.10gb", {4, 2}}}},
+      {"a fourth 2g has no placement", 4, 10000, {}, {}},
+      {"seven 1g",
+       7,
+       5000,
+       {},
+       {{"1g.5gb", {6, 1}},
+        {"1g.5gb", {5, 1}},
+        {"1g.5gb", {4, 1}},
+        {"1g.5gb", {3, 1}},
+        {"1g.5gb", {2, 1}},
+        {"1g.5gb", {1, 1}},
+        {"1g.5gb", {0, 1}}}},
+      // mig_preference_test.go TestPlanMigContainerFallsBackSequentiallyWhenJointFails: the first
+      // keeps the preference, the second takes the remaining 3g span.
+      {"preferred 4g, then 3g", 2, 20000, {"4g"}, {{"4g.20gb", {0, 4}}, {"3g.20gb", {4, 4}}}},
+      // TestPlanMigContainerNeverRejectsForAPreference: 3g first leaves no room for three
+      // instances, so the default order places them.
+      {"a preference that does not fit yields",
+       3,
+       10000,
+       {"3g"},
+       {{"2g.10gb", {0, 2}}, {"2g.10gb", {2, 2}}, {"2g.10gb", {4, 2}}}},
+      {"three 20 GB never fit", 3, 20000, {"4g"}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    core::NodeInfo n = MigNode("n1", 1, {0});
+    n.devices[0].mig_profiles.push_back({"4g.20gb", 20480, 52, 4, {{0, 4}}});
+    auto s = Make({n});
+    core::PodRequest pod = PodBuilder("p").Gpu(c.gpus, c.mem, 0);
+    pod.selectors.mig_profile_preference = c.preference;
+    auto d = s->ScheduleAndReserve(pod, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (c.want.empty()) {
+      EXPECT_EQ(d->node, "");
+      continue;
+    }
+    ASSERT_EQ(d->node, "n1");
+    const auto& devs = d->allocation.containers.at(0);
+    std::vector<std::pair<std::string, core::MigPlacement>> got;
+    core::DeviceUsage sum;
+    for (const auto& cd : devs) {
+      EXPECT_EQ(cd.uuid, "n1-gpu0");
+      got.push_back({cd.mig_profile, cd.mig_placement});
+      sum.used += 1;
+      sum.usedmem_mib += cd.usedmem_mib;
+      sum.usedcores += cd.usedcores;
+      EXPECT_EQ(sum.mig_slices & core::MigSliceMask(cd.mig_placement), 0u) << "overlap";
+      sum.mig_slices |= core::MigSliceMask(cd.mig_placement);
+    }
+    EXPECT_EQ(got, c.want);
+    EXPECT_EQ(s->cache().Snapshot("n1")->usage[0], sum);
+    // After a restart the decision is read back from its records: the same usage.
+    auto fresh = Make({n});
+    ASSERT_TRUE(fresh->AddPod("p", d->allocation).ok());
+    EXPECT_EQ(fresh->cache().Snapshot("n1")->usage[0], sum);
+    ASSERT_TRUE(fresh->RemovePod("p").ok());
+    EXPECT_EQ(fresh->cache().Snapshot("n1")->usage[0], core::DeviceUsage{});
+  }
+}
+
+// Where the fitting GPUs are enough, a request takes distinct GPUs (one instance each; upstream
+// would put both instances on the first MIG GPU: docs/migration.md); a plain GPU and a MIG GPU
+// together hold three when the MIG GPU takes two instances.
+TEST(MigScheduleTest, DistinctGpusFirstThenMoreInstances) {
+  {
+    auto s = Make({MigNode("n1", 2, {0, 1})});
+    auto d = s->ScheduleAndReserve(PodBuilder("p").Gpu(2, 10000, 0), nullptr);
+    ASSERT_TRUE(d.ok() && d->node == "n1");
+    const auto& devs = d->allocation.containers.at(0);
+    ASSERT_EQ(devs.size(), 2u);
+    EXPECT_NE(devs[0].uuid, devs[1].uuid);
+  }
+  auto s = Make({MigNode("n1", 2, {1})});
+  auto d = s->ScheduleAndReserve(PodBuilder("p").Gpu(3, 10000, 0), nullptr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->node, "n1");
+  std::map<std::string, int> per_gpu;
+  for (const auto& cd : d->allocation.containers.at(0)) ++per_gpu[cd.uuid + "/" + cd.mig_profile];
+  EXPECT_EQ(per_gpu, (std::map<std::string, int>{{"n1-gpu0/", 1}, {"n1-gpu1/2g.10gb", 2}}));
+  // A MIG GPU that fits one instance but not all: it says so (retryable).
+  {
+    auto full = Make({MigNode("n3", 1, {0})});
+    ScheduleOptions o;
+    o.explain = true;
+    auto d4 = full->Schedule(PodBuilder("four").Gpu(4, 10000, 0), nullptr, o);
+    ASSERT_TRUE(d4.ok());
+    EXPECT_EQ(d4->node, "");
+    ASSERT_FALSE(d4->failures.empty());
+    EXPECT_EQ(d4->failures[0].reason, "1/1 CardMigTopologyInfeasible");
+    EXPECT_TRUE(d4->failures[0].retryable);
+  }
+  // numa-bind keeps to distinct GPUs of one NUMA node: a single MIG GPU does not take two.
+  auto one = Make({MigNode("n2", 1, {0})});
+  core::PodRequest numa = PodBuilder("q").Gpu(2, 10000, 0);
+  numa.selectors.numa_bind = true;
+  auto none = one->Schedule(numa, nullptr);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->node, "");
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ NodeSummary NodeState::Summarize() const {
     s.min_devcore = d == 0 ? c.devcore : std::min(s.min_devcore, c.devcore);
     s.max_devcore = std::max(s.max_devcore, c.devcore);
     s.max_free_milli = std::max(s.max_free_milli, free_milli[d]);
+    s.mig_gpus += c.mig;
     if (!c.health || c.cordoned || c.count <= u.used) continue;
     ++s.usable;
     s.last_slot += c.count - u.used == 1;

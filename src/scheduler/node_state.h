@@ -94,6 +94,7 @@ struct NodeSummary {
   bool track_cpu = false, track_mem = false;  // info.cpu_milli > 0, info.memory_mib > 0
   int64_t total_count = 0, total_devcore = 0, total_devmem = 0;
   int64_t min_devmem = 0, max_devmem = 0;  // over the devices (0 when none)
+  int mig_gpus = 0;  // devices in MIG mode (one may take several instances of one request)
   int min_devcore = 0, max_devcore = 0;
   // Identity of the node's device kind when every device has the same vendor, type, memory and
   // cores (ClusterCache interns kinds; -1 when mixed or no devices), and one such device (valid

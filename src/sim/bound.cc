@@ -93,6 +93,9 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
                                          const BoundOptions& options) {
   std::map<NodeClassKey, NodeClass> node_classes;
   for (const auto& n : nodes) {
+    // The bound packs milli into shared GPUs; a MIG GPU's instances are not milli.
+    if (!n.mig.empty())
+      return InvalidArgument("node ", n.name, ": MIG nodes are not modelled by the packing bound");
     auto& c = node_classes[ClassOf(n)];
     c.shape = &n;
     ++c.count;

@@ -38,6 +38,19 @@ TEST(PackingUpperBoundTest, TwoLargeSharesNeverShareAGpu) {
   EXPECT_EQ(b->node_classes, 1);
 }
 
+// MIG GPUs hold instances, not milli: the bound refuses a trace with MIG nodes, naming the node.
+TEST(PackingUpperBoundTest, MigNodesAreRefused) {
+  std::vector<TraceNode> nodes{Node("plain", 64000, 1), Node("mig", 64000, 1, "A100")};
+  nodes[1].mig = "A100-40GB";
+  nodes[1].mig_gpus = 1;
+  std::vector<TraceTask> tasks{Task("a", 1000, 1, 600)};
+  auto b = PackingUpperBound(nodes, tasks, All(tasks), {});
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(std::string(b.status().message()).find("node mig: MIG nodes are not modelled"),
+            std::string::npos)
+      << b.status();
+}
+
 // A GPU holding an 810 share keeps 190 milli, which a 380 share cannot use: pooled milli (and the
 // "more than half" rule) allow all three on two GPUs, the fill patterns only the two 810s.
 TEST(PackingUpperBoundTest, GpuFillPatterns) {

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/rng.h"
+#include "core/annotations.h"
 #include "scheduler/scheduler.h"
 
 namespace hami::sim {
@@ -25,6 +26,14 @@ core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name) {
     d.devcore = 100;
     d.type = node.model;
     if (!node.vendor.empty()) d.vendor = node.vendor;
+    if (i < node.mig_gpus) {
+      const SimMigProfileSet* set = FindSimMigProfileSet(node.mig);
+      if (set != nullptr) {  // ParseNodesCsv accepts known sets only
+        d.mode = core::kModeMig;
+        d.devmem_mib = set->memory_mib;
+        d.mig_profiles = set->profiles;
+      }
+    }
     n.devices.push_back(std::move(d));
   }
   return n;
@@ -55,6 +64,8 @@ core::PodRequest ToPodRequest(const TraceTask& t, const std::string& uid) {
   }
   p.containers.push_back(std::move(c));
   p.selectors.use_types = t.gpu_spec;
+  p.selectors.vgpu_mode = t.vgpu_mode;
+  p.selectors.mig_profile_preference = t.mig_profile_preference;
   return p;
 }
 

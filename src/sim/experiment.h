@@ -33,6 +33,9 @@ inline constexpr int kCurveMax = 130;  // A(k) for k = 0..130
 // whole devices, allowed counts) apply through VendorSet's scheduler rules. A whole-GPU task of
 // another vendor asks 100 % of the device's memory (not 16000 MiB) so that templates do not apply
 // to it.
+// MIG (TraceNode::mig): GPUs 0..mig_gpus-1 of the node register in MIG mode with the set's profiles
+// and memory (docs/sim.md, "MIG nodes"); a task's vgpu_mode and MIG profile preference become its
+// selectors. A task on a MIG GPU gets the smallest instance that covers 16*m MiB and m/10 cores.
 core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name);
 core::PodRequest ToPodRequest(const TraceTask& task, const std::string& uid);
 

@@ -17,6 +17,51 @@ const std::vector<std::string>& KnownGpuModels() {
 
 namespace {
 
+// A profile "<c>g.<m>gb" of a GPU with `compute` compute slices: memory m GiB, cores the share of
+// the compute slices (rounded down, as upstream's A100 profiles: 14, 28, 42), at the given
+// placements.
+core::MigProfile MigProfileOf(std::string name, int64_t gib, int slices, int compute,
+                              std::vector<core::MigPlacement> placements) {
+  return {std::move(name), gib * 1024, 100 * slices / compute, slices, std::move(placements)};
+}
+
+// NVIDIA's profile table of the 7-slice GPUs (A100, H100): names by memory per slice.
+std::vector<core::MigProfile> SevenSliceProfiles(int64_t gib_per_slice, int64_t total_gib) {
+  const std::vector<core::MigPlacement> one = {{0, 1}, {1, 1}, {2, 1}, {3, 1},
+                                               {4, 1}, {5, 1}, {6, 1}};
+  auto name = [](int c, int64_t gib) { return StrCat(c, "g.", gib, "gb"); };
+  return {
+      MigProfileOf(name(1, gib_per_slice), gib_per_slice, 1, 7, one),
+      MigProfileOf(name(2, 2 * gib_per_slice), 2 * gib_per_slice, 2, 7, {{0, 2}, {2, 2}, {4, 2}}),
+      MigProfileOf(name(3, 4 * gib_per_slice), 4 * gib_per_slice, 3, 7, {{0, 4}, {4, 4}}),
+      MigProfileOf(name(4, 4 * gib_per_slice), 4 * gib_per_slice, 4, 7, {{0, 4}}),
+      MigProfileOf(name(7, total_gib), total_gib, 7, 7, {{0, 8}})};
+}
+
+}  // namespace
+
+const std::vector<SimMigProfileSet>& SimMigProfileSets() {
+  static const std::vector<SimMigProfileSet> kSets = {
+      {"A100-40GB", int64_t{40} * 1024, SevenSliceProfiles(5, 40)},
+      {"A100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
+      {"H100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
+      {"A30",
+       int64_t{24} * 1024,
+       {MigProfileOf("1g.6gb", 6, 1, 4, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}),
+        MigProfileOf("2g.12gb", 12, 2, 4, {{0, 2}, {2, 2}}),
+        MigProfileOf("4g.24gb", 24, 4, 4, {{0, 4}})}},
+  };
+  return kSets;
+}
+
+const SimMigProfileSet* FindSimMigProfileSet(std::string_view name) {
+  for (const SimMigProfileSet& s : SimMigProfileSets())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+namespace {
+
 // Limits that catch corrupt input without rejecting any plausible machine or task.
 constexpr int64_t kMaxCpuMilli = 10'000'000;  // 10k cores
 constexpr int64_t kMaxMemoryMib = 1LL << 30;  // 1 PiB
@@ -138,6 +183,52 @@ Status CheckModel(const Csv& csv, int line, const char* field, const std::string
                          "' (known: ", list, ")");
 }
 
+// A '|'-separated list: blanks around items trimmed, empty items and repeats dropped, order kept.
+std::vector<std::string> BarList(std::string_view v) {
+  std::vector<std::string> out;
+  while (!v.empty()) {
+    const size_t bar = v.find('|');
+    std::string item(Trim(v.substr(0, bar)));
+    v = bar == std::string_view::npos ? std::string_view{} : v.substr(bar + 1);
+    if (!item.empty() && std::find(out.begin(), out.end(), item) == out.end())
+      out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// The optional `mig` column of a node with `gpus` GPUs: "<set>" (every GPU) or "<set>:<k>" (GPUs
+// 0..k-1, 1 <= k <= gpus).
+Status MigField(const Csv& csv, int line, const std::vector<std::string_view>& f, TraceNode* n) {
+  auto it = csv.column.find("mig");
+  if (it == csv.column.end() || f[it->second].empty()) return OkStatus();
+  std::string_view v = f[it->second];
+  const size_t colon = v.find(':');
+  const std::string set(v.substr(0, colon));
+  if (FindSimMigProfileSet(set) == nullptr) {
+    std::string known;
+    for (const SimMigProfileSet& s : SimMigProfileSets())
+      known += StrCat(known.empty() ? "" : ", ", s.name);
+    return InvalidArgument(csv.source, ":", line, ": field mig: unknown MIG profile set '", set,
+                           "' (known: ", known, ")");
+  }
+  int64_t k = n->gpus;
+  if (colon != std::string_view::npos) {
+    const std::string_view count = v.substr(colon + 1);
+    auto [p, ec] = std::from_chars(count.data(), count.data() + count.size(), k);
+    if (ec != std::errc() || p != count.data() + count.size() || k < 1 || k > n->gpus)
+      return InvalidArgument(csv.source, ":", line, ": field mig: '", std::string(count),
+                             "' is not a GPU count in 1..", n->gpus);
+  }
+  if (n->gpus == 0)
+    return InvalidArgument(csv.source, ":", line, ": field mig: the node has no GPUs");
+  if (!n->vendor.empty())
+    return InvalidArgument(csv.source, ":", line, ": field mig: MIG is NVIDIA's; the node's ",
+                           "vendor is ", n->vendor);
+  n->mig = set;
+  n->mig_gpus = static_cast<int>(k);
+  return OkStatus();
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path, ": cannot open the file");
@@ -168,7 +259,12 @@ StatusOr<std::vector<TraceNode>> ParseNodesCsv(std::string_view text, std::strin
         n.gpus = static_cast<int>(gpus);
         n.model = std::string(f[csv.column.at("model")]);
         HAMI_ASSIGN_OR_RETURN(n.vendor, VendorField(csv, line, f));
-        if (n.gpus > 0) HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "model", n.model, n.vendor));
+        HAMI_RETURN_IF_ERROR(MigField(csv, line, f, &n));
+        // A MIG node's model is free text (MIG GPUs are not among openb's models).
+        if (n.gpus > 0 && n.mig.empty())
+          HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "model", n.model, n.vendor));
+        if (!n.mig.empty() && n.model.empty())
+          return InvalidArgument(csv.source, ":", line, ": field model: empty model");
         nodes.push_back(std::move(n));
         return OkStatus();
       }));
@@ -202,17 +298,22 @@ StatusOr<std::vector<TraceTask>> ParsePodsCsv(std::string_view text, std::string
         if (t.num_gpu == 0) t.gpu_milli = 0;
         HAMI_ASSIGN_OR_RETURN(t.vendor, VendorField(csv, line, f));
         if (auto it = csv.column.find("gpu_spec"); it != csv.column.end()) {
-          std::string_view spec = f[it->second];
-          while (!spec.empty()) {
-            size_t bar = spec.find('|');
-            std::string m(Trim(spec.substr(0, bar)));
-            spec = bar == std::string_view::npos ? std::string_view{} : spec.substr(bar + 1);
-            if (m.empty()) continue;
+          t.gpu_spec = BarList(f[it->second]);
+          for (const std::string& m : t.gpu_spec)
             HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "gpu_spec", m, t.vendor));
-            if (std::find(t.gpu_spec.begin(), t.gpu_spec.end(), m) == t.gpu_spec.end())
-              t.gpu_spec.push_back(m);
-          }
         }
+        if (auto it = csv.column.find("vgpu_mode"); it != csv.column.end()) {
+          t.vgpu_mode = std::string(f[it->second]);
+          if (!t.vgpu_mode.empty() && t.vgpu_mode != "hami-core" && t.vgpu_mode != "mig")
+            return InvalidArgument(csv.source, ":", line, ": field vgpu_mode: '", t.vgpu_mode,
+                                   "' is not hami-core or mig");
+        }
+        if (auto it = csv.column.find("mig_profile_preference"); it != csv.column.end())
+          t.mig_profile_preference = BarList(f[it->second]);
+        if (!t.vendor.empty() && (!t.vgpu_mode.empty() || !t.mig_profile_preference.empty()))
+          return InvalidArgument(csv.source, ":", line, ": fields vgpu_mode and ",
+                                 "mig_profile_preference are NVIDIA's; the task's vendor is ",
+                                 t.vendor);
         tasks.push_back(std::move(t));
         return OkStatus();
       }));

@@ -5,12 +5,18 @@
 // device vendor of a node's GPUs and of a task's request (a Type keyword such as NVIDIA, DCU, MLU,
 // Ascend310P, or a registry name such as hygon); empty or absent = NVIDIA. Models and gpu_spec of
 // NVIDIA rows must be openb models; other vendors' models are free text.
+// MIG (docs/sim.md, "MIG nodes"): an optional `mig` column in the node file puts the node's GPUs in
+// MIG mode with a named profile set (SimMigProfileSets: "A100-40GB", or "A100-40GB:2" for the first
+// two GPUs only; the model of such a node is free text); optional `vgpu_mode` (hami-core | mig) and
+// `mig_profile_preference` ('|'-separated profiles or slice classes) columns in the pod file become
+// the pod's nvidia.com/vgpu-mode and nvidia.com/mig-profile-preference.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "core/model.h"
 
 namespace hami::sim {
 
@@ -24,16 +30,31 @@ struct TraceNode {
   int gpus = 0;
   std::string model;     // empty when gpus == 0
   std::string vendor{};  // `vendor` column; "" = NVIDIA
+  std::string mig{};     // `mig` column: a SimMigProfileSets name; "" = no GPU in MIG mode
+  int mig_gpus = 0;      // GPUs 0..mig_gpus-1 are in MIG mode (all when the column names no count)
 };
+
+// The MIG profile sets a trace node can name: profiles (memory, cores, slices, placements) as
+// NVML reports them on these GPUs, by set name ("A100-40GB", "A100-80GB", "H100-80GB", "A30").
+struct SimMigProfileSet {
+  std::string name;
+  int64_t memory_mib = 0;  // the GPU's memory (its largest profile's)
+  std::vector<core::MigProfile> profiles;
+};
+const std::vector<SimMigProfileSet>& SimMigProfileSets();
+// The set of that name, or null.
+const SimMigProfileSet* FindSimMigProfileSet(std::string_view name);
 
 struct TraceTask {
   std::string name;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int num_gpu = 0;
-  int gpu_milli = 0;                  // per GPU, 1..1000 when num_gpu > 0
-  std::vector<std::string> gpu_spec;  // allowed models ("A|B"); empty = any
-  std::string vendor{};               // `vendor` column; "" = NVIDIA
+  int gpu_milli = 0;                                  // per GPU, 1..1000 when num_gpu > 0
+  std::vector<std::string> gpu_spec;                  // allowed models ("A|B"); empty = any
+  std::string vendor{};                               // `vendor` column; "" = NVIDIA
+  std::string vgpu_mode{};                            // `vgpu_mode` column: "", hami-core or mig
+  std::vector<std::string> mig_profile_preference{};  // `mig_profile_preference` column
   // Total GPU milli requested: num_gpu * gpu_milli.
   int64_t total_gpu_milli() const { return int64_t{num_gpu} * gpu_milli; }
 };

@@ -40,6 +40,41 @@ Status SetName(const OptionValue& v, DeviceConfig* c) {
   return OkStatus();
 }
 
+// A YAML sequence of scalars; errors name `what`.
+StatusOr<std::vector<std::string>> ReadStrings(const YAML::Node& n, std::string_view what) {
+  if (!n.IsSequence()) return InvalidArgument(what, ": expected a list of strings");
+  std::vector<std::string> out;
+  for (const YAML::Node& e : n) {
+    if (!e.IsScalar()) return InvalidArgument(what, ": expected a list of strings");
+    out.push_back(e.Scalar());
+  }
+  return out;
+}
+
+// migProfileAllowlist: [{models: [...], profiles: [...]}, ...]; any other key is an error.
+StatusOr<std::vector<nvidia::MigAllowlistEntry>> ReadMigAllowlist(const YAML::Node& n) {
+  if (!n.IsSequence()) return InvalidArgument("expected a list of {models, profiles} entries");
+  std::vector<nvidia::MigAllowlistEntry> out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node& e = n[i];
+    if (!e.IsMap()) return InvalidArgument("[", i, "]: expected a mapping {models, profiles}");
+    nvidia::MigAllowlistEntry entry;
+    for (const auto& kv : e) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      const std::string where = StrCat("[", i, "].", key);
+      if (key == "models") {
+        HAMI_ASSIGN_OR_RETURN(entry.models, ReadStrings(kv.second, where));
+      } else if (key == "profiles") {
+        HAMI_ASSIGN_OR_RETURN(entry.profiles, ReadStrings(kv.second, where));
+      } else {
+        return InvalidArgument(where, ": unknown key (expected models and profiles)");
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 // The `nvidia:` section. Keys are upstream's; `set` null = accepted, logged, not used.
 constexpr Option kNvidia[] = {
     {"enabled", OptionType::kBool, "true", kScheduler | kWebhook,
@@ -183,10 +218,13 @@ constexpr Option kNvidia[] = {
        c->plugin.cdi_kind = v.text;
        return OkStatus();
      }},
-    {"migProfileAllowlist", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG profiles per model; our device plugin does not create MIG instances yet (accepted, "
-     "logged)",
-     nullptr},
+    {"migProfileAllowlist", OptionType::kAny, "upstream's chart list", kWebhook,
+     "MIG profiles allowed per GPU model, a list of {models: [...], profiles: [...]}; the webhook "
+     "denies a nvidia.com/mig-profile-preference entry that matches none",
+     [](const OptionValue& v, DeviceConfig* c) {
+       HAMI_ASSIGN_OR_RETURN(c->mig_profile_allowlist, ReadMigAllowlist(*v.node));
+       return nvidia::ValidateMigProfileAllowlist(c->mig_profile_allowlist);
+     }},
     {"knownMigGeometries", OptionType::kAny, "upstream's chart list", kNotUsed,
      "MIG geometries per model; our device plugin does not create MIG instances yet (accepted, "
      "logged)",
@@ -220,8 +258,12 @@ bool Unset(const YAML::Node& v) {
 
 Status ReadOption(const Option& o, const YAML::Node& v, DeviceConfig* c) {
   if (o.set == nullptr || Unset(v)) return OkStatus();
-  if (!v.IsScalar()) return InvalidArgument("expected ", Article(o.type), TypeWord(o.type));
   OptionValue val;
+  if (o.type == OptionType::kAny) {
+    val.node = &v;
+    return o.set(val, c);
+  }
+  if (!v.IsScalar()) return InvalidArgument("expected ", Article(o.type), TypeWord(o.type));
   val.text = v.Scalar();
   try {
     switch (o.type) {

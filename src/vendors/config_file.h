@@ -20,8 +20,13 @@
 #include <vector>
 
 #include "common/status.h"
+#include "vendors/nvidia/mig.h"
 #include "vendors/nvidia/request.h"
 #include "vendors/vendor.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace hami::vendors {
 
@@ -34,6 +39,11 @@ struct DeviceConfig {
   std::string gpu_core_policy = "default";  // default | force | disable
   std::string runtime_class_name;           // webhook: spec.runtimeClassName ("" = leave it)
   bool overwrite_env = false;               // webhook: NVIDIA_VISIBLE_DEVICES=none elsewhere
+  // migProfileAllowlist: the MIG profiles the cluster allows per GPU model; the webhook checks a
+  // pod's nvidia.com/mig-profile-preference against it. Upstream's chart list unless the file
+  // names the key.
+  std::vector<nvidia::MigAllowlistEntry> mig_profile_allowlist =
+      nvidia::DefaultMigProfileAllowlist();
   // The device plugin's knobs; unset when the file does not name them. `hami device-plugin` uses
   // each where its flag is not given (flag > file > default), and a node's entry in the node config
   // (config.json) overrides both.
@@ -61,7 +71,7 @@ enum ConfiguredBinary : unsigned {
   kNotUsed = 0,       // an upstream key that hami-cpp accepts and logs
 };
 
-enum class OptionType { kString, kInt, kNumber, kBool, kAny };
+enum class OptionType { kString, kInt, kNumber, kBool, kAny };  // kAny: a YAML value of any shape
 
 // One option of a section. `set` validates the value and stores it; errors say what is wrong, the
 // reader adds file, section and key.
@@ -70,6 +80,7 @@ struct OptionValue {
   int64_t i = 0;
   double d = 0;
   bool b = false;
+  const YAML::Node* node = nullptr;  // kAny: the value as written (a scalar, list or mapping)
 };
 struct Option {
   const char* key;

@@ -51,7 +51,7 @@ TEST(ConfigFile, Table) {
        "nvidia:\n  resourceCountName: \"\"\n  defaultMemory: ''\n  runtimeClassName: \"\"\n  "
        "memoryFactor:\n",
        true, "", "nvidia.com/gpu", 1, "default"},
-      {"upstream keys we do not use", "nvidia:\n  migProfileAllowlist: [{models: [A100]}]\n", true,
+      {"upstream keys we do not use", "nvidia:\n  knownMigGeometries: [{models: [A100]}]\n", true,
        "", "nvidia.com/gpu", 1, "default"},
       {"upstream vendor we lack", "awsneuron: {resourceCountName: aws.amazon.com/neuron}\n", true,
        "", "nvidia.com/gpu", 1, "default"},
@@ -107,6 +107,46 @@ TEST(ConfigFile, Table) {
     EXPECT_EQ(r->nvidia.resources.nvidia.count, c.count_name);
     EXPECT_EQ(r->nvidia.resources.memory_factor, c.factor);
     EXPECT_EQ(r->nvidia.gpu_core_policy, c.policy);
+  }
+}
+
+// migProfileAllowlist: upstream's chart list by default; a list given replaces it; what cannot be
+// a list of {models, profiles} with profile names fails, naming the option and the entry.
+TEST(ConfigFile, MigProfileAllowlist) {
+  auto none = ParseConfigFile("", "dc.yaml");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->nvidia.mig_profile_allowlist, nvidia::DefaultMigProfileAllowlist());
+  EXPECT_TRUE(nvidia::ValidateMigProfileAllowlist(nvidia::DefaultMigProfileAllowlist()).ok());
+  auto given = ParseConfigFile(
+      "nvidia:\n  migProfileAllowlist:\n    - models: [\"A100-SXM4-40GB\"]\n"
+      "      profiles: [\"1g.5gb\", \"4g.20gb\"]\n    - {models: [A30], profiles: [1g.6gb]}\n",
+      "dc.yaml");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->nvidia.mig_profile_allowlist,
+            (std::vector<nvidia::MigAllowlistEntry>{{{"A100-SXM4-40GB"}, {"1g.5gb", "4g.20gb"}},
+                                                    {{"A30"}, {"1g.6gb"}}}));
+  auto empty = ParseConfigFile("nvidia:\n  migProfileAllowlist: []\n", "dc.yaml");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->nvidia.mig_profile_allowlist.empty());
+  struct Bad {
+    const char* yaml;
+    const char* error_part;
+  };
+  for (const Bad& b : {
+           Bad{"{models: [A100]}", "nvidia.migProfileAllowlist: expected a list"},
+           Bad{"[A100]", "nvidia.migProfileAllowlist: [0]: expected a mapping"},
+           Bad{"[{models: [A100]}]", "[0]: needs at least one model and one profile"},
+           Bad{"[{models: A100, profiles: [1g.5gb]}]", "[0].models: expected a list of strings"},
+           Bad{"[{models: [A100], profiles: [[1g.5gb]]}]", "[0].profiles: expected a list"},
+           Bad{"[{models: [A100], profiles: [1g.5gb], geometry: x}]", "[0].geometry: unknown key"},
+           Bad{"[{models: [A100], profiles: [5gb]}]", "\"5gb\" is not a MIG profile name"},
+           Bad{"[{models: [A100], profiles: [xg.5gb]}]", "\"xg.5gb\" is not a MIG profile name"},
+           Bad{"[{models: [A100], profiles: [1g.]}]", "\"1g.\" is not a MIG profile name"},
+           Bad{"[{models: [\"\"], profiles: [1g.5gb]}]", "[0].models: a model name is empty"},
+       }) {
+    auto r = ParseConfigFile(StrCat("nvidia:\n  migProfileAllowlist: ", b.yaml, "\n"), "dc.yaml");
+    ASSERT_FALSE(r.ok()) << b.yaml;
+    EXPECT_NE(Message(r.status()).find(b.error_part), std::string::npos) << r.status();
   }
 }
 

@@ -495,6 +495,15 @@ StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& p
   return out;
 }
 
+Status CheckMigPreference(const PodUnderReview& pod, const WebhookOptions& opts) {
+  if (opts.vendors->ByCommonWord(core::kNvidiaVendor) == nullptr) return OkStatus();
+  if (Status s = vendors::nvidia::CheckMigProfilePreference(pod.parsed.annotations,
+                                                            opts.mig_profile_allowlist);
+      !s.ok())
+    return InvalidArgument("hami: ", s.message());
+  return OkStatus();
+}
+
 Status CheckTrust(const PodUnderReview& pod, const WebhookOptions& opts) {
   const Json& spec = *pod.spec;
   for (const char* list : kContainerLists) {
@@ -646,6 +655,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   if (Status s = phases::DecodePod(pod, opts_, &decoded); !s.ok()) return deny(s);
   auto changes = phases::MutateContainers(decoded, *opts_.vendors);
   if (!changes.ok()) return deny(changes.status());
+  if (Status s = phases::CheckMigPreference(decoded, opts_); !s.ok()) return deny(s);
   if (decoded.parsed.HasDevices()) {
     // Annotations read leniently (as upstream reads them) that will not do what they say.
     for (const std::string& w : opts_.vendors->IgnoredAnnotations(decoded.parsed.annotations))

@@ -12,7 +12,9 @@
 //    requests devices, spec.nodeName preset, a namespace quota (limits.nvidia.com/gpumem /
 //    gpucores, and every other enabled vendor's memory and core resources, e.g.
 //    limits.hygon.com/dcumem x memoryFactor) that the pod would exceed (an exclusive card counts
-//    100 cores, as upstream counts the mutated pod), a device request that cannot be parsed;
+//    100 cores, as upstream counts the mutated pod), a device request that cannot be parsed, a
+//    nvidia.com/mig-profile-preference entry no profile of migProfileAllowlist matches (any pod,
+//    while NVIDIA is enabled);
 //  - warnings (kubectl prints them) for pod annotations that are read leniently and ignored, as
 //    upstream ignores them: non-boolean nvidia.com/numa-bind, unknown scheduler policies;
 //  - otherwise a JSONPatch (base64, patchType JSONPatch) that makes the defaulting explicit
@@ -44,6 +46,7 @@
 
 #include "common/status.h"
 #include "core/pod_request.h"
+#include "vendors/nvidia/mig.h"
 #include "vendors/vendor_set.h"
 
 namespace hami::webhook {
@@ -79,6 +82,10 @@ struct WebhookOptions {
   // Group added to spec.securityContext.supplementalGroups of every GPU pod we patch, the group the
   // device plugin gives region directories (its --region-group); -1 = none.
   int64_t region_group = -1;
+  // device-config.yaml nvidia.migProfileAllowlist: a pod's nvidia.com/mig-profile-preference must
+  // name profiles of it (phases::CheckMigPreference).
+  std::vector<vendors::nvidia::MigAllowlistEntry> mig_profile_allowlist =
+      vendors::nvidia::DefaultMigProfileAllowlist();
 };
 
 // The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and
@@ -177,6 +184,11 @@ struct ContainerChanges {
 };
 StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& pod,
                                                          const vendors::VendorSet& vendors);
+
+// Phase 3b, upstream's admission check of nvidia.com/mig-profile-preference while NVIDIA is
+// enabled (every reviewed pod, as upstream's MutateAdmission runs on every container): each entry
+// must match a profile of opts.mig_profile_allowlist (vendors::nvidia::CheckMigProfilePreference).
+Status CheckMigPreference(const PodUnderReview& pod, const WebhookOptions& opts);
 
 // Phase 4, trust checks for a pod that requests devices: no privileged or CAP_SYS_ADMIN container
 // of any kind (a sidecar sees the node's GPUs too), no preset spec.nodeName.

@@ -211,6 +211,67 @@ TEST(WebhookPhases, MutateContainersRunsEveryVendorNvidiaIncluded) {
   }
 }
 
+// mig_preference_test.go TestValidateMigProfilePreference: every entry must match a profile of
+// the allowlist (any model), by name or slice class; a list with no entry is refused; a pod
+// without the annotation, or with NVIDIA disabled, passes.
+TEST(WebhookPhases, CheckMigPreference) {
+  WebhookOptions opts;
+  opts.mig_profile_allowlist = {
+      {{"A100-SXM4-40GB"}, {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}},
+      {{"H100-SXM5-80GB"}, {"1g.10gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+  };
+  struct Case {
+    const char* name;
+    const char* value;       // null: no annotation
+    const char* error = "";  // "" = passes
+  };
+  const Case cases[] = {
+      {"exact name", "4g.20gb"},
+      {"slice class allowed on some model", "4g"},
+      {"ordered list mixing models", " 4g.40gb , 3g "},
+      {"no annotation", nullptr},
+      {"profile allowed on no model", "5g.30gb",
+       "hami: annotation nvidia.com/mig-profile-preference: entry \"5g.30gb\" matches no profile "
+       "of the cluster's nvidia.migProfileAllowlist"},
+      {"slice class allowed on no model", "3g.20gb,6g", "entry \"6g\" matches no profile"},
+      {"empty list", " , ", "\" , \" names no profile"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Json meta{{"name", "p"}, {"namespace", "ml"}};
+    if (c.value) meta["annotations"] = {{"nvidia.com/mig-profile-preference", c.value}};
+    // A pod without devices too: upstream runs the check on every container.
+    for (const Json& limits : {kGpu1, Json(nullptr)}) {
+      PodUnderReview decoded;
+      ASSERT_TRUE(DecodePod(Pod(Json::array({Ctr("c", limits)}), {}, meta), opts, &decoded).ok());
+      Status s = CheckMigPreference(decoded, opts);
+      if (!*c.error) {
+        EXPECT_TRUE(s.ok()) << s;
+        continue;
+      }
+      ASSERT_FALSE(s.ok());
+      EXPECT_NE(std::string(s.message()).find(c.error), std::string::npos) << s;
+    }
+  }
+  // The default allowlist is upstream's chart list: 3g.20gb (A100-40GB) is in it, 5g is not.
+  WebhookOptions defaults;
+  for (const auto& [value, ok] : {std::pair{"3g.20gb", true}, std::pair{"5g", false}}) {
+    PodUnderReview decoded;
+    const Json meta{{"name", "p"}, {"annotations", {{"nvidia.com/mig-profile-preference", value}}}};
+    ASSERT_TRUE(DecodePod(Pod(Json::array({Ctr("c", kGpu1)}), {}, meta), defaults, &decoded).ok());
+    EXPECT_EQ(CheckMigPreference(decoded, defaults).ok(), ok) << value;
+  }
+  // NVIDIA disabled: its annotation is nobody's to check.
+  auto no_nvidia = vendors::VendorSet::Load("nvidia:\n  enabled: false\nhygon: {}\n");
+  ASSERT_TRUE(no_nvidia.ok()) << no_nvidia.status();
+  WebhookOptions off;
+  off.vendors = no_nvidia->get();
+  PodUnderReview decoded;
+  const Json meta{{"name", "p"}, {"annotations", {{"nvidia.com/mig-profile-preference", "9g"}}}};
+  ASSERT_TRUE(DecodePod(Pod(Json::array({Ctr("c", kNoLimits)}), {}, meta), off, &decoded).ok());
+  EXPECT_TRUE(CheckMigPreference(decoded, off).ok());
+}
+
 TEST(WebhookPhases, CheckTrust) {
   struct Case {
     const char* name;

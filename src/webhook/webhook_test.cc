@@ -40,6 +40,11 @@ Json Ctr(const std::string& name, const Json& limits, const Json& extra = Json::
   return c;
 }
 
+Json WithAnnotation(Json pod, const std::string& key, const std::string& value) {
+  pod["metadata"]["annotations"][key] = value;
+  return pod;
+}
+
 struct Case {
   const char* name;
   Json pod;
@@ -153,6 +158,22 @@ TEST(Webhook, Table) {
        false,
        false,
        "exceeding resource quota",
+       {}},
+      {"MIG profile preference in the allowlist: admitted",
+       WithAnnotation(Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})),
+                      "nvidia.com/mig-profile-preference", "3g.20gb"),
+       "CREATE",
+       true,
+       true,
+       "",
+       {{"/spec/schedulerName", "hami-scheduler"}}},
+      {"MIG profile preference outside the allowlist: denied, naming the entry",
+       WithAnnotation(Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})})),
+                      "nvidia.com/mig-profile-preference", "3g, 5g.30gb"),
+       "CREATE",
+       false,
+       false,
+       "nvidia.com/mig-profile-preference: entry \"5g.30gb\" matches no profile",
        {}},
       {"invalid request: denied with the field",
        Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4.5"}})})),

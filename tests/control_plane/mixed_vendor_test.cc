@@ -525,5 +525,39 @@ TEST_F(MigVendorTest, MigPodsGetAProfileAtAFreePlacementAndAReplicaChargesThem) 
     EXPECT_NE(metrics.find(want), std::string::npos) << want << " in\n" << metrics;
 }
 
+// Upstream's MIG preference and a container asking two GPUs where one MIG GPU fits, end to end:
+// the webhook admits an allowlisted preference (upstream's chart list) and denies another; the
+// preferred 3g is granted at its placement; the two instances of one GPU are recorded once each
+// (the UUID twice in the records, two entries of hami.io/vgpu-mig-allocations) and a second
+// replica charges them from the annotations alone.
+TEST_F(MigVendorTest, PreferenceAndSeveralInstancesOfOneGpu) {
+  auto rep = Start();
+  Json denied = GpuPod("denied", "10000", "mig");
+  denied["metadata"]["annotations"]["nvidia.com/mig-profile-preference"] = "5g";
+  Json preferred = GpuPod("pref", "10000", "mig");
+  preferred["metadata"]["annotations"]["nvidia.com/mig-profile-preference"] = "3g";
+  Json two = Pod("two", Ctr("c", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "5000"}}));
+  two["metadata"]["annotations"] = {{"nvidia.com/vgpu-mode", "mig"}};
+  const LandingCase cases[] = {
+      {"a preference outside the allowlist is denied", denied, "", {}},
+      {"10000 MiB preferring 3g: 3g.20gb from the top",
+       preferred,
+       "mig-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-mig0,NVIDIA,20480,42:;"},
+        {"hami.io/vgpu-mig-allocations",
+         R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-mig0","profile":"3g.20gb","placement":{"start":4,"size":4}}])"}}},
+      {"two GPUs of one MIG GPU: two 1g instances",
+       two,
+       "mig-node",
+       {{"hami.io/vgpu-devices-allocated", "GPU-mig0,NVIDIA,5120,14:GPU-mig0,NVIDIA,5120,14:;"},
+        {"hami.io/vgpu-mig-allocations",
+         R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-mig0","profile":"1g.5gb","placement":{"start":3,"size":1}},{"containerIndex":0,"deviceIndex":1,"gpuUUID":"GPU-mig0","profile":"1g.5gb","placement":{"start":2,"size":1}}])"}}},
+  };
+  Land(*rep, cases);
+  auto second = Start();
+  const Usage usages[] = {{"mig-node", "GPU-mig0", {3, 20480 + 2 * 5120, 42 + 2 * 14, 0xfc}}};
+  ExpectUsages(*second, usages);
+}
+
 }  // namespace
 }  // namespace hami::controlplane

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/annotations.h"
+#include "core/mig.h"
 #include "core/pod_request.h"
 #include "core/quantity.h"
 #include "core/text_util.h"
@@ -182,6 +183,8 @@ StatusOr<core::DeviceSelectors> ParseDeviceSelectors(
     }
     s.vgpu_mode = std::string(mode);
   }
+  if (auto* v = get(core::kMigProfilePreference))
+    s.mig_profile_preference = core::ParseMigProfilePreference(*v);
   if (auto* v = get(kNumaBind)) {
     // Upstream enforces NUMA binding only for a value Go's ParseBool reads as true; anything else,
     // garbage included, leaves it off (IgnoredAnnotations reports the garbage).

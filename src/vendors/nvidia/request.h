@@ -64,8 +64,10 @@ StatusOr<std::map<std::string, int64_t>> ComputeAdmissionDefaults(const nlohmann
                                                                   const ResourceConfig& config);
 
 // nvidia.com/{use,nouse}-gputype, {use,nouse}-gpuuuid (comma lists; blanks around items and empty
-// items dropped), nvidia.com/vgpu-mode (hami-core|mig|mps; anything else is an error) and
-// nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed:
+// items dropped), nvidia.com/mig-profile-preference (core::ParseMigProfilePreference; read
+// leniently: entries that match no profile of a device are ignored there; the webhook checks them
+// against migProfileAllowlist), nvidia.com/vgpu-mode (hami-core|mig|mps; anything else is an
+// error) and nvidia.com/numa-bind (on only for what Go's ParseBool reads as true, blanks trimmed:
 // true/1/t/TRUE; any other value, garbage included, leaves it off, as upstream). Unknown
 // annotations are ignored.
 StatusOr<core::DeviceSelectors> ParseDeviceSelectors(

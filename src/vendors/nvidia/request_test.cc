@@ -446,6 +446,7 @@ TEST(SelectorTest, Selectors) {
                                  {"nvidia.com/nouse-gputype", "T4"},
                                  {"nvidia.com/vgpu-mode", "mig"},
                                  {"nvidia.com/numa-bind", "0"},
+                                 {"nvidia.com/mig-profile-preference", " 4g , 3g.20gb,4g,"},
                                  {"unrelated", "x"}});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->use_uuids, (std::vector<std::string>{"GPU-a", "GPU-b"}));
@@ -454,6 +455,11 @@ TEST(SelectorTest, Selectors) {
   EXPECT_TRUE(s->use_types.empty());
   EXPECT_EQ(s->vgpu_mode, "mig");
   EXPECT_FALSE(s->numa_bind);
+  EXPECT_EQ(s->mig_profile_preference, (std::vector<std::string>{"4g", "3g.20gb"}));
+  // Read leniently: the webhook checks the entries against the allowlist, not the parser.
+  auto lenient = ParseDeviceSelectors({{"nvidia.com/mig-profile-preference", " , "}});
+  ASSERT_TRUE(lenient.ok()) << lenient.status();
+  EXPECT_TRUE(lenient->mig_profile_preference.empty());
 }
 
 }  // namespace
