@@ -187,9 +187,11 @@ int DevicePluginMain(int argc, char** argv) {
   if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
 
   std::unique_ptr<gpu::DeviceDiscovery> discovery;
+  gpu::MigControl* mig = nullptr;  // NVML's, when it loaded (operating mode mig)
   gpu::NvmlOptions nvml_opts;
   nvml_opts.library = nvml_library;
   if (auto nvml = gpu::NvmlDiscovery::Open(nvml_opts); nvml.ok()) {
+    mig = nvml->get();
     discovery = std::move(*nvml);
   } else if (fail_on_init_error) {
     return Fail(nvml.status());
@@ -232,6 +234,7 @@ int DevicePluginMain(int argc, char** argv) {
     seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^
            static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
+  plugin.SetMigControl(mig);
   std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;
   if (!pod_resources_socket.empty()) {
     pod_resources =

@@ -35,6 +35,7 @@ class K8sPendingPodSource final : public PendingPodSource {
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
+  Status RecordMig(const PendingPod& pod, const std::vector<core::MigAllocation>& created) override;
 
  private:
   k8s::Client* client_;

@@ -18,6 +18,11 @@ std::string Describe(const PendingPod& p) {
 
 }  // namespace
 
+bool SameMigGrant(const core::MigAllocation& a, const core::MigAllocation& b) {
+  return a.container_index == b.container_index && a.device_index == b.device_index &&
+         a.gpu_uuid == b.gpu_uuid && a.profile == b.profile && a.placement == b.placement;
+}
+
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
                                   const std::vector<SteeredChoice>& steered,
@@ -129,6 +134,7 @@ StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
 
 Status MemoryPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
   MutexLock l(mu_);
+  if (!mark_error_.ok()) return mark_error_;
   for (auto& p : pods_) {
     if (p.uid != pod.uid) continue;
     auto it = std::find_if(p.containers.begin(), p.containers.end(),
@@ -147,6 +153,23 @@ Status MemoryPendingPodSource::MarkFailed(const PendingPod& pod, std::string_vie
   return OkStatus();
 }
 
+Status MemoryPendingPodSource::RecordMig(const PendingPod& pod,
+                                         const std::vector<core::MigAllocation>& created) {
+  MutexLock l(mu_);
+  for (auto& p : pods_) {
+    if (p.uid != pod.uid) continue;
+    for (auto& c : p.containers) {
+      for (auto& m : c.mig) {
+        for (const auto& n : created) {
+          if (SameMigGrant(m, n)) m = n;
+        }
+      }
+    }
+    return OkStatus();
+  }
+  return NotFound("pod ", pod.Key(), " is not pending");
+}
+
 std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
   MutexLock l(mu_);
   return failed_;
@@ -155,6 +178,11 @@ std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
 void MemoryPendingPodSource::SetListError(Status s) {
   MutexLock l(mu_);
   list_error_ = std::move(s);
+}
+
+void MemoryPendingPodSource::SetMarkError(Status s) {
+  MutexLock l(mu_);
+  mark_error_ = std::move(s);
 }
 
 }  // namespace hami::deviceplugin

@@ -45,6 +45,9 @@ class DevicePlugin {
   // Optional: kubelet's PodResources view, used to tell apart pods that wait for the same number of
   // devices (see SelectPending). Must outlive the plugin; set before Start.
   void SetKubeletPodView(KubeletPodView* view) { kubelet_view_ = view; }
+  // Operating mode mig: what creates the MIG instances that decisions grant (NvmlDiscovery). Must
+  // outlive the plugin; set before Start. Without it, MIG grants fail at Allocate.
+  void SetMigControl(gpu::MigControl* mig) { mig_ = mig; }
 
   // Discovers devices and starts serving; registration with kubelet is attempted now and retried
   // by the watch thread until kubelet.sock answers. Errors: invalid config, discovery failure,
@@ -82,12 +85,20 @@ class DevicePlugin {
   v1beta1::ListAndWatchResponse DeviceListLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(
       const v1beta1::ContainerAllocateRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
+  // The MIG devices of a container whose devices are all MIG grants: checks each grant against what
+  // this node registered, reuses the instance at the decided placement when it is this container's
+  // (made by an earlier try, or recorded on the pod), else creates it; records the identities on
+  // the pod. Returns the MIG UUIDs in device order; on error, instances this call created are gone.
+  StatusOr<std::vector<std::string>> EnsureMigInstances(const PendingPod& pod,
+                                                        const PendingContainer& ctr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
   std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
 
   PluginConfig config_;
   gpu::DeviceDiscovery* discovery_;
   PendingPodSource* pending_;
   KubeletPodView* kubelet_view_ = nullptr;
+  gpu::MigControl* mig_ = nullptr;
 
   // Guards the device state below; taken after alloc_mu_ or server_mu_, never before.
   mutable Mutex mu_ ABSL_ACQUIRED_AFTER(alloc_mu_, server_mu_);
@@ -104,6 +115,13 @@ class DevicePlugin {
   Mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)
   Rng rng_ ABSL_GUARDED_BY(alloc_mu_);
   std::vector<SteeredChoice> steered_ ABSL_GUARDED_BY(alloc_mu_);
+  // MIG instances this plugin made or handed out, by (GPU UUID, placement start): whose they are.
+  struct MigOwner {
+    std::string pod_uid;
+    int container_index = -1;
+    gpu::MigInstance instance;
+  };
+  std::map<std::pair<std::string, int>, MigOwner> mig_owners_ ABSL_GUARDED_BY(alloc_mu_);
 
   Mutex server_mu_;
   std::unique_ptr<Service> service_ ABSL_GUARDED_BY(server_mu_);
