@@ -247,11 +247,17 @@ int DevicePluginMain(int argc, char** argv) {
       &RealClock::Get());
 
   // Node annotations: refreshed every --register-interval, at once when device health changes,
-  // and 5 s after a failed write (upstream's rhythm).
+  // and 5 s after a failed write (upstream's rhythm). MIG reclaim runs on the same interval.
   int64_t next_sync = 0;
+  int64_t next_reclaim = 0;
   bool last_failed = false;
   while (true) {
     const int64_t now = RealClock::Get().MonotonicNanos();
+    if (now >= next_reclaim) {
+      if (auto reclaimed = plugin.ReclaimMigInstances(); !reclaimed.ok())
+        spdlog::warn("{}", std::string(reclaimed.status().message()));
+      next_reclaim = now + register_interval_s * 1'000'000'000LL;
+    }
     if (now >= next_sync || (!last_failed && registrar.Changed())) {
       Status s = registrar.SyncOnce();
       if (!s.ok()) spdlog::warn("{}", std::string(s.message()));

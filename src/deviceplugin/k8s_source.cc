@@ -279,6 +279,27 @@ Status K8sPendingPodSource::RecordMig(const PendingPod& pod,
   return r.status();
 }
 
+StatusOr<std::vector<core::MigAllocation>> K8sPendingPodSource::ActiveMigGrants() {
+  k8s::ListOptions opts;
+  opts.field_selector = "spec.nodeName=" + node_;
+  HAMI_ASSIGN_OR_RETURN(Json list, client_->List(k8s::kPods, "", opts));
+  std::vector<core::MigAllocation> out;
+  if (!list.contains("items") || !list["items"].is_array()) return out;
+  for (const auto& pod : list["items"]) {
+    const std::string phase = Str(pod, "status", "phase");
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const std::string* text = Annotation(pod, core::kMigAllocations);
+    if (text == nullptr) continue;
+    auto entries = core::DecodeMigAllocations(*text);
+    if (!entries.ok())
+      return Annotate(entries.status(),
+                      StrCat("pod ", Str(pod, "metadata", "namespace"), "/",
+                             Str(pod, "metadata", "name"), " ", core::kMigAllocations));
+    out.insert(out.end(), entries->begin(), entries->end());
+  }
+  return out;
+}
+
 Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {
   spdlog::error("pod {}: {}", pod.Key(), std::string(reason));
   auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/clock.h"
 #include "core/annotations.h"
 #include "core/mig.h"
@@ -276,6 +278,33 @@ TEST_F(K8sSourceTest, MigGrantsAreReadAndTheInstancesRecordedOnThePod) {
   EXPECT_NE(std::string(bad.status().message()).find("hami.io/vgpu-mig-allocations"),
             std::string::npos)
       << bad.status();
+}
+
+TEST_F(K8sSourceTest, ActiveMigGrantsAreThoseOfPodsThatHaveNotTerminated) {
+  auto with_grant = [](Json pod, int start, const std::string& phase) {
+    pod["metadata"]["annotations"][core::kMigAllocations] =
+        StrCat(R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-aaaa","profile":"1g.5gb",)",
+               R"("placement":{"start":)", start, R"(,"size":1}}])");
+    pod["status"]["phase"] = phase;
+    return pod;
+  };
+  const std::string rec = std::string(";") + kGpuA + ",NVIDIA,4864,14:;";
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("run", rec), 6, "Running")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("wait", rec), 5, "Pending")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("done", rec), 4, "Succeeded")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("dead", rec), 3, "Failed")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("away", rec, "node2"), 2, "Running")).ok());
+  K8sPendingPodSource src(client_.get(), "node1");
+  auto grants = src.ActiveMigGrants();
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  std::set<int> starts;
+  for (const auto& g : *grants) starts.insert(g.placement.start);
+  EXPECT_EQ(starts, (std::set<int>{5, 6}));
+  // One grant that does not decode: unknown, so the caller reclaims nothing.
+  Json bad = BoundPod("bad", rec);
+  bad["metadata"]["annotations"][core::kMigAllocations] = "[{";
+  ASSERT_TRUE(api_->Upsert("pods", bad).ok());
+  EXPECT_FALSE(src.ActiveMigGrants().ok());
 }
 
 TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {

@@ -119,7 +119,27 @@ std::vector<const PendingPod*> PreferenceCandidates(
 
 void MemoryPendingPodSource::AddPod(PendingPod pod) {
   MutexLock l(mu_);
+  for (const auto& c : pod.containers) {
+    auto& grants = mig_[pod.uid];
+    grants.insert(grants.end(), c.mig.begin(), c.mig.end());
+  }
   pods_.push_back(std::move(pod));
+}
+
+void MemoryPendingPodSource::RemovePod(const std::string& uid) {
+  MutexLock l(mu_);
+  pods_.erase(
+      std::remove_if(pods_.begin(), pods_.end(), [&](const PendingPod& p) { return p.uid == uid; }),
+      pods_.end());
+  mig_.erase(uid);
+}
+
+StatusOr<std::vector<core::MigAllocation>> MemoryPendingPodSource::ActiveMigGrants() {
+  MutexLock l(mu_);
+  if (!list_error_.ok()) return list_error_;
+  std::vector<core::MigAllocation> out;
+  for (const auto& [uid, grants] : mig_) out.insert(out.end(), grants.begin(), grants.end());
+  return out;
 }
 
 StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
@@ -156,14 +176,16 @@ Status MemoryPendingPodSource::MarkFailed(const PendingPod& pod, std::string_vie
 Status MemoryPendingPodSource::RecordMig(const PendingPod& pod,
                                          const std::vector<core::MigAllocation>& created) {
   MutexLock l(mu_);
+  auto with_identity = [&](core::MigAllocation& m) {
+    for (const auto& n : created) {
+      if (SameMigGrant(m, n)) m = n;
+    }
+  };
+  for (auto& m : mig_[pod.uid]) with_identity(m);
   for (auto& p : pods_) {
     if (p.uid != pod.uid) continue;
     for (auto& c : p.containers) {
-      for (auto& m : c.mig) {
-        for (const auto& n : created) {
-          if (SameMigGrant(m, n)) m = n;
-        }
-      }
+      for (auto& m : c.mig) with_identity(m);
     }
     return OkStatus();
   }

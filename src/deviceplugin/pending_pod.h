@@ -68,6 +68,10 @@ class PendingPodSource {
   // profile and placement; other entries untouched).
   virtual Status RecordMig(const PendingPod& pod,
                            const std::vector<core::MigAllocation>& created) = 0;
+  // The MIG grants (hami.io/vgpu-mig-allocations entries) of every pod on this node that has not
+  // terminated: the instances still in use. An error (list failed, a grant that does not decode)
+  // means "unknown": nothing may be reclaimed on it.
+  virtual StatusOr<std::vector<core::MigAllocation>> ActiveMigGrants() = 0;
 };
 
 // Whether two MIG entries are the same grant (container, device, GPU, profile, placement), runtime
@@ -133,6 +137,10 @@ class MemoryPendingPodSource final : public PendingPodSource {
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
   // Also sets the identity on the stored pod's container, as a re-read of the pod would show it.
   Status RecordMig(const PendingPod& pod, const std::vector<core::MigAllocation>& created) override;
+  // The grants of every pod added and not removed (consumed containers included).
+  StatusOr<std::vector<core::MigAllocation>> ActiveMigGrants() override;
+  // The pod is gone (deleted, or terminated).
+  void RemovePod(const std::string& uid);
   // uid -> failure reason, for inspection.
   std::map<std::string, std::string> Failed() const;
   // Makes ListPending fail (ok = succeed again).
@@ -143,6 +151,7 @@ class MemoryPendingPodSource final : public PendingPodSource {
  private:
   mutable Mutex mu_;
   std::vector<PendingPod> pods_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<core::MigAllocation>> mig_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::map<std::string, std::string> failed_ ABSL_GUARDED_BY(mu_);
   Status list_error_ ABSL_GUARDED_BY(mu_);
   Status mark_error_ ABSL_GUARDED_BY(mu_);

@@ -681,4 +681,51 @@ StatusOr<std::vector<std::string>> DevicePlugin::EnsureMigInstances(const Pendin
   return uuids;
 }
 
+StatusOr<int> DevicePlugin::ReclaimMigInstances() {
+  if (config_.mode != core::kModeMig || mig_ == nullptr) return 0;
+  MutexLock l(alloc_mu_);  // never between an Allocate's create and its record
+  auto grants = pending_->ActiveMigGrants();
+  if (!grants.ok())
+    return Annotate(grants.status(), "MIG reclaim skipped: the pods' MIG grants are unknown");
+  std::vector<std::string> gpus;
+  {
+    MutexLock m(mu_);
+    for (const auto& d : BuildNodeDevices(gpus_, healthy_, config_))
+      if (d.mode == core::kModeMig) gpus.push_back(d.uuid);
+  }
+  std::set<std::string> unclaimed;
+  int destroyed = 0;
+  for (const auto& gpu : gpus) {
+    auto listed = mig_->ListMigInstances(gpu);
+    if (!listed.ok()) {
+      spdlog::warn("MIG reclaim: {}", std::string(listed.status().message()));
+      continue;
+    }
+    for (const auto& inst : *listed) {
+      const core::MigPlacement at{inst.placement.start, inst.placement.size};
+      const bool used = std::any_of(grants->begin(), grants->end(), [&](const auto& g) {
+        return g.gpu_uuid == gpu && g.placement == at;
+      });
+      if (used) continue;
+      const std::string key = StrCat(gpu, "/", inst.gpu_instance_id, "/", inst.uuid);
+      if (!mig_unclaimed_.count(key)) {
+        unclaimed.insert(key);  // destroyed if still unclaimed on the next pass
+        continue;
+      }
+      if (Status s = mig_->DestroyMigInstance(gpu, inst.gpu_instance_id); !s.ok()) {
+        spdlog::warn("MIG reclaim: {}", std::string(s.message()));
+        unclaimed.insert(key);
+        continue;
+      }
+      mig_owners_.erase({gpu, at.start});
+      ++destroyed;
+      spdlog::info("reclaimed MIG device {} ({} at {} on GPU {}): no pod holds it any more",
+                   inst.uuid.empty() ? "(no compute instance)" : inst.uuid, inst.profile,
+                   Placement(at), gpu);
+    }
+  }
+  mig_unclaimed_ = std::move(unclaimed);
+  return destroyed;
+}
+
 }  // namespace hami::deviceplugin

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,12 @@ class DevicePlugin {
   // The node annotations to patch: hami.io/node-nvidia-register (upstream JSON) and, when
   // `with_link_scores` (upstream: ENABLE_TOPOLOGY_SCORE), hami.io/node-nvidia-score.
   std::map<std::string, std::string> NodeAnnotations(bool with_link_scores) const;
+  // One pass of MIG reclaim (operating mode mig; the daemon runs it every registration interval):
+  // an instance on a GPU registered in mode mig that no active pod's grant names (same GPU and
+  // placement, PendingPodSource::ActiveMigGrants) on two passes in a row is destroyed, so a pod
+  // being admitted is never raced. Returns how many were destroyed; when the active grants are
+  // unknown the error says why and nothing is destroyed.
+  StatusOr<int> ReclaimMigInstances();
   // Successful Register calls so far (one per kubelet (re)start).
   int registrations() const { return registrations_.load(); }
   std::string SocketPath() const;
@@ -122,6 +129,8 @@ class DevicePlugin {
     gpu::MigInstance instance;
   };
   std::map<std::pair<std::string, int>, MigOwner> mig_owners_ ABSL_GUARDED_BY(alloc_mu_);
+  // Instances no active grant named on the last reclaim pass ("<gpu>/<gpu instance id>/<uuid>").
+  std::set<std::string> mig_unclaimed_ ABSL_GUARDED_BY(alloc_mu_);
 
   Mutex server_mu_;
   std::unique_ptr<Service> service_ ABSL_GUARDED_BY(server_mu_);

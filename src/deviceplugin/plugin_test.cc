@@ -674,5 +674,48 @@ TEST_F(MigPluginTest, MigGrantsFailOnANodeInHamiCoreMode) {
   EXPECT_TRUE(Instances().empty());
 }
 
+TEST_F(MigPluginTest, InstancesNoPodHoldsAreReclaimedOnTheSecondPass) {
+  StartMig();
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  ASSERT_TRUE(kubelet_->Allocate({{std::string(kA100) + "-0"}}).ok());
+  const gpu::MigInstance held = Instances().at(0);
+  auto orphan = nvml_->CreateMigInstance(kA100, "2g.10gb", {0, 2});  // no pod names it
+  ASSERT_TRUE(orphan.ok()) << orphan.status();
+
+  auto pass = [&] {
+    auto n = plugin_->ReclaimMigInstances();
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.ok() ? *n : -1;
+  };
+  EXPECT_EQ(pass(), 0);  // first sighting: a pod may be on its way
+  EXPECT_EQ(Instances().size(), 2u);
+  EXPECT_EQ(pass(), 1);
+  ASSERT_EQ(Instances().size(), 1u);
+  EXPECT_EQ(Instances()[0], held);  // the running pod's instance stays
+
+  // Unknown grants (the API server is down): nothing goes, whatever was seen before.
+  pending_.RemovePod("uid-m1");
+  EXPECT_EQ(pass(), 0);
+  pending_.SetListError(Unavailable("API server down"));
+  EXPECT_FALSE(plugin_->ReclaimMigInstances().ok());
+  EXPECT_EQ(Instances().size(), 1u);
+  pending_.SetListError(OkStatus());
+  EXPECT_EQ(pass(), 1);
+  EXPECT_TRUE(Instances().empty());
+  // The placement is free for the next pod.
+  pending_.AddPod(MigPod("m2", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-1"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), held.uuid);
+}
+
+TEST_F(MigPluginTest, NoReclaimOutsideMigMode) {
+  config_.mode = "hami-core";
+  StartMig();
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb", {0, 1}).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*plugin_->ReclaimMigInstances(), 0);
+  EXPECT_EQ(Instances().size(), 1u);
+}
+
 }  // namespace
 }  // namespace hami::deviceplugin
