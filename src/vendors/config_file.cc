@@ -184,12 +184,12 @@ constexpr Option kNvidia[] = {
        return OkStatus();
      }},
     {"migProfileAllowlist", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG profiles per model; our device plugin does not create MIG instances yet (accepted, "
+     "MIG profiles per model; hami-cpp offers the profiles NVML reports on the node (accepted, "
      "logged)",
      nullptr},
     {"knownMigGeometries", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG geometries per model; our device plugin does not create MIG instances yet (accepted, "
-     "logged)",
+     "MIG geometries per model; hami-cpp takes the placements NVML reports on the node "
+     "(accepted, logged)",
      nullptr},
 };
 
