@@ -614,7 +614,7 @@ StatusOr<std::vector<std::string>> DevicePlugin::EnsureMigInstances(const Pendin
   }
   std::vector<gpu::MigInstance> created;  // by this call: undone on error
   std::vector<std::pair<std::string, int>> claimed;
-  auto undo = [&](const Status& s) -> Status {
+  auto undo = [&](const Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_) -> Status {
     for (size_t i = 0; i < created.size(); ++i) {
       const std::string& gpu = claimed[i].first;
       if (Status d = mig_->DestroyMigInstance(gpu, created[i].gpu_instance_id); !d.ok())

@@ -12,7 +12,7 @@ constexpr unsigned kHalf = 0x11;  // 0, 4
 constexpr unsigned kZero = 0x01;
 
 // Sizes as `nvidia-smi mig -lgip` lists them (memory rounded to what NVML reports in MiB).
-constexpr GiProfile kA100_40[] = {
+constexpr GiProfile kA100With40Gb[] = {
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.5gb", 1, 1, 7, 14, 1, 0, 0, 0, 0, 4864, kAll1},
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.5gb+me", 1, 1, 1, 14, 1, 1, 0, 1, 1, 4864,
      kAll1},
@@ -21,7 +21,7 @@ constexpr GiProfile kA100_40[] = {
     {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.20gb", 4, 4, 1, 56, 4, 2, 0, 0, 0, 20096, kZero},
     {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.40gb", 7, 8, 1, 98, 7, 5, 0, 1, 1, 40448, kZero},
 };
-constexpr GiProfile kA100_80[] = {
+constexpr GiProfile kA100With80Gb[] = {
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.10gb", 1, 1, 7, 14, 1, 0, 0, 0, 0, 9728, kAll1},
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.10gb+me", 1, 1, 1, 14, 1, 1, 0, 1, 1, 9728,
      kAll1},
@@ -32,7 +32,7 @@ constexpr GiProfile kA100_80[] = {
     {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.40gb", 4, 4, 1, 56, 4, 2, 0, 0, 0, 40192, kZero},
     {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.80gb", 7, 8, 1, 98, 7, 5, 0, 1, 1, 81152, kZero},
 };
-constexpr GiProfile kH100_80[] = {
+constexpr GiProfile kH100With80Gb[] = {
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.10gb", 1, 1, 7, 16, 1, 1, 0, 1, 0, 9984, kAll1},
     {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.10gb+me", 1, 1, 1, 16, 1, 1, 0, 1, 1, 9984,
      kAll1},
@@ -45,9 +45,9 @@ constexpr GiProfile kH100_80[] = {
 };
 
 constexpr MigModel kModels[] = {
-    {"A100-40GB", kA100_40, sizeof kA100_40 / sizeof kA100_40[0]},
-    {"A100-80GB", kA100_80, sizeof kA100_80 / sizeof kA100_80[0]},
-    {"H100-80GB", kH100_80, sizeof kH100_80 / sizeof kH100_80[0]},
+    {"A100-40GB", kA100With40Gb, sizeof kA100With40Gb / sizeof kA100With40Gb[0]},
+    {"A100-80GB", kA100With80Gb, sizeof kA100With80Gb / sizeof kA100With80Gb[0]},
+    {"H100-80GB", kH100With80Gb, sizeof kH100With80Gb / sizeof kH100With80Gb[0]},
 };
 
 }  // namespace

@@ -519,7 +519,8 @@ std::vector<nvml::ComputeInstance> NvmlDiscovery::ComputeInstances(nvml::GpuInst
     std::vector<nvml::ComputeInstance> cis(std::max(cp.instanceCount, 1u));
     unsigned n = static_cast<unsigned>(cis.size());
     if (api_->get_cis(gi, cp.id, cis.data(), &n) != nvml::kSuccess) continue;
-    out.insert(out.end(), cis.begin(), cis.begin() + std::min<size_t>(n, cis.size()));
+    cis.resize(std::min<size_t>(n, cis.size()));
+    out.insert(out.end(), cis.begin(), cis.end());
   }
   return out;
 }
