@@ -703,9 +703,13 @@ StatusOr<int> DevicePlugin::ReclaimMigInstances() {
     }
     for (const auto& inst : *listed) {
       const core::MigPlacement at{inst.placement.start, inst.placement.size};
-      const bool used = std::any_of(grants->begin(), grants->end(), [&](const auto& g) {
-        return g.gpu_uuid == gpu && g.placement == at;
-      });
+      // Held: a grant names this very instance (its GPU, placement and profile, and its MIG UUID
+      // once recorded). A GPU instance without a compute instance serves no container.
+      const bool used =
+          !inst.uuid.empty() && std::any_of(grants->begin(), grants->end(), [&](const auto& g) {
+            return g.gpu_uuid == gpu && g.placement == at && g.profile == inst.profile &&
+                   (!g.HasRuntime() || g.mig_uuid == inst.uuid);
+          });
       if (used) continue;
       const std::string key = StrCat(gpu, "/", inst.gpu_instance_id, "/", inst.uuid);
       if (!mig_unclaimed_.count(key)) {

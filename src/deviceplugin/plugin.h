@@ -63,10 +63,11 @@ class DevicePlugin {
   // `with_link_scores` (upstream: ENABLE_TOPOLOGY_SCORE), hami.io/node-nvidia-score.
   std::map<std::string, std::string> NodeAnnotations(bool with_link_scores) const;
   // One pass of MIG reclaim (operating mode mig; the daemon runs it every registration interval):
-  // an instance on a GPU registered in mode mig that no active pod's grant names (same GPU and
-  // placement, PendingPodSource::ActiveMigGrants) on two passes in a row is destroyed, so a pod
-  // being admitted is never raced. Returns how many were destroyed; when the active grants are
-  // unknown the error says why and nothing is destroyed.
+  // an instance on a GPU registered in mode mig that no active pod's grant names (same GPU,
+  // placement and profile, and the MIG UUID once the pod records one;
+  // PendingPodSource::ActiveMigGrants), or a GPU instance without a compute instance, is destroyed
+  // when two passes in a row find it so: a pod being admitted is never raced. Returns how many were
+  // destroyed; when the active grants are unknown the error says why and nothing is destroyed.
   StatusOr<int> ReclaimMigInstances();
   // Successful Register calls so far (one per kubelet (re)start).
   int registrations() const { return registrations_.load(); }

@@ -709,6 +709,23 @@ TEST_F(MigPluginTest, InstancesNoPodHoldsAreReclaimedOnTheSecondPass) {
   EXPECT_NE(r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), held.uuid);
 }
 
+TEST_F(MigPluginTest, AnInstanceAPodDoesNotHoldIsReclaimedEvenAtItsPlacement) {
+  StartMig();
+  // m1 waits for 1g.5gb at slice 4; a "+me" instance sits there (not what it was granted), and a
+  // recorded grant names MIG-gone while another instance took its placement.
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 4, 1)));
+  PendingPod m2 = MigPod("m2", MigDev(kA100, "1g.5gb", 4864, 14, 2, 1));
+  m2.containers[0].mig[0].mig_uuid = "MIG-gone";
+  m2.containers[0].mig[0].gpu_instance_id = 9;
+  m2.containers[0].mig[0].compute_instance_id = 0;
+  pending_.AddPod(m2);
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb+me", {4, 1}).ok());
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb", {2, 1}).ok());
+  EXPECT_EQ(*plugin_->ReclaimMigInstances(), 0);
+  EXPECT_EQ(*plugin_->ReclaimMigInstances(), 2);
+  EXPECT_TRUE(Instances().empty());
+}
+
 TEST_F(MigPluginTest, NoReclaimOutsideMigMode) {
   config_.mode = "hami-core";
   StartMig();
