@@ -187,9 +187,11 @@ int DevicePluginMain(int argc, char** argv) {
   if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
 
   std::unique_ptr<gpu::DeviceDiscovery> discovery;
+  gpu::MigControl* mig = nullptr;  // NVML's, when it loaded (operating mode mig)
   gpu::NvmlOptions nvml_opts;
   nvml_opts.library = nvml_library;
   if (auto nvml = gpu::NvmlDiscovery::Open(nvml_opts); nvml.ok()) {
+    mig = nvml->get();
     discovery = std::move(*nvml);
   } else if (fail_on_init_error) {
     return Fail(nvml.status());
@@ -232,6 +234,7 @@ int DevicePluginMain(int argc, char** argv) {
     seed = static_cast<uint64_t>(RealClock::Get().MonotonicNanos()) ^
            static_cast<uint64_t>(::getpid());
   deviceplugin::DevicePlugin plugin(cfg, discovery.get(), &pending, seed);
+  plugin.SetMigControl(mig);
   std::unique_ptr<deviceplugin::PodResourcesView> pod_resources;
   if (!pod_resources_socket.empty()) {
     pod_resources =
@@ -244,11 +247,17 @@ int DevicePluginMain(int argc, char** argv) {
       &RealClock::Get());
 
   // Node annotations: refreshed every --register-interval, at once when device health changes,
-  // and 5 s after a failed write (upstream's rhythm).
+  // and 5 s after a failed write (upstream's rhythm). MIG reclaim runs on the same interval.
   int64_t next_sync = 0;
+  int64_t next_reclaim = 0;
   bool last_failed = false;
   while (true) {
     const int64_t now = RealClock::Get().MonotonicNanos();
+    if (now >= next_reclaim) {
+      if (auto reclaimed = plugin.ReclaimMigInstances(); !reclaimed.ok())
+        spdlog::warn("{}", std::string(reclaimed.status().message()));
+      next_reclaim = now + register_interval_s * 1'000'000'000LL;
+    }
     if (now >= next_sync || (!last_failed && registrar.Changed())) {
       Status s = registrar.SyncOnce();
       if (!s.ok()) spdlog::warn("{}", std::string(s.message()));

@@ -29,15 +29,10 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
-// The device list as config.device_list_strategy asks (vendors/nvidia/device_list.h): replaces the
-// vendor's NVIDIA_VISIBLE_DEVICES (UUIDs), or drops it when only CDI strategies are on.
-Status ApplyDeviceList(const PendingContainer& ctr, const PluginConfig& c,
-                       const std::map<std::string, int>& gpu_indices,
-                       std::string_view allocation_id, ContainerAllocation* a) {
-  namespace nv = vendors::nvidia;
-  HAMI_ASSIGN_OR_RETURN(const nv::DeviceListStrategies strategies,
-                        nv::ParseDeviceListStrategies(c.device_list_strategy));
-  std::vector<std::string> ids, cdi_names;
+// The IDs the runtime gets for the decided GPUs: UUIDs, or NVML indices (device ID strategy index).
+StatusOr<std::vector<std::string>> GpuIds(const PendingContainer& ctr, const PluginConfig& c,
+                                          const std::map<std::string, int>& gpu_indices) {
+  std::vector<std::string> ids;
   for (const auto& d : ctr.devices) {
     std::string id = d.uuid;
     if (c.device_id_strategy == "index") {
@@ -47,11 +42,25 @@ Status ApplyDeviceList(const PendingContainer& ctr, const PluginConfig& c,
                                   " has no NVML index on this node (device ID strategy index)");
       id = std::to_string(it->second);
     }
+    ids.push_back(std::move(id));
+  }
+  return ids;
+}
+
+// The device list as config.device_list_strategy asks (vendors/nvidia/device_list.h): replaces the
+// vendor's NVIDIA_VISIBLE_DEVICES, or drops it when only CDI strategies are on. `ids` name the
+// devices to the runtime (GPU UUIDs or indices, MIG UUIDs).
+Status ApplyDeviceList(const std::vector<std::string>& ids, const PluginConfig& c,
+                       std::string_view allocation_id, ContainerAllocation* a) {
+  namespace nv = vendors::nvidia;
+  HAMI_ASSIGN_OR_RETURN(const nv::DeviceListStrategies strategies,
+                        nv::ParseDeviceListStrategies(c.device_list_strategy));
+  std::vector<std::string> cdi_names;
+  for (const auto& id : ids) {
     // Every strategy lists the IDs (comma separated, as a path component, as a CDI name): one rule
     // for all of them, CDI's device-name rule, which NVML UUIDs and indices satisfy.
     auto name = nv::CdiDeviceName(c.cdi_kind, id);
-    if (!name.ok()) return Annotate(name.status(), StrCat("GPU ", d.uuid));
-    ids.push_back(std::move(id));
+    if (!name.ok()) return Annotate(name.status(), StrCat("device ", id));
     cdi_names.push_back(*std::move(name));
   }
   a->envs.erase(kEnvVisibleDevices);
@@ -100,7 +109,8 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   std::string_view allocation_id = cache_file_name;
   if (allocation_id.size() > 6 && allocation_id.substr(allocation_id.size() - 6) == ".cache")
     allocation_id.remove_suffix(6);
-  HAMI_RETURN_IF_ERROR(ApplyDeviceList(ctr, c, gpu_indices, allocation_id, &a));
+  HAMI_ASSIGN_OR_RETURN(const std::vector<std::string> ids, GpuIds(ctr, c, gpu_indices));
+  HAMI_RETURN_IF_ERROR(ApplyDeviceList(ids, c, allocation_id, &a));
   a.envs[kEnvSharedCache] = JoinPath(c.container_hook_dir, cache_file_name);
   if (c.memory_scaling > 1.0) {
     a.envs[kEnvOversubscribe] = "true";
@@ -129,6 +139,25 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   a.limits_file = "# libvgpu limits for this container, written by the hami device plugin\n";
   for (const auto& [k, v] : armed) a.limits_file += StrCat(k, "=", v, "\n");
   a.mounts.push_back({JoinPath(c.container_hook_dir, kLimitsFileName), a.limits_host_path, true});
+  return a;
+}
+
+StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
+                                                          const PendingContainer& ctr,
+                                                          const PluginConfig& c,
+                                                          const std::vector<std::string>& mig_uuids,
+                                                          std::string_view allocation_id) {
+  if (ctr.devices.empty())
+    return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": decision has no devices");
+  if (mig_uuids.size() != ctr.devices.size())
+    return Internal("pod ", pod.Key(), " container ", ctr.name, ": ", mig_uuids.size(),
+                    " MIG device(s) for ", ctr.devices.size(), " decided device(s)");
+  for (const auto& u : mig_uuids) {
+    if (u.rfind("MIG-", 0) != 0)
+      return InvalidArgument("pod ", pod.Key(), ": '", u, "' is not a MIG device UUID");
+  }
+  ContainerAllocation a;
+  HAMI_RETURN_IF_ERROR(ApplyDeviceList(mig_uuids, c, allocation_id, &a));
   return a;
 }
 

@@ -3,6 +3,7 @@
 // names and values). Pure: no files are touched here.
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -65,5 +66,16 @@ inline constexpr char kLimitsFileName[] = "vgpu.limits";
 StatusOr<ContainerAllocation> BuildContainerAllocation(
     const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& config,
     const std::string& cache_file_name, const std::map<std::string, int>& gpu_indices = {});
+
+// A container whose decided devices are all MIG instances (docs/migration.md, "Dynamic MIG"): the
+// device list names the MIG devices (`mig_uuids`, one "MIG-..." per decided device, in order) under
+// config.device_list_strategy, by UUID whatever the device ID strategy; nothing of libvgpu is set,
+// mounted or written (no limits, no region directory, no ld.so.preload): the instance isolates
+// memory and compute itself. `allocation_id` keys the cdi-annotations strategy's annotation.
+StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
+                                                          const PendingContainer& ctr,
+                                                          const PluginConfig& config,
+                                                          const std::vector<std::string>& mig_uuids,
+                                                          std::string_view allocation_id);
 
 }  // namespace hami::deviceplugin

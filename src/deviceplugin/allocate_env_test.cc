@@ -330,6 +330,44 @@ TEST(AllocateEnvTest, DeviceListStrategyTable) {
   }
 }
 
+TEST(AllocateEnvTest, MigContainersGetTheirMigDevicesAndNothingOfLibvgpu) {
+  PendingPod p = testing::MakePod("p1", {{Dev("GPU-a", 4864, 14), Dev("GPU-b", 9984, 28)}});
+  const std::vector<std::string> mig = {"MIG-11111111-2222-4333-8444-555555555555",
+                                        "MIG-66666666-7777-4888-8999-000000000000"};
+  struct Case {
+    const char* strategy;
+    Env envs;
+    size_t mounts;
+    size_t cdi;
+  };
+  const Case cases[] = {
+      {"envvar", {{"NVIDIA_VISIBLE_DEVICES", mig[0] + "," + mig[1]}}, 0, 0},
+      {"volume-mounts", {{"NVIDIA_VISIBLE_DEVICES", "/var/run/nvidia-container-devices"}}, 2, 0},
+      {"cdi-cri", {}, 0, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.strategy);
+    PluginConfig cfg;
+    cfg.mode = "mig";
+    cfg.device_list_strategy = c.strategy;
+    cfg.libcuda_log_level = "3";  // a libvgpu setting: not for MIG containers
+    cfg.memory_scaling = 2;
+    auto a = BuildMigContainerAllocation(p, p.containers[0], cfg, mig, "alloc-1");
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->envs, c.envs);
+    EXPECT_EQ(a->mounts.size(), c.mounts);
+    EXPECT_EQ(a->cdi_devices.size(), c.cdi);
+    if (c.cdi > 0) {
+      EXPECT_EQ(a->cdi_devices[1], "nvidia.com/gpu=" + mig[1]);
+    }
+    EXPECT_TRUE(a->region_host_dir.empty());
+    EXPECT_TRUE(a->limits_host_path.empty());
+  }
+  PluginConfig cfg;
+  EXPECT_FALSE(BuildMigContainerAllocation(p, p.containers[0], cfg, {mig[0]}, "x").ok());
+  EXPECT_FALSE(BuildMigContainerAllocation(p, p.containers[0], cfg, {mig[0], "GPU-b"}, "x").ok());
+}
+
 TEST(AllocateEnvTest, DeviceListErrors) {
   struct Case {
     const char* name;

@@ -31,19 +31,23 @@ Status Validate(const PluginConfig& c) {
                            " must be >= 0");
   // Upstream's other modes are named so that a config written for upstream fails here, at start,
   // with the option named, instead of registering devices whose Allocate cannot arm them.
-  if (c.mode == "mig" || c.mode == "mps")
+  if (c.mode == "mps")
     return absl::UnimplementedError(
         StrCat("operating mode '", c.mode,
                "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
-               "hami-core is (docs/migration.md)"));
+               "hami-core and mig are (docs/migration.md)"));
   // Upstream's MIG strategies other than none would be accepted and then ignored: refuse them.
   if (c.mig_strategy != "none")
     return absl::UnimplementedError(
         StrCat("MIG strategy '", c.mig_strategy,
                "' (nodeconfig migstrategy) is not implemented by hami-cpp yet: "
                "only none is (docs/migration.md)"));
-  if (c.mode != "hami-core")
-    return InvalidArgument("operating mode '", c.mode, "' must be hami-core");
+  if (c.mode != "hami-core" && c.mode != "mig")
+    return InvalidArgument("operating mode '", c.mode, "' must be hami-core or mig");
+  // A MIG device has no NVML index of its own that the runtime reads the same way; its UUID does.
+  if (c.mode == "mig" && c.device_id_strategy != "uuid")
+    return InvalidArgument("--device-id-strategy ", c.device_id_strategy,
+                           " cannot name MIG devices (operating mode mig): use uuid");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
     return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&

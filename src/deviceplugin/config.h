@@ -31,8 +31,9 @@ struct PluginConfig {
   double memory_scaling = 1.0;           // devmem = physical * scaling; > 1 = oversubscription
   double core_scaling = 1.0;             // devcore = 100 * scaling
   int64_t preconfigured_memory_mib = 0;  // for GPUs whose memory NVML cannot report (0 = off)
-  std::string mode =
-      "hami-core";  // operatingmode: hami-core (upstream's mig and mps fail Validate)
+  // operatingmode: hami-core (shared through libvgpu) or mig (each container gets a MIG instance
+  // on GPUs whose MIG mode is on; the others stay hami-core). Upstream's mps fails Validate.
+  std::string mode = "hami-core";
   std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
   bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision

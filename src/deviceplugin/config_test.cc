@@ -7,6 +7,9 @@ namespace {
 
 TEST(ConfigTest, DefaultsAreValid) {
   EXPECT_TRUE(Validate(PluginConfig{}).ok());
+  PluginConfig mig;
+  mig.mode = "mig";
+  EXPECT_TRUE(Validate(mig).ok());
 }
 
 TEST(ConfigTest, ValidateNamesTheOption) {
@@ -21,8 +24,12 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"mem scaling", [](PluginConfig& c) { c.memory_scaling = 0; }, "memory scaling"},
       {"core scaling", [](PluginConfig& c) { c.core_scaling = -1; }, "core scaling"},
       {"mode", [](PluginConfig& c) { c.mode = "vgpu"; }, "operating mode"},
-      {"mig mode", [](PluginConfig& c) { c.mode = "mig"; },
-       "operating mode 'mig' (nodeconfig operatingmode) is not implemented"},
+      {"mig mode by index",
+       [](PluginConfig& c) {
+         c.mode = "mig";
+         c.device_id_strategy = "index";
+       },
+       "--device-id-strategy index cannot name MIG devices"},
       {"mps mode", [](PluginConfig& c) { c.mode = "mps"; },
        "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
       {"mig strategy single", [](PluginConfig& c) { c.mig_strategy = "single"; },

@@ -3,6 +3,7 @@
 // kubeconfig and to the fake kubelet through the plugin directory. Checks registration, node
 // annotations + handshake, Allocate from a pod's decision annotation, an Xid injected into the
 // shared fake GPU state reaching kubelet, kubelet restart, and a clean SIGTERM.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,6 +46,54 @@ int Count(const std::vector<v1beta1::Device>& devs, const std::string& prefix,
 constexpr char kDev0[] = "GPU-fa4e0000-0000-4000-8000-000000000000";
 constexpr char kDev1[] = "GPU-fa4e0000-0000-4000-8000-000000000001";
 
+// A kubeconfig for the fake API server at `url`, written under `dir`; returns its path.
+std::string WriteKubeconfig(const std::string& dir, const std::string& url) {
+  const std::string path = dir + "/kubeconfig";
+  std::ofstream(path)
+      << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
+         "    server: "
+      << url
+      << "\nusers:\n- name: u\n  user:\n    token: t\n"
+         "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+  return path;
+}
+
+// Runs `hami device-plugin <args>` for node1 against the fake NVML (`devices`, `state`, `mig` =
+// FAKEGPU_MIG) in a child process.
+pid_t SpawnPlugin(const std::string& state, const std::string& devices, const std::string& mig,
+                  std::vector<std::string> args) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  setenv("LD_LIBRARY_PATH", HAMI_FAKE_NVML_DIR, 1);
+  setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
+  if (!mig.empty()) setenv("FAKEGPU_MIG", mig.c_str(), 1);
+  args.insert(args.begin(), {HAMI_BINARY, "device-plugin", "--node-name", "node1"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(HAMI_BINARY, argv.data());
+  _exit(127);
+}
+
+// The pod of a scheduler decision bound to node1: one container "main" with `to_allocate`.
+Json BoundPod(const std::string& name, const std::string& to_allocate) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "ml"},
+            {"annotations",
+             {{vendors::nvidia::kNvidiaDevicesToAllocate, to_allocate},
+              {core::kVgpuNode, "node1"},
+              {core::kBindPhase, "allocating"}}}}},
+          {"spec",
+           {{"nodeName", "node1"},
+            {"schedulerName", "hami-scheduler"},
+            {"containers", {{{"name", "main"}}}}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
 TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   char tmpl[] = "/tmp/hddXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -62,30 +111,16 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
        {{"name", "node1"},
         {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api.Upsert("nodes", node).ok());
-  const std::string kubeconfig = dir + "/kubeconfig";
-  std::ofstream(kubeconfig)
-      << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
-         "    server: "
-      << api.url()
-      << "\nusers:\n- name: u\n  user:\n    token: t\n"
-         "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+  const std::string kubeconfig = WriteKubeconfig(dir, api.url());
 
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
 
-  pid_t pid = fork();
+  pid_t pid = SpawnPlugin(state, devices, "",
+                          {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root",
+                           dir + "/regions", "--split-count", "3", "--register-interval", "1",
+                           "--fail-on-init-error", "--log-level", "warn"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("LD_LIBRARY_PATH", HAMI_FAKE_NVML_DIR, 1);
-    setenv("FAKEGPU_STATE", state.c_str(), 1);
-    setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
-    const std::string region_root = dir + "/regions";
-    execl(HAMI_BINARY, HAMI_BINARY, "device-plugin", "--kubeconfig", kubeconfig.c_str(),
-          "--node-name", "node1", "--plugin-dir", plugin_dir.c_str(), "--region-root",
-          region_root.c_str(), "--split-count", "3", "--register-interval", "1",
-          "--fail-on-init-error", "--log-level", "warn", static_cast<char*>(nullptr));
-    _exit(127);
-  }
 
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(20)));
   EXPECT_EQ(kubelet.Registrations()[0].resource_name(), "nvidia.com/gpu");
@@ -107,22 +142,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
       << node_annotation(vendors::nvidia::kNodeHandshake);
 
   // A pod bound by the scheduler: its decision annotation turns into the container environment.
-  Json pod = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", "train"},
-        {"namespace", "ml"},
-        {"annotations",
-         {{vendors::nvidia::kNvidiaDevicesToAllocate, std::string(kDev1) + ",NVIDIA,3000,30:;"},
-          {core::kVgpuNode, "node1"},
-          {core::kBindPhase, "allocating"}}}}},
-      {"spec",
-       {{"nodeName", "node1"},
-        {"schedulerName", "hami-scheduler"},
-        {"containers", {{{"name", "main"}}}}}},
-      {"status", {{"phase", "Pending"}}}};
-  ASSERT_TRUE(api.Upsert("pods", pod).ok());
+  ASSERT_TRUE(api.Upsert("pods", BoundPod("train", std::string(kDev1) + ",NVIDIA,3000,30:;")).ok());
   auto r = kubelet.Allocate({{std::string(kDev0) + "-2"}});
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& env = r->container_responses(0).envs();
@@ -169,6 +189,99 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_FALSE(fs::exists(plugin_dir + "/nvidia-gpu.sock"));
   kubelet.Stop();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Operating mode mig from the node config: the MIG GPU registers its profiles, Allocate creates the
+// decided instance and names it, the pod records it, and once the pod is gone the instance is
+// reclaimed (the fake driver's MIG state is shared with this process, which checks it).
+TEST(DaemonTest, MigNodeEndToEnd) {
+  char tmpl[] = "/tmp/hddXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string plugin_dir = dir + "/dp";
+  const std::string state = dir + "/fakegpu.state";
+  const std::string devices = "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
+  k8s::testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(
+      api.Upsert("nodes",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+          .ok());
+  const std::string node_config = dir + "/config.json";
+  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":"mig"}]})";
+  testing::FakeKubelet kubelet(plugin_dir);
+  ASSERT_TRUE(kubelet.Start().ok());
+  pid_t pid =
+      SpawnPlugin(state, devices, "0",
+                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
+                   "--region-root", dir + "/regions", "--config", node_config, "--split-count", "2",
+                   "--register-interval", "1", "--fail-on-init-error", "--log-level", "warn"});
+  ASSERT_GE(pid, 0);
+  ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(20)));
+  auto annotation = [&](const char* plural, const char* ns, const char* name, const char* key) {
+    auto o = api.Get(plural, ns, name);
+    return o ? (*o)["metadata"]["annotations"].value(key, "") : std::string();
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return annotation("nodes", "", "node1", vendors::nvidia::kNodeNvidiaRegister)
+                   .find(R"("mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864)") !=
+               std::string::npos;
+      },
+      seconds(20)))
+      << annotation("nodes", "", "node1", vendors::nvidia::kNodeNvidiaRegister);
+
+  Json pod = BoundPod("infer", std::string(kDev0) + ",NVIDIA,4864,14:;");
+  pod["metadata"]["annotations"][core::kMigAllocations] =
+      std::string(R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":")") + kDev0 +
+      R"(","profile":"1g.5gb","placement":{"start":6,"size":1}}])";
+  ASSERT_TRUE(api.Upsert("pods", pod).ok());
+  auto r = kubelet.Allocate({{std::string(kDev0) + "-1"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string mig = r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES");
+  EXPECT_EQ(mig.rfind("MIG-", 0), 0u) << mig;
+  EXPECT_EQ(r->container_responses(0).envs().size(), 1u);
+  EXPECT_NE(annotation("pods", "ml", "infer", core::kMigAllocations).find(R"("migUUID":")" + mig),
+            std::string::npos)
+      << annotation("pods", "ml", "infer", core::kMigAllocations);
+
+  // The fake driver's view from here: the instance exists while the pod does, and goes after.
+  setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
+  setenv("FAKEGPU_MIG", "0", 1);
+  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  ASSERT_TRUE(hooks.ok()) << hooks.error;
+  hooks.reset();
+  void* lib = dlopen(HAMI_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr);
+  using InitFn = int (*)();
+  using HandleFn = int (*)(unsigned, void**);
+  using MigHandleFn = int (*)(void*, unsigned, void**);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
+  auto by_index = reinterpret_cast<HandleFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto mig_by_index =
+      reinterpret_cast<MigHandleFn>(dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex"));
+  ASSERT_TRUE(init && by_index && mig_by_index);
+  ASSERT_EQ(init(), 0);
+  void* gpu = nullptr;
+  ASSERT_EQ(by_index(0, &gpu), 0);
+  void* handle = nullptr;
+  EXPECT_EQ(mig_by_index(gpu, 0, &handle), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // reclaim passes while it runs
+  EXPECT_EQ(mig_by_index(gpu, 0, &handle), 0) << "a running pod's instance is never reclaimed";
+  ASSERT_TRUE(api.Delete("pods", "ml", "infer").ok());
+  EXPECT_TRUE(Eventually([&] { return mig_by_index(gpu, 0, &handle) == 6; }, seconds(20)))
+      << "NVML_ERROR_NOT_FOUND: no MIG device left";
+
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  kubelet.Stop();
+  unsetenv("FAKEGPU_MIG");
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

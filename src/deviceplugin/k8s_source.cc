@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "core/annotations.h"
 #include "core/lock_codec.h"
+#include "core/mig.h"
 #include "core/pod_codec.h"
 #include "vendors/nvidia/annotations.h"
 
@@ -134,6 +135,23 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
   if (!decision.ok())
     return Annotate(decision.status(), StrCat("pod ", p.namespace_, "/", p.name, " ",
                                               vendors::nvidia::kNvidiaDevicesToAllocate));
+  // MIG grants ride beside the record; the device they name carries profile and placement.
+  std::vector<core::MigAllocation> mig;
+  if (const std::string* text = Annotation(pod, core::kMigAllocations)) {
+    auto entries = core::DecodeMigAllocations(*text);
+    if (!entries.ok())
+      return Annotate(entries.status(),
+                      StrCat("pod ", p.namespace_, "/", p.name, " ", core::kMigAllocations));
+    core::AttachMigAllocations(*entries, &*decision);
+    for (const auto& e : *entries) {
+      const auto& ctr = decision->containers;
+      if (e.container_index < static_cast<int>(ctr.size()) &&
+          e.device_index < static_cast<int>(ctr[e.container_index].size()) &&
+          ctr[e.container_index][e.device_index].uuid == e.gpu_uuid &&
+          !ctr[e.container_index][e.device_index].mig_profile.empty())
+        mig.push_back(e);
+    }
+  }
   if (const std::string* bt = Annotation(pod, core::kBindTime)) {
     try {
       p.bind_time = std::stoll(*bt);
@@ -155,6 +173,8 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
     c.disable_control = specs[i].disable_control;
     c.uid = specs[i].uid;
     c.gid = specs[i].gid;
+    for (const auto& e : mig)
+      if (e.container_index == static_cast<int>(i)) c.mig.push_back(e);
     p.containers.push_back(std::move(c));
   }
   if (p.containers.empty()) return std::optional<PendingPod>();
@@ -236,6 +256,48 @@ Status K8sPendingPodSource::MarkAllocated(const PendingPod& pod, int container_i
     return OkStatus();
   });
   return r.status();
+}
+
+Status K8sPendingPodSource::RecordMig(const PendingPod& pod,
+                                      const std::vector<core::MigAllocation>& created) {
+  auto r = client_->Mutate(k8s::kPods, pod.namespace_, pod.name, [&](Json& obj) -> Status {
+    if (Str(obj, "metadata", "uid") != pod.uid)
+      return NotFound("pod ", pod.Key(), " was re-created");
+    const std::string* text = Annotation(obj, core::kMigAllocations);
+    if (text == nullptr)
+      return FailedPrecondition("pod ", pod.Key(), " has no ", core::kMigAllocations);
+    HAMI_ASSIGN_OR_RETURN(std::vector<core::MigAllocation> entries,
+                          core::DecodeMigAllocations(*text));
+    for (auto& e : entries) {
+      for (const auto& c : created) {
+        if (SameMigGrant(e, c)) e = c;
+      }
+    }
+    obj["metadata"]["annotations"][core::kMigAllocations] = core::EncodeMigAllocations(entries);
+    return OkStatus();
+  });
+  return r.status();
+}
+
+StatusOr<std::vector<core::MigAllocation>> K8sPendingPodSource::ActiveMigGrants() {
+  k8s::ListOptions opts;
+  opts.field_selector = "spec.nodeName=" + node_;
+  HAMI_ASSIGN_OR_RETURN(Json list, client_->List(k8s::kPods, "", opts));
+  std::vector<core::MigAllocation> out;
+  if (!list.contains("items") || !list["items"].is_array()) return out;
+  for (const auto& pod : list["items"]) {
+    const std::string phase = Str(pod, "status", "phase");
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const std::string* text = Annotation(pod, core::kMigAllocations);
+    if (text == nullptr) continue;
+    auto entries = core::DecodeMigAllocations(*text);
+    if (!entries.ok())
+      return Annotate(entries.status(),
+                      StrCat("pod ", Str(pod, "metadata", "namespace"), "/",
+                             Str(pod, "metadata", "name"), " ", core::kMigAllocations));
+    out.insert(out.end(), entries->begin(), entries->end());
+  }
+  return out;
 }
 
 Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view reason) {

@@ -35,6 +35,9 @@ class K8sPendingPodSource final : public PendingPodSource {
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
+  Status RecordMig(const PendingPod& pod, const std::vector<core::MigAllocation>& created) override;
+  // Pods on the node whose phase is not Succeeded or Failed.
+  StatusOr<std::vector<core::MigAllocation>> ActiveMigGrants() override;
 
  private:
   k8s::Client* client_;

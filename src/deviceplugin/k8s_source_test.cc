@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/clock.h"
 #include "core/annotations.h"
+#include "core/mig.h"
 #include "deviceplugin/plugin.h"
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "gpu/static_discovery.h"
@@ -230,6 +233,78 @@ TEST_F(K8sSourceTest, ConsumesTheDecisionContainerByContainer) {
   PendingPod stale = p;
   stale.uid = "uid-of-an-older-pod";
   EXPECT_FALSE(src.MarkAllocated(stale, 1).ok());
+}
+
+TEST_F(K8sSourceTest, MigGrantsAreReadAndTheInstancesRecordedOnThePod) {
+  Json pod = BoundPod("m", std::string(";") + kGpuA + ",NVIDIA,4864,14:;");
+  // Container 1 (main) gets 1g.5gb at slice 6; the entry for container 2 names no device of the
+  // record (a stale one) and is left out.
+  pod["metadata"]["annotations"][core::kMigAllocations] =
+      R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-aaaa","profile":"1g.5gb",)"
+      R"("placement":{"start":6,"size":1}},{"containerIndex":2,"deviceIndex":0,)"
+      R"("gpuUUID":"GPU-aaaa","profile":"1g.5gb","placement":{"start":5,"size":1}}])";
+  ASSERT_TRUE(api_->Upsert("pods", pod).ok());
+  K8sPendingPodSource src(client_.get(), "node1");
+  auto pods = src.ListPending();
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 1u);
+  PendingPod p = (*pods)[0];
+  ASSERT_EQ(p.containers.size(), 1u);
+  const PendingContainer& c = p.containers[0];
+  EXPECT_EQ(c.devices[0].mig_profile, "1g.5gb");
+  EXPECT_EQ(c.devices[0].mig_placement, (core::MigPlacement{6, 1}));
+  ASSERT_EQ(c.mig.size(), 1u);
+  EXPECT_FALSE(c.mig[0].HasRuntime());
+
+  core::MigAllocation made = c.mig[0];
+  made.mig_uuid = "MIG-1234";
+  made.gpu_instance_id = 13;
+  made.compute_instance_id = 0;
+  p.uid = (*api_->Get("pods", "ml", "m"))["metadata"]["uid"];
+  ASSERT_TRUE(src.RecordMig(p, {made}).ok());
+  EXPECT_EQ(PodAnnotation("m", core::kMigAllocations),
+            R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-aaaa","profile":"1g.5gb",)"
+            R"("placement":{"start":6,"size":1},"migUUID":"MIG-1234","gpuInstanceID":13,)"
+            R"("computeInstanceID":0},{"containerIndex":2,"deviceIndex":0,"gpuUUID":"GPU-aaaa",)"
+            R"("profile":"1g.5gb","placement":{"start":5,"size":1}}])");
+  pods = src.ListPending();
+  ASSERT_TRUE(pods.ok());
+  EXPECT_EQ((*pods)[0].containers[0].mig[0], made);
+
+  // A malformed grant is an error naming the pod and the annotation (the pod is not armed).
+  pod["metadata"]["annotations"][core::kMigAllocations] = R"([{"containerIndex":"one"}])";
+  auto bad = PendingFromPodJson(pod, "node1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("hami.io/vgpu-mig-allocations"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST_F(K8sSourceTest, ActiveMigGrantsAreThoseOfPodsThatHaveNotTerminated) {
+  auto with_grant = [](Json pod, int start, const std::string& phase) {
+    pod["metadata"]["annotations"][core::kMigAllocations] =
+        StrCat(R"([{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-aaaa","profile":"1g.5gb",)",
+               R"("placement":{"start":)", start, R"(,"size":1}}])");
+    pod["status"]["phase"] = phase;
+    return pod;
+  };
+  const std::string rec = std::string(";") + kGpuA + ",NVIDIA,4864,14:;";
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("run", rec), 6, "Running")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("wait", rec), 5, "Pending")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("done", rec), 4, "Succeeded")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("dead", rec), 3, "Failed")).ok());
+  ASSERT_TRUE(api_->Upsert("pods", with_grant(BoundPod("away", rec, "node2"), 2, "Running")).ok());
+  K8sPendingPodSource src(client_.get(), "node1");
+  auto grants = src.ActiveMigGrants();
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  std::set<int> starts;
+  for (const auto& g : *grants) starts.insert(g.placement.start);
+  EXPECT_EQ(starts, (std::set<int>{5, 6}));
+  // One grant that does not decode: unknown, so the caller reclaims nothing.
+  Json bad = BoundPod("bad", rec);
+  bad["metadata"]["annotations"][core::kMigAllocations] = "[{";
+  ASSERT_TRUE(api_->Upsert("pods", bad).ok());
+  EXPECT_FALSE(src.ActiveMigGrants().ok());
 }
 
 TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {

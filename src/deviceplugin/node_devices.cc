@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/annotations.h"
+
 namespace hami::deviceplugin {
 
 std::vector<gpu::GpuInfo> FilterDevices(const std::vector<gpu::GpuInfo>& gpus,
@@ -36,6 +38,26 @@ StatusOr<std::string> ReplicaUuid(const std::string& id) {
   return id.substr(0, dash);
 }
 
+std::vector<core::MigProfile> RegisteredMigProfiles(const std::vector<gpu::MigProfileInfo>& ps) {
+  int whole_sms = 0, whole_slices = 0;
+  for (const auto& p : ps) {
+    whole_sms = std::max(whole_sms, p.sms);
+    whole_slices = std::max(whole_slices, p.slices);
+  }
+  std::vector<core::MigProfile> out;
+  for (const auto& p : ps) {
+    core::MigProfile m;
+    m.name = p.name;
+    m.memory_mib = p.memory_mib;
+    m.core = whole_sms > 0 ? p.sms * 100 / whole_sms
+                           : (whole_slices > 0 ? p.slices * 100 / whole_slices : 0);
+    m.slice_count = p.slices;
+    for (const auto& pl : p.placements) m.placements.push_back({pl.start, pl.size});
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& c) {
@@ -52,7 +74,15 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
     d.numa = g.numa_node < 0 ? 0 : g.numa_node;
     auto h = healthy.find(g.uuid);
     d.health = h == healthy.end() ? true : h->second;
-    d.mode = c.mode;
+    d.mode = core::kModeHamiCore;
+    if (c.mode == core::kModeMig && g.mig_enabled && !g.mig_profiles.empty()) {
+      // Instances are not shared through libvgpu: no scaling (upstream's rule), the profiles
+      // are the unit.
+      d.mode = core::kModeMig;
+      d.devmem_mib = g.memory_mib;
+      d.devcore = 100;
+      d.mig_profiles = RegisteredMigProfiles(g.mig_profiles);
+    }
     out.push_back(std::move(d));
   }
   return out;

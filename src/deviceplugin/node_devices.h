@@ -24,10 +24,16 @@ StatusOr<std::string> ReplicaUuid(const std::string& replica_id);
 
 // Registration entries, one per GPU (after FilterDevices): count = split, devmem scaled (or the
 // preconfigured memory when NVML reports 0), devcore = 100 * core scaling, type = "NVIDIA-<model>",
-// numa >= 0, health from `healthy` (by UUID; absent = healthy).
+// numa >= 0, health from `healthy` (by UUID; absent = healthy), mode hami-core. In operating mode
+// mig, a GPU whose MIG mode is on registers mode "mig" with its profiles (RegisteredMigProfiles),
+// its physical memory and devcore 100; a GPU with MIG off stays hami-core.
 std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& config);
+
+// The migProfiles of a MIG GPU: NVML's profiles with `core` = the profile's SMs in percent of the
+// largest profile's (the whole GPU), rounded down, so a grant never claims compute it lacks.
+std::vector<core::MigProfile> RegisteredMigProfiles(const std::vector<gpu::MigProfileInfo>& ps);
 
 // Pairwise link scores for hami.io/node-nvidia-score (upstream's weights,
 // docs/upstream-contract.md#topology-and-numa): the PCIe

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/annotations.h"
+#include "core/mig.h"
+#include "core/node_codec.h"
 #include "gpu/static_discovery.h"
+#include "vendors/nvidia/annotations.h"
+#include "vendors/vendor_set.h"
 
 namespace hami::deviceplugin {
 namespace {
@@ -101,6 +106,88 @@ TEST(NodeDevicesTest, LinkScores) {
   EXPECT_EQ(s, want);
   EXPECT_EQ(core::EncodeLinkScores(s),
             R"([{"uuid":"GPU-a","score":{"GPU-b":1250}},{"uuid":"GPU-b","score":{"GPU-a":1250}}])");
+}
+
+// An A100-SXM4-40GB in MIG mode as NvmlDiscovery reports it (gpu_nvml_test checks that against the
+// fake driver).
+gpu::GpuInfo MigA100(int index, std::string uuid) {
+  gpu::GpuInfo g = MakeGpu(index, std::move(uuid), "NVIDIA A100-SXM4-40GB", 40960);
+  g.mig_enabled = true;
+  auto starts = [](std::initializer_list<int> s, int size) {
+    std::vector<gpu::MigPlacement> out;
+    for (int x : s) out.push_back({x, size});
+    return out;
+  };
+  g.mig_profiles = {
+      {"1g.5gb", 0, 19, 1, 7, 14, 4864, starts({0, 1, 2, 3, 4, 5, 6}, 1)},
+      {"2g.10gb", 1, 14, 2, 3, 28, 9984, starts({0, 2, 4}, 2)},
+      {"3g.20gb", 2, 9, 3, 2, 42, 20096, starts({0, 4}, 4)},
+      {"4g.20gb", 3, 5, 4, 1, 56, 20096, starts({0}, 4)},
+      {"7g.40gb", 4, 0, 7, 1, 98, 40448, starts({0}, 8)},
+  };
+  return g;
+}
+
+TEST(NodeDevicesTest, MigGpusRegisterTheirProfilesOnlyInMigMode) {
+  const std::vector<gpu::GpuInfo> gpus = {MigA100(0, "GPU-mig"), MakeGpu(1, "GPU-t4", "T4", 15360)};
+  PluginConfig c;
+  c.memory_scaling = 2.0;
+  c.core_scaling = 1.5;
+  // hami-core: every GPU is a shared card, whatever its MIG mode.
+  for (const auto& d : BuildNodeDevices(gpus, {}, c)) {
+    EXPECT_EQ(d.mode, core::kModeHamiCore) << d.uuid;
+    EXPECT_TRUE(d.mig_profiles.empty());
+  }
+  c.mode = "mig";
+  const auto devs = BuildNodeDevices(gpus, {}, c);
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].mode, core::kModeMig);
+  EXPECT_EQ(devs[0].devmem_mib, 40960);  // no scaling on instances
+  EXPECT_EQ(devs[0].devcore, 100);
+  const std::vector<core::MigProfile> want = {
+      {"1g.5gb", 4864, 14, 1, {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}}},
+      {"2g.10gb", 9984, 28, 2, {{0, 2}, {2, 2}, {4, 2}}},
+      {"3g.20gb", 20096, 42, 3, {{0, 4}, {4, 4}}},
+      {"4g.20gb", 20096, 57, 4, {{0, 4}}},
+      {"7g.40gb", 40448, 100, 7, {{0, 8}}},
+  };
+  EXPECT_EQ(devs[0].mig_profiles, want);
+  // The T4 (MIG off) stays a shared card, scaled as configured.
+  EXPECT_EQ(devs[1].mode, core::kModeHamiCore);
+  EXPECT_EQ(devs[1].devmem_mib, 30720);
+  EXPECT_EQ(devs[1].devcore, 150);
+  // A GPU with MIG on but no profile reported is not offered as MIG either.
+  gpu::GpuInfo bare = MigA100(2, "GPU-bare");
+  bare.mig_profiles.clear();
+  EXPECT_EQ(BuildNodeDevices({bare}, {}, c)[0].mode, core::kModeHamiCore);
+}
+
+TEST(NodeDevicesTest, MigRegistrationRoundTripsThroughTheSchedulersDecoder) {
+  PluginConfig c;
+  c.mode = "mig";
+  c.split_count = 7;
+  const auto devs =
+      BuildNodeDevices({MigA100(0, "GPU-mig"), MakeGpu(1, "GPU-t4", "T4", 15360)}, {}, c);
+  vendors::NodeView node;
+  node.name = "n1";
+  node.annotations[vendors::nvidia::kNodeNvidiaRegister] = core::EncodeNodeDevicesJson(devs);
+  const auto decoded = vendors::VendorSet::NvidiaOnly().DecodeNode(node, 1000);
+  EXPECT_EQ(decoded.errors, "");
+  ASSERT_EQ(decoded.devices.size(), 2u);
+  EXPECT_EQ(decoded.devices[0].mode, core::kModeMig);
+  EXPECT_EQ(decoded.devices[0].mig_profiles, devs[0].mig_profiles);
+  for (const auto& d : decoded.devices)
+    EXPECT_TRUE(core::ValidateMigRegistration(d).ok()) << d.uuid;
+  // The scheduler's rule then picks from what the node reported: 4000 MiB -> 1g.5gb at the highest
+  // free start, 5000 MiB -> 2g.10gb (1g.5gb's 4864 MiB is too small).
+  const core::DeviceInfo& mig = decoded.devices[0];
+  auto a = core::ChooseMigInstance(mig, 4000, 0, 0, 40960, 100);
+  ASSERT_TRUE(a.choice.has_value());
+  EXPECT_EQ(mig.mig_profiles[a.choice->profile].name, "1g.5gb");
+  EXPECT_EQ(a.choice->placement, (core::MigPlacement{6, 1}));
+  auto b = core::ChooseMigInstance(mig, 5000, 0, 0, 40960, 100);
+  ASSERT_TRUE(b.choice.has_value());
+  EXPECT_EQ(mig.mig_profiles[b.choice->profile].name, "2g.10gb");
 }
 
 }  // namespace

@@ -18,6 +18,11 @@ std::string Describe(const PendingPod& p) {
 
 }  // namespace
 
+bool SameMigGrant(const core::MigAllocation& a, const core::MigAllocation& b) {
+  return a.container_index == b.container_index && a.device_index == b.device_index &&
+         a.gpu_uuid == b.gpu_uuid && a.profile == b.profile && a.placement == b.placement;
+}
+
 StatusOr<Selection> SelectPending(const std::vector<PendingPod>& pods,
                                   const std::vector<std::string>& kubelet_ids,
                                   const std::vector<SteeredChoice>& steered,
@@ -114,7 +119,27 @@ std::vector<const PendingPod*> PreferenceCandidates(
 
 void MemoryPendingPodSource::AddPod(PendingPod pod) {
   MutexLock l(mu_);
+  for (const auto& c : pod.containers) {
+    auto& grants = mig_[pod.uid];
+    grants.insert(grants.end(), c.mig.begin(), c.mig.end());
+  }
   pods_.push_back(std::move(pod));
+}
+
+void MemoryPendingPodSource::RemovePod(const std::string& uid) {
+  MutexLock l(mu_);
+  pods_.erase(
+      std::remove_if(pods_.begin(), pods_.end(), [&](const PendingPod& p) { return p.uid == uid; }),
+      pods_.end());
+  mig_.erase(uid);
+}
+
+StatusOr<std::vector<core::MigAllocation>> MemoryPendingPodSource::ActiveMigGrants() {
+  MutexLock l(mu_);
+  if (!list_error_.ok()) return list_error_;
+  std::vector<core::MigAllocation> out;
+  for (const auto& [uid, grants] : mig_) out.insert(out.end(), grants.begin(), grants.end());
+  return out;
 }
 
 StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
@@ -129,6 +154,7 @@ StatusOr<std::vector<PendingPod>> MemoryPendingPodSource::ListPending() {
 
 Status MemoryPendingPodSource::MarkAllocated(const PendingPod& pod, int container_index) {
   MutexLock l(mu_);
+  if (!mark_error_.ok()) return mark_error_;
   for (auto& p : pods_) {
     if (p.uid != pod.uid) continue;
     auto it = std::find_if(p.containers.begin(), p.containers.end(),
@@ -147,6 +173,25 @@ Status MemoryPendingPodSource::MarkFailed(const PendingPod& pod, std::string_vie
   return OkStatus();
 }
 
+Status MemoryPendingPodSource::RecordMig(const PendingPod& pod,
+                                         const std::vector<core::MigAllocation>& created) {
+  MutexLock l(mu_);
+  auto with_identity = [&](core::MigAllocation& m) {
+    for (const auto& n : created) {
+      if (SameMigGrant(m, n)) m = n;
+    }
+  };
+  for (auto& m : mig_[pod.uid]) with_identity(m);
+  for (auto& p : pods_) {
+    if (p.uid != pod.uid) continue;
+    for (auto& c : p.containers) {
+      for (auto& m : c.mig) with_identity(m);
+    }
+    return OkStatus();
+  }
+  return NotFound("pod ", pod.Key(), " is not pending");
+}
+
 std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
   MutexLock l(mu_);
   return failed_;
@@ -155,6 +200,11 @@ std::map<std::string, std::string> MemoryPendingPodSource::Failed() const {
 void MemoryPendingPodSource::SetListError(Status s) {
   MutexLock l(mu_);
   list_error_ = std::move(s);
+}
+
+void MemoryPendingPodSource::SetMarkError(Status s) {
+  MutexLock l(mu_);
+  mark_error_ = std::move(s);
 }
 
 }  // namespace hami::deviceplugin

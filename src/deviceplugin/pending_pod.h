@@ -12,6 +12,7 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
+#include "core/mig.h"
 #include "core/model.h"
 
 namespace hami::deviceplugin {
@@ -27,6 +28,10 @@ struct PendingContainer {
   // else runAsGroup); -1 = not given, the directory keeps the plugin's own.
   int64_t uid = -1;
   int64_t gid = -1;
+  // The container's MIG grants (hami.io/vgpu-mig-allocations entries of this container that name
+  // one of its devices; that device carries the profile and placement too), with the instance's
+  // identity once the device plugin has recorded it (RecordMig).
+  std::vector<core::MigAllocation> mig;
   bool operator==(const PendingContainer&) const = default;
 };
 
@@ -58,7 +63,20 @@ class PendingPodSource {
   virtual Status MarkAllocated(const PendingPod& pod, int container_index) = 0;
   // Allocate failed for the pod (bind phase failed).
   virtual Status MarkFailed(const PendingPod& pod, std::string_view reason) = 0;
+  // The MIG instances created for the pod: puts migUUID, gpuInstanceID and computeInstanceID on
+  // the matching entries of hami.io/vgpu-mig-allocations (matched by container, device, GPU,
+  // profile and placement; other entries untouched).
+  virtual Status RecordMig(const PendingPod& pod,
+                           const std::vector<core::MigAllocation>& created) = 0;
+  // The MIG grants (hami.io/vgpu-mig-allocations entries) of every pod on this node that has not
+  // terminated: the instances still in use. An error (list failed, a grant that does not decode)
+  // means "unknown": nothing may be reclaimed on it.
+  virtual StatusOr<std::vector<core::MigAllocation>> ActiveMigGrants() = 0;
 };
+
+// Whether two MIG entries are the same grant (container, device, GPU, profile, placement), runtime
+// identity aside.
+bool SameMigGrant(const core::MigAllocation& a, const core::MigAllocation& b);
 
 struct Selection {
   PendingPod pod;
@@ -117,16 +135,26 @@ class MemoryPendingPodSource final : public PendingPodSource {
   StatusOr<std::vector<PendingPod>> ListPending() override;
   Status MarkAllocated(const PendingPod& pod, int container_index) override;
   Status MarkFailed(const PendingPod& pod, std::string_view reason) override;
+  // Also sets the identity on the stored pod's container, as a re-read of the pod would show it.
+  Status RecordMig(const PendingPod& pod, const std::vector<core::MigAllocation>& created) override;
+  // The grants of every pod added and not removed (consumed containers included).
+  StatusOr<std::vector<core::MigAllocation>> ActiveMigGrants() override;
+  // The pod is gone (deleted, or terminated).
+  void RemovePod(const std::string& uid);
   // uid -> failure reason, for inspection.
   std::map<std::string, std::string> Failed() const;
   // Makes ListPending fail (ok = succeed again).
   void SetListError(Status s);
+  // Makes MarkAllocated fail, leaving the pod waiting (ok = succeed again).
+  void SetMarkError(Status s);
 
  private:
   mutable Mutex mu_;
   std::vector<PendingPod> pods_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<core::MigAllocation>> mig_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::map<std::string, std::string> failed_ ABSL_GUARDED_BY(mu_);
   Status list_error_ ABSL_GUARDED_BY(mu_);
+  Status mark_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::deviceplugin

@@ -12,10 +12,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "common/libc.h"
 #include "common/log.h"
+#include "core/annotations.h"
+#include "core/mig.h"
 #include "core/node_codec.h"
 #include "deviceplugin/allocate_env.h"
 #include "deviceplugin/node_devices.h"
@@ -82,6 +85,24 @@ Status WriteLimitsFile(const std::string& path, const std::string& contents) {
   if (!ok || ::chmod(tmp.c_str(), 0444) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
     return Internal("cannot write limits file ", path);
   return OkStatus();
+}
+
+v1beta1::ContainerAllocateResponse ToResponse(const ContainerAllocation& alloc) {
+  v1beta1::ContainerAllocateResponse out;
+  for (const auto& [k, v] : alloc.envs) (*out.mutable_envs())[k] = v;
+  for (const auto& m : alloc.mounts) {
+    auto* pm = out.add_mounts();
+    pm->set_container_path(m.container_path);
+    pm->set_host_path(m.host_path);
+    pm->set_read_only(m.read_only);
+  }
+  for (const auto& [k, v] : alloc.annotations) (*out.mutable_annotations())[k] = v;
+  for (const auto& name : alloc.cdi_devices) out.add_cdi_devices()->set_name(name);
+  return out;
+}
+
+std::string Placement(const core::MigPlacement& p) {
+  return StrCat("slices ", p.start, "+", p.size);
 }
 
 }  // namespace
@@ -192,6 +213,17 @@ Status DevicePlugin::Start() {
   }
   spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", kept,
                all.size() - kept, config_.split_count, config_.resource_name);
+  if (config_.mode == core::kModeMig) {
+    if (mig_ == nullptr) spdlog::warn("operating mode mig without MIG control: grants will fail");
+    MutexLock l(mu_);
+    for (const auto& g : gpus_) {
+      if (!g.mig_enabled || g.mig_profiles.empty())
+        spdlog::warn(
+            "GPU {} has MIG {}: registered as a shared (hami-core) GPU; enable MIG "
+            "(nvidia-smi -i {} -mig 1) to offer its instances",
+            g.uuid, g.mig_enabled ? "on but reports no profile" : "off", g.index);
+    }
+  }
 
   std::error_code ec;
   fs::create_directories(config_.plugin_dir, ec);
@@ -500,6 +532,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
     return annotated;
   };
   std::map<std::string, int> gpu_indices;  // for device ID strategy "index"
+  std::set<std::string> mig_gpus;          // registered in mode mig
   {
     MutexLock m(mu_);
     for (const auto& d : ctr.devices) {
@@ -509,14 +542,44 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
       if (!h->second) return fail(FailedPrecondition("decided GPU ", d.uuid, " is unhealthy"));
     }
     for (const auto& g : all_gpus_) gpu_indices[g.uuid] = g.index;
+    for (const auto& d : BuildNodeDevices(gpus_, healthy_, config_))
+      if (d.mode == core::kModeMig) mig_gpus.insert(d.uuid);
   }
-  auto alloc = BuildContainerAllocation(pod, ctr, config_, NewCacheFileName(), gpu_indices);
-  if (!alloc.ok()) return fail(alloc.status());
-  if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid);
-      !s.ok())
-    return fail(s);
-  if (Status s = WriteLimitsFile(alloc->limits_host_path, alloc->limits_file); !s.ok())
-    return fail(s);
+  size_t mig_grants = 0;
+  for (const auto& d : ctr.devices) {
+    mig_grants += d.mig_profile.empty() ? 0 : 1;
+    // A GPU in MIG mode runs nothing without an instance: a plain grant on it cannot be armed.
+    if (d.mig_profile.empty() && mig_gpus.count(d.uuid))
+      return fail(FailedPrecondition("decided GPU ", d.uuid,
+                                     " is in MIG mode but the decision names no MIG instance for "
+                                     "it (no matching ",
+                                     core::kMigAllocations, " entry)"));
+  }
+  std::string cache_file = NewCacheFileName();
+  StatusOr<ContainerAllocation> alloc = InvalidArgument("no allocation");
+  std::string what;  // for the log line
+  if (mig_grants > 0) {
+    if (mig_grants != ctr.devices.size())
+      return fail(FailedPrecondition(
+          "the decision gives this container ", mig_grants, " MIG instance(s) and ",
+          ctr.devices.size() - mig_grants,
+          " shared GPU(s); one container gets either (docs/migration.md, Dynamic MIG)"));
+    auto uuids = EnsureMigInstances(pod, ctr);
+    if (!uuids.ok()) return fail(uuids.status());
+    alloc = BuildMigContainerAllocation(pod, ctr, config_, *uuids,
+                                        cache_file.substr(0, cache_file.size() - 6));
+    for (const auto& u : *uuids) what += (what.empty() ? "" : ",") + u;
+    if (!alloc.ok()) return fail(alloc.status());
+  } else {
+    alloc = BuildContainerAllocation(pod, ctr, config_, cache_file, gpu_indices);
+    if (!alloc.ok()) return fail(alloc.status());
+    if (Status s = PrepareRegionDir(alloc->region_host_dir, alloc->region_uid, alloc->region_gid);
+        !s.ok())
+      return fail(s);
+    if (Status s = WriteLimitsFile(alloc->limits_host_path, alloc->limits_file); !s.ok())
+      return fail(s);
+    what = alloc->region_host_dir;
+  }
   if (Status s = pending_->MarkAllocated(pod, ctr.index); !s.ok())
     return Unavailable("Allocate for pod ", pod.Key(),
                        ": cannot record the allocation: ", std::string(s.message()));
@@ -526,21 +589,147 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
                                 }),
                  steered_.end());
 
-  v1beta1::ContainerAllocateResponse out;
-  for (const auto& [k, v] : alloc->envs) (*out.mutable_envs())[k] = v;
-  for (const auto& m : alloc->mounts) {
-    auto* pm = out.add_mounts();
-    pm->set_container_path(m.container_path);
-    pm->set_host_path(m.host_path);
-    pm->set_read_only(m.read_only);
-  }
-  for (const auto& [k, v] : alloc->annotations) (*out.mutable_annotations())[k] = v;
-  for (const auto& name : alloc->cdi_devices) out.add_cdi_devices()->set_name(name);
   std::string decided;
   for (const auto& d : ctr.devices) decided += (decided.empty() ? "" : ",") + d.uuid;
   spdlog::info("allocated pod {} container {}: {} ({}, device list {})", pod.Key(), ctr.name,
-               decided, alloc->region_host_dir, config_.device_list_strategy);
-  return out;
+               decided, what, config_.device_list_strategy);
+  return ToResponse(*alloc);
+}
+
+StatusOr<std::vector<std::string>> DevicePlugin::EnsureMigInstances(const PendingPod& pod,
+                                                                    const PendingContainer& ctr) {
+  if (config_.mode != core::kModeMig)
+    return FailedPrecondition(
+        "the decision grants MIG instances but this node's operating mode is ", config_.mode,
+        " (nodeconfig operatingmode)");
+  if (mig_ == nullptr)
+    return FailedPrecondition(
+        "the decision grants MIG instances but this plugin cannot create "
+        "them (NVML without the MIG API)");
+  // What this node registered: a grant is honoured only as the node reported the GPU.
+  std::map<std::string, core::DeviceInfo> registered;
+  {
+    MutexLock m(mu_);
+    for (auto& d : BuildNodeDevices(gpus_, healthy_, config_)) registered[d.uuid] = std::move(d);
+  }
+  std::vector<gpu::MigInstance> created;  // by this call: undone on error
+  std::vector<std::pair<std::string, int>> claimed;
+  auto undo = [&](const Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_) -> Status {
+    for (size_t i = 0; i < created.size(); ++i) {
+      const std::string& gpu = claimed[i].first;
+      if (Status d = mig_->DestroyMigInstance(gpu, created[i].gpu_instance_id); !d.ok())
+        spdlog::error("cannot undo MIG instance {}: {}", created[i].uuid, std::string(d.message()));
+    }
+    for (const auto& key : claimed) mig_owners_.erase(key);
+    return s;
+  };
+  std::vector<std::string> uuids;
+  std::vector<core::MigAllocation> identities;
+  for (size_t i = 0; i < ctr.devices.size(); ++i) {
+    const core::ContainerDevice& d = ctr.devices[i];
+    const std::string where =
+        StrCat("MIG ", d.mig_profile, " on GPU ", d.uuid, " at ", Placement(d.mig_placement));
+    auto reg = registered.find(d.uuid);
+    if (reg == registered.end()) return undo(FailedPrecondition(where, ": GPU not registered"));
+    if (std::string why = core::CheckMigGrant(reg->second, d); !why.empty())
+      return undo(FailedPrecondition(where, ": ", why, " (as this node registered it)"));
+    auto listed = mig_->ListMigInstances(d.uuid);
+    if (!listed.ok()) return undo(Annotate(listed.status(), where));
+    const gpu::MigPlacement at{d.mig_placement.start, d.mig_placement.size};
+    const auto key = std::make_pair(d.uuid, at.start);
+    std::optional<gpu::MigInstance> inst;
+    for (const auto& x : *listed) {
+      if (!(x.placement == at)) continue;
+      // Reuse only what is provably this container's: made by an earlier try of this plugin, or
+      // recorded on the pod (a restarted plugin). Anything else is another pod's, or debris.
+      auto own = mig_owners_.find(key);
+      const bool ours = own != mig_owners_.end() && own->second.pod_uid == pod.uid &&
+                        own->second.container_index == ctr.index &&
+                        own->second.instance.uuid == x.uuid;
+      bool recorded = false;
+      for (const auto& e : ctr.mig) {
+        recorded = recorded || (e.device_index == static_cast<int>(i) && e.HasRuntime() &&
+                                e.mig_uuid == x.uuid && e.gpu_instance_id == x.gpu_instance_id);
+      }
+      if (x.profile != d.mig_profile || x.uuid.empty() || !(ours || recorded))
+        return undo(FailedPrecondition(where, ": the placement holds ",
+                                       x.uuid.empty() ? "a GPU instance without compute instance"
+                                                      : StrCat("MIG device ", x.uuid),
+                                       " (", x.profile, ") that is not this container's"));
+      inst = x;
+    }
+    if (!inst) {
+      auto made = mig_->CreateMigInstance(d.uuid, d.mig_profile, at);
+      if (!made.ok()) return undo(made.status());
+      inst = *made;
+      created.push_back(*made);
+      claimed.push_back(key);
+      spdlog::info("pod {} container {}: created MIG device {} ({} at {}, GPU instance {})",
+                   pod.Key(), ctr.name, made->uuid, d.mig_profile, Placement(d.mig_placement),
+                   made->gpu_instance_id);
+    }
+    mig_owners_[key] = MigOwner{pod.uid, ctr.index, *inst};
+    uuids.push_back(inst->uuid);
+    identities.push_back(core::MigAllocation{ctr.index, static_cast<int>(i), d.uuid, d.mig_profile,
+                                             d.mig_placement, inst->uuid, inst->gpu_instance_id,
+                                             inst->compute_instance_id});
+  }
+  // Best effort: the in-memory owners already cover retries; the record covers a plugin restart.
+  if (Status s = pending_->RecordMig(pod, identities); !s.ok())
+    spdlog::warn("pod {}: cannot record its MIG devices on {}: {}", pod.Key(),
+                 core::kMigAllocations, std::string(s.message()));
+  return uuids;
+}
+
+StatusOr<int> DevicePlugin::ReclaimMigInstances() {
+  if (config_.mode != core::kModeMig || mig_ == nullptr) return 0;
+  MutexLock l(alloc_mu_);  // never between an Allocate's create and its record
+  auto grants = pending_->ActiveMigGrants();
+  if (!grants.ok())
+    return Annotate(grants.status(), "MIG reclaim skipped: the pods' MIG grants are unknown");
+  std::vector<std::string> gpus;
+  {
+    MutexLock m(mu_);
+    for (const auto& d : BuildNodeDevices(gpus_, healthy_, config_))
+      if (d.mode == core::kModeMig) gpus.push_back(d.uuid);
+  }
+  std::set<std::string> unclaimed;
+  int destroyed = 0;
+  for (const auto& gpu : gpus) {
+    auto listed = mig_->ListMigInstances(gpu);
+    if (!listed.ok()) {
+      spdlog::warn("MIG reclaim: {}", std::string(listed.status().message()));
+      continue;
+    }
+    for (const auto& inst : *listed) {
+      const core::MigPlacement at{inst.placement.start, inst.placement.size};
+      // Held: a grant names this very instance (its GPU, placement and profile, and its MIG UUID
+      // once recorded). A GPU instance without a compute instance serves no container.
+      const bool used =
+          !inst.uuid.empty() && std::any_of(grants->begin(), grants->end(), [&](const auto& g) {
+            return g.gpu_uuid == gpu && g.placement == at && g.profile == inst.profile &&
+                   (!g.HasRuntime() || g.mig_uuid == inst.uuid);
+          });
+      if (used) continue;
+      const std::string key = StrCat(gpu, "/", inst.gpu_instance_id, "/", inst.uuid);
+      if (!mig_unclaimed_.count(key)) {
+        unclaimed.insert(key);  // destroyed if still unclaimed on the next pass
+        continue;
+      }
+      if (Status s = mig_->DestroyMigInstance(gpu, inst.gpu_instance_id); !s.ok()) {
+        spdlog::warn("MIG reclaim: {}", std::string(s.message()));
+        unclaimed.insert(key);
+        continue;
+      }
+      mig_owners_.erase({gpu, at.start});
+      ++destroyed;
+      spdlog::info("reclaimed MIG device {} ({} at {} on GPU {}): no pod holds it any more",
+                   inst.uuid.empty() ? "(no compute instance)" : inst.uuid, inst.profile,
+                   Placement(at), gpu);
+    }
+  }
+  mig_unclaimed_ = std::move(unclaimed);
+  return destroyed;
 }
 
 }  // namespace hami::deviceplugin

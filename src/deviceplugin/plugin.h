@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,9 @@ class DevicePlugin {
   // Optional: kubelet's PodResources view, used to tell apart pods that wait for the same number of
   // devices (see SelectPending). Must outlive the plugin; set before Start.
   void SetKubeletPodView(KubeletPodView* view) { kubelet_view_ = view; }
+  // Operating mode mig: what creates the MIG instances that decisions grant (NvmlDiscovery). Must
+  // outlive the plugin; set before Start. Without it, MIG grants fail at Allocate.
+  void SetMigControl(gpu::MigControl* mig) { mig_ = mig; }
 
   // Discovers devices and starts serving; registration with kubelet is attempted now and retried
   // by the watch thread until kubelet.sock answers. Errors: invalid config, discovery failure,
@@ -58,6 +62,13 @@ class DevicePlugin {
   // The node annotations to patch: hami.io/node-nvidia-register (upstream JSON) and, when
   // `with_link_scores` (upstream: ENABLE_TOPOLOGY_SCORE), hami.io/node-nvidia-score.
   std::map<std::string, std::string> NodeAnnotations(bool with_link_scores) const;
+  // One pass of MIG reclaim (operating mode mig; the daemon runs it every registration interval):
+  // an instance on a GPU registered in mode mig that no active pod's grant names (same GPU,
+  // placement and profile, and the MIG UUID once the pod records one;
+  // PendingPodSource::ActiveMigGrants), or a GPU instance without a compute instance, is destroyed
+  // when two passes in a row find it so: a pod being admitted is never raced. Returns how many were
+  // destroyed; when the active grants are unknown the error says why and nothing is destroyed.
+  StatusOr<int> ReclaimMigInstances();
   // Successful Register calls so far (one per kubelet (re)start).
   int registrations() const { return registrations_.load(); }
   std::string SocketPath() const;
@@ -82,12 +93,20 @@ class DevicePlugin {
   v1beta1::ListAndWatchResponse DeviceListLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<v1beta1::ContainerAllocateResponse> AllocateOne(
       const v1beta1::ContainerAllocateRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
+  // The MIG devices of a container whose devices are all MIG grants: checks each grant against what
+  // this node registered, reuses the instance at the decided placement when it is this container's
+  // (made by an earlier try, or recorded on the pod), else creates it; records the identities on
+  // the pod. Returns the MIG UUIDs in device order; on error, instances this call created are gone.
+  StatusOr<std::vector<std::string>> EnsureMigInstances(const PendingPod& pod,
+                                                        const PendingContainer& ctr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
   std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
 
   PluginConfig config_;
   gpu::DeviceDiscovery* discovery_;
   PendingPodSource* pending_;
   KubeletPodView* kubelet_view_ = nullptr;
+  gpu::MigControl* mig_ = nullptr;
 
   // Guards the device state below; taken after alloc_mu_ or server_mu_, never before.
   mutable Mutex mu_ ABSL_ACQUIRED_AFTER(alloc_mu_, server_mu_);
@@ -104,6 +123,15 @@ class DevicePlugin {
   Mutex alloc_mu_;  // serialises Allocate / GetPreferredAllocation (find + commit)
   Rng rng_ ABSL_GUARDED_BY(alloc_mu_);
   std::vector<SteeredChoice> steered_ ABSL_GUARDED_BY(alloc_mu_);
+  // MIG instances this plugin made or handed out, by (GPU UUID, placement start): whose they are.
+  struct MigOwner {
+    std::string pod_uid;
+    int container_index = -1;
+    gpu::MigInstance instance;
+  };
+  std::map<std::pair<std::string, int>, MigOwner> mig_owners_ ABSL_GUARDED_BY(alloc_mu_);
+  // Instances no active grant named on the last reclaim pass ("<gpu>/<gpu instance id>/<uuid>").
+  std::set<std::string> mig_unclaimed_ ABSL_GUARDED_BY(alloc_mu_);
 
   Mutex server_mu_;
   std::unique_ptr<Service> service_ ABSL_GUARDED_BY(server_mu_);

@@ -39,6 +39,22 @@ int CountHealth(const std::vector<v1beta1::Device>& devs, const std::string& uui
   return n;
 }
 
+// NvmlDiscovery over the fake libnvidia-ml.so.1 with `devices` (FAKEGPU_DEVICES) and a state file
+// of its own; the fake re-reads its environment first.
+StatusOr<std::unique_ptr<gpu::NvmlDiscovery>> OpenFakeNvml(const std::string& state,
+                                                           const char* devices,
+                                                           gpu::testing::FakeNvmlHooks* hooks) {
+  setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_DEVICES", devices, 1);
+  *hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  if (!hooks->ok()) return FailedPrecondition(hooks->error);
+  hooks->reset();
+  gpu::NvmlOptions o;
+  o.library = HAMI_FAKE_NVML;
+  o.event_wait_ms = 50;
+  return gpu::NvmlDiscovery::Open(o);
+}
+
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -435,15 +451,8 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   // The whole chain: fake libnvidia-ml.so.1 -> NvmlDiscovery health watch -> ListAndWatch ->
   // kubelet.
   const std::string state = dir_ + "/fakegpu.state";
-  setenv("FAKEGPU_STATE", state.c_str(), 1);
-  setenv("FAKEGPU_DEVICES", "Tesla T4:15360:40;Tesla T4:15360:40", 1);
-  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
-  ASSERT_TRUE(hooks.ok()) << hooks.error;
-  hooks.reset();
-  gpu::NvmlOptions o;
-  o.library = HAMI_FAKE_NVML;
-  o.event_wait_ms = 50;
-  auto nvml = gpu::NvmlDiscovery::Open(o);
+  gpu::testing::FakeNvmlHooks hooks;
+  auto nvml = OpenFakeNvml(state, "Tesla T4:15360:40;Tesla T4:15360:40", &hooks);
   ASSERT_TRUE(nvml.ok()) << nvml.status();
   ASSERT_TRUE(kubelet_->Start().ok());
   plugin_ = std::make_unique<DevicePlugin>(config_, nvml->get(), &pending_, 3);
@@ -459,6 +468,270 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   plugin_.reset();  // before the discovery it uses
   nvml->reset();
   unlink(state.c_str());
+}
+
+// ---- Operating mode mig over the fake NVML: an A100-SXM4-40GB in MIG mode and a T4 ----
+
+constexpr char kA100[] = "GPU-fa4e0000-0000-4000-8000-000000000000";
+constexpr char kT4[] = "GPU-fa4e0000-0000-4000-8000-000000000001";
+
+core::ContainerDevice MigDev(const std::string& uuid, const std::string& profile, int64_t mem,
+                             int cores, int start, int size) {
+  core::ContainerDevice d = Dev(uuid, mem, cores);
+  d.mig_profile = profile;
+  d.mig_placement = {start, size};
+  return d;
+}
+
+// A pod whose container 0 gets `dev`, with the matching hami.io/vgpu-mig-allocations entry when it
+// is a MIG grant.
+PendingPod MigPod(const std::string& name, const core::ContainerDevice& dev) {
+  PendingPod p = Pod(name, {{dev}});
+  if (!dev.mig_profile.empty())
+    p.containers[0].mig.push_back(
+        core::MigAllocation{0, 0, dev.uuid, dev.mig_profile, dev.mig_placement, "", {}, {}});
+  return p;
+}
+
+class MigPluginTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    state_ = dir_ + "/fakegpu.state";
+    setenv("FAKEGPU_MIG", "0", 1);
+    auto nvml = OpenFakeNvml(state_, "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40", &hooks_);
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    nvml_ = std::move(*nvml);
+    config_.mode = "mig";
+  }
+  void TearDown() override {
+    plugin_.reset();  // before the discovery it uses
+    nvml_.reset();
+    unsetenv("FAKEGPU_MIG");
+    unlink(state_.c_str());
+    PluginTest::TearDown();
+  }
+  void StartMig() {
+    ASSERT_TRUE(kubelet_->Start().ok());
+    plugin_ = std::make_unique<DevicePlugin>(config_, nvml_.get(), &pending_, 5);
+    plugin_->SetMigControl(nvml_.get());
+    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, seconds(10)));
+  }
+  std::vector<gpu::MigInstance> Instances() {
+    auto l = nvml_->ListMigInstances(kA100);
+    EXPECT_TRUE(l.ok()) << l.status();
+    return l.ok() ? *l : std::vector<gpu::MigInstance>{};
+  }
+
+  std::string state_;
+  gpu::testing::FakeNvmlHooks hooks_;
+  std::unique_ptr<gpu::NvmlDiscovery> nvml_;
+};
+
+TEST_F(MigPluginTest, RegistersTheMigGpuWithItsProfiles) {
+  StartMig();
+  auto node = plugin_->NodeDevices();
+  ASSERT_EQ(node.size(), 2u);
+  EXPECT_EQ(node[0].mode, "mig");
+  ASSERT_EQ(node[0].mig_profiles.size(), 5u);
+  EXPECT_EQ(node[0].mig_profiles[0],
+            (core::MigProfile{
+                "1g.5gb", 4864, 14, 1, {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}}}));
+  EXPECT_EQ(node[1].mode, "hami-core");  // a T4 runs no MIG
+  const std::string ann = plugin_->NodeAnnotations(false).at("hami.io/node-nvidia-register");
+  EXPECT_NE(ann.find(R"("mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":14,)"
+                     R"("sliceCount":1,"placements":[{"start":0,"size":1})"),
+            std::string::npos)
+      << ann;
+}
+
+TEST_F(MigPluginTest, AllocateCreatesTheDecidedInstanceAndHandsOverItsMigDevice) {
+  StartMig();
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-1"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto insts = Instances();
+  ASSERT_EQ(insts.size(), 1u);
+  EXPECT_EQ(insts[0].profile, "1g.5gb");
+  EXPECT_EQ(insts[0].placement, (gpu::MigPlacement{6, 1}));
+  EXPECT_EQ(insts[0].gpu_instance_id, 13u);
+  const auto& resp = r->container_responses(0);
+  // The MIG device instead of the GPU, and nothing of libvgpu: the instance isolates itself.
+  ASSERT_EQ(resp.envs().size(), 1u);
+  EXPECT_EQ(resp.envs().at("NVIDIA_VISIBLE_DEVICES"), insts[0].uuid);
+  EXPECT_EQ(resp.mounts_size(), 0);
+  EXPECT_FALSE(fs::exists(config_.region_root + "/uid-m1_c0"));
+  EXPECT_TRUE(pending_.Failed().empty());
+
+  // A second pod on the next placement the scheduler chose; CDI names carry the MIG UUID.
+  plugin_.reset();
+  kubelet_ = std::make_unique<testing::FakeKubelet>(config_.plugin_dir);
+  config_.device_list_strategy = "cdi-cri";
+  StartMig();
+  pending_.AddPod(MigPod("m2", MigDev(kA100, "3g.20gb", 20096, 42, 0, 4)));
+  auto r2 = kubelet_->Allocate({{std::string(kA100) + "-2"}});
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  const auto after = Instances();
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0].placement, (gpu::MigPlacement{0, 4}));
+  ASSERT_EQ(r2->container_responses(0).cdi_devices_size(), 1);
+  EXPECT_EQ(r2->container_responses(0).cdi_devices(0).name(), "nvidia.com/gpu=" + after[0].uuid);
+  EXPECT_EQ(r2->container_responses(0).envs().count("NVIDIA_VISIBLE_DEVICES"), 0u);
+}
+
+TEST_F(MigPluginTest, RetriedAllocateReusesTheInstanceItMade) {
+  StartMig();
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "2g.10gb", 9984, 28, 2, 2)));
+  pending_.SetMarkError(Unavailable("API server down"));
+  auto first = kubelet_->Allocate({{std::string(kA100) + "-0"}});
+  ASSERT_FALSE(first.ok());
+  ASSERT_EQ(Instances().size(), 1u);
+  const std::string uuid = Instances()[0].uuid;
+  pending_.SetMarkError(OkStatus());
+  auto again = kubelet_->Allocate({{std::string(kA100) + "-3"}});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), uuid);
+  EXPECT_EQ(Instances().size(), 1u);
+}
+
+TEST_F(MigPluginTest, AnInstanceRecordedOnThePodSurvivesAPluginRestart) {
+  auto made = nvml_->CreateMigInstance(kA100, "1g.5gb", {5, 1});
+  ASSERT_TRUE(made.ok()) << made.status();
+  StartMig();
+  PendingPod p = MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 5, 1));
+  p.containers[0].mig[0].mig_uuid = made->uuid;
+  p.containers[0].mig[0].gpu_instance_id = made->gpu_instance_id;
+  p.containers[0].mig[0].compute_instance_id = made->compute_instance_id;
+  pending_.AddPod(p);
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-0"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), made->uuid);
+  EXPECT_EQ(Instances().size(), 1u);
+}
+
+TEST_F(MigPluginTest, GrantsTheNodeCannotHonourFailThePodAndTouchNothing) {
+  auto foreign = nvml_->CreateMigInstance(kA100, "1g.5gb", {0, 1});  // another pod's
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+  struct Case {
+    const char* name;
+    std::vector<core::ContainerDevice> devs;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"placement held by an instance that is not the pod's",
+       {MigDev(kA100, "1g.5gb", 4864, 14, 0, 1)},
+       "that is not this container's"},
+      {"placement the profile does not have",
+       {MigDev(kA100, "2g.10gb", 9984, 28, 6, 2)},
+       "as this node registered it"},
+      {"memory other than the profile's",
+       {MigDev(kA100, "1g.5gb", 9000, 14, 3, 1)},
+       "as this node registered it"},
+      {"a GPU not in MIG mode", {MigDev(kT4, "1g.5gb", 4864, 14, 3, 1)}, "as this node registered"},
+      {"a plain grant on the MIG GPU", {Dev(kA100, 4000, 10)}, "is in MIG mode but the decision"},
+      {"MIG and shared GPUs in one container",
+       {MigDev(kA100, "1g.5gb", 4864, 14, 3, 1), Dev(kT4, 1000, 0)},
+       "one container gets either"},
+  };
+  StartMig();
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PendingPod p = Pod(StrCat("bad", n++), {c.devs});
+    for (size_t i = 0; i < c.devs.size(); ++i) {
+      if (!c.devs[i].mig_profile.empty())
+        p.containers[0].mig.push_back(core::MigAllocation{0,
+                                                          static_cast<int>(i),
+                                                          c.devs[i].uuid,
+                                                          c.devs[i].mig_profile,
+                                                          c.devs[i].mig_placement,
+                                                          "",
+                                                          {},
+                                                          {}});
+    }
+    pending_.AddPod(p);
+    std::vector<std::string> ids;
+    for (const auto& d : c.devs) ids.push_back(d.uuid + "-" + std::to_string(ids.size()));
+    auto r = kubelet_->Allocate({ids});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(std::string(r.status().message()).find(c.want), std::string::npos) << r.status();
+    EXPECT_EQ(pending_.Failed().count(p.uid), 1u);
+    ASSERT_EQ(Instances().size(), 1u);
+    EXPECT_EQ(Instances()[0], *foreign);
+  }
+}
+
+TEST_F(MigPluginTest, MigGrantsFailOnANodeInHamiCoreMode) {
+  config_.mode = "hami-core";
+  StartMig();
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("operating mode is hami-core"),
+            std::string::npos)
+      << r.status();
+  EXPECT_TRUE(Instances().empty());
+}
+
+TEST_F(MigPluginTest, InstancesNoPodHoldsAreReclaimedOnTheSecondPass) {
+  StartMig();
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  ASSERT_TRUE(kubelet_->Allocate({{std::string(kA100) + "-0"}}).ok());
+  const gpu::MigInstance held = Instances().at(0);
+  auto orphan = nvml_->CreateMigInstance(kA100, "2g.10gb", {0, 2});  // no pod names it
+  ASSERT_TRUE(orphan.ok()) << orphan.status();
+
+  auto pass = [&] {
+    auto n = plugin_->ReclaimMigInstances();
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.ok() ? *n : -1;
+  };
+  EXPECT_EQ(pass(), 0);  // first sighting: a pod may be on its way
+  EXPECT_EQ(Instances().size(), 2u);
+  EXPECT_EQ(pass(), 1);
+  ASSERT_EQ(Instances().size(), 1u);
+  EXPECT_EQ(Instances()[0], held);  // the running pod's instance stays
+
+  // Unknown grants (the API server is down): nothing goes, whatever was seen before.
+  pending_.RemovePod("uid-m1");
+  EXPECT_EQ(pass(), 0);
+  pending_.SetListError(Unavailable("API server down"));
+  EXPECT_FALSE(plugin_->ReclaimMigInstances().ok());
+  EXPECT_EQ(Instances().size(), 1u);
+  pending_.SetListError(OkStatus());
+  EXPECT_EQ(pass(), 1);
+  EXPECT_TRUE(Instances().empty());
+  // The placement is free for the next pod.
+  pending_.AddPod(MigPod("m2", MigDev(kA100, "1g.5gb", 4864, 14, 6, 1)));
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-1"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), held.uuid);
+}
+
+TEST_F(MigPluginTest, AnInstanceAPodDoesNotHoldIsReclaimedEvenAtItsPlacement) {
+  StartMig();
+  // m1 waits for 1g.5gb at slice 4; a "+me" instance sits there (not what it was granted), and a
+  // recorded grant names MIG-gone while another instance took its placement.
+  pending_.AddPod(MigPod("m1", MigDev(kA100, "1g.5gb", 4864, 14, 4, 1)));
+  PendingPod m2 = MigPod("m2", MigDev(kA100, "1g.5gb", 4864, 14, 2, 1));
+  m2.containers[0].mig[0].mig_uuid = "MIG-gone";
+  m2.containers[0].mig[0].gpu_instance_id = 9;
+  m2.containers[0].mig[0].compute_instance_id = 0;
+  pending_.AddPod(m2);
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb+me", {4, 1}).ok());
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb", {2, 1}).ok());
+  EXPECT_EQ(*plugin_->ReclaimMigInstances(), 0);
+  EXPECT_EQ(*plugin_->ReclaimMigInstances(), 2);
+  EXPECT_TRUE(Instances().empty());
+}
+
+TEST_F(MigPluginTest, NoReclaimOutsideMigMode) {
+  config_.mode = "hami-core";
+  StartMig();
+  ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb", {0, 1}).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*plugin_->ReclaimMigInstances(), 0);
+  EXPECT_EQ(Instances().size(), 1u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fakes/fake_gpu.h"
+#include "fakes/mig_model.h"
 
 namespace fakegpu {
 namespace {
@@ -244,6 +245,38 @@ bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* o
   return true;
 }
 
+bool ParseMigDevices(const std::string& text, const std::vector<DeviceSpec>& devices,
+                     std::vector<int>* out, std::string* err) {
+  std::vector<int> mig;
+  if (Trim(text).empty()) {
+    out->clear();
+    return true;
+  }
+  const int n = static_cast<int>(devices.size());
+  for (const std::string& raw : Split(text, ',')) {
+    std::string item = Trim(raw);
+    long long dev = 0;
+    if (!ParseInt(item, 0, n - 1, &dev)) {
+      *err = "entry '" + item + "': want a device index < " + std::to_string(n);
+      return false;
+    }
+    const DeviceSpec& d = devices[static_cast<size_t>(dev)];
+    if (MigModelFor(d.name, d.mem_mib) == nullptr) {
+      *err = "device " + item + " (" + d.name + ") cannot run MIG (only A100 and H100 80GB can)";
+      return false;
+    }
+    for (int seen : mig) {
+      if (seen == dev) {
+        *err = "device " + item + " named twice";
+        return false;
+      }
+    }
+    mig.push_back(static_cast<int>(dev));
+  }
+  *out = std::move(mig);
+  return true;
+}
+
 Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
   Config c;
   auto warn = [&](const char* var, const std::string& why) {
@@ -261,9 +294,13 @@ Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
   if (state && *state) {
     c.state_path = state;
   } else {
+    // Processes configured alike share the state; FAKEGPU_MIG is part of it (it sets the modes the
+    // state starts with).
+    std::string key = devices_text;
+    if (const char* m = getenv_fn(FAKEGPU_ENV_MIG); m && *m) key += std::string("\nmig=") + m;
     char buf[128];
     std::snprintf(buf, sizeof buf, "/dev/shm/fakegpu-%u-%016llx", static_cast<unsigned>(getuid()),
-                  static_cast<unsigned long long>(Fnv1a64(devices_text)));
+                  static_cast<unsigned long long>(Fnv1a64(key)));
     c.state_path = buf;
   }
   auto num = [&](const char* var, uint64_t min, uint64_t max, uint64_t* field) {
@@ -293,6 +330,10 @@ Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
   }
   if (const char* v = getenv_fn(FAKEGPU_ENV_FAULTS); v && !ParseFaults(v, &c.faults, &err)) {
     warn(FAKEGPU_ENV_FAULTS, err);
+  }
+  if (const char* v = getenv_fn(FAKEGPU_ENV_MIG);
+      v && !ParseMigDevices(v, c.devices, &c.mig_devices, &err)) {
+    warn(FAKEGPU_ENV_MIG, err);
   }
   if (const char* v = getenv_fn(FAKEGPU_ENV_INIT_FAIL); v && *v) {
     std::string t = Trim(v);

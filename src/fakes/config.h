@@ -46,6 +46,7 @@ struct Config {
   std::vector<NvLinkSpec> nvlinks;
   std::vector<XidSpec> xids;
   std::vector<FaultSpec> faults;
+  std::vector<int> mig_devices;  // FAKEGPU_MIG: devices whose MIG mode starts enabled
   bool init_fail = false;
   int cuda_version = 13000;
   std::string driver_version = "580.65.06";
@@ -64,6 +65,9 @@ bool ParseFaults(const std::string& text, std::vector<FaultSpec>* out, std::stri
 bool ParseXids(const std::string& text, int num_devices, std::vector<XidSpec>* out,
                std::string* err);
 bool ParseUint(const std::string& text, uint64_t max, uint64_t* out);
+// FAKEGPU_MIG: comma list of device indices, each of a model that can run MIG (mig_model.h).
+bool ParseMigDevices(const std::string& text, const std::vector<DeviceSpec>& devices,
+                     std::vector<int>* out, std::string* err);
 
 std::string DefaultUuid(int index);
 uint64_t Fnv1a64(const std::string& s);

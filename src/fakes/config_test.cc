@@ -171,6 +171,26 @@ TEST(LoadConfigTest, DefaultsAndMalformedValues) {
       << c.state_path;
 }
 
+TEST(ParseListsTest, MigDevices) {
+  std::vector<DeviceSpec> devices;
+  std::string err;
+  ASSERT_TRUE(
+      ParseDevices("NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40;"
+                   "NVIDIA H100 80GB HBM3:81559:132;NVIDIA H100 PCIe:40960:114",
+                   &devices, &err))
+      << err;
+  std::vector<int> out;
+  ASSERT_TRUE(ParseMigDevices(" 2, 0", devices, &out, &err)) << err;
+  EXPECT_EQ(out, (std::vector<int>{2, 0}));
+  ASSERT_TRUE(ParseMigDevices("", devices, &out, &err));
+  EXPECT_TRUE(out.empty());
+  // A T4 (1) and a small H100 (3) have no MIG table; 4 is no device; duplicates and junk.
+  for (const char* bad : {"1", "3", "4", "0,0", "x", "0;2", "-1"})
+    EXPECT_FALSE(ParseMigDevices(bad, devices, &out, &err)) << bad;
+  ParseMigDevices("1", devices, &out, &err);
+  EXPECT_NE(err.find("cannot run MIG"), std::string::npos) << err;
+}
+
 TEST(LoadConfigTest, StatePathDependsOnDevices) {
   auto path_for = [](const char* devices) {
     std::vector<std::string> w;
@@ -183,6 +203,17 @@ TEST(LoadConfigTest, StatePathDependsOnDevices) {
   };
   EXPECT_NE(path_for("A:1:1"), path_for("B:1:1"));
   EXPECT_EQ(path_for("A:1:1"), path_for("A:1:1"));
+  // FAKEGPU_MIG sets the modes a state starts with: another MIG setting, another state.
+  std::vector<std::string> w;
+  const Config mig = LoadConfig(
+      [&](const char* name) -> const char* {
+        if (std::string(name) == FAKEGPU_ENV_DEVICES) return "NVIDIA A100-PCIE-40GB:40960:108";
+        return std::string(name) == FAKEGPU_ENV_MIG ? "0" : nullptr;
+      },
+      &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(mig.mig_devices, (std::vector<int>{0}));
+  EXPECT_NE(mig.state_path, path_for("NVIDIA A100-PCIE-40GB:40960:108"));
 }
 
 TEST(UuidTest, BytesFromHex) {

@@ -44,6 +44,11 @@ extern "C" {
 /* NVLink topology: comma list "a-b:links", e.g. "0-1:12,2-3:12" (NVML indices). Default: none. */
 #define FAKEGPU_ENV_NVLINK "FAKEGPU_NVLINK"
 
+/* MIG: comma list of NVML indices whose MIG mode is enabled when the state is created, e.g. "0,1".
+ * Only A100 and H100 (80 GB) devices can run MIG (their real GPU instance profiles and
+ * placements); the others report NVML_ERROR_NOT_SUPPORTED for MIG calls. Default: none. */
+#define FAKEGPU_ENV_MIG "FAKEGPU_MIG"
+
 /* Scheduled XID events: comma list "dev:xid:after_ms"; each is injected into the shared state by
  * the process that set it, after_ms after its nvmlInit (checked in nvmlEventSetWait and other NVML
  * calls). */

@@ -1,6 +1,7 @@
 // Fake libnvidia-ml.so.1: NVML entry points over the simulated devices of fakes/shared_state.h.
 // Contract and semantics: fakes/README.md. NVML always shows all devices (no CUDA_VISIBLE_DEVICES).
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,13 +12,25 @@
 #include <vector>
 
 #include "fakes/fake_gpu.h"
+#include "fakes/mig_model.h"
 #include "fakes/runtime.h"
 #include "gpu/nvml_abi.h"
 
 using fakegpu::GetRuntime;
 
 struct nvmlDevice_st {
-  int index;
+  int index;  // NVML index of the GPU (of the parent GPU, for a MIG device)
+  int gi;     // -1: the GPU itself; else the MIG device of compute instance (gi, ci)
+  int ci;
+};
+struct nvmlGpuInstance_st {
+  int dev;
+  int id;
+};
+struct nvmlComputeInstance_st {
+  int dev;
+  int gi;
+  int id;
 };
 
 namespace {
@@ -45,13 +58,28 @@ struct Globals {
   uint64_t init_mono_ns = 0;
   std::vector<bool> xid_done;  // per FAKEGPU_XID entry: already injected by this process
   nvmlDevice_st handles[fakegpu::kMaxDevices];
+  // MIG handles: fixed slots per (GPU, instance id), valid while the instance lives.
+  nvmlDevice_st mig_devices[fakegpu::kMaxDevices][fakegpu::kMaxGpuInstances]
+                           [fakegpu::kMaxComputeInstances];
+  nvmlGpuInstance_st gis[fakegpu::kMaxDevices][fakegpu::kMaxGpuInstances];
+  nvmlComputeInstance_st cis[fakegpu::kMaxDevices][fakegpu::kMaxGpuInstances]
+                            [fakegpu::kMaxComputeInstances];
   std::unordered_set<EventSet*> sets;
 };
 
 Globals& G() {
   static Globals* g = [] {
     auto* p = new Globals();  // leaked on purpose: usable from atexit handlers of the host
-    for (int i = 0; i < fakegpu::kMaxDevices; ++i) p->handles[i].index = i;
+    for (int i = 0; i < fakegpu::kMaxDevices; ++i) {
+      p->handles[i] = {i, -1, -1};
+      for (int gi = 0; gi < fakegpu::kMaxGpuInstances; ++gi) {
+        p->gis[i][gi] = {i, gi};
+        for (int ci = 0; ci < fakegpu::kMaxComputeInstances; ++ci) {
+          p->mig_devices[i][gi][ci] = {i, gi, ci};
+          p->cis[i][gi][ci] = {i, gi, ci};
+        }
+      }
+    }
     return p;
   }();
   return *g;
@@ -187,6 +215,11 @@ nvmlReturn_t InitImpl() {
   return NVML_SUCCESS;
 }
 
+// MIG devices (defined with the MIG entry points below): true when `h` is a live MIG device, with
+// its UUID ("MIG-...") or name, or its memory.
+bool MigDeviceString(nvmlDevice_t h, bool uuid, std::string* out);
+bool MigDeviceMemory(nvmlDevice_t h, uint64_t* total_bytes);
+
 struct ProcRow {
   unsigned pid;
   unsigned long long mem;
@@ -197,8 +230,12 @@ template <typename Write>
 nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, bool have_buffer, bool graphics,
                               Write write) {
   FG_NEED_INIT();
-  FG_DEVICE(device, idx);
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (uint64_t mig_total = 0; MigDeviceMemory(device, &mig_total)) {
+    *count = 0;  // processes are not attributed to MIG devices
+    return NVML_SUCCESS;
+  }
+  FG_DEVICE(device, idx);
   std::vector<ProcRow> rows;
   if (!graphics) {
     for (const auto& p : S().Processes(idx))
@@ -482,6 +519,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                               unsigned int length) {
   FG_ENTRY();
   FG_NEED_INIT();
+  std::string mig;
+  if (MigDeviceString(device, false, &mig)) return CopyString(mig, name, length);
   FG_DEVICE(device, idx);
   return CopyString(Dev(idx).name, name, length);
 }
@@ -490,6 +529,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                               unsigned int length) {
   FG_ENTRY();
   FG_NEED_INIT();
+  std::string mig;
+  if (MigDeviceString(device, true, &mig)) return CopyString(mig, uuid, length);
   FG_DEVICE(device, idx);
   return CopyString(Dev(idx).uuid, uuid, length);
 }
@@ -500,8 +541,12 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   FG_ENTRY();
   FG_NEED_INIT();
-  FG_DEVICE(device, idx);
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (uint64_t mig_total = 0; MigDeviceMemory(device, &mig_total)) {
+    *memory = nvmlMemory_t{mig_total, mig_total, 0};
+    return NVML_SUCCESS;
+  }
+  FG_DEVICE(device, idx);
   uint64_t total = Dev(idx).total_bytes, used = std::min(total, S().UsedBytes(idx, 0));
   memory->total = total;
   memory->used = used;
@@ -513,9 +558,16 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                        nvmlMemory_v2_t* memory) {
   FG_ENTRY();
   FG_NEED_INIT();
-  FG_DEVICE(device, idx);
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (uint64_t mig_total = 0; MigDeviceMemory(device, &mig_total)) {
+    memory->total = mig_total;
+    memory->reserved = 0;
+    memory->used = 0;
+    memory->free = mig_total;
+    return NVML_SUCCESS;
+  }
+  FG_DEVICE(device, idx);
   uint64_t total = Dev(idx).total_bytes, used = std::min(total, S().UsedBytes(idx, 0));
   memory->total = total;
   memory->reserved = 0;
@@ -801,7 +853,264 @@ nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizat
 }
 
 // ----------------------------------------------------------------------------------------------
-// MIG, attributes, modes
+// MIG (fakes/mig_model.h for the geometry; README.md, "MIG")
+
+namespace {
+
+using fakegpu::CiRec;
+using fakegpu::GiProfile;
+using fakegpu::GiRec;
+using fakegpu::MigRec;
+
+template <typename T>
+bool Within(const T* p, const T* first, size_t n) {
+  return p != nullptr && p >= first && p < first + n;
+}
+
+const fakegpu::MigModel* Model(int idx) {
+  return fakegpu::MigModelFor(Dev(idx).name, Dev(idx).total_bytes >> 20);
+}
+
+uint32_t SliceMask(unsigned start, unsigned size) {
+  return size >= 32 ? 0xFFFFFFFFu : ((1u << size) - 1u) << start;
+}
+
+uint32_t UsedComputeSlices(const GiRec& g) {
+  uint32_t mask = 0;
+  for (const CiRec& ci : g.cis)
+    if (ci.live) mask |= SliceMask(ci.start, ci.size);
+  return mask;
+}
+
+uint32_t OccupiedSlices(const MigRec& m) {
+  uint32_t mask = 0;
+  for (const GiRec& g : m.gis)
+    if (g.live) mask |= SliceMask(g.start, g.size);
+  return mask;
+}
+
+// The profile of a GPU instance call on device idx (by profile id, or by
+// NVML_GPU_INSTANCE_PROFILE_* index): NOT_SUPPORTED unless the device runs MIG, INVALID_ARGUMENT
+// for an id it does not have.
+nvmlReturn_t GiProfileOf(int idx, unsigned key, bool by_index, const GiProfile** out) {
+  const MigRec m = S().Mig(idx);
+  if (!m.capable || !m.enabled) return NVML_ERROR_NOT_SUPPORTED;
+  if (by_index && key > NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2) return NVML_ERROR_INVALID_ARGUMENT;
+  const GiProfile* p = by_index ? fakegpu::GiProfileByIndex(*Model(idx), key)
+                                : fakegpu::GiProfileById(*Model(idx), key);
+  if (p == nullptr) return by_index ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+  *out = p;
+  return NVML_SUCCESS;
+}
+
+const GiProfile& ProfileOfRec(int idx, const GiRec& g) {
+  return *fakegpu::GiProfileByIndex(*Model(idx), g.profile);  // only created from the table
+}
+
+// A live GPU instance behind a handle.
+bool LiveGi(nvmlGpuInstance_t h, int* dev, GiRec* rec) {
+  Globals& g = G();
+  if (!Within(h, &g.gis[0][0], sizeof g.gis / sizeof g.gis[0][0])) return false;
+  if (h->dev >= S().num_devices()) return false;
+  const MigRec m = S().Mig(h->dev);
+  if (!m.enabled || !m.gis[h->id].live) return false;
+  *dev = h->dev;
+  *rec = m.gis[h->id];
+  return true;
+}
+
+// A live compute instance behind a compute instance or MIG device handle.
+struct CiView {
+  int dev = 0, gi = 0, ci = 0;
+  GiRec gi_rec{};
+  CiRec ci_rec{};
+};
+bool LiveCi(int dev, int gi, int ci, CiView* v) {
+  if (dev < 0 || dev >= S().num_devices()) return false;
+  const MigRec m = S().Mig(dev);
+  if (!m.enabled || !m.gis[gi].live || !m.gis[gi].cis[ci].live) return false;
+  *v = CiView{dev, gi, ci, m.gis[gi], m.gis[gi].cis[ci]};
+  return true;
+}
+bool LiveCi(nvmlComputeInstance_t h, CiView* v) {
+  Globals& g = G();
+  return Within(h, &g.cis[0][0][0], sizeof g.cis / sizeof g.cis[0][0][0]) &&
+         LiveCi(h->dev, h->gi, h->id, v);
+}
+bool IsMigHandle(nvmlDevice_t h) {
+  Globals& g = G();
+  return Within(h, &g.mig_devices[0][0][0], sizeof g.mig_devices / sizeof g.mig_devices[0][0][0]);
+}
+bool LiveMigDevice(nvmlDevice_t h, CiView* v) {
+  return IsMigHandle(h) && LiveCi(h->index, h->gi, h->ci, v);
+}
+
+// Compute instance profiles of a GPU instance of `slices` compute slices: the whole instance,
+// 1 and 2 slices of larger ones, 3 and 4 slices of the 7-slice one (as NVML lists them on A100).
+unsigned CiSlices(unsigned profile) {
+  static const unsigned kSlices[] = {1, 2, 3, 4, 7, 8, 6, 1};
+  return profile < NVML_COMPUTE_INSTANCE_PROFILE_COUNT ? kSlices[profile] : 0;
+}
+bool CiSupported(unsigned profile, unsigned gi_slices) {
+  if (profile > NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE) return false;
+  const unsigned c = CiSlices(profile);
+  return c == gi_slices || (c <= 2 && c < gi_slices) || (gi_slices == 7 && (c == 3 || c == 4));
+}
+
+std::string MigProfileName(const GiProfile& gp, unsigned ci_slices) {
+  if (ci_slices == gp.slices) return gp.name;
+  return std::to_string(ci_slices) + "c." + gp.name;
+}
+
+// "MIG-" + a UUID derived from the parent, the instance ids and the creation serial.
+std::string MigUuid(int dev, const CiView& v) {
+  const std::string key = std::string(Dev(dev).uuid) + "/" + std::to_string(v.gi) + "/" +
+                          std::to_string(v.ci) + "/" + std::to_string(v.ci_rec.serial);
+  const uint64_t a = fakegpu::Fnv1a64(key), b = fakegpu::Fnv1a64(key + "#mig");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "MIG-%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
+                static_cast<unsigned>(0x8000 | (b >> 52 & 0x3fff)),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+// NVML's list convention: with room for all `items` they are copied and *count set; otherwise
+// *count = how many there are and INSUFFICIENT_SIZE (a NULL `out` only asks, when `null_asks`).
+template <typename T>
+nvmlReturn_t CopyList(const std::vector<T>& items, T* out, unsigned* count, bool null_asks) {
+  const unsigned n = static_cast<unsigned>(items.size());
+  if (out == nullptr && null_asks) {
+    *count = n;
+    return NVML_SUCCESS;
+  }
+  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (*count < n) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(items.begin(), items.end(), out);
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+// Greedy count of placements of `p` (lowest start first) that fit beside `occupied`: the profiles'
+// placements are aligned, so this is how many more instances fit.
+unsigned FreePlacements(const GiProfile& p, uint32_t occupied) {
+  unsigned n = 0;
+  for (unsigned s = 0; s < fakegpu::kMigMemorySlices; ++s) {
+    const uint32_t mask = SliceMask(s, p.size);
+    if ((p.starts >> s & 1u) && (occupied & mask) == 0) {
+      occupied |= mask;
+      ++n;
+    }
+  }
+  return n;
+}
+
+unsigned LiveOfProfile(const MigRec& m, unsigned profile) {
+  unsigned n = 0;
+  for (const GiRec& g : m.gis) n += (g.live && g.profile == profile) ? 1 : 0;
+  return n;
+}
+
+// Creates a GPU instance of `p` at `start` (any free start when start < 0); the driver's codes:
+// INVALID_ARGUMENT for a placement the profile does not have, INSUFFICIENT_RESOURCES when it
+// overlaps an instance or the profile's instance count is reached.
+nvmlReturn_t CreateGi(int idx, const GiProfile& p, int start, nvmlGpuInstance_t* out) {
+  int id = -1;
+  const int rc = S().UpdateMig(idx, [&](MigRec* m) -> int {
+    if (!m->enabled) return NVML_ERROR_NOT_SUPPORTED;
+    if (LiveOfProfile(*m, p.profile) >= p.instances) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    const uint32_t occupied = OccupiedSlices(*m);
+    unsigned at = 0;
+    if (start >= 0) {
+      at = static_cast<unsigned>(start);
+      if (at >= fakegpu::kMigMemorySlices || !(p.starts >> at & 1u))
+        return NVML_ERROR_INVALID_ARGUMENT;
+      if (occupied & SliceMask(at, p.size)) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    } else {
+      for (at = 0; at < fakegpu::kMigMemorySlices; ++at)
+        if ((p.starts >> at & 1u) && (occupied & SliceMask(at, p.size)) == 0) break;
+      if (at == fakegpu::kMigMemorySlices) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    }
+    id = fakegpu::MigGpuInstanceId(at, p.size);
+    if (id < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    GiRec& g = m->gis[id];
+    std::memset(&g, 0, sizeof g);
+    g.live = 1;
+    g.profile = p.profile;
+    g.start = at;
+    g.size = p.size;
+    return NVML_SUCCESS;
+  });
+  if (rc == NVML_SUCCESS) *out = &G().gis[idx][id];
+  return rc;
+}
+
+void FillGiProfile(const GiProfile& p, nvmlGpuInstanceProfileInfo_t* info) {
+  *info = nvmlGpuInstanceProfileInfo_t{p.id,           0,          p.slices,   p.instances, p.sms,
+                                       p.copy_engines, p.decoders, p.encoders, p.jpegs,     p.ofas,
+                                       p.memory_mib};
+}
+
+void FillCiProfile(const GiProfile& gp, unsigned profile, nvmlComputeInstanceProfileInfo_t* info) {
+  const unsigned c = CiSlices(profile);
+  *info = nvmlComputeInstanceProfileInfo_t{
+      profile,     c,        gp.slices / c, gp.sms * c / gp.slices, gp.copy_engines, gp.decoders,
+      gp.encoders, gp.jpegs, gp.ofas};
+}
+
+// Placements of a compute instance of c slices in a GPU instance of `slices`: aligned to c.
+nvmlReturn_t CreateCi(int dev, int gi, unsigned profile, nvmlComputeInstance_t* out) {
+  int id = -1;
+  const int rc = S().UpdateMig(dev, [&](MigRec* m) -> int {
+    GiRec& g = m->gis[gi];
+    if (!m->enabled || !g.live) return NVML_ERROR_INVALID_ARGUMENT;
+    const GiProfile& gp = ProfileOfRec(dev, g);
+    if (!CiSupported(profile, gp.slices)) return NVML_ERROR_NOT_SUPPORTED;
+    const unsigned c = CiSlices(profile);
+    const uint32_t used = UsedComputeSlices(g);
+    unsigned start = 0;
+    while (start + c <= gp.slices && (used & SliceMask(start, c)) != 0) start += c;
+    if (start + c > gp.slices) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    for (id = 0; id < fakegpu::kMaxComputeInstances && g.cis[id].live; ++id) {
+    }
+    if (id == fakegpu::kMaxComputeInstances) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    g.cis[id] = CiRec{1, profile, start, c, ++m->serial};
+    return NVML_SUCCESS;
+  });
+  if (rc == NVML_SUCCESS) *out = &G().cis[dev][gi][id];
+  return rc;
+}
+
+bool MigDeviceString(nvmlDevice_t h, bool uuid, std::string* out) {
+  CiView v;
+  if (!LiveMigDevice(h, &v)) return false;
+  *out = uuid ? MigUuid(v.dev, v)
+              : std::string(Dev(v.dev).name) + " MIG " +
+                    MigProfileName(ProfileOfRec(v.dev, v.gi_rec), v.ci_rec.size);
+  return true;
+}
+
+bool MigDeviceMemory(nvmlDevice_t h, uint64_t* total_bytes) {
+  CiView v;
+  if (!LiveMigDevice(h, &v)) return false;
+  *total_bytes = ProfileOfRec(v.dev, v.gi_rec).memory_mib << 20;
+  return true;
+}
+
+}  // namespace
+
+// Entry of a GPU instance call by profile id: checks the handle and the out-parameter `out`, sets
+// idx (the GPU) and p (the profile).
+#define FG_GI_CALL(device, profile_id, out, idx, p)         \
+  FG_ENTRY();                                               \
+  FG_NEED_INIT();                                           \
+  FG_DEVICE(device, idx);                                   \
+  if ((out) == nullptr) return NVML_ERROR_INVALID_ARGUMENT; \
+  const GiProfile* p = nullptr;                             \
+  if (nvmlReturn_t rc_ = GiProfileOf(idx, profile_id, false, &p); rc_ != NVML_SUCCESS) return rc_
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
                                                  unsigned int* pending) {
@@ -809,9 +1118,27 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned i
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (current == nullptr || pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *current = NVML_DEVICE_MIG_DISABLE;
-  *pending = NVML_DEVICE_MIG_DISABLE;
+  const MigRec m = S().Mig(idx);
+  if (!m.capable) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = m.enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
   return NVML_SUCCESS;
+}
+
+// Takes effect at once (the real driver may need a GPU reset; the fake has none to do).
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                                 nvmlReturn_t* activation) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (activation == nullptr || mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
+  const int rc = S().UpdateMig(idx, [&](MigRec* m) -> int {
+    if (!m->capable) return NVML_ERROR_NOT_SUPPORTED;
+    if (mode == NVML_DEVICE_MIG_DISABLE && OccupiedSlices(*m) != 0) return NVML_ERROR_IN_USE;
+    m->enabled = mode;
+    return NVML_SUCCESS;
+  });
+  if (rc == NVML_SUCCESS) *activation = NVML_SUCCESS;
+  return rc;
 }
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
@@ -820,23 +1147,353 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *count = 0;
+  *count = S().Mig(idx).capable ? fakegpu::kMaxMigDevices : 0;
   return NVML_SUCCESS;
 }
 
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* is_mig) {
   FG_ENTRY();
   FG_NEED_INIT();
-  FG_DEVICE(device, idx);
   if (is_mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  CiView v;
+  if (LiveMigDevice(device, &v)) {
+    *is_mig = 1;
+    return NVML_SUCCESS;
+  }
+  FG_DEVICE(device, idx);
   *is_mig = 0;
   return NVML_SUCCESS;
 }
 
-static nvmlReturn_t Attributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
+// MIG devices are numbered by (GPU instance id, compute instance id); empty slots are NOT_FOUND.
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                                unsigned int index,
+                                                                nvmlDevice_t* mig) {
+  FG_ENTRY();
   FG_NEED_INIT();
   FG_DEVICE(device, idx);
+  if (mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const MigRec m = S().Mig(idx);
+  if (!m.capable || !m.enabled) return NVML_ERROR_NOT_SUPPORTED;
+  if (index >= static_cast<unsigned>(fakegpu::kMaxMigDevices)) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned k = 0;
+  for (int gi = 0; gi < fakegpu::kMaxGpuInstances; ++gi) {
+    if (!m.gis[gi].live) continue;
+    for (int ci = 0; ci < fakegpu::kMaxComputeInstances; ++ci) {
+      if (!m.gis[gi].cis[ci].live) continue;
+      if (k++ == index) {
+        *mig = &G().mig_devices[idx][gi][ci];
+        return NVML_SUCCESS;
+      }
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig,
+                                                                         nvmlDevice_t* device) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  CiView v;
+  if (device == nullptr || !LiveMigDevice(mig, &v)) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = Handle(v.dev);
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t MigDeviceId(nvmlDevice_t device, unsigned* id, bool gpu_instance) {
+  FG_NEED_INIT();
+  if (id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  CiView v;
+  if (!LiveMigDevice(device, &v)) {
+    FG_DEVICE(device, idx);
+    return NVML_ERROR_NOT_SUPPORTED;  // a GPU, not a MIG device
+  }
+  *id = static_cast<unsigned>(gpu_instance ? v.gi : v.ci);
+  return NVML_SUCCESS;
+}
+
+FG_NV(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id),
+      MigDeviceId(device, id, true))
+
+FG_NV(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id),
+      MigDeviceId(device, id, false))
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
+    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t* info) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const GiProfile* p = nullptr;
+  if (nvmlReturn_t rc = GiProfileOf(idx, profile, true, &p); rc != NVML_SUCCESS) return rc;
+  FillGiProfile(*p, info);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
+    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t* info) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != nvmlGpuInstanceProfileInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const GiProfile* p = nullptr;
+  if (nvmlReturn_t rc = GiProfileOf(idx, profile, true, &p); rc != NVML_SUCCESS) return rc;
+  nvmlGpuInstanceProfileInfo_t v1;
+  FillGiProfile(*p, &v1);
+  std::memcpy(&info->id, &v1, offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB));
+  info->memorySizeMB = v1.memorySizeMB;
+  std::snprintf(info->name, sizeof info->name, "MIG %s", p->name);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profile_id, nvmlGpuInstancePlacement_t* placements,
+    unsigned int* count) {
+  FG_GI_CALL(device, profile_id, count, idx, p);
+  std::vector<nvmlGpuInstancePlacement_t> all;
+  for (unsigned s = 0; s < fakegpu::kMigMemorySlices; ++s)
+    if (p->starts >> s & 1u) all.push_back({s, p->size});
+  return CopyList(all, placements, count, true);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device,
+                                                                      unsigned int profile_id,
+                                                                      unsigned int* count) {
+  FG_GI_CALL(device, profile_id, count, idx, p);
+  const MigRec m = S().Mig(idx);
+  const unsigned live = LiveOfProfile(m, p->profile);
+  *count = live >= p->instances
+               ? 0
+               : std::min(p->instances - live, FreePlacements(*p, OccupiedSlices(m)));
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device,
+                                                        unsigned int profile_id,
+                                                        nvmlGpuInstance_t* gi) {
+  FG_GI_CALL(device, profile_id, gi, idx, p);
+  return CreateGi(idx, *p, -1, gi);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gi) {
+  FG_GI_CALL(device, profile_id, gi, idx, p);
+  if (placement == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (placement->size != p->size || placement->start >= fakegpu::kMigMemorySlices)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  return CreateGi(idx, *p, static_cast<int>(placement->start), gi);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (!LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  return S().UpdateMig(dev, [&](MigRec* m) -> int {
+    GiRec& g = m->gis[gi->id];
+    if (!g.live) return NVML_ERROR_INVALID_ARGUMENT;
+    for (const CiRec& ci : g.cis)
+      if (ci.live) return NVML_ERROR_IN_USE;
+    std::memset(&g, 0, sizeof g);
+    return NVML_SUCCESS;
+  });
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile_id,
+                                                      nvmlGpuInstance_t* gis, unsigned int* count) {
+  FG_GI_CALL(device, profile_id, count, idx, p);
+  const MigRec m = S().Mig(idx);
+  std::vector<nvmlGpuInstance_t> live;
+  for (int id = 0; id < fakegpu::kMaxGpuInstances; ++id)
+    if (m.gis[id].live && m.gis[id].profile == p->profile) live.push_back(&G().gis[idx][id]);
+  return CopyList(live, gis, count, false);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                                         nvmlGpuInstance_t* gi) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (gi == nullptr || id >= static_cast<unsigned>(fakegpu::kMaxGpuInstances))
+    return NVML_ERROR_INVALID_ARGUMENT;
+  const MigRec m = S().Mig(idx);
+  if (!m.capable || !m.enabled) return NVML_ERROR_NOT_SUPPORTED;
+  if (!m.gis[id].live) return NVML_ERROR_NOT_FOUND;
+  *gi = &G().gis[idx][id];
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi,
+                                                   nvmlGpuInstanceInfo_t* info) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (info == nullptr || !LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  info->device = Handle(dev);
+  info->id = static_cast<unsigned>(gi->id);
+  info->profileId = ProfileOfRec(dev, rec).id;
+  info->placement = {rec.start, rec.size};
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t CiProfileInfo(nvmlGpuInstance_t gi, unsigned profile, unsigned engine,
+                                  nvmlComputeInstanceProfileInfo_t* info, const GiProfile** gp) {
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (info == nullptr || !LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
+      engine != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *gp = &ProfileOfRec(dev, rec);
+  if (!CiSupported(profile, (*gp)->slices)) return NVML_ERROR_NOT_SUPPORTED;
+  FillCiProfile(**gp, profile, info);
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t gi, unsigned int profile, unsigned int engine,
+    nvmlComputeInstanceProfileInfo_t* info) {
+  FG_ENTRY();
+  const GiProfile* gp = nullptr;
+  return CiProfileInfo(gi, profile, engine, info, &gp);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
+    nvmlGpuInstance_t gi, unsigned int profile, unsigned int engine,
+    nvmlComputeInstanceProfileInfo_v2_t* info) {
+  FG_ENTRY();
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != nvmlComputeInstanceProfileInfo_v2)
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  nvmlComputeInstanceProfileInfo_t v1;
+  const GiProfile* gp = nullptr;
+  if (nvmlReturn_t rc = CiProfileInfo(gi, profile, engine, &v1, &gp); rc != NVML_SUCCESS) return rc;
+  std::memcpy(&info->id, &v1, sizeof v1);
+  std::snprintf(info->name, sizeof info->name, "MIG %s",
+                MigProfileName(*gp, CiSlices(profile)).c_str());
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
+    nvmlGpuInstance_t gi, unsigned int profile, unsigned int* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (count == nullptr || !LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  const GiProfile& gp = ProfileOfRec(dev, rec);
+  if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!CiSupported(profile, gp.slices)) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned c = CiSlices(profile);
+  const uint32_t used = UsedComputeSlices(rec);
+  unsigned n = 0;
+  for (unsigned s = 0; s + c <= gp.slices; s += c) n += (used & SliceMask(s, c)) == 0 ? 1 : 0;
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi,
+                                                                 unsigned int profile,
+                                                                 nvmlComputeInstance_t* ci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (ci == nullptr || !LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  return CreateCi(dev, gi->id, profile, ci);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  CiView v;
+  if (!LiveCi(ci, &v)) return NVML_ERROR_INVALID_ARGUMENT;
+  return S().UpdateMig(v.dev, [&](MigRec* m) -> int {
+    CiRec& r = m->gis[v.gi].cis[v.ci];
+    if (!r.live) return NVML_ERROR_INVALID_ARGUMENT;
+    std::memset(&r, 0, sizeof r);
+    return NVML_SUCCESS;
+  });
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gi,
+                                                               unsigned int profile,
+                                                               nvmlComputeInstance_t* cis,
+                                                               unsigned int* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (count == nullptr || !LiveGi(gi, &dev, &rec)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!CiSupported(profile, ProfileOfRec(dev, rec).slices)) return NVML_ERROR_NOT_SUPPORTED;
+  std::vector<nvmlComputeInstance_t> live;
+  for (int id = 0; id < fakegpu::kMaxComputeInstances; ++id)
+    if (rec.cis[id].live && rec.cis[id].profile == profile)
+      live.push_back(&G().cis[dev][gi->id][id]);
+  return CopyList(live, cis, count, false);
+}
+
+FAKEGPU_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gi,
+                                                                  unsigned int id,
+                                                                  nvmlComputeInstance_t* ci) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  int dev = 0;
+  GiRec rec;
+  if (ci == nullptr || !LiveGi(gi, &dev, &rec) ||
+      id >= static_cast<unsigned>(fakegpu::kMaxComputeInstances))
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (!rec.cis[id].live) return NVML_ERROR_NOT_FOUND;
+  *ci = &G().cis[dev][gi->id][id];
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t CiInfo(nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t* info) {
+  FG_NEED_INIT();
+  CiView v;
+  if (info == nullptr || !LiveCi(ci, &v)) return NVML_ERROR_INVALID_ARGUMENT;
+  info->device = Handle(v.dev);
+  info->gpuInstance = &G().gis[v.dev][v.gi];
+  info->id = static_cast<unsigned>(v.ci);
+  info->profileId = v.ci_rec.profile;
+  info->placement = {v.ci_rec.start, v.ci_rec.size};
+  return NVML_SUCCESS;
+}
+
+FG_NV(nvmlComputeInstanceGetInfo_v2, (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t* info),
+      CiInfo(ci, info))
+
+FG_NV(nvmlComputeInstanceGetInfo, (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t* info),
+      CiInfo(ci, info))
+
+// ----------------------------------------------------------------------------------------------
+// Attributes, modes
+
+static nvmlReturn_t Attributes(nvmlDevice_t device, nvmlDeviceAttributes_t* a) {
+  FG_NEED_INIT();
   if (a == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  CiView v;
+  if (LiveMigDevice(device, &v)) {
+    const GiProfile& gp = ProfileOfRec(v.dev, v.gi_rec);
+    *a = nvmlDeviceAttributes_t{gp.sms * v.ci_rec.size / gp.slices,
+                                gp.copy_engines,
+                                gp.decoders,
+                                gp.encoders,
+                                gp.jpegs,
+                                gp.ofas,
+                                gp.slices,
+                                v.ci_rec.size,
+                                gp.memory_mib};
+    return NVML_SUCCESS;
+  }
+  FG_DEVICE(device, idx);
   *a = nvmlDeviceAttributes_t{Dev(idx).sms, 7, 5, 0, 1, 1, 0, 0, Dev(idx).total_bytes >> 20};
   return NVML_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fakes/test_util.h"
@@ -84,8 +85,13 @@ TEST(FakeNvmlTest, EnumerationAndIdentity) {
     ASSERT_EQ(nvmlDeviceGetMemoryInfo(h, &mem), NVML_SUCCESS);
     EXPECT_EQ(mem.total, c.total);
     unsigned cur = 9, pend = 9;
-    ASSERT_EQ(nvmlDeviceGetMigMode(h, &cur, &pend), NVML_SUCCESS);
-    EXPECT_EQ(cur, 0u);
+    // A T4 cannot run MIG at all; the A100 can and has it off.
+    if (c.index == 0) {
+      EXPECT_EQ(nvmlDeviceGetMigMode(h, &cur, &pend), NVML_ERROR_NOT_SUPPORTED);
+    } else {
+      ASSERT_EQ(nvmlDeviceGetMigMode(h, &cur, &pend), NVML_SUCCESS);
+      EXPECT_EQ(cur, 0u);
+    }
   }
   nvmlDevice_t h = nullptr;
   EXPECT_EQ(nvmlDeviceGetHandleByUUID("GPU-nope", &h), NVML_ERROR_NOT_FOUND);
@@ -346,6 +352,297 @@ TEST(FakeNvmlTest, ExportsVersionedAndLegacySymbols) {
     EXPECT_NE(dlsym(lib, sym), nullptr) << sym;
   }
   dlclose(lib);
+}
+
+// ---- MIG ----
+
+constexpr const char* kMigDevices =
+    "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40;NVIDIA H100 80GB HBM3:81559:132;"
+    "NVIDIA A100-SXM4-80GB:81920:108";
+
+std::vector<nvmlGpuInstancePlacement_t> Placements(nvmlDevice_t h, unsigned profile_id) {
+  unsigned n = 0;
+  EXPECT_EQ(nvmlDeviceGetGpuInstancePossiblePlacements_v2(h, profile_id, nullptr, &n),
+            NVML_SUCCESS);
+  std::vector<nvmlGpuInstancePlacement_t> out(n);
+  unsigned small = n - 1;
+  if (n > 0) {
+    EXPECT_EQ(nvmlDeviceGetGpuInstancePossiblePlacements_v2(h, profile_id, out.data(), &small),
+              NVML_ERROR_INSUFFICIENT_SIZE);
+    EXPECT_EQ(small, n);
+  }
+  EXPECT_EQ(nvmlDeviceGetGpuInstancePossiblePlacements_v2(h, profile_id, out.data(), &n),
+            NVML_SUCCESS);
+  return out;
+}
+
+std::string Starts(const std::vector<nvmlGpuInstancePlacement_t>& ps) {
+  std::string s;
+  for (const auto& p : ps) s += std::to_string(p.start) + "+" + std::to_string(p.size) + " ";
+  return s;
+}
+
+nvmlGpuInstance_t CreateAt(nvmlDevice_t h, unsigned profile_id, unsigned start, unsigned size,
+                           nvmlReturn_t want = NVML_SUCCESS) {
+  nvmlGpuInstancePlacement_t p{start, size};
+  nvmlGpuInstance_t gi = nullptr;
+  EXPECT_EQ(nvmlDeviceCreateGpuInstanceWithPlacement(h, profile_id, &p, &gi), want)
+      << "profile " << profile_id << " at " << start;
+  return gi;
+}
+
+TEST(FakeNvmlMigTest, ModesFollowTheModelAndFakegpuMig) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, kMigDevices}, {FAKEGPU_ENV_MIG, "0,2"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  const struct {
+    unsigned index;
+    nvmlReturn_t rc;
+    unsigned mode, max;
+  } cases[] = {{0, NVML_SUCCESS, 1, 7},
+               {1, NVML_ERROR_NOT_SUPPORTED, 0, 0},
+               {2, NVML_SUCCESS, 1, 7},
+               {3, NVML_SUCCESS, 0, 7}};
+  for (const auto& c : cases) {
+    unsigned cur = 9, pend = 9, max = 9;
+    EXPECT_EQ(nvmlDeviceGetMigMode(Handle(c.index), &cur, &pend), c.rc) << c.index;
+    if (c.rc == NVML_SUCCESS) {
+      EXPECT_EQ(cur, c.mode) << c.index;
+    }
+    EXPECT_EQ(nvmlDeviceGetMaxMigDeviceCount(Handle(c.index), &max), NVML_SUCCESS);
+    EXPECT_EQ(max, c.max) << c.index;
+  }
+  // Profiles answer only while MIG is on; turning it on takes effect at once in the fake.
+  nvmlGpuInstanceProfileInfo_t info;
+  EXPECT_EQ(
+      nvmlDeviceGetGpuInstanceProfileInfo(Handle(3), NVML_GPU_INSTANCE_PROFILE_1_SLICE, &info),
+      NVML_ERROR_NOT_SUPPORTED);
+  nvmlReturn_t activation = NVML_ERROR_UNKNOWN;
+  EXPECT_EQ(nvmlDeviceSetMigMode(Handle(1), 1, &activation), NVML_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(nvmlDeviceSetMigMode(Handle(3), 1, &activation), NVML_SUCCESS);
+  EXPECT_EQ(activation, NVML_SUCCESS);
+  ASSERT_EQ(
+      nvmlDeviceGetGpuInstanceProfileInfo(Handle(3), NVML_GPU_INSTANCE_PROFILE_1_SLICE, &info),
+      NVML_SUCCESS);
+  EXPECT_EQ(info.memorySizeMB, 9728u);
+  // Disabling with an instance alive is refused, as the driver does.
+  nvmlGpuInstance_t gi = CreateAt(Handle(3), 19, 0, 1);
+  EXPECT_EQ(nvmlDeviceSetMigMode(Handle(3), 0, &activation), NVML_ERROR_IN_USE);
+  ASSERT_EQ(nvmlGpuInstanceDestroy(gi), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceSetMigMode(Handle(3), 0, &activation), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceSetMigMode(Handle(3), 2, &activation), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(FakeNvmlMigTest, ProfilesHaveTheRealSizesAndPlacements) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, kMigDevices}, {FAKEGPU_ENV_MIG, "0,2,3"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  struct Case {
+    unsigned dev, profile, id;
+    const char* name;
+    unsigned slices, instances, sms;
+    unsigned long long mem;
+    const char* placements;
+  };
+  const Case cases[] = {
+      {0, NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "MIG 1g.5gb", 1, 7, 14, 4864,
+       "0+1 1+1 2+1 3+1 4+1 5+1 6+1 "},
+      {0, NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, "MIG 2g.10gb", 2, 3, 28, 9984, "0+2 2+2 4+2 "},
+      {0, NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "MIG 3g.20gb", 3, 2, 42, 20096, "0+4 4+4 "},
+      {0, NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "MIG 4g.20gb", 4, 1, 56, 20096, "0+4 "},
+      {0, NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "MIG 7g.40gb", 7, 1, 98, 40448, "0+8 "},
+      {3, NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "MIG 1g.10gb", 1, 7, 14, 9728,
+       "0+1 1+1 2+1 3+1 4+1 5+1 6+1 "},
+      {3, NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, "MIG 1g.20gb", 1, 4, 14, 19968,
+       "0+2 2+2 4+2 6+2 "},
+      {3, NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "MIG 7g.80gb", 7, 1, 98, 81152, "0+8 "},
+      {2, NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "MIG 1g.10gb", 1, 7, 16, 9984,
+       "0+1 1+1 2+1 3+1 4+1 5+1 6+1 "},
+      {2, NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "MIG 3g.40gb", 3, 2, 60, 40448, "0+4 4+4 "},
+      {2, NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "MIG 7g.80gb", 7, 1, 132, 81152, "0+8 "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    nvmlGpuInstanceProfileInfo_t v1;
+    ASSERT_EQ(nvmlDeviceGetGpuInstanceProfileInfo(Handle(c.dev), c.profile, &v1), NVML_SUCCESS);
+    nvmlGpuInstanceProfileInfo_v2_t v2{};
+    EXPECT_EQ(nvmlDeviceGetGpuInstanceProfileInfoV(Handle(c.dev), c.profile, &v2),
+              NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    v2.version = nvmlGpuInstanceProfileInfo_v2;
+    ASSERT_EQ(nvmlDeviceGetGpuInstanceProfileInfoV(Handle(c.dev), c.profile, &v2), NVML_SUCCESS);
+    for (const auto& [id, slices, instances, sms, mem] :
+         {std::tuple{v1.id, v1.sliceCount, v1.instanceCount, v1.multiprocessorCount,
+                     v1.memorySizeMB},
+          std::tuple{v2.id, v2.sliceCount, v2.instanceCount, v2.multiprocessorCount,
+                     v2.memorySizeMB}}) {
+      EXPECT_EQ(id, c.id);
+      EXPECT_EQ(slices, c.slices);
+      EXPECT_EQ(instances, c.instances);
+      EXPECT_EQ(sms, c.sms);
+      EXPECT_EQ(mem, c.mem);
+    }
+    EXPECT_STREQ(v2.name, c.name);
+    EXPECT_EQ(Starts(Placements(Handle(c.dev), c.id)), c.placements);
+  }
+  nvmlGpuInstanceProfileInfo_t info;
+  // The A100-40GB has no 1g.20gb; no modelled GPU has 8 slices; 10 is past the enum.
+  EXPECT_EQ(
+      nvmlDeviceGetGpuInstanceProfileInfo(Handle(0), NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, &info),
+      NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(
+      nvmlDeviceGetGpuInstanceProfileInfo(Handle(0), NVML_GPU_INSTANCE_PROFILE_8_SLICE, &info),
+      NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetGpuInstanceProfileInfo(Handle(0), 10, &info), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceGetGpuInstanceProfileInfo(Handle(1), 0, &info), NVML_ERROR_NOT_SUPPORTED);
+  unsigned n = 0;
+  EXPECT_EQ(nvmlDeviceGetGpuInstancePossiblePlacements_v2(Handle(0), 15, nullptr, &n),
+            NVML_ERROR_INVALID_ARGUMENT);  // 1g.20gb's id, not an A100-40GB profile
+}
+
+TEST(FakeNvmlMigTest, InstancesRefuseOverlapAndExposeMigDevices) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, kMigDevices}, {FAKEGPU_ENV_MIG, "0"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDevice_t gpu = Handle(0);
+  nvmlGpuInstance_t g3 = CreateAt(gpu, 9, 4, 4);  // 3g.20gb on slices 4-7
+  ASSERT_NE(g3, nullptr);
+  CreateAt(gpu, 19, 4, 1, NVML_ERROR_INSUFFICIENT_RESOURCES);  // 1g inside it
+  CreateAt(gpu, 5, 0, 4);                                      // 4g.20gb fits at 0 ...
+  nvmlGpuInstance_t g4 = nullptr;
+  {
+    unsigned n = 1;
+    ASSERT_EQ(nvmlDeviceGetGpuInstances(gpu, 5, &g4, &n), NVML_SUCCESS);
+    ASSERT_EQ(n, 1u);
+  }
+  ASSERT_EQ(nvmlGpuInstanceDestroy(g4), NVML_SUCCESS);   // ... and goes again
+  CreateAt(gpu, 14, 6, 2, NVML_ERROR_INVALID_ARGUMENT);  // 2g has no placement at 6
+  CreateAt(gpu, 14, 0, 1, NVML_ERROR_INVALID_ARGUMENT);  // wrong size
+  nvmlGpuInstance_t g2 = CreateAt(gpu, 14, 0, 2);
+  nvmlGpuInstance_t g1 = CreateAt(gpu, 19, 3, 1);
+  unsigned left = 9;
+  ASSERT_EQ(nvmlDeviceGetGpuInstanceRemainingCapacity(gpu, 19, &left), NVML_SUCCESS);
+  EXPECT_EQ(left, 1u);  // only slice 2 is free
+  ASSERT_EQ(nvmlDeviceGetGpuInstanceRemainingCapacity(gpu, 9, &left), NVML_SUCCESS);
+  EXPECT_EQ(left, 0u);
+
+  // Ids follow the placement; GetInfo and GetGpuInstanceById agree.
+  const struct {
+    nvmlGpuInstance_t gi;
+    unsigned id, profile, start, size;
+  } live[] = {{g3, 2, 9, 4, 4}, {g2, 3, 14, 0, 2}, {g1, 10, 19, 3, 1}};
+  for (const auto& l : live) {
+    nvmlGpuInstanceInfo_t info;
+    ASSERT_EQ(nvmlGpuInstanceGetInfo(l.gi, &info), NVML_SUCCESS);
+    EXPECT_EQ(info.device, gpu);
+    EXPECT_EQ(info.id, l.id);
+    EXPECT_EQ(info.profileId, l.profile);
+    EXPECT_EQ(info.placement.start, l.start);
+    EXPECT_EQ(info.placement.size, l.size);
+    nvmlGpuInstance_t by = nullptr;
+    ASSERT_EQ(nvmlDeviceGetGpuInstanceById(gpu, l.id, &by), NVML_SUCCESS);
+    EXPECT_EQ(by, l.gi);
+  }
+  nvmlGpuInstance_t none = nullptr;
+  EXPECT_EQ(nvmlDeviceGetGpuInstanceById(gpu, 7, &none), NVML_ERROR_NOT_FOUND);
+
+  // No MIG device until a compute instance exists.
+  nvmlDevice_t mig = nullptr;
+  EXPECT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(gpu, 0, &mig), NVML_ERROR_NOT_FOUND);
+  nvmlComputeInstanceProfileInfo_t cip;
+  EXPECT_EQ(nvmlGpuInstanceGetComputeInstanceProfileInfo(g3, NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE,
+                                                         0, &cip),
+            NVML_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(nvmlGpuInstanceGetComputeInstanceProfileInfo(
+                g3, NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE,
+                NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &cip),
+            NVML_SUCCESS);
+  EXPECT_EQ(cip.sliceCount, 3u);
+  EXPECT_EQ(cip.multiprocessorCount, 42u);
+  nvmlComputeInstance_t ci = nullptr, ci2 = nullptr;
+  ASSERT_EQ(nvmlGpuInstanceCreateComputeInstance(g3, cip.id, &ci), NVML_SUCCESS);
+  EXPECT_EQ(nvmlGpuInstanceCreateComputeInstance(g3, cip.id, &ci2),
+            NVML_ERROR_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(nvmlGpuInstanceDestroy(g3), NVML_ERROR_IN_USE);
+  nvmlComputeInstanceInfo_t cinfo;
+  ASSERT_EQ(nvmlComputeInstanceGetInfo_v2(ci, &cinfo), NVML_SUCCESS);
+  EXPECT_EQ(cinfo.gpuInstance, g3);
+  EXPECT_EQ(cinfo.id, 0u);
+
+  ASSERT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(gpu, 0, &mig), NVML_SUCCESS);
+  nvmlDevice_t other = nullptr;
+  EXPECT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(gpu, 1, &other), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(gpu, 7, &other), NVML_ERROR_INVALID_ARGUMENT);
+  unsigned is_mig = 9, id = 9;
+  ASSERT_EQ(nvmlDeviceIsMigDeviceHandle(mig, &is_mig), NVML_SUCCESS);
+  EXPECT_EQ(is_mig, 1u);
+  ASSERT_EQ(nvmlDeviceIsMigDeviceHandle(gpu, &is_mig), NVML_SUCCESS);
+  EXPECT_EQ(is_mig, 0u);
+  ASSERT_EQ(nvmlDeviceGetGpuInstanceId(mig, &id), NVML_SUCCESS);
+  EXPECT_EQ(id, 2u);
+  ASSERT_EQ(nvmlDeviceGetComputeInstanceId(mig, &id), NVML_SUCCESS);
+  EXPECT_EQ(id, 0u);
+  EXPECT_EQ(nvmlDeviceGetGpuInstanceId(gpu, &id), NVML_ERROR_NOT_SUPPORTED);
+  nvmlDevice_t parent = nullptr;
+  ASSERT_EQ(nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &parent), NVML_SUCCESS);
+  EXPECT_EQ(parent, gpu);
+  char uuid[96], name[96];
+  ASSERT_EQ(nvmlDeviceGetUUID(mig, uuid, sizeof uuid), NVML_SUCCESS);
+  EXPECT_EQ(std::string(uuid).rfind("MIG-", 0), 0u) << uuid;
+  EXPECT_EQ(std::strlen(uuid), 40u) << uuid;
+  ASSERT_EQ(nvmlDeviceGetName(mig, name, sizeof name), NVML_SUCCESS);
+  EXPECT_STREQ(name, "NVIDIA A100-SXM4-40GB MIG 3g.20gb");
+  nvmlMemory_t mem;
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(mig, &mem), NVML_SUCCESS);
+  EXPECT_EQ(mem.total, 20096 * kMiB);
+  nvmlDeviceAttributes_t attr;
+  ASSERT_EQ(nvmlDeviceGetAttributes_v2(mig, &attr), NVML_SUCCESS);
+  EXPECT_EQ(attr.multiprocessorCount, 42u);
+  EXPECT_EQ(attr.gpuInstanceSliceCount, 3u);
+  unsigned procs = 5;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(mig, &procs, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(procs, 0u);
+
+  // Destroyed: the handles go stale, and a new instance at the same place has another UUID.
+  ASSERT_EQ(nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetUUID(mig, uuid, sizeof uuid), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlComputeInstanceDestroy(ci), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(nvmlGpuInstanceCreateComputeInstance(g3, cip.id, &ci), NVML_SUCCESS);
+  char uuid2[96];
+  ASSERT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(gpu, 0, &mig), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetUUID(mig, uuid2, sizeof uuid2), NVML_SUCCESS);
+  EXPECT_STRNE(uuid, uuid2);
+  ASSERT_EQ(nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
+  ASSERT_EQ(nvmlGpuInstanceDestroy(g3), NVML_SUCCESS);
+  EXPECT_EQ(nvmlGpuInstanceDestroy(g3), NVML_ERROR_INVALID_ARGUMENT);
+  nvmlGpuInstanceInfo_t info;
+  EXPECT_EQ(nvmlGpuInstanceGetInfo(g3, &info), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlGpuInstanceGetInfo(reinterpret_cast<nvmlGpuInstance_t>(&info), &info),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(FakeNvmlMigTest, InstancesAreSharedAcrossProcesses) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, kMigDevices}, {FAKEGPU_ENV_MIG, "0"}});
+  Child child([] {
+    if (nvmlInit_v2() != NVML_SUCCESS) return -1LL;
+    nvmlDevice_t gpu = nullptr;
+    nvmlDeviceGetHandleByIndex_v2(0, &gpu);
+    nvmlGpuInstancePlacement_t p{6, 1};
+    nvmlGpuInstance_t gi = nullptr;
+    nvmlComputeInstance_t ci = nullptr;
+    if (nvmlDeviceCreateGpuInstanceWithPlacement(gpu, 19, &p, &gi) != NVML_SUCCESS) return -2LL;
+    if (nvmlGpuInstanceCreateComputeInstance(gi, 0, &ci) != NVML_SUCCESS) return -3LL;
+    nvmlGpuInstanceInfo_t info;
+    nvmlGpuInstanceGetInfo(gi, &info);
+    return static_cast<long long>(info.id);
+  });
+  ASSERT_EQ(child.Result(), 13);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlGpuInstance_t gi = nullptr;
+  ASSERT_EQ(nvmlDeviceGetGpuInstanceById(Handle(0), 13, &gi), NVML_SUCCESS);
+  CreateAt(Handle(0), 19, 6, 1, NVML_ERROR_INSUFFICIENT_RESOURCES);
+  nvmlDevice_t mig = nullptr;
+  ASSERT_EQ(nvmlDeviceGetMigDeviceHandleByIndex(Handle(0), 0, &mig), NVML_SUCCESS);
+  child.Release();
+  EXPECT_EQ(child.Join(), 0);
+  // Instances outlive the process that made them, as on a real GPU.
+  EXPECT_EQ(nvmlDeviceGetGpuInstanceById(Handle(0), 13, &gi), NVML_SUCCESS);
 }
 
 }  // namespace

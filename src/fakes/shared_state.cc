@@ -78,6 +78,10 @@ void SharedState::Init(Region* r, const Config& cfg) {
     d.busy_until_ns = 0;
     d.busy_sched_ns = 0;
     d.ring_count = 0;
+    MigRec& m = r->mig[i];
+    std::memset(&m, 0, sizeof m);
+    m.capable = MigModelFor(s.name, s.mem_mib) != nullptr ? 1 : 0;
+    for (int dev : cfg.mig_devices) m.enabled |= (dev == static_cast<int>(i) && m.capable) ? 1 : 0;
   }
   for (const NvLinkSpec& l : cfg.nvlinks) {
     for (int k = 0; k < l.links; ++k) {
@@ -408,6 +412,20 @@ std::vector<SharedState::PidBusy> SharedState::BusyInWindow(int dev, uint64_t fr
   out.push_back({0, total});
   for (const auto& [pid, ns] : by_pid) out.push_back({pid, ns});
   return out;
+}
+
+MigRec SharedState::Mig(int dev) {
+  Lock();
+  MigRec m = r_->mig[dev];
+  Unlock();
+  return m;
+}
+
+int SharedState::UpdateMig(int dev, const std::function<int(MigRec*)>& fn) {
+  Lock();
+  int rc = fn(&r_->mig[dev]);
+  Unlock();
+  return rc;
 }
 
 void SharedState::InjectXid(int dev, uint64_t xid) {

@@ -10,15 +10,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "fakes/config.h"
+#include "fakes/mig_model.h"
 
 namespace fakegpu {
 
 inline constexpr uint32_t kStateMagic = 0x55504746;  // "FGPU"
-inline constexpr uint32_t kStateVersion = 3;
+inline constexpr uint32_t kStateVersion = 4;
 inline constexpr int kMaxProcs = 256;
 inline constexpr int kRingSize = 16384;  // executed-interval history per device
 inline constexpr int kMaxEvents = 256;
@@ -63,6 +65,32 @@ struct XidRec {
   uint64_t time_ns;
 };
 
+// MIG partitioning of one device (fakes/mig_model.h): GPU instances indexed by their id, compute
+// instances by theirs within the GPU instance.
+struct CiRec {
+  uint32_t live;
+  uint32_t profile;  // NVML_COMPUTE_INSTANCE_PROFILE_*
+  uint32_t start;    // compute slices within the GPU instance
+  uint32_t size;
+  uint32_t serial;  // MigRec::serial at creation: a recreated instance gets another MIG UUID
+};
+
+struct GiRec {
+  uint32_t live;
+  uint32_t profile;  // NVML_GPU_INSTANCE_PROFILE_*
+  uint32_t start;    // memory slices
+  uint32_t size;
+  CiRec cis[kMaxComputeInstances];
+};
+
+struct MigRec {
+  uint32_t capable;  // the model has a MIG table (fixed at initialisation)
+  uint32_t enabled;  // current MIG mode
+  uint32_t serial;   // compute instances ever created on the device
+  uint32_t reserved;
+  GiRec gis[kMaxGpuInstances];
+};
+
 struct Region {
   uint32_t magic;  // written last, after the rest is initialised
   uint32_t version;
@@ -74,6 +102,7 @@ struct Region {
   XidRec xids[kMaxEvents];
   ProcRec procs[kMaxProcs];
   DeviceRec devs[kMaxDevices];
+  MigRec mig[kMaxDevices];
 };
 
 static_assert(sizeof(Interval) == 24);
@@ -138,6 +167,11 @@ class SharedState {
     uint64_t ns;
   };
   std::vector<PidBusy> BusyInWindow(int dev, uint64_t from_ns, uint64_t to_ns);
+
+  // MIG state of a device: a copy, and an update run under the state lock (`fn` returns an NVML
+  // code, passed through).
+  MigRec Mig(int dev);
+  int UpdateMig(int dev, const std::function<int(MigRec*)>& fn);
 
   void InjectXid(int dev, uint64_t xid);
   uint64_t XidSeq();

@@ -97,6 +97,43 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t, nvmlDevice_t,
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t, unsigned, nvmlEnableState_t*);
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t, unsigned, nvmlPciInfo_t*);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t, unsigned*, unsigned*);
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t, unsigned, nvmlReturn_t*);
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t, unsigned*);
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t, unsigned, nvmlDevice_t*);
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t, nvmlDevice_t*);
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t, unsigned*);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t, unsigned*);
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t, unsigned*);
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t, nvmlDeviceAttributes_t*);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t, unsigned,
+                                                 nvmlGpuInstanceProfileInfo_t*);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t, unsigned,
+                                                  nvmlGpuInstanceProfileInfo_v2_t*);
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t, unsigned,
+                                                           nvmlGpuInstancePlacement_t*, unsigned*);
+nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t, unsigned, unsigned*);
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t, unsigned, nvmlGpuInstance_t*);
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t, unsigned,
+                                                      const nvmlGpuInstancePlacement_t*,
+                                                      nvmlGpuInstance_t*);
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t, unsigned, nvmlGpuInstance_t*, unsigned*);
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t, unsigned, nvmlGpuInstance_t*);
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t, unsigned, unsigned,
+                                                          nvmlComputeInstanceProfileInfo_t*);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstance_t, unsigned, unsigned,
+                                                           nvmlComputeInstanceProfileInfo_v2_t*);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t, unsigned,
+                                                                unsigned*);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t, unsigned,
+                                                  nvmlComputeInstance_t*);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t, unsigned, nvmlComputeInstance_t*,
+                                                unsigned*);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t, unsigned,
+                                                   nvmlComputeInstance_t*);
+nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t, nvmlComputeInstanceInfo_t*);
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t);
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned*);
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int*);
 nvmlReturn_t nvmlSystemGetDriverVersion(char*, unsigned);

@@ -24,6 +24,27 @@ enum class PcieLevel : int {
 };
 const char* PcieLevelName(PcieLevel level);
 
+// One legal MIG placement: a run of memory slices.
+struct MigPlacement {
+  int start = 0;
+  int size = 0;
+  bool operator==(const MigPlacement&) const = default;
+};
+
+// A MIG GPU instance profile as NVML reports it for a GPU in MIG mode.
+struct MigProfileInfo {
+  std::string name;  // "1g.10gb"
+  unsigned nvml_index =
+      0;  // NVML_GPU_INSTANCE_PROFILE_* (what nvmlDeviceGetGpuInstanceProfileInfo takes)
+  unsigned nvml_id = 0;  // the profile id the instance calls take
+  int slices = 0;        // compute slices (sliceCount)
+  int instances = 0;     // most instances of the profile at once
+  int sms = 0;           // streaming multiprocessors
+  int64_t memory_mib = 0;
+  std::vector<MigPlacement> placements;
+  bool operator==(const MigProfileInfo&) const = default;
+};
+
 struct GpuInfo {
   int index = 0;             // NVML index
   std::string uuid;          // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
@@ -32,6 +53,9 @@ struct GpuInfo {
   int numa_node = -1;        // -1: unknown or not a NUMA system
   std::string pci_bus_id;    // NVML busId, e.g. "00000000:3B:00.0"
   bool mig_enabled = false;  // current MIG mode
+  // With MIG on: the profiles instances can be created with, in NVML's profile order, without the
+  // "+me" media variants (NVML allows one of those per GPU, which placements alone cannot express).
+  std::vector<MigProfileInfo> mig_profiles;
   bool operator==(const GpuInfo&) const = default;
 };
 
@@ -69,6 +93,33 @@ class DeviceDiscovery {
   // Starts watching device health; `cb` runs on the watch's own thread whenever a device changes
   // health (an Xid critical error marks a device unhealthy).
   virtual StatusOr<std::unique_ptr<HealthWatch>> WatchHealth(HealthCallback cb) = 0;
+};
+
+// A MIG device: a GPU instance and the compute instance that spans it.
+struct MigInstance {
+  std::string profile;  // "1g.10gb"
+  MigPlacement placement;
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string uuid;  // "MIG-..."; empty for a GPU instance without a compute instance
+  bool operator==(const MigInstance&) const = default;
+};
+
+// Creates and destroys MIG instances on GPUs in MIG mode (NvmlDiscovery implements it). Errors name
+// the GPU, the profile, the placement and NVML's code.
+class MigControl {
+ public:
+  virtual ~MigControl() = default;
+  // Every GPU instance on the GPU (by id), with its first compute instance.
+  virtual StatusOr<std::vector<MigInstance>> ListMigInstances(const std::string& gpu_uuid) = 0;
+  // A GPU instance of `profile` at exactly `placement` plus one compute instance spanning it.
+  // Nothing is left behind on failure. A placement the GPU does not list is InvalidArgument; one
+  // an instance already covers is ResourceExhausted (NVML_ERROR_INSUFFICIENT_RESOURCES).
+  virtual StatusOr<MigInstance> CreateMigInstance(const std::string& gpu_uuid,
+                                                  const std::string& profile,
+                                                  MigPlacement placement) = 0;
+  // Destroys GPU instance `gpu_instance_id` and its compute instances; NotFound when it is gone.
+  virtual Status DestroyMigInstance(const std::string& gpu_uuid, unsigned gpu_instance_id) = 0;
 };
 
 // No GPUs, no links, nothing to watch: the node has no NVIDIA driver.

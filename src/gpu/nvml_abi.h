@@ -20,6 +20,8 @@ extern "C" {
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
 
 enum {
   NVML_SUCCESS = 0,
@@ -93,6 +95,36 @@ enum { NVML_NVLINK_DEVICE_TYPE_GPU = 0 };
 typedef unsigned int nvmlAffinityScope_t;
 enum { NVML_AFFINITY_SCOPE_NODE = 0 };
 enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
+
+/* MIG GPU instance profiles: the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo(V).
+ * The profile's `id` it returns is what the other GPU instance calls take. REV1 are the "+me"
+ * (media extension) variants, REV2 the double-memory 1g profiles (1g.20gb on 80 GB parts). */
+enum {
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0x0,
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE = 0x1,
+  NVML_GPU_INSTANCE_PROFILE_3_SLICE = 0x2,
+  NVML_GPU_INSTANCE_PROFILE_4_SLICE = 0x3,
+  NVML_GPU_INSTANCE_PROFILE_7_SLICE = 0x4,
+  NVML_GPU_INSTANCE_PROFILE_8_SLICE = 0x5,
+  NVML_GPU_INSTANCE_PROFILE_6_SLICE = 0x6,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7,
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 0x8,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 0x9
+};
+/* Compute instance profiles (nvmlGpuInstanceGetComputeInstanceProfileInfo(V)); their `id` equals
+ * the enum value. One engine profile: shared. */
+enum {
+  NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE = 0x0,
+  NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE = 0x1,
+  NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE = 0x2,
+  NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE = 0x3,
+  NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE = 0x4,
+  NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE = 0x5,
+  NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE = 0x6,
+  NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7,
+  NVML_COMPUTE_INSTANCE_PROFILE_COUNT = 0x8
+};
+enum { NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0 };
 
 /* Event types (a bit mask). */
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
@@ -174,6 +206,54 @@ typedef struct nvmlTemperature_v1_st {
 typedef struct nvmlBAR1Memory_st {
   unsigned long long bar1Total, bar1Free, bar1Used;
 } nvmlBAR1Memory_t;
+
+/* MIG: a placement is a run of memory slices (start, size). */
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start, size;
+} nvmlGpuInstancePlacement_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id, isP2pSupported, sliceCount, instanceCount, multiprocessorCount, copyEngineCount,
+      decoderCount, encoderCount, jpegCount, ofaCount;
+  unsigned long long memorySizeMB; /* MiB */
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_v2_st {
+  unsigned int version; /* nvmlGpuInstanceProfileInfo_v2 */
+  unsigned int id, isP2pSupported, sliceCount, instanceCount, multiprocessorCount, copyEngineCount,
+      decoderCount, encoderCount, jpegCount, ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96]; /* NVML_DEVICE_NAME_V2_BUFFER_SIZE, e.g. "MIG 1g.10gb" */
+} nvmlGpuInstanceProfileInfo_v2_t;
+
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device; /* the parent GPU */
+  unsigned int id, profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start, size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id, sliceCount, instanceCount, multiprocessorCount, sharedCopyEngineCount,
+      sharedDecoderCount, sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_v2_st {
+  unsigned int version; /* nvmlComputeInstanceProfileInfo_v2 */
+  unsigned int id, sliceCount, instanceCount, multiprocessorCount, sharedCopyEngineCount,
+      sharedDecoderCount, sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+  char name[96];
+} nvmlComputeInstanceProfileInfo_v2_t;
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id, profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
 /* NOLINTEND(readability-identifier-naming) */
 
 /* Versioned structs carry sizeof(struct) | version << 24 in their first field. */
@@ -182,6 +262,9 @@ typedef struct nvmlBAR1Memory_st {
 #define nvmlMemory_v2 HAMI_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2)
 #define nvmlTemperature_v1 HAMI_NVML_STRUCT_VERSION(nvmlTemperature_t, 1)
 #define nvmlProcessesUtilizationInfo_v1 HAMI_NVML_STRUCT_VERSION(nvmlProcessesUtilizationInfo_t, 1)
+#define nvmlGpuInstanceProfileInfo_v2 HAMI_NVML_STRUCT_VERSION(nvmlGpuInstanceProfileInfo_v2_t, 2)
+#define nvmlComputeInstanceProfileInfo_v2 \
+  HAMI_NVML_STRUCT_VERSION(nvmlComputeInstanceProfileInfo_v2_t, 2)
 
 #ifdef __cplusplus
 }  // extern "C"
@@ -206,9 +289,23 @@ HAMI_NVML_STATIC_ASSERT(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttribu
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t");
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t");
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlBAR1Memory_t) == 24, "nvmlBAR1Memory_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlGpuInstancePlacement_t) == 8, "nvmlGpuInstancePlacement_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152,
+                        "nvmlGpuInstanceProfileInfo_v2_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlComputeInstanceProfileInfo_t) == 36,
+                        "nvmlComputeInstanceProfileInfo_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlComputeInstanceProfileInfo_v2_t) == 136,
+                        "nvmlComputeInstanceProfileInfo_v2_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t");
 HAMI_NVML_STATIC_ASSERT(nvmlMemory_v2 == 0x02000028u, "nvmlMemory_v2");
 HAMI_NVML_STATIC_ASSERT(nvmlTemperature_v1 == 0x0100000Cu, "nvmlTemperature_v1");
 HAMI_NVML_STATIC_ASSERT(nvmlProcessesUtilizationInfo_v1 == 0x01000018u,
                         "nvmlProcessesUtilizationInfo_v1");
+HAMI_NVML_STATIC_ASSERT(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u,
+                        "nvmlGpuInstanceProfileInfo_v2");
+HAMI_NVML_STATIC_ASSERT(nvmlComputeInstanceProfileInfo_v2 == 0x02000088u,
+                        "nvmlComputeInstanceProfileInfo_v2");
 
 #endif /* HAMI_GPU_NVML_ABI_H_ */

@@ -17,6 +17,7 @@ inline constexpr Return kErrorNotSupported = NVML_ERROR_NOT_SUPPORTED;
 inline constexpr Return kErrorNotFound = NVML_ERROR_NOT_FOUND;
 inline constexpr Return kErrorInsufficientSize = NVML_ERROR_INSUFFICIENT_SIZE;
 inline constexpr Return kErrorTimeout = NVML_ERROR_TIMEOUT;
+inline constexpr Return kErrorInsufficientResources = NVML_ERROR_INSUFFICIENT_RESOURCES;
 inline constexpr Return kErrorFunctionNotFound = NVML_ERROR_FUNCTION_NOT_FOUND;
 inline constexpr Return kErrorGpuIsLost = NVML_ERROR_GPU_IS_LOST;
 inline constexpr Return kErrorArgumentVersionMismatch = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
@@ -24,6 +25,15 @@ inline constexpr Return kErrorUnknown = NVML_ERROR_UNKNOWN;
 
 using Device = nvmlDevice_t;
 using EventSet = nvmlEventSet_t;
+using GpuInstance = nvmlGpuInstance_t;
+using ComputeInstance = nvmlComputeInstance_t;
+using GpuInstancePlacement = nvmlGpuInstancePlacement_t;
+using GpuInstanceProfileInfo = nvmlGpuInstanceProfileInfo_t;
+using GpuInstanceProfileInfoV2 = nvmlGpuInstanceProfileInfo_v2_t;
+inline constexpr unsigned kGpuInstanceProfileInfoV2Version = nvmlGpuInstanceProfileInfo_v2;
+using GpuInstanceInfo = nvmlGpuInstanceInfo_t;
+using ComputeInstanceProfileInfo = nvmlComputeInstanceProfileInfo_t;
+using ComputeInstanceInfo = nvmlComputeInstanceInfo_t;
 
 inline constexpr unsigned kUuidBufferSize = NVML_DEVICE_UUID_V2_BUFFER_SIZE;
 inline constexpr unsigned kNameBufferSize = NVML_DEVICE_NAME_V2_BUFFER_SIZE;
@@ -63,6 +73,25 @@ using EventSetFreeFn = Return (*)(EventSet);
 using DeviceGetSupportedEventTypesFn = Return (*)(Device, unsigned long long*);
 using DeviceRegisterEventsFn = Return (*)(Device, unsigned long long, EventSet);
 using EventSetWaitFn = Return (*)(EventSet, EventData*, unsigned int);
+using DeviceGetHandleByUuidFn = Return (*)(const char*, Device*);
+using DeviceGetGiProfileInfoFn = Return (*)(Device, unsigned int, GpuInstanceProfileInfo*);
+using DeviceGetGiProfileInfoVFn = Return (*)(Device, unsigned int, GpuInstanceProfileInfoV2*);
+using DeviceGetGiPlacementsFn = Return (*)(Device, unsigned int, GpuInstancePlacement*,
+                                           unsigned int*);
+using DeviceCreateGiWithPlacementFn = Return (*)(Device, unsigned int, const GpuInstancePlacement*,
+                                                 GpuInstance*);
+using DeviceGetGisFn = Return (*)(Device, unsigned int, GpuInstance*, unsigned int*);
+using DeviceGetGiByIdFn = Return (*)(Device, unsigned int, GpuInstance*);
+using GiGetInfoFn = Return (*)(GpuInstance, GpuInstanceInfo*);
+using GiDestroyFn = Return (*)(GpuInstance);
+using GiGetCiProfileInfoFn = Return (*)(GpuInstance, unsigned int, unsigned int,
+                                        ComputeInstanceProfileInfo*);
+using GiCreateCiFn = Return (*)(GpuInstance, unsigned int, ComputeInstance*);
+using GiGetCisFn = Return (*)(GpuInstance, unsigned int, ComputeInstance*, unsigned int*);
+using CiGetInfoFn = Return (*)(ComputeInstance, ComputeInstanceInfo*);
+using CiDestroyFn = Return (*)(ComputeInstance);
+using DeviceGetCountOfFn = Return (*)(Device, unsigned int*);  // MaxMigDeviceCount, GI/CI id
+using DeviceGetMigHandleFn = Return (*)(Device, unsigned int, Device*);
 }
 
 }  // namespace hami::gpu::nvml

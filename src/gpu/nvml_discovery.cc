@@ -34,6 +34,25 @@ struct NvmlDiscovery::Api {
   nvml::DeviceGetSupportedEventTypesFn get_supported_events = nullptr;
   nvml::DeviceRegisterEventsFn register_events = nullptr;
   nvml::EventSetWaitFn event_set_wait = nullptr;
+  // MIG
+  nvml::DeviceGetHandleByUuidFn get_handle_by_uuid = nullptr;
+  nvml::DeviceGetGiProfileInfoFn gi_profile_info = nullptr;
+  nvml::DeviceGetGiProfileInfoVFn gi_profile_info_v = nullptr;
+  nvml::DeviceGetGiPlacementsFn gi_placements = nullptr;
+  nvml::DeviceCreateGiWithPlacementFn create_gi = nullptr;
+  nvml::DeviceGetGisFn get_gis = nullptr;
+  nvml::DeviceGetGiByIdFn get_gi_by_id = nullptr;
+  nvml::GiGetInfoFn gi_info = nullptr;
+  nvml::GiDestroyFn gi_destroy = nullptr;
+  nvml::GiGetCiProfileInfoFn ci_profile_info = nullptr;
+  nvml::GiCreateCiFn create_ci = nullptr;
+  nvml::GiGetCisFn get_cis = nullptr;
+  nvml::CiGetInfoFn ci_info = nullptr;
+  nvml::CiDestroyFn ci_destroy = nullptr;
+  nvml::DeviceGetCountOfFn max_mig_devices = nullptr;
+  nvml::DeviceGetMigHandleFn mig_handle = nullptr;
+  nvml::DeviceGetCountOfFn mig_gi_id = nullptr;
+  nvml::DeviceGetCountOfFn mig_ci_id = nullptr;
 };
 
 namespace {
@@ -106,6 +125,32 @@ StatusOr<std::unique_ptr<NvmlDiscovery>> NvmlDiscovery::Open(NvmlOptions options
   api->register_events = Resolve<nvml::DeviceRegisterEventsFn>(h, {"nvmlDeviceRegisterEvents"});
   api->event_set_wait =
       Resolve<nvml::EventSetWaitFn>(h, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+
+  api->get_handle_by_uuid =
+      Resolve<nvml::DeviceGetHandleByUuidFn>(h, {"nvmlDeviceGetHandleByUUID"});
+  api->gi_profile_info =
+      Resolve<nvml::DeviceGetGiProfileInfoFn>(h, {"nvmlDeviceGetGpuInstanceProfileInfo"});
+  api->gi_profile_info_v =
+      Resolve<nvml::DeviceGetGiProfileInfoVFn>(h, {"nvmlDeviceGetGpuInstanceProfileInfoV"});
+  api->gi_placements =
+      Resolve<nvml::DeviceGetGiPlacementsFn>(h, {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
+  api->create_gi =
+      Resolve<nvml::DeviceCreateGiWithPlacementFn>(h, {"nvmlDeviceCreateGpuInstanceWithPlacement"});
+  api->get_gis = Resolve<nvml::DeviceGetGisFn>(h, {"nvmlDeviceGetGpuInstances"});
+  api->get_gi_by_id = Resolve<nvml::DeviceGetGiByIdFn>(h, {"nvmlDeviceGetGpuInstanceById"});
+  api->gi_info = Resolve<nvml::GiGetInfoFn>(h, {"nvmlGpuInstanceGetInfo"});
+  api->gi_destroy = Resolve<nvml::GiDestroyFn>(h, {"nvmlGpuInstanceDestroy"});
+  api->ci_profile_info =
+      Resolve<nvml::GiGetCiProfileInfoFn>(h, {"nvmlGpuInstanceGetComputeInstanceProfileInfo"});
+  api->create_ci = Resolve<nvml::GiCreateCiFn>(h, {"nvmlGpuInstanceCreateComputeInstance"});
+  api->get_cis = Resolve<nvml::GiGetCisFn>(h, {"nvmlGpuInstanceGetComputeInstances"});
+  api->ci_info = Resolve<nvml::CiGetInfoFn>(
+      h, {"nvmlComputeInstanceGetInfo_v2", "nvmlComputeInstanceGetInfo"});
+  api->ci_destroy = Resolve<nvml::CiDestroyFn>(h, {"nvmlComputeInstanceDestroy"});
+  api->max_mig_devices = Resolve<nvml::DeviceGetCountOfFn>(h, {"nvmlDeviceGetMaxMigDeviceCount"});
+  api->mig_handle = Resolve<nvml::DeviceGetMigHandleFn>(h, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  api->mig_gi_id = Resolve<nvml::DeviceGetCountOfFn>(h, {"nvmlDeviceGetGpuInstanceId"});
+  api->mig_ci_id = Resolve<nvml::DeviceGetCountOfFn>(h, {"nvmlDeviceGetComputeInstanceId"});
 
   const std::pair<const char*, bool> required[] = {
       {"nvmlInit_v2", api->init != nullptr},
@@ -219,6 +264,7 @@ StatusOr<std::vector<GpuInfo>> NvmlDiscovery::ListDevices() {
       if (api_->get_mig_mode(d, &cur, &pending) == nvml::kSuccess)
         g.mig_enabled = cur == nvml::kMigEnable;
     }
+    if (g.mig_enabled) g.mig_profiles = MigProfiles(d, /*schedulable_only=*/true);
     out.push_back(std::move(g));
   }
   return out;
@@ -359,6 +405,233 @@ StatusOr<std::unique_ptr<HealthWatch>> NvmlDiscovery::WatchHealth(HealthCallback
   return std::unique_ptr<HealthWatch>(
       std::make_unique<Watch>(api_.get(), set, std::move(uuids), options_.ignored_xids,
                               options_.event_wait_ms, std::move(cb)));
+}
+
+// ---- MIG ----
+
+namespace {
+
+// The GPU instance profiles, in NVML's order; the "+me" variants (REV1) last.
+constexpr unsigned kGiProfiles[] = {
+    NVML_GPU_INSTANCE_PROFILE_1_SLICE,      NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2,
+    NVML_GPU_INSTANCE_PROFILE_2_SLICE,      NVML_GPU_INSTANCE_PROFILE_3_SLICE,
+    NVML_GPU_INSTANCE_PROFILE_4_SLICE,      NVML_GPU_INSTANCE_PROFILE_6_SLICE,
+    NVML_GPU_INSTANCE_PROFILE_7_SLICE,      NVML_GPU_INSTANCE_PROFILE_8_SLICE,
+    NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1,
+};
+bool IsMediaVariant(unsigned profile) {
+  return profile == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ||
+         profile == NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1;
+}
+
+// A profile's name without the v2 struct ("MIG 1g.10gb"): "<slices>g.<memory in GB, rounded up>gb".
+std::string DerivedProfileName(unsigned slices, unsigned long long mib) {
+  return StrCat(slices, "g.", (mib + 1023) / 1024, "gb");
+}
+
+}  // namespace
+
+bool NvmlDiscovery::HasMigApi() const {
+  const Api& a = *api_;
+  return a.get_handle_by_uuid && a.gi_profile_info && a.gi_placements && a.create_gi && a.get_gis &&
+         a.get_gi_by_id && a.gi_info && a.gi_destroy && a.ci_profile_info && a.create_ci &&
+         a.get_cis && a.ci_info && a.ci_destroy && a.max_mig_devices && a.mig_handle &&
+         a.mig_gi_id && a.mig_ci_id;
+}
+
+StatusOr<nvml::Device> NvmlDiscovery::ByUuid(const std::string& gpu_uuid) const {
+  if (!HasMigApi())
+    return FailedPrecondition(options_.library, " has no MIG API (NVML older than R470?)");
+  nvml::Device d = nullptr;
+  HAMI_RETURN_IF_ERROR(
+      Annotate(Check(api_->get_handle_by_uuid(gpu_uuid.c_str(), &d), "nvmlDeviceGetHandleByUUID"),
+               StrCat("GPU ", gpu_uuid)));
+  return d;
+}
+
+std::vector<MigProfileInfo> NvmlDiscovery::MigProfiles(nvml::Device d,
+                                                       bool schedulable_only) const {
+  std::vector<MigProfileInfo> out;
+  if (!HasMigApi()) return out;
+  for (unsigned index : kGiProfiles) {
+    if (schedulable_only && IsMediaVariant(index)) continue;
+    nvml::GpuInstanceProfileInfo info{};
+    const nvml::Return r = api_->gi_profile_info(d, index, &info);
+    if (r != nvml::kSuccess) {
+      // NOT_SUPPORTED / INVALID_ARGUMENT: this GPU has no such profile.
+      if (r != nvml::kErrorNotSupported && r != nvml::kErrorInvalidArgument)
+        spdlog::warn("nvmlDeviceGetGpuInstanceProfileInfo({}) failed (code {}); profile skipped",
+                     index, r);
+      continue;
+    }
+    MigProfileInfo p;
+    p.nvml_index = index;
+    p.nvml_id = info.id;
+    p.slices = static_cast<int>(info.sliceCount);
+    p.instances = static_cast<int>(info.instanceCount);
+    p.sms = static_cast<int>(info.multiprocessorCount);
+    p.memory_mib = static_cast<int64_t>(info.memorySizeMB);
+    p.name = DerivedProfileName(info.sliceCount, info.memorySizeMB);
+    if (api_->gi_profile_info_v) {
+      nvml::GpuInstanceProfileInfoV2 v2{};
+      v2.version = nvml::kGpuInstanceProfileInfoV2Version;
+      if (api_->gi_profile_info_v(d, index, &v2) == nvml::kSuccess) {
+        std::string name = CString(v2.name, sizeof v2.name);
+        if (name.rfind("MIG ", 0) == 0) name.erase(0, 4);
+        if (!name.empty()) p.name = std::move(name);
+      }
+    }
+    unsigned n = 0;
+    if (api_->gi_placements(d, info.id, nullptr, &n) == nvml::kSuccess && n > 0) {
+      std::vector<nvml::GpuInstancePlacement> ps(n);
+      if (api_->gi_placements(d, info.id, ps.data(), &n) == nvml::kSuccess) {
+        for (unsigned i = 0; i < n && i < ps.size(); ++i)
+          p.placements.push_back({static_cast<int>(ps[i].start), static_cast<int>(ps[i].size)});
+      }
+    }
+    if (p.placements.empty()) {
+      spdlog::warn("MIG profile {} reports no placement; skipped", p.name);
+      continue;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+StatusOr<std::vector<nvml::GpuInstance>> NvmlDiscovery::GpuInstances(
+    nvml::Device d, const MigProfileInfo& p) const {
+  std::vector<nvml::GpuInstance> gis(static_cast<size_t>(std::max(p.instances, 1)));
+  unsigned n = static_cast<unsigned>(gis.size());
+  HAMI_RETURN_IF_ERROR(
+      Annotate(Check(api_->get_gis(d, p.nvml_id, gis.data(), &n), "nvmlDeviceGetGpuInstances"),
+               StrCat("profile ", p.name)));
+  gis.resize(std::min<size_t>(n, gis.size()));
+  return gis;
+}
+
+std::vector<nvml::ComputeInstance> NvmlDiscovery::ComputeInstances(nvml::GpuInstance gi) const {
+  std::vector<nvml::ComputeInstance> out;
+  for (unsigned ci_profile = 0; ci_profile < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++ci_profile) {
+    nvml::ComputeInstanceProfileInfo cp{};
+    if (api_->ci_profile_info(gi, ci_profile, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &cp) !=
+        nvml::kSuccess)
+      continue;  // not a profile of this GPU instance
+    std::vector<nvml::ComputeInstance> cis(std::max(cp.instanceCount, 1u));
+    unsigned n = static_cast<unsigned>(cis.size());
+    if (api_->get_cis(gi, cp.id, cis.data(), &n) != nvml::kSuccess) continue;
+    cis.resize(std::min<size_t>(n, cis.size()));
+    out.insert(out.end(), cis.begin(), cis.end());
+  }
+  return out;
+}
+
+std::string NvmlDiscovery::MigDeviceUuid(nvml::Device d, unsigned gi_id, unsigned ci_id) const {
+  unsigned max = 0;
+  if (api_->max_mig_devices(d, &max) != nvml::kSuccess) return "";
+  for (unsigned i = 0; i < max; ++i) {
+    nvml::Device mig = nullptr;
+    unsigned g = 0, c = 0;
+    if (api_->mig_handle(d, i, &mig) != nvml::kSuccess) continue;  // NOT_FOUND: an empty slot
+    if (api_->mig_gi_id(mig, &g) != nvml::kSuccess || api_->mig_ci_id(mig, &c) != nvml::kSuccess)
+      continue;
+    if (g != gi_id || c != ci_id) continue;
+    char buf[nvml::kUuidBufferSize] = {};
+    if (api_->get_uuid(mig, buf, sizeof buf) == nvml::kSuccess) return CString(buf, sizeof buf);
+  }
+  return "";
+}
+
+StatusOr<MigInstance> NvmlDiscovery::Describe(nvml::Device d, nvml::GpuInstance gi,
+                                              const MigProfileInfo& p) const {
+  nvml::GpuInstanceInfo info{};
+  HAMI_RETURN_IF_ERROR(Check(api_->gi_info(gi, &info), "nvmlGpuInstanceGetInfo"));
+  MigInstance m;
+  m.profile = p.name;
+  m.placement = {static_cast<int>(info.placement.start), static_cast<int>(info.placement.size)};
+  m.gpu_instance_id = info.id;
+  for (nvml::ComputeInstance c : ComputeInstances(gi)) {
+    nvml::ComputeInstanceInfo ci{};
+    if (api_->ci_info(c, &ci) != nvml::kSuccess) continue;
+    m.compute_instance_id = ci.id;
+    m.uuid = MigDeviceUuid(d, m.gpu_instance_id, ci.id);
+    break;
+  }
+  return m;
+}
+
+StatusOr<std::vector<MigInstance>> NvmlDiscovery::ListMigInstances(const std::string& gpu_uuid) {
+  HAMI_ASSIGN_OR_RETURN(nvml::Device d, ByUuid(gpu_uuid));
+  std::vector<MigInstance> out;
+  for (const MigProfileInfo& p : MigProfiles(d, /*schedulable_only=*/false)) {
+    HAMI_ASSIGN_OR_RETURN(std::vector<nvml::GpuInstance> gis, GpuInstances(d, p));
+    for (nvml::GpuInstance gi : gis) {
+      HAMI_ASSIGN_OR_RETURN(MigInstance m, Describe(d, gi, p));
+      out.push_back(std::move(m));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const MigInstance& a, const MigInstance& b) {
+    return a.gpu_instance_id < b.gpu_instance_id;
+  });
+  return out;
+}
+
+StatusOr<MigInstance> NvmlDiscovery::CreateMigInstance(const std::string& gpu_uuid,
+                                                       const std::string& profile,
+                                                       MigPlacement placement) {
+  HAMI_ASSIGN_OR_RETURN(nvml::Device d, ByUuid(gpu_uuid));
+  const std::string what = StrCat("GPU ", gpu_uuid, " profile ", profile, " at slice ",
+                                  placement.start, "+", placement.size);
+  const std::vector<MigProfileInfo> profiles = MigProfiles(d, /*schedulable_only=*/false);
+  auto p = std::find_if(profiles.begin(), profiles.end(),
+                        [&](const MigProfileInfo& x) { return x.name == profile; });
+  if (p == profiles.end())
+    return InvalidArgument(what, ": the GPU has no such MIG profile (is MIG mode on?)");
+  if (std::find(p->placements.begin(), p->placements.end(), placement) == p->placements.end())
+    return InvalidArgument(what, ": not a placement NVML lists for the profile");
+  nvml::GpuInstancePlacement at{static_cast<unsigned>(placement.start),
+                                static_cast<unsigned>(placement.size)};
+  nvml::GpuInstance gi = nullptr;
+  const nvml::Return r = api_->create_gi(d, p->nvml_id, &at, &gi);
+  if (r == nvml::kErrorInsufficientResources)
+    return ResourceExhausted(what, ": the placement overlaps a GPU instance (or the profile's ",
+                             p->instances, " instances exist)");
+  HAMI_RETURN_IF_ERROR(Annotate(Check(r, "nvmlDeviceCreateGpuInstanceWithPlacement"), what));
+  // From here on, a failure destroys what this call created.
+  auto undo = [&](const Status& s, nvml::ComputeInstance ci) -> Status {
+    if (ci != nullptr) api_->ci_destroy(ci);
+    api_->gi_destroy(gi);
+    return Annotate(s, what);
+  };
+  // The compute instance that spans the whole GPU instance.
+  nvml::ComputeInstanceProfileInfo cp{};
+  bool found = false;
+  for (unsigned ci_profile = 0; ci_profile < NVML_COMPUTE_INSTANCE_PROFILE_COUNT && !found;
+       ++ci_profile) {
+    found = api_->ci_profile_info(gi, ci_profile, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                                  &cp) == nvml::kSuccess &&
+            static_cast<int>(cp.sliceCount) == p->slices;
+  }
+  if (!found) return undo(Internal("no compute instance profile spans the GPU instance"), nullptr);
+  nvml::ComputeInstance ci = nullptr;
+  if (Status s = Check(api_->create_ci(gi, cp.id, &ci), "nvmlGpuInstanceCreateComputeInstance");
+      !s.ok())
+    return undo(s, nullptr);
+  auto m = Describe(d, gi, *p);
+  if (!m.ok()) return undo(m.status(), ci);
+  if (m->uuid.empty()) return undo(Internal("the new MIG device has no UUID"), ci);
+  return m;
+}
+
+Status NvmlDiscovery::DestroyMigInstance(const std::string& gpu_uuid, unsigned gpu_instance_id) {
+  HAMI_ASSIGN_OR_RETURN(nvml::Device d, ByUuid(gpu_uuid));
+  const std::string what = StrCat("GPU ", gpu_uuid, " GPU instance ", gpu_instance_id);
+  nvml::GpuInstance gi = nullptr;
+  const nvml::Return r = api_->get_gi_by_id(d, gpu_instance_id, &gi);
+  if (r == nvml::kErrorNotFound) return NotFound(what, " does not exist");
+  HAMI_RETURN_IF_ERROR(Annotate(Check(r, "nvmlDeviceGetGpuInstanceById"), what));
+  for (nvml::ComputeInstance c : ComputeInstances(gi))
+    HAMI_RETURN_IF_ERROR(Annotate(Check(api_->ci_destroy(c), "nvmlComputeInstanceDestroy"), what));
+  return Annotate(Check(api_->gi_destroy(gi), "nvmlGpuInstanceDestroy"), what);
 }
 
 }  // namespace hami::gpu

@@ -26,7 +26,7 @@ struct NvmlOptions {
   unsigned event_wait_ms = 200;
 };
 
-class NvmlDiscovery final : public DeviceDiscovery {
+class NvmlDiscovery final : public DeviceDiscovery, public MigControl {
  public:
   // Loads the library, resolves symbols and calls nvmlInit. Errors name the library or symbol.
   static StatusOr<std::unique_ptr<NvmlDiscovery>> Open(NvmlOptions options = {});
@@ -36,6 +36,12 @@ class NvmlDiscovery final : public DeviceDiscovery {
   StatusOr<std::vector<GpuLink>> Topology() override;
   StatusOr<std::unique_ptr<HealthWatch>> WatchHealth(HealthCallback cb) override;
 
+  // MIG (FailedPrecondition when the library has no MIG API).
+  StatusOr<std::vector<MigInstance>> ListMigInstances(const std::string& gpu_uuid) override;
+  StatusOr<MigInstance> CreateMigInstance(const std::string& gpu_uuid, const std::string& profile,
+                                          MigPlacement placement) override;
+  Status DestroyMigInstance(const std::string& gpu_uuid, unsigned gpu_instance_id) override;
+
   struct Api;  // resolved entry points (nvml_discovery.cc)
 
  private:
@@ -44,6 +50,16 @@ class NvmlDiscovery final : public DeviceDiscovery {
   Status Check(nvml::Return r, const char* what) const;
   StatusOr<std::vector<nvml::Device>> Handles();
   int NumaNode(nvml::Device d, const std::string& bus_id) const;
+  // MIG helpers (nvml_discovery.cc).
+  bool HasMigApi() const;
+  StatusOr<nvml::Device> ByUuid(const std::string& gpu_uuid) const;
+  std::vector<MigProfileInfo> MigProfiles(nvml::Device d, bool schedulable_only) const;
+  StatusOr<std::vector<nvml::GpuInstance>> GpuInstances(nvml::Device d,
+                                                        const MigProfileInfo& p) const;
+  StatusOr<MigInstance> Describe(nvml::Device d, nvml::GpuInstance gi,
+                                 const MigProfileInfo& p) const;
+  std::vector<nvml::ComputeInstance> ComputeInstances(nvml::GpuInstance gi) const;
+  std::string MigDeviceUuid(nvml::Device d, unsigned gi_id, unsigned ci_id) const;
 
   NvmlOptions options_;
   std::unique_ptr<Api> api_;

@@ -35,6 +35,7 @@ class NvmlDiscoveryTest : public ::testing::Test {
     unsetenv("FAKEGPU_FAULTS");
     unsetenv("FAKEGPU_INIT_FAIL");
     unsetenv("FAKEGPU_XID");
+    unsetenv("FAKEGPU_MIG");
     setenv("FAKEGPU_DEVICES",
            "Tesla V100-PCIE-32GB:32768:80;Tesla V100-PCIE-32GB:32768:80;"
            "NVIDIA A100-SXM4-80GB:81920:108:GPU-11111111-2222-3333-4444-555555555555;Tesla "
@@ -202,6 +203,125 @@ TEST(NvmlOpenTest, LibraryThatIsNotNvmlIsRejected) {
   EXPECT_NE(std::string(d.status().message()).find("does not export nvmlInit_v2"),
             std::string::npos)
       << d.status();
+}
+
+std::string Placements(const MigProfileInfo& p) {
+  std::string s;
+  for (const auto& pl : p.placements) s += StrCat(pl.start, "+", pl.size, " ");
+  return s;
+}
+
+TEST_F(NvmlDiscoveryTest, MigGpuReportsItsProfilesAndPlacements) {
+  setenv("FAKEGPU_DEVICES", "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40", 1);
+  setenv("FAKEGPU_MIG", "0", 1);
+  auto d = Open();
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto devs = (*d)->ListDevices();
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 2u);
+  EXPECT_FALSE((*devs)[1].mig_enabled);
+  EXPECT_TRUE((*devs)[1].mig_profiles.empty());
+  const GpuInfo& g = (*devs)[0];
+  ASSERT_TRUE(g.mig_enabled);
+  struct Want {
+    const char* name;
+    unsigned index, id;
+    int slices, instances, sms;
+    int64_t mem;
+    const char* placements;
+  };
+  // NVML's order; no "+me" variant (one per GPU, which a placement list cannot express).
+  const Want want[] = {
+      {"1g.5gb", NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 7, 14, 4864,
+       "0+1 1+1 2+1 3+1 4+1 5+1 6+1 "},
+      {"2g.10gb", NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 3, 28, 9984, "0+2 2+2 4+2 "},
+      {"3g.20gb", NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 2, 42, 20096, "0+4 4+4 "},
+      {"4g.20gb", NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 1, 56, 20096, "0+4 "},
+      {"7g.40gb", NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 1, 98, 40448, "0+8 "},
+  };
+  ASSERT_EQ(g.mig_profiles.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) {
+    const MigProfileInfo& p = g.mig_profiles[i];
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(p.name, want[i].name);
+    EXPECT_EQ(p.nvml_index, want[i].index);
+    EXPECT_EQ(p.nvml_id, want[i].id);
+    EXPECT_EQ(p.slices, want[i].slices);
+    EXPECT_EQ(p.instances, want[i].instances);
+    EXPECT_EQ(p.sms, want[i].sms);
+    EXPECT_EQ(p.memory_mib, want[i].mem);
+    EXPECT_EQ(Placements(p), want[i].placements);
+  }
+}
+
+TEST_F(NvmlDiscoveryTest, MigInstancesAreCreatedAtThePlacementListedAndDestroyed) {
+  setenv("FAKEGPU_DEVICES", "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40", 1);
+  setenv("FAKEGPU_MIG", "0", 1);
+  auto d = Open();
+  ASSERT_TRUE(d.ok()) << d.status();
+  MigControl& mig = **d;
+  const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  auto a = mig.CreateMigInstance(gpu, "3g.20gb", {4, 4});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->profile, "3g.20gb");
+  EXPECT_EQ(a->placement, (MigPlacement{4, 4}));
+  EXPECT_EQ(a->gpu_instance_id, 2u);
+  EXPECT_EQ(a->compute_instance_id, 0u);
+  EXPECT_EQ(a->uuid.rfind("MIG-", 0), 0u) << a->uuid;
+
+  struct Bad {
+    const char* profile;
+    MigPlacement at;
+    absl::StatusCode code;
+  };
+  const Bad bad[] = {
+      {"3g.20gb", {4, 4}, absl::StatusCode::kResourceExhausted},  // taken
+      {"1g.5gb", {5, 1}, absl::StatusCode::kResourceExhausted},   // inside it
+      {"2g.10gb", {6, 2}, absl::StatusCode::kInvalidArgument},    // not a 2g placement
+      {"1g.5gb", {0, 2}, absl::StatusCode::kInvalidArgument},     // wrong size
+      {"9g.90gb", {0, 1}, absl::StatusCode::kInvalidArgument},    // no such profile
+  };
+  for (const Bad& b : bad) {
+    auto r = mig.CreateMigInstance(gpu, b.profile, b.at);
+    EXPECT_EQ(r.status().code(), b.code) << b.profile << " " << r.status();
+  }
+  EXPECT_FALSE(mig.CreateMigInstance("GPU-fa4e0000-0000-4000-8000-000000000001", "1g.5gb", {0, 1})
+                   .ok());  // the T4 runs no MIG
+  auto b = mig.CreateMigInstance(gpu, "1g.5gb", {3, 1});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(b->uuid, a->uuid);
+
+  auto listed = mig.ListMigInstances(gpu);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0], *a);
+  EXPECT_EQ((*listed)[1], *b);
+
+  ASSERT_TRUE(mig.DestroyMigInstance(gpu, a->gpu_instance_id).ok());
+  EXPECT_EQ(mig.DestroyMigInstance(gpu, a->gpu_instance_id).code(), absl::StatusCode::kNotFound);
+  listed = mig.ListMigInstances(gpu);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].profile, "1g.5gb");
+  // The freed slices take a 4g now.
+  EXPECT_TRUE(mig.CreateMigInstance(gpu, "3g.20gb", {4, 4}).ok());
+}
+
+TEST_F(NvmlDiscoveryTest, MigCreationLeavesNothingBehindWhenTheComputeInstanceFails) {
+  setenv("FAKEGPU_DEVICES", "NVIDIA A100-SXM4-40GB:40960:108", 1);
+  setenv("FAKEGPU_MIG", "0", 1);
+  setenv("FAKEGPU_FAULTS", "nvmlGpuInstanceCreateComputeInstance=23", 1);
+  auto d = Open();
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  auto r = (*d)->CreateMigInstance(gpu, "1g.5gb", {6, 1});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("nvmlGpuInstanceCreateComputeInstance"),
+            std::string::npos)
+      << r.status();
+  auto listed = (*d)->ListMigInstances(gpu);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->empty());
 }
 
 }  // namespace

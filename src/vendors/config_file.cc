@@ -226,8 +226,8 @@ constexpr Option kNvidia[] = {
        return nvidia::ValidateMigProfileAllowlist(c->mig_profile_allowlist);
      }},
     {"knownMigGeometries", OptionType::kAny, "upstream's chart list", kNotUsed,
-     "MIG geometries per model; our device plugin does not create MIG instances yet (accepted, "
-     "logged)",
+     "MIG geometries per model; hami-cpp takes the placements NVML reports on the node "
+     "(accepted, logged)",
      nullptr},
 };
 
