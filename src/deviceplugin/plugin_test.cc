@@ -580,6 +580,30 @@ TEST_F(MigPluginTest, AllocateCreatesTheDecidedInstanceAndHandsOverItsMigDevice)
   EXPECT_EQ(r2->container_responses(0).envs().count("NVIDIA_VISIBLE_DEVICES"), 0u);
 }
 
+// One container asking two GPUs where only the one A100 fits: the scheduler grants two instances
+// of it (the same GPU twice, each its own placement and deviceIndex); Allocate makes both and hands
+// over both MIG devices.
+TEST_F(MigPluginTest, OneContainerWithTwoInstancesOfOneGpuGetsBoth) {
+  StartMig();
+  const core::ContainerDevice a = MigDev(kA100, "1g.5gb", 4864, 14, 0, 1);
+  const core::ContainerDevice b = MigDev(kA100, "1g.5gb", 4864, 14, 1, 1);
+  PendingPod p = Pod("two", {{a, b}});
+  p.containers[0].mig = {
+      core::MigAllocation{0, 0, a.uuid, a.mig_profile, a.mig_placement, "", {}, {}},
+      core::MigAllocation{0, 1, b.uuid, b.mig_profile, b.mig_placement, "", {}, {}}};
+  pending_.AddPod(p);
+  auto r = kubelet_->Allocate({{std::string(kA100) + "-0", std::string(kA100) + "-1"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto insts = Instances();
+  ASSERT_EQ(insts.size(), 2u);
+  EXPECT_EQ(insts[0].placement, (gpu::MigPlacement{0, 1}));
+  EXPECT_EQ(insts[1].placement, (gpu::MigPlacement{1, 1}));
+  const std::string want = insts[0].uuid + "," + insts[1].uuid;
+  const std::string got = r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES");
+  EXPECT_TRUE(got == want || got == insts[1].uuid + "," + insts[0].uuid) << got;
+  EXPECT_TRUE(pending_.Failed().empty());
+}
+
 TEST_F(MigPluginTest, RetriedAllocateReusesTheInstanceItMade) {
   StartMig();
   pending_.AddPod(MigPod("m1", MigDev(kA100, "2g.10gb", 9984, 28, 2, 2)));

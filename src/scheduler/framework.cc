@@ -240,14 +240,15 @@ bool PickMigInstances(const GpuPicker& picker, const PickContext& ctx, EvalScrat
   distinct.nums = static_cast<int>(s.candidates.size());
   s.picked.clear();
   if (distinct.nums > 0) {
-    picker.Pick(PickContext{ctx.cycle, ctx.node, ctx.usage, distinct}, s.candidates, &s.picked);
+    picker.Pick(PickContext{ctx.cycle, ctx.node, ctx.usage, distinct, ctx.earlier}, s.candidates,
+                &s.picked);
     HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", ctx.node.info.name,
                 ": the picker picked a device that does not fit, or one twice");
   }
   const size_t chosen = s.picked.size();
   for (const bool default_order : {false, true}) {
     if (default_order && ctx.cycle.pod().selectors.mig_profile_preference.empty()) break;
-    PickContext at{ctx.cycle, ctx.node, ctx.usage, r, default_order};
+    PickContext at{ctx.cycle, ctx.node, ctx.usage, r, ctx.earlier, default_order};
     s.picked.resize(chosen);
     for (size_t i = 0; i < chosen && static_cast<int>(s.picked.size()) < r.nums; ++i) {
       const int d = s.picked[i];
