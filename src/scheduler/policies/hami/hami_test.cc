@@ -436,5 +436,172 @@ TEST(HamiUpstream, TestDevices_Fit) {
   }
 }
 
+// Selector matching: TestCheckUUID (pkg/device), TestCheckType, Test_checkType,
+// TestCheckType_AllocateMode and TestCheckGPUtype_* (pkg/device/nvidia). A device fits when the
+// row says so; the annotations' parsing is in vendors/nvidia/request_test.cc.
+TEST(HamiUpstream, TestCheckUUIDAndType) {
+  struct Row {
+    std::string name;
+    std::string type;  // the device's type
+    std::string mode;  // the device's mode ("" = hami-core)
+    std::vector<std::string> use_uuids, nouse_uuids, use_types, nouse_types;
+    std::string vgpu_mode;
+    bool fits;
+  };
+  const std::vector<Row> rows = {
+      {"TestCheckUUID/no annotation", "NVIDIA-A100", "", {}, {}, {}, {}, "", true},
+      {"TestCheckUUID/use list, device match",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckUUID/use list, device don't match",
+       "NVIDIA-A100",
+       "",
+       {"1abc", "123"},
+       {},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/nouse list, device match",
+       "NVIDIA-A100",
+       "",
+       {},
+       {"n-gpu0", "123"},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/nouse list, device don't match",
+       "NVIDIA-A100",
+       "",
+       {},
+       {"1abc"},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckUUID/both set, device in use list but also in nouse list",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {"n-gpu0"},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/both set, device in use list and not in nouse list",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {"456"},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckType/use list matches by substring",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {"A100", "V100"},
+       {},
+       "",
+       true},
+      {"TestCheckType/use list does not match", "NVIDIA-A100", "", {}, {}, {"V100"}, {}, "", false},
+      {"TestCheckType/nouse list matches excludes the device",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {},
+       {"A100"},
+       "",
+       false},
+      {"TestCheckType/nouse list does not match keeps the device",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {},
+       {"V100"},
+       "",
+       true},
+      {"TestCheckType/use satisfied and nouse matches still excludes",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {"A100"},
+       {"A100"},
+       "",
+       false},
+      {"Test_checkType/use A10 on an A100 (substring)",
+       "NVIDIA A100",
+       "",
+       {},
+       {},
+       {"A10"},
+       {},
+       "",
+       true},
+      {"Test_checkType/use A10, nouse A100, on an A100",
+       "NVIDIA A100",
+       "",
+       {},
+       {},
+       {"A10"},
+       {"A100"},
+       "",
+       false},
+      {"Test_checkType/use A10, nouse A100, on an A10",
+       "NVIDIA A10",
+       "",
+       {},
+       {},
+       {"A10"},
+       {"A100"},
+       "",
+       true},
+      {"TestCheckGPUtype_InUseMismatch", "NVIDIA-V100", "", {}, {}, {"A100"}, {}, "", false},
+      {"TestCheckType_AllocateMode/mps on a hami-core device",
+       "NVIDIA-A100",
+       "hami-core",
+       {},
+       {},
+       {},
+       {},
+       "mps",
+       false},
+      {"TestCheckType_AllocateMode/hami-core on a hami-core device",
+       "NVIDIA-A100",
+       "hami-core",
+       {},
+       {},
+       {},
+       {},
+       "hami-core",
+       true},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    core::NodeInfo node = NodeBuilder("n").Gpus(1, 16000, r.type);
+    node.devices[0].mode = r.mode;
+    core::PodRequest pod = PodBuilder("p").Gpu(1, 1000, 10);
+    pod.selectors.use_uuids = r.use_uuids;
+    pod.selectors.nouse_uuids = r.nouse_uuids;
+    pod.selectors.use_types = r.use_types;
+    pod.selectors.nouse_types = r.nouse_types;
+    pod.selectors.vgpu_mode = r.vgpu_mode;
+    const Decision d = Explain("hami", {node}, {}, pod);
+    EXPECT_EQ(Describe(d), r.fits ? "n:n-gpu0" : "");
+  }
+}
+
 }  // namespace
 }  // namespace hami::scheduler
