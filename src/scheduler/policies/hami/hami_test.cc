@@ -603,5 +603,34 @@ TEST(HamiUpstream, TestCheckUUIDAndType) {
   }
 }
 
+// pkg/scheduler/scheduler_test.go Test_Filter: node policy x GPU policy on two nodes of two 8000
+// MiB GPUs, device1 (node1) 25% used, device4 (node2) 75% used; the pod asks 1 GPU, 1000 MiB, 20
+// cores.
+TEST(HamiUpstream, Test_Filter) {
+  const std::vector<core::NodeInfo> nodes = {NodeBuilder("node1").Gpus(2, 8000),
+                                             NodeBuilder("node2").Gpus(2, 8000)};
+  const std::vector<core::PodRequest> existing = {
+      PodBuilder("pod1").Gpu(1, 2000, 25).UseUuid("node1-gpu0"),
+      PodBuilder("pod2").Gpu(1, 6000, 75).UseUuid("node2-gpu1")};
+  struct Row {
+    const char* name;
+    const char* node_policy;
+    const char* gpu_policy;
+    const char* want;
+  };
+  const Row rows[] = {
+      {"node use binpack gpu use binpack policy", "binpack", "binpack", "node2:node2-gpu1"},
+      {"node use binpack gpu use spread policy", "binpack", "spread", "node2:node2-gpu0"},
+      {"node use spread gpu use binpack policy", "spread", "binpack", "node1:node1-gpu0"},
+      {"node use spread gpu use spread policy", "spread", "spread", "node1:node1-gpu1"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const core::PodRequest pod =
+        PodBuilder("test").Gpu(1, 1000, 20).NodePolicy(r.node_policy).GpuPolicy(r.gpu_policy);
+    EXPECT_EQ(Describe(Explain("hami", nodes, existing, pod)), r.want);
+  }
+}
+
 }  // namespace
 }  // namespace hami::scheduler
