@@ -632,5 +632,39 @@ TEST(HamiUpstream, Test_Filter) {
   }
 }
 
+// pkg/scheduler/score_test.go Test_calcScore: the card each case chooses (its node scores are
+// upstream's internal floats). GPU policy spread, cards of 8000 MiB and 10 slots; the pod asks 1
+// GPU, 1000 MiB, 30 cores; "50%" is a card with 4000 MiB and 50 cores in use.
+TEST(HamiUpstream, Test_calcScore) {
+  const auto half = [](const std::string& uuid) {
+    return PodBuilder("half-" + uuid).Gpu(1, 4000, 50).UseUuid(uuid).Build();
+  };
+  struct Row {
+    const char* name;
+    int gpus;
+    std::vector<core::PodRequest> existing;
+    const char* want;
+  };
+  const std::vector<Row> rows = {
+      {"one node one device one pod one container use one device.", 1, {}, "node1:node1-gpu0"},
+      {"one node one device one pod one container use one device,but this device before having "
+       "use.",
+       1,
+       {half("node1-gpu0")},
+       "node1:node1-gpu0"},
+      {"one node two device one pod one container use one device", 2, {}, "node1:node1-gpu1"},
+      {"one node two device one pod one container use one device,but having use 50%",
+       2,
+       {half("node1-gpu1")},
+       "node1:node1-gpu0"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const core::PodRequest pod = PodBuilder("test1").Gpu(1, 1000, 30).GpuPolicy("spread");
+    EXPECT_EQ(Describe(Explain("hami", {NodeBuilder("node1").Gpus(r.gpus, 8000)}, r.existing, pod)),
+              r.want);
+  }
+}
+
 }  // namespace
 }  // namespace hami::scheduler
