@@ -1,4 +1,6 @@
+#include "core/pod_request.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/testing/harness.h"
 
 namespace hami::scheduler {
@@ -663,6 +665,40 @@ TEST(HamiUpstream, Test_calcScore) {
     const core::PodRequest pod = PodBuilder("test1").Gpu(1, 1000, 30).GpuPolicy("spread");
     EXPECT_EQ(Describe(Explain("hami", {NodeBuilder("node1").Gpus(r.gpus, 8000)}, r.existing, pod)),
               r.want);
+  }
+}
+
+// pkg/scheduler/policy_fallback_placement_test.go TestPlacementUnderUnrecognizedPolicy: with no
+// hami.io/gpu-scheduler-policy, or one upstream does not recognise ("binpakc", dropped when the pod
+// is read), the card is the configured policy's (hami-binpack or hami-spread); a valid annotation
+// overrides it. Cards: idle, mid (2 pods, 50 cores, 4096 MiB), busy (3 pods, 75 cores, 6144 MiB).
+TEST(HamiUpstream, TestPlacementUnderUnrecognizedPolicy) {
+  const NodeBuilder node = NodeBuilder("n").Gpus(3, 8192);
+  std::vector<core::PodRequest> existing;
+  for (int i = 0; i < 2; ++i)
+    existing.push_back(
+        PodBuilder("mid" + std::to_string(i)).Gpu(1, 2048, 25).UseUuid("n-gpu1").Build());
+  for (int i = 0; i < 3; ++i)
+    existing.push_back(
+        PodBuilder("busy" + std::to_string(i)).Gpu(1, 2048, 25).UseUuid("n-gpu2").Build());
+  const auto place = [&](const std::string& configured, const char* annotation) {
+    core::PodRequest pod = PodBuilder("fallback-pod").Gpu(1, 1024, 10);
+    if (annotation != nullptr) {
+      auto parsed = core::ParsePodJson(nlohmann::json{
+          {"metadata", {{"annotations", {{"hami.io/gpu-scheduler-policy", annotation}}}}}});
+      EXPECT_TRUE(parsed.ok()) << parsed.status();
+      if (parsed.ok()) pod.gpu_policy = parsed->gpu_policy;
+    }
+    return Describe(Explain(configured, {node}, existing, pod));
+  };
+  EXPECT_EQ(place("hami-binpack", "binpack"), "n:n-gpu2");
+  EXPECT_EQ(place("hami-binpack", "spread"), "n:n-gpu0");
+  for (const auto& [configured, want] : std::vector<std::pair<std::string, std::string>>{
+           {"hami-binpack", "n:n-gpu2"}, {"hami-spread", "n:n-gpu0"}}) {
+    SCOPED_TRACE("cluster default " + configured);
+    EXPECT_EQ(place(configured, nullptr), want);    // no annotation
+    EXPECT_EQ(place(configured, "binpakc"), want);  // unrecognized: the configured default
+    EXPECT_EQ(place(configured, ""), want);         // empty: the configured default
   }
 }
 
