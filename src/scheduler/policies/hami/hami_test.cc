@@ -702,5 +702,17 @@ TEST(HamiUpstream, TestPlacementUnderUnrecognizedPolicy) {
   }
 }
 
+// pkg/scheduler/score_model_type_test.go TestBinpackPacksSmallerCardOnMixedCapacityNode: binpack
+// ranks cards by their usage after placement, so a 20 GiB request goes to the idle 40 GB card
+// (0.90 used after) rather than the 80 GB one already in use (0.85 after).
+TEST(HamiUpstream, TestBinpackPacksSmallerCardOnMixedCapacityNode) {
+  const core::NodeInfo node = NodeBuilder("n")
+                                  .Gpus(1, 40960, "NVIDIA A100-SXM4-40GB")
+                                  .Gpus(1, 81920, "NVIDIA A100-SXM4-80GB");
+  const core::PodRequest used = PodBuilder("used").Gpu(1, 4096, 5).UseUuid("n-gpu1");
+  const core::PodRequest trainer = PodBuilder("trainer").Gpu(1, 20480, 30).GpuPolicy("binpack");
+  EXPECT_EQ(Describe(Explain("hami", {node}, {used}, trainer)), "n:n-gpu0");
+}
+
 }  // namespace
 }  // namespace hami::scheduler
