@@ -284,6 +284,11 @@ TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
       {"slash in namespace", {"pod-victim", "ml/x", "victim", "n1"}, "DNS-1123 label"},
       {"bad node name", {"pod-victim", "ml", "victim", "../n1"}, "DNS-1123 subdomain"},
       {"bad uid", {"pod-victim", "ml", "vic/tim", "n1"}, "uid"},
+      // Upstream refuses a bind without a uid (scheduler_identity_test.go
+      // TestBindRejectsRequestWithoutUID); ours takes the named pod's own reservation, held to it.
+      {"no uid, not the decision's node",
+       {"pod-victim", "ml", "", "n2"},
+       "decided for node n1, not n2"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -292,7 +297,7 @@ TEST_F(ExtenderTest, BindActsOnlyOnThePodItNames) {
     EXPECT_EQ(used(), 4000);  // the victim's reservation stands
     EXPECT_EQ(state_->pod_count(), 1u);
   }
-  EXPECT_EQ(ext_->counters().refused_requests.load(), 8);
+  EXPECT_EQ(ext_->counters().refused_requests.load(), 9);
   // The victim's own bind goes through; a /filter for it afterwards cannot rewrite its decision.
   EXPECT_EQ(ext_->Bind({"pod-victim", "ml", "victim", "n1"}).error, "");
   auto again =
