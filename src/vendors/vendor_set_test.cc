@@ -505,5 +505,19 @@ TEST(VendorSetUpstream, Test_calcScore_MultiTypeContainerAlignment) {
   }
 }
 
+// pkg/device/nvidia Test_PatchAnnotations "no device": a pod without devices gets no decision key.
+TEST(VendorSetUpstream, Test_PatchAnnotationsNoDevice) {
+  auto set = Load();
+  ASSERT_NE(set, nullptr);
+  core::PodAllocation none;
+  auto enc = set->EncodeDecision(none, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(enc->empty());
+  none.containers = {{}, {}};  // containers without devices
+  enc = set->EncodeDecision(none, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(enc->empty());
+}
+
 }  // namespace
 }  // namespace hami::vendors
