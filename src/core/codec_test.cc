@@ -292,6 +292,223 @@ TEST(PodDevicesTest, ErrorsNameContainerAndDevice) {
   EXPECT_FALSE(EncodePodDevices(bad).ok());
 }
 
+ContainerDevice Cambricon(ContainerDevice d) {
+  d.vendor = "Cambricon";
+  return d;
+}
+
+// Upstream's pkg/device/devices_test.go, case by case. Upstream's ContainerDevices codec is our
+// DecodePodDevices of a single container (text without ';'); each row is named after upstream's.
+TEST(CodecUpstream, TestDecodeContainerDevices) {
+  struct Case {
+    const char* name;
+    const char* text;
+    bool ok;
+    std::vector<ContainerDevice> want;
+  };
+  const Case cases[] = {
+      {"empty string returns empty ContainerDevices", "", true, {}},
+      {"trailing delimiters only returns empty ContainerDevices", ":::", true, {}},
+      {"valid single device",
+       "GPU-8dcd427f-483b-b48f-d7e5-75fb19a52b76,NVIDIA,500,3:",
+       true,
+       {CD("GPU-8dcd427f-483b-b48f-d7e5-75fb19a52b76", 500, 3)}},
+      {"valid single device with zero resources",
+       "GPU-zero,NVIDIA,0,0:",
+       true,
+       {CD("GPU-zero", 0, 0)}},
+      {"multiple valid devices",
+       "GPU-1,NVIDIA,1000,10:GPU-2,Cambricon,2000,20:",
+       true,
+       {CD("GPU-1", 1000, 10), Cambricon(CD("GPU-2", 2000, 20))}},
+      {"existing valid fields preserved with extra optional fields",
+       "GPU-1,NVIDIA,1000,10,extra1,extra2:",
+       true,
+       {CD("GPU-1", 1000, 10)}},
+      {"malformed segment without comma", "garbage", false, {}},
+      {"malformed segment without comma and with delimiter", "garbage:", false, {}},
+      {"missing required fields (only 2 fields)", "GPU-1,NVIDIA:", false, {}},
+      {"missing required fields (only 3 fields)", "GPU-1,NVIDIA,1000:", false, {}},
+      {"empty device ID / UUID", ",NVIDIA,1000,10:", false, {}},
+      {"empty device type", "GPU-1,,1000,10:", false, {}},
+      {"negative memory value", "GPU-1,NVIDIA,-500,10:", false, {}},
+      {"negative cores value", "GPU-1,NVIDIA,500,-1:", false, {}},
+      {"invalid non-numeric memory", "GPU-1,NVIDIA,invalid,10:", false, {}},
+      {"invalid non-numeric core", "GPU-1,NVIDIA,500,invalid:", false, {}},
+      {"memory integer overflow", "GPU-1,NVIDIA,99999999999999999999999999,10:", false, {}},
+      {"core integer overflow", "GPU-1,NVIDIA,500,99999999999999999999999999:", false, {}},
+      {"valid device followed by malformed device fails entire decode",
+       "GPU-1,NVIDIA,1000,10:malformed_segment:",
+       false,
+       {}},
+      {"malformed device followed by valid device fails entire decode",
+       "malformed_segment:GPU-1,NVIDIA,1000,10:",
+       false,
+       {}},
+      {"valid device followed by negative resource fails entire decode",
+       "GPU-1,NVIDIA,1000,10:GPU-2,NVIDIA,-100,10:",
+       false,
+       {}},
+      {"negative resource followed by valid device fails entire decode",
+       "GPU-1,NVIDIA,1000,-5:GPU-2,NVIDIA,1000,10:",
+       false,
+       {}},
+      // TestResourceAccounting_NegativeDecodedProtection
+      {"TestResourceAccounting_NegativeDecodedProtection", "GPU-1,NVIDIA,-1000,-10:", false, {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = DecodePodDevices(c.text);
+    ASSERT_EQ(got.ok(), c.ok) << c.text << " -> " << got.status();
+    if (!c.ok) continue;
+    // One container at most: the text has no ';'.
+    ASSERT_LE(got->containers.size(), 1u);
+    const std::vector<ContainerDevice> devices =
+        got->containers.empty() ? std::vector<ContainerDevice>{} : got->containers[0];
+    EXPECT_EQ(devices, c.want);
+    for (const auto& d : devices) EXPECT_EQ(d.index, -1);  // TestDecodeContainerDevices_IdxNot...
+  }
+}
+
+// TestEmptyPodDeviceCoding, TestPodDevicesCoding, Test_DecodePodDevices,
+// TestDecodePodDevices_BadAnnotation. Upstream's decode leaves an extra empty container after the
+// final ';'; ours does not (the encoded text is the same, so the annotations read the same).
+TEST(CodecUpstream, TestPodDevicesCoding) {
+  using Containers = std::vector<std::vector<ContainerDevice>>;
+  struct Case {
+    const char* name;
+    Containers containers;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"TestEmptyPodDeviceCoding", {}, ""},
+      {"one pod one container use zero device", {{}}, ";"},
+      {"one pod one container use one device", {{CD("UUID1", 1000, 30)}}, "UUID1,NVIDIA,1000,30:;"},
+      {"one pod two container, every container use one device",
+       {{CD("UUID1", 1000, 30)}, {CD("UUID1", 1000, 30)}},
+       "UUID1,NVIDIA,1000,30:;UUID1,NVIDIA,1000,30:;"},
+      {"one pod one container use two devices",
+       {{CD("UUID1", 1000, 30), CD("UUID2", 1000, 30)}},
+       "UUID1,NVIDIA,1000,30:UUID2,NVIDIA,1000,30:;"},
+      {"Test_DecodePodDevices/annos having two device",
+       {{CD("GPU-8dcd427f-483b-b48f-d7e5-75fb19a52b76", 500, 3)},
+        {CD("GPU-ebe7c3f7-303d-558d-435e-99a160631fe4", 500, 3)}},
+       "GPU-8dcd427f-483b-b48f-d7e5-75fb19a52b76,NVIDIA,500,3:;GPU-ebe7c3f7-303d-558d-435e-"
+       "99a160631fe4,NVIDIA,500,3:;"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    PodAllocation alloc;
+    alloc.containers = c.containers;
+    auto enc = EncodePodDevices(alloc);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_EQ(*enc, c.text);
+    auto back = DecodePodDevices(*enc);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->containers, c.containers);
+  }
+  const char* bad[] = {
+      "uuid,type,100:;",                             // missing required fields (only 3 fields)
+      "malformed_annotation:;",                      // malformed non-empty segment without comma
+      "GPU-1,NVIDIA,-500,10:;",                      // negative memory in first container
+      "GPU-1,NVIDIA,500,10:;GPU-2,NVIDIA,500,-1:;",  // negative cores in second container
+      ",NVIDIA,500,10:;",                            // empty UUID
+      "GPU-1,,500,10:;",                             // empty type
+  };
+  for (const char* text : bad) EXPECT_FALSE(DecodePodDevices(text).ok()) << text;
+}
+
+// Test_DecodeNodeDevices (the legacy CSV registration) and Test_EncodeNodeDevices.
+TEST(CodecUpstream, Test_DecodeNodeDevices) {
+  struct Case {
+    const char* name;
+    const char* text;
+    bool ok;
+    size_t devices;
+  };
+  const Case cases[] = {
+      // Upstream: an error ("missing device separator"); ours: no devices. Either way the node
+      // registers nothing.
+      {"args is empty", "", true, 0},
+      {"args is only delimiter", ":", true, 0},
+      {"args is multiple delimiters", "::", true, 0},
+      {"args missing delimiter with comma", ",", false, 0},
+      {"args has comma and delimiter but empty fields", ",:", false, 0},
+      {"args is invalid format missing split symbol", "a", false, 0},
+      {"str is old format",
+       "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true:", true, 1},
+      {"str is new format",
+       "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true,1,hami-core:",
+       true, 1},
+      {"malformed segment without comma", "garbage:", false, 0},
+      {"invalid count field", "GPU-e,notanint,7680,100,NVIDIA-Tesla P4,0,true:", false, 0},
+      {"invalid memory field", "GPU-e,10,notanint,100,NVIDIA-Tesla P4,0,true:", false, 0},
+      {"invalid core field", "GPU-e,10,7680,notanint,NVIDIA-Tesla P4,0,true:", false, 0},
+      {"invalid numa field", "GPU-e,10,7680,100,NVIDIA-Tesla P4,notanint,true:", false, 0},
+      {"invalid health field", "GPU-e,10,7680,100,NVIDIA-Tesla P4,0,notabool:", false, 0},
+      {"unexpected field count", "GPU-e,10,7680,100,NVIDIA-Tesla P4:", false, 0},
+      {"invalid index field in new format",
+       "GPU-e,10,7680,100,NVIDIA-Tesla P4,0,true,notanint,hami-core:", false, 0},
+      {"negative index field in new format",
+       "GPU-e,10,7680,100,NVIDIA-Tesla P4,0,true,-1,hami-core:", false, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = DecodeNodeDevices(c.text);
+    ASSERT_EQ(got.ok(), c.ok) << c.text << " -> " << got.status();
+    if (c.ok) {
+      EXPECT_EQ(got->size(), c.devices);
+    }
+  }
+  auto oldf = DecodeNodeDevices(cases[6].text);
+  ASSERT_TRUE(oldf.ok());
+  const DeviceInfo& d = (*oldf)[0];
+  EXPECT_EQ(d.uuid, "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4");
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.count, 10);
+  EXPECT_EQ(d.devmem_mib, 7680);
+  EXPECT_EQ(d.devcore, 100);
+  EXPECT_EQ(d.type, "NVIDIA-Tesla P4");
+  EXPECT_TRUE(d.health);
+  EXPECT_EQ((*DecodeNodeDevices(cases[7].text))[0].index, 1);
+  // Test_EncodeNodeDevices: "old format" (index 0) and "test two" (index 1) encode to 9 fields.
+  DeviceInfo e = d;
+  e.mode = "hami-core";
+  EXPECT_EQ(
+      *EncodeNodeDevicesCsv({e}),
+      "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true,0,hami-core:");
+  e.index = 1;
+  EXPECT_EQ(
+      *EncodeNodeDevicesCsv({e}),
+      "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true,1,hami-core:");
+}
+
+// TestMarshalNodeDevices / TestUnMarshalNodeDevices (the JSON registration).
+TEST(CodecUpstream, TestUnMarshalNodeDevices) {
+  auto two = DecodeNodeDevices(
+      R"([{"index":1,"id":"id-1","count":1,"devmem":1024,"devcore":10,"type":"type","health":true},)"
+      R"({"index":2,"id":"id-2","count":2,"devmem":4096,"devcore":20,"type":"type2","health":false}])");
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].index, 1);
+  EXPECT_EQ((*two)[0].devcore, 10);
+  EXPECT_TRUE((*two)[0].health);
+  EXPECT_EQ((*two)[1].devmem_mib, 4096);
+  EXPECT_EQ((*two)[1].numa, 0);
+  EXPECT_FALSE((*two)[1].health);
+  auto again = DecodeNodeDevices(EncodeNodeDevicesJson(*two));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *two);
+  EXPECT_EQ(EncodeNodeDevicesJson({}), "[]");  // "test empty"
+  EXPECT_TRUE(DecodeNodeDevices("[]")->empty());
+  // TestGetNodeDevices_InvalidJSON (pkg/device/nvidia)
+  EXPECT_FALSE(DecodeNodeDevices("not-valid-json").ok());
+  // TestDecodeNodeDevices (pair scores) and TestGetNodeDevices_InvalidPairScores
+  EXPECT_TRUE(
+      DecodeLinkScores(R"([{"uuid":"GPU-0","score":{"GPU-1":50,"GPU-2":20,"GPU-3":20}}])").ok());
+  EXPECT_FALSE(DecodeLinkScores("not-valid-json").ok());
+}
+
 TEST(HandshakeTest, RequestingRoundTrip) {
   const Handshake h{kHandshakeRequesting, 1796010860};
   EXPECT_EQ(EncodeHandshake(h), "Requesting_2026-11-30 03:54:20");

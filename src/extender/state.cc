@@ -448,6 +448,18 @@ void ClusterState::OnPod(const Json& pod) {
   if (uid.empty()) return;
   std::string why;
   auto alloc = HeldAllocation(pod, &why, *opts_.vendors);
+  // A running pod's decision that does not decode charges nothing; it is reported, since the pod
+  // may hold devices nobody is charged for.
+  std::string undecodable;
+  if (!alloc) {
+    const std::string phase = StringAt(pod, {"status", "phase"});
+    const std::string* node = Annotation(pod, core::kVgpuNode);
+    bool any = false;
+    if (phase != "Succeeded" && phase != "Failed" && node != nullptr && !node->empty()) {
+      auto decoded = opts_.vendors->DecodeDecision(AnnotationsOf(pod), &any);
+      if (any && !decoded.ok()) undecodable = std::string(decoded.status().message());
+    }
+  }
   std::vector<Report> reports;
   [&] {
     const std::string phase = StringAt(pod, {"status", "phase"});
@@ -457,6 +469,11 @@ void ClusterState::OnPod(const Json& pod) {
     auto it = pods_.find(uid);
     if (!alloc) {
       expired_.erase(uid);
+      if (!undecodable.empty())
+        ReportLocked(pod, kRejectUndecodable,
+                     StrCat(*Annotation(pod, core::kVgpuNode), "|",
+                            opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))),
+                     StrCat("decision annotations do not decode: ", undecodable), reports);
       if (it != pods_.end()) {
         // A reservation in flight is kept: this copy of the pod predates our patch.
         if (!it->second.confirmed && !finished) return;

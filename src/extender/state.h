@@ -72,6 +72,8 @@ inline constexpr const char* kRejectExceedsDevice = "ExceedsDevice";  // claims 
 // A MIG grant the device cannot hold (not in mig mode, unknown profile or placement, other memory
 // or cores than the profile's, or slices another pod holds): core::CheckMigGrant.
 inline constexpr const char* kRejectMigPlacement = "MigPlacementInvalid";
+// Decision annotations that do not decode (a field missing, not a number, negative, ...).
+inline constexpr const char* kRejectUndecodable = "Undecodable";
 inline constexpr const char* kRejectChangedAfterBind =
     "ChangedAfterBind";                                         // edited once bound: ignored
 inline constexpr const char* kOverCommitted = "OverCommitted";  // with the others, too much

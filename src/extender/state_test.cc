@@ -250,6 +250,86 @@ TEST_F(StateTest, RebuildChargesOnlyConsistentDecisions) {
   EXPECT_EQ(rejected.at(kOverCommitted), 1);
 }
 
+// pkg/scheduler/scheduler_pod_lifecycle_test.go: how pod events charge and release devices and
+// quota. A terminating pod still runs and holds its devices; a delete is known by the pod's UID,
+// whatever annotations the final object still carries, and only for that UID; a finished pod
+// releases its devices; an undecodable decision of a bound pod is reported.
+TEST_F(StateTest, UpstreamPodLifecycle) {
+  std::vector<std::string> events;
+  RecordRejections(&events);
+  state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
+  const Json ann{{"hami.io/vgpu-node", "n1"},
+                 {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,16000,100:;"}};
+  const auto mem_used = [&] {
+    const auto usage = state_->NamespaceUsage();
+    auto ns = usage.find("ml");
+    if (ns == usage.end()) return int64_t{0};
+    auto m = ns->second.find("nvidia.com/gpumem");
+    return m == ns->second.end() ? int64_t{0} : m->second;
+  };
+  const auto terminating = [&](const std::string& uid) {
+    Json pod = PodJson(uid, ann, "Running", "n1");
+    pod["metadata"]["name"] = "long-graceful";
+    pod["metadata"]["deletionTimestamp"] = "2023-11-14T22:13:20Z";
+    pod["spec"]["terminationGracePeriodSeconds"] = 3600;
+    return pod;
+  };
+  const auto without_annotations = [](Json pod) {
+    pod["metadata"]["annotations"] = Json::object();
+    return pod;
+  };
+  {
+    SCOPED_TRACE("Test_onAddPod_TerminatingPodReplayedIntoEmptyCache");
+    state_->OnPod(terminating("replay-add-uid"));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 16000, 100}));
+    EXPECT_EQ(mem_used(), 16000);
+  }
+  {
+    SCOPED_TRACE("Test_onDelPod_CleansCachedAllocationWithoutAnnotations");
+    state_->OnPodDeleted(without_annotations(terminating("replay-add-uid")));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+    EXPECT_EQ(mem_used(), 0);
+  }
+  {
+    SCOPED_TRACE("Test_onDelPod_CleansAnnotationlessTombstoneAndIsIdempotent");
+    state_->OnPod(terminating("tombstone-uid"));
+    state_->OnPodDeleted(without_annotations(terminating("tombstone-uid")));
+    state_->OnPodDeleted(without_annotations(terminating("tombstone-uid")));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+    EXPECT_EQ(state_->pod_count(), 0u);
+  }
+  {
+    SCOPED_TRACE("Test_onDelPod_AnnotationlessOldUIDDoesNotDeleteReplacement");
+    state_->OnPod(terminating("old-uid"));
+    state_->OnPodDeleted(without_annotations(terminating("old-uid")));
+    state_->OnPod(terminating("new-uid"));  // same namespace and name, a new UID
+    state_->OnPodDeleted(without_annotations(terminating("old-uid")));  // a late, stale delete
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 16000, 100}));
+    EXPECT_EQ(mem_used(), 16000);
+    state_->OnPodDeleted(terminating("new-uid"));
+  }
+  {
+    SCOPED_TRACE("Test_onUpdatePod_TerminatedWithoutAssignmentRemovesCachedUsage");
+    state_->OnPod(PodJson("terminal", ann, "Running", "n1"));
+    EXPECT_EQ(mem_used(), 16000);
+    state_->OnPod(PodJson("terminal", Json::object(), "Succeeded", "n1"));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+    EXPECT_EQ(mem_used(), 0);
+  }
+  {
+    SCOPED_TRACE("Test_onAddPod_ReportsUndecodableBoundAllocation");
+    EXPECT_TRUE(events.empty());
+    state_->OnPod(PodJson(
+        "bad-allocation",
+        {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU0,NVIDIA,20000:;"}},
+        "Running", "n1"));
+    EXPECT_EQ(state_->pod_count(), 0u);
+    // Upstream's event reason is AllocationDecodeFailed; ours DecisionUndecodable.
+    EXPECT_EQ(events, (std::vector<std::string>{"p-bad-allocation:Undecodable"}));
+    EXPECT_EQ(state_->RejectedDecisions().at(kRejectUndecodable), 1);
+  }
+}
+
 // MIG grants read back from pods (hami.io/vgpu-mig-allocations) are charged only when the GPU can
 // hold them: mig mode, a profile and placement it reports, the profile's memory and cores, and no
 // slice another charged pod holds (docs/security.md).

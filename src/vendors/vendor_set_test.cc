@@ -455,5 +455,69 @@ TEST(VendorSetTest, PickAndScoreOnlyForVendorsWithRules) {
   EXPECT_EQ(set->Score(dcu, devs, std::vector<int>{0, 3}), 0);
 }
 
+// pkg/scheduler/score_align_test.go Test_calcScore_MultiTypeContainerAlignment: a pod whose
+// containers ask different vendors (or none) gets, per vendor, a decision with one slot per
+// container in container order, its devices only in the slots of the containers that asked.
+TEST(VendorSetUpstream, Test_calcScore_MultiTypeContainerAlignment) {
+  auto set = Load();
+  ASSERT_NE(set, nullptr);
+  const auto dev = [](const char* uuid, const char* vendor) {
+    core::ContainerDevice d;
+    d.uuid = uuid;
+    d.vendor = vendor;
+    d.usedmem_mib = 1024;
+    d.usedcores = 1;
+    return d;
+  };
+  struct Case {
+    std::vector<std::vector<core::ContainerDevice>> containers;
+    const char* nvidia;  // hami.io/vgpu-devices-to-allocate; null = not written
+    const char* dcu;     // hami.io/dcu-devices-to-allocate
+  };
+  const Case cases[] = {
+      {{{dev("GPU-a", "NVIDIA")}, {dev("DCU-b", "DCU")}},  // container0 NVIDIA, container1 DCU
+       "GPU-a,NVIDIA,1024,1:;;",
+       ";DCU-b,DCU,1024,1:;"},
+      {{{}, {dev("DCU-b", "DCU")}},  // container1 DCU after a no-device container0
+       nullptr,
+       ";DCU-b,DCU,1024,1:;"},
+      {{{dev("GPU-a", "NVIDIA")}, {}, {dev("DCU-b", "DCU")}},  // a no-device container1 between
+       "GPU-a,NVIDIA,1024,1:;;;",
+       ";;DCU-b,DCU,1024,1:;"},
+  };
+  for (const Case& c : cases) {
+    core::PodAllocation alloc;
+    alloc.containers = c.containers;
+    auto enc = set->EncodeDecision(alloc, 1700000000);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    const auto value = [&](const char* key) -> const char* {
+      auto it = enc->find(key);
+      return it == enc->end() ? nullptr : it->second.c_str();
+    };
+    EXPECT_STREQ(value("hami.io/vgpu-devices-to-allocate"), c.nvidia);
+    EXPECT_STREQ(value("hami.io/vgpu-devices-allocated"), c.nvidia);
+    EXPECT_STREQ(value("hami.io/dcu-devices-to-allocate"), c.dcu);
+    bool any = false;
+    auto back = set->DecodeDecision(*enc, &any);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_TRUE(any);
+    EXPECT_EQ(back->containers, c.containers);
+  }
+}
+
+// pkg/device/nvidia Test_PatchAnnotations "no device": a pod without devices gets no decision key.
+TEST(VendorSetUpstream, Test_PatchAnnotationsNoDevice) {
+  auto set = Load();
+  ASSERT_NE(set, nullptr);
+  core::PodAllocation none;
+  auto enc = set->EncodeDecision(none, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(enc->empty());
+  none.containers = {{}, {}};  // containers without devices
+  enc = set->EncodeDecision(none, 1700000000);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(enc->empty());
+}
+
 }  // namespace
 }  // namespace hami::vendors

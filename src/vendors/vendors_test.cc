@@ -479,6 +479,12 @@ TEST(HandshakeTest, UpstreamCheckHealthRules) {
       // Upstream's CheckHealth: a request whose time does not parse is healthy and not renewed.
       {"Requesting_garbage", now, 0, {Handshake::kHealthy, ""}},
       {"Requesting", now, 0, {Handshake::kHealthy, ""}},
+      // pkg/device/devices_test.go Test_CheckHealth, the other rows.
+      {"Requesting_2128-12-02 00:00:00", now, 0, {Handshake::kHealthy, ""}},  // in the future
+      {"Requesting_not-a-timestamp", now, 0, {Handshake::kHealthy, ""}},
+      // Healthy (the devices stay); not a request, so a new one is written, as upstream's
+      // registration round writes Requesting_<now> after the device plugin's report.
+      {"Unknown", now, 0, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
   };
   for (const auto& c : cases)
     EXPECT_EQ(CheckHandshake(c.value, c.now, c.allocatable), c.want) << c.value;

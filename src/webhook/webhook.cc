@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "core/annotations.h"
 #include "core/json_util.h"
+#include "core/text_util.h"
 #include "vendors/config.h"
 #include "vendors/nvidia/annotations.h"
 
@@ -192,6 +193,81 @@ void AddEnv(Json& ops, const std::string& base, const Json& container,
   for (const auto& [k, v] : todo)
     ops.push_back(
         Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", Json{{"name", k}, {"value", v}}}});
+}
+
+// Upstream's per-pod switches of overwriteEnv: hami.io/overwrite-env on the pod (a boolean as Go's
+// ParseBool reads it) and hami.io/overwrite-env-containers (a JSON object of container name to such
+// a boolean, as text). A container's entry wins over the pod's; a value that is no boolean, or a
+// map that does not read as an object of strings, counts as absent.
+constexpr char kOverwriteEnvKey[] = "hami.io/overwrite-env";
+constexpr char kOverwriteEnvContainersKey[] = "hami.io/overwrite-env-containers";
+
+struct OverwriteEnvAnnotations {
+  std::optional<bool> pod;
+  std::map<std::string, std::optional<bool>> containers;  // unreadable values as nullopt
+  bool pod_unreadable = false;                            // the key is there, its value no bool
+  bool map_unreadable = false;                            // the key is there, not such a map
+};
+
+OverwriteEnvAnnotations ReadOverwriteEnv(const std::map<std::string, std::string>& annotations) {
+  OverwriteEnvAnnotations out;
+  if (auto it = annotations.find(kOverwriteEnvKey); it != annotations.end()) {
+    out.pod = core::text::ParseBool(it->second);
+    out.pod_unreadable = !out.pod.has_value();
+  }
+  if (auto it = annotations.find(kOverwriteEnvContainersKey); it != annotations.end()) {
+    const Json m = Json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    out.map_unreadable = !m.is_object();
+    for (auto e = m.is_object() ? m.begin() : Json::const_iterator(); m.is_object() && e != m.end();
+         ++e) {
+      if (!e->is_string()) {
+        out.map_unreadable = true;  // Go's json.Unmarshal into map[string]string fails as a whole
+        break;
+      }
+      out.containers[e.key()] = core::text::ParseBool(e->get<std::string>());
+    }
+    if (out.map_unreadable) out.containers.clear();
+  }
+  return out;
+}
+
+// Whether the webhook sets NVIDIA_VISIBLE_DEVICES=none in `container` (when it names no NVIDIA
+// resource). With overwriteEnv configured on, the annotations cannot turn it off: a pod's own
+// annotation must not undo the guard, or its containers would see every GPU of the node without
+// asking for one. With it off, they turn it on (or keep it off) as upstream's do.
+bool OverwriteEnvFor(const OverwriteEnvAnnotations& a, const std::string& container,
+                     bool configured) {
+  if (configured) return true;
+  if (auto it = a.containers.find(container); it != a.containers.end() && it->second)
+    return *it->second;
+  return a.pod.value_or(false);
+}
+
+// Webhook warnings for overwrite-env annotations that will not do what they say.
+std::vector<std::string> OverwriteEnvWarnings(const std::map<std::string, std::string>& annotations,
+                                              bool configured) {
+  const OverwriteEnvAnnotations a = ReadOverwriteEnv(annotations);
+  std::vector<std::string> out;
+  if (a.pod_unreadable)
+    out.push_back(StrCat(kOverwriteEnvKey, ": ",
+                         core::text::Quote(annotations.at(kOverwriteEnvKey)),
+                         " is not true or false; ignored"));
+  if (a.map_unreadable)
+    out.push_back(StrCat(kOverwriteEnvContainersKey,
+                         ": expected a JSON object of container name to \"true\" or \"false\"; "
+                         "ignored"));
+  for (const auto& [name, v] : a.containers)
+    if (!v)
+      out.push_back(StrCat(kOverwriteEnvContainersKey, ": the value for container ",
+                           core::text::Quote(name), " is not true or false; ignored"));
+  const bool off_asked =
+      a.pod == false || std::any_of(a.containers.begin(), a.containers.end(),
+                                    [](const auto& e) { return e.second == false; });
+  if (configured && off_asked)
+    out.push_back(StrCat(kOverwriteEnvKey,
+                         ": overwriteEnv is on for this cluster and a pod cannot turn it off; "
+                         "containers without an NVIDIA resource get NVIDIA_VISIBLE_DEVICES=none"));
+  return out;
 }
 
 }  // namespace
@@ -548,9 +624,13 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
   const vendors::Vendor* nvidia_vendor = opts.vendors->ByCommonWord(core::kNvidiaVendor);
   // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
   // resource, in pods without devices too (they would otherwise see every GPU of the node).
+  // The pod's overwrite-env annotations may turn it on for some containers (OverwriteEnvFor).
+  const OverwriteEnvAnnotations overwrite_annotations = ReadOverwriteEnv(pod.parsed.annotations);
   const auto overwrite_env = [&](const PodUnderReview::Container& c, const ContainerChanges& ch,
                                  std::vector<std::pair<std::string, std::string>>* env) {
-    if (nvidia_vendor == nullptr || !opts.overwrite_env ||
+    if (nvidia_vendor == nullptr ||
+        !OverwriteEnvFor(overwrite_annotations, StringMember(*c.json, "name"),
+                         opts.overwrite_env) ||
         NamesNvidia(*c.json, c.req, *nvidia_vendor, ch.add_limits))
       return;
     if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
@@ -656,6 +736,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   auto changes = phases::MutateContainers(decoded, *opts_.vendors);
   if (!changes.ok()) return deny(changes.status());
   if (Status s = phases::CheckMigPreference(decoded, opts_); !s.ok()) return deny(s);
+  for (const std::string& w : OverwriteEnvWarnings(decoded.parsed.annotations, opts_.overwrite_env))
+    allow.warnings.push_back(StrCat("hami: ", w));
   if (decoded.parsed.HasDevices()) {
     // Annotations read leniently (as upstream reads them) that will not do what they say.
     for (const std::string& w : opts_.vendors->IgnoredAnnotations(decoded.parsed.annotations))

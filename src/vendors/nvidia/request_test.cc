@@ -41,6 +41,29 @@ ResourceConfig WithDefaults(int64_t mem, int cores, int num, int64_t factor = 1)
   return c;
 }
 
+// The scheduler's reading of one container (ParseContainerRequest) and the webhook's
+// (ComputeAdmissionDefaults) against one row.
+void ExpectDefaulting(const DefaultingCase& c) {
+  SCOPED_TRACE(c.name);
+  const json resources = json::parse(c.resources);
+  auto got = ParseContainerRequest(resources, c.config);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->has_value(), c.has_request);
+  if (c.has_request) {
+    EXPECT_EQ(**got, c.want);
+  }
+  auto added = ComputeAdmissionDefaults(resources, c.config);
+  if (c.admission_error != nullptr) {
+    ASSERT_FALSE(added.ok());
+    EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos)
+        << added.status();
+    EXPECT_NE(added.status().message().find("gpumem-percentage"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, c.added);
+}
+
 TEST(DefaultingTest, UpstreamRules) {
   const DefaultingCase cases[] = {
       {"bare gpu is an exclusive whole card",
@@ -234,26 +257,7 @@ TEST(DefaultingTest, UpstreamRules) {
       {"null resources", R"(null)", false, {}, {}},
       {"cpu only", R"({"limits":{"cpu":"2"}})", false, {}, {}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const json resources = json::parse(c.resources);
-    auto got = ParseContainerRequest(resources, c.config);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->has_value(), c.has_request);
-    if (c.has_request) {
-      EXPECT_EQ(**got, c.want);
-    }
-    auto added = ComputeAdmissionDefaults(resources, c.config);
-    if (c.admission_error != nullptr) {
-      ASSERT_FALSE(added.ok());
-      EXPECT_NE(added.status().message().find(c.admission_error), std::string::npos)
-          << added.status();
-      EXPECT_NE(added.status().message().find("nvidia.com/gpumem-percentage"), std::string::npos);
-      continue;
-    }
-    ASSERT_TRUE(added.ok()) << added.status();
-    EXPECT_EQ(*added, c.added);
-  }
+  for (const auto& c : cases) ExpectDefaulting(c);
 }
 
 TEST(DefaultingTest, CustomResourceNames) {
@@ -318,6 +322,288 @@ TEST(DefaultingTest, ConfigValidation) {
   EXPECT_FALSE(WithDefaults(0, 0, -1).Validate().ok());
   EXPECT_FALSE(WithDefaults(0, 0, 1, 0).Validate().ok());
   EXPECT_TRUE(ResourceConfig{}.Validate().ok());
+}
+
+// Upstream's pkg/device/nvidia/device_test.go request tests (TestGenerateResourceRequests and its
+// _MemoryFactor/_DefaultMemory variants, Test_GenerateResourceRequests_MemoryPercentageValidation,
+// Test_MutateAdmission_MemoryPercentageValidation, TestMutateAdmissionDefaultsExclusiveCore,
+// TestZeroMemoryPercentageIsAccountedAsWholeCard), one row per upstream case. Where hami-cpp
+// differs, the row says so and docs/migration.md ("Pod requests and the admission webhook") has
+// the reason: a bare count books 100 cores (upstream 0 when the webhook was skipped), and
+// out-of-range percentages that skipped the webhook are clamped or ignored (upstream: no card
+// fits).
+TEST(NvidiaUpstream, TestGenerateResourceRequests) {
+  const DefaultingCase cases[] = {
+      {"gpu count only — defaults to 100% memory (ours: 100 cores too)",
+       R"({"limits":{"nvidia.com/gpu":1}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      {"gpu count + explicit memory",
+       R"({"limits":{"nvidia.com/gpu":2,"nvidia.com/gpumem":4096}})",
+       true,
+       Req(2, 4096, 0, 0),
+       {}},
+      {"gpu count + memory percentage",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":50}})",
+       true,
+       Req(1, 0, 50, 0),
+       {}},
+      {"gpu count + memory percentage above 100 — rejected (ours: denied, else clamped)",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":150}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "150 is outside 0..100"},
+      {"gpu count + memory percentage beyond int32 range — rejected (ours: denied, else clamped)",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":"4294967346"}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "4294967346 is outside 0..100"},
+      {"gpu count + memory percentage equal to sentinel 101 — rejected (ours: denied, else "
+       "clamped)",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":101}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "101 is outside 0..100"},
+      {"gpu count + explicit cores",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":50}})",
+       true,
+       Req(1, 0, 100, 50),
+       {}},
+      {"no gpu resource — returns empty request", R"({"limits":{}})", false, {}, {}},
+      {"gpu in Requests (not Limits) — falls back to Requests (ours: 100 cores too)",
+       R"({"requests":{"nvidia.com/gpu":1}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      {"gpu count + memory percentage of 0 — treated as unset",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})",
+       true,
+       Req(1, 0, 100, 0),
+       {}},
+      {"memory percentage of 0 in Requests — treated as unset",
+       R"({"requests":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":0}})",
+       true,
+       Req(1, 0, 100, 0),
+       {}},
+      {"negative memory percentage — rejected (ours: denied, else ignored)",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem-percentage":-1}})",
+       true,
+       Req(1, 0, 100, 0),
+       {},
+       {},
+       "-1 is outside 0..100"},
+      {"memory percentage of 0 + explicit memory — explicit memory wins",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":2000,"nvidia.com/gpumem-percentage":0}})",
+       true,
+       Req(1, 2000, 0, 0),
+       {}},
+      // TestGenerateResourceRequests_DefaultMemory
+      {"TestGenerateResourceRequests_DefaultMemory/bare count (ours: 100 cores too)",
+       R"({"limits":{"nvidia.com/gpu":1}})",
+       true,
+       Req(1, 512, 0, 100),
+       {{"nvidia.com/gpucores", 100}},
+       WithDefaults(512, 0, 1)},
+      {"TestGenerateResourceRequests_DefaultMemory/count with cores 0",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0}})",
+       true,
+       Req(1, 512, 0, 0),
+       {},
+       WithDefaults(512, 0, 1)},
+      {"TestGenerateResourceRequests_DefaultMemory/percentage 0 lands on defaultMemory",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0,"nvidia.com/gpumem-percentage":0}})",
+       true,
+       Req(1, 512, 0, 0),
+       {},
+       WithDefaults(512, 0, 1)},
+      {"TestGenerateResourceRequests_DefaultMemory/gpumem 0 lands on defaultMemory",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpucores":0,"nvidia.com/gpumem":0}})",
+       true,
+       Req(1, 512, 0, 0),
+       {},
+       WithDefaults(512, 0, 1)},
+      {"TestGenerateResourceRequests_MemoryFactor",
+       R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":1024}})",
+       true,
+       Req(1, 2048, 0, 0),
+       {},
+       WithDefaults(0, 0, 1, 2)},
+      // Test_GenerateResourceRequests_MemoryPercentageValidation and
+      // Test_MutateAdmission_MemoryPercentageValidation (limits; the requests side is below).
+      {"percentage 50 is accepted",
+       R"({"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem-percentage":"50"}})",
+       true,
+       Req(1, 0, 50, 0),
+       {}},
+      {"percentage 100 is accepted",
+       R"({"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem-percentage":"100"}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      // TestMutateAdmissionDefaultsExclusiveCore
+      {"exclusive via percentage in requests only",
+       R"({"requests":{"nvidia.com/gpu":"1","nvidia.com/gpumem-percentage":"100"}})",
+       true,
+       Req(1, 0, 100, 100),
+       {{"nvidia.com/gpucores", 100}}},
+      {"explicit cores remains unchanged",
+       R"({"limits":{"nvidia.com/gpu":"1","nvidia.com/gpucores":"70"}})",
+       true,
+       Req(1, 0, 100, 70),
+       {}},
+      {"explicit cores in requests remains unchanged",
+       R"({"requests":{"nvidia.com/gpu":"1","nvidia.com/gpucores":"55"}})",
+       true,
+       Req(1, 0, 100, 55),
+       {}},
+      {"memory size present treated as shareable",
+       R"({"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"8192"}})",
+       true,
+       Req(1, 8192, 0, 0),
+       {}},
+      // Test_FitCoreLimit ("fit success: but core limit can't exceed 100" of TestDevices_Fit)
+      {"core limit can't exceed 100",
+       R"({"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"512","nvidia.com/gpucores":"120"}})",
+       true,
+       Req(1, 512, 0, 100),
+       {}},
+  };
+  for (const auto& c : cases) ExpectDefaulting(c);
+
+  // Fractional percentages (50m, 50.5, 99.1): upstream's scheduler reads them as a request no card
+  // fits; ours reports them as an error of the pod (and the webhook denies them), in limits and in
+  // requests alike.
+  for (const char* pct : {"50m", "50.5", "99.1"}) {
+    SCOPED_TRACE(pct);
+    const std::string value = std::string(R"("nvidia.com/gpumem-percentage":")") + pct + "\"";
+    const json in_limits = json::parse(R"({"limits":{"nvidia.com/gpu":"1",)" + value + "}}");
+    const json in_requests =
+        json::parse(R"({"limits":{"nvidia.com/gpu":"1"},"requests":{)" + value + "}}");
+    EXPECT_FALSE(ComputeAdmissionDefaults(in_limits, {}).ok());
+    EXPECT_FALSE(ComputeAdmissionDefaults(in_requests, {}).ok());
+    EXPECT_FALSE(ParseContainerRequest(in_limits, {}).ok());
+  }
+  // Test_MutateAdmission_MemoryPercentageValidation, requests side: 0, 50 and 100 are admitted,
+  // 101, 150 and -1 denied.
+  for (const auto& [pct, ok] : std::vector<std::pair<const char*, bool>>{{"0", true},
+                                                                         {"50", true},
+                                                                         {"100", true},
+                                                                         {"101", false},
+                                                                         {"150", false},
+                                                                         {"-1", false}}) {
+    const json resources = json::parse(
+        std::string(
+            R"({"limits":{"nvidia.com/gpu":"1"},"requests":{"nvidia.com/gpumem-percentage":")") +
+        pct + R"("}})");
+    EXPECT_EQ(ComputeAdmissionDefaults(resources, {}).ok(), ok) << pct;
+  }
+  // 16Gi / 16.0Gi / 1Gi of gpumem (a byte quantity, not MiB): upstream drops the request (the
+  // container gets no device); ours reports the resource (docs/migration.md).
+  for (const char* mem : {"16Gi", "16.0Gi"}) {
+    const json resources = json::parse(
+        std::string(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":")") + mem + R"("}})");
+    auto got = ParseContainerRequest(resources, {});
+    ASSERT_FALSE(got.ok()) << mem;
+    EXPECT_NE(std::string(got.status().message()).find("nvidia.com/gpumem"), std::string::npos);
+  }
+  EXPECT_FALSE(ParseContainerRequest(
+                   json::parse(R"({"limits":{"nvidia.com/gpu":1,"nvidia.com/gpumem":"1Gi"}})"),
+                   WithDefaults(0, 0, 1, 2))
+                   .ok());
+}
+
+// TestCheckUUID (pkg/device) and TestCheckType / Test_checkType / TestCheckGPUtype_* of
+// pkg/device/nvidia: how the selector annotations are read (blanks trimmed, empty items and empty
+// or blank values no constraint). The matching itself (use list first, then the no-use list; type
+// by case-insensitive substring) is the scheduler's: Hami tests below and
+// scheduler/framework_test.cc.
+TEST(NvidiaUpstream, TestCheckUUIDAndTypeAnnotations) {
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> annotations;
+    std::vector<std::string> use_uuids, nouse_uuids, use_types, nouse_types;
+  };
+  const Case cases[] = {
+      {"don't set GPUUseUUID and GPUNoUseUUID annotation", {}, {}, {}, {}, {}},
+      {"use set GPUUseUUID", {{"nvidia.com/use-gpuuuid", "abc,123"}}, {"abc", "123"}, {}, {}, {}},
+      {"use don't set GPUUseUUID set GPUNoUseUUID",
+       {{"nvidia.com/nouse-gpuuuid", "abc,123"}},
+       {},
+       {"abc", "123"},
+       {},
+       {}},
+      {"use list with spaces around uuids, device matches after trim",
+       {{"nvidia.com/use-gpuuuid", " abc , 123 "}},
+       {"abc", "123"},
+       {},
+       {},
+       {}},
+      {"empty GPUUseUUID annotation should not filter out any device",
+       {{"nvidia.com/use-gpuuuid", ""}},
+       {},
+       {},
+       {},
+       {}},
+      {"whitespace-only GPUUseUUID annotation should not filter out any device",
+       {{"nvidia.com/use-gpuuuid", "   "}},
+       {},
+       {},
+       {},
+       {}},
+      {"empty GPUNoUseUUID annotation should not exclude any device",
+       {{"nvidia.com/nouse-gpuuuid", ""}},
+       {},
+       {},
+       {},
+       {}},
+      {"empty use value is no constraint", {{"nvidia.com/use-gputype", ""}}, {}, {}, {}, {}},
+      {"whitespace-only nouse value excludes nothing",
+       {{"nvidia.com/nouse-gputype", "   "}},
+       {},
+       {},
+       {},
+       {}},
+      {"nouse with trailing comma only excludes named type",
+       {{"nvidia.com/nouse-gputype", "V100,"}},
+       {},
+       {},
+       {},
+       {"V100"}},
+      {"nouse with leading comma only excludes named type",
+       {{"nvidia.com/nouse-gputype", ",V100"}},
+       {},
+       {},
+       {},
+       {"V100"}},
+      {"use with trailing comma matches named type only",
+       {{"nvidia.com/use-gputype", "V100,"}},
+       {},
+       {},
+       {"V100"},
+       {}},
+      {"use list matches by substring",
+       {{"nvidia.com/use-gputype", "A100,V100"}},
+       {},
+       {},
+       {"A100", "V100"},
+       {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = ParseDeviceSelectors(c.annotations);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->use_uuids, c.use_uuids);
+    EXPECT_EQ(s->nouse_uuids, c.nouse_uuids);
+    EXPECT_EQ(s->use_types, c.use_types);
+    EXPECT_EQ(s->nouse_types, c.nouse_types);
+  }
 }
 
 constexpr const char* kPodWithInitAndSidecar = R"({

@@ -1,4 +1,6 @@
+#include "core/pod_request.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/testing/harness.h"
 
 namespace hami::scheduler {
@@ -256,6 +258,460 @@ TEST(Hami, UpstreamCases) {
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(Describe(*d), c.want);
   }
+}
+
+// Upstream's pkg/device/nvidia/device_test.go Fit tests (TestDevices_Fit and the TestFit_* tests
+// of non-MIG devices), one row per upstream case, through the scheduler: the chosen devices, or
+// upstream's reason when nothing fits. Usage upstream sets on a device directly comes from pods
+// pinned there (UseUuid). Device names: "n-gpu<i>" in registration order; every node is one
+// NVIDIA node of `count` 100 slots unless the row says otherwise. Upstream's uuid rows ask 2 GPUs
+// of a 1-GPU node, and its AllocatedCardsInsufficientRequest rows more GPUs than the node has:
+// upstream's scheduler (score.go) refuses such a node before Fit, with NodeInsufficientDevice, and
+// so does ours; the uuid rows here ask one GPU to reach the per-card check.
+TEST(HamiUpstream, TestDevices_Fit) {
+  struct Row {
+    std::string name;
+    std::vector<core::NodeInfo> nodes;
+    std::vector<core::PodRequest> existing;
+    core::PodRequest pod;
+    std::string want;    // Describe() of the decision, "" when nothing fits
+    std::string reason;  // the node's failure reason when nothing fits
+  };
+  const auto gpus = [](int n, int64_t mem, int split = 100) {
+    return NodeBuilder("n").Gpus(n, mem, "NVIDIA-Tesla T4", split);
+  };
+  const auto on = [](const std::string& uuid, int64_t mem, int cores) {
+    return PodBuilder("u" + uuid + std::to_string(mem) + "-" + std::to_string(cores))
+        .Gpu(1, mem, cores)
+        .UseUuid(uuid)
+        .Build();
+  };
+  const auto pod = [](int nums, int64_t mem, int cores) {
+    return PodBuilder("p").Gpu(nums, mem, cores);
+  };
+  core::PodRequest percentage = pod(1, 0, 20);
+  percentage.containers[0].devices[0].mem_percentage = 10;
+  const std::vector<Row> rows = {
+      {"fit success", {gpus(2, 128)}, {}, pod(1, 64, 50), "n:n-gpu1", ""},
+      {"fit fail: memory not enough",
+       {gpus(1, 128)},
+       {},
+       pod(1, 512, 50),
+       "",
+       "1/1 CardInsufficientMemory"},
+      {"fit fail: core not enough",
+       {gpus(1, 1024)},
+       {on("n-gpu0", 1, 100)},
+       pod(1, 512, 50),
+       "",
+       "1/1 CardInsufficientCore"},
+      // Upstream: a request of another vendor's type; ours: a type selector no device matches.
+      {"fit fail: type mismatch",
+       {gpus(1, 128)},
+       {},
+       pod(1, 64, 50).UseType("OtherType"),
+       "",
+       "1/1 CardTypeMismatch"},
+      {"fit fail: user assign use uuid mismatch",
+       {gpus(1, 1280)},
+       {},
+       pod(1, 512, 50).UseUuid("n-gpu9"),
+       "",
+       "1/1 CardUuidMismatch"},
+      {"fit fail: user assign no use uuid match",
+       {gpus(1, 1280)},
+       {},
+       pod(1, 512, 50).NoUseUuid("n-gpu0"),
+       "",
+       "1/1 CardUuidMismatch"},
+      {"fit fail: card overused",
+       {gpus(1, 1280, 1)},
+       {on("n-gpu0", 1, 0)},
+       pod(1, 512, 50),
+       "",
+       "1/1 CardTimeSlicingExhausted"},
+      {"fit fail:  card exclusively",
+       {gpus(1, 1280)},
+       {on("n-gpu0", 1, 0)},
+       pod(1, 512, 100),
+       "",
+       "1/1 ExclusiveDeviceAllocateConflict"},
+      {"fit fail:  CardComputeUnitsExhausted",
+       {gpus(1, 1280)},
+       {on("n-gpu0", 1, 100)},
+       pod(1, 512, 0),
+       "",
+       "1/1 CardComputeUnitsExhausted"},
+      {"fit fail:  AllocatedCardsInsufficientRequest",
+       {gpus(1, 1280)},
+       {on("n-gpu0", 1, 10)},
+       pod(2, 512, 20),
+       "",
+       "NodeInsufficientDevice"},
+      {"fit fail: partial allocation AllocatedCardsInsufficientRequest for multiple cards",
+       {gpus(2, 1280)},
+       {},
+       pod(3, 512, 20),
+       "",
+       "NodeInsufficientDevice"},
+      {"fit success:  memory percentage",
+       {gpus(1, 1280)},
+       {on("n-gpu0", 1, 10)},
+       percentage,
+       "n:n-gpu0",
+       ""},
+      {"fit fail:  CardNotHealth",
+       {gpus(1, 1280).Unhealthy(0)},
+       {},
+       pod(1, 0, 20),
+       "",
+       "1/1 CardNotHealth"},
+      {"TestFit_DeviceCordon/cordoned device is skipped, healthy sibling still fits",
+       {gpus(2, 128).Cordon(1)},
+       {},
+       pod(1, 64, 50),
+       "n:n-gpu0",
+       ""},
+      {"TestFit_DeviceCordon/all devices cordoned fails with CardCordoned reason",
+       {gpus(2, 128).Cordon(0).Cordon(1)},
+       {},
+       pod(1, 64, 50),
+       "",
+       "2/2 CardCordoned"},
+      {"TestFit_DeviceCordon/running pods on a cordoned device are unaffected",
+       {gpus(2, 128).Cordon(1)},
+       {},  // a cordoned device takes no new pod; its usage is kept (cluster state tests)
+       pod(1, 64, 50),
+       "n:n-gpu0",
+       ""},
+      {"TestFit_NumaSwitching",
+       {NodeBuilder("n").Gpus(3, 8192, "NVIDIA-Tesla T4", 10).Numa(0, 1).Numa(1, 1)},
+       {},
+       pod(2, 100, 10).NumaBind(),
+       "n:n-gpu1,n-gpu0",
+       ""},
+      {"TestFit_MutexPolicy/one card: the idle one",
+       {NodeBuilder("n").Gpus(2, 8192)},
+       {on("n-gpu0", 100, 10)},
+       pod(1, 100, 10).GpuPolicy("mutex"),
+       "n:n-gpu1",
+       ""},
+      {"TestFit_MutexPolicy/two cards: only one is idle",
+       {NodeBuilder("n").Gpus(2, 8192)},
+       {on("n-gpu0", 100, 10)},
+       pod(2, 100, 10).GpuPolicy("mutex"),
+       "",
+       "1/2 ExclusiveDeviceAllocateConflict"},
+      {"TestFit_TopologyExactMatch",
+       {NodeBuilder("n").Gpus(2, 8192)},
+       {},
+       pod(2, 100, 10).GpuPolicy("topology-aware"),
+       "n:n-gpu1,n-gpu0",
+       ""},
+      {"TestFit_TopologyNegativeScores/SingleGPU",
+       {NodeBuilder("n").Gpus(3, 8192).Link(0, 1, -5).Link(0, 2, -3).Link(1, 2, -1)},
+       {},
+       pod(1, 100, 10).GpuPolicy("topology-aware"),
+       "n:n-gpu0",
+       ""},
+      {"TestFit_TopologyNegativeScores/MultiGPU",
+       {NodeBuilder("n").Gpus(3, 8192).Link(0, 1, -5).Link(0, 2, -3).Link(1, 2, -1)},
+       {},
+       pod(2, 100, 10).GpuPolicy("topology-aware"),
+       "n:n-gpu2,n-gpu1",
+       ""},
+      {"TestFit_TopologyBestCombinationZeroScores",
+       {NodeBuilder("n").Gpus(3, 8192).Link(0, 1, 0).Link(0, 2, 0).Link(1, 2, 0)},
+       {},
+       pod(2, 100, 10).GpuPolicy("topology-aware"),
+       "n:n-gpu2,n-gpu1",
+       ""},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const Decision d = Explain("hami", r.nodes, r.existing, r.pod);
+    EXPECT_EQ(Describe(d), r.want);
+    if (r.want.empty()) {
+      ASSERT_EQ(d.failures.size(), 1u);
+      EXPECT_EQ(d.failures[0].reason, r.reason);
+    }
+  }
+}
+
+// Selector matching: TestCheckUUID (pkg/device), TestCheckType, Test_checkType,
+// TestCheckType_AllocateMode and TestCheckGPUtype_* (pkg/device/nvidia). A device fits when the
+// row says so; the annotations' parsing is in vendors/nvidia/request_test.cc.
+TEST(HamiUpstream, TestCheckUUIDAndType) {
+  struct Row {
+    std::string name;
+    std::string type;  // the device's type
+    std::string mode;  // the device's mode ("" = hami-core)
+    std::vector<std::string> use_uuids, nouse_uuids, use_types, nouse_types;
+    std::string vgpu_mode;
+    bool fits;
+  };
+  const std::vector<Row> rows = {
+      {"TestCheckUUID/no annotation", "NVIDIA-A100", "", {}, {}, {}, {}, "", true},
+      {"TestCheckUUID/use list, device match",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckUUID/use list, device don't match",
+       "NVIDIA-A100",
+       "",
+       {"1abc", "123"},
+       {},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/nouse list, device match",
+       "NVIDIA-A100",
+       "",
+       {},
+       {"n-gpu0", "123"},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/nouse list, device don't match",
+       "NVIDIA-A100",
+       "",
+       {},
+       {"1abc"},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckUUID/both set, device in use list but also in nouse list",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {"n-gpu0"},
+       {},
+       {},
+       "",
+       false},
+      {"TestCheckUUID/both set, device in use list and not in nouse list",
+       "NVIDIA-A100",
+       "",
+       {"n-gpu0", "123"},
+       {"456"},
+       {},
+       {},
+       "",
+       true},
+      {"TestCheckType/use list matches by substring",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {"A100", "V100"},
+       {},
+       "",
+       true},
+      {"TestCheckType/use list does not match", "NVIDIA-A100", "", {}, {}, {"V100"}, {}, "", false},
+      {"TestCheckType/nouse list matches excludes the device",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {},
+       {"A100"},
+       "",
+       false},
+      {"TestCheckType/nouse list does not match keeps the device",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {},
+       {"V100"},
+       "",
+       true},
+      {"TestCheckType/use satisfied and nouse matches still excludes",
+       "NVIDIA-A100",
+       "",
+       {},
+       {},
+       {"A100"},
+       {"A100"},
+       "",
+       false},
+      {"Test_checkType/use A10 on an A100 (substring)",
+       "NVIDIA A100",
+       "",
+       {},
+       {},
+       {"A10"},
+       {},
+       "",
+       true},
+      {"Test_checkType/use A10, nouse A100, on an A100",
+       "NVIDIA A100",
+       "",
+       {},
+       {},
+       {"A10"},
+       {"A100"},
+       "",
+       false},
+      {"Test_checkType/use A10, nouse A100, on an A10",
+       "NVIDIA A10",
+       "",
+       {},
+       {},
+       {"A10"},
+       {"A100"},
+       "",
+       true},
+      {"TestCheckGPUtype_InUseMismatch", "NVIDIA-V100", "", {}, {}, {"A100"}, {}, "", false},
+      {"TestCheckType_AllocateMode/mps on a hami-core device",
+       "NVIDIA-A100",
+       "hami-core",
+       {},
+       {},
+       {},
+       {},
+       "mps",
+       false},
+      {"TestCheckType_AllocateMode/hami-core on a hami-core device",
+       "NVIDIA-A100",
+       "hami-core",
+       {},
+       {},
+       {},
+       {},
+       "hami-core",
+       true},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    core::NodeInfo node = NodeBuilder("n").Gpus(1, 16000, r.type);
+    node.devices[0].mode = r.mode;
+    core::PodRequest pod = PodBuilder("p").Gpu(1, 1000, 10);
+    pod.selectors.use_uuids = r.use_uuids;
+    pod.selectors.nouse_uuids = r.nouse_uuids;
+    pod.selectors.use_types = r.use_types;
+    pod.selectors.nouse_types = r.nouse_types;
+    pod.selectors.vgpu_mode = r.vgpu_mode;
+    const Decision d = Explain("hami", {node}, {}, pod);
+    EXPECT_EQ(Describe(d), r.fits ? "n:n-gpu0" : "");
+  }
+}
+
+// pkg/scheduler/scheduler_test.go Test_Filter: node policy x GPU policy on two nodes of two 8000
+// MiB GPUs, device1 (node1) 25% used, device4 (node2) 75% used; the pod asks 1 GPU, 1000 MiB, 20
+// cores.
+TEST(HamiUpstream, Test_Filter) {
+  const std::vector<core::NodeInfo> nodes = {NodeBuilder("node1").Gpus(2, 8000),
+                                             NodeBuilder("node2").Gpus(2, 8000)};
+  const std::vector<core::PodRequest> existing = {
+      PodBuilder("pod1").Gpu(1, 2000, 25).UseUuid("node1-gpu0"),
+      PodBuilder("pod2").Gpu(1, 6000, 75).UseUuid("node2-gpu1")};
+  struct Row {
+    const char* name;
+    const char* node_policy;
+    const char* gpu_policy;
+    const char* want;
+  };
+  const Row rows[] = {
+      {"node use binpack gpu use binpack policy", "binpack", "binpack", "node2:node2-gpu1"},
+      {"node use binpack gpu use spread policy", "binpack", "spread", "node2:node2-gpu0"},
+      {"node use spread gpu use binpack policy", "spread", "binpack", "node1:node1-gpu0"},
+      {"node use spread gpu use spread policy", "spread", "spread", "node1:node1-gpu1"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const core::PodRequest pod =
+        PodBuilder("test").Gpu(1, 1000, 20).NodePolicy(r.node_policy).GpuPolicy(r.gpu_policy);
+    EXPECT_EQ(Describe(Explain("hami", nodes, existing, pod)), r.want);
+  }
+}
+
+// pkg/scheduler/score_test.go Test_calcScore: the card each case chooses (its node scores are
+// upstream's internal floats). GPU policy spread, cards of 8000 MiB and 10 slots; the pod asks 1
+// GPU, 1000 MiB, 30 cores; "50%" is a card with 4000 MiB and 50 cores in use.
+TEST(HamiUpstream, Test_calcScore) {
+  const auto half = [](const std::string& uuid) {
+    return PodBuilder("half-" + uuid).Gpu(1, 4000, 50).UseUuid(uuid).Build();
+  };
+  struct Row {
+    const char* name;
+    int gpus;
+    std::vector<core::PodRequest> existing;
+    const char* want;
+  };
+  const std::vector<Row> rows = {
+      {"one node one device one pod one container use one device.", 1, {}, "node1:node1-gpu0"},
+      {"one node one device one pod one container use one device,but this device before having "
+       "use.",
+       1,
+       {half("node1-gpu0")},
+       "node1:node1-gpu0"},
+      {"one node two device one pod one container use one device", 2, {}, "node1:node1-gpu1"},
+      {"one node two device one pod one container use one device,but having use 50%",
+       2,
+       {half("node1-gpu1")},
+       "node1:node1-gpu0"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const core::PodRequest pod = PodBuilder("test1").Gpu(1, 1000, 30).GpuPolicy("spread");
+    EXPECT_EQ(Describe(Explain("hami", {NodeBuilder("node1").Gpus(r.gpus, 8000)}, r.existing, pod)),
+              r.want);
+  }
+}
+
+// pkg/scheduler/policy_fallback_placement_test.go TestPlacementUnderUnrecognizedPolicy: with no
+// hami.io/gpu-scheduler-policy, or one upstream does not recognise ("binpakc", dropped when the pod
+// is read), the card is the configured policy's (hami-binpack or hami-spread); a valid annotation
+// overrides it. Cards: idle, mid (2 pods, 50 cores, 4096 MiB), busy (3 pods, 75 cores, 6144 MiB).
+TEST(HamiUpstream, TestPlacementUnderUnrecognizedPolicy) {
+  const NodeBuilder node = NodeBuilder("n").Gpus(3, 8192);
+  std::vector<core::PodRequest> existing;
+  for (int i = 0; i < 2; ++i)
+    existing.push_back(
+        PodBuilder("mid" + std::to_string(i)).Gpu(1, 2048, 25).UseUuid("n-gpu1").Build());
+  for (int i = 0; i < 3; ++i)
+    existing.push_back(
+        PodBuilder("busy" + std::to_string(i)).Gpu(1, 2048, 25).UseUuid("n-gpu2").Build());
+  const auto place = [&](const std::string& configured, const char* annotation) {
+    core::PodRequest pod = PodBuilder("fallback-pod").Gpu(1, 1024, 10);
+    if (annotation != nullptr) {
+      auto parsed = core::ParsePodJson(nlohmann::json{
+          {"metadata", {{"annotations", {{"hami.io/gpu-scheduler-policy", annotation}}}}}});
+      EXPECT_TRUE(parsed.ok()) << parsed.status();
+      if (parsed.ok()) pod.gpu_policy = parsed->gpu_policy;
+    }
+    return Describe(Explain(configured, {node}, existing, pod));
+  };
+  EXPECT_EQ(place("hami-binpack", "binpack"), "n:n-gpu2");
+  EXPECT_EQ(place("hami-binpack", "spread"), "n:n-gpu0");
+  for (const auto& [configured, want] : std::vector<std::pair<std::string, std::string>>{
+           {"hami-binpack", "n:n-gpu2"}, {"hami-spread", "n:n-gpu0"}}) {
+    SCOPED_TRACE("cluster default " + configured);
+    EXPECT_EQ(place(configured, nullptr), want);    // no annotation
+    EXPECT_EQ(place(configured, "binpakc"), want);  // unrecognized: the configured default
+    EXPECT_EQ(place(configured, ""), want);         // empty: the configured default
+  }
+}
+
+// pkg/scheduler/score_model_type_test.go TestBinpackPacksSmallerCardOnMixedCapacityNode: binpack
+// ranks cards by their usage after placement, so a 20 GiB request goes to the idle 40 GB card
+// (0.90 used after) rather than the 80 GB one already in use (0.85 after).
+TEST(HamiUpstream, TestBinpackPacksSmallerCardOnMixedCapacityNode) {
+  const core::NodeInfo node = NodeBuilder("n")
+                                  .Gpus(1, 40960, "NVIDIA A100-SXM4-40GB")
+                                  .Gpus(1, 81920, "NVIDIA A100-SXM4-80GB");
+  const core::PodRequest used = PodBuilder("used").Gpu(1, 4096, 5).UseUuid("n-gpu1");
+  const core::PodRequest trainer = PodBuilder("trainer").Gpu(1, 20480, 30).GpuPolicy("binpack");
+  EXPECT_EQ(Describe(Explain("hami", {node}, {used}, trainer)), "n:n-gpu0");
 }
 
 }  // namespace
