@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -86,25 +87,37 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
       }
   }
 
-  // Upstream's scheduler series of dynamic MIG: one per granted instance. The instance ids and MIG
-  // UUID are the device plugin's (the scheduler does not read them back): empty until known.
+  // Upstream's scheduler series of dynamic MIG: one per granted instance. The MIG UUID and the
+  // instance ids are what the device plugin wrote back into hami.io/vgpu-mig-allocations once the
+  // instance exists (PodRecord::mig_runtime, matched by container, GPU, profile and placement);
+  // empty while the grant is not realized yet.
   auto& mig = family("hami_node_gpu_mig_instance_info",
-                     "A MIG instance granted to a pod (1), with its GPU, profile and placement.");
+                     "A MIG instance granted to a pod (1), with its GPU, profile and placement, "
+                     "and its MIG UUID and instance ids once the device plugin made it.");
   for (const auto& p : state.Pods()) {
-    for (const auto& c : p.allocation.containers)
-      for (const auto& d : c) {
+    for (size_t c = 0; c < p.allocation.containers.size(); ++c)
+      for (const auto& d : p.allocation.containers[c]) {
         if (d.mig_profile.empty()) continue;
         int index = -1;
         sched.cache().WithNode(p.allocation.node, [&](const scheduler::NodeState& n) {
           if (int i = n.DeviceIndex(d.uuid); i >= 0) index = n.info.devices[i].index;
         });
+        const auto made = std::find_if(
+            p.mig_runtime.begin(), p.mig_runtime.end(), [&](const core::MigAllocation& e) {
+              return static_cast<size_t>(e.container_index) == c && e.gpu_uuid == d.uuid &&
+                     e.profile == d.mig_profile && e.placement == d.mig_placement;
+            });
+        const bool known = made != p.mig_runtime.end();
+        auto id = [](const std::optional<uint32_t>& v) {
+          return v ? std::to_string(*v) : std::string();
+        };
         mig.Put({{"node", p.allocation.node},
                  {"device_uuid", d.uuid},
                  {"device_index", std::to_string(index)},
-                 {"mig_uuid", ""},
+                 {"mig_uuid", known ? made->mig_uuid : std::string()},
                  {"profile", d.mig_profile},
-                 {"gpu_instance_id", ""},
-                 {"compute_instance_id", ""},
+                 {"gpu_instance_id", id(known ? made->gpu_instance_id : std::nullopt)},
+                 {"compute_instance_id", id(known ? made->compute_instance_id : std::nullopt)},
                  {"placement_start", std::to_string(d.mig_placement.start)},
                  {"placement_size", std::to_string(d.mig_placement.size)}},
                 1);

@@ -41,6 +41,20 @@ const std::string* Annotation(const Json& obj, const char* key) {
   return v && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
 }
 
+// The entries of the pod's hami.io/vgpu-mig-allocations that carry the runtime identity the device
+// plugin writes back once an instance exists. An annotation that does not decode gives none: the
+// decision itself is checked (and reported) where it is charged.
+std::vector<core::MigAllocation> MigRuntimeOf(const Json& pod) {
+  std::vector<core::MigAllocation> out;
+  const std::string* text = Annotation(pod, core::kMigAllocations);
+  if (text == nullptr) return out;
+  auto entries = core::DecodeMigAllocations(*text);
+  if (!entries.ok()) return out;
+  for (core::MigAllocation& e : *entries)
+    if (e.HasRuntime()) out.push_back(std::move(e));
+  return out;
+}
+
 std::string KeyOf(const std::string& ns, const std::string& name) {
   return StrCat(ns, "/", name);
 }
@@ -448,6 +462,8 @@ void ClusterState::OnPod(const Json& pod) {
   if (uid.empty()) return;
   std::string why;
   auto alloc = HeldAllocation(pod, &why, *opts_.vendors);
+  std::vector<core::MigAllocation> mig_runtime;
+  if (alloc) mig_runtime = MigRuntimeOf(pod);
   // A running pod's decision that does not decode charges nothing; it is reported, since the pod
   // may hold devices nobody is charged for.
   std::string undecodable;
@@ -529,6 +545,7 @@ void ClusterState::OnPod(const Json& pod) {
           return;
         }
         it->second.confirmed = true;
+        it->second.mig_runtime = std::move(mig_runtime);
         if (!bound.empty()) {
           it->second.bound_node = bound;
           it->second.expires_at = 0;
@@ -567,6 +584,7 @@ void ClusterState::OnPod(const Json& pod) {
       rec.encoded = encoded;
       rec.confirmed = true;
       rec.bound_node = bound;
+      rec.mig_runtime = std::move(mig_runtime);
       const int64_t now = clock_.UnixSeconds();
       if (bound.empty()) {
         // Unbound: the earlier of when it was decided (as it says) and now, plus the TTL.

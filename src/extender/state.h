@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "core/mig.h"
 #include "core/model.h"
 #include "core/pod_request.h"
 #include "scheduler/scheduler.h"
@@ -138,6 +139,10 @@ struct PodRecord {
   bool init_finished = false;  // InitContainersSucceeded when last seen
   std::string bound_node;      // spec.nodeName seen (or our bind succeeded); "" = not bound
   int64_t expires_at = 0;      // Unix seconds when an unbound decision lapses; 0 = bound
+  // The MIG instances the device plugin made for the pod, as it wrote them back into
+  // hami.io/vgpu-mig-allocations (entries with migUUID, gpuInstanceID and computeInstanceID);
+  // refreshed on every update of the pod. For the metrics only: nothing is charged by them.
+  std::vector<core::MigAllocation> mig_runtime;
 };
 
 struct QuotaRecord {

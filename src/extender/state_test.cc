@@ -424,6 +424,74 @@ TEST_F(StateTest, SeveralInstancesOfOneGpuInOneContainer) {
   EXPECT_EQ(Usage(0), (core::DeviceUsage{2, 2 * 10240, 2 * 28, 0x33}));
 }
 
+// Upstream's TestClusterManagerCollectorExposesDynamicMigRuntimeIdentity: the scheduler's
+// hami_node_gpu_mig_instance_info carries the MIG UUID and the GPU and compute instance ids the
+// device plugin writes back into hami.io/vgpu-mig-allocations, each series its own instance's. A
+// grant not made yet keeps its series with the three empty (upstream shows only made instances).
+TEST_F(StateTest, UpstreamTestClusterManagerCollectorExposesDynamicMigRuntimeIdentity) {
+  state_->OnNode(NodeJson(
+      "n1",
+      {{"hami.io/node-nvidia-register",
+        R"([{"id":"GPU-parent","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA-A100","health":true,"mode":"mig","migProfiles":[{"name":"2g.10gb","memoryMB":10240,"core":28,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2}]}]}])"}}));
+  // Entry k of the one container: placement {2k, 2}; with `made`, the plugin's runtime identity
+  // (MIG UUID "MIG-runtime-<k>", GPU instance 4 + k, compute instance k).
+  auto ann = [](bool made) {
+    Json entries = Json::array();
+    for (int k : {0, 1}) {
+      Json e = {{"containerIndex", 0},
+                {"deviceIndex", k},
+                {"gpuUUID", "GPU-parent"},
+                {"profile", "2g.10gb"},
+                {"placement", {{"start", 2 * k}, {"size", 2}}}};
+      if (made) {
+        e["migUUID"] = "MIG-runtime-" + std::to_string(k);
+        e["gpuInstanceID"] = 4 + k;
+        e["computeInstanceID"] = k;
+      }
+      entries.push_back(e);
+    }
+    return Json{{"hami.io/vgpu-node", "n1"},
+                {"hami.io/vgpu-devices-allocated",
+                 "GPU-parent,NVIDIA,10240,28:GPU-parent,NVIDIA,10240,28:;"},
+                {"hami.io/vgpu-time", std::to_string(kNow)},
+                {"hami.io/vgpu-mig-allocations", entries.dump()}};
+  };
+  auto series = [](int start, const std::string& mig_uuid, const std::string& gi,
+                   const std::string& ci) {
+    return R"(hami_node_gpu_mig_instance_info{zone="vGPU",node="n1",device_uuid="GPU-parent",)"
+           R"(device_index="0",mig_uuid=")" +
+           mig_uuid + R"(",profile="2g.10gb",gpu_instance_id=")" + gi +
+           R"(",compute_instance_id=")" + ci + R"(",placement_start=")" +
+           std::to_string(start) + R"(",placement_size="2"} 1)";
+  };
+  struct Case {
+    const char* name;
+    bool made;
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {"granted, not made yet", false, {series(0, "", "", ""), series(2, "", "", "")}},
+      {"made: the plugin wrote the identity back",
+       true,
+       {series(0, "MIG-runtime-0", "4", "0"), series(2, "MIG-runtime-1", "5", "1")}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    // The same decision each time: only the runtime identity changes.
+    state_->OnPod(PodJson("mig", ann(c.made), "Running", "n1"));
+    ASSERT_TRUE(state_->Find("mig").has_value());
+    const std::string text = RenderMetrics(*sched_, *state_, nullptr);
+    for (const std::string& want : c.want)
+      EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+    size_t n = 0;
+    for (size_t at = text.find("hami_node_gpu_mig_instance_info{"); at != std::string::npos;
+         at = text.find("hami_node_gpu_mig_instance_info{", at + 1))
+      ++n;
+    EXPECT_EQ(n, c.want.size());
+  }
+  EXPECT_EQ(Usage(0), (core::DeviceUsage{2, 2 * 10240, 2 * 28, 0x0f}));
+}
+
 // The pod informer may deliver pods before their node: a decision charged while the node was
 // unknown is checked when the node arrives, so a restart cannot charge what the device cannot hold.
 TEST_F(StateTest, DecisionsSeenBeforeTheirNodeAreCheckedWhenItArrives) {
