@@ -280,6 +280,7 @@ int SchedulerMain(int argc, char** argv) {
 
   eo.is_leader = [&controller] { return controller.IsLeader(); };
   eo.leader_name = [&controller] { return controller.Leader(); };
+  eo.synced = [&controller] { return controller.Synced(); };
   eo.component = scheduler_name;
   eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) {
     return controller.LookupPod(ns, name);

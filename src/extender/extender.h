@@ -58,6 +58,9 @@ struct ExtenderOptions {
   // Leader gate; null = always the leader (single replica, or leader election off).
   std::function<bool()> is_leader;
   std::function<std::string()> leader_name;  // for the follower's error message
+  // Whether the informers have delivered their first list; null = always. /filter refuses until
+  // then: a cache without every pod would hand out devices those pods hold.
+  std::function<bool()> synced;
   std::string component = "hami-scheduler";  // Event source
   bool filter_failed_events = true;          // Event FilteringFailed when no node fits
   // Events FilteringSucceed / BindingSucceed (upstream's), one API write per pod each; posted from

@@ -55,6 +55,7 @@ class ExtenderTest : public ::testing::Test {
     eo.clock = &clock_;
     eo.is_leader = [this] { return leader_; };
     eo.leader_name = [] { return std::string("hami-0"); };
+    eo.synced = [this] { return synced_; };
     ext_ = std::make_unique<Extender>(*sched_, *state_, nullptr, eo);
   }
   ExtenderFilterResult Filter(const Json& pod,
@@ -66,6 +67,7 @@ class ExtenderTest : public ::testing::Test {
   }
   FakeClock clock_{kNow};
   bool leader_ = true;
+  bool synced_ = true;
   std::unique_ptr<scheduler::Scheduler> sched_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<Extender> ext_;
@@ -229,6 +231,36 @@ TEST_F(ExtenderTest, DryRunWithFullNodesHasNoSideEffects) {
   EXPECT_NE(r.failed_nodes["bare"].find("unregistered"), std::string::npos);
   EXPECT_EQ(state_->pod_count(), pods);
   EXPECT_FALSE(sched_->cache().Snapshot("fresh").has_value());
+}
+
+// Upstream's Test_Filter_SimulationEchoesNodesForNonHAMiPod: a simulation (the cluster
+// autoscaler sends Nodes, not NodeNames) of a pod without HAMi devices gets every template node
+// back, so the extender never vetoes a scale-up for ordinary workloads.
+TEST_F(ExtenderTest, UpstreamTest_Filter_SimulationEchoesNodesForNonHAMiPod) {
+  ExtenderArgs a;
+  a.pod = PodJson("plain", {});
+  a.nodes = std::vector<Json>{Json{{"metadata", {{"name", "template-node-1"}}}},
+                              Json{{"metadata", {{"name", "template-node-2"}}}}};
+  auto r = ext_->Filter(a);
+  EXPECT_EQ(r.error, "");
+  ASSERT_TRUE(r.nodes.has_value());
+  ASSERT_EQ(r.nodes->size(), 2u);
+  EXPECT_EQ((*r.nodes)[1]["metadata"]["name"], "template-node-2");
+  EXPECT_TRUE(r.failed_nodes.empty());
+}
+
+// Upstream's TestPredicateRoute_CacheNotSynced: /filter before the informers' first list is an
+// error in the reply (upstream waits for the sync, failing when the request is cancelled), and
+// decides nothing; once synced the same pod is placed.
+TEST_F(ExtenderTest, UpstreamTestPredicateRoute_CacheNotSynced) {
+  synced_ = false;
+  auto r = Filter(PodJson("early", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}));
+  EXPECT_NE(r.error.find("informers not synced"), std::string::npos) << r.error;
+  EXPECT_EQ(state_->pod_count(), 0u);
+  synced_ = true;
+  r = Filter(PodJson("early", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}));
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(state_->pod_count(), 1u);
 }
 
 TEST_F(ExtenderTest, FollowersRefuse) {
