@@ -263,6 +263,16 @@ TEST_F(ExtenderTest, UpstreamTestPredicateRoute_CacheNotSynced) {
   EXPECT_EQ(state_->pod_count(), 1u);
 }
 
+// Upstream's TestBind_PodNotFound: a /bind for a pod the scheduler never decided is an error in the
+// reply, and binds nothing.
+TEST_F(ExtenderTest, UpstreamTestBind_PodNotFound) {
+  auto b = ext_->Bind({"missing-pod", "default", "", "n1"});
+  EXPECT_NE(b.error.find("pod default/missing-pod has no device decision to bind"),
+            std::string::npos)
+      << b.error;
+  EXPECT_EQ(state_->pod_count(), 0u);
+}
+
 TEST_F(ExtenderTest, FollowersRefuse) {
   leader_ = false;
   auto r = Filter(PodJson("l", {{"nvidia.com/gpu", "1"}}));
