@@ -20,13 +20,21 @@ namespace {
 
 // One row per backend: device-config.yaml section, enabled without a section, factory.
 constexpr VendorRow kRows[] = {
-    {"nvidia", true, &MakeNvidia},        {"vnpus", false, &MakeAscend},
-    {"hygon", false, &MakeHygon},         {"cambricon", false, &MakeCambricon},
-    {"metax", false, &MakeMetax},         {"mthreads", false, &MakeMthreads},
-    {"iluvatars", false, &MakeIluvatar},  {"enflame", false, &MakeEnflame},
-    {"kunlun", false, &MakeKunlun},       {"amd", false, &MakeAmd},
-    {"awsneuron", false, &MakeAwsNeuron}, {"vastai", false, &MakeVastai},
-    {"biren", false, &MakeBiren},         {"intel", false, &MakeIntel},
+    {"nvidia", true, &MakeNvidia},
+    {"vnpus", false, &MakeAscend},
+    {"hygon", false, &MakeHygon},
+    {"cambricon", false, &MakeCambricon},
+    {"metax", false, &MakeMetax},
+    {"mthreads", false, &MakeMthreads},
+    {"iluvatars", false, &MakeIluvatar},
+    {"enflame", false, &MakeEnflame},
+    {"enflamevgcu", false, &MakeEnflameVgcu},
+    {"kunlun", false, &MakeKunlun},
+    {"amd", false, &MakeAmd},
+    {"awsneuron", false, &MakeAwsNeuron},
+    {"vastai", false, &MakeVastai},
+    {"biren", false, &MakeBiren},
+    {"intel", false, &MakeIntel},
 };
 
 }  // namespace

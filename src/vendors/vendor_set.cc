@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "core/pod_codec.h"
 #include "core/pod_request.h"
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
@@ -181,7 +182,23 @@ StatusOr<std::map<std::string, std::string>> VendorSet::EncodeDecision(const cor
         if (d.vendor == t) m.push_back(d);
     }
     HAMI_ASSIGN_OR_RETURN(auto ann, v->EncodeDecision(mine, now));
-    out.merge(ann);
+    for (auto& [key, value] : ann) {
+      auto [it, added] = out.emplace(key, value);
+      if (added || it->second == value) continue;
+      if (key != v->keys().allocated && key != v->keys().to_allocate)
+        return InvalidArgument(StrCat("decision: ", key, " is written by two vendors (", t,
+                                      " and another); a pod cannot take both"));
+      // Backends that share a record key (Enflame DRS and vGCU: upstream's one key for both
+      // models) write one record of both, container by container; each reads back its own type.
+      HAMI_ASSIGN_OR_RETURN(core::PodAllocation both, core::DecodePodDevices(it->second));
+      HAMI_ASSIGN_OR_RETURN(core::PodAllocation more, core::DecodePodDevices(value));
+      if (both.containers.size() < more.containers.size())
+        both.containers.resize(more.containers.size());
+      for (size_t i = 0; i < more.containers.size(); ++i)
+        both.containers[i].insert(both.containers[i].end(), more.containers[i].begin(),
+                                  more.containers[i].end());
+      HAMI_ASSIGN_OR_RETURN(it->second, core::EncodePodDevices(both));
+    }
   }
   return out;
 }

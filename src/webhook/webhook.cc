@@ -669,6 +669,16 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
                               {"path", StrCat(c.path, "/resources/limits/", EscapePointer(name))},
                               {"value", std::to_string(v)}});
       }
+      // A value the container also requests is changed there too: an extended resource's request
+      // must equal its limit (upstream's Enflame vGCU admission writes both).
+      const Json* requests = res && res->is_object() ? Member(*res, "requests") : nullptr;
+      if (requests != nullptr && requests->is_object())
+        for (const auto& [name, v] : defaults)
+          if (requests->contains(name))
+            ops->push_back(
+                Json{{"op", "replace"},
+                     {"path", StrCat(c.path, "/resources/requests/", EscapePointer(name))},
+                     {"value", std::to_string(v)}});
     }
     const bool has_nvidia =
         c.req && !c.req->devices.empty() && c.req->devices[0].vendor == core::kNvidiaVendor;

@@ -9,7 +9,8 @@ namespace {
 
 const std::string kConfig =
     std::string(vendors::testing::kMixedConfig) +
-    "mthreads: {}\nkunlun: {}\nawsneuron: {}\nvastai: {}\nbiren: {}\nintel: {}\n";
+    "mthreads: {}\nkunlun: {}\nawsneuron: {}\nvastai: {}\nbiren: {}\nintel: {}\n"
+    "enflamevgcu: {}\n";
 
 Json Pod(const Json& limits, const Json& annotations = Json::object()) {
   return Json{
@@ -101,6 +102,31 @@ TEST(WebhookVendors, DefaultingPerVendor) {
        Pod({{"gpu.intel.com/xe", "1"}, {"gpu.intel.com/millicores", "1500"}}), nullptr,
        "more than 1000 millicores per GPU"},
       {"a disabled vendor's resources are not ours", Pod({{"amd.com/gpu", "1"}}), nullptr},
+      // upstream's Test_MutateAdmission (4 shares a GCU): 15 % is one share, 25 %
+      {"enflame vgcu: a percentage is rounded up to whole shares",
+       Pod({{"enflame.com/vgcu", "1"}, {"enflame.com/vgcu-percentage", "15"}}),
+       Json::array({Add(kLimits + "enflame.com~1shared-gcu", "1"),
+                    Add(kLimits + "enflame.com~1vgcu-percentage", "25"), kScheduler})},
+      {"enflame vgcu: two GCUs are whole", Pod({{"enflame.com/vgcu", "2"}}),
+       Json::array({Add(kLimits + "enflame.com~1shared-gcu", "8"),
+                    Add(kLimits + "enflame.com~1vgcu-percentage", "100"), kScheduler})},
+      {"enflame vgcu: more than 100 percent is denied",
+       Pod({{"enflame.com/vgcu", "1"}, {"enflame.com/vgcu-percentage", "150"}}), nullptr,
+       "an Enflame vGCU percentage must be 1..100"},
+      {"enflame vgcu: a requested value is changed in the requests too",
+       [] {
+         Json pod = Pod({{"enflame.com/vgcu", "1"}, {"enflame.com/vgcu-percentage", "60"}});
+         pod["spec"]["containers"][0]["resources"]["requests"] = {
+             {"enflame.com/vgcu", "1"}, {"enflame.com/vgcu-percentage", "60"}};
+         return pod;
+       }(),
+       Json::array(
+           {Add(kLimits + "enflame.com~1shared-gcu", "3"),
+            Add(kLimits + "enflame.com~1vgcu-percentage", "75"),
+            Json{{"op", "replace"},
+                 {"path", "/spec/containers/0/resources/requests/enflame.com~1vgcu-percentage"},
+                 {"value", "75"}},
+            kScheduler})},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -13,6 +13,17 @@
 
 namespace hami::vendors {
 
+AnnotationKeys EnflameShareKeys(std::string node_register) {
+  return {std::move(node_register),
+          "",
+          "",
+          "hami.io/enflame-vgpu-devices-allocated",
+          "",
+          "",
+          "enflame.com/use-gpuuuid",
+          "enflame.com/nouse-gpuuuid"};
+}
+
 StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& section) {
   SectionReader r(section, "enflame");
   Spec gcu;
@@ -39,14 +50,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeEnflame(const YAML::Node& sec
   drs.name = "enflame";
   drs.common_word = "Enflame";
   drs.resources = {"enflame.com/drs-gcu", "enflame.com/gcu-memory", "", "enflame.com/gcu-core", ""};
-  drs.keys = {"enflame.com/gcu-drs-capacity",
-              "",
-              "",
-              "hami.io/enflame-vgpu-devices-allocated",
-              "",
-              "",
-              "enflame.com/use-gpuuuid",
-              "enflame.com/nouse-gpuuuid"};
+  drs.keys = EnflameShareKeys("enflame.com/gcu-drs-capacity");
   drs.rules.max_devices_per_container = 1;
   drs.rules.templates = {{"1g.12gb", 12288, 25}, {"2g.24gb", 24576, 50}, {"4g.48gb", 49152, 100}};
   drs.registration = Registration::kJson;
