@@ -61,7 +61,8 @@ struct WebhookOptions {
       "default";  // default | force | disable -> GPU_CORE_UTILIZATION_POLICY
   // Upstream's overwriteEnv: NVIDIA_VISIBLE_DEVICES=none (replacing a value the pod set) in every
   // container, init containers included, that names no NVIDIA resource (NVIDIA enabled only). When
-  // false, a pod's hami.io/overwrite-env(-containers) annotations may turn it on for its containers.
+  // false, a pod's hami.io/overwrite-env(-containers) annotations may turn it on for its
+  // containers.
   bool overwrite_env = false;
   // The enabled vendors (not owned; never null: a default install's is VendorSet::NvidiaOnly()).
   // Every vendor, NVIDIA included, parses and defaults its own resources (VendorSet::ParsePod;
