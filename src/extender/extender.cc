@@ -346,8 +346,9 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   // 1. Decode and validate the request.
   if (!Leading()) return FilterError({}, NotLeaderError());
   if (opts_.synced && !opts_.synced())
-    return FilterError({}, "hami-scheduler has not listed every pod and node yet (informers not "
-                           "synced); kube-scheduler will retry");
+    return FilterError({},
+                       "hami-scheduler has not listed every pod and node yet (informers not "
+                       "synced); kube-scheduler will retry");
   auto parsed = DecodeFilterPod(args, *state_.options().vendors);
   if (!parsed.ok()) return FilterError({}, std::string(parsed.status().message()));
   const core::PodRequest& pod = *parsed;

@@ -461,8 +461,8 @@ TEST_F(StateTest, UpstreamTestClusterManagerCollectorExposesDynamicMigRuntimeIde
     return R"(hami_node_gpu_mig_instance_info{zone="vGPU",node="n1",device_uuid="GPU-parent",)"
            R"(device_index="0",mig_uuid=")" +
            mig_uuid + R"(",profile="2g.10gb",gpu_instance_id=")" + gi +
-           R"(",compute_instance_id=")" + ci + R"(",placement_start=")" +
-           std::to_string(start) + R"(",placement_size="2"} 1)";
+           R"(",compute_instance_id=")" + ci + R"(",placement_start=")" + std::to_string(start) +
+           R"(",placement_size="2"} 1)";
   };
   struct Case {
     const char* name;
