@@ -131,6 +131,7 @@ struct HttpServer::Impl {
     net::executor_work_guard<net::io_context::executor_type> work{ctx.get_executor()};
     std::thread thread;
     std::atomic<int64_t> inline_since_ns{0};  // an inline handler runs on the loop's thread
+    std::atomic<int> sessions{0};             // connections on this loop
   };
   std::vector<std::unique_ptr<Loop>> loops;
   std::atomic<size_t> next_loop{0};
@@ -277,11 +278,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Session(HttpServer::Impl* srv, HttpServer::Impl::Loop* loop, Args&&... args)
       : srv_(srv), loop_(loop), stream_(std::forward<Args>(args)...) {
     srv_->open.fetch_add(1);
+    loop_->sessions.fetch_add(1);
   }
   ~Session() override {
     if (reserved_) srv_->Release(reserved_);
     if (registered_) srv_->Unregister(reg_it_);
     srv_->open.fetch_sub(1);
+    loop_->sessions.fetch_sub(1);
   }
 
   // On the acceptor's strand, before Run: an admitted connection can be evicted at once.
@@ -414,10 +417,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                    version, keep);
     }
     srv_->handled.fetch_add(1);
-    // A request that arrives while fewer than inline_handlers handlers run inline (kube-scheduler's
-    // /filter calls, one scheduling cycle at a time) is answered on this I/O thread: no hand-off to
-    // the pool and back. The other connections of this loop wait for it (HttpServerOptions).
-    if (!t_rescuing && srv_->TryInline()) {
+    // A request on the only connection of its loop, while fewer than inline_handlers handlers run
+    // inline (kube-scheduler's /filter calls: one scheduling cycle at a time, on a connection of
+    // its own), is answered on this I/O thread: no hand-off to the pool and back. With other
+    // connections on the loop it goes to the pool, so that their I/O never waits for it (inline
+    // with 8 busy connections a loop cost 9 % of end-to-end pods/s; docs/benchmarks.md).
+    if (!t_rescuing && loop_->sessions.load() == 1 && srv_->TryInline()) {
       loop_->inline_since_ns.store(NowNs());
       HttpResponse resp = RunHandler(*srv_, *handler, *req, reserved);
       loop_->inline_since_ns.store(0);

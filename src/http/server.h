@@ -3,8 +3,8 @@
 // event-driven (Boost.Beast over Boost.Asio), so a slow or idle client costs a socket and a few
 // KiB, never a thread. A few I/O threads read and write, each running its own event loop for the
 // connections given to it in turn; handlers run on a separate worker pool, so a slow handler delays
-// only its own connection, except up to inline_handlers at once, which run on the I/O thread that
-// read them and delay that thread's other connections while they run.
+// only its own connection. Up to inline_handlers at once run on the I/O thread that read them, when
+// their connection is alone on that thread (a connection accepted meanwhile waits at most ~20 ms).
 // Limits and their reasons: docs/security.md, "HTTP surfaces".
 //
 // Per connection: a TLS handshake and a request header must each complete within header_timeout, a
@@ -46,11 +46,11 @@ struct HttpServerOptions {
   std::string cert_file, key_file;   // both empty = plain HTTP
   int threads = 16;                  // handler worker pool
   int io_threads = 2;                // socket I/O and TLS: one event loop each
-  // Handlers that may run at once on the I/O thread that read their request; the rest go to the
-  // worker pool. A request that comes while a slot is free costs no thread hand-off, and the other
-  // connections of that I/O thread wait until it returns: meant for short handlers that do not
-  // wait on a client (the extender's, whose only wait is the API server, bounded by the API
-  // client's request timeout). 0 = every handler on the pool.
+  // Handlers that may run at once on the I/O thread that read their request, when theirs is the
+  // only connection of that thread's loop; the rest go to the worker pool. A request that comes
+  // while a slot is free costs no thread hand-off. A connection accepted meanwhile waits until it
+  // returns, or at most about 20 ms (then another thread runs the loop). 0 = every handler on the
+  // pool.
   int inline_handlers = 1;
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
