@@ -545,7 +545,7 @@ void ClusterState::OnPod(const Json& pod) {
           return;
         }
         it->second.confirmed = true;
-        it->second.mig_runtime = std::move(mig_runtime);
+        it->second.mig_runtime = mig_runtime;  // a copy: the record may be made again below
         if (!bound.empty()) {
           it->second.bound_node = bound;
           it->second.expires_at = 0;
