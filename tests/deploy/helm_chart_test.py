@@ -144,6 +144,14 @@ text, docs = render("serviceMonitor", "hami-system", "--set", "serviceMonitor.en
 refs("serviceMonitor", text, "--namespace-exists", "hami-system")
 check(len(find(docs, "ServiceMonitor")) == 2, "serviceMonitor: two ServiceMonitors")
 
+# 3c. a vendor section from the values: Enflame vGCU with its split factor
+text, docs = render("enflamevgcu", "hami-system", "--set", "devices.enflamevgcu.enabled=true",
+                    "--set", "devices.enflamevgcu.factor=2")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+check(dc.get("enflamevgcu") == {"resourceNameVGCU": "enflame.com/vgcu",
+                                "resourceNameVGCUPercentage": "enflame.com/vgcu-percentage", "factor": 2},
+      f"enflamevgcu: device-config section {dc.get('enflamevgcu')}")
+
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
 refs("upstream values", text, "--namespace-exists", "hami-system")
