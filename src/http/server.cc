@@ -122,10 +122,11 @@ struct HttpServer::Impl {
   // One event loop per I/O thread: every operation of a connection completes on the thread that
   // waited for it, with no wake-up of another thread. A loop shared by several threads woke a
   // second thread for most completions (docs/benchmarks.md: 19 context switches per /filter against
-  // 5). New connections go to the loops in turn. An inline handler holds its loop's thread; once it
-  // has run for kRescueAfter the rescuer thread runs that loop until it returns, so the loop's
-  // other connections wait at most about that long (each connection is a strand: never two threads
-  // at once). Declared after everything a connection touches: destroyed first.
+  // 7, without success Events). New connections go to the loops in turn. An inline handler holds
+  // its loop's thread; once it has run for kRescueAfter the rescuer thread runs that loop until it
+  // returns, so the loop's other connections wait at most about that long (each connection is a
+  // strand: never two threads at once). Declared after everything a connection touches: destroyed
+  // first.
   struct Loop {
     net::io_context ctx;
     net::executor_work_guard<net::io_context::executor_type> work{ctx.get_executor()};
@@ -263,9 +264,6 @@ namespace {
 constexpr std::chrono::milliseconds kRescueAfter{20};
 // True on the rescuer thread: it never runs a handler inline (it must stay free for other loops).
 thread_local bool t_rescuing = false;
-}  // namespace
-
-namespace {
 
 // One connection. Stream is beast::tcp_stream (plain) or beast::ssl_stream<beast::tcp_stream>.
 // Everything below runs on the connection's loop (one thread), except a handler on the worker pool.
@@ -576,15 +574,15 @@ void HttpServer::Impl::Admit(tcp::socket socket, Loop& loop) {
   accepted.fetch_add(1);
   // Admit runs on the acceptor's strand; the connection starts on its own.
   const auto ex = socket.get_executor();
+  auto start = [&ex](auto session) {
+    session->Enroll();
+    net::post(ex, [session] { session->Run(); });
+  };
   if (Tls()) {
-    auto t = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-        this, &loop, std::move(socket), *ssl_ctx);
-    t->Enroll();
-    net::post(ex, [t] { t->Run(); });
+    start(std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        this, &loop, std::move(socket), *ssl_ctx));
   } else {
-    auto t = std::make_shared<Session<beast::tcp_stream>>(this, &loop, std::move(socket));
-    t->Enroll();
-    net::post(ex, [t] { t->Run(); });
+    start(std::make_shared<Session<beast::tcp_stream>>(this, &loop, std::move(socket)));
   }
 }
 
