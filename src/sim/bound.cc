@@ -121,9 +121,27 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
   out.node_classes = static_cast<int>(cls.size());
   out.task_shapes = static_cast<int>(shp.size());
 
+  // Per shape, how many of the first options.must_place tasks have it: at least those are placed.
+  std::vector<int64_t> must(shp.size(), 0);
+  if (options.must_place > 0) {
+    std::map<TaskShapeKey, size_t> index;
+    for (size_t s = 0; s < shp.size(); ++s) index[ShapeOf(*shp[s].shape)] = s;
+    for (size_t i = 0; i < std::min(options.must_place, prefix.size()); ++i)
+      ++must[index.at(ShapeOf(tasks[prefix[i]]))];
+  }
+  // BoundOptions::target_milli: the shapes with tasks that must be placed get a second row, placed
+  // + failed >= must, and a column for the failed ones; one more row asks the target.
+  const bool min_failure = options.target_milli >= 0;
+  std::vector<int> must_row(shp.size(), 0);
+  int extra_rows = 0;
+  if (min_failure) {
+    for (size_t s = 0; s < shp.size(); ++s)
+      if (must[s] > 0) must_row[s] = ++extra_rows;
+    ++extra_rows;  // the target row, last
+  }
   glp_term_out(GLP_OFF);  // GLPK prints scaling and progress on stdout otherwise
   std::unique_ptr<glp_prob, GlpDeleter> lp(glp_create_prob());
-  glp_set_obj_dir(lp.get(), GLP_MAX);
+  glp_set_obj_dir(lp.get(), min_failure ? GLP_MIN : GLP_MAX);
   // Rows: one per task shape (how many are placed), then per node class: CPU, memory, GPU milli,
   // exclusive GPUs, and the three "more than half a node" counts.
   constexpr int kPerClass = 7;
@@ -142,7 +160,9 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
   }
   const int per_class = kPerClass + (sizes.empty() ? 0 : 1 + static_cast<int>(sizes.size()));
   out.gpu_patterns = static_cast<int>(patterns.size());
-  glp_add_rows(lp.get(), shape_rows + per_class * static_cast<int>(cls.size()));
+  const int class_rows = per_class * static_cast<int>(cls.size());
+  glp_add_rows(lp.get(), shape_rows + class_rows + extra_rows);
+  const int target_row = shape_rows + class_rows + extra_rows;  // when min_failure
   std::vector<bool> shape_has_column(shp.size(), false);
   for (size_t c = 0; c < cls.size(); ++c) {
     const TraceNode& n = *cls[c].shape;
@@ -175,7 +195,7 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
       const int col = glp_add_cols(lp.get(), 1);
       column.emplace_back(s, c);
       glp_set_col_bnds(lp.get(), col, GLP_DB, 0, static_cast<double>(shp[s].count));
-      glp_set_obj_coef(lp.get(), col, static_cast<double>(t.total_gpu_milli()));
+      if (!min_failure) glp_set_obj_coef(lp.get(), col, static_cast<double>(t.total_gpu_milli()));
       if (options.integer) glp_set_col_kind(lp.get(), col, GLP_IV);
       auto put = [&](int row, double v) {
         if (v == 0) return;
@@ -185,6 +205,10 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
       };
       const int base = shape_rows + per_class * static_cast<int>(c) + 1;
       put(static_cast<int>(s) + 1, 1);
+      if (min_failure) {
+        if (must_row[s] > 0) put(shape_rows + class_rows + must_row[s], 1);
+        put(target_row, static_cast<double>(t.total_gpu_milli()));
+      }
       put(base + 0, static_cast<double>(t.cpu_milli));
       put(base + 1, static_cast<double>(t.memory_mib));
       put(base + 2, static_cast<double>(t.total_gpu_milli()));
@@ -225,8 +249,27 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
   for (size_t s = 0; s < shp.size(); ++s) {
     const double n = static_cast<double>(shp[s].count);
     const bool fixed = options.place_cpu_only && shp[s].shape->num_gpu == 0 && shape_has_column[s];
-    glp_set_row_bnds(lp.get(), static_cast<int>(s) + 1, fixed ? GLP_FX : GLP_UP, fixed ? n : 0, n);
+    const double lo = fixed ? n : (min_failure ? 0.0 : static_cast<double>(must[s]));
+    if (lo > 0 && !shape_has_column[s])
+      return FailedPrecondition("a task that must be placed fits no node");
+    if (min_failure && must_row[s] > 0) {
+      // placed + failed >= must; the failed ones cost their GPU milli.
+      const int row = shape_rows + class_rows + must_row[s];
+      glp_set_row_bnds(lp.get(), row, GLP_LO, static_cast<double>(must[s]), 0);
+      const int col = glp_add_cols(lp.get(), 1);
+      column.emplace_back(shp.size() + s, cls.size());  // shape s failed
+      glp_set_col_bnds(lp.get(), col, GLP_DB, 0, static_cast<double>(must[s]));
+      glp_set_obj_coef(lp.get(), col, static_cast<double>(shp[s].shape->total_gpu_milli()));
+      if (options.integer) glp_set_col_kind(lp.get(), col, GLP_IV);
+      ia.push_back(row);
+      ja.push_back(col);
+      ar.push_back(1);
+    }
+    glp_set_row_bnds(lp.get(), static_cast<int>(s) + 1,
+                     lo >= n ? GLP_FX : (lo > 0 ? GLP_DB : GLP_UP), lo, n);
   }
+  if (min_failure)
+    glp_set_row_bnds(lp.get(), target_row, GLP_LO, static_cast<double>(options.target_milli), 0);
   if (glp_get_num_cols(lp.get()) == 0) return out;  // nothing fits anywhere
   glp_load_matrix(lp.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
   glp_scale_prob(lp.get(), GLP_SF_AUTO);
@@ -238,7 +281,10 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
   const int rc = glp_simplex(lp.get(), &smcp);
   const int st = glp_get_status(lp.get());
   if (rc == GLP_ENOPFS || st == GLP_NOFEAS)
-    return FailedPrecondition("the tasks without GPUs cannot all be placed (no feasible packing)");
+    return FailedPrecondition(
+        min_failure ? "no placement allocates the target"
+                    : "the tasks that must be placed (without GPUs, or arrived early) cannot all "
+                      "be placed");
   if (rc != 0 || st != GLP_OPT)
     return Internal("GLPK simplex did not reach an optimum (rc ", rc, ", status ", st, ")");
   out.lp_milli = glp_get_obj_val(lp.get());
@@ -260,7 +306,8 @@ StatusOr<PackingBound> PackingUpperBound(const std::vector<TraceNode>& nodes,
         out.integer_optimal ? glp_mip_col_val(lp.get(), col) : glp_get_col_prim(lp.get(), col);
     if (v <= 1e-9) continue;
     const auto [s, c] = column[col];
-    if (s >= shp.size()) continue;  // a pattern column
+    if (c == cls.size()) out.failed[ShapeOf(*shp[s - shp.size()].shape)] = v;
+    if (s >= shp.size()) continue;  // a pattern or failure column
     out.placed[ShapeOf(*shp[s].shape)][ClassOf(*cls[c].shape)] = v;
   }
   return out;
@@ -463,11 +510,57 @@ StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
     else if (tasks[p.task].num_gpu == 0)
       ++out.online_cpu_only_failed;
   }
+  out.online_first_failure = out.events;
+  for (size_t i = 0; i < out.events; ++i)
+    if (run.placements[i].node.empty()) {
+      out.online_first_failure = i;
+      break;
+    }
+  auto arrived_before = [&](size_t i) {
+    return i == 0 ? 0.0 : 100.0 * static_cast<double>(arrived[i - 1]) / cap;
+  };
+  out.online_first_failure_arrival = arrived_before(out.online_first_failure);
   auto prefix = [&](size_t events) {
     return std::vector<int>(plan.order.begin(), plan.order.begin() + static_cast<long>(events));
   };
   HAMI_ASSIGN_OR_RETURN(out.bound,
                         PackingUpperBound(nodes, tasks, prefix(out.events), options.bound));
+  // Placements that fail no task arriving before a point.
+  std::vector<size_t> horizon_events;
+  for (double pct : options.no_failure_before) {
+    size_t k = 0;  // tasks whose arrival completes a demand of at most pct % of the capacity
+    while (k < out.events && 100.0 * static_cast<double>(arrived[k]) / cap <= pct) ++k;
+    horizon_events.push_back(k);
+  }
+  horizon_events.push_back(out.online_first_failure);
+  for (size_t k : horizon_events) {
+    BoundOptions bo = options.bound;
+    bo.must_place = k;
+    SeedBound::Horizon h;
+    h.arrival = arrived_before(k);
+    h.must_place = k;
+    for (size_t i = 0; i < k; ++i)
+      if (run.placements[i].node.empty())
+        h.online_failed_milli += tasks[run.placements[i].task].total_gpu_milli();
+    auto b = PackingUpperBound(nodes, tasks, prefix(out.events), bo);
+    if (b.ok()) {
+      h.milli = b->best_milli();
+    } else if (absl::IsFailedPrecondition(b.status())) {
+      h.feasible = false;
+    } else {
+      return b.status();
+    }
+    if (options.target >= 0) {
+      bo.target_milli = static_cast<int64_t>(std::ceil(cap * (100 - options.target) / 100));
+      auto m = PackingUpperBound(nodes, tasks, prefix(out.events), bo);
+      if (m.ok()) {
+        h.min_failed_milli = std::max(0.0, m->best_milli());  // the LP rounds to -1e-13
+        h.min_failed = std::move(m->failed);
+      } else if (!absl::IsFailedPrecondition(m.status()))
+        return m.status();
+    }
+    out.horizons.push_back(h);
+  }
 
   if (!bucket.empty()) {
     const size_t k = static_cast<size_t>(std::max(1, options.checkpoints));

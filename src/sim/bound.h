@@ -27,6 +27,15 @@ struct BoundOptions {
   // Every task without GPUs that fits some node must be placed (true of every run in which none of
   // them failed; the bound then holds for those runs only).
   bool place_cpu_only = false;
+  // The first `must_place` tasks of the prefix are all placed (a policy that fails none of them:
+  // every pod that arrived before some point got its place). PackingUpperBound fails with
+  // FailedPrecondition when no placement of the prefix can.
+  size_t must_place = 0;
+  // When >= 0, the relaxation answers another question: the least GPU milli of the first
+  // `must_place` tasks that a placement allocating at least target_milli must leave unplaced
+  // (PackingBound::lp_milli and integer_milli then hold that minimum; FailedPrecondition when no
+  // placement allocates that much at all).
+  int64_t target_milli = -1;
   // Integer task counts (branch and bound); the result is used only when proven optimal.
   bool integer = false;
   double time_limit_s = 60;
@@ -59,6 +68,8 @@ struct PackingBound {
   // The optimal solution (integer when integer_optimal): how many tasks of each shape it puts on
   // each node class.
   std::map<TaskShapeKey, std::map<NodeClassKey, double>> placed;
+  // With BoundOptions::target_milli: how many of the early tasks of each shape the optimum fails.
+  std::map<TaskShapeKey, double> failed;
   // The tightest proven bound: integer_milli when integer_optimal, else lp_milli.
   double best_milli() const { return integer_optimal ? integer_milli : lp_milli; }
 };
@@ -114,6 +125,24 @@ struct SeedBound {
   // percent.
   double a100_bound = 0;
   std::vector<OfflinePacking> offline;  // every (policy, order) tried
+  // The online run's first failed task among the first `events` (events when none failed), and the
+  // arrived GPU demand before it in percent of the capacity.
+  size_t online_first_failure = 0;
+  double online_first_failure_arrival = 0;
+  // Bounds at arrival 100 % for placements that fail no task arriving before a point: for each
+  // BoundSeedOptions::no_failure_before, then for the online run's first failure (last).
+  struct Horizon {
+    double arrival = 0;  // percent of the capacity arrived before the first task that may fail
+    size_t must_place = 0;
+    bool feasible = true;  // false: no placement places all of them
+    double milli = 0;      // the bound (when feasible)
+    // The GPU milli of those tasks the online run failed, and (BoundSeedOptions::target) the least
+    // a placement reaching the target must fail (-1: not asked or the target is out of reach).
+    int64_t online_failed_milli = 0;
+    double min_failed_milli = -1;
+    std::map<TaskShapeKey, double> min_failed;  // by shape, the tasks that minimum fails
+  };
+  std::vector<Horizon> horizons;
 };
 struct BoundSeedOptions {
   std::string policy = "default";
@@ -122,6 +151,11 @@ struct BoundSeedOptions {
   int checkpoints = 4;
   std::vector<std::string> offline_policies = {"default", "best-fit"};
   std::vector<std::string> offline_orders = {"gpu-desc", "cpu-first", "guided"};
+  // Arrival points in percent (SeedBound::horizons).
+  std::vector<double> no_failure_before;
+  // Unallocated GPU % at arrival 100 % (e.g. 3.5): per horizon, also the least GPU demand among its
+  // tasks that a placement leaving at most this much unallocated must fail. Negative: not asked.
+  double target = -1;
 };
 StatusOr<SeedBound> BoundSeed(const std::vector<TraceNode>& nodes,
                               const std::vector<TraceTask>& tasks, uint64_t seed,

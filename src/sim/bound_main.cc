@@ -4,6 +4,7 @@
 // relaxation bound no placement can beat; then the medians.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,28 @@ int main(int argc, char** argv) {
   std::string offline_policies = "default,best-fit";
   app.add_option("--offline-policies", offline_policies,
                  "policies the offline packings place with (comma-separated)");
+  std::string horizons;
+  app.add_option("--no-failure-before", horizons,
+                 "arrival points in percent (comma-separated): also bound the placements that fail "
+                 "no task arriving before each, and before the online run's first failure");
+  app.add_option("--target", opt.target,
+                 "with --no-failure-before: the least GPU demand arriving before each point that a "
+                 "placement leaving at most this unallocated GPU % must fail")
+      ->check(CLI::Range(0.0, 100.0));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "print every offline packing");
   CLI11_PARSE(app, argc, argv);
   opt.bound.gpu_patterns = !pooled;
+  for (size_t a = 0, b; a <= horizons.size() && !horizons.empty(); a = b + 1) {
+    b = horizons.find(',', a);
+    if (b == std::string::npos) b = horizons.size();
+    const std::string item = horizons.substr(a, b - a);
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v <= 100))
+      return Fail("--no-failure-before: '" + item + "' is not a percentage in (0, 100]");
+    opt.no_failure_before.push_back(v);
+  }
   opt.offline_policies.clear();
   for (size_t a = 0, b; a <= offline_policies.size(); a = b + 1) {
     b = offline_policies.find(',', a);
@@ -78,7 +97,9 @@ int main(int argc, char** argv) {
   std::printf(
       "seed  events  online_A100  bound_A100  | at arrival 100 %%: online  offline_best (policy, "
       "order, cpu-only failed)  bound  lp  shapes  gpu_patterns\n");
-  std::vector<double> online_a, bound_a, online_u, offline_u, bound_u;
+  std::vector<double> online_a, bound_a, online_u, offline_u, bound_u, first_failure;
+  std::vector<std::vector<double>> horizon_u(opt.no_failure_before.size() + 1),
+      horizon_online(horizon_u.size()), horizon_need(horizon_u.size());
   for (int s = 0; s < seeds; ++s) {
     auto r = BoundSeed(*nodes, *tasks, first_seed + static_cast<uint64_t>(s), opt);
     if (!r.ok()) return Fail(std::string(r.status().message()));
@@ -107,6 +128,38 @@ int main(int argc, char** argv) {
           "      note: %lld tasks without GPUs failed online; --place-cpu-only does not "
           "bound this run\n",
           static_cast<long long>(r->online_cpu_only_failed));
+    // Placements that fail nothing before a point (the last: the online run's first failure).
+    for (size_t h = 0; h < r->horizons.size() && !opt.no_failure_before.empty(); ++h) {
+      const auto& z = r->horizons[h];
+      const bool online = h + 1 == r->horizons.size();
+      if (z.feasible)
+        std::printf(
+            "      no task failed before %6.2f %% arrived%s: bound %.2f %% (unallocated >= %.2f)\n",
+            z.arrival, online ? " (online's first failure)" : "", 100.0 * z.milli / cap,
+            100 - 100.0 * z.milli / cap);
+      else
+        std::printf("      no task failed before %6.2f %% arrived%s: no placement does that\n",
+                    z.arrival, online ? " (online's first failure)" : "");
+      horizon_u[h].push_back(z.feasible ? 100 - 100.0 * z.milli / cap : 100.0);
+      if (opt.target >= 0) {
+        std::printf("        failed before it online: %.1f GPUs; to leave <= %.2f %% unallocated: ",
+                    static_cast<double>(z.online_failed_milli) / 1000, opt.target);
+        if (z.min_failed_milli >= 0) {
+          std::string which;  // tasks x (GPUs x milli per GPU)
+          for (const auto& [shape, n] : z.min_failed)
+            if (n > 0.05)
+              which += (which.empty() ? "" : ", ") + std::to_string(n).substr(0, 5) + " x " +
+                       std::to_string(std::get<2>(shape)) + "x" +
+                       std::to_string(std::get<3>(shape));
+          std::printf(">= %.1f GPUs%s\n", z.min_failed_milli / 1000,
+                      verbose && !which.empty() ? (" (" + which + ")").c_str() : "");
+        } else
+          std::printf("out of reach\n");
+        horizon_online[h].push_back(static_cast<double>(z.online_failed_milli) / 1000);
+        horizon_need[h].push_back(z.min_failed_milli >= 0 ? z.min_failed_milli / 1000 : 1e9);
+      }
+    }
+    first_failure.push_back(r->online_first_failure_arrival);
     online_a.push_back(100 - r->online_a100);
     bound_a.push_back(100 - r->a100_bound);
     online_u.push_back(100 - on);
@@ -117,5 +170,21 @@ int main(int argc, char** argv) {
       "median unallocated GPU %%: U(100) online %.2f, lower bound %.2f; at arrival 100 %%: online "
       "%.2f, offline packing %.2f, lower bound %.2f\n",
       Median(online_a), Median(bound_a), Median(online_u), Median(offline_u), Median(bound_u));
+  if (!opt.no_failure_before.empty()) {
+    for (size_t h = 0; h < opt.no_failure_before.size(); ++h) {
+      std::printf(
+          "median lower bound at arrival 100 %% when no task arriving before %.2f %% fails: %.2f\n",
+          opt.no_failure_before[h], Median(horizon_u[h]));
+      if (opt.target >= 0)
+        std::printf(
+            "  GPU demand arriving before it that fails: online %.1f GPUs; needed for <= %.2f %%: "
+            "%.1f GPUs (medians)\n",
+            Median(horizon_online[h]), opt.target, Median(horizon_need[h]));
+    }
+    std::printf(
+        "median lower bound when no task fails before the online run's first failure (median "
+        "arrival %.2f %%): %.2f\n",
+        Median(first_failure), Median(horizon_u.back()));
+  }
   return 0;
 }

@@ -73,6 +73,43 @@ TEST(PackingUpperBoundTest, GpuFillPatterns) {
   EXPECT_DOUBLE_EQ(fill->lp_milli, 2000);
 }
 
+// An 810 share arrives before two whole-GPU tasks on a 2-GPU node. Any placement allocates at most
+// 2000 milli, but only by failing the share; one that places the share (it arrived first, with
+// both GPUs free) allocates at most 1810. Reaching 2000 costs the 810 milli of the early task.
+TEST(PackingUpperBoundTest, EarlyTasksThatMustBePlaced) {
+  std::vector<TraceNode> nodes{Node("n", 64000, 2)};
+  std::vector<TraceTask> tasks{Task("share", 1000, 1, 810), Task("whole", 1000, 1, 1000)};
+  const std::vector<int> prefix{0, 1, 1};
+  auto free = PackingUpperBound(nodes, tasks, prefix, {});
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_DOUBLE_EQ(free->lp_milli, 2000);
+
+  BoundOptions first;
+  first.must_place = 1;
+  auto placed = PackingUpperBound(nodes, tasks, prefix, first);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_DOUBLE_EQ(placed->lp_milli, 1810);
+
+  // The least early GPU milli failed to allocate a target.
+  first.target_milli = 2000;
+  auto cost = PackingUpperBound(nodes, tasks, prefix, first);
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_DOUBLE_EQ(cost->lp_milli, 810);
+  ASSERT_EQ(cost->failed.size(), 1u);
+  EXPECT_DOUBLE_EQ(cost->failed.at(ShapeOf(tasks[0])), 1);
+  first.target_milli = 1810;
+  auto none = PackingUpperBound(nodes, tasks, prefix, first);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_DOUBLE_EQ(none->lp_milli, 0);
+  first.target_milli = 2001;
+  EXPECT_TRUE(absl::IsFailedPrecondition(PackingUpperBound(nodes, tasks, prefix, first).status()));
+
+  // All three cannot be placed on two GPUs.
+  BoundOptions all;
+  all.must_place = 3;
+  EXPECT_TRUE(absl::IsFailedPrecondition(PackingUpperBound(nodes, tasks, prefix, all).status()));
+}
+
 TEST(MaximalGpuPatternsTest, Cases) {
   struct Case {
     std::vector<int> sizes;
@@ -302,6 +339,48 @@ TEST(BoundSeedTest, OnlineAndOfflineStayBelowTheBound) {
     for (const auto& p : r->offline) EXPECT_LE(static_cast<double>(p.used_milli), ub + 1e-6);
     EXPECT_LE(r->online_a100, r->a100_bound + 0.01);  // A(100) rounds each point to 0.01
     EXPECT_LE(r->a100_bound, 100.0);
+  }
+}
+
+// The online run places every task before its first failure, so it is one of the placements the
+// horizon bound at that failure covers; and it reaches its own allocation failing what it failed,
+// so the least early failure needed for that allocation is at most the online run's.
+TEST(BoundSeedTest, OnlineRunIsOneOfThePlacementsOfItsHorizon) {
+  std::vector<TraceNode> nodes{Node("a", 16000, 2), Node("b", 8000, 4, "P100"),
+                               Node("c", 32000, 1)};
+  std::vector<TraceTask> tasks{
+      Task("w1", 6000, 1, 1000), Task("w2", 2000, 2, 1000), Task("s1", 1000, 1, 400),
+      Task("s2", 3000, 1, 700),  Task("s3", 500, 1, 810),   Task("w3", 4000, 1, 1000, {"t4"}),
+  };
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    BoundSeedOptions o;
+    o.offline_policies.clear();
+    o.no_failure_before = {30, 60, 90};
+    auto first = BoundSeed(nodes, tasks, seed, o);
+    ASSERT_TRUE(first.ok()) << first.status();
+    // The target: what the online run left unallocated at arrival 100 %.
+    o.target = 100.0 -
+               100.0 * static_cast<double>(first->online_used_milli) /
+                   static_cast<double>(first->capacity_milli) +
+               1e-9;
+    auto r = BoundSeed(nodes, tasks, seed, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->horizons.size(), 4u);
+    const auto& own = r->horizons.back();
+    EXPECT_EQ(own.must_place, r->online_first_failure);
+    EXPECT_DOUBLE_EQ(own.arrival, r->online_first_failure_arrival);
+    ASSERT_TRUE(own.feasible);
+    EXPECT_EQ(own.online_failed_milli, 0);
+    EXPECT_LE(static_cast<double>(r->online_used_milli), own.milli + 1e-6);
+    for (size_t h = 0; h + 1 < r->horizons.size(); ++h) {
+      const auto& z = r->horizons[h];
+      EXPECT_LE(z.arrival, o.no_failure_before[h] + 1e-9);
+      if (z.feasible) {
+        EXPECT_LE(z.milli, r->bound.best_milli() + 1e-6);  // more is asked
+      }
+      ASSERT_GE(z.min_failed_milli, 0) << "the online run itself reaches the target";
+      EXPECT_LE(z.min_failed_milli, static_cast<double>(z.online_failed_milli) + 1e-6);
+    }
   }
 }
 
