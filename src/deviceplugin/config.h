@@ -33,7 +33,8 @@ struct PluginConfig {
   int64_t preconfigured_memory_mib = 0;  // for GPUs whose memory NVML cannot report (0 = off)
   // operatingmode: hami-core (shared through libvgpu), mig (each container gets a MIG instance
   // on GPUs whose MIG mode is on; the others stay hami-core) or mps (every GPU is shared through
-  // the node's NVIDIA MPS control daemon, which enforces each container's limits; deviceplugin/mps.h).
+  // the node's NVIDIA MPS control daemon, which enforces each container's limits;
+  // deviceplugin/mps.h).
   std::string mode = "hami-core";
   std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
   bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
@@ -59,7 +60,7 @@ struct PluginConfig {
   std::string region_root = "/usr/local/vgpu/containers";  // host: <root>/<podUID>_<container>/
   std::string lock_dir = "/tmp/vgpulock";
 
-  // ---- operating mode mps (deviceplugin/mps.h): the node's MPS control daemon, run by the admin ----
+  // ---- operating mode mps: the MPS control daemon, run by the admin (deviceplugin/mps.h) ----
   // Host directory of the daemon's pipes (its CUDA_MPS_PIPE_DIRECTORY; MPS's default): mounted at
   // the same path in MPS containers, which get it as CUDA_MPS_PIPE_DIRECTORY.
   std::string mps_pipe_dir = "/tmp/nvidia-mps";

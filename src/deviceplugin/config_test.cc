@@ -123,12 +123,12 @@ TEST(ConfigTest, AppliesOnlyThisNodesEntry) {
   ASSERT_TRUE(ApplyNodeConfig("{}", "node1", &untouched).ok());
 }
 
-// Upstream's readFromConfigFile: the node's operatingmode becomes the plugin's mode; an entry in mode
-// mps that oversubscribes memory is refused with the entry named (MPS pins device memory).
+// Upstream's readFromConfigFile: the node's operatingmode becomes the plugin's mode; an entry in
+// mode mps that oversubscribes memory is refused with the entry named (MPS pins device memory).
 TEST(ConfigTest, OperatingModeMpsFromTheNodesEntry) {
   PluginConfig c;
-  ASSERT_TRUE(ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","operatingmode":"mps"}]})", "n", &c)
-                  .ok());
+  ASSERT_TRUE(
+      ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","operatingmode":"mps"}]})", "n", &c).ok());
   EXPECT_EQ(c.mode, "mps");
   PluginConfig d;
   Status s = ApplyNodeConfig(

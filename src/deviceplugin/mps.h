@@ -21,9 +21,9 @@ inline constexpr char kEnvCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 inline constexpr char kMpsControlPidFile[] = "nvidia-cuda-mps-control.pid";
 
 // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for the decided devices: "<ordinal>=<MiB>M" joined by commas,
-// the i-th device being CUDA ordinal i (the container's CUDA_VISIBLE_DEVICES lists the decided UUIDs
-// in decision order, so ordinals follow the decision whatever CUDA_DEVICE_ORDER says). MPS reads
-// "M" as MiB, as NVIDIA's MPS control daemon writes it.
+// the i-th device being CUDA ordinal i (the container's CUDA_VISIBLE_DEVICES lists the decided
+// UUIDs in decision order, so ordinals follow the decision whatever CUDA_DEVICE_ORDER says). MPS
+// reads "M" as MiB, as NVIDIA's MPS control daemon writes it.
 std::string MpsPinnedMemLimit(const std::vector<core::ContainerDevice>& devices);
 
 // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for the decided devices: one value per client process, so the

@@ -17,8 +17,7 @@ using testing::Dev;
 
 TEST(MpsTest, PinnedMemLimitNamesEachOrdinalInMiB) {
   EXPECT_EQ(MpsPinnedMemLimit({Dev("GPU-a", 3000, 0)}), "0=3000M");
-  EXPECT_EQ(MpsPinnedMemLimit({Dev("GPU-b", 8000, 0), Dev("GPU-a", 40960, 0)}),
-            "0=8000M,1=40960M");
+  EXPECT_EQ(MpsPinnedMemLimit({Dev("GPU-b", 8000, 0), Dev("GPU-a", 40960, 0)}), "0=8000M,1=40960M");
   EXPECT_EQ(MpsPinnedMemLimit({}), "");
 }
 

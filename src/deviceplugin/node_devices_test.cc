@@ -197,8 +197,8 @@ TEST(NodeDevicesTest, OperatingModeMpsRegistersEveryGpuAsMps) {
   c.mode = "mps";
   c.split_count = 5;
   c.core_scaling = 2;
-  auto devs = BuildNodeDevices({MakeGpu(0, "GPU-a", "Tesla T4", 15360), MigA100(1, "GPU-m")},
-                               {}, c);
+  auto devs =
+      BuildNodeDevices({MakeGpu(0, "GPU-a", "Tesla T4", 15360), MigA100(1, "GPU-m")}, {}, c);
   ASSERT_EQ(devs.size(), 2u);
   for (const auto& d : devs) {
     EXPECT_EQ(d.mode, "mps") << d.uuid;

@@ -237,9 +237,10 @@ Status DevicePlugin::Start() {
     MutexLock l(mu_);
     for (const auto& g : gpus_)
       if (g.mig_enabled)
-        spdlog::warn("GPU {} has MIG on: MPS clients cannot use it as a whole GPU; disable MIG "
-                     "(nvidia-smi -i {} -mig 0)",
-                     g.uuid, g.index);
+        spdlog::warn(
+            "GPU {} has MIG on: MPS clients cannot use it as a whole GPU; disable MIG "
+            "(nvidia-smi -i {} -mig 0)",
+            g.uuid, g.index);
   }
 
   std::error_code ec;

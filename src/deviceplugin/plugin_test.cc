@@ -538,13 +538,12 @@ TEST_F(MpsPluginTest, AllocateRefusesContainersWhileTheDaemonIsDown) {
   auto r = kubelet_->Allocate({{"GPU-aaaa-0"}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
-  EXPECT_NE(std::string(r.status().message())
-                .find(config_.mps_pipe_dir + "/nvidia-cuda-mps-control.pid"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(r.status().message()).find(config_.mps_pipe_dir + "/nvidia-cuda-mps-control.pid"),
+      std::string::npos)
       << r.status();
   ASSERT_EQ(pending_.Failed().count(p1.uid), 1u);
-  EXPECT_NE(pending_.Failed().at(p1.uid).find("MPS control daemon not running"),
-            std::string::npos);
+  EXPECT_NE(pending_.Failed().at(p1.uid).find("MPS control daemon not running"), std::string::npos);
 
   StartDaemon();
   pending_.AddPod(Pod("p2", {{Dev("GPU-aaaa", 2000, 0)}}));
@@ -567,8 +566,8 @@ TEST_F(MpsPluginTest, AllocateRefusesMigGrants) {
   d.mig_profile = "1g.5gb";
   d.mig_placement = {0, 1};
   PendingPod p = Pod("p", {{d}});
-  p.containers[0].mig.push_back(core::MigAllocation{0, 0, d.uuid, d.mig_profile, d.mig_placement,
-                                                    "", {}, {}});
+  p.containers[0].mig.push_back(
+      core::MigAllocation{0, 0, d.uuid, d.mig_profile, d.mig_placement, "", {}, {}});
   pending_.AddPod(p);
   auto r = kubelet_->Allocate({{"GPU-aaaa-0"}});
   ASSERT_FALSE(r.ok());
