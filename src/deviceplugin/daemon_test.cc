@@ -94,6 +94,29 @@ Json BoundPod(const std::string& name, const std::string& to_allocate) {
           {"status", {{"phase", "Pending"}}}};
 }
 
+// Node node1 on the fake API server and a node config giving it operating mode `mode`, written to
+// `dir`/config.json; returns that path.
+std::string AddNode1WithMode(k8s::testing::FakeApiServer& api, const std::string& dir,
+                             const std::string& mode) {
+  EXPECT_TRUE(
+      api.Upsert("nodes",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+          .ok());
+  const std::string node_config = dir + "/config.json";
+  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":")" << mode
+                             << R"("}]})";
+  return node_config;
+}
+
+// SIGTERM: the plugin exits 0.
+void StopPlugin(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   char tmpl[] = "/tmp/hddXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -182,11 +205,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
       [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; },
       seconds(20)));
 
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  StopPlugin(pid);
   EXPECT_FALSE(fs::exists(plugin_dir + "/nvidia-gpu.sock"));
   kubelet.Stop();
   std::error_code ec;
@@ -205,12 +224,7 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   const std::string devices = "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
   k8s::testing::FakeApiServer api;
   ASSERT_TRUE(api.Start().ok());
-  ASSERT_TRUE(
-      api.Upsert("nodes",
-                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
-          .ok());
-  const std::string node_config = dir + "/config.json";
-  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":"mig"}]})";
+  const std::string node_config = AddNode1WithMode(api, dir, "mig");
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
   pid_t pid =
@@ -275,11 +289,7 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   EXPECT_TRUE(Eventually([&] { return mig_by_index(gpu, 0, &handle) == 6; }, seconds(20)))
       << "NVML_ERROR_NOT_FOUND: no MIG device left";
 
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  StopPlugin(pid);
   kubelet.Stop();
   unsetenv("FAKEGPU_MIG");
   std::error_code ec;
@@ -300,12 +310,7 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
   std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << ::getpid() << "\n";
   k8s::testing::FakeApiServer api;
   ASSERT_TRUE(api.Start().ok());
-  ASSERT_TRUE(
-      api.Upsert("nodes",
-                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
-          .ok());
-  const std::string node_config = dir + "/config.json";
-  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":"mps"}]})";
+  const std::string node_config = AddNode1WithMode(api, dir, "mps");
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
   pid_t pid =
@@ -345,11 +350,7 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
   EXPECT_EQ(c.mounts(0).host_path(), pipe);
   EXPECT_FALSE(fs::exists(dir + "/regions")) << "no libvgpu region for an MPS client";
 
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  StopPlugin(pid);
   kubelet.Stop();
   std::error_code ec;
   fs::remove_all(dir, ec);
