@@ -131,6 +131,14 @@ int DevicePluginMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")
       ->capture_default_str();
+  app.add_option("--mps-pipe-dir", cfg.mps_pipe_dir,
+                 "operating mode mps: host pipe directory of the node's MPS control daemon (its "
+                 "CUDA_MPS_PIPE_DIRECTORY), mounted into MPS containers at the same path")
+      ->capture_default_str();
+  app.add_option("--mps-shm-dir", cfg.mps_shm_dir,
+                 "operating mode mps: host directory the MPS server uses as /dev/shm, mounted at "
+                 "the containers' /dev/shm (empty: not mounted)")
+      ->capture_default_str();
   app.add_option(
          "--pod-resources-socket", pod_resources_socket,
          "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "

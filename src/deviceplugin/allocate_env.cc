@@ -1,6 +1,7 @@
 #include "deviceplugin/allocate_env.h"
 
 #include "core/model.h"
+#include "deviceplugin/mps.h"
 #include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
 
@@ -81,27 +82,31 @@ Status ApplyDeviceList(const std::vector<std::string>& ids, const PluginConfig& 
   return OkStatus();
 }
 
-}  // namespace
-
-StatusOr<ContainerAllocation> BuildContainerAllocation(
-    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& c,
-    const std::string& cache_file_name, const std::map<std::string, int>& gpu_indices) {
+// The decision always names the memory granted (a whole card is its full memory); 0 would reach
+// libvgpu (or MPS) as "no limit", so a record saying 0 is refused rather than run unlimited.
+Status CheckLimits(const PendingPod& pod, const PendingContainer& ctr) {
   if (ctr.devices.empty())
     return InvalidArgument("pod ", pod.Key(), " container ", ctr.name, ": decision has no devices");
-  HAMI_RETURN_IF_ERROR(CheckPathComponent(pod.uid, "pod UID"));
-  HAMI_RETURN_IF_ERROR(CheckPathComponent(ctr.name, "container name"));
-  HAMI_RETURN_IF_ERROR(CheckPathComponent(cache_file_name, "cache file name"));
-
   for (const auto& d : ctr.devices) {
     if (d.usedmem_mib < 0 || d.usedcores < 0)
       return InvalidArgument("pod ", pod.Key(), ": negative limit for ", d.uuid);
-    // The decision always names the memory granted (a whole card is its full memory); 0 would reach
-    // libvgpu as "no limit", so a record saying 0 is refused rather than run unlimited.
     if (d.usedmem_mib == 0)
       return InvalidArgument("pod ", pod.Key(), " container ", ctr.name,
                              ": the decision grants 0 MiB on ", d.uuid,
                              "; refusing to start it without a memory limit");
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ContainerAllocation> BuildContainerAllocation(
+    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& c,
+    const std::string& cache_file_name, const std::map<std::string, int>& gpu_indices) {
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(pod.uid, "pod UID"));
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(ctr.name, "container name"));
+  HAMI_RETURN_IF_ERROR(CheckPathComponent(cache_file_name, "cache file name"));
+  HAMI_RETURN_IF_ERROR(CheckLimits(pod, ctr));
   ContainerAllocation a;
   // The decision's part (visible devices, memory and SM limits) is the NVIDIA vendor's, one source
   // with the scheduler side (Vendor::AllocateEnv).
@@ -158,6 +163,25 @@ StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
   }
   ContainerAllocation a;
   HAMI_RETURN_IF_ERROR(ApplyDeviceList(mig_uuids, c, allocation_id, &a));
+  return a;
+}
+
+StatusOr<ContainerAllocation> BuildMpsContainerAllocation(
+    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& c,
+    std::string_view allocation_id, const std::map<std::string, int>& gpu_indices) {
+  HAMI_RETURN_IF_ERROR(CheckLimits(pod, ctr));
+  ContainerAllocation a;
+  HAMI_ASSIGN_OR_RETURN(const std::vector<std::string> ids, GpuIds(ctr, c, gpu_indices));
+  HAMI_RETURN_IF_ERROR(ApplyDeviceList(ids, c, allocation_id, &a));
+  std::vector<std::string> uuids;
+  for (const auto& d : ctr.devices) uuids.push_back(d.uuid);
+  a.envs[kEnvCudaVisibleDevices] = Join(uuids);
+  a.envs[kEnvMpsPipeDirectory] = c.mps_pipe_dir;
+  a.envs[kEnvMpsPinnedMemLimit] = MpsPinnedMemLimit(ctr.devices);
+  if (const int pct = MpsActiveThreadPercentage(ctr.devices); pct > 0 && c.core_policy != "disable")
+    a.envs[kEnvMpsActiveThreadPercentage] = StrCat(pct);
+  a.mounts.push_back({c.mps_pipe_dir, c.mps_pipe_dir, false});
+  if (!c.mps_shm_dir.empty()) a.mounts.push_back({"/dev/shm", c.mps_shm_dir, false});
   return a;
 }
 

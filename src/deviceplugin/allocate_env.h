@@ -78,4 +78,15 @@ StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
                                                           const std::vector<std::string>& mig_uuids,
                                                           std::string_view allocation_id);
 
+// A container on a node in operating mode mps (deviceplugin/mps.h): the device list under
+// config.device_list_strategy, CUDA_VISIBLE_DEVICES naming the decided GPUs by UUID in decision
+// order, the MPS client environment (the control daemon's pipe directory, each device's pinned
+// memory limit, the active thread percentage from the granted cores unless the core policy is
+// disable) and mounts of the daemon's pipe directory (same path) and shm directory (at /dev/shm);
+// nothing of libvgpu. Errors as BuildContainerAllocation's (no devices, a device granting no
+// memory: MPS would read a 0 limit as none).
+StatusOr<ContainerAllocation> BuildMpsContainerAllocation(
+    const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& config,
+    std::string_view allocation_id, const std::map<std::string, int>& gpu_indices = {});
+
 }  // namespace hami::deviceplugin

@@ -368,6 +368,125 @@ TEST(AllocateEnvTest, MigContainersGetTheirMigDevicesAndNothingOfLibvgpu) {
   EXPECT_FALSE(BuildMigContainerAllocation(p, p.containers[0], cfg, {mig[0], "GPU-b"}, "x").ok());
 }
 
+// Operating mode mps: the MPS client environment and the daemon's directories, exactly; nothing of
+// libvgpu (no CUDA_DEVICE_* limits, region directory, limits file, ld.so.preload, log level,
+// priority).
+TEST(AllocateEnvTest, MpsContainersAreClientsOfTheDaemon) {
+  struct Case {
+    const char* name;
+    std::vector<core::ContainerDevice> devs;
+    void (*cfg)(PluginConfig&);
+    Env want;
+    std::vector<MountSpec> mounts;
+    size_t cdi = 0;
+  };
+  const MountSpec pipe{"/tmp/nvidia-mps", "/tmp/nvidia-mps", false};
+  const MountSpec shm{"/dev/shm", "/dev/shm", false};
+  const Case cases[] = {
+      {"one GPU, memory and cores",
+       {Dev("GPU-a", 3000, 30)},
+       [](PluginConfig&) {},
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3000M"},
+        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"}},
+       {pipe, shm}},
+      {"no cores granted: no thread limit (libvgpu's SM limit 0 is none too)",
+       {Dev("GPU-a", 3000, 0)},
+       [](PluginConfig&) {},
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3000M"}},
+       {pipe, shm}},
+      {"two GPUs, limits per ordinal in decision order, the smaller thread share",
+       {Dev("GPU-b", 8000, 40), Dev("GPU-a", 16000, 20)},
+       [](PluginConfig&) {},
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-b,GPU-a"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-b,GPU-a"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=8000M,1=16000M"},
+        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "20"}},
+       {pipe, shm}},
+      {"core policy disable: no thread limit; libvgpu settings ignored",
+       {Dev("GPU-a", 3000, 30)},
+       [](PluginConfig& c) {
+         c.core_policy = "disable";
+         c.libcuda_log_level = "3";
+       },
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3000M"}},
+       {pipe, shm}},
+      {"the daemon's own directories, no shm mount",
+       {Dev("GPU-a", 1024, 100)},
+       [](PluginConfig& c) {
+         c.mps_pipe_dir = "/run/nvidia/mps/nvidia.com/gpu/pipe";
+         c.mps_shm_dir = "";
+       },
+       {{"NVIDIA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-a"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/run/nvidia/mps/nvidia.com/gpu/pipe"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=1024M"},
+        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"}},
+       {{"/run/nvidia/mps/nvidia.com/gpu/pipe", "/run/nvidia/mps/nvidia.com/gpu/pipe", false}}},
+      {"device ID strategy index and CDI: CUDA_VISIBLE_DEVICES still by UUID",
+       {Dev("GPU-b", 2000, 10)},
+       [](PluginConfig& c) {
+         c.device_id_strategy = "index";
+         c.device_list_strategy = "envvar,cdi-cri";
+       },
+       {{"NVIDIA_VISIBLE_DEVICES", "1"},
+        {"CUDA_VISIBLE_DEVICES", "GPU-b"},
+        {"CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=2000M"},
+        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"}},
+       {pipe, shm},
+       1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PluginConfig cfg;
+    cfg.mode = "mps";
+    c.cfg(cfg);
+    ASSERT_TRUE(Validate(cfg).ok());
+    PendingPod p = Pod(c.devs, /*priority=*/1);
+    auto a = BuildMpsContainerAllocation(p, p.containers[0], cfg, "alloc-1",
+                                         {{"GPU-a", 0}, {"GPU-b", 1}});
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->envs, c.want);
+    EXPECT_EQ(a->mounts, c.mounts);
+    EXPECT_EQ(a->cdi_devices.size(), c.cdi);
+    EXPECT_TRUE(a->region_host_dir.empty());
+    EXPECT_TRUE(a->limits_host_path.empty());
+    EXPECT_TRUE(a->limits_file.empty());
+  }
+}
+
+TEST(AllocateEnvTest, MpsRefusesWhatCannotBeALimit) {
+  PluginConfig cfg;
+  cfg.mode = "mps";
+  struct Case {
+    const char* name;
+    std::vector<core::ContainerDevice> devs;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"no devices", {}, "decision has no devices"},
+      {"0 MiB: MPS would read it as no limit", {Dev("GPU-a", 0, 10)}, "grants 0 MiB on GPU-a"},
+      {"negative cores", {Dev("GPU-a", 100, -1)}, "negative limit for GPU-a"},
+  };
+  for (const Case& c : cases) {
+    PendingPod p = Pod(c.devs);
+    auto a = BuildMpsContainerAllocation(p, p.containers[0], cfg, "alloc-1");
+    ASSERT_FALSE(a.ok()) << c.name;
+    EXPECT_NE(std::string(a.status().message()).find(c.want), std::string::npos)
+        << c.name << ": " << a.status();
+  }
+}
+
 TEST(AllocateEnvTest, DeviceListErrors) {
   struct Case {
     const char* name;

@@ -29,21 +29,28 @@ Status Validate(const PluginConfig& c) {
   if (c.preconfigured_memory_mib < 0)
     return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib,
                            " must be >= 0");
-  // Upstream's other modes are named so that a config written for upstream fails here, at start,
-  // with the option named, instead of registering devices whose Allocate cannot arm them.
-  if (c.mode == "mps")
-    return absl::UnimplementedError(
-        StrCat("operating mode '", c.mode,
-               "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
-               "hami-core and mig are (docs/migration.md)"));
   // Upstream's MIG strategies other than none would be accepted and then ignored: refuse them.
   if (c.mig_strategy != "none")
     return absl::UnimplementedError(
         StrCat("MIG strategy '", c.mig_strategy,
                "' (nodeconfig migstrategy) is not implemented by hami-cpp yet: "
                "only none is (docs/migration.md)"));
-  if (c.mode != "hami-core" && c.mode != "mig")
-    return InvalidArgument("operating mode '", c.mode, "' must be hami-core or mig");
+  if (c.mode != "hami-core" && c.mode != "mig" && c.mode != "mps")
+    return InvalidArgument("operating mode '", c.mode, "' must be hami-core, mig or mps");
+  if (c.mode == "mps") {
+    // MPS pins each client's device memory (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): nothing spills to
+    // host memory as libvgpu's oversubscription does, so registered memory must be physical.
+    if (c.memory_scaling > 1.0)
+      return InvalidArgument("device memory scaling ", c.memory_scaling,
+                             " > 1 oversubscribes memory, which operating mode mps cannot: MPS "
+                             "pins each container's device memory");
+    if (c.mps_pipe_dir.empty() || c.mps_pipe_dir.front() != '/' ||
+        c.mps_pipe_dir.find(',') != std::string::npos)
+      return InvalidArgument("MPS pipe dir '", c.mps_pipe_dir,
+                             "' must be an absolute path without commas");
+    if (!c.mps_shm_dir.empty() && c.mps_shm_dir.front() != '/')
+      return InvalidArgument("MPS shm dir '", c.mps_shm_dir, "' must be an absolute path or empty");
+  }
   // A MIG device has no NVML index of its own that the runtime reads the same way; its UUID does.
   if (c.mode == "mig" && c.device_id_strategy != "uuid")
     return InvalidArgument("--device-id-strategy ", c.device_id_strategy,

@@ -31,8 +31,10 @@ struct PluginConfig {
   double memory_scaling = 1.0;           // devmem = physical * scaling; > 1 = oversubscription
   double core_scaling = 1.0;             // devcore = 100 * scaling
   int64_t preconfigured_memory_mib = 0;  // for GPUs whose memory NVML cannot report (0 = off)
-  // operatingmode: hami-core (shared through libvgpu) or mig (each container gets a MIG instance
-  // on GPUs whose MIG mode is on; the others stay hami-core). Upstream's mps fails Validate.
+  // operatingmode: hami-core (shared through libvgpu), mig (each container gets a MIG instance
+  // on GPUs whose MIG mode is on; the others stay hami-core) or mps (every GPU is shared through
+  // the node's NVIDIA MPS control daemon, which enforces each container's limits;
+  // deviceplugin/mps.h).
   std::string mode = "hami-core";
   std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
   bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
@@ -57,6 +59,14 @@ struct PluginConfig {
   std::string ld_preload_host_path = "/usr/local/vgpu/ld.so.preload";
   std::string region_root = "/usr/local/vgpu/containers";  // host: <root>/<podUID>_<container>/
   std::string lock_dir = "/tmp/vgpulock";
+
+  // ---- operating mode mps: the MPS control daemon, run by the admin (deviceplugin/mps.h) ----
+  // Host directory of the daemon's pipes (its CUDA_MPS_PIPE_DIRECTORY; MPS's default): mounted at
+  // the same path in MPS containers, which get it as CUDA_MPS_PIPE_DIRECTORY.
+  std::string mps_pipe_dir = "/tmp/nvidia-mps";
+  // Host directory the daemon's server uses as /dev/shm, mounted at the container's /dev/shm (MPS
+  // clients share memory with their server there). "" = not mounted (the pods share it otherwise).
+  std::string mps_shm_dir = "/dev/shm";
 };
 
 // dir + "/" + name, without doubling a trailing slash of dir.

@@ -10,6 +10,12 @@ TEST(ConfigTest, DefaultsAreValid) {
   PluginConfig mig;
   mig.mode = "mig";
   EXPECT_TRUE(Validate(mig).ok());
+  PluginConfig mps;
+  mps.mode = "mps";
+  EXPECT_TRUE(Validate(mps).ok());
+  mps.mps_shm_dir = "";  // the daemon's /dev/shm reaches pods some other way
+  mps.device_id_strategy = "index";
+  EXPECT_TRUE(Validate(mps).ok());
 }
 
 TEST(ConfigTest, ValidateNamesTheOption) {
@@ -30,8 +36,38 @@ TEST(ConfigTest, ValidateNamesTheOption) {
          c.device_id_strategy = "index";
        },
        "--device-id-strategy index cannot name MIG devices"},
-      {"mps mode", [](PluginConfig& c) { c.mode = "mps"; },
-       "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
+      {"mps mode oversubscribed",
+       [](PluginConfig& c) {
+         c.mode = "mps";
+         c.memory_scaling = 1.5;
+       },
+       "device memory scaling 1.5 > 1 oversubscribes memory, which operating mode mps cannot"},
+      {"mps pipe dir relative",
+       [](PluginConfig& c) {
+         c.mode = "mps";
+         c.mps_pipe_dir = "nvidia-mps";
+       },
+       "MPS pipe dir 'nvidia-mps' must be an absolute path"},
+      {"mps pipe dir empty",
+       [](PluginConfig& c) {
+         c.mode = "mps";
+         c.mps_pipe_dir = "";
+       },
+       "MPS pipe dir '' must be an absolute path"},
+      {"mps pipe dir with comma",
+       [](PluginConfig& c) {
+         c.mode = "mps";
+         c.mps_pipe_dir = "/tmp/a,b";
+       },
+       "without commas"},
+      {"mps shm dir relative",
+       [](PluginConfig& c) {
+         c.mode = "mps";
+         c.mps_shm_dir = "shm";
+       },
+       "MPS shm dir 'shm' must be an absolute path or empty"},
+      {"mode mps is case sensitive", [](PluginConfig& c) { c.mode = "MPS"; },
+       "operating mode 'MPS' must be hami-core, mig or mps"},
       {"mig strategy single", [](PluginConfig& c) { c.mig_strategy = "single"; },
        "MIG strategy 'single' (nodeconfig migstrategy) is not implemented"},
       {"mig strategy mixed", [](PluginConfig& c) { c.mig_strategy = "mixed"; },
@@ -85,6 +121,25 @@ TEST(ConfigTest, AppliesOnlyThisNodesEntry) {
   ASSERT_TRUE(ApplyNodeConfig(json, "node9", &untouched).ok());
   EXPECT_EQ(untouched.split_count, PluginConfig{}.split_count);
   ASSERT_TRUE(ApplyNodeConfig("{}", "node1", &untouched).ok());
+}
+
+// Upstream's readFromConfigFile: the node's operatingmode becomes the plugin's mode; an entry in
+// mode mps that oversubscribes memory is refused with the entry named (MPS pins device memory).
+TEST(ConfigTest, OperatingModeMpsFromTheNodesEntry) {
+  PluginConfig c;
+  ASSERT_TRUE(
+      ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","operatingmode":"mps"}]})", "n", &c).ok());
+  EXPECT_EQ(c.mode, "mps");
+  PluginConfig d;
+  Status s = ApplyNodeConfig(
+      R"({"nodeconfig":[{"name":"n","operatingmode":"mps","devicememoryscaling":2}]})", "n", &d,
+      "cfg.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("cfg.json: nodeconfig[0] (n)"), std::string::npos)
+      << s.message();
+  EXPECT_NE(std::string(s.message()).find("operating mode mps cannot"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(d.mode, "hami-core");  // nothing applied
 }
 
 TEST(ConfigTest, IntegerLogLevelAccepted) {

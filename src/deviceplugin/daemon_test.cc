@@ -94,6 +94,29 @@ Json BoundPod(const std::string& name, const std::string& to_allocate) {
           {"status", {{"phase", "Pending"}}}};
 }
 
+// Node node1 on the fake API server and a node config giving it operating mode `mode`, written to
+// `dir`/config.json; returns that path.
+std::string AddNode1WithMode(k8s::testing::FakeApiServer& api, const std::string& dir,
+                             const std::string& mode) {
+  EXPECT_TRUE(
+      api.Upsert("nodes",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+          .ok());
+  const std::string node_config = dir + "/config.json";
+  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":")" << mode
+                             << R"("}]})";
+  return node_config;
+}
+
+// SIGTERM: the plugin exits 0.
+void StopPlugin(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   char tmpl[] = "/tmp/hddXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -182,11 +205,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
       [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; },
       seconds(20)));
 
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  StopPlugin(pid);
   EXPECT_FALSE(fs::exists(plugin_dir + "/nvidia-gpu.sock"));
   kubelet.Stop();
   std::error_code ec;
@@ -205,12 +224,7 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   const std::string devices = "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
   k8s::testing::FakeApiServer api;
   ASSERT_TRUE(api.Start().ok());
-  ASSERT_TRUE(
-      api.Upsert("nodes",
-                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
-          .ok());
-  const std::string node_config = dir + "/config.json";
-  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":"mig"}]})";
+  const std::string node_config = AddNode1WithMode(api, dir, "mig");
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
   pid_t pid =
@@ -275,13 +289,69 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   EXPECT_TRUE(Eventually([&] { return mig_by_index(gpu, 0, &handle) == 6; }, seconds(20)))
       << "NVML_ERROR_NOT_FOUND: no MIG device left";
 
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  StopPlugin(pid);
   kubelet.Stop();
   unsetenv("FAKEGPU_MIG");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Operating mode mps from the node config, the daemon's directories from the flags: the GPUs
+// register mode mps and Allocate makes the container a client of the (here pretended) MPS control
+// daemon.
+TEST(DaemonTest, MpsNodeEndToEnd) {
+  char tmpl[] = "/tmp/hddXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string plugin_dir = dir + "/dp";
+  const std::string pipe = dir + "/mps-pipe";
+  fs::create_directories(pipe);
+  // The daemon's PID file names a live process: this test.
+  std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << ::getpid() << "\n";
+  k8s::testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start().ok());
+  const std::string node_config = AddNode1WithMode(api, dir, "mps");
+  testing::FakeKubelet kubelet(plugin_dir);
+  ASSERT_TRUE(kubelet.Start().ok());
+  pid_t pid =
+      SpawnPlugin(dir + "/fakegpu.state", "Tesla T4:15360:40;Tesla T4:15360:40", "",
+                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
+                   "--region-root", dir + "/regions", "--config", node_config, "--split-count", "2",
+                   "--mps-pipe-dir", pipe, "--mps-shm-dir", "", "--register-interval", "1",
+                   "--fail-on-init-error", "--log-level", "warn"});
+  ASSERT_GE(pid, 0);
+  ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(20)));
+  auto registered = [&] {
+    auto o = api.Get("nodes", "", "node1");
+    return o ? (*o)["metadata"]["annotations"].value(vendors::nvidia::kNodeNvidiaRegister, "")
+             : std::string();
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string r = registered();
+        return r.find(R"("mode":"mps")") != std::string::npos &&
+               r.find("hami-core") == std::string::npos;
+      },
+      seconds(20)))
+      << registered();
+
+  ASSERT_TRUE(api.Upsert("pods", BoundPod("infer", std::string(kDev1) + ",NVIDIA,4000,25:;")).ok());
+  auto r = kubelet.Allocate({{std::string(kDev1) + "-0"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& c = r->container_responses(0);
+  const std::map<std::string, std::string> envs(c.envs().begin(), c.envs().end());
+  const std::map<std::string, std::string> want = {{"NVIDIA_VISIBLE_DEVICES", kDev1},
+                                                   {"CUDA_VISIBLE_DEVICES", kDev1},
+                                                   {"CUDA_MPS_PIPE_DIRECTORY", pipe},
+                                                   {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4000M"},
+                                                   {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"}};
+  EXPECT_EQ(envs, want);
+  ASSERT_EQ(c.mounts_size(), 1);  // the pipe directory; --mps-shm-dir "" mounts no shm
+  EXPECT_EQ(c.mounts(0).host_path(), pipe);
+  EXPECT_FALSE(fs::exists(dir + "/regions")) << "no libvgpu region for an MPS client";
+
+  StopPlugin(pid);
+  kubelet.Stop();
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

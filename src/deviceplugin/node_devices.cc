@@ -74,7 +74,8 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
     d.numa = g.numa_node < 0 ? 0 : g.numa_node;
     auto h = healthy.find(g.uuid);
     d.health = h == healthy.end() ? true : h->second;
-    d.mode = core::kModeHamiCore;
+    // Mode mps: shared as in hami-core (count, scaled cores), through the node's MPS daemon.
+    d.mode = c.mode == core::kModeMps ? core::kModeMps : core::kModeHamiCore;
     if (c.mode == core::kModeMig && g.mig_enabled && !g.mig_profiles.empty()) {
       // Instances are not shared through libvgpu: no scaling (upstream's rule), the profiles
       // are the unit.

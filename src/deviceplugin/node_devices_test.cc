@@ -190,5 +190,30 @@ TEST(NodeDevicesTest, MigRegistrationRoundTripsThroughTheSchedulersDecoder) {
   EXPECT_EQ(mig.mig_profiles[b.choice->profile].name, "2g.10gb");
 }
 
+// Upstream's getAPIDevices: every device carries the node's operating mode; in mode mps the split
+// count and core scaling apply as in hami-core.
+TEST(NodeDevicesTest, OperatingModeMpsRegistersEveryGpuAsMps) {
+  PluginConfig c;
+  c.mode = "mps";
+  c.split_count = 5;
+  c.core_scaling = 2;
+  auto devs =
+      BuildNodeDevices({MakeGpu(0, "GPU-a", "Tesla T4", 15360), MigA100(1, "GPU-m")}, {}, c);
+  ASSERT_EQ(devs.size(), 2u);
+  for (const auto& d : devs) {
+    EXPECT_EQ(d.mode, "mps") << d.uuid;
+    EXPECT_EQ(d.count, 5) << d.uuid;
+    EXPECT_EQ(d.devcore, 200) << d.uuid;
+    EXPECT_TRUE(d.mig_profiles.empty()) << d.uuid;
+  }
+  EXPECT_EQ(devs[0].devmem_mib, 15360);
+  auto text = core::EncodeNodeDevicesJson(devs);
+  EXPECT_NE(text.find(R"("mode":"mps")"), std::string::npos) << text;
+  // The scheduler's side reads it back (core/mig.h accepts mps without profiles).
+  auto back = core::DecodeNodeDevices(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[1].mode, "mps");
+}
+
 }  // namespace
 }  // namespace hami::deviceplugin

@@ -21,6 +21,7 @@
 #include "core/mig.h"
 #include "core/node_codec.h"
 #include "deviceplugin/allocate_env.h"
+#include "deviceplugin/mps.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/proto/api.grpc.pb.h"
 #include "vendors/nvidia/annotations.h"
@@ -223,6 +224,23 @@ Status DevicePlugin::Start() {
             "(nvidia-smi -i {} -mig 1) to offer its instances",
             g.uuid, g.mig_enabled ? "on but reports no profile" : "off", g.index);
     }
+  }
+
+  if (config_.mode == core::kModeMps) {
+    // The daemon may start after us (or restart): Allocate checks it for every container.
+    if (Status d = CheckMpsControlDaemon(config_.mps_pipe_dir); !d.ok())
+      spdlog::warn("operating mode mps: {}; Allocate refuses containers until it runs",
+                   std::string(d.message()));
+    else
+      spdlog::info("operating mode mps: containers are clients of the MPS control daemon of {}",
+                   config_.mps_pipe_dir);
+    MutexLock l(mu_);
+    for (const auto& g : gpus_)
+      if (g.mig_enabled)
+        spdlog::warn(
+            "GPU {} has MIG on: MPS clients cannot use it as a whole GPU; disable MIG "
+            "(nvidia-smi -i {} -mig 0)",
+            g.uuid, g.index);
   }
 
   std::error_code ec;
@@ -570,6 +588,13 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
                                         cache_file.substr(0, cache_file.size() - 6));
     for (const auto& u : *uuids) what += (what.empty() ? "" : ",") + u;
     if (!alloc.ok()) return fail(alloc.status());
+  } else if (config_.mode == core::kModeMps) {
+    // An MPS client started without the daemon runs outside MPS, unlimited: refuse it instead.
+    if (Status s = CheckMpsControlDaemon(config_.mps_pipe_dir); !s.ok()) return fail(s);
+    alloc = BuildMpsContainerAllocation(pod, ctr, config_,
+                                        cache_file.substr(0, cache_file.size() - 6), gpu_indices);
+    if (!alloc.ok()) return fail(alloc.status());
+    what = StrCat("MPS client of ", config_.mps_pipe_dir);
   } else {
     alloc = BuildContainerAllocation(pod, ctr, config_, cache_file, gpu_indices);
     if (!alloc.ok()) return fail(alloc.status());

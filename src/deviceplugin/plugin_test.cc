@@ -470,6 +470,112 @@ TEST_F(PluginTest, XidInjectedInFakeNvmlReachesKubelet) {
   unlink(state.c_str());
 }
 
+// ---- Operating mode mps: containers are clients of the node's MPS control daemon ----
+
+class MpsPluginTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    config_.mode = "mps";
+    config_.mps_pipe_dir = dir_ + "/mps-pipe";
+    config_.mps_shm_dir = dir_ + "/mps-shm";
+    fs::create_directories(config_.mps_pipe_dir);
+  }
+  // The control daemon "runs": its PID file names a live process (this test).
+  void StartDaemon() {
+    std::ofstream(config_.mps_pipe_dir + "/nvidia-cuda-mps-control.pid") << ::getpid() << "\n";
+  }
+  void StopDaemon() { fs::remove(config_.mps_pipe_dir + "/nvidia-cuda-mps-control.pid"); }
+};
+
+// Upstream's getAPIDevices with operatingmode mps: the node registers its GPUs in mode mps, which
+// pods asking nvidia.com/vgpu-mode: mps need (scheduler/mps_test.cc).
+TEST_F(MpsPluginTest, RegistersItsGpusInModeMps) {
+  StartBoth();
+  auto ann = plugin_->NodeAnnotations(/*with_link_scores=*/false);
+  EXPECT_EQ(
+      ann.at("hami.io/node-nvidia-register"),
+      R"([{"id":"GPU-aaaa","count":4,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true,)"
+      R"("mode":"mps"},{"id":"GPU-bbbb","index":1,"count":4,"devmem":15360,"devcore":100,)"
+      R"("type":"NVIDIA-Tesla T4","numa":1,"health":true,"mode":"mps"}])");
+}
+
+// Allocate over gRPC: the MPS client environment and the daemon's directories, nothing of libvgpu
+// (no CUDA_DEVICE_* limit, no region directory or limits file on the host, no ld.so.preload).
+TEST_F(MpsPluginTest, AllocateMakesTheContainerAnMpsClient) {
+  StartDaemon();
+  StartBoth();
+  pending_.AddPod(Pod("p1", {{Dev("GPU-bbbb", 3000, 30), Dev("GPU-aaaa", 6000, 30)}}));
+  auto r = kubelet_->Allocate({{"GPU-aaaa-1", "GPU-bbbb-2"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->container_responses_size(), 1);
+  const auto& c = r->container_responses(0);
+  const std::map<std::string, std::string> envs(c.envs().begin(), c.envs().end());
+  const std::map<std::string, std::string> want = {
+      {"NVIDIA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa"},
+      {"CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa"},
+      {"CUDA_MPS_PIPE_DIRECTORY", config_.mps_pipe_dir},
+      {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3000M,1=6000M"},
+      {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"}};
+  EXPECT_EQ(envs, want);
+  ASSERT_EQ(c.mounts_size(), 2);
+  EXPECT_EQ(c.mounts(0).container_path(), config_.mps_pipe_dir);
+  EXPECT_EQ(c.mounts(0).host_path(), config_.mps_pipe_dir);
+  EXPECT_FALSE(c.mounts(0).read_only());
+  EXPECT_EQ(c.mounts(1).container_path(), "/dev/shm");
+  EXPECT_EQ(c.mounts(1).host_path(), config_.mps_shm_dir);
+  EXPECT_FALSE(fs::exists(config_.region_root)) << "no libvgpu region for an MPS client";
+  EXPECT_TRUE(pending_.Failed().empty());
+}
+
+// Without the control daemon a client would run outside MPS with no limit at all: Allocate refuses
+// (FAILED_PRECONDITION naming the PID file, which kubelet reports on the pod) and records the
+// failure, and serves the next pod once the daemon runs.
+TEST_F(MpsPluginTest, AllocateRefusesContainersWhileTheDaemonIsDown) {
+  StartBoth();
+  PendingPod p1 = Pod("p1", {{Dev("GPU-aaaa", 3000, 30)}});
+  pending_.AddPod(p1);
+  auto r = kubelet_->Allocate({{"GPU-aaaa-0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(
+      std::string(r.status().message()).find(config_.mps_pipe_dir + "/nvidia-cuda-mps-control.pid"),
+      std::string::npos)
+      << r.status();
+  ASSERT_EQ(pending_.Failed().count(p1.uid), 1u);
+  EXPECT_NE(pending_.Failed().at(p1.uid).find("MPS control daemon not running"), std::string::npos);
+
+  StartDaemon();
+  pending_.AddPod(Pod("p2", {{Dev("GPU-aaaa", 2000, 0)}}));
+  auto r2 = kubelet_->Allocate({{"GPU-aaaa-1"}});
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  const auto& e = r2->container_responses(0).envs();
+  EXPECT_EQ(e.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2000M");
+  EXPECT_EQ(e.count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u) << "no cores granted: no limit";
+
+  StopDaemon();
+  pending_.AddPod(Pod("p3", {{Dev("GPU-bbbb", 2000, 0)}}));
+  EXPECT_FALSE(kubelet_->Allocate({{"GPU-bbbb-0"}}).ok());
+}
+
+// A decision granting MIG instances cannot be armed on an MPS node (EnsureMigInstances' rule).
+TEST_F(MpsPluginTest, AllocateRefusesMigGrants) {
+  StartDaemon();
+  StartBoth();
+  core::ContainerDevice d = Dev("GPU-aaaa", 4864, 14);
+  d.mig_profile = "1g.5gb";
+  d.mig_placement = {0, 1};
+  PendingPod p = Pod("p", {{d}});
+  p.containers[0].mig.push_back(
+      core::MigAllocation{0, 0, d.uuid, d.mig_profile, d.mig_placement, "", {}, {}});
+  pending_.AddPod(p);
+  auto r = kubelet_->Allocate({{"GPU-aaaa-0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("this node's operating mode is mps"),
+            std::string::npos)
+      << r.status();
+}
+
 // ---- Operating mode mig over the fake NVML: an A100-SXM4-40GB in MIG mode and a T4 ----
 
 constexpr char kA100[] = "GPU-fa4e0000-0000-4000-8000-000000000000";

@@ -26,6 +26,7 @@ core::NodeInfo ToNodeInfo(const TraceNode& node, const std::string& name) {
     d.devcore = 100;
     d.type = node.model;
     if (!node.vendor.empty()) d.vendor = node.vendor;
+    if (node.mps) d.mode = core::kModeMps;
     if (i < node.mig_gpus) {
       const SimMigProfileSet* set = FindSimMigProfileSet(node.mig);
       if (set != nullptr) {  // ParseNodesCsv accepts known sets only

@@ -60,8 +60,8 @@ TEST(MigTraceTest, Columns) {
   EXPECT_EQ((*pods)[0].mig_profile_preference, (std::vector<std::string>{"4g", "3g.20gb"}));
   EXPECT_EQ((*pods)[1].vgpu_mode, "");
   for (const auto& [row, error] :
-       {std::pair{"a,1,1,1,500,mps,,",
-                  "pods.csv:2: field vgpu_mode: 'mps' is not hami-core or mig"},
+       {std::pair{"a,1,1,1,500,vgpu,,",
+                  "pods.csv:2: field vgpu_mode: 'vgpu' is not hami-core, mig or mps"},
         std::pair{"a,1,1,1,500,mig,,hygon", "are NVIDIA's; the task's vendor is hygon"}}) {
     auto bad = ParsePodsCsv(pod_header + row + "\n", "pods.csv");
     ASSERT_FALSE(bad.ok()) << row;

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/annotations.h"
+
 namespace hami::sim {
 
 const std::vector<std::string>& KnownGpuModels() {
@@ -229,6 +231,28 @@ Status MigField(const Csv& csv, int line, const std::vector<std::string_view>& f
   return OkStatus();
 }
 
+// The optional `mode` column: the operating mode of the node's GPUs, hami-core (also empty) or mps
+// (the device plugin's `operatingmode: mps`; a MIG node's mode is given by its `mig` column).
+Status ModeField(const Csv& csv, int line, const std::vector<std::string_view>& f, TraceNode* n) {
+  auto it = csv.column.find("mode");
+  if (it == csv.column.end()) return OkStatus();
+  const std::string_view v = f[it->second];
+  if (v.empty() || v == core::kModeHamiCore) return OkStatus();
+  if (v != core::kModeMps)
+    return InvalidArgument(csv.source, ":", line, ": field mode: '", std::string(v),
+                           "' is not hami-core or mps");
+  if (n->gpus == 0)
+    return InvalidArgument(csv.source, ":", line, ": field mode: the node has no GPUs");
+  if (!n->vendor.empty())
+    return InvalidArgument(csv.source, ":", line, ": field mode: MPS is NVIDIA's; the node's ",
+                           "vendor is ", n->vendor);
+  if (!n->mig.empty())
+    return InvalidArgument(csv.source, ":", line, ": field mode: mps and the MIG set ", n->mig,
+                           " exclude each other (a node has one operating mode)");
+  n->mps = true;
+  return OkStatus();
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path, ": cannot open the file");
@@ -260,6 +284,7 @@ StatusOr<std::vector<TraceNode>> ParseNodesCsv(std::string_view text, std::strin
         n.model = std::string(f[csv.column.at("model")]);
         HAMI_ASSIGN_OR_RETURN(n.vendor, VendorField(csv, line, f));
         HAMI_RETURN_IF_ERROR(MigField(csv, line, f, &n));
+        HAMI_RETURN_IF_ERROR(ModeField(csv, line, f, &n));
         // A MIG node's model is free text (MIG GPUs are not among openb's models).
         if (n.gpus > 0 && n.mig.empty())
           HAMI_RETURN_IF_ERROR(CheckModel(csv, line, "model", n.model, n.vendor));
@@ -304,9 +329,10 @@ StatusOr<std::vector<TraceTask>> ParsePodsCsv(std::string_view text, std::string
         }
         if (auto it = csv.column.find("vgpu_mode"); it != csv.column.end()) {
           t.vgpu_mode = std::string(f[it->second]);
-          if (!t.vgpu_mode.empty() && t.vgpu_mode != "hami-core" && t.vgpu_mode != "mig")
+          if (!t.vgpu_mode.empty() && t.vgpu_mode != core::kModeHamiCore &&
+              t.vgpu_mode != core::kModeMig && t.vgpu_mode != core::kModeMps)
             return InvalidArgument(csv.source, ":", line, ": field vgpu_mode: '", t.vgpu_mode,
-                                   "' is not hami-core or mig");
+                                   "' is not hami-core, mig or mps");
         }
         if (auto it = csv.column.find("mig_profile_preference"); it != csv.column.end())
           t.mig_profile_preference = BarList(f[it->second]);

@@ -7,9 +7,11 @@
 // NVIDIA rows must be openb models; other vendors' models are free text.
 // MIG (docs/sim.md, "MIG nodes"): an optional `mig` column in the node file puts the node's GPUs in
 // MIG mode with a named profile set (SimMigProfileSets: "A100-40GB", or "A100-40GB:2" for the first
-// two GPUs only; the model of such a node is free text); optional `vgpu_mode` (hami-core | mig) and
-// `mig_profile_preference` ('|'-separated profiles or slice classes) columns in the pod file become
-// the pod's nvidia.com/vgpu-mode and nvidia.com/mig-profile-preference.
+// two GPUs only; the model of such a node is free text); an optional `mode` column (hami-core |
+// mps) puts every GPU of a node in that operating mode (docs/sim.md, "MPS nodes"); optional
+// `vgpu_mode` (hami-core | mig | mps) and `mig_profile_preference` ('|'-separated profiles or slice
+// classes) columns in the pod file become the pod's nvidia.com/vgpu-mode and
+// nvidia.com/mig-profile-preference.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +34,7 @@ struct TraceNode {
   std::string vendor{};  // `vendor` column; "" = NVIDIA
   std::string mig{};     // `mig` column: a SimMigProfileSets name; "" = no GPU in MIG mode
   int mig_gpus = 0;      // GPUs 0..mig_gpus-1 are in MIG mode (all when the column names no count)
+  bool mps = false;      // `mode` column mps: every GPU registers mode mps
 };
 
 // The MIG profile sets a trace node can name: profiles (memory, cores, slices, placements) as
@@ -53,7 +56,7 @@ struct TraceTask {
   int gpu_milli = 0;                                  // per GPU, 1..1000 when num_gpu > 0
   std::vector<std::string> gpu_spec;                  // allowed models ("A|B"); empty = any
   std::string vendor{};                               // `vendor` column; "" = NVIDIA
-  std::string vgpu_mode{};                            // `vgpu_mode` column: "", hami-core or mig
+  std::string vgpu_mode{};                            // `vgpu_mode` column: "", hami-core, mig, mps
   std::vector<std::string> mig_profile_preference{};  // `mig_profile_preference` column
   // Total GPU milli requested: num_gpu * gpu_milli.
   int64_t total_gpu_milli() const { return int64_t{num_gpu} * gpu_milli; }

@@ -8,6 +8,7 @@ import itertools
 import os
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -151,6 +152,31 @@ dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device
 check(dc.get("enflamevgcu") == {"resourceNameVGCU": "enflame.com/vgcu",
                                 "resourceNameVGCUPercentage": "enflame.com/vgcu-percentage", "factor": 2},
       f"enflamevgcu: device-config section {dc.get('enflamevgcu')}")
+
+MPS_DIR = tempfile.TemporaryDirectory()  # removed at exit
+MPS_VALUES = os.path.join(MPS_DIR.name, "mps-values.yaml")
+with open(MPS_VALUES, "w") as f:
+    yaml.safe_dump({"devicePlugin": {"nodeConfiguration": {
+        "config": '{"nodeconfig": [{"name": "gpu-node-1", "operatingmode": "mps"}]}'}}}, f)
+# 3d. operating mode mps: off by default; on through devicePlugin.mps.enabled or a node config naming
+# operatingmode mps, the device plugin gets the daemon's directories and the pipe directory read-only
+dp = container(render("defaults", "hami-system")[1], "DaemonSet", "device-plugin")
+check(not any(a.startswith("--mps-") for a in dp["command"]), "defaults: no MPS flags")
+for name, args in {"mps.enabled": ["--set", "devicePlugin.mps.enabled=true", "--set", "devicePlugin.mps.shmDir="],
+                   "node config mps": ["-f", MPS_VALUES]}.items():
+    text, docs = render(name, "hami-system", *args)
+    refs(name, text, "--namespace-exists", "hami-system")
+    dp = container(docs, "DaemonSet", "device-plugin")
+    check("--mps-pipe-dir=/tmp/nvidia-mps" in dp["command"], f"{name}: --mps-pipe-dir: {dp['command']}")
+    check(("--mps-shm-dir=" if name == "mps.enabled" else "--mps-shm-dir=/dev/shm") in dp["command"],
+          f"{name}: --mps-shm-dir: {dp['command']}")
+    check({"name": "mps-pipe", "mountPath": "/tmp/nvidia-mps", "readOnly": True} in dp["volumeMounts"],
+          f"{name}: pipe directory mounted read-only: {dp['volumeMounts']}")
+    vols = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]["volumes"]
+    check({"name": "mps-pipe", "hostPath": {"path": "/tmp/nvidia-mps", "type": "DirectoryOrCreate"}} in vols,
+          f"{name}: pipe directory volume: {vols}")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.mps.pipeDir=nvidia-mps"], capture_output=True, text=True)
+check(r.returncode != 0 and "pipeDir" in r.stderr, "schema: a relative mps.pipeDir is refused")
 
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
