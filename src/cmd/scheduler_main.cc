@@ -334,6 +334,8 @@ int SchedulerMain(int argc, char** argv) {
                         [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
   extender_server.Route("POST", "/bind",
                         [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
+  extender_server.Route("POST", "/preempt",
+                        [&](const http::HttpRequest& r) { return ext.HandlePreempt(r.body); });
   extender_server.Route("GET", "/healthz", healthz);
   server.Route("POST", "/webhook",
                [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });
