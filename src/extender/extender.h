@@ -82,7 +82,9 @@ struct ExtenderOptions {
   // hold devices are found (their record names them; pod_lookup or the client reads them).
   std::function<LivePodRef(const std::string& uid)> pod_by_uid;
   // /preempt: the policy/v1 PodDisruptionBudgets of the cluster (informer cache). Unset: none.
-  std::function<std::vector<Json>()> pdbs;
+  // nullopt while they are not listed (not synced yet, or no RBAC to list them): Preempt then
+  // adds no victim of its own and only refines kube-scheduler's.
+  std::function<std::optional<std::vector<Json>>()> pdbs;
 };
 
 // Counters for /metrics (monotonic).

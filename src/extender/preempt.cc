@@ -175,8 +175,8 @@ struct Extender::PreemptNode {
   std::vector<std::string> proposed;  // kube-scheduler's victims (uids, its order, no repeats)
   std::map<std::string, const Json*> sent;  // NodeNameToVictims: uid -> the pod as sent
   int64_t num_pdb_violations = 0;
-  std::vector<const PodRecord*> records;  // every device grant on the node
-  const std::vector<Json>* pdbs = nullptr;
+  std::vector<const PodRecord*> records;    // every device grant on the node
+  const std::vector<Json>* pdbs = nullptr;  // null: not listed, add no victims of our own
 };
 
 ExtenderOptions::LivePodRef Extender::PodByUid(const std::string& uid) const {
@@ -202,7 +202,7 @@ std::optional<MetaVictims> Extender::RefineNode(const core::PodRequest& pod, int
   info.memory_mib = 0;
   sim->UpsertNode(std::move(info));
 
-  PdbBudgets budgets(*n.pdbs);
+  PdbBudgets budgets(n.pdbs ? *n.pdbs : std::vector<Json>{});
   std::set<std::string> evicted{pod.uid};  // an earlier reservation of the preemptor goes too
   MetaVictims out;
   for (const std::string& uid : n.proposed) {
@@ -231,7 +231,7 @@ std::optional<MetaVictims> Extender::RefineNode(const core::PodRequest& pod, int
   if (!fits()) {
     // More victims only where kube-scheduler found some: a node it proposed none for cannot take
     // the pod for reasons of its own.
-    if (n.proposed.empty()) return std::nullopt;
+    if (n.proposed.empty() || n.pdbs == nullptr) return std::nullopt;
     std::vector<VictimCandidate> cands;
     std::map<std::string, ExtenderOptions::LivePodRef> pods;
     for (const PodRecord* rec : n.records) {
@@ -316,10 +316,11 @@ StatusOr<ExtenderPreemptionResult> Extender::Preempt(const ExtenderPreemptionArg
   for (const PodRecord& rec : records)
     if (auto it = nodes.find(rec.allocation.node); it != nodes.end())
       it->second.records.push_back(&rec);
-  const std::vector<Json> pdbs = opts_.pdbs ? opts_.pdbs() : std::vector<Json>{};
+  const std::optional<std::vector<Json>> pdbs =
+      opts_.pdbs ? opts_.pdbs() : std::optional<std::vector<Json>>(std::vector<Json>{});
   for (auto& [name, n] : nodes) {
     n.name = name;
-    n.pdbs = &pdbs;
+    n.pdbs = pdbs ? &*pdbs : nullptr;
     if (auto mv = RefineNode(pod, *priority, n)) out.node_to_meta_victims[name] = std::move(*mv);
   }
   return out;

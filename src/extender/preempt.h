@@ -10,8 +10,9 @@
 //    usage is every device grant on it except the victims';
 //  - when it does not fit, more pods bound to that node are added, best victims first
 //    (SortVictimsByPreference), skipping protected pods, pods of equal or higher priority and pods
-//    a PodDisruptionBudget protects (PdbBudgets), until it fits; a node where it cannot fit, or
-//    whose victims are all spared, is left out of the reply.
+//    a PodDisruptionBudget protects (PdbBudgets), until it fits (none are added while the budgets
+//    are not listed); a node where it cannot fit, or whose victims are all spared, is left out of
+//    the reply.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -132,7 +132,7 @@ class PreemptTest : public ::testing::Test {
   FakeClock clock_{kNow};
   bool leader_ = true, synced_ = true;
   std::map<std::string, Json> pods_;
-  std::vector<Json> pdbs_;
+  std::optional<std::vector<Json>> pdbs_ = std::vector<Json>{};
   std::unique_ptr<scheduler::Scheduler> sched_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<Extender> ext_;
@@ -468,17 +468,22 @@ TEST_F(PreemptTest, PreemptPDBViolation) {
   Add(guarded);
   Add(guarded2);
   Add(Placed("evictable", 10000, 30, 5));
-  pdbs_ = {Pdb("default", {{"matchLabels", {{"app", "critical"}}}}, 0)};
+  pdbs_ = std::vector<Json>{Pdb("default", {{"matchLabels", {{"app", "critical"}}}}, 0)};
   // kube-scheduler's proposal stands.
   EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 10000, 30, 100), {"evictable"})),
             std::vector<std::string>{"evictable"});
   // Needing two more victims, both guarded but one: the budget keeps them, the node is left out.
   EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 20000, 30, 100), {"evictable"})), kLeftOut);
   // A budget of one disruption lets one guarded pod go (the lower priority one), not two.
-  pdbs_ = {Pdb("default", {{"matchLabels", {{"app", "critical"}}}}, 1)};
+  pdbs_ = std::vector<Json>{Pdb("default", {{"matchLabels", {{"app", "critical"}}}}, 1)};
   EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 20000, 30, 100), {"evictable"})),
             (std::vector<std::string>{"evictable", "protected-2"}));
   EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 30000, 30, 100), {"evictable"})), kLeftOut);
+  // Budgets not listed yet: kube-scheduler's own victim still goes, none is added.
+  pdbs_ = std::nullopt;
+  EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 10000, 30, 100), {"evictable"})),
+            std::vector<std::string>{"evictable"});
+  EXPECT_EQ(VictimsOn(Preempt(PodJson("preemptor", 20000, 30, 100), {"evictable"})), kLeftOut);
 }
 
 // An init container's grant counts while the init container runs; evicting its pod frees it.
