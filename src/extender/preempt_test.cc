@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "extender/extender.h"
+#include "extender/metrics.h"
 #include "vendors/testing/mixed_config.h"
 
 namespace hami::extender {
@@ -568,6 +569,11 @@ TEST_F(PreemptTest, PreemptMetricsIncrement) {
   const int64_t before = ext_->counters().preempt_total.load();
   Preempt(PodJson("high", 10000, 50, 100), {});
   EXPECT_EQ(ext_->counters().preempt_total.load(), before + 1);
+  EXPECT_EQ(ext_->HandlePreempt("{").status, 400);
+  EXPECT_EQ(ext_->counters().preempt_total.load(), before + 2);
+  const std::string metrics = RenderMetrics(*sched_, *state_, &ext_->counters());
+  EXPECT_NE(metrics.find("hami_extender_preempt_requests_total 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("hami_extender_preempt_errors_total 1"), std::string::npos) << metrics;
 }
 
 // The request and the gates, over HandlePreempt: errors are HTTP errors (the reply has no Error).
