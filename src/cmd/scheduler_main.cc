@@ -1,4 +1,5 @@
-// hami scheduler: the control plane — kube-scheduler extender (/filter, /bind) on its own listener
+// hami scheduler: the control plane — kube-scheduler extender (/filter, /bind, /preempt) on its own
+// listener
 // (--extender-bind, loopback: kube-scheduler runs in the same pod), mutating webhook (/webhook),
 // health (/healthz, /readyz) and Prometheus metrics (/metrics) on --http-bind, over HTTPS when a
 // certificate is given. Flags and wiring only; the logic lives in src/extender and src/webhook.
@@ -60,7 +61,8 @@ void RaiseFileLimit() {
 
 int SchedulerMain(int argc, char** argv) {
   CLI::App app{
-      "HAMi control plane: scheduler extender (/filter, /bind) for the stock kube-scheduler, "
+      "HAMi control plane: scheduler extender (/filter, /bind, /preempt) for the stock "
+      "kube-scheduler, "
       "mutating "
       "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's "
       "annotations; "
@@ -89,10 +91,11 @@ int SchedulerMain(int argc, char** argv) {
                  "ADDR:PORT of the webhook server (/webhook, /healthz, /readyz, /metrics); TLS "
                  "with --cert-file")
       ->capture_default_str();
-  app.add_option("--extender-bind", extender_bind,
-                 "ADDR:PORT of the extender (/filter, /bind, /healthz), plain HTTP: keep it on "
-                 "loopback, for the "
-                 "kube-scheduler container of the same pod")
+  app.add_option(
+         "--extender-bind", extender_bind,
+         "ADDR:PORT of the extender (/filter, /bind, /preempt, /healthz), plain HTTP: keep it on "
+         "loopback, for the "
+         "kube-scheduler container of the same pod")
       ->capture_default_str();
   app.add_option("--cert-file,--cert_file", cert_file,
                  "TLS certificate (PEM); re-read when it changes. Plain HTTP when neither "
@@ -285,6 +288,8 @@ int SchedulerMain(int argc, char** argv) {
   eo.pod_lookup = [&controller](const std::string& ns, const std::string& name) {
     return controller.LookupPod(ns, name);
   };
+  eo.pod_by_uid = [&controller](const std::string& uid) { return controller.LookupPodByUid(uid); };
+  eo.pdbs = [&controller] { return controller.PodDisruptionBudgets(); };
   eo.event_client = event_client->get();
   extender::Extender ext(**sched, state, client->get(), eo);
 
@@ -307,8 +312,8 @@ int SchedulerMain(int argc, char** argv) {
   webhook::Webhook wh(wo);
 
   // Two listeners (docs/security.md, "HTTP surfaces"): the extender only for kube-scheduler, the
-  // webhook listener for the API server and scrapers. /filter and /bind are not routed on the
-  // latter.
+  // webhook listener for the API server and scrapers. /filter, /bind and /preempt are not routed on
+  // the latter.
   http::HttpServerOptions xo;
   xo.bind = extender_bind;
   xo.threads = threads;
@@ -334,6 +339,8 @@ int SchedulerMain(int argc, char** argv) {
                         [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
   extender_server.Route("POST", "/bind",
                         [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
+  extender_server.Route("POST", "/preempt",
+                        [&](const http::HttpRequest& r) { return ext.HandlePreempt(r.body); });
   extender_server.Route("GET", "/healthz", healthz);
   server.Route("POST", "/webhook",
                [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });

@@ -18,9 +18,26 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
   po.resource = k8s::kPods;
   po.watch_timeout_seconds = opts_.watch_timeout_seconds;
   pods_ = std::make_unique<k8s::Informer>(client_, po);
-  pods_->AddHandlers({[this](const Json& p) { state_.OnPod(p); },
-                      [this](const Json&, const Json& p) { state_.OnPod(p); },
-                      [this](const Json& p) { state_.OnPodDeleted(p); }});
+  auto index = [this](const Json& p, bool add) {
+    const std::string uid = StringAt(p, {"metadata", "uid"});
+    MutexLock l(uid_mu_);
+    if (add)
+      key_by_uid_[uid] = k8s::Informer::KeyOf(p);
+    else
+      key_by_uid_.erase(uid);
+  };
+  pods_->AddHandlers({[this, index](const Json& p) {
+                        index(p, true);
+                        state_.OnPod(p);
+                      },
+                      [this, index](const Json&, const Json& p) {
+                        index(p, true);
+                        state_.OnPod(p);
+                      },
+                      [this, index](const Json& p) {
+                        index(p, false);
+                        state_.OnPodDeleted(p);
+                      }});
   k8s::InformerOptions no;
   no.resource = k8s::kNodes;
   no.label_selector = opts_.node_label_selector;
@@ -36,6 +53,10 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
   quotas_->AddHandlers({[this](const Json& q) { state_.OnQuota(q); },
                         [this](const Json&, const Json& q) { state_.OnQuota(q); },
                         [this](const Json& q) { state_.OnQuotaDeleted(q); }});
+  k8s::InformerOptions bo;
+  bo.resource = k8s::kPodDisruptionBudgets;
+  bo.watch_timeout_seconds = opts_.watch_timeout_seconds;
+  pdbs_ = std::make_unique<k8s::Informer>(client_, bo);
 }
 
 Controller::~Controller() {
@@ -60,6 +81,7 @@ void Controller::Start() {
   // Nodes first so pods find their nodes (the cache also accepts pods of unknown nodes).
   nodes_->Start();
   quotas_->Start();
+  pdbs_->Start();
   pods_->Start();
   if (opts_.leader_elect && !opts_.follow_lease.empty()) {
     follower_ = EveryRetryPeriod([this] { FollowOnce(); });
@@ -101,6 +123,7 @@ void Controller::Stop() {
   pods_->Stop();
   nodes_->Stop();
   quotas_->Stop();
+  pdbs_->Stop();
 }
 
 bool Controller::LabelRoleOnce() {
@@ -123,6 +146,23 @@ bool Controller::LabelRoleOnce() {
 std::shared_ptr<const Json> Controller::LookupPod(const std::string& ns,
                                                   const std::string& name) const {
   return pods_->Find(ns + "/" + name);
+}
+
+std::shared_ptr<const Json> Controller::LookupPodByUid(const std::string& uid) const {
+  std::string key;
+  {
+    MutexLock l(uid_mu_);
+    auto it = key_by_uid_.find(uid);
+    if (it == key_by_uid_.end()) return nullptr;
+    key = it->second;
+  }
+  auto p = pods_->Find(key);
+  return p && StringAt(*p, {"metadata", "uid"}) == uid ? p : nullptr;
+}
+
+std::optional<std::vector<Json>> Controller::PodDisruptionBudgets() const {
+  if (!pdbs_->HasSynced()) return std::nullopt;
+  return pdbs_->List();
 }
 
 bool Controller::Synced() const {

@@ -1,7 +1,8 @@
 #pragma once
 // Keeps ClusterState in sync with the API server and runs what only the leader may do.
 //  - informers: pods (all namespaces), nodes, resource quotas -> ClusterState; a restart rebuilds
-//    everything from the annotations they deliver;
+//    everything from the annotations they deliver; policy/v1 PodDisruptionBudgets for /preempt
+//    (not part of Synced(): a cluster that does not let us list them still schedules);
 //  - optional leader election on a coordination.k8s.io Lease (k8s::LeaderElector);
 //  - housekeeping (leader only, every `housekeeping_period`): upstream's node handshake and the
 //    clean-up of nodes whose device plugin stopped answering
@@ -10,10 +11,12 @@
 //    reservation TTL give their devices back (ClusterState::ExpireReservations).
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/mutex.h"
 #include "extender/state.h"
@@ -75,6 +78,12 @@ class Controller {
   // The pod from the informer cache (nullopt when it has not arrived), for
   // ExtenderOptions::pod_lookup.
   std::shared_ptr<const Json> LookupPod(const std::string& ns, const std::string& name) const;
+  // The pod of a uid from the informer cache (null when not there), for
+  // ExtenderOptions::pod_by_uid.
+  std::shared_ptr<const Json> LookupPodByUid(const std::string& uid) const;
+  // The PodDisruptionBudgets from the informer cache; nullopt until their first list has arrived
+  // (ExtenderOptions::pdbs).
+  std::optional<std::vector<Json>> PodDisruptionBudgets() const;
 
   k8s::Informer& pods() { return *pods_; }
   k8s::Informer& nodes() { return *nodes_; }
@@ -86,7 +95,10 @@ class Controller {
   k8s::Client& client_;
   ClusterState& state_;
   ControllerOptions opts_;
-  std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_;
+  std::unique_ptr<k8s::Informer> pods_, nodes_, quotas_, pdbs_;
+  // Pods by uid ("namespace/name"), kept by the pod informer's handlers.
+  mutable Mutex uid_mu_;
+  std::map<std::string, std::string> key_by_uid_ ABSL_GUARDED_BY(uid_mu_);
   std::unique_ptr<k8s::LeaderElector> elector_;
   std::thread housekeeper_, follower_, labeler_;
   // Held across the patch, so that two passes never write the label at once.

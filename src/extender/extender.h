@@ -44,6 +44,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "core/pod_request.h"
+#include "extender/http_server.h"
 #include "extender/state.h"
 #include "extender/wire.h"
 #include "k8s/client.h"
@@ -77,6 +78,13 @@ struct ExtenderOptions {
   // Shared and immutable (the informer's own object: no copy per request); null when not there.
   using LivePodRef = std::shared_ptr<const Json>;
   std::function<LivePodRef(const std::string& ns, const std::string& name)> pod_lookup;
+  // /preempt: the pod of a uid from the informer cache (null: not there). Unset: only pods that
+  // hold devices are found (their record names them; pod_lookup or the client reads them).
+  std::function<LivePodRef(const std::string& uid)> pod_by_uid;
+  // /preempt: the policy/v1 PodDisruptionBudgets of the cluster (informer cache). Unset: none.
+  // nullopt while they are not listed (not synced yet, or no RBAC to list them): Preempt then
+  // adds no victim of its own and only refines kube-scheduler's.
+  std::function<std::optional<std::vector<Json>>()> pdbs;
 };
 
 // Counters for /metrics (monotonic).
@@ -86,7 +94,10 @@ struct ExtenderCounters {
   std::atomic<int64_t> reserve_conflicts{0};
   std::atomic<int64_t> refused_requests{
       0};  // /filter or /bind refused: names, uid, node or bound state
-  std::atomic<int64_t> events_dropped{0};  // Events not queued: the API server is behind
+  std::atomic<int64_t> events_dropped{0};
+  // /preempt calls, and those answered with an HTTP error (bad request, not leader, not synced).
+  std::atomic<int64_t> preempt_total{0},
+      preempt_errors{0};  // Events not queued: the API server is behind
   // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be
   // told from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve),
   // the decision patch (an API round trip) and the reply encoding.
@@ -166,12 +177,26 @@ class Extender {
   std::string HandleFilter(std::string_view body);
   std::string HandleBind(std::string_view body);
 
+  // The preemption verb (preempt.cc; rules in preempt.h): kube-scheduler's proposed victims per
+  // node, refined by the devices. Errors (the reply has no Error field, so HandlePreempt answers
+  // them as HTTP errors, which kube-scheduler reports): INVALID_ARGUMENT for a request that cannot
+  // be read, UNAVAILABLE from a follower or before the informers have synced.
+  StatusOr<ExtenderPreemptionResult> Preempt(const ExtenderPreemptionArgs& args);
+  // 200 with the ExtenderPreemptionResult; 400 for a bad request, 503 for UNAVAILABLE, 500 else.
+  HttpResponse HandlePreempt(std::string_view body);
+
   const ExtenderCounters& counters() const { return counters_; }
   // Waits until the Events queued so far are posted (tests).
   void FlushEvents();
 
  private:
   struct FilterCycle;  // one pod's way through Filter's phases (extender.cc)
+  struct PreemptNode;  // one candidate node of Preempt (preempt.cc)
+  // Preempt's refinement of one node's victims; nullopt drops the node from the reply.
+  std::optional<MetaVictims> RefineNode(const core::PodRequest& pod, int64_t priority,
+                                        const PreemptNode& n) const;
+  // A pod by uid for Preempt (pod_by_uid, else its record); null when not found.
+  ExtenderOptions::LivePodRef PodByUid(const std::string& uid) const;
   // Phase 4 under decide_mu_: kReserved, a retry kind, or kDone with the reply in c.out.
   FilterStep DecideAndReserve(FilterCycle& c);
   // Phases 5 and 6 for a reserved decision.

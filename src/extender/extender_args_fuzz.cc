@@ -1,6 +1,6 @@
-// Fuzz target: the extender's request parsers and the whole Filter path (dry run and cache-capable,
-// without an API server) never crash on any body, and what they accept re-serialises to JSON that
-// parses back to the same thing.
+// Fuzz target: the extender's request parsers, the whole Filter path (dry run and cache-capable,
+// without an API server) and the preemption verb never crash on any body, and what they accept
+// re-serialises to JSON that parses back to the same thing.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,6 +73,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = ParseExtenderBindingArgs(ToJson(*bind).dump());
     FUZZ_CHECK(again.ok() && again->node == bind->node && again->pod_uid == bind->pod_uid,
                "binding args round trip");
+  }
+  auto pre = ParseExtenderPreemptionArgs(body);
+  if (pre.ok()) {
+    auto again = ParseExtenderPreemptionArgs(ToJson(*pre).dump());
+    FUZZ_CHECK(again.ok() && again->node_to_meta_victims == pre->node_to_meta_victims &&
+                   again->node_to_victims.has_value() == pre->node_to_victims.has_value(),
+               "preemption args round trip");
+  }
+  const HttpResponse preempted = world->ext->HandlePreempt(body);
+  if (preempted.status == 200) {
+    FUZZ_CHECK(pre.ok(), "only a request that parses is answered");
+    auto result = ParseExtenderPreemptionResult(preempted.body);
+    FUZZ_CHECK(result.ok(), "a preemption result parses back");
+    for (const auto& [node, victims] : result->node_to_meta_victims) {
+      const bool meta = pre->node_to_meta_victims && pre->node_to_meta_victims->count(node) != 0;
+      const bool full = pre->node_to_victims && pre->node_to_victims->count(node) != 0;
+      FUZZ_CHECK(meta || full, "no invented nodes in a preemption result");
+      FUZZ_CHECK(!victims.pod_uids.empty(), "no node without victims");
+    }
+  } else {
+    FUZZ_CHECK(preempted.status == 400, "a bad preemption request is a 400");
   }
   std::string reply = world->ext->HandleFilter(body);
   FUZZ_CHECK(ParseExtenderFilterResult(reply).ok(),

@@ -186,6 +186,12 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             counters->bind_total.load());
     counter("hami_extender_bind_errors_total", "Bind calls answered with an Error.",
             counters->bind_errors.load());
+    counter("hami_extender_preempt_requests_total", "Preempt calls answered.",
+            counters->preempt_total.load());
+    counter("hami_extender_preempt_errors_total",
+            "Preempt calls answered with an HTTP error (a bad request, a follower, informers not "
+            "synced).",
+            counters->preempt_errors.load());
     counter("hami_extender_refused_requests_total",
             "Filter or bind calls refused for the pod they name (bad name or uid, another pod's "
             "uid, a node other than the decision's or none, an already bound pod).",

@@ -17,9 +17,7 @@ namespace hami::extender {
 
 namespace nvidia = vendors::nvidia;
 
-namespace {
-
-const Json* Path(const Json& j, std::initializer_list<const char*> keys) {
+const Json* FieldAt(const Json& j, std::initializer_list<const char*> keys) {
   const Json* cur = &j;
   for (const char* k : keys) {
     if (!cur->is_object()) return nullptr;
@@ -31,13 +29,15 @@ const Json* Path(const Json& j, std::initializer_list<const char*> keys) {
 }
 
 std::string StringAt(const Json& j, std::initializer_list<const char*> keys) {
-  const Json* v = Path(j, keys);
+  const Json* v = FieldAt(j, keys);
   return v && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+namespace {
+
 // An annotation of an object, or nullptr.
 const std::string* Annotation(const Json& obj, const char* key) {
-  const Json* v = Path(obj, {"metadata", "annotations", key});
+  const Json* v = FieldAt(obj, {"metadata", "annotations", key});
   return v && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
 }
 
@@ -63,7 +63,7 @@ std::string KeyOf(const std::string& ns, const std::string& name) {
 // absent or malformed.
 std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const char*> path,
                                   const std::string& key) {
-  const Json* m = Path(obj, path);
+  const Json* m = FieldAt(obj, path);
   if (m == nullptr || !m->is_object()) return std::nullopt;
   auto it = m->find(key);
   if (it == m->end()) return std::nullopt;
@@ -75,7 +75,7 @@ std::optional<int64_t> QuantityAt(const Json& obj, std::initializer_list<const c
 // A quantity-valued map entry in milli units (CPU) or MiB (memory, rounded up); 0 when absent or
 // malformed (0 = not tracked).
 int64_t MilliAt(const Json& obj, std::initializer_list<const char*> path, const char* key) {
-  const Json* m = Path(obj, path);
+  const Json* m = FieldAt(obj, path);
   if (m == nullptr || !m->is_object() || !m->contains(key)) return 0;
   auto q = core::ParseQuantityJson((*m)[key]);
   if (!q.ok()) return 0;
@@ -83,7 +83,7 @@ int64_t MilliAt(const Json& obj, std::initializer_list<const char*> path, const 
   return milli.ok() ? std::max<int64_t>(*milli, 0) : 0;
 }
 int64_t MiBAt(const Json& obj, std::initializer_list<const char*> path, const char* key) {
-  const Json* m = Path(obj, path);
+  const Json* m = FieldAt(obj, path);
   if (m == nullptr || !m->is_object() || !m->contains(key)) return 0;
   auto q = core::ParseQuantityJson((*m)[key]);
   if (!q.ok() || q->IsNegative()) return 0;
@@ -105,7 +105,7 @@ core::CpuMemory PodNodeRequest(const Json& pod, const vendors::VendorSet& vendor
 
 std::map<std::string, std::string> AnnotationsOf(const Json& obj) {
   std::map<std::string, std::string> out;
-  if (const Json* a = Path(obj, {"metadata", "annotations"}); a && a->is_object())
+  if (const Json* a = FieldAt(obj, {"metadata", "annotations"}); a && a->is_object())
     for (const auto& [k, val] : a->items())
       if (val.is_string()) out[k] = val.get<std::string>();
   return out;
@@ -113,14 +113,14 @@ std::map<std::string, std::string> AnnotationsOf(const Json& obj) {
 
 vendors::NodeView VendorNodeView(const Json& node) {
   vendors::NodeView v;
-  if (const Json* name = Path(node, {"metadata", "name"}); name && name->is_string())
+  if (const Json* name = FieldAt(node, {"metadata", "name"}); name && name->is_string())
     v.name = name->get<std::string>();
   v.annotations = AnnotationsOf(node);
-  if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
+  if (const Json* labels = FieldAt(node, {"metadata", "labels"}); labels && labels->is_object())
     for (const auto& [k, val] : labels->items())
       if (val.is_string()) v.labels[k] = val.get<std::string>();
   for (const char* part : {"capacity", "allocatable"}) {
-    const Json* m = Path(node, {"status", part});
+    const Json* m = FieldAt(node, {"status", part});
     if (m == nullptr || !m->is_object()) continue;
     for (const auto& [k, val] : m->items()) {
       if (v.capacity.count(k)) continue;
@@ -137,7 +137,7 @@ NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeo
   const core::CpuMemory alloc = NodeAllocatable(node);
   v.info.cpu_milli = alloc.cpu_milli;
   v.info.memory_mib = alloc.memory_mib;
-  if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is_object())
+  if (const Json* labels = FieldAt(node, {"metadata", "labels"}); labels && labels->is_object())
     for (const auto& [k, val] : labels->items())
       if (val.is_string()) v.info.labels[k] = val.get<std::string>();
   // Every enabled vendor's devices, NVIDIA's first, each vendor's handshake by the same rule.
@@ -168,12 +168,12 @@ NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeo
 
 std::vector<core::ContainerKind> KindsOfPodJson(const Json& pod) {
   std::vector<core::ContainerKind> kinds;
-  if (const Json* init = Path(pod, {"spec", "initContainers"}); init && init->is_array())
+  if (const Json* init = FieldAt(pod, {"spec", "initContainers"}); init && init->is_array())
     for (const auto& c : *init)
       kinds.push_back(c.is_object() && c.value("restartPolicy", "") == "Always"
                           ? core::ContainerKind::kSidecar
                           : core::ContainerKind::kInit);
-  if (const Json* app = Path(pod, {"spec", "containers"}); app && app->is_array())
+  if (const Json* app = FieldAt(pod, {"spec", "containers"}); app && app->is_array())
     kinds.insert(kinds.end(), app->size(), core::ContainerKind::kApp);
   return kinds;
 }
@@ -201,9 +201,9 @@ std::optional<core::PodAllocation> HeldAllocation(const Json& pod, std::string* 
 }
 
 bool InitContainersSucceeded(const Json& pod) {
-  const Json* init = Path(pod, {"spec", "initContainers"});
+  const Json* init = FieldAt(pod, {"spec", "initContainers"});
   if (init == nullptr || !init->is_array()) return false;
-  const Json* statuses = Path(pod, {"status", "initContainerStatuses"});
+  const Json* statuses = FieldAt(pod, {"status", "initContainerStatuses"});
   if (statuses == nullptr || !statuses->is_array()) return false;
   int regular = 0;
   for (const auto& c : *init) {
@@ -214,7 +214,7 @@ bool InitContainersSucceeded(const Json& pod) {
     bool ok = false;
     for (const auto& st : *statuses) {
       if (!st.is_object() || st.value("name", "") != name) continue;
-      const Json* code = Path(st, {"state", "terminated", "exitCode"});
+      const Json* code = FieldAt(st, {"state", "terminated", "exitCode"});
       ok = code != nullptr && code->is_number_integer() && code->get<int64_t>() == 0;
     }
     if (!ok) return false;
@@ -642,7 +642,7 @@ void ClusterState::OnQuota(const Json& quota) {
   q.name = StringAt(quota, {"metadata", "name"});
   // A scoped quota (spec.scopes, spec.scopeSelector) applies to some pods only; usage is tracked
   // per namespace, so such a quota is not enforced here (upstream skips it too).
-  const Json* spec = Path(quota, {"spec"});
+  const Json* spec = FieldAt(quota, {"spec"});
   const bool scoped = spec != nullptr && spec->is_object() &&
                       ((spec->contains("scopes") && !(*spec)["scopes"].empty()) ||
                        (spec->contains("scopeSelector") && !(*spec)["scopeSelector"].is_null()));

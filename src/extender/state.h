@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -104,6 +105,10 @@ vendors::NodeView VendorNodeView(const Json& node);
 std::optional<core::PodAllocation> HeldAllocation(
     const Json& pod, std::string* why_not = nullptr,
     const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
+// obj[k0][k1]... (nullptr when a step is missing or not an object), and its string value ("" when
+// absent or not a string).
+const Json* FieldAt(const Json& obj, std::initializer_list<const char*> keys);
+std::string StringAt(const Json& obj, std::initializer_list<const char*> keys);
 // The annotation map of an object (string values only).
 std::map<std::string, std::string> AnnotationsOf(const Json& obj);
 

@@ -464,4 +464,134 @@ StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body
   return r;
 }
 
+namespace {
+
+Status GetPdbViolations(const Json& obj, std::string_view what, int64_t* out) {
+  const Json* v = FindKeyFold(obj, "NumPDBViolations");
+  if (v == nullptr || v->is_null()) return OkStatus();
+  return core::jsonutil::ToInt(*v, 0, INT64_MAX, StrCat(what, ".NumPDBViolations"), out);
+}
+
+// A map field of node name -> per-node object, capped at kMaxPreemptionNodes. `one` parses a
+// non-null value; null values are skipped.
+template <typename T, typename F>
+Status GetNodeMap(const Json& obj, std::string_view key, std::string_view what,
+                  std::optional<std::map<std::string, T>>* out, F&& one) {
+  const Json* v = FindKeyFold(obj, key);
+  if (v == nullptr || v->is_null()) return OkStatus();
+  if (!v->is_object())
+    return InvalidArgument(what, ": field ", key, " must be an object of node names, got ",
+                           v->type_name());
+  if (v->size() > kMaxPreemptionNodes)
+    return InvalidArgument(what, ": field ", key, " names ", v->size(), " nodes, more than ",
+                           kMaxPreemptionNodes);
+  std::map<std::string, T> m;
+  for (const auto& [node, val] : v->items()) {
+    if (node.empty()) return InvalidArgument(what, ": field ", key, " has an empty node name");
+    if (val.is_null()) continue;
+    const std::string where = StrCat(what, ".", key, "[\"", node, "\"]");
+    if (!val.is_object()) return InvalidArgument(where, " must be an object or null");
+    T t;
+    HAMI_RETURN_IF_ERROR(one(val, where, &t));
+    m.emplace(node, std::move(t));
+  }
+  *out = std::move(m);
+  return OkStatus();
+}
+
+// The Pods list of a (Meta)Victims object: null or an array of at most kMaxVictimsPerNode.
+StatusOr<const Json*> VictimList(const Json& obj, std::string_view where) {
+  const Json* pods = FindKeyFold(obj, "Pods");
+  if (pods == nullptr || pods->is_null()) return nullptr;
+  if (!pods->is_array())
+    return InvalidArgument(where, ".Pods must be an array, got ", pods->type_name());
+  if (pods->size() > kMaxVictimsPerNode)
+    return InvalidArgument(where, ".Pods lists ", pods->size(), " pods, more than ",
+                           kMaxVictimsPerNode);
+  return pods;
+}
+
+Status ParseMetaVictims(const Json& obj, std::string_view where, MetaVictims* out) {
+  HAMI_ASSIGN_OR_RETURN(const Json* pods, VictimList(obj, where));
+  if (pods != nullptr) {
+    for (size_t i = 0; i < pods->size(); ++i) {
+      const Json& p = (*pods)[i];
+      if (p.is_null()) continue;
+      const Json* uid = p.is_object() ? FindKeyFold(p, "UID") : nullptr;
+      if (uid == nullptr || !uid->is_string() || uid->get_ref<const std::string&>().empty())
+        return InvalidArgument(where, ".Pods[", i, "] has no UID string");
+      out->pod_uids.push_back(uid->get<std::string>());
+    }
+  }
+  return GetPdbViolations(obj, where, &out->num_pdb_violations);
+}
+
+Status ParseVictims(const Json& obj, std::string_view where, Victims* out) {
+  HAMI_ASSIGN_OR_RETURN(const Json* pods, VictimList(obj, where));
+  if (pods != nullptr) {
+    for (size_t i = 0; i < pods->size(); ++i) {
+      const Json& p = (*pods)[i];
+      if (p.is_null()) continue;
+      const Json* meta = p.is_object() ? FindKeyFold(p, "metadata") : nullptr;
+      const Json* uid = meta && meta->is_object() ? FindKeyFold(*meta, "uid") : nullptr;
+      if (uid == nullptr || !uid->is_string() || uid->get_ref<const std::string&>().empty())
+        return InvalidArgument(where, ".Pods[", i, "] is not a Pod with metadata.uid");
+      out->pods.push_back(p);
+    }
+  }
+  return GetPdbViolations(obj, where, &out->num_pdb_violations);
+}
+
+Json MetaVictimsJson(const MetaVictims& m) {
+  Json pods = Json::array();
+  for (const auto& uid : m.pod_uids) pods.push_back(Json{{"UID", uid}});
+  return Json{{"Pods", std::move(pods)}, {"NumPDBViolations", m.num_pdb_violations}};
+}
+
+}  // namespace
+
+StatusOr<ExtenderPreemptionArgs> ParseExtenderPreemptionArgs(std::string_view body) {
+  constexpr std::string_view kWhat = "ExtenderPreemptionArgs";
+  HAMI_ASSIGN_OR_RETURN(Json j, ParseObject(body, kWhat));
+  ExtenderPreemptionArgs a;
+  const Json* pod = FindKeyFold(j, "Pod");
+  if (pod == nullptr || !pod->is_object())
+    return InvalidArgument(kWhat, ": field Pod must be a Pod object");
+  a.pod = *pod;
+  HAMI_RETURN_IF_ERROR(GetNodeMap(j, "NodeNameToVictims", kWhat, &a.node_to_victims, ParseVictims));
+  HAMI_RETURN_IF_ERROR(
+      GetNodeMap(j, "NodeNameToMetaVictims", kWhat, &a.node_to_meta_victims, ParseMetaVictims));
+  return a;
+}
+
+Json ToJson(const ExtenderPreemptionArgs& a) {
+  Json victims = nullptr, meta = nullptr;
+  if (a.node_to_victims) {
+    victims = Json::object();
+    for (const auto& [node, v] : *a.node_to_victims)
+      victims[node] = Json{{"Pods", v.pods}, {"NumPDBViolations", v.num_pdb_violations}};
+  }
+  if (a.node_to_meta_victims) {
+    meta = Json::object();
+    for (const auto& [node, m] : *a.node_to_meta_victims) meta[node] = MetaVictimsJson(m);
+  }
+  return Json{{"Pod", a.pod}, {"NodeNameToVictims", victims}, {"NodeNameToMetaVictims", meta}};
+}
+
+Json ToJson(const ExtenderPreemptionResult& r) {
+  Json meta = Json::object();
+  for (const auto& [node, m] : r.node_to_meta_victims) meta[node] = MetaVictimsJson(m);
+  return Json{{"NodeNameToMetaVictims", std::move(meta)}};
+}
+
+StatusOr<ExtenderPreemptionResult> ParseExtenderPreemptionResult(std::string_view body) {
+  constexpr std::string_view kWhat = "ExtenderPreemptionResult";
+  HAMI_ASSIGN_OR_RETURN(Json j, ParseObject(body, kWhat));
+  std::optional<std::map<std::string, MetaVictims>> meta;
+  HAMI_RETURN_IF_ERROR(GetNodeMap(j, "NodeNameToMetaVictims", kWhat, &meta, ParseMetaVictims));
+  ExtenderPreemptionResult r;
+  if (meta) r.node_to_meta_victims = std::move(*meta);
+  return r;
+}
+
 }  // namespace hami::extender

@@ -4,6 +4,7 @@
 // The Go structs have no json tags: keys are the capitalised Go field names and are never omitted
 // (nil slices/maps/pointers are `null`). kube-scheduler decodes with encoding/json, which matches
 // keys case-insensitively, so parsing here does the same; serialising always uses the exact names.
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -69,6 +70,41 @@ struct ExtenderBindingResult {
 };
 Json ToJson(const ExtenderBindingResult& result);
 StatusOr<ExtenderBindingResult> ParseExtenderBindingResult(std::string_view body);
+
+// ExtenderPreemptionArgs (preempt request) and ExtenderPreemptionResult (preempt reply).
+// kube-scheduler sends NodeNameToMetaVictims (pod UIDs) to a nodeCacheCapable extender and
+// NodeNameToVictims (whole pods) otherwise; the reply always uses NodeNameToMetaVictims, and every
+// UID in it must be a pod on that node in kube-scheduler's cache.
+struct MetaVictims {
+  std::vector<std::string> pod_uids;  // Pods[].UID
+  int64_t num_pdb_violations = 0;     // NumPDBViolations
+  bool operator==(const MetaVictims&) const = default;
+};
+struct Victims {
+  std::vector<Json> pods;  // Pods: v1.Pod objects, each with a metadata.uid
+  int64_t num_pdb_violations = 0;
+};
+struct ExtenderPreemptionArgs {
+  Json pod;  // the preemptor (v1.Pod)
+  // nullopt when the field is absent or null; entries whose value is null are left out (Go reads
+  // them as nil pointers and skips them too).
+  std::optional<std::map<std::string, Victims>> node_to_victims;
+  std::optional<std::map<std::string, MetaVictims>> node_to_meta_victims;
+};
+// Caps on what one request may name (the HTTP body cap bounds the bytes; these bound the work).
+inline constexpr size_t kMaxPreemptionNodes = 10000;
+inline constexpr size_t kMaxVictimsPerNode = 5000;
+// Errors name the field: not JSON, not an object, Pod missing or not an object, a map or list of
+// the wrong type, a victim pod without metadata.uid, a UID that is not a non-empty string,
+// NumPDBViolations not a non-negative integer, more nodes or victims than the caps.
+StatusOr<ExtenderPreemptionArgs> ParseExtenderPreemptionArgs(std::string_view body);
+Json ToJson(const ExtenderPreemptionArgs& args);
+
+struct ExtenderPreemptionResult {
+  std::map<std::string, MetaVictims> node_to_meta_victims;  // NodeNameToMetaVictims
+};
+Json ToJson(const ExtenderPreemptionResult& result);
+StatusOr<ExtenderPreemptionResult> ParseExtenderPreemptionResult(std::string_view body);
 
 // Looks a key up the way Go's encoding/json does: exact match first, then case-insensitive.
 // nullptr when absent.

@@ -40,6 +40,8 @@ inline constexpr Resource kNamespaces{"/api/v1", "namespaces", "Namespace", fals
 inline constexpr Resource kResourceQuotas{"/api/v1", "resourcequotas", "ResourceQuota", true};
 inline constexpr Resource kConfigMaps{"/api/v1", "configmaps", "ConfigMap", true};
 inline constexpr Resource kLeases{"/apis/coordination.k8s.io/v1", "leases", "Lease", true};
+inline constexpr Resource kPodDisruptionBudgets{"/apis/policy/v1", "poddisruptionbudgets",
+                                                "PodDisruptionBudget", true};
 
 // The URL path of a collection ("" namespace = all namespaces) or of one object (+ subresource).
 std::string ResourcePath(const Resource& r, std::string_view ns, std::string_view name = "",

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/annotations.h"
 #include "harness.h"
@@ -597,6 +599,81 @@ TEST_F(ControlPlaneTest, FollowsTheKubeSchedulerLease) {
   EXPECT_FALSE(ka.Filter(*created, nodes_, &err).empty()) << err;
   // A lease nobody renews expires (lease_duration 1.5 s in the harness): nobody decides.
   EXPECT_TRUE(WaitFor([&] { return !a->controller->IsLeader() && !b->controller->IsLeader(); }));
+}
+
+// The preemption verb as kube-scheduler calls it (nodeCacheCapable: victims by UID) over HTTP, with
+// the pods and a policy/v1 PodDisruptionBudget from the API server's informers: a proposed victim
+// of the preemptor's own priority is spared, the budget keeps its pod until it allows a disruption,
+// and a request that cannot be read is an HTTP error.
+TEST_F(ControlPlaneTest, PreemptRefinesVictimsOverHttp) {
+  AddNodes(1, 1);
+  auto rep = StartReplica();
+  auto placed = [&](const char* name, int64_t mem, int cores, int priority, Json labels) {
+    Json spec =
+        PodSpec(name, "ml",
+                Json::array({Container("c", {{"nvidia.com/gpu", "1"},
+                                             {"nvidia.com/gpumem", std::to_string(mem)},
+                                             {"nvidia.com/gpucores", std::to_string(cores)}})}));
+    spec["spec"]["priority"] = priority;
+    if (!labels.is_null()) spec["metadata"]["labels"] = labels;
+    return spec;
+  };
+  std::map<std::string, std::string> uid;
+  for (const auto& [name, mem, cores, prio, labels] :
+       std::vector<std::tuple<const char*, int64_t, int, int, Json>>{
+           {"guarded", 8000, 50, 1, {{"app", "guarded"}}},
+           {"free", 4000, 25, 2, nullptr},
+           {"peer", 4000, 25, 100, nullptr}}) {
+    std::string why;
+    Json pod = Schedule(*rep, placed(name, mem, cores, prio, labels), &why);
+    ASSERT_FALSE(pod.is_null()) << name << ": " << why;
+    uid[name] = pod["metadata"]["uid"];
+  }
+  Json pdb{{"apiVersion", "policy/v1"},
+           {"kind", "PodDisruptionBudget"},
+           {"metadata", {{"name", "guarded"}, {"namespace", "ml"}}},
+           {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}},
+           {"status", {{"disruptionsAllowed", 0}}}};
+  ASSERT_TRUE(api_.Upsert("poddisruptionbudgets", pdb).ok());
+  auto allowed = [&](int n) {
+    auto pdbs = rep->controller->PodDisruptionBudgets();
+    return pdbs && pdbs->size() == 1 && (*pdbs)[0]["status"]["disruptionsAllowed"] == n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return allowed(0); }));
+  ASSERT_TRUE(WaitFor([&] { return rep->state->Pods().size() == 3; }));
+
+  KubeScheduler ks(rep->port());
+  Json high = placed("high", 8000, 50, 100, nullptr);
+  high = ks.Admit(high, "ml");
+  auto created = rep->client->Create(k8s::kPods, "ml", high);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::string err;
+  EXPECT_EQ(ks.Filter(*created, nodes_, &err), "") << "the GPU is full";
+  auto preempt = [&](const std::vector<std::string>& proposed) {
+    extender::ExtenderPreemptionArgs a;
+    a.pod = *created;
+    a.node_to_meta_victims =
+        std::map<std::string, extender::MetaVictims>{{"node-0", {proposed, 0}}};
+    auto r = ks.http.Post("/preempt", extender::ToJson(a).dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
+    auto res = extender::ParseExtenderPreemptionResult(r ? r->body : "");
+    EXPECT_TRUE(res.ok()) << res.status();
+    return res.ok() ? res->node_to_meta_victims : std::map<std::string, extender::MetaVictims>{};
+  };
+  // "peer" has the preemptor's priority; "free" alone is not enough; "guarded" has no budget.
+  EXPECT_TRUE(preempt({uid["peer"]}).empty());
+  pdb["status"]["disruptionsAllowed"] = 1;
+  ASSERT_TRUE(api_.Upsert("poddisruptionbudgets", pdb).ok());
+  ASSERT_TRUE(WaitFor([&] { return allowed(1); }));
+  auto got = preempt({uid["peer"]});
+  ASSERT_EQ(got.count("node-0"), 1u);
+  EXPECT_EQ(got["node-0"].pod_uids, std::vector<std::string>{uid["guarded"]});
+
+  auto bad =
+      ks.http.Post("/preempt", R"({"Pod":{},"NodeNameToMetaVictims":[]})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_NE(bad->body.find("NodeNameToMetaVictims"), std::string::npos) << bad->body;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // A control-plane replica (`hami scheduler` wired as in src/cmd/scheduler_main.cc) over a fake API
-// server, plus a tiny stand-in for kube-scheduler that calls /webhook, /filter and /bind over HTTP.
-// Shared by the control-plane integration tests and bench/extender.
+// server, plus a tiny stand-in for kube-scheduler that calls /webhook, /filter, /bind (and
+// /preempt) over HTTP. Shared by the control-plane integration tests and bench/extender.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -108,6 +108,8 @@ class Replica {
     eo.pod_lookup = [this](const std::string& ns, const std::string& name) {
       return controller->LookupPod(ns, name);
     };
+    eo.pod_by_uid = [this](const std::string& uid) { return controller->LookupPodByUid(uid); };
+    eo.pdbs = [this] { return controller->PodDisruptionBudgets(); };
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
     wo.quota_check = [this](const std::string& ns, const std::map<std::string, int64_t>& d) {
@@ -126,6 +128,8 @@ class Replica {
     server->Route("POST", "/bind", [this, json](const extender::HttpRequest& r) {
       return json(ext->HandleBind(r.body));
     });
+    server->Route("POST", "/preempt",
+                  [this](const extender::HttpRequest& r) { return ext->HandlePreempt(r.body); });
     server->Route("POST", "/webhook", [this, json](const extender::HttpRequest& r) {
       return json(wh->Handle(r.body));
     });

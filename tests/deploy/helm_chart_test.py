@@ -115,6 +115,12 @@ for cm, le, nso in itertools.product([False, True], [True, False], ["", "gpu-sys
     check(sc.get("percentageOfNodesToScore") == 100, f"{name}: percentageOfNodesToScore")
     e = sc["extenders"][0]
     check(e["urlPrefix"] == "http://127.0.0.1:8888" and e["enableHTTPS"] is False, f"{name}: extender URL {e}")
+    check((e.get("filterVerb"), e.get("bindVerb"), e.get("preemptVerb")) == ("filter", "bind", "preempt"),
+          f"{name}: extender verbs {e}")
+    roles = find(docs, "ClusterRole", "-scheduler")
+    check(any("policy" in r.get("apiGroups", []) and "poddisruptionbudgets" in r.get("resources", [])
+              and set(r.get("verbs", [])) >= {"list", "watch"} for c in roles for r in c.get("rules", [])),
+          f"{name}: the scheduler may list and watch PodDisruptionBudgets")
     ignored = fit_ignored(sc)
     check("managedResources" not in e and len(ignored) >= 46,
           f"{name}: no managedResources (every pod reaches the extender), NodeResourcesFit ignores {len(ignored)}")

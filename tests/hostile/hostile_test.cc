@@ -213,6 +213,13 @@ class Hostile : public ::testing::Test {
                 {"Node", kNode}}
         .dump();
   }
+  static std::string PreemptBody(int i) {
+    const Json& p = pods_[static_cast<size_t>(i) % pods_.size()];
+    return Json{{"Pod", p},
+                {"NodeNameToVictims", nullptr},
+                {"NodeNameToMetaVictims", {{kNode, {{"Pods", {{{"UID", "gone"}}}}}}}}}
+        .dump();
+  }
   static std::string Review(const Json& object) {
     return Json{{"apiVersion", "admission.k8s.io/v1"},
                 {"kind", "AdmissionReview"},
@@ -273,6 +280,8 @@ TEST_F(Hostile, ListenerSplit) {
   // The webhook listener does not serve the extender, and the extender listener is plain HTTP.
   Expect("listener split", TlsExchange(webhook_port_, Post("/filter", FilterBody(0)), kHang), 404);
   Expect("listener split", TlsExchange(webhook_port_, Post("/bind", BindBody(0)), kHang), 404);
+  Expect("listener split", TlsExchange(webhook_port_, Post("/preempt", PreemptBody(0)), kHang),
+         404);
   Expect("listener split",
          http::testing::Exchange(extender_port_, Post("/webhook", Review(pods_[0])), kHang), 404);
   Expect("listener split",
@@ -319,14 +328,28 @@ TEST_F(Hostile, DeepNesting) {
                                                      "},\"NodeNames\":[\"" + kNode + "\"]}"),
                                  kHang),
          200);
+  for (const auto& b : {deep_a, "{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":" + deep_o + "}"})
+    Expect("deep nesting /preempt",
+           http::testing::Exchange(extender_port_, Post("/preempt", b), kHang), 400);
+  // A well-formed preemption request is answered (here: nothing to preempt) once the informers
+  // have synced (before, it is a 503 kube-scheduler retries).
+  for (int i = 0; i < 200; ++i) {
+    if (TlsExchange(webhook_port_, "GET /readyz HTTP/1.1\r\nHost: hami\r\n\r\n", kHang).status ==
+        200)
+      break;
+    std::this_thread::sleep_for(50ms);
+  }
+  Expect("deep nesting /preempt",
+         http::testing::Exchange(extender_port_, Post("/preempt", PreemptBody(0)), kHang), 200);
   ExpectClean("deep nesting /filter");
   ExpectClean("deep nesting /bind");
+  ExpectClean("deep nesting /preempt");
   ExpectClean("deep nesting /webhook");
 }
 
 TEST_F(Hostile, BodyCapsAndEncodings) {
   // Content-Length over the 8 MiB cap: refused from the header.
-  for (const char* path : {"/filter", "/bind"})
+  for (const char* path : {"/filter", "/bind", "/preempt"})
     Expect(
         "oversized content-length",
         http::testing::Exchange(

@@ -41,6 +41,8 @@ const ResDef kResources[] = {
     {"/apis/coordination.k8s.io/v1", "leases", "lease", "Lease", true, "", "coordination.k8s.io/v1",
      false},
     {"/apis/events.k8s.io/v1", "events", "event", "Event", true, "ev", "events.k8s.io/v1", false},
+    {"/apis/policy/v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
+     "pdb", "policy/v1", true},
 };
 
 std::string ResId(const ResDef& d) {
@@ -239,7 +241,7 @@ struct FakeApiServer::Impl {
 
   static StatusOr<Target> ParsePath(const std::string& path) {
     for (const char* prefix :
-         {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1"}) {
+         {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1", "/apis/policy/v1"}) {
       std::string p(prefix);
       if (path.rfind(p + "/", 0) != 0) continue;
       std::vector<std::string> seg;
@@ -879,7 +881,7 @@ struct FakeApiServer::Impl {
     });
     svr->Get("/apis", [](const httplib::Request&, httplib::Response& res) {
       Json groups = Json::array();
-      for (const char* g : {"coordination.k8s.io", "events.k8s.io"}) {
+      for (const char* g : {"coordination.k8s.io", "events.k8s.io", "policy"}) {
         Json v = {{"groupVersion", std::string(g) + "/v1"}, {"version", "v1"}};
         groups.push_back({{"name", g}, {"versions", {v}}, {"preferredVersion", v}});
       }
@@ -888,7 +890,7 @@ struct FakeApiServer::Impl {
     svr->Get("/api/v1", [this](const httplib::Request&, httplib::Response& res) {
       Reply(res, 200, ResourceList("/api/v1", "v1"));
     });
-    for (const char* g : {"coordination.k8s.io", "events.k8s.io"}) {
+    for (const char* g : {"coordination.k8s.io", "events.k8s.io", "policy"}) {
       const std::string prefix = StrCat("/apis/", g, "/v1");
       const std::string gv = StrCat(g, "/v1");
       svr->Get(prefix, [this, prefix, gv](const httplib::Request&, httplib::Response& res) {
@@ -1062,7 +1064,8 @@ Status FakeApiServer::Seed(const nlohmann::json& objects) {
   if (!d)
     return InvalidArgument(
         "seed: unsupported kind \"", kind,
-        "\" (supported: Pod, Node, Event, Namespace, ResourceQuota, ConfigMap, Lease)");
+        "\" (supported: Pod, Node, Event, Namespace, ResourceQuota, ConfigMap, Lease, "
+        "PodDisruptionBudget)");
   return Upsert(d->plural, objects).status();
 }
 
