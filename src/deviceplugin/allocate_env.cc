@@ -152,9 +152,17 @@ StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
   if (mig_uuids.size() != ctr.devices.size())
     return Internal("pod ", pod.Key(), " container ", ctr.name, ": ", mig_uuids.size(),
                     " MIG device(s) for ", ctr.devices.size(), " decided device(s)");
+  auto a = BuildMigDeviceListAllocation(mig_uuids, c, allocation_id);
+  if (!a.ok()) return Annotate(a.status(), StrCat("pod ", pod.Key()));
+  return a;
+}
+
+StatusOr<ContainerAllocation> BuildMigDeviceListAllocation(
+    const std::vector<std::string>& mig_uuids, const PluginConfig& c,
+    std::string_view allocation_id) {
+  if (mig_uuids.empty()) return InvalidArgument("no MIG devices");
   for (const auto& u : mig_uuids) {
-    if (u.rfind("MIG-", 0) != 0)
-      return InvalidArgument("pod ", pod.Key(), ": '", u, "' is not a MIG device UUID");
+    if (u.rfind("MIG-", 0) != 0) return InvalidArgument("'", u, "' is not a MIG device UUID");
   }
   ContainerAllocation a;
   HAMI_RETURN_IF_ERROR(ApplyDeviceList(mig_uuids, c, allocation_id, &a));

@@ -36,18 +36,27 @@ Status Validate(const PluginConfig& c) {
         StrCat("operating mode '", c.mode,
                "' (nodeconfig operatingmode) is not implemented by hami-cpp yet: only "
                "hami-core and mig are (docs/migration.md)"));
-  // Upstream's MIG strategies other than none would be accepted and then ignored: refuse them.
-  if (c.mig_strategy != "none")
-    return absl::UnimplementedError(
-        StrCat("MIG strategy '", c.mig_strategy,
-               "' (nodeconfig migstrategy) is not implemented by hami-cpp yet: "
-               "only none is (docs/migration.md)"));
   if (c.mode != "hami-core" && c.mode != "mig")
     return InvalidArgument("operating mode '", c.mode, "' must be hami-core or mig");
+  // Static MIG strategies (NVIDIA's): pre-created MIG devices handed out whole by kubelet.
+  if (c.mig_strategy != "none" && c.mig_strategy != "single" && c.mig_strategy != "mixed")
+    return InvalidArgument("MIG strategy '", c.mig_strategy,
+                           "' (--mig-strategy, nodeconfig migstrategy) must be none, single or "
+                           "mixed");
+  // Dynamic MIG creates and destroys instances; a static strategy hands out the admin's: on one
+  // node they would fight over the same GPUs.
+  if (c.mode == "mig" && c.mig_strategy != "none")
+    return InvalidArgument("MIG strategy '", c.mig_strategy,
+                           "' cannot be combined with operating mode mig (dynamic MIG): use "
+                           "migstrategy none with operatingmode mig, or a static strategy with "
+                           "operatingmode hami-core");
   // A MIG device has no NVML index of its own that the runtime reads the same way; its UUID does.
-  if (c.mode == "mig" && c.device_id_strategy != "uuid")
+  if ((c.mode == "mig" || c.mig_strategy != "none") && c.device_id_strategy != "uuid")
     return InvalidArgument("--device-id-strategy ", c.device_id_strategy,
-                           " cannot name MIG devices (operating mode mig): use uuid");
+                           " cannot name MIG devices (",
+                           c.mode == "mig" ? std::string("operating mode mig")
+                                           : StrCat("MIG strategy ", c.mig_strategy),
+                           "): use uuid");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
     return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&

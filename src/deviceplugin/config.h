@@ -34,8 +34,11 @@ struct PluginConfig {
   // operatingmode: hami-core (shared through libvgpu) or mig (each container gets a MIG instance
   // on GPUs whose MIG mode is on; the others stay hami-core). Upstream's mps fails Validate.
   std::string mode = "hami-core";
-  std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
-  bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
+  // migstrategy / --mig-strategy, NVIDIA's static MIG strategies for MIG devices the admin made:
+  // none (MIG GPUs are not offered), single (every MIG device as `resource_name`), mixed (as
+  // nvidia.com/mig-<profile>, one resource per profile). Not with mode mig.
+  std::string mig_strategy = "none";
+  bool enable_numa_topology = false;        // report each replica's NUMA node to kubelet
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision
   std::vector<std::string> exclude_uuids;   // filterdevices.uuid
   std::vector<int> exclude_indices;         // filterdevices.index

@@ -10,6 +10,11 @@ TEST(ConfigTest, DefaultsAreValid) {
   PluginConfig mig;
   mig.mode = "mig";
   EXPECT_TRUE(Validate(mig).ok());
+  for (const char* strategy : {"none", "single", "mixed"}) {
+    PluginConfig c;
+    c.mig_strategy = strategy;
+    EXPECT_TRUE(Validate(c).ok()) << strategy;
+  }
 }
 
 TEST(ConfigTest, ValidateNamesTheOption) {
@@ -32,10 +37,23 @@ TEST(ConfigTest, ValidateNamesTheOption) {
        "--device-id-strategy index cannot name MIG devices"},
       {"mps mode", [](PluginConfig& c) { c.mode = "mps"; },
        "operating mode 'mps' (nodeconfig operatingmode) is not implemented"},
-      {"mig strategy single", [](PluginConfig& c) { c.mig_strategy = "single"; },
-       "MIG strategy 'single' (nodeconfig migstrategy) is not implemented"},
-      {"mig strategy mixed", [](PluginConfig& c) { c.mig_strategy = "mixed"; },
-       "MIG strategy 'mixed' (nodeconfig migstrategy) is not implemented"},
+      {"mig strategy unknown", [](PluginConfig& c) { c.mig_strategy = "Mixed"; },
+       "MIG strategy 'Mixed' (--mig-strategy, nodeconfig migstrategy) must be none, single or "
+       "mixed"},
+      {"mig strategy empty", [](PluginConfig& c) { c.mig_strategy = ""; },
+       "MIG strategy '' (--mig-strategy"},
+      {"static and dynamic MIG",
+       [](PluginConfig& c) {
+         c.mode = "mig";
+         c.mig_strategy = "single";
+       },
+       "MIG strategy 'single' cannot be combined with operating mode mig"},
+      {"static MIG by index",
+       [](PluginConfig& c) {
+         c.mig_strategy = "mixed";
+         c.device_id_strategy = "index";
+       },
+       "--device-id-strategy index cannot name MIG devices (MIG strategy mixed): use uuid"},
       {"policy", [](PluginConfig& c) { c.core_policy = "always"; }, "core policy"},
       {"log level", [](PluginConfig& c) { c.libcuda_log_level = "9"; }, "log level"},
       {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},
@@ -92,6 +110,9 @@ TEST(ConfigTest, IntegerLogLevelAccepted) {
   ASSERT_TRUE(
       ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","libcudaloglevel":4}]})", "n", &c).ok());
   EXPECT_EQ(c.libcuda_log_level, "4");
+  ASSERT_TRUE(
+      ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","migstrategy":"mixed"}]})", "n", &c).ok());
+  EXPECT_EQ(c.mig_strategy, "mixed");
 }
 
 TEST(ConfigTest, ErrorsNameFileEntryAndField) {
