@@ -152,6 +152,14 @@ check(dc.get("enflamevgcu") == {"resourceNameVGCU": "enflame.com/vgcu",
                                 "resourceNameVGCUPercentage": "enflame.com/vgcu-percentage", "factor": 2},
       f"enflamevgcu: device-config section {dc.get('enflamevgcu')}")
 
+# 3d. NVIDIA's static MIG strategy reaches the device plugin (default none); the schema refuses others
+for value in ["none", "single", "mixed"]:
+    text, docs = render(f"migStrategy={value}", "hami-system", *([] if value == "none" else ["--set", f"devicePlugin.migStrategy={value}"]))
+    dp = container(docs, "DaemonSet", "device-plugin")
+    check(f"--mig-strategy={value}" in dp["command"], f"migStrategy={value}: device plugin args {dp['command']}")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.migStrategy=Mixed"], capture_output=True, text=True)
+check(r.returncode != 0 and "migStrategy" in r.stderr, f"schema: migStrategy Mixed is refused: {r.stderr}")
+
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
 refs("upstream values", text, "--namespace-exists", "hami-system")
