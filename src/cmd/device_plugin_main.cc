@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
+#include "deviceplugin/host_pid_broker.h"
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
@@ -138,6 +139,10 @@ int DevicePluginMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lock-dir", cfg.lock_dir, "host directory mounted at /tmp/vgpulock")
       ->capture_default_str();
+  app.add_option("--host-pid-broker-dir", cfg.host_pid_broker_dir,
+                 "serve upstream's host PID broker (<dir>/broker.sock) and mount <dir> read-only "
+                 "into GPU containers at /tmp/vgpulock/hostpid, so that libvgpu learns its host "
+                 "PIDs; needs the host PID namespace (empty: off)");
   app.add_option(
          "--pod-resources-socket", pod_resources_socket,
          "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "
@@ -272,6 +277,13 @@ int DevicePluginMain(int argc, char** argv) {
     pod_resources =
         std::make_unique<deviceplugin::PodResourcesView>(pod_resources_socket, cfg.resource_name);
     plugin.SetKubeletPodView(pod_resources.get());
+  }
+  // Before the plugin: a container armed to ask the broker must find it.
+  std::unique_ptr<deviceplugin::HostPidBroker> broker;
+  if (!cfg.host_pid_broker_dir.empty()) {
+    auto b = deviceplugin::HostPidBroker::Start(cfg.host_pid_broker_dir);
+    if (!b.ok()) return Fail(b.status());
+    broker = std::move(*b);
   }
   // single: the MIG devices are --resource-name, served by the main plugin; mixed: one plugin per
   // nvidia.com/mig-<profile>, each on its own socket.

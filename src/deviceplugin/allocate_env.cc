@@ -1,6 +1,7 @@
 #include "deviceplugin/allocate_env.h"
 
 #include "core/model.h"
+#include "deviceplugin/host_pid_broker.h"
 #include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
 
@@ -126,6 +127,12 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   a.mounts.push_back({JoinPath(c.container_hook_dir, "libvgpu.so"), c.libvgpu_host_path, true});
   a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
   a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});
+  if (!c.host_pid_broker_dir.empty()) {
+    // Nested in the writable lock directory, so listed after it; read-only: a container may ask
+    // the broker, never replace its socket.
+    a.mounts.push_back({kHostPidBrokerContainerDir, c.host_pid_broker_dir, true});
+    a.envs[kEnvHostPidBroker] = "1";
+  }
   if (!ctr.disable_control)
     a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
 
@@ -135,6 +142,7 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   std::map<std::string, std::string> armed = a.envs;
   armed.erase(kEnvVisibleDevices);
   armed.erase(kEnvLogLevel);
+  armed.erase(kEnvHostPidBroker);  // a gate of the environment, not a limit
   armed[kEnvCorePolicy] = c.core_policy;
   a.limits_file = "# libvgpu limits for this container, written by the hami device plugin\n";
   for (const auto& [k, v] : armed) a.limits_file += StrCat(k, "=", v, "\n");

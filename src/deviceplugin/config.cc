@@ -74,6 +74,9 @@ Status Validate(const PluginConfig& c) {
   if (c.socket_name.empty() || c.socket_name.find('/') != std::string::npos)
     return InvalidArgument("socket name '", c.socket_name, "' must be a plain file name");
   if (c.plugin_dir.empty()) return InvalidArgument("plugin dir must not be empty");
+  if (!c.host_pid_broker_dir.empty() && c.host_pid_broker_dir.front() != '/')
+    return InvalidArgument("--host-pid-broker-dir '", c.host_pid_broker_dir,
+                           "' must be an absolute host path");
   // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
   for (const std::string& sock : {c.socket_name, c.kubelet_socket}) {
     const std::string path = JoinPath(c.plugin_dir, sock);

@@ -60,6 +60,11 @@ struct PluginConfig {
   std::string ld_preload_host_path = "/usr/local/vgpu/ld.so.preload";
   std::string region_root = "/usr/local/vgpu/containers";  // host: <root>/<podUID>_<container>/
   std::string lock_dir = "/tmp/vgpulock";
+  // Host directory of the host PID broker's socket (host_pid_broker.h), mounted read-only into
+  // armed containers at /tmp/vgpulock/hostpid with LIBVGPU_HOSTPID_BROKER=1; "" = no broker
+  // (upstream's devicePlugin.hostPIDBroker.enabled=false). The plugin must run in the host PID
+  // namespace.
+  std::string host_pid_broker_dir;
 };
 
 // dir + "/" + name, without doubling a trailing slash of dir.

@@ -68,6 +68,8 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"cdi annotation prefix", [](PluginConfig& c) { c.cdi_annotation_prefix = "cdi"; },
        "--cdi-annotation-prefix"},
       {"cdi kind", [](PluginConfig& c) { c.cdi_kind = "gpu"; }, "--cdi-kind"},
+      {"relative broker dir", [](PluginConfig& c) { c.host_pid_broker_dir = "run/hostpid"; },
+       "--host-pid-broker-dir 'run/hostpid' must be an absolute host path"},
       {"socket path too long", [](PluginConfig& c) { c.plugin_dir = "/" + std::string(120, 'd'); },
        "107 bytes"},
   };

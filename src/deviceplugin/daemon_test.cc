@@ -139,10 +139,11 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
 
-  pid_t pid = SpawnPlugin(state, devices, "",
-                          {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root",
-                           dir + "/regions", "--split-count", "3", "--register-interval", "1",
-                           "--fail-on-init-error", "--log-level", "warn"});
+  pid_t pid = SpawnPlugin(
+      state, devices, "",
+      {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root", dir + "/regions",
+       "--split-count", "3", "--register-interval", "1", "--host-pid-broker-dir", dir + "/hostpid",
+       "--fail-on-init-error", "--log-level", "warn"});
   ASSERT_GE(pid, 0);
 
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(20)));
@@ -172,6 +173,14 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), kDev1);
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  // Upstream's host PID broker: served before registration, gated and mounted read-only.
+  EXPECT_EQ(env.at("LIBVGPU_HOSTPID_BROKER"), "1");
+  EXPECT_TRUE(fs::is_socket(dir + "/hostpid/broker.sock"));
+  bool broker_mounted = false;
+  for (const auto& m : r->container_responses(0).mounts())
+    broker_mounted |= m.container_path() == "/tmp/vgpulock/hostpid" &&
+                      m.host_path() == dir + "/hostpid" && m.read_only();
+  EXPECT_TRUE(broker_mounted);
   EXPECT_EQ((*api.Get("pods", "ml", "train"))["metadata"]["annotations"][core::kBindPhase],
             "success");
   auto unknown = kubelet.Allocate({{std::string(kDev0) + "-1"}});

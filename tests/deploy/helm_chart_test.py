@@ -160,6 +160,22 @@ for value in ["none", "single", "mixed"]:
 r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.migStrategy=Mixed"], capture_output=True, text=True)
 check(r.returncode != 0 and "migStrategy" in r.stderr, f"schema: migStrategy Mixed is refused: {r.stderr}")
 
+# 3e. upstream's host PID broker: the device plugin serves it on a hostPath; it needs hostPID
+text, docs = render("hostPIDBroker", "hami-system", "--set", "devicePlugin.hostPIDBroker.enabled=true")
+refs("hostPIDBroker", text, "--namespace-exists", "hami-system")
+dp = container(docs, "DaemonSet", "device-plugin")
+check("--host-pid-broker-dir=/var/run/hami/hostpid" in dp["command"], f"hostPIDBroker: device plugin args {dp['command']}")
+check({"name": "hostpid-broker", "mountPath": "/var/run/hami/hostpid"} in dp["volumeMounts"], "hostPIDBroker: socket directory mounted")
+vols = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]["volumes"]
+check({"name": "hostpid-broker", "hostPath": {"path": "/var/run/hami/hostpid", "type": "DirectoryOrCreate"}} in vols,
+      "hostPIDBroker: hostPath volume")
+text, docs = render("no hostPIDBroker", "hami-system")
+check(not any("host-pid-broker" in a for a in container(docs, "DaemonSet", "device-plugin")["command"]), "defaults: no broker")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.hostPIDBroker.enabled=true", "--set", "devicePlugin.hostPID=false"],
+                   capture_output=True, text=True)
+check(r.returncode != 0 and "devicePlugin.hostPIDBroker.enabled needs devicePlugin.hostPID: true" in r.stderr,
+      f"hostPIDBroker without hostPID is refused: {r.stderr}")
+
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
 refs("upstream values", text, "--namespace-exists", "hami-system")
