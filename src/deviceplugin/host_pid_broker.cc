@@ -109,13 +109,16 @@ void HostPidBroker::Answer(int conn) {
     if (n <= 0) return;
     got += static_cast<size_t>(n);
   }
+  // A request is exactly 8 bytes: more already sent makes it invalid (upstream's rule).
+  char extra;
+  const bool longer = ::recv(conn, &extra, 1, MSG_DONTWAIT | MSG_PEEK) > 0;
   unsigned char resp[12] = {'H', 'P', 'I', 'D'};
   Put16(resp + 4, kVersion);
   uint16_t status = kStatusInvalid;
   uint32_t pid = 0;
   ucred cred{};
   socklen_t len = sizeof(cred);
-  if (std::memcmp(req, "HPID", 4) == 0 && Get16(req + 4) == kVersion &&
+  if (!longer && std::memcmp(req, "HPID", 4) == 0 && Get16(req + 4) == kVersion &&
       Get16(req + 6) == kCommandHostPid &&
       ::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0) {
     status = kStatusOk;

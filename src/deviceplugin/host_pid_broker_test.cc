@@ -79,10 +79,15 @@ TEST_F(HostPidBrokerTest, AnswersTheCallersOwnPid) {
 TEST_F(HostPidBrokerTest, InvalidRequestsGetStatusOneAndNoPid) {
   auto b = HostPidBroker::Start(dir_);
   ASSERT_TRUE(b.ok()) << b.status();
-  for (const string& req : {string("HPIX\x00\x01\x00\x01", 8), string("HPID\x00\x02\x00\x01", 8),
-                            string("HPID\x00\x01\x00\x07", 8), string("GET / HTTP/1.0\r\n\r\n")}) {
+  // Upstream's cases (protocol_test.go TestValidRequest): magic, version, command, zero command,
+  // long.
+  for (const string& req : {string("BAD!\x00\x01\x00\x01", 8), string("HPID\x00\x02\x00\x01", 8),
+                            string("HPID\x00\x01\x00\x02", 8), string("HPID\x00\x01\x00\x00", 8),
+                            kAsk + '\0', string("GET / HTTP/1.0\r\n\r\n")}) {
     EXPECT_EQ(Exchange((*b)->socket_path(), req), Answer(1, 0)) << req;
   }
+  // Short (7 bytes, then nothing): dropped without an answer once the request deadline passes.
+  EXPECT_EQ(Exchange((*b)->socket_path(), kAsk.substr(0, 7)), "");
 }
 
 TEST_F(HostPidBrokerTest, ASilentCallerHoldsOthersUpAtMostASecond) {
