@@ -18,10 +18,12 @@
 #include "common/log.h"
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
+#include "deviceplugin/host_pid_broker.h"
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
 #include "deviceplugin/pod_resources.h"
+#include "deviceplugin/static_mig.h"
 #include "gpu/nvml_discovery.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -108,6 +110,12 @@ int DevicePluginMain(int argc, char** argv) {
                  "CDI kind (<vendor>/<class>) of the node's CDI spec naming the GPUs by index and "
                  "UUID (nvidia-ctk cdi generate's default)")
       ->capture_default_str();
+  app.add_option("--mig-strategy", cfg.mig_strategy,
+                 "static MIG (MIG devices made beforehand): none, single (every MIG device as "
+                 "--resource-name), mixed (nvidia.com/mig-<profile>); GPUs with MIG off stay "
+                 "shared (docs/install.md)")
+      ->envname("MIG_STRATEGY")
+      ->capture_default_str();
   app.add_option("--config", config_file,
                  "per-node config JSON ({\"nodeconfig\":[{\"name\":...}]}, upstream format), "
                  "applied over the flags");
@@ -139,6 +147,10 @@ int DevicePluginMain(int argc, char** argv) {
                  "operating mode mps: host directory the MPS server uses as /dev/shm, mounted at "
                  "the containers' /dev/shm (empty: not mounted)")
       ->capture_default_str();
+  app.add_option("--host-pid-broker-dir", cfg.host_pid_broker_dir,
+                 "serve upstream's host PID broker (<dir>/broker.sock) and mount <dir> read-only "
+                 "into GPU containers at /tmp/vgpulock/hostpid, so that libvgpu learns its host "
+                 "PIDs; needs the host PID namespace (empty: off)");
   app.add_option(
          "--pod-resources-socket", pod_resources_socket,
          "kubelet PodResources socket, to tell apart pods waiting for the same number of devices "
@@ -208,18 +220,43 @@ int DevicePluginMain(int argc, char** argv) {
     discovery = std::make_unique<gpu::NullDiscovery>();
   }
 
+  // Static MIG strategies: the MIG devices made beforehand, read once (a new layout needs a
+  // restart, as NVIDIA's plugin).
+  std::vector<deviceplugin::StaticMigResource> static_mig;
+  if (cfg.mig_strategy != "none") {
+    auto gpus = discovery->ListDevices();
+    if (!gpus.ok()) return Fail(gpus.status());
+    const std::vector<gpu::GpuInfo> kept = deviceplugin::FilterDevices(*gpus, cfg);
+    if (mig != nullptr) {
+      auto res = deviceplugin::BuildStaticMigResources(kept, *mig, cfg);
+      if (!res.ok()) return Fail(res.status());
+      static_mig = std::move(*res);
+    } else if (!kept.empty()) {
+      return Fail(FailedPrecondition("--mig-strategy ", cfg.mig_strategy,
+                                     ": NVML without the MIG API cannot list MIG devices"));
+    }
+  }
+
   if (dry_run) {
     auto gpus = discovery->ListDevices();
     if (!gpus.ok()) return Fail(gpus.status());
+    std::vector<gpu::GpuInfo> shared = *gpus;  // under a static MIG strategy, MIG GPUs are not
+    if (cfg.mig_strategy != "none")
+      std::erase_if(shared, [](const gpu::GpuInfo& g) { return g.mig_enabled; });
     std::printf(
         "%s: %s\n", vendors::nvidia::kNodeNvidiaRegister,
-        core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(*gpus, {}, cfg)).c_str());
+        core::EncodeNodeDevicesJson(deviceplugin::BuildNodeDevices(shared, {}, cfg)).c_str());
     if (topology_score) {
       auto links = discovery->Topology();
       if (!links.ok()) return Fail(links.status());
       std::printf(
           "%s: %s\n", vendors::nvidia::kNodeNvidiaScore,
           core::EncodeLinkScores(deviceplugin::BuildLinkScores(*gpus, *links, cfg)).c_str());
+    }
+    for (const auto& r : static_mig) {
+      std::string ids;
+      for (const auto& d : r.devices) ids += (ids.empty() ? "" : ",") + d.uuid;
+      std::printf("%s (%s): %s\n", r.resource_name.c_str(), r.socket_name.c_str(), ids.c_str());
     }
     return 0;
   }
@@ -249,7 +286,33 @@ int DevicePluginMain(int argc, char** argv) {
         std::make_unique<deviceplugin::PodResourcesView>(pod_resources_socket, cfg.resource_name);
     plugin.SetKubeletPodView(pod_resources.get());
   }
+  // Before the plugin: a container armed to ask the broker must find it.
+  std::unique_ptr<deviceplugin::HostPidBroker> broker;
+  if (!cfg.host_pid_broker_dir.empty()) {
+    auto b = deviceplugin::HostPidBroker::Start(cfg.host_pid_broker_dir);
+    if (!b.ok()) return Fail(b.status());
+    broker = std::move(*b);
+  }
+  // single: the MIG devices are --resource-name, served by the main plugin; mixed: one plugin per
+  // nvidia.com/mig-<profile>, each on its own socket.
+  std::vector<std::unique_ptr<deviceplugin::DevicePlugin>> mig_plugins;
+  for (auto& r : static_mig) {
+    if (r.resource_name == cfg.resource_name) {
+      plugin.ServeStaticMig(std::move(r.devices), /*with_shared_gpus=*/true);
+      continue;
+    }
+    deviceplugin::PluginConfig c = cfg;
+    c.resource_name = r.resource_name;
+    c.socket_name = r.socket_name;
+    c.enable_preferred_allocation = false;  // kubelet's own choice: no decision to steer to
+    auto p = std::make_unique<deviceplugin::DevicePlugin>(c, discovery.get(), &pending,
+                                                          seed + mig_plugins.size() + 1);
+    p->ServeStaticMig(std::move(r.devices), /*with_shared_gpus=*/false);
+    mig_plugins.push_back(std::move(p));
+  }
   if (Status s = plugin.Start(); !s.ok()) return Fail(s);
+  for (auto& p : mig_plugins)
+    if (Status s = p->Start(); !s.ok()) return Fail(s);
   deviceplugin::NodeRegistrar registrar(
       client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); },
       &RealClock::Get());
@@ -279,6 +342,7 @@ int DevicePluginMain(int argc, char** argv) {
       break;
     }
   }
+  for (auto& p : mig_plugins) p->Stop();
   plugin.Stop();
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include "core/model.h"
 #include "deviceplugin/mps.h"
+#include "deviceplugin/host_pid_broker.h"
 #include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
 
@@ -131,6 +132,12 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   a.mounts.push_back({JoinPath(c.container_hook_dir, "libvgpu.so"), c.libvgpu_host_path, true});
   a.mounts.push_back({c.container_hook_dir, a.region_host_dir, false});
   a.mounts.push_back({"/tmp/vgpulock", c.lock_dir, false});
+  if (!c.host_pid_broker_dir.empty()) {
+    // Nested in the writable lock directory, so listed after it; read-only: a container may ask
+    // the broker, never replace its socket.
+    a.mounts.push_back({kHostPidBrokerContainerDir, c.host_pid_broker_dir, true});
+    a.envs[kEnvHostPidBroker] = "1";
+  }
   if (!ctr.disable_control)
     a.mounts.push_back({"/etc/ld.so.preload", c.ld_preload_host_path, true});
 
@@ -140,6 +147,7 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   std::map<std::string, std::string> armed = a.envs;
   armed.erase(kEnvVisibleDevices);
   armed.erase(kEnvLogLevel);
+  armed.erase(kEnvHostPidBroker);  // a gate of the environment, not a limit
   armed[kEnvCorePolicy] = c.core_policy;
   a.limits_file = "# libvgpu limits for this container, written by the hami device plugin\n";
   for (const auto& [k, v] : armed) a.limits_file += StrCat(k, "=", v, "\n");
@@ -157,9 +165,17 @@ StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
   if (mig_uuids.size() != ctr.devices.size())
     return Internal("pod ", pod.Key(), " container ", ctr.name, ": ", mig_uuids.size(),
                     " MIG device(s) for ", ctr.devices.size(), " decided device(s)");
+  auto a = BuildMigDeviceListAllocation(mig_uuids, c, allocation_id);
+  if (!a.ok()) return Annotate(a.status(), StrCat("pod ", pod.Key()));
+  return a;
+}
+
+StatusOr<ContainerAllocation> BuildMigDeviceListAllocation(
+    const std::vector<std::string>& mig_uuids, const PluginConfig& c,
+    std::string_view allocation_id) {
+  if (mig_uuids.empty()) return InvalidArgument("no MIG devices");
   for (const auto& u : mig_uuids) {
-    if (u.rfind("MIG-", 0) != 0)
-      return InvalidArgument("pod ", pod.Key(), ": '", u, "' is not a MIG device UUID");
+    if (u.rfind("MIG-", 0) != 0) return InvalidArgument("'", u, "' is not a MIG device UUID");
   }
   ContainerAllocation a;
   HAMI_RETURN_IF_ERROR(ApplyDeviceList(mig_uuids, c, allocation_id, &a));

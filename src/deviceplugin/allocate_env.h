@@ -88,5 +88,11 @@ StatusOr<ContainerAllocation> BuildMigContainerAllocation(const PendingPod& pod,
 StatusOr<ContainerAllocation> BuildMpsContainerAllocation(
     const PendingPod& pod, const PendingContainer& ctr, const PluginConfig& config,
     std::string_view allocation_id, const std::map<std::string, int>& gpu_indices = {});
+// MIG devices whole (`mig_uuids`, each "MIG-..."), as above and for kubelet's choice under a
+// static MIG strategy (static_mig.h): only the device list, by UUID, under
+// config.device_list_strategy. Error when an ID is not a MIG UUID.
+StatusOr<ContainerAllocation> BuildMigDeviceListAllocation(
+    const std::vector<std::string>& mig_uuids, const PluginConfig& config,
+    std::string_view allocation_id);
 
 }  // namespace hami::deviceplugin

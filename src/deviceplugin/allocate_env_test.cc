@@ -154,6 +154,32 @@ TEST(AllocateEnvTest, Mounts) {
   EXPECT_EQ(o->region_gid, 2000);
 }
 
+// Upstream's host PID broker: its directory read-only right after the lock directory it is nested
+// in, and the gate in the environment (not in the limits file: it arms nothing).
+TEST(AllocateEnvTest, HostPidBrokerMountAndGate) {
+  PluginConfig c;
+  PendingPod p = Pod({Dev("GPU-a", 1, 0)});
+  auto off = BuildContainerAllocation(p, p.containers[0], c, "r.cache");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->envs.count("LIBVGPU_HOSTPID_BROKER"), 0u);
+  for (const auto& m : off->mounts) EXPECT_NE(m.container_path, "/tmp/vgpulock/hostpid");
+
+  c.host_pid_broker_dir = "/var/run/hami/hostpid";
+  auto on = BuildContainerAllocation(p, p.containers[0], c, "r.cache");
+  ASSERT_TRUE(on.ok());
+  EXPECT_EQ(on->envs.at("LIBVGPU_HOSTPID_BROKER"), "1");
+  ASSERT_EQ(on->mounts.size(), 6u);
+  EXPECT_EQ(on->mounts[2], (MountSpec{"/tmp/vgpulock", "/tmp/vgpulock", false}));
+  EXPECT_EQ(on->mounts[3], (MountSpec{"/tmp/vgpulock/hostpid", "/var/run/hami/hostpid", true}));
+  EXPECT_EQ(on->limits_file, off->limits_file);
+
+  // MIG devices run without libvgpu: no broker either.
+  auto mig = BuildMigDeviceListAllocation({"MIG-a"}, c, "id");
+  ASSERT_TRUE(mig.ok());
+  EXPECT_TRUE(mig->mounts.empty());
+  EXPECT_EQ(mig->envs.count("LIBVGPU_HOSTPID_BROKER"), 0u);
+}
+
 // The limits file holds every libvgpu setting of the environment except the device list and log
 // level, and the core policy even when it is the default.
 TEST(AllocateEnvTest, LimitsFileMirrorsTheArmedEnvironment) {

@@ -29,12 +29,6 @@ Status Validate(const PluginConfig& c) {
   if (c.preconfigured_memory_mib < 0)
     return InvalidArgument("preconfigured device memory ", c.preconfigured_memory_mib,
                            " must be >= 0");
-  // Upstream's MIG strategies other than none would be accepted and then ignored: refuse them.
-  if (c.mig_strategy != "none")
-    return absl::UnimplementedError(
-        StrCat("MIG strategy '", c.mig_strategy,
-               "' (nodeconfig migstrategy) is not implemented by hami-cpp yet: "
-               "only none is (docs/migration.md)"));
   if (c.mode != "hami-core" && c.mode != "mig" && c.mode != "mps")
     return InvalidArgument("operating mode '", c.mode, "' must be hami-core, mig or mps");
   if (c.mode == "mps") {
@@ -51,10 +45,25 @@ Status Validate(const PluginConfig& c) {
     if (!c.mps_shm_dir.empty() && c.mps_shm_dir.front() != '/')
       return InvalidArgument("MPS shm dir '", c.mps_shm_dir, "' must be an absolute path or empty");
   }
+  // Static MIG strategies (NVIDIA's): pre-created MIG devices handed out whole by kubelet.
+  if (c.mig_strategy != "none" && c.mig_strategy != "single" && c.mig_strategy != "mixed")
+    return InvalidArgument("MIG strategy '", c.mig_strategy,
+                           "' (--mig-strategy, nodeconfig migstrategy) must be none, single or "
+                           "mixed");
+  // Dynamic MIG creates and destroys instances; a static strategy hands out the admin's: on one
+  // node they would fight over the same GPUs.
+  if (c.mode == "mig" && c.mig_strategy != "none")
+    return InvalidArgument("MIG strategy '", c.mig_strategy,
+                           "' cannot be combined with operating mode mig (dynamic MIG): use "
+                           "migstrategy none with operatingmode mig, or a static strategy with "
+                           "operatingmode hami-core");
   // A MIG device has no NVML index of its own that the runtime reads the same way; its UUID does.
-  if (c.mode == "mig" && c.device_id_strategy != "uuid")
+  if ((c.mode == "mig" || c.mig_strategy != "none") && c.device_id_strategy != "uuid")
     return InvalidArgument("--device-id-strategy ", c.device_id_strategy,
-                           " cannot name MIG devices (operating mode mig): use uuid");
+                           " cannot name MIG devices (",
+                           c.mode == "mig" ? std::string("operating mode mig")
+                                           : StrCat("MIG strategy ", c.mig_strategy),
+                           "): use uuid");
   if (c.core_policy != "default" && c.core_policy != "force" && c.core_policy != "disable")
     return InvalidArgument("core policy '", c.core_policy, "' must be default, force or disable");
   if (!c.libcuda_log_level.empty() && c.libcuda_log_level != "0" && c.libcuda_log_level != "1" &&
@@ -72,6 +81,9 @@ Status Validate(const PluginConfig& c) {
   if (c.socket_name.empty() || c.socket_name.find('/') != std::string::npos)
     return InvalidArgument("socket name '", c.socket_name, "' must be a plain file name");
   if (c.plugin_dir.empty()) return InvalidArgument("plugin dir must not be empty");
+  if (!c.host_pid_broker_dir.empty() && c.host_pid_broker_dir.front() != '/')
+    return InvalidArgument("--host-pid-broker-dir '", c.host_pid_broker_dir,
+                           "' must be an absolute host path");
   // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
   for (const std::string& sock : {c.socket_name, c.kubelet_socket}) {
     const std::string path = JoinPath(c.plugin_dir, sock);

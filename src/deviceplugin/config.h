@@ -36,8 +36,11 @@ struct PluginConfig {
   // the node's NVIDIA MPS control daemon, which enforces each container's limits;
   // deviceplugin/mps.h).
   std::string mode = "hami-core";
-  std::string mig_strategy = "none";  // migstrategy: none (upstream's single, mixed fail Validate)
-  bool enable_numa_topology = false;  // report each replica's NUMA node to kubelet
+  // migstrategy / --mig-strategy, NVIDIA's static MIG strategies for MIG devices the admin made:
+  // none (MIG GPUs are not offered), single (every MIG device as `resource_name`), mixed (as
+  // nvidia.com/mig-<profile>, one resource per profile). Not with mode mig.
+  std::string mig_strategy = "none";
+  bool enable_numa_topology = false;        // report each replica's NUMA node to kubelet
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision
   std::vector<std::string> exclude_uuids;   // filterdevices.uuid
   std::vector<int> exclude_indices;         // filterdevices.index
@@ -67,6 +70,11 @@ struct PluginConfig {
   // Host directory the daemon's server uses as /dev/shm, mounted at the container's /dev/shm (MPS
   // clients share memory with their server there). "" = not mounted (the pods share it otherwise).
   std::string mps_shm_dir = "/dev/shm";
+  // Host directory of the host PID broker's socket (host_pid_broker.h), mounted read-only into
+  // armed containers at /tmp/vgpulock/hostpid with LIBVGPU_HOSTPID_BROKER=1; "" = no broker
+  // (upstream's devicePlugin.hostPIDBroker.enabled=false). The plugin must run in the host PID
+  // namespace.
+  std::string host_pid_broker_dir;
 };
 
 // dir + "/" + name, without doubling a trailing slash of dir.

@@ -16,6 +16,11 @@ TEST(ConfigTest, DefaultsAreValid) {
   mps.mps_shm_dir = "";  // the daemon's /dev/shm reaches pods some other way
   mps.device_id_strategy = "index";
   EXPECT_TRUE(Validate(mps).ok());
+  for (const char* strategy : {"none", "single", "mixed"}) {
+    PluginConfig c;
+    c.mig_strategy = strategy;
+    EXPECT_TRUE(Validate(c).ok()) << strategy;
+  }
 }
 
 TEST(ConfigTest, ValidateNamesTheOption) {
@@ -68,10 +73,23 @@ TEST(ConfigTest, ValidateNamesTheOption) {
        "MPS shm dir 'shm' must be an absolute path or empty"},
       {"mode mps is case sensitive", [](PluginConfig& c) { c.mode = "MPS"; },
        "operating mode 'MPS' must be hami-core, mig or mps"},
-      {"mig strategy single", [](PluginConfig& c) { c.mig_strategy = "single"; },
-       "MIG strategy 'single' (nodeconfig migstrategy) is not implemented"},
-      {"mig strategy mixed", [](PluginConfig& c) { c.mig_strategy = "mixed"; },
-       "MIG strategy 'mixed' (nodeconfig migstrategy) is not implemented"},
+      {"mig strategy unknown", [](PluginConfig& c) { c.mig_strategy = "Mixed"; },
+       "MIG strategy 'Mixed' (--mig-strategy, nodeconfig migstrategy) must be none, single or "
+       "mixed"},
+      {"mig strategy empty", [](PluginConfig& c) { c.mig_strategy = ""; },
+       "MIG strategy '' (--mig-strategy"},
+      {"static and dynamic MIG",
+       [](PluginConfig& c) {
+         c.mode = "mig";
+         c.mig_strategy = "single";
+       },
+       "MIG strategy 'single' cannot be combined with operating mode mig"},
+      {"static MIG by index",
+       [](PluginConfig& c) {
+         c.mig_strategy = "mixed";
+         c.device_id_strategy = "index";
+       },
+       "--device-id-strategy index cannot name MIG devices (MIG strategy mixed): use uuid"},
       {"policy", [](PluginConfig& c) { c.core_policy = "always"; }, "core policy"},
       {"log level", [](PluginConfig& c) { c.libcuda_log_level = "9"; }, "log level"},
       {"resource", [](PluginConfig& c) { c.resource_name = "gpu"; }, "resource name"},
@@ -86,6 +104,8 @@ TEST(ConfigTest, ValidateNamesTheOption) {
       {"cdi annotation prefix", [](PluginConfig& c) { c.cdi_annotation_prefix = "cdi"; },
        "--cdi-annotation-prefix"},
       {"cdi kind", [](PluginConfig& c) { c.cdi_kind = "gpu"; }, "--cdi-kind"},
+      {"relative broker dir", [](PluginConfig& c) { c.host_pid_broker_dir = "run/hostpid"; },
+       "--host-pid-broker-dir 'run/hostpid' must be an absolute host path"},
       {"socket path too long", [](PluginConfig& c) { c.plugin_dir = "/" + std::string(120, 'd'); },
        "107 bytes"},
   };
@@ -147,6 +167,9 @@ TEST(ConfigTest, IntegerLogLevelAccepted) {
   ASSERT_TRUE(
       ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","libcudaloglevel":4}]})", "n", &c).ok());
   EXPECT_EQ(c.libcuda_log_level, "4");
+  ASSERT_TRUE(
+      ApplyNodeConfig(R"({"nodeconfig":[{"name":"n","migstrategy":"mixed"}]})", "n", &c).ok());
+  EXPECT_EQ(c.mig_strategy, "mixed");
 }
 
 TEST(ConfigTest, ErrorsNameFileEntryAndField) {

@@ -12,10 +12,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/annotations.h"
 #include "deviceplugin/testing/fake_kubelet.h"
+#include "gpu/nvml_discovery.h"
 #include "gpu/testing/fake_nvml_hooks.h"
 #include "k8s/testing/fake_apiserver.h"
 #include "vendors/nvidia/annotations.h"
@@ -76,6 +78,27 @@ pid_t SpawnPlugin(const std::string& state, const std::string& devices, const st
   _exit(127);
 }
 
+// A started API server holding node1, without annotations.
+void ServeNode1(k8s::testing::FakeApiServer& api) {
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(
+      api.Upsert("nodes",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+          .ok());
+}
+
+// FAKEGPU_DEVICES of the MIG tests: an A100 (GPU 0, MIG on with FAKEGPU_MIG=0) and a T4.
+constexpr char kMigNode[] = "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
+
+// SIGTERM: the plugin stops and exits 0.
+void StopCleanly(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 // The pod of a scheduler decision bound to node1: one container "main" with `to_allocate`.
 Json BoundPod(const std::string& name, const std::string& to_allocate) {
   return {{"apiVersion", "v1"},
@@ -94,28 +117,17 @@ Json BoundPod(const std::string& name, const std::string& to_allocate) {
           {"status", {{"phase", "Pending"}}}};
 }
 
-// Node node1 on the fake API server and a node config giving it operating mode `mode`, written to
-// `dir`/config.json; returns that path.
+// A started API server holding node1 (ServeNode1) and a node config giving it operating mode
+// `mode`, written to `dir`/config.json; returns that path.
 std::string AddNode1WithMode(k8s::testing::FakeApiServer& api, const std::string& dir,
                              const std::string& mode) {
-  EXPECT_TRUE(
-      api.Upsert("nodes",
-                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
-          .ok());
+  ServeNode1(api);
   const std::string node_config = dir + "/config.json";
   std::ofstream(node_config) << R"({"nodeconfig":[{"name":"node1","operatingmode":")" << mode
                              << R"("}]})";
   return node_config;
 }
 
-// SIGTERM: the plugin exits 0.
-void StopPlugin(pid_t pid) {
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-}
 
 TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   char tmpl[] = "/tmp/hddXXXXXX";
@@ -139,10 +151,11 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
 
-  pid_t pid = SpawnPlugin(state, devices, "",
-                          {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root",
-                           dir + "/regions", "--split-count", "3", "--register-interval", "1",
-                           "--fail-on-init-error", "--log-level", "warn"});
+  pid_t pid = SpawnPlugin(
+      state, devices, "",
+      {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root", dir + "/regions",
+       "--split-count", "3", "--register-interval", "1", "--host-pid-broker-dir", dir + "/hostpid",
+       "--fail-on-init-error", "--log-level", "warn"});
   ASSERT_GE(pid, 0);
 
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(20)));
@@ -172,6 +185,14 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), kDev1);
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  // Upstream's host PID broker: served before registration, gated and mounted read-only.
+  EXPECT_EQ(env.at("LIBVGPU_HOSTPID_BROKER"), "1");
+  EXPECT_TRUE(fs::is_socket(dir + "/hostpid/broker.sock"));
+  bool broker_mounted = false;
+  for (const auto& m : r->container_responses(0).mounts())
+    broker_mounted |= m.container_path() == "/tmp/vgpulock/hostpid" &&
+                      m.host_path() == dir + "/hostpid" && m.read_only();
+  EXPECT_TRUE(broker_mounted);
   EXPECT_EQ((*api.Get("pods", "ml", "train"))["metadata"]["annotations"][core::kBindPhase],
             "success");
   auto unknown = kubelet.Allocate({{std::string(kDev0) + "-1"}});
@@ -205,7 +226,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
       [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; },
       seconds(20)));
 
-  StopPlugin(pid);
+  StopCleanly(pid);
   EXPECT_FALSE(fs::exists(plugin_dir + "/nvidia-gpu.sock"));
   kubelet.Stop();
   std::error_code ec;
@@ -221,9 +242,8 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   const std::string dir = tmpl;
   const std::string plugin_dir = dir + "/dp";
   const std::string state = dir + "/fakegpu.state";
-  const std::string devices = "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
+  const std::string devices = kMigNode;
   k8s::testing::FakeApiServer api;
-  ASSERT_TRUE(api.Start().ok());
   const std::string node_config = AddNode1WithMode(api, dir, "mig");
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
@@ -289,7 +309,67 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   EXPECT_TRUE(Eventually([&] { return mig_by_index(gpu, 0, &handle) == 6; }, seconds(20)))
       << "NVML_ERROR_NOT_FOUND: no MIG device left";
 
-  StopPlugin(pid);
+  StopCleanly(pid);
+  kubelet.Stop();
+  unsetenv("FAKEGPU_MIG");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Static MIG, strategy mixed: MIG devices made beforehand on the A100 are served as
+// nvidia.com/mig-1g.5gb on a socket of their own; the T4 stays the shared nvidia.com/gpu and is the
+// only GPU HAMi's scheduler is told of.
+TEST(DaemonTest, StaticMigMixedNode) {
+  char tmpl[] = "/tmp/hddXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string plugin_dir = dir + "/dp";
+  const std::string state = dir + "/fakegpu.state";
+  const std::string devices = kMigNode;
+  setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
+  setenv("FAKEGPU_MIG", "0", 1);
+  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  ASSERT_TRUE(hooks.ok()) << hooks.error;
+  hooks.reset();
+  std::vector<std::string> made;
+  {
+    gpu::NvmlOptions o;
+    o.library = HAMI_FAKE_NVML;
+    auto nvml = gpu::NvmlDiscovery::Open(o);
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    for (int start : {0, 1}) {  // the administrator's instances
+      auto m = (*nvml)->CreateMigInstance(kDev0, "1g.5gb", {start, 1});
+      ASSERT_TRUE(m.ok()) << m.status();
+      made.push_back(m->uuid);
+    }
+  }
+  k8s::testing::FakeApiServer api;
+  ServeNode1(api);
+  testing::FakeKubelet kubelet(plugin_dir);
+  ASSERT_TRUE(kubelet.Start().ok());
+  pid_t pid =
+      SpawnPlugin(state, devices, "0",
+                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
+                   "--region-root", dir + "/regions", "--mig-strategy", "mixed", "--split-count",
+                   "2", "--register-interval", "1", "--fail-on-init-error", "--log-level", "warn"});
+  ASSERT_GE(pid, 0);
+  ASSERT_TRUE(kubelet.WaitForRegistrations(2, seconds(20)));
+  std::map<std::string, std::string> endpoints;
+  for (const auto& r : kubelet.Registrations()) endpoints[r.resource_name()] = r.endpoint();
+  EXPECT_EQ(endpoints, (std::map<std::string, std::string>{
+                           {"nvidia.com/gpu", "nvidia-gpu.sock"},
+                           {"nvidia.com/mig-1g.5gb", "nvidia-mig-1g.5gb.sock"}}));
+  auto register_annotation = [&] {
+    auto o = api.Get("nodes", "", "node1");
+    return o ? (*o)["metadata"]["annotations"].value(vendors::nvidia::kNodeNvidiaRegister, "")
+             : std::string();
+  };
+  ASSERT_TRUE(Eventually([&] { return !register_annotation().empty(); }, seconds(20)));
+  EXPECT_NE(register_annotation().find(kDev1), std::string::npos) << register_annotation();
+  EXPECT_EQ(register_annotation().find(kDev0), std::string::npos) << register_annotation();
+
+  StopCleanly(pid);
   kubelet.Stop();
   unsetenv("FAKEGPU_MIG");
   std::error_code ec;
@@ -309,7 +389,6 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
   // The daemon's PID file names a live process: this test.
   std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << ::getpid() << "\n";
   k8s::testing::FakeApiServer api;
-  ASSERT_TRUE(api.Start().ok());
   const std::string node_config = AddNode1WithMode(api, dir, "mps");
   testing::FakeKubelet kubelet(plugin_dir);
   ASSERT_TRUE(kubelet.Start().ok());
@@ -350,7 +429,7 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
   EXPECT_EQ(c.mounts(0).host_path(), pipe);
   EXPECT_FALSE(fs::exists(dir + "/regions")) << "no libvgpu region for an MPS client";
 
-  StopPlugin(pid);
+  StopCleanly(pid);
   kubelet.Stop();
   std::error_code ec;
   fs::remove_all(dir, ec);

@@ -190,6 +190,13 @@ std::string DevicePlugin::KubeletSocketPath() const {
   return JoinPath(config_.plugin_dir, config_.kubelet_socket);
 }
 
+void DevicePlugin::ServeStaticMig(std::vector<StaticMigDevice> devices, bool with_shared_gpus) {
+  static_mig_ = std::move(devices);
+  static_mig_index_.clear();
+  for (size_t i = 0; i < static_mig_.size(); ++i) static_mig_index_[static_mig_[i].uuid] = i;
+  with_shared_gpus_ = with_shared_gpus;
+}
+
 Status DevicePlugin::Start() {
   if (started_) return FailedPrecondition("device plugin already started");
   HAMI_RETURN_IF_ERROR(Validate(config_));
@@ -199,6 +206,11 @@ Status DevicePlugin::Start() {
     MutexLock l(mu_);
     all_gpus_ = all;
     gpus_ = FilterDevices(all, config_);
+    // Static MIG: a GPU with MIG on offers its MIG devices (ServeStaticMig), it is not shared.
+    if (config_.mig_strategy != "none")
+      std::erase_if(gpus_, [](const gpu::GpuInfo& g) { return g.mig_enabled; });
+    if (!with_shared_gpus_) gpus_.clear();
+    for (const auto& m : static_mig_) static_mig_gpu_healthy_[m.gpu_uuid] = true;
     for (const auto& g : gpus_) {
       healthy_[g.uuid] = true;
       for (auto& id : ReplicaIds(g.uuid, config_.split_count)) replica_to_uuid_[id] = g.uuid;
@@ -212,8 +224,11 @@ Status DevicePlugin::Start() {
   } else {
     spdlog::warn("GPU topology unavailable: {}", std::string(links.status().message()));
   }
-  spdlog::info("device plugin: {} GPU(s) ({} excluded), {} replicas each, resource {}", kept,
-               all.size() - kept, config_.split_count, config_.resource_name);
+  spdlog::info(
+      "device plugin: {} shared GPU(s) ({} excluded or static MIG), {} replicas each, {} static "
+      "MIG device(s) (strategy {}), resource {}",
+      kept, all.size() - kept, config_.split_count, static_mig_.size(), config_.mig_strategy,
+      config_.resource_name);
   if (config_.mode == core::kModeMig) {
     if (mig_ == nullptr) spdlog::warn("operating mode mig without MIG control: grants will fail");
     MutexLock l(mu_);
@@ -396,10 +411,12 @@ void DevicePlugin::OnHealth(const gpu::HealthEvent& ev) {
   {
     MutexLock l(mu_);
     bool changed = false;
-    for (auto& [uuid, h] : healthy_) {
-      if ((ev.uuid.empty() || ev.uuid == uuid) && h != ev.healthy) {
-        h = ev.healthy;
-        changed = true;
+    for (auto* health : {&healthy_, &static_mig_gpu_healthy_}) {
+      for (auto& [uuid, h] : *health) {
+        if ((ev.uuid.empty() || ev.uuid == uuid) && h != ev.healthy) {
+          h = ev.healthy;
+          changed = true;
+        }
       }
     }
     if (!changed) return;
@@ -451,6 +468,14 @@ v1beta1::ListAndWatchResponse DevicePlugin::DeviceListLocked() const {
         d->mutable_topology()->add_nodes()->set_id(g.numa_node);
       }
     }
+  }
+  for (const auto& m : static_mig_) {
+    auto h = static_mig_gpu_healthy_.find(m.gpu_uuid);
+    v1beta1::Device* d = resp.add_devices();
+    d->set_id(m.uuid);
+    d->set_health(h == static_mig_gpu_healthy_.end() || h->second ? kHealthy : kUnhealthy);
+    if (config_.enable_numa_topology && m.numa_node >= 0)
+      d->mutable_topology()->add_nodes()->set_id(m.numa_node);
   }
   return resp;
 }
@@ -526,13 +551,24 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
     const v1beta1::ContainerAllocateRequest& cr) {
   std::vector<std::string> ids(cr.devices_ids().begin(), cr.devices_ids().end());
   if (ids.empty()) return InvalidArgument("Allocate: container request names no devices");
+  size_t static_ids = 0;
   {
     MutexLock m(mu_);
     for (const auto& id : ids) {
-      if (!replica_to_uuid_.count(id))
+      if (static_mig_index_.count(id)) {
+        ++static_ids;
+      } else if (!replica_to_uuid_.count(id)) {
         return InvalidArgument("Allocate: unknown device ID '", id,
                                "' (not advertised by this plugin)");
+      }
     }
+  }
+  if (static_ids > 0) {
+    if (static_ids != ids.size())
+      return InvalidArgument("Allocate: one container request names ", static_ids,
+                             " static MIG device(s) and ", ids.size() - static_ids,
+                             " shared GPU replica(s); a container gets either");
+    return AllocateStaticMig(ids);
   }
   auto listed = pending_->ListPending();
   if (!listed.ok())
@@ -619,6 +655,29 @@ StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateOne(
   spdlog::info("allocated pod {} container {}: {} ({}, device list {})", pod.Key(), ctr.name,
                decided, what, config_.device_list_strategy);
   return ToResponse(*alloc);
+}
+
+StatusOr<v1beta1::ContainerAllocateResponse> DevicePlugin::AllocateStaticMig(
+    const std::vector<std::string>& ids) {
+  {
+    MutexLock m(mu_);
+    for (const auto& id : ids) {
+      const StaticMigDevice& d = static_mig_[static_mig_index_.at(id)];
+      auto h = static_mig_gpu_healthy_.find(d.gpu_uuid);
+      if (h != static_mig_gpu_healthy_.end() && !h->second)
+        return FailedPrecondition("Allocate: MIG device ", id, " (", d.profile, ") is on GPU ",
+                                  d.gpu_uuid, ", which is unhealthy");
+    }
+  }
+  const std::string cache_file = NewCacheFileName();  // its name is the allocation's ID
+  HAMI_ASSIGN_OR_RETURN(
+      ContainerAllocation alloc,
+      BuildMigDeviceListAllocation(ids, config_, cache_file.substr(0, cache_file.size() - 6)));
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
+  spdlog::info("allocated static MIG device(s) {} of {} (device list {})", list,
+               config_.resource_name, config_.device_list_strategy);
+  return ToResponse(alloc);
 }
 
 StatusOr<std::vector<std::string>> DevicePlugin::EnsureMigInstances(const PendingPod& pod,

@@ -22,6 +22,7 @@
 #include "deviceplugin/config.h"
 #include "deviceplugin/pending_pod.h"
 #include "deviceplugin/proto/api.pb.h"
+#include "deviceplugin/static_mig.h"
 #include "gpu/discovery.h"
 
 namespace grpc {
@@ -49,6 +50,12 @@ class DevicePlugin {
   // Operating mode mig: what creates the MIG instances that decisions grant (NvmlDiscovery). Must
   // outlive the plugin; set before Start. Without it, MIG grants fail at Allocate.
   void SetMigControl(gpu::MigControl* mig) { mig_ = mig; }
+  // Static MIG strategies (static_mig.h): also advertise these MIG devices, one kubelet device
+  // each named by its MIG UUID, and answer Allocate for them with the device list only. With
+  // `with_shared_gpus` false the plugin serves them alone (a mixed strategy's
+  // nvidia.com/mig-<profile> resource). Under any strategy but none, GPUs with MIG on are never
+  // shared through libvgpu. Set before Start.
+  void ServeStaticMig(std::vector<StaticMigDevice> devices, bool with_shared_gpus);
 
   // Discovers devices and starts serving; registration with kubelet is attempted now and retried
   // by the watch thread until kubelet.sock answers. Errors: invalid config, discovery failure,
@@ -100,6 +107,9 @@ class DevicePlugin {
   StatusOr<std::vector<std::string>> EnsureMigInstances(const PendingPod& pod,
                                                         const PendingContainer& ctr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
+  // kubelet's choice of static MIG devices (every ID one of static_mig_): the device list only.
+  StatusOr<v1beta1::ContainerAllocateResponse> AllocateStaticMig(
+      const std::vector<std::string>& ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
   std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
 
   PluginConfig config_;
@@ -107,6 +117,10 @@ class DevicePlugin {
   PendingPodSource* pending_;
   KubeletPodView* kubelet_view_ = nullptr;
   gpu::MigControl* mig_ = nullptr;
+  // Static MIG devices and their index by MIG UUID: fixed before Start, read-only after.
+  std::vector<StaticMigDevice> static_mig_;
+  std::map<std::string, size_t> static_mig_index_;
+  bool with_shared_gpus_ = true;
 
   // Guards the device state below; taken after alloc_mu_ or server_mu_, never before.
   mutable Mutex mu_ ABSL_ACQUIRED_AFTER(alloc_mu_, server_mu_);
@@ -115,6 +129,8 @@ class DevicePlugin {
   std::vector<gpu::GpuLink> links_ ABSL_GUARDED_BY(mu_);      // topology of all_gpus_
   std::vector<gpu::GpuInfo> gpus_ ABSL_GUARDED_BY(mu_);       // after filterdevices
   std::map<std::string, bool> healthy_ ABSL_GUARDED_BY(mu_);  // uuid -> healthy
+  // GPUs of the static MIG devices: uuid -> healthy (not shared, never in a decision).
+  std::map<std::string, bool> static_mig_gpu_healthy_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> replica_to_uuid_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;     // bumped on every device state change
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every server (re)start

@@ -605,10 +605,14 @@ class MigPluginTest : public PluginTest {
     PluginTest::SetUp();
     state_ = dir_ + "/fakegpu.state";
     setenv("FAKEGPU_MIG", "0", 1);
-    auto nvml = OpenFakeNvml(state_, "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40", &hooks_);
+    auto nvml = OpenFakeNvml(state_, Devices(), &hooks_);
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = std::move(*nvml);
     config_.mode = "mig";
+  }
+  // FAKEGPU_DEVICES of the node; GPU 0 has MIG on.
+  virtual const char* Devices() const {
+    return "NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40";
   }
   void TearDown() override {
     plugin_.reset();  // before the discovery it uses
@@ -862,6 +866,220 @@ TEST_F(MigPluginTest, NoReclaimOutsideMigMode) {
   ASSERT_TRUE(nvml_->CreateMigInstance(kA100, "1g.5gb", {0, 1}).ok());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(*plugin_->ReclaimMigInstances(), 0);
   EXPECT_EQ(Instances().size(), 1u);
+}
+
+// ---- Static MIG strategies over the fake NVML: MIG devices an administrator made beforehand ----
+
+class StaticMigPluginTest : public MigPluginTest {
+ protected:
+  void SetUp() override {
+    MigPluginTest::SetUp();
+    config_.mode = "hami-core";
+  }
+  void TearDown() override {
+    mig_plugin_.reset();
+    mig_kubelet_.reset();
+    MigPluginTest::TearDown();
+  }
+  // The admin's layout on the A100: 3g.20gb at slices 4+4, 1g.5gb at 0+1 and 1+1.
+  std::vector<gpu::MigInstance> MakeLayout() {
+    std::vector<gpu::MigInstance> made;
+    for (auto [profile, at] : std::vector<std::pair<const char*, gpu::MigPlacement>>{
+             {"3g.20gb", {4, 4}}, {"1g.5gb", {0, 1}}, {"1g.5gb", {1, 1}}}) {
+      auto m = nvml_->CreateMigInstance(kA100, profile, at);
+      EXPECT_TRUE(m.ok()) << m.status();
+      if (m.ok()) made.push_back(*m);
+    }
+    return made;
+  }
+  StatusOr<std::vector<StaticMigResource>> Resources() {
+    auto gpus = nvml_->ListDevices();
+    if (!gpus.ok()) return gpus.status();
+    return BuildStaticMigResources(*gpus, *nvml_, config_);
+  }
+  // Serves `r` the way the daemon does for a mixed strategy: its own plugin, resource and socket
+  // (here in a directory of its own, with a kubelet of its own).
+  void StartMigResource(const StaticMigResource& r) {
+    PluginConfig c = config_;
+    c.plugin_dir = dir_ + "/mig/";
+    c.resource_name = r.resource_name;
+    c.socket_name = r.socket_name;
+    c.enable_preferred_allocation = false;
+    mig_kubelet_ = std::make_unique<testing::FakeKubelet>(c.plugin_dir);
+    ASSERT_TRUE(mig_kubelet_->Start().ok());
+    mig_plugin_ = std::make_unique<DevicePlugin>(c, nvml_.get(), &pending_, 9);
+    mig_plugin_->ServeStaticMig(r.devices, /*with_shared_gpus=*/false);
+    ASSERT_TRUE(mig_plugin_->Start().ok());
+    const size_t n = r.devices.size();
+    ASSERT_TRUE(
+        mig_kubelet_->WaitForDevices([n](const auto& d) { return d.size() == n; }, seconds(10)));
+  }
+
+  std::unique_ptr<testing::FakeKubelet> mig_kubelet_;
+  std::unique_ptr<DevicePlugin> mig_plugin_;
+};
+
+TEST_F(StaticMigPluginTest, MixedServesEachProfileAsItsOwnResourceAndSharesTheRest) {
+  config_.mig_strategy = "mixed";
+  const auto made = MakeLayout();
+  ASSERT_EQ(made.size(), 3u);
+  auto res = Resources();
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 2u);
+  EXPECT_EQ((*res)[0].resource_name, "nvidia.com/mig-1g.5gb");
+  EXPECT_EQ((*res)[1].resource_name, "nvidia.com/mig-3g.20gb");
+
+  // nvidia.com/gpu: only the T4 (MIG off) is shared; the A100 is neither advertised nor registered.
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, nvml_.get(), &pending_, 5);
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(10)));
+  EXPECT_EQ(CountHealth(kubelet_->Devices(), kT4, "Healthy"), 4);
+  auto node = plugin_->NodeDevices();
+  ASSERT_EQ(node.size(), 1u);
+  EXPECT_EQ(node[0].uuid, kT4);
+
+  // nvidia.com/mig-1g.5gb: its two MIG devices, by MIG UUID, handed out whole.
+  StartMigResource((*res)[0]);
+  auto regs = mig_kubelet_->Registrations();
+  ASSERT_EQ(regs.size(), 1u);
+  EXPECT_EQ(regs[0].resource_name(), "nvidia.com/mig-1g.5gb");
+  EXPECT_EQ(regs[0].endpoint(), "nvidia-mig-1g.5gb.sock");
+  EXPECT_FALSE(regs[0].options().get_preferred_allocation_available());
+  auto devs = mig_kubelet_->Devices();
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].id(), made[1].uuid);
+  EXPECT_EQ(devs[1].id(), made[2].uuid);
+  EXPECT_EQ(devs[0].health(), "Healthy");
+  EXPECT_TRUE(mig_plugin_->NodeDevices().empty());  // nothing for HAMi's scheduler
+
+  // kubelet picks; no pod decision is needed and nothing of libvgpu is given.
+  auto r = mig_kubelet_->Allocate({{made[2].uuid}, {made[1].uuid}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->container_responses_size(), 2);
+  const auto& c0 = r->container_responses(0);
+  ASSERT_EQ(c0.envs().size(), 1u);
+  EXPECT_EQ(c0.envs().at("NVIDIA_VISIBLE_DEVICES"), made[2].uuid);
+  EXPECT_EQ(c0.mounts_size(), 0);
+  EXPECT_EQ(r->container_responses(1).envs().at("NVIDIA_VISIBLE_DEVICES"), made[1].uuid);
+  EXPECT_TRUE(pending_.Failed().empty());
+  EXPECT_EQ(Instances().size(), 3u);  // the admin's instances stay as they are
+
+  // IDs this resource does not advertise: another profile's MIG device, a GPU replica.
+  for (const std::string& id : {made[0].uuid, std::string(kT4) + "-0"}) {
+    auto bad = mig_kubelet_->Allocate({{id}});
+    ASSERT_FALSE(bad.ok()) << id;
+    EXPECT_NE(std::string(bad.status().message()).find("unknown device ID '" + id + "'"),
+              std::string::npos)
+        << bad.status();
+  }
+}
+
+TEST_F(StaticMigPluginTest, MixedUnderCdiNamesTheMigDevice) {
+  config_.mig_strategy = "mixed";
+  config_.device_list_strategy = "cdi-cri";
+  const auto made = MakeLayout();
+  auto res = Resources();
+  ASSERT_TRUE(res.ok()) << res.status();
+  StartMigResource((*res)[1]);
+  auto r = mig_kubelet_->Allocate({{made[0].uuid}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& c0 = r->container_responses(0);
+  ASSERT_EQ(c0.cdi_devices_size(), 1);
+  EXPECT_EQ(c0.cdi_devices(0).name(), "nvidia.com/gpu=" + made[0].uuid);
+  EXPECT_EQ(c0.envs().count("NVIDIA_VISIBLE_DEVICES"), 0u);
+}
+
+TEST_F(StaticMigPluginTest, SingleRefusesAGpuWithMigOffBesideMigGpus) {
+  config_.mig_strategy = "single";
+  MakeLayout();
+  auto res = Resources();
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(std::string(res.status().message())
+                .find(StrCat("MIG strategy single: GPU ", kT4, " has MIG off")),
+            std::string::npos)
+      << res.status();
+}
+
+TEST_F(StaticMigPluginTest, MigGpuWithoutMigDevicesIsAnErrorAtStart) {
+  config_.mig_strategy = "mixed";
+  auto res = Resources();  // MIG on, nothing created
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(std::string(res.status().message()).find("has MIG on but no MIG device"),
+            std::string::npos)
+      << res.status();
+}
+
+// A node whose only GPU is an A100 in MIG mode, for the single strategy.
+class SingleMigPluginTest : public MigPluginTest {
+ protected:
+  void SetUp() override {
+    MigPluginTest::SetUp();
+    config_.mode = "hami-core";
+    config_.mig_strategy = "single";
+  }
+  const char* Devices() const override { return "NVIDIA A100-SXM4-40GB:40960:108"; }
+};
+
+TEST_F(SingleMigPluginTest, EveryMigDeviceIsOneNvidiaGpu) {
+  std::vector<std::string> uuids;
+  for (int start : {0, 1, 2}) {
+    auto m = nvml_->CreateMigInstance(kA100, "1g.5gb", {start, 1});
+    ASSERT_TRUE(m.ok()) << m.status();
+    uuids.push_back(m->uuid);
+  }
+  auto gpus = nvml_->ListDevices();
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  auto res = BuildStaticMigResources(*gpus, *nvml_, config_);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  ASSERT_EQ((*res)[0].resource_name, "nvidia.com/gpu");
+
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, nvml_.get(), &pending_, 5);
+  plugin_->ServeStaticMig((*res)[0].devices, /*with_shared_gpus=*/true);
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 3; }, seconds(10)));
+  auto regs = kubelet_->Registrations();
+  ASSERT_EQ(regs.size(), 1u);
+  EXPECT_EQ(regs[0].resource_name(), "nvidia.com/gpu");
+  std::vector<std::string> ids;
+  for (const auto& d : kubelet_->Devices()) ids.push_back(d.id());
+  EXPECT_EQ(ids, uuids);
+  // No GPU is shared: HAMi's scheduler is told of none.
+  EXPECT_EQ(plugin_->NodeAnnotations(false).at("hami.io/node-nvidia-register"), "[]");
+
+  auto r = kubelet_->Allocate({{uuids[0], uuids[2]}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"),
+            uuids[0] + "," + uuids[2]);
+  EXPECT_EQ(r->container_responses(0).mounts_size(), 0);
+}
+
+// Health of static MIG devices follows their GPU; a replica and a MIG device in one request fail.
+TEST_F(PluginTest, StaticMigDevicesFollowTheirGpusHealth) {
+  ASSERT_TRUE(kubelet_->Start().ok());
+  plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 3);
+  plugin_->ServeStaticMig({{"MIG-aaaa-1", "GPU-aaaa", "1g.5gb", 1}}, /*with_shared_gpus=*/true);
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 9; }, seconds(10)));
+  EXPECT_EQ(kubelet_->Devices().back().id(), "MIG-aaaa-1");
+
+  auto mixed = kubelet_->Allocate({{"MIG-aaaa-1", "GPU-bbbb-0"}});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(std::string(mixed.status().message()).find("a container gets either"),
+            std::string::npos)
+      << mixed.status();
+
+  discovery_->SetHealth({"GPU-aaaa", false, 79, "Xid 79"});
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [](const auto& d) { return !d.empty() && d.back().health() == "Unhealthy"; }, seconds(10)));
+  auto r = kubelet_->Allocate({{"MIG-aaaa-1"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message())
+                .find("MIG device MIG-aaaa-1 (1g.5gb) is on GPU GPU-aaaa, which is unhealthy"),
+            std::string::npos)
+      << r.status();
 }
 
 }  // namespace

@@ -91,7 +91,13 @@ void vgpu_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 
 typedef struct vgpu_region_params {
   uint32_t policy;
   int32_t priority;
+  /* Socket of the device plugin's host PID broker (upstream HAMi's protocol version 1), asked for
+   * this process's host PID when a slot is claimed; NULL = not used (the PID from /proc). */
+  const char* host_pid_broker;
 } vgpu_region_params;
+/* Where the device plugin mounts its broker directory (LIBVGPU_HOSTPID_BROKER=1, upstream names).
+ */
+#define VGPU_HOSTPID_BROKER_SOCKET "/tmp/vgpulock/hostpid/broker.sock"
 /* 1 when the device plugin's limits file armed this process's container (set before
  * vgpu_region_attach): then a region file that cannot be used at all (unusable path, mapping
  * failure) refuses allocations too, like one that cannot be trusted. */

@@ -392,8 +392,11 @@ static int policy_rank(uint32_t p) {
 
 static int attach_region_locked(void) {
   if (g.rc.r) return 0;
-  vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1};
+  vgpu_region_params p = {VGPU_POLICY_DEFAULT, 1, NULL};
   vgpu_region_armed = g_armed;
+  /* The device plugin's gate (upstream's name and value): only "1" turns the broker on. */
+  const char* broker = env_get("LIBVGPU_HOSTPID_BROKER");
+  if (broker && strcmp(broker, "1") == 0) p.host_pid_broker = VGPU_HOSTPID_BROKER_SOCKET;
   const char* s = cfg_get("GPU_CORE_UTILIZATION_POLICY");
   if (s && vgpu_parse_policy(s, &p.policy) != 0) {
     VGPU_LOG(VGPU_LOG_ERROR,

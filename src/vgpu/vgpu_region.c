@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -373,9 +376,10 @@ static int any_live_user(int fd) {
   return fl.l_type != F_UNLCK;
 }
 
-static uint32_t host_pid(void) {
-  /* NStgid lists the pid in every namespace from the one of this /proc outward-in; the first entry
-   * is the outermost one visible here. Best effort, only informational. */
+/* This process's PID as /proc shows it outermost: the host PID only when /proc is the host's.
+ * NStgid lists the pid in every namespace from the one of this /proc inward; the first entry is the
+ * outermost one visible here. */
+static uint32_t proc_host_pid(void) {
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[2048];
@@ -388,8 +392,59 @@ static uint32_t host_pid(void) {
   return (uint32_t)strtoul(p + 7, NULL, 10);
 }
 
+/* Upstream HAMi's host PID broker, protocol version 1 (docs/upstream-contract.md, "Host PID
+ * broker"): request "HPID", version 1, command 1; answer "HPID", version 1, status 0 and the PID
+ * the kernel gives the broker, which runs in the host PID namespace, for this connection
+ * (SO_PEERCRED). Integers are big-endian. 0 on any failure; never waits more than about a second.
+ */
+static uint32_t broker_host_pid(const char* path) {
+  struct sockaddr_un a;
+  if (!path || strlen(path) >= sizeof(a.sun_path)) return 0;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct timeval tv = {0, 500000};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  memset(&a, 0, sizeof(a));
+  a.sun_family = AF_UNIX;
+  memcpy(a.sun_path, path, strlen(path));
+  static const unsigned char req[8] = {'H', 'P', 'I', 'D', 0, 1, 0, 1};
+  unsigned char resp[12];
+  size_t got = 0;
+  uint32_t pid = 0;
+  if (connect(fd, (struct sockaddr*)&a, sizeof(a)) == 0 &&
+      send(fd, req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req)) {
+    while (got < sizeof(resp)) {
+      ssize_t n = recv(fd, resp + got, sizeof(resp) - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += (size_t)n;
+    }
+  }
+  close(fd);
+  if (got == sizeof(resp) && memcmp(resp, "HPID", 4) == 0 && resp[4] == 0 && resp[5] == 1 &&
+      resp[6] == 0 && resp[7] == 0) {
+    pid = (uint32_t)resp[8] << 24 | (uint32_t)resp[9] << 16 | (uint32_t)resp[10] << 8 |
+          (uint32_t)resp[11];
+  }
+  return pid;
+}
+
+static uint32_t host_pid(const vgpu_region_params* p) {
+  if (p->host_pid_broker) {
+    uint32_t pid = broker_host_pid(p->host_pid_broker);
+    if (pid) return pid;
+    VGPU_LOG(VGPU_LOG_WARN,
+             "host PID broker %s did not answer; taking the PID from /proc (in a container with "
+             "its own PID namespace, context memory and SM calibration then miss this process)",
+             p->host_pid_broker);
+  }
+  return proc_host_pid();
+}
+
 static int claim_slot(vgpu_region_ctx* c) {
   vgpu_region* r = c->r;
+  const uint32_t my_host_pid = host_pid(&c->params); /* before any lock: the broker may be slow */
   for (int i = 0; i < VGPU_MAX_SLOTS; i++) {
     if (ofd_lock(c->fd, VGPU_REGION_LIVENESS_BASE + (uint64_t)i, F_WRLCK) != 0) continue;
     c->slot = i;
@@ -420,7 +475,7 @@ static int claim_slot(vgpu_region_ctx* c) {
     }
     reclaim_slot_locked(r, i); /* a dead previous owner's leftovers */
     s->pid = (uint32_t)getpid();
-    s->host_pid = host_pid();
+    s->host_pid = my_host_pid;
     s->start_ns = clock_ns(CLOCK_BOOTTIME);
     STORE32(&s->state, VGPU_SLOT_ACTIVE);
     region_unlock(c);

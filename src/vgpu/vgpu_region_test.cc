@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "vgpu/vgpu_core.h"
 
@@ -34,7 +37,7 @@ class RegionTest : public ::testing::Test {
     rmdir(dir_.c_str());
   }
   int Attach(vgpu_region_ctx* c) {
-    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, nullptr};
     return vgpu_region_attach(c, path_.c_str(), &p);
   }
   // Attaches and registers device "GPU-a" (entry 0) with `limit` bytes.
@@ -249,7 +252,7 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
   }
   {  // unusable path
     vgpu_region_ctx c;
-    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, nullptr};
     EXPECT_EQ(vgpu_region_attach(&c, "/nonexistent-dir/x.cache", &p), -1);
     ASSERT_NE(c.r, nullptr);
     vgpu_region_detach(&c);
@@ -394,7 +397,7 @@ TEST_F(RegionTest, UnusablePathRefusesWhenArmed) {
     SCOPED_TRACE(armed);
     vgpu_region_armed = armed;
     vgpu_region_ctx c;
-    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, nullptr};
     EXPECT_EQ(vgpu_region_attach(&c, (dir_ + "/missing/x.cache").c_str(), &p), -1);
     vgpu_region_armed = 0;
     EXPECT_EQ(c.refused, armed);
@@ -425,7 +428,7 @@ TEST_F(RegionTest, ArmedPermissionDeniedRefusesOnlyWhenTheUserOwnsTheDirectory) 
       if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
       vgpu_region_armed = 1;
       vgpu_region_ctx c;
-      vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+      vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, nullptr};
       if (vgpu_region_attach(&c, (sub + "/region.cache").c_str(), &p) != -1) _exit(11);
       _exit(c.refused ? 1 : 0);
     }
@@ -513,7 +516,7 @@ vgpu_region_ctx* g_claimer;
 const char* g_claim_path;
 void ClaimDeadSlotAndLock() {
   vgpu_region_takeover_hook = nullptr;
-  vgpu_region_params p{VGPU_POLICY_DEFAULT, 1};
+  vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, nullptr};
   if (vgpu_region_attach(g_claimer, g_claim_path, &p) != 0 || vgpu_region_lock(g_claimer) != 0)
     std::abort();
 }
@@ -545,6 +548,76 @@ TEST_F(RegionTest, DeadOwnerTakeoverHasOneWinner) {
   EXPECT_EQ(vgpu_region_reserve(&a, 0, 10, 0), 0);
   vgpu_region_detach(&c);
   vgpu_region_detach(&a);
+}
+
+// A one-shot broker on `path` that answers the first connection with `reply` (after reading the
+// 8-byte request into `request`).
+std::thread ServeOnce(const std::string& path, std::string reply, std::string* request) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(listen(fd, 1), 0);
+  return std::thread([fd, reply, request] {
+    int c = accept(fd, nullptr, nullptr);
+    char buf[8];
+    size_t got = 0;
+    while (c >= 0 && got < sizeof(buf)) {
+      ssize_t n = recv(c, buf + got, sizeof(buf) - got, 0);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    request->assign(buf, got);
+    if (c >= 0) {
+      (void)send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      close(c);
+    }
+    close(fd);
+  });
+}
+
+// The slot's host PID comes from the device plugin's broker when one is named (upstream's protocol
+// version 1, big-endian); an answer that is not a valid success, or no broker, falls back to /proc
+// (here the same namespace: this process's PID).
+TEST_F(RegionTest, HostPidFromTheBrokerElseFromProc) {
+  using std::string;
+  const string ok_reply =
+      string("HPID\x00\x01\x00\x00", 8) + string("\x00\x01\xe2\x40", 4);  // 123456
+  struct Case {
+    const char* name;
+    string reply;  // empty: no broker listening
+    uint32_t want;
+  };
+  const Case cases[] = {
+      {"answer", ok_reply, 123456u},
+      {"status invalid", string("HPID\x00\x01\x00\x01", 8) + string("\x00\x01\xe2\x40", 4),
+       static_cast<uint32_t>(getpid())},
+      {"wrong magic", string("HPIX\x00\x01\x00\x00", 8) + string("\x00\x01\xe2\x40", 4),
+       static_cast<uint32_t>(getpid())},
+      {"version 2", string("HPID\x00\x02\x00\x00", 8) + string("\x00\x01\xe2\x40", 4),
+       static_cast<uint32_t>(getpid())},
+      {"short", string("HPID\x00\x01\x00\x00", 8), static_cast<uint32_t>(getpid())},
+      {"no broker", "", static_cast<uint32_t>(getpid())},
+  };
+  for (const Case& tc : cases) {
+    const string sock = dir_ + "/broker.sock";
+    string request;
+    std::thread server;
+    if (!tc.reply.empty()) server = ServeOnce(sock, tc.reply, &request);
+    vgpu_region_params p{VGPU_POLICY_DEFAULT, 1, sock.c_str()};
+    vgpu_region_ctx c;
+    ASSERT_EQ(vgpu_region_attach(&c, path_.c_str(), &p), 0) << tc.name;
+    EXPECT_EQ(c.r->slots[c.slot].host_pid, tc.want) << tc.name;
+    vgpu_region_detach(&c);
+    if (server.joinable()) {
+      server.join();
+      EXPECT_EQ(request, string("HPID\x00\x01\x00\x01", 8)) << tc.name;
+    }
+    unlink(sock.c_str());
+    unlink(path_.c_str());
+  }
 }
 
 }  // namespace

@@ -183,6 +183,29 @@ for name, args in {"mps.enabled": ["--set", "devicePlugin.mps.enabled=true", "--
           f"{name}: pipe directory volume: {vols}")
 r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.mps.pipeDir=nvidia-mps"], capture_output=True, text=True)
 check(r.returncode != 0 and "pipeDir" in r.stderr, "schema: a relative mps.pipeDir is refused")
+# 3e. NVIDIA's static MIG strategy reaches the device plugin (default none); the schema refuses others
+for value in ["none", "single", "mixed"]:
+    text, docs = render(f"migStrategy={value}", "hami-system", *([] if value == "none" else ["--set", f"devicePlugin.migStrategy={value}"]))
+    dp = container(docs, "DaemonSet", "device-plugin")
+    check(f"--mig-strategy={value}" in dp["command"], f"migStrategy={value}: device plugin args {dp['command']}")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.migStrategy=Mixed"], capture_output=True, text=True)
+check(r.returncode != 0 and "migStrategy" in r.stderr, f"schema: migStrategy Mixed is refused: {r.stderr}")
+
+# 3f. upstream's host PID broker: the device plugin serves it on a hostPath; it needs hostPID
+text, docs = render("hostPIDBroker", "hami-system", "--set", "devicePlugin.hostPIDBroker.enabled=true")
+refs("hostPIDBroker", text, "--namespace-exists", "hami-system")
+dp = container(docs, "DaemonSet", "device-plugin")
+check("--host-pid-broker-dir=/var/run/hami/hostpid" in dp["command"], f"hostPIDBroker: device plugin args {dp['command']}")
+check({"name": "hostpid-broker", "mountPath": "/var/run/hami/hostpid"} in dp["volumeMounts"], "hostPIDBroker: socket directory mounted")
+vols = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]["volumes"]
+check({"name": "hostpid-broker", "hostPath": {"path": "/var/run/hami/hostpid", "type": "DirectoryOrCreate"}} in vols,
+      "hostPIDBroker: hostPath volume")
+text, docs = render("no hostPIDBroker", "hami-system")
+check(not any("host-pid-broker" in a for a in container(docs, "DaemonSet", "device-plugin")["command"]), "defaults: no broker")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.hostPIDBroker.enabled=true", "--set", "devicePlugin.hostPID=false"],
+                   capture_output=True, text=True)
+check(r.returncode != 0 and "devicePlugin.hostPIDBroker.enabled needs devicePlugin.hostPID: true" in r.stderr,
+      f"hostPIDBroker without hostPID is refused: {r.stderr}")
 
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")

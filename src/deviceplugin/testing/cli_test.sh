@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 help=$("$hami" device-plugin --help) || fail "--help exited $?"
 for flag in --kubeconfig --node-name --plugin-dir --split-count --config --libvgpu-path --region-root \
             --resource-name --device-memory-scaling --device-cores-scaling --nvml-library --dry-run \
-            --device-list-strategy --device-id-strategy --cdi-annotation-prefix --cdi-kind; do
+            --device-list-strategy --device-id-strategy --cdi-annotation-prefix --cdi-kind --mig-strategy; do
   echo "$help" | grep -q -- "$flag" || fail "--help does not document $flag"
 done
 
@@ -60,5 +60,26 @@ state=$(mktemp /tmp/hami-cli-test.XXXXXX)
 out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_DEVICES="Tesla T4:15360:40" \
       "$hami" device-plugin --dry-run --device-list-strategy cdi-annotations,cdi-cri --device-id-strategy index 2>&1) \
   || fail "--device-list-strategy cdi-annotations,cdi-cri: $out"
+rm -f "$state"
+# Static MIG strategies: a value that is not none, single or mixed fails at start naming the option
+# (flag or MIG_STRATEGY); a GPU with MIG on and no MIG device is refused naming the GPU and the fix;
+# GPUs with MIG off stay shared.
+out=$("$hami" device-plugin --dry-run --mig-strategy Mixed 2>&1) && fail "--mig-strategy Mixed accepted"
+echo "$out" | grep -q -- "MIG strategy 'Mixed' (--mig-strategy, nodeconfig migstrategy) must be none, single or mixed" \
+  || fail "error does not name --mig-strategy: $out"
+out=$(MIG_STRATEGY=all "$hami" device-plugin --dry-run 2>&1) && fail "MIG_STRATEGY=all accepted"
+echo "$out" | grep -q -- "--mig-strategy" || fail "env error does not name the option: $out"
+state=$(mktemp /tmp/hami-cli-test.XXXXXX)
+rm -f "$state"
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" FAKEGPU_MIG=0 \
+      FAKEGPU_DEVICES="NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40" \
+      "$hami" device-plugin --dry-run --mig-strategy mixed 2>&1) && fail "MIG GPU without MIG devices accepted"
+echo "$out" | grep -q "GPU 0 (GPU-fa4e0000-0000-4000-8000-000000000000) has MIG on but no MIG device" \
+  || fail "error does not name the GPU: $out"
+rm -f "$state"
+out=$(LD_LIBRARY_PATH="$fakes" FAKEGPU_STATE="$state" \
+      FAKEGPU_DEVICES="NVIDIA A100-SXM4-40GB:40960:108;Tesla T4:15360:40" \
+      "$hami" device-plugin --dry-run --mig-strategy single 2>&1) || fail "--mig-strategy single without MIG GPUs: $out"
+echo "$out" | grep -q '"id":"GPU-fa4e0000-0000-4000-8000-000000000001","index":1' || fail "GPUs with MIG off not shared: $out"
 rm -f "$state"
 echo "ok"

@@ -43,7 +43,7 @@ StatusOr<std::unique_ptr<FakeContainerProcess>> FakeContainerProcess::Attach(
   if (ec) return Internal("mkdir ", dir, ": ", ec.message());
   std::unique_ptr<FakeContainerProcess> p(new FakeContainerProcess());
   p->path_ = dir + "/" + file;
-  vgpu_region_params params{policy, priority};
+  vgpu_region_params params{policy, priority, nullptr};
   if (vgpu_region_attach(&p->ctx_, p->path_.c_str(), &params) != 0) {
     vgpu_region_detach(&p->ctx_);
     return Internal("vgpu_region_attach(", p->path_, ") fell back to a private region");
@@ -93,7 +93,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::string& r
       if (fd != fds[1]) close(fd);
     }
     vgpu_region_ctx ctx;
-    vgpu_region_params params{0, 1};
+    vgpu_region_params params{0, 1, nullptr};
     char ok = vgpu_region_attach(&ctx, region_path.c_str(), &params) == 0 ? 1 : 0;
     int e =
         ok ? vgpu_region_device(&ctx, device.uuid.c_str(), device.limit_bytes, device.sm_limit_pct,
