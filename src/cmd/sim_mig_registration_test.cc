@@ -18,11 +18,20 @@
 namespace hami::cmd {
 namespace {
 
+// "<name> <MiB> <core> <slices> <start>+<size>..." per profile, for readable failures.
+std::string Text(const std::vector<core::MigProfile>& profiles) {
+  std::string out;
+  for (const core::MigProfile& p : profiles) {
+    out += StrCat(p.name, " ", p.memory_mib, " ", p.core, " ", p.slice_count);
+    for (const core::MigPlacement& at : p.placements) out += StrCat(" ", at.start, "+", at.size);
+    out += "\n";
+  }
+  return out;
+}
+
 TEST(SimMigRegistrationTest, SimulatedMigGpusRegisterWhatTheDevicePluginDoes) {
   gpu::testing::FakeNvmlHooks hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
   ASSERT_TRUE(hooks.ok()) << hooks.error;
-  const std::string state = "/tmp/hami-sim-mig-" + std::to_string(getpid());
-  setenv("FAKEGPU_STATE", state.c_str(), 1);
   setenv("FAKEGPU_MIG", "0", 1);
   // The GPU of each set as FAKEGPU_DEVICES names it (NVML name, MiB, SMs): the fake picks its MIG
   // table by name and memory.
@@ -36,6 +45,9 @@ TEST(SimMigRegistrationTest, SimulatedMigGpusRegisterWhatTheDevicePluginDoes) {
   ASSERT_EQ(sets.size(), gpus.size()) << "a set without its GPU here, or one the sim lost";
   for (const auto& [set, gpu] : gpus) {
     SCOPED_TRACE(set);
+    // A state file per GPU: the fake keeps the devices of the state it was created with.
+    const std::string state = "/tmp/hami-sim-mig-" + std::to_string(getpid()) + "-" + set;
+    setenv("FAKEGPU_STATE", state.c_str(), 1);
     setenv("FAKEGPU_DEVICES", gpu.c_str(), 1);
     hooks.reset();
     gpu::NvmlOptions o;
@@ -58,10 +70,11 @@ TEST(SimMigRegistrationTest, SimulatedMigGpusRegisterWhatTheDevicePluginDoes) {
     EXPECT_EQ(d.mode, node[0].mode);
     EXPECT_EQ(d.devmem_mib, node[0].devmem_mib);
     EXPECT_EQ(d.devcore, node[0].devcore);
+    EXPECT_EQ(Text(d.mig_profiles), Text(node[0].mig_profiles));
     EXPECT_EQ(d.mig_profiles, node[0].mig_profiles);
     EXPECT_FALSE(d.mig_profiles.empty());
+    unlink(state.c_str());
   }
-  unlink(state.c_str());
 }
 
 }  // namespace
