@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/annotations.h"
+#include "vendors/nvidia/mig.h"
 
 namespace hami::deviceplugin {
 
@@ -39,23 +40,17 @@ StatusOr<std::string> ReplicaUuid(const std::string& id) {
 }
 
 std::vector<core::MigProfile> RegisteredMigProfiles(const std::vector<gpu::MigProfileInfo>& ps) {
-  int whole_sms = 0, whole_slices = 0;
-  for (const auto& p : ps) {
-    whole_sms = std::max(whole_sms, p.sms);
-    whole_slices = std::max(whole_slices, p.slices);
+  std::vector<vendors::nvidia::DriverMigProfile> reported;
+  reported.reserve(ps.size());
+  for (const gpu::MigProfileInfo& p : ps) {
+    vendors::nvidia::DriverMigProfile& r = reported.emplace_back();
+    r.name = p.name;
+    r.slices = p.slices;
+    r.sms = p.sms;
+    r.memory_mib = p.memory_mib;
+    for (const auto& pl : p.placements) r.placements.push_back({pl.start, pl.size});
   }
-  std::vector<core::MigProfile> out;
-  for (const auto& p : ps) {
-    core::MigProfile m;
-    m.name = p.name;
-    m.memory_mib = p.memory_mib;
-    m.core = whole_sms > 0 ? p.sms * 100 / whole_sms
-                           : (whole_slices > 0 ? p.slices * 100 / whole_slices : 0);
-    m.slice_count = p.slices;
-    for (const auto& pl : p.placements) m.placements.push_back({pl.start, pl.size});
-    out.push_back(std::move(m));
-  }
-  return out;
+  return vendors::nvidia::RegisteredMigProfiles(reported);
 }
 
 std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& gpus,

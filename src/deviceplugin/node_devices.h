@@ -31,8 +31,8 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& config);
 
-// The migProfiles of a MIG GPU: NVML's profiles with `core` = the profile's SMs in percent of the
-// largest profile's (the whole GPU), rounded down, so a grant never claims compute it lacks.
+// The migProfiles of a MIG GPU from NVML's profiles (vendors::nvidia::RegisteredMigProfiles, the
+// rule `hami sim` registers its MIG GPUs with too).
 std::vector<core::MigProfile> RegisteredMigProfiles(const std::vector<gpu::MigProfileInfo>& ps);
 
 // Pairwise link scores for hami.io/node-nvidia-score (upstream's weights,

@@ -213,6 +213,83 @@ TEST_F(ExtenderTest, FilterReservesAndRefilterReplaces) {
   EXPECT_EQ(third.failed_nodes["n2"], "2/2 CardInsufficientMemory");
 }
 
+// Upstream's pkg/scheduler TestGetNodesUsageFailsClosedWithoutMigAllocation through /filter: a
+// pod's grant on a MIG-mode GPU without its hami.io/vgpu-mig-allocations entry (written by an older
+// HAMi) is charged, and the GPU then reads as unhealthy (retryable) until that pod is gone; with
+// its entry (upstream's TestGetNodesUsageRestoresMigAllocationByProfileAndPlacement) or on a
+// hami-core GPU the same grant blocks nothing. Each case has a node of its own with upstream's one
+// GPU.
+TEST_F(ExtenderTest, UpstreamTestGetNodesUsageFailsClosedWithoutMigAllocation) {
+  struct Case {
+    const char* name;
+    const char* mode;  // of the GPU
+    bool entry;        // the grant's hami.io/vgpu-mig-allocations entry is there
+    const char* why;   // "" = the next pod passes while the grant is held
+  };
+  const Case cases[] = {
+      {"no MIG entry", "mig", false, "1/1 CardNotHealth"},
+      {"with its MIG entry", "mig", true, ""},
+      {"a hami-core GPU", "hami-core", false, ""},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string node = "mig" + std::to_string(i), gpu = "GPU-" + std::to_string(i++);
+    Json dev{{"id", gpu},       {"index", 0},     {"count", 7},
+             {"devmem", 40960}, {"devcore", 100}, {"type", "NVIDIA-A100"},
+             {"health", true},  {"mode", c.mode}};
+    if (std::string(c.mode) == "mig")
+      dev["migProfiles"] = Json::array(
+          {{{"name", "1g.5gb"},
+            {"memoryMB", 5120},
+            {"core", 14},
+            {"sliceCount", 1},
+            {"placements",
+             Json::array({{{"start", 5}, {"size", 1}}, {{"start", 6}, {"size", 1}}})}}});
+    state_->OnNode(
+        Json{{"metadata",
+              {{"name", node},
+               {"annotations", {{"hami.io/node-nvidia-register", Json::array({dev}).dump()}}}}}});
+    Json ann{{"hami.io/vgpu-node", node},
+             {"hami.io/vgpu-devices-allocated", gpu + ",NVIDIA,5120,14:;"},
+             {"hami.io/vgpu-time", std::to_string(kNow)}};
+    if (c.entry)
+      ann["hami.io/vgpu-mig-allocations"] =
+          Json::array({{{"containerIndex", 0},
+                        {"deviceIndex", 0},
+                        {"gpuUUID", gpu},
+                        {"profile", "1g.5gb"},
+                        {"placement", {{"start", 6}, {"size", 1}}},
+                        {"migUUID", "MIG-a"},
+                        {"gpuInstanceID", 7},
+                        {"computeInstanceID", 0}}})
+              .dump();
+    const Json held{{"metadata",
+                     {{"name", "held-" + node},
+                      {"namespace", "ml"},
+                      {"uid", "held-" + node},
+                      {"annotations", ann}}},
+                    {"spec",
+                     {{"nodeName", node},
+                      {"schedulerName", "hami-scheduler"},
+                      {"containers", Json::array({{{"name", "main"}}})}}},
+                    {"status", {{"phase", "Running"}}}};
+    state_->OnPod(held);
+    EXPECT_TRUE(state_->Find("held-" + node).has_value());  // charged either way
+    const Json one{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}};
+    auto r = Filter(PodJson("next-" + node, one), {node});
+    ASSERT_TRUE(r.node_names.has_value());
+    EXPECT_EQ(r.node_names->size(), std::string(c.why).empty() ? 1u : 0u);
+    EXPECT_EQ(r.failed_nodes[node], c.why);
+    EXPECT_EQ(r.failed_and_unresolvable.count(node), 0u);
+    // The pod leaves: the GPU takes the next pod.
+    state_->OnPodDeleted(held);
+    r = Filter(PodJson("after-" + node, one), {node});
+    ASSERT_TRUE(r.node_names.has_value());
+    EXPECT_EQ(r.node_names->size(), 1u) << r.failed_nodes[node];
+  }
+}
+
 TEST_F(ExtenderTest, DryRunWithFullNodesHasNoSideEffects) {
   Filter(PodJson("seed", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}}), {"n2"});
   const size_t pods = state_->pod_count();

@@ -1252,8 +1252,8 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     unsigned int* count) {
   FG_GI_CALL(device, profile_id, count, idx, p);
   std::vector<nvmlGpuInstancePlacement_t> all;
-  for (unsigned s = 0; s < fakegpu::kMigMemorySlices; ++s)
-    if (p->starts >> s & 1u) all.push_back({s, p->size});
+  for (const fakegpu::GiPlacement& at : fakegpu::PossiblePlacements(*p))
+    all.push_back({at.start, at.size});
   return CopyList(all, placements, count, true);
 }
 

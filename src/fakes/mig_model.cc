@@ -45,9 +45,9 @@ constexpr GiProfile kH100With80Gb[] = {
 };
 
 constexpr MigModel kModels[] = {
-    {"A100-40GB", kA100With40Gb, sizeof kA100With40Gb / sizeof kA100With40Gb[0]},
-    {"A100-80GB", kA100With80Gb, sizeof kA100With80Gb / sizeof kA100With80Gb[0]},
-    {"H100-80GB", kH100With80Gb, sizeof kH100With80Gb / sizeof kH100With80Gb[0]},
+    {"A100-40GB", kA100With40Gb, sizeof kA100With40Gb / sizeof kA100With40Gb[0], 40960},
+    {"A100-80GB", kA100With80Gb, sizeof kA100With80Gb / sizeof kA100With80Gb[0], 81920},
+    {"H100-80GB", kH100With80Gb, sizeof kH100With80Gb / sizeof kH100With80Gb[0], 81920},
 };
 
 }  // namespace
@@ -57,6 +57,22 @@ const MigModel* MigModelFor(const std::string& name, uint64_t mem_mib) {
     return mem_mib <= 48 * 1024 ? &kModels[0] : &kModels[1];
   if (name.find("H100") != std::string::npos && mem_mib >= 80 * 1000) return &kModels[2];
   return nullptr;
+}
+
+std::span<const MigModel> MigModels() {
+  return kModels;
+}
+
+bool IsMediaExtension(const GiProfile& p) {
+  return p.profile == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ||
+         p.profile == NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1;
+}
+
+std::vector<GiPlacement> PossiblePlacements(const GiProfile& p) {
+  std::vector<GiPlacement> out;
+  for (unsigned s = 0; s < kMigMemorySlices; ++s)
+    if (p.starts >> s & 1u) out.push_back({s, p.size});
+  return out;
 }
 
 const GiProfile* GiProfileByIndex(const MigModel& m, unsigned profile) {

@@ -1,10 +1,14 @@
 // The MIG geometry of the GPUs the fake driver can partition (A100-SXM4-40GB, A100 80GB, H100
 // 80GB): the GPU instance profiles NVML reports for them, with their real sizes, engine counts and
 // legal placements, and the rules the fake follows for instance ids. Pure data, no state.
+// `hami sim` registers its MIG GPUs from these tables too (src/sim/trace.h), so a simulated MIG
+// node offers what a node running on this driver registers.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace fakegpu {
 
@@ -27,10 +31,24 @@ struct GiProfile {
 };
 
 struct MigModel {
-  const char* name;  // what the table describes, for messages
+  const char* name;  // what the table describes ("A100-40GB"), for messages and `hami sim`
   const GiProfile* profiles;
   int count;
+  uint64_t memory_mib;  // the GPU's memory (the nvmlDeviceGetMemoryInfo total of its 40/80 GB)
 };
+
+// Every modelled GPU, in the order above.
+std::span<const MigModel> MigModels();
+
+// A "+me" media-extension profile (NVML's *_REV1: one per GPU, holding the media engines).
+bool IsMediaExtension(const GiProfile& p);
+
+// The placements NVML lists for a profile (nvmlDeviceGetGpuInstancePossiblePlacements): one per
+// allowed start, `size` memory slices each, by start.
+struct GiPlacement {
+  unsigned start, size;
+};
+std::vector<GiPlacement> PossiblePlacements(const GiProfile& p);
 
 // The model of a GPU by its NVML name and memory: an "A100" of at most 48 GiB is an A100-40GB,
 // a larger one an A100-80GB, an "H100" of 80 GiB or more an H100-80GB; anything else cannot run MIG

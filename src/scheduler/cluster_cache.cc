@@ -103,8 +103,16 @@ PodDelta ClusterCache::DeltaFromAllocation(const core::PodAllocation& alloc,
   delta.cpu_milli = res.cpu_milli;
   delta.memory_mib = res.memory_mib;
   uuids->clear();
+  // Grants without a MIG instance, per device, over every container (NodeState::plain_on_mig
+  // counts them on MIG-mode devices).
+  std::map<std::string, int> plain;
+  for (const auto& container : alloc.containers)
+    for (const auto& cd : container)
+      if (cd.mig_profile.empty()) ++plain[cd.uuid];
   for (const auto& [uuid, u] : core::EffectiveDeviceUsage(kinds, alloc, res.init_finished)) {
-    delta.devices.push_back(DeviceDelta{-1, u.used, u.usedmem_mib, u.usedcores, u.mig_slices});
+    DeviceDelta d{-1, u.used, u.usedmem_mib, u.usedcores, u.mig_slices};
+    if (auto it = plain.find(uuid); it != plain.end()) d.plain_grants = it->second;
+    delta.devices.push_back(d);
     uuids->push_back(uuid);
   }
   return delta;

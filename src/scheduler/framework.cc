@@ -120,7 +120,9 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
   const core::DeviceUsage& u = ctx.usage[d];
   const core::DeviceSelectors& sel = ctx.cycle.pod().selectors;
   *never = false;
-  if (!cap.health) return Reason::kCardNotHealth;
+  // A MIG-mode device holding a grant without its MIG instance reads as unhealthy, as upstream
+  // marks it (NodeState::plain_on_mig); retryable: it opens when the grant leaves.
+  if (!cap.health || ctx.node.plain_on_mig[d] > 0) return Reason::kCardNotHealth;
   if (cap.cordoned) return Reason::kCardCordoned;
   const core::DeviceInfo& dev = ctx.node.info.devices[d];  // strings: read only with selectors
   if (ctx.cycle.has_device_selectors() &&
@@ -192,6 +194,7 @@ Reason CheckByRules(const GpuPicker& picker, const VendorRules& rules, const Pic
                     int d, bool* never) {
   *never = false;
   if (ctx.node.caps[d].cordoned) return Reason::kCardCordoned;
+  if (ctx.node.plain_on_mig[d] > 0) return Reason::kCardNotHealth;  // as in CheckDevice
   // A cycle built without the profile's rules (a caller bypassing Scheduler::Schedule) has no
   // parsed selectors: the device cannot be judged, so it is refused.
   assert(ctx.cycle.vendor_state() != nullptr);

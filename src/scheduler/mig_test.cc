@@ -241,6 +241,80 @@ TEST(MigScheduleTest, RebuiltGrantsHoldTheirSlices) {
   EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0x0fu);
 }
 
+// A decision on a MIG-mode GPU without its MIG entry (a plain grant, e.g. written by an older HAMi)
+// blocks the GPU, which then reads as unhealthy (upstream's TestGetNodesUsageFailsClosedWithout-
+// MigAllocation; end to end in StateTest.UpstreamTestGetNodesUsageFailsClosedWithoutMigAllocation).
+// The cache counts such grants per GPU: the slice mask cannot say it (a plain grant has no slices),
+// so the GPU opens only when the last of them leaves, whatever MIG grants come and go meanwhile.
+TEST(MigScheduleTest, PlainGrantsBlockAMigGpuUntilTheLastLeaves) {
+  // n1's one GPU is in MIG mode, n2's is a hami-core A100.
+  auto s = Make({MigNode("n1", 1, {0}), MigNode("n2", 1, {})});
+  auto grant = [](const std::string& node, const std::string& profile, int start) {
+    core::PodAllocation a;
+    a.node = node;
+    core::ContainerDevice cd{node + "-gpu0", core::kNvidiaVendor, 5120, 14};
+    cd.mig_profile = profile;
+    if (!profile.empty()) cd.mig_placement = {start, 1};
+    a.containers = {{cd}};
+    return a;
+  };
+  const std::vector<std::string> n1 = {"n1"};
+  auto why_not = [&] {  // a 1g pod filtered against n1
+    ScheduleOptions o;
+    o.explain = true;
+    auto d = s->Schedule(PodBuilder("why").Gpu(1, 5000, 0), &n1, o);
+    EXPECT_TRUE(d.ok()) << d.status();
+    if (!d.ok() || !d->node.empty() || d->failures.empty()) return std::string("placed");
+    return d->failures[0].reason + (d->failures[0].retryable ? "" : " (never)");
+  };
+  auto blocked = [&](const char* node) { return s->cache().Snapshot(node)->plain_on_mig.at(0); };
+  struct Step {
+    const char* what;
+    bool add;  // else remove
+    const char* uid;
+    core::PodAllocation allocation;
+    int blocked;  // n1's plain_on_mig after the step
+    const char* filter;
+  };
+  const Step steps[] = {
+      {"a MIG grant", true, "m1", grant("n1", "1g.5gb", 6), 0, "placed"},
+      {"a plain grant", true, "a", grant("n1", "", 0), 1, "1/1 CardNotHealth"},
+      {"a second one", true, "b", grant("n1", "", 0), 2, "1/1 CardNotHealth"},
+      {"one leaves", false, "a", {}, 1, "1/1 CardNotHealth"},
+      {"the MIG grant leaves", false, "m1", {}, 1, "1/1 CardNotHealth"},
+      {"a MIG grant comes", true, "m2", grant("n1", "1g.5gb", 0), 1, "1/1 CardNotHealth"},
+      {"the last leaves", false, "b", {}, 0, "placed"},
+  };
+  for (const Step& st : steps) {
+    SCOPED_TRACE(st.what);
+    ASSERT_TRUE((st.add ? s->AddPod(st.uid, st.allocation) : s->RemovePod(st.uid)).ok());
+    EXPECT_EQ(blocked("n1"), st.blocked);
+    EXPECT_EQ(why_not(), st.filter);
+  }
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].mig_slices, 0x01u);  // m2's slice only
+  // A plain grant is what a hami-core GPU takes: nothing is blocked.
+  ASSERT_TRUE(s->AddPod("shared", grant("n2", "", 0)).ok());
+  EXPECT_EQ(blocked("n2"), 0);
+
+  // A decision made before the block does not commit after it.
+  core::PodRequest late = PodBuilder("late").Gpu(1, 5000, 0);
+  auto d = s->Schedule(late, &n1);
+  ASSERT_TRUE(d.ok() && d->node == "n1") << d.status();
+  ASSERT_TRUE(s->AddPod("c", grant("n1", "", 0)).ok());
+  EXPECT_TRUE(absl::IsAborted(s->Reserve(late, *d)));
+
+  // The count follows the registration: registered hami-core the GPU is not blocked, back in mig
+  // mode it is again.
+  s->UpsertNode(MigNode("n1", 1, {}));
+  EXPECT_EQ(blocked("n1"), 0);
+  EXPECT_EQ(why_not(), "placed");
+  s->UpsertNode(MigNode("n1", 1, {0}));
+  EXPECT_EQ(blocked("n1"), 1);
+  EXPECT_EQ(why_not(), "1/1 CardNotHealth");
+  ASSERT_TRUE(s->RemovePod("c").ok());
+  EXPECT_EQ(why_not(), "placed");
+}
+
 // A reservation whose placement was taken meanwhile (a concurrent decision on a copy of the node)
 // does not commit.
 TEST(MigScheduleTest, ReserveRefusesATakenPlacement) {

@@ -44,6 +44,7 @@ NodeState NodeState::Make(core::NodeInfo info) {
   s.usage.assign(n, core::DeviceUsage{});
   s.cordoned.assign(n, 0);
   s.free_milli.assign(n, 0);
+  s.plain_on_mig.assign(n, 0);
   if (n > 0) s.uniform_vendor = s.info.devices[0].vendor;
   for (const auto& d : s.info.devices)
     if (d.vendor != s.uniform_vendor) s.uniform_vendor.clear();
@@ -93,10 +94,15 @@ void NodeState::Apply(const PodDelta& delta, int sign) {
     // Reservations never overlap (Fits); pods recorded from annotations are checked by their
     // reader (extender/state.cc), so a removal clears only its own slices.
     u.mig_slices = sign > 0 ? u.mig_slices | d.mig_slices : u.mig_slices & ~d.mig_slices;
+    // The slice mask is a union that a removal clears bit by bit; a grant without slices leaves
+    // nothing in it, so such grants are counted instead (plain_on_mig).
+    if (caps[d.device].mig) plain_on_mig[d.device] += sign * d.plain_grants;
     // A removal takes back what an addition put there: usage never goes below zero.
-    HAMI_DCHECK(u.used >= 0 && u.usedmem_mib >= 0 && u.usedcores >= 0, "node ", info.name,
-                ": device ", d.device, " usage below zero (", u.used, " slots, ", u.usedmem_mib,
-                " MiB, ", u.usedcores, " cores): a removal without its addition");
+    HAMI_DCHECK(
+        u.used >= 0 && u.usedmem_mib >= 0 && u.usedcores >= 0 && plain_on_mig[d.device] >= 0,
+        "node ", info.name, ": device ", d.device, " usage below zero (", u.used, " slots, ",
+        u.usedmem_mib, " MiB, ", u.usedcores, " cores, ", plain_on_mig[d.device],
+        " grants without a MIG instance): a removal without its addition");
     sum_used += int64_t{sign} * d.slots;
     sum_usedmem += sign * d.mem_mib;
     sum_usedcores += int64_t{sign} * d.cores;
@@ -136,7 +142,7 @@ NodeSummary NodeState::Summarize() const {
     s.max_devcore = std::max(s.max_devcore, c.devcore);
     s.max_free_milli = std::max(s.max_free_milli, free_milli[d]);
     s.mig_gpus += c.mig;
-    if (!c.health || c.cordoned || c.count <= u.used) continue;
+    if (!Usable(static_cast<int>(d)) || c.count <= u.used) continue;
     ++s.usable;
     s.last_slot += c.count - u.used == 1;
     if (s.usable <= NodeSummary::kFreeLevels)
@@ -159,7 +165,8 @@ bool NodeState::Fits(const PodDelta& delta) const {
     if (d.slots > 0 && u.used + d.slots > dev.count) return false;
     if (u.usedmem_mib + d.mem_mib > dev.devmem_mib) return false;
     if (u.usedcores + d.cores > dev.devcore) return false;
-    if ((u.mig_slices & d.mig_slices) != 0) return false;  // a MIG placement taken meanwhile
+    if ((u.mig_slices & d.mig_slices) != 0) return false;         // a MIG placement taken meanwhile
+    if (d.slots > 0 && plain_on_mig[d.device] > 0) return false;  // blocked meanwhile
     if (d.cores >= dev.devcore && d.cores > 0 && u.used > 0) return false;  // exclusive card
   }
   return true;

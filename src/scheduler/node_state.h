@@ -50,6 +50,9 @@ struct DeviceDelta {
   int cores = 0;
   uint32_t mig_slices = 0;  // MIG slices taken (core::MigSliceMask)
   int mig_profile = -1;     // per-container grants: index into DeviceInfo::mig_profiles
+  // Grants of the pod on the device without a MIG instance (no MIG profile). On a MIG-mode device
+  // such a grant blocks the device (NodeState::plain_on_mig).
+  int plain_grants = 0;
   bool operator==(const DeviceDelta&) const = default;
 };
 
@@ -111,6 +114,12 @@ struct NodeState {
   std::vector<core::DeviceUsage> usage;  // parallel to info.devices
   std::vector<char> cordoned;            // parallel to info.devices
   std::vector<DeviceCaps> caps;          // parallel to info.devices
+  // Parallel to info.devices: on a MIG-mode device, the grants without a MIG instance that pods
+  // hold (a decision whose hami.io/vgpu-mig-allocations entry is missing, e.g. one written by an
+  // older HAMi). While above 0 the device takes nothing (fail closed, as upstream: which slices
+  // such an instance holds is unknown, so no placement can be known free). A count, not a flag:
+  // the device opens again only when the last such grant has left.
+  std::vector<int> plain_on_mig;
   int64_t cpu_used = 0;
   int64_t mem_used = 0;
   int pods = 0;
@@ -131,6 +140,9 @@ struct NodeState {
   static NodeState Make(core::NodeInfo info);
 
   int gpus() const { return static_cast<int>(info.devices.size()); }
+  // Whether device `d` can take a grant at all: healthy, not cordoned, and not a MIG-mode device
+  // blocked by a grant without its MIG instance (plain_on_mig). Slots and sizes are not looked at.
+  bool Usable(int d) const { return caps[d].health && !caps[d].cordoned && plain_on_mig[d] == 0; }
   int64_t cpu_free() const { return info.cpu_milli - cpu_used; }
   int64_t mem_free() const { return info.memory_mib - mem_used; }
   // Index of the device with this uuid, or -1.

@@ -29,15 +29,19 @@ TEST(MigTraceTest, Columns) {
       {"the first GPU", header + "n,1,1,2,A100,A100-40GB:1,\n", "A100-40GB/1", true},
       {"unknown set", header + "n,1,1,2,A100,A100-41GB,\n",
        "nodes.csv:2: field mig: unknown MIG profile set 'A100-41GB' (known: A100-40GB, A100-80GB, "
-       "H100-80GB, A30)",
+       "H100-80GB)",
        false},
-      {"count past the GPUs", header + "n,1,1,2,A100,A30:3,\n",
+      {"A30 (the fake driver has no table for it)", header + "n,1,1,2,A30,A30,\n",
+       "unknown MIG profile set 'A30'", false},
+      {"count past the GPUs", header + "n,1,1,2,A100,H100-80GB:3,\n",
        "field mig: '3' is not a GPU count in 1..2", false},
-      {"count zero", header + "n,1,1,2,A100,A30:0,\n", "field mig: '0' is not a GPU count", false},
-      {"count not a number", header + "n,1,1,2,A100,A30:x,\n", "field mig: 'x'", false},
-      {"no GPUs", header + "n,1,1,0,,A30,\n", "field mig: the node has no GPUs", false},
-      {"another vendor", header + "n,1,1,2,Z100L,A30,hygon\n", "MIG is NVIDIA's", false},
-      {"a MIG node needs a model", header + "n,1,1,2,,A30,\n", "field model: empty model", false},
+      {"count zero", header + "n,1,1,2,A100,H100-80GB:0,\n", "field mig: '0' is not a GPU count",
+       false},
+      {"count not a number", header + "n,1,1,2,A100,H100-80GB:x,\n", "field mig: 'x'", false},
+      {"no GPUs", header + "n,1,1,0,,H100-80GB,\n", "field mig: the node has no GPUs", false},
+      {"another vendor", header + "n,1,1,2,Z100L,H100-80GB,hygon\n", "MIG is NVIDIA's", false},
+      {"a MIG node needs a model", header + "n,1,1,2,,H100-80GB,\n", "field model: empty model",
+       false},
       {"a plain NVIDIA node keeps the openb models", header + "n,1,1,2,A100,,\n",
        "unknown GPU model 'A100'", false},
   };
@@ -69,7 +73,10 @@ TEST(MigTraceTest, Columns) {
   }
 }
 
-// A MIG GPU of the trace registers as the set says: mig mode, the set's memory and profiles.
+// A MIG GPU of the trace registers as the set says: mig mode, the GPU's memory and the profiles a
+// node on the fake driver registers for it (NVML's MiB, cores = SMs in percent of the whole GPU's,
+// rounded down, no "+me" profile; the same through the device plugin's code: SimMigRegistrationTest
+// in src/cmd).
 TEST(MigTraceTest, NodesRegisterTheirProfileSet) {
   TraceNode node{"m", 64000, 262144, 2, "A100"};
   node.mig = "A100-40GB";
@@ -79,23 +86,46 @@ TEST(MigTraceTest, NodesRegisterTheirProfileSet) {
   EXPECT_TRUE(core::IsMigDevice(n.devices[0]));
   EXPECT_EQ(n.devices[0].devmem_mib, 40960);
   EXPECT_TRUE(core::ValidateMigRegistration(n.devices[0]).ok());
-  std::vector<std::string> names;
-  for (const auto& p : n.devices[0].mig_profiles) names.push_back(p.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}));
-  EXPECT_EQ(n.devices[0].mig_profiles[2].core, 42);
   EXPECT_FALSE(core::IsMigDevice(n.devices[1]));
   EXPECT_EQ(n.devices[1].devmem_mib, kSimGpuMemMib);
+  // "<name> <MiB> <core> <slices> <placements>" per profile.
+  auto text = [](const std::vector<core::MigProfile>& ps) {
+    std::vector<std::string> out;
+    for (const auto& p : ps) {
+      std::string at;
+      for (const auto& pl : p.placements)
+        at += StrCat(at.empty() ? "" : ",", pl.start, "+", pl.size);
+      out.push_back(StrCat(p.name, " ", p.memory_mib, " ", p.core, " ", p.slice_count, " ", at));
+    }
+    return out;
+  };
+  EXPECT_EQ(text(n.devices[0].mig_profiles),
+            (std::vector<std::string>{"1g.5gb 4864 14 1 0+1,1+1,2+1,3+1,4+1,5+1,6+1",
+                                      "2g.10gb 9984 28 2 0+2,2+2,4+2", "3g.20gb 20096 42 3 0+4,4+4",
+                                      "4g.20gb 20096 57 4 0+4", "7g.40gb 40448 100 7 0+8"}));
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"A100-40GB", text(n.devices[0].mig_profiles)},
+      {"A100-80GB",
+       {"1g.10gb 9728 14 1 0+1,1+1,2+1,3+1,4+1,5+1,6+1", "1g.20gb 19968 14 1 0+2,2+2,4+2,6+2",
+        "2g.20gb 19968 28 2 0+2,2+2,4+2", "3g.40gb 40192 42 3 0+4,4+4", "4g.40gb 40192 57 4 0+4",
+        "7g.80gb 81152 100 7 0+8"}},
+      {"H100-80GB",
+       {"1g.10gb 9984 12 1 0+1,1+1,2+1,3+1,4+1,5+1,6+1", "1g.20gb 20096 19 1 0+2,2+2,4+2,6+2",
+        "2g.20gb 20096 24 2 0+2,2+2,4+2", "3g.40gb 40448 45 3 0+4,4+4", "4g.40gb 40448 48 4 0+4",
+        "7g.80gb 81152 100 7 0+8"}},
+  };
+  std::map<std::string, std::vector<std::string>> have;
   for (const SimMigProfileSet& s : SimMigProfileSets()) {
     core::DeviceInfo d;
     d.uuid = s.name;
     d.mode = core::kModeMig;
     d.mig_profiles = s.profiles;
     EXPECT_TRUE(core::ValidateMigRegistration(d).ok()) << s.name;
-    int64_t largest = 0;
-    for (const auto& p : s.profiles) largest = std::max(largest, p.memory_mib);
-    EXPECT_EQ(largest, s.memory_mib) << s.name;
+    for (const auto& p : s.profiles)
+      EXPECT_LE(p.memory_mib, s.memory_mib) << s.name << " " << p.name;
+    have[s.name] = text(s.profiles);
   }
+  EXPECT_EQ(have, want);
 }
 
 // The production scheduler on a cluster with MIG GPUs: a node of two A100-40GB in MIG mode, a node

@@ -5,9 +5,12 @@
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include "core/annotations.h"
+#include "fakes/mig_model.h"
+#include "vendors/nvidia/mig.h"
 
 namespace hami::sim {
 
@@ -19,40 +22,33 @@ const std::vector<std::string>& KnownGpuModels() {
 
 namespace {
 
-// A profile "<c>g.<m>gb" of a GPU with `compute` compute slices: memory m GiB, cores the share of
-// the compute slices (rounded down, as upstream's A100 profiles: 14, 28, 42), at the given
-// placements.
-core::MigProfile MigProfileOf(std::string name, int64_t gib, int slices, int compute,
-                              std::vector<core::MigPlacement> placements) {
-  return {std::move(name), gib * 1024, 100 * slices / compute, slices, std::move(placements)};
-}
-
-// NVIDIA's profile table of the 7-slice GPUs (A100, H100): names by memory per slice.
-std::vector<core::MigProfile> SevenSliceProfiles(int64_t gib_per_slice, int64_t total_gib) {
-  const std::vector<core::MigPlacement> one = {{0, 1}, {1, 1}, {2, 1}, {3, 1},
-                                               {4, 1}, {5, 1}, {6, 1}};
-  auto name = [](int c, int64_t gib) { return StrCat(c, "g.", gib, "gb"); };
-  return {
-      MigProfileOf(name(1, gib_per_slice), gib_per_slice, 1, 7, one),
-      MigProfileOf(name(2, 2 * gib_per_slice), 2 * gib_per_slice, 2, 7, {{0, 2}, {2, 2}, {4, 2}}),
-      MigProfileOf(name(3, 4 * gib_per_slice), 4 * gib_per_slice, 3, 7, {{0, 4}, {4, 4}}),
-      MigProfileOf(name(4, 4 * gib_per_slice), 4 * gib_per_slice, 4, 7, {{0, 4}}),
-      MigProfileOf(name(7, total_gib), total_gib, 7, 7, {{0, 8}})};
+// What a node's device plugin registers for a GPU of `model` in MIG mode: the profiles NVML
+// reports on it (the fake driver's table), read as NvmlDiscovery reads them (driver order, the
+// "+me" media variants left out, every possible placement), through the plugin's registration rule.
+std::vector<core::MigProfile> RegisteredProfilesOf(const fakegpu::MigModel& model) {
+  std::vector<vendors::nvidia::DriverMigProfile> reported;
+  for (const fakegpu::GiProfile& p : std::span(model.profiles, static_cast<size_t>(model.count))) {
+    if (fakegpu::IsMediaExtension(p)) continue;
+    vendors::nvidia::DriverMigProfile& r = reported.emplace_back();
+    r.name = p.name;
+    r.slices = static_cast<int>(p.slices);
+    r.sms = static_cast<int>(p.sms);
+    r.memory_mib = static_cast<int64_t>(p.memory_mib);
+    for (const fakegpu::GiPlacement& at : fakegpu::PossiblePlacements(p))
+      r.placements.push_back({static_cast<int>(at.start), static_cast<int>(at.size)});
+  }
+  return vendors::nvidia::RegisteredMigProfiles(reported);
 }
 
 }  // namespace
 
 const std::vector<SimMigProfileSet>& SimMigProfileSets() {
-  static const std::vector<SimMigProfileSet> kSets = {
-      {"A100-40GB", int64_t{40} * 1024, SevenSliceProfiles(5, 40)},
-      {"A100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
-      {"H100-80GB", int64_t{80} * 1024, SevenSliceProfiles(10, 80)},
-      {"A30",
-       int64_t{24} * 1024,
-       {MigProfileOf("1g.6gb", 6, 1, 4, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}),
-        MigProfileOf("2g.12gb", 12, 2, 4, {{0, 2}, {2, 2}}),
-        MigProfileOf("4g.24gb", 24, 4, 4, {{0, 4}})}},
-  };
+  static const std::vector<SimMigProfileSet> kSets = [] {
+    std::vector<SimMigProfileSet> sets;
+    for (const fakegpu::MigModel& m : fakegpu::MigModels())
+      sets.push_back({m.name, static_cast<int64_t>(m.memory_mib), RegisteredProfilesOf(m)});
+    return sets;
+  }();
   return kSets;
 }
 

@@ -37,11 +37,13 @@ struct TraceNode {
   bool mps = false;      // `mode` column mps: every GPU registers mode mps
 };
 
-// The MIG profile sets a trace node can name: profiles (memory, cores, slices, placements) as
-// NVML reports them on these GPUs, by set name ("A100-40GB", "A100-80GB", "H100-80GB", "A30").
+// The MIG profile sets a trace node can name, one per GPU the fake driver models
+// (src/fakes/mig_model.h: "A100-40GB", "A100-80GB", "H100-80GB"): the migProfiles a node running
+// on that driver registers for such a GPU in MIG mode (NVML's exact MiB, cores from the SMs,
+// placements; vendors::nvidia::RegisteredMigProfiles), and the GPU's memory.
 struct SimMigProfileSet {
   std::string name;
-  int64_t memory_mib = 0;  // the GPU's memory (its largest profile's)
+  int64_t memory_mib = 0;  // the GPU's memory as NVML reports it (what the node registers)
   std::vector<core::MigProfile> profiles;
 };
 const std::vector<SimMigProfileSet>& SimMigProfileSets();

@@ -1,5 +1,6 @@
 #include "vendors/nvidia/mig.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string_view>
 
@@ -95,6 +96,27 @@ Status CheckMigProfilePreference(const std::map<std::string, std::string>& pod_a
                              "(device-config.yaml); name an allowed profile or its slice class");
   }
   return OkStatus();
+}
+
+std::vector<core::MigProfile> RegisteredMigProfiles(std::span<const DriverMigProfile> reported) {
+  int whole_sms = 0, whole_slices = 0;
+  for (const DriverMigProfile& p : reported) {
+    whole_sms = std::max(whole_sms, p.sms);
+    whole_slices = std::max(whole_slices, p.slices);
+  }
+  std::vector<core::MigProfile> out;
+  out.reserve(reported.size());
+  for (const DriverMigProfile& p : reported) {
+    core::MigProfile m;
+    m.name = p.name;
+    m.memory_mib = p.memory_mib;
+    m.core = whole_sms > 0 ? p.sms * 100 / whole_sms
+                           : (whole_slices > 0 ? p.slices * 100 / whole_slices : 0);
+    m.slice_count = p.slices;
+    m.placements = p.placements;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace hami::vendors::nvidia

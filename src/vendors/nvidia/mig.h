@@ -3,7 +3,9 @@
 // (hami.io/vgpu-mig-allocations) the NVIDIA backend writes beside the generic decision records and
 // reads back, and the cluster's MIG profile allowlist (device-config.yaml
 // nvidia.migProfileAllowlist) with the admission check of a pod's nvidia.com/mig-profile-preference
-// against it.
+// against it. And the registration rule shared by the device plugin and `hami sim`: which
+// migProfiles a GPU in MIG mode registers from what the driver reports.
+#include <cstdint>
 #include <map>
 #include <span>
 #include <string>
@@ -48,5 +50,22 @@ Status ValidateMigProfileAllowlist(std::span<const MigAllowlistEntry> allowlist)
 // migProfileAllowlist.
 Status CheckMigProfilePreference(const std::map<std::string, std::string>& pod_annotations,
                                  std::span<const MigAllowlistEntry> allowlist);
+
+// One GPU instance profile as the driver reports it for a GPU in MIG mode (NVML's
+// nvmlGpuInstanceProfileInfo and the placements nvmlDeviceGetGpuInstancePossiblePlacements lists).
+struct DriverMigProfile {
+  std::string name;  // "1g.10gb"
+  int slices = 0;    // compute slices (sliceCount)
+  int sms = 0;       // streaming multiprocessors (multiprocessorCount)
+  int64_t memory_mib = 0;
+  std::vector<core::MigPlacement> placements;
+};
+
+// The migProfiles a GPU registers from the driver's profiles (in the driver's order, without the
+// "+me" media variants: the caller leaves those out): name, memory and placements as reported,
+// sliceCount = compute slices, `core` = the profile's SMs in percent of the largest profile's (the
+// whole GPU), rounded down, so a grant never claims compute it lacks (by slices when no SM count is
+// reported).
+std::vector<core::MigProfile> RegisteredMigProfiles(std::span<const DriverMigProfile> reported);
 
 }  // namespace hami::vendors::nvidia
