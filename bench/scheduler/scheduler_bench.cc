@@ -90,11 +90,15 @@ void Report(benchmark::State& state, std::vector<double>& us, double cpu_sec = -
 // full_scan: score every feasible node (ScheduleOptions::full_scan), the cost without the bounded
 // scan. candidates: pass every node's name as the extender does with nodeCacheCapable
 // (kube-scheduler's NodeNames), in kube-scheduler's order: rotated by a different start node on
-// every decision.
-template <const char* kPolicy, bool kFullScan = false, bool kCandidates = false>
+// every decision. quota: the pod's namespace has a memory quota that leaves it 20000 MiB (every
+// card is checked against it; each decision of the benchmark is within it).
+template <const char* kPolicy, bool kFullScan = false, bool kCandidates = false,
+          bool kQuota = false>
 void BM_FilterScore(benchmark::State& state) {
   ScheduleOptions opts;
   opts.full_scan = kFullScan;
+  const QuotaRoom room{{{"NVIDIA", 20000, QuotaRoom::kUnlimited}}};
+  if (kQuota) opts.quota = &room;
   const int nodes = static_cast<int>(state.range(0));
   auto s = HalfFull(kPolicy, nodes);
   Rng rng(11);
@@ -172,6 +176,15 @@ BENCHMARK_TEMPLATE(BM_FilterScore, kHami, false, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_FilterScore, kDefault, false, true)
     ->Arg(1000)
+    ->Arg(5000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// A namespace with a quota: every card checked against what it leaves.
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami, false, false, true)
+    ->Arg(5000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_FilterScore, kHami, true, false, true)
     ->Arg(5000)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -328,6 +328,7 @@ struct Extender::FilterCycle {
   const std::vector<std::string>* cand = &candidates;  // minus the nodes ruled out
   std::vector<std::string> narrowed;
   scheduler::ScheduleOptions so;
+  scheduler::QuotaRoom quota;  // so.quota: what the namespace's quotas leave, as of this attempt
   FilterRetries retries;
   scheduler::Decision decision;  // once kFits
   EncodedDecision encoded;       // once kFits
@@ -414,6 +415,10 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
   // (decide_mu_ exclusive), so only an informer update can still get in its way. The lock covers
   // deciding and reserving, never the patch.
   DecideLock lock(decide_mu_, c.retries.Exclusive());
+  // The policy chooses cards within what the namespace's quotas leave (none: a null check per
+  // request); TryReserve below checks the decision against them again.
+  c.quota = state_.QuotaRoomOf(c.pod.namespace_);
+  c.so.quota = &c.quota;
   auto d = [&] {
     StageTimer t(counters_.filter_library_ns);
     return sched_.Schedule(c.pod, c.cand, c.so);
@@ -454,10 +459,12 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
   }
   c.encoded = std::move(*encoded);
 
-  // Quota: upstream checks it per device while fitting, so a charge that depends on the card (a
-  // percentage of its memory) can still fit on a node with smaller cards. Such a pod whose decision
-  // exceeds the quota rules that node out and decides again (FilterRetries::kQuotaRetries times at
-  // most).
+  // Quota: the policy chose cards within the room the namespace's quotas left (as upstream checks
+  // them per device while fitting); the final guard is here, under the state's lock. It refuses
+  // what the choice could not see: a concurrent decision that charged the namespace meanwhile, the
+  // init containers' peak. A pod whose charge depends on the card (a percentage of its memory) and
+  // whose decision exceeds the quota rules that node out and decides again
+  // (FilterRetries::kQuotaRetries times at most).
   PodRecord rec;
   rec.uid = c.pod.uid;
   rec.namespace_ = c.pod.namespace_;
@@ -608,6 +615,8 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   }
   scheduler::ScheduleOptions so;
   so.explain = true;
+  const scheduler::QuotaRoom quota = state_.QuotaRoomOf(pod.namespace_);  // as /filter chooses
+  so.quota = &quota;
   auto d = sim->Schedule(pod, &names, so);
   if (!d.ok()) {
     out.error = std::string(d.status().message());

@@ -843,8 +843,10 @@ TEST(FilterPhases, LostRaceBudget) {
   EXPECT_EQ(exclusive, want);
 }
 
-// 4 end to end: a quota charge that depends on the card rules a node with large cards out and
-// decides again; with no other candidate the pod is unschedulable with the quota's reason.
+// 4 end to end: a quota charge that depends on the card (a percentage of its memory). The policy
+// chooses among the cards the quota leaves room for (ScheduleOptions::quota), so a node whose cards
+// are all too large does not fit, with the quota's reason; TryReserve stays the final guard
+// (FilterPhases.QuotaStep: a decision it refuses rules its node out).
 TEST_F(ExtenderTest, FilterPhaseQuotaRulesOutANode) {
   state_->OnQuota(Json{{"metadata", {{"name", "q"}, {"namespace", "ml"}, {"uid", "q-1"}}},
                        {"spec", {{"hard", {{"limits.nvidia.com/gpumem", "5000"}}}}}});
@@ -854,18 +856,17 @@ TEST_F(ExtenderTest, FilterPhaseQuotaRulesOutANode) {
     std::vector<std::string> names;
     std::vector<std::string> want;        // NodeNames
     std::set<std::string> quota_refused;  // exactly the nodes FailedNodes names (quota reason)
-    bool exact;                           // false: the policy may try n2 first (nothing refused)
   };
   const Case cases[] = {
       // 50 % of a 16000 MiB (n1) or 80000 MiB (a100) card is over 5000; of n2's 8000 MiB is not.
-      {"the small cards fit", {"n1", "n2"}, {"n2"}, {"n1"}, false},
-      {"the last candidate", {"n1"}, {}, {"n1"}, true},
-      // The first refusal rules its node out (kRuleOutNode), the second is the last candidate.
-      {"ruled out, then the last candidate", {"n1", "a100"}, {}, {"n1", "a100"}, true},
+      {"the small cards fit", {"n1", "n2"}, {"n2"}, {}},
+      {"the last candidate", {"n1"}, {}, {"n1"}},
+      {"no candidate's cards fit", {"n1", "a100"}, {}, {"n1", "a100"}},
   };
   int i = 0;
   for (const auto& c : cases) {
-    auto r = Filter(PodJson("half-" + std::to_string(i++), half), c.names);
+    const std::string uid = "half-" + std::to_string(i++);
+    auto r = Filter(PodJson(uid, half), c.names);
     EXPECT_EQ(r.error, "") << c.name;
     ASSERT_TRUE(r.node_names.has_value()) << c.name;
     EXPECT_EQ(*r.node_names, c.want) << c.name;
@@ -874,15 +875,17 @@ TEST_F(ExtenderTest, FilterPhaseQuotaRulesOutANode) {
       EXPECT_NE(why.find("ResourceQuotaNotFit"), std::string::npos) << c.name << ": " << why;
       refused.insert(node);
     }
-    if (c.exact || !refused.empty()) {
-      EXPECT_EQ(refused, c.quota_refused) << c.name;
-    }
+    EXPECT_EQ(refused, c.quota_refused) << c.name;
     EXPECT_TRUE(r.failed_and_unresolvable.empty()) << c.name;
+    if (state_->Drop(uid)) (void)sched_->Unreserve(uid);
   }
 }
 
 // pkg/scheduler/scheduler_test.go Test_ResourceQuota: one node of four GPUs (2000, 8000, 4000 and
-// 6000 MiB) and a quota on limits.nvidia.com/gpumem and gpucores, through /filter.
+// 6000 MiB) and a quota on limits.nvidia.com/gpumem and gpucores, through /filter; each case's pod
+// is gone before the next (upstream deletes it). Upstream's four cases, then ours: whole cards over
+// several devices and several containers (the quota counts them together while the cards are
+// chosen).
 TEST_F(ExtenderTest, UpstreamTest_ResourceQuota) {
   Json devs = Json::array();
   int i = 0;
@@ -898,33 +901,46 @@ TEST_F(ExtenderTest, UpstreamTest_ResourceQuota) {
   state_->OnNode(Json{
       {"metadata",
        {{"name", "node1"}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}});
+  const Json whole = {{"nvidia.com/gpu", 1}};
   struct Case {
     const char* name;
-    Json limits;
+    std::vector<Json> containers;  // each container's limits
     const char* gpucores;
     const char* gpumem;
-    bool fits;
+    std::set<std::string> want;  // the devices granted; empty = node1 does not fit
   };
   const Case cases[] = {
       {"multi device Resourcequota pass",
-       {{"nvidia.com/gpu", 2}, {"nvidia.com/gpucores", 100}, {"nvidia.com/gpumem", 2000}},
+       {{{"nvidia.com/gpu", 2}, {"nvidia.com/gpucores", 100}, {"nvidia.com/gpumem", 2000}}},
        "200",
        "4000",
-       true},
+       {"device2", "device4"}},
       {"multi device Resourcequota deny",
-       {{"nvidia.com/gpu", 2}, {"nvidia.com/gpucores", 60}, {"nvidia.com/gpumem", 3000}},
+       {{{"nvidia.com/gpu", 2}, {"nvidia.com/gpucores", 60}, {"nvidia.com/gpumem", 3000}}},
        "200",
        "4000",
-       false},
-      // Upstream checks the quota per device while fitting, so the whole 2000 MiB card is taken.
-      // Ours checks it per node after the device choice (docs/migration.md, "Namespace quotas"):
-      // the policy's card here is a larger one, so the node is refused with the quota's reason.
-      {"unspecified device Resourcequota pass (ours: refused)",
-       {{"nvidia.com/gpu", 1}},
-       "100",
-       "2000",
-       false},
-      {"unspecified device Resourcequota deny", {{"nvidia.com/gpu", 1}}, "100", "1500", false},
+       {}},
+      // A bare nvidia.com/gpu books the whole card: only the 2000 MiB one is within the quota.
+      {"unspecified device Resourcequota pass", {whole}, "100", "2000", {"device1"}},
+      {"unspecified device Resourcequota deny", {whole}, "100", "1500", {}},
+      // Two whole cards within 6000 MiB: the 4000 and 2000 MiB ones.
+      {"multi device unspecified memory pass",
+       {{{"nvidia.com/gpu", 2}}},
+       "200",
+       "6000",
+       {"device1", "device3"}},
+      {"multi device unspecified memory deny", {{{"nvidia.com/gpu", 2}}}, "200", "5000", {}},
+      {"multi container unspecified memory pass",
+       {whole, whole},
+       "200",
+       "6000",
+       {"device1", "device3"}},
+      {"multi container Resourcequota deny",
+       {{{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", 3000}},
+        {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", 3000}}},
+       "200",
+       "5000",
+       {}},
   };
   int k = 0;
   for (const auto& c : cases) {
@@ -935,14 +951,34 @@ TEST_F(ExtenderTest, UpstreamTest_ResourceQuota) {
          {{"hard",
            {{"limits.nvidia.com/gpucores", c.gpucores}, {"limits.nvidia.com/gpumem", c.gpumem}}}}}};
     state_->OnQuota(quota);
-    auto r = Filter(PodJson("rq-" + std::to_string(k++), c.limits), {"node1"});
+    const std::string uid = "rq-" + std::to_string(k++);
+    Json pod = PodJson(uid, c.containers[0]);
+    for (size_t ci = 1; ci < c.containers.size(); ++ci)
+      pod["spec"]["containers"].push_back(
+          {{"name", "c" + std::to_string(ci)}, {"resources", {{"limits", c.containers[ci]}}}});
+    auto r = Filter(pod, {"node1"});
     EXPECT_EQ(r.error, "");
     ASSERT_TRUE(r.node_names.has_value());
-    EXPECT_EQ(*r.node_names,
-              c.fits ? std::vector<std::string>{"node1"} : std::vector<std::string>{});
-    if (!c.fits) {
-      ASSERT_EQ(r.failed_nodes.size() + r.failed_and_unresolvable.size(), 1u);
+    const bool fits = !c.want.empty();
+    EXPECT_EQ(*r.node_names, fits ? std::vector<std::string>{"node1"} : std::vector<std::string>{})
+        << testing::PrintToString(r.failed_nodes)
+        << testing::PrintToString(r.failed_and_unresolvable);
+    if (fits) {
+      auto rec = state_->Find(uid);
+      ASSERT_TRUE(rec.has_value());
+      std::set<std::string> got;
+      for (const auto& ctr : rec->allocation.containers)
+        for (const auto& d : ctr) got.insert(d.uuid);
+      EXPECT_EQ(got, c.want);
+    } else {
+      // Upstream lists node1 in FailedNodes; ours in FailedAndUnresolvableNodes when one of its
+      // cards can never hold the request (the 2000 MiB card and 3000 MiB per device).
+      auto failed = r.failed_nodes;
+      failed.insert(r.failed_and_unresolvable.begin(), r.failed_and_unresolvable.end());
+      ASSERT_EQ(failed.size(), 1u);
+      EXPECT_NE(failed["node1"].find("ResourceQuotaNotFit"), std::string::npos) << failed["node1"];
     }
+    if (state_->Drop(uid)) (void)sched_->Unreserve(uid);
     state_->OnQuotaDeleted(quota);
   }
 }

@@ -224,7 +224,8 @@ bool InitContainersSucceeded(const Json& pod) {
 
 ClusterState::ClusterState(scheduler::Scheduler& sched, StateOptions opts)
     : sched_(sched), opts_(std::move(opts)), clock_(opts_.clock ? *opts_.clock : RealClock::Get()) {
-  for (const auto& k : opts_.vendors->QuotaKeys()) quota_keys_.emplace(k.key.resource, k.key);
+  vendor_quota_keys_ = opts_.vendors->QuotaKeys();
+  for (const auto& k : vendor_quota_keys_) quota_keys_.emplace(k.key.resource, k.key);
 }
 
 PodTotals ClusterState::ChargeOf(const std::vector<core::ContainerKind>& kinds,
@@ -690,6 +691,34 @@ Status ClusterState::CheckQuotaLocked(const std::string& ns, const PodTotals& de
     }
   }
   return OkStatus();
+}
+
+scheduler::QuotaRoom ClusterState::QuotaRoomOf(const std::string& ns) const {
+  scheduler::QuotaRoom room;
+  absl::ReaderMutexLock l(&mu_);
+  if (quotas_.empty()) return room;
+  auto lo = quotas_.lower_bound(ns + "/");
+  if (lo == quotas_.end() || lo->second.namespace_ != ns) return room;
+  static const PodTotals kNone;
+  auto u = ns_usage_.find(ns);
+  const PodTotals& used = u != ns_usage_.end() ? u->second : kNone;
+  for (auto it = lo; it != quotas_.end() && it->second.namespace_ == ns; ++it) {
+    for (const auto& [resource, limit] : it->second.limits) {
+      auto in_use = used.find(resource);
+      const int64_t left =
+          std::max<int64_t>(0, limit - (in_use == used.end() ? 0 : in_use->second));
+      for (const auto& k : vendor_quota_keys_) {
+        if (k.key.resource != resource) continue;
+        auto v = std::find_if(
+            room.vendors.begin(), room.vendors.end(),
+            [&](const scheduler::QuotaRoom::Vendor& r) { return r.vendor == k.vendor; });
+        if (v == room.vendors.end()) v = room.vendors.insert(v, {k.vendor});
+        int64_t& slot = k.key.memory ? v->mem_mib : v->cores;
+        slot = std::min(slot, left);
+      }
+    }
+  }
+  return room;
 }
 
 Status ClusterState::TryReserve(PodRecord record) {

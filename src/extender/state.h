@@ -181,6 +181,10 @@ class ClusterState {
   // containers no longer count: core::EffectiveDeviceUsage).
   PodTotals ChargeOf(const std::vector<core::ContainerKind>& kinds,
                      const core::PodAllocation& alloc, bool init_finished = false) const;
+  // What the namespace's quotas leave a pod to be decided there, for the scheduler's card choice
+  // (ScheduleOptions::quota): per vendor, the least room (limit less usage, at least 0) of its
+  // memory and of its cores keys over the namespace's quotas. No vendors when no quota limits any.
+  scheduler::QuotaRoom QuotaRoomOf(const std::string& ns) const;
   // Whether `resource` is a quota key of an enabled vendor, and whether it counts memory.
   const vendors::QuotaKey* QuotaKeyOf(const std::string& resource) const;
   std::optional<std::string> UidOf(const std::string& ns, const std::string& name) const;
@@ -252,6 +256,8 @@ class ClusterState {
   std::map<std::string, QuotaRecord> quotas_ ABSL_GUARDED_BY(mu_);  // "ns/name"
   // Every enabled vendor's quota keys by resource (immutable after construction).
   std::map<std::string, vendors::QuotaKey> quota_keys_;
+  // The same keys with their vendor's Type keyword (immutable after construction).
+  std::vector<vendors::VendorSet::VendorQuotaKey> vendor_quota_keys_;
   // Bound pods without devices (uid -> node): in the scheduler cache for their CPU and memory only.
   std::map<std::string, std::string> cpu_only_ ABSL_GUARDED_BY(mu_);
   std::multimap<int64_t, std::string> expiry_ ABSL_GUARDED_BY(mu_);   // expires_at -> uid (lazy)

@@ -229,6 +229,143 @@ void MaxInto(DeviceDelta& a, const DeviceDelta& b) {
 
 namespace {
 
+// What request `r` takes on device `d` once chosen: the vendor's grant (e.g. a template) where it
+// has rules, else the generic memory resolution.
+DeviceDelta Take(const VendorRules* rules, const PickContext& ctx, int d) {
+  if (rules != nullptr && rules->Covers(ctx.request.vendor)) {
+    const VendorRules::Take t = rules->Grant(ctx.request, ctx.node.info.devices[d]);
+    return DeviceDelta{d, 1, t.mem_mib, t.cores};
+  }
+  if (ctx.node.caps[d].mig) {
+    const core::MigVerdict v = MigFor(ctx, d);
+    HAMI_DCHECK(v.choice.has_value(), "node ", ctx.node.info.name, ": MIG device ", d,
+                " was picked without a free instance");
+    if (v.choice) {
+      const core::MigProfile& p = ctx.node.info.devices[d].mig_profiles[v.choice->profile];
+      return DeviceDelta{
+          d, 1, p.memory_mib, p.core, core::MigSliceMask(v.choice->placement), v.choice->profile};
+    }
+  }
+  return DeviceDelta{d, 1, ctx.MemFor(d), ctx.request.coresreq};
+}
+
+// A lower bound of what the pod's requests after ctx.request take of its vendor's devices on this
+// node: for each later container that keeps running, nums x the smallest grant a device of the
+// vendor here gives (0 on a MIG device). Nothing after an init container's request: it runs before
+// the others and counts at its peak, so its grants and theirs may overlap.
+void LaterGrantsAtLeast(const PickContext& ctx, const VendorRules* rules, int64_t* mem_mib,
+                        int64_t* cores) {
+  bool after = false;
+  for (const core::ContainerRequest& c : ctx.cycle.pod().containers) {
+    for (const core::DeviceRequest& r : c.devices) {
+      if (&r == &ctx.request) {
+        if (c.kind == core::ContainerKind::kInit) return;
+        after = true;
+        continue;
+      }
+      if (!after || c.kind == core::ContainerKind::kInit || r.nums <= 0 ||
+          r.vendor != ctx.request.vendor)
+        continue;
+      const PickContext later{ctx.cycle, ctx.node, ctx.usage, r};
+      int64_t least_mem = std::numeric_limits<int64_t>::max();
+      int64_t least_cores = std::numeric_limits<int64_t>::max();
+      for (int d = 0; d < ctx.node.gpus(); ++d) {
+        if (ctx.node.info.devices[d].vendor != r.vendor) continue;
+        const DeviceDelta t =
+            ctx.node.caps[d].mig ? DeviceDelta{d, 1, 0, 0} : Take(rules, later, d);
+        least_mem = std::min(least_mem, t.mem_mib);
+        least_cores = std::min<int64_t>(least_cores, t.cores);
+      }
+      if (least_mem == std::numeric_limits<int64_t>::max()) continue;  // it cannot fit anyway
+      *mem_mib += r.nums * least_mem;
+      *cores += r.nums * least_cores;
+    }
+  }
+}
+
+// Sets s.quota_*: the room ctx.request's vendor has left under the namespace's quotas, less what
+// the pod holds of that vendor's devices under ctx.usage (its grants so far: the earlier containers
+// that keep running, and an init container's own) and less what its later containers take at
+// least. Both are lower bounds of their share of the decision's charge (the effective usage), so
+// no card that could still be part of a choice within the quota is skipped.
+void SetQuotaLeft(const PickContext& ctx, const VendorRules* rules, EvalScratch& s) {
+  const QuotaRoom::Vendor* room = ctx.cycle.QuotaFor(ctx.request);
+  s.quota_limited = room != nullptr;
+  if (room == nullptr) return;
+  int64_t mem = 0, cores = 0;
+  if (ctx.usage.data() != ctx.node.usage.data()) {
+    for (int d = 0; d < ctx.node.gpus(); ++d) {
+      if (ctx.node.info.devices[d].vendor != ctx.request.vendor) continue;
+      mem += ctx.usage[d].usedmem_mib - ctx.node.usage[d].usedmem_mib;
+      cores += ctx.usage[d].usedcores - ctx.node.usage[d].usedcores;
+    }
+  }
+  if (ctx.cycle.single_request() == nullptr) LaterGrantsAtLeast(ctx, rules, &mem, &cores);
+  s.quota_mem_left = room->mem_mib - mem;
+  s.quota_cores_left = room->cores - cores;
+}
+
+bool WithinQuota(const EvalScratch& s, int64_t mem_mib, int64_t cores) {
+  return mem_mib <= s.quota_mem_left && cores <= s.quota_cores_left;
+}
+
+// The first ctx.request.nums devices of s.picked, granted together, stay within the quota room.
+bool PickedWithinQuota(const VendorRules* rules, const PickContext& ctx, const EvalScratch& s) {
+  int64_t mem = 0, cores = 0;
+  for (int k = 0; k < ctx.request.nums; ++k) {
+    const DeviceDelta t = Take(rules, ctx, s.picked[k]);
+    mem += t.mem_mib;
+    cores += t.cores;
+  }
+  return WithinQuota(s, mem, cores);
+}
+
+// Under a quota (s.quota_limited): ctx.request.nums devices of `among` (each fits alone) whose
+// grants together stay within the room, left in s.picked. In this order: the picker's choice; the
+// picker's order over all of `among`, each device taken unless its grant would take the pod past
+// the room (upstream's fit loop with its quota check); the devices with the smallest grants (when
+// even they pass the room, no choice does). False, every device of `among` counted as
+// ResourceQuotaNotFit, when none fits.
+bool PickWithinQuota(const GpuPicker& picker, const VendorRules* rules, const PickContext& ctx,
+                     std::span<const int> among, EvalScratch& s, FitFailure* why) {
+  const int nums = ctx.request.nums;
+  s.picked.clear();
+  picker.Pick(ctx, among, &s.picked);
+  HAMI_DCHECK(PickedAmong(among, s.picked), "node ", ctx.node.info.name,
+              ": the picker picked a device that does not fit, or one twice");
+  if (static_cast<int>(s.picked.size()) < nums) return false;
+  if (nums == 1 || PickedWithinQuota(rules, ctx, s)) return true;  // one card: checked alone
+  core::DeviceRequest every = ctx.request;
+  every.nums = static_cast<int>(among.size());
+  s.picked.clear();
+  picker.Pick(PickContext{ctx.cycle, ctx.node, ctx.usage, every, ctx.earlier}, among, &s.picked);
+  HAMI_DCHECK(PickedAmong(among, s.picked), "node ", ctx.node.info.name,
+              ": the picker picked a device that does not fit, or one twice");
+  int64_t mem = 0, cores = 0;
+  int kept = 0;
+  for (size_t i = 0; i < s.picked.size() && kept < nums; ++i) {
+    const DeviceDelta t = Take(rules, ctx, s.picked[i]);
+    if (!WithinQuota(s, mem + t.mem_mib, cores + t.cores)) continue;
+    mem += t.mem_mib;
+    cores += t.cores;
+    s.picked[kept++] = s.picked[i];
+  }
+  if (kept >= nums) {
+    s.picked.resize(kept);
+    return true;
+  }
+  s.picked.assign(among.begin(), among.end());
+  std::stable_sort(s.picked.begin(), s.picked.end(), [&](int a, int b) {
+    const DeviceDelta ta = Take(rules, ctx, a), tb = Take(rules, ctx, b);
+    return ta.mem_mib < tb.mem_mib || (ta.mem_mib == tb.mem_mib && ta.cores < tb.cores);
+  });
+  s.picked.resize(nums);
+  if (PickedWithinQuota(rules, ctx, s)) return true;
+  if (why)
+    for (size_t k = 0; k < among.size(); ++k) why->Add(Reason::kResourceQuotaNotFit, false);
+  return false;
+}
+
 // Fewer devices fit request `r` than it asks, and some are in MIG mode: as upstream's Fit, which
 // looks at a MIG device again after granting it an instance, the request's remaining instances go
 // on the chosen MIG devices, each its own placement. The picker chooses among the fitting devices
@@ -285,6 +422,7 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   int of_vendor = 0, mig_of_vendor = 0;
   s.candidates.clear();
   s.mig_repeats = s.mig_default_order = false;
+  SetQuotaLeft(ctx, rules, s);
   const bool all_of_vendor = !node.uniform_vendor.empty() && node.uniform_vendor == r.vendor;
   if (!all_of_vendor && !node.uniform_vendor.empty()) n = 0;  // no device of this vendor
   for (int d = 0; d < n; ++d) {
@@ -294,6 +432,10 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     bool never = false;
     Reason why_not = rules == nullptr ? CheckDevice(picker, ctx, d, &never)
                                       : CheckByRules(picker, *rules, ctx, d, &never);
+    if (why_not == Reason::kCount && s.quota_limited) {
+      const DeviceDelta t = Take(rules, ctx, d);
+      if (!WithinQuota(s, t.mem_mib, t.cores)) why_not = Reason::kResourceQuotaNotFit;
+    }
     if (why_not == Reason::kCount) {
       s.candidates.push_back(d);
     } else if (why) {
@@ -325,11 +467,20 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
                   &s.picked)) {
     HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", node.info.name,
                 ": the vendor picked a device that does not fit, or one twice");
-    if (static_cast<int>(s.picked.size()) >= r.nums) return true;
+    if (static_cast<int>(s.picked.size()) >= r.nums) {
+      if (!s.quota_limited || PickedWithinQuota(rules, ctx, s)) return true;
+      if (why) why->Add(Reason::kResourceQuotaNotFit, false);
+      return false;
+    }
     if (why) why->Add(Reason::kNumaNotFit, false);
     return false;
   }
   if (!ctx.cycle.pod().selectors.numa_bind) {
+    if (s.quota_limited) {
+      if (PickWithinQuota(picker, rules, ctx, s.candidates, s, why)) return true;
+      if (why) why->failed = true;
+      return false;
+    }
     picker.Pick(ctx, s.candidates, &s.picked);
     HAMI_DCHECK(PickedAmong(s.candidates, s.picked), "node ", node.info.name,
                 ": the picker picked a device that does not fit, or one twice");
@@ -350,6 +501,10 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
     for (int d : s.candidates)
       if (node.caps[d].numa == numa) group.push_back(d);
     if (static_cast<int>(group.size()) < r.nums) continue;
+    if (s.quota_limited) {
+      if (PickWithinQuota(picker, rules, ctx, group, s, why)) return true;
+      continue;
+    }
     s.picked.clear();
     picker.Pick(ctx, group, &s.picked);
     HAMI_DCHECK(PickedAmong(group, s.picked), "node ", node.info.name,
@@ -360,24 +515,13 @@ bool PickForRequest(const GpuPicker& picker, const VendorRules* rules, const Pic
   return false;
 }
 
-// What request `r` takes on device `d` once chosen: the vendor's grant (e.g. a template) where it
-// has rules, else the generic memory resolution.
-DeviceDelta Take(const VendorRules* rules, const PickContext& ctx, int d) {
-  if (rules != nullptr && rules->Covers(ctx.request.vendor)) {
-    const VendorRules::Take t = rules->Grant(ctx.request, ctx.node.info.devices[d]);
-    return DeviceDelta{d, 1, t.mem_mib, t.cores};
-  }
-  if (ctx.node.caps[d].mig) {
-    const core::MigVerdict v = MigFor(ctx, d);
-    HAMI_DCHECK(v.choice.has_value(), "node ", ctx.node.info.name, ": MIG device ", d,
-                " was picked without a free instance");
-    if (v.choice) {
-      const core::MigProfile& p = ctx.node.info.devices[d].mig_profiles[v.choice->profile];
-      return DeviceDelta{
-          d, 1, p.memory_mib, p.core, core::MigSliceMask(v.choice->placement), v.choice->profile};
-    }
-  }
-  return DeviceDelta{d, 1, ctx.MemFor(d), ctx.request.coresreq};
+// The grants of one request, as made, against the quota room its pick saw (exact where the pick
+// could only estimate: several instances on one MIG device, a vendor's group). False (the node does
+// not fit, with the reason in `why`) when they exceed it.
+bool GrantsWithinQuota(const EvalScratch& s, int64_t mem_mib, int64_t cores, FitFailure* why) {
+  if (WithinQuota(s, mem_mib, cores)) return true;
+  if (why) why->Add(Reason::kResourceQuotaNotFit, false);
+  return false;
 }
 
 void AddToPlacement(const NodeState& node, const DeviceDelta& eff, Placement* placement) {
@@ -420,11 +564,15 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
         placement->vendor_score += s.scored_by->Score(
             *r, node.info.devices, std::span<const int>(s.picked).first(r->nums));
       auto& out = placement->containers[cycle.single_request_container()];
+      int64_t mem = 0, cores = 0;
       for (int k = 0; k < r->nums; ++k) {
         DeviceDelta dd = Take(profile.vendor_rules, ctx, s.picked[k]);
+        mem += dd.mem_mib;
+        cores += dd.cores;
         out.push_back(dd);
         AddToPlacement(node, dd, placement);
       }
+      if (s.quota_limited && !GrantsWithinQuota(s, mem, cores, why)) return false;
       placement->delta.pod_class = PodClassOf(node, placement->delta);
       return true;
     }
@@ -451,15 +599,19 @@ bool EvaluateNode(const Profile& profile, const CycleState& cycle, const NodeSta
       if (s.scored_by != nullptr)
         placement->vendor_score +=
             s.scored_by->Score(r, node.info.devices, std::span<const int>(s.picked).first(r.nums));
+      int64_t mem = 0, cores = 0;
       for (int k = 0; k < r.nums; ++k) {
         const int d = s.picked[k];
         DeviceDelta dd = Take(profile.vendor_rules, ctx, d);
+        mem += dd.mem_mib;
+        cores += dd.cores;
         usage[d].used += 1;
         usage[d].usedmem_mib += dd.mem_mib;
         usage[d].usedcores += dd.cores;
         usage[d].mig_slices |= dd.mig_slices;
         placement->containers[ci].push_back(dd);
       }
+      if (s.quota_limited && !GrantsWithinQuota(s, mem, cores, why)) return false;
       // After the grant (ctx.earlier views this vector): later containers see these devices.
       s.pod_devices.insert(s.pod_devices.end(), s.picked.begin(), s.picked.begin() + r.nums);
     }

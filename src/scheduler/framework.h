@@ -34,6 +34,28 @@
 
 namespace hami::scheduler {
 
+// What the namespace's quotas leave for the pod being decided (ScheduleOptions::quota), per vendor:
+// the device memory (MiB) and cores it may still be granted on that vendor's devices. While
+// fitting, a card whose grant would take the pod past it is skipped like a card without the memory
+// (upstream's fitQuota inside every vendor's Fit), counting the pod's earlier grants: every device
+// of a multi-device request and the containers before it. The caller still checks the whole
+// decision against the quotas (a vendor pair sharing one quota resource is checked only there).
+struct QuotaRoom {
+  static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+  struct Vendor {
+    std::string vendor;  // the Type keyword (DeviceRequest::vendor, DeviceInfo::vendor)
+    int64_t mem_mib = kUnlimited;
+    int64_t cores = kUnlimited;
+  };
+  std::vector<Vendor> vendors;  // only the vendors some quota limits
+  // The room of `vendor`'s devices; null when no quota limits them.
+  const Vendor* Of(const std::string& vendor) const {
+    for (const Vendor& v : vendors)
+      if (v.vendor == vendor) return &v;
+    return nullptr;
+  }
+};
+
 // Per-cycle (one pod, one Schedule call) scratch state. Plugins may stash parsed per-pod data once
 // in PreFilter and read it on every node.
 class CycleState {
@@ -62,6 +84,12 @@ class CycleState {
   // when the cycle runs without a cache, e.g. in a test).
   const GpuCapacity* gpu_capacity() const { return capacity_.get(); }
   void set_gpu_capacity(std::shared_ptr<const GpuCapacity> c) { capacity_ = std::move(c); }
+  // The namespace's quota room (ScheduleOptions::quota; not owned), and that of one request's
+  // vendor: null when nothing limits it (the common case costs one null check per request).
+  void set_quota(const QuotaRoom* q) { quota_ = q != nullptr && !q->vendors.empty() ? q : nullptr; }
+  const QuotaRoom::Vendor* QuotaFor(const core::DeviceRequest& r) const {
+    return quota_ == nullptr ? nullptr : quota_->Of(r.vendor);
+  }
 
   // Typed plugin data keyed by the plugin's address. Write replaces.
   template <typename T>
@@ -99,6 +127,7 @@ class CycleState {
   const core::DeviceRequest* single_request_ = nullptr;
   int single_container_ = -1;
   std::shared_ptr<const GpuCapacity> capacity_;
+  const QuotaRoom* quota_ = nullptr;
   std::unique_ptr<const VendorRules::PodState> vendor_state_;
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
 };
@@ -261,6 +290,11 @@ struct EvalScratch {
   // profile order (PickContext::mig_default_order).
   bool mig_repeats = false;
   bool mig_default_order = false;
+  // Set by a pick: the quota room left to the request (its vendor's room less what the pod holds of
+  // that vendor's devices so far); quota_limited false when no quota limits the vendor.
+  bool quota_limited = false;
+  int64_t quota_mem_left = 0;
+  int64_t quota_cores_left = 0;
 };
 
 // Filters the pod against one node and, when it fits, fills `placement`. Otherwise fills `why`

@@ -24,6 +24,7 @@ enum class Reason : uint8_t {
   kCardMigTopologyInfeasible,     // MIG device: no profile covers the request, or no free placement
   kCardNotFoundCustomFilterRule,  // a vendor's rule over the pod's other grants refused the device
                                   // (Moore Threads: every container of a pod on one GPU)
+  kResourceQuotaNotFit,           // the card's grant would take the pod past its namespace's quota
   kNumaNotFit,
   kNodeInsufficientDevice,  // the node has fewer devices of the vendor/type than one container asks
   kInsufficientCpu,         // node CPU (k8s NodeResourcesFit)
@@ -59,6 +60,8 @@ inline const char* ReasonName(Reason r) {
       return "CardMigTopologyInfeasible";
     case Reason::kCardNotFoundCustomFilterRule:
       return "CardNotFoundCustomFilterRule";
+    case Reason::kResourceQuotaNotFit:
+      return "ResourceQuotaNotFit";
     case Reason::kNumaNotFit:
       return "NumaNotFit";
     case Reason::kNodeInsufficientDevice:

@@ -100,6 +100,7 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
   const Profile& profile = ProfileFor(pod);
   CycleState cycle(pod, rng, profile.vendor_rules);
   cycle.set_gpu_capacity(cache_.gpu_capacity());
+  cycle.set_quota(options.quota);
   // A profile that draws per node (uniform host choice, random GPUs) visits the candidates in name
   // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them
   // in.

@@ -53,6 +53,10 @@ struct ScheduleOptions {
   // Score every feasible node even when the policy can bound its scores (same decision, slower; for
   // benchmarks and tests).
   bool full_scan = false;
+  // What the pod's namespace quotas leave it (framework.h); null = no quota. Not owned; must
+  // outlive the call. A node where no choice of cards stays within it does not fit
+  // (ResourceQuotaNotFit).
+  const QuotaRoom* quota = nullptr;
 };
 
 struct NodeFailure {
