@@ -1,5 +1,7 @@
 #include "http/request_reader.h"
 
+#include <iterator>
+
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -163,6 +165,9 @@ HttpRequest RequestReader::Take() {
   const size_t q = target.find('?');
   r.path = std::string(target.substr(0, q));
   if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
+  if (auto [first, last] = msg.equal_range(bhttp::field::authorization);
+      first != last && std::next(first) == last)
+    r.authorization = std::string(first->value());
   r.body = std::move(msg.body());
   return r;
 }
