@@ -1,7 +1,8 @@
 // hami scheduler: the control plane — kube-scheduler extender (/filter, /bind) on its own listener
-// (--extender-bind, loopback: kube-scheduler runs in the same pod), mutating webhook (/webhook), the
-// device plugins' NUMA refit (/refit), health (/healthz, /readyz) and Prometheus metrics (/metrics)
-// on --http-bind, over HTTPS when a certificate is given. Flags and wiring only; the logic lives in src/extender and src/webhook.
+// (--extender-bind, loopback: kube-scheduler runs in the same pod), mutating webhook (/webhook),
+// the device plugins' NUMA refit (/refit), health (/healthz, /readyz) and Prometheus metrics
+// (/metrics) on --http-bind, over HTTPS when a certificate is given. Flags and wiring only; the
+// logic lives in src/extender and src/webhook.
 #include <sys/resource.h>
 #include <unistd.h>
 

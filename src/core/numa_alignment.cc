@@ -9,8 +9,8 @@ StatusOr<NumaAlignment> ParseNumaAlignment(std::string_view value) {
   const std::string mode = absl::AsciiStrToLower(std::string(text::Trim(value)));
   if (mode == "best-effort") return NumaAlignment::kBestEffort;
   if (mode == "strict") return NumaAlignment::kStrict;
-  return absl::InvalidArgumentError(StrCat("invalid ", kNumaAlignment, " annotation \"",
-                                                 value, "\": expected \"best-effort\" or \"strict\""));
+  return absl::InvalidArgumentError(StrCat("invalid ", kNumaAlignment, " annotation \"", value,
+                                           "\": expected \"best-effort\" or \"strict\""));
 }
 
 StatusOr<NumaAlignment> NumaAlignmentOf(const std::map<std::string, std::string>& annotations) {

@@ -1,9 +1,10 @@
 #pragma once
-// hami.io/numa-alignment: what a pod wants when the GPUs kubelet's Topology Manager lets a container
-// have (NUMA-local to the CPUs it pinned) are not the GPUs the scheduler granted. Distinct from
-// nvidia.com/numa-bind, which asks at scheduling time for all of a container's GPUs to share one NUMA
-// node. Read by the webhook (other values are refused at admission), the device plugin (whether to
-// ask the scheduler's NUMA refit) and the scheduler (docs/upstream-contract.md, "NUMA refit").
+// hami.io/numa-alignment: what a pod wants when the GPUs kubelet's Topology Manager lets a
+// container have (NUMA-local to the CPUs it pinned) are not the GPUs the scheduler granted.
+// Distinct from nvidia.com/numa-bind, which asks at scheduling time for all of a container's GPUs
+// to share one NUMA node. Read by the webhook (other values are refused at admission), the device
+// plugin (whether to ask the scheduler's NUMA refit) and the scheduler (docs/upstream-contract.md,
+// "NUMA refit").
 #include <map>
 #include <string>
 #include <string_view>

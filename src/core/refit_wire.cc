@@ -86,7 +86,8 @@ StatusOr<RefitRequest> ParseRefitRequest(std::string_view body) {
   if (body.size() > kMaxRefitBodyBytes)
     return InvalidArgument(kWhat, ": body of ", body.size(), " bytes exceeds ", kMaxRefitBodyBytes);
   HAMI_ASSIGN_OR_RETURN(json j, jsonutil::Parse(body, kWhat));
-  if (!j.is_object()) return InvalidArgument(kWhat, ": expected a JSON object, got ", j.type_name());
+  if (!j.is_object())
+    return InvalidArgument(kWhat, ": expected a JSON object, got ", j.type_name());
   RefitRequest r;
   const std::string where = StrCat(kWhat, ": ");
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "podUID", where, &r.pod_uid));
@@ -95,15 +96,14 @@ StatusOr<RefitRequest> ParseRefitRequest(std::string_view body) {
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "nodeName", where, &r.node_name));
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "containerName", where, &r.container_name));
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "deviceType", where, &r.device_type));
-  HAMI_RETURN_IF_ERROR(
-      jsonutil::GetInt(j, "containerIndex", -(int64_t{1} << 31), (int64_t{1} << 31) - 1, where,
-                       &r.container_index));
+  HAMI_RETURN_IF_ERROR(jsonutil::GetInt(j, "containerIndex", -(int64_t{1} << 31),
+                                        (int64_t{1} << 31) - 1, where, &r.container_index));
   if (r.pod_uid.empty() || r.pod_namespace.empty() || r.pod_name.empty() || r.node_name.empty())
     return InvalidArgument(
         kWhat, ": incomplete refit request: pod UID, namespace, name, and node are required");
   HAMI_RETURN_IF_ERROR(Require(IsUid(r.pod_uid), "podUID", r.pod_uid, "a Kubernetes uid"));
-  HAMI_RETURN_IF_ERROR(Require(IsDnsLabel(r.pod_namespace), "podNamespace", r.pod_namespace,
-                               "a DNS-1123 label"));
+  HAMI_RETURN_IF_ERROR(
+      Require(IsDnsLabel(r.pod_namespace), "podNamespace", r.pod_namespace, "a DNS-1123 label"));
   HAMI_RETURN_IF_ERROR(
       Require(IsDnsSubdomain(r.pod_name), "podName", r.pod_name, "a DNS-1123 subdomain"));
   HAMI_RETURN_IF_ERROR(
@@ -113,9 +113,9 @@ StatusOr<RefitRequest> ParseRefitRequest(std::string_view body) {
   if (r.container_index < 0 || r.container_index > 1023)
     return InvalidArgument(kWhat, ": container index ", r.container_index,
                            " is outside the pod's containers (0..1023)");
-  HAMI_RETURN_IF_ERROR(Require(
-      !r.device_type.empty() && r.device_type.size() <= 64 && IsPrintable(r.device_type),
-      "deviceType", r.device_type, "a device type (printable, 1-64 characters)"));
+  HAMI_RETURN_IF_ERROR(
+      Require(!r.device_type.empty() && r.device_type.size() <= 64 && IsPrintable(r.device_type),
+              "deviceType", r.device_type, "a device type (printable, 1-64 characters)"));
   const json* allowed = j.contains("allowedDeviceUUIDs") ? &j["allowedDeviceUUIDs"] : nullptr;
   if (allowed != nullptr && !allowed->is_null() && !allowed->is_array())
     return InvalidArgument(kWhat, ": allowedDeviceUUIDs: expected an array, got JSON ",

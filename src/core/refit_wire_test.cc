@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 namespace hami::core {
@@ -14,14 +13,10 @@ namespace {
 using nlohmann::json;
 
 json Valid() {
-  return json{{"podUID", "3f2c-11aa"},
-              {"podNamespace", "default"},
-              {"podName", "refit-pod"},
-              {"nodeName", "node-1"},
-              {"containerIndex", 0},
-              {"containerName", "main"},
-              {"deviceType", "NVIDIA"},
-              {"allowedDeviceUUIDs", {"GPU-b", "GPU-c"}}};
+  return json{{"podUID", "3f2c-11aa"},  {"podNamespace", "default"},
+              {"podName", "refit-pod"}, {"nodeName", "node-1"},
+              {"containerIndex", 0},    {"containerName", "main"},
+              {"deviceType", "NVIDIA"}, {"allowedDeviceUUIDs", {"GPU-b", "GPU-c"}}};
 }
 
 TEST(RefitWireTest, ParsesUpstreamFields) {
@@ -59,14 +54,14 @@ TEST(RefitWireTest, RefusesBadRequests) {
       {"too many allowed devices",
        [](json& j) {
          j["allowedDeviceUUIDs"] = json::array();
-         for (int i = 0; i < 513; ++i) j["allowedDeviceUUIDs"].push_back("GPU-" + std::to_string(i));
+         for (int i = 0; i < 513; ++i)
+           j["allowedDeviceUUIDs"].push_back("GPU-" + std::to_string(i));
        },
        "limit is 512"},
       {"negative container index", [](json& j) { j["containerIndex"] = -1; },
        "outside the pod's containers"},
       {"fractional container index", [](json& j) { j["containerIndex"] = 0.5; }, "containerIndex"},
-      {"container index as a string", [](json& j) { j["containerIndex"] = "0"; },
-       "containerIndex"},
+      {"container index as a string", [](json& j) { j["containerIndex"] = "0"; }, "containerIndex"},
       {"namespace with a slash", [](json& j) { j["podNamespace"] = "a/b"; }, "podNamespace"},
       {"pod name with a query", [](json& j) { j["podName"] = "p?x=1"; }, "podName"},
       {"node name upper case", [](json& j) { j["nodeName"] = "Node-1"; }, "nodeName"},
@@ -78,8 +73,7 @@ TEST(RefitWireTest, RefusesBadRequests) {
        "expected an array"},
       {"device type with a control byte", [](json& j) { j["deviceType"] = "NVI\nDIA"; },
        "deviceType"},
-      {"container name not a label", [](json& j) { j["containerName"] = "Main"; },
-       "containerName"},
+      {"container name not a label", [](json& j) { j["containerName"] = "Main"; }, "containerName"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -99,7 +93,8 @@ TEST(RefitWireTest, RefusesBadRequests) {
 
 TEST(RefitWireTest, ResponseRoundTrips) {
   const RefitResponse ok{true, "GPU-b,NVIDIA,20000,30:", ""};
-  EXPECT_EQ(EncodeRefitResponse(ok), R"({"containerDevices":"GPU-b,NVIDIA,20000,30:","succeeded":true})");
+  EXPECT_EQ(EncodeRefitResponse(ok),
+            R"({"containerDevices":"GPU-b,NVIDIA,20000,30:","succeeded":true})");
   auto back = ParseRefitResponse(EncodeRefitResponse(ok));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, ok);

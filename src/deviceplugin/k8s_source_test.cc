@@ -137,7 +137,8 @@ TEST(PendingFromPodJsonTest, Table) {
   EXPECT_NE((*other)->refused.find("not my-scheduler"), std::string::npos) << (*other)->refused;
 }
 
-// hami.io/numa-alignment rides on the pending pod: whether GetPreferredAllocation asks the NUMA refit.
+// hami.io/numa-alignment rides on the pending pod: whether GetPreferredAllocation asks the NUMA
+// refit.
 TEST(PendingFromPodJsonTest, NumaAlignment) {
   const std::string one = std::string(";") + kGpuA + ",NVIDIA,1000,10:;";
   const struct {

@@ -13,8 +13,8 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "core/mig.h"
-#include "core/numa_alignment.h"
 #include "core/model.h"
+#include "core/numa_alignment.h"
 
 namespace hami::deviceplugin {
 

@@ -490,8 +490,8 @@ std::vector<std::string> DevicePlugin::NumaRefit(const std::vector<PendingPod>& 
                                                  const std::vector<std::string>& available) {
   std::vector<std::string> offered;  // physical UUIDs kubelet offers, first-seen order
   for (const auto& id : available)
-    if (auto u = ReplicaUuid(id); u.ok() && std::find(offered.begin(), offered.end(), *u) ==
-                                                offered.end())
+    if (auto u = ReplicaUuid(id);
+        u.ok() && std::find(offered.begin(), offered.end(), *u) == offered.end())
       offered.push_back(*u);
   const PendingPod* pod = nullptr;
   int mismatched = 0;
@@ -519,8 +519,8 @@ std::vector<std::string> DevicePlugin::NumaRefit(const std::vector<PendingPod>& 
       spdlog::error("pod {} container {}: kubelet offers none of its GPUs; {}", pod->Key(),
                     ctr.name, why);
     else
-      spdlog::info("pod {} container {}: kubelet offers none of its GPUs; {}", pod->Key(),
-                   ctr.name, why);
+      spdlog::info("pod {} container {}: kubelet offers none of its GPUs; {}", pod->Key(), ctr.name,
+                   why);
     return {};
   }
   core::RefitRequest req;
@@ -544,9 +544,10 @@ std::vector<std::string> DevicePlugin::NumaRefit(const std::vector<PendingPod>& 
         spdlog::warn("pod {}: cannot mark the allocation failed: {}", pod->Key(),
                      std::string(s.message()));
     } else {
-      spdlog::info("pod {} container {}: NUMA refit failed; best-effort keeps kubelet's own "
-                   "selection: {}",
-                   pod->Key(), ctr.name, std::string(moved.status().message()));
+      spdlog::info(
+          "pod {} container {}: NUMA refit failed; best-effort keeps kubelet's own "
+          "selection: {}",
+          pod->Key(), ctr.name, std::string(moved.status().message()));
     }
     return {};
   }

@@ -21,8 +21,8 @@
 #include "core/model.h"
 #include "deviceplugin/config.h"
 #include "deviceplugin/pending_pod.h"
-#include "deviceplugin/refit_client.h"
 #include "deviceplugin/proto/api.pb.h"
+#include "deviceplugin/refit_client.h"
 #include "gpu/discovery.h"
 
 namespace grpc {
@@ -111,12 +111,13 @@ class DevicePlugin {
   std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
   // The NUMA refit for one container request of GetPreferredAllocation that no pending pod's grant
   // fits (docs/upstream-contract.md, "NUMA refit"): when exactly one pod's next container wants
-  // `size` devices and holds a grant not among `available`, and the pod asks hami.io/numa-alignment,
-  // asks the scheduler to move the grant onto the offered GPUs. On success returns the replicas of
-  // the new GPUs to prefer (and steers Allocate to the pod); a refit the scheduler made but kubelet
-  // cannot take fails the pod (both modes: runtime and accounting would disagree). On a refusal:
-  // best-effort keeps kubelet's choice (the pod is armed with its grant, as without the refit),
-  // strict fails the pod (its Allocate is then refused). Empty when nothing was decided.
+  // `size` devices and holds a grant not among `available`, and the pod asks
+  // hami.io/numa-alignment, asks the scheduler to move the grant onto the offered GPUs. On success
+  // returns the replicas of the new GPUs to prefer (and steers Allocate to the pod); a refit the
+  // scheduler made but kubelet cannot take fails the pod (both modes: runtime and accounting would
+  // disagree). On a refusal: best-effort keeps kubelet's choice (the pod is armed with its grant,
+  // as without the refit), strict fails the pod (its Allocate is then refused). Empty when nothing
+  // was decided.
   std::vector<std::string> NumaRefit(const std::vector<PendingPod>& pods, int size,
                                      const std::vector<std::string>& available)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);

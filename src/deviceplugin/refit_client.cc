@@ -10,14 +10,14 @@ class SchedulerRefitClient final : public RefitClient {
   explicit SchedulerRefitClient(std::unique_ptr<k8s::Client> client) : client_(std::move(client)) {}
 
   StatusOr<std::vector<core::ContainerDevice>> Refit(const core::RefitRequest& request) override {
-    HAMI_ASSIGN_OR_RETURN(k8s::HttpReply reply,
-                          client_->Request("POST", "/refit", core::EncodeRefitRequest(request),
-                                           "application/json"));
+    HAMI_ASSIGN_OR_RETURN(
+        k8s::HttpReply reply,
+        client_->Request("POST", "/refit", core::EncodeRefitRequest(request), "application/json"));
     auto response = core::ParseRefitResponse(reply.body);
     if (reply.code != 200) {
       std::string why = response.ok() ? response->failure_reason : "";
-      return Unavailable("scheduler refit returned status ", reply.code,
-                         why.empty() ? "" : ": ", why);
+      return Unavailable("scheduler refit returned status ", reply.code, why.empty() ? "" : ": ",
+                         why);
     }
     if (!response.ok()) return response.status();
     if (!response->succeeded)

@@ -173,8 +173,8 @@ class Extender {
   // the NVIDIA grant of one container of a bound pod whose devices are still to be allocated onto
   // GPUs of `allowed_device_uuids`, decided by scheduler::FitInRestrictedDevices (the /filter fit,
   // one node, the allowed GPUs) with the amounts the grant charges. Only the leader refits, after
-  // the informers synced, with decide_mu_ held exclusively (no Filter decides meanwhile). The pod is
-  // read from the API server (its resourceVersion is the patch's precondition); the move is
+  // the informers synced, with decide_mu_ held exclusively (no Filter decides meanwhile). The pod
+  // is read from the API server (its resourceVersion is the patch's precondition); the move is
   // recorded in the cache (ClusterState::RefitContainer), then written as one merge patch of
   // hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated, only this container's
   // entry replaced (consumed entries stay blank); a failed patch puts the cache back. A grant
@@ -225,7 +225,8 @@ class Extender {
   std::unique_ptr<k8s::EventRecorder> events_;  // with a client; destroyed first
 };
 
-// The annotation value `annotation` (hami.io/vgpu-devices-*: one entry per container, each ending in
+// The annotation value `annotation` (hami.io/vgpu-devices-*: one entry per container, each ending
+// in
 // ';') with entry `index` replaced by `entry`, every other byte kept (blank consumed entries, the
 // trailing separator). FailedPrecondition when the value has no non-empty entry at `index`.
 StatusOr<std::string> ReplaceContainerEntry(std::string_view annotation, size_t index,

@@ -1,15 +1,15 @@
 // Extender::Refit: the NUMA refit's scheduler side (extender.h; docs/upstream-contract.md, "NUMA
 // refit").
-#include <set>
+#include "scheduler/refit.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "core/pod_codec.h"
 #include "extender/extender.h"
-#include "scheduler/refit.h"
 #include "vendors/nvidia/annotations.h"
 
 namespace hami::extender {
@@ -90,13 +90,13 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
   const std::optional<PodRecord> rec = state_.Find(req.pod_uid);
   if (!rec) return fail(StrCat("pod ", req.pod_uid, " is not tracked by the scheduler"));
   if (rec->namespace_ != req.pod_namespace || rec->name != req.pod_name)
-    return fail(StrCat("pod ", req.pod_uid, " does not match ", req.pod_namespace, "/",
-                       req.pod_name));
+    return fail(
+        StrCat("pod ", req.pod_uid, " does not match ", req.pod_namespace, "/", req.pod_name));
   pod_ref = Json{{"kind", "Pod"},
-             {"apiVersion", "v1"},
-             {"namespace", rec->namespace_},
-             {"name", rec->name},
-             {"uid", rec->uid}};
+                 {"apiVersion", "v1"},
+                 {"namespace", rec->namespace_},
+                 {"name", rec->name},
+                 {"uid", rec->uid}};
   if (rec->allocation.node != req.node_name)
     return fail(StrCat("pod ", req.pod_namespace, "/", req.pod_name, " is tracked on node ",
                        rec->allocation.node, ", not ", req.node_name));
@@ -110,13 +110,13 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
   }
   if (!live.ok()) return fail(StrCat("cannot read the pod: ", live.status().message()));
   if (StringAt(*live, {"metadata", "uid"}) != req.pod_uid)
-    return fail(StrCat("pod ", req.pod_namespace, "/", req.pod_name, " is no longer ",
-                       req.pod_uid));
+    return fail(
+        StrCat("pod ", req.pod_namespace, "/", req.pod_name, " is no longer ", req.pod_uid));
   const std::vector<std::string> names = ContainerNames(*live);
   const size_t index = static_cast<size_t>(req.container_index);
   if (index >= names.size())
-    return fail(StrCat("container index ", req.container_index,
-                       " is outside the pod's containers"));
+    return fail(
+        StrCat("container index ", req.container_index, " is outside the pod's containers"));
   if (!req.container_name.empty() && names[index] != req.container_name)
     return fail(StrCat("container index ", req.container_index, " is \"", names[index],
                        "\", not \"", req.container_name, "\""));
@@ -125,11 +125,11 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
   const std::string allocated_raw = annotations[vendors::nvidia::kNvidiaDevicesAllocated];
   auto pending = core::DecodePodDevices(pending_raw);
   if (!pending.ok())
-    return fail(StrCat("cannot decode the pending allocation annotation: ",
-                       pending.status().message()));
+    return fail(
+        StrCat("cannot decode the pending allocation annotation: ", pending.status().message()));
   if (index >= pending->containers.size() || pending->containers[index].empty())
-    return fail(StrCat("container ", index, " has no pending ", req.device_type,
-                       " allocation to refit"));
+    return fail(
+        StrCat("container ", index, " has no pending ", req.device_type, " allocation to refit"));
   if (index >= rec->allocation.containers.size())
     return fail(StrCat("container ", index, " has no recorded ", req.device_type, " allocation"));
   const std::vector<core::ContainerDevice> current =
@@ -139,9 +139,8 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
 
   const std::set<std::string> allowed(req.allowed_device_uuids.begin(),
                                       req.allowed_device_uuids.end());
-  const bool already = std::all_of(current.begin(), current.end(), [&](const auto& d) {
-    return allowed.count(d.uuid) > 0;
-  });
+  const bool already = std::all_of(current.begin(), current.end(),
+                                   [&](const auto& d) { return allowed.count(d.uuid) > 0; });
   if (already) {
     auto entry = core::EncodeContainerDevices(current);
     if (!entry.ok()) return fail(std::string(entry.status().message()));
@@ -163,18 +162,20 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
   target.allowed = req.allowed_device_uuids;
   std::string entry, pending_after, allocated_after;
   RefitSteps steps;
-  steps.fit = [&] { return scheduler::FitInRestrictedDevices(sched_, *pod, target, req.node_name); };
+  steps.fit = [&] {
+    return scheduler::FitInRestrictedDevices(sched_, *pod, target, req.node_name);
+  };
   steps.fingerprint = [&](const core::PodAllocation& after) -> StatusOr<std::string> {
-    HAMI_ASSIGN_OR_RETURN(entry, core::EncodeContainerDevices(
-                                     OfVendor(after.containers[index], req.device_type)));
+    HAMI_ASSIGN_OR_RETURN(
+        entry, core::EncodeContainerDevices(OfVendor(after.containers[index], req.device_type)));
     HAMI_ASSIGN_OR_RETURN(pending_after, ReplaceContainerEntry(pending_raw, index, entry));
     HAMI_ASSIGN_OR_RETURN(allocated_after, ReplaceContainerEntry(allocated_raw, index, entry));
     std::map<std::string, std::string> patched = annotations;
     patched[vendors::nvidia::kNvidiaDevicesAllocated] = allocated_after;
     return vendor_set.DecisionFingerprint(patched);
   };
-  auto before = state_.RefitContainer(req.pod_uid, req.node_name, index, req.device_type, res,
-                                      steps);
+  auto before =
+      state_.RefitContainer(req.pod_uid, req.node_name, index, req.device_type, res, steps);
   if (!before.ok()) return fail(std::string(before.status().message()));
   std::vector<core::ContainerDevice> moved;
   if (auto back = core::DecodeContainerDevices(entry); back.ok()) moved = *back;
@@ -194,8 +195,8 @@ core::RefitResponse Extender::Refit(const core::RefitRequest& req) {
     }
   }
   counters_.refit_moved.fetch_add(1, std::memory_order_relaxed);
-  const std::string message = StrCat("NUMA refit moved container ", index, " from ",
-                                     Uuids(current), " to ", Uuids(moved));
+  const std::string message =
+      StrCat("NUMA refit moved container ", index, " from ", Uuids(current), " to ", Uuids(moved));
   SPDLOG_INFO("pod {}/{} on {}: {}", req.pod_namespace, req.pod_name, req.node_name, message);
   Event(pod_ref, "Normal", "NumaRefitSucceed", message);
   return core::RefitResponse{true, entry, ""};

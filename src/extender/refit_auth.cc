@@ -37,7 +37,8 @@ class TokenReview final : public RefitAuthenticator {
                       {"spec", {{"token", token}}}};
     auto reply = client_->Create(kTokenReviews, "", review);
     if (!reply.ok())
-      return absl::UnavailableError(StrCat("token review request failed: ", reply.status().message()));
+      return absl::UnavailableError(
+          StrCat("token review request failed: ", reply.status().message()));
     const Json& status = reply->contains("status") ? (*reply)["status"] : Json();
     if (!status.is_object() || !status.contains("authenticated") ||
         !status["authenticated"].is_boolean() || !status["authenticated"].get<bool>())
@@ -53,21 +54,22 @@ class TokenReview final : public RefitAuthenticator {
     if (pod_name.empty() || pod_uid.empty())
       return absl::PermissionDeniedError("token is not a bound pod service-account token");
     // "system:serviceaccount:<ns>:<name>": the caller pod lives in the account's namespace.
-    const std::string ns = username.substr(std::string_view("system:serviceaccount:").size(),
-                                           username.rfind(':') -
-                                               std::string_view("system:serviceaccount:").size());
+    const std::string ns =
+        username.substr(std::string_view("system:serviceaccount:").size(),
+                        username.rfind(':') - std::string_view("system:serviceaccount:").size());
     auto pod = client_->Get(k8s::kPods, ns, pod_name);
     if (!pod.ok())
-      return absl::PermissionDeniedError(StrCat("cannot look up caller pod ", ns, "/", pod_name,
-                                                ": ", pod.status().message()));
+      return absl::PermissionDeniedError(
+          StrCat("cannot look up caller pod ", ns, "/", pod_name, ": ", pod.status().message()));
     const Json& meta = pod->contains("metadata") ? (*pod)["metadata"] : Json();
     const Json& spec = pod->contains("spec") ? (*pod)["spec"] : Json();
     if (Str(meta, "uid") != pod_uid)
-      return absl::PermissionDeniedError(StrCat("caller pod ", ns, "/", pod_name,
-                                                " no longer matches the token's bound uid"));
+      return absl::PermissionDeniedError(
+          StrCat("caller pod ", ns, "/", pod_name, " no longer matches the token's bound uid"));
     if (Str(spec, "nodeName") != node)
-      return absl::PermissionDeniedError(StrCat("caller pod ", ns, "/", pod_name, " runs on node \"",
-                                                Str(spec, "nodeName"), "\", not \"", node, "\""));
+      return absl::PermissionDeniedError(StrCat("caller pod ", ns, "/", pod_name,
+                                                " runs on node \"", Str(spec, "nodeName"),
+                                                "\", not \"", node, "\""));
     return OkStatus();
   }
 
@@ -97,17 +99,16 @@ http::HttpResponse ServeRefit(Extender& extender, RefitAuthenticator& auth,
   if (request.body.empty()) return reply(400, {false, "", "Please send a request body"});
   if (request.body.size() > core::kMaxRefitBodyBytes)
     return reply(413, {false, "",
-                       StrCat("refit request body of ", request.body.size(),
-                              " bytes exceeds ", core::kMaxRefitBodyBytes)});
+                       StrCat("refit request body of ", request.body.size(), " bytes exceeds ",
+                              core::kMaxRefitBodyBytes)});
   auto req = core::ParseRefitRequest(request.body);
-  if (!req.ok()) return http::HttpResponse{200, "application/json", extender.HandleRefit(request.body)};
+  if (!req.ok())
+    return http::HttpResponse{200, "application/json", extender.HandleRefit(request.body)};
   const std::string token = BearerToken(request.authorization);
   if (token.empty())
     return reply(401, {false, "", "no caller credentials presented (Authorization: Bearer)"});
   if (Status s = auth.Authenticate(token, req->node_name); !s.ok()) {
-    const int code = absl::IsUnauthenticated(s)      ? 401
-                     : absl::IsPermissionDenied(s) ? 403
-                                                   : 503;
+    const int code = absl::IsUnauthenticated(s) ? 401 : absl::IsPermissionDenied(s) ? 403 : 503;
     return reply(code, {false, "", StrCat("refit caller refused: ", s.message())});
   }
   return reply(200, extender.Refit(*req));

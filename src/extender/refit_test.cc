@@ -3,6 +3,8 @@
 // TestRefitNumaAllocation*) and the /refit route over real HTTP with TokenReview authentication
 // (after upstream pkg/scheduler/routes/numa_refit_route_test.go, TestNumaRefitRoute_*,
 // TestBearerToken).
+#include "scheduler/refit.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -13,7 +15,6 @@
 #include "extender/refit_auth.h"
 #include "http/server.h"
 #include "k8s/testing/fake_apiserver.h"
-#include "scheduler/refit.h"
 #include "vendors/nvidia/annotations.h"
 
 namespace hami::extender {
@@ -28,13 +29,25 @@ constexpr char kToAllocate[] = "hami.io/vgpu-devices-to-allocate";
 constexpr char kAllocated[] = "hami.io/vgpu-devices-allocated";
 
 Json NodeJson(int64_t gpu_b_mem) {
-  Json devs = Json::array(
-      {{{"id", "GPU-a"}, {"index", 0}, {"count", 10}, {"devmem", 40000}, {"devcore", 100},
-        {"type", "NVIDIA-A100"}, {"numa", 1}, {"health", true}},
-       {{"id", "GPU-b"}, {"index", 1}, {"count", 10}, {"devmem", gpu_b_mem}, {"devcore", 100},
-        {"type", "NVIDIA-A100"}, {"numa", 0}, {"health", true}}});
-  return Json{{"metadata",
-               {{"name", kNode}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
+  Json devs = Json::array({{{"id", "GPU-a"},
+                            {"index", 0},
+                            {"count", 10},
+                            {"devmem", 40000},
+                            {"devcore", 100},
+                            {"type", "NVIDIA-A100"},
+                            {"numa", 1},
+                            {"health", true}},
+                           {{"id", "GPU-b"},
+                            {"index", 1},
+                            {"count", 10},
+                            {"devmem", gpu_b_mem},
+                            {"devcore", 100},
+                            {"type", "NVIDIA-A100"},
+                            {"numa", 0},
+                            {"health", true}}});
+  return Json{
+      {"metadata",
+       {{"name", kNode}, {"annotations", {{"hami.io/node-nvidia-register", devs.dump()}}}}}};
 }
 
 Json Ctr(const std::string& name, int mem, int cores) {
@@ -48,8 +61,7 @@ Json Ctr(const std::string& name, int mem, int cores) {
 
 // A bound pod whose decision waits for Allocate: `pending` and `allocated` are the annotations.
 Json PodJson(const std::string& uid, const std::string& name, Json containers,
-             const std::string& pending, const std::string& allocated,
-             Json init = Json::array()) {
+             const std::string& pending, const std::string& allocated, Json init = Json::array()) {
   Json spec{{"schedulerName", "hami-scheduler"}, {"nodeName", kNode}, {"containers", containers}};
   if (!init.empty()) spec["initContainers"] = init;
   return Json{{"metadata",
@@ -107,8 +119,7 @@ class RefitTest : public ::testing::Test {
   }
   void AddSinglePod(int mem = 20000, int cores = 30, const std::string& uid = kUid,
                     const std::string& name = kPod) {
-    const std::string grant =
-        StrCat("GPU-a,NVIDIA,", mem, ",", cores, ":;");
+    const std::string grant = StrCat("GPU-a,NVIDIA,", mem, ",", cores, ":;");
     AddPod(PodJson(uid, name, Json::array({Ctr("main", mem, cores)}), grant, grant));
   }
   std::string Tracked(const std::string& uid = kUid, size_t container = 0) {
@@ -225,8 +236,8 @@ TEST_F(RefitTest, TestRefitNumaAllocationStaleResourceVersionIsRefused) {
 
 TEST_F(RefitTest, TestRefitNumaAllocationConsumedAllocation) {
   Build(40000);
-  AddPod(PodJson(kUid, kPod, Json::array({Ctr("main", 20000, 30)}), ";",
-                 "GPU-a,NVIDIA,20000,30:;"));
+  AddPod(
+      PodJson(kUid, kPod, Json::array({Ctr("main", 20000, 30)}), ";", "GPU-a,NVIDIA,20000,30:;"));
   const core::RefitResponse r = ext_->Refit(Request({"GPU-b"}));
   EXPECT_FALSE(r.succeeded);
   EXPECT_NE(r.failure_reason.find("no pending"), std::string::npos) << r.failure_reason;
@@ -356,18 +367,38 @@ TEST_F(RefitTest, TestRefitNumaAllocationInitContainerRefitRecordsCollapsedUsage
   EXPECT_EQ(state_->NamespaceUsage()["default"]["nvidia.com/gpumem"], 15000);
 }
 
+TEST_F(RefitTest, TestRefitNumaAllocationKeepsShrunkAccounting) {
+  // The init container (30000 MiB on GPU-a) has succeeded, so only the app container's 20000 MiB is
+  // charged; a refit of the app container must not charge the init container's usage again.
+  Build(40000);
+  Json pod = PodJson(kUid, kPod, Json::array({Ctr("main", 20000, 30)}), ";GPU-a,NVIDIA,20000,30:;",
+                     "GPU-a,NVIDIA,30000,60:;GPU-a,NVIDIA,20000,30:;",
+                     Json::array({Ctr("init", 30000, 60)}));
+  pod["status"]["initContainerStatuses"] =
+      Json::array({{{"name", "init"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}});
+  AddPod(pod);
+  ASSERT_EQ(UsedMem("GPU-a"), 20000);
+  core::RefitRequest req = Request({"GPU-b"});
+  req.container_index = 1;
+  req.container_name = "main";
+  const core::RefitResponse r = ext_->Refit(req);
+  ASSERT_TRUE(r.succeeded) << r.failure_reason;
+  EXPECT_EQ(UsedMem("GPU-a"), 0);
+  EXPECT_EQ(UsedMem("GPU-b"), 20000);
+  EXPECT_EQ(state_->NamespaceUsage()["default"]["nvidia.com/gpumem"], 20000);
+  EXPECT_TRUE(state_->Find(kUid)->init_finished);
+}
+
 TEST(ReplaceContainerEntryTest, KeepsEveryOtherByte) {
   const struct {
     const char* annotation;
     size_t index;
     const char* want;  // nullptr: refused
   } cases[] = {
-      {"A:;", 0, "X:;"},
-      {";B:;", 1, ";X:;"},
-      {"A:;B:;", 0, "X:;B:;"},
-      {"A:;B:", 1, "A:;X:"},  // no final separator: kept so
-      {";B:;", 0, nullptr},   // consumed
-      {"A:;", 1, nullptr},    // past the last entry
+      {"A:;", 0, "X:;"},       {";B:;", 1, ";X:;"},
+      {"A:;B:;", 0, "X:;B:;"}, {"A:;B:", 1, "A:;X:"},  // no final separator: kept so
+      {";B:;", 0, nullptr},                            // consumed
+      {"A:;", 1, nullptr},                             // past the last entry
       {"", 0, nullptr},
   };
   for (const auto& c : cases) {
@@ -412,9 +443,9 @@ class RefitRouteTest : public RefitTest {
     AddSinglePod();
     // The device plugin's pod on node-1 and its bound token.
     auto dp = fake_.Upsert(
-        "pods", Json{{"metadata", {{"name", "hami-dp-x"}, {"namespace", "kube-system"},
-                                   {"uid", "dp-uid"}}},
-                     {"spec", {{"nodeName", kNode}, {"containers", {{{"name", "dp"}}}}}}});
+        "pods",
+        Json{{"metadata", {{"name", "hami-dp-x"}, {"namespace", "kube-system"}, {"uid", "dp-uid"}}},
+             {"spec", {{"nodeName", kNode}, {"containers", {{{"name", "dp"}}}}}}});
     ASSERT_TRUE(dp.ok());
     auto bound = [](const std::string& user, const std::string& pod, const std::string& uid) {
       return Json{{"username", user},
@@ -429,9 +460,8 @@ class RefitRouteTest : public RefitTest {
     auth_ = TokenReviewAuthenticator(client_.get(), {kAgent});
     http::HttpServerOptions o;
     server_ = std::make_unique<http::HttpServer>(o);
-    server_->Route("POST", "/refit", [this](const http::HttpRequest& r) {
-      return ServeRefit(*ext_, *auth_, r);
-    });
+    server_->Route("POST", "/refit",
+                   [this](const http::HttpRequest& r) { return ServeRefit(*ext_, *auth_, r); });
     ASSERT_TRUE(server_->Start().ok());
   }
   httplib::Result Post(const std::string& body, const std::string& token) {

@@ -1,12 +1,11 @@
 #include "http/request_reader.h"
 
-#include <iterator>
-
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <iterator>
 
 namespace hami::http {
 

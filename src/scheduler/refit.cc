@@ -8,35 +8,37 @@
 namespace hami::scheduler {
 namespace {
 
-Status Refused(std::string message) { return absl::FailedPreconditionError(std::move(message)); }
+Status Refused(std::string message) {
+  return absl::FailedPreconditionError(std::move(message));
+}
 
 }  // namespace
 
 StatusOr<core::PodRequest> RestrictedRequest(const core::PodRequest& pod, const RefitTarget& target,
                                              const core::NodeInfo& node) {
   if (target.container >= pod.containers.size())
-    return Refused(StrCat("container index ", target.container,
-                                " is outside the pod's containers"));
+    return Refused(
+        StrCat("container index ", target.container, " is outside the pod's containers"));
   const core::ContainerRequest& ctr = pod.containers[target.container];
   if (target.current.empty())
     return Refused(StrCat("container ", target.container, " (", ctr.name, ") has no ",
-                                target.vendor, " grant to refit"));
+                          target.vendor, " grant to refit"));
   const core::ContainerDevice& first = target.current.front();
   for (const core::ContainerDevice& d : target.current) {
     if (!d.mig_profile.empty())
       return Refused(StrCat("container ", target.container, " holds MIG instance ", d.uuid,
-                                  "; the NUMA refit does not move MIG grants"));
+                            "; the NUMA refit does not move MIG grants"));
     if (d.usedmem_mib != first.usedmem_mib || d.usedcores != first.usedcores)
       return Refused(StrCat("container ", target.container,
-                                  " reserves differing amounts per device; the refit does not "
-                                  "support heterogeneous reservations"));
+                            " reserves differing amounts per device; the refit does not "
+                            "support heterogeneous reservations"));
   }
   const core::DeviceRequest* asked = nullptr;
   for (const core::DeviceRequest& r : ctr.devices)
     if (r.vendor == target.vendor) asked = &r;
   if (asked == nullptr)
-    return Refused(StrCat("no ", target.vendor, " request to refit in container ",
-                                target.container, " (", ctr.name, ")"));
+    return Refused(StrCat("no ", target.vendor, " request to refit in container ", target.container,
+                          " (", ctr.name, ")"));
 
   const std::set<std::string> allowed(target.allowed.begin(), target.allowed.end());
   std::vector<std::string> usable;  // allowed devices of the vendor on the node, in node order
@@ -44,13 +46,12 @@ StatusOr<core::PodRequest> RestrictedRequest(const core::PodRequest& pod, const 
     if (d.vendor != target.vendor || !allowed.count(d.uuid)) continue;
     if (d.mode == "mig")
       return Refused(StrCat("allowed device ", d.uuid,
-                                  " is in MIG mode; the NUMA refit does not support MIG"));
+                            " is in MIG mode; the NUMA refit does not support MIG"));
     usable.push_back(d.uuid);
   }
   if (usable.empty())
-    return Refused(StrCat(kAllowedSetUnmatched, ": none of [",
-                                absl::StrJoin(target.allowed, ","), "] is a ", target.vendor,
-                                " device of node ", node.name));
+    return Refused(StrCat(kAllowedSetUnmatched, ": none of [", absl::StrJoin(target.allowed, ","),
+                          "] is a ", target.vendor, " device of node ", node.name));
   if (!pod.selectors.use_uuids.empty()) {
     std::erase_if(usable, [&](const std::string& u) {
       return std::find(pod.selectors.use_uuids.begin(), pod.selectors.use_uuids.end(), u) ==
@@ -58,8 +59,8 @@ StatusOr<core::PodRequest> RestrictedRequest(const core::PodRequest& pod, const 
     });
     if (usable.empty())
       return Refused(StrCat("no allowed device fits: the pod's use-gpuuuid [",
-                                  absl::StrJoin(pod.selectors.use_uuids, ","),
-                                  "] allows none of [", absl::StrJoin(target.allowed, ","), "]"));
+                            absl::StrJoin(pod.selectors.use_uuids, ","), "] allows none of [",
+                            absl::StrJoin(target.allowed, ","), "]"));
   }
 
   core::PodRequest out;
@@ -108,10 +109,9 @@ StatusOr<std::vector<core::ContainerDevice>> FitInRestrictedDevices(const Schedu
   }
   if (d.allocation.containers.size() != 1 ||
       d.allocation.containers[0].size() != target.current.size())
-    return absl::InternalError(StrCat("the restricted fit chose ",
-                                            d.allocation.containers.size(),
-                                            " container grants, want 1 of ",
-                                            target.current.size(), " devices"));
+    return absl::InternalError(StrCat("the restricted fit chose ", d.allocation.containers.size(),
+                                      " container grants, want 1 of ", target.current.size(),
+                                      " devices"));
   return d.allocation.containers[0];
 }
 

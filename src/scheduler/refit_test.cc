@@ -104,8 +104,8 @@ TEST(RefitTest, TestRestrictNodeUsagePreservesPolicyAndOriginal) {
   auto s = Cluster(ThreeGpus());
   const core::PodRequest pod = RefitPod().GpuPolicy("binpack").NumaBind();
   const core::PodRequest before = pod;
-  auto r = RestrictedRequest(pod, Target(1, 4096, 10, {"GPU-b", "GPU-c", "GPU-unknown"}),
-                             NodeOf(*s));
+  auto r =
+      RestrictedRequest(pod, Target(1, 4096, 10, {"GPU-b", "GPU-c", "GPU-unknown"}), NodeOf(*s));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->selectors.use_uuids, (std::vector<std::string>{"GPU-b", "GPU-c"}));
   EXPECT_EQ(r->gpu_policy, "binpack");
@@ -207,8 +207,8 @@ TEST(RefitTest, TestFitInRestrictedDevicesEmptyAllowedSet) {
 TEST(RefitTest, TestFitInRestrictedDevicesUnmatchedAllowedSet) {
   // Replica IDs instead of physical UUIDs fail loudly, not as capacity exhaustion.
   auto s = Cluster({{"GPU-a"}});
-  auto got = FitInRestrictedDevices(*s, RefitPod(), Target(1, 4096, 10, {"GPU-a-0", "GPU-a-1"}),
-                                    kNode);
+  auto got =
+      FitInRestrictedDevices(*s, RefitPod(), Target(1, 4096, 10, {"GPU-a-0", "GPU-a-1"}), kNode);
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find(kAllowedSetUnmatched), std::string::npos);
 }
@@ -250,9 +250,7 @@ TEST(RefitTest, TestFitInRestrictedDevicesMutexPolicy) {
 }
 
 TEST(RefitTest, TestFitInRestrictedDevicesKeepsNumaBind) {
-  auto build = [] {
-    return Cluster({{"GPU-a0", 0}, {"GPU-b0", 0}, {"GPU-c1", 1}, {"GPU-d1", 1}});
-  };
+  auto build = [] { return Cluster({{"GPU-a0", 0}, {"GPU-b0", 0}, {"GPU-c1", 1}, {"GPU-d1", 1}}); };
   auto got = FitInRestrictedDevices(*build(), RefitPod(2).GpuPolicy("binpack").NumaBind(),
                                     Target(2, 4096, 10, {"GPU-a0", "GPU-b0"}), kNode);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -282,8 +280,8 @@ TEST(RefitTest, RefusesWhatCannotMove) {
        "heterogeneous"},
       {"allowed device in MIG mode", Target(1, 4096, 10, {"GPU-m"}), "MIG"},
       {"no grant", {0, {}, core::kNvidiaVendor, {"GPU-b"}}, "no NVIDIA grant"},
-      {"container index out of range", {3, Target(1, 4096, 10, {"GPU-b"}).current,
-                                        core::kNvidiaVendor, {"GPU-b"}},
+      {"container index out of range",
+       {3, Target(1, 4096, 10, {"GPU-b"}).current, core::kNvidiaVendor, {"GPU-b"}},
        "outside the pod's containers"},
   };
   for (const auto& c : cases) {
@@ -293,8 +291,8 @@ TEST(RefitTest, RefusesWhatCannotMove) {
     EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status();
   }
   // A pod pinned with use-gpuuuid is never refitted onto other GPUs.
-  auto pinned = RestrictedRequest(RefitPod().UseUuid("GPU-a"), Target(1, 4096, 10, {"GPU-b"}),
-                                  node);
+  auto pinned =
+      RestrictedRequest(RefitPod().UseUuid("GPU-a"), Target(1, 4096, 10, {"GPU-b"}), node);
   ASSERT_FALSE(pinned.ok());
   EXPECT_NE(pinned.status().message().find("use-gpuuuid"), std::string::npos) << pinned.status();
 }

@@ -646,8 +646,8 @@ TEST(Webhook, NumaAlignmentAnnotation) {
   const struct {
     const char* value;
     bool allowed;
-  } cases[] = {{"best-effort", true}, {" Strict ", true}, {"", false}, {"required", false},
-               {"true", false}};
+  } cases[] = {
+      {"best-effort", true}, {" Strict ", true}, {"", false}, {"required", false}, {"true", false}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.value);
     auto resp = ParseAdmissionResponse(

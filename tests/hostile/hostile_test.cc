@@ -285,7 +285,8 @@ TEST_F(Hostile, ListenerSplit) {
 TEST_F(Hostile, Refit) {
   const std::string ok_body =
       R"({"podUID":"u-1","podNamespace":"default","podName":"p0","nodeName":")" +
-      std::string(kNode) + R"(","containerIndex":0,"deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})";
+      std::string(kNode) +
+      R"(","containerIndex":0,"deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})";
   // Not on the extender listener.
   Expect("refit", http::testing::Exchange(extender_port_, Post("/refit", ok_body), kHang), 404);
   // No credentials, a scheme other than Bearer, a token the API server does not accept.
@@ -299,12 +300,12 @@ TEST_F(Hostile, Refit) {
                      kHang),
          401);
   // Two Authorization headers: ambiguous, none counts.
-  Expect("refit",
-         TlsExchange(webhook_port_,
-                     Post("/refit", ok_body,
-                          "Authorization: Bearer a\r\nAuthorization: Bearer b\r\n"),
-                     kHang),
-         401);
+  Expect(
+      "refit",
+      TlsExchange(webhook_port_,
+                  Post("/refit", ok_body, "Authorization: Bearer a\r\nAuthorization: Bearer b\r\n"),
+                  kHang),
+      401);
   // Bodies: empty, garbage, wrong types, names that would change a URL, an oversized allowed set,
   // deep nesting, more than the route's 64 KiB.
   Expect("refit", TlsExchange(webhook_port_, Post("/refit", ""), kHang), 400);
@@ -312,8 +313,9 @@ TEST_F(Hostile, Refit) {
        {std::string("{not-json"), std::string("[]"), std::string("null"),
         std::string(R"({"podUID":"u","podNamespace":"../kube-system","podName":"p","nodeName":"n",)"
                     R"("deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})"),
-        std::string(R"({"podUID":"u","podNamespace":"d","podName":"p","nodeName":"n",)"
-                    R"("containerIndex":"0","deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})"),
+        std::string(
+            R"({"podUID":"u","podNamespace":"d","podName":"p","nodeName":"n",)"
+            R"("containerIndex":"0","deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})"),
         std::string(R"({"podUID":"u","podNamespace":"d","podName":"p","nodeName":"n",)"
                     R"("deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a,NVIDIA,1,1:"]})")})
     Expect("refit", TlsExchange(webhook_port_, Post("/refit", b), kHang), 200);

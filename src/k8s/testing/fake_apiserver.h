@@ -1,7 +1,8 @@
 #pragma once
 // A fake Kubernetes API server that speaks the real wire format (HTTP + JSON) for the resources
 // hami-cpp uses: pods (+ binding, status), nodes (+ status), events, leases, resourcequotas,
-// namespaces, configmaps, tokenreviews (AddToken). Enough discovery (/api, /apis, /version) for kubectl get/annotate.
+// namespaces, configmaps, tokenreviews (AddToken). Enough discovery (/api, /apis, /version) for
+// kubectl get/annotate.
 //
 // Semantics kept from the real server:
 // - one global, increasing resourceVersion; list replies carry it; items lack kind/apiVersion;

@@ -1,8 +1,6 @@
 // The device plugin's /refit client against an HTTPS server (cpp-httplib) standing in for the
-// scheduler: what it sends (upstream's JSON, the token file's token as Bearer), how it reads each reply,
-// and what it refuses to do (plain HTTP, an unverified certificate).
-#include "deviceplugin/refit_client.h"
-
+// scheduler: what it sends (upstream's JSON, the token file's token as Bearer), how it reads each
+// reply, and what it refuses to do (plain HTTP, an unverified certificate).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <stdlib.h>
@@ -13,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "deviceplugin/refit_client.h"
 #include "http/testing/self_signed.h"
 
 namespace hami::deviceplugin {
