@@ -150,13 +150,15 @@ std::string EncodeRefitRequest(const RefitRequest& r) {
 }
 
 StatusOr<RefitResponse> ParseRefitResponse(std::string_view body) {
-  constexpr char what[] = "refit response";
+  constexpr char kWhatReply[] = "refit response";
   if (body.size() > kMaxRefitBodyBytes)
-    return InvalidArgument(what, ": body of ", body.size(), " bytes exceeds ", kMaxRefitBodyBytes);
-  HAMI_ASSIGN_OR_RETURN(json j, jsonutil::Parse(body, what));
-  if (!j.is_object()) return InvalidArgument(what, ": expected a JSON object, got ", j.type_name());
+    return InvalidArgument(kWhatReply, ": body of ", body.size(), " bytes exceeds ",
+                           kMaxRefitBodyBytes);
+  HAMI_ASSIGN_OR_RETURN(json j, jsonutil::Parse(body, kWhatReply));
+  if (!j.is_object())
+    return InvalidArgument(kWhatReply, ": expected a JSON object, got ", j.type_name());
   RefitResponse r;
-  const std::string where = StrCat(what, ": ");
+  const std::string where = StrCat(kWhatReply, ": ");
   HAMI_RETURN_IF_ERROR(jsonutil::GetBool(j, "succeeded", where, &r.succeeded));
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "containerDevices", where, &r.container_devices));
   HAMI_RETURN_IF_ERROR(jsonutil::GetString(j, "failureReason", where, &r.failure_reason));

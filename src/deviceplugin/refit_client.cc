@@ -34,7 +34,8 @@ class SchedulerRefitClient final : public RefitClient {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<RefitClient>> NewSchedulerRefitClient(SchedulerRefitOptions options) {
+StatusOr<std::unique_ptr<RefitClient>> NewSchedulerRefitClient(
+    const SchedulerRefitOptions& options) {
   std::string endpoint = options.endpoint;
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   if (endpoint.rfind("https://", 0) != 0)

@@ -38,6 +38,7 @@ struct SchedulerRefitOptions {
 // The HTTPS client of the scheduler's /refit: one POST, no retries, no redirects, certificate
 // verified (never skipped: the request carries the plugin's token). InvalidArgument for an
 // endpoint that is not https://, a CA bundle that does not load.
-StatusOr<std::unique_ptr<RefitClient>> NewSchedulerRefitClient(SchedulerRefitOptions options);
+StatusOr<std::unique_ptr<RefitClient>> NewSchedulerRefitClient(
+    const SchedulerRefitOptions& options);
 
 }  // namespace hami::deviceplugin

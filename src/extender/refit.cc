@@ -49,6 +49,7 @@ std::vector<core::ContainerDevice> OfVendor(const std::vector<core::ContainerDev
 
 std::string Uuids(const std::vector<core::ContainerDevice>& devices) {
   std::vector<std::string> ids;
+  ids.reserve(devices.size());
   for (const auto& d : devices) ids.push_back(d.uuid);
   return StrCat("[", absl::StrJoin(ids, " "), "]");
 }

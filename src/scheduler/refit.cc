@@ -8,8 +8,8 @@
 namespace hami::scheduler {
 namespace {
 
-Status Refused(std::string message) {
-  return absl::FailedPreconditionError(std::move(message));
+Status Refused(const std::string& message) {
+  return absl::FailedPreconditionError(message);
 }
 
 }  // namespace
