@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "cmd/config_wiring.h"
@@ -62,6 +64,15 @@ int DevicePluginMain(int argc, char** argv) {
   app.add_option("--kubeconfig", kubeconfig,
                  "kubeconfig FILE (default: in-cluster, then $KUBECONFIG, ~/.kube/config)");
   app.add_option("--node-name", node_name, "this node's name (default: env NODE_NAME)");
+  // NUMA refit (docs/upstream-contract.md, "NUMA refit"): upstream's environment names as defaults.
+  std::string refit_endpoint = GetEnvOr("HAMI_SCHEDULER_ENDPOINT");
+  std::string refit_ca_file = GetEnvOr("HAMI_SCHEDULER_CA_FILE");
+  app.add_option("--numa-refit-endpoint", refit_endpoint,
+                 "https:// base URL of the scheduler's /refit (env HAMI_SCHEDULER_ENDPOINT); empty "
+                 "= the NUMA refit is off and a hami.io/numa-alignment mismatch is only logged");
+  app.add_option("--numa-refit-ca-file", refit_ca_file,
+                 "PEM bundle the scheduler's certificate must chain to (env "
+                 "HAMI_SCHEDULER_CA_FILE); empty = the system CAs");
   app.add_option("--plugin-dir", cfg.plugin_dir,
                  "kubelet device plugin directory (kubelet.sock, our socket)")
       ->capture_default_str();
@@ -309,6 +320,27 @@ int DevicePluginMain(int argc, char** argv) {
                                                           seed + mig_plugins.size() + 1);
     p->ServeStaticMig(std::move(r.devices), /*with_shared_gpus=*/false);
     mig_plugins.push_back(std::move(p));
+  }
+  std::unique_ptr<deviceplugin::RefitClient> refit;
+  if (!refit_endpoint.empty()) {
+    deviceplugin::SchedulerRefitOptions ro;
+    ro.endpoint = refit_endpoint;
+    if (!refit_ca_file.empty()) {
+      std::ifstream in(refit_ca_file);
+      std::stringstream pem;
+      pem << in.rdbuf();
+      if (!in) return Fail(InvalidArgument("--numa-refit-ca-file: cannot read ", refit_ca_file));
+      ro.ca_pem = pem.str();
+    }
+    if (EnvTrue("HAMI_SCHEDULER_TLS_INSECURE"))
+      spdlog::warn(
+          "HAMI_SCHEDULER_TLS_INSECURE is ignored: the refit sends this pod's service-account "
+          "token, so the scheduler's certificate is always verified (set --numa-refit-ca-file)");
+    auto client_or = deviceplugin::NewSchedulerRefitClient(ro);
+    if (!client_or.ok()) return Fail(client_or.status());
+    refit = std::move(*client_or);
+    plugin.SetRefitClient(refit.get(), node_name);
+    spdlog::info("NUMA refit on: {}", refit_endpoint);
   }
   if (Status s = plugin.Start(); !s.ok()) return Fail(s);
   for (auto& p : mig_plugins)

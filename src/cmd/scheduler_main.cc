@@ -1,8 +1,9 @@
 // hami scheduler: the control plane — kube-scheduler extender (/filter, /bind, /preempt) on its own
 // listener
 // (--extender-bind, loopback: kube-scheduler runs in the same pod), mutating webhook (/webhook),
-// health (/healthz, /readyz) and Prometheus metrics (/metrics) on --http-bind, over HTTPS when a
-// certificate is given. Flags and wiring only; the logic lives in src/extender and src/webhook.
+// the device plugins' NUMA refit (/refit), health (/healthz, /readyz) and Prometheus metrics
+// (/metrics) on --http-bind, over HTTPS when a certificate is given. Flags and wiring only; the
+// logic lives in src/extender and src/webhook.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "extender/controller.h"
 #include "extender/extender.h"
 #include "extender/metrics.h"
+#include "extender/refit_auth.h"
 #include "http/server.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -181,8 +183,8 @@ int SchedulerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node-agent-service-account", node_agent_sas,
                  "NAMESPACE:NAME of the device plugins' service account(s): they may change only "
-                 "the to-allocate "
-                 "records they consume and bind-phase (repeatable)")
+                 "the to-allocate records they consume and bind-phase, and call /refit for pods "
+                 "on their own node with their pod's bound token (repeatable)")
       ->capture_default_str();
   int64_t region_group = -1;
   app.add_option("--region-group", region_group,
@@ -344,6 +346,13 @@ int SchedulerMain(int argc, char** argv) {
   extender_server.Route("GET", "/healthz", healthz);
   server.Route("POST", "/webhook",
                [&](const http::HttpRequest& r) { return json(wh.Handle(r.body)); });
+  // NUMA refit (docs/upstream-contract.md, "NUMA refit"): device plugins call it over the Service,
+  // so it is on this listener, and each caller is checked by TokenReview (extender/refit_auth.h):
+  // a node agent's bound token, for pods on its own node only.
+  auto refit_auth = extender::TokenReviewAuthenticator(client->get(), wo.node_agent_users);
+  server.Route("POST", "/refit", [&](const http::HttpRequest& r) {
+    return extender::ServeRefit(ext, *refit_auth, r);
+  });
   server.Route("GET", "/healthz", healthz);
   server.Route("GET", "/readyz", [&](const http::HttpRequest&) {
     if (controller.Ready()) return http::HttpResponse{200, "text/plain", "ok"};

@@ -152,6 +152,10 @@ StatusOr<std::optional<PendingPod>> PendingFromPodJson(const Json& pod, const st
         mig.push_back(e);
     }
   }
+  if (const std::string* mode = Annotation(pod, core::kNumaAlignment)) {
+    // The webhook refuses other values; one that slipped past asks for nothing.
+    if (auto m = core::ParseNumaAlignment(*mode); m.ok()) p.numa_alignment = *m;
+  }
   if (const std::string* bt = Annotation(pod, core::kBindTime)) {
     try {
       p.bind_time = std::stoll(*bt);

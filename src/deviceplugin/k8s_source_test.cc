@@ -137,6 +137,27 @@ TEST(PendingFromPodJsonTest, Table) {
   EXPECT_NE((*other)->refused.find("not my-scheduler"), std::string::npos) << (*other)->refused;
 }
 
+// hami.io/numa-alignment rides on the pending pod: whether GetPreferredAllocation asks the NUMA
+// refit.
+TEST(PendingFromPodJsonTest, NumaAlignment) {
+  const std::string one = std::string(";") + kGpuA + ",NVIDIA,1000,10:;";
+  const struct {
+    const char* value;  // nullptr: no annotation
+    core::NumaAlignment want;
+  } cases[] = {{nullptr, core::NumaAlignment::kNone},
+               {"best-effort", core::NumaAlignment::kBestEffort},
+               {" STRICT ", core::NumaAlignment::kStrict},
+               {"required", core::NumaAlignment::kNone}};  // refused at admission; asks nothing
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value == nullptr ? "(none)" : c.value);
+    Json pod = BoundPod("p", one);
+    if (c.value != nullptr) pod["metadata"]["annotations"][core::kNumaAlignment] = c.value;
+    auto r = PendingFromPodJson(pod, "node1");
+    ASSERT_TRUE(r.ok() && r->has_value()) << r.status();
+    EXPECT_EQ((*r)->numa_alignment, c.want);
+  }
+}
+
 TEST(PendingFromPodJsonTest, RegionOwnerFromTheSecurityContext) {
   const std::string one =
       std::string(";") + kGpuA + ",NVIDIA,3000,30:;" + kGpuB + ",NVIDIA,1000,0:;";

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "core/mig.h"
 #include "core/model.h"
+#include "core/numa_alignment.h"
 
 namespace hami::deviceplugin {
 
@@ -47,6 +48,9 @@ struct PendingPod {
   // SelectPending and PreferenceCandidates pass over them and name them in the error kubelet
   // reports.
   std::string refused;
+  // hami.io/numa-alignment: whether to ask the scheduler's NUMA refit when kubelet offers the next
+  // container other GPUs than its grant (DevicePlugin::PreferredAllocation).
+  core::NumaAlignment numa_alignment = core::NumaAlignment::kNone;
   std::string Key() const { return StrCat(namespace_, "/", name); }
 };
 

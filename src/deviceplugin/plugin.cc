@@ -503,6 +503,7 @@ v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
       return std::find(chosen.begin(), chosen.end(), id) != chosen.end();
     };
     auto cands = PreferenceCandidates(pods, cr.allocation_size(), available_uuids);
+    if (cands.empty() && chosen.empty()) chosen = NumaRefit(pods, cr.allocation_size(), available);
     if (cands.size() == 1 && chosen.empty()) {
       const PendingPod& p = *cands.front();
       for (const auto& d : p.containers.front().devices) {
@@ -526,6 +527,97 @@ v1beta1::PreferredAllocationResponse DevicePlugin::PreferredAllocation(
     for (const auto& id : chosen) out->add_deviceids(id);
   }
   return resp;
+}
+
+std::vector<std::string> DevicePlugin::NumaRefit(const std::vector<PendingPod>& pods, int size,
+                                                 const std::vector<std::string>& available) {
+  std::vector<std::string> offered;  // physical UUIDs kubelet offers, first-seen order
+  for (const auto& id : available)
+    if (auto u = ReplicaUuid(id);
+        u.ok() && std::find(offered.begin(), offered.end(), *u) == offered.end())
+      offered.push_back(*u);
+  const PendingPod* pod = nullptr;
+  int mismatched = 0;
+  for (const auto& p : pods) {
+    if (!p.refused.empty() || p.containers.empty()) continue;
+    const auto& devs = p.containers.front().devices;
+    if (static_cast<int>(devs.size()) != size) continue;
+    if (std::all_of(devs.begin(), devs.end(), [&](const core::ContainerDevice& d) {
+          return std::find(offered.begin(), offered.end(), d.uuid) != offered.end();
+        }))
+      continue;
+    pod = &p;
+    ++mismatched;
+  }
+  if (mismatched != 1 || pod->numa_alignment == core::NumaAlignment::kNone) return {};
+  const PendingContainer& ctr = pod->containers.front();
+  const bool strict = pod->numa_alignment == core::NumaAlignment::kStrict;
+  const bool mig = std::any_of(ctr.devices.begin(), ctr.devices.end(),
+                               [](const auto& d) { return !d.mig_profile.empty(); });
+  if (refit_ == nullptr || mig || config_.mode == "mig") {
+    // Without the refit (or for MIG, which it does not move) the mismatch is only reported.
+    const std::string why = mig || config_.mode == "mig" ? "MIG grants are not refitted"
+                                                         : "the NUMA refit is not enabled";
+    if (strict)
+      spdlog::error("pod {} container {}: kubelet offers none of its GPUs; {}", pod->Key(),
+                    ctr.name, why);
+    else
+      spdlog::info("pod {} container {}: kubelet offers none of its GPUs; {}", pod->Key(), ctr.name,
+                   why);
+    return {};
+  }
+  core::RefitRequest req;
+  req.pod_uid = pod->uid;
+  req.pod_namespace = pod->namespace_;
+  req.pod_name = pod->name;
+  req.node_name = node_name_;
+  req.container_index = ctr.index;
+  req.container_name = ctr.name;
+  req.device_type = core::kNvidiaVendor;
+  req.allowed_device_uuids = offered;
+  if (req.allowed_device_uuids.size() > core::kMaxRefitAllowedDevices)
+    req.allowed_device_uuids.resize(core::kMaxRefitAllowedDevices);
+  auto moved = refit_->Refit(req);
+  if (!moved.ok()) {
+    if (strict) {
+      const std::string reason =
+          StrCat("numa-alignment strict: NUMA refit failed: ", moved.status().message());
+      spdlog::error("pod {} container {}: {}", pod->Key(), ctr.name, reason);
+      if (Status s = pending_->MarkFailed(*pod, reason); !s.ok())
+        spdlog::warn("pod {}: cannot mark the allocation failed: {}", pod->Key(),
+                     std::string(s.message()));
+    } else {
+      spdlog::info(
+          "pod {} container {}: NUMA refit failed; best-effort keeps kubelet's own "
+          "selection: {}",
+          pod->Key(), ctr.name, std::string(moved.status().message()));
+    }
+    return {};
+  }
+  std::vector<std::string> pick;
+  for (const auto& d : *moved) {
+    for (const auto& id : available) {
+      auto u = ReplicaUuid(id);
+      if (u.ok() && *u == d.uuid && std::find(pick.begin(), pick.end(), id) == pick.end()) {
+        pick.push_back(id);
+        break;
+      }
+    }
+  }
+  if (static_cast<int>(pick.size()) != size) {
+    // The scheduler moved the grant already: arming kubelet's own choice would run the container
+    // on GPUs its accounting does not charge.
+    const std::string reason = StrCat("NUMA refit moved the grant to ", moved->size(),
+                                      " GPU(s) kubelet cannot offer ", size, " replicas of");
+    spdlog::error("pod {} container {}: {}", pod->Key(), ctr.name, reason);
+    (void)pending_->MarkFailed(*pod, reason);
+    return {};
+  }
+  spdlog::info("pod {} container {}: NUMA refit moved its grant onto GPUs kubelet offers",
+               pod->Key(), ctr.name);
+  steered_.push_back({pod->uid, ctr.index, std::set<std::string>(pick.begin(), pick.end())});
+  if (steered_.size() > 64) steered_.erase(steered_.begin());
+  return pick;
 }
 
 std::string DevicePlugin::NewCacheFileName() {

@@ -23,6 +23,7 @@
 #include "deviceplugin/pending_pod.h"
 #include "deviceplugin/proto/api.pb.h"
 #include "deviceplugin/static_mig.h"
+#include "deviceplugin/refit_client.h"
 #include "gpu/discovery.h"
 
 namespace grpc {
@@ -47,6 +48,13 @@ class DevicePlugin {
   // Optional: kubelet's PodResources view, used to tell apart pods that wait for the same number of
   // devices (see SelectPending). Must outlive the plugin; set before Start.
   void SetKubeletPodView(KubeletPodView* view) { kubelet_view_ = view; }
+  // Optional: the scheduler's NUMA refit (refit_client.h) and this node's name. Without it a pod
+  // asking hami.io/numa-alignment is armed with its grant as before (the mismatch is logged).
+  // Must outlive the plugin; set before Start.
+  void SetRefitClient(RefitClient* client, std::string node_name) {
+    refit_ = client;
+    node_name_ = std::move(node_name);
+  }
   // Operating mode mig: what creates the MIG instances that decisions grant (NvmlDiscovery). Must
   // outlive the plugin; set before Start. Without it, MIG grants fail at Allocate.
   void SetMigControl(gpu::MigControl* mig) { mig_ = mig; }
@@ -111,11 +119,25 @@ class DevicePlugin {
   StatusOr<v1beta1::ContainerAllocateResponse> AllocateStaticMig(
       const std::vector<std::string>& ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
   std::string NewCacheFileName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
+  // The NUMA refit for one container request of GetPreferredAllocation that no pending pod's grant
+  // fits (docs/upstream-contract.md, "NUMA refit"): when exactly one pod's next container wants
+  // `size` devices and holds a grant not among `available`, and the pod asks
+  // hami.io/numa-alignment, asks the scheduler to move the grant onto the offered GPUs. On success
+  // returns the replicas of the new GPUs to prefer (and steers Allocate to the pod); a refit the
+  // scheduler made but kubelet cannot take fails the pod (both modes: runtime and accounting would
+  // disagree). On a refusal: best-effort keeps kubelet's choice (the pod is armed with its grant,
+  // as without the refit), strict fails the pod (its Allocate is then refused). Empty when nothing
+  // was decided.
+  std::vector<std::string> NumaRefit(const std::vector<PendingPod>& pods, int size,
+                                     const std::vector<std::string>& available)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(alloc_mu_);
 
   PluginConfig config_;
   gpu::DeviceDiscovery* discovery_;
   PendingPodSource* pending_;
   KubeletPodView* kubelet_view_ = nullptr;
+  RefitClient* refit_ = nullptr;
+  std::string node_name_;
   gpu::MigControl* mig_ = nullptr;
   // Static MIG devices and their index by MIG UUID: fixed before Start, read-only after.
   std::vector<StaticMigDevice> static_mig_;

@@ -79,6 +79,7 @@ class PluginTest : public ::testing::Test {
   void StartBoth() {
     ASSERT_TRUE(kubelet_->Start().ok());
     plugin_ = std::make_unique<DevicePlugin>(config_, discovery_.get(), &pending_, 42);
+    if (refit_ != nullptr) plugin_->SetRefitClient(refit_, "node-1");
     ASSERT_TRUE(plugin_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(10)));
     ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, seconds(10)));
@@ -88,6 +89,7 @@ class PluginTest : public ::testing::Test {
   PluginConfig config_;
   std::unique_ptr<gpu::StaticDiscovery> discovery_;
   MemoryPendingPodSource pending_;
+  RefitClient* refit_ = nullptr;  // set before StartBoth
   std::unique_ptr<testing::FakeKubelet> kubelet_;
   std::unique_ptr<DevicePlugin> plugin_;
 };
@@ -335,6 +337,126 @@ TEST_F(PluginTest, PreferredAllocationSteersKubeletToTheDecidedGpu) {
   ASSERT_TRUE(two.ok());
   ASSERT_EQ(two->container_responses(0).deviceids_size(), 3);
   EXPECT_EQ(two->container_responses(0).deviceids(0), all[5]);  // must_include kept
+}
+
+// The scheduler's /refit as the plugin sees it: records each request, answers `reply`; a move also
+// rewrites the pod's grant in the pending source, as the scheduler's patch does on the API server.
+class FakeRefit final : public RefitClient {
+ public:
+  FakeRefit(MemoryPendingPodSource* pending, PendingPod pod) : pending_(pending), pod_(pod) {}
+  StatusOr<std::vector<core::ContainerDevice>> Refit(const core::RefitRequest& r) override {
+    requests.push_back(r);
+    if (!reply.ok()) return reply.status();
+    PendingPod moved = pod_;
+    moved.containers.front().devices = *reply;
+    pending_->RemovePod(pod_.uid);
+    pending_->AddPod(moved);
+    return *reply;
+  }
+  StatusOr<std::vector<core::ContainerDevice>> reply =
+      std::vector<core::ContainerDevice>{Dev("GPU-bbbb", 1000, 10)};
+  std::vector<core::RefitRequest> requests;
+
+ private:
+  MemoryPendingPodSource* pending_;
+  PendingPod pod_;
+};
+
+PendingPod Aligned(core::NumaAlignment mode) {
+  PendingPod p = Pod("numa", {{Dev("GPU-aaaa", 1000, 10)}});
+  p.numa_alignment = mode;
+  return p;
+}
+
+// kubelet's Topology Manager offers only GPU-bbbb (NUMA 1); the scheduler granted GPU-aaaa.
+class NumaRefitTest : public PluginTest {
+ protected:
+  // A pod asking `mode`, the scheduler answering `reply`: the preference kubelet gets.
+  v1beta1::PreferredAllocationResponse Prefer(core::NumaAlignment mode,
+                                              StatusOr<std::vector<core::ContainerDevice>> reply) {
+    const PendingPod pod = Aligned(mode);
+    pending_.AddPod(pod);
+    fake_ = std::make_unique<FakeRefit>(&pending_, pod);
+    fake_->reply = std::move(reply);
+    refit_ = fake_.get();
+    StartBoth();
+    auto pref = kubelet_->GetPreferredAllocation({"GPU-bbbb-1", "GPU-bbbb-2"}, {}, 1);
+    EXPECT_TRUE(pref.ok()) << pref.status();
+    EXPECT_EQ(fake_->requests.size(), 1u);
+    if (!pref.ok() || pref->container_responses_size() != 1 ||
+        pref->container_responses(0).deviceids_size() != 1) {
+      ADD_FAILURE() << "no single preferred device";
+      return {};
+    }
+    return *pref;
+  }
+  const Status kRefused = FailedPrecondition("scheduler refused refit: no allowed device fits");
+  std::unique_ptr<FakeRefit> fake_;
+};
+
+TEST_F(NumaRefitTest, MovesTheGrantOntoTheOfferedGpu) {
+  auto pref = Prefer(core::NumaAlignment::kBestEffort,
+                     std::vector<core::ContainerDevice>{Dev("GPU-bbbb", 1000, 10)});
+  ASSERT_EQ(pref.container_responses_size(), 1);
+  const core::RefitRequest& r = fake_->requests.at(0);
+  EXPECT_EQ(r.pod_uid, "uid-numa");
+  EXPECT_EQ(r.pod_namespace, "default");
+  EXPECT_EQ(r.pod_name, "numa");
+  EXPECT_EQ(r.node_name, "node-1");
+  EXPECT_EQ(r.container_index, 0);
+  EXPECT_EQ(r.container_name, "c0");
+  EXPECT_EQ(r.device_type, "NVIDIA");
+  EXPECT_EQ(r.allowed_device_uuids, std::vector<std::string>{"GPU-bbbb"});  // physical, once
+  const std::string id = pref.container_responses(0).deviceids(0);
+  EXPECT_EQ(id.rfind("GPU-bbbb-", 0), 0u);
+  // The container is armed with the GPU the scheduler moved it to: runtime, annotations and
+  // accounting agree, and the GPU is NUMA-local to the CPUs kubelet pinned.
+  auto a = kubelet_->Allocate({{id}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-bbbb");
+}
+
+TEST_F(NumaRefitTest, RefusedBestEffortKeepsKubeletsChoice) {
+  auto pref = Prefer(core::NumaAlignment::kBestEffort, kRefused);
+  ASSERT_EQ(pref.container_responses_size(), 1);
+  // Armed with its grant, as without the refit.
+  auto a = kubelet_->Allocate({{pref.container_responses(0).deviceids(0)}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa");
+  EXPECT_TRUE(pending_.Failed().empty());
+}
+
+TEST_F(NumaRefitTest, RefusedStrictFailsTheAllocation) {
+  auto pref = Prefer(core::NumaAlignment::kStrict, kRefused);
+  ASSERT_EQ(pref.container_responses_size(), 1);
+  ASSERT_EQ(pending_.Failed().count("uid-numa"), 1u);
+  EXPECT_NE(pending_.Failed().at("uid-numa").find("numa-alignment strict"), std::string::npos);
+  EXPECT_FALSE(kubelet_->Allocate({{pref.container_responses(0).deviceids(0)}}).ok());
+}
+
+TEST_F(NumaRefitTest, MovedGrantKubeletCannotTakeFailsThePod) {
+  // The scheduler moved the grant to a GPU kubelet does not offer: arming kubelet's choice would
+  // run the container on a GPU nobody charges, so the pod fails even under best-effort.
+  auto pref = Prefer(core::NumaAlignment::kBestEffort,
+                     std::vector<core::ContainerDevice>{Dev("GPU-cccc", 1000, 10)});
+  ASSERT_EQ(pref.container_responses_size(), 1);
+  EXPECT_EQ(pending_.Failed().count("uid-numa"), 1u);
+}
+
+TEST_F(PluginTest, NumaRefitOnlyWhenAskedAndNeeded) {
+  PendingPod plain = Pod("plain", {{Dev("GPU-aaaa", 1000, 10)}});
+  pending_.AddPod(plain);
+  FakeRefit fake(&pending_, plain);
+  refit_ = &fake;
+  StartBoth();
+  // No hami.io/numa-alignment: nothing is asked.
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation({"GPU-bbbb-1"}, {}, 1).ok());
+  EXPECT_TRUE(fake.requests.empty());
+  // The grant is offered: nothing to refit.
+  pending_.RemovePod(plain.uid);
+  pending_.AddPod(Aligned(core::NumaAlignment::kStrict));
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation({"GPU-aaaa-1", "GPU-bbbb-1"}, {}, 1).ok());
+  EXPECT_TRUE(fake.requests.empty());
 }
 
 TEST_F(PluginTest, SteeredChoiceResolvesOtherwiseAmbiguousPods) {

@@ -45,6 +45,7 @@
 #include "common/clock.h"
 #include "core/pod_request.h"
 #include "extender/http_server.h"
+#include "core/refit_wire.h"
 #include "extender/state.h"
 #include "extender/wire.h"
 #include "k8s/client.h"
@@ -94,10 +95,11 @@ struct ExtenderCounters {
   std::atomic<int64_t> reserve_conflicts{0};
   std::atomic<int64_t> refused_requests{
       0};  // /filter or /bind refused: names, uid, node or bound state
-  std::atomic<int64_t> events_dropped{0};
+  std::atomic<int64_t> events_dropped{0};  // Events not queued: the API server is behind
   // /preempt calls, and those answered with an HTTP error (bad request, not leader, not synced).
-  std::atomic<int64_t> preempt_total{0},
-      preempt_errors{0};  // Events not queued: the API server is behind
+  std::atomic<int64_t> preempt_total{0}, preempt_errors{0};
+  // NUMA refit (/refit): requests, grants moved, requests refused (in-band failures).
+  std::atomic<int64_t> refit_total{0}, refit_moved{0}, refit_refused{0};
   // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be
   // told from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve),
   // the decision patch (an API round trip) and the reply encoding.
@@ -184,6 +186,21 @@ class Extender {
   StatusOr<ExtenderPreemptionResult> Preempt(const ExtenderPreemptionArgs& args);
   // 200 with the ExtenderPreemptionResult; 400 for a bad request, 503 for UNAVAILABLE, 500 else.
   HttpResponse HandlePreempt(std::string_view body);
+  // The NUMA refit (docs/upstream-contract.md, "NUMA refit"; upstream RefitNumaAllocation): moves
+  // the NVIDIA grant of one container of a bound pod whose devices are still to be allocated onto
+  // GPUs of `allowed_device_uuids`, decided by scheduler::FitInRestrictedDevices (the /filter fit,
+  // one node, the allowed GPUs) with the amounts the grant charges. Only the leader refits, after
+  // the informers synced, with decide_mu_ held exclusively (no Filter decides meanwhile). The pod
+  // is read from the API server (its resourceVersion is the patch's precondition); the move is
+  // recorded in the cache (ClusterState::RefitContainer), then written as one merge patch of
+  // hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated, only this container's
+  // entry replaced (consumed entries stay blank); a failed patch puts the cache back. A grant
+  // already within the allowed set succeeds unchanged, without a patch. Refusals are in-band
+  // (succeeded false, failureReason) with a NumaRefitFailed Event on the pod once the pod is known;
+  // a move posts NumaRefitSucceed. The caller is authenticated by the route (refit_auth.h).
+  core::RefitResponse Refit(const core::RefitRequest& request);
+  // Body in, body out: a body that does not parse is an in-band failure, as upstream's route.
+  std::string HandleRefit(std::string_view body);
 
   const ExtenderCounters& counters() const { return counters_; }
   // Waits until the Events queued so far are posted (tests).
@@ -230,6 +247,13 @@ class Extender {
   absl::Mutex decide_mu_;
   std::unique_ptr<k8s::EventRecorder> events_;  // with a client; destroyed first
 };
+
+// The annotation value `annotation` (hami.io/vgpu-devices-*: one entry per container, each ending
+// in
+// ';') with entry `index` replaced by `entry`, every other byte kept (blank consumed entries, the
+// trailing separator). FailedPrecondition when the value has no non-empty entry at `index`.
+StatusOr<std::string> ReplaceContainerEntry(std::string_view annotation, size_t index,
+                                            std::string_view entry);
 
 // Merge patch that writes a decision onto a pod (exposed for tests): annotations vgpu-node,
 // vgpu-time, every vendor's decision annotations (VendorSet::EncodeDecision: NVIDIA's to-allocate

@@ -525,6 +525,9 @@ void ClusterState::OnPod(const Json& pod) {
     if (it != pods_.end()) {
       const bool same = it->second.encoded == encoded && it->second.allocation.node == alloc->node;
       if (!it->second.confirmed && !same) return;  // stale copy; our newer reservation stands
+      if (!same && !it->second.refit_from.empty() && encoded == it->second.refit_from)
+        return;  // a copy from before our NUMA refit's patch
+      if (same) it->second.refit_from.clear();
       if (!same && !it->second.bound_node.empty()) {
         // Bound pods are never decided again: a changed decision is an edit, not ours.
         ReportLocked(
@@ -784,6 +787,70 @@ std::map<std::string, int64_t> ClusterState::RejectedDecisions() const {
 int64_t ClusterState::expired_reservations() const {
   absl::ReaderMutexLock l(&mu_);
   return expired_total_;
+}
+
+StatusOr<PodRecord> ClusterState::RefitContainer(const std::string& uid, const std::string& node,
+                                                 size_t container, const std::string& vendor,
+                                                 const scheduler::PlacedPodResources& res,
+                                                 const RefitSteps& steps) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return NotFound("pod ", uid, " is not tracked by the scheduler");
+  const PodRecord before = it->second;
+  if (before.allocation.node != node)
+    return FailedPrecondition("pod ", before.namespace_, "/", before.name, " is tracked on node ",
+                              before.allocation.node, ", not ", node);
+  if (container >= before.allocation.containers.size())
+    return FailedPrecondition("container ", container, " has no recorded ", vendor, " allocation");
+  scheduler::PlacedPodResources pod_res = res;
+  if (pod_res.kinds.size() != before.allocation.containers.size()) pod_res.kinds.clear();
+  pod_res.init_finished = before.init_finished;
+  auto record = [&](const core::PodAllocation& a) {
+    (void)sched_.RemovePod(uid);
+    return sched_.AddPod(uid, a, pod_res);
+  };
+  core::PodAllocation without = before.allocation;
+  std::erase_if(without.containers[container],
+                [&](const core::ContainerDevice& d) { return d.vendor == vendor; });
+  HAMI_RETURN_IF_ERROR(record(without));
+  auto restore = [&](Status why) {
+    (void)record(before.allocation);
+    return why;
+  };
+  auto moved = steps.fit();
+  if (!moved.ok()) return restore(moved.status());
+  core::PodAllocation after = without;
+  for (const core::ContainerDevice& d : *moved) after.containers[container].push_back(d);
+  auto fingerprint = steps.fingerprint(after);
+  if (!fingerprint.ok()) return restore(fingerprint.status());
+  PodRecord next = before;
+  next.allocation = after;
+  next.totals = ChargeOf(next.kinds, after, next.init_finished);
+  next.encoded = *fingerprint;
+  next.refit_from = before.encoded;
+  RemoveLocked(uid);
+  if (Status q = CheckQuotaLocked(next.namespace_, next.totals); !q.ok()) {
+    AddLocked(before);
+    return restore(ResourceExhausted("refit would exceed the resource quota: ", q.message()));
+  }
+  if (Status s = record(after); !s.ok()) {
+    AddLocked(before);
+    return restore(s);
+  }
+  AddLocked(std::move(next));
+  return before;
+}
+
+void ClusterState::UndoRefit(const PodRecord& before, const scheduler::PlacedPodResources& res) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(before.uid);
+  if (it == pods_.end() || it->second.refit_from != before.encoded) return;  // moved on since
+  scheduler::PlacedPodResources pod_res = res;
+  if (pod_res.kinds.size() != before.allocation.containers.size()) pod_res.kinds.clear();
+  pod_res.init_finished = before.init_finished;
+  (void)sched_.RemovePod(before.uid);
+  (void)sched_.AddPod(before.uid, before.allocation, pod_res);
+  AddLocked(before);
 }
 
 bool ClusterState::Drop(const std::string& uid) {

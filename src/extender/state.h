@@ -148,6 +148,18 @@ struct PodRecord {
   // hami.io/vgpu-mig-allocations (entries with migUUID, gpuInstanceID and computeInstanceID);
   // refreshed on every update of the pod. For the metrics only: nothing is charged by them.
   std::vector<core::MigAllocation> mig_runtime;
+  // The fingerprint the pod carried before a NUMA refit moved a container (RefitContainer), until
+  // the informer delivers the pod with the new one: copies with the old decision are stale.
+  std::string refit_from;
+};
+
+// What ClusterState::RefitContainer asks of its caller (Extender::Refit).
+struct RefitSteps {
+  // The container's new devices of the refitted vendor, decided against the cache as it is with the
+  // container's grant of that vendor taken out (scheduler::FitInRestrictedDevices).
+  std::function<StatusOr<std::vector<core::ContainerDevice>>()> fit;
+  // The fingerprint (PodRecord::encoded) of the decision the pod will carry with `after`.
+  std::function<StatusOr<std::string>(const core::PodAllocation& after)> fingerprint;
 };
 
 struct QuotaRecord {
@@ -189,6 +201,20 @@ class ClusterState {
   const vendors::QuotaKey* QuotaKeyOf(const std::string& resource) const;
   std::optional<std::string> UidOf(const std::string& ns, const std::string& name) const;
   std::optional<PodRecord> Find(const std::string& uid) const;
+  // The NUMA refit's move of one container's grant of `vendor` (docs/upstream-contract.md, "NUMA
+  // refit"), under the state's lock so no informer event interleaves: the pod (charged, on `node`)
+  // is recorded in the cache without that grant, steps.fit decides the new devices, the namespace
+  // quota is checked with the new charge, and the pod is recorded with them (cache, quota usage,
+  // fingerprint). Returns the pod's record from before, for UndoRefit. Any failure restores the
+  // pod as it was: NotFound (not charged), FailedPrecondition (another node, or the fit's refusal),
+  // ResourceExhausted (quota). `res` is the pod's CPU, memory and container kinds.
+  StatusOr<PodRecord> RefitContainer(const std::string& uid, const std::string& node,
+                                     size_t container, const std::string& vendor,
+                                     const scheduler::PlacedPodResources& res,
+                                     const RefitSteps& steps);
+  // Puts back the record RefitContainer returned (the patch that was to carry the move failed),
+  // unless the pod changed since.
+  void UndoRefit(const PodRecord& before, const scheduler::PlacedPodResources& res);
   // Our bind of the pod to `node` succeeded: its decision no longer expires.
   void MarkBound(const std::string& uid, const std::string& node);
   // Gives back the devices of every unbound decision whose TTL has passed (cache included).

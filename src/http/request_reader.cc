@@ -5,6 +5,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <iterator>
 
 namespace hami::http {
 
@@ -163,6 +164,9 @@ HttpRequest RequestReader::Take() {
   const size_t q = target.find('?');
   r.path = std::string(target.substr(0, q));
   if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
+  if (auto [first, last] = msg.equal_range(bhttp::field::authorization);
+      first != last && std::next(first) == last)
+    r.authorization = std::string(first->value());
   r.body = std::move(msg.body());
   return r;
 }

@@ -19,6 +19,8 @@ struct RequestLimits {
 struct HttpRequest {
   std::string method, path, body;
   std::string query;  // after '?', undecoded; "" when none
+  // The Authorization header's value; "" when absent or sent more than once (ambiguous).
+  std::string authorization;
 };
 
 class RequestReader {

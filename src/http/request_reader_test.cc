@@ -142,6 +142,30 @@ TEST(RequestReader, HeaderFacts) {
   EXPECT_EQ(q.body, "{}");
 }
 
+// The Authorization header reaches the handler (the /refit route's bearer token), only when it is
+// sent once: two values would leave which one counts to whoever reads them.
+TEST(RequestReader, AuthorizationHeader) {
+  const struct {
+    const char* extra;
+    const char* want;
+  } cases[] = {{"", ""},
+               {"Authorization: Bearer abc.def\r\n", "Bearer abc.def"},
+               {"authorization: Bearer x\r\n", "Bearer x"},
+               {"Authorization: Bearer a\r\nAuthorization: Bearer b\r\n", ""}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.extra);
+    RequestReader r;
+    const std::string wire = Post("/refit", "{}", c.extra);
+    const size_t used = r.Feed(wire);
+    if (r.state() == RequestReader::State::kHeaderDone) {
+      r.AcceptBody();
+      r.Feed(wire.substr(used));
+    }
+    ASSERT_EQ(r.state(), RequestReader::State::kDone);
+    EXPECT_EQ(r.Take().authorization, c.want);
+  }
+}
+
 TEST(RequestReader, ChunkedReservesTheCap) {
   RequestLimits limits;
   limits.max_body_bytes = 12345;

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "core/annotations.h"
 #include "core/json_util.h"
+#include "core/numa_alignment.h"
 #include "core/text_util.h"
 #include "vendors/config.h"
 #include "vendors/nvidia/annotations.h"
@@ -743,6 +744,9 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   }
   phases::PodUnderReview decoded;
   if (Status s = phases::DecodePod(pod, opts_, &decoded); !s.ok()) return deny(s);
+  // A typo in hami.io/numa-alignment surfaces at admission, not in a device-plugin log later.
+  if (auto mode = core::NumaAlignmentOf(decoded.parsed.annotations); !mode.ok())
+    return deny(mode.status());
   auto changes = phases::MutateContainers(decoded, *opts_.vendors);
   if (!changes.ok()) return deny(changes.status());
   if (Status s = phases::CheckMigPreference(decoded, opts_); !s.ok()) return deny(s);

@@ -638,5 +638,28 @@ TEST(AdmissionReview, DeepNestingIsDeniedNotCrashed) {
   EXPECT_NE(resp->message.find("nested deeper"), std::string::npos) << resp->message;
 }
 
+// hami.io/numa-alignment (upstream webhook.go: invalid values are denied at admission, so a typo
+// reaches the user instead of a device-plugin log).
+TEST(Webhook, NumaAlignmentAnnotation) {
+  Webhook wh({});
+  const Json gpu = Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}})}));
+  const struct {
+    const char* value;
+    bool allowed;
+  } cases[] = {
+      {"best-effort", true}, {" Strict ", true}, {"", false}, {"required", false}, {"true", false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    auto resp = ParseAdmissionResponse(
+        wh.Handle(Review(WithAnnotation(gpu, "hami.io/numa-alignment", c.value))));
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    EXPECT_EQ(resp->allowed, c.allowed) << resp->message;
+    if (!c.allowed) {
+      EXPECT_NE(resp->message.find("hami.io/numa-alignment"), std::string::npos) << resp->message;
+      EXPECT_NE(resp->message.find("best-effort"), std::string::npos) << resp->message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hami::webhook

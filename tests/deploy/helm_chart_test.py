@@ -146,6 +146,40 @@ refs("no webhook", text, "--namespace-exists", "hami-system")
 check(not find(docs, "MutatingWebhookConfiguration") and not find(docs, "Secret"), "no webhook: no webhook objects")
 check("--cert-file=/tls/tls.crt" not in container(docs, "Deployment", "extender")["command"], "no webhook: no TLS flags")
 
+# 3a. NUMA refit: the device plugin calls the scheduler's Service over HTTPS with the webhook CA, the
+# scheduler may review tokens, and it knows the node agents' account
+for extra, ca_path, secret in (([], "/numa-refit-ca/ca.crt", "hami-scheduler-tls"),
+                               (["--set", "devicePlugin.numaRefit.caSecret=my-ca"], "/numa-refit-ca/ca.crt", "my-ca"),
+                               (["--set", "devicePlugin.numaRefit.caFile=/etc/ca.pem",
+                                 "--set", "devicePlugin.numaRefit.schedulerEndpoint=https://sched.example:8443"], "/etc/ca.pem", None)):
+    name = f"numaRefit {extra}"
+    text, docs = render(name, "hami-system", "--set", "devicePlugin.numaRefit.enabled=true", *extra)
+    if secret != "my-ca":  # a Secret of the user's, not rendered
+        refs(name, text, "--namespace-exists", "hami-system")
+    dp = container(docs, "DaemonSet", "device-plugin")
+    endpoint = "https://sched.example:8443" if secret is None else "https://hami-scheduler.hami-system.svc:443"
+    for want in [f"--numa-refit-endpoint={endpoint}", f"--numa-refit-ca-file={ca_path}"]:
+        check(want in dp["command"], f"{name}: device plugin lacks {want}: {dp['command']}")
+    ds = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in ds["volumes"]}
+    if secret:
+        check(vols.get("numa-refit-ca", {}).get("secret", {}).get("secretName") == secret, f"{name}: CA volume {vols.get('numa-refit-ca')}")
+        check({"name": "numa-refit-ca", "mountPath": "/numa-refit-ca", "readOnly": True} in dp["volumeMounts"], f"{name}: CA mount")
+    else:
+        check("numa-refit-ca" not in vols, f"{name}: no CA volume with caFile")
+    role = find(docs, "ClusterRole", "-scheduler")[0]
+    check({"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]} in role["rules"],
+          f"{name}: the scheduler may create tokenreviews")
+    args = container(docs, "Deployment", "extender")["command"]
+    check("--node-agent-service-account=hami-system:hami-node-agent" in args, f"{name}: node agent account {args}")
+text, docs = render("numaRefit off", "hami-system")
+check(not any("numa-refit" in a for a in container(docs, "DaemonSet", "device-plugin")["command"]), "numaRefit off: no refit flags")
+check(not any("tokenreviews" in r["resources"] for r in find(docs, "ClusterRole", "-scheduler")[0]["rules"]),
+      "numaRefit off: no tokenreviews permission")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.numaRefit.enabled=true",
+                    "--set", "scheduler.admissionWebhook.enabled=false"], capture_output=True, text=True)
+check(r.returncode != 0 and "numaRefit" in r.stderr, "numaRefit without the HTTPS listener is refused")
+
 # 3b. ServiceMonitors select the metrics Services (check-refs follows selector and port)
 text, docs = render("serviceMonitor", "hami-system", "--set", "serviceMonitor.enabled=true")
 refs("serviceMonitor", text, "--namespace-exists", "hami-system")

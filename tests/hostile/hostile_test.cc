@@ -289,6 +289,52 @@ TEST_F(Hostile, ListenerSplit) {
   ExpectClean("listener split");
 }
 
+// /refit on the webhook listener (docs/security.md, "NUMA refit"): whatever a client sends, it is
+// refused before any state is read or changed, and the scheduler keeps serving.
+TEST_F(Hostile, Refit) {
+  const std::string ok_body =
+      R"({"podUID":"u-1","podNamespace":"default","podName":"p0","nodeName":")" +
+      std::string(kNode) +
+      R"(","containerIndex":0,"deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})";
+  // Not on the extender listener.
+  Expect("refit", http::testing::Exchange(extender_port_, Post("/refit", ok_body), kHang), 404);
+  // No credentials, a scheme other than Bearer, a token the API server does not accept.
+  Expect("refit", TlsExchange(webhook_port_, Post("/refit", ok_body), kHang), 401);
+  Expect("refit",
+         TlsExchange(webhook_port_,
+                     Post("/refit", ok_body, "Authorization: Basic dXNlcjpwYXNz\r\n"), kHang),
+         401);
+  Expect("refit",
+         TlsExchange(webhook_port_, Post("/refit", ok_body, "Authorization: Bearer forged\r\n"),
+                     kHang),
+         401);
+  // Two Authorization headers: ambiguous, none counts.
+  Expect(
+      "refit",
+      TlsExchange(webhook_port_,
+                  Post("/refit", ok_body, "Authorization: Bearer a\r\nAuthorization: Bearer b\r\n"),
+                  kHang),
+      401);
+  // Bodies: empty, garbage, wrong types, names that would change a URL, an oversized allowed set,
+  // deep nesting, more than the route's 64 KiB.
+  Expect("refit", TlsExchange(webhook_port_, Post("/refit", ""), kHang), 400);
+  for (const std::string& b :
+       {std::string("{not-json"), std::string("[]"), std::string("null"),
+        std::string(R"({"podUID":"u","podNamespace":"../kube-system","podName":"p","nodeName":"n",)"
+                    R"("deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})"),
+        std::string(
+            R"({"podUID":"u","podNamespace":"d","podName":"p","nodeName":"n",)"
+            R"("containerIndex":"0","deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a"]})"),
+        std::string(R"({"podUID":"u","podNamespace":"d","podName":"p","nodeName":"n",)"
+                    R"("deviceType":"NVIDIA","allowedDeviceUUIDs":["GPU-a,NVIDIA,1,1:"]})")})
+    Expect("refit", TlsExchange(webhook_port_, Post("/refit", b), kHang), 200);
+  Expect("refit", TlsExchange(webhook_port_, Post("/refit", DeepArrays(100000)), kHang), 400);
+  Expect("refit",
+         TlsExchange(webhook_port_, Post("/refit", std::string(70u << 10, ' ') + ok_body), kHang),
+         413);
+  ExpectClean("refit");
+}
+
 TEST_F(Hostile, DeepNesting) {
   const std::string pod = pods_[0].dump();
   const std::string deep_o = DeepObjects(100000), deep_a = DeepArrays(100000);

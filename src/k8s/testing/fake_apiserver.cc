@@ -178,6 +178,8 @@ struct FakeApiServer::Impl {
   std::chrono::milliseconds latency ABSL_GUARDED_BY(mu){0};
   // Authorization header -> cut off.
   std::map<std::string, bool> partitioned ABSL_GUARDED_BY(mu);
+  // TokenReview: token -> status.user of a token that authenticates.
+  std::map<std::string, Json> tokens ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;
   int open_watches ABSL_GUARDED_BY(mu) = 0;
   std::vector<RequestRecord> requests ABSL_GUARDED_BY(mu);
@@ -897,6 +899,28 @@ struct FakeApiServer::Impl {
         Reply(res, 200, ResourceList(prefix, gv));
       });
     }
+    // TokenReview (authentication.k8s.io/v1): a create that stores nothing; the status says whether
+    // the token is one AddToken registered, and as whom.
+    svr->Post("/apis/authentication.k8s.io/v1/tokenreviews",
+              [this](const httplib::Request& q, httplib::Response& r) {
+                auto body = Json::parse(q.body, nullptr, false);
+                if (body.is_discarded() || !body.is_object() || !body.contains("spec") ||
+                    !body["spec"].is_object() || !body["spec"].contains("token") ||
+                    !body["spec"]["token"].is_string()) {
+                  Reply(r, 400, MakeStatus(400, "BadRequest", "TokenReview: spec.token required"));
+                  return;
+                }
+                Json status{{"authenticated", false}, {"error", "invalid bearer token"}};
+                {
+                  MutexLock l(mu);
+                  auto it = tokens.find(body["spec"]["token"].get<std::string>());
+                  if (it != tokens.end())
+                    status = Json{{"authenticated", true}, {"user", it->second}};
+                }
+                body["status"] = status;
+                body["metadata"] = Json{{"creationTimestamp", nullptr}};
+                Reply(r, 201, body);
+              });
     const std::string any = R"(/apis?/.+)";
     svr->Get(any, [this](const httplib::Request& q, httplib::Response& r) { HandleGet(q, r); });
     svr->Post(any, [this](const httplib::Request& q, httplib::Response& r) { HandlePost(q, r); });
@@ -1108,6 +1132,11 @@ void FakeApiServer::Partition(const std::string& authorization, bool cut) {
     impl_->partitioned[authorization] = cut;
   }
   impl_->cv.NotifyAll();
+}
+
+void FakeApiServer::AddToken(const std::string& token, nlohmann::json user) {
+  MutexLock l(impl_->mu);
+  impl_->tokens[token] = std::move(user);
 }
 
 void FakeApiServer::SetLatency(std::chrono::milliseconds latency) {

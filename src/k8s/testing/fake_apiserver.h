@@ -1,8 +1,8 @@
 #pragma once
 // A fake Kubernetes API server that speaks the real wire format (HTTP + JSON) for the resources
 // hami-cpp uses: pods (+ binding, status), nodes (+ status), events, leases, resourcequotas,
-// namespaces, configmaps, poddisruptionbudgets (policy/v1). Enough discovery (/api, /apis,
-// /version) for kubectl get/annotate.
+// namespaces, configmaps, poddisruptionbudgets (policy/v1), tokenreviews (AddToken). Enough
+// discovery (/api, /apis, /version) for kubectl get/annotate.
 //
 // Semantics kept from the real server:
 // - one global, increasing resourceVersion; list replies carry it; items lack kind/apiVersion;
@@ -68,6 +68,10 @@ class FakeApiServer {
   // Seeds from a v1 List / array / single object (kinds map to resources: Pod, Node, ...).
   Status Seed(const nlohmann::json& objects);
   std::string CurrentResourceVersion() const;
+
+  // TokenReview (POST /apis/authentication.k8s.io/v1/tokenreviews): `token` authenticates as
+  // `user` (status.user: username, uid, groups, extra). Other tokens are not authenticated.
+  void AddToken(const std::string& token, nlohmann::json user);
 
   // --- fault injection ---
   // The next `count` requests whose method matches (empty = any) and whose path (without query)

@@ -94,7 +94,7 @@ inert one, or any value when none is given, is reported by NOTES.txt). docs/inst
   "podSecurityPolicy.enabled=false" "global.managedNodeSelectorEnable=false"
   "scheduler.admissionWebhook.customURL.enabled=false" "scheduler.networkPolicy.enabled=false"
   "scheduler.nodeLockExpire=5m" "scheduler.nodeLockRetryTimeout=" "scheduler.kubeTimeout="
-  "devicePlugin.gpuOperatorToolkitReady.enabled=false" "devicePlugin.numaRefit.enabled=false"
+  "devicePlugin.gpuOperatorToolkitReady.enabled=false"
   "devicePlugin.passDeviceSpecsEnabled=true"
   "devicePlugin.nvidiaHookPath=" "devicePlugin.nvidiaDriverRoot=auto" "devicePlugin.gdrcopyEnabled="
   "devicePlugin.gdsEnabled=" "devicePlugin.mofedEnabled=" "devicePlugin.hostNetwork=false"
