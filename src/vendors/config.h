@@ -1,7 +1,7 @@
 #pragma once
 // The vendor configuration file (YAML, upstream device-config.yaml keys where they exist): one
 // section per vendor (`nvidia:`, `cambricon:`, `hygon:`, `metax:`, `mthreads:`, `iluvatars:`,
-// `enflame:`, `enflamevgcu:`, `kunlun:`, `amd:`, `awsneuron:`, `vastai:`, `biren:`, `intel:`,
+// `enflame:`, `enflamevgcu:`, `kunlun:`, `amd:`, `awsneuron:`, `vastai:`, `biren:`, `intel:`, `remotegpu:`,
 // `vnpus:` for Ascend).
 // A section enables its vendor (unless it says `enabled: false`); NVIDIA is enabled without a
 // section. Keys rename resources and set defaults; an empty value (`key:` or `key: ""`, as

@@ -152,6 +152,17 @@ check(dc.get("enflamevgcu") == {"resourceNameVGCU": "enflame.com/vgcu",
                                 "resourceNameVGCUPercentage": "enflame.com/vgcu-percentage", "factor": 2},
       f"enflamevgcu: device-config section {dc.get('enflamevgcu')}")
 
+# 3d. the remote-GPU section: the library image defaults to the node image, "" turns delivery off
+text, docs = render("remotegpu", "hami-system", "--set", "devices.remotegpu.enabled=true")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+rg = dc.get("remotegpu") or {}
+check(rg.get("resourceCountName") == "nvidia.com/remote-gpu" and rg.get("defaultPort") == 14833
+      and rg.get("libImage", "").startswith("hami-cpp/hami-node:"), f"remotegpu: device-config section {rg}")
+text, docs = render("remotegpu off", "hami-system", "--set", "devices.remotegpu.enabled=true",
+                    "--set", "devices.remotegpu.libImage=")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+check(dc["remotegpu"]["libImage"] == "", f"remotegpu: libImage \"\" {dc['remotegpu']}")
+
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")
 refs("upstream values", text, "--namespace-exists", "hami-system")
