@@ -11,6 +11,7 @@
 #include "core/text_util.h"
 #include "vendors/config.h"
 #include "vendors/nvidia/annotations.h"
+#include "vendors/remotegpu/remotegpu.h"
 
 namespace hami::webhook {
 
@@ -226,7 +227,8 @@ const Json* EnvEntry(const Json& container, const std::string& name) {
 // references that replace the container's, and values put in front of its literal one.
 std::vector<Json> VendorEnvEntries(const Json& container, const phases::ContainerChanges& ch) {
   std::vector<Json> out;
-  for (const auto& [name, value] : ch.set_env) out.push_back(Json{{"name", name}, {"value", value}});
+  for (const auto& [name, value] : ch.set_env)
+    out.push_back(Json{{"name", name}, {"value", value}});
   for (const auto& [name, path] : ch.env_field_refs)
     out.push_back(Json{{"name", name},
                        {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", path}}}}}});
@@ -235,9 +237,7 @@ std::vector<Json> VendorEnvEntries(const Json& container, const phases::Containe
     const std::string theirs = e ? StringMember(*e, "value") : "";
     // Already in front (a second admission of the same pod): nothing to do.
     const bool done = theirs == value || theirs.rfind(value + " ", 0) == 0;
-    const std::string merged = done            ? theirs
-                               : theirs.empty() ? value
-                                                : StrCat(value, " ", theirs);
+    const std::string merged = done ? theirs : theirs.empty() ? value : StrCat(value, " ", theirs);
     out.push_back(Json{{"name", name}, {"value", merged}});
   }
   return out;
@@ -269,7 +269,8 @@ void AddVolumeMounts(Json& ops, const std::string& base, const Json& container,
 // and the container itself in front of every other init container. Runs after every container op,
 // whose paths index spec.initContainers as it was. A pod that already has the volume or the init
 // container (a second admission) is left as it is.
-void AddInitContainers(Json& ops, const Json& spec, const std::vector<phases::ContainerChanges>& changes) {
+void AddInitContainers(Json& ops, const Json& spec,
+                       const std::vector<phases::ContainerChanges>& changes) {
   std::vector<vendors::InitContainer> wanted;
   for (const phases::ContainerChanges& ch : changes)
     for (const auto& ic : ch.init_containers)
@@ -287,9 +288,10 @@ void AddInitContainers(Json& ops, const Json& spec, const std::vector<phases::Co
   for (const auto& ic : wanted) {
     if (named(volumes, ic.name)) continue;
     const Json vol{{"name", ic.name}, {"emptyDir", Json::object()}};
-    ops.push_back(have_volumes
-                      ? Json{{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", vol}}
-                      : Json{{"op", "add"}, {"path", "/spec/volumes"}, {"value", Json::array({vol})}});
+    ops.push_back(
+        have_volumes
+            ? Json{{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", vol}}
+            : Json{{"op", "add"}, {"path", "/spec/volumes"}, {"value", Json::array({vol})}});
     have_volumes = true;
   }
   const Json* inits = Member(spec, "initContainers");
@@ -297,14 +299,15 @@ void AddInitContainers(Json& ops, const Json& spec, const std::vector<phases::Co
   // Inserted at 0 from the last one, so they run in the order the vendors gave.
   for (auto it = wanted.rbegin(); it != wanted.rend(); ++it) {
     if (named(inits, it->name)) continue;
-    const Json c{{"name", it->name},
-                 {"image", it->image},
-                 {"command", it->command},
-                 {"volumeMounts", Json::array({{{"name", it->name}, {"mountPath", it->mount_path}}})}};
-    ops.push_back(have_inits ? Json{{"op", "add"}, {"path", "/spec/initContainers/0"}, {"value", c}}
-                             : Json{{"op", "add"},
-                                    {"path", "/spec/initContainers"},
-                                    {"value", Json::array({c})}});
+    const Json c{
+        {"name", it->name},
+        {"image", it->image},
+        {"command", it->command},
+        {"volumeMounts", Json::array({{{"name", it->name}, {"mountPath", it->mount_path}}})}};
+    ops.push_back(
+        have_inits
+            ? Json{{"op", "add"}, {"path", "/spec/initContainers/0"}, {"value", c}}
+            : Json{{"op", "add"}, {"path", "/spec/initContainers"}, {"value", Json::array({c})}});
     have_inits = true;
   }
 }
@@ -533,6 +536,9 @@ OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet& enabled) {
   };
   for (const auto& v : vendors::AllVendorsWithDefaults()) add(*v);
   for (const auto& v : enabled.vendors()) add(*v);
+  // The remote-GPU placement: LUPINE_SERVER comes from it, so a value set at creation would point
+  // the pod at a server nobody gave it.
+  k.annotations.insert(vendors::remotegpu::kEndpointAnnotation);
   return k;
 }
 

@@ -201,8 +201,7 @@ TEST_F(RemoteGpuWebhook, TestRemoteGPUWebhookCopiesLibraryBeforeInitWorkload) {
   EXPECT_EQ(init[1]["name"], "warmup");
   EXPECT_EQ(init[0]["image"], "projecthami/hami:test");
   EXPECT_EQ(init[0]["command"],
-            Json::array({"sh", "-c",
-                         "cp /usr/local/vgpu/libvgpu.so /hami-remote-gpu/libvgpu.so"}));
+            Json::array({"sh", "-c", "cp /usr/local/vgpu/libvgpu.so /hami-remote-gpu/libvgpu.so"}));
   EXPECT_EQ(admitted["spec"]["volumes"],
             Json::parse(R"([{"name":"hami-remote-gpu-lib","emptyDir":{}}])"));
   const Json& warmup = init[1];
@@ -218,6 +217,10 @@ TEST_F(RemoteGpuWebhook, TestRemoteGPUWebhookCopiesLibraryBeforeInitWorkload) {
   EXPECT_EQ((*EnvOf(warmup, "CUDA_DEVICE_MEMORY_SHARED_CACHE"))["value"],
             "/hami-remote-gpu/vgpu.cache");
   EXPECT_EQ(admitted["spec"]["containers"][0].count("env"), 0u) << "app asks for nothing";
+  // The endpoint is the scheduler's word: one set at creation is removed.
+  Json forged = pod;
+  forged["metadata"]["annotations"]["hami.io/lupine-endpoint"] = "203.0.113.9:14833";
+  EXPECT_FALSE(Admitted(wh, forged)["metadata"]["annotations"].contains("hami.io/lupine-endpoint"));
   // A second admission of the admitted pod changes nothing of it.
   EXPECT_EQ(Admitted(wh, admitted), admitted);
 }

@@ -55,8 +55,8 @@ std::string_view ServerOf(std::string_view id) {
 StatusOr<std::string> Endpoint(const NodeView& node, int default_port) {
   auto label = node.labels.find(kServerLabel);
   if (label == node.labels.end())
-    return InvalidArgument(StrCat("node ", core::text::Quote(node.name), " is not labelled ",
-                                  kServerLabel));
+    return InvalidArgument(
+        StrCat("node ", core::text::Quote(node.name), " is not labelled ", kServerLabel));
   unsigned char buf[16];
   const std::string& ip = node.internal_ip;
   const bool v4 = inet_pton(AF_INET, ip.c_str(), buf) == 1;
@@ -163,8 +163,8 @@ struct Config {
 static bool IsShellSafe(std::string_view s, bool path) {
   if (s.empty() || (path && s.front() != '/')) return false;
   return std::all_of(s.begin(), s.end(), [&](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-' || c == '/' || (path ? c == '*' : c == ':' || c == '@');
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '/' || (path ? c == '*' : c == ':' || c == '@');
   });
 }
 
@@ -227,8 +227,8 @@ class RemoteGpuVendor : public GenericVendor {
     auto it = node.annotations.find(kRegisterAnnotation);
     if (it == node.annotations.end()) return std::vector<core::DeviceInfo>();
     if (!node.name.empty() && !IsNodeName(node.name))
-      return InvalidArgument(StrCat("lupine server ", core::text::Quote(node.name),
-                                    ": not a DNS-1123 node name"));
+      return InvalidArgument(
+          StrCat("lupine server ", core::text::Quote(node.name), ": not a DNS-1123 node name"));
     auto devs = core::DecodeNodeDevices(it->second, spec_.common_word);
     if (!devs.ok())
       return InvalidArgument(

@@ -49,8 +49,9 @@ inline constexpr int kDefaultPort = 14833;
 // The init container and volume that bring libvgpu.so into a client pod, and where it is mounted.
 inline constexpr char kLibVolume[] = "hami-remote-gpu-lib";
 inline constexpr char kLibMountPath[] = "/hami-remote-gpu";
-// Where the library image holds libvgpu.so (config libSourcePath): our node image's file. Upstream's
-// image keeps it under /k8s-vgpu/lib/nvidia/libvgpu.so.<version> (its glob, libvgpu.so.*).
+// Where the library image holds libvgpu.so (config libSourcePath): our node image's file.
+// Upstream's image keeps it under /k8s-vgpu/lib/nvidia/libvgpu.so.<version> (its glob,
+// libvgpu.so.*).
 inline constexpr char kDefaultLibSource[] = "/usr/local/vgpu/libvgpu.so";
 
 // "<server>/<uuid>", and back: the server of an id ("" when it has no server part).

@@ -2,7 +2,8 @@
 // pkg/device/remotegpu/device_test.go), case by case through our Vendor interface and the pod-level
 // server choice; each test is named after the upstream test it comes from. Upstream's fleet is a
 // copy on every client node plus a cluster-wide reservation set; ours is registered once, on its
-// server node, so a card's usage is the usage the cache holds for it (see docs/vendors.md#remote-gpu).
+// server node, so a card's usage is the usage the cache holds for it (see
+// docs/vendors.md#remote-gpu).
 #include "vendors/remotegpu/remotegpu.h"
 
 #include <gtest/gtest.h>
@@ -147,9 +148,8 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_ServerSelectionIsContainerOrderIndependent
     SCOPED_TRACE(tc.name);
     // Listed in both orders too: the choice depends on neither.
     for (bool reversed : {false, true}) {
-      std::vector<Server> fleet = {
-          Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000)}),
-          Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-bbb", 80000)})};
+      std::vector<Server> fleet = {Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000)}),
+                                   Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-bbb", 80000)})};
       if (reversed) std::swap(fleet[0], fleet[1]);
       std::vector<std::optional<core::DeviceRequest>> pod;
       for (auto [cards, mem] : tc.containers) pod.push_back(Request(cards, mem));
@@ -174,8 +174,8 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_ServerSelectionIncludesInitSidecarAndAppCo
                  {FleetGpu("GPU-d1", 80000), FleetGpu("GPU-d2", 40000), FleetGpu("GPU-d3", 20000)}),
   };
   // first-init, later-init, sidecar (init, restartPolicy Always), app: each rules out a server.
-  const std::vector<std::optional<core::DeviceRequest>> pod = {Request(1, 0), Request(3, 10000),
-                                                               Request(2, 30000), Request(1, 60000)};
+  const std::vector<std::optional<core::DeviceRequest>> pod = {
+      Request(1, 0), Request(3, 10000), Request(2, 30000), Request(1, 60000)};
   const ServerChoice c = ChooseServer(pod, Views(fleet));
   ASSERT_EQ(c.server, "gpu-d") << c.reason;
   ASSERT_EQ(c.containers.size(), 4u);
@@ -345,11 +345,14 @@ TEST(RemoteGpuUpstream, TestMutateAdmission_ArmsTheMemoryLimit) {
   EXPECT_EQ(ic.name, "hami-remote-gpu-lib");
   EXPECT_EQ(ic.image, "projecthami/hami:test");
   EXPECT_EQ(ic.command,
-            (std::vector<std::string>{"sh", "-c",
-                                      "cp /usr/local/vgpu/libvgpu.so /hami-remote-gpu/libvgpu.so"}));
+            (std::vector<std::string>{
+                "sh", "-c", "cp /usr/local/vgpu/libvgpu.so /hami-remote-gpu/libvgpu.so"}));
   // Upstream's image keeps a versioned file: its path is one option away.
-  auto upstream = Make("libImage: projecthami/hami:v2.6.0\nlibSourcePath: /k8s-vgpu/lib/nvidia/libvgpu.so.*")
-                      ->Mutate({{"limits", {{"nvidia.com/remote-gpu", 1}, {"nvidia.com/remote-gpu-memory", 1}}}}, {});
+  auto upstream =
+      Make("libImage: projecthami/hami:v2.6.0\nlibSourcePath: /k8s-vgpu/lib/nvidia/libvgpu.so.*")
+          ->Mutate(
+              {{"limits", {{"nvidia.com/remote-gpu", 1}, {"nvidia.com/remote-gpu-memory", 1}}}},
+              {});
   ASSERT_TRUE(upstream.ok());
   EXPECT_EQ(upstream->init_containers.at(0).command.at(2),
             "cp /k8s-vgpu/lib/nvidia/libvgpu.so.* /hami-remote-gpu/libvgpu.so");
@@ -361,10 +364,11 @@ TEST(RemoteGpuUpstream, TestMutateAdmission_SkipsEnforcementWhenNotAsked) {
   ASSERT_TRUE(count_only.ok());
   EXPECT_TRUE(count_only->init_containers.empty());
   EXPECT_TRUE(count_only->set_env.empty());
-  auto no_image = Make("resourceCountName: nvidia.com/remote-gpu")
-                      ->Mutate({{"limits",
-                                 {{"nvidia.com/remote-gpu", 1}, {"nvidia.com/remote-gpu-memory", 2000}}}},
-                               {});
+  auto no_image =
+      Make("resourceCountName: nvidia.com/remote-gpu")
+          ->Mutate(
+              {{"limits", {{"nvidia.com/remote-gpu", 1}, {"nvidia.com/remote-gpu-memory", 2000}}}},
+              {});
   ASSERT_TRUE(no_image.ok());
   EXPECT_TRUE(no_image->init_containers.empty());
   EXPECT_TRUE(no_image->env_prepend.empty());
@@ -413,8 +417,7 @@ TEST(RemoteGpu, HostileRegistrationsAreErrorsOrIgnored) {
     SCOPED_TRACE(uuid);
     EXPECT_FALSE(V().DecodeNode(LupineServerNode("gpu-a", "10.0.0.5", {FleetGpu(uuid, 1)})).ok());
   }
-  EXPECT_FALSE(
-      V().DecodeNode(LupineServerNode("../etc", "10.0.0.5", {FleetGpu("GPU-1", 1)})).ok());
+  EXPECT_FALSE(V().DecodeNode(LupineServerNode("../etc", "10.0.0.5", {FleetGpu("GPU-1", 1)})).ok());
   NodeView garbage = LupineServerNode("gpu-a", "10.0.0.5", {});
   garbage.annotations[kRegisterAnnotation] = "[{";
   auto bad = V().DecodeNode(garbage);
@@ -430,9 +433,9 @@ TEST(RemoteGpu, ConfigIsValidated) {
   EXPECT_FALSE(MakeRemoteGpu(YAML::Load("defaultPort: 0")).ok());
   EXPECT_FALSE(MakeRemoteGpu(YAML::Load("defaultPort: 65536")).ok());
   // Image and path go into `sh -c`: nothing a shell reads as more than a word.
-  for (const char* bad : {"libImage: \"a b\"", "libImage: \"x;reboot\"", "libImage: \"$(id)\"",
-                          "libSourcePath: relative/lib.so", "libSourcePath: \"/a;b\"",
-                          "libSourcePath: \"/a b\""}) {
+  for (const char* bad :
+       {"libImage: \"a b\"", "libImage: \"x;reboot\"", "libImage: \"$(id)\"",
+        "libSourcePath: relative/lib.so", "libSourcePath: \"/a;b\"", "libSourcePath: \"/a b\""}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(MakeRemoteGpu(YAML::Load(bad)).ok());
   }
@@ -448,8 +451,7 @@ TEST(RemoteGpu, NvidiaDoesNotOfferRemoteModeCards) {
   ASSERT_TRUE(set.ok());
   core::DeviceInfo local = FleetGpu("GPU-local", 40000);
   local.mode = "";
-  const NodeView n =
-      LupineServerNode("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000), local});
+  const NodeView n = LupineServerNode("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000), local});
   const auto devs = (*set)->DecodeNode(n, 0);
   ASSERT_EQ(devs.devices.size(), 1u);
   EXPECT_EQ(devs.devices[0].uuid, "GPU-local");
