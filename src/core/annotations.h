@@ -55,5 +55,8 @@ inline constexpr const char kPolicyDefault[] = "default";  // our fragmentation-
 inline constexpr const char kModeHamiCore[] = "hami-core";
 inline constexpr const char kModeMig[] = "mig";
 inline constexpr const char kModeMps[] = "mps";
+// A card a lupine server serves to other nodes (upstream's nvidia.RemoteMode): the remote-GPU
+// backend's, never NVIDIA's (vendors/remotegpu).
+inline constexpr const char kModeRemote[] = "remote";
 
 }  // namespace hami::core

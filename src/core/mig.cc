@@ -42,8 +42,10 @@ uint32_t MigSliceMask(const MigPlacement& p) {
 
 Status ValidateMigRegistration(const DeviceInfo& d) {
   const std::string where = StrCat("device ", text::Quote(d.uuid), ": ");
-  if (!d.mode.empty() && d.mode != kModeHamiCore && d.mode != kModeMig && d.mode != kModeMps)
-    return InvalidArgument(where, "mode ", text::Quote(d.mode), " is not hami-core, mig or mps");
+  if (!d.mode.empty() && d.mode != kModeHamiCore && d.mode != kModeMig && d.mode != kModeMps &&
+      d.mode != kModeRemote)
+    return InvalidArgument(where, "mode ", text::Quote(d.mode),
+                           " is not hami-core, mig, mps or remote");
   if (!d.mig_profiles.empty() && d.mode != kModeMig)
     return InvalidArgument(where, "migProfiles given but mode is ", text::Quote(d.mode),
                            ", not mig");

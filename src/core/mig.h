@@ -33,8 +33,8 @@ bool IsMigDevice(const DeviceInfo& d);
 uint32_t MigSliceMask(const MigPlacement& p);
 
 // Registration check of one device (node_codec calls it for every decoded device): mode is "",
-// hami-core, mig or mps; profiles only on a mig device; each profile has a non-empty unique name,
-// memoryMB > 0, sliceCount > 0 and at least one placement; each placement has size > 0, ends
+// hami-core, mig, mps or remote; profiles only on a mig device; each profile has a non-empty unique
+// name, memoryMB > 0, sliceCount > 0 and at least one placement; each placement has size > 0, ends
 // within kMaxMigSlices and appears once. Errors name the device, profile and placement.
 Status ValidateMigRegistration(const DeviceInfo& d);
 

@@ -230,7 +230,7 @@ TEST(MigTest, RegistrationValidation) {
       {"upstream example",
        R"([{"id":"GPU-a","devmem":40960,"devcore":100,"health":true,"mode":"mig","migProfiles":[{"name":"1g.10gb","memoryMB":9856,"core":15,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":6,"size":1}]}]}])",
        nullptr},
-      {"unknown mode", R"([{"id":"GPU-a","mode":"vgpu"}])", "is not hami-core, mig or mps"},
+      {"unknown mode", R"([{"id":"GPU-a","mode":"vgpu"}])", "is not hami-core, mig, mps or remote"},
       {"profiles off mig mode",
        R"([{"id":"GPU-a","mode":"hami-core","migProfiles":[{"name":"1g.10gb","memoryMB":1,"sliceCount":1,"placements":[{"start":0,"size":1}]}]}])",
        "not mig"},

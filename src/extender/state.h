@@ -94,8 +94,9 @@ struct NodeView {
 // vendor's handshake by the same rule); a node on which any vendor registers is registered.
 NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeout_s,
                           const vendors::VendorSet& vendors = vendors::VendorSet::NvidiaOnly());
-// A Node object as a vendor reads it: string annotations, and status.capacity (allocatable for
-// resources capacity lacks) as integers.
+// A Node object as a vendor reads it: string annotations and labels, status.capacity (allocatable
+// for resources capacity lacks) as integers, and the first non-empty InternalIP address (as given:
+// vendors check it before use).
 vendors::NodeView VendorNodeView(const Json& node);
 
 // The decision a pod object carries, if it holds devices now: placed (hami.io/vgpu-node and a

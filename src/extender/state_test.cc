@@ -1084,5 +1084,26 @@ TEST_F(UpstreamQuota, QuotaMetricsForEveryVendor) {
   EXPECT_EQ(text.find("hygon.com/dcucores"), std::string::npos);
 }
 
+// A lupine server as the informer delivers it: its remote-mode cards are the remote-GPU backend's,
+// named after the node, and its InternalIP reaches the vendor (docs/vendors.md#remote-gpu).
+TEST(StateNodeView, LupineServerNodeRegistersTheFleet) {
+  auto set = vendors::VendorSet::Load("remotegpu: {}");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const Json node = Json::parse(R"({"metadata":{"name":"gpu-a",
+      "labels":{"hami.io/lupine-server":""},
+      "annotations":{"hami.io/node-nvidia-register":
+        "[{\"id\":\"GPU-aaa\",\"count\":10,\"devmem\":40000,\"devcore\":100,\"type\":\"A100\",\"health\":true,\"mode\":\"remote\"},{\"id\":\"GPU-own\",\"count\":10,\"devmem\":40000,\"devcore\":100,\"type\":\"A100\",\"health\":true}]"}},
+    "status":{"addresses":[{"type":"Hostname","address":"gpu-a"},{"type":"InternalIP","address":7},
+                           {"type":"InternalIP","address":"10.0.0.5"}]}})");
+  EXPECT_EQ(VendorNodeView(node).internal_ip, "10.0.0.5");
+  const NodeView v = NodeViewFromJson(node, 0, 60, **set);
+  ASSERT_EQ(v.info.devices.size(), 2u) << v.error;
+  EXPECT_EQ(v.info.devices[0].uuid, "GPU-own");
+  EXPECT_EQ(v.info.devices[0].vendor, "NVIDIA");
+  EXPECT_EQ(v.info.devices[1].uuid, "gpu-a/GPU-aaa");
+  EXPECT_EQ(v.info.devices[1].vendor, "RemoteGPU");
+  EXPECT_EQ(VendorNodeView(Json::parse(R"({"status":{"addresses":"x"}})")).internal_ip, "");
+}
+
 }  // namespace
 }  // namespace hami::extender

@@ -2,13 +2,12 @@
 // The vendor configuration file (YAML, upstream device-config.yaml keys where they exist): one
 // section per vendor (`nvidia:`, `cambricon:`, `hygon:`, `metax:`, `mthreads:`, `iluvatars:`,
 // `enflame:`, `enflamevgcu:`, `kunlun:`, `amd:`, `awsneuron:`, `vastai:`, `biren:`, `intel:`,
-// `vnpus:` for Ascend).
-// A section enables its vendor (unless it says `enabled: false`); NVIDIA is enabled without a
-// section. Keys rename resources and set defaults; an empty value (`key:` or `key: ""`, as
-// upstream's chart renders unset values) keeps the default. Upstream keys we do not use are
-// accepted and logged once per section; any other key is an error naming it. Any other unknown
-// top-level section is an error (vendors/config_file.h, the one reader of the file). A disabled
-// vendor is never constructed.
+// `remotegpu:`, `vnpus:` for Ascend). A section enables its vendor (unless it says `enabled:
+// false`); NVIDIA is enabled without a section. Keys rename resources and set defaults; an empty
+// value (`key:` or `key: ""`, as upstream's chart renders unset values) keeps the default. Upstream
+// keys we do not use are accepted and logged once per section; any other key is an error naming it.
+// Any other unknown top-level section is an error (vendors/config_file.h, the one reader of the
+// file). A disabled vendor is never constructed.
 #include <initializer_list>
 #include <memory>
 #include <string>

@@ -13,6 +13,7 @@
 #include "vendors/metax/metax.h"
 #include "vendors/mthreads/mthreads.h"
 #include "vendors/nvidia/nvidia.h"
+#include "vendors/remotegpu/remotegpu.h"
 #include "vendors/vastai/vastai.h"
 
 namespace hami::vendors {
@@ -35,6 +36,7 @@ constexpr VendorRow kRows[] = {
     {"vastai", false, &MakeVastai},
     {"biren", false, &MakeBiren},
     {"intel", false, &MakeIntel},
+    {"remotegpu", false, &MakeRemoteGpu},
 };
 
 }  // namespace

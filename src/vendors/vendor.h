@@ -45,6 +45,9 @@ struct NodeView {
   std::map<std::string, int64_t> capacity;
   std::string name = {};  // metadata.name (capacity-registered vendors derive device ids from it)
   std::map<std::string, std::string> labels = {};  // metadata.labels (AWS Neuron: instance type)
+  // The first status.addresses entry of type InternalIP ("" when none): where a remote-GPU server
+  // node is reached (vendors/remotegpu).
+  std::string internal_ip = {};
 };
 
 // Why a device or a node cannot take a request. `reason` is the scheduler's failure vocabulary
@@ -65,13 +68,43 @@ struct Refusal {
 // text.
 StatusOr<Refusal> ParseRefusal(std::string_view text);
 
+// An init container the webhook puts in front of every other init container of the pod (one per
+// name: containers of a pod that each ask for it share one), with an emptyDir volume of its own
+// name mounted at `mount_path`.
+struct InitContainer {
+  std::string name;
+  std::string image;
+  std::vector<std::string> command;
+  std::string mount_path;
+  bool operator==(const InitContainer&) const = default;
+};
+
 // What the webhook does to one container: limits to add (resource -> integer), environment to
-// inject and denials (each an actionable message; any denial rejects the pod).
+// inject and denials (each an actionable message; any denial rejects the pod). `env` is added only
+// where the container does not set the name itself; the other environment fields are the vendor's
+// word and replace what the container says (remote GPU: the scheduler's placement, the memory
+// limit the library enforces).
 struct Mutation {
   std::map<std::string, int64_t> add_limits;
   std::map<std::string, std::string> env;
   std::vector<std::string> denials;
-  bool empty() const { return add_limits.empty() && env.empty() && denials.empty(); }
+  // name -> value, replacing an entry of that name (literal or from a source).
+  std::map<std::string, std::string> set_env = {};
+  // name -> a field of the pod (downward API fieldPath), replacing an entry of that name.
+  std::map<std::string, std::string> env_field_refs = {};
+  // name -> value put in front of the container's literal value ("<value> <theirs>"; the value
+  // alone when the name is absent). A container that takes the name from a source is denied:
+  // there is nothing to prepend to.
+  std::map<std::string, std::string> env_prepend = {};
+  // Volumes of `init_containers` mounted into this container: volume name -> mount path.
+  std::map<std::string, std::string> volume_mounts = {};
+  // Pod level: init containers to run first (see InitContainer).
+  std::vector<InitContainer> init_containers = {};
+  bool empty() const {
+    return add_limits.empty() && env.empty() && denials.empty() && set_env.empty() &&
+           env_field_refs.empty() && env_prepend.empty() && volume_mounts.empty() &&
+           init_containers.empty();
+  }
 };
 
 // Result of fitting one container's request on one node's devices of this vendor.

@@ -646,9 +646,9 @@ TEST(RegistryTest, EveryRowBuildsWithDefaultsAndNamesAreUnique) {
     EXPECT_TRUE(counts.insert(v->resources().count).second) << v->resources().count;
     EXPECT_FALSE(v->keys().allocated.empty()) << v->common_word();
   }
-  EXPECT_EQ(All().size(), 23u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
+  EXPECT_EQ(All().size(), 24u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
                                  // iluvatar 4, enflame 2, enflamevgcu, kunlun 2, amd, awsneuron,
-                                 // vastai, biren, intel 2
+                                 // vastai, biren, intel 2, remotegpu
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/text_util.h"
 #include "vendors/config.h"
 #include "vendors/nvidia/annotations.h"
+#include "vendors/remotegpu/remotegpu.h"
 
 namespace hami::webhook {
 
@@ -177,23 +178,139 @@ void ReplaceEnv(Json& ops, const std::string& base, const Json& container, const
   }
 }
 
+// JSON-patch ops that add env entries to one container; `replace` entries take the place of an
+// entry of the same name, the others are added only where the container lacks the name.
+void AddEnvEntries(Json& ops, const std::string& base, const Json& container,
+                   const std::vector<Json>& add, const std::vector<Json>& replace = {}) {
+  const Json* env = Member(container, "env");
+  std::vector<Json> todo;
+  for (const Json& e : replace) {
+    const std::string name = StringMember(e, "name");
+    bool replaced = false;
+    for (size_t i = 0; env != nullptr && env->is_array() && i < env->size(); ++i) {
+      if (StringMember((*env)[i], "name") != name) continue;
+      if ((*env)[i] != e)
+        ops.push_back(Json{{"op", "replace"}, {"path", StrCat(base, "/env/", i)}, {"value", e}});
+      replaced = true;
+      break;
+    }
+    if (!replaced) todo.push_back(e);
+  }
+  for (const Json& e : add)
+    if (!HasEnv(container, StringMember(e, "name"))) todo.push_back(e);
+  if (todo.empty()) return;
+  if (env == nullptr || !env->is_array()) {
+    ops.push_back(Json{{"op", "add"}, {"path", base + "/env"}, {"value", Json(todo)}});
+    return;
+  }
+  for (Json& e : todo)
+    ops.push_back(Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", std::move(e)}});
+}
+
 // JSON-patch ops that add env vars to one container.
 void AddEnv(Json& ops, const std::string& base, const Json& container,
             const std::vector<std::pair<std::string, std::string>>& vars) {
-  std::vector<std::pair<std::string, std::string>> todo;
-  for (const auto& v : vars)
-    if (!HasEnv(container, v.first)) todo.push_back(v);
-  if (todo.empty()) return;
+  std::vector<Json> add;
+  for (const auto& [k, v] : vars) add.push_back(Json{{"name", k}, {"value", v}});
+  AddEnvEntries(ops, base, container, add);
+}
+
+// The container's env entry named `name`, or null.
+const Json* EnvEntry(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
-  if (env == nullptr || !env->is_array()) {
-    Json arr = Json::array();
-    for (const auto& [k, v] : todo) arr.push_back(Json{{"name", k}, {"value", v}});
-    ops.push_back(Json{{"op", "add"}, {"path", base + "/env"}, {"value", std::move(arr)}});
-    return;
+  if (env == nullptr || !env->is_array()) return nullptr;
+  for (const Json& e : *env)
+    if (StringMember(e, "name") == name) return &e;
+  return nullptr;
+}
+
+// The vendors' own env entries of one container (vendors::Mutation): literal values and pod field
+// references that replace the container's, and values put in front of its literal one.
+std::vector<Json> VendorEnvEntries(const Json& container, const phases::ContainerChanges& ch) {
+  std::vector<Json> out;
+  for (const auto& [name, value] : ch.set_env)
+    out.push_back(Json{{"name", name}, {"value", value}});
+  for (const auto& [name, path] : ch.env_field_refs)
+    out.push_back(Json{{"name", name},
+                       {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", path}}}}}});
+  for (const auto& [name, value] : ch.env_prepend) {
+    const Json* e = EnvEntry(container, name);
+    const std::string theirs = e ? StringMember(*e, "value") : "";
+    // Already in front (a second admission of the same pod): nothing to do.
+    const bool done = theirs == value || theirs.rfind(value + " ", 0) == 0;
+    const std::string merged = done ? theirs : theirs.empty() ? value : StrCat(value, " ", theirs);
+    out.push_back(Json{{"name", name}, {"value", merged}});
   }
-  for (const auto& [k, v] : todo)
+  return out;
+}
+
+// JSON-patch ops that mount volumes (name -> path) into one container, unless it mounts them.
+void AddVolumeMounts(Json& ops, const std::string& base, const Json& container,
+                     const std::map<std::string, std::string>& mounts) {
+  const Json* vm = Member(container, "volumeMounts");
+  bool exists = vm != nullptr && vm->is_array();
+  for (const auto& [name, path] : mounts) {
+    if (exists && std::any_of(vm->begin(), vm->end(), [&, &n = name](const Json& m) {
+          return StringMember(m, "name") == n;
+        }))
+      continue;
+    const Json mount{{"name", name}, {"mountPath", path}};
+    if (exists) {
+      ops.push_back(Json{{"op", "add"}, {"path", base + "/volumeMounts/-"}, {"value", mount}});
+    } else {
+      ops.push_back(
+          Json{{"op", "add"}, {"path", base + "/volumeMounts"}, {"value", Json::array({mount})}});
+      exists = true;
+      vm = nullptr;
+    }
+  }
+}
+
+// Pod-level JSON-patch ops for the vendors' init containers: an emptyDir volume of each one's name
+// and the container itself in front of every other init container. Runs after every container op,
+// whose paths index spec.initContainers as it was. A pod that already has the volume or the init
+// container (a second admission) is left as it is.
+void AddInitContainers(Json& ops, const Json& spec,
+                       const std::vector<phases::ContainerChanges>& changes) {
+  std::vector<vendors::InitContainer> wanted;
+  for (const phases::ContainerChanges& ch : changes)
+    for (const auto& ic : ch.init_containers)
+      if (std::none_of(wanted.begin(), wanted.end(),
+                       [&](const vendors::InitContainer& w) { return w.name == ic.name; }))
+        wanted.push_back(ic);
+  if (wanted.empty()) return;
+  auto named = [](const Json* list, const std::string& name) {
+    return list != nullptr && list->is_array() &&
+           std::any_of(list->begin(), list->end(),
+                       [&](const Json& e) { return StringMember(e, "name") == name; });
+  };
+  const Json* volumes = Member(spec, "volumes");
+  bool have_volumes = volumes != nullptr && volumes->is_array();
+  for (const auto& ic : wanted) {
+    if (named(volumes, ic.name)) continue;
+    const Json vol{{"name", ic.name}, {"emptyDir", Json::object()}};
     ops.push_back(
-        Json{{"op", "add"}, {"path", base + "/env/-"}, {"value", Json{{"name", k}, {"value", v}}}});
+        have_volumes
+            ? Json{{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", vol}}
+            : Json{{"op", "add"}, {"path", "/spec/volumes"}, {"value", Json::array({vol})}});
+    have_volumes = true;
+  }
+  const Json* inits = Member(spec, "initContainers");
+  bool have_inits = inits != nullptr && inits->is_array() && !inits->empty();
+  // Inserted at 0 from the last one, so they run in the order the vendors gave.
+  for (auto it = wanted.rbegin(); it != wanted.rend(); ++it) {
+    if (named(inits, it->name)) continue;
+    const Json c{
+        {"name", it->name},
+        {"image", it->image},
+        {"command", it->command},
+        {"volumeMounts", Json::array({{{"name", it->name}, {"mountPath", it->mount_path}}})}};
+    ops.push_back(
+        have_inits
+            ? Json{{"op", "add"}, {"path", "/spec/initContainers/0"}, {"value", c}}
+            : Json{{"op", "add"}, {"path", "/spec/initContainers"}, {"value", Json::array({c})}});
+    have_inits = true;
+  }
 }
 
 // Upstream's per-pod switches of overwriteEnv: hami.io/overwrite-env on the pod (a boolean as Go's
@@ -420,6 +537,9 @@ OwnedKeys SchedulerOwnedKeys(const vendors::VendorSet& enabled) {
   };
   for (const auto& v : vendors::AllVendorsWithDefaults()) add(*v);
   for (const auto& v : enabled.vendors()) add(*v);
+  // The remote-GPU placement: LUPINE_SERVER comes from it, so a value set at creation would point
+  // the pod at a server nobody gave it.
+  k.annotations.insert(vendors::remotegpu::kEndpointAnnotation);
   return k;
 }
 
@@ -567,6 +687,20 @@ StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& p
       if (!m->denials.empty()) return InvalidArgument(where, m->denials.front());
       for (const auto& [name, value] : m->add_limits) out[i].add_limits[name] = value;
       for (const auto& kv : m->env) out[i].env.push_back(kv);
+      for (const auto& [name, value] : m->env_prepend) {
+        const Json* e = EnvEntry(*c.json, name);
+        if (e != nullptr && Member(*e, "valueFrom") != nullptr)
+          return InvalidArgument(where, "env ", name, " comes from a source (valueFrom), and ",
+                                 v->common_word(), " must put ", value,
+                                 " in front of it: set it literally, or drop the ",
+                                 v->resources().memory, " request");
+        out[i].env_prepend[name] = value;
+      }
+      out[i].set_env.insert(m->set_env.begin(), m->set_env.end());
+      out[i].env_field_refs.insert(m->env_field_refs.begin(), m->env_field_refs.end());
+      out[i].volume_mounts.insert(m->volume_mounts.begin(), m->volume_mounts.end());
+      out[i].init_containers.insert(out[i].init_containers.end(), m->init_containers.begin(),
+                                    m->init_containers.end());
     }
   }
   return out;
@@ -686,7 +820,10 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
     if (has_nvidia && opts.gpu_core_policy != "default" && !opts.gpu_core_policy.empty())
       env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts.gpu_core_policy);
     overwrite_env(c, changes[i], &env);
-    AddEnv(*ops, c.path, *c.json, env);
+    std::vector<Json> add;
+    for (const auto& [k, v] : env) add.push_back(Json{{"name", k}, {"value", v}});
+    AddEnvEntries(*ops, c.path, *c.json, add, VendorEnvEntries(*c.json, changes[i]));
+    AddVolumeMounts(*ops, c.path, *c.json, changes[i].volume_mounts);
   }
   if (opts.region_group >= 0) {
     // Every process of the pod, whatever its user, then shares the region directory the device
@@ -712,6 +849,7 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
     ops->push_back(Json{{"op", spec.contains("schedulerName") ? "replace" : "add"},
                         {"path", "/spec/schedulerName"},
                         {"value", opts.scheduler_name}});
+  AddInitContainers(*ops, spec, changes);  // last: it shifts spec.initContainers
 }
 
 }  // namespace phases

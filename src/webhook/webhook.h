@@ -180,9 +180,15 @@ Status DecodePod(const Json& pod, const WebhookOptions& opts, PodUnderReview* ou
 // defaulting included, run on every container as upstream's MutateAdmission is), merged in vendor
 // order; one entry per `pod.containers`. Errors: a vendor's error or first denial, naming the
 // container.
+// `env` is added where the container lacks the name; the other fields are vendors::Mutation's and
+// are applied as it says (replacing entries, prepending, mounting the pod-level init containers'
+// volumes). A container that takes an env_prepend name from a source is denied.
 struct ContainerChanges {
   std::map<std::string, int64_t> add_limits;
   std::vector<std::pair<std::string, std::string>> env;
+  std::map<std::string, std::string> set_env = {}, env_field_refs = {}, env_prepend = {},
+                                     volume_mounts = {};
+  std::vector<vendors::InitContainer> init_containers = {};
 };
 StatusOr<std::vector<ContainerChanges>> MutateContainers(const PodUnderReview& pod,
                                                          const vendors::VendorSet& vendors);

@@ -153,5 +153,129 @@ TEST(WebhookVendors, WithoutVendorsOtherResourcesAreIgnored) {
   EXPECT_FALSE(r.patch.has_value()) << "NVIDIA-only configuration: a DCU pod is not ours";
 }
 
+// ---- remote GPU (upstream pkg/scheduler/remotegpu_integration_test.go,
+// pkg/device/remotegpu/device_test.go): the patch applied to the pod, as the API server would ----
+
+Json RemoteContainer(const std::string& name, int64_t mem) {
+  Json limits = {{"nvidia.com/remote-gpu", "1"}};
+  if (mem > 0) limits["nvidia.com/remote-gpu-memory"] = std::to_string(mem);
+  return Json{{"name", name}, {"resources", {{"limits", limits}}}};
+}
+
+// The pod after the webhook's patch (fails the test on a denial).
+Json Admitted(const Webhook& wh, const Json& pod) {
+  const AdmissionResponse r = wh.Review(Req(pod));
+  EXPECT_TRUE(r.allowed) << r.message;
+  return r.patch ? pod.patch(*r.patch) : pod;
+}
+
+const Json* EnvOf(const Json& container, const std::string& name) {
+  auto env = container.find("env");
+  if (env == container.end() || !env->is_array()) return nullptr;
+  for (const Json& e : *env)
+    if (e.value("name", "") == name) return &e;
+  return nullptr;
+}
+
+class RemoteGpuWebhook : public testing::Test {
+ protected:
+  void SetUp() override {
+    auto set = vendors::VendorSet::Load("remotegpu:\n  libImage: projecthami/hami:test\n");
+    ASSERT_TRUE(set.ok()) << set.status();
+    set_ = std::move(*set);
+    opts_.vendors = set_.get();
+  }
+  std::unique_ptr<vendors::VendorSet> set_;
+  WebhookOptions opts_;
+};
+
+TEST_F(RemoteGpuWebhook, TestRemoteGPUWebhookCopiesLibraryBeforeInitWorkload) {
+  Webhook wh(opts_);
+  Json pod = Pod(Json::object());
+  pod["spec"]["initContainers"] = Json::array({RemoteContainer("warmup", 2000)});
+  pod["spec"]["containers"] = Json::array({Json{{"name", "app"}}});
+  const Json admitted = Admitted(wh, pod);
+  const Json& init = admitted["spec"]["initContainers"];
+  ASSERT_EQ(init.size(), 2u) << admitted.dump();
+  EXPECT_EQ(init[0]["name"], "hami-remote-gpu-lib") << "library copy must precede warmup";
+  EXPECT_EQ(init[1]["name"], "warmup");
+  EXPECT_EQ(init[0]["image"], "projecthami/hami:test");
+  EXPECT_EQ(init[0]["command"],
+            Json::array({"sh", "-c", "cp /usr/local/vgpu/libvgpu.so /hami-remote-gpu/libvgpu.so"}));
+  EXPECT_EQ(admitted["spec"]["volumes"],
+            Json::parse(R"([{"name":"hami-remote-gpu-lib","emptyDir":{}}])"));
+  const Json& warmup = init[1];
+  EXPECT_EQ(warmup["volumeMounts"],
+            Json::parse(R"([{"name":"hami-remote-gpu-lib","mountPath":"/hami-remote-gpu"}])"));
+  ASSERT_NE(EnvOf(warmup, "LUPINE_SERVER"), nullptr);
+  EXPECT_EQ((*EnvOf(warmup, "LUPINE_SERVER"))["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.annotations['hami.io/lupine-endpoint']");
+  EXPECT_EQ((*EnvOf(warmup, "LUPINE_WORKLOAD_ID"))["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.uid");
+  EXPECT_EQ((*EnvOf(warmup, "LD_PRELOAD"))["value"], "/hami-remote-gpu/libvgpu.so");
+  EXPECT_EQ((*EnvOf(warmup, "CUDA_DEVICE_MEMORY_LIMIT"))["value"], "2000m");
+  EXPECT_EQ((*EnvOf(warmup, "CUDA_DEVICE_MEMORY_SHARED_CACHE"))["value"],
+            "/hami-remote-gpu/vgpu.cache");
+  EXPECT_EQ(admitted["spec"]["containers"][0].count("env"), 0u) << "app asks for nothing";
+  // The endpoint is the scheduler's word: one set at creation is removed.
+  Json forged = pod;
+  forged["metadata"]["annotations"]["hami.io/lupine-endpoint"] = "203.0.113.9:14833";
+  EXPECT_FALSE(Admitted(wh, forged)["metadata"]["annotations"].contains("hami.io/lupine-endpoint"));
+  // A second admission of the admitted pod changes nothing of it.
+  EXPECT_EQ(Admitted(wh, admitted), admitted);
+}
+
+TEST_F(RemoteGpuWebhook, TestMutateAdmission_ArmsTheMemoryLimit) {
+  Webhook wh(opts_);
+  Json pod = Pod(Json::object());
+  pod["spec"]["containers"] =
+      Json::array({RemoteContainer("app", 2000), RemoteContainer("sidecar", 2000)});
+  const Json admitted = Admitted(wh, pod);
+  // One copy for the pod, mounted into both.
+  ASSERT_EQ(admitted["spec"]["initContainers"].size(), 1u);
+  ASSERT_EQ(admitted["spec"]["volumes"].size(), 1u);
+  for (const Json& c : admitted["spec"]["containers"]) {
+    EXPECT_EQ(c["volumeMounts"].size(), 1u) << c["name"];
+    EXPECT_EQ((*EnvOf(c, "CUDA_DEVICE_MEMORY_LIMIT"))["value"], "2000m");
+  }
+}
+
+TEST_F(RemoteGpuWebhook, TestMutateAdmission_ReplacesLiteralServerEnv) {
+  Webhook wh(opts_);
+  Json ctr = RemoteContainer("app", 0);
+  ctr["env"] = Json::parse(R"([{"name":"LUPINE_SERVER","value":"placeholder:14833"}])");
+  Json pod = Pod(Json::object());
+  pod["spec"]["containers"] = Json::array({ctr});
+  const Json admitted = Admitted(wh, pod);
+  const Json& c = admitted["spec"]["containers"][0];
+  int servers = 0;
+  for (const Json& e : c["env"]) servers += e["name"] == "LUPINE_SERVER";
+  EXPECT_EQ(servers, 1) << "must replace, not duplicate";
+  EXPECT_FALSE(EnvOf(c, "LUPINE_SERVER")->contains("value"));
+  // No memory request: no library, nothing to enforce.
+  EXPECT_FALSE(admitted["spec"].contains("initContainers"));
+  EXPECT_EQ(EnvOf(c, "LD_PRELOAD"), nullptr);
+}
+
+TEST_F(RemoteGpuWebhook, PreloadIsPrependedOrTheSourceIsDenied) {
+  Webhook wh(opts_);
+  Json literal = RemoteContainer("app", 2000);
+  literal["env"] = Json::parse(R"([{"name":"LD_PRELOAD","value":"/opt/mine.so"}])");
+  Json pod = Pod(Json::object());
+  pod["spec"]["containers"] = Json::array({literal});
+  const Json admitted = Admitted(wh, pod);
+  EXPECT_EQ((*EnvOf(admitted["spec"]["containers"][0], "LD_PRELOAD"))["value"],
+            "/hami-remote-gpu/libvgpu.so /opt/mine.so");
+
+  Json sourced = RemoteContainer("app", 2000);
+  sourced["env"] = Json::parse(
+      R"([{"name":"LD_PRELOAD","valueFrom":{"configMapKeyRef":{"name":"x","key":"y"}}}])");
+  pod["spec"]["containers"] = Json::array({sourced});
+  const AdmissionResponse r = wh.Review(Req(pod));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("LD_PRELOAD comes from a source"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("nvidia.com/remote-gpu-memory"), std::string::npos) << r.message;
+}
+
 }  // namespace
 }  // namespace hami::webhook

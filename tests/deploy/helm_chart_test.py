@@ -240,6 +240,16 @@ r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.host
                    capture_output=True, text=True)
 check(r.returncode != 0 and "devicePlugin.hostPIDBroker.enabled needs devicePlugin.hostPID: true" in r.stderr,
       f"hostPIDBroker without hostPID is refused: {r.stderr}")
+# 3g. the remote-GPU section: the library image defaults to the node image, "" turns delivery off
+text, docs = render("remotegpu", "hami-system", "--set", "devices.remotegpu.enabled=true")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+rg = dc.get("remotegpu") or {}
+check(rg.get("resourceCountName") == "nvidia.com/remote-gpu" and rg.get("defaultPort") == 14833
+      and "hami-cpp/hami-node:" in rg.get("libImage", ""), f"remotegpu: device-config section {rg}")
+text, docs = render("remotegpu off", "hami-system", "--set", "devices.remotegpu.enabled=true",
+                    "--set", "devices.remotegpu.libImage=")
+dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
+check(dc["remotegpu"]["libImage"] == "", f"remotegpu: libImage \"\" {dc['remotegpu']}")
 
 # 4. upstream-style values
 text, docs = render("upstream values", "hami-system", "-f", UPSTREAM, "--kube-version", "1.30.2")

@@ -43,6 +43,13 @@ class NvidiaVendor : public GenericVendor {
       const std::map<std::string, std::string>& a) const override {
     return nvidia::ParseDeviceSelectors(a);
   }
+  // A card the plugin registers in mode "remote" belongs to the lupine fleet (the remote-GPU
+  // backend, vendors/remotegpu), not to the node: it is never offered here.
+  StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(std::vector<core::DeviceInfo> devs, GenericVendor::DecodeNode(node));
+    std::erase_if(devs, [](const core::DeviceInfo& d) { return d.mode == core::kModeRemote; });
+    return devs;
+  }
   std::vector<std::string> IgnoredAnnotations(
       const std::map<std::string, std::string>& a) const override {
     return nvidia::IgnoredAnnotations(a);
