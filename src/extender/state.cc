@@ -127,7 +127,7 @@ vendors::NodeView VendorNodeView(const Json& node) {
       if (auto n = QuantityAt(node, {"status", part}, k)) v.capacity[k] = *n;
     }
   }
-  if (const Json* addrs = Path(node, {"status", "addresses"}); addrs && addrs->is_array())
+  if (const Json* addrs = FieldAt(node, {"status", "addresses"}); addrs && addrs->is_array())
     for (const Json& a : *addrs)
       if (a.is_object() && a.value("type", Json()) == "InternalIP" && a.contains("address") &&
           a["address"].is_string() && !a["address"].get<std::string>().empty()) {
