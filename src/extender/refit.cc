@@ -15,17 +15,6 @@
 namespace hami::extender {
 namespace {
 
-std::string StringAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object()) return "";
-    auto it = p->find(k);
-    if (it == p->end()) return "";
-    p = &*it;
-  }
-  return p->is_string() ? p->get<std::string>() : "";
-}
-
 // Container names in decision order: init containers first, then app containers.
 std::vector<std::string> ContainerNames(const Json& pod) {
   std::vector<std::string> out;
