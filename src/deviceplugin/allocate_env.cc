@@ -1,8 +1,8 @@
 #include "deviceplugin/allocate_env.h"
 
 #include "core/model.h"
-#include "deviceplugin/mps.h"
 #include "deviceplugin/host_pid_broker.h"
+#include "deviceplugin/mps.h"
 #include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
 

@@ -128,7 +128,6 @@ std::string AddNode1WithMode(k8s::testing::FakeApiServer& api, const std::string
   return node_config;
 }
 
-
 TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   char tmpl[] = "/tmp/hddXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -22,8 +22,8 @@
 #include "deviceplugin/config.h"
 #include "deviceplugin/pending_pod.h"
 #include "deviceplugin/proto/api.pb.h"
-#include "deviceplugin/static_mig.h"
 #include "deviceplugin/refit_client.h"
+#include "deviceplugin/static_mig.h"
 #include "gpu/discovery.h"
 
 namespace grpc {

@@ -29,8 +29,8 @@ TEST(MpsTraceTest, ModeColumn) {
        "nodes.csv:2: field mode: 'mig' is not hami-core or mps"},
       {"no GPUs", header + "n,1,1,0,,mps,,\n", false, "field mode: the node has no GPUs"},
       {"another vendor", header + "n,1,1,2,Z100L,mps,,hygon\n", false, "MPS is NVIDIA's"},
-      {"one operating mode per node", header + "n,1,1,2,A100,mps,A30,\n", false,
-       "field mode: mps and the MIG set A30 exclude each other"},
+      {"one operating mode per node", header + "n,1,1,2,A100,mps,A100-40GB,\n", false,
+       "field mode: mps and the MIG set A100-40GB exclude each other"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
