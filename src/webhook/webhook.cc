@@ -211,6 +211,7 @@ void AddEnvEntries(Json& ops, const std::string& base, const Json& container,
 void AddEnv(Json& ops, const std::string& base, const Json& container,
             const std::vector<std::pair<std::string, std::string>>& vars) {
   std::vector<Json> add;
+  add.reserve(vars.size());
   for (const auto& [k, v] : vars) add.push_back(Json{{"name", k}, {"value", v}});
   AddEnvEntries(ops, base, container, add);
 }
@@ -821,6 +822,7 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
       env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts.gpu_core_policy);
     overwrite_env(c, changes[i], &env);
     std::vector<Json> add;
+    add.reserve(env.size());
     for (const auto& [k, v] : env) add.push_back(Json{{"name", k}, {"value", v}});
     AddEnvEntries(*ops, c.path, *c.json, add, VendorEnvEntries(*c.json, changes[i]));
     AddVolumeMounts(*ops, c.path, *c.json, changes[i].volume_mounts);
