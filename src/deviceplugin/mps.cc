@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "core/text_util.h"
 #include "deviceplugin/config.h"
@@ -32,9 +31,12 @@ Status CheckMpsControlDaemon(const std::string& pipe_dir) {
                                    " nvidia-cuda-mps-control -d (docs/install.md, MPS)");
   std::ifstream f(path);
   if (!f) return FailedPrecondition("MPS control daemon not running: no ", path, start);
-  std::stringstream text;
-  text << f.rdbuf();
-  const std::string_view pid_text = core::text::Trim(text.str());
+  // A PID file holds one decimal number; read a bounded prefix so that a huge or endless file (a
+  // hostile or broken host path) costs nothing. The buffer outlives the trimmed view of it.
+  char buf[64];
+  f.read(buf, sizeof buf);
+  const std::string text(buf, static_cast<size_t>(f.gcount()));
+  const std::string_view pid_text = core::text::Trim(text);
   int64_t pid = 0;
   if (pid_text.empty() || pid_text.size() > 10 ||
       !std::all_of(pid_text.begin(), pid_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||

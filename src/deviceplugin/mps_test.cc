@@ -66,8 +66,10 @@ TEST_F(MpsDaemonTest, ErrorsNameThePidFileAndHowToStartIt) {
     const char* pid_text;  // nullptr: no file
     const char* want;
   };
+  const std::string huge(1 << 20, '7');  // read only as far as a PID can reach
   const Case cases[] = {
       {"no daemon", nullptr, "MPS control daemon not running: no "},
+      {"1 MiB of digits", huge.c_str(), "does not hold a PID (\"7777777"},
       {"empty file", "", "does not hold a PID"},
       {"garbage", "daemon\n", "does not hold a PID (\"daemon\")"},
       {"negative", "-5", "does not hold a PID"},
