@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
 #include "sim/bound.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -62,22 +63,15 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "print every offline packing");
   CLI11_PARSE(app, argc, argv);
   opt.bound.gpu_patterns = !pooled;
-  for (size_t a = 0, b; a <= horizons.size() && !horizons.empty(); a = b + 1) {
-    b = horizons.find(',', a);
-    if (b == std::string::npos) b = horizons.size();
-    const std::string item = horizons.substr(a, b - a);
+  for (const std::string& item :
+       horizons.empty() ? std::vector<std::string>() : absl::StrSplit(horizons, ',')) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v <= 100))
       return Fail("--no-failure-before: '" + item + "' is not a percentage in (0, 100]");
     opt.no_failure_before.push_back(v);
   }
-  opt.offline_policies.clear();
-  for (size_t a = 0, b; a <= offline_policies.size(); a = b + 1) {
-    b = offline_policies.find(',', a);
-    if (b == std::string::npos) b = offline_policies.size();
-    if (b > a) opt.offline_policies.push_back(offline_policies.substr(a, b - a));
-  }
+  opt.offline_policies = absl::StrSplit(offline_policies, ',', absl::SkipEmpty());
 
   auto find = [](std::string* path, const char* name) -> std::string {
     if (!path->empty()) return "";
