@@ -458,6 +458,17 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
     return FilterStep::kDone;
   }
   c.encoded = std::move(*encoded);
+  // Pooled devices (remote GPUs): what their server's decision carries (the lupine endpoint).
+  if (!c.decision.pool_node.empty()) {
+    auto extra = state_.PoolAnnotationsOf(c.decision.pool_node);
+    if (!extra.ok()) {
+      c.out = FilterError(std::move(c.out),
+                          StrCat("pod ", PodKey(c.pod), ": cannot encode the decision: ",
+                                 std::string(extra.status().message())));
+      return FilterStep::kDone;
+    }
+    for (auto& [k, v] : *extra) c.encoded.annotations[k] = std::move(v);
+  }
 
   // Quota: the policy chose cards within the room the namespace's quotas left (as upstream checks
   // them per device while fitting); the final guard is here, under the state's lock. It refuses
@@ -593,11 +604,24 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   // Same policies and learned models as the live decisions, on a private cache.
   std::unique_ptr<scheduler::Scheduler> sim = sched_.DryRun();
   const int64_t now = clock_.UnixSeconds();
+  // A pod asking for pooled devices (remote GPUs) may run on a node without devices (left out of
+  // the private cache, as /filter finds such nodes); the servers come along from the live cache
+  // with their usage, never as candidates.
+  const vendors::VendorSet& set = *state_.options().vendors;
+  const bool pooled = std::any_of(pod.containers.begin(), pod.containers.end(), [&](const auto& c) {
+    return std::any_of(c.devices.begin(), c.devices.end(), [&](const core::DeviceRequest& r) {
+      return r.nums > 0 && set.Pooled(r.vendor);
+    });
+  });
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {
-    const vendors::VendorSet& set = *state_.options().vendors;
     NodeView v = NodeViewFromJson(n, now, state_.options().handshake_timeout_s, set);
+    if (!v.registered && pooled && !v.info.name.empty() && v.info.devices.empty()) {
+      by_name[v.info.name] = &n;
+      names.push_back(v.info.name);
+      continue;
+    }
     if (!v.registered) {
       out.failed_nodes[v.info.name] = StrCat("node unregistered: ", v.error);
       continue;
@@ -613,6 +637,19 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
       if (!a.containers.empty()) (void)sim->AddPod("usage/" + name, a);
     }
   }
+  if (pooled)
+    sched_.cache().ForEachNode(
+        nullptr,
+        [&](const scheduler::NodeState& n) {
+          if (by_name.count(n.info.name) ||
+              std::none_of(n.info.devices.begin(), n.info.devices.end(),
+                           [&](const core::DeviceInfo& d) { return set.Pooled(d.vendor); }))
+            return;
+          sim->UpsertNode(n.info);
+          core::PodAllocation a = UsageAsAllocation(n);
+          if (!a.containers.empty()) (void)sim->AddPod("usage/" + n.info.name, a);
+        },
+        [](const std::string&) {});
   scheduler::ScheduleOptions so;
   so.explain = true;
   const scheduler::QuotaRoom quota = state_.QuotaRoomOf(pod.namespace_);  // as /filter chooses

@@ -248,6 +248,24 @@ const vendors::QuotaKey* ClusterState::QuotaKeyOf(const std::string& resource) c
 void ClusterState::ApplyNode(const Json& node, int64_t now) {
   NodeView v = NodeViewFromJson(node, now, opts_.handshake_timeout_s, *opts_.vendors);
   if (v.info.name.empty()) return;
+  // What a decision served by this node carries (remote GPU: the lupine endpoint); read on every
+  // update, as it depends on fields (addresses) the fingerprint below leaves out.
+  {
+    std::optional<StatusOr<std::map<std::string, std::string>>> pool;
+    if (v.registered)
+      for (const auto& vendor : opts_.vendors->vendors()) {
+        if (!vendor->pooled()) continue;
+        const bool serves = std::any_of(
+            v.info.devices.begin(), v.info.devices.end(),
+            [&](const core::DeviceInfo& d) { return d.vendor == vendor->common_word(); });
+        if (serves) pool = vendor->PoolAnnotations(VendorNodeView(node));
+      }
+    absl::MutexLock l(&nodes_mu_);
+    if (pool)
+      pool_annotations_.insert_or_assign(v.info.name, std::move(*pool));
+    else
+      pool_annotations_.erase(v.info.name);
+  }
   // Skip the cache update when nothing the scheduler reads changed (status heartbeats).
   std::string fp = StrCat(v.registered, v.unhealthy, "|", v.info.cpu_milli, "|", v.info.memory_mib,
                           "|", core::EncodeNodeDevicesJson(v.info.devices), "|",
@@ -310,8 +328,18 @@ void ClusterState::OnNodeDeleted(const Json& node) {
   {
     absl::MutexLock l(&nodes_mu_);
     node_fingerprint_.erase(name);
+    pool_annotations_.erase(name);
   }
   sched_.RemoveNode(name);
+}
+
+StatusOr<std::map<std::string, std::string>> ClusterState::PoolAnnotationsOf(
+    const std::string& node) const {
+  absl::MutexLock l(&nodes_mu_);
+  auto it = pool_annotations_.find(node);
+  if (it == pool_annotations_.end())
+    return NotFound("node ", node, " serves no pooled devices (not registered, or gone)");
+  return it->second;
 }
 
 void ClusterState::AddLocked(PodRecord rec) {
@@ -331,6 +359,12 @@ void ClusterState::RemoveLocked(const std::string& uid) {
     if ((u[resource] -= amount) == 0) u.erase(resource);  // released: no stale zero entries
   auto k = uid_by_key_.find(KeyOf(it->second.namespace_, it->second.name));
   if (k != uid_by_key_.end() && k->second == uid) uid_by_key_.erase(k);
+  // A pod on a node the cache never holds (remote-GPU clients on nodes without devices) leaves no
+  // entry behind.
+  if (auto u = unchecked_.find(it->second.allocation.node); u != unchecked_.end()) {
+    u->second.erase(uid);
+    if (u->second.empty()) unchecked_.erase(u);
+  }
   pods_.erase(it);
 }
 
@@ -396,10 +430,28 @@ std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAl
   }
   // Under the node's lock, no copy of its state (this runs for every pod event the informer sees).
   // A node not (yet) known: nothing to check against.
+  // Pooled grants (remote GPUs) are checked on the node that serves them, each device once.
+  auto split = sched_.SplitPooled(alloc);
+  if (!split.ok()) {
+    *message = StrCat(split.status().message(), ": the decision is not charged");
+    return kRejectUnknownDevice;
+  }
   std::string verdict;
   sched_.cache().WithNode(alloc.node, [&](const scheduler::NodeState& node) {
-    verdict = CheckAgainstNode(node, alloc, kinds, fresh, message, over_committed);
+    verdict = CheckAgainstNode(node, split->local, kinds, fresh, message, over_committed);
   });
+  if (!verdict.empty() || split->pooled.node.empty()) return verdict;
+  std::string pooled_message;
+  bool pooled_over = false;
+  const std::vector<core::ContainerKind> one_app(split->pooled.containers.size(),
+                                                 core::ContainerKind::kApp);
+  sched_.cache().WithNode(split->pooled.node, [&](const scheduler::NodeState& node) {
+    verdict = CheckAgainstNode(node, split->pooled, one_app, fresh, &pooled_message, &pooled_over);
+  });
+  if (!verdict.empty() || (pooled_over && !*over_committed)) {
+    *message = std::move(pooled_message);
+    *over_committed = pooled_over;
+  }
   return verdict;
 }
 

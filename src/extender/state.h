@@ -238,6 +238,10 @@ class ClusterState {
   std::vector<std::pair<std::string, Json>> Housekeeping(const std::vector<Json>& nodes);
 
   const StateOptions& options() const { return opts_; }
+  // The annotations a decision served by pooled devices of `node` carries besides the vendor's
+  // decision keys (remote GPU: hami.io/lupine-endpoint), as of the node's last update. NotFound
+  // when the node serves none; the vendor's error when it cannot serve (e.g. no InternalIP).
+  StatusOr<std::map<std::string, std::string>> PoolAnnotationsOf(const std::string& node) const;
 
  private:
   struct Report {
@@ -298,6 +302,9 @@ class ClusterState {
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);
+  // Nodes serving pooled devices: what a decision they serve carries (PoolAnnotationsOf).
+  std::map<std::string, StatusOr<std::map<std::string, std::string>>> pool_annotations_
+      ABSL_GUARDED_BY(nodes_mu_);
 };
 
 }  // namespace hami::extender

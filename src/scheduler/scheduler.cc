@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <set>
+#include <string_view>
 
 #include "core/annotations.h"
 #include "scheduler/pickers.h"
@@ -89,9 +92,190 @@ bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
 }
 }  // namespace
 
+namespace {
+// Whether the pod asks for devices of a pooled vendor (VendorRules::Pooled).
+bool AsksPooled(const VendorRules* rules, const core::PodRequest& pod) {
+  if (rules == nullptr) return false;
+  for (const auto& c : pod.containers)
+    for (const auto& r : c.devices)
+      if (r.nums > 0 && r.vendor != core::kNvidiaVendor && rules->Pooled(r.vendor)) return true;
+  return false;
+}
+
+// FNV-1a: spreads pods over equal nodes the same way on every build and platform.
+uint64_t StableHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+}  // namespace
+
+StatusOr<Scheduler::SplitAllocation> Scheduler::SplitPooled(
+    const core::PodAllocation& allocation) const {
+  SplitAllocation out;
+  out.local = allocation;
+  const VendorRules* rules = profile_->vendor_rules;
+  if (rules == nullptr) return out;
+  std::set<std::string> seen;
+  for (auto& c : out.local.containers) {
+    for (auto it = c.begin(); it != c.end();) {
+      if (it->vendor == core::kNvidiaVendor || !rules->Pooled(it->vendor)) {
+        ++it;
+        continue;
+      }
+      const std::string node = rules->PoolNodeOf(*it);
+      if (node.empty())
+        return InvalidArgument("pooled device ", it->uuid, " (", it->vendor,
+                               ") names no node that serves it");
+      if (out.pooled.node.empty()) out.pooled.node = node;
+      if (node != out.pooled.node)
+        return InvalidArgument("pooled devices of two serving nodes (", out.pooled.node, ", ", node,
+                               "): a pod is served by one");
+      if (seen.insert(it->uuid).second) {
+        if (out.pooled.containers.empty()) out.pooled.containers.resize(1);
+        out.pooled.containers[0].push_back(*it);
+      }
+      it = c.erase(it);
+    }
+  }
+  return out;
+}
+
+Status Scheduler::AddPod(const std::string& uid, const core::PodAllocation& allocation,
+                         const ClusterCache::PodResources& res) {
+  HAMI_ASSIGN_OR_RETURN(SplitAllocation split, SplitPooled(allocation));
+  HAMI_RETURN_IF_ERROR(cache_.AddPod(uid, split.local, res));
+  if (!split.pooled.node.empty()) return cache_.AddPod(PoolKey(uid), split.pooled);
+  (void)cache_.RemovePod(PoolKey(uid));  // a record replaced by one without pooled grants
+  return OkStatus();
+}
+
+StatusOr<Decision> Scheduler::SchedulePooled(const core::PodRequest& pod,
+                                             const std::vector<std::string>* candidates,
+                                             const ScheduleOptions& options) const {
+  const VendorRules& rules = *profile_->vendor_rules;
+  // The pod without its pooled requests, and those requests per container.
+  core::PodRequest local = pod;
+  std::string vendor;
+  std::vector<std::optional<core::DeviceRequest>> requests(pod.containers.size());
+  for (size_t ci = 0; ci < local.containers.size(); ++ci) {
+    auto& devs = local.containers[ci].devices;
+    for (auto it = devs.begin(); it != devs.end();) {
+      if (it->nums <= 0 || it->vendor == core::kNvidiaVendor || !rules.Pooled(it->vendor)) {
+        ++it;
+        continue;
+      }
+      if (!vendor.empty() && vendor != it->vendor)
+        return InvalidArgument("pod ", pod.uid, " asks for pooled devices of two vendors (", vendor,
+                               ", ", it->vendor, ")");
+      if (requests[ci])
+        return InvalidArgument("pod ", pod.uid, ": container ", ci, " asks for ", it->vendor,
+                               " devices twice");
+      vendor = it->vendor;
+      requests[ci] = *it;
+      it = devs.erase(it);
+    }
+  }
+  // Every node serving the vendor, copied with its usage as it is now (Reserve checks again).
+  struct Server {
+    std::string name;
+    std::vector<core::DeviceInfo> devices;
+    std::vector<core::DeviceUsage> usage;
+  };
+  std::vector<Server> servers;
+  cache_.ForEachNode(
+      nullptr,
+      [&](const NodeState& n) {
+        for (const auto& d : n.info.devices)
+          if (d.vendor == vendor) {
+            servers.push_back({n.info.name, n.info.devices, n.usage});
+            return;
+          }
+      },
+      [](const std::string&) {});
+  std::vector<VendorRules::PoolNode> views;
+  views.reserve(servers.size());
+  for (const Server& sv : servers) views.push_back({sv.name, sv.devices, sv.usage});
+  const VendorRules::PoolChoice choice = rules.ChoosePool(vendor, requests, views);
+
+  const std::vector<std::string> all = candidates ? std::vector<std::string>() : cache_.NodeNames();
+  const std::vector<std::string>& names = candidates ? *candidates : all;
+  Decision out;
+  if (choice.node.empty()) {
+    if (options.explain)
+      for (const auto& n : names) out.failures.push_back({n, choice.reason, true});
+    return out;
+  }
+  // The rest of the pod runs on a node that serves no pool of the vendor.
+  auto serving = [&](const std::string& n) {
+    return std::any_of(servers.begin(), servers.end(),
+                       [&](const Server& sv) { return sv.name == n; });
+  };
+  std::vector<std::string> clients;
+  std::vector<NodeFailure> server_failures;
+  for (const auto& n : names) {
+    if (!serving(n)) {
+      clients.push_back(n);
+    } else if (options.explain) {
+      server_failures.push_back({n,
+                                 StrCat("node serves ", vendor,
+                                        " devices to other nodes: it hosts no pod asking for them"),
+                                 false});
+    }
+  }
+  // A pod whose only devices are pooled takes a candidate the cache does not hold (a node without
+  // devices: it strands no GPU there), as pods without devices do; the uid spreads such pods over
+  // those nodes, which kube-scheduler has already filtered for CPU and memory.
+  if (!local.HasDevices() && candidates != nullptr) {
+    std::vector<std::string> untracked;
+    for (const auto& n : clients)
+      if (!cache_.HasNode(n)) untracked.push_back(n);
+    std::sort(untracked.begin(), untracked.end());
+    untracked.erase(std::unique(untracked.begin(), untracked.end()), untracked.end());
+    if (!untracked.empty()) {
+      out.node = untracked[StableHash(pod.uid) % untracked.size()];
+      out.node_untracked = true;
+      out.feasible_nodes = static_cast<int>(untracked.size());
+      out.allocation.node = out.node;
+      out.allocation.containers.resize(pod.containers.size());
+    }
+  }
+  if (out.node.empty()) {
+    HAMI_ASSIGN_OR_RETURN(out, Schedule(local, &clients, options));
+    for (auto& f : server_failures) out.failures.push_back(std::move(f));
+    if (out.node.empty()) return out;
+  }
+  // Merge the pooled grants into the decision, and charge each device once on its server.
+  out.allocation.containers.resize(pod.containers.size());
+  const Server* server = nullptr;
+  for (const Server& sv : servers)
+    if (sv.name == choice.node) server = &sv;
+  if (server == nullptr)
+    return Internal("pooled devices: ", vendor, " chose node ", choice.node, ", which serves none");
+  std::map<int, DeviceDelta> by_device;
+  for (size_t k = 0; k < choice.containers.size() && k < out.allocation.containers.size(); ++k) {
+    for (const core::ContainerDevice& g : choice.containers[k]) {
+      const auto at = std::find_if(server->devices.begin(), server->devices.end(),
+                                   [&](const core::DeviceInfo& d) { return d.uuid == g.uuid; });
+      if (at == server->devices.end())
+        return Internal("pooled devices: ", g.uuid, " is not a device of ", choice.node);
+      DeviceDelta& d = by_device[static_cast<int>(at - server->devices.begin())];
+      d.device = static_cast<int>(at - server->devices.begin());
+      d.slots = 1;
+      d.mem_mib = std::max(d.mem_mib, g.usedmem_mib);
+      d.cores = std::max(d.cores, g.usedcores);
+      out.allocation.containers[k].push_back(g);
+    }
+  }
+  out.pool_node = choice.node;
+  for (auto& [i, d] : by_device) out.pool_delta.devices.push_back(d);
+  return out;
+}
+
 StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
                                        const std::vector<std::string>* candidates,
                                        const ScheduleOptions& options) const {
+  if (AsksPooled(profile_->vendor_rules, pod)) return SchedulePooled(pod, candidates, options);
   // The stream of a decision depends on how many decisions were reserved before it, not on how many
   // times Schedule ran: retries, explains and dry runs draw what the decision they repeat drew, so
   // the extender (which explains a failure with a second call) draws as `hami sim` does.
@@ -296,9 +480,18 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
 Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
   if (decision.node.empty())
     return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
-  HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
+  if (!decision.node_untracked)
+    HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
+  if (!decision.pool_node.empty()) {
+    // The pooled grants on their server; both records or neither.
+    Status s = cache_.Reserve(PoolKey(pod.uid), decision.pool_node, decision.pool_delta);
+    if (!s.ok()) {
+      if (!decision.node_untracked) (void)cache_.RemovePod(pod.uid);
+      return s;
+    }
+  }
   reserved_.fetch_add(1, std::memory_order_relaxed);
-  if (learns_)
+  if (learns_ && !decision.node_untracked)
     for (const auto& plugin : ProfileFor(pod).reserve) plugin->Reserve(pod, decision.delta);
   return OkStatus();
 }
@@ -314,12 +507,16 @@ void Scheduler::ForEachPlugin(F&& f) const {
 Status Scheduler::Unreserve(const std::string& uid) {
   // Each profile's plugins know only the pods they learned; the others ignore the uid.
   ForEachPlugin([&](ReservePlugin& p) { p.Unreserve(uid); });
-  return cache_.RemovePod(uid);
+  const Status local = cache_.RemovePod(uid);
+  const Status pooled = cache_.RemovePod(PoolKey(uid));
+  return local.ok() || pooled.ok() ? OkStatus() : local;
 }
 
 Status Scheduler::RemovePod(const std::string& uid) {
   ForEachPlugin([&](ReservePlugin& p) { p.Forget(uid); });
-  return cache_.RemovePod(uid);
+  const Status local = cache_.RemovePod(uid);
+  const Status pooled = cache_.RemovePod(PoolKey(uid));
+  return local.ok() || pooled.ok() ? OkStatus() : local;
 }
 
 std::unique_ptr<Scheduler> Scheduler::DryRun() const {

@@ -81,6 +81,14 @@ struct Decision {
   int score = 0;                      // of the chosen node
   std::vector<NodeFailure> failures;  // explain only
   std::vector<NodeScore> scores;      // explain only, feasible nodes
+  // Pooled devices (VendorRules::Pooled, remote GPUs): the node serving the pod's grants of them
+  // ("" = the pod asks for none) and what they take there (each device once, whatever the number
+  // of containers granted it). The grants themselves are in `allocation`, next to the local ones.
+  std::string pool_node;
+  PodDelta pool_delta;
+  // The pod runs on a node the cache does not hold (a candidate without devices, chosen for a pod
+  // whose only devices are pooled): nothing is reserved on it.
+  bool node_untracked = false;
 };
 
 class Scheduler {
@@ -97,12 +105,20 @@ class Scheduler {
                                         const std::vector<std::string>* candidate_nodes,
                                         const ScheduleOptions& options = {});
   Status Unreserve(const std::string& uid);
-
+  // Grants of pooled devices (Decision::pool_node) are recorded on their serving node under
+  // PoolKey(uid); every method that takes a uid handles both records.
   Status AddPod(const std::string& uid, const core::PodAllocation& allocation,
-                const ClusterCache::PodResources& res = {}) {
-    return cache_.AddPod(uid, allocation, res);
-  }
+                const ClusterCache::PodResources& res = {});
   Status RemovePod(const std::string& uid);
+  // The cache key of a pod's grants on the node serving its pooled devices.
+  static std::string PoolKey(const std::string& uid) { return uid + "/pool"; }
+  // `allocation` without its pooled grants, and those grants as a record of their serving node
+  // (one container holding each device once; node "" when there are none). Errors: pooled grants
+  // that name no serving node, or more than one.
+  struct SplitAllocation {
+    core::PodAllocation local, pooled;
+  };
+  StatusOr<SplitAllocation> SplitPooled(const core::PodAllocation& allocation) const;
 
   // A scheduler with an empty cache that decides with this one's policies and what they have
   // learned so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach
@@ -128,6 +144,11 @@ class Scheduler {
   void ForEachPlugin(F&& f) const;
   // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping
   // when no node left can win. Same decision as scoring every node.
+  // Schedule for a pod with requests of a pooled vendor: the vendor's ChoosePool over every node
+  // serving it, then the rest of the pod on a candidate that serves none.
+  StatusOr<Decision> SchedulePooled(const core::PodRequest& pod,
+                                    const std::vector<std::string>* candidates,
+                                    const ScheduleOptions& options) const;
   StatusOr<Decision> ScheduleBounded(const Profile& profile, const CycleState& cycle,
                                      const std::vector<std::string>* candidates) const;
   // Shared with the DryRun() copies (a profile is immutable; its learned models are thread-safe).

@@ -10,6 +10,7 @@
 // An implementation is immutable after construction and called from concurrent scheduling cycles.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,6 +74,37 @@ class VendorRules {
                     std::vector<int>* out) const {
     return false;
   }
+  // ---- Pooled devices (remote GPUs: docs/vendors.md#remote-gpu) ----
+  // Devices of a pooled vendor are registered on the node that serves them and granted to pods on
+  // other nodes: a pod's requests of such a vendor are not fitted on the node the pod runs on; the
+  // vendor chooses the serving node and its devices for the whole pod (ChoosePool), the framework
+  // fits the rest of the pod on a node that serves no pool, and the grant is charged on the serving
+  // node. Default: no vendor is pooled.
+  virtual bool Pooled(const std::string& vendor) const { return false; }
+  // One serving node as the cache holds it: its devices and their usage (parallel).
+  struct PoolNode {
+    std::string name;
+    std::span<const core::DeviceInfo> devices;
+    std::span<const core::DeviceUsage> usage;
+  };
+  struct PoolChoice {
+    std::string node;  // "" = no serving node fits
+    // Parallel to the requests: the devices granted to each container with a request.
+    std::vector<std::vector<core::ContainerDevice>> containers;
+    std::string reason;  // no node fits: upstream-style tally ("1/2 NodeInsufficientDevice")
+  };
+  // The serving node for a whole pod: `requests` holds each container's request of `vendor` in pod
+  // order (nullopt for a container without one); `nodes` every node holding devices of `vendor`.
+  virtual PoolChoice ChoosePool(const std::string& vendor,
+                                std::span<const std::optional<core::DeviceRequest>> requests,
+                                std::span<const PoolNode> nodes) const {
+    PoolChoice none;
+    none.reason = "pooled devices without a vendor to choose them";
+    return none;
+  }
+  // The node serving a granted device of a pooled vendor ("" = not known from the grant).
+  virtual std::string PoolNodeOf(const core::ContainerDevice& device) const { return {}; }
+
   // Topology cohesion of a grant (`granted` = positions in `devices`), 0..100, higher = better
   // connected; 0 for vendors without a topology score. The framework sums it over a pod's covered
   // requests into Placement::vendor_score, which breaks ties between equal policy scores.

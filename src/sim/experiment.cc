@@ -190,6 +190,22 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
     char prefix[32];
     std::snprintf(prefix, sizeof prefix, "%0*d-", width, rank[i]);
     plan.nodes.push_back(ToNodeInfo(nodes[by_name[i]], prefix + nodes[by_name[i]].name));
+    // A node serving a pooled vendor (remote GPUs: docs/vendors.md#remote-gpu) registers as that
+    // vendor's device plugin does (the vendor's EncodeNode, then DecodeNode as the informer reads
+    // it): device ids name their server, so the scheduler charges a client's grant there.
+    core::NodeInfo& info = plan.nodes.back();
+    const vendors::Vendor* v = nodes[by_name[i]].vendor.empty()
+                                   ? nullptr
+                                   : config.vendors->ByCommonWord(nodes[by_name[i]].vendor);
+    if (v != nullptr && v->pooled() && !info.devices.empty()) {
+      vendors::NodeView view;
+      view.name = info.name;
+      HAMI_RETURN_IF_ERROR(v->EncodeNode(info.devices, &view));
+      auto devices = v->DecodeNode(view);
+      if (!devices.ok())
+        return InvalidArgument("node ", nodes[by_name[i]].name, ": ", devices.status().message());
+      info.devices = std::move(*devices);
+    }
   }
 
   plan.pods.reserve(tasks.size());

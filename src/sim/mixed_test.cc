@@ -164,6 +164,37 @@ TEST(MixedTraceTest, RunIncludesTheNewerVendors) {
   EXPECT_EQ(r->by_vendor.at("AWSNeuron").scheduled, 2);
 }
 
+// Remote GPUs (docs/vendors.md#remote-gpu) in a run: a lupine server registers its cards as its
+// device plugin does, each remote task takes a whole server and runs on another node.
+TEST(MixedTraceTest, RemoteGpuTasksTakeAWholeServerAndRunElsewhere) {
+  vendors::VendorSet set(vendors::AllVendorsWithDefaults());
+  std::vector<TraceNode> nodes = {{"gpu", 64000, 262144, 2, "T4", ""},
+                                  {"lupine", 64000, 262144, 2, "A100", "remotegpu"},
+                                  {"cpu", 64000, 262144, 0, "", ""}};
+  std::vector<TraceTask> tasks = {task("cuda", 1, 500, ""), task("remote", 1, 1000, "remotegpu"),
+                                  task("remote2", 1, 1000, "RemoteGPU")};
+  ASSERT_TRUE(ResolveVendors(set, &nodes, &tasks).ok());
+  RunConfig config{"default", 42, 1e-9, &set};
+  config.record_placements = true;
+  auto r = RunInflation(nodes, tasks, config);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->by_vendor.at("NVIDIA").scheduled, 1);
+  // One server, given whole: the first remote task gets both cards, the second none.
+  EXPECT_EQ(r->by_vendor.at("RemoteGPU").arrived, 2);
+  EXPECT_EQ(r->by_vendor.at("RemoteGPU").scheduled, 1);
+  int remote = 0;
+  for (const auto& p : r->placements) {
+    if (tasks[p.task].vendor != "RemoteGPU" || p.node.empty()) continue;
+    ++remote;
+    EXPECT_EQ(p.node.find("lupine"), std::string::npos) << p.node;  // never on the server
+    ASSERT_EQ(p.allocation.containers.size(), 1u);
+    ASSERT_EQ(p.allocation.containers[0].size(), 2u);
+    EXPECT_NE(p.allocation.containers[0][0].uuid.find("-lupine/"), std::string::npos)
+        << p.allocation.containers[0][0].uuid;
+  }
+  EXPECT_EQ(remote, 1);
+}
+
 TEST(MixedTraceTest, VendorTableMediansPerPolicy) {
   auto run = [](const char* policy, std::map<std::string, RunResult::VendorCount> counts) {
     RunResult r;

@@ -27,6 +27,7 @@
 #include "core/model.h"
 #include "nlohmann/json_fwd.hpp"
 #include "scheduler/reasons.h"
+#include "scheduler/vendor_rules.h"
 
 namespace hami::vendors {
 
@@ -262,6 +263,23 @@ class Vendor {
     if (!resources().memory.empty()) out.push_back({resources().memory, true, 1});
     if (!resources().cores.empty()) out.push_back({resources().cores, false, 1});
     return out;
+  }
+
+  // ---- Pooled vendors (remote GPUs; scheduler::VendorRules::Pooled) ----
+  // True when this vendor's devices are served to pods on other nodes.
+  virtual bool pooled() const { return false; }
+  // The serving node for a whole pod (scheduler::VendorRules::ChoosePool).
+  virtual scheduler::VendorRules::PoolChoice ChoosePool(
+      std::span<const std::optional<core::DeviceRequest>> requests,
+      std::span<const scheduler::VendorRules::PoolNode> nodes) const {
+    return {};
+  }
+  // The node serving a granted device ("" = not known from the grant).
+  virtual std::string PoolNodeOf(const core::ContainerDevice& device) const { return {}; }
+  // Annotations a decision served by `node` carries besides EncodeDecision's (remote GPU: the
+  // server's endpoint). Errors: the node cannot serve (e.g. no address).
+  virtual StatusOr<std::map<std::string, std::string>> PoolAnnotations(const NodeView& node) const {
+    return std::map<std::string, std::string>();
   }
 
   // Container environment for Allocate, where we own the device plugin (NVIDIA); empty otherwise.

@@ -297,6 +297,24 @@ scheduler::VendorRules::Take VendorSet::Grant(const core::DeviceRequest& r,
   return {g.usedmem_mib, g.usedcores};
 }
 
+bool VendorSet::Pooled(const std::string& vendor) const {
+  const Vendor* v = ByCommonWord(vendor);
+  return v != nullptr && v->pooled();
+}
+
+scheduler::VendorRules::PoolChoice VendorSet::ChoosePool(
+    const std::string& vendor, std::span<const std::optional<core::DeviceRequest>> requests,
+    std::span<const PoolNode> nodes) const {
+  const Vendor* v = ByCommonWord(vendor);
+  if (v == nullptr || !v->pooled()) return VendorRules::ChoosePool(vendor, requests, nodes);
+  return v->ChoosePool(requests, nodes);
+}
+
+std::string VendorSet::PoolNodeOf(const core::ContainerDevice& device) const {
+  const Vendor* v = ByCommonWord(device.vendor);
+  return v != nullptr && v->pooled() ? v->PoolNodeOf(device) : std::string();
+}
+
 bool VendorSet::Pick(const PodState& pod, const core::DeviceRequest& r,
                      std::span<const core::DeviceInfo> devices,
                      std::span<const core::DeviceUsage> usage, std::span<const int> candidates,

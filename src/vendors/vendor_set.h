@@ -128,6 +128,12 @@ class VendorSet final : public scheduler::VendorRules, public core::PodDeviceRea
   bool Pick(const PodState& pod, const core::DeviceRequest& request,
             std::span<const core::DeviceInfo> devices, std::span<const core::DeviceUsage> usage,
             std::span<const int> candidates, std::vector<int>* out) const override;
+  // Pooled vendors (remote GPUs): the vendor's pooled(), ChoosePool and PoolNodeOf.
+  bool Pooled(const std::string& vendor) const override;
+  PoolChoice ChoosePool(const std::string& vendor,
+                        std::span<const std::optional<core::DeviceRequest>> requests,
+                        std::span<const PoolNode> nodes) const override;
+  std::string PoolNodeOf(const core::ContainerDevice& device) const override;
   // The vendor's ScoreNode for kTopologyCohesion vendors, else 0. The scheduler has no node
   // annotations here (empty NodeView): scores read from devices only (Kunlun halves) count.
   int Score(const core::DeviceRequest& request, std::span<const core::DeviceInfo> devices,

@@ -135,7 +135,8 @@ class MixedVendorTest : public ::testing::Test {
   std::unique_ptr<MixedReplica> Start() {
     auto r = std::make_unique<MixedReplica>(api_, *set_);
     EXPECT_TRUE(r->controller->WaitForSync(std::chrono::seconds(20)));
-    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == nodes_.size(); }))
+    const size_t want = registered_nodes_ != 0 ? registered_nodes_ : nodes_.size();
+    EXPECT_TRUE(WaitFor([&] { return r->sched->cache().node_count() == want; }))
         << r->sched->cache().node_count() << " nodes registered";
     return r;
   }
@@ -207,6 +208,7 @@ class MixedVendorTest : public ::testing::Test {
   std::string config_ = kConfig;
   std::vector<Json> node_objects_ = MixedNodes();
   std::vector<std::string> nodes_ = kNodes;
+  size_t registered_nodes_ = 0;  // nodes with devices (0: all of nodes_)
 };
 
 TEST_F(MixedVendorTest, EachPodLandsOnItsVendorWithItsDevicePluginsAnnotations) {
@@ -559,5 +561,96 @@ TEST_F(MigVendorTest, PreferenceAndSeveralInstancesOfOneGpu) {
   ExpectUsages(*second, usages);
 }
 
+// Remote GPUs (docs/vendors.md#remote-gpu) end to end: two lupine servers register their cards in
+// remote mode, a node without devices runs the clients. /filter chooses a whole server per pod
+// (the smallest that serves it), puts the pod on the client node, writes the fleet's decision keys
+// and the server's endpoint, and charges the cards on their server; a second replica rebuilds that
+// from the annotations alone, and a deleted pod gives its server back.
+class RemoteGpuVendorTest : public MixedVendorTest {
+ protected:
+  RemoteGpuVendorTest() {
+    config_ = "remotegpu:\n  libImage: projecthami/hami:test\n";
+    auto server = [](const std::string& name, const std::string& ip, const std::string& port,
+                     int cards) {
+      Json gpus = Json::array();
+      for (int i = 0; i < cards; ++i)
+        gpus.push_back({{"id", StrCat("GPU-", name, "-", i)},
+                        {"index", i},
+                        {"count", 10},
+                        {"devmem", 40960},
+                        {"devcore", 100},
+                        {"type", "NVIDIA-A100-SXM4-40GB"},
+                        {"health", true},
+                        {"mode", "remote"}});
+      Json n = NodeObject(name, {{"hami.io/node-nvidia-register", gpus.dump()}},
+                          {{"cpu", "64"}, {"memory", "256Gi"}});
+      n["metadata"]["labels"] = {{"hami.io/lupine-server", port}};
+      n["status"]["addresses"] = Json::array({{{"type", "InternalIP"}, {"address", ip}}});
+      return n;
+    };
+    node_objects_ = {server("lupine-a", "10.0.0.5", "14900", 2),
+                     server("lupine-b", "10.0.0.6", "", 1),
+                     NodeObject("client", Json::object(), {{"cpu", "32"}, {"memory", "64Gi"}})};
+    nodes_ = {"lupine-a", "lupine-b", "client"};
+    registered_nodes_ = 2;  // the client node has no devices: the cache does not hold it
+  }
+  static Json RemotePod(const char* name) {
+    return Pod(name, Json::array({Ctr("a", {{"nvidia.com/remote-gpu", "1"}}),
+                                  Ctr("b", {{"nvidia.com/remote-gpu", "1"}})}));
+  }
+};
+
+TEST_F(RemoteGpuVendorTest, EachPodGetsAWholeServerAndRunsOnTheClientNode) {
+  auto rep = Start();
+  const std::string b0 = "lupine-b/GPU-lupine-b-0,RemoteGPU,40960,100:";
+  const std::string a01 =
+      "lupine-a/GPU-lupine-a-0,RemoteGPU,40960,100:lupine-a/GPU-lupine-a-1,RemoteGPU,40960,100:";
+  const LandingCase cases[] = {
+      {"the smallest server, every container sees its card",
+       RemotePod("r1"),
+       "client",
+       {{"hami.io/remote-gpu-devices-allocated", b0 + ";" + b0 + ";"},
+        {"hami.io/remote-gpu-devices-to-allocate", b0 + ";" + b0 + ";"},
+        {"hami.io/lupine-endpoint", "10.0.0.6:14833"},
+        {"hami.io/vgpu-node", "client"}}},
+      {"the other server, whole, at its labelled port",
+       RemotePod("r2"),
+       "client",
+       {{"hami.io/remote-gpu-devices-allocated", a01 + ";" + a01 + ";"},
+        {"hami.io/lupine-endpoint", "10.0.0.5:14900"}}},
+      {"no server left", RemotePod("r3"), "", {}},
+  };
+  Land(*rep, cases);
+  // A second replica charges the servers from the annotations alone, and refuses a third pod too.
+  auto second = Start();
+  const Usage usages[] = {
+      {"lupine-b", "lupine-b/GPU-lupine-b-0", {1, 40960, 100}},
+      {"lupine-a", "lupine-a/GPU-lupine-a-0", {1, 40960, 100}},
+      {"lupine-a", "lupine-a/GPU-lupine-a-1", {1, 40960, 100}},
+  };
+  ExpectUsages(*second, usages);
+  const LandingCase again[] = {{"still no server left", RemotePod("r4"), "", {}}};
+  Land(*second, again);
+  // Deleting the first pod gives lupine-b back; the next pod gets it.
+  ASSERT_TRUE(api_.Delete("pods", "mixed", "r1").ok());
+  const Usage freed[] = {{"lupine-b", "lupine-b/GPU-lupine-b-0", {}}};
+  ExpectUsages(*second, freed);
+  // A dry run (the full Nodes list, as the cluster-autoscaler sends it) with only the client node:
+  // the servers come from the cache, the answer is the client, and nothing is reserved.
+  extender::ExtenderArgs dry;
+  dry.pod = RemotePod("dry");
+  dry.pod["metadata"]["uid"] = "dry-uid";
+  dry.nodes = std::vector<Json>{node_objects_[2]};
+  const extender::ExtenderFilterResult sim = second->ext->Filter(dry);
+  EXPECT_EQ(sim.error, "");
+  ASSERT_TRUE(sim.node_names.has_value());
+  EXPECT_EQ(*sim.node_names, std::vector<std::string>{"client"});
+  ExpectUsages(*second, freed);
+  const LandingCase after[] = {{"lupine-b again",
+                                RemotePod("r5"),
+                                "client",
+                                {{"hami.io/lupine-endpoint", "10.0.0.6:14833"}}}};
+  Land(*second, after);
+}
 }  // namespace
 }  // namespace hami::controlplane

@@ -280,6 +280,32 @@ class RemoteGpuVendor : public GenericVendor {
   // The memory resource filters cards, it is not granted: nothing to charge a quota with.
   std::vector<QuotaKey> QuotaKeys() const override { return {}; }
 
+  // The fleet is pooled: a pod's remote-GPU requests are fitted on a lupine server (ChooseServer)
+  // while the pod runs on a node that serves none.
+  bool pooled() const override { return true; }
+  scheduler::VendorRules::PoolChoice ChoosePool(
+      std::span<const std::optional<core::DeviceRequest>> requests,
+      std::span<const scheduler::VendorRules::PoolNode> nodes) const override {
+    std::vector<ServerView> servers;
+    servers.reserve(nodes.size());
+    for (const auto& n : nodes) servers.push_back({n.name, n.devices, n.usage});
+    ServerChoice c = ChooseServer(requests, servers);
+    scheduler::VendorRules::PoolChoice out;
+    out.node = std::move(c.server);
+    out.containers = std::move(c.containers);
+    out.reason = std::move(c.reason);
+    return out;
+  }
+  std::string PoolNodeOf(const core::ContainerDevice& device) const override {
+    return std::string(ServerOf(device.uuid));
+  }
+  // The server's endpoint, which the webhook wired into LUPINE_SERVER.
+  StatusOr<std::map<std::string, std::string>> PoolAnnotations(
+      const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(std::string endpoint, Endpoint(node, config_.default_port));
+    return std::map<std::string, std::string>{{kEndpointAnnotation, std::move(endpoint)}};
+  }
+
   int default_port() const { return config_.default_port; }
 
  private:

@@ -10,6 +10,7 @@
 
 #include "core/node_codec.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/scheduler.h"
 #include "vendors/vendor_set.h"
 #include "yaml-cpp/yaml.h"
 
@@ -456,6 +457,142 @@ TEST(RemoteGpu, NvidiaDoesNotOfferRemoteModeCards) {
   ASSERT_EQ(devs.devices.size(), 1u);
   EXPECT_EQ(devs.devices[0].uuid, "GPU-local");
   EXPECT_EQ(devs.devices[0].vendor, core::kNvidiaVendor);
+}
+
+// ---- Placement through the production scheduler (scheduler::Scheduler with the vendor set as
+// its VendorRules, as `hami scheduler` and `hami sim` build it): the server is chosen for the whole
+// pod, the pod runs on a node that serves no fleet, and the cards are charged on their server ----
+
+class RemoteGpuPlacement : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto set = VendorSet::Load("remotegpu:\n  libImage: projecthami/hami:test\n");
+    ASSERT_TRUE(set.ok()) << set.status();
+    set_ = std::move(*set);
+    scheduler::SchedulerOptions so;
+    so.vendor_rules = set_.get();
+    auto sched = scheduler::Scheduler::Create(so);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    sched_ = std::move(*sched);
+    // Two lupine servers (registered through the vendor set, as the informer does) and a node
+    // with CPU but no devices.
+    for (const auto& [name, cards] :
+         std::vector<std::pair<std::string, int>>{{"lupine-a", 2}, {"lupine-b", 1}}) {
+      std::vector<core::DeviceInfo> gpus;
+      for (int i = 0; i < cards; ++i) gpus.push_back(FleetGpu(StrCat("GPU-", name, "-", i), 40960));
+      core::NodeInfo info;
+      info.name = name;
+      info.cpu_milli = 64000;
+      info.devices = set_->DecodeNode(LupineServerNode(name, "10.0.0.5", gpus), 0).devices;
+      ASSERT_EQ(info.devices.size(), static_cast<size_t>(cards));
+      sched_->UpsertNode(std::move(info));
+    }
+    core::NodeInfo cpu;
+    cpu.name = "cpu-node";
+    cpu.cpu_milli = 32000;
+    sched_->UpsertNode(std::move(cpu));
+  }
+  core::PodRequest Pod(const std::string& uid, int cards, int containers = 1) {
+    nlohmann::json ctrs = nlohmann::json::array();
+    for (int i = 0; i < containers; ++i)
+      ctrs.push_back({{"name", StrCat("c", i)},
+                      {"resources", {{"limits", {{"nvidia.com/remote-gpu", cards}}}}}});
+    auto p = set_->ParsePod({{"metadata", {{"name", uid}, {"namespace", "ns"}, {"uid", uid}}},
+                             {"spec", {{"containers", ctrs}}}});
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : core::PodRequest{};
+  }
+  core::DeviceUsage UsageOf(const std::string& node, const std::string& uuid) const {
+    auto snap = sched_->cache().Snapshot(node);
+    for (size_t i = 0; snap && i < snap->info.devices.size(); ++i)
+      if (snap->info.devices[i].uuid == uuid) return snap->usage[i];
+    ADD_FAILURE() << uuid << " not on " << node;
+    return {};
+  }
+  std::unique_ptr<VendorSet> set_;
+  std::unique_ptr<scheduler::Scheduler> sched_;
+};
+
+TEST_F(RemoteGpuPlacement, ServerForThePodClientNodeForItsContainers) {
+  const core::PodRequest pod = Pod("p1", 1, 2);
+  auto d = sched_->Schedule(pod, nullptr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->node, "cpu-node");  // never a lupine server
+  EXPECT_FALSE(d->node_untracked);
+  EXPECT_EQ(d->pool_node, "lupine-b");  // the smallest server that serves the pod
+  ASSERT_EQ(d->allocation.containers.size(), 2u);
+  for (const auto& c : d->allocation.containers) {
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].uuid, "lupine-b/GPU-lupine-b-0");
+    EXPECT_EQ(c[0].usedmem_mib, 40960);
+  }
+  ASSERT_TRUE(sched_->Reserve(pod, *d).ok());
+  // Charged once on its server, however many containers see it.
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0"), (core::DeviceUsage{1, 40960, 100}));
+
+  // The next pod gets the other server, whole; then nothing is left.
+  const core::PodRequest second = Pod("p2", 1);
+  auto d2 = sched_->ScheduleAndReserve(second, nullptr);
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_EQ(d2->pool_node, "lupine-a");
+  ASSERT_EQ(d2->allocation.containers[0].size(), 2u);
+  EXPECT_EQ(UsageOf("lupine-a", "lupine-a/GPU-lupine-a-1"), (core::DeviceUsage{1, 40960, 100}));
+  scheduler::ScheduleOptions explain;
+  explain.explain = true;
+  auto none = sched_->Schedule(Pod("p3", 1), nullptr, explain);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->node.empty());
+  ASSERT_FALSE(none->failures.empty());
+  EXPECT_EQ(none->failures[0].reason, "3/3 ExclusiveDeviceAllocateConflict");
+
+  // Giving the first pod back frees its server; a pod recorded from its annotations takes it again.
+  ASSERT_TRUE(sched_->Unreserve("p1").ok());
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0"), core::DeviceUsage{});
+  ASSERT_TRUE(sched_->AddPod("p1", d->allocation).ok());
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0"), (core::DeviceUsage{1, 40960, 100}));
+  ASSERT_TRUE(sched_->RemovePod("p1").ok());
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0"), core::DeviceUsage{});
+  EXPECT_FALSE(sched_->RemovePod("p1").ok());
+}
+
+TEST_F(RemoteGpuPlacement, ServersHostNoClientAndNodesWithoutDevicesAreTakenFirst) {
+  const core::PodRequest pod = Pod("uid-7", 1);
+  // Only servers offered: no node for the pod itself, and the servers say why.
+  const std::vector<std::string> servers = {"lupine-a", "lupine-b"};
+  scheduler::ScheduleOptions explain;
+  explain.explain = true;
+  auto d = sched_->Schedule(pod, &servers, explain);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->node.empty());
+  ASSERT_EQ(d->failures.size(), 2u);
+  EXPECT_NE(d->failures[0].reason.find("hosts no pod asking for them"), std::string::npos);
+  EXPECT_FALSE(d->failures[0].retryable);
+  // Candidates the cache does not hold (nodes without devices) come before the ones it does; the
+  // choice among them depends on the uid only, not on the order they are listed in.
+  const std::vector<std::string> cands = {"plain-2", "lupine-a", "cpu-node", "plain-1"};
+  const std::vector<std::string> reversed(cands.rbegin(), cands.rend());
+  auto a = sched_->Schedule(pod, &cands);
+  auto b = sched_->Schedule(pod, &reversed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->node == "plain-1" || a->node == "plain-2") << a->node;
+  EXPECT_EQ(a->node, b->node);
+  EXPECT_TRUE(a->node_untracked);
+  EXPECT_EQ(a->pool_node, "lupine-b");
+  ASSERT_TRUE(sched_->Reserve(pod, *a).ok());
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0").used, 1);
+  ASSERT_TRUE(sched_->Unreserve("uid-7").ok());
+  EXPECT_EQ(UsageOf("lupine-b", "lupine-b/GPU-lupine-b-0").used, 0);
+}
+
+TEST_F(RemoteGpuPlacement, ARecordNamingTwoServersOrNoneIsRefused) {
+  core::PodAllocation a;
+  a.node = "cpu-node";
+  a.containers = {{core::ContainerDevice{"lupine-a/GPU-lupine-a-0", kCommonWord, 40960, 100, 0},
+                   core::ContainerDevice{"lupine-b/GPU-lupine-b-0", kCommonWord, 40960, 100, 0}}};
+  EXPECT_FALSE(sched_->AddPod("two", a).ok());
+  a.containers = {{core::ContainerDevice{"GPU-no-server", kCommonWord, 40960, 100, 0}}};
+  EXPECT_FALSE(sched_->AddPod("none", a).ok());
+  EXPECT_EQ(UsageOf("lupine-a", "lupine-a/GPU-lupine-a-0"), core::DeviceUsage{});
 }
 
 }  // namespace
