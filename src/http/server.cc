@@ -103,9 +103,10 @@ struct HttpServer::Impl {
 
   std::atomic<int64_t> open{0}, accepted{0}, evicted{0}, refused{0}, timed_out{0}, rejected{0},
       handled{0};
-  std::atomic<uint64_t> buffered{0};   // body bytes reserved by requests in flight
-  std::atomic<int> inline_running{0};  // handlers running on an I/O thread now
-  std::atomic<bool> closing{false};    // Stop() began: no new connection or request
+  std::atomic<uint64_t> buffered{0};       // body bytes reserved by requests in flight
+  std::atomic<int> inline_running{0};      // handlers running on an I/O thread now
+  std::atomic<uint64_t> inline_starts{0};  // handlers started inline so far
+  std::atomic<bool> closing{false};        // Stop() began: no new connection or request
 
   // TLS.
   std::unique_ptr<net::ssl::context> ssl_ctx;
@@ -140,6 +141,23 @@ struct HttpServer::Impl {
   std::unique_ptr<net::steady_timer> accept_retry;
   std::unique_ptr<net::thread_pool> pool;
   std::thread rescuer;  // only with inline_handlers > 0
+  // The rescuer polls the loops every kRescueAfter / 2 while inline handlers run or started lately;
+  // after kRescuerQuietPolls polls without either it sleeps on rescue_cv until the next inline
+  // handler starts (an idle server costs no wake-ups). A handler start wakes it only then: the hot
+  // path pays one atomic load otherwise.
+  CondVar rescue_cv;  // on stop_mu: rescuer_asleep cleared, or stopping
+  std::atomic<bool> rescuer_asleep{false};
+  std::atomic<int64_t> rescuer_polls{0};
+
+  // Called by an inline handler once it holds its slot (inline_running counts it).
+  void InlineStarted() {
+    inline_starts.fetch_add(1);
+    if (rescuer_asleep.load()) {
+      MutexLock l(stop_mu);
+      rescuer_asleep.store(false);
+      rescue_cv.NotifyOne();
+    }
+  }
 
   bool Tls() const { return !opts.cert_file.empty() || !opts.key_file.empty(); }
   RequestLimits Limits() const { return {opts.max_header_bytes, opts.max_body_bytes}; }
@@ -262,6 +280,7 @@ struct HttpServer::Impl {
 
 namespace {
 constexpr std::chrono::milliseconds kRescueAfter{20};
+constexpr int kRescuerQuietPolls = 50;  // 0.5 s without inline handlers: the rescuer sleeps
 // True on the rescuer thread: it never runs a handler inline (it must stay free for other loops).
 thread_local bool t_rescuing = false;
 
@@ -422,6 +441,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // with 8 busy connections a loop cost 9 % of end-to-end pods/s; docs/benchmarks.md).
     if (!t_rescuing && loop_->sessions.load() == 1 && srv_->TryInline()) {
       loop_->inline_since_ns.store(NowNs());
+      srv_->InlineStarted();
       HttpResponse resp = RunHandler(*srv_, *handler, *req, reserved);
       loop_->inline_since_ns.store(0);
       srv_->inline_running.fetch_sub(1);
@@ -589,9 +609,28 @@ void HttpServer::Impl::Admit(tcp::socket socket, Loop& loop) {
 void HttpServer::Impl::Rescue() {
   t_rescuing = true;
   MutexLock l(stop_mu);
+  uint64_t seen = inline_starts.load();
+  int quiet = 0;
   while (!stopping) {
-    stop_cv.WaitFor(stop_mu, kRescueAfter / 2);
+    if (quiet >= kRescuerQuietPolls) {
+      // Sequentially consistent with InlineStarted: either the check below sees a handler that
+      // took its slot after the last poll, or that handler sees the flag and wakes us (under
+      // stop_mu, which we hold until the wait releases it, so the notification is not lost).
+      rescuer_asleep.store(true);
+      if (inline_running.load() == 0 && inline_starts.load() == seen)
+        rescue_cv.Wait(stop_mu, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stop_mu) {
+          return stopping || !rescuer_asleep.load();
+        });
+      rescuer_asleep.store(false);
+      quiet = 0;
+    } else {
+      rescue_cv.WaitFor(stop_mu, kRescueAfter / 2);
+    }
     if (stopping) break;
+    rescuer_polls.fetch_add(1);
+    const uint64_t starts = inline_starts.load();
+    quiet = (starts == seen && inline_running.load() == 0) ? quiet + 1 : 0;
+    seen = starts;
     l.Unlock();
     for (auto& loop : loops) {
       const int64_t since = loop->inline_since_ns.load();
@@ -635,6 +674,7 @@ HttpServerStats HttpServer::stats() const {
   s.handled = impl_->handled.load();
   s.open = impl_->open.load();
   s.buffered_body_bytes = static_cast<int64_t>(impl_->buffered.load());
+  s.rescuer_polls = impl_->rescuer_polls.load();
   return s;
 }
 
@@ -712,6 +752,7 @@ void HttpServer::Stop() {
     im.stopping = true;
   }
   im.stop_cv.NotifyAll();
+  im.rescue_cv.NotifyAll();
   if (im.watcher.joinable()) im.watcher.join();
   // Close the listener and every connection on their own loops, let running handlers finish, then
   // let the I/O threads run out of work (bounded: whatever is left is cut off by stop()).

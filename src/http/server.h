@@ -78,6 +78,7 @@ struct HttpServerStats {
   int64_t handled = 0;              // requests that reached a handler
   int64_t open = 0;                 // connections open now
   int64_t buffered_body_bytes = 0;  // body bytes reserved by requests in flight now
+  int64_t rescuer_polls = 0;        // times the rescuer thread looked for a stuck inline handler
 };
 
 class HttpServer {

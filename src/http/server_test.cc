@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -275,15 +276,24 @@ TEST(HttpServer, ASlowHandlerDoesNotHoldOthers) {
 // A handler running inline (on the event loop, not the pool) holds neither the I/O nor the pool:
 // with the inline slot and the only pool thread both held, requests that need no handler are still
 // answered, and both held requests finish once released.
-TEST(HttpServer, InlineHandlersLeaveTheIoThreadsFree) {
+// One I/O thread, one inline handler slot and one pool thread, with the routes above; null when it
+// does not start.
+std::unique_ptr<HttpServer> StartInlineServer(Gate* gate) {
   HttpServerOptions o;
   o.io_threads = 1;
   o.inline_handlers = 1;
   o.threads = 1;
-  HttpServer s(o);
+  auto s = std::make_unique<HttpServer>(o);
+  AddRoutes(*s, gate);
+  if (!s->Start().ok()) return nullptr;
+  return s;
+}
+
+TEST(HttpServer, InlineHandlersLeaveTheIoThreadsFree) {
   Gate gate;
-  AddRoutes(s, &gate);
-  ASSERT_TRUE(s.Start().ok());
+  auto server = StartInlineServer(&gate);
+  ASSERT_NE(server, nullptr);
+  HttpServer& s = *server;
   const int a = ConnectLoopback(s.port());
   ASSERT_TRUE(SendAll(a, Post("/slow", "x")));
   ASSERT_TRUE(gate.WaitInside(1));
@@ -299,6 +309,35 @@ TEST(HttpServer, InlineHandlersLeaveTheIoThreadsFree) {
   EXPECT_EQ(Exchange(s.port(), kHealthz, kWait).body, "ok");
   ::close(a);
   ::close(b);
+}
+
+// An idle server's rescuer thread stops polling, and the next inline handler wakes it: while that
+// handler blocks its loop's only thread, the loop still accepts and answers other connections.
+TEST(HttpServer, IdleRescuerSleepsUntilAnInlineHandlerStarts) {
+  Gate gate;
+  auto server = StartInlineServer(&gate);
+  ASSERT_NE(server, nullptr);
+  HttpServer& s = *server;
+  // Asleep: no poll for 100 ms (ten polls' time when awake). Polling does not stop while broken.
+  auto asleep = [&s] {
+    for (int i = 0; i < 100; ++i) {
+      const int64_t before = s.stats().rescuer_polls;
+      std::this_thread::sleep_for(100ms);
+      if (before > 0 && s.stats().rescuer_polls == before) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(asleep());
+  const int64_t polls = s.stats().rescuer_polls;
+  const int a = ConnectLoopback(s.port());
+  ASSERT_TRUE(SendAll(a, Post("/slow", "x")));
+  ASSERT_TRUE(gate.WaitInside(1));  // inline, on the only I/O thread
+  EXPECT_EQ(Exchange(s.port(), "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", kWait).status, 404);
+  EXPECT_GT(s.stats().rescuer_polls, polls);
+  gate.Open();
+  EXPECT_EQ(ReadOne(a, kWait).body, "slow");
+  ::close(a);
+  EXPECT_TRUE(asleep());  // and back to sleep once the server is idle again
 }
 
 TEST(HttpServer, NegativeInlineHandlersAreRefused) {
