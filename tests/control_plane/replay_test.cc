@@ -417,9 +417,10 @@ TEST_P(ReplayTest, ExtenderPlacesEveryPodAsTheSimulator) {
 
 // The whole default trace (1213 nodes, ~8,300 pods) end to end through the extender, for the
 // policies in $HAMI_REPLAY_POLICIES (comma-separated; default "default"), printing A(100) of both
-// paths (docs/sim.md). Not run by default (about a minute per policy); run it with
-//   replay_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_WholeDefaultTrace*'
-TEST(ReplayWholeTrace, DISABLED_WholeDefaultTrace) {
+// paths (docs/sim.md). Runs with every test run for `default` (17-70 s of a dev build); more
+// policies with
+//   HAMI_REPLAY_POLICIES=default,fgd replay_test --gtest_filter='ReplayWholeTrace.*'
+TEST(ReplayWholeTrace, WholeDefaultTrace) {
   const char* env = std::getenv("HAMI_REPLAY_POLICIES");
   std::string list = env && *env ? env : "default";
   const Trace trace = Bundled(1);
