@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "core/annotations.h"
@@ -128,15 +129,78 @@ std::string AddNode1WithMode(k8s::testing::FakeApiServer& api, const std::string
   return node_config;
 }
 
-TEST(DaemonTest, DevicePluginProcessEndToEnd) {
-  char tmpl[] = "/tmp/hddXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const std::string plugin_dir = dir + "/dp";
-  const std::string state = dir + "/fakegpu.state";
-  const std::string devices = "Tesla T4:15360:40;Tesla T4:15360:40";
+// Each test: a temporary directory (the plugin directory, the fake GPU state and the libvgpu
+// regions under it), the fake API server (each test starts it with its own node1) and the fake
+// kubelet. At the end a plugin still running is killed, and the directory is removed.
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hddXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    plugin_dir_ = dir_ + "/dp";
+    state_ = dir_ + "/fakegpu.state";
+    kubelet_ = std::make_unique<testing::FakeKubelet>(plugin_dir_);
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (kubelet_) kubelet_->Stop();
+    unsetenv("FAKEGPU_MIG");
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
 
-  k8s::testing::FakeApiServer api;
+  // Starts the kubelet, then the plugin on the fake GPUs `devices` (`mig`: FAKEGPU_MIG) with the
+  // flags every test gives (the API server's kubeconfig, the directories, a 1 s registration
+  // interval, failing on init errors) and `flags`.
+  void StartPlugin(const std::string& devices, const std::string& mig,
+                   const std::vector<std::string>& flags) {
+    ASSERT_TRUE(kubelet_->Start().ok());
+    std::vector<std::string> args = {"--kubeconfig",
+                                     WriteKubeconfig(dir_, api_.url()),
+                                     "--plugin-dir",
+                                     plugin_dir_,
+                                     "--region-root",
+                                     dir_ + "/regions",
+                                     "--register-interval",
+                                     "1",
+                                     "--fail-on-init-error",
+                                     "--log-level",
+                                     "warn"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = SpawnPlugin(state_, devices, mig, std::move(args));
+    ASSERT_GE(pid_, 0);
+  }
+  // SIGTERM: the plugin stops and exits 0.
+  void StopPlugin() {
+    StopCleanly(pid_);
+    pid_ = -1;
+  }
+  // Points this process's fake NVML at the plugin's GPU state, so that a test can look and inject.
+  void ShareFakeGpus(const std::string& devices, const std::string& mig) {
+    setenv("FAKEGPU_STATE", state_.c_str(), 1);
+    setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
+    if (!mig.empty()) setenv("FAKEGPU_MIG", mig.c_str(), 1);
+  }
+  // An annotation of an object of the API server ("" when the object or the key is missing).
+  std::string Annotation(const char* plural, const char* ns, const char* name, const char* key) {
+    auto o = api_.Get(plural, ns, name);
+    return o ? (*o)["metadata"]["annotations"].value(key, "") : std::string();
+  }
+  std::string NodeAnnotation(const char* key) { return Annotation("nodes", "", "node1", key); }
+
+  std::string dir_, plugin_dir_, state_;
+  k8s::testing::FakeApiServer api_;
+  std::unique_ptr<testing::FakeKubelet> kubelet_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(DaemonTest, DevicePluginProcessEndToEnd) {
+  const std::string devices = "Tesla T4:15360:40;Tesla T4:15360:40";
+  k8s::testing::FakeApiServer& api = api_;
   ASSERT_TRUE(api.Start().ok());
   Json node = {
       {"apiVersion", "v1"},
@@ -145,28 +209,15 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
        {{"name", "node1"},
         {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api.Upsert("nodes", node).ok());
-  const std::string kubeconfig = WriteKubeconfig(dir, api.url());
-
-  testing::FakeKubelet kubelet(plugin_dir);
-  ASSERT_TRUE(kubelet.Start().ok());
-
-  pid_t pid = SpawnPlugin(
-      state, devices, "",
-      {"--kubeconfig", kubeconfig, "--plugin-dir", plugin_dir, "--region-root", dir + "/regions",
-       "--split-count", "3", "--register-interval", "1", "--host-pid-broker-dir", dir + "/hostpid",
-       "--fail-on-init-error", "--log-level", "warn"});
-  ASSERT_GE(pid, 0);
+  StartPlugin(devices, "", {"--split-count", "3", "--host-pid-broker-dir", dir_ + "/hostpid"});
+  testing::FakeKubelet& kubelet = *kubelet_;
 
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(20)));
   EXPECT_EQ(kubelet.Registrations()[0].resource_name(), "nvidia.com/gpu");
   ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 6; }, seconds(20)));
 
   // Node registration annotation (upstream JSON) and the handshake answer.
-  auto node_annotation = [&](const char* key) -> std::string {
-    auto n = api.Get("nodes", "", "node1");
-    if (!n) return "";
-    return (*n)["metadata"]["annotations"].value(key, "");
-  };
+  auto node_annotation = [&](const char* key) { return NodeAnnotation(key); };
   ASSERT_TRUE(Eventually(
       [&] { return !node_annotation(vendors::nvidia::kNodeNvidiaRegister).empty(); }, seconds(20)));
   EXPECT_NE(node_annotation(vendors::nvidia::kNodeNvidiaRegister)
@@ -186,11 +237,11 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
   // Upstream's host PID broker: served before registration, gated and mounted read-only.
   EXPECT_EQ(env.at("LIBVGPU_HOSTPID_BROKER"), "1");
-  EXPECT_TRUE(fs::is_socket(dir + "/hostpid/broker.sock"));
+  EXPECT_TRUE(fs::is_socket(dir_ + "/hostpid/broker.sock"));
   bool broker_mounted = false;
   for (const auto& m : r->container_responses(0).mounts())
     broker_mounted |= m.container_path() == "/tmp/vgpulock/hostpid" &&
-                      m.host_path() == dir + "/hostpid" && m.read_only();
+                      m.host_path() == dir_ + "/hostpid" && m.read_only();
   EXPECT_TRUE(broker_mounted);
   EXPECT_EQ((*api.Get("pods", "ml", "train"))["metadata"]["annotations"][core::kBindPhase],
             "success");
@@ -198,8 +249,7 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_FALSE(unknown.ok());  // nobody else is waiting: an error, never someone else's limits
 
   // An Xid on device 1, injected into the shared fake GPU state from this process.
-  setenv("FAKEGPU_STATE", state.c_str(), 1);
-  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
+  ShareFakeGpus(devices, "");
   auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
   ASSERT_TRUE(hooks.ok()) << hooks.error;
   hooks.reset();
@@ -225,37 +275,21 @@ TEST(DaemonTest, DevicePluginProcessEndToEnd) {
       [](const auto& d) { return d.size() == 6 && Count(d, kDev1, "Unhealthy") == 3; },
       seconds(20)));
 
-  StopCleanly(pid);
-  EXPECT_FALSE(fs::exists(plugin_dir + "/nvidia-gpu.sock"));
-  kubelet.Stop();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  StopPlugin();
+  EXPECT_FALSE(fs::exists(plugin_dir_ + "/nvidia-gpu.sock"));
 }
 
 // Operating mode mig from the node config: the MIG GPU registers its profiles, Allocate creates the
 // decided instance and names it, the pod records it, and once the pod is gone the instance is
 // reclaimed (the fake driver's MIG state is shared with this process, which checks it).
-TEST(DaemonTest, MigNodeEndToEnd) {
-  char tmpl[] = "/tmp/hddXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const std::string plugin_dir = dir + "/dp";
-  const std::string state = dir + "/fakegpu.state";
-  const std::string devices = kMigNode;
-  k8s::testing::FakeApiServer api;
-  const std::string node_config = AddNode1WithMode(api, dir, "mig");
-  testing::FakeKubelet kubelet(plugin_dir);
-  ASSERT_TRUE(kubelet.Start().ok());
-  pid_t pid =
-      SpawnPlugin(state, devices, "0",
-                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
-                   "--region-root", dir + "/regions", "--config", node_config, "--split-count", "2",
-                   "--register-interval", "1", "--fail-on-init-error", "--log-level", "warn"});
-  ASSERT_GE(pid, 0);
+TEST_F(DaemonTest, MigNodeEndToEnd) {
+  const std::string node_config = AddNode1WithMode(api_, dir_, "mig");
+  StartPlugin(kMigNode, "0", {"--config", node_config, "--split-count", "2"});
+  k8s::testing::FakeApiServer& api = api_;
+  testing::FakeKubelet& kubelet = *kubelet_;
   ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(20)));
   auto annotation = [&](const char* plural, const char* ns, const char* name, const char* key) {
-    auto o = api.Get(plural, ns, name);
-    return o ? (*o)["metadata"]["annotations"].value(key, "") : std::string();
+    return Annotation(plural, ns, name, key);
   };
   ASSERT_TRUE(Eventually(
       [&] {
@@ -281,9 +315,7 @@ TEST(DaemonTest, MigNodeEndToEnd) {
       << annotation("pods", "ml", "infer", core::kMigAllocations);
 
   // The fake driver's view from here: the instance exists while the pod does, and goes after.
-  setenv("FAKEGPU_STATE", state.c_str(), 1);
-  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
-  setenv("FAKEGPU_MIG", "0", 1);
+  ShareFakeGpus(kMigNode, "0");
   auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
   ASSERT_TRUE(hooks.ok()) << hooks.error;
   hooks.reset();
@@ -307,27 +339,14 @@ TEST(DaemonTest, MigNodeEndToEnd) {
   ASSERT_TRUE(api.Delete("pods", "ml", "infer").ok());
   EXPECT_TRUE(Eventually([&] { return mig_by_index(gpu, 0, &handle) == 6; }, seconds(20)))
       << "NVML_ERROR_NOT_FOUND: no MIG device left";
-
-  StopCleanly(pid);
-  kubelet.Stop();
-  unsetenv("FAKEGPU_MIG");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  StopPlugin();
 }
 
 // Static MIG, strategy mixed: MIG devices made beforehand on the A100 are served as
 // nvidia.com/mig-1g.5gb on a socket of their own; the T4 stays the shared nvidia.com/gpu and is the
 // only GPU HAMi's scheduler is told of.
-TEST(DaemonTest, StaticMigMixedNode) {
-  char tmpl[] = "/tmp/hddXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const std::string plugin_dir = dir + "/dp";
-  const std::string state = dir + "/fakegpu.state";
-  const std::string devices = kMigNode;
-  setenv("FAKEGPU_STATE", state.c_str(), 1);
-  setenv("FAKEGPU_DEVICES", devices.c_str(), 1);
-  setenv("FAKEGPU_MIG", "0", 1);
+TEST_F(DaemonTest, StaticMigMixedNode) {
+  ShareFakeGpus(kMigNode, "0");
   auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
   ASSERT_TRUE(hooks.ok()) << hooks.error;
   hooks.reset();
@@ -343,67 +362,37 @@ TEST(DaemonTest, StaticMigMixedNode) {
       made.push_back(m->uuid);
     }
   }
-  k8s::testing::FakeApiServer api;
-  ServeNode1(api);
-  testing::FakeKubelet kubelet(plugin_dir);
-  ASSERT_TRUE(kubelet.Start().ok());
-  pid_t pid =
-      SpawnPlugin(state, devices, "0",
-                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
-                   "--region-root", dir + "/regions", "--mig-strategy", "mixed", "--split-count",
-                   "2", "--register-interval", "1", "--fail-on-init-error", "--log-level", "warn"});
-  ASSERT_GE(pid, 0);
+  ServeNode1(api_);
+  StartPlugin(kMigNode, "0", {"--mig-strategy", "mixed", "--split-count", "2"});
+  testing::FakeKubelet& kubelet = *kubelet_;
   ASSERT_TRUE(kubelet.WaitForRegistrations(2, seconds(20)));
   std::map<std::string, std::string> endpoints;
   for (const auto& r : kubelet.Registrations()) endpoints[r.resource_name()] = r.endpoint();
   EXPECT_EQ(endpoints, (std::map<std::string, std::string>{
                            {"nvidia.com/gpu", "nvidia-gpu.sock"},
                            {"nvidia.com/mig-1g.5gb", "nvidia-mig-1g.5gb.sock"}}));
-  auto register_annotation = [&] {
-    auto o = api.Get("nodes", "", "node1");
-    return o ? (*o)["metadata"]["annotations"].value(vendors::nvidia::kNodeNvidiaRegister, "")
-             : std::string();
-  };
+  auto register_annotation = [&] { return NodeAnnotation(vendors::nvidia::kNodeNvidiaRegister); };
   ASSERT_TRUE(Eventually([&] { return !register_annotation().empty(); }, seconds(20)));
   EXPECT_NE(register_annotation().find(kDev1), std::string::npos) << register_annotation();
   EXPECT_EQ(register_annotation().find(kDev0), std::string::npos) << register_annotation();
-
-  StopCleanly(pid);
-  kubelet.Stop();
-  unsetenv("FAKEGPU_MIG");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  StopPlugin();
 }
 
 // Operating mode mps from the node config, the daemon's directories from the flags: the GPUs
 // register mode mps and Allocate makes the container a client of the (here pretended) MPS control
 // daemon.
-TEST(DaemonTest, MpsNodeEndToEnd) {
-  char tmpl[] = "/tmp/hddXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const std::string plugin_dir = dir + "/dp";
-  const std::string pipe = dir + "/mps-pipe";
+TEST_F(DaemonTest, MpsNodeEndToEnd) {
+  const std::string pipe = dir_ + "/mps-pipe";
   fs::create_directories(pipe);
   // The daemon's PID file names a live process: this test.
   std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << ::getpid() << "\n";
-  k8s::testing::FakeApiServer api;
-  const std::string node_config = AddNode1WithMode(api, dir, "mps");
-  testing::FakeKubelet kubelet(plugin_dir);
-  ASSERT_TRUE(kubelet.Start().ok());
-  pid_t pid =
-      SpawnPlugin(dir + "/fakegpu.state", "Tesla T4:15360:40;Tesla T4:15360:40", "",
-                  {"--kubeconfig", WriteKubeconfig(dir, api.url()), "--plugin-dir", plugin_dir,
-                   "--region-root", dir + "/regions", "--config", node_config, "--split-count", "2",
-                   "--mps-pipe-dir", pipe, "--mps-shm-dir", "", "--register-interval", "1",
-                   "--fail-on-init-error", "--log-level", "warn"});
-  ASSERT_GE(pid, 0);
+  const std::string node_config = AddNode1WithMode(api_, dir_, "mps");
+  StartPlugin(
+      "Tesla T4:15360:40;Tesla T4:15360:40", "",
+      {"--config", node_config, "--split-count", "2", "--mps-pipe-dir", pipe, "--mps-shm-dir", ""});
+  testing::FakeKubelet& kubelet = *kubelet_;
   ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 4; }, seconds(20)));
-  auto registered = [&] {
-    auto o = api.Get("nodes", "", "node1");
-    return o ? (*o)["metadata"]["annotations"].value(vendors::nvidia::kNodeNvidiaRegister, "")
-             : std::string();
-  };
+  auto registered = [&] { return NodeAnnotation(vendors::nvidia::kNodeNvidiaRegister); };
   ASSERT_TRUE(Eventually(
       [&] {
         const std::string r = registered();
@@ -413,7 +402,8 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
       seconds(20)))
       << registered();
 
-  ASSERT_TRUE(api.Upsert("pods", BoundPod("infer", std::string(kDev1) + ",NVIDIA,4000,25:;")).ok());
+  ASSERT_TRUE(
+      api_.Upsert("pods", BoundPod("infer", std::string(kDev1) + ",NVIDIA,4000,25:;")).ok());
   auto r = kubelet.Allocate({{std::string(kDev1) + "-0"}});
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& c = r->container_responses(0);
@@ -426,12 +416,8 @@ TEST(DaemonTest, MpsNodeEndToEnd) {
   EXPECT_EQ(envs, want);
   ASSERT_EQ(c.mounts_size(), 1);  // the pipe directory; --mps-shm-dir "" mounts no shm
   EXPECT_EQ(c.mounts(0).host_path(), pipe);
-  EXPECT_FALSE(fs::exists(dir + "/regions")) << "no libvgpu region for an MPS client";
-
-  StopCleanly(pid);
-  kubelet.Stop();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  EXPECT_FALSE(fs::exists(dir_ + "/regions")) << "no libvgpu region for an MPS client";
+  StopPlugin();
 }
 
 }  // namespace
