@@ -29,7 +29,10 @@ for pods in "${traces[@]}"; do
   "$bin" sim --nodes "$nodes" --pods "$pods" --policy "$policies" --seeds "$seeds" \
     --jobs "$(nproc)" --json "$out/$trace.json" >&2
 done
-HAMI_REPO="$PWD" python3 - "$out" "$policies" "$seeds" > docs/sim-traces.md <<'PY'
+# How the table was made, for its header: the folder is named only when it is the repository's own.
+shown_dir="$dir"; [ "$dir" = "data/openb" ] || shown_dir="<folder with the released openb traces>"
+made="\`${VARIANTS:+VARIANTS=$VARIANTS }scripts/sim-traces.sh $shown_dir $policies $seeds\` at $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(date -u +%Y-%m-%d) ($("$bin" --version 2>/dev/null | head -1 || true))"
+HAMI_REPO="$PWD" HAMI_MADE="$made" python3 - "$out" "$policies" "$seeds" > docs/sim-traces.md <<'PY'
 import json, os, statistics, sys
 out, policies, seeds = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 import re
@@ -37,6 +40,8 @@ def order(t):  # bundled traces first, then each variant family by its number
     m = re.fullmatch(r"([a-z]+?)(\d+)", t)
     return (t not in bundled, m.group(1) if m else t, int(m.group(2)) if m else 0)
 bundled = {"cpu100", "default", "gpushare40", "gpuspec10", "multigpu30"}
+# FGD's published medians (Weng et al., ATC'23) where the paper gives them, for comparison only.
+published_fgd = {"cpu100": 4.79, "default": 4.77, "gpushare40": 6.05}
 traces = sorted((f[:-5] for f in os.listdir(out) if f.endswith(".json")), key=order)
 data = {t: json.load(open(os.path.join(out, t + ".json"))) for t in traces}
 print("# Policies across the openb traces\n")
@@ -44,8 +49,9 @@ print("Unallocated GPU % when arrived GPU demand = 100 % of capacity (100 - A(10
 print(f"over {seeds} seeds (42..). Produced by `scripts/sim-traces.sh` (one command; `VARIANTS=1` adds the")
 print("workload variants of `scripts/gen-variants.py`, defined below). Lower is better; the lowest median of")
 print("each row is in bold. Published FGD-paper medians for reference are in docs/sim.md.\n")
-print("| trace | " + " | ".join(policies) + " |")
-print("|---|" + "---|" * len(policies))
+print("This table: " + os.environ["HAMI_MADE"] + ".\n")
+print("| trace | " + " | ".join(policies) + " | FGD, published median |")
+print("|---|" + "---|" * (len(policies) + 1))
 for t in traces:
     stats = {}
     for p in policies:
@@ -58,7 +64,8 @@ for t in traces:
         med, mean, sd = stats[p]
         cell = f"{med:.2f}"
         cells.append((f"**{cell}**" if med == best else cell) + f" ({mean:.2f} ± {sd:.2f})")
-    print(f"| {t}{'' if t in bundled else ' (variant)'} | " + " | ".join(cells) + " |")
+    pub = f"{published_fgd[t]:.2f}" if t in published_fgd else "–"
+    print(f"| {t}{'' if t in bundled else ' (variant)'} | " + " | ".join(cells) + f" | {pub} |")
 if any(t not in bundled for t in traces):
     print(open(os.path.join(os.environ["HAMI_REPO"], "docs", "sim-variants.inc.md")).read(), end="")
 PY
