@@ -608,11 +608,7 @@ ExtenderFilterResult Extender::Simulate(const ExtenderArgs& args, const core::Po
   // the private cache, as /filter finds such nodes); the servers come along from the live cache
   // with their usage, never as candidates.
   const vendors::VendorSet& set = *state_.options().vendors;
-  const bool pooled = std::any_of(pod.containers.begin(), pod.containers.end(), [&](const auto& c) {
-    return std::any_of(c.devices.begin(), c.devices.end(), [&](const core::DeviceRequest& r) {
-      return r.nums > 0 && set.Pooled(r.vendor);
-    });
-  });
+  const bool pooled = sched_.AsksPooled(pod);
   std::map<std::string, const Json*> by_name;
   std::vector<std::string> names;
   for (const auto& n : *args.nodes) {

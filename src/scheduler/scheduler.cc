@@ -92,9 +92,8 @@ bool OnGenericChecks(const Profile& profile, const core::PodRequest& pod) {
 }
 }  // namespace
 
-namespace {
-// Whether the pod asks for devices of a pooled vendor (VendorRules::Pooled).
-bool AsksPooled(const VendorRules* rules, const core::PodRequest& pod) {
+bool Scheduler::AsksPooled(const core::PodRequest& pod) const {
+  const VendorRules* rules = profile_->vendor_rules;
   if (rules == nullptr) return false;
   for (const auto& c : pod.containers)
     for (const auto& r : c.devices)
@@ -102,6 +101,7 @@ bool AsksPooled(const VendorRules* rules, const core::PodRequest& pod) {
   return false;
 }
 
+namespace {
 // FNV-1a: spreads pods over equal nodes the same way on every build and platform.
 uint64_t StableHash(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -275,7 +275,7 @@ StatusOr<Decision> Scheduler::SchedulePooled(const core::PodRequest& pod,
 StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
                                        const std::vector<std::string>* candidates,
                                        const ScheduleOptions& options) const {
-  if (AsksPooled(profile_->vendor_rules, pod)) return SchedulePooled(pod, candidates, options);
+  if (AsksPooled(pod)) return SchedulePooled(pod, candidates, options);
   // The stream of a decision depends on how many decisions were reserved before it, not on how many
   // times Schedule ran: retries, explains and dry runs draw what the decision they repeat drew, so
   // the extender (which explains a failure with a second call) draws as `hami sim` does.
@@ -507,13 +507,15 @@ void Scheduler::ForEachPlugin(F&& f) const {
 Status Scheduler::Unreserve(const std::string& uid) {
   // Each profile's plugins know only the pods they learned; the others ignore the uid.
   ForEachPlugin([&](ReservePlugin& p) { p.Unreserve(uid); });
-  const Status local = cache_.RemovePod(uid);
-  const Status pooled = cache_.RemovePod(PoolKey(uid));
-  return local.ok() || pooled.ok() ? OkStatus() : local;
+  return RemoveRecords(uid);
 }
 
 Status Scheduler::RemovePod(const std::string& uid) {
   ForEachPlugin([&](ReservePlugin& p) { p.Forget(uid); });
+  return RemoveRecords(uid);
+}
+
+Status Scheduler::RemoveRecords(const std::string& uid) {
   const Status local = cache_.RemovePod(uid);
   const Status pooled = cache_.RemovePod(PoolKey(uid));
   return local.ok() || pooled.ok() ? OkStatus() : local;

@@ -119,6 +119,9 @@ class Scheduler {
     core::PodAllocation local, pooled;
   };
   StatusOr<SplitAllocation> SplitPooled(const core::PodAllocation& allocation) const;
+  // Whether the pod asks for devices of a pooled vendor (VendorRules::Pooled): such a pod is
+  // scheduled by SchedulePooled, and may run on a node without devices.
+  bool AsksPooled(const core::PodRequest& pod) const;
 
   // A scheduler with an empty cache that decides with this one's policies and what they have
   // learned so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach
@@ -142,13 +145,15 @@ class Scheduler {
   // copy).
   template <typename F>
   void ForEachPlugin(F&& f) const;
-  // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping
-  // when no node left can win. Same decision as scoring every node.
   // Schedule for a pod with requests of a pooled vendor: the vendor's ChoosePool over every node
   // serving it, then the rest of the pod on a candidate that serves none.
   StatusOr<Decision> SchedulePooled(const core::PodRequest& pod,
                                     const std::vector<std::string>* candidates,
                                     const ScheduleOptions& options) const;
+  // Both records of a pod (its own and PoolKey's): OK when either existed.
+  Status RemoveRecords(const std::string& uid);
+  // Schedule for a profile whose scorer bounds its scores (no explain): best bound first, stopping
+  // when no node left can win. Same decision as scoring every node.
   StatusOr<Decision> ScheduleBounded(const Profile& profile, const CycleState& cycle,
                                      const std::vector<std::string>* candidates) const;
   // Shared with the DryRun() copies (a profile is immutable; its learned models are thread-safe).
