@@ -124,7 +124,7 @@ ServerChoice ChooseServer(std::span<const std::optional<core::DeviceRequest>> re
       }
     }
     if (!serves) continue;
-    out.server = c.server->name;
+    out.node = c.server->name;
     for (size_t k = 0; k < requests.size(); ++k) {
       if (!requests[k]) continue;
       for (int i : c.cards) {
@@ -286,15 +286,7 @@ class RemoteGpuVendor : public GenericVendor {
   scheduler::VendorRules::PoolChoice ChoosePool(
       std::span<const std::optional<core::DeviceRequest>> requests,
       std::span<const scheduler::VendorRules::PoolNode> nodes) const override {
-    std::vector<ServerView> servers;
-    servers.reserve(nodes.size());
-    for (const auto& n : nodes) servers.push_back({n.name, n.devices, n.usage});
-    ServerChoice c = ChooseServer(requests, servers);
-    scheduler::VendorRules::PoolChoice out;
-    out.node = std::move(c.server);
-    out.containers = std::move(c.containers);
-    out.reason = std::move(c.reason);
-    return out;
+    return ChooseServer(requests, nodes);
   }
   std::string PoolNodeOf(const core::ContainerDevice& device) const override {
     return std::string(ServerOf(device.uuid));

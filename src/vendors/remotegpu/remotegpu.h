@@ -65,22 +65,14 @@ StatusOr<std::string> Endpoint(const NodeView& node, int default_port = kDefault
 // The defaultPort configured for `vendor` when it is this backend; kDefaultPort otherwise.
 int ConfiguredPort(const Vendor& vendor);
 
-// One lupine server as the scheduler's cache holds it: its cards and their usage (parallel).
-struct ServerView {
-  std::string name;
-  std::span<const core::DeviceInfo> devices;
-  std::span<const core::DeviceUsage> usage;
-};
-
-struct ServerChoice {
-  std::string server;  // "" = no server fits
-  // Parallel to the requests: every healthy card of the server for a container with a request,
-  // nothing for the others.
-  std::vector<std::vector<core::ContainerDevice>> containers;
-  // No server fits: upstream-style tally over the cards examined ("1/2
-  // ExclusiveDeviceAllocateConflict, 1/2 NodeInsufficientDevice").
-  std::string reason;
-};
+// One lupine server as the scheduler's cache holds it: its cards and their usage (parallel). The
+// scheduler's own view of a serving node, so that ChoosePool hands its nodes over as they are.
+using ServerView = scheduler::VendorRules::PoolNode;
+// The chosen server (`node`, "" = none fits); `containers` parallel to the requests: every healthy
+// card of the server for a container with a request, nothing for the others; `reason` when none
+// fits: upstream-style tally over the cards examined ("1/2 ExclusiveDeviceAllocateConflict, 1/2
+// NodeInsufficientDevice").
+using ServerChoice = scheduler::VendorRules::PoolChoice;
 
 // Upstream's server choice for a whole pod. `requests` holds each container's remote-GPU request
 // in pod order (init containers first), nullopt for a container without one. A server with a card

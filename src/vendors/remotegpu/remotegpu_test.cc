@@ -101,7 +101,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_GPUlessNodeFitsAndLupineNodeDoesNot) {
   EXPECT_EQ(pod[0]->nums, 2);
   const std::vector<Server> fleet = {lupine};
   const ServerChoice c = ChooseServer(pod, Views(fleet));
-  ASSERT_EQ(c.server, "gpu-a") << c.reason;
+  ASSERT_EQ(c.node, "gpu-a") << c.reason;
   ASSERT_EQ(c.containers.size(), 1u);
   ASSERT_EQ(c.containers[0].size(), 2u) << "two whole cards";
   EXPECT_EQ(c.containers[0][0].uuid, "gpu-a/GPU-aaa");
@@ -122,7 +122,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_AllocationNeverSpansTwoServers) {
                                      Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-bbb", 40000)})};
   const std::vector<std::optional<core::DeviceRequest>> pod = {Request(2, 2000)};
   const ServerChoice c = ChooseServer(pod, Views(fleet));
-  EXPECT_EQ(c.server, "") << "two cards on two servers must not be combined";
+  EXPECT_EQ(c.node, "") << "two cards on two servers must not be combined";
   EXPECT_EQ(c.reason, "2/2 NodeInsufficientDevice");
 }
 
@@ -131,7 +131,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_MultiContainerAllocationNeverSpansTwoServe
                                      Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-bbb", 40000)})};
   const std::vector<std::optional<core::DeviceRequest>> pod = {Request(1, 0), Request(1, 0)};
   const ServerChoice c = ChooseServer(pod, Views(fleet));
-  ASSERT_EQ(c.server, "gpu-a");
+  ASSERT_EQ(c.node, "gpu-a");
   ASSERT_EQ(c.containers.size(), 2u);
   EXPECT_EQ(c.containers[0].at(0).uuid, "gpu-a/GPU-aaa");
   EXPECT_EQ(c.containers[1].at(0).uuid, "gpu-a/GPU-aaa");
@@ -155,7 +155,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_ServerSelectionIsContainerOrderIndependent
       std::vector<std::optional<core::DeviceRequest>> pod;
       for (auto [cards, mem] : tc.containers) pod.push_back(Request(cards, mem));
       const ServerChoice c = ChooseServer(pod, Views(fleet));
-      ASSERT_EQ(c.server, "gpu-b") << c.reason;
+      ASSERT_EQ(c.node, "gpu-b") << c.reason;
       for (const auto& ctr : c.containers) {
         ASSERT_FALSE(ctr.empty()) << "requesting container received no RemoteGPU allocation";
         EXPECT_EQ(ctr[0].uuid, "gpu-b/GPU-bbb");
@@ -178,7 +178,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_ServerSelectionIncludesInitSidecarAndAppCo
   const std::vector<std::optional<core::DeviceRequest>> pod = {
       Request(1, 0), Request(3, 10000), Request(2, 30000), Request(1, 60000)};
   const ServerChoice c = ChooseServer(pod, Views(fleet));
-  ASSERT_EQ(c.server, "gpu-d") << c.reason;
+  ASSERT_EQ(c.node, "gpu-d") << c.reason;
   ASSERT_EQ(c.containers.size(), 4u);
   for (const auto& ctr : c.containers) {
     ASSERT_EQ(ctr.size(), 3u);
@@ -192,14 +192,14 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_ReservationBlocksSecondClientNode) {
   std::vector<Server> fleet = {Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000)})};
   fleet[0].usage[0] = {1, 40000, 100, 0};  // "gpu-a/GPU-aaa,RemoteGPU,40000,100" of a running pod
   const ServerChoice c = ChooseServer({{Request(1, 2000)}}, Views(fleet));
-  EXPECT_EQ(c.server, "");
+  EXPECT_EQ(c.node, "");
   EXPECT_EQ(c.reason, "1/1 ExclusiveDeviceAllocateConflict");
 }
 
 TEST(RemoteGpuUpstream, TestRemoteGPU_FinishedPodReleasesCard) {
   // The finished holder's usage is gone from the card: it is on offer again.
   const std::vector<Server> fleet = {Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-aaa", 40000)})};
-  EXPECT_EQ(ChooseServer({{Request(1, 2000)}}, Views(fleet)).server, "gpu-a");
+  EXPECT_EQ(ChooseServer({{Request(1, 2000)}}, Views(fleet)).node, "gpu-a");
 }
 
 TEST(RemoteGpuUpstream, TestRemoteGPU_RegisterPopulatesClientNodesOnly) {
@@ -220,7 +220,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_MemoryRequestFiltersCards) {
   const std::vector<Server> fleet = {
       Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-small", 1000)})};
   const ServerChoice c = ChooseServer({{Request(1, 40000)}}, Views(fleet));
-  EXPECT_EQ(c.server, "");
+  EXPECT_EQ(c.node, "");
   EXPECT_EQ(c.reason, "1/1 CardInsufficientMemory, 1/1 NodeInsufficientDevice");
 }
 
@@ -229,7 +229,7 @@ TEST(RemoteGpuUpstream, TestRemoteGPU_MemoryRequestFiltersCards) {
 TEST(RemoteGpuUpstream, TestFit_ConfinesAllocationToOneServer) {
   const std::vector<Server> fleet = {Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-1", 40000)}),
                                      Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-2", 40000)})};
-  EXPECT_EQ(ChooseServer({{Request(2, 0)}}, Views(fleet)).server, "");
+  EXPECT_EQ(ChooseServer({{Request(2, 0)}}, Views(fleet)).node, "");
   const ServerChoice one = ChooseServer({{Request(1, 0)}}, Views(fleet));
   ASSERT_EQ(one.containers[0].size(), 1u);
   EXPECT_EQ(one.containers[0][0].uuid, "gpu-a/GPU-1") << "same size: the name breaks the tie";
@@ -254,7 +254,7 @@ TEST(RemoteGpuUpstream, TestFit_RejectsUnfitCards) {
       "gpu-a", "10.0.0.5", {unhealthy, FleetGpu("GPU-2", 40000), FleetGpu("GPU-3", 1000)})};
   fleet[0].usage[1].used = 1;
   const ServerChoice c = ChooseServer({{Request(1, 2000)}}, Views(fleet));
-  EXPECT_EQ(c.server, "");
+  EXPECT_EQ(c.node, "");
   EXPECT_EQ(c.reason, "1/3 CardNotHealth, 1/3 ExclusiveDeviceAllocateConflict");
   // Card by card, each is refused for its own reason.
   const FitResult fit = V().Fit(*Request(1, 2000), fleet[0].devices, fleet[0].usage, {}, {});
@@ -277,9 +277,9 @@ TEST(RemoteGpuUpstream, TestFit_PrefersTheSmallestSufficientServer) {
       Registered("gpu-a", "10.0.0.5",
                  {FleetGpu("GPU-A1", 40000), FleetGpu("GPU-A2", 40000), FleetGpu("GPU-A3", 40000)}),
       Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-B1", 40000)})};
-  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).server, "gpu-b");
+  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).node, "gpu-b");
   const ServerChoice two = ChooseServer({{Request(2, 0)}}, Views(fleet));
-  EXPECT_EQ(two.server, "gpu-a");
+  EXPECT_EQ(two.node, "gpu-a");
   EXPECT_EQ(two.containers[0].size(), 3u);
 }
 
@@ -288,10 +288,10 @@ TEST(RemoteGpuUpstream, TestFit_OneBusyCardWithholdsItsServer) {
       Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-A1", 40000), FleetGpu("GPU-A2", 40000)}),
       Registered("gpu-b", "10.0.0.6", {FleetGpu("GPU-B1", 40000)})};
   fleet[0].usage[0].used = 1;
-  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).server, "gpu-b")
+  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).node, "gpu-b")
       << "gpu-a still has a free card but is not on offer";
   fleet.pop_back();
-  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).server, "");
+  EXPECT_EQ(ChooseServer({{Request(1, 0)}}, Views(fleet)).node, "");
 }
 
 TEST(RemoteGpuUpstream, TestFit_CountsOnlyCardsThatMeetTheRequest) {
@@ -299,7 +299,7 @@ TEST(RemoteGpuUpstream, TestFit_CountsOnlyCardsThatMeetTheRequest) {
       Registered("gpu-a", "10.0.0.5", {FleetGpu("GPU-A1", 40000), FleetGpu("GPU-A2", 1000)})};
   EXPECT_EQ(ChooseServer({{Request(1, 2000)}}, Views(fleet)).containers[0].size(), 2u)
       << "the small card comes along";
-  EXPECT_EQ(ChooseServer({{Request(2, 2000)}}, Views(fleet)).server, "")
+  EXPECT_EQ(ChooseServer({{Request(2, 2000)}}, Views(fleet)).node, "")
       << "only one card is big enough";
 }
 
