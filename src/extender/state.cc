@@ -430,13 +430,19 @@ std::string ClusterState::CheckDecisionLocked(const Json& pod, const core::PodAl
   }
   // Under the node's lock, no copy of its state (this runs for every pod event the informer sees).
   // A node not (yet) known: nothing to check against.
+  std::string verdict;
+  if (!sched_.HasPooledGrants(alloc)) {
+    sched_.cache().WithNode(alloc.node, [&](const scheduler::NodeState& node) {
+      verdict = CheckAgainstNode(node, alloc, kinds, fresh, message, over_committed);
+    });
+    return verdict;
+  }
   // Pooled grants (remote GPUs) are checked on the node that serves them, each device once.
   auto split = sched_.SplitPooled(alloc);
   if (!split.ok()) {
     *message = StrCat(split.status().message(), ": the decision is not charged");
     return kRejectUnknownDevice;
   }
-  std::string verdict;
   sched_.cache().WithNode(alloc.node, [&](const scheduler::NodeState& node) {
     verdict = CheckAgainstNode(node, split->local, kinds, fresh, message, over_committed);
   });

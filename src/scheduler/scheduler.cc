@@ -141,8 +141,22 @@ StatusOr<Scheduler::SplitAllocation> Scheduler::SplitPooled(
   return out;
 }
 
+bool Scheduler::HasPooledGrants(const core::PodAllocation& allocation) const {
+  const VendorRules* rules = profile_->vendor_rules;
+  if (rules == nullptr) return false;
+  for (const auto& c : allocation.containers)
+    for (const auto& d : c)
+      if (d.vendor != core::kNvidiaVendor && rules->Pooled(d.vendor)) return true;
+  return false;
+}
+
 Status Scheduler::AddPod(const std::string& uid, const core::PodAllocation& allocation,
                          const ClusterCache::PodResources& res) {
+  if (!HasPooledGrants(allocation)) {
+    HAMI_RETURN_IF_ERROR(cache_.AddPod(uid, allocation, res));
+    (void)cache_.RemovePod(PoolKey(uid));  // a record replaced by one without pooled grants
+    return OkStatus();
+  }
   HAMI_ASSIGN_OR_RETURN(SplitAllocation split, SplitPooled(allocation));
   HAMI_RETURN_IF_ERROR(cache_.AddPod(uid, split.local, res));
   if (!split.pooled.node.empty()) return cache_.AddPod(PoolKey(uid), split.pooled);

@@ -119,6 +119,9 @@ class Scheduler {
     core::PodAllocation local, pooled;
   };
   StatusOr<SplitAllocation> SplitPooled(const core::PodAllocation& allocation) const;
+  // Whether `allocation` holds grants of a pooled vendor (no copy: callers on the informer's path
+  // split only such records).
+  bool HasPooledGrants(const core::PodAllocation& allocation) const;
   // Whether the pod asks for devices of a pooled vendor (VendorRules::Pooled): such a pod is
   // scheduled by SchedulePooled, and may run on a node without devices.
   bool AsksPooled(const core::PodRequest& pod) const;
