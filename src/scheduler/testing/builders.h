@@ -42,6 +42,11 @@ class NodeBuilder {
     n_.devices.at(device).numa = numa;
     return *this;
   }
+  // The device's index on the node (NVML order); registration order stays the builder's order.
+  NodeBuilder& Index(int device, int index) {
+    n_.devices.at(device).index = index;
+    return *this;
+  }
   NodeBuilder& Unhealthy(int device) {
     n_.devices.at(device).health = false;
     return *this;

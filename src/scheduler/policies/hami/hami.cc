@@ -15,8 +15,9 @@ enum class GpuKey { kBinpack, kSpread, kNuma };
 // score, then NUMA node; a chain (a comma list, or bare "numa") orders them by its binpack / spread
 // / numa keys in the order written, then device index. mutex and topology-aware are filters and
 // pickers, never sort keys. In every mode the preferred device is the one upstream's ascending sort
-// puts last (it takes devices from the end): on equal keys the highest NUMA node, then the device
-// registered last.
+// puts last (it takes devices from the end): a single value on equal keys takes the highest NUMA
+// node, then the device registered last; a chain on equal keys takes the highest device index
+// (upstream's lessByChain ends on Index), then the device registered last.
 struct GpuPolicy {
   bool chain = false;
   bool binpack = false;      // single value: binpack (else spread order)
@@ -151,6 +152,10 @@ class HamiPicker final : public GpuPicker {
               break;
           }
         }
+        // Nodes register out of index order (an H20 node registers 6, 0, 1, ...): the index, not
+        // the position, ends upstream's chain.
+        const int ia = ctx.node.info.devices[a].index, ib = ctx.node.info.devices[b].index;
+        if (ia != ib) return ia > ib;
         return a > b;
       }
       if (p.mutex) {

@@ -3,7 +3,8 @@
 // #topology-and-numa): node binpack/spread and GPU
 // binpack/spread/mutex/numa/topology-aware and comma chains, with per-pod overrides
 // (hami.io/node-scheduler-policy, hami.io/gpu-scheduler-policy, hami.io/device-scoring-weights).
-// GPU ties break as upstream's (highest NUMA node, then the device registered last). Unlike
+// GPU ties break as upstream's (a single value: highest NUMA node, then the device registered
+// last; a chain: highest device index). Unlike
 // upstream, the pod's own request is counted in both the GPU and the node score.
 #include <memory>
 
