@@ -332,9 +332,11 @@ Status NodeRegistrar::SyncOnce() {
     auto& annotations = obj["metadata"]["annotations"];
     if (!annotations.is_object()) annotations = Json::object();
     for (const auto& [k, v] : want) annotations[k] = v;
-    // Answer the scheduler's handshake: it marks the node unhealthy while "Requesting" stays.
+    // Answer the scheduler's handshake: it marks the node unhealthy while "Requesting" stays, and
+    // keeps the node out while its cleanup mark ("Deleted_...") stays.
     const std::string* hs = Annotation(obj, vendors::nvidia::kNodeHandshake);
-    if (hs == nullptr || hs->find(core::kHandshakeRequesting) != std::string::npos) {
+    if (hs == nullptr || hs->find(core::kHandshakeRequesting) != std::string::npos ||
+        hs->find("Deleted") != std::string::npos) {
       annotations[vendors::nvidia::kNodeHandshake] =
           core::EncodeHandshake({"Reported", clock_->UnixSeconds()});
     }

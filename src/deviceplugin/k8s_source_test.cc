@@ -349,6 +349,14 @@ TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
   int64_t writes = api_->CountRequests("PATCH", "/api/v1/nodes/node1");
   ASSERT_TRUE(reg.SyncOnce().ok());  // nothing changed, handshake already answered: no write
   EXPECT_EQ(api_->CountRequests("PATCH", "/api/v1/nodes/node1"), writes);
+  // The scheduler's cleanup mark is answered too: the node stays out until the plugin reports.
+  node["metadata"]["annotations"][vendors::nvidia::kNodeHandshake] = "Deleted_2023-11-14 22:13:30";
+  ASSERT_TRUE(api_->Upsert("nodes", node).ok());
+  clock.AdvanceSeconds(30);
+  ASSERT_TRUE(reg.SyncOnce().ok());
+  EXPECT_EQ((*api_->Get("nodes", "",
+                        "node1"))["metadata"]["annotations"][vendors::nvidia::kNodeHandshake],
+            "Reported_2023-11-14 22:13:50");
   ann[vendors::nvidia::kNodeNvidiaRegister] = "[{}]";
   EXPECT_TRUE(reg.Changed());
   ASSERT_TRUE(reg.SyncOnce().ok());

@@ -723,14 +723,14 @@ TEST_F(StateTest, HousekeepingHandshake) {
                          {"hami.io/node-handshake", "Requesting_2023-11-14 22:13:00"}}),
       NodeJson("dead", {{"hami.io/node-nvidia-register", kTwoGpus},
                         {"hami.io/node-handshake", "Requesting_2023-11-14 21:00:00"}}),
-      // Cleaned up by an earlier cycle: upstream's CheckHealth asks again (and registers the
-      // devices until that request times out too).
+      // Cleaned up by an earlier cycle: upstream's CheckHealth ("Deleted state") neither asks
+      // again nor registers the devices until the device plugin reports (issue 31).
       NodeJson("cleaned", {{"hami.io/node-nvidia-register", kTwoGpus},
                            {"hami.io/node-handshake", "Deleted_2023-11-14 22:13:00"}}),
       NodeJson("cpu-only", Json::object()),
   };
   auto patches = state_->Housekeeping(nodes);
-  ASSERT_EQ(patches.size(), 3u);
+  ASSERT_EQ(patches.size(), 2u);
   EXPECT_EQ(patches[0].first, "fresh");
   EXPECT_EQ(patches[0].second["metadata"]["annotations"]["hami.io/node-handshake"],
             "Requesting_2023-11-14 22:13:20");
@@ -738,10 +738,7 @@ TEST_F(StateTest, HousekeepingHandshake) {
   EXPECT_EQ(patches[1].first, "dead");
   EXPECT_EQ(patches[1].second["metadata"]["annotations"]["hami.io/node-handshake"],
             "Deleted_2023-11-14 22:13:20");
-  EXPECT_EQ(patches[2].first, "cleaned");
-  EXPECT_EQ(patches[2].second["metadata"]["annotations"]["hami.io/node-handshake"],
-            "Requesting_2023-11-14 22:13:20");
-  EXPECT_EQ(sched_->cache().Snapshot("cleaned")->info.devices.size(), 2u);
+  EXPECT_EQ(sched_->cache().Snapshot("cleaned")->info.devices.size(), 0u);
   // The dead node offers no devices any more.
   EXPECT_EQ(sched_->cache().Snapshot("dead")->info.devices.size(), 0u);
   EXPECT_EQ(sched_->cache().Snapshot("fresh")->info.devices.size(), 2u);

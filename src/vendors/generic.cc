@@ -82,6 +82,7 @@ HandshakeDecision CheckHandshake(std::string_view value, int64_t now_unix,
       return {Handshake::kUnhealthy, ""};
     return {Handshake::kHealthy, ""};
   }
+  if (value.find("Deleted") != std::string_view::npos) return {Handshake::kCleanedUp, ""};
   return {Handshake::kWriteRequest, StrCat("Requesting_", HandshakeTime(now_unix))};
 }
 

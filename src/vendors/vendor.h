@@ -170,9 +170,11 @@ struct QuotaKey {
 // unhealthy only when the request is older than `timeout_s` (upstream: 60 s) and the node's
 // allocatable count is 0. A "Requesting" value whose time does not parse is left alone and counts
 // as healthy, as upstream does. An unhealthy vendor's devices are dropped and its handshake becomes
-// `Deleted_<time>` (upstream's NodeCleanUp); the next check writes a new request and the devices
-// come back until that one times out too (upstream's cycle).
-enum class Handshake { kHealthy, kWriteRequest, kUnhealthy };
+// `Deleted_<time>` (upstream's NodeCleanUp). A value that says "Deleted" is upstream's
+// CheckHealth (healthy, no update): no new request is written and the devices stay out until
+// the device plugin answers again (its report replaces the value), so a node whose plugin is gone
+// is never offered again on the strength of the scheduler's own cleanup mark.
+enum class Handshake { kHealthy, kWriteRequest, kUnhealthy, kCleanedUp };
 inline constexpr int64_t kHandshakeTimeoutS = 60;
 struct HandshakeDecision {
   Handshake verdict = Handshake::kHealthy;

@@ -131,13 +131,21 @@ VendorSet::NodeDevices VendorSet::DecodeNode(const NodeView& node, int64_t now,
     const std::string& hs = v->keys().handshake;
     if (!hs.empty() && annotated) {
       auto it = node.annotations.find(hs);
-      if (it != node.annotations.end() &&
-          CheckHandshake(it->second, now, Allocatable(*v, node), timeout_s).verdict ==
-              Handshake::kUnhealthy) {
+      const Handshake verdict =
+          it == node.annotations.end()
+              ? Handshake::kWriteRequest
+              : CheckHandshake(it->second, now, Allocatable(*v, node), timeout_s).verdict;
+      if (verdict == Handshake::kUnhealthy) {
         out.unhealthy = true;
         say(StrCat(hs, " ", it->second, " unanswered for more than ", timeout_s,
                    " s and no allocatable ", v->resources().count, ": ", v->common_word(),
                    " devices dropped"));
+        continue;
+      }
+      if (verdict == Handshake::kCleanedUp) {
+        out.unhealthy = true;
+        say(StrCat(hs, " ", it->second, ": cleaned up, ", v->common_word(),
+                   " devices dropped until the device plugin reports again"));
         continue;
       }
     }

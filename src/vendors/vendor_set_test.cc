@@ -56,7 +56,7 @@ TEST(VendorSetTest, ParsePodTable) {
            {Ctr("a", {{"nvidia.com/gpu", 1}}),
             Ctr("b", {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}),
             Ctr("c", {{"cpu", 1}})})),
-       {{{"NVIDIA", 1, 0, 100}}, {{"Ascend910B3", 1, 10000, 0}}, {}},
+       {{{"NVIDIA", 1, 0, 100}}, {{"Ascend910B3", 1, 16384, 0}}, {}},  // its template
        ""},
       {"two vendors in one container",
        Pod(Json::array({Ctr("a", {{"nvidia.com/gpu", 1},
@@ -302,6 +302,29 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
        {{"hami.io/node-handshake", "Requesting_2023-11-14 22:13:20"},
         {"hami.io/node-handshake-dcu", "Requesting_2023-11-14 22:13:20"}},
        false},
+      // Issue 31: the cleanup mark is not an answer. The node stays out, and no new request is
+      // written, until the device plugin reports again (Test_CheckHealth "Deleted state").
+      {"nvidia cleaned up, plugin silent: dropped, nothing written",
+       {{{"hami.io/node-nvidia-register", kOneGpu},
+         {"hami.io/node-handshake", "Deleted_2023-11-14 22:13:20"}},
+        {}},
+       0,
+       {},
+       true},
+      {"dcu cleaned up, plugin silent: dropped, nothing written",
+       {{{"hami.io/node-dcu-register", dcu},
+         {"hami.io/node-handshake-dcu", "Deleted_2023-11-14 22:00:00"}},
+        {{"hygon.com/dcunum", 4}}},
+       0,
+       {},
+       true},
+      {"nvidia cleaned up, then the plugin reports: back, asked again",
+       {{{"hami.io/node-nvidia-register", kOneGpu},
+         {"hami.io/node-handshake", "Reported_2023-11-14 22:13:30"}},
+        {}},
+       1,
+       {{"hami.io/node-handshake", "Requesting_2023-11-14 22:13:20"}},
+       false},
       {"a handshake without a registration is still answered",
        {{{"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}}, {}},
        0,
@@ -320,6 +343,45 @@ TEST(VendorSetTest, NodeDecodeAndHandshakePerVendor) {
       ASSERT_EQ(d.devices.size(), 2u);
       EXPECT_EQ(d.devices[0].vendor, "NVIDIA");
     }
+  }
+}
+
+// Issue 31's reproduction, housekeeping round by round (15 s apart): a node whose NVIDIA plugin is
+// gone (request expired, nothing allocatable) is dropped and cleaned up, and stays out while the
+// only thing on it is the scheduler's own cleanup mark; the plugin's report brings it back. Before
+// the fix the round after the cleanup read `Deleted_` as healthy and offered the GPU again.
+TEST(VendorSetTest, CleanedUpNodeStaysOutUntilThePluginReports) {
+  auto set = Load();
+  const std::string kOneGpu = "GPU-0a1b,10,40960,100,NVIDIA-A100,0,true,0,:";
+  constexpr int64_t kStart = 1700000000;  // 2023-11-14 22:13:20 UTC
+  struct Round {
+    int64_t at;
+    const char* plugin_writes;  // the device plugin's handshake value before the round ("": none)
+    size_t devices;             // devices offered after the round
+    const char* scheduler_writes;  // handshake value the round writes ("": nothing)
+  };
+  const Round rounds[] = {
+      {kStart, "", 0, "Deleted_2023-11-14 22:13:20"},  // expired request: dropped, cleaned up
+      {kStart + 15, "", 0, ""},                        // cleanup mark only: still out
+      {kStart + 30, "", 0, ""},
+      {kStart + 300, "", 0, ""},
+      {kStart + 315, "Reported_2023-11-14 22:18:35", 1, "Requesting_2023-11-14 22:18:35"},
+  };
+  NodeView node{{{"hami.io/node-nvidia-register", kOneGpu},
+                 {"hami.io/node-handshake", "Requesting_2023-11-14 22:00:00"}},
+                {}};
+  for (const Round& r : rounds) {
+    SCOPED_TRACE(r.at - kStart);
+    if (*r.plugin_writes != '\0') node.annotations["hami.io/node-handshake"] = r.plugin_writes;
+    EXPECT_EQ(set->DecodeNode(node, r.at).devices.size(), r.devices);
+    const auto updates = set->HandshakeUpdates(node, r.at);
+    if (*r.scheduler_writes == '\0') {
+      EXPECT_TRUE(updates.empty());
+    } else {
+      ASSERT_EQ(updates.size(), 1u);
+      EXPECT_EQ(updates.begin()->second, r.scheduler_writes);
+    }
+    for (const auto& [k, v] : updates) node.annotations[k] = v;
   }
 }
 

@@ -215,12 +215,14 @@ TEST(RequestTest, DefaultingPerVendor) {
       // whole-device vendors ignore partial sizes
       {"kunlun", Limits({{"kunlunxin.com/xpu", 2}}), {}, true, 2, 0, 100, 100},
       {"Metax-GPU", Limits({{"metax-tech.com/gpu", 1}}), {}, true, 1, 0, 100, 100},
+      // Template vNPU: the request is the template that will be allocated (upstream's
+      // GenerateResourceRequests trims it), so a spec the webhook rewrote parses the same.
       {"Ascend910B3",
        Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 10000}}),
        {},
        true,
        1,
-       10000,
+       16384,
        0,
        0},
       {"Ascend910B3",
@@ -463,9 +465,13 @@ TEST(HandshakeTest, UpstreamCheckHealthRules) {
     HandshakeDecision want;
   } cases[] = {
       {"", now, 8, {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
-      {"Deleted_2023-11-14 22:00:00",
+      // pkg/device/devices_test.go Test_CheckHealth "Deleted state": healthy but no update, so
+      // no new request, and the devices the cleanup dropped stay out until the plugin reports.
+      {"Deleted", now, 0, {Handshake::kCleanedUp, ""}},
+      {"Deleted_2023-11-14 22:00:00", now, 8, {Handshake::kCleanedUp, ""}},
+      {"Reported_2023-11-14 22:13:00",
        now,
-       8,
+       0,
        {Handshake::kWriteRequest, "Requesting_2023-11-14 22:13:20"}},
       {"Requesting_2023-11-14 22:13:00", now, 0, {Handshake::kHealthy, ""}},  // 20 s: still waiting
       {"Requesting_2023-11-14 22:12:00",

@@ -1,6 +1,8 @@
 // Webhook defaulting per vendor: per vendor a pod in, the exact JSONPatch (or denial) out.
 #include <gtest/gtest.h>
 
+#include <span>
+
 #include "vendors/testing/mixed_config.h"
 #include "webhook/webhook.h"
 
@@ -37,19 +39,40 @@ Json Add(const std::string& path, const Json& value) {
 const Json kScheduler = Add("/spec/schedulerName", "hami-scheduler");
 const std::string kLimits = "/spec/containers/0/resources/limits/";
 
+// One row of a per-vendor admission table: a pod in, the exact JSONPatch (or a denial) out.
+struct PatchCase {
+  const char* name;
+  Json pod;
+  Json patch;               // null: no patch
+  const char* denial = "";  // substring of the denial; "" = allowed
+};
+
+void ExpectPatches(const Webhook& wh, std::span<const PatchCase> cases) {
+  for (const PatchCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const AdmissionResponse r = wh.Review(Req(c.pod));
+    if (*c.denial) {
+      EXPECT_FALSE(r.allowed);
+      EXPECT_NE(r.message.find(c.denial), std::string::npos) << r.message;
+      continue;
+    }
+    EXPECT_TRUE(r.allowed) << r.message;
+    if (c.patch.is_null()) {
+      EXPECT_FALSE(r.patch.has_value()) << r.patch->dump();
+      continue;
+    }
+    ASSERT_TRUE(r.patch.has_value());
+    EXPECT_EQ(*r.patch, c.patch) << r.patch->dump();
+  }
+}
+
 TEST(WebhookVendors, DefaultingPerVendor) {
   auto set = vendors::VendorSet::Load(kConfig);
   ASSERT_TRUE(set.ok()) << set.status();
   WebhookOptions opts;
   opts.vendors = set->get();
   Webhook wh(opts);
-  struct Case {
-    const char* name;
-    Json pod;
-    Json patch;               // null: no patch
-    const char* denial = "";  // substring of the denial; "" = allowed
-  };
-  const Case cases[] = {
+  const PatchCase cases[] = {
       {"nvidia: bare count is a whole card", Pod({{"nvidia.com/gpu", "1"}}),
        Json::array({Add(kLimits + "nvidia.com~1gpucores", "100"), kScheduler})},
       {"hygon: memory alone gets a count", Pod({{"hygon.com/dcumem", "2000"}}),
@@ -63,12 +86,14 @@ TEST(WebhookVendors, DefaultingPerVendor) {
        Pod({{"mthreads.com/vgpu", "1"}}),
        Json::array({Add(kLimits + "mthreads.com~1sgpu-core", "16"),
                     Add(kLimits + "mthreads.com~1sgpu-memory", "96"), kScheduler})},
-      {"ascend: memory alone gets a count, no cores (template decides)",
+      // The memory becomes the template that will be allocated (AscendUpstream below).
+      {"ascend: memory alone gets a count and its template, no cores",
        Pod({{"huawei.com/Ascend910B3-memory", "10000"}}),
-       Json::array({Add(kLimits + "huawei.com~1Ascend910B3", "1"), kScheduler})},
-      {"ascend: explicit count and memory need nothing but the scheduler",
+       Json::array({Add(kLimits + "huawei.com~1Ascend910B3", "1"),
+                    Add(kLimits + "huawei.com~1Ascend910B3-memory", "16384"), kScheduler})},
+      {"ascend: explicit count and memory: the memory becomes its template",
        Pod({{"huawei.com/Ascend910B3", "1"}, {"huawei.com/Ascend910B3-memory", "10000"}}),
-       Json::array({kScheduler})},
+       Json::array({Add(kLimits + "huawei.com~1Ascend910B3-memory", "16384"), kScheduler})},
       {"ascend: partial memory on two vNPUs is denied",
        Pod({{"huawei.com/Ascend910B3", "2"}, {"huawei.com/Ascend910B3-memory", "10000"}}), nullptr,
        "cannot split memory across more than 1 device"},
@@ -128,22 +153,65 @@ TEST(WebhookVendors, DefaultingPerVendor) {
                  {"value", "75"}},
             kScheduler})},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    const AdmissionResponse r = wh.Review(Req(c.pod));
-    if (*c.denial) {
-      EXPECT_FALSE(r.allowed);
-      EXPECT_NE(r.message.find(c.denial), std::string::npos) << r.message;
-      continue;
-    }
-    EXPECT_TRUE(r.allowed) << r.message;
-    if (c.patch.is_null()) {
-      EXPECT_FALSE(r.patch.has_value()) << r.patch->dump();
-      continue;
-    }
-    ASSERT_TRUE(r.patch.has_value());
-    EXPECT_EQ(*r.patch, c.patch) << r.patch->dump();
-  }
+  ExpectPatches(wh, cases);
+}
+
+// Upstream's pkg/device/ascend/device_test.go Test_MutateAdmission (its 910A config: templates
+// 2184/4369/8738/17476 MiB, memoryAllocatable = memoryCapacity = 32768): the container's memory is
+// rewritten to what will be allocated, in limits and in requests. Rows past upstream's four are
+// issue 31's: 3000 -> the 4369 template, a count alone -> the whole card's allocatable.
+TEST(AscendUpstream, Test_MutateAdmission) {
+  auto set = vendors::VendorSet::Load(
+      "vnpus:\n- chipName: 910A\n  commonWord: Ascend910A\n  memoryAllocatable: 32768\n"
+      "  memoryCapacity: 32768\n  aiCore: 30\n  templates:\n"
+      "  - {name: vir02, memory: 2184, aiCore: 2}\n  - {name: vir04, memory: 4369, aiCore: 4}\n"
+      "  - {name: vir08, memory: 8738, aiCore: 8}\n  - {name: vir16, memory: 17476, aiCore: 16}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  WebhookOptions opts;
+  opts.vendors = set->get();
+  Webhook wh(opts);
+  const std::string kMem = kLimits + "huawei.com~1Ascend910A-memory";
+  const auto with_requests = [](Json pod, const Json& requests) {
+    pod["spec"]["containers"][0]["resources"]["requests"] = requests;
+    return pod;
+  };
+  const PatchCase cases[] = {
+      {"no set to resources limits", Pod(Json::object()), nullptr},
+      {"resourcename and resourcememoryname set to resources limits",
+       Pod({{"huawei.com/Ascend910A", "2"}, {"huawei.com/Ascend910A-memory", "8738"}}), nullptr,
+       "cannot split memory across more than 1 device"},
+      {"resourcememoryname is invalid",
+       Pod({{"huawei.com/Ascend910A", "2"}, {"huawei.com/Ascend910A-memory", "40000"}}), nullptr,
+       "more than a whole Ascend910A (32768 MiB)"},
+      {"resourcememoryname not within the template scope, but smaller than MemoryCapacity",
+       with_requests(
+           Pod({{"huawei.com/Ascend910A", "1"}, {"huawei.com/Ascend910A-memory", "20000"}}),
+           {{"huawei.com/Ascend910A-memory", "20000"}}),
+       Json::array(
+           {Add(kMem, "32768"),
+            Json{{"op", "replace"},
+                 {"path", "/spec/containers/0/resources/requests/huawei.com~1Ascend910A-memory"},
+                 {"value", "32768"}},
+            kScheduler})},
+      {"memory rounded up to its template",
+       Pod({{"huawei.com/Ascend910A", "1"}, {"huawei.com/Ascend910A-memory", "3000"}}),
+       Json::array({Add(kMem, "4369"), kScheduler})},
+      {"memory that is a template stays",
+       Pod({{"huawei.com/Ascend910A", "1"}, {"huawei.com/Ascend910A-memory", "8738"}}),
+       Json::array({kScheduler})},
+      {"a count alone is the whole card's allocatable", Pod({{"huawei.com/Ascend910A", "1"}}),
+       Json::array({Add(kMem, "32768"), kScheduler})},
+      {"two whole cards", Pod({{"huawei.com/Ascend910A", "2"}}),
+       Json::array({Add(kMem, "32768"), kScheduler})},
+      {"memory alone gets a count and its template", Pod({{"huawei.com/Ascend910A-memory", "100"}}),
+       Json::array({Add(kLimits + "huawei.com~1Ascend910A", "1"), Add(kMem, "2184"), kScheduler})},
+      // hami-core soft split takes the memory asked for: nothing is rounded.
+      {"hami-core: memory is kept",
+       Pod({{"huawei.com/Ascend910A", "1"}, {"huawei.com/Ascend910A-memory", "3000"}},
+           {{"huawei.com/vnpu-mode", "hami-core"}}),
+       Json::array({kScheduler})},
+  };
+  ExpectPatches(wh, cases);
 }
 
 TEST(WebhookVendors, WithoutVendorsOtherResourcesAreIgnored) {

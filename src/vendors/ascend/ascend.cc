@@ -25,7 +25,12 @@ constexpr const char kAscend910C[] = "Ascend910C";  // upstream's Ascend910CType
 
 class AscendVendor : public GenericVendor {
  public:
-  using GenericVendor::GenericVendor;
+  // `allocatable_mib` / `capacity_mib`: the chip's memoryAllocatable / memoryCapacity (0: not
+  // configured), what upstream's trimMemory rounds a request above the largest template to.
+  AscendVendor(Spec spec, int64_t allocatable_mib, int64_t capacity_mib)
+      : GenericVendor(std::move(spec)),
+        allocatable_mib_(allocatable_mib),
+        capacity_mib_(capacity_mib) {}
 
  protected:
   // Ascend 910C (upstream device_910c_pairing_test.go): a module carries two dies, device indices
@@ -67,6 +72,7 @@ class AscendVendor : public GenericVendor {
                                    ": template vNPU takes the cores of its template; remove it, "
                                    "or set ",
                                    kVnpuMode, ": hami-core to use soft-split cores"));
+      HAMI_RETURN_IF_ERROR(WriteBackTemplate(resources, &m));
     }
     return m;
   }
@@ -77,6 +83,17 @@ class AscendVendor : public GenericVendor {
       HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
       if (cores)
         return InvalidArgument(StrCat(spec_.resources.cores, ": not supported for template vNPU"));
+      // The request is what will be allocated (upstream's GenerateResourceRequests trims it the
+      // same way), so the spec the webhook rewrote parses as the spec it was given.
+      if (r->memreq_mib > 0) {
+        if (const Template* t = SmallestTemplate(spec_.rules.templates, r->memreq_mib)) {
+          r->memreq_mib = t->memory_mib;
+        } else if (WholeCardFits(r->memreq_mib)) {
+          r->memreq_mib = 0;
+          r->mem_percentage = 100;
+          r->coresreq = 100;
+        }
+      }
     }
     return r;
   }
@@ -174,19 +191,68 @@ class AscendVendor : public GenericVendor {
     whole.coresreq = 100;
     return whole;
   }
+  // Upstream's trimMemory beyond the templates: a request up to the card's capacity takes the
+  // whole card (its allocatable memory). Only when both are configured.
+  bool WholeCardFits(int64_t mem_mib) const {
+    return allocatable_mib_ > 0 && capacity_mib_ > 0 && mem_mib <= capacity_mib_ &&
+           !SmallestTemplate(spec_.rules.templates, allocatable_mib_);
+  }
+
+  // Upstream's MutateAdmission: the container's memory becomes the template that will be
+  // allocated (limits, and requests where present), the whole card's allocatable memory for a
+  // count alone or memory beyond every template; memory beyond the card's capacity is refused.
+  // Several vNPUs only as whole cards (the generic single-device denial stays otherwise).
+  Status WriteBackTemplate(const nlohmann::json& resources, Mutation* m) const {
+    const ResourceNames& n = spec_.resources;
+    HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, n.count));
+    HAMI_ASSIGN_OR_RETURN(auto mem, ReadResource(resources, n.memory));
+    if (!count && !mem) return OkStatus();
+    if (count && *count == 0) return OkStatus();
+    const int64_t unit = spec_.memory_unit_mib;
+    int64_t target_mib = 0;
+    if (mem && *mem > 0) {
+      const int64_t mib = *mem * unit;
+      if (const Template* t = SmallestTemplate(spec_.rules.templates, mib)) {
+        target_mib = t->memory_mib;
+      } else if (capacity_mib_ > 0 && mib > capacity_mib_) {
+        // First: upstream refuses it before it looks at the count.
+        m->denials.insert(m->denials.begin(),
+                          StrCat(n.memory, "=", *mem, ": more than a whole ", spec_.common_word,
+                                 " (", capacity_mib_, " MiB)"));
+        return OkStatus();
+      } else if (WholeCardFits(mib)) {
+        target_mib = allocatable_mib_;
+      }
+    } else if (WholeCardFits(0)) {
+      target_mib = allocatable_mib_;  // a count alone is the whole card
+    }
+    if (target_mib == allocatable_mib_ && target_mib > 0)  // whole cards: any count
+      std::erase_if(m->denials, [](const std::string& d) {
+        return d.find("cannot split memory") != std::string::npos;
+      });
+    // A value the memory resource's unit cannot express exactly is left as it is.
+    if (target_mib <= 0 || !m->denials.empty() || target_mib % unit != 0) return OkStatus();
+    if (!mem || *mem * unit != target_mib) m->add_limits[n.memory] = target_mib / unit;
+    return OkStatus();
+  }
+
   static bool HamiCore(const std::map<std::string, std::string>& a) {
     auto it = a.find(kVnpuMode);
     return it != a.end() && it->second == core::kModeHamiCore;
   }
+
+  int64_t allocatable_mib_ = 0;
+  int64_t capacity_mib_ = 0;
 };
 
 struct Chip {
   std::string chip, common_word;
-  int64_t memory_mib, ai_core;
+  int64_t memory_mib, ai_core;                                       // memory_mib: memoryCapacity
   std::vector<std::tuple<std::string, int64_t, int64_t>> templates;  // name, MiB, aiCore
   std::string resource, memory_resource,
-      core_resource;          // renames (empty: huawei.com/<CommonWord>[-memory|-core])
-  int64_t memory_factor = 1;  // MiB per unit of the memory resource (upstream memoryFactor)
+      core_resource;            // renames (empty: huawei.com/<CommonWord>[-memory|-core])
+  int64_t memory_factor = 1;    // MiB per unit of the memory resource (upstream memoryFactor)
+  int64_t allocatable_mib = 0;  // memoryAllocatable (0: memoryCapacity)
 };
 
 // Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
@@ -201,12 +267,14 @@ std::vector<Chip> DefaultChips() {
            ""},
           {"310P3",
            "Ascend310P",
-           21527,
+           24576,
            8,
            {{"vir01", 3072, 1}, {"vir02", 6144, 2}, {"vir04", 12288, 4}},
            "",
            "",
-           ""}};
+           "",
+           1,
+           21527}};
 }
 
 Spec ChipSpec(const Chip& c) {
@@ -265,7 +333,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
     for (size_t i = 0; i < list.size(); ++i) {
       SectionReader r(list[i], StrCat(where, "[", i, "]"));
       Chip c;
-      int64_t alloc = 0, aicpu = 0;
+      int64_t aicpu = 0;
       HAMI_RETURN_IF_ERROR(r.String("chipName", &c.chip));
       c.common_word = StrCat("Ascend", c.chip);
       HAMI_RETURN_IF_ERROR(r.String("commonWord", &c.common_word));
@@ -279,7 +347,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
                                       " must be in 1..", kMaxMemoryUnitMib));
       c.memory_mib = 0;
       c.ai_core = 0;
-      HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &alloc));
+      HAMI_RETURN_IF_ERROR(r.Int("memoryAllocatable", &c.allocatable_mib));
       HAMI_RETURN_IF_ERROR(r.Int("memoryCapacity", &c.memory_mib));
       HAMI_RETURN_IF_ERROR(r.Int("aiCore", &c.ai_core));
       HAMI_RETURN_IF_ERROR(r.Int("aiCPU", &aicpu));
@@ -308,7 +376,9 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
   std::vector<std::unique_ptr<Vendor>> out;
   if (chips.empty()) chips = DefaultChips();
   out.reserve(chips.size());
-  for (const Chip& c : chips) out.push_back(std::make_unique<AscendVendor>(ChipSpec(c)));
+  for (const Chip& c : chips)
+    out.push_back(std::make_unique<AscendVendor>(
+        ChipSpec(c), c.allocatable_mib > 0 ? c.allocatable_mib : c.memory_mib, c.memory_mib));
   return out;
 }
 
