@@ -1,0 +1,116 @@
+#include "usage/profile.h"
+
+#include <algorithm>
+
+namespace hami::usage {
+
+int32_t Quantile(std::vector<int32_t>* values, int q_pct) {
+  if (values->empty()) return 0;
+  const int64_t n = static_cast<int64_t>(values->size());
+  int64_t rank = (n * std::clamp(q_pct, 0, 100) + 99) / 100;  // ceil(n * q / 100)
+  rank = std::clamp<int64_t>(rank, 1, n);
+  auto nth = values->begin() + (rank - 1);
+  std::nth_element(values->begin(), nth, values->end());
+  return *nth;
+}
+
+UsageProfile ProfileOf(const PodSeries& pod, int32_t until, const ProfileOptions& options) {
+  UsageProfile p;
+  p.mem_mib.fill(-1);
+  p.duty.fill(-1);
+  const int32_t end = std::min(until, pod.last() + 1);
+  if (end <= pod.first) return p;
+  std::array<std::vector<int32_t>, kHourBuckets> mem, duty;
+  std::vector<int32_t> all_mem, all_duty;
+  for (int32_t m = pod.first; m < end; ++m) {
+    const int h = HourOf(m);
+    const size_t i = static_cast<size_t>(m - pod.first);
+    mem[h].push_back(pod.mem_mib[i]);
+    duty[h].push_back(pod.duty[i]);
+    all_mem.push_back(pod.mem_mib[i]);
+    all_duty.push_back(pod.duty[i]);
+    p.mem_peak = std::max(p.mem_peak, pod.mem_mib[i]);
+  }
+  p.minutes = end - pod.first;
+  for (int h = 0; h < kHourBuckets; ++h) {
+    if (mem[h].empty()) continue;
+    p.mem_mib[h] = Quantile(&mem[h], options.mem_q_pct);
+    p.duty[h] = Quantile(&duty[h], options.duty_q_pct);
+  }
+  p.mem_all = Quantile(&all_mem, options.mem_q_pct);
+  p.duty_all = Quantile(&all_duty, options.duty_q_pct);
+  return p;
+}
+
+UsageProfile WorkloadProfile(const std::vector<UsageProfile>& pods, int q_pct) {
+  UsageProfile w;
+  w.mem_mib.fill(-1);
+  w.duty.fill(-1);
+  std::vector<int32_t> mem, duty;
+  for (int h = 0; h < kHourBuckets; ++h) {
+    mem.clear();
+    duty.clear();
+    for (const auto& p : pods) {
+      if (p.mem_mib[h] < 0) continue;
+      mem.push_back(p.mem_mib[h]);
+      duty.push_back(p.duty[h]);
+    }
+    if (mem.empty()) continue;
+    w.mem_mib[h] = Quantile(&mem, q_pct);
+    w.duty[h] = Quantile(&duty, q_pct);
+  }
+  mem.clear();
+  duty.clear();
+  for (const auto& p : pods) {
+    if (p.minutes == 0) continue;
+    w.minutes += p.minutes;
+    mem.push_back(p.mem_all);
+    duty.push_back(p.duty_all);
+    w.mem_peak = std::max(w.mem_peak, p.mem_peak);
+  }
+  w.mem_all = Quantile(&mem, q_pct);
+  w.duty_all = Quantile(&duty, q_pct);
+  return w;
+}
+
+int64_t RecommendGpumem(int64_t peak_mib, int margin_pct, int64_t step_mib) {
+  const int64_t want = (peak_mib * (100 + margin_pct) + 99) / 100;
+  const int64_t step = std::max<int64_t>(1, step_mib);
+  return (want + step - 1) / step * step;
+}
+
+const char* FitName(Fit f) {
+  switch (f) {
+    case Fit::kFits:
+      return "fits";
+    case Fit::kBooked:
+      return "overcommit cap";
+    case Fit::kMemory:
+      return "memory";
+    case Fit::kDuty:
+      return "duty";
+  }
+  return "?";
+}
+
+Fit CheckFit(const std::vector<const Tenant*>& on_gpu, const Tenant& candidate,
+             const PackBudget& budget) {
+  int64_t booked = candidate.limit_mib;
+  for (const Tenant* t : on_gpu) booked += t->limit_mib;
+  if (booked * 100 > budget.capacity_mib * budget.overcommit_pct) return Fit::kBooked;
+  for (int h = 0; h < kHourBuckets; ++h) {
+    int64_t mem = candidate.profile.Mem(h);
+    int64_t spike = std::max<int64_t>(0, candidate.spike_mib - candidate.profile.Mem(h));
+    int64_t duty = candidate.profile.Duty(h);
+    for (const Tenant* t : on_gpu) {
+      mem += t->profile.Mem(h);
+      spike = std::max<int64_t>(spike, t->spike_mib - t->profile.Mem(h));
+      duty += t->profile.Duty(h);
+    }
+    if (mem + spike > budget.capacity_mib) return Fit::kMemory;
+    if (duty > budget.duty_budget) return Fit::kDuty;
+  }
+  return Fit::kFits;
+}
+
+}  // namespace hami::usage
