@@ -551,6 +551,20 @@ void ClusterState::OnPod(const Json& pod) {
     auto it = pods_.find(uid);
     if (!alloc) {
       expired_.erase(uid);
+      if (it != pods_.end() && !finished && !it->second.bound_node.empty()) {
+        // A pod seen bound keeps its booking until it finishes or is deleted: a decision removed
+        // (or made undecodable) after bind is an edit, not ours, as a changed one is.
+        const std::string* node = Annotation(pod, core::kVgpuNode);
+        ReportLocked(
+            pod, kRejectChangedAfterBind,
+            StrCat("gone|", node ? *node : "", "|",
+                   opts_.vendors->DecisionFingerprint(AnnotationsOf(pod))),
+            StrCat("decision annotations removed or unreadable (",
+                   undecodable.empty() ? why : undecodable, ") after the pod was bound to ",
+                   it->second.bound_node, "; the decision it was bound with is still charged"),
+            reports);
+        return;
+      }
       if (!undecodable.empty())
         ReportLocked(pod, kRejectUndecodable,
                      StrCat(*Annotation(pod, core::kVgpuNode), "|",

@@ -540,6 +540,48 @@ TEST_F(StateTest, EditsAfterBindAreIgnored) {
   EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
 }
 
+// Once bound, a pod keeps its booking until it finishes or is deleted: removing its decision
+// annotations (or making them undecodable) by a direct API edit frees nothing and is reported once
+// (Event + metric) as a change after bind.
+TEST_F(StateTest, DecisionRemovedAfterBindKeepsTheBooking) {
+  const Json ann{{"hami.io/vgpu-node", "n1"},
+                 {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}};
+  struct Case {
+    const char* name;
+    Json edited;  // the annotations after the edit
+  };
+  const Case cases[] = {
+      {"vgpu-devices-allocated removed", {{"hami.io/vgpu-node", "n1"}}},
+      {"vgpu-node removed", {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}}},
+      {"vgpu-node emptied",
+       {{"hami.io/vgpu-node", ""}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,12000,50:;"}}},
+      {"both removed", Json::object()},
+      {"made undecodable",
+       {{"hami.io/vgpu-node", "n1"}, {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,x,50:;"}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> events;
+    RecordRejections(&events);
+    state_->OnPod(PodJson("u1", ann, "Running", "n1"));
+    ASSERT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
+    state_->OnPod(PodJson("u1", c.edited, "Running", "n1"));
+    state_->OnPod(PodJson("u1", c.edited, "Running", "n1"));  // a resync: reported once
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
+    EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpumem"], 12000);
+    EXPECT_EQ(events, (std::vector<std::string>{"p-u1:" + std::string(kRejectChangedAfterBind)}));
+    EXPECT_EQ(state_->RejectedDecisions()[kRejectChangedAfterBind], 1);
+    // Finishing releases it; so does deletion (below, for a pod still running).
+    state_->OnPod(PodJson("u1", c.edited, "Succeeded", "n1"));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+    state_->OnPod(PodJson("u2", ann, "Running", "n1"));
+    state_->OnPod(PodJson("u2", c.edited, "Running", "n1"));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{1, 12000, 50}));
+    state_->OnPodDeleted(PodJson("u2", c.edited, "Running", "n1"));
+    EXPECT_EQ(Usage(0), (core::DeviceUsage{}));
+  }
+}
+
 // An unbound pod's decision (a filter no bind followed) holds its devices for the TTL at most,
 // counted from its hami.io/vgpu-time when that is earlier than when it was first seen; a forged
 // future time does not extend it, and the same copy seen again after the lapse is not charged

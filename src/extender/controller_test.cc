@@ -1,0 +1,204 @@
+// The Controller against the fake API server: what the informers deliver (direct API edits of a
+// bound pod's decision) and what they keep of each object.
+#include "extender/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k8s/testing/fake_apiserver.h"
+#include "k8s/testing/test_util.h"
+
+namespace hami::extender {
+namespace {
+
+using k8s::testing::Eventually;
+using k8s::testing::FakeApiServer;
+
+// One 1000 MiB GPU on node n1.
+Json OneGpuNode() {
+  const char* devs =
+      R"([{"id":"GPU-a","index":0,"count":10,"devmem":1000,"devcore":100,"type":"NVIDIA-T4","health":true}])";
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "n1"}, {"annotations", {{"hami.io/node-nvidia-register", devs}}}}}};
+}
+
+// A running pod bound to n1 holding `mib` of GPU-a.
+Json BoundPod(const std::string& name, int mib) {
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", "ml"},
+        {"annotations",
+         {{"hami.io/vgpu-node", "n1"},
+          {"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA," + std::to_string(mib) + ",10:;"}}}}},
+      {"spec",
+       {{"schedulerName", "hami-scheduler"},
+        {"nodeName", "n1"},
+        {"containers", Json::array({{{"name", "c"}, {"image", "busybox"}}})}}},
+      {"status", {{"phase", "Running"}}}};
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(api_.Start().ok());
+    k8s::ClientConfig cfg;
+    cfg.server = api_.url();
+    cfg.qps = 0;
+    client_ = std::move(*k8s::Client::Create(cfg));
+    sched_ = std::move(*scheduler::Scheduler::Create({}));
+    StateOptions so;
+    so.on_rejected_decision = [this](const Json& ref, const std::string& reason,
+                                     const std::string&) {
+      MutexLock l(mu_);
+      events_.push_back(ref.value("name", "") + ":" + reason);
+    };
+    state_ = std::make_unique<ClusterState>(*sched_, so);
+  }
+  void StartController() {
+    controller_ = std::make_unique<Controller>(*client_, *state_, ControllerOptions{});
+    controller_->Start();
+    ASSERT_TRUE(controller_->WaitForSync(std::chrono::seconds(20)));
+  }
+  void TearDown() override {
+    if (controller_) controller_->Stop();
+  }
+  int64_t UsedMiB() {
+    auto n = sched_->cache().Snapshot("n1");
+    return n && !n->usage.empty() ? n->usage[0].usedmem_mib : -1;
+  }
+  // Waits until the pod informer holds the object as stored now.
+  bool SeesCurrent(const Json& stored) {
+    const std::string rv = stored["metadata"]["resourceVersion"];
+    const std::string name = stored["metadata"]["name"];
+    return Eventually([&] {
+      auto p = controller_->LookupPod("ml", name);
+      return p && (*p)["metadata"].value("resourceVersion", "") == rv;
+    });
+  }
+  std::vector<std::string> Events() {
+    MutexLock l(mu_);
+    return events_;
+  }
+
+  FakeApiServer api_;
+  std::unique_ptr<k8s::Client> client_;
+  std::unique_ptr<scheduler::Scheduler> sched_;
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<Controller> controller_;
+  Mutex mu_;
+  std::vector<std::string> events_;
+};
+
+// Removing a bound pod's decision annotations by a direct API edit (the webhook not called) frees
+// nothing: the devices stay booked until the pod finishes or is deleted, and the edit is reported
+// (Event + the ChangedAfterBind metric).
+TEST_F(ControllerTest, DecisionRemovedFromBoundPodKeepsTheBooking) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> removed;  // annotation keys the edit deletes
+  };
+  const Case cases[] = {
+      {"vgpu-devices-allocated", {"hami.io/vgpu-devices-allocated"}},
+      {"vgpu-node", {"hami.io/vgpu-node"}},
+      {"both", {"hami.io/vgpu-devices-allocated", "hami.io/vgpu-node"}},
+  };
+  ASSERT_TRUE(api_.Upsert("nodes", OneGpuNode()).ok());
+  StartController();
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string name = "p" + std::to_string(n++);
+    ASSERT_TRUE(api_.Upsert("pods", BoundPod(name, 800)).ok());
+    ASSERT_TRUE(Eventually([&] { return UsedMiB() == 800; }));
+    Json edited = *api_.Get("pods", "ml", name);
+    for (const auto& k : c.removed) edited["metadata"]["annotations"].erase(k);
+    auto stored = api_.Upsert("pods", edited);
+    ASSERT_TRUE(stored.ok());
+    ASSERT_TRUE(SeesCurrent(*stored));
+    EXPECT_EQ(UsedMiB(), 800) << "a second 800 MiB pod would now fit the 1000 MiB GPU";
+    EXPECT_EQ(state_->NamespaceUsage()["ml"]["nvidia.com/gpumem"], 800);
+    ASSERT_TRUE(Eventually([&] { return !Events().empty(); }));
+    EXPECT_EQ(Events(), (std::vector<std::string>{name + ":" + kRejectChangedAfterBind}));
+    // Deleting the pod gives the devices back.
+    ASSERT_TRUE(api_.Delete("pods", "ml", name).ok());
+    ASSERT_TRUE(Eventually([&] { return UsedMiB() == 0; }));
+    MutexLock l(mu_);
+    events_.clear();
+  }
+  EXPECT_EQ(state_->RejectedDecisions()[kRejectChangedAfterBind], 3);
+}
+
+// The informers keep only what the scheduler reads: no managedFields, no last-applied copy, no
+// container images or env, no node image list; the decision, resources and identity stay, so the
+// pod is charged as before.
+TEST_F(ControllerTest, StoresKeepOnlyWhatTheSchedulerReads) {
+  Json node = OneGpuNode();
+  node["metadata"]["managedFields"] = Json::array({{{"manager", "kubelet"}}});
+  node["status"]["images"] = Json::array({{{"names", {"busybox"}}, {"sizeBytes", 1}}});
+  ASSERT_TRUE(api_.Upsert("nodes", node).ok());
+  Json pod = BoundPod("fat", 800);
+  pod["metadata"]["managedFields"] =
+      Json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:x", 1}}}}});
+  pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+      std::string(4096, 'x');
+  pod["metadata"]["labels"] = {{"app", "a"}};
+  pod["metadata"]["ownerReferences"] = Json::array({{{"kind", "ReplicaSet"}, {"name", "r"}}});
+  pod["spec"]["priority"] = 5;
+  pod["spec"]["volumes"] = Json::array({{{"name", "v"}}});
+  pod["spec"]["containers"][0]["env"] = Json::array({{{"name", "A"}, {"value", "1"}}});
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}}};
+  pod["status"]["conditions"] = Json::array({{{"type", "Ready"}}});
+  ASSERT_TRUE(api_.Upsert("pods", pod).ok());
+  StartController();
+  ASSERT_TRUE(Eventually([&] { return UsedMiB() == 800; }));
+  auto kept = controller_->LookupPod("ml", "fat");
+  ASSERT_TRUE(kept);
+  const Json& p = *kept;
+  struct Case {
+    std::vector<const char*> path;
+    bool present;
+  };
+  const Case cases[] = {
+      {{"metadata", "managedFields"}, false},
+      {{"metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"}, false},
+      {{"spec", "volumes"}, false},
+      {{"status", "conditions"}, false},
+      {{"metadata", "name"}, true},
+      {{"metadata", "uid"}, true},
+      {{"metadata", "resourceVersion"}, true},
+      {{"metadata", "labels", "app"}, true},
+      {{"metadata", "ownerReferences"}, true},
+      {{"metadata", "annotations", "hami.io/vgpu-devices-allocated"}, true},
+      {{"spec", "nodeName"}, true},
+      {{"spec", "schedulerName"}, true},
+      {{"spec", "priority"}, true},
+      {{"status", "phase"}, true},
+  };
+  for (const auto& c : cases) {
+    const Json* at = &p;
+    std::string where;
+    for (const char* k : c.path) {
+      where += std::string("/") + k;
+      at = at && at->is_object() && at->contains(k) ? &(*at)[k] : nullptr;
+    }
+    EXPECT_EQ(at != nullptr, c.present) << where;
+  }
+  EXPECT_EQ(p["spec"]["containers"][0],
+            (Json{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}));
+  auto n = controller_->nodes().Get("n1");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_FALSE((*n)["metadata"].contains("managedFields"));
+  EXPECT_FALSE((*n)["status"].contains("images"));
+  EXPECT_TRUE((*n)["metadata"]["annotations"].contains("hami.io/node-nvidia-register"));
+}
+
+}  // namespace
+}  // namespace hami::extender
