@@ -10,13 +10,67 @@ std::string HostOf(const std::string& identity) {
   return identity.substr(0, identity.find('_'));
 }
 
+constexpr char kLastApplied[] = "kubectl.kubernetes.io/last-applied-configuration";
+
+// A copy of obj's `keys` that are present (nothing when obj is not an object).
+Json Pick(Json& obj, std::initializer_list<const char*> keys) {
+  Json out = Json::object();
+  if (!obj.is_object()) return out;
+  for (const char* k : keys)
+    if (auto it = obj.find(k); it != obj.end()) out[k] = std::move(*it);
+  return out;
+}
+
+void TrimContainers(Json& spec, const char* key) {
+  auto it = spec.find(key);
+  if (it == spec.end() || !it->is_array()) return;
+  for (Json& c : *it) c = Pick(c, {"name", "resources", "restartPolicy"});
+}
+
 }  // namespace
+
+void TrimPodForScheduler(Json& pod) {
+  if (!pod.is_object()) return;
+  Json out = Json::object();
+  if (auto md = pod.find("metadata"); md != pod.end() && md->is_object()) {
+    out["metadata"] =
+        Pick(*md, {"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+                   "ownerReferences", "creationTimestamp", "deletionTimestamp"});
+    if (auto a = out["metadata"].find("annotations"); a != out["metadata"].end() && a->is_object())
+      a->erase(kLastApplied);
+  }
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    Json s = Pick(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
+                          "preemptionPolicy", "overhead", "containers", "initContainers"});
+    TrimContainers(s, "containers");
+    TrimContainers(s, "initContainers");
+    out["spec"] = std::move(s);
+  }
+  if (auto st = pod.find("status"); st != pod.end() && st->is_object()) {
+    Json s = Pick(*st, {"phase", "initContainerStatuses"});
+    if (auto ics = s.find("initContainerStatuses"); ics != s.end() && ics->is_array())
+      for (Json& c : *ics) c = Pick(c, {"name", "state"});
+    out["status"] = std::move(s);
+  }
+  pod = std::move(out);
+}
+
+void TrimNodeForScheduler(Json& node) {
+  if (!node.is_object()) return;
+  if (auto md = node.find("metadata"); md != node.end() && md->is_object()) {
+    md->erase("managedFields");
+    if (auto a = md->find("annotations"); a != md->end() && a->is_object()) a->erase(kLastApplied);
+  }
+  if (auto st = node.find("status"); st != node.end() && st->is_object())
+    for (const char* k : {"images", "volumesAttached", "volumesInUse"}) st->erase(k);
+}
 
 Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptions opts)
     : client_(client), state_(state), opts_(std::move(opts)) {
   k8s::InformerOptions po;
   po.resource = k8s::kPods;
   po.watch_timeout_seconds = opts_.watch_timeout_seconds;
+  po.transform = TrimPodForScheduler;
   pods_ = std::make_unique<k8s::Informer>(client_, po);
   auto index = [this](const Json& p, bool add) {
     const std::string uid = StringAt(p, {"metadata", "uid"});
@@ -42,6 +96,7 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
   no.resource = k8s::kNodes;
   no.label_selector = opts_.node_label_selector;
   no.watch_timeout_seconds = opts_.watch_timeout_seconds;
+  no.transform = TrimNodeForScheduler;
   nodes_ = std::make_unique<k8s::Informer>(client_, no);
   nodes_->AddHandlers({[this](const Json& n) { state_.OnNode(n); },
                        [this](const Json&, const Json& n) { state_.OnNode(n); },

@@ -46,6 +46,19 @@ struct ControllerOptions {
   std::string self_pod_namespace, self_pod_name;
 };
 
+// What the scheduler's informers keep of each object (k8s::InformerOptions::transform), so a
+// store of 100,000 pods carrying managedFields and last-applied copies holds only what is read:
+// - pods: metadata name, namespace, uid, resourceVersion, labels, annotations (but
+//   kubectl.kubernetes.io/last-applied-configuration), ownerReferences, creation and deletion
+//   timestamps;
+//   spec nodeName, schedulerName, priority, priorityClassName, preemptionPolicy, overhead and
+//   each container's (init containers too) name, resources and restartPolicy; status phase and
+//   each init container status's name and state;
+// - nodes: everything but metadata.managedFields, the last-applied annotation and status.images,
+//   volumesAttached and volumesInUse (the large, unread parts).
+void TrimPodForScheduler(Json& pod);
+void TrimNodeForScheduler(Json& node);
+
 // The label upstream HAMi puts on its scheduler pods, and its two values.
 inline constexpr char kSchedulerRoleLabel[] = "hami.io/scheduler-role";
 

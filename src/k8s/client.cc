@@ -79,9 +79,23 @@ struct CurlSlist {
   ~CurlSlist() { curl_slist_free_all(list); }
 };
 
+// A response body being read, up to a cap: past it the transfer is aborted (CURLE_WRITE_ERROR)
+// and `over` set, so an endless body stops at the cap instead of at the request timeout.
+struct CappedBody {
+  std::string* out;
+  size_t cap;
+  bool over = false;
+};
+
 size_t AppendBody(char* ptr, size_t size, size_t nmemb, void* userdata) {
-  static_cast<std::string*>(userdata)->append(ptr, size * nmemb);
-  return size * nmemb;
+  auto* b = static_cast<CappedBody*>(userdata);
+  const size_t n = size * nmemb;
+  if (n > b->cap - std::min(b->cap, b->out->size())) {
+    b->over = true;
+    return 0;
+  }
+  b->out->append(ptr, n);
+  return n;
 }
 
 size_t CaptureRetryAfter(char* ptr, size_t size, size_t nmemb, void* userdata) {
@@ -334,6 +348,7 @@ struct Client::Impl {
     std::string curl_error;
     HttpReply reply;
     int64_t retry_after_s = 0;
+    bool too_large = false;  // the body passed cfg.max_response_bytes and was cut off
   };
 
   Once PerformOnce(std::string_view method, std::string_view path, std::string_view body,
@@ -349,11 +364,15 @@ struct Client::Impl {
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     }
+    CappedBody capped{&r.reply.body,
+                      static_cast<size_t>(std::max<int64_t>(cfg.max_response_bytes, 0))};
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r.reply.body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &capped);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureRetryAfter);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after_s);
     r.curl = curl_easy_perform(h);
+    r.too_large = capped.over;
+    if (capped.over) r.reply.body = std::string();  // what was read is dropped at once
     ++requests;
     if (r.curl == CURLE_OK) {
       long code = 0;
@@ -379,6 +398,10 @@ struct Client::Impl {
     for (int attempt = 0;; ++attempt) {
       if (int64_t wait = limiter.Reserve(); wait > 0) opts.sleep(wait);
       Once r = PerformOnce(method, path, body, content_type);
+      if (r.too_large)  // not retried: the same request would bring the same body
+        return ResourceExhausted(method, " ", path,
+                                 ": the response body passed the client's cap of ",
+                                 cfg.max_response_bytes, " bytes (max_response_bytes); cut off");
       const bool transport_error = r.curl != CURLE_OK;
       if (!transport_error && !IsRetryableHttpCode(r.reply.code)) return std::move(r.reply);
       if (attempt >= cfg.max_retries) {
@@ -460,33 +483,62 @@ StatusOr<Json> Client::Get(const Resource& r, std::string_view ns, std::string_v
   return impl_->RequestJson("GET", path, nullptr);
 }
 
-StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOptions& opts) {
+StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
+                                        const ListOptions& opts,
+                                        const std::function<void(Json& page)>& on_page,
+                                        const std::function<void()>& on_restart) {
   HAMI_ASSIGN_OR_RETURN(const std::string base, CheckedResourcePath(r, ns, "", ""));
-  Json result;
+  constexpr int kMaxRestarts = 3;
+  int restarts = 0;
   std::string cont;
-  for (int page = 0; page < 100000; ++page) {
-    HAMI_ASSIGN_OR_RETURN(
-        Json reply, impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr));
-    if (!reply.is_object() || !reply.contains("items") ||
-        !(reply["items"].is_array() || reply["items"].is_null())) {
+  for (int page = 0; page < 1'000'000; ++page) {
+    auto reply = impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr);
+    if (!reply.ok()) {
+      // The continue token expired (the server compacted past the list's snapshot): start over,
+      // as client-go's pager does, a bounded number of times.
+      if (!cont.empty() && IsGone(reply.status()) && restarts < kMaxRestarts) {
+        ++restarts;
+        SPDLOG_INFO("k8s: list {}: continue token expired, restarting the list", base);
+        cont.clear();
+        if (on_restart) on_restart();
+        continue;
+      }
+      return reply.status();
+    }
+    Json& list = *reply;
+    if (!list.is_object() || !list.contains("items") ||
+        !(list["items"].is_array() || list["items"].is_null())) {
       return Internal("GET ", base, ": reply is not a list (no items array)");
     }
-    if (reply["items"].is_null()) reply["items"] = Json::array();
-    // The next page's token, read before the first page moves into the result.
-    std::string next;
-    if (auto md = reply.find("metadata"); md != reply.end() && md->is_object()) {
+    if (list["items"].is_null()) list["items"] = Json::array();
+    std::string next, rv;
+    if (auto md = list.find("metadata"); md != list.end() && md->is_object()) {
       if (auto c = md->find("continue"); c != md->end() && c->is_string()) next = *c;
+      if (auto v = md->find("resourceVersion"); v != md->end() && v->is_string()) rv = *v;
     }
-    if (page == 0) {
-      result = std::move(reply);
-    } else {
-      for (auto& item : reply["items"]) result["items"].push_back(std::move(item));
-      result["metadata"]["resourceVersion"] = reply["metadata"].value("resourceVersion", "");
-    }
+    on_page(list);
+    if (next.empty()) return rv;
     cont = std::move(next);
-    if (cont.empty()) break;
   }
-  if (result["metadata"].is_object()) result["metadata"].erase("continue");
+  return Internal("GET ", base, ": more than a million pages");
+}
+
+StatusOr<Json> Client::List(const Resource& r, std::string_view ns, const ListOptions& opts) {
+  Json result;
+  HAMI_ASSIGN_OR_RETURN(const std::string rv, ListPages(
+                                                  r, ns, opts,
+                                                  [&](Json& page) {
+                                                    if (result.is_null()) {
+                                                      result = std::move(page);
+                                                    } else {
+                                                      for (auto& item : page["items"])
+                                                        result["items"].push_back(std::move(item));
+                                                    }
+                                                  },
+                                                  [&] { result = Json(); }));
+  if (!result["metadata"].is_object()) result["metadata"] = Json::object();
+  result["metadata"].erase("continue");
+  result["metadata"]["resourceVersion"] = rv;
   return result;
 }
 
@@ -511,8 +563,10 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
     std::string buf;
     int code = 0;
     bool stopped_by_handler = false;
-    Status error;  // set by the handler path
+    Status error;    // set by the handler path
+    size_t cap = 0;  // the most one event may take (ClientConfig::max_response_bytes)
   } st;
+  st.cap = static_cast<size_t>(std::max<int64_t>(im.cfg.max_response_bytes, 0));
   st.h = h;
   st.on_event = &on_event;
   auto write = +[](char* ptr, size_t size, size_t nmemb, void* ud) -> size_t {
@@ -547,8 +601,9 @@ Status Client::Watch(const Resource& r, std::string_view ns, const ListOptions& 
       }
     }
     s->buf.erase(0, start);
-    if (s->buf.size() > (64 << 20)) {
-      s->error = Internal("watch stream: a single event is larger than 64 MiB");
+    if (s->buf.size() > s->cap) {
+      s->error = ResourceExhausted("watch stream: a single event passed the client's cap of ",
+                                   s->cap, " bytes (max_response_bytes); cut off");
       return 0;
     }
     return n;

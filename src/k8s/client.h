@@ -118,6 +118,14 @@ class Client {
                      std::string_view subresource = "");
   // Lists all pages. The reply is a <Kind>List whose metadata.resourceVersion starts a watch.
   StatusOr<Json> List(const Resource& r, std::string_view ns, const ListOptions& opts = {});
+  // Lists in pages of opts.limit items (0: the server's choice), handing each page (a <Kind>List
+  // with an "items" array) to `on_page` as it arrives, so a caller that keeps less than the page
+  // holds one page at a time. A continue token the server no longer honours (410 Expired) restarts
+  // the list from the first page (at most 3 times; then the 410 is returned): `on_restart` is
+  // called first, so the caller can drop what it collected. Returns the list's resourceVersion.
+  StatusOr<std::string> ListPages(const Resource& r, std::string_view ns, const ListOptions& opts,
+                                  const std::function<void(Json& page)>& on_page,
+                                  const std::function<void()>& on_restart = {});
   // Streams events to `on_event` until the server ends the stream (returns OK), `on_event` returns
   // false or `stop` is requested (OK), or an error: OutOfRange (IsGone) when the resourceVersion is
   // too old (HTTP 410 or an ERROR event with code 410), Unavailable when the connection drops.

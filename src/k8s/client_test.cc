@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -521,6 +522,51 @@ TEST_F(ClientTest, DroppedWatchIsUnavailableAndEndOfTimeoutIsOk) {
   fake_->InjectErrors("GET", "/nodes$", 403, 1);
   s = client_->Watch(kNodes, "", lo, [](WatchEvent&) { return true; });
   EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+}
+
+// Every response body is read up to ClientConfig::max_response_bytes: an endless body stops
+// there with ResourceExhausted (not retried), instead of growing until the request timeout.
+TEST_F(ClientTest, EndlessBodyStopsAtTheCap) {
+  ClientConfig cfg;
+  cfg.server = fake_->url();
+  cfg.qps = 0;
+  cfg.max_response_bytes = 1 << 20;
+  auto capped = Client::Create(cfg);
+  ASSERT_TRUE(capped.ok());
+  struct Case {
+    const char* name;
+    std::function<Status()> call;
+  };
+  const Case cases[] = {
+      {"list", [&] { return (*capped)->List(kPods, "").status(); }},
+      {"list pages", [&] { return (*capped)->ListPages(kPods, "", {}, [](Json&) {}).status(); }},
+      {"get", [&] { return (*capped)->Get(kPods, "default", "x").status(); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    fake_->InjectEndlessBody("^/api/v1/", 1);
+    const int64_t sent_before = fake_->EndlessBytesSent();
+    const int64_t requests_before = (*capped)->requests_sent();
+    const auto start = std::chrono::steady_clock::now();
+    Status s = c.call();
+    EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+    EXPECT_NE(std::string(s.message()).find("cap of 1048576 bytes"), std::string::npos) << s;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_EQ((*capped)->requests_sent() - requests_before, 1) << "not retried";
+    // What the server pushed before the client hung up: the cap and socket buffers, not more.
+    ASSERT_TRUE(Eventually([&] {
+      const int64_t a = fake_->EndlessBytesSent();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return fake_->EndlessBytesSent() == a;
+    }));
+    EXPECT_LT(fake_->EndlessBytesSent() - sent_before, 32 << 20);
+  }
+  // Under the cap, the same client reads a list whole.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p" + std::to_string(i))).ok());
+  auto list = (*capped)->List(kPods, "");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ((*list)["items"].size(), 3u);
 }
 
 TEST_F(ClientTest, WatchStopsWhenHandlerReturnsFalse) {

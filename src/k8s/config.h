@@ -28,6 +28,10 @@ struct ClientConfig {
   int64_t request_timeout_ms = 30'000;  // per request, excluding watches
   int64_t connect_timeout_ms = 10'000;
   int max_retries = 4;  // retries of 429/5xx/transport failures, with backoff
+  // The most bytes one response body (and one watch event) may take; a longer one is cut off with
+  // ResourceExhausted, not retried. Lists are read in pages (ListPages), so a page of 500 pods
+  // (5 MB with managedFields) is far below it.
+  int64_t max_response_bytes = 64 << 20;
   std::string user_agent = "hami-cpp";
 };
 

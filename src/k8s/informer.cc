@@ -70,17 +70,26 @@ struct Informer::Impl {
     return lo;
   }
 
-  // Lists and replaces the store, delivering the difference. Returns the list's resourceVersion.
+  // Lists (in pages) and replaces the store, delivering the difference. Returns the list's
+  // resourceVersion.
   StatusOr<std::string> Relist() {
     ++lists;
-    HAMI_ASSIGN_OR_RETURN(Json list,
-                          client.List(opts.resource, opts.namespace_name, BaseOptions()));
+    ListOptions lo = BaseOptions();
+    lo.limit = opts.page_size;
     std::map<std::string, std::shared_ptr<const Json>> fresh;
-    for (auto& item : list["items"]) {
-      std::string key = KeyOf(item);
-      if (!key.empty()) fresh[key] = std::make_shared<const Json>(std::move(item));
-    }
-    const std::string rv = list["metadata"].value("resourceVersion", "");
+    HAMI_ASSIGN_OR_RETURN(
+        const std::string rv,
+        client.ListPages(
+            opts.resource, opts.namespace_name, lo,
+            [&](Json& page) {
+              for (auto& item : page["items"]) {
+                if (opts.transform) opts.transform(item);
+                std::string key = KeyOf(item);
+                if (!key.empty()) fresh[key] = std::make_shared<const Json>(std::move(item));
+              }
+              page = Json();  // the page's untransformed rest goes now, not with the list
+            },
+            [&] { fresh.clear(); }));
     std::map<std::string, std::shared_ptr<const Json>> old;
     {
       MutexLock l(mu);
@@ -114,6 +123,7 @@ struct Informer::Impl {
       if (!rv.empty()) last_rv = rv;
       return true;
     }
+    if (opts.transform) opts.transform(ev.object);
     const std::string key = KeyOf(ev.object);
     if (key.empty()) return true;
     auto obj = std::make_shared<const Json>(std::move(ev.object));
@@ -140,6 +150,10 @@ struct Informer::Impl {
   }
 
   void Sleep(int64_t ns) {
+    if (opts.sleep) {
+      opts.sleep(ns);
+      return;
+    }
     MutexLock l(mu);
     cv.WaitFor(mu, std::chrono::nanoseconds(ns),
                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping; });
@@ -148,14 +162,27 @@ struct Informer::Impl {
   void Run(const std::stop_token& stop) {
     Rng rng(opts.seed);
     Backoff backoff(opts.backoff, rng);
+    Backoff relist_backoff(opts.relist_backoff, rng);
+    const Clock& clock = opts.clock ? *opts.clock : RealClock::Get();
     bool need_list = true;
+    bool first_round = true;
+    int64_t round_started = 0;
     while (!stop.stop_requested()) {
       if (need_list) {
+        // Every round but the first waits its turn, so a server that answers each watch with
+        // Expired (or fails each list) sees lists at a falling rate, not a storm.
+        if (!first_round) {
+          if (clock.MonotonicNanos() - round_started >= opts.relist_backoff_reset_ns)
+            relist_backoff.Reset();
+          Sleep(relist_backoff.NextDelayNanos());
+          if (stop.stop_requested()) break;
+        }
+        first_round = false;
+        round_started = clock.MonotonicNanos();
         auto rv = Relist();
         if (!rv.ok()) {
           SPDLOG_WARN("informer {}: list failed: {}", opts.resource.plural,
                       std::string(rv.status().message()));
-          Sleep(backoff.NextDelayNanos());
           continue;
         }
         need_list = false;

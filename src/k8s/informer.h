@@ -4,7 +4,11 @@
 //
 // - Starts with a full List, then watches from the list's resourceVersion with bookmarks.
 // - A watch that ends cleanly is resumed from the last seen resourceVersion; 410 Gone (too old)
-//   re-lists; other failures back off (capped exponential, jittered) and resume.
+//   re-lists after the relist backoff (capped exponential, jittered, as client-go's reflector), so
+//   an API server or proxy that answers every watch with Expired is not flooded with lists; other
+//   watch failures back off (capped exponential, jittered) and resume.
+// - Lists are read in pages (InformerOptions::page_size) and each object passes
+//   InformerOptions::transform before it is kept, so the store holds only what the consumer reads.
 // - A re-list diffs against the store: objects that vanished while we were not watching are
 //   reported as deletes, changed ones as updates, so handlers converge after any fault.
 // - Resync (optional) re-delivers every stored object as an update(old == new) periodically.
@@ -28,8 +32,24 @@ struct InformerOptions {
   std::string field_selector;                  // e.g. "spec.nodeName=node-1"
   std::chrono::milliseconds resync_period{0};  // 0 = no resync
   int64_t watch_timeout_seconds = 300;         // server ends each watch after this; we resume
-  BackoffOptions backoff{100'000'000, 10'000'000'000, 2.0, 0.2};
-  uint64_t seed = 1;  // jitter of the backoff
+  BackoffOptions backoff{100'000'000, 10'000'000'000, 2.0, 0.2};  // between failed watches
+  // Between list rounds (a re-list after 410 Gone/Expired, or after a failed list), as client-go's
+  // reflector: 0.8 s doubling to 30 s, each delay scaled by [0.5, 1.5]; reset when the previous
+  // round started at least `relist_backoff_reset_ns` ago (its watch was healthy that long). The
+  // first list of Start() does not wait.
+  BackoffOptions relist_backoff{800'000'000, 30'000'000'000, 2.0, 0.5};
+  int64_t relist_backoff_reset_ns = 120'000'000'000;
+  uint64_t seed = 1;  // jitter of the backoffs
+  // Lists are read in pages of this many objects (limit/continue; 0 = one page).
+  int64_t page_size = 500;
+  // Applied to every object (list items and watch events) before it is stored and handed to the
+  // handlers, to keep only the fields the consumer reads (client-go's SetTransform). It must keep
+  // metadata.name, .namespace and .resourceVersion.
+  std::function<void(Json& obj)> transform;
+  // Injected time: the clock the relist backoff's reset reads (default RealClock) and the wait
+  // between rounds (default: a wait that Stop() interrupts). A test's `sleep` must return promptly.
+  const Clock* clock = nullptr;
+  std::function<void(int64_t nanos)> sleep;
 };
 
 struct InformerHandlers {

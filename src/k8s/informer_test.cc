@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 
 #include "k8s/testing/fake_apiserver.h"
@@ -81,7 +82,32 @@ class InformerTest : public ::testing::Test {
     InformerOptions o;
     o.resource = r;
     o.backoff = {1'000'000, 50'000'000, 2.0, 0.2};
+    o.relist_backoff = {1'000'000, 50'000'000, 2.0, 0.2};
     return o;
+  }
+  // Options whose waits between list rounds only move `clock` (and are recorded in `waits`), so
+  // the rounds run as fast as the fake server answers while their rate is measured in fake time.
+  InformerOptions FakeTimeOptions(FakeClock* clock, std::vector<int64_t>* waits,
+                                  std::mutex* waits_mu) {
+    InformerOptions o = FastOptions(kPods);
+    o.relist_backoff = InformerOptions{}.relist_backoff;  // the production schedule
+    o.backoff = {1, 1, 1.0, 0};                           // watch failures: none expected
+    o.clock = clock;
+    o.sleep = [clock, waits, waits_mu](int64_t ns) {
+      std::lock_guard<std::mutex> l(*waits_mu);
+      waits->push_back(ns);
+      clock->AdvanceNanos(ns);
+    };
+    return o;
+  }
+  // The list requests (not watches) the fake server has answered.
+  int64_t ListRequests(const std::string& path = "/api/v1/pods$") {
+    int64_t n = 0;
+    for (const auto& r : fake_->Requests())
+      if (r.method == "GET" && std::regex_search(r.path, std::regex(path)) &&
+          r.query.find("watch=") == std::string::npos)
+        ++n;
+    return n;
   }
   std::unique_ptr<FakeApiServer> fake_;
   std::unique_ptr<Client> client_;
@@ -204,6 +230,151 @@ TEST_F(InformerTest, ConvergesAfterFaults) {
   }
   EXPECT_GE(inf.lists(), 3);  // initial + the 410s
   EXPECT_GE(inf.watches(), 5);
+}
+
+// An API server (or proxy) that answers every watch with 410 Expired gets a list at a falling
+// rate, as from client-go's reflector (0.8 s doubling to 30 s, jittered), not a list storm: within
+// 60 s of fake time at most 10 lists, whatever the seed; the waits are jittered, capped and the
+// same for the same seed.
+TEST_F(InformerTest, RelistsBackOffWhenEveryWatchExpires) {
+  ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p0")).ok());
+  fake_->ForceGone(1'000'000);
+  const InformerOptions defaults;
+  std::map<uint64_t, std::vector<int64_t>> by_seed;
+  for (uint64_t seed : {1, 2, 3, 1}) {
+    SCOPED_TRACE(seed);
+    FakeClock clock;
+    std::vector<int64_t> waits;
+    std::mutex waits_mu;
+    InformerOptions o = FakeTimeOptions(&clock, &waits, &waits_mu);
+    o.seed = seed;
+    Informer inf(*client_, o);
+    inf.Start();
+    // Until 60 s of fake time have passed, or far more lists than a backoff allows.
+    ASSERT_TRUE(
+        Eventually([&] { return clock.MonotonicNanos() >= 60'000'000'000 || inf.lists() >= 50; }));
+    inf.Stop();
+    std::lock_guard<std::mutex> l(waits_mu);
+    for (int64_t w : waits) {
+      EXPECT_GE(w, defaults.relist_backoff.initial_ns / 2);
+      EXPECT_LE(w, defaults.relist_backoff.max_ns);
+    }
+    // List k (from 0) starts after the first k waits.
+    int64_t t = 0, in_window = 0;
+    for (int64_t k = 0; k < inf.lists(); ++k) {
+      if (k > 0 && static_cast<size_t>(k - 1) < waits.size()) t += waits[k - 1];
+      if (t < 60'000'000'000) ++in_window;
+    }
+    EXPECT_GE(in_window, 3);
+    EXPECT_LE(in_window, 10) << inf.lists() << " lists, " << waits.size() << " waits";
+    if (by_seed.count(seed)) {
+      const std::vector<int64_t>& before = by_seed[seed];
+      const size_t n = std::min(before.size(), waits.size());
+      EXPECT_EQ(std::vector<int64_t>(before.begin(), before.begin() + n),
+                std::vector<int64_t>(waits.begin(), waits.begin() + n));
+    }
+    by_seed[seed] = waits;
+  }
+  EXPECT_NE(by_seed[1], by_seed[2]);  // jittered
+}
+
+// The wait between list rounds grows while rounds follow each other and starts over once a round
+// lasted longer than relist_backoff_reset_ns (its watch was healthy that long).
+TEST_F(InformerTest, RelistBackoffResetsAfterAHealthyWatch) {
+  ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p0")).ok());
+  FakeClock clock;
+  std::vector<int64_t> waits;
+  std::mutex waits_mu;
+  InformerOptions o = FakeTimeOptions(&clock, &waits, &waits_mu);
+  o.relist_backoff.jitter = 0;
+  o.watch_timeout_seconds = 1;
+  fake_->ForceGone(3);
+  Informer inf(*client_, o);
+  inf.Start();
+  ASSERT_TRUE(Eventually([&] { return inf.lists() == 4; }));
+  clock.AdvanceNanos(o.relist_backoff_reset_ns);  // the fourth round's watch is healthy that long
+  fake_->ForceGone(1);
+  ASSERT_TRUE(Eventually([&] { return inf.lists() == 5; }));
+  inf.Stop();
+  std::lock_guard<std::mutex> l(waits_mu);
+  EXPECT_EQ(waits, (std::vector<int64_t>{800'000'000, 1'600'000'000, 3'200'000'000, 800'000'000}));
+}
+
+// Lists go in pages of page_size; a continue token the server has expired (410) restarts the
+// list, and the store ends up whole either way.
+TEST_F(InformerTest, ListsInPagesAndRestartsOnAnExpiredContinue) {
+  for (int i = 0; i < 25; ++i)
+    ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p" + std::to_string(i))).ok());
+  struct Case {
+    const char* name;
+    int expired;            // continue tokens the server refuses
+    int64_t list_requests;  // pages asked for
+  };
+  const Case cases[] = {
+      {"no expiry", 0, 3},                // 10 + 10 + 5
+      {"second page expired", 1, 2 + 3},  // page 1, page 2 refused, then 3 pages
+      {"expired twice", 2, 2 + 2 + 3},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t before = ListRequests();
+    fake_->ExpireContinueTokens(c.expired);
+    InformerOptions o = FastOptions(kPods);
+    o.page_size = 10;
+    Informer inf(*client_, o);
+    Mirror m;
+    inf.AddHandlers(m.Handlers());
+    inf.Start();
+    ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(20)));
+    EXPECT_EQ(inf.Size(), 25u);
+    EXPECT_EQ(m.Snapshot(), Truth(*fake_, "pods"));
+    EXPECT_EQ(m.adds, 25) << "a restarted list delivers each object once";
+    inf.Stop();
+    EXPECT_EQ(ListRequests() - before, c.list_requests);
+    EXPECT_EQ(inf.lists(), 1);
+  }
+  for (const auto& r : fake_->Requests()) {
+    if (r.query.find("watch=") == std::string::npos && r.path == "/api/v1/pods") {
+      EXPECT_NE(r.query.find("limit=10"), std::string::npos) << r.query;
+    }
+  }
+}
+
+// The transform runs on every object, listed or watched, before it is stored or handed on.
+TEST_F(InformerTest, TransformTrimsListedAndWatchedObjects) {
+  auto fat = [](const std::string& name) {
+    Json p = MakePod("default", name);
+    p["metadata"]["managedFields"] = Json::array({{{"manager", "kubectl"}}});
+    return p;
+  };
+  ASSERT_TRUE(fake_->Upsert("pods", fat("listed")).ok());
+  InformerOptions o = FastOptions(kPods);
+  o.transform = [](Json& obj) { obj["metadata"].erase("managedFields"); };
+  Informer inf(*client_, o);
+  std::mutex mu;
+  std::vector<Json> seen;
+  InformerHandlers h;
+  h.on_add = [&](const Json& obj) {
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back(obj);
+  };
+  inf.AddHandlers(h);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(20)));
+  ASSERT_TRUE(fake_->Upsert("pods", fat("watched")).ok());
+  ASSERT_TRUE(Eventually([&] { return inf.Size() == 2; }));
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    return seen.size() == 2;
+  }));
+  for (const char* key : {"default/listed", "default/watched"}) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(inf.Get(key).has_value());
+    EXPECT_FALSE(inf.Get(key)->at("metadata").contains("managedFields"));
+    EXPECT_TRUE(inf.Get(key)->at("metadata").contains("resourceVersion"));
+  }
+  std::lock_guard<std::mutex> l(mu);
+  for (const Json& obj : seen) EXPECT_FALSE(obj["metadata"].contains("managedFields"));
 }
 
 TEST_F(InformerTest, ResyncRedeliversObjects) {

@@ -175,6 +175,13 @@ struct FakeApiServer::Impl {
   std::vector<RuleState> rules ABSL_GUARDED_BY(mu);
   int64_t drop_generation ABSL_GUARDED_BY(mu) = 0;
   int force_gone ABSL_GUARDED_BY(mu) = 0;
+  int expire_continue ABSL_GUARDED_BY(mu) = 0;  // list requests with `continue` to answer 410
+  struct EndlessRule {
+    std::regex path;
+    int remaining;
+  };
+  std::vector<EndlessRule> endless ABSL_GUARDED_BY(mu);
+  std::shared_ptr<std::atomic<int64_t>> endless_bytes = std::make_shared<std::atomic<int64_t>>(0);
   std::chrono::milliseconds latency ABSL_GUARDED_BY(mu){0};
   // Authorization header -> cut off.
   std::map<std::string, bool> partitioned ABSL_GUARDED_BY(mu);
@@ -304,6 +311,25 @@ struct FakeApiServer::Impl {
         Reply(res, 503, MakeStatus(503, "ServiceUnavailable", "network partition (fake)"));
         return httplib::Server::HandlerResponse::Handled;
       }
+      for (auto& e : endless) {
+        if (e.remaining <= 0 || req.method != "GET" || !std::regex_search(req.path, e.path))
+          continue;
+        --e.remaining;
+        // 200 and a body that never ends: a list whose items go on until the client hangs up.
+        auto sent = endless_bytes;
+        res.status = 200;
+        res.set_chunked_content_provider(
+            "application/json", [sent, first = true](size_t, httplib::DataSink& sink) mutable {
+              static const std::string kItem = std::string(R"({"metadata":{"name":"x"}},)");
+              std::string chunk = first ? R"({"kind":"PodList","metadata":{},"items":[)" : "";
+              first = false;
+              while (chunk.size() < (64 << 10)) chunk += kItem;
+              if (!sink.write(chunk.data(), chunk.size())) return false;
+              *sent += static_cast<int64_t>(chunk.size());
+              return true;
+            });
+        return httplib::Server::HandlerResponse::Handled;
+      }
       for (auto& r : rules) {
         if (r.remaining <= 0) continue;
         if (!r.method.empty() && r.method != req.method) continue;
@@ -385,6 +411,16 @@ struct FakeApiServer::Impl {
     int64_t limit = 0;
     if (req.has_param("limit")) limit = std::atoll(req.get_param_value("limit").c_str());
     const std::string cont = req.get_param_value("continue");
+    if (!cont.empty()) {
+      MutexLock l(mu);
+      if (expire_continue > 0) {
+        --expire_continue;
+        throw Err(410, "Expired",
+                  "The provided continue parameter is too old to display a consistent list "
+                  "result. You can start a new list without the continue parameter.",
+                  nullptr);
+      }
+    }
     Json items = Json::array();
     std::string next;
     int64_t remaining = 0;
@@ -1115,6 +1151,20 @@ void FakeApiServer::DropWatches() {
 void FakeApiServer::ForceGone(int count) {
   MutexLock l(impl_->mu);
   impl_->force_gone += count;
+}
+
+void FakeApiServer::ExpireContinueTokens(int count) {
+  MutexLock l(impl_->mu);
+  impl_->expire_continue += count;
+}
+
+void FakeApiServer::InjectEndlessBody(const std::string& path_regex, int count) {
+  MutexLock l(impl_->mu);
+  impl_->endless.push_back({std::regex(path_regex), count});
+}
+
+int64_t FakeApiServer::EndlessBytesSent() const {
+  return impl_->endless_bytes->load();
 }
 
 void FakeApiServer::Compact() {

@@ -83,6 +83,13 @@ class FakeApiServer {
   void DropWatches();
   // The next `count` watch requests get 410 Expired (as an ERROR event on a 200 stream).
   void ForceGone(int count);
+  // The next `count` list requests that carry a continue token get 410 Expired, as the real server
+  // answers a token older than its compaction window.
+  void ExpireContinueTokens(int count);
+  // The next `count` GET requests whose path matches get 200 and a list body that never ends
+  // (64 KiB chunks of items until the client hangs up); EndlessBytesSent() counts what went out.
+  void InjectEndlessBody(const std::string& path_regex, int count);
+  int64_t EndlessBytesSent() const;
   // Forgets the whole watch history: every resourceVersion before now becomes too old.
   void Compact();
   // Added before every reply.
