@@ -58,6 +58,47 @@ TEST(NodeDevicesTest, OmitemptyBothWays) {
   EXPECT_EQ((*bare)[0].devcore, 0);
 }
 
+// A registration may declare at most kMaxNodeDevices devices, in either format; more is refused
+// whole, with an error that says so.
+TEST(NodeDevicesTest, DeviceCountIsCapped) {
+  auto json_of = [](size_t n) {
+    std::string t = "[";
+    for (size_t i = 0; i < n; ++i)
+      t +=
+          StrCat(i ? "," : "", R"({"id":"GPU-)", i, R"(","count":10,"devmem":1000,"devcore":100})");
+    return t + "]";
+  };
+  auto csv_of = [](size_t n) {
+    std::string t;
+    for (size_t i = 0; i < n; ++i) t += StrCat("GPU-", i, ",10,1000,100,T4,0,true:");
+    return t;
+  };
+  struct Case {
+    const char* name;
+    std::string text;
+    bool ok;
+  };
+  const Case cases[] = {
+      {"json at the cap", json_of(kMaxNodeDevices), true},
+      {"json one past", json_of(kMaxNodeDevices + 1), false},
+      {"json 100k", json_of(100'000), false},
+      {"csv at the cap", csv_of(kMaxNodeDevices), true},
+      {"csv one past", csv_of(kMaxNodeDevices + 1), false},
+      {"csv 100k", csv_of(100'000), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = DecodeNodeDevices(c.text);
+    ASSERT_EQ(got.ok(), c.ok) << got.status();
+    if (c.ok) {
+      EXPECT_EQ(got->size(), kMaxNodeDevices);
+    } else {
+      EXPECT_NE(got.status().message().find("a node may register"), std::string::npos)
+          << got.status();
+    }
+  }
+}
+
 // Upstream decodes the registration with Go's encoding/json, which matches keys to field names
 // case-insensitively: a device plugin writing {"ID":..,"Devmem":..} registers there, so here too.
 TEST(NodeDevicesTest, GoJsonKeysMatchFieldNamesCaseInsensitively) {

@@ -125,6 +125,9 @@ StatusOr<std::vector<DeviceInfo>> DecodeJson(std::string_view text, std::string_
   HAMI_ASSIGN_OR_RETURN(json arr, jsonutil::Parse(text, "node devices"));
   if (!arr.is_array())
     return InvalidArgument("node devices: expected a JSON array, got ", arr.type_name());
+  if (arr.size() > kMaxNodeDevices)
+    return InvalidArgument("node devices: ", arr.size(), " devices declared, more than the ",
+                           kMaxNodeDevices, " a node may register");
   std::vector<DeviceInfo> out;
   for (size_t i = 0; i < arr.size(); ++i) {
     DeviceInfo d;
@@ -150,6 +153,9 @@ StatusOr<std::vector<DeviceInfo>> DecodeCsv(std::string_view text, std::string_v
   for (std::string_view item : text::Split(text, ':')) {
     item = text::Trim(item);
     if (item.empty()) continue;
+    if (out.size() == kMaxNodeDevices)
+      return InvalidArgument("node devices: more than the ", kMaxNodeDevices,
+                             " devices a node may register");
     const auto f = text::Split(item, ',');
     if (f.size() != 7 && f.size() != 9) {
       return InvalidArgument(

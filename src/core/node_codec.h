@@ -29,13 +29,19 @@ std::string EncodeNodeDevicesJson(const std::vector<DeviceInfo>& devices);
 // (the CSV cannot carry them).
 StatusOr<std::string> EncodeNodeDevicesCsv(const std::vector<DeviceInfo>& devices);
 
+// The most devices one node registration may declare (a node has 8-16 GPUs; the largest
+// vendor boards list 64 chips). More is refused as a whole with an error saying so: every /filter
+// walks each device of each node.
+inline constexpr size_t kMaxNodeDevices = 128;
+
 // Decodes either format, chosen by the first non-blank character ('[' = JSON, else CSV).
 // Absent JSON fields take Go's zero values (so a missing "health" means unhealthy and a missing
 // "devcore" means 0). CSV entries have 7 fields (index 0, mode "") or 9; empty entries are
 // skipped. JSON keys match field names case-insensitively, as Go's encoding/json does
 // ({"ID":..,"Devmem":..} is id and devmem). Every device gets `vendor`. Errors: malformed JSON or
 // CSV, wrong JSON types, fractional or negative numbers where Go has unsigned/counted fields,
-// numbers beyond int32, an empty or repeated id. An empty text decodes to no devices.
+// numbers beyond int32, an empty or repeated id, more than kMaxNodeDevices devices. An empty text
+// decodes to no devices.
 StatusOr<std::vector<DeviceInfo>> DecodeNodeDevices(std::string_view text,
                                                     std::string_view vendor = kNvidiaVendor);
 
