@@ -201,6 +201,9 @@ StatusOr<Mutation> GenericVendor::Mutate(
   HAMI_ASSIGN_OR_RETURN(auto pct, ReadResource(resources, n.memory_percentage));
   HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, n.cores));
   if (!count && !mem && !pct && !cores) return m;
+  if (spec_.refuse_cores_above_whole && cores && *cores > spec_.core_units)
+    m.denials.push_back(StrCat(n.cores, "=", *cores, ": more than a whole ", spec_.common_word,
+                               " (", spec_.core_units, ")"));
   if (!count) m.add_limits[n.count] = 1;
   const int64_t nums = count.value_or(1);
   if (nums == 0) return m;

@@ -32,6 +32,9 @@ struct Spec {
   int64_t memory_unit_mib =
       1;                 // one unit of resources.memory in MiB (Moore Threads 512, Iluvatar 256)
   int core_units = 100;  // resources.cores value that means a whole device (Moore Threads 16)
+  // The webhook refuses resources.cores above `core_units` (upstream rejects it since its v2.10
+  // line, PR #2784, where it used to clamp); the scheduler still clamps a pod that skipped it.
+  bool refuse_cores_above_whole = false;
   Registration registration = Registration::kJson;
   // kCapacity only: which capacity counts devices, how much of it one device is (a remainder
   // counts as one more device, as upstream's loop does), the memory each device has when the node

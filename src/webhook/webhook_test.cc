@@ -356,6 +356,13 @@ TEST(Webhook, UpstreamCases) {
        Pod(Json::array(
            {Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "3000000000"}})})),
        false, "3000000000 is outside 0..100"},
+      // Upstream PR #2784 (v2.11 line): gpucores above 100 is rejected, no longer clamped.
+      {"reject GPU core percentage requests out of range/150",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "150"}})})),
+       false, "/spec/containers/0 \"c\": nvidia.com/gpucores: 150 is outside 0..100"},
+      {"reject GPU core percentage requests out of range/101 without a count",
+       Pod(Json::array({Ctr("c", {{"nvidia.com/gpucores", "101"}})})), false,
+       "nvidia.com/gpucores: 101 is outside 0..100"},
       {"validateMemoryPercentage/init container",
        Pod(Json::array({Ctr("c", gpu1)}),
            {{"initContainers",

@@ -79,6 +79,12 @@ TEST(WebhookVendors, DefaultingPerVendor) {
        Json::array({Add(kLimits + "hygon.com~1dcunum", "1"), kScheduler})},
       {"hygon: bare count is a whole DCU", Pod({{"hygon.com/dcunum", "1"}}),
        Json::array({Add(kLimits + "hygon.com~1dcucores", "100"), kScheduler})},
+      // upstream PR #2784: cores above a whole DCU are refused, no longer clamped
+      {"hygon: cores above 100 are refused",
+       Pod({{"hygon.com/dcunum", "1"}, {"hygon.com/dcucores", "150"}}), nullptr,
+       "hygon.com/dcucores=150: more than a whole DCU (100)"},
+      {"hygon: 100 cores is a whole DCU",
+       Pod({{"hygon.com/dcunum", "1"}, {"hygon.com/dcucores", "100"}}), Json::array({kScheduler})},
       // upstream's Cambricon admission adds nothing (the scheduler books 100 cores by default)
       {"cambricon: bare count needs nothing but the scheduler", Pod({{"cambricon.com/vmlu", "1"}}),
        Json::array({kScheduler})},

@@ -18,6 +18,7 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeHygon(const YAML::Node& secti
             "hygon.com/use-dcutype",           "hygon.com/nouse-dcutype",
             "hygon.com/use-gpuuuid",           "hygon.com/nouse-gpuuuid"};
   s.registration = Registration::kCsv;
+  s.refuse_cores_above_whole = true;  // upstream's Hygon admission range check
   SectionReader r(section, "hygon");
   HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &s.resources));
   HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &s.memory_unit_mib));

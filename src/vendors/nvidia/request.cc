@@ -66,19 +66,25 @@ StatusOr<Defaulted> ApplyDefaulting(const json& resources_json, const ResourceCo
 
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> pct, PercentResource(r, n.memory_percentage));
   if (admission) {  // upstream's webhook checks the value in limits and the one in requests
-    HAMI_ASSIGN_OR_RETURN(std::vector<core::Quantity> both, r.Both(n.memory_percentage));
-    for (const core::Quantity& q : both) {
-      if (q.milli() % 1000 != 0) {
-        return InvalidArgument(n.memory_percentage, ": quantity ",
-                               core::text::Quote(core::FormatQuantity(q)),
-                               " must be a whole number (an integer such as \"50\")");
+    // A percent resource: a whole number in 0..100 (upstream rejects, not clamps, since v2.10).
+    auto check_percent = [&](const std::string& name, const std::string& meaning) -> Status {
+      HAMI_ASSIGN_OR_RETURN(std::vector<core::Quantity> both, r.Both(name));
+      for (const core::Quantity& q : both) {
+        if (q.milli() % 1000 != 0) {
+          return InvalidArgument(name, ": quantity ", core::text::Quote(core::FormatQuantity(q)),
+                                 " must be a whole number (an integer such as \"50\")");
+        }
+        if (q.milli() < 0 || q.milli() > 100 * 1000)
+          return InvalidArgument(name, ": ", core::FormatQuantity(q), " is outside 0..100 (",
+                                 meaning, ")");
       }
-      if (q.milli() >= 0 && q.milli() <= 100 * 1000) continue;
-      return InvalidArgument(
-          n.memory_percentage, ": ", core::FormatQuantity(q),
-          " is outside 0..100 (a share of the card's memory in percent; for an amount use ",
-          n.memory, " in MiB)");
-    }
+      return OkStatus();
+    };
+    HAMI_RETURN_IF_ERROR(check_percent(
+        n.memory_percentage,
+        "a share of the card's memory in percent; for an amount use " + n.memory + " in MiB"));
+    if (!n.cores.empty())
+      HAMI_RETURN_IF_ERROR(check_percent(n.cores, "a share of one card's compute in percent"));
   }
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> count, WholeResource(r, n.count, kMaxGpuCount));
   HAMI_ASSIGN_OR_RETURN(std::optional<int64_t> mem, WholeResource(r, n.memory, kInt32Max));
