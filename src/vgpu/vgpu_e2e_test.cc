@@ -376,6 +376,81 @@ TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
             2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
   EXPECT_EQ(r.S("legacy"), "ok");
   EXPECT_EQ(r.I("create_v4_rc"), 0);
+  EXPECT_GE(r.I("hooks_checked"), 48) << "every hook the fake driver exports is routed";
+}
+
+// The legacy (CUDA 2.x) array entry points, linked directly or returned by cuGetProcAddress for
+// cudaVersion 2000, are charged and refused at the limit like the _v2 ones (they were not hooked: a
+// process held the whole 8 GiB card under a 1 GiB limit); so is the legacy pitched allocator.
+TEST_F(VgpuE2e, LegacyArrayEntryPointsAreChargedAndRefusedAtTheLimit) {
+  const uint64_t array = 64 * kMi, fit = (kGi - kCtx) / array;
+  for (const char* via : {"direct", "procaddr"}) {
+    SCOPED_TRACE(via);
+    Result r = Run({VGPU_PROG, "legacy", via},
+                   With(BaseEnv(kOneGpu, via), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_free"), kGi - kCtx);
+    EXPECT_EQ(r.U("arrays"), fit) << "the card has 8 GiB: only the limit stops them";
+    EXPECT_EQ(r.I("last_rc"), 2);  // CUDA_ERROR_OUT_OF_MEMORY
+    EXPECT_EQ(r.U("charged"), fit * array);
+    EXPECT_EQ(r.U("held"), kCtx + fit * array) << "what the driver holds for the process";
+    EXPECT_EQ(r.I("pitch_over_rc"), 2);
+    EXPECT_NE(r.I("pitch_fit_rc"), 2);  // within the limit: the driver's answer
+    EXPECT_EQ(r.U("end_free"), kGi - kCtx);
+  }
+}
+
+// A context beyond the process's first that would take the container past its limit fails with
+// CUDA_ERROR_OUT_OF_MEMORY and leaves nothing behind (the driver's context destroyed, nothing
+// charged, the thread's current context unchanged), in every cuCtxCreate ABI (a loop of them held
+// 26 contexts, 8.1 GiB, under a 1 GiB limit).
+TEST_F(VgpuE2e, ContextsBeyondTheLimitAreRefusedAndLeaveNothingBehind) {
+  const uint64_t fit = (kGi - kCtx) / kCtx;  // 2 next to the primary context
+  for (const char* api : {"v2", "legacy", "v3", "v4", "procaddr"}) {
+    SCOPED_TRACE(api);
+    Result r = Run({VGPU_PROG, "contexts", api},
+                   With(BaseEnv(kOneGpu, api), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.U("start_free"), kGi - kCtx);
+    EXPECT_EQ(r.U("created"), fit);
+    EXPECT_EQ(r.I("last_rc"), 2);
+    EXPECT_EQ(r.I("current_kept"), 1);
+    EXPECT_EQ(r.U("charged"), fit * kCtx);
+    EXPECT_EQ(r.U("held"), (1 + fit) * kCtx) << "the refused context is gone from the driver";
+    EXPECT_EQ(r.U("end_free"), kGi - kCtx);
+  }
+}
+
+// The first context of a process is always admitted, even when the container is full (else the
+// process could not even free); the primary context and further contexts are not, and a refused
+// primary retain is released again.
+TEST_F(VgpuE2e, FirstContextOfAProcessIsAlwaysAdmitted) {
+  Env alone = With(BaseEnv(kOneGpu, "alone"), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"});
+  Env full = With(BaseEnv(kOneGpu, "full"), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"});
+  std::string flag = dir_ + "/fill";
+  Proc filler = Start({VGPU_PROG, "fill", flag}, full);
+  ASSERT_TRUE(WaitForFile(flag + ".ready"));
+  struct Case {
+    const char* name;
+    const Env* env;
+    uint64_t start_free;
+    int primary_after_free_rc;
+  } cases[] = {{"alone", &alone, kGi - kCtx, 0}, {"next to a full process", &full, 0, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result r = Run({VGPU_PROG, "ctxfirst"}, *c.env);
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.I("first_rc"), 0);
+    EXPECT_EQ(r.U("start_free"), c.start_free);
+    EXPECT_EQ(r.I("primary_rc"), 2);
+    EXPECT_EQ(r.I("primary_active"), 0) << "the refused retain was released";
+    EXPECT_EQ(r.I("primary_null"), 1);
+    EXPECT_EQ(r.I("create_rc"), 2);
+    EXPECT_EQ(r.I("held_delta"), 0);
+    EXPECT_EQ(r.I("primary_after_free_rc"), c.primary_after_free_rc);
+  }
+  Touch(flag);
+  EXPECT_TRUE(Wait(filler).Exited(0));
 }
 
 TEST_F(VgpuE2e, DlopenDlsymPathIsLimitedAndRtldNextWorks) {

@@ -31,9 +31,29 @@
 #undef cuMemFree
 #undef cuMemGetInfo
 #undef cuDeviceTotalMem
+#undef cuMemAllocPitch
+#undef cuArrayCreate
+#undef cuArray3DCreate
+#undef cuCtxDestroy
+#undef cuGraphAddNode
 
-/* cuda.h declares the legacy 32-bit device pointer only for the driver's own build. */
+/* cuda.h declares the legacy (CUDA 2.x) 32-bit device pointer and array descriptors only for the
+ * driver's own build. */
 typedef unsigned int vgpu_devptr_v1;
+typedef struct {
+  unsigned int Width;
+  unsigned int Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+} vgpu_array_desc_v1;
+typedef struct {
+  unsigned int Width;
+  unsigned int Height;
+  unsigned int Depth;
+  CUarray_format Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
+} vgpu_array3d_desc_v1;
 
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -723,33 +743,62 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned i
   CHARGED_CALL(e, bytesize, real_cuMemAllocManaged(dptr, bytesize, flags), *dptr, VGPU_KIND_DPTR);
 }
 
-EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
-                                   size_t Height, unsigned int ElementSizeBytes) {
-  int e;
-  if (UNLIKELY(!ready()) || (e = current_entry()) < 0 || WidthInBytes == 0 || Height == 0 ||
-      WidthInBytes > ((uint64_t)1 << 40) || Height > ((uint64_t)1 << 40)) {
-    ensure_loaded();
-    return real_cuMemAllocPitch_v2
-               ? real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
-               : CUDA_ERROR_NOT_INITIALIZED;
-  }
-  /* Reserve the unpadded size first, then settle on the pitch the driver actually returned. */
-  uint64_t want = (uint64_t)WidthInBytes * Height;
-  CUresult r = reserve(e, want);
-  if (r != CUDA_SUCCESS) return r;
-  r = real_cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-  if (r != CUDA_SUCCESS || !pPitch) return alloc_common(r, e, dptr, want);
-  uint64_t actual = (uint64_t)*pPitch * Height;
+/* After a pitched allocation of `want` bytes (reserved) returned `r`, with rows of `pitch` bytes:
+ * settles the charge on the `height` rows actually returned; frees the allocation through `undo`
+ * when the padding does not fit. */
+static CUresult pitch_settle(CUresult r, int e, CUdeviceptr* key, uint64_t want, uint64_t pitch,
+                             uint64_t height, void (*undo)(CUdeviceptr)) {
+  if (r != CUDA_SUCCESS || !pitch) return alloc_common(r, e, key, want);
+  uint64_t actual = pitch * height;
   if (actual > want) {
     if (reserve(e, actual - want) != CUDA_SUCCESS) {
-      if (real_cuMemFree_v2) real_cuMemFree_v2(*dptr);
+      undo(*key);
       vgpu_region_release(&g.rc, e, want);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
   } else if (actual < want) {
     vgpu_region_release(&g.rc, e, want - actual);
   }
-  return alloc_common(r, e, dptr, actual);
+  return alloc_common(r, e, key, actual);
+}
+
+static void undo_pitch_v2(CUdeviceptr p) {
+  if (real_cuMemFree_v2) real_cuMemFree_v2(p);
+}
+static void undo_pitch_v1(CUdeviceptr p) {
+  if (real_cuMemFree) real_cuMemFree((vgpu_devptr_v1)p);
+}
+
+/* A pitched allocation is first charged its unpadded size, then settled on the pitch the driver
+ * actually returned (pitch_settle). */
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name. */
+#define PITCH_BODY(realfn, too_big, undo)                                              \
+  int e;                                                                               \
+  if (UNLIKELY(!ready()) || !dptr || (e = current_entry()) < 0 || WidthInBytes == 0 || \
+      Height == 0 || (too_big)) {                                                      \
+    ensure_loaded();                                                                   \
+    return realfn ? realfn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)       \
+                  : CUDA_ERROR_NOT_INITIALIZED;                                        \
+  }                                                                                    \
+  uint64_t want = (uint64_t)WidthInBytes * Height;                                     \
+  CUresult r = reserve(e, want);                                                       \
+  if (r != CUDA_SUCCESS) return r;                                                     \
+  r = realfn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);                    \
+  CUdeviceptr key = r == CUDA_SUCCESS ? (CUdeviceptr)*dptr : 0;                        \
+  return pitch_settle(r, e, &key, want, r == CUDA_SUCCESS && pPitch ? *pPitch : 0, Height, undo);
+/* NOLINTEND(bugprone-macro-parentheses) */
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes) {
+  PITCH_BODY(real_cuMemAllocPitch_v2,
+             WidthInBytes > ((uint64_t)1 << 40) || Height > ((uint64_t)1 << 40), undo_pitch_v2);
+}
+
+/* The legacy (CUDA 2.x) pitched allocation: 32-bit sizes and pointer, charged the same way. */
+EXPORT CUresult cuMemAllocPitch(vgpu_devptr_v1* dptr, unsigned int* pPitch,
+                                unsigned int WidthInBytes, unsigned int Height,
+                                unsigned int ElementSizeBytes) {
+  PITCH_BODY(real_cuMemAllocPitch, 0, undo_pitch_v1);
 }
 
 /* The free hooks. Accounting is active (ST_READY) only after load_real ran (ensure_init_slow), so
@@ -864,27 +913,30 @@ static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f
   return n * format_bytes(f) * (ch ? ch : 1);
 }
 
-EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* a) {
-  int e;
-  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
-    ensure_loaded();
-    return real_cuArrayCreate_v2 ? real_cuArrayCreate_v2(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;
-  }
-  uint64_t bytes = array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels);
-  CHARGED_CALL(e, bytes, real_cuArrayCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle,
-               VGPU_KIND_ARRAY);
-}
+/* An array of w x h x d elements, charged before the driver call (every descriptor ABI). */
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name. */
+#define ARRAY_CREATE_BODY(realfn, depth)                                               \
+  int e;                                                                               \
+  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {             \
+    ensure_loaded();                                                                   \
+    return realfn ? realfn(pHandle, a) : CUDA_ERROR_NOT_INITIALIZED;                   \
+  }                                                                                    \
+  uint64_t bytes = array_bytes(a->Width, a->Height, depth, a->Format, a->NumChannels); \
+  CHARGED_CALL(e, bytes, realfn(pHandle, a), (uint64_t)(uintptr_t)*pHandle, VGPU_KIND_ARRAY);
+/* NOLINTEND(bugprone-macro-parentheses) */
 
+EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* a) {
+  ARRAY_CREATE_BODY(real_cuArrayCreate_v2, 1);
+}
 EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* a) {
-  int e;
-  if (UNLIKELY(!ready()) || !a || !pHandle || (e = current_entry()) < 0) {
-    ensure_loaded();
-    return real_cuArray3DCreate_v2 ? real_cuArray3DCreate_v2(pHandle, a)
-                                   : CUDA_ERROR_NOT_INITIALIZED;
-  }
-  uint64_t bytes = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
-  CHARGED_CALL(e, bytes, real_cuArray3DCreate_v2(pHandle, a), (uint64_t)(uintptr_t)*pHandle,
-               VGPU_KIND_ARRAY);
+  ARRAY_CREATE_BODY(real_cuArray3DCreate_v2, a->Depth);
+}
+/* The legacy (CUDA 2.x) descriptors: 32-bit extents, the same 64-bit array handles. */
+EXPORT CUresult cuArrayCreate(CUarray* pHandle, const vgpu_array_desc_v1* a) {
+  ARRAY_CREATE_BODY(real_cuArrayCreate, 1);
+}
+EXPORT CUresult cuArray3DCreate(CUarray* pHandle, const vgpu_array3d_desc_v1* a) {
+  ARRAY_CREATE_BODY(real_cuArray3DCreate, a->Depth);
 }
 
 EXPORT CUresult cuArrayDestroy(CUarray hArray) {
@@ -908,6 +960,62 @@ EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARR
 
 EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
   FREE_BODY(real_cuMipmappedArrayDestroy, (h), (uint64_t)(uintptr_t)h, VGPU_KIND_MIPMAP);
+}
+
+/* ---- Graph memory nodes: refused on a limited device. ----------------------------------------
+ * A graph's memory allocation node takes device memory from the device's graph memory pool when
+ * the graph is launched, and the pool keeps it after the graph frees it (until
+ * cuDeviceGraphMemTrim) with no call that libvgpu could charge or credit in step. So adding one
+ * whose memory would live on a device with a memory limit fails with CUDA_ERROR_NOT_SUPPORTED (a
+ * code the call defines); a framework then falls back to ordinary (charged) allocations. Nodes
+ * cannot be changed into allocations later (cuGraphNodeSetParams / cuGraphExecNodeSetParams do not
+ * support them). */
+static CUresult graph_alloc_refused(const CUmemLocation* where) {
+  int e;
+  if (!where || where->type != CU_MEM_LOCATION_TYPE_DEVICE || !ready() ||
+      (e = entry_of(where->id)) < 0 || !g.rc.limit[e]) {
+    return CUDA_SUCCESS;
+  }
+  static int logged;
+  if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED)) {
+    VGPU_LOG(VGPU_LOG_WARN,
+             "graph memory allocation nodes are not supported under a device memory limit (their "
+             "memory cannot be accounted); refused");
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name, args its argument
+ * list. */
+#define GRAPH_ADD_BODY(realfn, where, args) \
+  ensure_loaded();                          \
+  if (!realfn) return CUDA_ERROR_NOT_FOUND; \
+  CUresult r = graph_alloc_refused(where);  \
+  return r != CUDA_SUCCESS ? r : realfn args;
+/* NOLINTEND(bugprone-macro-parentheses) */
+
+static const CUmemLocation* node_alloc_location(const CUgraphNodeParams* p) {
+  return p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? &p->alloc.poolProps.location : NULL;
+}
+
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                       const CUgraphNode* dependencies, size_t numDependencies,
+                                       CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
+  GRAPH_ADD_BODY(real_cuGraphAddMemAllocNode, nodeParams ? &nodeParams->poolProps.location : NULL,
+                 (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+EXPORT CUresult cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                               const CUgraphNode* dependencies, size_t numDependencies,
+                               CUgraphNodeParams* nodeParams) {
+  GRAPH_ADD_BODY(real_cuGraphAddNode, node_alloc_location(nodeParams),
+                 (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                  const CUgraphNode* dependencies,
+                                  const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                                  CUgraphNodeParams* nodeParams) {
+  GRAPH_ADD_BODY(real_cuGraphAddNode_v2, node_alloc_location(nodeParams),
+                 (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams));
 }
 
 /* ---- Contexts: charge the device memory a context takes. ------------------------------------ */
@@ -953,12 +1061,40 @@ static uint64_t uncharged_bytes(int ord, int e) {
   return out;
 }
 
-static uint64_t charge_context(CUdevice dev) {
+/* Contexts. Each context the driver creates for the process (the primary context's first retain,
+ * cuCtxCreate in every ABI, a green context) is charged the device memory NVML then attributes to
+ * the process beyond what is charged. The process's first context on a device is always admitted
+ * (charged even past the limit: without it the process can do nothing, not even free); any further
+ * one that would take the container past its limit is destroyed again and the call fails with
+ * CUDA_ERROR_OUT_OF_MEMORY, leaving nothing behind. g_ctx_mu serialises the driver call with its
+ * measurement, so that concurrent creations do not measure (and charge) each other. */
+static pthread_mutex_t g_ctx_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_ctx_live[VGPU_MAX_DEVICES]; /* per entry: created contexts alive (under g_ctx_mu) */
+
+/* No context of this process on `dev` (entry e) but the one just created (a primary context that is
+ * retained counts; `creating_primary`: the new one is the primary context). */
+static int first_context(CUdevice dev, int e, int creating_primary) {
+  return g_ctx_live[e] == 0 && (creating_primary || g.primary_refs[dev] == 0);
+}
+
+/* Charges the context just created on `dev`: *bytes is what was charged. CUDA_ERROR_OUT_OF_MEMORY
+ * (nothing charged) when it is not the process's first context there and does not fit. */
+static CUresult charge_context(CUdevice dev, int first, uint64_t* bytes) {
+  *bytes = 0;
   int e = entry_of(dev);
-  if (e < 0) return 0;
-  uint64_t bytes = uncharged_bytes(dev, e);
-  if (bytes) vgpu_region_reserve(&g.rc, e, bytes, 1);
-  return bytes;
+  if (e < 0) return CUDA_SUCCESS;
+  uint64_t b = uncharged_bytes(dev, e);
+  if (!b) return CUDA_SUCCESS;
+  if (first) {
+    vgpu_region_reserve(&g.rc, e, b, 1);
+  } else if (reserve(e, b) != CUDA_SUCCESS) {
+    VGPU_LOG(VGPU_LOG_WARN,
+             "CUDA device %d: a further context (%llu B) does not fit in the memory limit; refused",
+             (int)dev, (unsigned long long)b);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *bytes = b;
+  return CUDA_SUCCESS;
 }
 
 /* Created contexts whose charge is noted in the slot's context_kib (a few; contexts are rare and
@@ -989,6 +1125,8 @@ static void ctx_notes_reset(void) {
   memset(g_ctx_notes, 0, sizeof(g_ctx_notes));
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   g_ctx_notes_mu = m;
+  g_ctx_mu = m;
+  memset(g_ctx_live, 0, sizeof(g_ctx_live));
 }
 
 static void ctx_note_drop(uint64_t key) {
@@ -1006,30 +1144,45 @@ static void ctx_note_drop(uint64_t key) {
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   ensure_loaded();
   if (!real_cuDevicePrimaryCtxRetain) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&g_ctx_mu);
   CUresult r = real_cuDevicePrimaryCtxRetain(pctx, dev);
-  if (r == CUDA_SUCCESS && ready() && dev >= 0 && dev < g.ndev &&
-      __atomic_fetch_add(&g.primary_refs[dev], 1, __ATOMIC_ACQ_REL) == 0) {
-    g.primary_bytes[dev] = charge_context(dev);
-    if (g.primary_bytes[dev]) note_context(entry_of(dev), g.primary_bytes[dev], 1);
+  int e;
+  if (r == CUDA_SUCCESS && ready() && dev >= 0 && dev < g.ndev && (e = entry_of(dev)) >= 0 &&
+      g.primary_refs[dev]++ == 0) {
+    uint64_t bytes = 0;
+    if (charge_context(dev, first_context(dev, e, 1), &bytes) != CUDA_SUCCESS) {
+      /* Undo the retain: the driver destroys the primary context with its last release. */
+      g.primary_refs[dev] = 0;
+      if (real_cuDevicePrimaryCtxRelease_v2) {
+        real_cuDevicePrimaryCtxRelease_v2(dev);
+      } else if (real_cuDevicePrimaryCtxRelease) {
+        real_cuDevicePrimaryCtxRelease(dev);
+      }
+      if (pctx) *pctx = NULL;
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      g.primary_bytes[dev] = bytes;
+      if (bytes) note_context(e, bytes, 1);
+    }
   }
+  pthread_mutex_unlock(&g_ctx_mu);
   return r;
 }
 
 static void primary_release(CUdevice dev, int reset) {
   if (g.state != ST_READY || dev < 0 || dev >= g.ndev) return;
-  int refs = __atomic_load_n(&g.primary_refs[dev], __ATOMIC_ACQUIRE);
-  if (refs <= 0) return;
-  if (reset) {
-    __atomic_store_n(&g.primary_refs[dev], 0, __ATOMIC_RELEASE);
-  } else if (__atomic_sub_fetch(&g.primary_refs[dev], 1, __ATOMIC_ACQ_REL) != 0) {
-    return;
+  pthread_mutex_lock(&g_ctx_mu);
+  int refs = g.primary_refs[dev];
+  if (refs > 0 && (reset || --g.primary_refs[dev] == 0)) {
+    g.primary_refs[dev] = 0;
+    int e = entry_of(dev);
+    if (e >= 0 && g.primary_bytes[dev]) {
+      vgpu_region_release(&g.rc, e, g.primary_bytes[dev]);
+      note_context(e, g.primary_bytes[dev], 0);
+    }
+    g.primary_bytes[dev] = 0;
   }
-  int e = entry_of(dev);
-  if (e >= 0 && g.primary_bytes[dev]) {
-    vgpu_region_release(&g.rc, e, g.primary_bytes[dev]);
-    note_context(e, g.primary_bytes[dev], 0);
-  }
-  g.primary_bytes[dev] = 0;
+  pthread_mutex_unlock(&g_ctx_mu);
 }
 
 /* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name, called by it. */
@@ -1054,49 +1207,105 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   PRIMARY_RELEASE_BODY(real_cuDevicePrimaryCtxReset_v2, 1);
 }
 
-static CUresult after_ctx_create(CUresult r, CUcontext* pctx, CUdevice dev) {
-  if (r != CUDA_SUCCESS || !pctx || !ready()) return r;
-  int e = entry_of(dev);
-  if (e < 0) return r;
-  uint64_t bytes = charge_context(dev);
-  if (bytes) {
-    track((uint64_t)(uintptr_t)*pctx, VGPU_KIND_CTX, e, bytes);
-    ctx_note_add((uint64_t)(uintptr_t)*pctx, e, bytes);
+/* Destroys a context the driver created (cuCtxDestroy_v2 or the legacy entry). */
+static void destroy_plain_ctx(void* ctx) {
+  if (real_cuCtxDestroy_v2) {
+    real_cuCtxDestroy_v2((CUcontext)ctx);
+  } else if (real_cuCtxDestroy) {
+    real_cuCtxDestroy((CUcontext)ctx);
   }
+}
+static void destroy_green_ctx(void* ctx) {
+  if (real_cuGreenCtxDestroy) real_cuGreenCtxDestroy((CUgreenCtx)ctx);
+}
+
+/* After the driver created context *pctx on `dev` (r = its result; g_ctx_mu held): charged, or
+ * destroyed again through `destroy` and refused (see "Contexts" above). */
+static CUresult after_ctx_create(CUresult r, void** pctx, CUdevice dev, void (*destroy)(void*)) {
+  int e;
+  if (r != CUDA_SUCCESS || !pctx || !ready() || (e = entry_of(dev)) < 0) return r;
+  uint64_t bytes = 0;
+  if (charge_context(dev, first_context(dev, e, 0), &bytes) != CUDA_SUCCESS) {
+    destroy(*pctx);
+    *pctx = NULL;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  /* Tracked even when nothing was charged: its destruction ends it as one of the process's
+   * contexts. */
+  g_ctx_live[e]++;
+  track((uint64_t)(uintptr_t)*pctx, VGPU_KIND_CTX, e, bytes);
+  if (bytes) ctx_note_add((uint64_t)(uintptr_t)*pctx, e, bytes);
   return r;
 }
 
+/* After the driver destroyed `ctx` (r = its result): its charge is given back. */
+static CUresult after_ctx_destroy(CUresult r, void* ctx) {
+  if (r != CUDA_SUCCESS || g.state != ST_READY) return r;
+  int e;
+  uint64_t bytes;
+  pthread_mutex_lock(&g_ctx_mu);
+  if (vgpu_at_remove(&g.at, (uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX, &e, &bytes)) {
+    if (e >= 0 && e < VGPU_MAX_DEVICES && g_ctx_live[e] > 0) g_ctx_live[e]--;
+    if (bytes) vgpu_region_release(&g.rc, e, bytes);
+    ctx_note_drop((uint64_t)(uintptr_t)ctx);
+  }
+  pthread_mutex_unlock(&g_ctx_mu);
+  return r;
+}
+
+/* NOLINTBEGIN(bugprone-macro-parentheses): realfn is a function pointer's name, args its argument
+ * list. */
+#define CTX_CREATE_BODY(realfn, args, out, destroy)                        \
+  ensure_loaded();                                                         \
+  if (!realfn) return CUDA_ERROR_NOT_INITIALIZED;                          \
+  pthread_mutex_lock(&g_ctx_mu);                                           \
+  CUresult r = after_ctx_create(realfn args, (void**)(out), dev, destroy); \
+  pthread_mutex_unlock(&g_ctx_mu);                                         \
+  return r;
+/* NOLINTEND(bugprone-macro-parentheses) */
+
 EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
-  ensure_loaded();
-  if (!real_cuCtxCreate_v2) return CUDA_ERROR_NOT_INITIALIZED;
-  return after_ctx_create(real_cuCtxCreate_v2(pctx, flags, dev), pctx, dev);
+  CTX_CREATE_BODY(real_cuCtxCreate_v2, (pctx, flags, dev), pctx, destroy_plain_ctx);
 }
 EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
-  ensure_loaded();
-  if (!real_cuCtxCreate) return CUDA_ERROR_NOT_INITIALIZED;
-  return after_ctx_create(real_cuCtxCreate(pctx, flags, dev), pctx, dev);
+  CTX_CREATE_BODY(real_cuCtxCreate, (pctx, flags, dev), pctx, destroy_plain_ctx);
 }
 EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
                                unsigned int flags, CUdevice dev) {
-  ensure_loaded();
-  if (!real_cuCtxCreate_v3) return CUDA_ERROR_NOT_INITIALIZED;
-  return after_ctx_create(real_cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx, dev);
+  CTX_CREATE_BODY(real_cuCtxCreate_v3, (pctx, paramsArray, numParams, flags, dev), pctx,
+                  destroy_plain_ctx);
 }
 EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
                                unsigned int flags, CUdevice dev) {
-  ensure_loaded();
-  if (!real_cuCtxCreate_v4) return CUDA_ERROR_NOT_INITIALIZED;
-  return after_ctx_create(real_cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev), pctx, dev);
+  CTX_CREATE_BODY(real_cuCtxCreate_v4, (pctx, ctxCreateParams, flags, dev), pctx,
+                  destroy_plain_ctx);
 }
+/* A green context (CUDA 12.4) is a context of its own: the same rule. */
+EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,
+                                 unsigned int flags) {
+  ensure_loaded();
+  if (!real_cuGreenCtxCreate) return CUDA_ERROR_NOT_FOUND;
+  pthread_mutex_lock(&g_ctx_mu);
+  CUresult r = after_ctx_create(real_cuGreenCtxCreate(phCtx, desc, dev, flags), (void**)phCtx, dev,
+                                destroy_green_ctx);
+  pthread_mutex_unlock(&g_ctx_mu);
+  return r;
+}
+
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   ensure_loaded();
   if (!real_cuCtxDestroy_v2) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = real_cuCtxDestroy_v2(ctx);
-  if (r == CUDA_SUCCESS && LIKELY(g.state == ST_READY)) {
-    untrack((uint64_t)(uintptr_t)ctx, VGPU_KIND_CTX);
-    ctx_note_drop((uint64_t)(uintptr_t)ctx);
-  }
-  return r;
+  return after_ctx_destroy(real_cuCtxDestroy_v2(ctx), ctx);
+}
+EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
+  ensure_loaded();
+  if (!real_cuCtxDestroy) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_ctx_destroy(real_cuCtxDestroy(ctx), ctx);
+}
+EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  ensure_loaded();
+  if (!real_cuGreenCtxDestroy) return CUDA_ERROR_NOT_FOUND;
+  return after_ctx_destroy(real_cuGreenCtxDestroy(hCtx), hCtx);
 }
 
 /* ---- Memory reporting: cuMemGetInfo, cuDeviceTotalMem and NVML agree. -------------------------

@@ -18,7 +18,15 @@
  *   nvmlinfo              NVML only (no CUDA call, like nvidia-smi): device 0's memory info
  *   virtual <chunk MiB>   virtual device memory: cuMemAlloc chunks until refused, printing this
  * process's device-resident memory (fake driver, NVML) at the end; then a second context, a managed
- * allocation and a refused one, and what each reports */
+ * allocation and a refused one, and what each reports
+ *   legacy <direct|procaddr>  legacy (CUDA 2.x) arrays of 64 MiB until refused, called directly or
+ * through cuGetProcAddress(..., 2000); what they were charged, and the legacy pitched allocator
+ *   contexts <api>        contexts (api: v2|legacy|v3|v4|procaddr) next to the primary one until
+ * refused; what is left after the refusal
+ *   ctxfirst              the first context of a process is a created one; then the primary context
+ * and another one beyond the limit
+ *   fill <flag>           holds a context and every free byte, creates <flag>.ready, waits for
+ * <flag> */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -31,6 +39,30 @@
 #include <unistd.h>
 
 #include "gpu/nvml_abi.h"
+
+/* The legacy (CUDA 2.x) ABIs; cuda.h declares them only for the driver's own build. */
+typedef struct {
+  unsigned int Width, Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+} array_desc_v1;
+typedef struct {
+  unsigned int Width, Height, Depth;
+  CUarray_format Format;
+  unsigned int NumChannels, Flags;
+} array3d_desc_v1;
+/* Linked by their exported names (cuda.h maps the plain names to the newer ABIs). */
+CUresult legacy_cuArrayCreate(CUarray* h, const array_desc_v1* d) __asm__("cuArrayCreate");
+CUresult legacy_cuArray3DCreate(CUarray* h, const array3d_desc_v1* d) __asm__("cuArray3DCreate");
+CUresult legacy_cuMemAllocPitch(unsigned int* dptr, unsigned int* pitch, unsigned int w,
+                                unsigned int h, unsigned int elem) __asm__("cuMemAllocPitch");
+CUresult legacy_cuCtxCreate(CUcontext* pctx, unsigned int flags,
+                            CUdevice dev) __asm__("cuCtxCreate");
+CUresult legacy_cuCtxDestroy(CUcontext ctx) __asm__("cuCtxDestroy");
+/* cuda.h declares these two only for the driver's own build. */
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params, int n, unsigned int flags,
+                        CUdevice dev);
 
 /* The legacy entry point (no status argument); cuda.h maps the name to cuGetProcAddress_v2. */
 #undef cuGetProcAddress
@@ -308,6 +340,14 @@ static int mode_procaddr(void) {
        "cuMemAllocAsync_ptsz"},
       {"cuGraphLaunch", 12000, 0, "cuGraphLaunch"},
       {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+      {"cuArrayCreate", 2000, 0, "cuArrayCreate"},
+      {"cuArrayCreate", 3020, 0, "cuArrayCreate_v2"},
+      {"cuArray3DCreate", 2000, 0, "cuArray3DCreate"},
+      {"cuArray3DCreate", 12000, 0, "cuArray3DCreate_v2"},
+      {"cuMemAllocPitch", 2000, 0, "cuMemAllocPitch"},
+      {"cuMemAllocPitch", 3020, 0, "cuMemAllocPitch_v2"},
+      {"cuCtxDestroy", 2000, 0, "cuCtxDestroy"},
+      {"cuCtxDestroy", 4000, 0, "cuCtxDestroy_v2"},
       {"cuStreamCreate", 12000, 0, NULL},
       {"cuMemcpyHtoD", 12000, 0, NULL},
   };
@@ -334,6 +374,35 @@ static int mode_procaddr(void) {
            ok ? "ok" : where);
     bad += !ok;
   }
+  /* Every hook of vgpu_hooks.def is what cuGetProcAddress returns for its base name, at its first
+   * cudaVersion and stream flag (entry points this driver lacks are counted apart). */
+  static const struct {
+    const char* sym;
+    const char* base;
+    int version;
+    int pt;
+  } hooks[] = {
+#define VGPU_CU(sym, base, ver, pt, params, args) {#sym, #base, ver, pt},
+#include "vgpu/vgpu_hooks.def"
+  };
+  int checked = 0, absent = 0;
+  for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+    void* p = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r =
+        cuGetProcAddress_v2(hooks[i].base, &p, hooks[i].version,
+                            hooks[i].pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, &st);
+    if (r != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS) {
+      absent++;
+      continue;
+    }
+    checked++;
+    if (p != dlsym(self, hooks[i].sym)) {
+      printf("hook_not_routed=%s\n", hooks[i].sym);
+      bad++;
+    }
+  }
+  printf("hooks_checked=%d hooks_absent=%d\n", checked, absent);
   /* The legacy entry point (no status argument) routes the same way. */
   void* p = NULL;
   CHECK(cuGetProcAddress("cuCtxCreate", &p, 11040, 0));
@@ -618,6 +687,142 @@ static int mode_virtual(unsigned long long chunk) {
   return 0;
 }
 
+typedef CUresult (*array_fn)(CUarray*, const array_desc_v1*);
+typedef CUresult (*array3d_fn)(CUarray*, const array3d_desc_v1*);
+
+static int mode_legacy(const char* via) {
+  CHECK(cuInit(0));
+  CUdevice d;
+  CHECK(cuDeviceGet(&d, 0));
+  ctx_on(0);
+  int idx = 0;
+  nvml_of(d, &idx);
+  array_fn create = legacy_cuArrayCreate;
+  array3d_fn create3d = legacy_cuArray3DCreate;
+  if (!strcmp(via, "procaddr")) {
+    CHECK(cuGetProcAddress_v2("cuArrayCreate", (void**)&create, 2000, 0, NULL));
+    CHECK(cuGetProcAddress_v2("cuArray3DCreate", (void**)&create3d, 2000, 0, NULL));
+  }
+  size_t f0, t0, f, t;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  /* 64 MiB each, 2D (4096 x 4096 floats) and 3D (1024 x 1024 x 16 of 4 x 8 bits) in turn. */
+  const array_desc_v1 d2 = {4096, 4096, CU_AD_FORMAT_FLOAT, 1};
+  const array3d_desc_v1 d3 = {1024, 1024, 16, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+  static CUarray a[512];
+  int n = 0;
+  CUresult rc = CUDA_SUCCESS;
+  for (; n < 512; n++) {
+    rc = n % 2 ? create3d(&a[n], &d3) : create(&a[n], &d2);
+    if (rc != CUDA_SUCCESS) break;
+  }
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("start_free=%zu arrays=%d last_rc=%d charged=%zu held=%llu\n", f0, n, (int)rc, f0 - f,
+         fakegpu_mem_used(idx, getpid()));
+  /* The legacy pitched allocator: refused beyond the limit, the driver's business within it. */
+  unsigned int p32 = 0, pitch = 0;
+  CUresult over = legacy_cuMemAllocPitch(&p32, &pitch, 4096, (unsigned int)(f / 4096 + 1), 4);
+  CUresult fit = legacy_cuMemAllocPitch(&p32, &pitch, 512, 2, 4);
+  printf("pitch_over_rc=%d pitch_fit_rc=%d\n", (int)over, (int)fit);
+  if (fit == CUDA_SUCCESS) CHECK(cuMemFree_v2(p32));
+  for (int i = 0; i < n; i++) CHECK(cuArrayDestroy(a[i]));
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("end_free=%zu\n", f);
+  return 0;
+}
+
+static int mode_contexts(const char* api) {
+  CHECK(cuInit(0));
+  CUdevice d;
+  CHECK(cuDeviceGet(&d, 0));
+  CUcontext primary = ctx_on(0);
+  int idx = 0;
+  nvml_of(d, &idx);
+  size_t f0, t0, f, t;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  CUresult (*create)(CUcontext*, unsigned int, CUdevice) = cuCtxCreate_v2;
+  if (!strcmp(api, "legacy")) create = legacy_cuCtxCreate;
+  if (!strcmp(api, "procaddr")) {
+    CHECK(cuGetProcAddress_v2("cuCtxCreate", (void**)&create, 2000, 0, NULL));
+  }
+  static CUcontext c[64];
+  int n = 0, kept = -1;
+  CUresult rc = CUDA_SUCCESS;
+  for (; n < 64; n++) {
+    CUcontext before = NULL, after = NULL;
+    CHECK(cuCtxGetCurrent(&before));
+    if (!strcmp(api, "v3")) {
+      rc = cuCtxCreate_v3(&c[n], NULL, 0, 0, d);
+    } else if (!strcmp(api, "v4")) {
+      rc = cuCtxCreate_v4(&c[n], NULL, 0, d);
+    } else {
+      rc = create(&c[n], 0, d);
+    }
+    if (rc != CUDA_SUCCESS) { /* nothing left behind: the thread's current context is unchanged */
+      CHECK(cuCtxGetCurrent(&after));
+      kept = after == before;
+      break;
+    }
+  }
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("start_free=%zu created=%d last_rc=%d current_kept=%d charged=%zu held=%llu\n", f0, n,
+         (int)rc, kept, f0 - f, fakegpu_mem_used(idx, getpid()));
+  for (int i = n - 1; i >= 0; i--) {
+    CHECK(!strcmp(api, "legacy") ? legacy_cuCtxDestroy(c[i]) : cuCtxDestroy_v2(c[i]));
+  }
+  CHECK(cuCtxSetCurrent(primary));
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("end_free=%zu\n", f);
+  CHECK(cuDevicePrimaryCtxRelease(0));
+  return 0;
+}
+
+/* The process's first context is a created one (always admitted); then the primary context and a
+ * further created one, which must fit in the limit. */
+static int mode_ctxfirst(void) {
+  CHECK(cuInit(0));
+  CUdevice d;
+  CHECK(cuDeviceGet(&d, 0));
+  int idx = 0;
+  nvml_of(d, &idx);
+  CUcontext own = NULL, other = NULL, pc = (CUcontext)&pc;
+  CUresult first = cuCtxCreate_v2(&own, 0, d);
+  printf("first_rc=%d\n", (int)first);
+  if (first != CUDA_SUCCESS) return 0;
+  size_t f, t;
+  CHECK(cuMemGetInfo(&f, &t));
+  CUdeviceptr rest = 0;
+  if (f) CHECK(cuMemAlloc(&rest, f)); /* the rest of the limit */
+  unsigned long long held = fakegpu_mem_used(idx, getpid());
+  CUresult pr = cuDevicePrimaryCtxRetain(&pc, d);
+  unsigned int flags = 0;
+  int active = -1;
+  CHECK(cuDevicePrimaryCtxGetState(d, &flags, &active));
+  CUresult cr = cuCtxCreate_v4(&other, NULL, 0, d);
+  printf(
+      "start_free=%zu primary_rc=%d primary_active=%d primary_null=%d create_rc=%d "
+      "held_delta=%lld\n",
+      f, (int)pr, active, pc == NULL, (int)cr, (long long)(fakegpu_mem_used(idx, getpid()) - held));
+  if (rest) CHECK(cuMemFree(rest));
+  pr = cuDevicePrimaryCtxRetain(&pc, d);
+  printf("primary_after_free_rc=%d\n", (int)pr);
+  if (pr == CUDA_SUCCESS) CHECK(cuDevicePrimaryCtxRelease(d));
+  CHECK(cuCtxDestroy_v2(own));
+  return 0;
+}
+
+static int mode_fill(const char* flag) {
+  CHECK(cuInit(0));
+  ctx_on(0);
+  size_t f, t;
+  CHECK(cuMemGetInfo(&f, &t));
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, f));
+  char ready[4096];
+  snprintf(ready, sizeof(ready), "%s.ready", flag);
+  touch(ready);
+  return wait_for_file(flag) == 0 ? 0 : 12;
+}
+
 static int mode_nvmlinfo(void) {
   nvmlDevice_t h;
   nvmlMemory_t m;
@@ -647,6 +852,10 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
   if (!strcmp(m, "hold") && argc == 3) return mode_hold(argv[2]);
   if (!strcmp(m, "nvmlinfo")) return mode_nvmlinfo();
+  if (!strcmp(m, "legacy") && argc == 3) return mode_legacy(argv[2]);
+  if (!strcmp(m, "contexts") && argc == 3) return mode_contexts(argv[2]);
+  if (!strcmp(m, "ctxfirst")) return mode_ctxfirst();
+  if (!strcmp(m, "fill") && argc == 3) return mode_fill(argv[2]);
   if (!strcmp(m, "virtual") && argc == 3) return mode_virtual(strtoull(argv[2], 0, 10) << 20);
   return 2;
 }
