@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -171,6 +172,53 @@ TEST_F(MonitorE2e, ContainerUnderLibvgpuIsExportedAndGetsFeedback) {
   EXPECT_EQ(m["hami_container_processes" + pod_labels], 0);  // liveness lock gone with the process
   EXPECT_EQ(m["hami_vgpu_memory_used_bytes" + labels], 0);
   EXPECT_EQ(m["hami_vgpu_memory_context_bytes" + labels], 0);
+  loop.Release();
+}
+
+// Issue 33, through libvgpu and the real feedback loop: a container at 70 % runs alone (the loop
+// lifts its limit), then a 30 % neighbour comes back and the loop turns both limits on. libvgpu's
+// controller kept measuring the lone container's busy time while its launches went uncharged and
+// charged it as debt when the switch came back: the busy container then got nothing for about a
+// second. Now it keeps its share from the moment the neighbour is back (ground truth: the fake's
+// per-process device time).
+TEST_F(MonitorE2e, BusyContainerKeepsItsShareWhenANeighbourComesBack) {
+  using Busy = unsigned long long (*)(int, int);
+  void* h = dlopen(kNvml.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto busy_ns = reinterpret_cast<Busy>(dlsym(h, "fakegpu_busy_ns"));
+  dlclose(h);
+  ASSERT_NE(busy_ns, nullptr);
+  const std::string now = std::to_string(RealtimeUs());
+  pid_t a = StartContainer("uid-a", "main", {"CUDA_DEVICE_SM_LIMIT=70"},
+                           {"launch", now, "8000", "kernel"});
+  ASSERT_GT(a, 0);
+  RegionStore store({root_, 300, 16}, RealClock::Get());
+  FeedbackLoop loop(store, *telemetry_, RealClock::Get(), 5'000'000'000);
+  usleep(1'200'000);  // limited from its first launch (the region starts with the switch on)
+  FeedbackStats s = loop.Tick();
+  EXPECT_EQ(s.containers, 1);
+  EXPECT_EQ(s.switched_on, 0) << "alone: the limit is lifted";
+  usleep(2'500'000);  // alone and unlimited: busy all the time
+  pid_t b = StartContainer("uid-b", "main", {"CUDA_DEVICE_SM_LIMIT=30"},
+                           {"launch", std::to_string(RealtimeUs()), "4000", "kernel"});
+  ASSERT_GT(b, 0);
+  usleep(500'000);
+  s = loop.Tick();
+  EXPECT_EQ(s.containers, 2);
+  EXPECT_EQ(s.switched_on, 2) << "the neighbour is back: both limited";
+  const uint64_t a0 = busy_ns(0, a), b0 = busy_ns(0, b);
+  usleep(2'000'000);
+  const double share_a = static_cast<double>(busy_ns(0, a) - a0) / 2e7;
+  const double share_b = static_cast<double>(busy_ns(0, b) - b0) / 2e7;
+  std::printf("after the neighbour came back: 70 %% container %.1f %%, 30 %% container %.1f %%\n",
+              share_a, share_b);
+  EXPECT_GE(share_a, 60.0) << "the busy container stalled when its neighbour came back";
+  EXPECT_GE(share_b, 20.0);
+  for (pid_t p : {a, b}) {
+    kill(p, SIGKILL);
+    int status = 0;
+    waitpid(p, &status, 0);
+  }
   loop.Release();
 }
 

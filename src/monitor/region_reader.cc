@@ -129,10 +129,11 @@ StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Open(const std::string& pa
         StrCat(path, ": upstream HAMi-core region (magic 19920718), not libvgpu's layout"));
   } else if (hdr.magic != VGPU_REGION_MAGIC || hdr.init_state != VGPU_REGION_READY) {
     bad = FailedPrecondition(StrCat(path, ": not initialised yet (magic ", hdr.magic, ")"));
-  } else if (hdr.version != VGPU_REGION_VERSION || hdr.size_bytes != sizeof(vgpu_region)) {
+  } else if (hdr.version < VGPU_REGION_MIN_VERSION || hdr.version > VGPU_REGION_VERSION ||
+             hdr.size_bytes != sizeof(vgpu_region)) {
     bad = InvalidArgument(StrCat(path, ": layout version ", hdr.version, " size ", hdr.size_bytes,
-                                 "; this monitor reads version ", VGPU_REGION_VERSION, " size ",
-                                 sizeof(vgpu_region)));
+                                 "; this monitor reads versions ", VGPU_REGION_MIN_VERSION, " to ",
+                                 VGPU_REGION_VERSION, " size ", sizeof(vgpu_region)));
   } else if (static_cast<uint64_t>(st.st_size) < sizeof(vgpu_region)) {
     bad = InvalidArgument(
         StrCat(path, ": file has ", st.st_size, " bytes, the region needs ", sizeof(vgpu_region)));
@@ -174,7 +175,8 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     return absl::DataLossError(StrCat(path_, ": region file shrank under the reader (SIGBUS)"));
   }
   const vgpu_region_header& h = head->hdr;
-  if (h.magic != VGPU_REGION_MAGIC || h.version != VGPU_REGION_VERSION) {
+  if (h.magic != VGPU_REGION_MAGIC || h.version < VGPU_REGION_MIN_VERSION ||
+      h.version > VGPU_REGION_VERSION) {
     return absl::DataLossError(StrCat(path_, ": header no longer valid (magic ", h.magic, ")"));
   }
   uint32_t hwm = std::min<uint32_t>(h.slot_hwm, VGPU_MAX_SLOTS);

@@ -6,9 +6,13 @@
  *  - Pure data: fixed-width integers and char arrays only, little-endian x86-64 / arm64, no
  * pointers, no sem_t / pthread types / size_t. Sizes and offsets are pinned by static asserts
  * below.
- *  - Versioned: `magic` == VGPU_REGION_MAGIC and `version` == VGPU_REGION_VERSION mean this exact
- * layout. Future versions only append fields inside the reserved tails or after the slot array, and
- * bump `version`; `size_bytes` is the size the writer used.
+ *  - Versioned: `magic` == VGPU_REGION_MAGIC and VGPU_REGION_MIN_VERSION <= `version` <=
+ * VGPU_REGION_VERSION mean this layout (same size): a version only gives a meaning to reserved
+ * bytes whose zero means what the older versions did, and readers and writers of any of these
+ * versions accept each other's files. Future versions only append fields inside the reserved tails
+ * or after the slot array, and bump `version` (and VGPU_REGION_MIN_VERSION when zero in a new field
+ * would not keep the old meaning); `size_bytes` is the size the writer used. Version 2:
+ * vgpu_device_entry.grace_ticks (was reserved0).
  *  - Every field that changes after initialisation is read and written with 32/64-bit atomic
  * operations
  *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must
@@ -46,7 +50,8 @@ extern "C" {
 #endif
 
 #define VGPU_REGION_MAGIC 0x55504756u /* "VGPU" little-endian */
-#define VGPU_REGION_VERSION 1u
+#define VGPU_REGION_VERSION 2u
+#define VGPU_REGION_MIN_VERSION 1u
 #define VGPU_MAX_DEVICES 16
 #define VGPU_MAX_SLOTS 1024
 #define VGPU_UUID_LEN 96
@@ -88,7 +93,10 @@ typedef struct vgpu_device_entry {
   uint64_t last_launch_ns; /* CLOCK_MONOTONIC time of a recent limited launch (stamped on refill and
                             * every calibration tick with launches; not by every launch) */
   uint32_t sm_count;       /* multiprocessors of the device */
-  uint32_t reserved0;
+  /* v2: controller ticks left in which device time measured beyond the launch charges is not
+   * charged: set while the limiter is off for the container (its launches are then not charged, and
+   * work it queued meanwhile still runs after the limiter is back). 0 in v1 files: none. */
+  uint32_t grace_ticks;
   /* SM limiter controller (written by the one calibration thread elected per window; zero in files
    * from before these fields existed, which means "no tick yet"). */
   int64_t outstanding_ns; /* charged at launch but not yet measured as busy time */
@@ -157,6 +165,7 @@ VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, used_bytes) == 104, "used of
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_limit_pct) == 120, "sm limit offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, tokens_ns) == 128, "tokens offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_count) == 176, "sm count offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, grace_ticks) == 180, "grace offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, outstanding_ns) == 184, "controller offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, used) == 24, "slot used offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, context_kib) == 152, "slot context offset");

@@ -223,6 +223,12 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 #define VGPU_LIMITER_MAX_COST_NS 10000000000ull
 /* A launch waits at most this long, then starts anyway. */
 #define VGPU_LIMITER_MAX_WAIT_NS 60000000000ull
+/* The controller's corrections put the bucket at most this much refill time in debt (the debt at
+ * pct is this x pct / 100 of device time: more than one 2 s kernel at 10 %). */
+#define VGPU_LIMITER_MAX_DEBT_WAIT_NS 30000000000ull
+/* Controller ticks after the limiter was last seen off in which measured time beyond the charges is
+ * forgiven (kernels queued while it was off still run): 2 s at the 100 ms window. */
+#define VGPU_LIMITER_GRACE_TICKS 20u
 /* A calibration segment ends after this many ticks. */
 #define VGPU_LIMITER_SEGMENT_TICKS 20
 /* Each calibration sample keeps 1 - 1/VGPU_LIMITER_CAL_DECAY of the weight of the earlier ones. */
@@ -251,6 +257,12 @@ void vgpu_limiter_clamp(vgpu_device_entry* d, uint32_t pct);
 /* Refills for the time elapsed until now, then tries vgpu_limiter_take. Returns 0 when the launch
  * may start (and charges it), else the number of nanoseconds to wait before trying again. */
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns);
+/* The limiter is off for the container (policy default, monitor switch 0): its launches are not
+ * charged, so device time measured meanwhile is no debt. Called every watcher period while it is
+ * off, before the tick: the bucket is held at a full burst, nothing is outstanding, and the next
+ * VGPU_LIMITER_GRACE_TICKS ticks charge no measured time beyond the launch charges and feed no
+ * calibration (kernels launched uncharged are still running when the limiter is back). */
+void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
  * were launched. d->ns_per_wave becomes the ratio of the decayed sums of busy time and waves (the
  * first sample replaces the prior; d->cal_weight holds the decayed waves). */

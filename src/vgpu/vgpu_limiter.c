@@ -18,7 +18,7 @@ void (*vgpu_limiter_refill_hook)(vgpu_device_entry* d) = NULL;
  * (adding first and storing the clamp afterwards would overwrite its charge). */
 static void adjust(vgpu_device_entry* d, uint32_t pct, int64_t delta) {
   const int64_t cap = vgpu_limiter_cap(d, pct);
-  const int64_t floor = -(int64_t)(VGPU_LIMITER_MAX_WAIT_NS / 100 * pct);
+  const int64_t floor = -(int64_t)(VGPU_LIMITER_MAX_DEBT_WAIT_NS / 100 * pct);
   int64_t cur = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED), next;
   do {
     next = cur + delta;
@@ -40,6 +40,17 @@ void vgpu_limiter_clamp(vgpu_device_entry* d, uint32_t pct) {
                                     __ATOMIC_RELAXED))
       break;
   }
+}
+
+void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct) {
+  /* Raise the bucket to the burst (a charge made meanwhile fails the exchange and is kept). */
+  const int64_t cap = vgpu_limiter_cap(d, pct);
+  int64_t cur = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);
+  while (cur < cap && !__atomic_compare_exchange_n(&d->tokens_ns, &cur, cap, 0, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {
+  }
+  __atomic_store_n(&d->outstanding_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&d->grace_ticks, VGPU_LIMITER_GRACE_TICKS, __ATOMIC_RELAXED);
 }
 
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
@@ -94,6 +105,13 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
       __atomic_load_n(&d->outstanding_ns, __ATOMIC_RELAXED) + (int64_t)charged - (int64_t)busy_ns;
   if (!pct) pct = 100;
   if (!window_ns) window_ns = 1;
+  /* Grace after the limiter was off: what ran uncharged is not a debt (vgpu_limiter_unlimited). */
+  uint32_t grace = __atomic_load_n(&d->grace_ticks, __ATOMIC_RELAXED);
+  if (grace) {
+    if (grace > VGPU_LIMITER_GRACE_TICKS) grace = VGPU_LIMITER_GRACE_TICKS; /* tampered */
+    __atomic_store_n(&d->grace_ticks, grace - 1, __ATOMIC_RELAXED);
+    if (o < 0) o = 0;
+  }
   /* Measured beyond the charges (o < 0): owed now. The device was not kept busy: what was charged
    * and did not run is given back. */
   if (o < 0 || (o > 0 && busy_ns < window_ns / 100 * 95)) {
@@ -117,7 +135,10 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
   uint32_t ticks = d->seg_ticks + 1, closed = d->seg_closed;
   uint32_t len =
       closed < 4 ? 1u << closed : VGPU_LIMITER_SEGMENT_TICKS; /* first samples come quickly */
-  if (idle || ticks >= len) {
+  if (grace) { /* busy time of uncharged launches: no calibration sample */
+    sb = sw = 0;
+    ticks = 0;
+  } else if (idle || ticks >= len) {
     vgpu_limiter_calibrate(d, sb, sw);
     if (sw && sb) closed++;
     sb = sw = 0;

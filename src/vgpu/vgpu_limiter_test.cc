@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vgpu/vgpu_core.h"
@@ -63,14 +64,45 @@ uint64_t BusyInWindowOf(const Container& c, uint64_t a, uint64_t b) {
   return s;
 }
 
-// Runs the containers until `horizon` and returns each one's share of device time over [from,
-// horizon), in percent. `shape(k, rng)` is the k-th container's next kernel.
-std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from,
-                             uint64_t horizon,
-                             const std::function<Shape(size_t, std::mt19937&)>& shape,
-                             unsigned seed) {
+// What a run adds to greedy containers under a limiter that is always on (policy force).
+struct Scenario {
+  // When container k wants to launch again if it does not at t (returns t when it does): it is
+  // idle in between. Null: always.
+  std::function<uint64_t(size_t k, uint64_t t)> next_wanted;
+  // The node monitor's feedback under policy default (src/monitor/feedback.cc): every `feedback`
+  // ns (phase `feedback_phase`), each container's switch becomes 1 when two or more containers were
+  // busy on the device in the past interval (NVML's window), else 0; launches of a container whose
+  // switch is 0 bypass the limiter (not charged, not counted), and its watcher calls
+  // vgpu_limiter_unlimited before each tick, as the interposer does. 0: no monitor.
+  uint64_t feedback = 0, feedback_phase = 0;
+};
+
+struct Result {
+  std::vector<double> shares;          // device time over [from, horizon), percent
+  std::vector<uint64_t> longest_wait;  // longest time one launch waited in the limiter, ns
+  std::vector<int> switched_off;       // times the monitor turned the container's limit off
+};
+
+// Runs the containers until `horizon`. `shape(k, rng)` is the k-th container's next kernel.
+Result RunScenario(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from, uint64_t horizon,
+                   const std::function<Shape(size_t, std::mt19937&)>& shape, unsigned seed,
+                   const Scenario& sc = {}) {
   std::vector<Container> cs(pcts.size());
   for (size_t i = 0; i < pcts.size(); i++) cs[i].pct = pcts[i];
+  // Switch history: (time from which it holds, value), per container; it starts at 1 (region init).
+  std::vector<std::vector<std::pair<uint64_t, bool>>> sw(cs.size(), {{0, true}});
+  auto switch_at = [&](size_t k, uint64_t t) {
+    bool on = true;
+    for (const auto& [at, v] : sw[k]) {
+      if (at > t) break;
+      on = v;
+    }
+    return on || sc.feedback == 0;
+  };
+  uint64_t next_feedback = sc.feedback ? sc.feedback_phase + sc.feedback : ~0ull;
+  std::vector<uint64_t> longest(cs.size(), 0), first_try(cs.size(), 0);
+  Result res;
+  res.switched_off.assign(cs.size(), 0);
   std::mt19937 rng(seed);
   const uint64_t kBacklog = 20 * kMs, kCal = 100 * kMs, kHost = 2 * kUs;
   uint64_t busy_until = 0;
@@ -82,6 +114,17 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
     Container& c = cs[k];
     uint64_t now = c.next_try;
     if (now >= horizon) break;
+    while (next_feedback <= now) {  // the monitor's tick: every launch before it is known
+      int active = 0;
+      for (const Container& o : cs) {
+        active += BusyInWindowOf(o, next_feedback - sc.feedback, next_feedback) > 0;
+      }
+      for (size_t i = 0; i < sw.size(); i++) {
+        if (sw[i].back().second && active < 2) res.switched_off[i]++;
+        sw[i].emplace_back(next_feedback, active >= 2);
+      }
+      next_feedback += sc.feedback;
+    }
     while (c.last_cal + kCal <=
            now) {  // the calibration thread's tick (NVML: whole percent of the window)
       uint64_t a = c.last_cal, b = c.last_cal + kCal;
@@ -89,23 +132,36 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
       for (const Container& o : cs) {
         if (&o != &c) others += (BusyInWindowOf(o, a, b) * 100 + kCal / 2) / kCal;
       }
+      if (!switch_at(k, b)) vgpu_limiter_unlimited(&c.entry, c.pct);
       uint64_t waves = c.entry.waves_launched;
       vgpu_limiter_tick(&c.entry, c.pct, pct * kCal / 100, others * kCal / 100,
                         waves - c.last_waves, kCal);
       c.last_waves = waves;
       c.last_cal = b;
     }
+    if (sc.next_wanted && c.waited == 0) {
+      uint64_t t = sc.next_wanted(k, now);
+      if (t > now) {  // idle until t
+        c.next_try = t;
+        continue;
+      }
+    }
     Shape sh = shape(k, rng);
     uint64_t blocks = (sh.waves - 1) * sms + 1 + rng() % sms;  // any grid that takes sh.waves waves
     uint64_t waves = (blocks + sms - 1) / sms;
-    // As in the interposer: the clock is read only when the bucket is empty; waits are bounded.
-    uint64_t wait =
-        vgpu_limiter_take(&c.entry, waves) ? 0 : vgpu_limiter_try(&c.entry, c.pct, waves, now);
+    // As in the interposer: the clock is read only when the bucket is empty; waits are bounded; no
+    // limiter at all while the switch is off.
+    uint64_t wait = 0;
+    if (switch_at(k, now) && !vgpu_limiter_take(&c.entry, waves)) {
+      wait = vgpu_limiter_try(&c.entry, c.pct, waves, now);
+    }
     if (wait && c.waited < VGPU_LIMITER_MAX_WAIT_NS) {
+      if (c.waited == 0) first_try[k] = now;
       c.waited += wait;
       c.next_try = now + wait;
       continue;
     }
+    if (c.waited) longest[k] = std::max(longest[k], now - first_try[k]);
     c.waited = 0;
     uint64_t start = std::max(now, busy_until);
     busy_until = start + waves * sh.wave_ns;
@@ -117,13 +173,21 @@ std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, ui
     // The launch returns at once unless the backlog is too deep; some host work per launch.
     c.next_try = std::max(now + kHost, busy_until > kBacklog ? busy_until - kBacklog : 0);
   }
-  std::vector<double> shares;
   for (Container& c : cs) {
     c.cal_from = 0;
-    shares.push_back(100.0 * static_cast<double>(BusyInWindow(c, from, horizon)) /
-                     static_cast<double>(horizon - from));
+    res.shares.push_back(100.0 * static_cast<double>(BusyInWindow(c, from, horizon)) /
+                         static_cast<double>(horizon - from));
   }
-  return shares;
+  res.longest_wait = std::move(longest);
+  return res;
+}
+
+// Each container's share of device time over [from, horizon), in percent, limiter always on.
+std::vector<double> Simulate(uint32_t sms, const std::vector<uint32_t>& pcts, uint64_t from,
+                             uint64_t horizon,
+                             const std::function<Shape(size_t, std::mt19937&)>& shape,
+                             unsigned seed) {
+  return RunScenario(sms, pcts, from, horizon, shape, seed).shares;
 }
 
 TEST(VgpuLimiter, HoldsTargetsIndependentOfSmCount) {
@@ -222,6 +286,89 @@ TEST(VgpuLimiter, KernelLengthSweepHoldsWithinTwoPoints) {
       }
     }
   }
+}
+
+// Issue 33: one container goes idle and comes back while the other runs, under the node monitor's
+// feedback (policy default, its shipped 5 s interval). While a switch is off, launches are not
+// charged but the controller still measured the busy time; that time was charged as debt when the
+// switch came back on, and both containers stalled for seconds in every cycle (the lone one before
+// the neighbour came back too). No launch may wait longer than a throttled launch of these kernels
+// does anyway: 250 ms.
+TEST(VgpuLimiter, NoStallWhenTheMonitorSwitchesTheLimiterBackOn) {
+  struct Case {
+    const char* name;
+    uint32_t sms;
+    std::vector<uint32_t> pcts;
+    size_t toggler;               // the container that goes idle and comes back
+    uint64_t busy, idle;          // its cycle
+    uint64_t max_waves, wave_ns;  // kernels: 1..max_waves waves
+  } cases[] = {
+      {"30 returns to 70", 132, {30, 70}, 0, 7 * kSec, 9 * kSec, 8, 250 * kUs},
+      {"70 returns to 30", 132, {30, 70}, 1, 7 * kSec, 9 * kSec, 8, 250 * kUs},
+      {"50 returns to 50", 20, {50, 50}, 0, 9 * kSec, 12 * kSec, 8, 250 * kUs},
+      {"long absences", 188, {30, 70}, 0, 3 * kSec, 14 * kSec, 8, 250 * kUs},
+      {"10 ms kernels", 132, {30, 70}, 0, 7 * kSec, 11 * kSec, 1, 10 * kMs},
+  };
+  for (const Case& c : cases) {
+    Scenario sc;
+    sc.feedback = 5 * kSec;
+    sc.feedback_phase = 1300 * kMs;
+    sc.next_wanted = [&c](size_t k, uint64_t t) {
+      uint64_t cycle = c.busy + c.idle, in = t % cycle;
+      return k != c.toggler || in < c.busy ? t : t - in + cycle;
+    };
+    auto shape = [&c](size_t, std::mt19937& rng) {
+      return Shape{1 + rng() % c.max_waves, c.wave_ns};
+    };
+    Result r = RunScenario(c.sms, c.pcts, 0, 80 * kSec, shape, c.sms, sc);
+    EXPECT_GE(r.switched_off[0], 3) << c.name << ": the monitor never lifted the limits";
+    for (size_t i = 0; i < c.pcts.size(); i++) {
+      EXPECT_LE(r.longest_wait[i], 250 * kMs)
+          << c.name << ": container " << i << " at " << c.pcts[i] << " % stalled";
+      std::printf("case=\"%s\" container=%zu pct=%u longest_wait_ms=%.1f share=%.1f offs=%d\n",
+                  c.name, i, c.pcts[i], static_cast<double>(r.longest_wait[i]) / kMs, r.shares[i],
+                  r.switched_off[i]);
+    }
+  }
+}
+
+// Device time measured while the limiter was off is not charged: not while it is off, and not in
+// the grace ticks after it is back (work queued meanwhile still runs); nor does it feed the wave
+// cost. After the grace, measured time beyond the charges is charged again, and a debt is bounded.
+TEST(VgpuLimiter, TimeMeasuredWhileOffIsNoDebt) {
+  // 90 ms busy per 100 ms window (not a fully busy device: the burst stays the default, 15 ms at
+  // 30 %), no launches charged.
+  const uint64_t kBusy = 90 * kMs, kWindow = 100 * kMs;
+  const int64_t cap = static_cast<int64_t>(VGPU_LIMITER_BURST_NS / 100 * 30);
+  vgpu_device_entry d{};
+  d.ns_per_wave = 100 * kUs;
+  d.tokens_ns = -3 * static_cast<int64_t>(kSec);  // a debt from before the switch went off
+  d.outstanding_ns = 5 * kMs;
+  vgpu_limiter_unlimited(&d, 30);
+  EXPECT_EQ(d.tokens_ns, cap) << "held at a full burst while off";
+  EXPECT_EQ(d.outstanding_ns, 0);
+  for (int i = 0; i < 50; i++) {  // 5 s off
+    vgpu_limiter_unlimited(&d, 30);
+    vgpu_limiter_tick(&d, 30, kBusy, 0, 0, kWindow);
+  }
+  EXPECT_EQ(d.tokens_ns, cap);
+  EXPECT_EQ(d.ns_per_wave, 100 * kUs) << "busy time of uncharged launches is no calibration sample";
+  // Back on: for the rest of the grace (the last tick while off used one), work queued while off
+  // still runs; no debt.
+  for (uint32_t i = 1; i < VGPU_LIMITER_GRACE_TICKS; i++) {
+    vgpu_limiter_tick(&d, 30, kBusy, 0, 0, kWindow);
+  }
+  EXPECT_EQ(d.tokens_ns, cap);
+  EXPECT_EQ(d.grace_ticks, 0u);
+  // Afterwards measured time beyond the charges is a debt again, bounded.
+  vgpu_limiter_tick(&d, 30, kBusy, 0, 0, kWindow);
+  EXPECT_EQ(d.tokens_ns, cap - static_cast<int64_t>(kBusy));
+  for (int i = 0; i < 1000; i++) vgpu_limiter_tick(&d, 30, kBusy, 0, 0, kWindow);
+  EXPECT_EQ(d.tokens_ns, -static_cast<int64_t>(VGPU_LIMITER_MAX_DEBT_WAIT_NS / 100 * 30));
+  // A tampered grace counter grants at most the grace.
+  d.grace_ticks = ~0u;
+  vgpu_limiter_tick(&d, 30, kBusy, 0, 0, kWindow);
+  EXPECT_EQ(d.grace_ticks, VGPU_LIMITER_GRACE_TICKS - 1);
 }
 
 TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {

@@ -313,12 +313,13 @@ static __attribute__((noinline, cold)) int region_tampered(vgpu_region_ctx* c, c
   return rc;
 }
 
-/* NULL when the header is one this version wrote (magic, initialised, layout version and size),
- * else what is wrong. */
+/* NULL when the header is one this version can share (magic, initialised, a layout version from
+ * VGPU_REGION_MIN_VERSION to this one, and the size), else what is wrong. */
 static const char* header_check(const vgpu_region* r) {
   if (LOAD32(&r->hdr.magic) != VGPU_REGION_MAGIC || LOAD32(&r->hdr.init_state) != VGPU_REGION_READY)
     return "no valid header";
-  if (r->hdr.version != VGPU_REGION_VERSION || r->hdr.size_bytes != sizeof(vgpu_region))
+  if (r->hdr.version < VGPU_REGION_MIN_VERSION || r->hdr.version > VGPU_REGION_VERSION ||
+      r->hdr.size_bytes != sizeof(vgpu_region))
     return "another layout version";
   return NULL;
 }

@@ -234,6 +234,20 @@ TEST_F(RegionTest, BadFilesNeverCrash) {
     c.r->hdr.version = VGPU_REGION_VERSION;
     vgpu_region_detach(&c);
   }
+  {  // an older layout version of the same size (version 1: grace_ticks was reserved, zero) that a
+     // live process uses: shared, not refused, and left at its version
+    vgpu_region_ctx c;
+    ASSERT_EQ(Attach(&c), 0);
+    c.r->hdr.version = VGPU_REGION_MIN_VERSION;
+    vgpu_region_ctx d;
+    EXPECT_EQ(Attach(&d), 0);
+    EXPECT_EQ(d.shared, 1);
+    EXPECT_EQ(d.refused, 0);
+    EXPECT_EQ(d.r->hdr.version, VGPU_REGION_MIN_VERSION);
+    vgpu_region_detach(&d);
+    c.r->hdr.version = VGPU_REGION_VERSION;
+    vgpu_region_detach(&c);
+  }
   {  // a valid header over a garbage body: rebuilt while nobody uses it
     vgpu_region_ctx c;
     ASSERT_EQ(Attach(&c), 0);
