@@ -1613,6 +1613,11 @@ static void* watcher_main(void* arg) {
       if (waves != last_waves[ord])
         __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
       last_waves[ord] = waves;
+      /* Limiter off (policy default, monitor switch 0): launches go uncharged, so what the
+       * controller measures is no debt (issue 33: it was charged when the switch came back on). */
+      if (g.policy == VGPU_POLICY_DEFAULT &&
+          __atomic_load_n(&g.rc.r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0)
+        vgpu_limiter_unlimited(d, g.sm_pct[e]);
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
       vgpu_limiter_clamp(d, g.sm_pct[e]);
       controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
