@@ -1,6 +1,7 @@
 #include "usage/profile.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace hami::usage {
 
@@ -21,6 +22,7 @@ UsageProfile ProfileOf(const PodSeries& pod, int32_t until, const ProfileOptions
   const int32_t end = std::min(until, pod.last() + 1);
   if (end <= pod.first) return p;
   std::array<std::vector<int32_t>, kHourBuckets> mem, duty;
+  std::array<std::array<int32_t, kDutyBins>, kHourBuckets> counts{};
   std::vector<int32_t> all_mem, all_duty;
   for (int32_t m = pod.first; m < end; ++m) {
     const int h = HourOf(m);
@@ -29,13 +31,23 @@ UsageProfile ProfileOf(const PodSeries& pod, int32_t until, const ProfileOptions
     duty[h].push_back(pod.duty[i]);
     all_mem.push_back(pod.mem_mib[i]);
     all_duty.push_back(pod.duty[i]);
+    ++counts[h][std::min(kDutyBins - 1, pod.duty[i] / kDutyBinWidth)];
     p.mem_peak = std::max(p.mem_peak, pod.mem_mib[i]);
   }
   p.minutes = end - pod.first;
+  std::pair<int64_t, int64_t> busiest{-1, -1};  // (per mille at >= 50 %, mean bin x 1000)
   for (int h = 0; h < kHourBuckets; ++h) {
     if (mem[h].empty()) continue;
+    const auto n = static_cast<int64_t>(mem[h].size());
     p.mem_mib[h] = Quantile(&mem[h], options.mem_q_pct);
     p.duty[h] = Quantile(&duty[h], options.duty_q_pct);
+    std::pair<int64_t, int64_t> load{0, 0};
+    for (int b = 0; b < kDutyBins; ++b) {
+      p.duty_hist[h][b] = static_cast<uint16_t>((counts[h][b] * 1000 + n / 2) / n);
+      if (b >= 10) load.first += p.duty_hist[h][b];
+      load.second += int64_t{b} * p.duty_hist[h][b];
+    }
+    if (load > busiest) busiest = load, p.duty_hist_busiest = p.duty_hist[h];
   }
   p.mem_all = Quantile(&all_mem, options.mem_q_pct);
   p.duty_all = Quantile(&all_duty, options.duty_q_pct);
@@ -58,6 +70,25 @@ UsageProfile WorkloadProfile(const std::vector<UsageProfile>& pods, int q_pct) {
     if (mem.empty()) continue;
     w.mem_mib[h] = Quantile(&mem, q_pct);
     w.duty[h] = Quantile(&duty, q_pct);
+    // The workload's mix: the mean of its pods' histograms for the hour.
+    std::array<int64_t, kDutyBins> sum{};
+    for (const auto& p : pods)
+      if (p.mem_mib[h] >= 0)
+        for (int b = 0; b < kDutyBins; ++b) sum[b] += p.duty_hist[h][b];
+    const auto n = static_cast<int64_t>(mem.size());
+    for (int b = 0; b < kDutyBins; ++b)
+      w.duty_hist[h][b] = static_cast<uint16_t>((sum[b] + n / 2) / n);
+  }
+  {
+    std::array<int64_t, kDutyBins> sum{};
+    int64_t n = 0;
+    for (const auto& p : pods) {
+      if (p.minutes == 0) continue;
+      ++n;
+      for (int b = 0; b < kDutyBins; ++b) sum[b] += p.duty_hist_busiest[b];
+    }
+    for (int b = 0; b < kDutyBins && n > 0; ++b)
+      w.duty_hist_busiest[b] = static_cast<uint16_t>((sum[b] + n / 2) / n);
   }
   mem.clear();
   duty.clear();
@@ -93,22 +124,45 @@ const char* FitName(Fit f) {
   return "?";
 }
 
+double ContentionBp(const std::vector<const DutyHistogram*>& hists, int32_t budget) {
+  // dist[k]: the likelihood that the lower bounds sum to k bins; the last cell holds every sum at
+  // or above the budget.
+  const int top = std::max(1, (budget + kDutyBinWidth - 1) / kDutyBinWidth);
+  std::vector<double> dist(static_cast<size_t>(top) + 1, 0.0), next(dist.size());
+  dist[0] = 1;
+  for (const DutyHistogram* h : hists) {
+    double total = 0;
+    for (uint16_t v : *h) total += v;
+    if (total <= 0) continue;  // nothing observed: no evidence of duty
+    std::fill(next.begin(), next.end(), 0.0);
+    for (int k = 0; k <= top; ++k) {
+      if (dist[static_cast<size_t>(k)] == 0) continue;
+      for (int b = 0; b < kDutyBins; ++b)
+        next[static_cast<size_t>(std::min(top, k + b))] +=
+            dist[static_cast<size_t>(k)] * (*h)[b] / total;
+    }
+    dist.swap(next);
+  }
+  return dist[static_cast<size_t>(top)] * 10000;
+}
+
 Fit CheckFit(const std::vector<const Tenant*>& on_gpu, const Tenant& candidate,
              const PackBudget& budget) {
   int64_t booked = candidate.limit_mib;
   for (const Tenant* t : on_gpu) booked += t->limit_mib;
   if (booked * 100 > budget.capacity_mib * budget.overcommit_pct) return Fit::kBooked;
+  std::vector<const DutyHistogram*> hists;
   for (int h = 0; h < kHourBuckets; ++h) {
     int64_t mem = candidate.profile.Mem(h);
     int64_t spike = std::max<int64_t>(0, candidate.spike_mib - candidate.profile.Mem(h));
-    int64_t duty = candidate.profile.Duty(h);
+    hists.assign(1, &candidate.profile.DutyHist(h));
     for (const Tenant* t : on_gpu) {
       mem += t->profile.Mem(h);
       spike = std::max<int64_t>(spike, t->spike_mib - t->profile.Mem(h));
-      duty += t->profile.Duty(h);
+      hists.push_back(&t->profile.DutyHist(h));
     }
     if (mem + spike > budget.capacity_mib) return Fit::kMemory;
-    if (duty > budget.duty_budget) return Fit::kDuty;
+    if (ContentionBp(hists, budget.duty_budget) > budget.contention_bp) return Fit::kDuty;
   }
   return Fit::kFits;
 }

@@ -12,13 +12,17 @@
 namespace hami::usage {
 
 inline constexpr int kHourBuckets = 24;
+// Duty histograms: bin b holds the minutes with duty in [5b, 5b + 5) %, the last bin 100 %.
+inline constexpr int kDutyBins = 21;
+inline constexpr int32_t kDutyBinWidth = 500;           // hundredths of a percent
+using DutyHistogram = std::array<uint16_t, kDutyBins>;  // per mille of the minutes
 inline constexpr int32_t kMinutesPerHour = 60;
 inline int HourOf(int32_t minute) {
   return (minute / kMinutesPerHour) % kHourBuckets;
 }
 
 struct ProfileOptions {
-  int mem_q_pct = 75;   // memory quantile kept per hour (the pod's resident level)
+  int mem_q_pct = 50;   // memory quantile kept per hour (the pod's resident level)
   int duty_q_pct = 90;  // duty quantile kept per hour
 };
 
@@ -29,8 +33,15 @@ struct UsageProfile {
   int32_t mem_all = 0;                          // the quantiles over every observed minute
   int32_t duty_all = 0;
   int32_t mem_peak = 0;  // the largest memory observed
+  // Per hour, how the duty of its minutes spreads; an hour not observed reads the busiest observed
+  // hour's (the one with the most minutes at or above 50 %, then the highest mean bin).
+  std::array<DutyHistogram, kHourBuckets> duty_hist{};
+  DutyHistogram duty_hist_busiest{};
   int32_t Mem(int hour) const { return mem_mib[hour] >= 0 ? mem_mib[hour] : mem_all; }
   int32_t Duty(int hour) const { return duty[hour] >= 0 ? duty[hour] : duty_all; }
+  const DutyHistogram& DutyHist(int hour) const {
+    return mem_mib[hour] >= 0 ? duty_hist[hour] : duty_hist_busiest;
+  }
   bool operator==(const UsageProfile&) const = default;
 };
 
@@ -58,17 +69,25 @@ struct Tenant {
 
 struct PackBudget {
   int64_t capacity_mib = 0;
-  int32_t duty_budget = kDutyFull;  // per hour: sum of the duty quantiles
-  int overcommit_pct = 200;         // sum of limits <= capacity * overcommit_pct / 100
+  int32_t duty_budget = kDutyFull;  // co-located duty above this is contention
+  // Per hour, the most likely a minute may be contended (sum of duty >= duty_budget, the pods'
+  // histograms taken as independent within the hour), in basis points (1/100 of a percent).
+  int contention_bp = 350;
+  int overcommit_pct = 200;  // sum of limits <= capacity * overcommit_pct / 100
 };
 
 // Why a tenant does not fit next to others (kFits when it does).
 enum class Fit { kFits, kBooked, kMemory, kDuty };
 const char* FitName(Fit f);
 
+// The likelihood, in basis points, that the summed duty of these histograms reaches `budget`
+// (each taken at its bin's lower bound, independently).
+double ContentionBp(const std::vector<const DutyHistogram*>& hists, int32_t budget);
+
 // The rule: in every hour bucket, the co-located memory quantiles plus the largest single spike
 // above its own level (one tenant loading a model at a time) stay within the card, and the
-// co-located duty quantiles within the duty budget; the booked limits within the overcommit cap.
+// likelihood of contention (ContentionBp of the co-located duty histograms) within its budget;
+// the booked limits within the overcommit cap.
 Fit CheckFit(const std::vector<const Tenant*>& on_gpu, const Tenant& candidate,
              const PackBudget& budget);
 

@@ -57,7 +57,7 @@ TEST(UsageProfile, HourBucketsHoldQuantilesOfWhatWasSeenBeforeUntil) {
       {200, 120, {100, 200, 300}, {1000, 5300, 0}, 200, 4700, 900},
   };
   for (const auto& c : cases) {
-    UsageProfile p = ProfileOf(Pod(), c.until);
+    UsageProfile p = ProfileOf(Pod(), c.until, {.mem_q_pct = 75, .duty_q_pct = 90});
     EXPECT_EQ(p.minutes, c.minutes) << c.until;
     for (int h = 0; h < 3; ++h) {
       EXPECT_EQ(p.mem_mib[h], c.mem[h]) << c.until << " hour " << h;
@@ -71,16 +71,29 @@ TEST(UsageProfile, HourBucketsHoldQuantilesOfWhatWasSeenBeforeUntil) {
     EXPECT_EQ(p.Mem(5), c.mem_all);
     EXPECT_EQ(p.Duty(5), c.duty_all);
   }
+  // Duty histograms (per mille, 5 % bins): hour 0 all at 10 %, hour 1 spread evenly over 0..59 %
+  // (five minutes a bin), hour 2 idle; an hour not seen reads the busiest (hour 1).
+  UsageProfile p = ProfileOf(Pod(), 200);
+  EXPECT_EQ(p.duty_hist[0][2], 1000);
+  EXPECT_EQ(p.duty_hist[2][0], 1000);
+  for (int b = 0; b < kDutyBins; ++b) EXPECT_EQ(p.duty_hist[1][b], b < 12 ? 83 : 0) << b;
+  EXPECT_EQ(p.DutyHist(7), p.duty_hist[1]);
+  EXPECT_EQ(p.DutyHist(0), p.duty_hist[0]);
+  EXPECT_EQ(ProfileOf(Pod(), 60).DutyHist(7), p.duty_hist[0]);  // only hour 0 seen
 }
 
 TEST(UsageProfile, WorkloadProfileTakesTheQuantileAcrossPods) {
-  UsageProfile a = ProfileOf(Pod(), 60), b = ProfileOf(Pod(), 200);
+  const ProfileOptions q75{.mem_q_pct = 75, .duty_q_pct = 90};
+  UsageProfile a = ProfileOf(Pod(), 60, q75), b = ProfileOf(Pod(), 200, q75);
   UsageProfile w = WorkloadProfile({a, b}, 100);
   EXPECT_EQ(w.mem_mib[0], 100);
   EXPECT_EQ(w.mem_mib[2], 300);  // only b saw hour 2
   EXPECT_EQ(w.mem_all, 200);     // the larger of the two pods' levels (100, 200)
   EXPECT_EQ(w.mem_peak, 900);
   EXPECT_EQ(w.minutes, 150);
+  EXPECT_EQ(w.duty_hist[0][2], 1000);      // the mean of the pods' histograms for the hour
+  EXPECT_EQ(w.duty_hist_busiest[2], 542);  // (1000 + 83) / 2: a's busiest is hour 0, b's hour 1
+  EXPECT_EQ(w.duty_hist_busiest[11], 42);
   UsageProfile low = WorkloadProfile({a, b}, 50);
   EXPECT_EQ(low.mem_all, 100);
 }
@@ -107,13 +120,14 @@ Tenant MakeTenant(int32_t mem, int32_t duty, int64_t spike, int64_t limit) {
   t.profile.duty.fill(-1);
   t.profile.mem_all = mem;
   t.profile.duty_all = duty;
+  t.profile.duty_hist_busiest[duty / kDutyBinWidth] = 1000;  // every minute at `duty`
   t.spike_mib = spike;
   t.limit_mib = limit;
   return t;
 }
 
 TEST(UsageProfile, CheckFitCountsLevelsOneSpikeDutyAndTheOvercommitCap) {
-  PackBudget budget{100, 10000, 200};
+  PackBudget budget{100, 10000, 100, 200};
   const Tenant small = MakeTenant(20, 3000, 50, 60), big = MakeTenant(40, 3000, 50, 60),
                busy = MakeTenant(20, 8000, 50, 60);
   struct Case {
@@ -129,16 +143,42 @@ TEST(UsageProfile, CheckFitCountsLevelsOneSpikeDutyAndTheOvercommitCap) {
       {"20 + 40 + spike 30 = 90", {&small}, &big, Fit::kFits},
       {"three: 20+20+20 + 30 = 90, booked 180", {&small, &small}, &small, Fit::kFits},
       {"three: 40+20+20 + 30 = 110", {&big, &small}, &small, Fit::kMemory},
-      {"duty 30 + 80 > 100", {&small}, &busy, Fit::kDuty},
+      {"duty 30 + 80 reaches 100 every minute", {&small}, &busy, Fit::kDuty},
       {"four: booked 240 > 200", {&small, &small, &small}, &small, Fit::kBooked},
   };
   for (const auto& c : cases) EXPECT_EQ(CheckFit(c.on, *c.cand, budget), c.want) << c.name;
   // Hours are checked one by one: two tenants busy in different hours fit, in the same do not.
   Tenant morning = MakeTenant(20, 0, 20, 20), evening = morning;
-  morning.profile.duty[8] = 9000;
-  evening.profile.duty[20] = 9000;
+  morning.profile.mem_mib[8] = evening.profile.mem_mib[20] = 20;  // observed hours
+  morning.profile.duty_hist[8][18] = 1000;                        // 90 % all hour 8
+  evening.profile.duty_hist[20][18] = 1000;                       // 90 % all hour 20
   EXPECT_EQ(CheckFit({&morning}, evening, budget), Fit::kFits);
   EXPECT_EQ(CheckFit({&morning}, morning, budget), Fit::kDuty);
+}
+
+TEST(UsageProfile, ContentionIsTheLikelihoodThatDutySumsReachTheBudget) {
+  DutyHistogram idle{}, half{}, mixed{}, empty{};
+  idle[0] = 1000;                   // 0 %
+  half[10] = 1000;                  // 50 %
+  mixed[0] = 900, mixed[12] = 100;  // 0 % nine minutes in ten, else 60 %
+  struct Case {
+    const char* name;
+    std::vector<const DutyHistogram*> hists;
+    int32_t budget;
+    double want_bp;
+  };
+  const Case cases[] = {
+      {"none", {}, 10000, 0},
+      {"one idle", {&idle}, 10000, 0},
+      {"two halves reach 100", {&half, &half}, 10000, 10000},
+      {"two halves do not reach 110", {&half, &half}, 11000, 0},
+      {"half + mixed: 60 of the time 10 %", {&half, &mixed}, 10000, 1000},
+      {"mixed twice: both busy 1 %", {&mixed, &mixed}, 10000, 100},
+      {"three mixed: two or more busy 2.8 %", {&mixed, &mixed, &mixed}, 10000, 280},
+      {"nothing observed counts as no duty", {&empty, &half, &half}, 10000, 10000},
+  };
+  for (const auto& c : cases)
+    EXPECT_NEAR(ContentionBp(c.hists, c.budget), c.want_bp, 1e-6) << c.name;
 }
 
 }  // namespace
