@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -18,6 +19,9 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "sim/usage_sim.h"
+#include "usage/synthetic.h"
+#include "usage/trace.h"
 #include "vendors/config.h"
 #include "vendors/config_file.h"
 #include "vendors/vendor_set.h"
@@ -43,6 +47,57 @@ int Fail(const Status& s) {
   return 1;
 }
 
+// "gpumem=<MiB>,gpucores=<N>" (either may be left out; gpumem must be given).
+Status ParseRequests(const std::string& text, sim::UsageSimConfig* config) {
+  for (const auto& item : SplitComma(text)) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq),
+                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* end = nullptr;
+    const long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || v < 0)
+      return InvalidArgument("--requests: '", item, "' is not key=<non-negative integer>");
+    if (key == "gpumem") {
+      config->gpumem_mib = v;
+    } else if (key == "gpucores") {
+      if (v > 100) return InvalidArgument("--requests: gpucores ", v, " is more than 100");
+      config->gpucores = static_cast<int>(v);
+    } else {
+      return InvalidArgument("--requests: unknown key '", key, "' (known: gpumem, gpucores)");
+    }
+  }
+  if (config->gpumem_mib <= 0) return InvalidArgument("--requests: gpumem=<MiB> is required");
+  return OkStatus();
+}
+
+// hami sim --usage: the usage-trace replay (sim/usage_sim.h, docs/utilization.md).
+int UsageMain(const std::string& path, const std::string& requests, double gpu_memory_gib,
+              sim::UsageSimConfig config, const std::string& json_path,
+              const std::string& placements_path) {
+  config.gpu_memory_mib = static_cast<int64_t>(gpu_memory_gib * 1024);
+  if (!requests.empty())
+    if (Status s = ParseRequests(requests, &config); !s.ok()) return Fail(s);
+  auto trace = usage::ReadUsageTrace(path);
+  if (!trace.ok()) return Fail(trace.status());
+  auto result = sim::RunUsageSim(*trace, config);
+  if (!result.ok()) return Fail(result.status());
+  const std::string source = path.substr(path.find_last_of('/') + 1);
+  if (json_path == "-") {
+    std::fputs(sim::UsageJson(source, *result, config).c_str(), stdout);
+  } else {
+    std::fputs(sim::UsageTable(source, *result, config).c_str(), stdout);
+    if (!json_path.empty())
+      if (Status s = sim::WriteFile(json_path, sim::UsageJson(source, *result, config)); !s.ok())
+        return Fail(s);
+  }
+  if (!placements_path.empty())
+    if (Status s =
+            sim::WriteFile(placements_path, sim::UsagePlacementsJson(*trace, *result, config));
+        !s.ok())
+      return Fail(s);
+  return 0;
+}
+
 }  // namespace
 
 int SimMain(int argc, char** argv) {
@@ -56,6 +111,11 @@ int SimMain(int argc, char** argv) {
   uint64_t first_seed = 42;
   double inflation = 1.3;
   bool list = false;
+  // Usage-trace replay (--usage; docs/utilization.md).
+  std::string usage_path, requests, usage_placements, synthetic_path;
+  double gpu_memory_gib = 80;
+  sim::UsageSimConfig usage_config;
+  int duty_budget_pct = usage_config.duty_budget / 100;
   app.add_option("--nodes", nodes_path,
                  "node CSV (sn,cpu_milli,memory_mib,gpu,model[,vendor,mig]; mig: a MIG profile set "
                  "such as A100-40GB, docs/sim.md); default: bundled openb GPU nodes");
@@ -84,10 +144,65 @@ int SimMain(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_flag("--list-policies", list, "print the registered policies and exit");
+  app.add_option("--usage", usage_path,
+                 "replay a usage trace (hami-usage-trace v1, docs/utilization.md) instead of the "
+                 "openb experiment; --json - prints its JSON instead of the table");
+  app.add_option("--gpu-memory-gib", gpu_memory_gib, "--usage: memory of every GPU, GiB")
+      ->check(CLI::Range(1.0, 4096.0))
+      ->capture_default_str();
+  app.add_option("--warmup-min", usage_config.warmup_min,
+                 "--usage: minutes observed before placing (pods run as if on whole cards)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--requests", requests,
+                 "--usage: stock calibration: every pod asks gpumem=<MiB>,gpucores=<N>, placed by "
+                 "stock accounting (default: usage-aware)");
+  app.add_option("--placements-json", usage_placements,
+                 "--usage: write the placement (hami-placement v2) to FILE");
+  app.add_option("--overcommit-pct", usage_config.overcommit_pct,
+                 "--usage: sum of gpumem on a GPU may reach this % of the card")
+      ->check(CLI::Range(100, 1000))
+      ->capture_default_str();
+  app.add_option("--duty-budget-pct", duty_budget_pct,
+                 "--usage: co-located duty above this % is contention")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--contention-bp", usage_config.contention_bp,
+                 "--usage: per hour, the most likely (1/100 %) a minute of a GPU may be contended")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--mem-quantile", usage_config.profile.mem_q_pct,
+                 "--usage: memory quantile of a profile's hour bucket")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--duty-quantile", usage_config.profile.duty_q_pct,
+                 "--usage: duty quantile of a profile's hour bucket")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--margin-pct", usage_config.margin_pct,
+                 "--usage: recommended gpumem = workload warm-up peak + this %")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  app.add_option("--write-synthetic-usage", synthetic_path,
+                 "write the seeded synthetic usage trace (seed: --first-seed) to FILE and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (!synthetic_path.empty()) {
+    usage::SyntheticOptions o;
+    o.seed = first_seed;
+    if (Status s =
+            sim::WriteFile(synthetic_path, usage::FormatUsageTrace(usage::SyntheticTrace(o)));
+        !s.ok())
+      return Fail(s);
+    return 0;
+  }
+  if (!usage_path.empty()) {
+    usage_config.duty_budget = duty_budget_pct * 100;
+    return UsageMain(usage_path, requests, gpu_memory_gib, usage_config, json_path,
+                     usage_placements);
   }
   if (list) {
     for (const auto& row : scheduler::Policies()) std::printf("%-16s %s\n", row.name, row.doc);

@@ -1,0 +1,73 @@
+#pragma once
+// `hami sim --usage`: a time-driven replay of a usage trace (usage/trace.h) through the production
+// scheduler (scheduler::Scheduler: the Schedule/Reserve the extender runs). docs/utilization.md.
+//
+// The cluster is identical one-GPU nodes ("gpu-0000", ...) of `gpu_memory_mib`, added as needed
+// (there is always one empty node; no decision knows how many pods will come). Pods are only
+// observed until `warmup_min`; at that minute every live pod is placed (largest profile first),
+// later pods at their arrival minute; a pod leaves the minute after its last row. Every decision
+// uses only what the trace held before it (the no-future test cuts the trace and compares).
+//
+// Modes:
+//  - stock (`requests` set): every pod asks gpumem/gpucores and the node registers the card as it
+//    is: stock HAMi accounting (sum of gpumem <= card).
+//  - usage-aware: every pod asks its workload's recommended gpumem (the warm-up peak with a margin)
+//    and no gpucores; the nodes register `overcommit_pct` of the card so the booked sum may pass
+//    it, and a node is a candidate only when the usage rule (usage::CheckFit: time-aligned profiles
+//    learned in the warm-up) says the pod fits next to the pods already there. The scheduler's
+//    policy then chooses among the candidates.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "usage/metrics.h"
+#include "usage/profile.h"
+#include "usage/trace.h"
+
+namespace hami::sim {
+
+struct UsageSimConfig {
+  int64_t gpu_memory_mib = 80 * 1024;
+  int32_t warmup_min = 360;
+  std::string policy = "hami-binpack";  // the scheduler's policy (registry name)
+  // Stock calibration mode when gpumem_mib > 0.
+  int64_t gpumem_mib = 0;
+  int gpucores = 0;
+  // Usage-aware knobs (docs/utilization.md#knobs).
+  usage::ProfileOptions profile;
+  int margin_pct = 5;       // recommendation: warm-up peak of the workload + margin
+  int workload_q_pct = 90;  // a pod without history packs by this quantile of its workload's pods
+  int32_t min_own_minutes = 60;  // fewer observed minutes: the pod packs by its workload's profile
+  int overcommit_pct = 200;
+  int32_t duty_budget = usage::kDutyFull;
+  int contention_bp = 350;
+  bool stock() const { return gpumem_mib > 0; }
+};
+
+struct UsageSimResult {
+  std::string mode;                  // "stock" or "usage-aware"
+  usage::Placement placement;        // per pod of the trace
+  std::vector<std::string> gpu_ids;  // GPU index -> its id (the node and device name)
+  usage::Metrics metrics;
+  struct Workload {
+    std::string name;
+    int64_t pods = 0;
+    int64_t warmup_peak_mib = 0;  // 0: no pod of it seen in the warm-up
+    int64_t gpumem_mib = 0;       // what its pods ask
+  };
+  std::vector<Workload> workloads;  // the trace's workloads, same order
+};
+
+StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const UsageSimConfig& config);
+
+// `hami-placement v2` (docs/utilization.md#placements).
+std::string UsagePlacementsJson(const usage::UsageTrace& trace, const UsageSimResult& result,
+                                const UsageSimConfig& config);
+// The metrics and the recommendations: a table, or JSON.
+std::string UsageTable(const std::string& source, const UsageSimResult& result,
+                       const UsageSimConfig& config);
+std::string UsageJson(const std::string& source, const UsageSimResult& result,
+                      const UsageSimConfig& config);
+
+}  // namespace hami::sim
