@@ -332,7 +332,9 @@ int SchedulerMain(int argc, char** argv) {
   auto metrics = [&](const http::HttpRequest&) {
     return http::HttpResponse{
         200, "text/plain; version=0.0.4",
-        extender::RenderMetrics(**sched, state, &ext.counters()) + BuildInfoMetric("scheduler")};
+        extender::RenderMetrics(**sched, state, &ext.counters()) +
+            extender::RenderReplicaMetrics(controller.IsLeader(), controller.Synced()) +
+            BuildInfoMetric("scheduler")};
   };
   auto healthz = [](const http::HttpRequest&) {
     return http::HttpResponse{200, "text/plain", "ok"};

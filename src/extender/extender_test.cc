@@ -519,6 +519,25 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
   for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
 }
 
+// Upstream's replica gauges (PR #2758): a follower reports 0 for both, as upstream's does.
+TEST(ReplicaMetrics, UpstreamIsLeaderAndCacheSynced) {
+  struct Case {
+    bool leader, synced;
+    const char* want;
+  } cases[] = {
+      {true, true, "hami_scheduler_is_leader 1\n"},
+      {true, true, "hami_scheduler_cache_synced 1\n"},
+      {true, false, "hami_scheduler_cache_synced 0\n"},
+      {false, true, "hami_scheduler_is_leader 0\n"},
+      {false, true, "hami_scheduler_cache_synced 0\n"},
+      {true, true, "# TYPE hami_scheduler_is_leader gauge\n"},
+  };
+  for (const Case& c : cases) {
+    const std::string text = RenderReplicaMetrics(c.leader, c.synced);
+    EXPECT_NE(text.find(c.want), std::string::npos) << c.want << "\n" << text;
+  }
+}
+
 // Quota series carry upstream's labels (quota_name = the resource, limit = its value, no zone), and
 // two ResourceQuotas of one namespace give one series per resource with the tighter limit.
 TEST_F(ExtenderTest, QuotaMetricsOneSeriesPerResourceWithTheTightestLimit) {

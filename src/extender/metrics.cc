@@ -216,4 +216,15 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
   return set.Render();
 }
 
+std::string RenderReplicaMetrics(bool is_leader, bool caches_synced) {
+  MetricSet set;
+  set.Add("hami_scheduler_is_leader",
+          "1 when this scheduler replica is the leader (the one that decides), else 0.")
+      .Put({}, is_leader ? 1 : 0);
+  set.Add("hami_scheduler_cache_synced",
+          "1 when this replica leads and its node, pod and quota caches have synced, else 0.")
+      .Put({}, is_leader && caches_synced ? 1 : 0);
+  return set.Render();
+}
+
 }  // namespace hami::extender

@@ -15,4 +15,9 @@ namespace hami::extender {
 std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState& state,
                           const ExtenderCounters* counters);
 
+// Upstream's replica gauges: hami_scheduler_is_leader (1 on the replica that decides; always 1
+// without leader election) and hami_scheduler_cache_synced (1 once that replica's caches are
+// synced; 0 on a follower, as upstream's, whose flag is only set by the leader's registration).
+std::string RenderReplicaMetrics(bool is_leader, bool caches_synced);
+
 }  // namespace hami::extender
