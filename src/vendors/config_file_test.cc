@@ -157,7 +157,7 @@ TEST(ConfigFile, OneParseYieldsVendorsAndKnobs) {
       "  runtimeClassName: nvidia\nhygon: {}\n",
       "dc.yaml");
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->vendors.size(), 2u);
+  ASSERT_EQ(r->vendors.size(), 3u);  // NVIDIA, Hygon DCU and HCU
   EXPECT_EQ(r->vendors[0]->resources().count, "example.com/vgpu");
   EXPECT_EQ(r->nvidia.resources.nvidia.count, "example.com/vgpu");
   EXPECT_EQ(r->vendors[1]->common_word(), "DCU");
@@ -165,8 +165,9 @@ TEST(ConfigFile, OneParseYieldsVendorsAndKnobs) {
   EXPECT_EQ(r->nvidia.runtime_class_name, "nvidia");
   auto off = ParseConfigFile("nvidia:\n  enabled: false\nhygon: {}\n", "dc.yaml");
   ASSERT_TRUE(off.ok()) << off.status();
-  ASSERT_EQ(off->vendors.size(), 1u);
+  ASSERT_EQ(off->vendors.size(), 2u);
   EXPECT_EQ(off->vendors[0]->common_word(), "DCU");
+  EXPECT_EQ(off->vendors[1]->common_word(), "HCU");
 }
 
 TEST(ConfigFile, DevicePluginKnobs) {

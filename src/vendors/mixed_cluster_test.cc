@@ -90,7 +90,7 @@ void ExpectEachPodOnItsNode(const std::vector<std::unique_ptr<Vendor>>& vendors,
 TEST(MixedClusterTest, EachPodFitsOnlyItsVendorAndGetsItsDecision) {
   auto vendors = LoadVendors(kConfig);
   ASSERT_TRUE(vendors.ok()) << vendors.status();
-  ASSERT_EQ(vendors->size(), 4u);
+  ASSERT_EQ(vendors->size(), 5u);  // NVIDIA, Ascend, Hygon DCU and HCU, Cambricon
   const auto nodes = Cluster();
   const PodCase pods[] = {
       {"cuda",

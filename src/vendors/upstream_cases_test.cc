@@ -563,6 +563,63 @@ TEST(MemoryFactorUpstream, HygonAndAscendScaleTheMemoryResource) {
   EXPECT_FALSE(LoadVendors("hygon:\n  memoryFactor: 0\n").ok());
 }
 
+// Upstream's v2.11 line renamed Hygon DCU to HCU (PR #2969); both generations are served. Each row:
+// a `hygon:` section, then the Type that a resource name, a node registration and a decision key
+// belong to.
+TEST(HygonUpstream, HcuRenameKeepsDcuWorking) {
+  struct Case {
+    const char* section;  // the hygon: section
+    const char* count;    // a count resource asked for
+    const char* type;     // the Type that parses it ("" = none)
+  } cases[] = {
+      {"hygon: {}\n", "hygon.com/hcunum", "HCU"},
+      {"hygon: {}\n", "hygon.com/dcunum", "DCU"},
+      // a v2.11 file names its own (hcu) defaults: DCU keeps its names
+      {"hygon:\n  resourceCountName: hygon.com/hcunum\n  resourceMemoryName: hygon.com/hcumem\n"
+       "  resourceCoreName: hygon.com/hcucores\n",
+       "hygon.com/dcunum", "DCU"},
+      // an older file renaming DCU's resources keeps HCU's defaults
+      {"hygon:\n  resourceCountName: example.com/dcu\n", "example.com/dcu", "DCU"},
+      {"hygon:\n  resourceCountName: example.com/dcu\n", "hygon.com/hcunum", "HCU"},
+      {"hygon:\n  resourceCountName: example.com/dcu\n", "hygon.com/dcunum", ""},
+      {"hygon:\n  resourceCountName: hygon.com/hcunum\n  memoryFactor: 4\n", "hygon.com/hcunum",
+       "HCU"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(StrCat(c.section, " ", c.count));
+    auto vendors = LoadVendors(c.section);
+    ASSERT_TRUE(vendors.ok()) << vendors.status();
+    std::string parsed_by;
+    for (const auto& v : *vendors) {
+      auto r = v->ParseRequest(Limits({{c.count, 1}}), {});
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (*r) parsed_by += v->common_word();
+    }
+    EXPECT_EQ(parsed_by, c.type);
+  }
+  // The HCU plugin's node registration, handshake and decision keys (its chart's own names).
+  const Vendor& hcu = ByWord("HCU");
+  NodeView node;
+  node.annotations["hami.io/node-hcu-register"] =
+      "HCU-T6T8290019020401,4,65520,100,HCU-K100_AI,0,true,0,hami:";
+  auto devs = hcu.DecodeNode(node);
+  ASSERT_TRUE(devs.ok()) << devs.status();
+  ASSERT_EQ(devs->size(), 1u);
+  EXPECT_EQ((*devs)[0].uuid, "HCU-T6T8290019020401");
+  EXPECT_EQ((*devs)[0].vendor, "HCU");
+  EXPECT_EQ((*devs)[0].mode, core::kModeHamiCore);  // the plugin's mode word "hami"
+  EXPECT_EQ(hcu.keys().handshake, "hami.io/node-handshake-hcu");
+  EXPECT_EQ(hcu.keys().allocated, "hami.io/hcu-devices-allocated");
+  EXPECT_EQ(hcu.keys().to_allocate, "hami.io/hcu-devices-to-allocate");
+  EXPECT_EQ(hcu.keys().use_type, "hygon.com/use-hcutype");
+  EXPECT_TRUE(ByWord("DCU").DecodeNode(node)->empty());  // not a DCU node
+  // Cores beyond a whole HCU are refused at admission, as for DCU.
+  auto m = hcu.Mutate(Limits({{"hygon.com/hcunum", 1}, {"hygon.com/hcucores", 150}}), {});
+  ASSERT_TRUE(m.ok());
+  ASSERT_FALSE(m->denials.empty());
+  EXPECT_NE(m->denials.front().find("more than a whole HCU"), std::string::npos);
+}
+
 // ---- Ascend 910C module pairing (pkg/device/ascend/device_910c_pairing_test.go) ----
 // A 910C module is two dies (indices 2k, 2k+1); a request for several NPUs takes whole modules.
 // NetworkID (SuperPod) does not change the rule, so the rows with and without it are the same.

@@ -525,7 +525,7 @@ vnpus:
   ASSERT_TRUE(some.ok()) << some.status();
   std::vector<std::string> words;
   for (const auto& v : *some) words.push_back(v->common_word());
-  EXPECT_EQ(words, (std::vector<std::string>{"NVIDIA", "Ascend910B4", "DCU"}));
+  EXPECT_EQ(words, (std::vector<std::string>{"NVIDIA", "Ascend910B4", "DCU", "HCU"}));
   EXPECT_EQ((*some)[0]->resources().count, "example.com/gpu");
   EXPECT_EQ((*some)[2]->resources().memory, "hygon.com/mem");
   EXPECT_EQ((*some)[1]->rules().templates, (std::vector<Template>{{"vir05_1c_8g", 8192, 25}}));
@@ -579,9 +579,9 @@ std::string UpstreamConfig(bool vnpus_as_list) {
 
 TEST(ConfigTest, UpstreamDefaultFileLoadsAsIs) {
   const std::vector<std::string> want = {
-      "NVIDIA",   "Ascend910B3", "Ascend310P", "DCU",       "MLU",     "Metax-GPU", "Metax-SGPU",
-      "Mthreads", "MR-V100",     "MR-V50",     "BI-V150",   "BI-V100", "GCU",       "Enflame",
-      "kunlun",   "XPU",         "AMD",        "AWSNeuron", "Vastai",  "Biren"};
+      "NVIDIA",     "Ascend910B3", "Ascend310P", "DCU",    "HCU",       "MLU",     "Metax-GPU",
+      "Metax-SGPU", "Mthreads",    "MR-V100",    "MR-V50", "BI-V150",   "BI-V100", "GCU",
+      "Enflame",    "kunlun",      "XPU",        "AMD",    "AWSNeuron", "Vastai",  "Biren"};
   struct Case {
     const char* name;
     bool vnpus_as_list;
@@ -619,7 +619,7 @@ TEST(ConfigTest, EmptyValuesKeepDefaultsAndUpstreamVendorsWeLackAreIgnored) {
       {"unset values",
        "hygon:\n  resourceCountName:\n  resourceMemoryName: \"\"\nnvidia:\n  defaultMemory: \"\"\n"
        "  resourceCoreName: ''\n  overwriteEnv: \"\"\n",
-       {"NVIDIA", "DCU"}},
+       {"NVIDIA", "DCU", "HCU"}},
       {"the newer vendors' sections build them",
        "awsneuron: {resourceCountName: aws.amazon.com/neuron}\nvastai:\nbiren: {}\n",
        {"NVIDIA", "AWSNeuron", "Vastai", "Biren"}},
@@ -652,9 +652,9 @@ TEST(RegistryTest, EveryRowBuildsWithDefaultsAndNamesAreUnique) {
     EXPECT_TRUE(counts.insert(v->resources().count).second) << v->resources().count;
     EXPECT_FALSE(v->keys().allocated.empty()) << v->common_word();
   }
-  EXPECT_EQ(All().size(), 24u);  // nvidia 1, ascend 2, hygon, cambricon, metax 2, mthreads,
-                                 // iluvatar 4, enflame 2, enflamevgcu, kunlun 2, amd, awsneuron,
-                                 // vastai, biren, intel 2, remotegpu
+  EXPECT_EQ(All().size(), 25u);  // nvidia 1, ascend 2, hygon 2 (DCU, HCU), cambricon, metax 2,
+                                 // mthreads, iluvatar 4, enflame 2, enflamevgcu, kunlun 2, amd,
+                                 // awsneuron, vastai, biren, intel 2, remotegpu
 }
 
 }  // namespace
