@@ -160,6 +160,37 @@ typedef struct CUmemAccessDesc_st {
   int flags;
 } CUmemAccessDesc;
 
+typedef struct CUmemPoolProps_st {
+  int allocType;
+  int handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;  // out
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+// cuGraphAddNode's generic parameters: only the memory allocation member is modelled.
+enum : int { CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10 };
+typedef struct CUgraphNodeParams_st {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+  };
+  long long reserved2;
+} CUgraphNodeParams;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;
+
 typedef struct CUDA_ARRAY_DESCRIPTOR_st {
   size_t Width;
   size_t Height;
@@ -250,3 +281,5 @@ static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v1) == 56 && sizeof(CUDA_KERNEL_NOD
 static_assert(sizeof(CUmemAllocationProp) == 32);
 static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24 && sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40);
 static_assert(sizeof(CUctxCreateParams) == 24);
+static_assert(sizeof(CUmemPoolProps) == 88 && sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120);
+static_assert(sizeof(CUgraphNodeParams) == 256 && offsetof(CUgraphNodeParams, alloc) == 16);

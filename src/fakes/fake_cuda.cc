@@ -64,13 +64,23 @@ struct KernelNode {
   unsigned gx, gy, gz;
 };
 
+// A graph memory allocation node: `bytes` on NVML device `dev`, taken when the graph is launched
+// and kept (the fake has no free nodes: like an allocation the graph does not free) until the
+// process exits.
+struct MemAllocNode {
+  int dev;
+  uint64_t bytes;
+};
+
 struct Graph {
   std::vector<KernelNode> nodes;
+  std::vector<MemAllocNode> mem;
   bool destroyed = false;
 };
 
 struct GraphExec {
   std::vector<KernelNode> nodes;
+  std::vector<MemAllocNode> mem;
   bool destroyed = false;
 };
 
@@ -88,8 +98,9 @@ struct Alloc {
 struct Phys {
   int dev;
   uint64_t size;
-  bool released;
+  bool released;  // every reference (the creation's and each retain's) released
   int maps;
+  int refs = 1;
 };
 
 struct Mapping {
@@ -439,6 +450,12 @@ CUresult GraphLaunchImpl(CUgraphExec e, CUstream h) {
     Stream* s = nullptr;
     if (CUresult rc = ResolveStream(h, &s)) return rc;
     if (s->capture != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    for (size_t i = 0; i < x->mem.size(); ++i) {  // the graph's allocations
+      if (!GetRuntime().state->Charge(x->mem[i].dev, x->mem[i].bytes)) {
+        while (i-- > 0) GetRuntime().state->Uncharge(x->mem[i].dev, x->mem[i].bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+    }
     nodes = x->nodes;
   }
   static Function graph_fn;  // graph nodes carry their own dims; any live function handle will do
@@ -1324,7 +1341,7 @@ FAKEGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t
   int dev = NvmlIndex(prop->location.id);
   if (!GetRuntime().state->Charge(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t h = G().next_phys++;
-  G().phys[h] = Phys{dev, size, false, 0};
+  G().phys[h] = Phys{dev, size, false, 0, 1};
   *handle = h;
   return CUDA_SUCCESS;
 }
@@ -1335,11 +1352,31 @@ FAKEGPU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   std::lock_guard<std::mutex> lock(G().mu);
   auto it = G().phys.find(handle);
   if (it == G().phys.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
+  if (--it->second.refs > 0) return CUDA_SUCCESS;  // a retained reference remains
   it->second.released = true;
   if (it->second.maps == 0) {  // memory goes away once released and unmapped
     GetRuntime().state->Uncharge(it->second.dev, it->second.size);
     G().phys.erase(it);
   }
+  return CUDA_SUCCESS;
+}
+
+// Another reference to the handle mapped at `addr` (one more cuMemRelease before it goes away).
+FAKEGPU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle,
+                                                    void* addr) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(G().mu);
+  uint64_t a = reinterpret_cast<uint64_t>(addr);
+  auto it = G().mappings.upper_bound(a);
+  if (it == G().mappings.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  if (a >= it->first + it->second.size) return CUDA_ERROR_INVALID_VALUE;
+  auto ph = G().phys.find(it->second.handle);
+  if (ph == G().phys.end() || ph->second.released) return CUDA_ERROR_INVALID_VALUE;
+  ++ph->second.refs;
+  *handle = it->second.handle;
   return CUDA_SUCCESS;
 }
 
@@ -1867,6 +1904,51 @@ FAKEGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph h,
   return AddKernelNodeImpl(node, h, deps, ndeps, p->func, p->gridDimX, p->gridDimY, p->gridDimZ);
 }
 
+static CUresult AddMemAllocNodeImpl(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
+                                    size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  if (node == nullptr || p == nullptr || (ndeps > 0 && deps == nullptr) || p->bytesize == 0 ||
+      p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard<std::mutex> lock(G().mu);
+  Graph* gr = reinterpret_cast<Graph*>(h);
+  if (!Live(gr)) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidOrdinal(p->poolProps.location.id)) return CUDA_ERROR_INVALID_DEVICE;
+  gr->mem.push_back({NvmlIndex(p->poolProps.location.id), p->bytesize});
+  // The address the graph's launches will use (not backed here: nothing copies into it).
+  p->dptr = kVaBase + (static_cast<uint64_t>(fakegpu::kMaxDevices) + gr->mem.size()) * kVaWindow;
+  *node = reinterpret_cast<CUgraphNode>(static_cast<uintptr_t>(gr->nodes.size() + gr->mem.size()));
+  return CUDA_SUCCESS;
+}
+
+FAKEGPU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph h,
+                                               const CUgraphNode* deps, size_t ndeps,
+                                               CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return AddMemAllocNodeImpl(node, h, deps, ndeps, p);
+}
+
+// The generic node API: memory allocation nodes only (anything else: CUDA_ERROR_NOT_SUPPORTED).
+FAKEGPU_EXPORT CUresult cuGraphAddNode(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
+                                       size_t ndeps, CUgraphNodeParams* p) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_NOT_SUPPORTED;
+  return AddMemAllocNodeImpl(node, h, deps, ndeps, &p->alloc);
+}
+
+FAKEGPU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph h, const CUgraphNode* deps,
+                                          const CUgraphEdgeData* edges, size_t ndeps,
+                                          CUgraphNodeParams* p) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_NOT_SUPPORTED;
+  return AddMemAllocNodeImpl(node, h, deps, ndeps, &p->alloc);
+}
+
 static CUresult InstantiateImpl(CUgraphExec* out, CUgraph h) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(G().mu);
@@ -1874,6 +1956,7 @@ static CUresult InstantiateImpl(CUgraphExec* out, CUgraph h) {
   if (!Live(gr)) return CUDA_ERROR_INVALID_VALUE;
   auto x = std::make_unique<GraphExec>();
   x->nodes = gr->nodes;
+  x->mem = gr->mem;
   *out = reinterpret_cast<CUgraphExec>(x.get());
   G().live.insert(x.get());
   G().exec_store.push_back(std::move(x));

@@ -103,10 +103,10 @@ const Classified kClassified[] = {
     {"cuMemGetAddressRange", Use::kExisting},
     {"cuMemGetAllocationGranularity", Use::kExisting},
     {"cuMemGetAllocationPropertiesFromHandle", Use::kExisting},
-    {"cuMemRetainAllocationHandle", Use::kExisting},
-    {"cuMemAddressReserve", Use::kExisting},  // virtual addresses only
-    {"cuMemMap", Use::kExisting},             // maps memory of cuMemCreate (charged)
-    {"cuMemMapArrayAsync", Use::kExisting},   // the same, for sparse arrays
+    {"cuMemRetainAllocationHandle", Use::kExisting},  // hooked: a reference keeps the charge
+    {"cuMemAddressReserve", Use::kExisting},          // virtual addresses only
+    {"cuMemMap", Use::kExisting},  // maps cuMemCreate memory; hooked: charged until the last unmap
+    {"cuMemMapArrayAsync", Use::kExisting},  // the same, for sparse arrays
     {"cuMemPrefetchBatchAsync", Use::kExisting},
     {"cuMemDiscardBatchAsync", Use::kExisting},
     {"cuMemDiscardAndPrefetchBatchAsync", Use::kExisting},

@@ -376,7 +376,7 @@ TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
             2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
   EXPECT_EQ(r.S("legacy"), "ok");
   EXPECT_EQ(r.I("create_v4_rc"), 0);
-  EXPECT_GE(r.I("hooks_checked"), 48) << "every hook the fake driver exports is routed";
+  EXPECT_GE(r.I("hooks_checked"), 54) << "every hook the fake driver exports is routed";
 }
 
 // The legacy (CUDA 2.x) array entry points, linked directly or returned by cuGetProcAddress for
@@ -451,6 +451,49 @@ TEST_F(VgpuE2e, FirstContextOfAProcessIsAlwaysAdmitted) {
   }
   Touch(flag);
   EXPECT_TRUE(Wait(filler).Exited(0));
+}
+
+// A graph's memory allocation nodes take device memory when it is launched, which libvgpu cannot
+// charge in step: on a device with a limit they are refused with CUDA_ERROR_NOT_SUPPORTED in each
+// entry point (before: a 1 GiB container held 6 GiB through one graph launch); without a limit
+// they work.
+TEST_F(VgpuE2e, GraphMemoryNodesAreRefusedUnderALimit) {
+  struct Case {
+    const char* name;
+    Env extra;
+    int rc;
+    uint64_t held;
+  } cases[] = {{"limited", {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}, 801, kCtx},
+               {"unlimited", {}, 0, kCtx + 3 * 2 * kGi}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result r = Run({VGPU_PROG, "graphmem"}, With(BaseEnv(kOneGpu, c.name), c.extra));
+    ASSERT_TRUE(r.Exited(0)) << r.out;
+    EXPECT_EQ(r.I("alloc_node_rc"), c.rc);
+    EXPECT_EQ(r.I("add_node_rc"), c.rc);
+    EXPECT_EQ(r.I("add_node_v1_rc"), c.rc);
+    EXPECT_EQ(r.I("launch_rc"), 0);
+    EXPECT_EQ(r.U("held"), c.held);
+  }
+}
+
+// cuMemCreate memory lives while it is mapped or retained: releasing the handle right after mapping
+// it (the usual pattern) credited the charge while the memory stayed (before: 30 chunks of 256 MiB,
+// the whole card, under a 1 GiB limit). The charge now goes with the last reference.
+TEST_F(VgpuE2e, MappedOrRetainedVmmMemoryStaysCharged) {
+  const uint64_t chunk = 256 * kMi, fit = (kGi - kCtx) / chunk;
+  Result r = Run({VGPU_PROG, "vmm"}, With(BaseEnv(kOneGpu), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));
+  ASSERT_TRUE(r.Exited(0)) << r.out;
+  EXPECT_EQ(r.U("start_free"), kGi - kCtx);
+  EXPECT_EQ(r.U("mapped"), fit);
+  EXPECT_EQ(r.I("last_rc"), 2);
+  EXPECT_EQ(r.U("charged"), fit * chunk);
+  EXPECT_EQ(r.U("held"), fit * chunk);
+  EXPECT_EQ(r.U("unmapped_free"), kGi - kCtx) << "the last unmap gives the charge back";
+  EXPECT_EQ(r.U("retained_charged"), chunk) << "a retained reference keeps it charged";
+  EXPECT_EQ(r.U("retained_held"), chunk);
+  EXPECT_EQ(r.U("end_free"), kGi - kCtx);
+  EXPECT_EQ(r.U("end_held"), 0u);
 }
 
 TEST_F(VgpuE2e, DlopenDlsymPathIsLimitedAndRtldNextWorks) {

@@ -884,8 +884,107 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   CHARGED_CALL(e, size, real_cuMemCreate(handle, size, prop, flags), *handle, VGPU_KIND_HANDLE);
 }
 
+/* Physical memory of cuMemCreate lives while a handle or a mapping of it does: cuMemRelease while
+ * mapped (the usual pattern: create, map, release, ... unmap) and references taken with
+ * cuMemRetainAllocationHandle keep it. So the charge is credited only once the handle is released
+ * as often as it was retained and its last mapping is gone. Per handle the table holds its mapping
+ * and extra reference counts (KIND_VMM_REFS, size = maps | refs << 24), each mapping's handle
+ * (KIND_VMM_MAP, key = address, size = handle) and a handle released while still referenced
+ * (KIND_VMM_HELD, its charge). A handle of 47 bits or more, or an unmap of a range holding several
+ * mappings, is not followed: its charge stays until the process exits (never an escape). */
+enum { KIND_VMM_REFS = 16, KIND_VMM_MAP = 17, KIND_VMM_HELD = 18 };
+static pthread_mutex_t g_vmm_mu = PTHREAD_MUTEX_INITIALIZER;
+#define VMM_MAPS(v) ((v)&0xffffffull)
+#define VMM_REFS(v) ((v) >> 24)
+
+/* Removes and returns the counts of `handle` (0 when none). Caller holds g_vmm_mu. */
+static uint64_t vmm_take_refs(uint64_t handle) {
+  int e;
+  uint64_t v = 0;
+  if (!vgpu_at_remove(&g.at, handle, KIND_VMM_REFS, &e, &v)) return 0;
+  return v;
+}
+static void vmm_put_refs(uint64_t handle, uint64_t v) {
+  if (v) track(handle, KIND_VMM_REFS, 0, v);
+}
+
+/* Credits a handle released while referenced once nothing references it any more. */
+static void vmm_settle(uint64_t handle, uint64_t v) {
+  int e;
+  uint64_t bytes;
+  if (v == 0 && vgpu_at_remove(&g.at, handle, KIND_VMM_HELD, &e, &bytes))
+    vgpu_region_release(&g.rc, e, bytes);
+}
+
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  FREE_BODY(real_cuMemRelease, (handle), handle, VGPU_KIND_HANDLE);
+  ensure_loaded();
+  if (!real_cuMemRelease) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuMemRelease(handle);
+  if (r != CUDA_SUCCESS || __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY) return r;
+  pthread_mutex_lock(&g_vmm_mu);
+  uint64_t v = vmm_take_refs(handle);
+  int e;
+  uint64_t bytes;
+  if (VMM_REFS(v)) {
+    v -= 1ull << 24; /* one of the retained references */
+  } else if (vgpu_at_remove(&g.at, handle, VGPU_KIND_HANDLE, &e, &bytes)) {
+    if (VMM_MAPS(v)) {
+      track(handle, KIND_VMM_HELD, e, bytes); /* still mapped: credited at the last unmap */
+    } else {
+      vgpu_region_release(&g.rc, e, bytes);
+    }
+  }
+  vmm_put_refs(handle, v);
+  pthread_mutex_unlock(&g_vmm_mu);
+  return r;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  ensure_loaded();
+  if (!real_cuMemMap) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuMemMap(ptr, size, offset, handle, flags);
+  if (r != CUDA_SUCCESS || __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY ||
+      handle >= (1ull << 47)) {
+    return r;
+  }
+  pthread_mutex_lock(&g_vmm_mu);
+  vmm_put_refs(handle, vmm_take_refs(handle) + 1);
+  track(ptr, KIND_VMM_MAP, 0, handle);
+  pthread_mutex_unlock(&g_vmm_mu);
+  return r;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  ensure_loaded();
+  if (!real_cuMemUnmap) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real_cuMemUnmap(ptr, size);
+  if (r != CUDA_SUCCESS || __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY) return r;
+  int e;
+  uint64_t handle;
+  pthread_mutex_lock(&g_vmm_mu);
+  if (vgpu_at_remove(&g.at, ptr, KIND_VMM_MAP, &e, &handle)) {
+    uint64_t v = vmm_take_refs(handle);
+    if (VMM_MAPS(v)) v--;
+    vmm_put_refs(handle, v);
+    vmm_settle(handle, v);
+  }
+  pthread_mutex_unlock(&g_vmm_mu);
+  return r;
+}
+
+/* A retained reference keeps the memory as the handle does: one more cuMemRelease before the
+ * charge is credited. */
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  ensure_loaded();
+  if (!real_cuMemRetainAllocationHandle) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real_cuMemRetainAllocationHandle(handle, addr);
+  if (r != CUDA_SUCCESS || !handle || __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY)
+    return r;
+  pthread_mutex_lock(&g_vmm_mu);
+  vmm_put_refs(*handle, vmm_take_refs(*handle) + (1ull << 24));
+  pthread_mutex_unlock(&g_vmm_mu);
+  return r;
 }
 
 static uint64_t format_bytes(CUarray_format f) {
@@ -1126,6 +1225,7 @@ static void ctx_notes_reset(void) {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   g_ctx_notes_mu = m;
   g_ctx_mu = m;
+  g_vmm_mu = m;
   memset(g_ctx_live, 0, sizeof(g_ctx_live));
 }
 

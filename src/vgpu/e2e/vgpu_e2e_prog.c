@@ -26,7 +26,11 @@
  *   ctxfirst              the first context of a process is a created one; then the primary context
  * and another one beyond the limit
  *   fill <flag>           holds a context and every free byte, creates <flag>.ready, waits for
- * <flag> */
+ * <flag>
+ *   graphmem              a graph with three 2 GiB memory allocation nodes (cuGraphAddMemAllocNode,
+ * cuGraphAddNode_v2, cuGraphAddNode through cuGetProcAddress(..., 12020)), launched
+ *   vmm                   cuMemCreate chunks mapped and released while mapped until refused; then a
+ * handle kept by cuMemRetainAllocationHandle past its release and unmap */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -687,16 +691,22 @@ static int mode_virtual(unsigned long long chunk) {
   return 0;
 }
 
+/* cuInit, device 0's primary context made current; returns the device's NVML index. */
+static int start_on_device0(CUdevice* d) {
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(d, 0));
+  ctx_on(0);
+  int idx = 0;
+  nvml_of(*d, &idx);
+  return idx;
+}
+
 typedef CUresult (*array_fn)(CUarray*, const array_desc_v1*);
 typedef CUresult (*array3d_fn)(CUarray*, const array3d_desc_v1*);
 
 static int mode_legacy(const char* via) {
-  CHECK(cuInit(0));
   CUdevice d;
-  CHECK(cuDeviceGet(&d, 0));
-  ctx_on(0);
-  int idx = 0;
-  nvml_of(d, &idx);
+  int idx = start_on_device0(&d);
   array_fn create = legacy_cuArrayCreate;
   array3d_fn create3d = legacy_cuArray3DCreate;
   if (!strcmp(via, "procaddr")) {
@@ -731,12 +741,10 @@ static int mode_legacy(const char* via) {
 }
 
 static int mode_contexts(const char* api) {
-  CHECK(cuInit(0));
   CUdevice d;
-  CHECK(cuDeviceGet(&d, 0));
-  CUcontext primary = ctx_on(0);
-  int idx = 0;
-  nvml_of(d, &idx);
+  int idx = start_on_device0(&d);
+  CUcontext primary;
+  CHECK(cuCtxGetCurrent(&primary));
   size_t f0, t0, f, t;
   CHECK(cuMemGetInfo(&f0, &t0));
   CUresult (*create)(CUcontext*, unsigned int, CUdevice) = cuCtxCreate_v2;
@@ -823,6 +831,88 @@ static int mode_fill(const char* flag) {
   return wait_for_file(flag) == 0 ? 0 : 12;
 }
 
+static int mode_graphmem(void) {
+  CUdevice d;
+  int idx = start_on_device0(&d);
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof(p));
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = 0;
+  p.bytesize = 2048 * kMi;
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof(np));
+  np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  np.alloc.poolProps = p.poolProps;
+  np.alloc.bytesize = p.bytesize;
+  CUgraphNode n;
+  CUresult r1 = cuGraphAddMemAllocNode(&n, g, NULL, 0, &p);
+  CUresult r2 = cuGraphAddNode(&n, g, NULL, NULL, 0, &np); /* cuGraphAddNode_v2 */
+  CUresult (*add_v1)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraphNodeParams*) = NULL;
+  CHECK(cuGetProcAddress_v2("cuGraphAddNode", (void**)&add_v1, 12020, 0, NULL));
+  CUresult r3 = add_v1(&n, g, NULL, 0, &np);
+  CUgraphExec x;
+  CHECK(cuGraphInstantiate(&x, g, 0));
+  CUresult lr = cuGraphLaunch(x, NULL);
+  CHECK(cuCtxSynchronize());
+  printf("alloc_node_rc=%d add_node_rc=%d add_node_v1_rc=%d launch_rc=%d held=%llu\n", (int)r1,
+         (int)r2, (int)r3, (int)lr, fakegpu_mem_used(idx, getpid()));
+  return 0;
+}
+
+static int mode_vmm(void) {
+  CUdevice d;
+  int idx = start_on_device0(&d);
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  const size_t chunk = 256 * kMi;
+  size_t f0, t0, f, t;
+  CHECK(cuMemGetInfo(&f0, &t0));
+  unsigned long long held0 = fakegpu_mem_used(idx, getpid());
+  static CUdeviceptr va[64];
+  int n = 0;
+  CUresult rc = CUDA_SUCCESS;
+  for (; n < 64; n++) {
+    CUmemGenericAllocationHandle h;
+    rc = cuMemCreate(&h, chunk, &prop, 0);
+    if (rc != CUDA_SUCCESS) break;
+    CHECK(cuMemAddressReserve(&va[n], chunk, 0, 0, 0));
+    CHECK(cuMemMap(va[n], chunk, 0, h, 0));
+    CHECK(cuMemRelease(h)); /* the usual pattern: the mapping keeps the memory */
+  }
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("start_free=%zu mapped=%d last_rc=%d charged=%zu held=%llu\n", f0, n, (int)rc, f0 - f,
+         fakegpu_mem_used(idx, getpid()) - held0);
+  for (int i = 0; i < n; i++) {
+    CHECK(cuMemUnmap(va[i], chunk));
+    CHECK(cuMemAddressFree(va[i], chunk));
+  }
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("unmapped_free=%zu\n", f);
+  /* A retained reference keeps the memory past the handle's release and the unmap. */
+  CUmemGenericAllocationHandle h, h2;
+  CUdeviceptr v;
+  CHECK(cuMemCreate(&h, chunk, &prop, 0));
+  CHECK(cuMemAddressReserve(&v, chunk, 0, 0, 0));
+  CHECK(cuMemMap(v, chunk, 0, h, 0));
+  CHECK(cuMemRetainAllocationHandle(&h2, (void*)v));
+  CHECK(cuMemRelease(h));
+  CHECK(cuMemUnmap(v, chunk));
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("retained_charged=%zu retained_held=%llu\n", f0 - f,
+         fakegpu_mem_used(idx, getpid()) - held0);
+  CHECK(cuMemRelease(h2));
+  CHECK(cuMemAddressFree(v, chunk));
+  CHECK(cuMemGetInfo(&f, &t));
+  printf("end_free=%zu end_held=%llu\n", f, fakegpu_mem_used(idx, getpid()) - held0);
+  return 0;
+}
+
 static int mode_nvmlinfo(void) {
   nvmlDevice_t h;
   nvmlMemory_t m;
@@ -856,6 +946,8 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "contexts") && argc == 3) return mode_contexts(argv[2]);
   if (!strcmp(m, "ctxfirst")) return mode_ctxfirst();
   if (!strcmp(m, "fill") && argc == 3) return mode_fill(argv[2]);
+  if (!strcmp(m, "graphmem")) return mode_graphmem();
+  if (!strcmp(m, "vmm")) return mode_vmm();
   if (!strcmp(m, "virtual") && argc == 3) return mode_virtual(strtoull(argv[2], 0, 10) << 20);
   return 2;
 }
