@@ -533,6 +533,16 @@ TEST(Webhook, UpstreamCases) {
        {},
        nullptr,
        "configured GPU policy applies"},
+      // pkg/util TestGetDeviceScoringWeightsByPod "invalid annotation": the webhook denies it
+      // (upstream's v2.11 line validates the annotation at admission).
+      {"TestGetDeviceScoringWeightsByPod/invalid annotation",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/device-scoring-weights",
+                 "slot=1,core=-1,memory=3"),
+       false, "core must be >= 0"},
+      {"TestGetDeviceScoringWeightsByPod/valid annotation",
+       annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/device-scoring-weights",
+                 "slot=1,core=2,memory=3"),
+       true},
       {"TestIsValidNodeSchedulerPolicy/binpack,spread is ignored",
        annotated(Pod(Json::array({Ctr("c", gpu1)})), "hami.io/node-scheduler-policy",
                  "binpack,spread"),
