@@ -175,10 +175,6 @@ int SimMain(int argc, char** argv) {
                  "--usage: memory quantile of a profile's hour bucket")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  app.add_option("--duty-quantile", usage_config.profile.duty_q_pct,
-                 "--usage: duty quantile of a profile's hour bucket")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
   app.add_option("--margin-pct", usage_config.margin_pct,
                  "--usage: recommended gpumem = workload warm-up peak + this %")
       ->check(CLI::Range(0, 100))

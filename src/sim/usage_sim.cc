@@ -244,10 +244,9 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
     j["requests"] = {{"gpumem_mib", config.gpumem_mib}, {"gpucores", config.gpucores}};
   else
     j["knobs"] = {
-        {"mem_q_pct", config.profile.mem_q_pct},   {"duty_q_pct", config.profile.duty_q_pct},
-        {"margin_pct", config.margin_pct},         {"workload_q_pct", config.workload_q_pct},
-        {"overcommit_pct", config.overcommit_pct}, {"duty_budget_pct", config.duty_budget / 100},
-        {"contention_bp", config.contention_bp}};
+        {"mem_q_pct", config.profile.mem_q_pct},       {"margin_pct", config.margin_pct},
+        {"workload_q_pct", config.workload_q_pct},     {"overcommit_pct", config.overcommit_pct},
+        {"duty_budget_pct", config.duty_budget / 100}, {"contention_bp", config.contention_bp}};
   return j.dump(1) + "\n";
 }
 
