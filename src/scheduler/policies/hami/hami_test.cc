@@ -231,6 +231,19 @@ TEST(Hami, UpstreamCases) {
        {},
        pod(1).GpuPolicy("binpack"),
        "n:n-gpu1"},
+      // The score reads the memory request before the percentage, as Fit does (upstream's v2.11
+      // line, PR #3106): 1000 MiB is the smaller share of the 16000 MiB card, so spread takes it;
+      // read as 50 % both cards would tie and the card registered last would win.
+      {"TestComputeScore/memory request before the percentage",
+       "hami",
+       {NodeBuilder("n").Gpus(1, 16000).Gpus(1, 8000)},
+       {},
+       [] {
+         core::PodRequest p = PodBuilder("p").Gpu(1, 1000, 10);
+         p.containers[0].devices[0].mem_percentage = 50;
+         return p;
+       }(),
+       "n:n-gpu0"},
       {"TestDeviceUsageList_Less/chain without sort keys falls back to spread",
        "hami",
        {NodeBuilder(three).Numa(0, 1)},
