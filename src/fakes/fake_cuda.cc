@@ -1111,6 +1111,28 @@ FG_CU(cuCtxDestroy, (CUcontext ctx), CtxDestroyImpl(ctx))
 
 FG_CU(cuCtxDestroy_v2, (CUcontext ctx), CtxDestroyImpl(ctx))
 
+// A green context is a context of its own (charged its overhead), never made current. Resources are
+// not modelled: any descriptor is accepted; CU_GREEN_CTX_DEFAULT_STREAM (1) is required, as by the
+// driver.
+FAKEGPU_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* out, CUdevResourceDesc desc, CUdevice dev,
+                                         unsigned flags) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  if (out == nullptr || desc == nullptr || flags != 1) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(G().mu);
+  if (!ValidOrdinal(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  Ctx* c = nullptr;
+  if (CUresult rc = NewCtxLocked(NvmlIndex(dev), false, 0, &c)) return rc;
+  *out = reinterpret_cast<CUgreenCtx>(c);
+  return CUDA_SUCCESS;
+}
+
+FAKEGPU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx h) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  return CtxDestroyImpl(reinterpret_cast<CUcontext>(h));
+}
+
 FAKEGPU_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
   FG_ENTRY();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;

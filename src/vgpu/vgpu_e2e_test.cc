@@ -376,7 +376,7 @@ TEST_F(VgpuE2e, CuGetProcAddressIsVersionExact) {
             2);  // within the limit: the driver decides (the fake: NOT_SUPPORTED)
   EXPECT_EQ(r.S("legacy"), "ok");
   EXPECT_EQ(r.I("create_v4_rc"), 0);
-  EXPECT_GE(r.I("hooks_checked"), 54) << "every hook the fake driver exports is routed";
+  EXPECT_GE(r.I("hooks_checked"), 56) << "every hook the fake driver exports is routed";
 }
 
 // The legacy (CUDA 2.x) array entry points, linked directly or returned by cuGetProcAddress for
@@ -406,7 +406,7 @@ TEST_F(VgpuE2e, LegacyArrayEntryPointsAreChargedAndRefusedAtTheLimit) {
 // 26 contexts, 8.1 GiB, under a 1 GiB limit).
 TEST_F(VgpuE2e, ContextsBeyondTheLimitAreRefusedAndLeaveNothingBehind) {
   const uint64_t fit = (kGi - kCtx) / kCtx;  // 2 next to the primary context
-  for (const char* api : {"v2", "legacy", "v3", "v4", "procaddr"}) {
+  for (const char* api : {"v2", "legacy", "v3", "v4", "procaddr", "green"}) {
     SCOPED_TRACE(api);
     Result r = Run({VGPU_PROG, "contexts", api},
                    With(BaseEnv(kOneGpu, api), {"CUDA_DEVICE_MEMORY_LIMIT=1Gi"}));

@@ -21,16 +21,14 @@
  * allocation and a refused one, and what each reports
  *   legacy <direct|procaddr>  legacy (CUDA 2.x) arrays of 64 MiB until refused, called directly or
  * through cuGetProcAddress(..., 2000); what they were charged, and the legacy pitched allocator
- *   contexts <api>        contexts (api: v2|legacy|v3|v4|procaddr) next to the primary one until
- * refused; what is left after the refusal
- *   ctxfirst              the first context of a process is a created one; then the primary context
- * and another one beyond the limit
- *   fill <flag>           holds a context and every free byte, creates <flag>.ready, waits for
- * <flag>
- *   graphmem              a graph with three 2 GiB memory allocation nodes (cuGraphAddMemAllocNode,
- * cuGraphAddNode_v2, cuGraphAddNode through cuGetProcAddress(..., 12020)), launched
- *   vmm                   cuMemCreate chunks mapped and released while mapped until refused; then a
- * handle kept by cuMemRetainAllocationHandle past its release and unmap */
+ *   contexts <api>        contexts (api: v2|legacy|v3|v4|procaddr|green) next to the primary one
+ * until refused; what is left after the refusal ctxfirst              the first context of a
+ * process is a created one; then the primary context and another one beyond the limit fill <flag>
+ * holds a context and every free byte, creates <flag>.ready, waits for <flag> graphmem a graph with
+ * three 2 GiB memory allocation nodes (cuGraphAddMemAllocNode, cuGraphAddNode_v2, cuGraphAddNode
+ * through cuGetProcAddress(..., 12020)), launched vmm                   cuMemCreate chunks mapped
+ * and released while mapped until refused; then a handle kept by cuMemRetainAllocationHandle past
+ * its release and unmap */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -758,7 +756,10 @@ static int mode_contexts(const char* api) {
   for (; n < 64; n++) {
     CUcontext before = NULL, after = NULL;
     CHECK(cuCtxGetCurrent(&before));
-    if (!strcmp(api, "v3")) {
+    if (!strcmp(api, "green")) { /* the fake accepts any resource descriptor */
+      rc = cuGreenCtxCreate((CUgreenCtx*)&c[n], (CUdevResourceDesc)&c[n], d,
+                            CU_GREEN_CTX_DEFAULT_STREAM);
+    } else if (!strcmp(api, "v3")) {
       rc = cuCtxCreate_v3(&c[n], NULL, 0, 0, d);
     } else if (!strcmp(api, "v4")) {
       rc = cuCtxCreate_v4(&c[n], NULL, 0, d);
@@ -775,7 +776,9 @@ static int mode_contexts(const char* api) {
   printf("start_free=%zu created=%d last_rc=%d current_kept=%d charged=%zu held=%llu\n", f0, n,
          (int)rc, kept, f0 - f, fakegpu_mem_used(idx, getpid()));
   for (int i = n - 1; i >= 0; i--) {
-    CHECK(!strcmp(api, "legacy") ? legacy_cuCtxDestroy(c[i]) : cuCtxDestroy_v2(c[i]));
+    CHECK(!strcmp(api, "legacy")  ? legacy_cuCtxDestroy(c[i])
+          : !strcmp(api, "green") ? cuGreenCtxDestroy((CUgreenCtx)c[i])
+                                  : cuCtxDestroy_v2(c[i]));
   }
   CHECK(cuCtxSetCurrent(primary));
   CHECK(cuMemGetInfo(&f, &t));
