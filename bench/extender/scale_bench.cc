@@ -1,0 +1,313 @@
+// bench/extender/scale_bench: the scheduler at cluster scale (docs/benchmarks.md, "scheduler at
+// scale"). A fake API server holding N nodes x 8 GPUs and P pods of realistic size (about 8 KB of
+// JSON each: managedFields, a last-applied copy, env, volumes, conditions) runs in one process; a
+// full replica (informers + ClusterState + Extender behind the plain-HTTP extender listener, as
+// kube-scheduler reaches it on loopback) runs in a forked child, so the child's RSS is the
+// scheduler's alone. Measured in the child:
+//  - ready: from the first list to every informer synced (Controller::WaitForSync);
+//  - RSS when ready (VmRSS) and its peak so far (VmHWM), then both again after the filter run;
+//  - /filter + /bind latency (p50/p99/max per verb) for F pending pods with every node name in the
+//    request (nodeCacheCapable), from a client that behaves like kube-scheduler (keep-alive,
+//    TCP_NODELAY), for each GPU policy (hami.io/gpu-scheduler-policy binpack and spread).
+// Prints a markdown table. Usage:
+//   scale_bench [--nodes 10000] [--pods 100000] [--pod-bytes 8192] [--filters 300]
+#include <httplib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "core/node_codec.h"
+#include "extender/controller.h"
+#include "extender/extender.h"
+#include "extender/http_server.h"
+#include "k8s/client.h"
+#include "k8s/testing/fake_apiserver.h"
+#include "scheduler/scheduler.h"
+
+using namespace hami;
+using Json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  int nodes = 10000;
+  int pods = 100000;
+  int pod_bytes = 8192;
+  int filters = 300;
+};
+
+Json Node(int n) {
+  const std::string name = "node-" + std::to_string(n);
+  std::vector<core::DeviceInfo> devs(8);
+  for (int i = 0; i < 8; ++i) {
+    devs[i].uuid = name + "-gpu" + std::to_string(i);
+    devs[i].index = i;
+    devs[i].count = 10;
+    devs[i].devmem_mib = 81920;
+    devs[i].type = "NVIDIA-A100-SXM4-80GB";
+  }
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"kubernetes.io/hostname", name}}},
+        {"managedFields", Json::array({{{"manager", "kubelet"}, {"operation", "Update"}}})},
+        {"annotations", {{"hami.io/node-nvidia-register", core::EncodeNodeDevicesJson(devs)}}}}},
+      {"status",
+       {{"allocatable", {{"cpu", "128"}, {"memory", "1024Gi"}, {"nvidia.com/gpu", "80"}}},
+        {"images", Json::array({{{"names", {"registry/app:v1"}}, {"sizeBytes", 1}}})}}}};
+}
+
+// A running pod bound to a node: every fourth holds 10 GiB of one GPU by a decision, the rest
+// only CPU. Padded to about `bytes` of JSON the way real pods are: managedFields, the
+// last-applied copy, env.
+Json RunningPod(int i, int nodes, int bytes) {
+  const int n = i % nodes;
+  const std::string node = "node-" + std::to_string(n);
+  Json pod{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "run-" + std::to_string(i)},
+        {"namespace", "ns-" + std::to_string(i % 50)},
+        {"labels", {{"app", "app-" + std::to_string(i % 500)}}},
+        {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
+                                          {"kind", "ReplicaSet"},
+                                          {"name", "rs-" + std::to_string(i % 500)},
+                                          {"controller", true}}})}}},
+      {"spec",
+       {{"schedulerName", "hami-scheduler"},
+        {"nodeName", node},
+        {"containers",
+         Json::array({{{"name", "main"},
+                       {"image", "registry/app:v1"},
+                       {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}}})}}},
+      {"status", {{"phase", "Running"}, {"conditions", Json::array({{{"type", "Ready"}}})}}}};
+  if (i % 4 == 0) {
+    const int gpu = (i / nodes) % 8;
+    pod["spec"]["containers"][0]["resources"]["limits"] = {{"nvidia.com/gpu", "1"},
+                                                           {"nvidia.com/gpumem", "10240"}};
+    pod["metadata"]["annotations"] = {{"hami.io/vgpu-node", node},
+                                      {"hami.io/bind-phase", "success"},
+                                      {"hami.io/vgpu-devices-allocated",
+                                       node + "-gpu" + std::to_string(gpu) + ",NVIDIA,10240,0:;"}};
+  }
+  Json spec_copy = pod["spec"];
+  pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+      Json{{"spec", spec_copy}}.dump();
+  // Env entries (and their managedFields entries) until the object reaches about `bytes`.
+  const size_t base = pod.dump().size() + 120;
+  const size_t per = 70;  // {"name":"ENV_k","value":"<24>"}, plus "f:ENV_k":{}
+  Json env = Json::array();
+  Json fields = Json::object();
+  for (size_t k = 0; base + k * per < static_cast<size_t>(bytes); ++k) {
+    env.push_back({{"name", "ENV_" + std::to_string(k)}, {"value", std::string(24, 'v')}});
+    fields["f:ENV_" + std::to_string(k)] = Json::object();
+  }
+  pod["spec"]["containers"][0]["env"] = std::move(env);
+  pod["metadata"]["managedFields"] = Json::array(
+      {{{"manager", "kubectl"}, {"operation", "Update"}, {"fieldsV1", std::move(fields)}}});
+  return pod;
+}
+
+Json PendingPod(int i, const std::string& policy) {
+  const Json limits{
+      {"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4096"}, {"nvidia.com/gpucores", "10"}};
+  Json container{{"name", "c"}};
+  container["resources"]["limits"] = limits;
+  Json pod{{"apiVersion", "v1"}, {"kind", "Pod"}};
+  pod["metadata"] = {{"name", "new-" + policy + "-" + std::to_string(i)},
+                     {"namespace", "bench"},
+                     {"annotations", {{"hami.io/gpu-scheduler-policy", policy}}}};
+  pod["spec"] = {{"schedulerName", "hami-scheduler"}, {"containers", Json::array({container})}};
+  return pod;
+}
+
+// kB figures of /proc/self/status.
+int64_t StatusKb(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) return std::atoll(line.c_str() + std::strlen(key));
+  return -1;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// The scheduler replica (the forked child): `port` is the API server's.
+int Scheduler(const Args& a, int port) {
+  k8s::ClientConfig cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(port);
+  cfg.qps = 200;  // scheduler_main's shipped --kube-qps / --kube-burst
+  cfg.burst = 400;
+  auto client = std::move(*k8s::Client::Create(cfg));
+  auto sched = std::move(*scheduler::Scheduler::Create({}));
+  const extender::StateOptions state_opts;
+  extender::ClusterState state(*sched, state_opts);
+  const extender::ControllerOptions ctl_opts;
+  const auto t0 = SteadyClock::now();
+  extender::Controller ctl(*client, state, ctl_opts);
+  ctl.Start();
+  if (!ctl.WaitForSync(std::chrono::minutes(10))) {
+    std::fprintf(stderr, "not synced after 10 minutes\n");
+    return 1;
+  }
+  const double ready_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  const int64_t rss_ready = StatusKb("VmRSS:"), hwm_ready = StatusKb("VmHWM:");
+  std::printf(
+      "| ready (%d nodes x 8 GPUs, %d pods of ~%d B, pages of 500) | %.1f s | RSS %lld MiB "
+      "| peak %lld MiB | %zu pods charged |\n",
+      a.nodes, a.pods, a.pod_bytes, ready_s, static_cast<long long>(rss_ready / 1024),
+      static_cast<long long>(hwm_ready / 1024), state.pod_count());
+  std::fflush(stdout);
+
+  extender::ExtenderOptions eo;
+  eo.success_events = false;
+  eo.pod_lookup = [&ctl](const std::string& ns, const std::string& name) {
+    return ctl.LookupPod(ns, name);
+  };
+  extender::Extender ext(*sched, state, client.get(), eo);
+  extender::HttpServerOptions ho;  // plain HTTP on loopback, as the extender listener ships
+  extender::HttpServer server(ho);
+  server.Route("POST", "/filter", [&](const extender::HttpRequest& r) {
+    return extender::HttpResponse{200, "application/json", ext.HandleFilter(r.body)};
+  });
+  server.Route("POST", "/bind", [&](const extender::HttpRequest& r) {
+    return extender::HttpResponse{200, "application/json", ext.HandleBind(r.body)};
+  });
+  if (!server.Start().ok()) return 1;
+  httplib::Client http("127.0.0.1", server.port());
+  http.set_keep_alive(true);
+  http.set_tcp_nodelay(true);
+  std::vector<std::string> names;
+  for (int n = 0; n < a.nodes; ++n) names.push_back("node-" + std::to_string(n));
+  for (const std::string policy : {"binpack", "spread"}) {
+    std::vector<double> filter_us, bind_us;
+    int failed = 0;
+    for (int i = 0; i < a.filters; ++i) {
+      auto created = client->Create(k8s::kPods, "bench", PendingPod(i, policy));
+      if (!created.ok()) {
+        ++failed;
+        continue;
+      }
+      // As kube-scheduler does: filter once the pod is in its (and our) informer.
+      const std::string name = (*created)["metadata"]["name"];
+      for (int w = 0; w < 2000 && !ctl.LookupPod("bench", name); ++w)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      extender::ExtenderArgs args;
+      args.pod = *created;
+      args.node_names = names;
+      const std::string body = extender::ToJson(args).dump();
+      const auto f0 = SteadyClock::now();
+      auto r = http.Post("/filter", body, "application/json");
+      const auto f1 = SteadyClock::now();
+      auto res = r ? extender::ParseExtenderFilterResult(r->body)
+                   : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
+      if (!res.ok() || !res->error.empty() || !res->node_names || res->node_names->size() != 1) {
+        ++failed;
+        continue;
+      }
+      extender::ExtenderBindingArgs b{name, "bench", (*created)["metadata"]["uid"],
+                                      (*res->node_names)[0]};
+      const std::string bind_body = extender::ToJson(b).dump();
+      const auto b0 = SteadyClock::now();
+      auto br = http.Post("/bind", bind_body, "application/json");
+      const auto b1 = SteadyClock::now();
+      if (!br || br->body != R"({"Error":""})") {
+        ++failed;
+        continue;
+      }
+      filter_us.push_back(std::chrono::duration<double, std::micro>(f1 - f0).count());
+      bind_us.push_back(std::chrono::duration<double, std::micro>(b1 - b0).count());
+    }
+    std::printf(
+        "| /filter, %s, %d NodeNames | %zu (%d failed) | p50 %.0f us | p99 %.0f us | max "
+        "%.0f us |\n",
+        policy.c_str(), a.nodes, filter_us.size(), failed, Percentile(filter_us, 0.5),
+        Percentile(filter_us, 0.99), Percentile(filter_us, 1.0));
+    std::printf("| /bind, %s | %zu | p50 %.0f us | p99 %.0f us | max %.0f us |\n", policy.c_str(),
+                bind_us.size(), Percentile(bind_us, 0.5), Percentile(bind_us, 0.99),
+                Percentile(bind_us, 1.0));
+    std::fflush(stdout);
+  }
+  std::printf("| after the filter runs | | RSS %lld MiB | peak %lld MiB | |\n",
+              static_cast<long long>(StatusKb("VmRSS:") / 1024),
+              static_cast<long long>(StatusKb("VmHWM:") / 1024));
+  server.Stop();
+  ctl.Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const int v = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--nodes") == 0)
+      a.nodes = v;
+    else if (std::strcmp(argv[i], "--pods") == 0)
+      a.pods = v;
+    else if (std::strcmp(argv[i], "--pod-bytes") == 0)
+      a.pod_bytes = v;
+    else if (std::strcmp(argv[i], "--filters") == 0)
+      a.filters = v;
+    else {
+      std::fprintf(stderr,
+                   "usage: scale_bench [--nodes N] [--pods P] [--pod-bytes B] [--filters F]\n");
+      return 2;
+    }
+  }
+  spdlog::set_level(spdlog::level::err);
+  // Fork first, while there are no threads: the child waits for the port, then is the scheduler.
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[1]);
+    int port = 0;
+    if (read(fds[0], &port, sizeof port) != sizeof port) return 1;
+    return Scheduler(a, port);
+  }
+  close(fds[0]);
+  k8s::testing::FakeApiServerOptions o;
+  o.compaction_window = 1000;
+  k8s::testing::FakeApiServer api(o);
+  if (!api.Start().ok()) return 1;
+  const auto s0 = SteadyClock::now();
+  for (int n = 0; n < a.nodes; ++n) (void)api.Upsert("nodes", Node(n));
+  size_t bytes = 0;
+  for (int i = 0; i < a.pods; ++i) {
+    Json p = RunningPod(i, a.nodes, a.pod_bytes);
+    if (i < 100) bytes += p.dump().size();
+    (void)api.Upsert("pods", std::move(p));
+  }
+  std::printf("| benchmark | samples / time | | | |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| API server seeded (%d nodes, %d pods, %zu B per pod on average) | %.0f s | | | |\n",
+      a.nodes, a.pods, bytes / std::max(1, std::min(a.pods, 100)),
+      std::chrono::duration<double>(SteadyClock::now() - s0).count());
+  std::fflush(stdout);
+  const int port = api.port();
+  if (write(fds[1], &port, sizeof port) != sizeof port) return 1;
+  int status = 0;
+  waitpid(child, &status, 0);
+  api.Stop();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
