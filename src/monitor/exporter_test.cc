@@ -61,8 +61,8 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   (*p)->ChargeContext(e0, 300 * kMiB);
   ASSERT_EQ((*p)->Reserve(e0, 934 * kMiB), 0);
   ASSERT_EQ((*p)->Reserve(e1, 10 * kMiB), 0);
-  (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000,
-                    750'000'000);
+  (*p)->StampLaunch(e0, static_cast<uint64_t>(clock_.MonotonicNanos()) - 2'500'000'000, 750'000'000,
+                    4'294'967'295u);  // busy: the largest value before the wrap
   telemetry_.SetProcessUtil("GPU-bbb", {{static_cast<uint32_t>(getpid()), 40}, {999999, 50}});
 
   std::string text = Make().Render();
@@ -106,6 +106,13 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_throttled_seconds_total", "team-a", "train-0",
                          "main", "0", "GPU-bbb")],
                    0.75);
+  // libvgpu's busy-time meter, where its controller runs (an SM limit): 2^32 - 1 ms.
+  EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
+                         "0", "GPU-bbb")],
+                   4294967.295);
+  EXPECT_EQ(m.count(Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
+                        "1", "GPU-aaa")),
+            0u);  // no SM limit there: no controller, no measurement
   EXPECT_EQ(m["hami_container_processes{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\","
               "container=\"main\"}"],
             1);

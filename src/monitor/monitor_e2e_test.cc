@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "gpu/nvml_discovery.h"
 #include "monitor/exporter.h"
 #include "monitor/feedback.h"
 #include "monitor/nvml_telemetry.h"
+#include "monitor/region_reader.h"
 #include "monitor/testing/region_writer.h"
 
 namespace hami::monitor {
@@ -214,6 +216,22 @@ TEST_F(MonitorE2e, BusyContainerKeepsItsShareWhenANeighbourComesBack) {
               share_a, share_b);
   EXPECT_GE(share_a, 60.0) << "the busy container stalled when its neighbour came back";
   EXPECT_GE(share_b, 20.0);
+  // Metering: libvgpu's busy-time meter against the fake's ground truth, per container. The meter
+  // misses the time before the controller's first window and the last window not yet ticked (each
+  // under 100 ms).
+  for (auto [pid, dir] : {std::pair{a, "uid-a_main"}, std::pair{b, "uid-b_main"}}) {
+    auto region = MappedRegion::Open(root_ + "/" + dir + "/vgpu.cache");
+    ASSERT_TRUE(region.ok()) << region.status();
+    auto snap = (*region)->Snapshot();
+    ASSERT_TRUE(snap.ok()) << snap.status();
+    double meter = -1;
+    for (const RegionDevice& d : snap->devices) {
+      if (d.uuid == "GPU-fa4e0000-0000-4000-8000-000000000000") meter = d.busy_ms;
+    }
+    const double truth = static_cast<double>(busy_ns(0, pid)) / 1e6;
+    std::printf("%s: busy meter %.0f ms, fake's ground truth %.0f ms\n", dir, meter, truth);
+    EXPECT_NEAR(meter, truth, 0.02 * truth + 200) << dir;
+  }
   for (pid_t p : {a, b}) {
     kill(p, SIGKILL);
     int status = 0;

@@ -224,6 +224,7 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.last_launch_ns = e.last_launch_ns;
     dev.waves_launched = e.waves_launched;
     dev.throttled_ns = e.throttled_ns;
+    dev.busy_ms = e.busy_ms;
     if (dev.uuid.empty()) continue;  // entry being written right now; next scrape sees it
     if (!PlausibleUuid(dev.uuid))
       return InvalidArgument(

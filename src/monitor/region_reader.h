@@ -34,6 +34,7 @@ struct RegionDevice {
   uint64_t last_launch_ns = 0;  // CLOCK_MONOTONIC, 0 = none through the limiter yet
   uint64_t waves_launched = 0;
   uint64_t throttled_ns = 0;
+  uint32_t busy_ms = 0;  // libvgpu's measured busy time, ms, wrapping at 2^32 (0 before layout v3)
 };
 
 struct RegionProcess {

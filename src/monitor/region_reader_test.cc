@@ -39,7 +39,7 @@ TEST(RegionReader, ReadsWhatLibvgpuWrote) {
   ASSERT_EQ((*b)->Reserve(e0, 250 * kMiB), 0);
   ASSERT_EQ((*b)->Reserve(e1, 7 * kMiB), 0);
   ASSERT_EQ((*b)->Reserve(e1, 2000 * kMiB), 1);  // over the limit: nothing charged
-  (*a)->StampLaunch(e0, 123456789, 5000);
+  (*a)->StampLaunch(e0, 123456789, 5000, 4321);
 
   auto r = MappedRegion::Open((*a)->path());
   ASSERT_TRUE(r.ok()) << r.status();
@@ -59,6 +59,7 @@ TEST(RegionReader, ReadsWhatLibvgpuWrote) {
   EXPECT_EQ(s->devices[0].sm_limit_pct, 30u);
   EXPECT_EQ(s->devices[0].last_launch_ns, 123456789u);
   EXPECT_EQ(s->devices[0].throttled_ns, 5000u);
+  EXPECT_EQ(s->devices[0].busy_ms, 4321u);
   EXPECT_EQ(s->devices[1].uuid, "GPU-bbb");
   EXPECT_EQ(s->devices[1].container_index, 1);
   EXPECT_EQ(s->devices[1].used_bytes, 7 * kMiB);
@@ -133,8 +134,8 @@ TEST(RegionReader, OpenRejectsFilesThatAreNotUsableRegions) {
       {"oldest version still read (same size)",
        [](vgpu_region_header& h) { h.version = VGPU_REGION_MIN_VERSION; }, sizeof(vgpu_region),
        absl::StatusCode::kOk, ""},
-      {"newer version", [](vgpu_region_header& h) { h.version = VGPU_REGION_VERSION + 1; },
-       sizeof(vgpu_region), absl::StatusCode::kInvalidArgument, "layout version 3"},
+      {"newer version", [](vgpu_region_header& h) { h.version = 99; }, sizeof(vgpu_region),
+       absl::StatusCode::kInvalidArgument, "layout version 99"},
       {"version 0", [](vgpu_region_header& h) { h.version = 0; }, sizeof(vgpu_region),
        absl::StatusCode::kInvalidArgument, "layout version 0"},
       {"other size", [](vgpu_region_header& h) { h.size_bytes = 4096; }, sizeof(vgpu_region),

@@ -12,7 +12,8 @@
  * versions accept each other's files. Future versions only append fields inside the reserved tails
  * or after the slot array, and bump `version` (and VGPU_REGION_MIN_VERSION when zero in a new field
  * would not keep the old meaning); `size_bytes` is the size the writer used. Version 2:
- * vgpu_device_entry.grace_ticks (was reserved0).
+ * vgpu_device_entry.grace_ticks (was reserved0). Version 3: vgpu_device_entry.busy_ms (was
+ * reserved1).
  *  - Every field that changes after initialisation is read and written with 32/64-bit atomic
  * operations
  *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must
@@ -50,7 +51,7 @@ extern "C" {
 #endif
 
 #define VGPU_REGION_MAGIC 0x55504756u /* "VGPU" little-endian */
-#define VGPU_REGION_VERSION 2u
+#define VGPU_REGION_VERSION 3u
 #define VGPU_REGION_MIN_VERSION 1u
 #define VGPU_MAX_DEVICES 16
 #define VGPU_MAX_SLOTS 1024
@@ -108,7 +109,10 @@ typedef struct vgpu_device_entry {
   uint32_t seg_closed;  /* segments closed so far */
   uint64_t burst_ns;    /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
   uint32_t full_run;    /* consecutive ticks the container kept the device busy */
-  uint32_t reserved1;
+  /* v3, atomic: device time the container's processes were measured busy by the controller ticks
+   * (NVML per-process samples, every window since the first limited launch, limiter on or off), in
+   * ms, wrapping at 2^32 (49.7 days). 0 in older files. */
+  uint32_t busy_ms;
   uint64_t cal_weight; /* decayed waves behind ns_per_wave, x 256 (VGPU_LIMITER_CAL_*); 0 = none */
 } vgpu_device_entry;
 
@@ -167,6 +171,7 @@ VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, tokens_ns) == 128, "tokens o
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_count) == 176, "sm count offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, grace_ticks) == 180, "grace offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, outstanding_ns) == 184, "controller offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, busy_ms) == 244, "busy offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, used) == 24, "slot used offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_proc_slot, context_kib) == 152, "slot context offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region, devices) == 128, "devices offset");

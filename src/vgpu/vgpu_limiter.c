@@ -101,6 +101,9 @@ void vgpu_limiter_tick(vgpu_device_entry* d, uint32_t pct, uint64_t busy_ns, uin
   uint64_t charged =
       waves > VGPU_LIMITER_MAX_COST_NS / npw ? VGPU_LIMITER_MAX_COST_NS : waves * npw;
   int idle = waves == 0 && busy_ns == 0;
+  /* Metering (the exporter's busy-seconds counter): rounded to the ms, wrapping. */
+  if (busy_ns)
+    __atomic_add_fetch(&d->busy_ms, (uint32_t)((busy_ns + 500000) / 1000000), __ATOMIC_RELAXED);
   int64_t o =
       __atomic_load_n(&d->outstanding_ns, __ATOMIC_RELAXED) + (int64_t)charged - (int64_t)busy_ns;
   if (!pct) pct = 100;

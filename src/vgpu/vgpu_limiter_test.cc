@@ -371,6 +371,34 @@ TEST(VgpuLimiter, TimeMeasuredWhileOffIsNoDebt) {
   EXPECT_EQ(d.grace_ticks, VGPU_LIMITER_GRACE_TICKS - 1);
 }
 
+// The busy-time meter (vgpu_device_entry.busy_ms, the exporter's busy-seconds counter): every tick
+// adds its measured busy time rounded to the ms, with the limiter on or off; it wraps at 2^32.
+TEST(VgpuLimiter, EveryTickMetersItsBusyTime) {
+  struct Case {
+    const char* name;
+    uint32_t start_ms;
+    std::vector<uint64_t> busy_ns;  // one tick each
+    bool off;                       // the limiter is off (vgpu_limiter_unlimited before each tick)
+    uint32_t want_ms;
+  } cases[] = {
+      {"two full windows", 0, {100 * kMs, 100 * kMs}, false, 200},
+      {"whole percent of a 100.3 ms window", 0, std::vector<uint64_t>(10, 37111 * kUs), false, 370},
+      {"idle windows", 5, {0, 0, 0}, false, 5},
+      {"rounded to the nearest ms", 0, {400 * kUs, 500 * kUs, 1499 * kUs}, false, 2},
+      {"while the limiter is off", 0, {100 * kMs, 90 * kMs}, true, 190},
+      {"wraps", 4294967290u, {20 * kMs}, false, 14},
+  };
+  for (const Case& c : cases) {
+    vgpu_device_entry d{};
+    d.busy_ms = c.start_ms;
+    for (uint64_t b : c.busy_ns) {
+      if (c.off) vgpu_limiter_unlimited(&d, 30);
+      vgpu_limiter_tick(&d, 30, b, 0, 0, 100 * kMs);
+    }
+    EXPECT_EQ(d.busy_ms, c.want_ms) << c.name;
+  }
+}
+
 TEST(VgpuLimiter, WaitsAreBoundedAndUnlimitedPassesImmediately) {
   vgpu_device_entry d{};
   EXPECT_EQ(vgpu_limiter_try(&d, 10, 1, 1000), 0u);  // the first launch has a full burst

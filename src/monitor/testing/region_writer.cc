@@ -74,9 +74,11 @@ void FakeContainerProcess::ChargeContext(int entry, uint64_t bytes) {
                      static_cast<uint32_t>((bytes + 1023) >> 10), __ATOMIC_RELAXED);
 }
 
-void FakeContainerProcess::StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns) {
+void FakeContainerProcess::StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns,
+                                       uint32_t busy_ms) {
   vgpu_device_entry* d = &ctx_.r->devices[entry];
   __atomic_add_fetch(&d->throttled_ns, throttled_ns, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&d->busy_ms, busy_ms, __ATOMIC_RELAXED);
   __atomic_store_n(&d->last_launch_ns, mono_ns, __ATOMIC_RELAXED);
 }
 

@@ -58,7 +58,7 @@ class FakeContainerProcess {
   // context_kib).
   void ChargeContext(int entry, uint64_t bytes);
   // What libvgpu's limiter stores after a launch.
-  void StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns = 0);
+  void StampLaunch(int entry, uint64_t mono_ns, uint64_t throttled_ns = 0, uint32_t busy_ms = 0);
   vgpu_region* region() { return ctx_.r; }
   const std::string& path() const { return path_; }
   int slot() const { return ctx_.slot; }
