@@ -47,36 +47,13 @@ int Fail(const Status& s) {
   return 1;
 }
 
-// "gpumem=<MiB>,gpucores=<N>" (either may be left out; gpumem must be given).
-Status ParseRequests(const std::string& text, sim::UsageSimConfig* config) {
-  for (const auto& item : SplitComma(text)) {
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq),
-                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    char* end = nullptr;
-    const long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || v < 0)
-      return InvalidArgument("--requests: '", item, "' is not key=<non-negative integer>");
-    if (key == "gpumem") {
-      config->gpumem_mib = v;
-    } else if (key == "gpucores") {
-      if (v > 100) return InvalidArgument("--requests: gpucores ", v, " is more than 100");
-      config->gpucores = static_cast<int>(v);
-    } else {
-      return InvalidArgument("--requests: unknown key '", key, "' (known: gpumem, gpucores)");
-    }
-  }
-  if (config->gpumem_mib <= 0) return InvalidArgument("--requests: gpumem=<MiB> is required");
-  return OkStatus();
-}
-
 // hami sim --usage: the usage-trace replay (sim/usage_sim.h, docs/utilization.md).
 int UsageMain(const std::string& path, const std::string& requests, double gpu_memory_gib,
               sim::UsageSimConfig config, const std::string& json_path,
               const std::string& placements_path) {
   config.gpu_memory_mib = static_cast<int64_t>(gpu_memory_gib * 1024);
   if (!requests.empty())
-    if (Status s = ParseRequests(requests, &config); !s.ok()) return Fail(s);
+    if (Status s = sim::ParseUsageRequests(requests, &config); !s.ok()) return Fail(s);
   auto trace = usage::ReadUsageTrace(path);
   if (!trace.ok()) return Fail(trace.status());
   auto result = sim::RunUsageSim(*trace, config);

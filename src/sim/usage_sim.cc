@@ -56,6 +56,36 @@ double Round(double v, int digits) {
 
 }  // namespace
 
+Status ParseUsageRequests(const std::string& text, UsageSimConfig* config) {
+  int64_t gpumem = 0, cores = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    int64_t v = 0;
+    bool ok = !value.empty() && value.size() <= 12;
+    for (char c : value) ok = ok && c >= '0' && c <= '9', v = v * 10 + (c - '0');
+    if (!ok) return InvalidArgument("--requests: '", item, "' is not key=<non-negative integer>");
+    if (key == "gpumem") {
+      gpumem = v;
+    } else if (key == "gpucores") {
+      if (v > 100) return InvalidArgument("--requests: gpucores ", v, " is more than 100");
+      cores = v;
+    } else {
+      return InvalidArgument("--requests: unknown key '", key, "' (known: gpumem, gpucores)");
+    }
+  }
+  if (gpumem <= 0) return InvalidArgument("--requests: gpumem=<MiB> is required");
+  config->gpumem_mib = gpumem;
+  config->gpucores = static_cast<int>(cores);
+  return OkStatus();
+}
+
 StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const UsageSimConfig& config) {
   if (config.gpu_memory_mib <= 0) return InvalidArgument("--gpu-memory-gib must be positive");
   if (config.warmup_min < 0) return InvalidArgument("--warmup-min must be >= 0");

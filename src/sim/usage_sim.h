@@ -59,6 +59,10 @@ struct UsageSimResult {
   std::vector<Workload> workloads;  // the trace's workloads, same order
 };
 
+// `--requests`: "gpumem=<MiB>,gpucores=<N>" (gpumem required, gpucores 0..100, default 0) into
+// the stock mode of `config`.
+Status ParseUsageRequests(const std::string& text, UsageSimConfig* config);
+
 StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const UsageSimConfig& config);
 
 // `hami-placement v2` (docs/utilization.md#placements).

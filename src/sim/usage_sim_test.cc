@@ -66,6 +66,41 @@ TEST(UsageSim, StockCalibration) {
   }
 }
 
+TEST(UsageSim, RequestsFlag) {
+  struct Case {
+    const char* text;
+    bool ok;
+    int64_t gpumem;
+    int cores;
+  };
+  const Case cases[] = {
+      {"gpumem=48128,gpucores=25", true, 48128, 25},
+      {"gpucores=100,gpumem=1", true, 1, 100},
+      {"gpumem=1024", true, 1024, 0},
+      {"", false, 0, 0},
+      {"gpucores=25", false, 0, 0},  // gpumem is required
+      {"gpumem=0", false, 0, 0},
+      {"gpumem=-5", false, 0, 0},
+      {"gpumem=12x", false, 0, 0},
+      {"gpumem=", false, 0, 0},
+      {"gpumem=1,gpucores=101", false, 0, 0},
+      {"gpumem=1,,gpucores=1", false, 0, 0},
+      {"gpumem=1,cores=1", false, 0, 0},
+      {"gpumem=99999999999999999999", false, 0, 0},
+  };
+  for (const auto& c : cases) {
+    UsageSimConfig config;
+    const Status s = ParseUsageRequests(c.text, &config);
+    EXPECT_EQ(s.ok(), c.ok) << c.text << ": " << s;
+    if (!c.ok) {
+      EXPECT_FALSE(config.stock()) << c.text;  // untouched on error
+      continue;
+    }
+    EXPECT_EQ(config.gpumem_mib, c.gpumem) << c.text;
+    EXPECT_EQ(config.gpucores, c.cores) << c.text;
+  }
+}
+
 TEST(UsageSim, BadConfigurationsAreErrors) {
   EXPECT_FALSE(RunUsageSim(Synthetic(), Stock(80, 90 * 1024, 0)).ok());  // more than the card
   EXPECT_FALSE(RunUsageSim(Synthetic(), Stock(80, 1024, 101)).ok());
