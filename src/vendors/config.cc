@@ -1,6 +1,8 @@
 #include "vendors/config.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "common/log.h"
 #include "vendors/config_file.h"
@@ -117,6 +119,21 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> BuildVendors(const YAML::Node& ro
     if (!enabled) continue;  // a disabled vendor is never built
     HAMI_ASSIGN_OR_RETURN(auto vendors, row.make(section));
     for (auto& v : vendors) out.push_back(std::move(v));
+  }
+  // Two backends claiming one device count or one Type would split a pod's request between them
+  // (or decode one's decisions as the other's): refused at start, as upstream's v2.11 line does.
+  std::map<std::string, const Vendor*> counts, words;
+  for (const auto& v : out) {
+    for (auto [seen, key, what] : {std::tuple{&counts, v->resources().count, "device count"},
+                                   std::tuple{&words, v->common_word(), "Type keyword"}}) {
+      if (key.empty()) continue;
+      auto [it, fresh] = seen->emplace(key, v.get());
+      if (!fresh)
+        return InvalidArgument(StrCat("vendor config: ", key, " is the ", what, " of both ",
+                                      it->second->name(), " (", it->second->common_word(), ") and ",
+                                      v->name(), " (", v->common_word(),
+                                      "); give each backend its own"));
+    }
   }
   return out;
 }

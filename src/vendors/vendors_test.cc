@@ -555,6 +555,15 @@ TEST(ConfigTest, ErrorsNameTheOption) {
       {"nvidia: [\n", "line"},
       {"- a\n", "expected a mapping"},
       {"foo: 1\n", "foo: unknown section"},  // upstream's awsneuron, vastai, biren are accepted
+      // Two backends claiming one resource refuse to start (upstream's v2.11 startup validation).
+      {"hygon:\n  resourceCountName: nvidia.com/gpu\n",
+       "nvidia.com/gpu is the device count of both nvidia (NVIDIA) and hygon (DCU)"},
+      {"vnpus:\n- {chipName: A, commonWord: X, aiCore: 1}\n- {chipName: B, commonWord: X, aiCore: "
+       "1}\n",
+       "is the device count of both ascend (X) and ascend (X)"},
+      {"vnpus:\n- {chipName: A, commonWord: X, aiCore: 1}\n"
+       "- {chipName: B, commonWord: X, aiCore: 1, resourceName: huawei.com/B}\n",
+       "X is the Type keyword of both ascend (X) and ascend (X)"},
   };
   for (const auto& c : cases) {
     auto r = LoadVendors(c.yaml);
