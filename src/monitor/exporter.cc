@@ -136,6 +136,9 @@ std::vector<MetricFamily> Exporter::Collect() {
       add("hami_container_device_throttled_seconds_total",
           "Time the container's kernel launches waited for the SM limiter, in seconds.",
           MetricType::Counter);
+  auto& peak = add("hami_container_device_memory_peak_bytes",
+                   "Highest device memory the container held on the device, in bytes (rounded up "
+                   "to MiB; libvgpu's own accounting).");
   auto& busy = add("hami_container_device_busy_seconds_total",
                    "Device time the container's processes kept the GPU busy, in seconds "
                    "(libvgpu's own measurement; wraps after 49.7 days).",
@@ -204,6 +207,7 @@ std::vector<MetricFamily> Exporter::Collect() {
       if (last > 0) last_kernel.Put(l, static_cast<double>(now - last) / 1e9);
       sm_limit.Put(l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
       throttled.Put(l, static_cast<double>(d.throttled_ns) / 1e9);
+      if (d.peak_bytes > 0) peak.Put(l, static_cast<double>(d.peak_bytes));
       // Only a container with an SM limit runs libvgpu's controller, which measures busy time.
       if (d.sm_limit_pct > 0 && d.sm_limit_pct < 100 && snap->policy != VGPU_POLICY_DISABLE)
         busy.Put(l, static_cast<double>(d.busy_ms) / 1e3);

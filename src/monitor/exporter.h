@@ -13,7 +13,7 @@
 //   images are not counted by libvgpu, so module is 0; buffer = used - context).
 // Not exported: hami_mig_device_info (MIG containers run without libvgpu, so they have no region).
 // Ours: hami_container_device_sm_limit_ratio, hami_container_device_throttled_seconds_total,
-//   hami_container_device_busy_seconds_total,
+//   hami_container_device_busy_seconds_total, hami_container_device_memory_peak_bytes,
 //   hami_container_processes, hami_container_core_limit_switch, hami_container_priority_blocked,
 //   hami_monitor_regions.
 #include <prometheus/metric_family.h>

@@ -106,6 +106,13 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_throttled_seconds_total", "team-a", "train-0",
                          "main", "0", "GPU-bbb")],
                    0.75);
+  // libvgpu's peak: context and buffers, MiB.
+  EXPECT_EQ(m[Ctr("hami_container_device_memory_peak_bytes", "team-a", "train-0", "main", "0",
+                  "GPU-bbb")],
+            1234.0 * kMiB);
+  EXPECT_EQ(m[Ctr("hami_container_device_memory_peak_bytes", "team-a", "train-0", "main", "1",
+                  "GPU-aaa")],
+            10.0 * kMiB);
   // libvgpu's busy-time meter, where its controller runs (an SM limit): 2^32 - 1 ms.
   EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
                          "0", "GPU-bbb")],

@@ -225,6 +225,7 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.waves_launched = e.waves_launched;
     dev.throttled_ns = e.throttled_ns;
     dev.busy_ms = e.busy_ms;
+    dev.peak_bytes = static_cast<uint64_t>(h.peak_mib[d]) << 20;
     if (dev.uuid.empty()) continue;  // entry being written right now; next scrape sees it
     if (!PlausibleUuid(dev.uuid))
       return InvalidArgument(

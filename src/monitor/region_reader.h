@@ -35,6 +35,7 @@ struct RegionDevice {
   uint64_t waves_launched = 0;
   uint64_t throttled_ns = 0;
   uint32_t busy_ms = 0;  // libvgpu's measured busy time, ms, wrapping at 2^32 (0 before layout v3)
+  uint64_t peak_bytes = 0;  // the container's highest usage, rounded up to MiB (0 before v4)
 };
 
 struct RegionProcess {

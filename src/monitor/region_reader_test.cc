@@ -60,6 +60,8 @@ TEST(RegionReader, ReadsWhatLibvgpuWrote) {
   EXPECT_EQ(s->devices[0].last_launch_ns, 123456789u);
   EXPECT_EQ(s->devices[0].throttled_ns, 5000u);
   EXPECT_EQ(s->devices[0].busy_ms, 4321u);
+  EXPECT_EQ(s->devices[0].peak_bytes, 350 * kMiB);
+  EXPECT_EQ(s->devices[1].peak_bytes, 7 * kMiB);
   EXPECT_EQ(s->devices[1].uuid, "GPU-bbb");
   EXPECT_EQ(s->devices[1].container_index, 1);
   EXPECT_EQ(s->devices[1].used_bytes, 7 * kMiB);

@@ -13,7 +13,7 @@
  * or after the slot array, and bump `version` (and VGPU_REGION_MIN_VERSION when zero in a new field
  * would not keep the old meaning); `size_bytes` is the size the writer used. Version 2:
  * vgpu_device_entry.grace_ticks (was reserved0). Version 3: vgpu_device_entry.busy_ms (was
- * reserved1).
+ * reserved1). Version 4: vgpu_region_header.peak_mib (was the first 64 reserved bytes).
  *  - Every field that changes after initialisation is read and written with 32/64-bit atomic
  * operations
  *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must
@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define VGPU_REGION_MAGIC 0x55504756u /* "VGPU" little-endian */
-#define VGPU_REGION_VERSION 3u
+#define VGPU_REGION_VERSION 4u
 #define VGPU_REGION_MIN_VERSION 1u
 #define VGPU_MAX_DEVICES 16
 #define VGPU_MAX_SLOTS 1024
@@ -147,7 +147,10 @@ typedef struct vgpu_region_header {
   int32_t recent_kernel;
   uint32_t recoveries; /* atomic: times a lock was taken over from a dead owner */
   uint64_t created_ns; /* CLOCK_REALTIME of creation */
-  uint8_t reserved[72];
+  /* v4, atomic: highest used_bytes of device entry i, in MiB rounded up (written with used_bytes,
+   * under the lock). 0 in older files. */
+  uint32_t peak_mib[VGPU_MAX_DEVICES];
+  uint8_t reserved[8];
 } vgpu_region_header;
 
 typedef struct vgpu_region {
@@ -164,6 +167,7 @@ VGPU_STATIC_ASSERT(sizeof(vgpu_region) == 128 + 16 * 256 + 1024 * 256, "region s
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, lock) == 24, "lock offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, utilization_switch) == 36, "switch offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, created_ns) == 48, "created offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, peak_mib) == 56, "peak offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, limit_bytes) == 96, "limit offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, used_bytes) == 104, "used offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_limit_pct) == 120, "sm limit offset");

@@ -770,6 +770,10 @@ int vgpu_region_reserve(vgpu_region_ctx* c, int dev, uint64_t bytes, int force) 
     c->mine[dev] = mine + bytes;
     if (__builtin_expect(arm && vgpu_region_crash_point == 1, 0)) raise(SIGKILL);
     STORE64(&d->used_bytes, used + bytes);
+    /* Metering: the container's peak on this device, in MiB rounded up (capped at 2^32 - 1). */
+    uint64_t mib = (used + bytes + (1ull << 20) - 1) >> 20;
+    if (mib > 0xffffffffull) mib = 0xffffffffull;
+    if (mib > LOAD32(&r->hdr.peak_mib[dev])) STORE32(&r->hdr.peak_mib[dev], (uint32_t)mib);
   }
   region_unlock(c);
   return rc;

@@ -72,6 +72,39 @@ TEST_F(RegionTest, OomExactlyAtTheLimitAndRelease) {
   vgpu_region_detach(&c);
 }
 
+// The container's peak usage per device (hdr.peak_mib, the exporter's peak series): the highest
+// usage of all its processes together, rounded up to MiB; a release never lowers it, a refused
+// reservation does not count, a forced (context) charge does.
+TEST_F(RegionTest, PeakIsTheContainersHighestUsage) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  vgpu_region_ctx a, b;
+  ASSERT_EQ(Attach(&a), 0);
+  ASSERT_EQ(Attach(&b), 0);
+  ASSERT_EQ(vgpu_region_device(&a, "GPU-a", 1000 * kMiB, 100, 4000 * kMiB, 0, 10), 0);
+  ASSERT_EQ(vgpu_region_device(&b, "GPU-a", 1000 * kMiB, 100, 4000 * kMiB, 0, 10), 0);
+  struct Step {
+    vgpu_region_ctx* proc;
+    int reserve;  // 1 reserve, 0 release
+    uint64_t bytes;
+    int force;
+    uint32_t want_peak_mib;
+  } steps[] = {
+      {&a, 1, 100 * kMiB, 0, 100},  {&b, 1, 300 * kMiB, 0, 400},      {&a, 0, 100 * kMiB, 0, 400},
+      {&b, 1, 1, 0, 400},           {&a, 1, 2000 * kMiB, 0, 400},     {&a, 1, 700 * kMiB, 0, 400},
+      {&a, 1, 800 * kMiB, 1, 1101}, {&b, 0, 300 * kMiB + 1, 0, 1101},
+  };
+  for (const Step& s : steps) {
+    if (s.reserve) {
+      vgpu_region_reserve(s.proc, 0, s.bytes, s.force);
+    } else {
+      vgpu_region_release(s.proc, 0, s.bytes);
+    }
+    EXPECT_EQ(a.r->hdr.peak_mib[0], s.want_peak_mib) << s.bytes;
+  }
+  vgpu_region_detach(&b);
+  vgpu_region_detach(&a);
+}
+
 TEST_F(RegionTest, DevicesAreKeyedByUuidAndFirstLimitWins) {
   vgpu_region_ctx a, b;
   ASSERT_EQ(Attach(&a), 0);
