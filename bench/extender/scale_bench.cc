@@ -12,6 +12,7 @@
 // Prints a markdown table. Usage:
 //   scale_bench [--nodes 10000] [--pods 100000] [--pod-bytes 8192] [--filters 300]
 #include <httplib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,12 +170,16 @@ int Scheduler(const Args& a, int port) {
     return 1;
   }
   const double ready_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   const int64_t rss_ready = StatusKb("VmRSS:"), hwm_ready = StatusKb("VmHWM:");
   std::printf(
       "| ready (%d nodes x 8 GPUs, %d pods of ~%d B, pages of 500) | %.1f s | RSS %lld MiB "
-      "| peak %lld MiB | %zu pods charged |\n",
+      "| peak %lld MiB | %zu pods charged, %.1f s of the scheduler's CPU |\n",
       a.nodes, a.pods, a.pod_bytes, ready_s, static_cast<long long>(rss_ready / 1024),
-      static_cast<long long>(hwm_ready / 1024), state.pod_count());
+      static_cast<long long>(hwm_ready / 1024), state.pod_count(), cpu_s);
   std::fflush(stdout);
 
   extender::ExtenderOptions eo;

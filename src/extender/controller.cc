@@ -1,5 +1,7 @@
 #include "extender/controller.h"
 
+#include <set>
+
 #include "common/log.h"
 
 namespace hami::extender {
@@ -28,6 +30,43 @@ void TrimContainers(Json& spec, const char* key) {
 }
 
 }  // namespace
+
+bool DropPodFieldWhileParsing(int depth, const std::string& key) {
+  // Depth 2: members of metadata, spec and status; 3: of annotations, labels, ...; 4: of each
+  // container (and of other list entries, none of which has a member of these names that is read).
+  static const std::set<std::string, std::less<>> kDepth2 = {"managedFields",
+                                                             "volumes",
+                                                             "affinity",
+                                                             "tolerations",
+                                                             "topologySpreadConstraints",
+                                                             "conditions",
+                                                             "containerStatuses",
+                                                             "ephemeralContainerStatuses",
+                                                             "ephemeralContainers"};
+  static const std::set<std::string, std::less<>> kDepth4 = {
+      "env",           "envFrom",       "volumeMounts",
+      "volumeDevices", "livenessProbe", "readinessProbe",
+      "startupProbe",  "lifecycle",     "securityContext",
+      "command",       "args",          "ports",
+      "image"};
+  switch (depth) {
+    case 2:
+      return kDepth2.count(key) != 0;
+    case 3:
+      return key == kLastApplied;
+    case 4:
+      return kDepth4.count(key) != 0;
+    default:
+      return false;
+  }
+}
+
+bool DropNodeFieldWhileParsing(int depth, const std::string& key) {
+  if (depth == 2)
+    return key == "managedFields" || key == "images" || key == "volumesAttached" ||
+           key == "volumesInUse";
+  return depth == 3 && key == kLastApplied;
+}
 
 void TrimPodForScheduler(Json& pod) {
   if (!pod.is_object()) return;
@@ -71,6 +110,7 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
   po.resource = k8s::kPods;
   po.watch_timeout_seconds = opts_.watch_timeout_seconds;
   po.transform = TrimPodForScheduler;
+  po.drop_while_parsing = DropPodFieldWhileParsing;
   pods_ = std::make_unique<k8s::Informer>(client_, po);
   auto index = [this](const Json& p, bool add) {
     const std::string uid = StringAt(p, {"metadata", "uid"});
@@ -97,6 +137,7 @@ Controller::Controller(k8s::Client& client, ClusterState& state, ControllerOptio
   no.label_selector = opts_.node_label_selector;
   no.watch_timeout_seconds = opts_.watch_timeout_seconds;
   no.transform = TrimNodeForScheduler;
+  no.drop_while_parsing = DropNodeFieldWhileParsing;
   nodes_ = std::make_unique<k8s::Informer>(client_, no);
   nodes_->AddHandlers({[this](const Json& n) { state_.OnNode(n); },
                        [this](const Json&, const Json& n) { state_.OnNode(n); },

@@ -58,6 +58,11 @@ struct ControllerOptions {
 //   volumesAttached and volumesInUse (the large, unread parts).
 void TrimPodForScheduler(Json& pod);
 void TrimNodeForScheduler(Json& node);
+// The same cut made while a list page is parsed (k8s::InformerOptions::drop_while_parsing), for
+// the large parts only (managedFields, the last-applied copy, env, probes, volumes, conditions,
+// images); never a field the Trim functions keep.
+bool DropPodFieldWhileParsing(int depth, const std::string& key);
+bool DropNodeFieldWhileParsing(int depth, const std::string& key);
 
 // The label upstream HAMi puts on its scheduler pods, and its two values.
 inline constexpr char kSchedulerRoleLabel[] = "hami.io/scheduler-role";

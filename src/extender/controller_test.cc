@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -198,6 +199,68 @@ TEST_F(ControllerTest, StoresKeepOnlyWhatTheSchedulerReads) {
   EXPECT_FALSE((*n)["metadata"].contains("managedFields"));
   EXPECT_FALSE((*n)["status"].contains("images"));
   EXPECT_TRUE((*n)["metadata"]["annotations"].contains("hami.io/node-nvidia-register"));
+}
+
+// The cut made while a page is parsed drops nothing the Trim functions keep: a pod and a node
+// listed with it and trimmed equal the same objects listed whole and trimmed, whatever names their
+// labels, annotations and list entries use.
+TEST_F(ControllerTest, DropWhileParsingCutsNothingTheTrimKeeps) {
+  Json node = OneGpuNode();
+  node["metadata"]["managedFields"] = Json::array({{{"manager", "kubelet"}}});
+  node["metadata"]["labels"] = {{"images", "x"}, {"managedFields", "y"}};
+  node["status"]["images"] = Json::array({{{"names", {"busybox"}}}});
+  node["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "True"}}});
+  ASSERT_TRUE(api_.Upsert("nodes", node).ok());
+  Json pod = BoundPod("fat", 800);
+  pod["metadata"]["managedFields"] = Json::array({{{"manager", "kubectl"}}});
+  // Keys named like dropped members, at depths where they are data.
+  pod["metadata"]["labels"] = {{"env", "prod"}, {"image", "x"}, {"volumes", "3"}};
+  pod["metadata"]["annotations"]["conditions"] = "kept";
+  pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}";
+  pod["metadata"]["ownerReferences"] =
+      Json::array({{{"kind", "ReplicaSet"}, {"name", "r"}, {"controller", true}, {"uid", "u"}}});
+  pod["spec"]["containers"][0]["env"] = Json::array({{{"name", "A"}}});
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}}};
+  pod["spec"]["initContainers"] =
+      Json::array({{{"name", "i"}, {"image", "x"}, {"restartPolicy", "Always"}}});
+  pod["spec"]["priority"] = 7;
+  pod["spec"]["volumes"] = Json::array({{{"name", "v"}}});
+  pod["status"]["initContainerStatuses"] = Json::array(
+      {{{"name", "i"}, {"image", "x"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}});
+  pod["status"]["conditions"] = Json::array({{{"type", "Ready"}}});
+  ASSERT_TRUE(api_.Upsert("pods", pod).ok());
+  struct Case {
+    const char* name;
+    const k8s::Resource& resource;
+    k8s::Client::FieldFilter drop;
+    std::function<void(Json&)> trim;
+  };
+  const Case cases[] = {
+      {"pods", k8s::kPods, DropPodFieldWhileParsing, TrimPodForScheduler},
+      {"nodes", k8s::kNodes, DropNodeFieldWhileParsing, TrimNodeForScheduler},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto whole = client_->List(c.resource, "");
+    ASSERT_TRUE(whole.ok());
+    std::vector<Json> cut;
+    auto rv = client_->ListPages(
+        c.resource, "", {},
+        [&](Json& page) {
+          for (auto& item : page["items"]) cut.push_back(item);
+        },
+        {}, c.drop);
+    ASSERT_TRUE(rv.ok());
+    EXPECT_EQ(*rv, (*whole)["metadata"]["resourceVersion"]);
+    ASSERT_EQ(cut.size(), (*whole)["items"].size());
+    for (size_t i = 0; i < cut.size(); ++i) {
+      Json expected = (*whole)["items"][i];
+      EXPECT_NE(cut[i], expected) << "something was dropped while parsing";
+      c.trim(expected);
+      c.trim(cut[i]);
+      EXPECT_EQ(cut[i], expected);
+    }
+  }
 }
 
 }  // namespace

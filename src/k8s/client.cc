@@ -433,10 +433,11 @@ struct Client::Impl {
   }
 
   StatusOr<Json> RequestJson(std::string_view method, const std::string& path, const Json* body,
-                             std::string_view content_type = "application/json") {
+                             std::string_view content_type = "application/json",
+                             const Json::parser_callback_t& parse_callback = nullptr) {
     HAMI_ASSIGN_OR_RETURN(HttpReply reply, RequestOk(method, path, body, content_type));
     if (reply.body.empty()) return Json::object();
-    auto j = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+    auto j = Json::parse(reply.body, parse_callback, /*allow_exceptions=*/false);
     if (j.is_discarded())
       return Internal(method, " ", path, ": reply is not JSON: ", reply.body.substr(0, 200));
     return j;
@@ -486,13 +487,24 @@ StatusOr<Json> Client::Get(const Resource& r, std::string_view ns, std::string_v
 StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
                                         const ListOptions& opts,
                                         const std::function<void(Json& page)>& on_page,
-                                        const std::function<void()>& on_restart) {
+                                        const std::function<void()>& on_restart,
+                                        const FieldFilter& drop) {
   HAMI_ASSIGN_OR_RETURN(const std::string base, CheckedResourcePath(r, ns, "", ""));
+  // Members of the listed objects (the page's top-level object is depth 1, "items" 2, each item
+  // 3) that `drop` names are discarded by the parser before they are built.
+  Json::parser_callback_t skip = nullptr;
+  if (drop) {
+    skip = [&drop](int depth, Json::parse_event_t event, Json& parsed) {
+      if (event != Json::parse_event_t::key || depth < 3 || !parsed.is_string()) return true;
+      return !drop(depth - 2, parsed.get_ref<const std::string&>());
+    };
+  }
   constexpr int kMaxRestarts = 3;
   int restarts = 0;
   std::string cont;
   for (int page = 0; page < 1'000'000; ++page) {
-    auto reply = impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr);
+    auto reply = impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr,
+                                    "application/json", skip);
     if (!reply.ok()) {
       // The continue token expired (the server compacted past the list's snapshot): start over,
       // as client-go's pager does, a bounded number of times.

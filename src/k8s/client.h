@@ -123,9 +123,14 @@ class Client {
   // holds one page at a time. A continue token the server no longer honours (410 Expired) restarts
   // the list from the first page (at most 3 times; then the 410 is returned): `on_restart` is
   // called first, so the caller can drop what it collected. Returns the list's resourceVersion.
+  // `drop` (optional) is asked, while a page is parsed, about every member of the listed objects:
+  // depth 1 = an object's own members (metadata, spec, ...), 2 = theirs, and so on; true discards
+  // the member before it is built, so what a caller throws away anyway costs no allocations.
+  using FieldFilter = std::function<bool(int depth, const std::string& key)>;
   StatusOr<std::string> ListPages(const Resource& r, std::string_view ns, const ListOptions& opts,
                                   const std::function<void(Json& page)>& on_page,
-                                  const std::function<void()>& on_restart = {});
+                                  const std::function<void()>& on_restart = {},
+                                  const FieldFilter& drop = {});
   // Streams events to `on_event` until the server ends the stream (returns OK), `on_event` returns
   // false or `stop` is requested (OK), or an error: OutOfRange (IsGone) when the resourceVersion is
   // too old (HTTP 410 or an ERROR event with code 410), Unavailable when the connection drops.

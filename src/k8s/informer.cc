@@ -89,7 +89,7 @@ struct Informer::Impl {
               }
               page = Json();  // the page's untransformed rest goes now, not with the list
             },
-            [&] { fresh.clear(); }));
+            [&] { fresh.clear(); }, opts.drop_while_parsing));
     std::map<std::string, std::shared_ptr<const Json>> old;
     {
       MutexLock l(mu);

@@ -46,6 +46,9 @@ struct InformerOptions {
   // handlers, to keep only the fields the consumer reads (client-go's SetTransform). It must keep
   // metadata.name, .namespace and .resourceVersion.
   std::function<void(Json& obj)> transform;
+  // Asked while a list page is parsed (Client::ListPages's `drop`): members it names are never
+  // built. A cheaper first cut of what `transform` drops anyway, for the bulk of a large list.
+  Client::FieldFilter drop_while_parsing;
   // Injected time: the clock the relist backoff's reset reads (default RealClock) and the wait
   // between rounds (default: a wait that Stop() interrupts). A test's `sleep` must return promptly.
   const Clock* clock = nullptr;
