@@ -28,7 +28,7 @@
 namespace hami::sim {
 
 struct UsageSimConfig {
-  int64_t gpu_memory_mib = 80 * 1024;
+  int64_t gpu_memory_mib = int64_t{80} * 1024;
   int32_t warmup_min = 360;
   std::string policy = "hami-binpack";  // the scheduler's policy (registry name)
   // Stock calibration mode when gpumem_mib > 0.

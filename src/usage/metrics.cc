@@ -19,7 +19,7 @@ StatusOr<Metrics> Evaluate(const UsageTrace& trace, const Placement& placement,
       max_gpu = std::max(max_gpu, segs[k].gpu);
     }
   }
-  const auto n_gpu = static_cast<size_t>(max_gpu + 1);
+  const size_t n_gpu = max_gpu < 0 ? 0 : static_cast<size_t>(max_gpu) + 1;
   std::vector<int64_t> duty(n_gpu), mem(n_gpu);
   std::vector<int> pods_on(n_gpu), busy_on(n_gpu);
   std::vector<size_t> seg_at(trace.pods.size(), 0);

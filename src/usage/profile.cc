@@ -43,7 +43,7 @@ UsageProfile ProfileOf(const PodSeries& pod, int32_t until, const ProfileOptions
     p.duty[h] = Quantile(&duty[h], options.duty_q_pct);
     std::pair<int64_t, int64_t> load{0, 0};
     for (int b = 0; b < kDutyBins; ++b) {
-      p.duty_hist[h][b] = static_cast<uint16_t>((counts[h][b] * 1000 + n / 2) / n);
+      p.duty_hist[h][b] = static_cast<uint16_t>((int64_t{counts[h][b]} * 1000 + n / 2) / n);
       if (b >= 10) load.first += p.duty_hist[h][b];
       load.second += int64_t{b} * p.duty_hist[h][b];
     }

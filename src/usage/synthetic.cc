@@ -12,7 +12,7 @@ namespace hami::usage {
 namespace {
 
 int32_t Between(Rng& rng, int32_t lo, int32_t hi) {  // uniform in [lo, hi]
-  return lo + static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(hi - lo + 1)));
+  return lo + static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(hi - lo) + 1));
 }
 
 }  // namespace

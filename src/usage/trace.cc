@@ -1,6 +1,8 @@
 #include "usage/trace.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
