@@ -77,6 +77,10 @@ void TrimPodForScheduler(Json& pod) {
                    "ownerReferences", "creationTimestamp", "deletionTimestamp"});
     if (auto a = out["metadata"].find("annotations"); a != out["metadata"].end() && a->is_object())
       a->erase(kLastApplied);
+    // Of each owner, what preemption reads (a DaemonSet's pods are not evicted).
+    if (auto o = out["metadata"].find("ownerReferences");
+        o != out["metadata"].end() && o->is_array())
+      for (Json& owner : *o) owner = Pick(owner, {"kind", "controller"});
   }
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     Json s = Pick(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",

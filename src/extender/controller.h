@@ -49,8 +49,8 @@ struct ControllerOptions {
 // What the scheduler's informers keep of each object (k8s::InformerOptions::transform), so a
 // store of 100,000 pods carrying managedFields and last-applied copies holds only what is read:
 // - pods: metadata name, namespace, uid, resourceVersion, labels, annotations (but
-//   kubectl.kubernetes.io/last-applied-configuration), ownerReferences, creation and deletion
-//   timestamps;
+//   kubectl.kubernetes.io/last-applied-configuration), ownerReferences (kind and controller),
+//   creation and deletion timestamps;
 //   spec nodeName, schedulerName, priority, priorityClassName, preemptionPolicy, overhead and
 //   each container's (init containers too) name, resources and restartPolicy; status phase and
 //   each init container status's name and state;

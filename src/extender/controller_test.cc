@@ -192,6 +192,7 @@ TEST_F(ControllerTest, StoresKeepOnlyWhatTheSchedulerReads) {
     }
     EXPECT_EQ(at != nullptr, c.present) << where;
   }
+  EXPECT_EQ(p["metadata"]["ownerReferences"], Json::array({{{"kind", "ReplicaSet"}}}));
   EXPECT_EQ(p["spec"]["containers"][0],
             (Json{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}));
   auto n = controller_->nodes().Get("n1");
