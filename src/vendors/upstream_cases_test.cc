@@ -651,7 +651,8 @@ TEST(Ascend910CUpstream, Pairing) {
       {"TestComputeBestCombination910C_NoFullPairsReturnsEmpty", {0, 2, 4, 6}, 4, {}},
       {"whole modules are taken, halves skipped", {0, 2, 3, 5, 6, 7}, 4, {2, 3, 6, 7}},
       {"an odd count above one cannot be whole modules", {0, 1, 2, 3}, 3, {}},
-      {"one NPU takes any die", {2}, 1, {2}},
+      // Test_MutateAdmission910C "request 1 → auto adjust to 2": one NPU is a whole module.
+      {"one NPU takes a whole module", {0, 2, 3}, 1, {2, 3}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

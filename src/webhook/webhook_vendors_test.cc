@@ -220,6 +220,35 @@ TEST(AscendUpstream, Test_MutateAdmission) {
   ExpectPatches(wh, cases);
 }
 
+// Upstream's pkg/device/ascend/device_test.go Test_MutateAdmission910C: a module (2 NPUs) is the
+// smallest unit, so 1 becomes 2 (limits and requests); another odd count is refused.
+TEST(Ascend910CUpstream, Test_MutateAdmission910C) {
+  auto set = vendors::VendorSet::Load(
+      "vnpus:\n- chipName: 910C\n  commonWord: Ascend910C\n  memoryAllocatable: 65536\n"
+      "  memoryCapacity: 65536\n  aiCore: 24\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  WebhookOptions opts;
+  opts.vendors = set->get();
+  Webhook wh(opts);
+  const std::string kCount = kLimits + "huawei.com~1Ascend910C";
+  const std::string kMem = kLimits + "huawei.com~1Ascend910C-memory";
+  Json one = Pod({{"huawei.com/Ascend910C", "1"}});
+  one["spec"]["containers"][0]["resources"]["requests"] = {{"huawei.com/Ascend910C", "1"}};
+  const PatchCase cases[] = {
+      {"910C: request 1 → auto adjust to 2", one,
+       Json::array({Add(kCount, "2"), Add(kMem, "65536"),
+                    Json{{"op", "replace"},
+                         {"path", "/spec/containers/0/resources/requests/huawei.com~1Ascend910C"},
+                         {"value", "2"}},
+                    kScheduler})},
+      {"910C: request 3 → reject (odd number)", Pod({{"huawei.com/Ascend910C", "3"}}), nullptr,
+       "huawei.com/Ascend910C=3: Ascend910C takes whole modules"},
+      {"910C: request 2 → two whole NPUs", Pod({{"huawei.com/Ascend910C", "2"}}),
+       Json::array({Add(kMem, "65536"), kScheduler})},
+  };
+  ExpectPatches(wh, cases);
+}
+
 TEST(WebhookVendors, WithoutVendorsOtherResourcesAreIgnored) {
   Webhook wh(WebhookOptions{});
   const AdmissionResponse r = wh.Review(Req(Pod({{"hygon.com/dcunum", "1"}})));

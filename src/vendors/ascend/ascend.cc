@@ -55,9 +55,17 @@ class AscendVendor : public GenericVendor {
   }
 
  public:
-  StatusOr<Mutation> Mutate(const nlohmann::json& resources,
+  StatusOr<Mutation> Mutate(const nlohmann::json& given,
                             const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(const nlohmann::json resources, ModuleRounded(given));
     HAMI_ASSIGN_OR_RETURN(Mutation m, GenericVendor::Mutate(resources, a));
+    if (resources != given) m.add_limits[spec_.resources.count] = 2;
+    HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, spec_.resources.count));
+    if (spec_.common_word == kAscend910C && count && *count > 1 && *count % 2 != 0)
+      m.denials.insert(m.denials.begin(),
+                       StrCat(spec_.resources.count, "=", *count, ": ", kAscend910C,
+                              " takes whole modules (2 NPUs): ask "
+                              "for 1 or an even number"));
     HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
     if (HamiCore(a)) {
       m.denials.clear();  // soft split: no templates, no single-device limit
@@ -77,7 +85,8 @@ class AscendVendor : public GenericVendor {
     return m;
   }
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
-      const nlohmann::json& resources, const std::map<std::string, std::string>& a) const override {
+      const nlohmann::json& given, const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(const nlohmann::json resources, ModuleRounded(given));
     HAMI_ASSIGN_OR_RETURN(auto r, GenericVendor::ParseRequest(resources, a));
     if (r && !HamiCore(a)) {
       HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
@@ -191,6 +200,20 @@ class AscendVendor : public GenericVendor {
     whole.coresreq = 100;
     return whole;
   }
+  // Upstream's 910C admission (Test_MutateAdmission910C): the smallest unit is a module of two
+  // NPUs, so a count of 1 becomes 2 (limits, and requests where present). The scheduler reads a
+  // pod that skipped the webhook the same way.
+  StatusOr<nlohmann::json> ModuleRounded(const nlohmann::json& resources) const {
+    if (spec_.common_word != kAscend910C) return resources;
+    HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, spec_.resources.count));
+    if (!count || *count != 1) return resources;
+    nlohmann::json out = resources;
+    for (const char* part : {"limits", "requests"})
+      if (out.contains(part) && out[part].is_object() && out[part].contains(spec_.resources.count))
+        out[part][spec_.resources.count] = 2;
+    return out;
+  }
+
   // Upstream's trimMemory beyond the templates: a request up to the card's capacity takes the
   // whole card (its allocatable memory). Only when both are configured.
   bool WholeCardFits(int64_t mem_mib) const {
