@@ -1,6 +1,7 @@
 // Webhook defaulting per vendor: per vendor a pod in, the exact JSONPatch (or denial) out.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <span>
 
 #include "vendors/testing/mixed_config.h"
@@ -66,12 +67,24 @@ void ExpectPatches(const Webhook& wh, std::span<const PatchCase> cases) {
   }
 }
 
+// A webhook over the vendors a device-config.yaml text enables (the test fails on a bad text).
+struct ConfiguredWebhook {
+  explicit ConfiguredWebhook(const std::string& yaml) {
+    auto loaded = vendors::VendorSet::Load(yaml);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (loaded.ok()) set = std::move(*loaded);
+    WebhookOptions opts;
+    opts.vendors = set.get();
+    wh = std::make_unique<Webhook>(opts);
+  }
+  std::unique_ptr<vendors::VendorSet> set;
+  std::unique_ptr<Webhook> wh;
+};
+
 TEST(WebhookVendors, DefaultingPerVendor) {
-  auto set = vendors::VendorSet::Load(kConfig);
-  ASSERT_TRUE(set.ok()) << set.status();
-  WebhookOptions opts;
-  opts.vendors = set->get();
-  Webhook wh(opts);
+  ConfiguredWebhook w(kConfig);
+  ASSERT_NE(w.set, nullptr);
+  const Webhook& wh = *w.wh;
   const PatchCase cases[] = {
       {"nvidia: bare count is a whole card", Pod({{"nvidia.com/gpu", "1"}}),
        Json::array({Add(kLimits + "nvidia.com~1gpucores", "100"), kScheduler})},
@@ -167,15 +180,13 @@ TEST(WebhookVendors, DefaultingPerVendor) {
 // rewritten to what will be allocated, in limits and in requests. Rows past upstream's four are
 // issue 31's: 3000 -> the 4369 template, a count alone -> the whole card's allocatable.
 TEST(AscendUpstream, Test_MutateAdmission) {
-  auto set = vendors::VendorSet::Load(
+  ConfiguredWebhook w(
       "vnpus:\n- chipName: 910A\n  commonWord: Ascend910A\n  memoryAllocatable: 32768\n"
       "  memoryCapacity: 32768\n  aiCore: 30\n  templates:\n"
       "  - {name: vir02, memory: 2184, aiCore: 2}\n  - {name: vir04, memory: 4369, aiCore: 4}\n"
       "  - {name: vir08, memory: 8738, aiCore: 8}\n  - {name: vir16, memory: 17476, aiCore: 16}\n");
-  ASSERT_TRUE(set.ok()) << set.status();
-  WebhookOptions opts;
-  opts.vendors = set->get();
-  Webhook wh(opts);
+  ASSERT_NE(w.set, nullptr);
+  const Webhook& wh = *w.wh;
   const std::string kMem = kLimits + "huawei.com~1Ascend910A-memory";
   const auto with_requests = [](Json pod, const Json& requests) {
     pod["spec"]["containers"][0]["resources"]["requests"] = requests;
@@ -223,13 +234,11 @@ TEST(AscendUpstream, Test_MutateAdmission) {
 // Upstream's pkg/device/ascend/device_test.go Test_MutateAdmission910C: a module (2 NPUs) is the
 // smallest unit, so 1 becomes 2 (limits and requests); another odd count is refused.
 TEST(Ascend910CUpstream, Test_MutateAdmission910C) {
-  auto set = vendors::VendorSet::Load(
+  ConfiguredWebhook w(
       "vnpus:\n- chipName: 910C\n  commonWord: Ascend910C\n  memoryAllocatable: 65536\n"
       "  memoryCapacity: 65536\n  aiCore: 24\n");
-  ASSERT_TRUE(set.ok()) << set.status();
-  WebhookOptions opts;
-  opts.vendors = set->get();
-  Webhook wh(opts);
+  ASSERT_NE(w.set, nullptr);
+  const Webhook& wh = *w.wh;
   const std::string kCount = kLimits + "huawei.com~1Ascend910C";
   const std::string kMem = kLimits + "huawei.com~1Ascend910C-memory";
   Json one = Pod({{"huawei.com/Ascend910C", "1"}});
