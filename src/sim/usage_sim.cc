@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
+#include "usage/recommend.h"
 
 namespace hami::sim {
 
@@ -107,34 +108,23 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
       config.stock() ? config.gpu_memory_mib : config.gpu_memory_mib * config.overcommit_pct / 100;
 
   // What the warm-up taught, per workload: its peak, its recommendation and the profile of a
-  // replica without history; per pod: its own profile.
+  // replica without history; per pod: its own profile (usage::Learn, shared with hami recommend).
+  usage::LearnOptions lo;
+  lo.profile = config.profile;
+  lo.margin_pct = config.margin_pct;
+  lo.workload_q_pct = config.workload_q_pct;
+  lo.card_mib = config.gpu_memory_mib;
+  usage::Learned learned =
+      usage::Learn(trace, config.learn_until >= 0 ? config.learn_until : warmup, lo);
+  const std::vector<usage::UsageProfile>& own = learned.own;
   const size_t n_work = trace.workloads.size();
-  std::vector<std::vector<usage::UsageProfile>> seen(n_work);
-  std::vector<usage::UsageProfile> own(trace.pods.size());
-  r.workloads.resize(n_work);
-  for (size_t w = 0; w < n_work; ++w) r.workloads[w].name = trace.workloads[w];
-  for (size_t i = 0; i < trace.pods.size(); ++i) {
-    const usage::PodSeries& p = trace.pods[i];
-    auto& wl = r.workloads[static_cast<size_t>(p.workload)];
-    ++wl.pods;
-    own[i] = usage::ProfileOf(p, warmup, config.profile);
-    if (own[i].minutes == 0) continue;
-    wl.warmup_peak_mib = std::max<int64_t>(wl.warmup_peak_mib, own[i].mem_peak);
-    seen[static_cast<size_t>(p.workload)].push_back(own[i]);
-  }
   std::vector<usage::UsageProfile> replica(n_work);
+  r.workloads.resize(n_work);
   for (size_t w = 0; w < n_work; ++w) {
-    auto& wl = r.workloads[w];
-    if (config.stock()) {
-      wl.gpumem_mib = config.gpumem_mib;
-      continue;
-    }
-    replica[w] = usage::WorkloadProfile(seen[w], config.workload_q_pct);
-    // Nothing seen: the whole card (a workload of its own on an exclusive GPU).
-    wl.gpumem_mib = wl.warmup_peak_mib > 0
-                        ? std::min(config.gpu_memory_mib,
-                                   usage::RecommendGpumem(wl.warmup_peak_mib, config.margin_pct))
-                        : config.gpu_memory_mib;
+    const usage::WorkloadModel& m = learned.workloads[w];
+    r.workloads[w] = {m.name, m.pods, m.peak_mib,
+                      config.stock() ? config.gpumem_mib : m.gpumem_mib};
+    replica[w] = m.replica;
   }
   auto tenant_of = [&](size_t i) {
     const auto w = static_cast<size_t>(trace.pods[i].workload);

@@ -30,6 +30,9 @@ namespace hami::sim {
 struct UsageSimConfig {
   int64_t gpu_memory_mib = int64_t{80} * 1024;
   int32_t warmup_min = 360;
+  // Learn from the minutes before this (-1: warmup_min). `hami recommend` learns from a whole
+  // window and places from its start to measure the saving over that window.
+  int32_t learn_until = -1;
   std::string policy = "hami-binpack";  // the scheduler's policy (registry name)
   // Stock calibration mode when gpumem_mib > 0.
   int64_t gpumem_mib = 0;
