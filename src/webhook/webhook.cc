@@ -128,6 +128,14 @@ bool Contains(const std::vector<std::string>& list, const std::string& s) {
   return !s.empty() && std::find(list.begin(), list.end(), s) != list.end();
 }
 
+// spec.schedulerName = `name` unless the pod already names it.
+void SetSchedulerName(const Json& spec, const std::string& name, Json* ops) {
+  if (StringMember(spec, "schedulerName") != name)
+    ops->push_back(Json{{"op", spec.contains("schedulerName") ? "replace" : "add"},
+                        {"path", "/spec/schedulerName"},
+                        {"value", name}});
+}
+
 // Whether the container has an env entry named `name`.
 bool HasEnv(const Json& container, const std::string& name) {
   const Json* env = Member(container, "env");
@@ -618,7 +626,51 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   return allow;
 }
 
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseMatchLabels(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (core::text::Trim(text).empty()) return out;
+  for (std::string_view entry : core::text::Split(text, ',')) {
+    entry = core::text::Trim(entry);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos)
+      return InvalidArgument("label selector entry \"", std::string(entry), "\" is not key=value");
+    std::string key(core::text::Trim(entry.substr(0, eq)));
+    std::string value(core::text::Trim(entry.substr(eq + 1)));
+    if (key.empty())
+      return InvalidArgument("label selector entry \"", std::string(entry), "\" has no key");
+    for (const auto& [k, v] : out)
+      if (k == key) return InvalidArgument("label selector names \"", key, "\" twice");
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
 namespace phases {
+
+bool TakesOverCpuPod(const Json& pod, const std::string& request_namespace,
+                     const WebhookOptions& opts) {
+  const CpuPodOptIn& in = opts.cpu_pods;
+  if (!in.Enabled()) return false;
+  const Json* spec = Member(pod, "spec");
+  if (spec == nullptr || !StringMember(*spec, "nodeName").empty()) return false;
+  if (const Json* meta = Member(pod, "metadata")) {
+    const Json* owners = Member(*meta, "ownerReferences");
+    if (owners != nullptr && owners->is_array())
+      for (const Json& o : *owners)
+        if (o.is_object() && StringMember(o, "kind") == "DaemonSet" && o.value("controller", false))
+          return false;
+  }
+  std::string ns = request_namespace;
+  if (ns.empty())
+    if (const Json* meta = Member(pod, "metadata")) ns = StringMember(*meta, "namespace");
+  if (!ns.empty() && Contains(in.namespaces, ns)) return true;
+  if (in.match_labels.empty()) return false;
+  const Json* labels = MetaMap(pod, "labels");
+  return std::all_of(in.match_labels.begin(), in.match_labels.end(), [&](const auto& kv) {
+    const Json* v = MapEntry(labels, kv.first);
+    return v != nullptr && v->is_string() && v->get<std::string>() == kv.second;
+  });
+}
 
 std::vector<std::string> StripOwnedKeys(const Json& pod, const OwnedKeys& owned, Json* ops) {
   std::vector<std::string> stripped;
@@ -847,10 +899,7 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
   if (!opts.runtime_class_name.empty() && StringMember(spec, "runtimeClassName").empty())
     ops->push_back(Json{
         {"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts.runtime_class_name}});
-  if (StringMember(spec, "schedulerName") != opts.scheduler_name)
-    ops->push_back(Json{{"op", spec.contains("schedulerName") ? "replace" : "add"},
-                        {"path", "/spec/schedulerName"},
-                        {"value", opts.scheduler_name}});
+  SetSchedulerName(spec, opts.scheduler_name, ops);
   AddInitContainers(*ops, spec, changes);  // last: it shifts spec.initContainers
 }
 
@@ -902,6 +951,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     if (Status s = phases::CheckQuota(pod, decoded, req.namespace_, opts_); !s.ok()) return deny(s);
   }
   phases::BuildPatch(decoded, *changes, opts_, &ops);
+  if (!decoded.parsed.HasDevices() && phases::TakesOverCpuPod(pod, req.namespace_, opts_))
+    SetSchedulerName(*decoded.spec, opts_.scheduler_name, &ops);
   return allowed();
 }
 

@@ -21,6 +21,8 @@
 //    (nvidia.com/gpu when only gpumem/%/cores are given, gpucores=100 for a whole card), injects
 //    CUDA_TASK_PRIORITY / GPU_CORE_UTILIZATION_POLICY, sets runtimeClassName when configured, and
 //    sets spec.schedulerName;
+//  - opt-in (WebhookOptions::cpu_pods, off by default): pods without devices in the selected
+//    namespaces or with the selected labels get spec.schedulerName too (phases::TakesOverCpuPod);
 //  - the same for every enabled vendor, NVIDIA included: each one's Vendor::Mutate adds its limits
 //    and env to the container and its denials reject the pod; quotas count every vendor's devices.
 // Trust boundary (docs/security.md, "Admission and node agent"):
@@ -52,6 +54,22 @@
 namespace hami::webhook {
 
 using Json = nlohmann::json;
+
+// Opt-in for pods without devices (docs/install.md, "CPU-only pods on GPU nodes"): a pod that
+// requests no device of an enabled vendor and that this selects gets spec.schedulerName =
+// WebhookOptions::scheduler_name, so that hami-scheduler's policy chooses its node, as `hami sim`
+// places CPU-only tasks. Selected: the pod's namespace (request.namespace, else
+// metadata.namespace) is one of `namespaces`, OR `match_labels` is not empty and the pod carries
+// every one of its key=value labels. Both empty (the default): no such pod is touched.
+struct CpuPodOptIn {
+  std::vector<std::string> namespaces;
+  std::vector<std::pair<std::string, std::string>> match_labels;
+  bool Enabled() const { return !namespaces.empty() || !match_labels.empty(); }
+};
+// "key=value,key2=value2" (matchLabels written as --node-label-selector is; a value may be empty,
+// spaces around entries are dropped; "" = no labels) -> the pairs. Errors name the entry: no '=',
+// an empty key, a key given twice.
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseMatchLabels(std::string_view text);
 
 struct WebhookOptions {
   std::string scheduler_name = "hami-scheduler";
@@ -88,6 +106,8 @@ struct WebhookOptions {
   // name profiles of it (phases::CheckMigPreference).
   std::vector<vendors::nvidia::MigAllowlistEntry> mig_profile_allowlist =
       vendors::nvidia::DefaultMigProfileAllowlist();
+  // Pods without devices that the webhook hands to scheduler_name as well (off by default).
+  CpuPodOptIn cpu_pods;
 };
 
 // The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and
@@ -214,6 +234,14 @@ Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
 // gets only overwriteEnv's ops (`changes` is then ignored).
 void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
                 const WebhookOptions& opts, Json* ops);
+
+// Phase 7, CPU-only pods (opts.cpu_pods): whether a pod that passed ScopeOf (so it names no
+// scheduler, ours, or default-scheduler while force_overwrite_default_scheduler) and requests no
+// device is handed to opts.scheduler_name. Never: when the opt-in is off, a pod with spec.nodeName
+// set (nothing to place), a pod a DaemonSet controls (its node is fixed; the cluster's daemons
+// must not wait for hami-scheduler), a pod outside the selected namespaces and labels.
+bool TakesOverCpuPod(const Json& pod, const std::string& request_namespace,
+                     const WebhookOptions& opts);
 
 }  // namespace phases
 
