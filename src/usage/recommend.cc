@@ -218,7 +218,8 @@ StatusOr<Recommendation> Recommend(const UsageTrace& trace, const RecommendOptio
   if (o.window_min < 0) return InvalidArgument("--window-min must be >= 0");
   Recommendation r;
   r.card_mib = o.learn.card_mib;
-  r.until = o.until_min < 0 ? trace.minutes : o.until_min;
+  // A minute past the end of the trace is its end.
+  r.until = o.until_min < 0 ? trace.minutes : std::min(o.until_min, trace.minutes);
   if (r.until <= 0) return InvalidArgument("--until-min must be > 0 (nothing to learn from)");
   r.from = o.window_min > 0 ? std::max(0, r.until - o.window_min) : 0;
   const UsageTrace window = Window(trace, r.from, r.until);

@@ -63,7 +63,7 @@ StatusOr<UsageProfile> ParseUsageProfile(std::string_view text);
 // ---- Recommendations ----
 
 struct RecommendOptions {
-  int32_t until_min = -1;  // learn from minutes before this; -1: the whole trace
+  int32_t until_min = -1;  // learn from minutes before this; -1 (or past the end): the whole trace
   int32_t window_min = 0;  // only the last this many minutes before until_min; 0: all of them
   LearnOptions learn;
 };

@@ -82,6 +82,8 @@ TEST(Recommend, WindowsAndWorkloads) {
       {"window 2 until 3", 3, 2, 1, 3, {1500, 0}, {1792, 81920}, {1, 1}, {1, 0}},
       // Minute 4 only: a not seen.
       {"window 1", -1, 1, 4, 5, {0, 800}, {81920, 1024}, {-1, -1}, {-1, -1}},
+      // Past the end of the trace is its end.
+      {"window 1 until 1000", 1000, 1, 4, 5, {0, 800}, {81920, 1024}, {-1, -1}, {-1, -1}},
   };
   for (const auto& c : cases) {
     auto r = Recommend(TwoWorkloads(), Opts(c.until, c.window));
@@ -108,7 +110,6 @@ TEST(Recommend, BadOptionsAreErrors) {
   const Case cases[] = {
       {Opts(0), "--until-min"},
       {Opts(-1, -1), "--window-min"},
-      {Opts(1 << 20, 10), "no pod has a row in minutes"},
       {Opts(-1, 0, 0), "--gpu-memory-gib"},
   };
   for (const auto& c : cases) {
@@ -116,6 +117,14 @@ TEST(Recommend, BadOptionsAreErrors) {
     ASSERT_FALSE(r.ok()) << c.want;
     EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status();
   }
+}
+
+TEST(Recommend, ATraceWithoutRowsIsAnError) {
+  auto t = ParseUsageTrace("minute,pod,duty_pct,mem_mib\n", "empty.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = Recommend(*t, Opts(360));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--until-min"), std::string::npos) << r.status();
 }
 
 TEST(Recommend, JsonHasWorkloadsAndPods) {
