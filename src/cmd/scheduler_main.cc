@@ -23,6 +23,7 @@
 #include "cmd/subcommands.h"
 #include "common/libc.h"
 #include "common/log.h"
+#include "core/text_util.h"
 #include "extender/controller.h"
 #include "extender/extender.h"
 #include "extender/metrics.h"
@@ -142,6 +143,16 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--force-overwrite-default-scheduler", force_overwrite_default,
                  "take over GPU pods that name default-scheduler")
       ->capture_default_str();
+  std::vector<std::string> cpu_pod_namespaces;
+  std::string cpu_pod_selector;
+  app.add_option("--cpu-pods-namespaces", cpu_pod_namespaces,
+                 "namespaces (comma list) whose pods without devices the webhook also hands to "
+                 "--scheduler-name, so the policy places them as hami sim does (docs/install.md, "
+                 "CPU-only pods on GPU nodes); default none")
+      ->delimiter(',');
+  app.add_option("--cpu-pods-selector", cpu_pod_selector,
+                 "pod labels (k=v,...; all must match) that select pods without devices for "
+                 "--scheduler-name as well, in any namespace; default none");
   app.add_option("--node-scheduler-policy", node_policy,
                  "default node policy: binpack | spread (pod annotation "
                  "hami.io/node-scheduler-policy overrides)")
@@ -200,6 +211,16 @@ int SchedulerMain(int argc, char** argv) {
 
   if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok())
     return Fail("--log-level/--log-format", s);
+  auto cpu_pod_labels = webhook::ParseMatchLabels(cpu_pod_selector);
+  if (!cpu_pod_labels.ok()) return Fail("--cpu-pods-selector", cpu_pod_labels.status());
+  // Our own pods would wait for the scheduler they are part of when it restarts.
+  for (const std::string& ns : cpu_pod_namespaces)
+    if (const std::string own = GetEnvOr("POD_NAMESPACE");
+        !own.empty() && core::text::Trim(ns) == own)
+      return Fail("--cpu-pods-namespaces",
+                  InvalidArgument("names ", own,
+                                  ", the namespace hami-scheduler runs in: its own "
+                                  "pods would wait for it when it restarts"));
   // One parse of device-config.yaml (vendors/config_file.h): the vendors it enables and the nvidia
   // knobs of the extender and the webhook. Without a file, NVIDIA with upstream's defaults. Every
   // component gets the set: a default install runs the same code as a mixed one.
@@ -299,6 +320,9 @@ int SchedulerMain(int argc, char** argv) {
   ConfigureWebhook(dc, &vendor_set, &wo);
   wo.scheduler_name = scheduler_name;
   wo.force_overwrite_default_scheduler = force_overwrite_default;
+  for (const std::string& ns : cpu_pod_namespaces)
+    if (!core::text::Trim(ns).empty()) wo.cpu_pods.namespaces.emplace_back(core::text::Trim(ns));
+  wo.cpu_pods.match_labels = std::move(*cpu_pod_labels);
   auto scheduler_user = webhook::ServiceAccountUsername(scheduler_sa);
   if (!scheduler_user.ok()) return Fail("--scheduler-service-account", scheduler_user.status());
   wo.scheduler_users = {*scheduler_user};

@@ -296,6 +296,20 @@ if subprocess.run(["sh", "-c", "command -v yamllint"], capture_output=True).retu
 else:
     print("NOTE: yamllint missing, renderings not linted")
 
+# 4c. CPU-only pods opt-in (scheduler.admissionWebhook.cpuPods): off by default; flags when set; the
+# release namespace refused (its own pods would wait for hami-scheduler).
+text, docs = render("defaults", "hami-system")
+check(not any(a.startswith("--cpu-pods") for a in container(docs, "Deployment", "extender")["command"]),
+      "cpuPods: default renders a --cpu-pods flag")
+text, docs = render("cpuPods", "hami-system", "--set", "scheduler.admissionWebhook.cpuPods.namespaces={ml,batch}",
+                    "--set", "scheduler.admissionWebhook.cpuPods.matchLabels.team=ml")
+cmd = container(docs, "Deployment", "extender")["command"]
+for want in ["--cpu-pods-namespaces=ml,batch", "--cpu-pods-selector=team=ml"]:
+    check(want in cmd, f"cpuPods: extender lacks {want}")
+r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set",
+                    "scheduler.admissionWebhook.cpuPods.namespaces={hami-system}"], capture_output=True, text=True)
+check(r.returncode != 0 and "release namespace" in r.stderr, "cpuPods: the release namespace is refused")
+
 # 5. the schema refuses wrong types
 r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.deviceSplitCount=ten"], capture_output=True, text=True)
 check(r.returncode != 0 and "deviceSplitCount" in r.stderr, "schema: a string deviceSplitCount is refused")
