@@ -5,6 +5,7 @@
 #include <map>
 
 #include "nlohmann/json.hpp"
+#include "usage/recommend.h"
 #include "usage/synthetic.h"
 
 namespace hami::sim {
@@ -216,6 +217,31 @@ TEST(UsageSim, PlacementsJsonIsHamiPlacementV2) {
     EXPECT_EQ(segs[0]["gpu"].get<std::string>().rfind("gpu-", 0), 0u);
   }
   EXPECT_EQ(j["pods"].size(), listed);
+}
+
+// hami recommend's saving: over a window (the warm-up here), placing from its start and learning
+// from all of it (learn_until). Without learn_until nothing is learned before minute 0: the
+// workload has no peak and gets the whole card.
+TEST(UsageSim, LearnUntilLearnsFromTheWholeWindow) {
+  const usage::UsageTrace window = usage::Window(Synthetic(), 0, 360);
+  const int64_t peak = PeakPods(window, 0);
+  for (int32_t learn_until : {-1, 360}) {
+    UsageSimConfig config = Aware(80);
+    config.warmup_min = 0;
+    config.learn_until = learn_until;
+    auto r = RunUsageSim(window, config);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const auto& w = r->workloads[0];
+    if (learn_until < 0) {
+      EXPECT_EQ(w.warmup_peak_mib, 0);
+      EXPECT_EQ(w.gpumem_mib, config.gpu_memory_mib);
+      continue;
+    }
+    EXPECT_GT(w.warmup_peak_mib, 40000);
+    EXPECT_LT(w.gpumem_mib, config.gpu_memory_mib);
+    EXPECT_EQ(r->metrics.oom_pods, 0);  // in-sample: the window's own peak
+    EXPECT_LT(r->metrics.gpus * 3, peak * 2) << r->metrics.gpus << " GPUs for " << peak << " pods";
+  }
 }
 
 }  // namespace
