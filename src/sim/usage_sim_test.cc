@@ -235,6 +235,8 @@ TEST(UsageSim, LearnUntilLearnsFromTheWholeWindow) {
     if (learn_until < 0) {
       EXPECT_EQ(w.warmup_peak_mib, 0);
       EXPECT_EQ(w.gpumem_mib, config.gpu_memory_mib);
+      // Nothing learned is no licence to overcommit: one whole card per concurrent pod.
+      EXPECT_EQ(r->metrics.gpus, peak);
       continue;
     }
     EXPECT_GT(w.warmup_peak_mib, 40000);

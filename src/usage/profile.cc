@@ -151,15 +151,28 @@ Fit CheckFit(const std::vector<const Tenant*>& on_gpu, const Tenant& candidate,
   int64_t booked = candidate.limit_mib;
   for (const Tenant* t : on_gpu) booked += t->limit_mib;
   if (booked * 100 > budget.capacity_mib * budget.overcommit_pct) return Fit::kBooked;
+  // A tenant with nothing learned (an empty profile) is taken at its whole limit in every hour and
+  // busy all the time: no evidence is no licence to overcommit (its level would read 0 otherwise).
+  static const DutyHistogram kAlwaysBusy = [] {
+    DutyHistogram h{};
+    h[kDutyBins - 1] = 1000;
+    return h;
+  }();
+  auto level = [](const Tenant& t, int h) -> int64_t {
+    return t.profile.minutes > 0 ? t.profile.Mem(h) : t.limit_mib;
+  };
+  auto hist = [](const Tenant& t, int h) -> const DutyHistogram* {
+    return t.profile.minutes > 0 ? &t.profile.DutyHist(h) : &kAlwaysBusy;
+  };
   std::vector<const DutyHistogram*> hists;
   for (int h = 0; h < kHourBuckets; ++h) {
-    int64_t mem = candidate.profile.Mem(h);
-    int64_t spike = std::max<int64_t>(0, candidate.spike_mib - candidate.profile.Mem(h));
-    hists.assign(1, &candidate.profile.DutyHist(h));
+    int64_t mem = level(candidate, h);
+    int64_t spike = std::max<int64_t>(0, candidate.spike_mib - level(candidate, h));
+    hists.assign(1, hist(candidate, h));
     for (const Tenant* t : on_gpu) {
-      mem += t->profile.Mem(h);
-      spike = std::max<int64_t>(spike, t->spike_mib - t->profile.Mem(h));
-      hists.push_back(&t->profile.DutyHist(h));
+      mem += level(*t, h);
+      spike = std::max<int64_t>(spike, t->spike_mib - level(*t, h));
+      hists.push_back(hist(*t, h));
     }
     if (mem + spike > budget.capacity_mib) return Fit::kMemory;
     if (ContentionBp(hists, budget.duty_budget) > budget.contention_bp) return Fit::kDuty;

@@ -130,6 +130,8 @@ TEST(UsageProfile, CheckFitCountsLevelsOneSpikeDutyAndTheOvercommitCap) {
   PackBudget budget{100, 10000, 100, 200};
   const Tenant small = MakeTenant(20, 3000, 50, 60), big = MakeTenant(40, 3000, 50, 60),
                busy = MakeTenant(20, 8000, 50, 60);
+  Tenant unknown = MakeTenant(0, 0, 0, 60), tiny_unknown = MakeTenant(0, 0, 0, 5);
+  unknown.profile = tiny_unknown.profile = UsageProfile{};  // an empty profile reads level 0
   struct Case {
     const char* name;
     std::vector<const Tenant*> on;
@@ -145,6 +147,12 @@ TEST(UsageProfile, CheckFitCountsLevelsOneSpikeDutyAndTheOvercommitCap) {
       {"three: 40+20+20 + 30 = 110", {&big, &small}, &small, Fit::kMemory},
       {"duty 30 + 80 reaches 100 every minute", {&small}, &busy, Fit::kDuty},
       {"four: booked 240 > 200", {&small, &small, &small}, &small, Fit::kBooked},
+      {"nothing learned: counted at its limit 60 + 20 + spike 30",
+       {&unknown},
+       &small,
+       Fit::kMemory},
+      {"nothing learned next to nothing learned", {&unknown}, &unknown, Fit::kMemory},
+      {"nothing learned, small limit: busy all the time", {&tiny_unknown}, &small, Fit::kDuty},
   };
   for (const auto& c : cases) EXPECT_EQ(CheckFit(c.on, *c.cand, budget), c.want) << c.name;
   // Hours are checked one by one: two tenants busy in different hours fit, in the same do not.
