@@ -152,6 +152,7 @@ NodeView NodeViewFromJson(const Json& node, int64_t now, int64_t handshake_timeo
       vendors.DecodeNode(VendorNodeView(node), now, handshake_timeout_s);
   v.error = std::move(d.errors);
   if (!d.registered) {
+    v.refused = !v.error.empty();
     if (v.error.empty())
       v.error = "node registers no device of an enabled vendor (device plugin not running?)";
     return v;
@@ -279,7 +280,12 @@ void ClusterState::ApplyNode(const Json& node, int64_t now) {
     node_fingerprint_[v.info.name] = fp;
   }
   if (!v.registered) {
-    SPDLOG_DEBUG("node {}: {}", v.info.name, v.error);
+    // Said once per change of the node (the fingerprint above): a registration that was refused
+    // (garbage, too many devices, an expired handshake) is a warning; a node without any is not.
+    if (v.refused)
+      spdlog::warn("node {}: not offered: {}", v.info.name, v.error);
+    else
+      SPDLOG_DEBUG("node {}: {}", v.info.name, v.error);
     sched_.RemoveNode(v.info.name);
     return;
   }

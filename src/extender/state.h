@@ -87,7 +87,8 @@ struct NodeView {
   core::NodeInfo info;
   bool registered = false;  // some enabled vendor registers on it (VendorSet::DecodeNode)
   bool unhealthy = false;
-  std::string error;  // why the annotation did not decode
+  bool refused = false;  // not registered because an annotation was refused (not merely absent)
+  std::string error;     // why the annotation did not decode
 };
 // Pure conversion of a Node object (docs/upstream-contract.md#pod-and-node-fields) at time `now`
 // (Unix seconds): every enabled vendor's devices (VendorSet::DecodeNode: NVIDIA's first, each

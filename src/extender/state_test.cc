@@ -82,6 +82,38 @@ TEST(NodeView, Table) {
   }
 }
 
+// A refused registration (said as a warning once per change) is told apart from a node without any
+// (a CPU node: not worth a warning).
+TEST(NodeView, RefusedRegistrationIsToldFromAnAbsentOne) {
+  Json many = Json::array();
+  for (int i = 0; i < 129; ++i)
+    many.push_back({{"id", "GPU-" + std::to_string(i)},
+                    {"index", i},
+                    {"count", 10},
+                    {"devmem", 16000},
+                    {"devcore", 100},
+                    {"type", "NVIDIA-T4"},
+                    {"health", true}});
+  struct Case {
+    const char* name;
+    Json node;
+    bool refused;
+  };
+  const Case cases[] = {
+      {"no annotation", NodeJson("n", Json::object()), false},
+      {"registered", NodeJson("n", {{"hami.io/node-nvidia-register", kTwoGpus}}), false},
+      {"garbage", NodeJson("n", {{"hami.io/node-nvidia-register", "[{"}}), true},
+      {"129 devices", NodeJson("n", {{"hami.io/node-nvidia-register", many.dump()}}), true},
+  };
+  for (const auto& c : cases) {
+    const NodeView v = NodeViewFromJson(c.node, kNow, 60);
+    EXPECT_EQ(v.refused, c.refused) << c.name << ": " << v.error;
+    if (c.refused) {
+      EXPECT_FALSE(v.registered) << c.name;
+    }
+  }
+}
+
 Json PodJson(const std::string& uid, const Json& annotations, const std::string& phase = "Pending",
              const std::string& node_name = "") {
   Json pod{
