@@ -614,6 +614,25 @@ TEST_F(StateTest, DecisionRemovedAfterBindKeepsTheBooking) {
   }
 }
 
+// A pod we placed without devices (CPU only) never carried a decision: seen bound without one, it
+// is no edit to report (the whole-trace replay's CPU pods said ChangedAfterBind before).
+TEST_F(StateTest, CpuOnlyPodBoundWithoutDecisionIsNoEdit) {
+  std::vector<std::string> events;
+  RecordRejections(&events);
+  PodRecord rec;
+  rec.uid = "c1";
+  rec.namespace_ = "ml";
+  rec.name = "p-c1";
+  rec.allocation.node = "n1";
+  rec.allocation.containers.emplace_back();  // one container, no devices
+  ASSERT_TRUE(state_->TryReserve(rec).ok());
+  state_->MarkBound("c1", "n1");
+  state_->OnPod(PodJson("c1", Json::object(), "Running", "n1"));
+  state_->OnPod(PodJson("c1", Json::object(), "Running", "n1"));
+  EXPECT_TRUE(events.empty()) << events.front();
+  EXPECT_EQ(state_->RejectedDecisions()[kRejectChangedAfterBind], 0);
+}
+
 // An unbound pod's decision (a filter no bind followed) holds its devices for the TTL at most,
 // counted from its hami.io/vgpu-time when that is earlier than when it was first seen; a forged
 // future time does not extend it, and the same copy seen again after the lapse is not charged
