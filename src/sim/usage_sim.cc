@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
 #include "usage/recommend.h"
@@ -68,9 +69,12 @@ Status ParseUsageRequests(const std::string& text, UsageSimConfig* config) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    // Digits only (no sign, no spaces), at most 12 of them: checked before any arithmetic.
     int64_t v = 0;
-    bool ok = !value.empty() && value.size() <= 12;
-    for (char c : value) ok = ok && c >= '0' && c <= '9', v = v * 10 + (c - '0');
+    const bool ok =
+        !value.empty() && value.size() <= 12 &&
+        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        absl::SimpleAtoi(value, &v);
     if (!ok) return InvalidArgument("--requests: '", item, "' is not key=<non-negative integer>");
     if (key == "gpumem") {
       gpumem = v;
