@@ -153,6 +153,11 @@ struct ContainerDevice {
 struct PodAllocation {
   std::string node;
   std::vector<std::vector<ContainerDevice>> containers;
+  bool HasDevices() const {  // as PodRequest::HasDevices: some container was granted a device
+    for (const auto& c : containers)
+      if (!c.empty()) return true;
+    return false;
+  }
   bool operator==(const PodAllocation&) const = default;
 };
 

@@ -529,14 +529,6 @@ void ClusterState::ScheduleExpiryLocked(const std::string& uid, int64_t at) {
   next_expiry_.store(expiry_.begin()->first, std::memory_order_relaxed);
 }
 
-namespace {
-bool HoldsDevices(const core::PodAllocation& a) {
-  for (const auto& c : a.containers)
-    if (!c.empty()) return true;
-  return false;
-}
-}  // namespace
-
 void ClusterState::OnPod(const Json& pod) {
   const std::string uid = StringAt(pod, {"metadata", "uid"});
   if (uid.empty()) return;
@@ -566,7 +558,7 @@ void ClusterState::OnPod(const Json& pod) {
     if (!alloc) {
       expired_.erase(uid);
       if (it != pods_.end() && !finished && !it->second.bound_node.empty() &&
-          HoldsDevices(it->second.allocation)) {
+          it->second.allocation.HasDevices()) {
         // A pod seen bound keeps its booking until it finishes or is deleted: a decision removed
         // (or made undecodable) after bind is an edit, not ours, as a changed one is. A pod we
         // placed without devices (CPU only) never carried one: it goes on as a CPU-only pod.
