@@ -14,7 +14,8 @@ import yaml
 
 ROOT = os.getcwd()
 CHART = os.path.join(ROOT, "deploy/helm/hami")
-UPSTREAM = os.path.join(ROOT, "tests/deploy/testdata/upstream-values.yaml")
+UPSTREAM = os.path.join(ROOT, "tests/deploy/testdata/upstream-values.yaml")  # upstream's v2.10 layout
+UPSTREAM_V211 = os.path.join(ROOT, "tests/deploy/testdata/upstream-v2.11-values.yaml")  # its v2.11 layout
 failures = []
 
 
@@ -86,7 +87,7 @@ def fit_ignored(sc):
 
 
 # 1. lint
-for extra in ([], ["-f", UPSTREAM]):
+for extra in ([], ["-f", UPSTREAM], ["-f", UPSTREAM_V211]):
     helm("lint", "--strict", CHART, *extra)
 
 # 2. the option matrix
@@ -288,7 +289,8 @@ check("one scheduler replica is rendered" in notes, "leaderElect=false replicas=
 # 4b. renderings are clean YAML (no trailing spaces or blank-line noise from the templates)
 if subprocess.run(["sh", "-c", "command -v yamllint"], capture_output=True).returncode == 0:
     conf = "{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: disable, indentation: {indent-sequences: whatever}}}"
-    for name, args in {"defaults": [], "upstream values": ["-f", UPSTREAM], "cert-manager": ["--set", "scheduler.certManager.enabled=true"]}.items():
+    for name, args in {"defaults": [], "upstream values": ["-f", UPSTREAM], "upstream v2.11 values": ["-f", UPSTREAM_V211],
+                       "cert-manager": ["--set", "scheduler.certManager.enabled=true"]}.items():
         text = helm("template", "hami", CHART, "-n", "hami-system", *args)
         text = "\n".join(l for l in text.splitlines() if not l.startswith("      caBundle:") and not l.startswith("  tls.") and not l.startswith("  ca.crt:")) + "\n"
         r = subprocess.run(["yamllint", "-s", "-d", conf, "-"], input=text, capture_output=True, text=True)
@@ -309,6 +311,80 @@ for want in ["--cpu-pods-namespaces=ml,batch", "--cpu-pods-selector=team=ml"]:
 r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set",
                     "scheduler.admissionWebhook.cpuPods.namespaces={hami-system}"], capture_output=True, text=True)
 check(r.returncode != 0 and "release namespace" in r.stderr, "cpuPods: the release namespace is refused")
+
+# 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
+# Rendered with cert-manager so that no generated certificate differs between renderings.
+def template(*args):
+    r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set", "scheduler.certManager.enabled=true",
+                        *args], capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+rc10, v210, err = template("-f", UPSTREAM)
+rc11, v211, err11 = template("-f", UPSTREAM_V211)
+check(rc10 == 0 and rc11 == 0, f"layouts: both upstream files render: {err}{err11}")
+check(v210 == v211, "layouts: upstream's v2.10 and v2.11 values files render different manifests")
+rc, defaults, _ = template()
+# One row per moved key: (v2.10 path, v2.11 path, a value other than the default, the vendor to enable or
+# None; False: a key without meaning here, checked for conflicts only; "runtimeClass": needs a class name).
+LAYOUT_KEYS = [
+    ("resourceName", "devices.nvidia.resourceCountName", "example.com/gpu", None),
+    ("resourceMem", "devices.nvidia.resourceMemoryName", "example.com/gpumem", None),
+    ("resourceMemPercentage", "devices.nvidia.resourceMemoryPercentageName", "example.com/gpumem-pct", None),
+    ("resourceCores", "devices.nvidia.resourceCoreName", "example.com/gpucores", None),
+    ("resourcePriority", "devices.nvidia.resourcePriorityName", "example.com/priority", None),
+    ("devicePlugin.deviceSplitCount", "devices.nvidia.deviceSplitCount", "4", None),
+    ("devicePlugin.deviceMemoryScaling", "devices.nvidia.deviceMemoryScaling", "2", None),
+    ("devicePlugin.deviceCoreScaling", "devices.nvidia.deviceCoreScaling", "3", None),
+    ("devicePlugin.preConfiguredDeviceMemory", "devices.nvidia.preConfiguredDeviceMemory", "8192", None),
+    ("devicePlugin.enableNumaTopology", "devices.nvidia.enableNumaTopology", "true", None),
+    ("devicePlugin.runtimeClassName", "devices.nvidia.runtimeClassName", "nvidia", None),
+    ("devicePlugin.createRuntimeClass", "devices.nvidia.createRuntimeClass", "true", "runtimeClass"),
+    ("mluResourceName", "devices.cambricon.resourceCountName", "example.com/mlu", "cambricon"),
+    ("mluResourceMem", "devices.cambricon.resourceMemoryName", "example.com/mlumem", "cambricon"),
+    ("mluResourceCores", "devices.cambricon.resourceCoreName", "example.com/mlucores", "cambricon"),
+    ("hcuResourceName", "devices.hygon.resourceCountName", "hygon.com/hcunum", "hygon"),
+    ("hcuResourceMem", "devices.hygon.resourceMemoryName", "hygon.com/hcumem", "hygon"),
+    ("hcuResourceCores", "devices.hygon.resourceCoreName", "hygon.com/hcucores", "hygon"),
+    ("metaxResourceName", "devices.metax.resourceVCountName", "example.com/sgpu", "metax"),
+    ("metaxResourceCore", "devices.metax.resourceVCoreName", "example.com/vcore", "metax"),
+    ("metaxResourceMem", "devices.metax.resourceVMemoryName", "example.com/vmemory", "metax"),
+    ("metaxsGPUTopologyAware", "devices.metax.sgpuTopologyAware", "true", "metax"),
+    ("enflameResourceNameDRSGCU", "devices.enflame.resourceNameDRSGCU", "example.com/drs", "enflame"),
+    ("enflameResourceNameGCUMemory", "devices.enflame.resourceNameGCUMemory", "example.com/gcumem", "enflame"),
+    ("enflameResourceNameGCUCore", "devices.enflame.resourceNameGCUCore", "example.com/gcucore", "enflame"),
+    ("kunlunResourceName", "devices.kunlun.resourceCountName", "example.com/xpu", "kunlun"),
+    ("kunlunResourceVCountName", "devices.kunlun.resourceVCountName", "example.com/vxpu", "kunlun"),
+    ("kunlunResourceVMemoryName", "devices.kunlun.resourceVMemoryName", "example.com/vxpu-mem", "kunlun"),
+    ("vastaiResourceName", "devices.vastai.resourceCountName", "example.com/va", False),
+    ("birenResourceName", "devices.biren.resourceCountName", "example.com/biren", False),
+]
+for old, new, value, vendor in LAYOUT_KEYS:
+    on = ["--set", f"devices.{vendor}.enabled=true"] if vendor else []
+    if vendor == "runtimeClass":
+        on = ["--set", "devices.nvidia.runtimeClassName=nvidia", "--set", "devicePlugin.runtimeClassName=nvidia"]
+    rc_old, out_old, err_old = template(*on, "--set", f"{old}={value}")
+    rc_new, out_new, err_new = template(*on, "--set", f"{new}={value}")
+    check(rc_old == 0 and rc_new == 0, f"layouts: {old} / {new} render: {err_old}{err_new}")
+    check(out_old == out_new, f"layouts: {old}={value} and {new}={value} render different manifests")
+    if vendor is not False:
+        check(out_new != template(*on)[1], f"layouts: {new}={value} changes nothing")
+    rc_both, out_both, _ = template(*on, "--set", f"{old}={value}", "--set", f"{new}={value}")
+    check(rc_both == 0 and out_both == out_new, f"layouts: {old} and {new} set alike are no conflict")
+    other = "8" if value[0].isdigit() else ("false" if value == "true" else value + "-other")
+    rc_c, _, err_c = template(*on, "--set", f"{old}={value}", "--set", f"{new}={other}")
+    check(rc_c != 0 and old in err_c and new in err_c, f"layouts: {old}={value} with {new}={other} is not refused naming both: {err_c}")
+# extraEnvs: upstream's v2.10 map and its v2.11 list render the same env entries
+rc_m, out_m, _ = template("--set", "devicePlugin.extraEnvs.FOO=bar", "--set", "devicePlugin.monitor.extraEnvs.BAZ=1")
+rc_l, out_l, _ = template("--set", "devicePlugin.extraEnvs[0].name=FOO", "--set", "devicePlugin.extraEnvs[0].value=bar",
+                          "--set", "devicePlugin.monitor.extraEnvs[0].name=BAZ", "--set-string", "devicePlugin.monitor.extraEnvs[0].value=1")
+docs = [d for d in yaml.safe_load_all(out_m) if d]
+check(rc_m == 0 and rc_l == 0 and docs == [d for d in yaml.safe_load_all(out_l) if d] and out_m != defaults,
+      "extraEnvs: the map and the list render differently")
+check({"name": "FOO", "value": "bar"} in container(docs, "DaemonSet", "device-plugin")["env"], "extraEnvs: FOO missing")
+check({"name": "BAZ", "value": "1"} in container(docs, "DaemonSet", "monitor")["env"], "extraEnvs: BAZ missing")
+rc_x, _, err_x = template("--set", "devicePlugin.extraEnvs[0].value=bar")
+check(rc_x != 0 and "extraEnvs" in err_x, f"extraEnvs: a list entry without a name is refused: {err_x}")
 
 # 5. the schema refuses wrong types
 r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.deviceSplitCount=ten"], capture_output=True, text=True)

@@ -44,6 +44,8 @@ renderings = {
     "helm defaults": (tool([HELM, "template", "hami", "deploy/helm/hami", "-n", "hami-system"]), "n1", 10),
     "helm upstream values": (tool([HELM, "template", "hami", "deploy/helm/hami", "-n", "hami-system", "-f",
                                    "tests/deploy/testdata/upstream-values.yaml"]), "gpu-node-1", 4),
+    "helm upstream v2.11 values": (tool([HELM, "template", "hami", "deploy/helm/hami", "-n", "hami-system", "-f",
+                                         "tests/deploy/testdata/upstream-v2.11-values.yaml"]), "gpu-node-1", 4),
 }
 if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode == 0:
     for o in ("production", "dev"):

@@ -117,3 +117,90 @@ inert one, or any value when none is given, is reported by NOTES.txt). docs/inst
 {{- end -}}
 {{- join "\n" $set -}}
 {{- end -}}
+
+{{/*
+Vendor settings in either upstream layout: v2.10 (root keys such as resourceName and
+devicePlugin.deviceSplitCount) or v2.11 (devices.<vendor>.*, upstream PR #3124). Rows are
+"old path=new path=default"; a key is given when present and not null. The value is the new key's,
+else the old key's, else the default; both given with different values fail the render naming both
+(upstream v2.11 fails on any old key; docs/install.md, "Upstream values"). Returns YAML:
+{<vendor>: {<key>: value}}, read with `include "hami.deviceValues" . | fromYaml`.
+*/}}
+{{- define "hami.deviceValues" -}}
+{{- $rows := list
+  "resourceName=devices.nvidia.resourceCountName=nvidia.com/gpu"
+  "resourceMem=devices.nvidia.resourceMemoryName=nvidia.com/gpumem"
+  "resourceMemPercentage=devices.nvidia.resourceMemoryPercentageName=nvidia.com/gpumem-percentage"
+  "resourceCores=devices.nvidia.resourceCoreName=nvidia.com/gpucores"
+  "resourcePriority=devices.nvidia.resourcePriorityName=nvidia.com/priority"
+  "devicePlugin.deviceSplitCount=devices.nvidia.deviceSplitCount=10"
+  "devicePlugin.deviceMemoryScaling=devices.nvidia.deviceMemoryScaling=1"
+  "devicePlugin.deviceCoreScaling=devices.nvidia.deviceCoreScaling=1"
+  "devicePlugin.preConfiguredDeviceMemory=devices.nvidia.preConfiguredDeviceMemory=0"
+  "devicePlugin.enableNumaTopology=devices.nvidia.enableNumaTopology=false"
+  "devicePlugin.runtimeClassName=devices.nvidia.runtimeClassName="
+  "devicePlugin.createRuntimeClass=devices.nvidia.createRuntimeClass=false"
+  "mluResourceName=devices.cambricon.resourceCountName=cambricon.com/vmlu"
+  "mluResourceMem=devices.cambricon.resourceMemoryName=cambricon.com/mlu.smlu.vmemory"
+  "mluResourceCores=devices.cambricon.resourceCoreName=cambricon.com/mlu.smlu.vcore"
+  "hcuResourceName=devices.hygon.resourceCountName=hygon.com/dcunum"
+  "hcuResourceMem=devices.hygon.resourceMemoryName=hygon.com/dcumem"
+  "hcuResourceCores=devices.hygon.resourceCoreName=hygon.com/dcucores"
+  "metaxResourceName=devices.metax.resourceVCountName=metax-tech.com/sgpu"
+  "metaxResourceCore=devices.metax.resourceVCoreName=metax-tech.com/vcore"
+  "metaxResourceMem=devices.metax.resourceVMemoryName=metax-tech.com/vmemory"
+  "metaxsGPUTopologyAware=devices.metax.sgpuTopologyAware=false"
+  "enflameResourceNameDRSGCU=devices.enflame.resourceNameDRSGCU=enflame.com/drs-gcu"
+  "enflameResourceNameGCUMemory=devices.enflame.resourceNameGCUMemory=enflame.com/gcu-memory"
+  "enflameResourceNameGCUCore=devices.enflame.resourceNameGCUCore=enflame.com/gcu-core"
+  "kunlunResourceName=devices.kunlun.resourceCountName=kunlunxin.com/xpu"
+  "kunlunResourceVCountName=devices.kunlun.resourceVCountName=kunlunxin.com/vxpu"
+  "kunlunResourceVMemoryName=devices.kunlun.resourceVMemoryName=kunlunxin.com/vxpu-memory"
+  "vastaiResourceName=devices.vastai.resourceCountName=vastaitech.com/va"
+  "birenResourceName=devices.biren.resourceCountName=birentech.com/gpu"
+-}}
+{{- $out := dict -}}
+{{- $errors := list -}}
+{{- range $rows -}}
+{{- $parts := splitList "=" . -}}
+{{- $old := index $parts 0 -}}{{- $new := index $parts 1 -}}{{- $def := index $parts 2 -}}
+{{- $given := dict -}}
+{{- range $path := list $old $new -}}
+{{- $v := $.Values -}}{{- $found := true -}}
+{{- range splitList "." $path -}}
+{{- if and $found (kindIs "map" $v) (hasKey $v .) }}{{ $v = index $v . }}{{ else }}{{ $found = false }}{{ end -}}
+{{- end -}}
+{{- if and $found (not (kindIs "invalid" $v)) }}{{ $_ := set $given $path $v }}{{ end -}}
+{{- end -}}
+{{- $value := $def -}}
+{{- if hasKey $given $new }}{{ $value = index $given $new }}{{ else if hasKey $given $old }}{{ $value = index $given $old }}{{ end -}}
+{{- if and (hasKey $given $old) (hasKey $given $new) (ne (toString (index $given $old)) (toString (index $given $new))) -}}
+{{- $errors = append $errors (printf "%s (%v, upstream v2.10 layout) and %s (%v, v2.11 layout) disagree; set one of them" $old (index $given $old) $new (index $given $new)) -}}
+{{- end -}}
+{{- $vendor := index (splitList "." $new) 1 -}}{{- $key := index (splitList "." $new) 2 -}}
+{{- if not (hasKey $out $vendor) }}{{ $_ := set $out $vendor (dict) }}{{ end -}}
+{{- $_ := set (index $out $vendor) $key $value -}}
+{{- end -}}
+{{- if $errors -}}
+{{- fail (printf "values in both upstream layouts:\n%s" (join "\n" $errors)) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+Container env entries from extraEnvs: upstream's map (name: value, v2.10) or list of EnvVar objects
+(v2.11, upstream PR #3205; valueFrom allowed). Indented for a container's env list.
+*/}}
+{{- define "hami.extraEnvs" -}}
+{{- if kindIs "slice" . -}}
+{{- range . }}
+{{- if not (and (kindIs "map" .) .name) }}{{ fail (printf "extraEnvs: a list entry needs a name: %v" .) }}{{ end }}
+{{- toYaml (list .) | nindent 12 }}
+{{- end -}}
+{{- else if kindIs "map" . -}}
+{{- range $k, $v := . }}
+            - name: {{ $k }}
+              value: {{ $v | quote }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
