@@ -6,6 +6,7 @@ assertions below for what the components need. Helm comes from scripts/helm.sh (
 it can be neither found nor fetched). Run from the repository root."""
 import itertools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -106,7 +107,7 @@ for cm, le, nso in itertools.product([False, True], [True, False], ["", "gpu-sys
     check(bool(find(docs, "PodDisruptionBudget")) == le, f"{name}: PodDisruptionBudget only with leader election")
     ext = container(docs, "Deployment", "extender")
     args = ext["command"]
-    for want in ["--extender-bind=127.0.0.1:8888", "--http-bind=0.0.0.0:8443", "--device-config-file=/device-config/device-config.yaml",
+    for want in ["--extender-bind=127.0.0.1:9444", "--http-bind=0.0.0.0:8443", "--device-config-file=/device-config/device-config.yaml",
                  f"--scheduler-service-account={ns}:hami-scheduler", f"--leader-elect={str(le).lower()}"]:
         check(want in args, f"{name}: extender lacks {want}: {args}")
     ks = container(docs, "Deployment", "kube-scheduler")
@@ -115,7 +116,7 @@ for cm, le, nso in itertools.product([False, True], [True, False], ["", "gpu-sys
     check(sc["leaderElection"]["leaderElect"] == le, f"{name}: scheduler config leaderElect")
     check(sc.get("percentageOfNodesToScore") == 100, f"{name}: percentageOfNodesToScore")
     e = sc["extenders"][0]
-    check(e["urlPrefix"] == "http://127.0.0.1:8888" and e["enableHTTPS"] is False, f"{name}: extender URL {e}")
+    check(e["urlPrefix"] == "http://127.0.0.1:9444" and e["enableHTTPS"] is False, f"{name}: extender URL {e}")
     check((e.get("filterVerb"), e.get("bindVerb"), e.get("preemptVerb")) == ("filter", "bind", "preempt"),
           f"{name}: extender verbs {e}")
     roles = find(docs, "ClusterRole", "-scheduler")
@@ -282,6 +283,13 @@ for want in ["devicePlugin.nvidiaDriverRoot=/run/nvidia/driver", "devices.vastai
     check(want in notes, f"upstream values: NOTES lack the warning {want!r}")
 notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client")
 check("WARNING" not in notes, "defaults: NOTES warn")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "-f", UPSTREAM_V211)
+check("scheduler.profilingBindAddress" not in notes and "reportNodeCapacity" not in notes,
+      "upstream v2.11 values: NOTES warn about v2.11 keys left at upstream's defaults")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "--set", "scheduler.profilingBindAddress=0.0.0.0:6060",
+             "--set", "devicePlugin.reportNodeCapacity=true")
+for want in ["scheduler.profilingBindAddress=0.0.0.0:6060", "devicePlugin.reportNodeCapacity=true"]:
+    check(want in notes, f"NOTES do not name {want} as without meaning here")
 notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "--set", "scheduler.leaderElect=false",
              "--set", "scheduler.replicas=2")
 check("one scheduler replica is rendered" in notes, "leaderElect=false replicas=2: NOTES say replicas are forced to 1")
@@ -311,6 +319,98 @@ for want in ["--cpu-pods-namespaces=ml,batch", "--cpu-pods-selector=team=ml"]:
 r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set",
                     "scheduler.admissionWebhook.cpuPods.namespaces={hami-system}"], capture_output=True, text=True)
 check(r.returncode != 0 and "release namespace" in r.stderr, "cpuPods: the release namespace is refused")
+
+# 4e. PrometheusRule (upstream's prometheus.enabled + prometheus.alerts.enabled): off by default, and off
+# where the cluster has no PrometheusRule API (NOTES says so); the rendered rules pass `promtool check
+# rules`, and promtool's rule unit tests fire each alert on series shaped as hami-cpp exports them.
+PR_API = ["--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]
+PR_ON = ["--set", "prometheus.enabled=true", "--set", "prometheus.alerts.enabled=true"]
+check(not find(render("defaults", "hami-system", *PR_API)[1], "PrometheusRule"), "prometheusRule: rendered by default")
+check(not find(render("no API", "hami-system", *PR_ON)[1], "PrometheusRule"), "prometheusRule: rendered without the API")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", *PR_ON)
+check("serves no monitoring.coreos.com/v1 PrometheusRule" in notes, "prometheusRule: NOTES do not say the API is missing")
+text, docs = render("prometheusRule", "hami-system", *PR_ON, *PR_API, "--set", "prometheus.alerts.labels.release=kps")
+refs("prometheusRule", text, "--namespace-exists", "hami-system")
+rules = find(docs, "PrometheusRule")
+check(len(rules) == 1 and rules[0]["metadata"]["labels"].get("release") == "kps", "prometheusRule: one rule object with alerts.labels")
+alerts = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]] if rules else []
+check(alerts == ["HAMiGPUMemoryNearlyExhausted", "HAMiGPUCoresNearlyExhausted", "HAMivGPUMemoryNearLimit",
+                 "HAMiSchedulerMetricsAbsent", "HAMiSchedulerNoLeader", "HAMiExtenderErrors", "HAMiFilterLatencyHigh"],
+      f"prometheusRule: alerts {alerts}")
+exported = open(os.path.join(ROOT, "src/extender/metrics.cc")).read() + open(os.path.join(ROOT, "src/monitor/exporter.cc")).read()
+for g in (rules[0]["spec"]["groups"] if rules else []):
+    for r in g["rules"]:
+        for metric in re.findall(r"hami_[a-z_]+", r["expr"]):
+            check(f'"{metric}"' in exported, f"prometheusRule: {r['alert']} reads {metric}, which hami-cpp does not export")
+text, docs = render("prometheusRule off", "hami-system", *PR_ON, *PR_API, "--set", "prometheus.alerts.rules.extenderErrors.enabled=false")
+check("HAMiExtenderErrors" not in text and "HAMiFilterLatencyHigh" in text, "prometheusRule: a rule's enabled=false drops it")
+if subprocess.run(["sh", "-c", "command -v promtool"], capture_output=True).returncode == 0 and rules:
+    PROM_DIR = tempfile.TemporaryDirectory()
+    with open(os.path.join(PROM_DIR.name, "rules.yaml"), "w") as f:
+        yaml.safe_dump(rules[0]["spec"], f)
+    gpu = 'node="n1",device_index="0",device_uuid="GPU-a",device_type="A100"'
+    ctr = 'namespace="ml",pod="p",container="c",device_index="0",device_uuid="GPU-a"'
+    # (name, series, alert, evaluated at, alerts expected to fire)
+    cases = [
+        ("memory 95 %", [(f"hami_node_gpu_memory_allocated_ratio{{{gpu}}}", "0.95x20")], "HAMiGPUMemoryNearlyExhausted", "12m", 1),
+        ("memory 50 %", [(f"hami_node_gpu_memory_allocated_ratio{{{gpu}}}", "0.5x20")], "HAMiGPUMemoryNearlyExhausted", "12m", 0),
+        ("cores 100", [(f"hami_gpu_core_allocated_ratio{{{gpu}}}", "100x20")], "HAMiGPUCoresNearlyExhausted", "12m", 1),
+        ("container at 97 %", [(f"hami_vgpu_memory_used_bytes{{{ctr}}}", "97x10"), (f"hami_vgpu_memory_limit_bytes{{{ctr}}}", "100x10")],
+         "HAMivGPUMemoryNearLimit", "7m", 1),
+        ("container without a limit", [(f"hami_vgpu_memory_used_bytes{{{ctr}}}", "97x10"), (f"hami_vgpu_memory_limit_bytes{{{ctr}}}", "0x10")],
+         "HAMivGPUMemoryNearLimit", "7m", 0),
+        ("no scheduler", [], "HAMiSchedulerMetricsAbsent", "12m", 1),
+        ("a follower only", [('hami_scheduler_is_leader{pod="a"}', "0x10"), ('hami_scheduler_cache_synced{pod="a"}', "0x10")],
+         "HAMiSchedulerNoLeader", "7m", 1),
+        ("a synced leader", [('hami_scheduler_is_leader{pod="a"}', "1x10"), ('hami_scheduler_cache_synced{pod="a"}', "1x10"),
+                             ('hami_scheduler_is_leader{pod="b"}', "0x10")], "HAMiSchedulerNoLeader", "7m", 0),
+        ("one error a second", [("hami_extender_filter_errors_total", "0+60x20"), ("hami_extender_bind_errors_total", "0x20")],
+         "HAMiExtenderErrors", "16m", 1),
+        ("2 s a filter call", [('hami_extender_filter_stage_seconds_total{stage="fit"}', "0+120x20"),
+                               ("hami_extender_filter_requests_total", "0+60x20")], "HAMiFilterLatencyHigh", "16m", 1),
+    ]
+    for name, series, alert, at, n in cases:
+        test = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": [{"series": k, "values": v} for k, v in series],
+                           "alert_rule_test": [{"eval_time": at, "alertname": alert, "exp_alerts": []}]}]}
+        path = os.path.join(PROM_DIR.name, "test.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(test, f)
+        # Expecting no alert: promtool passes when none fires and lists the one that fired otherwise.
+        r = subprocess.run(["promtool", "test", "rules", path], capture_output=True, text=True)
+        fired = r.returncode != 0 and alert in r.stdout + r.stderr and "got:" in r.stdout + r.stderr
+        check(r.returncode == 0 or fired, f"prometheusRule: {name}: promtool failed:\n{r.stdout}{r.stderr}")
+        check(fired == (n > 0), f"prometheusRule: {name}: {alert} {'did not fire' if n else 'fired'} at {at}:\n{r.stdout}{r.stderr}")
+else:
+    print("NOTE: promtool missing, alert rules not checked")
+
+# 4g. NetworkPolicy (upstream's scheduler.networkPolicy.enabled): off by default; on, the scheduler pods'
+# HTTPS port admits kube-system and the release's node agents, the metrics port anyone
+check(not find(render("defaults", "hami-system")[1], "NetworkPolicy"), "networkPolicy: rendered by default")
+text, docs = render("networkPolicy", "hami-system", "--set", "scheduler.networkPolicy.enabled=true")
+refs("networkPolicy", text, "--namespace-exists", "hami-system")
+np = find(docs, "NetworkPolicy")
+dep = find(docs, "Deployment", "-scheduler")[0]
+check(len(np) == 1 and all(dep["spec"]["template"]["metadata"]["labels"].get(k) == v
+                           for k, v in np[0]["spec"]["podSelector"]["matchLabels"].items()), "networkPolicy: selects the scheduler pods")
+ing = np[0]["spec"]["ingress"] if np else []
+ds = find(docs, "DaemonSet")[0]["spec"]["template"]["metadata"]["labels"]
+https = [r for r in ing if r["ports"] == [{"port": "https"}]]
+check(len(https) == 1 and {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}} in https[0]["from"]
+      and any(all(ds.get(k) == v for k, v in f.get("podSelector", {}).get("matchLabels", {"x": "y"}).items()) for f in https[0]["from"]),
+      f"networkPolicy: https from kube-system and the node agents: {ing}")
+check({"ports": [{"port": "metrics"}]} in ing, f"networkPolicy: metrics open: {ing}")
+ports = {p["name"] for c in dep["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+check({"https", "metrics"} <= ports, f"networkPolicy: named ports {ports} of the scheduler pod")
+
+# 4f. the extender's loopback port (upstream's scheduler.extenderPort, default 9444) reaches both the flag
+# and kube-scheduler's extender URL; one the pod's other listeners use is refused
+text, docs = render("extenderPort", "hami-system", "--set", "scheduler.extenderPort=9555")
+check("--extender-bind=127.0.0.1:9555" in container(docs, "Deployment", "extender")["command"], "extenderPort: flag")
+check(scheduler_config(docs)["extenders"][0]["urlPrefix"] == "http://127.0.0.1:9555", "extenderPort: kube-scheduler's URL")
+for port in ("8443", "9395"):
+    r = subprocess.run([HELM, "template", "hami", CHART, "--set", f"scheduler.extenderPort={port}"], capture_output=True, text=True)
+    check(r.returncode != 0 and "scheduler.extenderPort" in r.stderr, f"extenderPort={port}: a port taken in the pod is accepted")
 
 # 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
 # Rendered with cert-manager so that no generated certificate differs between renderings.

@@ -67,7 +67,7 @@ std::set<std::string> FromConfigMap(const std::string& path) {
   if (!cm) return {};
   YAML::Node config = YAML::Load(cm["data"]["config.yaml"].as<std::string>());
   EXPECT_EQ(config["percentageOfNodesToScore"].as<int>(0), 100) << path;
-  EXPECT_EQ(config["extenders"][0]["urlPrefix"].as<std::string>(""), "http://127.0.0.1:8888")
+  EXPECT_EQ(config["extenders"][0]["urlPrefix"].as<std::string>(""), "http://127.0.0.1:9444")
       << path;
   EXPECT_FALSE(config["extenders"][0]["managedResources"])
       << path << ": managedResources keeps pods without devices from the extender (docs/sim.md)";
