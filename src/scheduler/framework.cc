@@ -167,6 +167,7 @@ Reason CheckDevice(const GpuPicker& picker, const PickContext& ctx, int d, bool*
     return Reason::kExclusiveDeviceAllocateConflict;
   if (cores == 0 && cap.devcore > 0 && u.usedcores >= cap.devcore)
     return Reason::kCardComputeUnitsExhausted;
+  if (const DeviceGate* gate = ctx.cycle.gate()) return gate->Admit(ctx, d, mem);
   return Reason::kCount;
 }
 

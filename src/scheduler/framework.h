@@ -56,6 +56,17 @@ struct QuotaRoom {
   }
 };
 
+struct PickContext;
+
+// A rule the Scheduler adds to one cycle on top of the policy's (the usage rule,
+// scheduler/usage_rule.h): a device of a generic (non-MIG) request that passed every other check
+// may still be refused. Returns the reason, or Reason::kCount to admit. Thread-safe.
+class DeviceGate {
+ public:
+  virtual ~DeviceGate() = default;
+  virtual Reason Admit(const PickContext& ctx, int device, int64_t mem_mib) const = 0;
+};
+
 // Per-cycle (one pod, one Schedule call) scratch state. Plugins may stash parsed per-pod data once
 // in PreFilter and read it on every node.
 class CycleState {
@@ -86,6 +97,9 @@ class CycleState {
   void set_gpu_capacity(std::shared_ptr<const GpuCapacity> c) { capacity_ = std::move(c); }
   // The namespace's quota room (ScheduleOptions::quota; not owned), and that of one request's
   // vendor: null when nothing limits it (the common case costs one null check per request).
+  // The Scheduler's extra device rule for this cycle (not owned); null = none.
+  void set_gate(const DeviceGate* g) { gate_ = g; }
+  const DeviceGate* gate() const { return gate_; }
   void set_quota(const QuotaRoom* q) { quota_ = q != nullptr && !q->vendors.empty() ? q : nullptr; }
   const QuotaRoom::Vendor* QuotaFor(const core::DeviceRequest& r) const {
     return quota_ == nullptr ? nullptr : quota_->Of(r.vendor);
@@ -128,6 +142,7 @@ class CycleState {
   int single_container_ = -1;
   std::shared_ptr<const GpuCapacity> capacity_;
   const QuotaRoom* quota_ = nullptr;
+  const DeviceGate* gate_ = nullptr;
   std::unique_ptr<const VendorRules::PodState> vendor_state_;
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> data_;
 };

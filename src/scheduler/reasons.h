@@ -25,6 +25,9 @@ enum class Reason : uint8_t {
   kCardNotFoundCustomFilterRule,  // a vendor's rule over the pod's other grants refused the device
                                   // (Moore Threads: every container of a pod on one GPU)
   kResourceQuotaNotFit,           // the card's grant would take the pod past its namespace's quota
+  kCardUsageProfileNotFit,        // the usage rule (usage_rule.h): the time-aligned profiles of the
+                            // card's pods and the pod's own do not fit it, or past the overcommit
+                            // cap
   kNumaNotFit,
   kNodeInsufficientDevice,  // the node has fewer devices of the vendor/type than one container asks
   kInsufficientCpu,         // node CPU (k8s NodeResourcesFit)
@@ -62,6 +65,8 @@ inline const char* ReasonName(Reason r) {
       return "CardNotFoundCustomFilterRule";
     case Reason::kResourceQuotaNotFit:
       return "ResourceQuotaNotFit";
+    case Reason::kCardUsageProfileNotFit:
+      return "CardUsageProfileNotFit";
     case Reason::kNumaNotFit:
       return "NumaNotFit";
     case Reason::kNodeInsufficientDevice:

@@ -38,7 +38,9 @@ core::PodAllocation AllocationOf(const NodeState& node, const Placement& p) {
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
   HAMI_ASSIGN_OR_RETURN(std::shared_ptr<Profile> profile,
                         MakeProfile(options.policy, options.config));
+  HAMI_RETURN_IF_ERROR(ValidateUsageRuleOptions(options.usage));
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(profile), options.seed));
+  if (options.usage.enabled()) s->usage_ = std::make_unique<UsageRule>(options.usage);
   // Policies a pod may select by annotation get their own profile (and, for the fragmentation-aware
   // ones, their own learned task-shape model), unless the configured policy is that one.
   const std::string& name = s->profile_->name;
@@ -150,8 +152,36 @@ bool Scheduler::HasPooledGrants(const core::PodAllocation& allocation) const {
   return false;
 }
 
+std::vector<UsageRule::Grant> Scheduler::GrantsOf(const std::string& node,
+                                                  const PodDelta& delta) const {
+  // Read after the pod is in the cache: what was booked before it is the device's usage less the
+  // pod's own (a reservation not yet recorded by the rule counts as a pod without a profile, so a
+  // race only ever refuses).
+  std::vector<UsageRule::Grant> out;
+  cache_.WithNode(node, [&](const NodeState& n) {
+    for (const DeviceDelta& d : delta.devices) {
+      if (d.device < 0 || static_cast<size_t>(d.device) >= n.info.devices.size()) continue;
+      const auto i = static_cast<size_t>(d.device);
+      out.push_back({node, n.info.devices[i].uuid, d.mem_mib, n.usage[i].usedmem_mib - d.mem_mib});
+    }
+  });
+  return out;
+}
+
+std::vector<UsageRule::Grant> Scheduler::GrantsOf(const core::PodAllocation& allocation) const {
+  std::vector<UsageRule::Grant> out;
+  for (const auto& c : allocation.containers)
+    for (const core::ContainerDevice& d : c)
+      out.push_back({allocation.node, d.uuid, d.usedmem_mib, 0});
+  return out;
+}
+
 Status Scheduler::AddPod(const std::string& uid, const core::PodAllocation& allocation,
-                         const ClusterCache::PodResources& res) {
+                         const ClusterCache::PodResources& res,
+                         const std::optional<usage::Tenant>& usage_tenant) {
+  // The usage rule learns the pod's grants (a tenant only from its profile, when it is given);
+  // ground truth, as the cache takes it.
+  if (usage_) usage_->Record(uid, usage_tenant, GrantsOf(allocation));
   if (!HasPooledGrants(allocation)) {
     HAMI_RETURN_IF_ERROR(cache_.AddPod(uid, allocation, res));
     (void)cache_.RemovePod(PoolKey(uid));  // a record replaced by one without pooled grants
@@ -299,6 +329,13 @@ StatusOr<Decision> Scheduler::Schedule(const core::PodRequest& pod,
   CycleState cycle(pod, rng, profile.vendor_rules);
   cycle.set_gpu_capacity(cache_.gpu_capacity());
   cycle.set_quota(options.quota);
+  std::optional<usage::Tenant> tenant;
+  std::optional<UsageRule::Gate> gate;
+  if (usage_) {
+    tenant = usage_->TenantOf(pod);
+    gate.emplace(*usage_, tenant ? &*tenant : nullptr);
+    cycle.set_gate(&*gate);
+  }
   // A profile that draws per node (uniform host choice, random GPUs) visits the candidates in name
   // order, as over all nodes: the draws then do not depend on the order kube-scheduler lists them
   // in.
@@ -494,13 +531,25 @@ StatusOr<Decision> Scheduler::ScheduleBounded(const Profile& profile, const Cycl
 Status Scheduler::Reserve(const core::PodRequest& pod, const Decision& decision) {
   if (decision.node.empty())
     return FailedPrecondition("pod ", pod.uid, ": the decision names no node");
-  if (!decision.node_untracked)
+  if (!decision.node_untracked) {
     HAMI_RETURN_IF_ERROR(cache_.Reserve(pod.uid, decision.node, decision.delta));
+    if (usage_) {
+      // Re-checked under the rule's lock: a concurrent reservation on the same card was not in the
+      // profiles this decision was made against.
+      Status s =
+          usage_->Commit(pod.uid, usage_->TenantOf(pod), GrantsOf(decision.node, decision.delta));
+      if (!s.ok()) {
+        (void)cache_.RemovePod(pod.uid);
+        return s;
+      }
+    }
+  }
   if (!decision.pool_node.empty()) {
     // The pooled grants on their server; both records or neither.
     Status s = cache_.Reserve(PoolKey(pod.uid), decision.pool_node, decision.pool_delta);
     if (!s.ok()) {
       if (!decision.node_untracked) (void)cache_.RemovePod(pod.uid);
+      if (usage_) usage_->Forget(pod.uid);
       return s;
     }
   }
@@ -530,6 +579,7 @@ Status Scheduler::RemovePod(const std::string& uid) {
 }
 
 Status Scheduler::RemoveRecords(const std::string& uid) {
+  if (usage_) usage_->Forget(uid);
   const Status local = cache_.RemovePod(uid);
   const Status pooled = cache_.RemovePod(PoolKey(uid));
   return local.ok() || pooled.ok() ? OkStatus() : local;

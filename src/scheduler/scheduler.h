@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "scheduler/cluster_cache.h"
 #include "scheduler/framework.h"
 #include "scheduler/registry.h"
+#include "scheduler/usage_rule.h"
 
 namespace hami::scheduler {
 
@@ -45,6 +47,8 @@ struct SchedulerOptions {
   // Per-device rules of the enabled non-NVIDIA vendors (vendor_rules.h); null = generic checks
   // only. Not owned; must outlive the scheduler.
   const VendorRules* vendor_rules = nullptr;
+  // Usage-aware placement of pods with a trusted usage profile (usage_rule.h); off by default.
+  UsageRuleOptions usage;
 };
 
 struct ScheduleOptions {
@@ -107,8 +111,10 @@ class Scheduler {
   Status Unreserve(const std::string& uid);
   // Grants of pooled devices (Decision::pool_node) are recorded on their serving node under
   // PoolKey(uid); every method that takes a uid handles both records.
+  // `usage_tenant`: the pod's usage-rule tenant (UsageRule::TenantOf), when the caller read one.
   Status AddPod(const std::string& uid, const core::PodAllocation& allocation,
-                const ClusterCache::PodResources& res = {});
+                const ClusterCache::PodResources& res = {},
+                const std::optional<usage::Tenant>& usage_tenant = std::nullopt);
   Status RemovePod(const std::string& uid);
   // The cache key of a pod's grants on the node serving its pooled devices.
   static std::string PoolKey(const std::string& uid) { return uid + "/pool"; }
@@ -130,10 +136,16 @@ class Scheduler {
   // learned so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach
   // nothing.
   std::unique_ptr<Scheduler> DryRun() const;
-  void UpsertNode(core::NodeInfo info) { cache_.UpsertNode(std::move(info)); }
+  // With the usage rule on, generic devices count at its overcommit cap (UsageRule::ScaleNode).
+  void UpsertNode(core::NodeInfo info) {
+    if (usage_) usage_->ScaleNode(&info);
+    cache_.UpsertNode(std::move(info));
+  }
   void RemoveNode(const std::string& name) { cache_.RemoveNode(name); }
 
   const ClusterCache& cache() const { return cache_; }
+  // The usage rule; null when it is off (and in DryRun() copies, which decide without it).
+  const UsageRule* usage_rule() const { return usage_.get(); }
   const Profile& profile() const { return *profile_; }
   // The profile that places `pod`: the whole-placement policy it names in
   // hami.io/gpu-scheduler-policy
@@ -164,7 +176,11 @@ class Scheduler {
   std::shared_ptr<Profile> fgd_, default_,
       hami_;            // per-pod choices (null when profile_ is that policy)
   bool learns_ = true;  // false in DryRun() copies
+  // The usage grants of the pods `allocation` places (node and device uuid from the cache).
+  std::vector<UsageRule::Grant> GrantsOf(const std::string& node, const PodDelta& delta) const;
+  std::vector<UsageRule::Grant> GrantsOf(const core::PodAllocation& allocation) const;
   ClusterCache cache_;
+  std::unique_ptr<UsageRule> usage_;  // null: off
   uint64_t seed_;
   std::atomic<uint64_t> reserved_{
       0};  // successful Reserve calls: seeds the random stream of Schedule

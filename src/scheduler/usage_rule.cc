@@ -1,0 +1,178 @@
+#include "scheduler/usage_rule.h"
+
+#include <algorithm>
+
+#include "core/mig.h"
+#include "usage/recommend.h"
+
+namespace hami::scheduler {
+
+Status ValidateUsageRuleOptions(const UsageRuleOptions& o) {
+  if (o.overcommit_pct != 0 && (o.overcommit_pct < 100 || o.overcommit_pct > 1000))
+    return InvalidArgument("--usage-overcommit-pct must be 0 (off) or 100..1000, not ",
+                           o.overcommit_pct);
+  if (o.duty_budget < 1 || o.duty_budget > 10 * usage::kDutyFull)
+    return InvalidArgument("--usage-duty-budget-pct must be 1..1000 (%)");
+  if (o.contention_bp < 0 || o.contention_bp > 10000)
+    return InvalidArgument("--usage-contention-bp must be 0..10000, not ", o.contention_bp);
+  for (const std::string& ns : o.namespaces)
+    if (ns.empty()) return InvalidArgument("--usage-namespaces: an empty namespace name");
+  return OkStatus();
+}
+
+std::optional<usage::Tenant> UsageRule::TenantOf(const core::PodRequest& pod) const {
+  if (!options_.enabled()) return std::nullopt;
+  const auto a = pod.annotations.find(std::string(usage::kUsageProfileAnnotation));
+  if (a == pod.annotations.end()) return std::nullopt;
+  const bool trusted =
+      std::any_of(options_.namespaces.begin(), options_.namespaces.end(),
+                  [&](const std::string& ns) { return ns == "*" || ns == pod.namespace_; });
+  if (!trusted) return std::nullopt;
+  const core::DeviceRequest* only = nullptr;
+  for (const core::ContainerRequest& c : pod.containers)
+    for (const core::DeviceRequest& r : c.devices) {
+      if (only != nullptr) return std::nullopt;  // more than one request: the rule is per card
+      only = &r;
+    }
+  if (only == nullptr || only->vendor != core::kNvidiaVendor || only->nums != 1 ||
+      only->memreq_mib <= 0)
+    return std::nullopt;
+  StatusOr<usage::UsageProfile> p = usage::ParseUsageProfile(a->second);
+  if (!p.ok()) return std::nullopt;
+  usage::Tenant t;
+  t.profile = *std::move(p);
+  t.spike_mib = t.profile.mem_peak;
+  t.limit_mib = only->memreq_mib;
+  return t;
+}
+
+void UsageRule::ScaleNode(core::NodeInfo* info) {
+  if (!options_.enabled()) return;
+  WriterLock l(mu_);
+  for (core::DeviceInfo& d : info->devices) {
+    if (d.vendor != core::kNvidiaVendor || core::IsMigDevice(d)) continue;
+    real_mib_[Key(info->name, d.uuid)] = d.devmem_mib;
+    d.devmem_mib = d.devmem_mib * options_.overcommit_pct / 100;
+  }
+}
+
+Reason UsageRule::Gate::Admit(const PickContext& ctx, int device, int64_t mem_mib) const {
+  const core::DeviceInfo& d = ctx.node.info.devices[static_cast<size_t>(device)];
+  ReaderLock l(rule_.mu_);
+  return rule_.CheckLocked(tenant_, ctx.node.info.name, d.uuid,
+                           ctx.usage[static_cast<size_t>(device)].usedmem_mib, mem_mib);
+}
+
+Reason UsageRule::CheckLocked(const usage::Tenant* tenant, const std::string& node,
+                              const std::string& uuid, int64_t used_mib, int64_t mem_mib) const {
+  const std::string key = Key(node, uuid);
+  const auto real_it = real_mib_.find(key);
+  if (real_it == real_mib_.end()) return Reason::kCount;  // a device the rule does not cover
+  const int64_t real = real_it->second;
+  // No pod's own limit passes the card: libvgpu would promise memory the card does not have.
+  if (mem_mib > real)
+    return tenant ? Reason::kCardUsageProfileNotFit : Reason::kCardInsufficientMemory;
+  if (tenant == nullptr)
+    return used_mib + mem_mib > real ? Reason::kCardInsufficientMemory : Reason::kCount;
+  std::vector<const usage::Tenant*> there;
+  int64_t profiled = 0;
+  if (const auto dev = devices_.find(key); dev != devices_.end())
+    for (const std::string& uid : dev->second.uids) {
+      const Pod& p = pods_.at(uid);
+      if (!p.tenant) continue;
+      there.push_back(&*p.tenant);
+      for (const Grant& g : p.grants)
+        if (g.node == node && g.uuid == uuid) profiled += g.mem_mib;
+    }
+  // What the cache books there beyond the profiled pods: pods without a profile (or ones we have
+  // not been told the profile of), taken at their whole limit and busy all the time.
+  const int64_t stock = std::max<int64_t>(0, used_mib - profiled);
+  if (stock > 0 && used_mib + mem_mib > real) return Reason::kCardUsageProfileNotFit;
+  if (there.empty() && stock == 0) return Reason::kCount;  // an empty card takes any pod
+  usage::Tenant stock_tenant;
+  if (stock > 0) {
+    stock_tenant.limit_mib = stock;
+    stock_tenant.spike_mib = stock;
+    there.push_back(&stock_tenant);
+  }
+  usage::PackBudget budget;
+  budget.capacity_mib = real;
+  budget.duty_budget = options_.duty_budget;
+  budget.contention_bp = options_.contention_bp;
+  budget.overcommit_pct = options_.overcommit_pct;
+  return usage::CheckFit(there, *tenant, budget) == usage::Fit::kFits
+             ? Reason::kCount
+             : Reason::kCardUsageProfileNotFit;
+}
+
+Status UsageRule::Commit(const std::string& uid, const std::optional<usage::Tenant>& tenant,
+                         const std::vector<Grant>& grants) {
+  WriterLock l(mu_);
+  for (const Grant& g : grants)
+    if (Reason r = CheckLocked(tenant ? &*tenant : nullptr, g.node, g.uuid, g.used_mib, g.mem_mib);
+        r != Reason::kCount)
+      return Aborted("device ", g.uuid, " of node ", g.node, " no longer takes pod ", uid, " (",
+                     ReasonName(r), "); schedule again");
+  RecordLocked(uid, tenant, grants);
+  return OkStatus();
+}
+
+void UsageRule::Record(const std::string& uid, const std::optional<usage::Tenant>& tenant,
+                       const std::vector<Grant>& grants) {
+  WriterLock l(mu_);
+  RecordLocked(uid, tenant, grants);
+}
+
+void UsageRule::RecordLocked(const std::string& uid, const std::optional<usage::Tenant>& tenant,
+                             const std::vector<Grant>& grants) {
+  std::optional<usage::Tenant> keep = tenant;
+  if (auto it = pods_.find(uid); it != pods_.end()) {
+    auto same = [](const Grant& a, const Grant& b) {
+      return a.node == b.node && a.uuid == b.uuid && a.mem_mib == b.mem_mib;
+    };
+    if (!keep && it->second.grants.size() == grants.size() &&
+        std::equal(grants.begin(), grants.end(), it->second.grants.begin(), same))
+      keep = it->second.tenant;
+    ForgetLocked(uid);
+  }
+  if (grants.empty()) return;
+  Pod& p = pods_[uid];
+  p.tenant = std::move(keep);
+  p.grants = grants;
+  for (const Grant& g : grants) {
+    Device& d = devices_[Key(g.node, g.uuid)];
+    d.uids.push_back(uid);
+    d.booked_mib += g.mem_mib;
+  }
+}
+
+void UsageRule::Forget(const std::string& uid) {
+  WriterLock l(mu_);
+  ForgetLocked(uid);
+}
+
+void UsageRule::ForgetLocked(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  for (const Grant& g : it->second.grants) {
+    auto d = devices_.find(Key(g.node, g.uuid));
+    if (d == devices_.end()) continue;
+    auto& v = d->second.uids;
+    if (auto u = std::find(v.begin(), v.end(), uid); u != v.end()) v.erase(u);
+    d->second.booked_mib -= g.mem_mib;
+    if (v.empty()) devices_.erase(d);
+  }
+  pods_.erase(it);
+}
+
+UsageRule::Stats UsageRule::stats() const {
+  ReaderLock l(mu_);
+  Stats s;
+  for (const auto& [uid, p] : pods_) s.profiled_pods += p.tenant.has_value();
+  for (const auto& [key, d] : devices_)
+    if (auto r = real_mib_.find(key); r != real_mib_.end() && d.booked_mib > r->second)
+      ++s.overcommitted_gpus;
+  return s;
+}
+
+}  // namespace hami::scheduler

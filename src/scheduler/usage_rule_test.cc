@@ -1,0 +1,232 @@
+// The usage rule inside the scheduler (usage_rule.h): who packs by profile, what may overcommit a
+// card and by how much, and that a forged profile is bounded by the cap.
+#include "scheduler/usage_rule.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/testing/builders.h"
+#include "usage/recommend.h"
+
+namespace hami::scheduler {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+constexpr int64_t kCard = 80000;  // MiB
+
+// A profile observed for an hour in every hour bucket: resident at `level`, up to `peak`, duty
+// always 0 (idle) or always 100 % (busy).
+std::string ProfileText(int32_t level, int32_t peak, bool busy) {
+  usage::UsageProfile p;
+  p.minutes = 60 * usage::kHourBuckets;
+  p.mem_all = level;
+  p.mem_peak = peak;
+  p.duty_all = busy ? 6000 : 0;
+  usage::DutyHistogram h{};
+  h[busy ? 12 : 0] = 1000;
+  for (int i = 0; i < usage::kHourBuckets; ++i) {
+    p.mem_mib[i] = level;
+    p.duty[i] = p.duty_all;
+    p.duty_hist[i] = h;
+  }
+  p.duty_hist_busiest = h;
+  return usage::FormatUsageProfile(p);
+}
+
+struct PodSpec {
+  int64_t gpumem = 0;
+  std::string profile;  // "" = no annotation
+  std::string ns = "serving";
+  int gpus = 1;
+};
+
+PodSpec Idle(int64_t gpumem, int32_t level, int32_t peak) {
+  return {gpumem, ProfileText(level, peak, false)};
+}
+PodSpec Busy(int64_t gpumem, int32_t level, int32_t peak) {
+  return {gpumem, ProfileText(level, peak, true)};
+}
+PodSpec Stock(int64_t gpumem) {
+  return {gpumem, ""};
+}
+
+core::PodRequest PodOf(const std::string& uid, const PodSpec& s) {
+  core::PodRequest p = PodBuilder(uid).Gpu(s.gpus, s.gpumem, 0).Build();
+  p.namespace_ = s.ns;
+  if (!s.profile.empty()) p.annotations[std::string(usage::kUsageProfileAnnotation)] = s.profile;
+  return p;
+}
+
+std::unique_ptr<Scheduler> Make(int overcommit_pct,
+                                std::vector<std::string> namespaces = {"serving"}) {
+  SchedulerOptions so;
+  so.policy = "hami-binpack";
+  so.usage.overcommit_pct = overcommit_pct;
+  so.usage.namespaces = std::move(namespaces);
+  auto s = Scheduler::Create(so);
+  EXPECT_TRUE(s.ok()) << s.status();
+  (*s)->UpsertNode(NodeBuilder("n1").Gpus(1, kCard).Build());
+  return std::move(*s);
+}
+
+TEST(UsageRule, WhoSharesACardAndHowFarItMayBeBooked) {
+  struct Case {
+    const char* name;
+    int overcommit_pct;
+    std::vector<std::string> trusted;
+    std::vector<PodSpec> there;  // reserved on the one card first, in order (each must fit)
+    PodSpec pod;
+    bool fits;
+    const char* reason;  // when it does not fit: in Decision::failures
+  };
+  // clang-format off
+  const std::vector<Case> cases = {
+      {"rule off: the sum of limits stays within the card, profile or not",
+       0, {"serving"}, {Idle(50000, 20000, 30000)}, Idle(50000, 20000, 30000), false, "CardInsufficientMemory"},
+      {"two idle pods whose levels and one spike fit: 100,000 MiB booked on 80,000",
+       200, {"serving"}, {Idle(50000, 20000, 30000)}, Idle(50000, 20000, 30000), true, ""},
+      {"levels 35,000 x 2 and a 12,000 spike pass the card",
+       200, {"serving"}, {Idle(50000, 35000, 47000)}, Idle(50000, 35000, 47000), false, "CardUsageProfileNotFit"},
+      {"two pods busy in the same hours contend",
+       200, {"serving"}, {Busy(30000, 10000, 10000)}, Busy(30000, 10000, 10000), false, "CardUsageProfileNotFit"},
+      {"busy next to idle does not contend",
+       200, {"serving"}, {Busy(30000, 10000, 10000)}, Idle(30000, 10000, 10000), true, ""},
+      {"a namespace the operator did not list: the profile is ignored",
+       200, {"other"}, {Idle(50000, 20000, 30000)}, Idle(50000, 20000, 30000), false, "CardInsufficientMemory"},
+      {"every namespace trusted with *",
+       200, {"*"}, {Idle(50000, 20000, 30000)}, Idle(50000, 20000, 30000), true, ""},
+      {"a profile that does not parse: placed as a pod without one",
+       200, {"serving"}, {Idle(50000, 20000, 30000)}, {50000, "v1;n=garbage"}, false, "CardInsufficientMemory"},
+      {"a profile on a two-GPU request is ignored",
+       200, {"serving"}, {Stock(10000)}, {50000, ProfileText(1, 1, false), "serving", 2}, false, "NodeInsufficientDevice"},
+      {"forged tiny profiles: the cap still bounds the booked sum (3 x 40,000 = 150 %)",
+       150, {"serving"}, {Idle(40000, 1, 1), Idle(40000, 1, 1)}, Idle(40000, 1, 1), true, ""},
+      {"forged tiny profiles: a fourth would book 200 % past a 150 % cap (the card registers 150 %)",
+       150, {"serving"}, {Idle(40000, 1, 1), Idle(40000, 1, 1), Idle(40000, 1, 1)}, Idle(40000, 1, 1), false, "CardInsufficientMemory"},
+      {"no limit larger than the card, even on an empty card",
+       200, {"serving"}, {}, Idle(90000, 1, 1), false, "CardUsageProfileNotFit"},
+      {"rule on, pods without a profile: still the sum of limits within the card",
+       200, {"serving"}, {Stock(50000)}, Stock(40000), false, "CardInsufficientMemory"},
+      {"rule on, pods without a profile fit as today",
+       200, {"serving"}, {Stock(40000)}, Stock(40000), true, ""},
+      {"a pod without a profile never joins an overcommitted card",
+       200, {"serving"}, {Idle(50000, 20000, 30000), Idle(50000, 20000, 30000)}, Stock(1000), false, "CardInsufficientMemory"},
+      {"a pod without a profile joins profiled pods within the card",
+       200, {"serving"}, {Idle(30000, 20000, 30000), Idle(30000, 20000, 30000)}, Stock(10000), true, ""},
+      {"a forged profile never overcommits a card holding a pod without one",
+       200, {"serving"}, {Stock(40000)}, Idle(50000, 1, 1), false, "CardUsageProfileNotFit"},
+      {"a pod without a profile counts busy all the time: no profiled pod joins it",
+       200, {"serving"}, {Stock(40000)}, Idle(30000, 1, 1), false, "CardUsageProfileNotFit"},
+  };
+  // clang-format on
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = Make(c.overcommit_pct, c.trusted);
+    for (size_t i = 0; i < c.there.size(); ++i) {
+      auto d = s->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i]), nullptr);
+      ASSERT_TRUE(d.ok()) << d.status();
+      ASSERT_EQ(d->node, "n1") << "setup pod " << i << " does not fit";
+    }
+    ScheduleOptions so;
+    so.explain = true;
+    auto d = s->Schedule(PodOf("new", c.pod), nullptr, so);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(!d->node.empty(), c.fits);
+    if (!c.fits) {
+      ASSERT_EQ(d->failures.size(), 1u);
+      EXPECT_NE(d->failures[0].reason.find(c.reason), std::string::npos) << d->failures[0].reason;
+    }
+  }
+}
+
+TEST(UsageRule, TheBookingIsTheFullLimitAndTheCardCountsAtTheCap) {
+  auto s = Make(200);
+  auto d = s->ScheduleAndReserve(PodOf("a", Idle(50000, 20000, 30000)), nullptr);
+  ASSERT_TRUE(d.ok() && d->node == "n1");
+  ASSERT_EQ(d->allocation.containers.size(), 1u);
+  EXPECT_EQ(d->allocation.containers[0][0].usedmem_mib, 50000);  // what libvgpu enforces
+  auto snap = s->cache().Snapshot("n1");
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_EQ(snap->info.devices[0].devmem_mib, 2 * kCard);
+  EXPECT_EQ(snap->usage[0].usedmem_mib, 50000);
+  ASSERT_TRUE(s->ScheduleAndReserve(PodOf("b", Idle(50000, 20000, 30000)), nullptr).ok());
+  EXPECT_EQ(s->usage_rule()->stats().profiled_pods, 2);
+  EXPECT_EQ(s->usage_rule()->stats().overcommitted_gpus, 1);
+  // Off: the registration is left as it is.
+  auto off = Make(0);
+  EXPECT_EQ(off->cache().Snapshot("n1")->info.devices[0].devmem_mib, kCard);
+  EXPECT_EQ(off->usage_rule(), nullptr);
+}
+
+TEST(UsageRule, ReserveRechecksAgainstAConcurrentReservation) {
+  // Both decided on the empty card; each alone fits, together their levels pass it.
+  auto s = Make(200);
+  const core::PodRequest a = PodOf("a", Idle(50000, 40000, 45000));
+  const core::PodRequest b = PodOf("b", Idle(50000, 40000, 45000));
+  auto da = s->Schedule(a, nullptr);
+  auto db = s->Schedule(b, nullptr);
+  ASSERT_TRUE(da.ok() && db.ok() && da->node == "n1" && db->node == "n1");
+  ASSERT_TRUE(s->Reserve(a, *da).ok());
+  const Status second = s->Reserve(b, *db);
+  EXPECT_TRUE(absl::IsAborted(second)) << second;
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].usedmem_mib, 50000);  // rolled back
+}
+
+TEST(UsageRule, PodsPlacedEarlierCountWithTheProfileTheyAreGiven) {
+  auto s = Make(200);
+  core::PodAllocation a;
+  a.node = "n1";
+  a.containers = {{core::ContainerDevice{"n1-gpu0", core::kNvidiaVendor, 50000, 0, 0}}};
+  const core::PodRequest next = PodOf("next", Idle(50000, 20000, 30000));
+  // Without its profile a pod placed earlier is a pod without one: no overcommit next to it.
+  ASSERT_TRUE(s->AddPod("old", a).ok());
+  EXPECT_TRUE(s->Schedule(next, nullptr)->node.empty());
+  // Told its profile (the extender reads it from the pod), it packs.
+  const auto tenant = s->usage_rule()->TenantOf(PodOf("old", Idle(50000, 20000, 30000)));
+  ASSERT_TRUE(tenant.has_value());
+  ASSERT_TRUE(s->AddPod("old", a, {}, tenant).ok());
+  EXPECT_EQ(s->Schedule(next, nullptr)->node, "n1");
+  // Recorded again without one (init containers finished): it keeps the profile it had.
+  ASSERT_TRUE(s->AddPod("old", a).ok());
+  EXPECT_EQ(s->Schedule(next, nullptr)->node, "n1");
+  // Gone: the card is empty.
+  ASSERT_TRUE(s->RemovePod("old").ok());
+  EXPECT_EQ(s->usage_rule()->stats().profiled_pods, 0);
+  EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].usedmem_mib, 0);
+}
+
+TEST(UsageRule, OptionsAreCheckedAtStart) {
+  struct Case {
+    UsageRuleOptions o;
+    bool ok;
+  };
+  auto with = [](int oc, int bp, int32_t duty, std::vector<std::string> ns) {
+    UsageRuleOptions o;
+    o.overcommit_pct = oc;
+    o.contention_bp = bp;
+    o.duty_budget = duty;
+    o.namespaces = std::move(ns);
+    return o;
+  };
+  const std::vector<Case> cases = {
+      {with(0, 350, 10000, {}), true},      {with(100, 350, 10000, {"a"}), true},
+      {with(1000, 0, 1, {"*"}), true},      {with(99, 350, 10000, {}), false},
+      {with(1001, 350, 10000, {}), false},  {with(200, -1, 10000, {}), false},
+      {with(200, 10001, 10000, {}), false}, {with(200, 350, 0, {}), false},
+      {with(200, 350, 10000, {""}), false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(ValidateUsageRuleOptions(cases[i].o).ok(), cases[i].ok);
+    SchedulerOptions so;
+    so.usage = cases[i].o;
+    EXPECT_EQ(Scheduler::Create(so).ok(), cases[i].ok);
+  }
+}
+
+}  // namespace
+}  // namespace hami::scheduler
