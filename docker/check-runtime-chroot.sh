@@ -15,12 +15,7 @@ set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 DOCKERFILE HAMI LIBVGPU [CACHE_DIR]" >&2; exit 2; }
 dockerfile="$1" hami="$2" libvgpu="$3"
 cache="${4:-$(dirname "$0")/../build/tools}"
-# The archive this machine's apt uses for Debian (deb822 or one-line sources), else deb.debian.org.
-apt_mirror() {
-  { { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
-    grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'; } \
-    | grep -v -- '-security' | grep -E '^https?://' | head -1; } || true
-}
+. "$(dirname "$0")/runtime-stage.sh"
 mirror="${HAMI_DEBIAN_MIRROR:-$(apt_mirror)}"
 mirror="${mirror:-http://deb.debian.org/debian}"
 
@@ -29,7 +24,6 @@ command -v debootstrap >/dev/null || { echo "check-runtime-chroot: no debootstra
 for f in "$dockerfile" "$hami" "$libvgpu"; do [ -e "$f" ] || { echo "check-runtime-chroot: $f does not exist" >&2; exit 2; }; done
 
 # The runtime stage: its apt-get install list, its COPY destinations and its USER.
-. "$(dirname "$0")/runtime-stage.sh"
 packages="$(runtime_stage_packages "$dockerfile")"
 [ -n "$packages" ] || { echo "check-runtime-chroot: no apt-get install in the runtime-base stage" >&2; exit 1; }
 dest_of() {  # the COPY destination of a build output whose path ends in $1, in any stage

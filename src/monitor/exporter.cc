@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "hami_revision.h"  // generated at build time: HAMI_REVISION (cmake/Revision.cmake)
 #include "http/metrics_text.h"
 #include "vgpu/shared_region.h"
 
@@ -46,15 +47,12 @@ BuildInfo DefaultBuildInfo(std::string version, std::string revision, std::strin
 #ifndef HAMI_MONITOR_VERSION
 #define HAMI_MONITOR_VERSION "unknown"
 #endif
-#ifndef HAMI_MONITOR_REVISION
-#define HAMI_MONITOR_REVISION "unknown"
-#endif
 #ifndef HAMI_MONITOR_BUILD_DATE
 #define HAMI_MONITOR_BUILD_DATE "unknown"
 #endif
 
 BuildInfo CurrentBuildInfo() {
-  return DefaultBuildInfo(HAMI_MONITOR_VERSION, HAMI_MONITOR_REVISION, HAMI_MONITOR_BUILD_DATE);
+  return DefaultBuildInfo(HAMI_MONITOR_VERSION, HAMI_REVISION, HAMI_MONITOR_BUILD_DATE);
 }
 
 Exporter::Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods,
