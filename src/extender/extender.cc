@@ -59,17 +59,17 @@ bool ChargeDependsOnDevice(const core::PodRequest& pod) {
   return false;
 }
 
+int64_t NanosSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
 // Adds the time of its scope to a counter (ExtenderCounters' filter_*_ns).
 class StageTimer {
  public:
   explicit StageTimer(std::atomic<int64_t>& sum)
       : sum_(sum), t0_(std::chrono::steady_clock::now()) {}
-  ~StageTimer() {
-    sum_.fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
-            .count(),
-        std::memory_order_relaxed);
-  }
+  ~StageTimer() { sum_.fetch_add(NanosSince(t0_), std::memory_order_relaxed); }
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;
 
@@ -726,7 +726,17 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
   return out;
 }
 
+void LatencyHistogram::Observe(int64_t ns) {
+  const auto* bound = std::lower_bound(kBoundsNs.begin(), kBoundsNs.end(), ns);
+  if (bound != kBoundsNs.end())
+    per_bucket[static_cast<size_t>(bound - kBoundsNs.begin())].fetch_add(1,
+                                                                         std::memory_order_relaxed);
+  sum_ns.fetch_add(ns, std::memory_order_relaxed);
+  count.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::string Extender::HandleFilter(std::string_view body) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto args = [&] {
     StageTimer t(counters_.filter_parse_ns);
     return ParseExtenderArgs(body);
@@ -738,17 +748,26 @@ std::string Extender::HandleFilter(std::string_view body) {
     counters_.filter_errors.fetch_add(1, std::memory_order_relaxed);
     r.error = std::string(args.status().message());
   }
-  StageTimer t(counters_.filter_encode_ns);
-  return SerializeFilterResult(r);
+  std::string reply = [&] {
+    StageTimer t(counters_.filter_encode_ns);
+    return SerializeFilterResult(r);
+  }();
+  counters_.filter_latency[r.error.empty() ? 0 : 1].Observe(NanosSince(t0));
+  return reply;
 }
 
 std::string Extender::HandleBind(std::string_view body) {
-  auto args = ParseExtenderBindingArgs(body);
-  if (!args.ok()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ExtenderBindingResult r;
+  if (auto args = ParseExtenderBindingArgs(body); args.ok()) {
+    r = Bind(*args);
+  } else {
     counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
-    return ToJson(ExtenderBindingResult{std::string(args.status().message())}).dump();
+    r.error = std::string(args.status().message());
   }
-  return ToJson(Bind(*args)).dump();
+  std::string reply = ToJson(r).dump();
+  counters_.bind_latency[r.error.empty() ? 0 : 1].Observe(NanosSince(t0));
+  return reply;
 }
 
 }  // namespace hami::extender

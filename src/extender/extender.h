@@ -31,6 +31,7 @@
 // record. Only the leader decides: a follower answers every verb with an Error, which
 // kube-scheduler retries. Leadership is checked when a verb starts and again before the decision is
 // written.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -88,6 +89,18 @@ struct ExtenderOptions {
   std::function<std::optional<std::vector<Json>>()> pdbs;
 };
 
+// Latencies of one verb in upstream's buckets (hami_scheduler_{filter,bind}_duration_seconds:
+// 1 ms ... 10 s). Lock-free: one atomic count per bucket, observations above the last bound count
+// in `count` only (the +Inf bucket).
+struct LatencyHistogram {
+  static constexpr std::array<int64_t, 12> kBoundsNs = {
+      1'000'000,   5'000'000,   10'000'000,    25'000'000,    50'000'000,    100'000'000,
+      250'000'000, 500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+  std::array<std::atomic<int64_t>, kBoundsNs.size()> per_bucket{};  // in (previous bound, bound]
+  std::atomic<int64_t> count{0}, sum_ns{0};
+  void Observe(int64_t ns);
+};
+
 // Counters for /metrics (monotonic).
 struct ExtenderCounters {
   std::atomic<int64_t> filter_total{0}, filter_errors{0}, filter_unschedulable{0};
@@ -105,6 +118,9 @@ struct ExtenderCounters {
   // the decision patch (an API round trip) and the reply encoding.
   std::atomic<int64_t> filter_parse_ns{0}, filter_library_ns{0}, filter_patch_ns{0},
       filter_encode_ns{0};
+  // Whole /filter and /bind requests (HandleFilter, HandleBind) by upstream's result label:
+  // [0] success (an answer without Error, unschedulable included), [1] error.
+  LatencyHistogram filter_latency[2], bind_latency[2];
 };
 
 // ---- Filter's phases, in order (Extender::Filter reads as their sequence, the way

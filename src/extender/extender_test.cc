@@ -519,6 +519,57 @@ TEST_F(ExtenderTest, MetricsReflectAllocations) {
   for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
 }
 
+// Upstream's buckets: an observation counts in the first bucket whose bound holds it (bounds are
+// inclusive, as Prometheus' le); above 10 s only in +Inf (the count).
+TEST(LatencyHistogram, UpstreamBuckets) {
+  struct Case {
+    int64_t ns;
+    int bucket;  // -1: +Inf only
+  } cases[] = {{0, 0},           {1'000'000, 0},   {1'000'001, 1},       {7'000'000, 2},
+               {250'000'000, 6}, {999'999'999, 8}, {10'000'000'000, 11}, {10'000'000'001, -1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.ns);
+    LatencyHistogram h;
+    h.Observe(c.ns);
+    for (size_t i = 0; i < h.per_bucket.size(); ++i)
+      EXPECT_EQ(h.per_bucket[i].load(), static_cast<int>(i) == c.bucket ? 1 : 0) << i;
+    EXPECT_EQ(h.count.load(), 1);
+    EXPECT_EQ(h.sum_ns.load(), c.ns);
+  }
+}
+
+// Upstream's pkg/scheduler/metrics_test.go: the filter and bind duration histograms and totals by
+// result are exported after requests (TestMetricsRegistrationAndObservation), with bounded labels:
+// result success or error, bind's phase "total" (TestBindDurationLabelsAreBounded,
+// TestResultLabel).
+TEST_F(ExtenderTest, UpstreamTestMetricsRegistrationAndObservation) {
+  const std::string before = RenderMetrics(*sched_, *state_, &ext_->counters());
+  EXPECT_EQ(before.find("hami_scheduler_filter_duration_seconds"), std::string::npos) << before;
+  ext_->HandleFilter("{");  // error
+  ext_->HandleFilter(Json{
+      {"Pod", PodJson("h", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "100"}})},
+      {"Nodes", nullptr},
+      {"NodeNames",
+       {"n1"}}}.dump());                   // success
+  ext_->HandleBind(R"({"PodName":"p"})");  // error
+  const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
+  const std::string want[] = {
+      "# TYPE hami_scheduler_filter_duration_seconds histogram",
+      R"(hami_scheduler_filter_duration_seconds_count{result="error"} 1)",
+      R"(hami_scheduler_filter_duration_seconds_count{result="success"} 1)",
+      R"(hami_scheduler_filter_duration_seconds_bucket{result="success",le="+Inf"} 1)",
+      R"(hami_scheduler_filter_duration_seconds_bucket{result="success",le="10"} 1)",
+      R"(hami_scheduler_filter_duration_seconds_bucket{result="success",le="0.001"} )",
+      R"(hami_scheduler_bind_duration_seconds_count{phase="total",result="error"} 1)",
+      "# TYPE hami_scheduler_filter_total counter",
+      R"(hami_scheduler_filter_total{result="success"} 1)",
+      R"(hami_scheduler_filter_total{result="error"} 1)",
+      R"(hami_scheduler_bind_total{result="error"} 1)",
+  };
+  for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
+  EXPECT_EQ(text.find(R"(hami_scheduler_bind_total{result="success"})"), std::string::npos) << text;
+}
+
 // Upstream's replica gauges (PR #2758): a follower reports 0 for both, as upstream's does.
 TEST(ReplicaMetrics, UpstreamIsLeaderAndCacheSynced) {
   struct Case {

@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "common/status.h"
 #include "http/metrics_text.h"
 
 namespace hami::extender {
@@ -169,6 +171,21 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
           "back).",
           MetricType::Counter)
       .Put({}, static_cast<double>(state.expired_reservations()));
+  if (const scheduler::UsageRule* rule = sched.usage_rule()) {
+    // The usage rule (docs/utilization.md): hami_gpu_memory_limit_bytes above then reads the
+    // capacity each card is booked against (its memory x the cap).
+    const scheduler::UsageRule::Stats us = rule->stats();
+    set.Add("hami_scheduler_usage_overcommit_cap_percent",
+            "Usage-aware placement: the most a card may book, in % of its memory "
+            "(--usage-overcommit-pct).")
+        .Put({}, rule->options().overcommit_pct);
+    set.Add("hami_scheduler_usage_profiled_pods",
+            "Pods placed by their usage profile (hami.io/usage-profile from a trusted namespace).")
+        .Put({}, static_cast<double>(us.profiled_pods));
+    set.Add("hami_scheduler_usage_overcommitted_gpus",
+            "Cards whose booked gpumem passes their memory (at most the cap).")
+        .Put({}, static_cast<double>(us.overcommitted_gpus));
+  }
   if (counters != nullptr) {
     auto counter = [&](const char* name, const char* help, int64_t v) {
       set.Add(name, help, MetricType::Counter).Put({}, static_cast<double>(v));
@@ -212,6 +229,33 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
         {"encode", &counters->filter_encode_ns}};
     for (const auto& [stage, ns] : stage_ns)
       stages.Put({{"stage", stage}}, static_cast<double>(ns->load()) / 1e9);
+    // Upstream's request metrics (pkg/scheduler/metrics.go): duration histograms and totals by
+    // result; bind's phase is "total" only (no node lock, no separate phases to time).
+    std::vector<double> bounds;
+    for (int64_t ns : LatencyHistogram::kBoundsNs) bounds.push_back(static_cast<double>(ns) / 1e9);
+    auto verb = [&](const char* name, const char* help, const LatencyHistogram(&h)[2],
+                    const MetricLabels& lead) {
+      auto& hist = set.Add(StrCat("hami_scheduler_", name, "_duration_seconds"), help,
+                           MetricType::Histogram);
+      auto& total =
+          set.Add(StrCat("hami_scheduler_", name, "_total"),
+                  StrCat("Total number of ", name, " requests processed."), MetricType::Counter);
+      for (int r = 0; r < 2; ++r) {
+        const uint64_t count = static_cast<uint64_t>(h[r].count.load());
+        if (count == 0) continue;  // as a HistogramVec: only the results observed
+        MetricLabels l = lead;
+        l.push_back({"result", r == 0 ? "success" : "error"});
+        std::vector<uint64_t> cumulative;
+        uint64_t run = 0;
+        for (const auto& b : h[r].per_bucket) cumulative.push_back(run += b.load());
+        hist.PutHistogram(l, bounds, cumulative, count,
+                          static_cast<double>(h[r].sum_ns.load()) / 1e9);
+        total.Put({l.back()}, static_cast<double>(count));
+      }
+    };
+    verb("filter", "Time spent processing Filter requests.", counters->filter_latency, {});
+    verb("bind", "Time spent in each phase of the Bind workflow.", counters->bind_latency,
+         {{"phase", "total"}});
   }
   return set.Render();
 }

@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -23,6 +24,22 @@ void MetricSet::Family::Put(const MetricLabels& labels, double value) {
       m.gauge.value = value;
       break;
   }
+  family_.metric.push_back(std::move(m));
+}
+
+void MetricSet::Family::PutHistogram(const MetricLabels& labels,
+                                     const std::vector<double>& upper_bounds,
+                                     const std::vector<uint64_t>& cumulative, uint64_t count,
+                                     double sum) {
+  prometheus::ClientMetric m;
+  m.label.reserve(leading_.size() + labels.size());
+  m.label.insert(m.label.end(), leading_.begin(), leading_.end());
+  m.label.insert(m.label.end(), labels.begin(), labels.end());
+  for (size_t i = 0; i < upper_bounds.size() && i < cumulative.size(); ++i)
+    m.histogram.bucket.push_back({cumulative[i], upper_bounds[i]});
+  m.histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
+  m.histogram.sample_count = count;
+  m.histogram.sample_sum = sum;
   family_.metric.push_back(std::move(m));
 }
 

@@ -6,6 +6,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/metric_type.h>
 
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ class MetricSet {
    public:
     // Adds one series: the family's leading labels, then `labels`.
     void Put(const MetricLabels& labels, double value);
+    // Adds one series of a Histogram family: `cumulative[i]` observations <= `upper_bounds[i]`
+    // (the +Inf bucket is `count`), `sum` of the observed values.
+    void PutHistogram(const MetricLabels& labels, const std::vector<double>& upper_bounds,
+                      const std::vector<uint64_t>& cumulative, uint64_t count, double sum);
 
    private:
     friend class MetricSet;
