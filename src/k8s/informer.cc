@@ -16,6 +16,29 @@ std::string RvOf(const Json& obj) {
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
   return obj["metadata"].value("resourceVersion", "");
 }
+
+// One stored object: packed in MessagePack (a trimmed pod is about 0.5 KB so, against 3-5 KB of
+// heap as a parsed DOM: docs/benchmarks.md, "Scheduler at scale"), its resourceVersion beside it
+// for the re-list's diff, and the list round that last saw it.
+struct Packed {
+  std::string rv;
+  std::string bytes;
+  uint64_t round = 0;
+};
+
+Packed Pack(const Json& obj, uint64_t round) {
+  thread_local std::vector<uint8_t> scratch;
+  scratch.clear();
+  Json::to_msgpack(obj, scratch);
+  // Exactly sized: the scratch's growth slack is not kept per object.
+  return {RvOf(obj), std::string(scratch.begin(), scratch.end()), round};
+}
+
+// What Pack packed (MessagePack round-trips every JSON value and number type exactly).
+std::shared_ptr<const Json> Unpack(const std::string& bytes) {
+  return std::make_shared<const Json>(Json::from_msgpack(bytes, /*strict=*/true,
+                                                         /*allow_exceptions=*/false));
+}
 }  // namespace
 
 std::string Informer::KeyOf(const Json& obj) {
@@ -32,7 +55,9 @@ struct Informer::Impl {
 
   mutable Mutex mu;
   mutable CondVar cv;  // synced or stopping
-  std::map<std::string, std::shared_ptr<const Json>> store ABSL_GUARDED_BY(mu);
+  std::map<std::string, Packed> store ABSL_GUARDED_BY(mu);
+  // The list round in progress or last done (the informer thread's own; a restart is a round).
+  uint64_t round = 0;
   std::string last_rv ABSL_GUARDED_BY(mu);
   bool synced ABSL_GUARDED_BY(mu) = false;
   bool stopping ABSL_GUARDED_BY(mu) = false;
@@ -70,13 +95,15 @@ struct Informer::Impl {
     return lo;
   }
 
-  // Lists (in pages) and replaces the store, delivering the difference. Returns the list's
-  // resourceVersion.
+  // Lists (in pages), storing and delivering each page's objects as it is read (so a large list is
+  // never held parsed whole), then drops and reports as deleted what the list no longer holds.
+  // Returns the list's resourceVersion. A list that fails half-way leaves the objects it already
+  // delivered (newer than before) and reports no delete; the next round converges.
   StatusOr<std::string> Relist() {
     ++lists;
+    ++round;
     ListOptions lo = BaseOptions();
     lo.limit = opts.page_size;
-    std::map<std::string, std::shared_ptr<const Json>> fresh;
     HAMI_ASSIGN_OR_RETURN(
         const std::string rv,
         client.ListPages(
@@ -85,35 +112,53 @@ struct Informer::Impl {
               for (auto& item : page["items"]) {
                 if (opts.transform) opts.transform(item);
                 std::string key = KeyOf(item);
-                if (!key.empty()) fresh[key] = std::make_shared<const Json>(std::move(item));
+                if (!key.empty()) ApplyListed(std::move(key), item);
+                item = Json();  // this object's DOM goes now, not with the page
               }
               page = Json();  // the page's untransformed rest goes now, not with the list
             },
-            [&] { fresh.clear(); }, opts.drop_while_parsing));
-    std::map<std::string, std::shared_ptr<const Json>> old;
+            // A restarted list is a new snapshot: what only the abandoned one saw is not in it.
+            [&] { ++round; }, opts.drop_while_parsing));
+    std::vector<std::shared_ptr<const Json>> gone;
     {
       MutexLock l(mu);
-      old.swap(store);
-      store = fresh;
+      for (auto it = store.begin(); it != store.end();) {
+        if (it->second.round == round) {
+          ++it;
+          continue;
+        }
+        gone.push_back(Unpack(it->second.bytes));
+        it = store.erase(it);
+      }
       last_rv = rv;
     }
-    for (auto& [key, obj] : old) {
-      if (!fresh.count(key)) Delete(*obj);
-    }
-    for (auto& [key, obj] : fresh) {
-      auto it = old.find(key);
-      if (it == old.end()) {
-        Add(*obj);
-      } else if (RvOf(*it->second) != RvOf(*obj)) {
-        Update(*it->second, *obj);
-      }
-    }
+    for (const auto& obj : gone) Delete(*obj);
     {
       MutexLock l(mu);
       synced = true;
     }
     cv.NotifyAll();
     return rv;
+  }
+
+  // One listed object: stored, then handed on as an add (new), an update (another
+  // resourceVersion) or not at all (unchanged).
+  void ApplyListed(std::string key, const Json& obj) {
+    Packed packed = Pack(obj, round);
+    bool existed = false, changed = false;
+    std::string prev;  // the stored bytes, when the object changed
+    {
+      MutexLock l(mu);
+      auto [it, inserted] = store.try_emplace(std::move(key));
+      existed = !inserted;
+      changed = existed && it->second.rv != packed.rv;
+      if (changed) prev = std::move(it->second.bytes);
+      it->second = std::move(packed);
+    }
+    if (!existed)
+      Add(obj);
+    else if (changed)
+      Update(*Unpack(prev), obj);
   }
 
   bool Apply(WatchEvent& ev) {
@@ -126,25 +171,32 @@ struct Informer::Impl {
     if (opts.transform) opts.transform(ev.object);
     const std::string key = KeyOf(ev.object);
     if (key.empty()) return true;
-    auto obj = std::make_shared<const Json>(std::move(ev.object));
-    std::shared_ptr<const Json> prev;
+    const Json& obj = ev.object;
+    const bool deleted = ev.type == WatchEvent::Type::kDeleted;
+    Packed packed;
+    if (!deleted) packed = Pack(obj, round);
+    bool existed = false;
+    std::string prev;
     {
       MutexLock l(mu);
       auto it = store.find(key);
-      if (it != store.end()) prev = it->second;
-      if (ev.type == WatchEvent::Type::kDeleted) {
-        store.erase(key);
+      existed = it != store.end();
+      if (deleted) {
+        if (existed) store.erase(it);
+      } else if (existed) {
+        prev = std::move(it->second.bytes);
+        it->second = std::move(packed);
       } else {
-        store[key] = obj;
+        store.emplace(key, std::move(packed));
       }
       if (!rv.empty()) last_rv = rv;
     }
-    if (ev.type == WatchEvent::Type::kDeleted) {
-      Delete(*obj);
-    } else if (prev) {
-      Update(*prev, *obj);
+    if (deleted) {
+      Delete(obj);
+    } else if (existed) {
+      Update(*Unpack(prev), obj);
     } else {
-      Add(*obj);
+      Add(obj);
     }
     return true;
   }
@@ -228,12 +280,16 @@ struct Informer::Impl {
           return;
         if (!synced) continue;
       }
-      std::vector<std::shared_ptr<const Json>> all;
+      std::vector<std::string> all;
       {
         MutexLock l(mu);
-        for (auto& [k, v] : store) all.push_back(v);
+        all.reserve(store.size());
+        for (auto& [k, v] : store) all.push_back(v.bytes);
       }
-      for (auto& o : all) Update(*o, *o);
+      for (const std::string& bytes : all) {
+        const auto o = Unpack(bytes);
+        Update(*o, *o);
+      }
     }
   }
 };
@@ -281,29 +337,46 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
 }
 
 std::optional<Json> Informer::Get(const std::string& key) const {
-  MutexLock l(impl_->mu);
-  auto it = impl_->store.find(key);
-  if (it == impl_->store.end()) return std::nullopt;
-  return *it->second;
+  auto obj = Find(key);
+  if (obj == nullptr) return std::nullopt;
+  return *obj;
 }
 
 std::shared_ptr<const Json> Informer::Find(const std::string& key) const {
-  MutexLock l(impl_->mu);
-  auto it = impl_->store.find(key);
-  return it == impl_->store.end() ? nullptr : it->second;
+  std::string bytes;
+  {
+    MutexLock l(impl_->mu);
+    auto it = impl_->store.find(key);
+    if (it == impl_->store.end()) return nullptr;
+    bytes = it->second.bytes;
+  }
+  return Unpack(bytes);
 }
 
 std::vector<Json> Informer::List() const {
-  MutexLock l(impl_->mu);
+  std::vector<std::string> all;
+  {
+    MutexLock l(impl_->mu);
+    all.reserve(impl_->store.size());
+    for (auto& [k, v] : impl_->store) all.push_back(v.bytes);
+  }
   std::vector<Json> out;
-  out.reserve(impl_->store.size());
-  for (auto& [k, v] : impl_->store) out.push_back(*v);
+  out.reserve(all.size());
+  for (const std::string& bytes : all)
+    out.push_back(Json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false));
   return out;
 }
 
 size_t Informer::Size() const {
   MutexLock l(impl_->mu);
   return impl_->store.size();
+}
+
+size_t Informer::StoreBytes() const {
+  MutexLock l(impl_->mu);
+  size_t n = 0;
+  for (const auto& [k, v] : impl_->store) n += k.size() + v.rv.size() + v.bytes.size();
+  return n;
 }
 
 std::string Informer::LastResourceVersion() const {

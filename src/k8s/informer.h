@@ -12,6 +12,9 @@
 // - A re-list diffs against the store: objects that vanished while we were not watching are
 //   reported as deletes, changed ones as updates, so handlers converge after any fault.
 // - Resync (optional) re-delivers every stored object as an update(old == new) periodically.
+// - Objects are stored packed (MessagePack, a fifth or less of a parsed DOM's heap) and unpacked
+//   on every read (Get, Find, List): reads return equal, independent objects. A list's objects
+//   are stored and delivered page by page as they are read.
 // Handlers run on the informer thread, one at a time, after the store has been updated.
 #include <chrono>
 #include <cstdint>
@@ -80,11 +83,13 @@ class Informer {
 
   // Store reads ("namespace/name", or "name" for cluster-scoped objects).
   std::optional<Json> Get(const std::string& key) const;
-  // The stored object itself, shared and immutable (null: not there): a read without a copy, for
-  // hot paths that look at a few fields.
+  // The stored object, unpacked, shared and immutable (null: not there).
   std::shared_ptr<const Json> Find(const std::string& key) const;
   std::vector<Json> List() const;
   size_t Size() const;
+  // Bytes the store holds packed (keys, resourceVersions and objects; not the containers' own
+  // overhead), for benchmarks and metrics.
+  size_t StoreBytes() const;
   // resourceVersion of the last list, event or bookmark applied.
   std::string LastResourceVersion() const;
 
