@@ -90,3 +90,37 @@ function(hami_no_sanitizers)
     endforeach()
   endforeach()
 endfunction()
+
+# hami_grpc_protos(NAME <lib> MODULE <dir under src> PROTOS <name>...): protoc + grpc_cpp_plugin on
+# src/<dir>/proto/<name>.proto into one static library; generated headers are included as
+# "<dir>/proto/<name>.pb.h". Finds gRPC, protobuf, protoc and grpc_cpp_plugin itself.
+function(hami_grpc_protos)
+  cmake_parse_arguments(A "" "NAME;MODULE" "PROTOS" ${ARGN})
+  find_package(gRPC CONFIG REQUIRED)
+  find_package(Protobuf REQUIRED)
+  find_program(HAMI_PROTOC protoc REQUIRED)
+  find_program(HAMI_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+  set(_gen ${CMAKE_CURRENT_BINARY_DIR}/gen)
+  set(_srcs)
+  set(_deps)
+  foreach(_name IN LISTS A_PROTOS)
+    list(APPEND _deps ${PROJECT_SOURCE_DIR}/src/${A_MODULE}/proto/${_name}.proto)
+  endforeach()
+  foreach(_name IN LISTS A_PROTOS)
+    set(_stem ${_gen}/${A_MODULE}/proto/${_name})
+    set(_out ${_stem}.pb.cc ${_stem}.pb.h ${_stem}.grpc.pb.cc ${_stem}.grpc.pb.h)
+    add_custom_command(
+      OUTPUT ${_out}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${_gen}
+      COMMAND ${HAMI_PROTOC} --proto_path=${PROJECT_SOURCE_DIR}/src --cpp_out=${_gen}
+              --grpc_out=${_gen} --plugin=protoc-gen-grpc=${HAMI_GRPC_CPP_PLUGIN}
+              ${PROJECT_SOURCE_DIR}/src/${A_MODULE}/proto/${_name}.proto
+      DEPENDS ${_deps}
+      COMMENT "protoc: ${A_MODULE}/proto/${_name}.proto")
+    list(APPEND _srcs ${_out})
+  endforeach()
+  add_library(${A_NAME} STATIC ${_srcs})
+  # Generated code: no -Werror; the generated tree is a system include root.
+  target_include_directories(${A_NAME} SYSTEM PUBLIC ${_gen})
+  target_link_libraries(${A_NAME} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+endfunction()

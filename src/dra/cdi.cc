@@ -1,0 +1,85 @@
+#include "dra/cdi.h"
+
+#include <algorithm>
+
+#include "deviceplugin/pending_pod.h"
+#include "nlohmann/json.hpp"
+
+namespace hami::dra {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The kind's "<vendor>-<class>", as CDI's GenerateTransientSpecName names transient specs.
+std::string SpecBaseName(const std::string& kind) {
+  std::string s = kind;
+  std::replace(s.begin(), s.end(), '/', '-');
+  return s;
+}
+
+}  // namespace
+
+std::string CdiKind(const std::string& driver) {
+  return StrCat("k8s.", driver, "/claim");
+}
+
+StatusOr<ClaimEdits> BuildClaimEdits(const ClaimAllocation& claim,
+                                     const std::vector<DeviceCapacity>& devices,
+                                     const std::string& driver,
+                                     const deviceplugin::PluginConfig& config) {
+  HAMI_RETURN_IF_ERROR(CheckName(claim.ref.uid, "claim uid"));
+  const std::map<std::string, Usage> by_device = claim.ByDevice();
+  deviceplugin::PendingPod pod;
+  pod.uid = claim.ref.uid;
+  pod.namespace_ = claim.ref.namespace_;
+  pod.name = claim.ref.name;
+  deviceplugin::PendingContainer ctr;
+  ctr.name = kRegionSuffix;
+  for (const auto& d : devices) {  // `devices` are in NVML index order
+    auto it = by_device.find(d.name);
+    if (it == by_device.end()) continue;
+    core::ContainerDevice cd;
+    cd.uuid = d.uuid;
+    cd.index = d.index;
+    cd.usedmem_mib = it->second.memory_mib;
+    cd.usedcores = it->second.cores;
+    ctr.devices.push_back(cd);
+  }
+  std::sort(ctr.devices.begin(), ctr.devices.end(),
+            [](const core::ContainerDevice& a, const core::ContainerDevice& b) {
+              return a.index < b.index;
+            });
+  if (ctr.devices.size() != by_device.size())
+    return FailedPrecondition("claim ", claim.ref.uid, ": a device is not on this node");
+  deviceplugin::PluginConfig c = config;
+  c.device_list_strategy = "envvar";
+  c.device_id_strategy = "uuid";
+  auto alloc = deviceplugin::BuildContainerAllocation(pod, ctr, c, StrCat(claim.ref.uid, ".cache"));
+  if (!alloc.ok()) return Annotate(alloc.status(), StrCat("claim ", claim.ref.uid));
+
+  ClaimEdits out;
+  out.kind = CdiKind(driver);
+  out.cdi_device_id = StrCat(out.kind, "=", claim.ref.uid);
+  out.spec_file_name = StrCat(SpecBaseName(out.kind), "_", claim.ref.uid, ".json");
+  out.allocation = *std::move(alloc);
+  Json env = Json::array();
+  for (const auto& [k, v] : out.allocation.envs) env.push_back(StrCat(k, "=", v));
+  Json mounts = Json::array();
+  for (const auto& m : out.allocation.mounts) {
+    mounts.push_back({{"hostPath", m.host_path},
+                      {"containerPath", m.container_path},
+                      {"type", "bind"},
+                      {"options", {"bind", m.read_only ? "ro" : "rw", "nosuid", "nodev"}}});
+  }
+  const Json spec = {
+      {"cdiVersion", "0.6.0"},
+      {"kind", out.kind},
+      {"annotations", {{"hami.io/claim", StrCat(claim.ref.namespace_, "/", claim.ref.name)}}},
+      {"devices", Json::array({{{"name", claim.ref.uid},
+                                {"containerEdits", {{"env", env}, {"mounts", mounts}}}}})}};
+  out.spec_json = spec.dump(2) + "\n";
+  return out;
+}
+
+}  // namespace hami::dra
