@@ -1,0 +1,185 @@
+// hami dra-plugin's gRPC side against a fake kubelet over the real sockets, on one 16 GiB GPU of
+// the fake libnvidia-ml.so.1 (docs/dra.md).
+#include "dra/server.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dra/testing/builders.h"
+#include "dra/testing/fake_dra_kubelet.h"
+#include "gpu/nvml_discovery.h"
+#include "gpu/testing/fake_nvml_hooks.h"
+
+namespace hami::dra {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::DraVersion;
+using testing::FakeDraKubelet;
+using testing::MakeClaim;
+
+class DraServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("FAKEGPU_STATE", (dir_.path() + "/fakegpu").c_str(), 1);
+    setenv("FAKEGPU_DEVICES", "NVIDIA A16:16384:40", 1);
+    hooks_ = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+    ASSERT_TRUE(hooks_.ok()) << hooks_.error;
+    hooks_.reset();
+    gpu::NvmlOptions o;
+    o.library = HAMI_FAKE_NVML;
+    auto nvml = gpu::NvmlDiscovery::Open(o);
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    auto gpus = (*nvml)->ListDevices();
+    ASSERT_TRUE(gpus.ok()) << gpus.status();
+    auto caps = DeviceCapacities(*gpus, 1.0);
+    ASSERT_TRUE(caps.ok()) << caps.status();
+    devices_ = *caps;
+    ASSERT_EQ(devices_.size(), 1u);
+    ASSERT_EQ(devices_[0].memory_mib, 16384);
+    StartPlugin();
+  }
+  void TearDown() override {
+    server_.reset();
+    driver_.reset();
+  }
+  // A plugin process's life: driver over the checkpoint, then the sockets.
+  void StartPlugin() {
+    server_.reset();
+    driver_.reset();
+    DriverOptions o;
+    o.node_name = testing::kNode;
+    o.plugin_dir = dir_.path() + "/plugins/" + kDefaultDriverName;
+    o.cdi_root = dir_.path() + "/cdi";
+    o.boot_id = "boot-1";
+    o.vgpu.region_root = dir_.path() + "/regions";
+    auto d = Driver::Create(o, devices_, &claims_);
+    ASSERT_TRUE(d.ok()) << d.status();
+    driver_ = *std::move(d);
+    server_ = std::make_unique<DraServer>(
+        ServerOptions{kDefaultDriverName, dir_.path() + "/plugins_registry", o.plugin_dir},
+        driver_.get());
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  ClaimRef Put(const std::string& name, const std::string& mem, const std::string& cores) {
+    claims_.Put(MakeClaim("ns", name, "uid-" + name).Result("gpu", "gpu-0", mem, cores).Json());
+    return {"ns", name, "uid-" + name};
+  }
+  std::string SpecText(const std::string& uid) {
+    std::ifstream in(dir_.path() + "/cdi/k8s.hami-core-gpu.project-hami.io-claim_" + uid + ".json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  testing::TempDir dir_;
+  gpu::testing::FakeNvmlHooks hooks_;
+  std::vector<DeviceCapacity> devices_;
+  testing::MapClaims claims_;
+  std::unique_ptr<Driver> driver_;
+  std::unique_ptr<DraServer> server_;
+  FakeDraKubelet kubelet_;
+};
+
+TEST_F(DraServerTest, RegistersWithBothServices) {
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  EXPECT_EQ(kubelet_.info().type(), "DRAPlugin");
+  EXPECT_EQ(kubelet_.info().name(), kDefaultDriverName);
+  EXPECT_EQ(kubelet_.info().endpoint(), server_->DraSocket());
+  EXPECT_EQ(std::vector<std::string>(kubelet_.info().supported_versions().begin(),
+                                     kubelet_.info().supported_versions().end()),
+            (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"}));
+  EXPECT_EQ(kubelet_.chosen(), DraVersion::kV1);
+  EXPECT_TRUE(server_->Registered());
+  // An empty prepare is OK with an empty map (the health probe).
+  auto r = kubelet_.Prepare({});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->claims().empty());
+}
+
+TEST_F(DraServerTest, TwoSharesOnOneGpuARefusalThenRestartAndUnprepare) {
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  const ClaimRef a = Put("a", "4Gi", "30");
+  const ClaimRef b = Put("b", "4Gi", "30");
+  const ClaimRef big = Put("big", "9Gi", "10");  // 4 + 4 + 9 > 16 GiB
+  auto r = kubelet_.Prepare({a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto rb = kubelet_.Prepare({b, big}, DraVersion::kV1beta1);
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  const auto& da = r->claims().at(a.uid);
+  ASSERT_EQ(da.error(), "");
+  ASSERT_EQ(da.devices_size(), 1);
+  EXPECT_EQ(da.devices(0).pool_name(), testing::kNode);
+  EXPECT_EQ(da.devices(0).device_name(), "gpu-0");
+  EXPECT_EQ(da.devices(0).cdi_device_ids(0), "k8s.hami-core-gpu.project-hami.io/claim=uid-a");
+  EXPECT_TRUE(da.devices(0).has_share_id()) << "v1 carries the share id";
+  const auto& db = rb->claims().at(b.uid);
+  ASSERT_EQ(db.error(), "");
+  EXPECT_FALSE(db.devices(0).has_share_id()) << "v1beta1 has no share_id field";
+  EXPECT_NE(db.devices(0).share_id(), da.devices(0).share_id());
+  EXPECT_NE(rb->claims().at(big.uid).error().find("RESOURCE_EXHAUSTED"), std::string::npos)
+      << rb->claims().at(big.uid).error();
+  for (const auto* uid : {"uid-a", "uid-b"}) {
+    const std::string spec = SpecText(uid);
+    EXPECT_NE(spec.find("CUDA_DEVICE_MEMORY_LIMIT_0=4096m"), std::string::npos) << spec;
+    EXPECT_NE(spec.find("CUDA_DEVICE_SM_LIMIT=30"), std::string::npos) << spec;
+  }
+  EXPECT_EQ(SpecText("uid-big"), "");
+
+  // The plugin restarts; the claim object of "a" is deleted meanwhile; the kubelet re-registers.
+  claims_.Delete("ns", "a");
+  StartPlugin();
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  auto again = kubelet_.Prepare({b});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->claims().at(b.uid).devices(0).share_id(), "share-1") << "from the checkpoint";
+  auto u = kubelet_.Unprepare({a});
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->claims().at(a.uid).error(), "");
+  EXPECT_EQ(SpecText("uid-a"), "");
+  EXPECT_FALSE(fs::exists(dir_.path() + "/regions/uid-a_dra"));
+  EXPECT_EQ(driver_->Used("gpu-0"), (Usage{4096, 30}));
+  // Now "big" fits next to "b".
+  auto rbig = kubelet_.Prepare({big});
+  ASSERT_TRUE(rbig.ok());
+  EXPECT_EQ(rbig->claims().at(big.uid).error(), "");
+}
+
+TEST_F(DraServerTest, MalformedRequestIsACallError) {
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  EXPECT_FALSE(kubelet_.Prepare({{"ns", "x", ""}}).ok());
+  EXPECT_FALSE(kubelet_.Prepare({{"ns", "x", "u"}, {"ns", "y", "u"}}).ok());
+}
+
+TEST_F(DraServerTest, FiftyConcurrentCallsEndConsistent) {
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  std::vector<ClaimRef> refs;
+  for (int i = 0; i < 50; ++i) refs.push_back(Put(StrCat("c", i), "1Gi", "5"));
+  std::vector<std::thread> threads;
+  std::atomic<int> call_errors{0};
+  for (int i = 0; i < 50; ++i) {
+    threads.emplace_back([&, i] {
+      FakeDraKubelet k = kubelet_;
+      const DraVersion v = i % 3 == 0 ? DraVersion::kV1beta1 : DraVersion::kV1;
+      if (!k.Prepare({refs[i]}, v).ok()) ++call_errors;
+      if (i % 2 == 1 && !k.Unprepare({refs[i]}, v).ok()) ++call_errors;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(call_errors.load(), 0);
+  // 16 x 1 GiB fill the GPU's memory: never more than 16 prepared at the end, however the calls
+  // interleaved; ledger, checkpoint and spec files agree.
+  const size_t prepared = driver_->Prepared();
+  EXPECT_LE(prepared, 16u);
+  EXPECT_GE(prepared, 5u);
+  EXPECT_EQ(driver_->Used("gpu-0"),
+            (Usage{static_cast<int64_t>(prepared) * 1024, static_cast<int>(prepared) * 5}));
+  size_t specs = 0;
+  for (const auto& e : fs::directory_iterator(dir_.path() + "/cdi")) specs += e.is_regular_file();
+  EXPECT_EQ(specs, prepared);
+}
+
+}  // namespace
+}  // namespace hami::dra
