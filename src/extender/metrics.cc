@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/status.h"
 #include "http/metrics_text.h"
 
 namespace hami::extender {
@@ -233,13 +232,11 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
     // result; bind's phase is "total" only (no node lock, no separate phases to time).
     std::vector<double> bounds;
     for (int64_t ns : LatencyHistogram::kBoundsNs) bounds.push_back(static_cast<double>(ns) / 1e9);
-    auto verb = [&](const char* name, const char* help, const LatencyHistogram(&h)[2],
+    auto verb = [&](const char* histogram_name, const char* help, const char* total_name,
+                    const char* total_help, const LatencyHistogram(&h)[2],
                     const MetricLabels& lead) {
-      auto& hist = set.Add(StrCat("hami_scheduler_", name, "_duration_seconds"), help,
-                           MetricType::Histogram);
-      auto& total =
-          set.Add(StrCat("hami_scheduler_", name, "_total"),
-                  StrCat("Total number of ", name, " requests processed."), MetricType::Counter);
+      auto& hist = set.Add(histogram_name, help, MetricType::Histogram);
+      auto& total = set.Add(total_name, total_help, MetricType::Counter);
       for (int r = 0; r < 2; ++r) {
         const uint64_t count = static_cast<uint64_t>(h[r].count.load());
         if (count == 0) continue;  // as a HistogramVec: only the results observed
@@ -253,9 +250,12 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
         total.Put({l.back()}, static_cast<double>(count));
       }
     };
-    verb("filter", "Time spent processing Filter requests.", counters->filter_latency, {});
-    verb("bind", "Time spent in each phase of the Bind workflow.", counters->bind_latency,
-         {{"phase", "total"}});
+    verb("hami_scheduler_filter_duration_seconds", "Time spent processing Filter requests.",
+         "hami_scheduler_filter_total", "Total number of Filter requests processed.",
+         counters->filter_latency, {});
+    verb("hami_scheduler_bind_duration_seconds", "Time spent in each phase of the Bind workflow.",
+         "hami_scheduler_bind_total", "Total number of Bind requests processed.",
+         counters->bind_latency, {{"phase", "total"}});
   }
   return set.Render();
 }
