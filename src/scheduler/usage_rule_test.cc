@@ -205,12 +205,8 @@ TEST(UsageRule, OptionsAreCheckedAtStart) {
     bool ok;
   };
   auto with = [](int oc, int bp, int32_t duty, std::vector<std::string> ns) {
-    UsageRuleOptions o;
-    o.overcommit_pct = oc;
-    o.contention_bp = bp;
-    o.duty_budget = duty;
-    o.namespaces = std::move(ns);
-    return o;
+    return UsageRuleOptions{
+        .overcommit_pct = oc, .duty_budget = duty, .contention_bp = bp, .namespaces = ns};
   };
   const std::vector<Case> cases = {
       {with(0, 350, 10000, {}), true},      {with(100, 350, 10000, {"a"}), true},

@@ -60,6 +60,7 @@ struct ReplicaOptions {
   std::string policy = "hami";  // SchedulerOptions::policy (hami scheduler --policy)
   std::string self_pod = "";    // ControllerOptions::self_pod_name (namespace hami-system)
   uint64_t seed = 1;            // SchedulerOptions::seed (randomized policies)
+  scheduler::UsageRuleOptions usage = {};  // SchedulerOptions::usage (--usage-overcommit-pct, ...)
 };
 
 class Replica {
@@ -76,6 +77,7 @@ class Replica {
     scheduler::SchedulerOptions sched_opts;
     sched_opts.policy = o.policy;
     sched_opts.seed = o.seed;
+    sched_opts.usage = o.usage;
     sched = std::move(*scheduler::Scheduler::Create(sched_opts));
     extender::StateOptions so;
     so.reservation_ttl_s = o.reservation_ttl_s;

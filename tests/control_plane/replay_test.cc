@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -35,6 +36,9 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "sim/usage_sim.h"
+#include "usage/recommend.h"
+#include "usage/synthetic.h"
 #include "vendors/nvidia/annotations.h"
 
 namespace hami::controlplane {
@@ -451,6 +455,172 @@ void Replay(const Trace& trace, const std::string& policy, int max_divergences, 
   if (!cpu_pods_by_default_scheduler) {
     EXPECT_EQ(failed, run->tasks_failed);
   }
+}
+
+// ---- A usage trace (issue 27 part 3): the extender's usage rule and `hami sim --usage` ----
+
+constexpr const char* kUsageNamespace = "serving";
+
+// The profile annotation a pod of the trace carries: what the simulator packs it by (its own
+// profile of the warm-up, or its workload's replica profile when it has too little history), with
+// the peak set to the spike the simulator leaves room for. Its gpumem: the workload's
+// recommendation. (As hami recommend's annotation would give it, per pod.)
+struct UsagePod {
+  std::string profile;
+  int64_t gpumem_mib = 0;
+  int32_t level = 0;  // UsageProfile::mem_all: the simulator places the largest first
+};
+
+std::vector<UsagePod> UsagePods(const usage::UsageTrace& trace, const sim::UsageSimConfig& c) {
+  usage::LearnOptions lo;
+  lo.profile = c.profile;
+  lo.margin_pct = c.margin_pct;
+  lo.workload_q_pct = c.workload_q_pct;
+  lo.card_mib = c.gpu_memory_mib;
+  const usage::Learned learned = usage::Learn(trace, c.warmup_min, lo);
+  std::vector<UsagePod> out;
+  for (size_t i = 0; i < trace.pods.size(); ++i) {
+    const usage::WorkloadModel& w = learned.workloads[static_cast<size_t>(trace.pods[i].workload)];
+    usage::UsageProfile p =
+        learned.own[i].minutes >= c.min_own_minutes ? learned.own[i] : w.replica;
+    p.mem_peak = static_cast<int32_t>(w.peak_mib > 0 ? w.peak_mib : c.gpu_memory_mib);
+    out.push_back({usage::FormatUsageProfile(p), w.gpumem_mib, p.mem_all});
+  }
+  return out;
+}
+
+Json UsageNode(const std::string& name, int64_t devmem_mib) {
+  const Json devs = Json::array({{{"id", name},
+                                  {"index", 0},
+                                  {"count", 64},
+                                  {"devmem", devmem_mib},
+                                  {"devcore", 100},
+                                  {"type", "NVIDIA-sim"},
+                                  {"health", true},
+                                  {"mode", "hami-core"}}});
+  const Json alloc{{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "64"}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name}, {"annotations", {{vendors::nvidia::kNodeNvidiaRegister, devs.dump()}}}}},
+      {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
+}
+
+Json UsagePodObject(const std::string& name, const UsagePod& p, const std::string& scheduler) {
+  const Json limits{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(p.gpumem_mib)}};
+  return Json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", kUsageNamespace},
+        {"annotations", {{std::string(usage::kUsageProfileAnnotation), p.profile}}}}},
+      {"spec",
+       {{"schedulerName", scheduler},
+        {"containers",
+         Json::array({{{"name", "main"}, {"image", "x"}, {"resources", {{"limits", limits}}}}})}}}};
+}
+
+// The synthetic GenAI-shaped trace (seed 1: the sim's tests' trace) placed minute by minute by
+// `hami sim --usage` (usage-aware, 80 GiB cards, hami-binpack) and through the extender on the fake
+// API server with the usage rule on (the same cap, budget and contention bound): every pod must
+// land on the same GPU with the same limit. Pods leave (are deleted) the minute after their last
+// row, as in the simulator; the extender sees that through its watch before the next pod is
+// filtered.
+TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
+  const usage::UsageTrace trace = usage::SyntheticTrace({});
+  sim::UsageSimConfig c;  // the defaults of `hami sim --usage`
+  auto run = sim::RunUsageSim(trace, c);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::vector<UsagePod> pods = UsagePods(trace, c);
+
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start().ok());
+  for (const std::string& g : run->gpu_ids)
+    ASSERT_TRUE(api.Upsert("nodes", UsageNode(g, c.gpu_memory_mib)).ok());
+  ReplicaOptions ro;
+  ro.policy = c.policy;
+  ro.usage.overcommit_pct = c.overcommit_pct;
+  ro.usage.duty_budget = c.duty_budget;
+  ro.usage.contention_bp = c.contention_bp;
+  ro.usage.namespaces = {kUsageNamespace};
+  auto rep = StartSynced(api, run->gpu_ids.size(), ro);
+  KubeScheduler ks(rep->port());
+  const std::string scheduler_name = ShippedConfig().scheduler_name;
+
+  std::map<std::string, int64_t> booked;  // node -> the limits of the pods on it (what we expect)
+  std::vector<std::string> node_of(trace.pods.size());
+  int placed = 0, diverged = 0, overcommitted_peak = 0;
+  for (int32_t m = c.warmup_min; m < trace.minutes && diverged < 5; ++m) {
+    for (size_t i = 0; i < trace.pods.size(); ++i) {
+      if (node_of[i].empty() || trace.pods[i].last() >= m) continue;
+      ASSERT_TRUE(api.Delete("pods", kUsageNamespace, trace.pods[i].name).ok());
+      booked[node_of[i]] -= pods[i].gpumem_mib;
+      const std::string n = node_of[i];
+      ASSERT_TRUE(WaitFor([&] {
+        auto snap = rep->sched->cache().Snapshot(n);
+        return snap && snap->usage[0].usedmem_mib == booked[n];
+      })) << "the extender did not see "
+          << trace.pods[i].name << " leave";
+      node_of[i].clear();
+    }
+    std::vector<std::pair<int64_t, size_t>> order;  // the simulator's: largest level first
+    for (size_t i = 0; i < trace.pods.size(); ++i) {
+      const usage::PodSeries& p = trace.pods[i];
+      if (m == c.warmup_min ? p.alive(m) : p.first == m) order.push_back({-pods[i].level, i});
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [key, i] : order) {
+      const std::string& name = trace.pods[i].name;
+      SCOPED_TRACE(StrCat("pod ", name, " at minute ", m));
+      std::string why;
+      Json admitted =
+          ks.Admit(UsagePodObject(name, pods[i], scheduler_name), kUsageNamespace, &why);
+      ASSERT_FALSE(admitted.is_null()) << why;
+      auto created = rep->client->Create(k8s::kPods, kUsageNamespace, admitted);
+      ASSERT_TRUE(created.ok()) << created.status();
+      std::vector<std::string> nodes = run->gpu_ids;
+      Rng shuffle(kSeed * 1000003 + i);
+      shuffle.Shuffle(nodes);
+      std::string err;
+      const std::string node = ks.Filter(*created, nodes, &err);
+      ASSERT_TRUE(err.empty()) << err;
+      ASSERT_FALSE(node.empty()) << "the extender placed the pod nowhere";
+      ASSERT_EQ(ks.Bind(*created, node), "");
+      auto stored = api.Get("pods", kUsageNamespace, name);
+      ASSERT_TRUE(stored.has_value());
+      auto held = extender::HeldAllocation(*stored);
+      ASSERT_TRUE(held.has_value()) << "no decision on the bound pod";
+      ASSERT_EQ(held->containers.size(), 1u);
+      ASSERT_EQ(held->containers[0].size(), 1u);
+      ASSERT_FALSE(run->placement[i].empty());
+      const usage::Segment& want = run->placement[i].front();
+      const std::string& want_node = run->gpu_ids[static_cast<size_t>(want.gpu)];
+      EXPECT_EQ(held->containers[0][0].usedmem_mib, want.mem_mib);
+      if (node != want_node) {
+        ++diverged;
+        ADD_FAILURE() << "extender: " << node << ", hami sim: " << want_node;
+      }
+      node_of[i] = node;
+      booked[node] += pods[i].gpumem_mib;
+      ++placed;
+    }
+    int over = 0;
+    for (const auto& [n, b] : booked) over += b > c.gpu_memory_mib;
+    overcommitted_peak = std::max(overcommitted_peak, over);
+  }
+  std::printf(
+      "[ replay ] usage trace: %d pods placed on %zu GPUs, %d diverged; at most %d GPUs booked "
+      "past "
+      "the card at once\n",
+      placed, run->gpu_ids.size() - 1, diverged, overcommitted_peak);
+  EXPECT_EQ(diverged, 0);
+  EXPECT_GT(overcommitted_peak, 0)
+      << "the trace should overcommit some cards (else nothing is shown)";
+  EXPECT_EQ(rep->sched->usage_rule()->stats().profiled_pods,
+            static_cast<int64_t>(std::count_if(node_of.begin(), node_of.end(),
+                                               [](const std::string& n) { return !n.empty(); })));
 }
 
 class ReplayTest : public ::testing::TestWithParam<std::string> {};
