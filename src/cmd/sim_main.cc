@@ -156,6 +156,29 @@ int SimMain(int argc, char** argv) {
                  "--usage: recommended gpumem = workload warm-up peak + this %")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
+  app.add_flag("--consolidate", usage_config.consolidate,
+               "--usage: move pods as load changes (docs/consolidation.md): empty the least-loaded "
+               "GPUs, relieve GPUs about to contend or overflow");
+  app.add_option("--restart-min", usage_config.restart_min,
+                 "--consolidate: a moved pod holds memory and duty on both GPUs this long")
+      ->check(CLI::Range(0, 1440))
+      ->capture_default_str();
+  app.add_option("--plan-every-min", usage_config.plan_every_min,
+                 "--consolidate: minutes between two planning rounds")
+      ->check(CLI::Range(1, 1440))
+      ->capture_default_str();
+  app.add_option("--forecast-min", usage_config.forecast_min,
+                 "--consolidate: plan by profiles of the last this many minutes")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--relief-contention-bp", usage_config.plan.relief_contention_bp,
+                 "--consolidate: relieve a GPU whose contention likelihood passes this (1/100 %)")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--max-moves-pod-day", usage_config.plan.max_moves_pod_day,
+                 "--consolidate: moves of one pod in any 24 hours")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--write-synthetic-usage", synthetic_path,
                  "write the seeded synthetic usage trace (seed: --first-seed) to FILE and exit");
   try {

@@ -56,6 +56,61 @@ double Round(double v, int digits) {
   return std::round(v * f) / f;
 }
 
+// The metrics of a finished run. A moved pod holds its memory and duty on the GPU it left for
+// restart_min minutes: the evaluation sees a copy of it there (a "surge" pod with the same rows)
+// for those minutes; the per-pod figures (peak pods, the whole-card baseline) come from the trace
+// alone.
+StatusOr<UsageSimResult> Finish(const usage::UsageTrace& trace, const UsageSimConfig& config,
+                                UsageSimResult r,
+                                const std::vector<std::vector<int32_t>>& moved_at) {
+  const int32_t warmup = config.warmup_min;
+  usage::UsageTrace with_surges = trace;
+  usage::Placement placement = r.placement;
+  for (size_t i = 0; i < trace.pods.size(); ++i) {
+    const usage::PodSeries& p = trace.pods[i];
+    for (size_t k = 1; k < r.placement[i].size(); ++k) {
+      const usage::Segment& from = r.placement[i][k - 1];
+      const int32_t start = r.placement[i][k].from_minute;
+      const int32_t end = std::min(start + config.restart_min, p.last() + 1);
+      if (end <= start) continue;
+      usage::PodSeries copy;
+      copy.name = p.name + "~surge" + std::to_string(k);
+      copy.workload = p.workload;
+      copy.first = start;
+      const auto a = static_cast<std::ptrdiff_t>(start - p.first);
+      const auto b = static_cast<std::ptrdiff_t>(end - p.first);
+      copy.duty.assign(p.duty.begin() + a, p.duty.begin() + b);
+      copy.mem_mib.assign(p.mem_mib.begin() + a, p.mem_mib.begin() + b);
+      with_surges.pods.push_back(std::move(copy));
+      placement.push_back({{start, from.gpu, from.mem_mib, from.cores}});
+    }
+  }
+  HAMI_ASSIGN_OR_RETURN(r.metrics,
+                        usage::Evaluate(with_surges, placement, config.gpu_memory_mib, warmup));
+  // Whole cards: one GPU per live pod.
+  usage::Placement whole(trace.pods.size());
+  for (size_t i = 0; i < trace.pods.size(); ++i)
+    if (trace.pods[i].last() >= warmup)
+      whole[i].push_back({std::max(warmup, trace.pods[i].first), static_cast<int>(i), 0, 0});
+  HAMI_ASSIGN_OR_RETURN(usage::Metrics w,
+                        usage::Evaluate(trace, whole, config.gpu_memory_mib, warmup));
+  usage::Metrics& m = r.metrics;
+  m.peak_pods = w.peak_pods;
+  m.busy_pod_minutes = w.busy_pod_minutes;
+  m.pods_per_gpu = m.gpus > 0 ? static_cast<double>(m.peak_pods) / static_cast<double>(m.gpus) : 0;
+  m.util_ratio = w.util_pct > 0 ? m.util_pct / w.util_pct : 0;
+  r.gpu_hours = static_cast<double>(m.active_gpu_minutes) / 60.0;
+  r.whole_gpu_hours = static_cast<double>(w.active_gpu_minutes) / 60.0;
+  r.hours_ratio = r.gpu_hours > 0 ? r.whole_gpu_hours / r.gpu_hours : 0;
+  for (const auto& v : moved_at) {
+    r.moves += static_cast<int64_t>(v.size());
+    r.max_moves_pod = std::max<int64_t>(r.max_moves_pod, static_cast<int64_t>(v.size()));
+  }
+  const double pod_days = static_cast<double>(w.active_gpu_minutes) / 1440.0;
+  r.moves_per_pod_day = pod_days > 0 ? static_cast<double>(r.moves) / pod_days : 0;
+  return r;
+}
+
 }  // namespace
 
 Status ParseUsageRequests(const std::string& text, UsageSimConfig* config) {
@@ -100,12 +155,17 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   if (config.gpucores < 0 || config.gpucores > 100)
     return InvalidArgument("gpucores must be 0..100");
   if (config.overcommit_pct < 100) return InvalidArgument("overcommit must be >= 100 %");
+  if (config.consolidate && config.stock())
+    return InvalidArgument("--consolidate packs by usage: not with --requests");
+  if (config.consolidate &&
+      (config.plan_every_min < 1 || config.forecast_min < 1 || config.restart_min < 0))
+    return InvalidArgument("--plan-every-min and --forecast-min must be >= 1, --restart-min >= 0");
   scheduler::SchedulerOptions so;
   so.policy = config.policy;
   HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
 
   UsageSimResult r;
-  r.mode = config.stock() ? "stock" : "usage-aware";
+  r.mode = config.stock() ? "stock" : config.consolidate ? "consolidate" : "usage-aware";
   r.placement.assign(trace.pods.size(), {});
   const int32_t warmup = config.warmup_min;
   const int64_t devmem =
@@ -143,6 +203,13 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   std::vector<std::vector<int>> on_gpu;  // pods on each GPU
   std::vector<usage::Tenant> tenants(trace.pods.size());
   std::vector<int> gpu_of(trace.pods.size(), -1);
+  // Consolidation: the scheduler's pod of each pod (a replacement is a new pod), when it started on
+  // its GPU, when it moved, and the old reservations a surge holds until a minute.
+  std::vector<std::string> uid_of(trace.pods.size());
+  std::vector<int32_t> since(trace.pods.size(), 0);
+  std::vector<std::vector<int32_t>> moved_at(trace.pods.size());
+  std::vector<std::pair<int32_t, std::string>> surges;            // (release minute, scheduler pod)
+  std::vector<int64_t> workload_peak(trace.workloads.size(), 0);  // rows before the minute
   auto add_gpu = [&] {
     r.gpu_ids.push_back(GpuName(r.gpu_ids.size()));
     on_gpu.emplace_back();
@@ -162,6 +229,8 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     const int cores = config.stock() ? config.gpucores : 0;
     core::PodRequest pod = PodOf(p, gpumem, cores);
     std::vector<std::string> candidates;
+    uid_of[i] = pod.uid;
+    since[i] = minute;
     const std::vector<std::string>* cand = nullptr;
     if (!config.stock()) {
       tenants[i] = tenant_of(i);
@@ -188,14 +257,128 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     return OkStatus();
   };
 
+  // One planning round at minute m: profiles from the last forecast_min minutes (rows before m),
+  // the workload's peak so far as every pod's spike; moves go through Schedule/Reserve on the
+  // planned GPU as a new pod, the old one released when its surge is over.
+  auto consolidate_at = [&](int32_t m) -> Status {
+    consolidate::ClusterState state;
+    state.now = m;
+    std::vector<int> live;  // state pod -> trace pod
+    std::vector<std::vector<usage::UsageProfile>> recent(n_work);
+    std::vector<usage::UsageProfile> fresh(trace.pods.size());
+    for (size_t i = 0; i < trace.pods.size(); ++i) {
+      if (gpu_of[i] < 0) continue;
+      const usage::PodSeries& p = trace.pods[i];
+      usage::PodSeries tail;
+      tail.first = std::max(p.first, m - config.forecast_min);
+      const auto from = static_cast<size_t>(tail.first - p.first);
+      const auto to =
+          static_cast<size_t>(std::max(tail.first, std::min(m, p.last() + 1)) - p.first);
+      tail.duty.assign(p.duty.begin() + static_cast<std::ptrdiff_t>(from),
+                       p.duty.begin() + static_cast<std::ptrdiff_t>(to));
+      tail.mem_mib.assign(p.mem_mib.begin() + static_cast<std::ptrdiff_t>(from),
+                          p.mem_mib.begin() + static_cast<std::ptrdiff_t>(to));
+      fresh[i] = usage::ProfileOf(tail, m, config.profile);
+      if (fresh[i].minutes > 0) recent[static_cast<size_t>(p.workload)].push_back(fresh[i]);
+    }
+    std::vector<usage::UsageProfile> replica_now(n_work);
+    for (size_t w = 0; w < n_work; ++w)
+      replica_now[w] =
+          recent[w].empty() ? replica[w] : usage::WorkloadProfile(recent[w], config.workload_q_pct);
+    for (size_t i = 0; i < trace.pods.size(); ++i) {
+      if (gpu_of[i] < 0) continue;
+      const auto w = static_cast<size_t>(trace.pods[i].workload);
+      usage::Tenant& t = tenants[i];  // arrivals from now on pack next to this too
+      t.profile = fresh[i].minutes >= config.min_own_minutes ? fresh[i] : replica_now[w];
+      t.spike_mib = std::max(t.spike_mib, workload_peak[w]);
+      consolidate::PodState ps;
+      ps.name = trace.pods[i].name;
+      ps.workload = trace.workloads[w];
+      ps.gpu = gpu_of[i];
+      ps.tenant = t;
+      ps.since_minute = since[i];
+      ps.move_minutes = moved_at[i];
+      ps.in_flight = !moved_at[i].empty() && m < since[i] + config.restart_min;
+      state.pods.push_back(std::move(ps));
+      live.push_back(static_cast<int>(i));
+    }
+    consolidate::Options o = config.plan;
+    o.pack = budget;
+    o.restart_min = std::max(o.restart_min, config.restart_min);
+    // Relief may need empty GPUs: at least two per GPU that would be relieved, plus one.
+    auto on = consolidate::PodsByGpu(state);
+    for (size_t g = on.size(); g < r.gpu_ids.size(); ++g) on.emplace_back();
+    int64_t need = 1, empty = 0;
+    for (size_t g = 0; g < r.gpu_ids.size(); ++g) {
+      if (on[g].empty()) {
+        ++empty;
+        continue;
+      }
+      usage::PackBudget relief = budget;
+      relief.contention_bp = std::max(o.relief_contention_bp, budget.contention_bp);
+      state.gpus.push_back({r.gpu_ids[g], config.gpu_memory_mib, true});
+      if (!consolidate::Passes(state, on[g], relief)) need += 2;
+    }
+    for (; empty < need; ++empty) add_gpu();
+    state.gpus.clear();
+    for (const auto& id : r.gpu_ids) state.gpus.push_back({id, config.gpu_memory_mib, true});
+    const consolidate::Plan plan = consolidate::PlanMoves(state, o);
+    for (const consolidate::Move& mv : plan.moves) {
+      const auto i = static_cast<size_t>(live[static_cast<size_t>(mv.pod)]);
+      const usage::PodSeries& p = trace.pods[i];
+      const usage::Segment old = r.placement[i].back();
+      core::PodRequest pod = PodOf(p, old.mem_mib, old.cores);
+      pod.uid = p.name + "~" + std::to_string(moved_at[i].size() + 1);
+      const std::vector<std::string> to = {r.gpu_ids[static_cast<size_t>(mv.to)]};
+      HAMI_ASSIGN_OR_RETURN(scheduler::Decision d, sched->Schedule(pod, &to));
+      if (d.node != to.front()) {  // the destination is gone: the move is not started
+        ++r.aborted_moves;
+        continue;
+      }
+      HAMI_RETURN_IF_ERROR(sched->Reserve(pod, d));
+      surges.push_back({m + config.restart_min, uid_of[i]});
+      uid_of[i] = pod.uid;
+      auto& src = on_gpu[static_cast<size_t>(mv.from)];
+      src.erase(std::find(src.begin(), src.end(), static_cast<int>(i)));
+      on_gpu[static_cast<size_t>(mv.to)].push_back(static_cast<int>(i));
+      gpu_of[i] = mv.to;
+      since[i] = m;
+      moved_at[i].push_back(m);
+      r.placement[i].push_back({m, mv.to, old.mem_mib, old.cores});
+      if (static_cast<size_t>(mv.to) + 1 == r.gpu_ids.size()) add_gpu();
+    }
+    return OkStatus();
+  };
+
+  for (int32_t m = 0; m < warmup && m < trace.minutes; ++m)
+    for (const usage::PodSeries& p : trace.pods)
+      if (p.alive(m)) {
+        int64_t& peak = workload_peak[static_cast<size_t>(p.workload)];
+        peak = std::max<int64_t>(peak, p.mem_mib[static_cast<size_t>(m - p.first)]);
+      }
   for (int32_t m = warmup; m < trace.minutes; ++m) {
+    if (m > warmup)  // what minute m - 1 taught
+      for (const usage::PodSeries& p : trace.pods)
+        if (p.alive(m - 1)) {
+          int64_t& peak = workload_peak[static_cast<size_t>(p.workload)];
+          peak = std::max<int64_t>(peak, p.mem_mib[static_cast<size_t>(m - 1 - p.first)]);
+        }
+    // Surges that are over give the old GPU back.
+    for (auto it = surges.begin(); it != surges.end();) {
+      if (it->first > m) {
+        ++it;
+        continue;
+      }
+      HAMI_RETURN_IF_ERROR(sched->RemovePod(it->second));
+      it = surges.erase(it);
+    }
     // Pods that left (no row at m) give their GPU back.
     for (size_t i = 0; i < trace.pods.size(); ++i) {
       if (gpu_of[i] < 0 || trace.pods[i].last() >= m) continue;
       auto& v = on_gpu[static_cast<size_t>(gpu_of[i])];
       v.erase(std::find(v.begin(), v.end(), static_cast<int>(i)));
       gpu_of[i] = -1;
-      HAMI_RETURN_IF_ERROR(sched->RemovePod(trace.pods[i].name));
+      HAMI_RETURN_IF_ERROR(sched->RemovePod(uid_of[i]));
     }
     std::vector<size_t> arrivals;
     for (size_t i = 0; i < trace.pods.size(); ++i) {
@@ -210,10 +393,10 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     }
     std::sort(order.begin(), order.end());
     for (const auto& [key, i] : order) HAMI_RETURN_IF_ERROR(place(i, m));
+    if (config.consolidate && m > warmup && (m - warmup) % config.plan_every_min == 0)
+      HAMI_RETURN_IF_ERROR(consolidate_at(m));
   }
-  HAMI_ASSIGN_OR_RETURN(r.metrics,
-                        usage::Evaluate(trace, r.placement, config.gpu_memory_mib, warmup));
-  return r;
+  return Finish(trace, config, std::move(r), moved_at);
 }
 
 std::string UsagePlacementsJson(const usage::UsageTrace& trace, const UsageSimResult& result,
@@ -233,7 +416,7 @@ std::string UsagePlacementsJson(const usage::UsageTrace& trace, const UsageSimRe
                       {"policy", result.mode},
                       {"capacity_mib", config.gpu_memory_mib},
                       {"warmup_min", config.warmup_min},
-                      {"restart_min", 0},
+                      {"restart_min", config.consolidate ? config.restart_min : 0},
                       {"pods", std::move(pods)}};
   return j.dump(1) + "\n";
 }
@@ -262,7 +445,15 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
                         {"throttled_pct", Round(m.throttled_pct, 4)},
                         {"minutes", m.minutes},
                         {"active_gpu_minutes", m.active_gpu_minutes},
-                        {"busy_pod_minutes", m.busy_pod_minutes}}},
+                        {"busy_pod_minutes", m.busy_pod_minutes},
+                        {"peak_gpus", m.gpus},
+                        {"gpu_hours", Round(result.gpu_hours, 4)},
+                        {"whole_gpu_hours", Round(result.whole_gpu_hours, 4)},
+                        {"hours_ratio", Round(result.hours_ratio, 4)},
+                        {"moves", result.moves},
+                        {"moves_per_pod_day", Round(result.moves_per_pod_day, 4)},
+                        {"max_moves_pod", result.max_moves_pod},
+                        {"aborted_moves", result.aborted_moves}}},
                       {"workloads", std::move(work)}};
   if (config.stock())
     j["requests"] = {{"gpumem_mib", config.gpumem_mib}, {"gpucores", config.gpucores}};
@@ -271,6 +462,16 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
         {"mem_q_pct", config.profile.mem_q_pct},       {"margin_pct", config.margin_pct},
         {"workload_q_pct", config.workload_q_pct},     {"overcommit_pct", config.overcommit_pct},
         {"duty_budget_pct", config.duty_budget / 100}, {"contention_bp", config.contention_bp}};
+  if (config.consolidate)
+    j["consolidate"] = {{"restart_min", config.restart_min},
+                        {"plan_every_min", config.plan_every_min},
+                        {"forecast_min", config.forecast_min},
+                        {"relief_contention_bp", config.plan.relief_contention_bp},
+                        {"max_moves_pod_day", config.plan.max_moves_pod_day},
+                        {"max_concurrent_workload", config.plan.max_concurrent_workload},
+                        {"max_concurrent_cluster", config.plan.max_concurrent_cluster},
+                        {"window_min", config.plan.window_min},
+                        {"max_moves_window", config.plan.max_moves_window}};
   return j.dump(1) + "\n";
 }
 
@@ -292,6 +493,14 @@ std::string UsageTable(const std::string& source, const UsageSimResult& result,
                 static_cast<long long>(m.gpus), static_cast<long long>(m.peak_pods), m.pods_per_gpu,
                 m.util_pct, m.util_ratio, m.contended_pct, static_cast<long long>(m.oom_pods),
                 m.over_cap_pct, m.throttled_pct);
+  out += buf;
+  std::snprintf(
+      buf, sizeof buf,
+      "gpu_hours %.2f (whole cards %.2f): hours_ratio %.3f; moves %lld (%.3f per pod-day, "
+      "at most %lld for one pod, %lld aborted)\n",
+      result.gpu_hours, result.whole_gpu_hours, result.hours_ratio,
+      static_cast<long long>(result.moves), result.moves_per_pod_day,
+      static_cast<long long>(result.max_moves_pod), static_cast<long long>(result.aborted_moves));
   out += buf;
   out += "workload                         pods  warmup_peak_mib  gpumem_mib\n";
   for (const auto& w : result.workloads) {

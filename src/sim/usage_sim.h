@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "consolidate/planner.h"
 #include "usage/metrics.h"
 #include "usage/profile.h"
 #include "usage/trace.h"
@@ -45,6 +46,14 @@ struct UsageSimConfig {
   int overcommit_pct = 200;
   int32_t duty_budget = usage::kDutyFull;
   int contention_bp = 350;
+  // Consolidation (--consolidate; docs/consolidation.md): every plan_every_min minutes after the
+  // warm-up the planner (consolidate::PlanMoves) moves pods by profiles learned from the last
+  // forecast_min minutes; a moved pod holds its memory and duty on both GPUs for restart_min.
+  bool consolidate = false;
+  int32_t restart_min = 2;
+  int32_t plan_every_min = 60;
+  int32_t forecast_min = 120;
+  consolidate::Options plan;  // its budgets; plan.pack is set from the knobs above
   bool stock() const { return gpumem_mib > 0; }
 };
 
@@ -60,6 +69,13 @@ struct UsageSimResult {
     int64_t gpumem_mib = 0;       // what its pods ask
   };
   std::vector<Workload> workloads;  // the trace's workloads, same order
+  // GPU-hours (every mode): sum over minutes from the warm-up of GPUs with a live pod (a moved
+  // pod's old GPU included for restart_min), / 60; on whole cards (one GPU per live pod); ratio.
+  double gpu_hours = 0, whole_gpu_hours = 0, hours_ratio = 0;
+  // Consolidation: moves carried out, per pod-day alive after the warm-up, the most of one pod;
+  // moves the scheduler refused at Reserve time (the plan's destination was gone).
+  int64_t moves = 0, max_moves_pod = 0, aborted_moves = 0;
+  double moves_per_pod_day = 0;
 };
 
 // `--requests`: "gpumem=<MiB>,gpucores=<N>" (gpumem required, gpucores 0..100, default 0) into

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "nlohmann/json.hpp"
@@ -162,36 +163,6 @@ TEST(UsageSim, SameTraceAndFlagsSameBytes) {
   }
 }
 
-// The decision for a pod placed at minute m is the same when the trace ends at m: nothing of the
-// future is used (not the number of pods to come, not their usage, not when pods leave).
-TEST(UsageSim, DecisionsUseNothingOfTheFuture) {
-  const auto& t = Synthetic();
-  for (const UsageSimConfig& c : {Stock(141, 48128, 25), Aware(80), Aware(141)}) {
-    auto full = RunUsageSim(t, c);
-    ASSERT_TRUE(full.ok()) << full.status();
-    std::vector<int32_t> minutes = {c.warmup_min};
-    for (const auto& p : t.pods)
-      if (p.first > c.warmup_min) minutes.push_back(p.first);
-    int checked = 0;
-    for (int32_t m : minutes) {
-      const usage::UsageTrace cut = usage::CutAfter(t, m);
-      auto part = RunUsageSim(cut, c);
-      ASSERT_TRUE(part.ok()) << m << ": " << part.status();
-      for (size_t i = 0; i < cut.pods.size(); ++i) {
-        ASSERT_EQ(cut.pods[i].name, t.pods[i].name);
-        const auto& want = full->placement[i];
-        if (want.empty() || want.front().from_minute > m) continue;
-        ASSERT_FALSE(part->placement[i].empty()) << t.pods[i].name << " at " << m;
-        EXPECT_EQ(part->placement[i].front(), want.front()) << t.pods[i].name << " at " << m;
-        EXPECT_EQ(part->gpu_ids[static_cast<size_t>(want.front().gpu)],
-                  full->gpu_ids[static_cast<size_t>(want.front().gpu)]);
-        ++checked;
-      }
-    }
-    EXPECT_GT(checked, 60);
-  }
-}
-
 TEST(UsageSim, PlacementsJsonIsHamiPlacementV2) {
   const UsageSimConfig c = Aware(80);
   auto r = RunUsageSim(Synthetic(), c);
@@ -243,6 +214,166 @@ TEST(UsageSim, LearnUntilLearnsFromTheWholeWindow) {
     EXPECT_LT(w.gpumem_mib, config.gpu_memory_mib);
     EXPECT_EQ(r->metrics.oom_pods, 0);  // in-sample: the window's own peak
     EXPECT_LT(r->metrics.gpus * 3, peak * 2) << r->metrics.gpus << " GPUs for " << peak << " pods";
+  }
+}
+
+UsageSimConfig Consolidating(int64_t card_gib) {
+  UsageSimConfig c = Aware(card_gib);
+  c.consolidate = true;
+  return c;
+}
+
+// A hand-made day: two pods busy (60 % each) in the warm-up, so they start apart; idle for two
+// hours, so the planner at minute 120 empties one GPU; busy again from 180 to 300, so the plan at
+// 240 relieves the shared GPU; idle again. Minute by minute (from the warm-up, 60):
+//   60-119 two GPUs; 120-121 two (the surge: the moved pod is on both); 122-239 one, contended
+//   from 180; 240-241 two, the old one contended (the surge); 242-299 two.
+usage::UsageTrace BusyQuietBusy(int32_t minutes = 300) {
+  usage::UsageTrace t;
+  t.workloads = {""};
+  t.minutes = minutes;
+  for (const char* name : {"a", "b"}) {
+    usage::PodSeries p;
+    p.name = name;
+    for (int32_t m = 0; m < minutes; ++m) {
+      p.duty.push_back(m < 60 || (m >= 180 && m < 300) ? 6000 : 0);
+      p.mem_mib.push_back(m == 0 ? 30720 : 20480);
+    }
+    t.pods.push_back(std::move(p));
+  }
+  return t;
+}
+
+TEST(UsageSimConsolidate, MetricsOfAHandMadeDay) {
+  UsageSimConfig c = Consolidating(80);
+  c.warmup_min = 60;
+  c.forecast_min = 60;
+  struct Case {
+    const char* name;
+    bool consolidate;
+    int32_t restart_min;
+    int64_t moves, max_moves_pod, gpu_minutes, contended_minutes;
+  };
+  const Case cases[] = {
+      // Static: apart all day, 2 x 240 GPU-minutes, nothing contended.
+      {"static", false, 2, 0, 0, 480, 0},
+      {"consolidate, restart 2", true, 2, 2, 1, 120 + 4 + 118 + 4 + 116, 60 + 2},
+      // Without a surge: 60-119 two, 120-239 one, 240-299 two.
+      {"consolidate, restart 0", true, 0, 2, 1, 120 + 120 + 120, 60},
+  };
+  for (const Case& k : cases) {
+    c.consolidate = k.consolidate;
+    c.restart_min = k.restart_min;
+    auto r = RunUsageSim(BusyQuietBusy(), c);
+    ASSERT_TRUE(r.ok()) << k.name << ": " << r.status();
+    EXPECT_EQ(r->moves, k.moves) << k.name;
+    EXPECT_EQ(r->max_moves_pod, k.max_moves_pod) << k.name;
+    EXPECT_EQ(r->metrics.active_gpu_minutes, k.gpu_minutes) << k.name;
+    EXPECT_DOUBLE_EQ(r->gpu_hours, static_cast<double>(k.gpu_minutes) / 60) << k.name;
+    EXPECT_DOUBLE_EQ(r->whole_gpu_hours, 480.0 / 60) << k.name;
+    EXPECT_DOUBLE_EQ(r->hours_ratio, 480.0 / static_cast<double>(k.gpu_minutes)) << k.name;
+    // 480 pod-minutes are a third of a pod-day.
+    EXPECT_DOUBLE_EQ(r->moves_per_pod_day, static_cast<double>(k.moves) * 1440 / 480) << k.name;
+    EXPECT_NEAR(r->metrics.contended_pct, 100.0 * k.contended_minutes / k.gpu_minutes, 1e-9)
+        << k.name;
+    EXPECT_EQ(r->metrics.peak_pods, 2) << k.name;
+    EXPECT_EQ(r->metrics.gpus, 2) << k.name;
+    EXPECT_EQ(r->metrics.oom_pods, 0) << k.name;
+    if (!k.consolidate) continue;
+    // a moved onto b's GPU at 120 (empty-gpu); at 240 b, the one not moved today, left for the
+    // GPU a had emptied (relief).
+    ASSERT_EQ(r->placement[0].size(), 2u);
+    ASSERT_EQ(r->placement[1].size(), 2u);
+    EXPECT_EQ(r->placement[0][1].from_minute, 120);
+    EXPECT_EQ(r->placement[0][1].gpu, r->placement[1][0].gpu);
+    EXPECT_EQ(r->placement[1][1].from_minute, 240);
+    EXPECT_EQ(r->placement[1][1].gpu, r->placement[0][0].gpu);
+    const auto j = nlohmann::json::parse(UsagePlacementsJson(BusyQuietBusy(), *r, c));
+    EXPECT_EQ(j["restart_min"], k.restart_min);
+    EXPECT_EQ(j["policy"], "consolidate");
+    EXPECT_EQ(j["pods"]["a"].size(), 2u);
+  }
+}
+
+// Quiet again from 300: the plan at 360 would pack the pair a third time, onto a GPU with a
+// pod that moved once already; with one move a day it may not.
+TEST(UsageSimConsolidate, TheDayCapHolds) {
+  UsageSimConfig c = Consolidating(80);
+  c.warmup_min = 60;
+  c.forecast_min = 60;
+  struct Case {
+    int cap;
+    int64_t moves, max_moves_pod;
+  };
+  for (const Case& k : {Case{0, 0, 0}, Case{1, 2, 1}, Case{2, 3, 2}}) {
+    c.plan.max_moves_pod_day = k.cap;
+    auto r = RunUsageSim(BusyQuietBusy(480), c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->moves, k.moves) << k.cap;
+    EXPECT_EQ(r->max_moves_pod, k.max_moves_pod) << k.cap;
+  }
+}
+
+TEST(UsageSimConsolidate, RefusedWithStockRequests) {
+  UsageSimConfig c = Stock(80, 48128, 25);
+  c.consolidate = true;
+  EXPECT_FALSE(RunUsageSim(Synthetic(), c).ok());
+  c = Consolidating(80);
+  c.plan_every_min = 0;
+  EXPECT_FALSE(RunUsageSim(Synthetic(), c).ok());
+}
+
+TEST(UsageSimConsolidate, SameTraceAndFlagsSameBytes) {
+  for (int64_t card : {80, 141}) {
+    const UsageSimConfig c = Consolidating(card);
+    auto a = RunUsageSim(Synthetic(), c);
+    auto b = RunUsageSim(usage::SyntheticTrace({}), c);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_GT(a->moves, 0) << card;
+    EXPECT_EQ(UsagePlacementsJson(Synthetic(), *a, c), UsagePlacementsJson(Synthetic(), *b, c));
+    EXPECT_EQ(UsageJson("t", *a, c), UsageJson("t", *b, c));
+    EXPECT_EQ(UsageTable("t", *a, c), UsageTable("t", *b, c));
+  }
+}
+
+// Every decision up to minute m (placements and moves: every segment starting at or before m) is
+// the same when the trace ends at m: nothing of the future is used (not the number of pods to
+// come, not their usage, not when pods leave).
+TEST(UsageSim, DecisionsUseNothingOfTheFuture) {
+  const auto& t = Synthetic();
+  for (const UsageSimConfig& c :
+       {Stock(141, 48128, 25), Aware(80), Aware(141), Consolidating(80), Consolidating(141)}) {
+    const int64_t card = c.gpu_memory_mib / 1024;
+    auto full = RunUsageSim(t, c);
+    ASSERT_TRUE(full.ok()) << full.status();
+    std::vector<int32_t> minutes = {c.warmup_min};
+    for (const auto& segs : full->placement)
+      for (const auto& s : segs)
+        if (s.from_minute > c.warmup_min) minutes.push_back(s.from_minute);
+    std::sort(minutes.begin(), minutes.end());
+    minutes.erase(std::unique(minutes.begin(), minutes.end()), minutes.end());
+    int checked = 0;
+    for (int32_t m : minutes) {
+      const usage::UsageTrace cut = usage::CutAfter(t, m);
+      auto part = RunUsageSim(cut, c);
+      ASSERT_TRUE(part.ok()) << m << ": " << part.status();
+      for (size_t i = 0; i < cut.pods.size(); ++i) {
+        ASSERT_EQ(cut.pods[i].name, t.pods[i].name);
+        std::vector<std::pair<int32_t, std::string>> want, got;
+        for (const auto& s : full->placement[i])
+          if (s.from_minute <= m)
+            want.push_back({s.from_minute, full->gpu_ids[static_cast<size_t>(s.gpu)]});
+        for (const auto& s : part->placement[i])
+          got.push_back({s.from_minute, part->gpu_ids[static_cast<size_t>(s.gpu)]});
+        EXPECT_EQ(got, want) << t.pods[i].name << " cut at " << m << ", " << card;
+        checked += static_cast<int>(want.size());
+      }
+    }
+    EXPECT_GT(minutes.size(), 3u) << card;
+    EXPECT_GT(checked, 60) << card;
+    if (c.consolidate) {
+      EXPECT_GT(full->moves, 0) << card;
+    }
   }
 }
 
