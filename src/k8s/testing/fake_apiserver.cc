@@ -13,12 +13,16 @@
 
 #include "common/mutex.h"
 #include "common/rng.h"
+#include "k8s/testing/dra_api.h"
 #include "k8s/testing/selectors.h"
 
 namespace hami::k8s::testing {
 namespace {
 
 using Json = nlohmann::json;
+
+constexpr char kDraPrefix[] = "/apis/resource.k8s.io/v1";
+constexpr char kDraApiVersion[] = "resource.k8s.io/v1";
 
 struct ResDef {
   const char* prefix;
@@ -43,7 +47,19 @@ const ResDef kResources[] = {
     {"/apis/events.k8s.io/v1", "events", "event", "Event", true, "ev", "events.k8s.io/v1", false},
     {"/apis/policy/v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
      "pdb", "policy/v1", true},
+    // resource.k8s.io/v1 (DRA), served from 1.34 (FakeApiServerOptions::kube_minor); writes go
+    // through AdmitDraWrite (dra_api.h).
+    {kDraPrefix, "resourceslices", "resourceslice", "ResourceSlice", false, "", kDraApiVersion,
+     false},
+    {kDraPrefix, "deviceclasses", "deviceclass", "DeviceClass", false, "", kDraApiVersion, false},
+    {kDraPrefix, "resourceclaims", "resourceclaim", "ResourceClaim", true, "", kDraApiVersion,
+     true},
+    {kDraPrefix, "resourceclaimtemplates", "resourceclaimtemplate", "ResourceClaimTemplate", true,
+     "", kDraApiVersion, false},
 };
+// API groups other than the core one, in discovery order.
+const char* const kGroups[] = {"coordination.k8s.io", "events.k8s.io", "policy", "resource.k8s.io"};
+constexpr int kDraFirstMinor = 34;  // resource.k8s.io/v1 is GA from 1.34
 
 std::string ResId(const ResDef& d) {
   return std::string(d.prefix) + "/" + d.plural;
@@ -192,7 +208,9 @@ struct FakeApiServer::Impl {
   std::vector<RequestRecord> requests ABSL_GUARDED_BY(mu);
   Rng rng ABSL_GUARDED_BY(mu){42};
 
-  explicit Impl(FakeApiServerOptions o) : opts(std::move(o)) {}
+  explicit Impl(FakeApiServerOptions o)
+      : opts(std::move(o)), gates(DraGatesFor(opts.kube_minor, opts.feature_gates)) {}
+  const DraGates gates;  // of opts; fixed for the server's life
 
   std::string NewUid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     char buf[40];
@@ -249,8 +267,8 @@ struct FakeApiServer::Impl {
   }
 
   static StatusOr<Target> ParsePath(const std::string& path) {
-    for (const char* prefix :
-         {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1", "/apis/policy/v1"}) {
+    for (const char* prefix : {"/api/v1", "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1",
+                               "/apis/policy/v1", kDraPrefix}) {
       std::string p(prefix);
       if (path.rfind(p + "/", 0) != 0) continue;
       std::vector<std::string> seg;
@@ -287,6 +305,10 @@ struct FakeApiServer::Impl {
       if (seg.size() > i + 3 || (seg.size() > i + 1 && t.name.empty())) {
         return NotFound("the server could not find the requested resource");
       }
+      // Only pods have pods/binding; only kinds with a status subresource have /status.
+      const bool known_sub = t.sub.empty() || (t.sub == "status" && t.def->has_status) ||
+                             (t.sub == "binding" && std::string(t.def->plural) == "pods");
+      if (!known_sub) return NotFound("the server could not find the requested resource");
       return t;
     }
     return NotFound("the server could not find the requested resource");
@@ -344,9 +366,13 @@ struct FakeApiServer::Impl {
     return httplib::Server::HandlerResponse::Unhandled;
   }
 
+  bool DraServed() const { return opts.kube_minor >= kDraFirstMinor; }
+
   template <typename F>
   void Guard(const httplib::Request& req, httplib::Response& res, F&& f) {
     auto t = ParsePath(req.path);
+    if (t.ok() && !DraServed() && std::string(t->def->prefix) == kDraPrefix)
+      t = NotFound("the server could not find the requested resource");
     if (!t.ok()) {
       Reply(res, 404, MakeStatus(404, "NotFound", std::string(t.status().message())));
       return;
@@ -665,6 +691,7 @@ struct FakeApiServer::Impl {
     }
     if (std::string(d.plural) == "events" && std::string(d.prefix) == "/api/v1")
       ValidateCoreEvent(body, ns, name);
+    AdmitLocked(d, name, body, nullptr, false);
     auto& m = objects[ResId(d)];
     const std::string key = Key(d.namespaced ? ns : "", name);
     if (m.count(key)) {
@@ -739,14 +766,41 @@ struct FakeApiServer::Impl {
                {{"name", t.name}, {"kind", t.def->plural}});
   }
 
+  // What the real server's strategy does to a resource.k8s.io write (drop the fields of disabled
+  // gates, validate); other kinds pass unchanged. Throws 422 Invalid with the field errors.
+  void AdmitLocked(const ResDef& d, const std::string& name, Json& obj, const Json* old,
+                   bool status_write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (std::string(d.prefix) != kDraPrefix) return;
+    const std::vector<std::string> errs = AdmitDraWrite(d.plural, obj, old, status_write, gates);
+    if (errs.empty()) return;
+    std::string list;
+    Json causes = Json::array();
+    for (const auto& e : errs) {
+      list += StrCat(list.empty() ? "" : ", ", e);
+      const size_t colon = e.find(": ");
+      causes.push_back({{"reason", "FieldValueInvalid"},
+                        {"message", e.substr(colon == std::string::npos ? 0 : colon + 2)},
+                        {"field", e.substr(0, colon)}});
+    }
+    throw Err(422, "Invalid",
+              StrCat(d.kind, ".resource.k8s.io \"", name,
+                     "\" is invalid: ", errs.size() == 1 ? list : StrCat("[", list, "]")),
+              {{"name", name}, {"group", "resource.k8s.io"}, {"kind", d.kind}, {"causes", causes}});
+  }
+
   // Replaces the stored object with `next` (already validated), keeping identity fields.
   Json CommitLocked(const Target& t, Json& stored, Json next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (t.sub == "status") {
       Json merged = stored;
       merged["status"] = next.contains("status") ? next["status"] : Json::object();
       next = std::move(merged);
-    } else if (t.def->has_status && stored.contains("status")) {
-      next["status"] = stored["status"];
+    } else if (t.def->has_status) {
+      // The main resource never writes status (the real strategies copy the stored one).
+      if (stored.contains("status")) {
+        next["status"] = stored["status"];
+      } else {
+        next.erase("status");
+      }
     }
     // As the real server's object-meta update validation: a write naming another uid is refused
     // (a pod re-created under the same name is never changed by a write meant for the old one).
@@ -764,6 +818,7 @@ struct FakeApiServer::Impl {
     }
     next["kind"] = t.def->kind;
     next["apiVersion"] = t.def->api_version;
+    AdmitLocked(*t.def, t.name, next, &stored, t.sub == "status");
     next["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"];
     if (next == stored) return stored;  // no-op writes do not bump resourceVersion
     Json prev = stored;
@@ -897,11 +952,11 @@ struct FakeApiServer::Impl {
   void InstallRoutes() {
     svr->set_pre_routing_handler(
         [this](const httplib::Request& q, httplib::Response& r) { return PreRoute(q, r); });
-    svr->Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    svr->Get("/version", [this](const httplib::Request&, httplib::Response& res) {
       Reply(res, 200,
             {{"major", "1"},
-             {"minor", "32"},
-             {"gitVersion", "v1.32.0-hami-fake"},
+             {"minor", std::to_string(opts.kube_minor)},
+             {"gitVersion", StrCat("v1.", opts.kube_minor, ".0-hami-fake")},
              {"platform", "linux/amd64"},
              {"goVersion", "n/a"},
              {"compiler", "n/a"},
@@ -916,9 +971,10 @@ struct FakeApiServer::Impl {
              {"serverAddressByClientCIDRs",
               {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", StrCat(opts.host, ":", port)}}}}});
     });
-    svr->Get("/apis", [](const httplib::Request&, httplib::Response& res) {
+    svr->Get("/apis", [this](const httplib::Request&, httplib::Response& res) {
       Json groups = Json::array();
-      for (const char* g : {"coordination.k8s.io", "events.k8s.io", "policy"}) {
+      for (const char* g : kGroups) {
+        if (std::string(g) == "resource.k8s.io" && !DraServed()) continue;
         Json v = {{"groupVersion", std::string(g) + "/v1"}, {"version", "v1"}};
         groups.push_back({{"name", g}, {"versions", {v}}, {"preferredVersion", v}});
       }
@@ -927,7 +983,8 @@ struct FakeApiServer::Impl {
     svr->Get("/api/v1", [this](const httplib::Request&, httplib::Response& res) {
       Reply(res, 200, ResourceList("/api/v1", "v1"));
     });
-    for (const char* g : {"coordination.k8s.io", "events.k8s.io", "policy"}) {
+    for (const char* g : kGroups) {
+      if (std::string(g) == "resource.k8s.io" && !DraServed()) continue;
       const std::string prefix = StrCat("/apis/", g, "/v1");
       const std::string gv = StrCat(g, "/v1");
       svr->Get(prefix, [this, prefix, gv](const httplib::Request&, httplib::Response& res) {

@@ -1,8 +1,9 @@
 #pragma once
 // A fake Kubernetes API server that speaks the real wire format (HTTP + JSON) for the resources
 // hami-cpp uses: pods (+ binding, status), nodes (+ status), events, leases, resourcequotas,
-// namespaces, configmaps, poddisruptionbudgets (policy/v1), tokenreviews (AddToken). Enough
-// discovery (/api, /apis, /version) for kubectl get/annotate.
+// namespaces, configmaps, poddisruptionbudgets (policy/v1), tokenreviews (AddToken), and DRA's
+// resource.k8s.io/v1 resourceslices, deviceclasses (cluster-scoped), resourceclaims (+ status) and
+// resourceclaimtemplates. Enough discovery (/api, /apis, /version) for kubectl get/annotate.
 //
 // Semantics kept from the real server:
 // - one global, increasing resourceVersion; list replies carry it; items lack kind/apiVersion;
@@ -14,12 +15,18 @@
 // - create (generateName), PUT (conditional on resourceVersion), merge / strategic-merge (treated
 //   as merge) / JSON patch; a resourceVersion in the body or the patched result that is not current
 //   gives 409 Conflict; pods/binding sets spec.nodeName, merges annotations, 409 if already bound;
-// - errors are metav1.Status objects with the real reasons and messages.
+// - errors are metav1.Status objects with the real reasons and messages;
+// - resource.k8s.io/v1 writes over HTTP get the real strategy (dra_api.h): fields of feature gates
+//   that are off in the configured version are dropped (allowMultipleAllocations, requestPolicy,
+//   capacity requests, shareID, consumedCapacity without DRAConsumableCapacity), then validated
+//   (422 Invalid with the field errors); a ResourceClaim's status is written only through /status.
+//   Upsert/Seed bypass both, to let tests store what a buggy client could not.
 //
 // Fault injection: N error replies for a method + path regex, dropping open watches, forcing 410 on
 // the next watches, added latency. Thread-safe; all methods may be called while serving.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -42,6 +49,12 @@ struct FakeApiServerOptions {
   std::string tls_key_file;
   // With TLS: require client certificates signed by this CA (PEM file); empty = no client auth.
   std::string tls_client_ca_file;
+  // The emulated Kubernetes minor version (1.<kube_minor>): /version reports it, resource.k8s.io/v1
+  // is served from 34, and the DRA feature gates take their defaults there (DRAConsumableCapacity
+  // and the other beta DRA gates are on from 36).
+  int kube_minor = 36;
+  // Feature-gate overrides by name ("DRAConsumableCapacity": true, ...), as --feature-gates.
+  std::map<std::string, bool> feature_gates;
 };
 
 class FakeApiServer {

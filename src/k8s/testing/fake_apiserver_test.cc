@@ -6,36 +6,20 @@
 
 #include "k8s/client.h"
 #include "k8s/testing/test_util.h"
+#include "k8s/testing/wire_fixture.h"
 
 namespace hami::k8s::testing {
 namespace {
 
 using nlohmann::json;
 
-class FakeApiServerTest : public ::testing::Test {
+class FakeApiServerTest : public FakeApiServerFixture {
  protected:
   void SetUp() override {
     FakeApiServerOptions o;
     o.compaction_window = 5;
-    fake_ = std::make_unique<FakeApiServer>(o);
-    ASSERT_TRUE(fake_->Start().ok());
-    ClientConfig cfg;
-    cfg.server = fake_->url();
-    cfg.qps = 0;
-    cfg.max_retries = 0;
-    client_ = std::move(*Client::Create(cfg));
+    StartServer(o);
   }
-  // Raw request; returns {code, parsed body}.
-  std::pair<int, json> Do(const std::string& method, const std::string& path,
-                          const std::string& body = "",
-                          const std::string& ct = "application/json") {
-    auto r = client_->Request(method, path, body, body.empty() ? "" : ct);
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok()) return {0, nullptr};
-    return {r->code, json::parse(r->body, nullptr, false)};
-  }
-  std::unique_ptr<FakeApiServer> fake_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(FakeApiServerTest, ErrorsAreStatusObjects) {

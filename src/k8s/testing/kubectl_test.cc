@@ -44,6 +44,22 @@ std::pair<int, std::string> RunCommand(const std::string& cmd) {
   return {WEXITSTATUS(rc), out};
 }
 
+// A fresh HOME (no kubeconfig, own cache) for one test.
+std::filesystem::path TempHome(const std::string& prefix) {
+  std::filesystem::path home =
+      std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  std::filesystem::create_directories(home);
+  return home;
+}
+
+// "kubectl --server <fake> ..." with the environment of `home`, ready for the arguments.
+std::string KubectlCommand(const std::string& kubectl, const FakeApiServer& fake,
+                           const std::filesystem::path& home) {
+  return "env HOME=" + home.string() + " KUBECONFIG=" + (home / "none").string() + " " + kubectl +
+         " --server " + fake.url() + " --cache-dir " + (home / "cache").string() +
+         " --request-timeout 20s ";
+}
+
 TEST(KubectlTest, GetAndAnnotateAgainstFake) {
   const std::string kubectl = FindKubectl();
   if (kubectl.empty()) GTEST_SKIP() << "kubectl not installed";
@@ -53,12 +69,8 @@ TEST(KubectlTest, GetAndAnnotateAgainstFake) {
   ASSERT_TRUE(fake.Upsert("pods", MakePod("team-a", "trainer", "gpu-node-1")).ok());
   ASSERT_TRUE(fake.Upsert("pods", MakePod("default", "web")).ok());
 
-  const std::filesystem::path home =
-      std::filesystem::temp_directory_path() / ("hami_kubectl_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(home);
-  const std::string base = "env HOME=" + home.string() + " KUBECONFIG=" + (home / "none").string() +
-                           " " + kubectl + " --server " + fake.url() + " --cache-dir " +
-                           (home / "cache").string() + " --request-timeout 20s ";
+  const std::filesystem::path home = TempHome("hami_kubectl_");
+  const std::string base = KubectlCommand(kubectl, fake, home);
 
   auto [rc, out] = RunCommand(base + "get pods -A -o json");
   ASSERT_EQ(rc, 0) << out;
@@ -86,6 +98,70 @@ TEST(KubectlTest, GetAndAnnotateAgainstFake) {
   EXPECT_EQ((*pod)["metadata"]["annotations"]["hami.io/vgpu-node"], "gpu-node-1");
 
   std::tie(rc, out) = RunCommand(base + "get pod missing -n team-a");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("not found"), std::string::npos) << out;
+  std::filesystem::remove_all(home);
+}
+
+// DRA objects (resource.k8s.io/v1) as kubectl discovers and lists them: slices are cluster-scoped,
+// claims namespaced, and both print in the default table and as JSON.
+TEST(KubectlTest, ListsResourceSlicesAndClaims) {
+  const std::string kubectl = FindKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl not installed";
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  for (const char* node : {"gpu-node-1", "gpu-node-2"}) {
+    nlohmann::json slice = {
+        {"metadata", {{"name", std::string(node) + "-hami-core-gpu"}}},
+        {"spec",
+         {{"driver", "hami-core-gpu.project-hami.io"},
+          {"nodeName", node},
+          {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+          {"devices",
+           {{{"name", "gpu-0"},
+             {"allowMultipleAllocations", true},
+             {"capacity", {{"memory", {{"value", "16Gi"}}}, {"cores", {{"value", "100"}}}}}}}}}}};
+    ASSERT_TRUE(fake.Upsert("resourceslices", slice).ok());
+  }
+  nlohmann::json claim = {{"metadata", {{"name", "trainer-gpu"}, {"namespace", "team-a"}}},
+                          {"spec",
+                           {{"devices",
+                             {{"requests",
+                               {{{"name", "gpu"},
+                                 {"exactly",
+                                  {{"deviceClassName", "hami-core-gpu.project-hami.io"},
+                                   {"capacity", {{"requests", {{"memory", "4Gi"}}}}}}}}}}}}}}};
+  ASSERT_TRUE(fake.Upsert("resourceclaims", claim).ok());
+
+  const std::filesystem::path home = TempHome("hami_kubectl_dra_");
+  const std::string base = KubectlCommand(kubectl, fake, home);
+  struct Case {
+    std::string args;
+    std::vector<std::string> want;  // substrings of the output
+  };
+  const std::vector<Case> cases = {
+      {"get resourceslices", {"gpu-node-1-hami-core-gpu", "gpu-node-2-hami-core-gpu"}},
+      {"get resourceslices --field-selector spec.nodeName=gpu-node-2 -o name",
+       {"resourceslice.resource.k8s.io/gpu-node-2-hami-core-gpu"}},
+      {"get resourceclaims -A", {"team-a", "trainer-gpu"}},
+      {"get resourceclaims.v1.resource.k8s.io -n team-a -o json", {"\"deviceClassName\""}},
+      {"api-resources --api-group=resource.k8s.io",
+       {"resourceslices", "resourceclaims", "resourceclaimtemplates", "deviceclasses"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    auto [rc, out] = RunCommand(base + c.args);
+    ASSERT_EQ(rc, 0) << out;
+    for (const auto& w : c.want) EXPECT_NE(out.find(w), std::string::npos) << w << "\n" << out;
+  }
+  auto [rc, out] = RunCommand(base + "get resourceslices -o json");
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_EQ(j["items"].size(), 2u) << out;
+  EXPECT_EQ(j["items"][0]["spec"]["devices"][0]["capacity"]["memory"]["value"], "16Gi");
+  // A claim without the namespace is not found in "default": the kind is namespaced.
+  std::tie(rc, out) = RunCommand(base + "get resourceclaim trainer-gpu");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("not found"), std::string::npos) << out;
   std::filesystem::remove_all(home);
