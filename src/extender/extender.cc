@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "common/log.h"
 #include "core/annotations.h"
@@ -62,6 +63,20 @@ bool ChargeDependsOnDevice(const core::PodRequest& pod) {
 int64_t NanosSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
       .count();
+}
+
+// The vendor types a pod asks for, or a decision grants (the outcome counters' device_type).
+std::set<std::string> RequestedTypes(const core::PodRequest& pod) {
+  std::set<std::string> out;
+  for (const auto& c : pod.containers)
+    for (const auto& d : c.devices) out.insert(d.vendor);
+  return out;
+}
+std::set<std::string> GrantedTypes(const core::PodAllocation& allocation) {
+  std::set<std::string> out;
+  for (const auto& c : allocation.containers)
+    for (const auto& d : c) out.insert(d.vendor);
+  return out;
 }
 
 // Adds the time of its scope to a counter (ExtenderCounters' filter_*_ns).
@@ -436,6 +451,8 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
         return FilterStep::kDone;
       }
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      for (const std::string& type : RequestedTypes(c.pod))
+        counters_.outcomes.Add(OutcomeCounters::kAllocationFailures, "filter", type, "no_fit");
       for (const auto& f : d->failures)
         (f.retryable ? c.out.failed_nodes : c.out.failed_and_unresolvable)[f.node] = Reason(f);
       c.out.node_names = std::vector<std::string>{};
@@ -493,6 +510,8 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
       return FilterStep::kRuleOutNode;
     case FilterStep::kDone: {
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
+      for (const std::string& type : RequestedTypes(c.pod))
+        counters_.outcomes.Add(OutcomeCounters::kAllocationFailures, "filter", type, "quota");
       const std::string why = StrCat("ResourceQuotaNotFit: ", std::string(q.message()));
       for (const auto& n : *c.cand) c.out.failed_nodes[n] = why;
       c.out.node_names = std::vector<std::string>{};
@@ -541,6 +560,9 @@ ExtenderFilterResult Extender::Commit(FilterCycle& c) {
         client_->PatchNoReply(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
     if (!p.ok()) {
       release();
+      for (const std::string& type : GrantedTypes(d.allocation))
+        counters_.outcomes.Add(OutcomeCounters::kAllocationFailures, "filter", type,
+                               "annotation_patch");
       ExtenderFilterResult out = FilterError(
           std::move(c.out),
           StrCat("pod ", PodKey(pod), ": cannot write the decision: ", std::string(p.message())));
@@ -549,6 +571,8 @@ ExtenderFilterResult Extender::Commit(FilterCycle& c) {
     }
   }
   // 6. The reply.
+  for (const std::string& type : GrantedTypes(d.allocation))
+    counters_.outcomes.Add(OutcomeCounters::kAllocations, "filter", type, "none");
   for (const auto& f : d.failures)
     (f.retryable ? c.out.failed_nodes : c.out.failed_and_unresolvable)[f.node] = Reason(f);
   c.out.node_names = std::vector<std::string>{d.node};
@@ -709,9 +733,11 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
     }
   }
   counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+  counters_.outcomes.Add(OutcomeCounters::kAllocationFailures, "bind", "", "apiserver_bind");
   if (!uid.empty()) {  // the reservation of this very pod (checked above), never another's
     state_.Drop(uid);
     (void)sched_.Unreserve(uid);
+    counters_.outcomes.Add(OutcomeCounters::kBindRollbacks, "bind", "", "apiserver_bind");
   }
   auto p = client_->Patch(
       k8s::kPods, a.pod_namespace, a.pod_name, k8s::PatchType::kMerge,
@@ -724,6 +750,17 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
                      " failed: ", std::string(s.message()));
   Event(PodRef(a.pod_namespace, a.pod_name, a.pod_uid), "Warning", "BindingFailed", out.error);
   return out;
+}
+
+void OutcomeCounters::Add(Kind kind, std::string_view phase, std::string_view device_type,
+                          std::string_view failure_reason) {
+  absl::MutexLock l(&mu_);
+  ++counts_[kind][{std::string(phase), std::string(device_type), std::string(failure_reason)}];
+}
+
+std::map<OutcomeCounters::Labels, int64_t> OutcomeCounters::Snapshot(Kind kind) const {
+  absl::MutexLock l(&mu_);
+  return counts_[kind];
 }
 
 void LatencyHistogram::Observe(int64_t ns) {

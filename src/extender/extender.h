@@ -101,6 +101,22 @@ struct LatencyHistogram {
   void Observe(int64_t ns);
 };
 
+// Upstream's allocation outcome counters (its docs/develop/scheduler-metrics.md), by bounded
+// labels: phase ("filter", "bind"), device_type (the vendor type of the grants, "" when unknown)
+// and failure_reason ("none" for a success, else a fixed category such as "no_fit").
+class OutcomeCounters {
+ public:
+  enum Kind { kAllocations, kAllocationFailures, kBindRollbacks, kKinds };
+  using Labels = std::array<std::string, 3>;  // phase, device_type, failure_reason
+  void Add(Kind kind, std::string_view phase, std::string_view device_type,
+           std::string_view failure_reason);
+  std::map<Labels, int64_t> Snapshot(Kind kind) const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<Labels, int64_t> counts_[kKinds] ABSL_GUARDED_BY(mu_);
+};
+
 // Counters for /metrics (monotonic).
 struct ExtenderCounters {
   std::atomic<int64_t> filter_total{0}, filter_errors{0}, filter_unschedulable{0};
@@ -121,6 +137,7 @@ struct ExtenderCounters {
   // Whole /filter and /bind requests (HandleFilter, HandleBind) by upstream's result label:
   // [0] success (an answer without Error, unschedulable included), [1] error.
   LatencyHistogram filter_latency[2], bind_latency[2];
+  OutcomeCounters outcomes;
 };
 
 // ---- Filter's phases, in order (Extender::Filter reads as their sequence, the way

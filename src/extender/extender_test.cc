@@ -482,9 +482,14 @@ TEST_F(ExtenderTest, ReservationsWithoutBindExpire) {
   clock_.AdvanceSeconds(10 * state_->options().reservation_ttl_s);
   EXPECT_EQ(state_->ExpireReservations(), 0);
   EXPECT_TRUE(state_->Find("real").has_value());
-  EXPECT_NE(RenderMetrics(*sched_, *state_, &ext_->counters())
-                .find("hami_scheduler_reservations_expired_total 1"),
-            std::string::npos);
+  const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
+  EXPECT_NE(text.find("hami_scheduler_reservations_expired_total 1"), std::string::npos);
+  // Upstream's name of the same count (PR #3088).
+  EXPECT_NE(
+      text.find(
+          R"(hami_scheduler_stale_reservations_total{phase="reserve",device_type="",failure_reason="expired"} 1)"),
+      std::string::npos)
+      << text;
 }
 
 TEST(DecisionPatch, UpstreamKeys) {
@@ -568,6 +573,26 @@ TEST_F(ExtenderTest, UpstreamTestMetricsRegistrationAndObservation) {
   };
   for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
   EXPECT_EQ(text.find(R"(hami_scheduler_bind_total{result="success"})"), std::string::npos) << text;
+}
+
+// Upstream's allocation outcome counters (PR #3088, docs/develop/scheduler-metrics.md): a reserved
+// decision, a pod no node fits, by phase, device type and failure reason; the cache's expired
+// reservations as stale reservations.
+TEST_F(ExtenderTest, UpstreamAllocationOutcomeCounters) {
+  EXPECT_EQ(
+      RenderMetrics(*sched_, *state_, &ext_->counters()).find("hami_scheduler_allocations_total"),
+      std::string::npos);
+  Filter(PodJson("fits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}), {"a100"});
+  Filter(PodJson("fits2", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}), {"a100"});
+  Filter(PodJson("huge", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "900000"}}), {"a100"});
+  const std::string text = RenderMetrics(*sched_, *state_, &ext_->counters());
+  const std::string want[] = {
+      "# TYPE hami_scheduler_allocations_total counter",
+      R"(hami_scheduler_allocations_total{phase="filter",device_type="NVIDIA",failure_reason="none"} 2)",
+      R"(hami_scheduler_allocation_failures_total{phase="filter",device_type="NVIDIA",failure_reason="no_fit"} 1)",
+  };
+  for (const auto& w : want) EXPECT_NE(text.find(w), std::string::npos) << w << "\n" << text;
+  EXPECT_EQ(text.find("hami_scheduler_bind_rollbacks_total{"), std::string::npos) << text;
 }
 
 // Upstream's replica gauges (PR #2758): a follower reports 0 for both, as upstream's does.

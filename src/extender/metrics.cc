@@ -256,7 +256,33 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
     verb("hami_scheduler_bind_duration_seconds", "Time spent in each phase of the Bind workflow.",
          "hami_scheduler_bind_total", "Total number of Bind requests processed.",
          counters->bind_latency, {{"phase", "total"}});
+    // Upstream's allocation outcome counters (phase, device_type, failure_reason).
+    auto outcome = [&](const char* name, const char* help, OutcomeCounters::Kind kind) {
+      auto& f = set.Add(name, help, MetricType::Counter);
+      for (const auto& [l, n] : counters->outcomes.Snapshot(kind))
+        f.Put({{"phase", l[0]}, {"device_type", l[1]}, {"failure_reason", l[2]}},
+              static_cast<double>(n));
+    };
+    outcome("hami_scheduler_allocations_total",
+            "Successful device reservations recorded by the filter phase.",
+            OutcomeCounters::kAllocations);
+    outcome("hami_scheduler_allocation_failures_total", "Filter and bind allocation failures.",
+            OutcomeCounters::kAllocationFailures);
+    outcome("hami_scheduler_bind_rollbacks_total", "Bind failures that release a reservation.",
+            OutcomeCounters::kBindRollbacks);
   }
+  // The cache's side of upstream's outcome counters: reservations no bind followed, and decisions
+  // read from pods that could not be charged while the state was rebuilt from the informers.
+  if (const int64_t n = state.expired_reservations(); n > 0)
+    set.Add("hami_scheduler_stale_reservations_total", "Stale reservations encountered or removed.",
+            MetricType::Counter)
+        .Put({{"phase", "reserve"}, {"device_type", ""}, {"failure_reason", "expired"}},
+             static_cast<double>(n));
+  auto& reconcile = set.Add("hami_scheduler_reconciliation_errors_total",
+                            "Errors while rebuilding scheduler state.", MetricType::Counter);
+  for (const auto& [reason, n] : state.RejectedDecisions())
+    reconcile.Put({{"phase", "reconcile"}, {"device_type", ""}, {"failure_reason", reason}},
+                  static_cast<double>(n));
   return set.Render();
 }
 
