@@ -153,6 +153,23 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--cpu-pods-selector", cpu_pod_selector,
                  "pod labels (k=v,...; all must match) that select pods without devices for "
                  "--scheduler-name as well, in any namespace; default none");
+  scheduler::UsageRuleOptions usage_rule;
+  int usage_duty_budget_pct = usage_rule.duty_budget / 100;
+  app.add_option("--usage-overcommit-pct", usage_rule.overcommit_pct,
+                 "usage-aware placement (docs/utilization.md): 0 = off; 100..1000 = pods with a "
+                 "trusted hami.io/usage-profile are packed by it and a card may book up to this % "
+                 "of its memory")
+      ->capture_default_str();
+  app.add_option("--usage-namespaces", usage_rule.namespaces,
+                 "namespaces (comma list; * = all) whose pods' hami.io/usage-profile is trusted; "
+                 "elsewhere it is ignored (docs/security.md); default none")
+      ->delimiter(',');
+  app.add_option("--usage-contention-bp", usage_rule.contention_bp,
+                 "usage rule: the most likely a minute of a card may be contended, basis points")
+      ->capture_default_str();
+  app.add_option("--usage-duty-budget-pct", usage_duty_budget_pct,
+                 "usage rule: co-located duty at or above this % is contention")
+      ->capture_default_str();
   app.add_option("--node-scheduler-policy", node_policy,
                  "default node policy: binpack | spread (pod annotation "
                  "hami.io/node-scheduler-policy overrides)")
@@ -245,6 +262,10 @@ int SchedulerMain(int argc, char** argv) {
   so.policy = policy;
   so.config.node_policy = node_policy;
   so.config.gpu_policy = gpu_policy;
+  usage_rule.duty_budget = usage_duty_budget_pct * 100;
+  if (Status s = scheduler::ValidateUsageRuleOptions(usage_rule); !s.ok())
+    return Fail("--usage-*", s);
+  so.usage = usage_rule;
   auto sched = scheduler::Scheduler::Create(so);
   if (!sched.ok()) return Fail("--policy/--gpu-scheduler-policy", sched.status());
 

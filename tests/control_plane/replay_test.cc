@@ -30,6 +30,7 @@
 #include "core/pod_codec.h"
 #include "core/pod_request.h"
 #include "core/quantity.h"
+#include "extender/metrics.h"
 #include "extender/state.h"
 #include "harness.h"
 #include "scheduler/registry.h"
@@ -618,9 +619,21 @@ TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
   EXPECT_EQ(diverged, 0);
   EXPECT_GT(overcommitted_peak, 0)
       << "the trace should overcommit some cards (else nothing is shown)";
-  EXPECT_EQ(rep->sched->usage_rule()->stats().profiled_pods,
-            static_cast<int64_t>(std::count_if(node_of.begin(), node_of.end(),
-                                               [](const std::string& n) { return !n.empty(); })));
+  const auto live = std::count_if(node_of.begin(), node_of.end(),
+                                  [](const std::string& n) { return !n.empty(); });
+  EXPECT_EQ(rep->sched->usage_rule()->stats().profiled_pods, static_cast<int64_t>(live));
+  // /metrics says what the rule does: the cap, the pods it placed, the cards booked past their
+  // memory (what `booked` counts now), and each card's capacity at the cap.
+  int over_now = 0;
+  for (const auto& [n, b] : booked) over_now += b > c.gpu_memory_mib;
+  const std::string metrics = extender::RenderMetrics(*rep->sched, *rep->state, nullptr);
+  for (const std::string& line :
+       {StrCat("hami_scheduler_usage_overcommit_cap_percent ", c.overcommit_pct),
+        StrCat("hami_scheduler_usage_profiled_pods ", live),
+        StrCat("hami_scheduler_usage_overcommitted_gpus ", over_now)})
+    EXPECT_NE(metrics.find(StrCat("\n", line, "\n")), std::string::npos) << line;
+  const int64_t at_cap = c.gpu_memory_mib * c.overcommit_pct / 100 * 1024 * 1024;
+  EXPECT_NE(metrics.find(StrCat("device_memory_limit=\"", at_cap, "\"")), std::string::npos);
 }
 
 class ReplayTest : public ::testing::TestWithParam<std::string> {};
