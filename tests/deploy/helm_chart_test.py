@@ -418,6 +418,21 @@ for port in ("8443", "9395"):
     r = subprocess.run([HELM, "template", "hami", CHART, "--set", f"scheduler.extenderPort={port}"], capture_output=True, text=True)
     check(r.returncode != 0 and "scheduler.extenderPort" in r.stderr, f"extenderPort={port}: a port taken in the pod is accepted")
 
+# 4h. per-image pullSecrets (upstream's image maps, PR #2976) join global.imagePullSecrets on the pod
+# that runs the image, each name once; none anywhere: no imagePullSecrets
+text, docs = render("pullSecrets", "hami-system", "--set", "global.imagePullSecrets={regcred}",
+                    "--set", "scheduler.kubeScheduler.image.pullSecrets={ks,regcred}",
+                    "--set", "scheduler.extender.image.pullSecrets[0].name=ext",
+                    "--set", "devicePlugin.image.pullSecrets={dp}")
+pod = find(docs, "Deployment", "-scheduler")[0]["spec"]["template"]["spec"]
+check(pod.get("imagePullSecrets") == [{"name": "regcred"}, {"name": "ext"}, {"name": "ks"}],
+      f"pullSecrets: scheduler pod {pod.get('imagePullSecrets')}")
+pod = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]
+check(pod.get("imagePullSecrets") == [{"name": "regcred"}, {"name": "dp"}], f"pullSecrets: node agent {pod.get('imagePullSecrets')}")
+docs = render("no pullSecrets", "hami-system")[1]
+check(not any("imagePullSecrets" in d["spec"]["template"]["spec"] for d in find(docs, "Deployment") + find(docs, "DaemonSet")),
+      "pullSecrets: rendered without any")
+
 # 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
 # Rendered with cert-manager so that no generated certificate differs between renderings.
 def template(*args):

@@ -78,10 +78,19 @@ global.imageTag, then the chart's appVersion.  Args: dict "root" . "image" <valu
 {{- if .Values.scheduler.leaderElect }}{{ int .Values.scheduler.replicas }}{{ else }}1{{ end -}}
 {{- end -}}
 
+{{/* imagePullSecrets of a pod: global.imagePullSecrets, then each of its images' pullSecrets
+(upstream's image maps carry them, #2976), names or {name: ...}, each once; nothing when none.
+Args: dict "root" . "images" (list of image values). */}}
 {{- define "hami.pullSecrets" -}}
+{{- $names := list -}}
+{{- $all := .root.Values.global.imagePullSecrets | default list -}}
+{{- range .images }}{{ if and (kindIs "map" .) .pullSecrets }}{{ $all = concat $all .pullSecrets }}{{ end }}{{ end -}}
+{{- range $all }}{{ $names = append $names (ternary . (dig "name" "" (ternary (dict) . (kindIs "string" .))) (kindIs "string" .)) }}{{ end -}}
 {{- $s := list -}}
-{{- range .Values.global.imagePullSecrets }}{{ $s = append $s (ternary (dict "name" .) . (kindIs "string" .)) }}{{ end -}}
-imagePullSecrets: {{- toYaml $s | nindent 2 }}
+{{- range uniq (compact $names) }}{{ $s = append $s (dict "name" .) }}{{ end -}}
+{{- with $s -}}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end -}}
 {{- end -}}
 
 {{/*
