@@ -8,9 +8,17 @@
 //  - RSS when ready (VmRSS) and its peak so far (VmHWM), then both again after the filter run;
 //  - /filter + /bind latency (p50/p99/max per verb) for F pending pods with every node name in the
 //    request (nodeCacheCapable), from a client that behaves like kube-scheduler (keep-alive,
-//    TCP_NODELAY), for each GPU policy (hami.io/gpu-scheduler-policy binpack and spread).
+//    TCP_NODELAY, one pod at a time, at most one pod every --pace-ms: 20 ms = kube-scheduler's
+//    own default client limit of 50 requests/s, one Scheduled Event per pod), for each GPU policy
+//    (hami.io/gpu-scheduler-policy binpack and spread). The pending pods are created by another
+//    client (as users and controllers do), so the replica's API rate limiter serves its own writes
+//    only; the mean time of each stage of /filter (parse, decide, patch, encode) is printed.
+// Then the node agents at the same scale, in a third process: the device plugin's list of one
+// node's pods (field selector spec.nodeName, what it reads on every Allocate) and the monitor's
+// pod informer (the same selector, whole objects), its sync time and the RSS it adds.
 // Prints a markdown table. Usage:
 //   scale_bench [--nodes 10000] [--pods 100000] [--pod-bytes 8192] [--filters 300]
+//               [--pace-ms 20]
 #include <httplib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -46,6 +54,7 @@ struct Args {
   int pods = 100000;
   int pod_bytes = 8192;
   int filters = 300;
+  int pace_ms = 20;
 };
 
 Json Node(int n) {
@@ -151,13 +160,25 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-// The scheduler replica (the forked child): `port` is the API server's.
-int Scheduler(const Args& a, int port) {
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// The scheduler replica (the forked child): `port` is the API server's; one byte is written to
+// `ready_fd` once synced (the parent reads its own CPU then).
+int Scheduler(const Args& a, int port, int ready_fd) {
   k8s::ClientConfig cfg;
   cfg.server = "http://127.0.0.1:" + std::to_string(port);
   cfg.qps = 200;  // scheduler_main's shipped --kube-qps / --kube-burst
   cfg.burst = 400;
   auto client = std::move(*k8s::Client::Create(cfg));
+  k8s::ClientConfig users_cfg;  // who creates the pending pods: not the replica's limiter
+  users_cfg.server = cfg.server;
+  users_cfg.qps = 0;
+  auto users = std::move(*k8s::Client::Create(users_cfg));
   auto sched = std::move(*scheduler::Scheduler::Create({}));
   const extender::StateOptions state_opts;
   extender::ClusterState state(*sched, state_opts);
@@ -170,16 +191,18 @@ int Scheduler(const Args& a, int port) {
     return 1;
   }
   const double ready_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  const double cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  const double cpu_s = CpuSeconds();
+  const char one = 1;
+  (void)!write(ready_fd, &one, 1);
   const int64_t rss_ready = StatusKb("VmRSS:"), hwm_ready = StatusKb("VmHWM:");
   std::printf(
       "| ready (%d nodes x 8 GPUs, %d pods of ~%d B, pages of 500) | %.1f s | RSS %lld MiB "
       "| peak %lld MiB | %zu pods charged, %.1f s of the scheduler's CPU |\n",
       a.nodes, a.pods, a.pod_bytes, ready_s, static_cast<long long>(rss_ready / 1024),
       static_cast<long long>(hwm_ready / 1024), state.pod_count(), cpu_s);
+  std::printf("| informer stores, packed | pods %.1f MiB | nodes %.1f MiB | | |\n",
+              static_cast<double>(ctl.pods().StoreBytes()) / (1 << 20),
+              static_cast<double>(ctl.nodes().StoreBytes()) / (1 << 20));
   std::fflush(stdout);
 
   extender::ExtenderOptions eo;
@@ -205,8 +228,14 @@ int Scheduler(const Args& a, int port) {
   for (const std::string policy : {"binpack", "spread"}) {
     std::vector<double> filter_us, bind_us;
     int failed = 0;
+    const extender::ExtenderCounters& k = ext.counters();
+    const int64_t parse0 = k.filter_parse_ns, decide0 = k.filter_library_ns,
+                  patch0 = k.filter_patch_ns, encode0 = k.filter_encode_ns;
+    auto next = SteadyClock::now();
     for (int i = 0; i < a.filters; ++i) {
-      auto created = client->Create(k8s::kPods, "bench", PendingPod(i, policy));
+      std::this_thread::sleep_until(next);
+      next = SteadyClock::now() + std::chrono::milliseconds(a.pace_ms);
+      auto created = users->Create(k8s::kPods, "bench", PendingPod(i, policy));
       if (!created.ok()) {
         ++failed;
         continue;
@@ -246,6 +275,13 @@ int Scheduler(const Args& a, int port) {
         "%.0f us |\n",
         policy.c_str(), a.nodes, filter_us.size(), failed, Percentile(filter_us, 0.5),
         Percentile(filter_us, 0.99), Percentile(filter_us, 1.0));
+    const double n = std::max<double>(1, static_cast<double>(filter_us.size()));
+    auto mean_us = [n](int64_t ns) { return static_cast<double>(ns) / n / 1000; };
+    std::printf(
+        "| /filter stages, %s (mean) | parse %.0f us | decide %.0f us | patch %.0f us | "
+        "encode %.0f us |\n",
+        policy.c_str(), mean_us(k.filter_parse_ns - parse0), mean_us(k.filter_library_ns - decide0),
+        mean_us(k.filter_patch_ns - patch0), mean_us(k.filter_encode_ns - encode0));
     std::printf("| /bind, %s | %zu | p50 %.0f us | p99 %.0f us | max %.0f us |\n", policy.c_str(),
                 bind_us.size(), Percentile(bind_us, 0.5), Percentile(bind_us, 0.99),
                 Percentile(bind_us, 1.0));
@@ -257,6 +293,48 @@ int Scheduler(const Args& a, int port) {
   server.Stop();
   ctl.Stop();
   return 0;
+}
+
+// The node agents (the third process): the device plugin's list of one node's pods and the
+// monitor's pod informer (K8sPodDirectory's options: pods of one node, whole objects).
+int NodeAgents(const Args& a, int port) {
+  k8s::ClientConfig cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(port);
+  auto client = std::move(*k8s::Client::Create(cfg));
+  const int samples = std::min(a.nodes, 20);
+  std::vector<double> list_ms;
+  size_t pods_seen = 0;
+  for (int s = 0; s < samples; ++s) {
+    k8s::ListOptions lo;
+    lo.field_selector = "spec.nodeName=node-" + std::to_string(s * (a.nodes / samples));
+    const auto t0 = SteadyClock::now();
+    auto list = client->List(k8s::kPods, "", lo);
+    list_ms.push_back(std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count());
+    if (list.ok()) pods_seen += (*list)["items"].size();
+  }
+  std::printf(
+      "| device plugin: one node's pods (field selector), %d nodes | %zu pods each | p50 %.1f ms "
+      "| max %.1f ms | |\n",
+      samples, pods_seen / std::max(1, samples), Percentile(list_ms, 0.5),
+      Percentile(list_ms, 1.0));
+  const int64_t rss0 = StatusKb("VmRSS:");
+  const double cpu0 = CpuSeconds();
+  k8s::InformerOptions io;
+  io.resource = k8s::kPods;
+  io.field_selector = "spec.nodeName=node-0";
+  k8s::Informer inf(*client, io);
+  const auto t0 = SteadyClock::now();
+  inf.Start();
+  const bool synced = inf.WaitForSync(std::chrono::minutes(5));
+  std::printf(
+      "| monitor: pod informer of one node | %s in %.0f ms, %zu pods | RSS +%lld KiB | "
+      "%.2f s CPU | |\n",
+      synced ? "synced" : "NOT synced",
+      std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count(), inf.Size(),
+      static_cast<long long>(StatusKb("VmRSS:") - rss0), CpuSeconds() - cpu0);
+  std::fflush(stdout);
+  inf.Stop();
+  return synced ? 0 : 1;
 }
 
 }  // namespace
@@ -273,24 +351,38 @@ int main(int argc, char** argv) {
       a.pod_bytes = v;
     else if (std::strcmp(argv[i], "--filters") == 0)
       a.filters = v;
+    else if (std::strcmp(argv[i], "--pace-ms") == 0)
+      a.pace_ms = v;
     else {
       std::fprintf(stderr,
-                   "usage: scale_bench [--nodes N] [--pods P] [--pod-bytes B] [--filters F]\n");
+                   "usage: scale_bench [--nodes N] [--pods P] [--pod-bytes B] [--filters F] "
+                   "[--pace-ms MS]\n");
       return 2;
     }
   }
   spdlog::set_level(spdlog::level::err);
-  // Fork first, while there are no threads: the child waits for the port, then is the scheduler.
-  int fds[2];
-  if (pipe(fds) != 0) return 1;
+  // Fork first, while there are no threads: each child waits for the port, then is the scheduler
+  // (or, once the scheduler is done, the node agents).
+  int fds[2], ready[2], agent_fds[2];
+  if (pipe(fds) != 0 || pipe(ready) != 0 || pipe(agent_fds) != 0) return 1;
   const pid_t child = fork();
   if (child == 0) {
     close(fds[1]);
+    close(ready[0]);
     int port = 0;
     if (read(fds[0], &port, sizeof port) != sizeof port) return 1;
-    return Scheduler(a, port);
+    return Scheduler(a, port, ready[1]);
+  }
+  const pid_t agents = fork();
+  if (agents == 0) {
+    close(agent_fds[1]);
+    int port = 0;
+    if (read(agent_fds[0], &port, sizeof port) != sizeof port) return 1;
+    return NodeAgents(a, port);
   }
   close(fds[0]);
+  close(ready[1]);
+  close(agent_fds[0]);
   k8s::testing::FakeApiServerOptions o;
   o.compaction_window = 1000;
   k8s::testing::FakeApiServer api(o);
@@ -310,9 +402,21 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(SteadyClock::now() - s0).count());
   std::fflush(stdout);
   const int port = api.port();
+  const double api_cpu0 = CpuSeconds();
   if (write(fds[1], &port, sizeof port) != sizeof port) return 1;
+  char one = 0;
+  if (read(ready[0], &one, 1) == 1) {
+    std::printf("| the fake API server's CPU serving the lists until ready | %.1f s | | | |\n",
+                CpuSeconds() - api_cpu0);
+    std::fflush(stdout);
+  }
   int status = 0;
   waitpid(child, &status, 0);
+  int agent_status = 0;
+  if (write(agent_fds[1], &port, sizeof port) != sizeof port) return 1;
+  waitpid(agents, &agent_status, 0);
   api.Stop();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && WIFEXITED(agent_status) &&
+                  WEXITSTATUS(agent_status) == 0;
+  return ok ? 0 : 1;
 }
