@@ -70,7 +70,7 @@ int SchedulerMain(int argc, char** argv) {
       "admission webhook (/webhook), /healthz, /readyz and /metrics. Keeps upstream HAMi's "
       "annotations; "
       "all state is rebuilt from them on start."};
-  std::string kubeconfig, http_bind = "127.0.0.1:8080", extender_bind = "127.0.0.1:8888", cert_file,
+  std::string kubeconfig, http_bind = "127.0.0.1:8080", extender_bind = "127.0.0.1:9444", cert_file,
                           key_file, scheduler_name = "hami-scheduler";
   std::string node_policy = "binpack", gpu_policy = "spread", policy = "default",
               metrics_bind = ":9395";

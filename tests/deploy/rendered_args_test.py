@@ -77,6 +77,13 @@ for name, (text, node, want_count) in renderings.items():
                 continue
             sub, args = cmd[1], cmd[2:]
             known = flags_of(sub)
+            if sub == "scheduler":
+                # The loopback extender port the manifests give is the binary's default (upstream's 9444).
+                out = subprocess.run([HAMI, sub, "--help"], capture_output=True, text=True).stdout
+                default = re.search(r"--extender-bind \w+=(\S+)", out)
+                given = [a.split("=", 1)[1] for a in args if a.startswith("--extender-bind=")]
+                check(default is not None and given == [default.group(1)],
+                      f"{name}: --extender-bind {given} is not the binary's default {default and default.group(1)}")
             for a in args:
                 flag = a.split("=", 1)[0]
                 if flag.startswith("-") and flag not in known:
