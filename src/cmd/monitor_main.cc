@@ -53,7 +53,7 @@ int MonitorMain(int argc, char** argv) {
       "SM-limit/priority feedback loop and stale region cleanup"};
   std::string bind = "0.0.0.0:9394", region_root = "/usr/local/vgpu/containers", node_name,
               kubeconfig;
-  std::string resync = "5m", feedback = "5s", log_level = "info",
+  std::string resync = "5m", feedback = "5s", shares = "100ms", log_level = "info",
               nvml_library = "libnvidia-ml.so.1";
   app.add_option("--metrics-bind", bind, "ADDR:PORT to serve GET /metrics and GET /healthz on")
       ->capture_default_str();
@@ -72,6 +72,10 @@ int MonitorMain(int argc, char** argv) {
                  "period of the utilisation/priority feedback loop (0 = off; regions keep "
                  "libvgpu's default: "
                  "SM limits always on)")
+      ->capture_default_str();
+  app.add_option("--share-interval", shares,
+                 "period of the work-conserving shares written into armed containers' limits files "
+                 "(0 = off: each container is held to its SM limit under contention)")
       ->capture_default_str();
   app.add_option("--nvml-library", nvml_library, "NVML library to dlopen")->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
@@ -96,6 +100,8 @@ int MonitorMain(int argc, char** argv) {
   if (!resync_ms.ok()) return Fail(resync_ms.status());
   auto feedback_ms = monitor::ParseDurationMs(feedback, "--feedback-interval");
   if (!feedback_ms.ok()) return Fail(feedback_ms.status());
+  auto share_ms = monitor::ParseDurationMs(shares, "--share-interval");
+  if (!share_ms.ok()) return Fail(share_ms.status());
   if (node_name.empty()) {
     node_name = GetEnvOr("NODE_NAME");
     if (node_name.empty())
@@ -147,9 +153,12 @@ int MonitorMain(int argc, char** argv) {
 
   auto bound = server.Start();
   if (!bound.ok()) return Fail(bound.status());
+  std::unique_ptr<monitor::ShareThread> share_thread;
+  if (*share_ms > 0) share_thread = std::make_unique<monitor::ShareThread>(loop, *share_ms);
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("monitor: signal {}, stopping", sig);
+  share_thread.reset();
   server.Stop();
   pods.Stop();
   return 0;

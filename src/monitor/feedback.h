@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,57 @@ class ActivityLog {
   std::map<std::pair<std::string, std::string>, int64_t> last_ ABSL_GUARDED_BY(mu_);
 };
 
+// ---- Work-conserving shares (issue 33). A container's SM limit (gpucores) is its guaranteed share
+// under contention; the busy containers of a GPU split the idle time in proportion to their shares,
+// and a container alone gets the whole GPU. The monitor decides, per container and GPU, a factor
+// (1/10000; 10000 = its limit) that libvgpu multiplies its own limit by, and writes it into the
+// container's limits file, which the container sees read-only (vgpu_core.h, "#hami-share" lines).
+// Nothing a container can write raises its own factor: its share and priority are read from the
+// device plugin's limits file, and it is busy when libvgpu counted launches for it in its region or
+// NVML saw its processes on the GPU (claiming to be busy only lowers the others' factor, never
+// below 1).
+struct ShareInput {
+  int32_t priority = 1;  // 0 = high
+  uint32_t policy = 0;   // VGPU_POLICY_*
+  // Not armed (no limits file): its share is unknown; while busy it counts as the whole GPU.
+  bool armed = true;
+  struct Device {
+    std::string uuid;
+    uint32_t share_pct = 0;  // the trusted SM limit; 0 or 100 = none (counts as the whole GPU)
+    bool busy = false;
+  };
+  std::vector<Device> devices;
+};
+
+struct ShareDecision {
+  bool blocked = false;          // a busy container of higher priority shares one of its GPUs
+  std::vector<uint32_t> factor;  // per input device, 1/10000, >= 10000
+  bool operator==(const ShareDecision&) const = default;
+};
+
+// Pure. Per GPU, among the busy containers of the highest busy priority: those under policy
+// "default" with a limit get factor (100 - what "force" ones hold) / (sum of their limits), at
+// least 1, at most 100; everyone else 1 (idle containers: 1, so that they come back at their share;
+// lower priorities are blocked). A busy container without a known limit (not armed, none,
+// "disable"), or `unexplained` device time on the GPU (NVML rows of no container), leave the GPU's
+// factor at 1.
+std::vector<ShareDecision> DecideShares(const std::vector<ShareInput>& containers,
+                                        const std::set<std::string>& unexplained = {});
+
+// The share lines of one container, written in place at the end of its limits file (the device
+// plugin's `<root>/<dir>.limits`, mounted read-only into the container): one per GPU. Returns false
+// when the file cannot be written (no file: the container is not armed).
+bool WriteShareLines(const std::string& limits_path, const std::string& lines);
+
+// The trusted values of a limits file (KEY=VALUE lines) a share decision needs.
+struct TrustedLimits {
+  bool found = false;
+  uint32_t max_sm_pct = 0;  // the highest CUDA_DEVICE_SM_LIMIT(_<i>), 0 = none set
+  int32_t priority = 1;
+  uint32_t policy = 0;
+};
+TrustedLimits ReadTrustedLimits(const std::string& limits_path);
+
 struct FeedbackStats {
   int containers = 0;
   int switched_on = 0;
@@ -109,12 +161,33 @@ class FeedbackLoop {
   // a monitor that stops never leaves a container blocked or unthrottled.
   void Release();
 
+  // One round of work-conserving shares (every ~100 ms, its own thread: ShareThread): rescans the
+  // store, decides the factors from the last round's launches and NVML, writes each armed
+  // container's share lines. Returns the containers written.
+  int ShareTick(int64_t window_ns);
+
  private:
   RegionStore& store_;
   GpuTelemetry& telemetry_;
   const Clock& clock_;
   int64_t window_ns_;
   ActivityLog* activity_;
+  std::map<std::pair<std::string, std::string>, uint64_t> waves_;  // (dir, uuid) -> last waves
+};
+
+// Runs loop.ShareTick every interval until destroyed.
+class ShareThread {
+ public:
+  ShareThread(FeedbackLoop& loop, int64_t interval_ms);
+  ~ShareThread();
+  ShareThread(const ShareThread&) = delete;
+  ShareThread& operator=(const ShareThread&) = delete;
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 }  // namespace hami::monitor

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
 
 #include "monitor/testing/region_writer.h"
 #include "vgpu/shared_region.h"
+#include "vgpu/vgpu_core.h"
 
 namespace hami::monitor {
 namespace {
@@ -188,6 +192,129 @@ TEST(FeedbackLoop, WritesDecisionsIntoRegionsAndReleasesThem) {
     EXPECT_EQ((*p)->region()->hdr.utilization_switch, 1);
     EXPECT_EQ((*p)->region()->hdr.recent_kernel, 0);
   }
+}
+
+}  // namespace
+}  // namespace hami::monitor
+
+namespace hami::monitor {
+namespace {
+
+// Work-conserving shares: a container of priority p / policy with (uuid, trusted limit, busy).
+ShareInput S(int32_t prio, std::vector<ShareInput::Device> devs,
+             uint32_t policy = VGPU_POLICY_DEFAULT, bool armed = true) {
+  ShareInput c;
+  c.priority = prio;
+  c.policy = policy;
+  c.armed = armed;
+  c.devices = std::move(devs);
+  return c;
+}
+ShareDecision F(std::vector<uint32_t> f, bool blocked = false) {
+  return {blocked, std::move(f)};
+}
+
+TEST(DecideShares, Table) {
+  struct Case {
+    const char* name;
+    std::vector<ShareInput> in;
+    std::vector<ShareDecision> want;
+    std::set<std::string> unexplained = {};
+  };
+  const Case cases[] = {
+      {"30/70 both busy: their limits",
+       {S(1, {{"g0", 30, true}}), S(1, {{"g0", 70, true}})},
+       {F({10000}), F({10000})}},
+      {"20/30/50, the 30 idle: the busy two split its time (28.6/71.4)",
+       {S(1, {{"g0", 20, true}}), S(1, {{"g0", 30, false}}), S(1, {{"g0", 50, true}})},
+       {F({14285}), F({10000}), F({14285})}},
+      {"alone: the whole GPU (30 x 3.33)", {S(1, {{"g0", 30, true}})}, {F({33333})}},
+      {"a 1 % container alone: factor at most 100", {S(1, {{"g0", 1, true}})}, {F({1000000})}},
+      {"idle alone: its limit, so that it starts at its share",
+       {S(1, {{"g0", 30, false}})},
+       {F({10000})}},
+      {"limits over 100 %: each keeps its limit",
+       {S(1, {{"g0", 60, true}}), S(1, {{"g0", 70, true}})},
+       {F({10000}), F({10000})}},
+      {"force holds its limit, default takes the rest (70 -> 100 - 20 = 80)",
+       {S(1, {{"g0", 20, true}}, VGPU_POLICY_FORCE), S(1, {{"g0", 70, true}})},
+       {F({10000}), F({11428})}},
+      {"busy high priority: alone among its class, the low one blocked",
+       {S(0, {{"g0", 30, true}}), S(1, {{"g0", 70, true}})},
+       {F({33333}), F({10000}, true)}},
+      {"idle high priority blocks nobody",
+       {S(0, {{"g0", 30, false}}), S(1, {{"g0", 70, true}})},
+       {F({10000}), F({14285})}},
+      {"a busy container without limit (none, disable, not armed) leaves factor 1",
+       {S(1, {{"g0", 100, true}}), S(1, {{"g0", 30, true}})},
+       {F({10000}), F({10000})}},
+      {"busy disable",
+       {S(1, {{"g0", 30, true}}, VGPU_POLICY_DISABLE), S(1, {{"g0", 30, true}})},
+       {F({10000}), F({10000})}},
+      {"busy not armed",
+       {S(1, {{"g0", 10, true}}, VGPU_POLICY_DEFAULT, false), S(1, {{"g0", 30, true}})},
+       {F({10000}), F({10000})}},
+      {"idle not armed: no effect",
+       {S(1, {{"g0", 10, false}}, VGPU_POLICY_DEFAULT, false), S(1, {{"g0", 30, true}})},
+       {F({10000}), F({33333})}},
+      {"unexplained device time on the GPU: factor 1",
+       {S(1, {{"g0", 30, true}})},
+       {F({10000})},
+       {"g0"}},
+      {"per GPU: busy on g0 with a neighbour, alone on g1",
+       {S(1, {{"g0", 50, true}, {"g1", 50, true}}), S(1, {{"g0", 25, true}})},
+       {F({13333, 20000}), F({13333})}},
+      {"blocked on one GPU: factor 1 everywhere",
+       {S(1, {{"g0", 50, true}, {"g1", 50, true}}), S(0, {{"g0", 25, true}})},
+       {F({10000, 10000}, true), F({40000})}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(DecideShares(c.in, c.unexplained), c.want) << c.name;
+  }
+}
+
+// The trusted side: share and priority from the device plugin's limits file, and the lines written
+// in place after its content (rewritten, never growing).
+TEST(ShareLines, TrustedLimitsAndInPlaceWrites) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/uid_main.limits";
+  const std::string plugin =
+      "# libvgpu limits\nCUDA_DEVICE_SM_LIMIT=30\nCUDA_DEVICE_SM_LIMIT_1=40\n"
+      "CUDA_TASK_PRIORITY=0\nGPU_CORE_UTILIZATION_POLICY=force\n";
+  EXPECT_FALSE(ReadTrustedLimits(path).found);
+  EXPECT_FALSE(WriteShareLines(path, "x\n")) << "no limits file: not armed";
+  { std::ofstream(path) << plugin; }
+  TrustedLimits t = ReadTrustedLimits(path);
+  EXPECT_TRUE(t.found);
+  EXPECT_EQ(t.max_sm_pct, 40u);
+  EXPECT_EQ(t.priority, 0);
+  EXPECT_EQ(t.policy, VGPU_POLICY_FORCE);
+  auto read = [&] {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  char a[256], b[256];
+  ASSERT_GT(vgpu_format_share(a, sizeof a, "GPU-a", 14285, 0, 1000), 0);
+  ASSERT_GT(vgpu_format_share(b, sizeof b, "GPU-b", 10000, 1, 1000), 0);
+  ASSERT_TRUE(WriteShareLines(path, std::string(a) + b));
+  EXPECT_EQ(read(), plugin + a + b);
+  ASSERT_GT(vgpu_format_share(a, sizeof a, "GPU-a", 20000, 0, 2000), 0);
+  ASSERT_TRUE(WriteShareLines(path, std::string(a) + b));
+  EXPECT_EQ(read(), plugin + a + b) << "rewritten in place";
+  ASSERT_TRUE(WriteShareLines(path, a));
+  EXPECT_EQ(read(), plugin + a) << "a GPU gone: shorter";
+  EXPECT_EQ(ReadTrustedLimits(path).max_sm_pct, 40u) << "the lines are comments";
+  uint32_t f = 0;
+  int blocked = 0;
+  const std::string text = read();
+  EXPECT_EQ(vgpu_find_share(text.data(), text.size(), "GPU-a", 2000, &f, &blocked), 1);
+  EXPECT_EQ(f, 20000u);
+  // A file without a final newline gets one before the lines.
+  { std::ofstream(path) << "CUDA_DEVICE_SM_LIMIT=30"; }
+  ASSERT_TRUE(WriteShareLines(path, a));
+  EXPECT_EQ(read(), std::string("CUDA_DEVICE_SM_LIMIT=30\n") + a);
+  ASSERT_TRUE(WriteShareLines(path, a));
+  EXPECT_EQ(read(), std::string("CUDA_DEVICE_SM_LIMIT=30\n") + a);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,18 +64,16 @@ class MonitorE2e : public ::testing::Test {
 
   // Starts the libvgpu test program as container <uid>_<ctr>; stdout goes to /dev/null.
   pid_t StartContainer(const std::string& uid, const std::string& ctr,
-                       const std::vector<std::string>& extra,
-                       const std::vector<std::string>& args) {
+                       const std::vector<std::string>& extra, const std::vector<std::string>& args,
+                       const std::string& preload = MONITOR_VGPU_LIB) {
     std::string dir = root_ + "/" + uid + "_" + ctr;
     std::filesystem::create_directories(
         dir);  // the device plugin creates it before the container starts
-    std::vector<std::string> env = {"PATH=/usr/bin:/bin",
-                                    std::string("LD_LIBRARY_PATH=") + MONITOR_FAKES_DIR,
-                                    std::string("LD_PRELOAD=") + MONITOR_VGPU_LIB,
-                                    std::string("FAKEGPU_DEVICES=") + kDevices,
-                                    "FAKEGPU_STATE=" + state_,
-                                    "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir + "/vgpu.cache",
-                                    "LIBCUDA_LOG_LEVEL=1"};
+    std::vector<std::string> env = {
+        "PATH=/usr/bin:/bin",      std::string("LD_LIBRARY_PATH=") + MONITOR_FAKES_DIR,
+        "LD_PRELOAD=" + preload,   std::string("FAKEGPU_DEVICES=") + kDevices,
+        "FAKEGPU_STATE=" + state_, "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + dir + "/vgpu.cache",
+        "LIBCUDA_LOG_LEVEL=1"};
     env.insert(env.end(), extra.begin(), extra.end());
     std::vector<std::string> argv = {MONITOR_VGPU_PROG};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -91,6 +90,44 @@ class MonitorE2e : public ::testing::Test {
     }
     return pid;
   }
+
+  // As the device plugin arms a container: its limits file <root>/<uid>_<ctr>.limits (region path,
+  // policy, `limits` lines), seen by libvgpu as vgpu.limits beside its copy of libvgpu.so (a hard
+  // link: the file the monitor rewrites is the one libvgpu reads, as with the read-only bind
+  // mount).
+  pid_t StartArmed(const std::string& uid, const std::string& ctr, const std::string& limits,
+                   const std::vector<std::string>& args) {
+    namespace fs = std::filesystem;
+    const std::string name = uid + "_" + ctr, dir = root_ + "/" + name;
+    fs::create_directories(dir);
+    const std::string file = root_ + "/" + name + ".limits";
+    {
+      FILE* f = fopen(file.c_str(), "w");
+      if (f == nullptr) return -1;
+      fprintf(f, "# libvgpu limits for this container, written by the hami device plugin\n%s",
+              limits.c_str());
+      fprintf(f, "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/vgpu.cache\n", dir.c_str());
+      if (limits.find("GPU_CORE_UTILIZATION_POLICY") == std::string::npos)
+        fprintf(f, "GPU_CORE_UTILIZATION_POLICY=default\n");
+      fclose(f);
+    }
+    const std::string hook = tmp_.path() + "/hook-" + name;
+    fs::create_directories(hook);
+    fs::copy_file(MONITOR_VGPU_LIB, hook + "/libvgpu.so", fs::copy_options::overwrite_existing);
+    fs::create_hard_link(file, hook + "/vgpu.limits");
+    return StartContainer(uid, ctr, {}, args, hook + "/libvgpu.so");
+  }
+
+  // The monitor's share loop at the shipped 100 ms, over this test's containers.
+  struct ShareLoop {
+    ShareLoop(const std::string& root, GpuTelemetry& t)
+        : store({root, 300, 16}, RealClock::Get()),
+          loop(store, t, RealClock::Get(), 5'000'000'000),
+          thread(loop, 100) {}
+    RegionStore store;
+    FeedbackLoop loop;
+    ShareThread thread;
+  };
 
   testing::TempDir tmp_;
   std::string root_ = tmp_.path() + "/containers";
@@ -238,6 +275,173 @@ TEST_F(MonitorE2e, BusyContainerKeepsItsShareWhenANeighbourComesBack) {
     waitpid(p, &status, 0);
   }
   loop.Release();
+}
+
+// ---- Work-conserving shares (issue 33), through libvgpu, the fake driver and the monitor's share
+// loop (FeedbackLoop::ShareTick on its thread, at the shipped 100 ms), armed containers. Shares are
+// measured on the fake device's clock (CLOCK_MONOTONIC) from its per-process ground truth.
+
+using BusyFn = unsigned long long (*)(int, int);
+
+BusyFn FakeBusy() {
+  void* h = dlopen(kNvml.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  auto f = reinterpret_cast<BusyFn>(dlsym(h, "fakegpu_busy_ns"));
+  dlclose(h);
+  return f;
+}
+
+int64_t MonoNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Percent of the device each pid got over `ms` from now.
+std::vector<double> Shares(BusyFn busy, const std::vector<pid_t>& pids, int ms) {
+  std::vector<unsigned long long> b0;
+  for (pid_t p : pids) b0.push_back(busy(0, p));
+  const int64_t t0 = MonoNs();
+  usleep(static_cast<useconds_t>(ms) * 1000);
+  const double dt = static_cast<double>(MonoNs() - t0);
+  std::vector<double> out;
+  for (size_t i = 0; i < pids.size(); ++i)
+    out.push_back(100.0 * static_cast<double>(busy(0, pids[i]) - b0[i]) / dt);
+  return out;
+}
+
+void Reap(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    kill(p, SIGKILL);
+    int status = 0;
+    waitpid(p, &status, 0);
+  }
+}
+
+TEST_F(MonitorE2e, SharesBothBusyHoldTheirLimits) {
+  BusyFn busy = FakeBusy();
+  ASSERT_NE(busy, nullptr);
+  ShareLoop shares(root_, *telemetry_);
+  const std::string at = std::to_string(RealtimeUs() + 200'000);
+  pid_t a =
+      StartArmed("uid-a", "main", "CUDA_DEVICE_SM_LIMIT=30\n", {"launch", at, "4000", "kernel"});
+  pid_t b =
+      StartArmed("uid-b", "main", "CUDA_DEVICE_SM_LIMIT=70\n", {"launch", at, "4000", "kernel"});
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  usleep(1'500'000);
+  std::vector<double> s = Shares(busy, {a, b}, 2000);
+  std::printf("30/70 both busy: %.1f %% / %.1f %%\n", s[0], s[1]);
+  EXPECT_NEAR(s[0], 30.0, 2.0);
+  EXPECT_NEAR(s[1], 70.0, 2.0);
+  Reap({a, b});
+}
+
+TEST_F(MonitorE2e, SharesIdleNeighboursTimeGoesToTheBusyOnes) {
+  BusyFn busy = FakeBusy();
+  ASSERT_NE(busy, nullptr);
+  ShareLoop shares(root_, *telemetry_);
+  const std::string at = std::to_string(RealtimeUs() + 200'000);
+  const std::string flag = tmp_.path() + "/idle.done";
+  pid_t a =
+      StartArmed("uid-a", "main", "CUDA_DEVICE_SM_LIMIT=20\n", {"launch", at, "4000", "kernel"});
+  pid_t b = StartArmed("uid-b", "main", "CUDA_DEVICE_SM_LIMIT=30\n", {"hold", flag});
+  pid_t c =
+      StartArmed("uid-c", "main", "CUDA_DEVICE_SM_LIMIT=50\n", {"launch", at, "4000", "kernel"});
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  ASSERT_GT(c, 0);
+  usleep(1'500'000);
+  std::vector<double> s = Shares(busy, {a, b, c}, 2000);
+  std::printf("20/30/50, the 30 idle: %.1f %% / %.1f %% / %.1f %%\n", s[0], s[1], s[2]);
+  EXPECT_NEAR(s[0], 100.0 * 20 / 70, 2.0);
+  EXPECT_EQ(s[1], 0.0);
+  EXPECT_NEAR(s[2], 100.0 * 50 / 70, 2.0);
+  Reap({a, b, c});
+}
+
+TEST_F(MonitorE2e, SharesAloneGetsTheWholeGpu) {
+  BusyFn busy = FakeBusy();
+  ASSERT_NE(busy, nullptr);
+  ShareLoop shares(root_, *telemetry_);
+  pid_t a = StartArmed("uid-a", "main", "CUDA_DEVICE_SM_LIMIT=30\n",
+                       {"launch", std::to_string(RealtimeUs()), "3000", "kernel"});
+  ASSERT_GT(a, 0);
+  usleep(800'000);
+  std::vector<double> s = Shares(busy, {a}, 2000);
+  std::printf("30 %% alone: %.1f %%\n", s[0]);
+  EXPECT_GE(s[0], 97.0);
+  Reap({a});
+}
+
+// A 30 % container goes idle (600 ms) and comes back (300 ms busy), eight times, while a 70 % one
+// runs: in its idle time the 70 % one gets the GPU (once the monitor sees it idle: its NVML window
+// of 200 ms and a tick), and each time the 30 % one is back at its share (at least 28 % of a 50 ms
+// window) within 200 ms of its first kernel.
+TEST_F(MonitorE2e, SharesReturnOfAnIdleContainerWithin200Ms) {
+  BusyFn busy = FakeBusy();
+  ASSERT_NE(busy, nullptr);
+  ShareLoop shares(root_, *telemetry_);
+  const int64_t t0 = MonoNs();
+  const uint64_t at = RealtimeUs() + 200'000;
+  pid_t a = StartArmed("uid-a", "main", "CUDA_DEVICE_SM_LIMIT=70\n",
+                       {"launch", std::to_string(at), "8600", "kernel"});
+  pid_t b = StartArmed("uid-b", "main", "CUDA_DEVICE_SM_LIMIT=30\n",
+                       {"cycles", std::to_string(at + 1'000'000), "300", "600", "8"});
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  struct Sample {
+    int64_t t;
+    unsigned long long a, b;
+  };
+  std::vector<Sample> v;
+  while (MonoNs() - t0 < 8'600'000'000) {
+    v.push_back({MonoNs(), busy(0, a), busy(0, b)});
+    usleep(2000);
+  }
+  Reap({a, b});
+  // Phase starts: B's device time grows after 200 ms without.
+  std::vector<double> returns;
+  std::vector<double> idle_a;
+  size_t last_growth = 0;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i].b == v[i - 1].b) continue;
+    const bool start = v[i].t - v[last_growth].t > 200'000'000;
+    if (start && last_growth > 0) {
+      // A's share over B's idle time (from 400 ms after B's last kernel to B's return).
+      size_t j = last_growth;
+      while (j < i && v[j].t - v[last_growth].t < 400'000'000) ++j;
+      if (i > j + 10)
+        idle_a.push_back(100.0 * static_cast<double>(v[i - 1].a - v[j].a) /
+                         static_cast<double>(v[i - 1].t - v[j].t));
+    }
+    if (start) {
+      double ret = -1;
+      for (size_t k = i - 1; k < v.size(); ++k) {
+        size_t e = k;
+        while (e < v.size() && v[e].t - v[k].t < 50'000'000) ++e;
+        if (e == v.size()) break;
+        if (100.0 * static_cast<double>(v[e].b - v[k].b) / static_cast<double>(v[e].t - v[k].t) >=
+            28.0) {
+          ret = static_cast<double>(v[k].t - v[i - 1].t) / 1e6;
+          break;
+        }
+      }
+      returns.push_back(ret);
+    }
+    last_growth = i;
+  }
+  std::vector<double> sorted = returns;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("returns (ms):");
+  for (double r : returns) std::printf(" %.0f", r);
+  std::printf("\nthe 70 %% one while the 30 %% one is idle (%%):");
+  for (double x : idle_a) std::printf(" %.1f", x);
+  std::printf("\n");
+  ASSERT_GE(returns.size(), 7u);
+  EXPECT_GE(sorted.front(), 0.0) << "a cycle never reached its share";
+  EXPECT_LE(sorted.back(), 200.0) << "p99 (the worst of the cycles) of the return time";
+  for (double x : idle_a) EXPECT_GE(x, 90.0) << "idle time not given to the busy container";
 }
 
 }  // namespace

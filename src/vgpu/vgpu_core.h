@@ -5,6 +5,7 @@
 #ifndef HAMI_VGPU_VGPU_CORE_H_
 #define HAMI_VGPU_VGPU_CORE_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vgpu/shared_region.h"
@@ -75,6 +76,33 @@ int vgpu_parse_bool(const char* s, int* out);
  * thousandths (digits past the third are dropped), 0.001 .. VGPU_SCALING_MAX_PERMILLE / 1000. */
 #define VGPU_SCALING_MAX_PERMILLE 1000000u
 int vgpu_parse_scaling(const char* s, uint32_t* permille);
+
+/* ---- Work-conserving shares: the node monitor's lines in the limits file (vgpu_env.c) ----------
+ * The node monitor (hami monitor, trusted, on the host) appends to each armed container's limits
+ * file, which the container sees read-only, one line per GPU of the container and rewrites it in
+ * place every share interval (~100 ms):
+ *   "#hami-share <uuid> <factor, 7 digits, 1/10000> <blocked 0|1> <CLOCK_MONOTONIC ms, 13 digits>
+ *    <FNV-1a 32 of the text between the prefix and the last space, 8 hex digits>"
+ * A comment for vgpu_parse_limits. The container's effective SM percent on that GPU is its own
+ * (trusted) limit times the factor (>= 1: the idle time of others, in proportion to the shares of
+ * the busy containers), at most 100 (= not limited); blocked = a container of higher priority is
+ * busy on one of its GPUs. Nothing a container can write is read: the factor is computed by the
+ * monitor and the limit comes from the device plugin's limits file. */
+#define VGPU_SHARE_PREFIX "#hami-share "
+#define VGPU_SHARE_FACTOR_ONE 10000u
+#define VGPU_SHARE_FACTOR_MAX 1000000u /* 100 x: a 1 % container alone */
+/* A line older than this (the monitor stopped) is ignored: the static limit applies. */
+#define VGPU_SHARE_STALE_MS 1000u
+/* Formats the line for `uuid` (with its newline) into buf; returns its length, or -1 when it does
+ * not fit or a value is out of range. */
+int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int blocked,
+                      uint64_t mono_ms);
+/* Finds the valid line for `uuid` in `len` bytes of a limits file: 1 with *factor and *blocked set
+ * when it is there, intact (checksum), in range and fresh at `now_ms`; 0 otherwise. */
+int vgpu_find_share(const char* text, size_t len, const char* uuid, uint64_t now_ms,
+                    uint32_t* factor, int* blocked);
+/* Effective percent of a `pct` limit at `factor`: rounded to the nearest percent, at most 100. */
+uint32_t vgpu_share_pct(uint32_t pct, uint32_t factor);
 
 /* ---- Logging (vgpu_log.c): one line to stderr, "[libvgpu pid] LEVEL message".
  * -------------------- */
@@ -263,6 +291,10 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
  * VGPU_LIMITER_GRACE_TICKS ticks charge no measured time beyond the launch charges and feed no
  * calibration (kernels launched uncharged are still running when the limiter is back). */
 void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct);
+/* The rate drops to `pct` (work-conserving shares: a neighbour came back), or the limit applies
+ * again after it was off: the bucket is lowered to the default burst at `pct` (tokens gathered at
+ * the higher rate or while off are not spent afterwards) and the refill restarts at `now_ns`. */
+void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
  * were launched. d->ns_per_wave becomes the ratio of the decayed sums of busy time and waves (the
  * first sample replaces the prior; d->cal_weight holds the decayed waves). */

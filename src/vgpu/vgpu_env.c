@@ -1,5 +1,6 @@
 /* Environment parsing for libvgpu: strict, allocation-free, never crashes on any input. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "vgpu/vgpu_core.h"
@@ -283,4 +284,85 @@ int vgpu_parse_scaling(const char* s, uint32_t* permille) {
   if (*s != 0 || v == 0 || v > VGPU_SCALING_MAX_PERMILLE) return -1;
   *permille = (uint32_t)v;
   return 0;
+}
+
+/* ---- The node monitor's share lines (see vgpu_core.h). ---- */
+static uint32_t fnv1a32(const char* p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int blocked,
+                      uint64_t mono_ms) {
+  const size_t pre = sizeof(VGPU_SHARE_PREFIX) - 1;
+  if (!buf || !uuid || !uuid[0] || strlen(uuid) >= VGPU_UUID_LEN || strpbrk(uuid, " \n") ||
+      factor < VGPU_SHARE_FACTOR_ONE || factor > VGPU_SHARE_FACTOR_MAX ||
+      mono_ms > 9999999999999ull)
+    return -1;
+  int n = snprintf(buf, cap, "%s%s %07u %d %013llu ", VGPU_SHARE_PREFIX, uuid, factor,
+                   blocked ? 1 : 0, (unsigned long long)mono_ms);
+  if (n < 0 || (size_t)n + 10 > cap) return -1;
+  uint32_t h = fnv1a32(buf + pre, (size_t)n - pre - 1);
+  int m = snprintf(buf + n, cap - (size_t)n, "%08x\n", h);
+  return m == 9 ? n + m : -1;
+}
+
+static int digits(const char* p, size_t n, uint64_t* out) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] < '0' || p[i] > '9') return -1;
+    v = v * 10 + (uint64_t)(p[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+int vgpu_find_share(const char* text, size_t len, const char* uuid, uint64_t now_ms,
+                    uint32_t* factor, int* blocked) {
+  const size_t pre = sizeof(VGPU_SHARE_PREFIX) - 1;
+  if (!text || !uuid || !uuid[0]) return 0;
+  const size_t ulen = strlen(uuid);
+  /* "<uuid> FFFFFFF B TTTTTTTTTTTTT HHHHHHHH" */
+  const size_t body = ulen + 1 + 7 + 1 + 1 + 1 + 13 + 1 + 8;
+  const char* p = text;
+  const char* end = text + len;
+  while (p < end) {
+    const char* nl = memchr(p, '\n', (size_t)(end - p));
+    const char* le = nl ? nl : end;
+    const char* b = p;
+    p = nl ? nl + 1 : end;
+    if ((size_t)(le - b) != pre + body || memcmp(b, VGPU_SHARE_PREFIX, pre) != 0) continue;
+    b += pre;
+    if (memcmp(b, uuid, ulen) != 0 || b[ulen] != ' ') continue;
+    const char* f = b + ulen + 1;
+    uint64_t fv, bv, tv, hv = 0;
+    if (f[7] != ' ' || f[9] != ' ' || f[23] != ' ' || digits(f, 7, &fv) || digits(f + 8, 1, &bv) ||
+        digits(f + 10, 13, &tv))
+      continue;
+    for (int i = 0; i < 8; i++) {
+      char c = f[24 + i];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) {
+        hv = ~0ull;
+        break;
+      }
+      hv = hv << 4 | (uint64_t)d;
+    }
+    if (hv != fnv1a32(b, (size_t)(f + 23 - b))) continue; /* torn or forged by hand */
+    if (fv < VGPU_SHARE_FACTOR_ONE || fv > VGPU_SHARE_FACTOR_MAX || bv > 1) continue;
+    if (tv + VGPU_SHARE_STALE_MS < now_ms || tv > now_ms + VGPU_SHARE_STALE_MS) return 0;
+    if (factor) *factor = (uint32_t)fv;
+    if (blocked) *blocked = (int)bv;
+    return 1;
+  }
+  return 0;
+}
+
+uint32_t vgpu_share_pct(uint32_t pct, uint32_t factor) {
+  uint64_t v = ((uint64_t)pct * factor + VGPU_SHARE_FACTOR_ONE / 2) / VGPU_SHARE_FACTOR_ONE;
+  return v > 100 ? 100 : (uint32_t)v;
 }

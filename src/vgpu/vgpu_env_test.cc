@@ -167,3 +167,71 @@ TEST(VgpuEnv, MemoryScalingInThousandths) {
 }
 
 }  // namespace
+
+// The node monitor's share lines in the limits file: what libvgpu accepts, and that a torn, forged,
+// stale or foreign line is never read as a share.
+TEST(VgpuEnv, ShareLines) {
+  const char* kUuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  char line[256];
+  ASSERT_EQ(vgpu_format_share(line, sizeof line, kUuid, 14286, 0, 5000), 86);
+  EXPECT_EQ(std::string(line, 77),
+            std::string("#hami-share ") + kUuid + " 0014286 0 0000000005000 ");
+  const std::string good = line;
+  std::string tampered = good;
+  tampered[good.find(" 0014286") + 2] = '9';  // factor raised by hand, checksum left
+  std::string torn = good;
+  torn.replace(70, 3, "999");  // a new time half written over the old one
+  char blocked[256];
+  ASSERT_GT(vgpu_format_share(blocked, sizeof blocked, kUuid, 10000, 1, 5000), 0);
+  char other[256];
+  ASSERT_GT(vgpu_format_share(other, sizeof other, "GPU-other", 50000, 0, 5000), 0);
+  const std::string limits = "CUDA_DEVICE_SM_LIMIT=30\nGPU_CORE_UTILIZATION_POLICY=default\n";
+  struct Case {
+    std::string text;
+    uint64_t now_ms;
+    int found;
+    uint32_t factor;
+    int blocked;
+  } cases[] = {
+      {limits + good, 5000, 1, 14286, 0},
+      {limits + good, 5999, 1, 14286, 0},
+      {limits + good, 6001, 0, 0, 0},                    // stale: the monitor stopped
+      {limits + good, 3999, 0, 0, 0},                    // from the future
+      {limits + tampered, 5000, 0, 0, 0},                // checksum
+      {limits + torn, 5000, 0, 0, 0},                    // half-written
+      {limits + other, 5000, 0, 0, 0},                   // another GPU's line
+      {limits + other + good, 5000, 1, 14286, 0},        // its own among others
+      {limits + blocked, 5000, 1, 10000, 1},             // blocked by priority
+      {limits + good.substr(0, 85), 5000, 1, 14286, 0},  // no final newline
+      {limits + good.substr(0, 84), 5000, 0, 0, 0},      // cut
+      {limits + " " + good, 5000, 0, 0, 0},              // not at the start of a line
+      {limits, 5000, 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    uint32_t f = 0;
+    int b = 0;
+    EXPECT_EQ(vgpu_find_share(c.text.data(), c.text.size(), kUuid, c.now_ms, &f, &b), c.found)
+        << c.text;
+    if (c.found) {
+      EXPECT_EQ(f, c.factor);
+      EXPECT_EQ(b, c.blocked);
+    }
+  }
+  // The limits parser skips the lines (comments).
+  vgpu_cfg cfg;
+  int first_bad = 0;
+  std::string all = limits + good + blocked;
+  EXPECT_EQ(vgpu_parse_limits(all.data(), all.size(), &cfg, &first_bad), 0);
+  EXPECT_EQ(cfg.count, 2);
+  // Formatting refuses what it cannot write back exactly.
+  EXPECT_EQ(vgpu_format_share(line, sizeof line, kUuid, 9999, 0, 1), -1);
+  EXPECT_EQ(vgpu_format_share(line, sizeof line, kUuid, 1000001, 0, 1), -1);
+  EXPECT_EQ(vgpu_format_share(line, sizeof line, "GPU x", 10000, 0, 1), -1);
+  EXPECT_EQ(vgpu_format_share(line, 86, kUuid, 10000, 0, 1), -1);
+  // Effective percent: rounded, at most 100.
+  struct Pct {
+    uint32_t pct, factor, want;
+  } pcts[] = {{20, 14286, 29},   {50, 14286, 71}, {30, 10000, 30}, {30, 33334, 100},
+              {1, 1000000, 100}, {99, 10000, 99}, {70, 14285, 100}};
+  for (const Pct& p : pcts) EXPECT_EQ(vgpu_share_pct(p.pct, p.factor), p.want) << p.pct;
+}

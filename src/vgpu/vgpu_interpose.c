@@ -130,6 +130,17 @@ static struct {
   int ent[MAX_ORD]; /* CUDA ordinal -> region entry */
   nvmlDevice_t nvml_dev[MAX_ORD];
   uint32_t sm_pct[VGPU_MAX_DEVICES]; /* per entry: 1..99 limited, 0 not limited */
+  /* Work-conserving shares (armed containers): per entry the rate the bucket refills at (sm_pct
+   * times the node monitor's factor, or sm_pct), and whether the limit applies (0 = the rate
+   * reached 100 %: not limited); the block word (-1 = a higher-priority container is busy). All
+   * written by the watcher from the read-only limits file, never from the region. Unarmed
+   * processes keep upstream's fields in the region: switch_word and block_word point there. */
+  uint32_t rate_pct[VGPU_MAX_DEVICES];
+  int32_t wc_on[VGPU_MAX_DEVICES];
+  int32_t wc_block;
+  const int32_t* switch_word[VGPU_MAX_DEVICES];
+  const int32_t* block_word;
+  char uuid[VGPU_MAX_DEVICES][VGPU_UUID_LEN];
   uint32_t sms[VGPU_MAX_DEVICES];
   int sm_active;     /* some entry has an SM limit and the policy is not "disable" */
   int oversubscribe; /* CUDA_OVERSUBSCRIBE: limits may exceed the device; the excess is managed
@@ -554,12 +565,17 @@ static void init_locked(void) {
     uint32_t pct = g.rc.sm_pct[e];
     g.sms[e] = g.rc.r->devices[e].sm_count ? g.rc.r->devices[e].sm_count : (uint32_t)sms;
     g.sm_pct[e] = (pct > 0 && pct < 100) ? pct : 0;
+    g.rate_pct[e] = g.sm_pct[e];
+    g.wc_on[e] = 1;
+    g.switch_word[e] = g_armed ? &g.wc_on[e] : &g.rc.r->hdr.utilization_switch;
+    snprintf(g.uuid[e], sizeof g.uuid[e], "%s", uuid);
     if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = vgpu_sm_active = 1;
     VGPU_LOG(VGPU_LOG_INFO,
              "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%%s", ord,
              uuid, ci, (unsigned long long)g.rc.limit[e], pct,
              g_armed ? " (device plugin's limits file)" : "");
   }
+  g.block_word = g_armed ? &g.wc_block : &g.rc.r->hdr.recent_kernel;
   __atomic_store_n(&g.state, ST_READY, __ATOMIC_RELEASE);
 }
 
@@ -1687,7 +1703,44 @@ static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct
            (long long)d->tokens_ns);
 }
 
-/* Every 100 ms: activity stamps, the clamp of the bucket to its burst, and the controller tick. */
+/* ---- Work-conserving shares: the node monitor's lines in the read-only limits file. ---- */
+#define SHARE_POLL_NS 25000000ull
+static int g_share_fd = -1;
+
+/* Reads the monitor's lines (vgpu_find_share) and sets each limited entry's rate and switch and the
+ * block word; without a fresh line for a device its static limit applies. A rate that drops (or a
+ * limit that comes back) lowers the bucket to the default burst at the new rate, so that tokens
+ * gathered at the higher rate are not spent after a neighbour came back. */
+static void poll_shares(void) {
+  static char buf[VGPU_CFG_MAX * 256 + VGPU_MAX_DEVICES * 160];
+  ssize_t n = pread(g_share_fd, buf, sizeof buf, 0);
+  if (n < 0) n = 0;
+  uint64_t now = now_ns();
+  int blocked_any = 0;
+  for (int e = 0; e < VGPU_MAX_DEVICES; e++) {
+    if (!g.sm_pct[e]) continue;
+    uint32_t factor = VGPU_SHARE_FACTOR_ONE;
+    int blocked = 0;
+    if (!vgpu_find_share(buf, (size_t)n, g.uuid[e], now / 1000000, &factor, &blocked))
+      factor = VGPU_SHARE_FACTOR_ONE;
+    if (blocked) blocked_any = 1;
+    if (g.policy != VGPU_POLICY_DEFAULT) factor = VGPU_SHARE_FACTOR_ONE; /* force: the limit */
+    uint32_t pct = vgpu_share_pct(g.sm_pct[e], factor);
+    if (pct >= 100) {
+      __atomic_store_n(&g.wc_on[e], 0, __ATOMIC_RELAXED);
+      continue;
+    }
+    uint32_t old = __atomic_load_n(&g.rate_pct[e], __ATOMIC_RELAXED);
+    int32_t was_on = __atomic_load_n(&g.wc_on[e], __ATOMIC_RELAXED);
+    if (!was_on || pct < old) vgpu_limiter_lower(&g.rc.r->devices[e], pct, now);
+    __atomic_store_n(&g.rate_pct[e], pct, __ATOMIC_RELAXED);
+    __atomic_store_n(&g.wc_on[e], 1, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&g.wc_block, blocked_any ? -1 : 0, __ATOMIC_RELAXED);
+}
+
+/* Every 100 ms: activity stamps, the clamp of the bucket to its burst, and the controller tick;
+ * armed, every 25 ms: the monitor's shares. */
 static void* watcher_main(void* arg) {
   (void)arg;
   uint64_t last_waves[MAX_ORD] = {0};
@@ -1697,10 +1750,15 @@ static void* watcher_main(void* arg) {
       last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
   }
   /* The first ticks come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
-  uint64_t period = WATCH_PERIOD_NS / 5;
+  uint64_t period = WATCH_PERIOD_NS / 5, since = 0;
   for (;;) {
-    struct timespec ts = {0, (long)period};
+    uint64_t step = g_share_fd >= 0 && period > SHARE_POLL_NS ? SHARE_POLL_NS : period;
+    struct timespec ts = {0, (long)step};
     nanosleep(&ts, NULL);
+    if (g_share_fd >= 0) poll_shares();
+    since += step;
+    if (since < period) continue;
+    since = 0;
     if (period < WATCH_PERIOD_NS)
       period = period * 2 < WATCH_PERIOD_NS ? period * 2 : WATCH_PERIOD_NS;
     uint64_t now_us = realtime_us();
@@ -1715,12 +1773,13 @@ static void* watcher_main(void* arg) {
       last_waves[ord] = waves;
       /* Limiter off (policy default, monitor switch 0): launches go uncharged, so what the
        * controller measures is no debt (issue 33: it was charged when the switch came back on). */
+      uint32_t pct = __atomic_load_n(&g.rate_pct[e], __ATOMIC_RELAXED);
       if (g.policy == VGPU_POLICY_DEFAULT &&
-          __atomic_load_n(&g.rc.r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0)
-        vgpu_limiter_unlimited(d, g.sm_pct[e]);
+          __atomic_load_n(g.switch_word[e], __ATOMIC_ACQUIRE) == 0)
+        vgpu_limiter_unlimited(d, pct);
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
-      vgpu_limiter_clamp(d, g.sm_pct[e]);
-      controller_tick(d, g.nvml_dev[ord], g.sm_pct[e], now_us);
+      vgpu_limiter_clamp(d, pct);
+      controller_tick(d, g.nvml_dev[ord], pct, now_us);
     }
   }
   return NULL;
@@ -1731,6 +1790,9 @@ static void start_watcher(void) {
   if (!g.watcher_started) {
     g.watcher_started = 1;
     if (g.nvml_ok && nvml_DeviceGetProcessUtilization) {
+      /* Armed: the monitor's shares, read once now and then by the watcher. */
+      if (g_armed && g_limits_path[0]) g_share_fd = open(g_limits_path, O_RDONLY | O_CLOEXEC);
+      if (g_share_fd >= 0) poll_shares();
       pthread_t t;
       pthread_attr_t a;
       pthread_attr_init(&a);
@@ -1749,12 +1811,11 @@ static void start_watcher(void) {
 
 static __attribute__((noinline)) void limit_launch_wait(vgpu_device_entry* d, uint32_t pct,
                                                         uint64_t waves) {
-  vgpu_region* r = g.rc.r;
   if (UNLIKELY(!g.watcher_started)) start_watcher();
   uint64_t now = now_ns();
   uint64_t waited = 0;
   /* Priority (monitor feedback): a higher-priority container is active; yield, bounded. */
-  while (UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0) &&
+  while (UNLIKELY(__atomic_load_n(g.block_word, __ATOMIC_RELAXED) < 0) &&
          waited < MAX_PRIORITY_WAIT_NS) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
@@ -1788,12 +1849,10 @@ static inline __attribute__((always_inline)) int launch_gate(uint64_t blocks) {
   vgpu_region* r = g.rc.r;
   /* The default policy limits from the first launch, like upstream; only the node monitor lifts it
    * (utilization_switch 0: the container is alone at its priority on the device). */
-  if (g.policy == VGPU_POLICY_DEFAULT &&
-      __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) {
+  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(g.switch_word[e], __ATOMIC_RELAXED) == 0) {
     return 1;
   }
-  if (UNLIKELY(!g.watcher_started) ||
-      UNLIKELY(__atomic_load_n(&r->hdr.recent_kernel, __ATOMIC_RELAXED) < 0))
+  if (UNLIKELY(!g.watcher_started) || UNLIKELY(__atomic_load_n(g.block_word, __ATOMIC_RELAXED) < 0))
     return 0;
   uint64_t sms = g.sms[e];
   return vgpu_limiter_take(&r->devices[e], blocks ? (blocks + sms - 1) / sms : 1);
@@ -1805,12 +1864,12 @@ static __attribute__((noinline)) void launch_slow(uint64_t blocks) {
   if (e < 0 || !g.sm_pct[e]) return;
   vgpu_region* r = g.rc.r;
   if (UNLIKELY(!g.watcher_started)) start_watcher();
-  if (g.policy == VGPU_POLICY_DEFAULT &&
-      __atomic_load_n(&r->hdr.utilization_switch, __ATOMIC_RELAXED) == 0) {
+  if (g.policy == VGPU_POLICY_DEFAULT && __atomic_load_n(g.switch_word[e], __ATOMIC_RELAXED) == 0) {
     return;
   }
   uint64_t sms = g.sms[e];
-  limit_launch_wait(&r->devices[e], g.sm_pct[e], blocks ? (blocks + sms - 1) / sms : 1);
+  limit_launch_wait(&r->devices[e], __atomic_load_n(&g.rate_pct[e], __ATOMIC_RELAXED),
+                    blocks ? (blocks + sms - 1) / sms : 1);
 }
 
 /* A launch hook: the fast path ends in a tail call with the caller's arguments untouched (the

@@ -53,6 +53,19 @@ void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct) {
   __atomic_store_n(&d->grace_ticks, VGPU_LIMITER_GRACE_TICKS, __ATOMIC_RELAXED);
 }
 
+void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
+  const int64_t cap = (int64_t)(VGPU_LIMITER_BURST_NS / 100 * pct);
+  int64_t cur = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);
+  while (cur > cap && !__atomic_compare_exchange_n(&d->tokens_ns, &cur, cap, 0, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {
+  }
+  /* The time since the last refill was spent at the old rate, or off: not credited at the new. */
+  uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
+  while (last < now_ns && !__atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
   /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);

@@ -11,6 +11,7 @@
  * a context and 64 MiB, then lists NVML compute processes of its device launch <start_us> <ms>
  * <path>  launches kernels (path: kernel|ex|coop|graph|ptsz: 1..8 waves; one: 1 wave; mixed: 1, 8,
  * 40 or 400 waves) until ms elapsed; prints this
+ * cycles <start_us> <busy_ms> <idle_ms> <n>  n times: kernels for busy_ms, drain, idle for idle_ms;
  * process's device busy time and the window tamper <flag>         holds 512 MiB, creates
  * <flag>.ready, waits for <flag>, then allocates 64 MiB chunks until refused; prints what it got
  * after the wait (the test overwrites the region) hold <flag>           holds a context (no
@@ -509,21 +510,27 @@ static void* read_busy_at_end(void* arg) {
   return NULL;
 }
 
-static int mode_launch(unsigned long long start_us, int ms, const char* path) {
+/* Device 0's context, its SM count, the fake's "spin" kernel and a stream. */
+static void launch_setup(int* sms, CUfunction* fn, CUstream* s) {
   CHECK(cuInit(0));
   ctx_on(0);
-  int nvml_index = 0;
-  nvml_of(0, &nvml_index);
   CUdevice d;
   CHECK(cuCtxGetDevice(&d));
-  int sms = 1;
-  CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+  *sms = 1;
+  CHECK(cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
   CUmodule mod;
-  CUfunction fn;
   CHECK(cuModuleLoadData(&mod, "fake-image"));
-  CHECK(cuModuleGetFunction(&fn, mod, "spin"));
+  CHECK(cuModuleGetFunction(fn, mod, "spin"));
+  CHECK(cuStreamCreate(s, 0));
+}
+
+static int mode_launch(unsigned long long start_us, int ms, const char* path) {
+  int sms;
+  CUfunction fn;
   CUstream s;
-  CHECK(cuStreamCreate(&s, 0));
+  launch_setup(&sms, &fn, &s);
+  int nvml_index = 0;
+  nvml_of(0, &nvml_index);
   CUgraphExec exec = NULL;
   if (strcmp(path, "graph") == 0) {
     CUgraph graph;
@@ -584,6 +591,28 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
   unsigned long long t1 = now_us(CLOCK_MONOTONIC);
   printf("launches=%ld busy_ns=%llu busy_window_ns=%llu window_ns=%llu drained_at_ns=%llu\n",
          launches, busy_all - busy0, busy_end - busy0, (end - t0) * 1000ull, (t1 - t0) * 1000ull);
+  return 0;
+}
+
+/* Busy/idle cycles: from start_us (CLOCK_REALTIME), `n` times: kernels of 1..8 waves for busy_ms,
+ * drain, then nothing for idle_ms (a container that goes idle and comes back). */
+static int mode_cycles(unsigned long long start_us, int busy_ms, int idle_ms, int n) {
+  int sms;
+  CUfunction fn;
+  CUstream s;
+  launch_setup(&sms, &fn, &s);
+  unsigned seed = (unsigned)getpid();
+  sleep_until_realtime_us(start_us);
+  for (int c = 0; c < n; c++) {
+    unsigned long long end = now_us(CLOCK_MONOTONIC) + (unsigned long long)busy_ms * 1000ull;
+    while (now_us(CLOCK_MONOTONIC) < end) {
+      unsigned blocks = 1 + rand_r(&seed) % (unsigned)(8 * sms);
+      CHECK(cuLaunchKernel(fn, blocks, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+    }
+    CHECK(cuStreamSynchronize(s));
+    struct timespec ts = {idle_ms / 1000, (long)(idle_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   return 0;
 }
 
@@ -940,6 +969,8 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "procaddr")) return mode_procaddr();
   if (!strcmp(m, "threads") && argc == 3) return mode_threads(atoi(argv[2]));
   if (!strcmp(m, "procs") && argc == 3) return mode_procs(strtoull(argv[2], 0, 10));
+  if (!strcmp(m, "cycles") && argc == 6)
+    return mode_cycles(strtoull(argv[2], 0, 10), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
   if (!strcmp(m, "launch") && argc == 5)
     return mode_launch(strtoull(argv[2], 0, 10), atoi(argv[3]), argv[4]);
   if (!strcmp(m, "tamper") && argc == 3) return mode_tamper(argv[2]);
