@@ -433,6 +433,18 @@ docs = render("no pullSecrets", "hami-system")[1]
 check(not any("imagePullSecrets" in d["spec"]["template"]["spec"] for d in find(docs, "Deployment") + find(docs, "DaemonSet")),
       "pullSecrets: rendered without any")
 
+# 4i. the monitor: upstream's probes (off by default) on /healthz of the metrics port; a loopback
+# metricsBindAddress is refused, as upstream's (#3162)
+mon = container(render("defaults", "hami-system")[1], "DaemonSet", "monitor")
+check("livenessProbe" not in mon and "readinessProbe" not in mon, "monitor probes: rendered by default")
+mon = container(render("probes", "hami-system", "--set", "devicePlugin.monitor.probes.enabled=true")[1], "DaemonSet", "monitor")
+for probe in ("livenessProbe", "readinessProbe"):
+    check(mon.get(probe, {}).get("httpGet") == {"path": "/healthz", "port": "metrics"}, f"monitor probes: {probe} {mon.get(probe)}")
+for addr in ("127.0.0.1:9394", "127.0.0.2:9394", "localhost:9394"):
+    r = subprocess.run([HELM, "template", "hami", CHART, "--set", f"devicePlugin.monitor.metricsBindAddress={addr}"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "is loopback" in r.stderr, f"monitor: metricsBindAddress {addr} accepted")
+
 # 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
 # Rendered with cert-manager so that no generated certificate differs between renderings.
 def template(*args):
