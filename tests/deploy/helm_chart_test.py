@@ -445,6 +445,17 @@ for addr in ("127.0.0.1:9394", "127.0.0.2:9394", "localhost:9394"):
                        capture_output=True, text=True)
     check(r.returncode != 0 and "is loopback" in r.stderr, f"monitor: metricsBindAddress {addr} accepted")
 
+# 4j. SELinux (upstream's selinux.{enabled,type,level}): off by default; on, a privileged init container
+# labels the libvgpu directory; the schema keeps shell and option syntax out of type and level
+check(container(render("defaults", "hami-system")[1], "DaemonSet", "selinux-relabel") is None, "selinux: relabel by default")
+docs = render("selinux", "hami-system", "--set", "selinux.enabled=true", "--set", "selinux.level=s0:c1\\,c2")[1]
+init = container(docs, "DaemonSet", "selinux-relabel")
+check(init is not None and init["command"] == ["chcon", "-R", "-t", "container_file_t", "-l", "s0:c1,c2", "/host-vgpu"]
+      and init["securityContext"].get("privileged") is True, f"selinux: relabel container {init}")
+for bad in ("selinux.type=x;rm", "selinux.level=-R"):
+    r = subprocess.run([HELM, "template", "hami", CHART, "--set", "selinux.enabled=true", "--set", bad], capture_output=True, text=True)
+    check(r.returncode != 0 and "selinux" in r.stderr, f"selinux: {bad} accepted")
+
 # 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
 # Rendered with cert-manager so that no generated certificate differs between renderings.
 def template(*args):
