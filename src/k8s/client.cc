@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "common/rng.h"
 #include "k8s/errors.h"
+#include "k8s/json_prune.h"
 #include "k8s/names.h"
 
 namespace hami::k8s {
@@ -432,11 +433,14 @@ struct Client::Impl {
     return reply;
   }
 
+  // `prune` (optional) rewrites the reply's text before it is parsed.
   StatusOr<Json> RequestJson(std::string_view method, const std::string& path, const Json* body,
                              std::string_view content_type = "application/json",
-                             const Json::parser_callback_t& parse_callback = nullptr) {
+                             const Json::parser_callback_t& parse_callback = nullptr,
+                             const std::function<std::string(std::string_view)>& prune = nullptr) {
     HAMI_ASSIGN_OR_RETURN(HttpReply reply, RequestOk(method, path, body, content_type));
     if (reply.body.empty()) return Json::object();
+    if (prune) reply.body = prune(reply.body);
     auto j = Json::parse(reply.body, parse_callback, /*allow_exceptions=*/false);
     if (j.is_discarded())
       return Internal(method, " ", path, ": reply is not JSON: ", reply.body.substr(0, 200));
@@ -492,11 +496,19 @@ StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
   HAMI_ASSIGN_OR_RETURN(const std::string base, CheckedResourcePath(r, ns, "", ""));
   // Members of the listed objects (the page's top-level object is depth 1, "items" 2, each item
   // 3) that `drop` names are discarded by the parser before they are built.
+  // The same cut is made first on the text (PruneJson: the bulk of what is dropped is never lexed),
+  // then by the parser for what that leaves (keys written with escapes).
   Json::parser_callback_t skip = nullptr;
+  std::function<std::string(std::string_view)> prune = nullptr;
   if (drop) {
     skip = [&drop](int depth, Json::parse_event_t event, Json& parsed) {
       if (event != Json::parse_event_t::key || depth < 3 || !parsed.is_string()) return true;
       return !drop(depth - 2, parsed.get_ref<const std::string&>());
+    };
+    prune = [&drop](std::string_view text) {
+      return PruneJson(text, [&drop](int depth, const std::string& key) {
+        return depth >= 3 && drop(depth - 2, key);
+      });
     };
   }
   constexpr int kMaxRestarts = 3;
@@ -504,7 +516,7 @@ StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
   std::string cont;
   for (int page = 0; page < 1'000'000; ++page) {
     auto reply = impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr,
-                                    "application/json", skip);
+                                    "application/json", skip, prune);
     if (!reply.ok()) {
       // The continue token expired (the server compacted past the list's snapshot): start over,
       // as client-go's pager does, a bounded number of times.
