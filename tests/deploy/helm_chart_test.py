@@ -456,6 +456,41 @@ for bad in ("selinux.type=x;rm", "selinux.level=-R"):
     r = subprocess.run([HELM, "template", "hami", CHART, "--set", "selinux.enabled=true", "--set", bad], capture_output=True, text=True)
     check(r.returncode != 0 and "selinux" in r.stderr, f"selinux: {bad} accepted")
 
+# 4k. OpenShift (upstream's platform.openshift, openshift.securityContextConstraints.{create,name}): the
+# node agent's account may use an SCC that allows what its pod asks for; the scheduler pod leaves its UID
+# to the namespace's range
+docs = render("defaults", "hami-system")[1]
+check(not find(docs, "SecurityContextConstraints") and not find(docs, "RoleBinding", "-scc"), "openshift: rendered by default")
+check(find(docs, "Deployment", "-scheduler")[0]["spec"]["template"]["spec"]["securityContext"].get("runAsUser") == 65532,
+      "openshift: scheduler UID by default")
+for extra, privileged in (([], False), (["--set", "selinux.enabled=true"], True)):
+    text, docs = render("openshift", "hami-system", "--set", "platform.openshift=true", *extra)
+    refs("openshift", text, "--namespace-exists", "hami-system")
+    scc = find(docs, "SecurityContextConstraints")
+    ds = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]
+    caps = {c for k in ds["containers"] + ds["initContainers"] for c in k.get("securityContext", {}).get("capabilities", {}).get("add", [])}
+    vol_types = {next(k for k in v if k != "name") for v in ds["volumes"]}
+    vol_types = {"configMap" if t == "configMap" else t for t in vol_types}
+    check(len(scc) == 1 and scc[0]["allowHostPID"] is True and set(scc[0]["allowedCapabilities"]) >= caps
+          and set(scc[0]["volumes"]) >= vol_types and scc[0]["allowPrivilegedContainer"] is privileged,
+          f"openshift {extra}: SCC {scc} for caps {caps}, volumes {vol_types}")
+    role = find(docs, "ClusterRole", "system:openshift:scc:hami-node-agent")
+    check(role and role[0]["rules"] == [{"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
+                                         "resourceNames": ["hami-node-agent"], "verbs": ["use"]}], f"openshift: use role {role}")
+    rb = find(docs, "RoleBinding", "-scc")
+    check(rb and rb[0]["subjects"][0]["name"] == ds["serviceAccountName"]
+          and rb[0]["roleRef"]["name"] == "system:openshift:scc:hami-node-agent", f"openshift: binding {rb}")
+    sec = find(docs, "Deployment", "-scheduler")[0]["spec"]["template"]["spec"]["securityContext"]
+    check("runAsUser" not in sec and sec.get("runAsNonRoot") is True, f"openshift: scheduler securityContext {sec}")
+docs = render("openshift privileged", "hami-system", "--set", "platform.openshift=true",
+              "--set", "openshift.securityContextConstraints.create=false",
+              "--set", "openshift.securityContextConstraints.name=privileged")[1]
+rb = find(docs, "RoleBinding", "-scc")
+check(not find(docs, "SecurityContextConstraints") and rb and rb[0]["roleRef"]["name"] == "system:openshift:scc:privileged",
+      f"openshift: an existing SCC is bound, not created: {rb}")
+notes = helm("install", "hami", CHART, "-n", "hami-system", "--dry-run=client", "--set", "platform.openshift=true")
+check("platform.openshift=true" not in notes, "openshift: NOTES call platform.openshift without meaning")
+
 # 4d. upstream's two values layouts (v2.10: root keys and devicePlugin.*; v2.11: devices.<vendor>.*).
 # Rendered with cert-manager so that no generated certificate differs between renderings.
 def template(*args):

@@ -99,7 +99,6 @@ inert one, or any value when none is given, is reported by NOTES.txt). docs/inst
 */}}
 {{- define "hami.notApplicable" -}}
 {{- $keys := list
-  "platform.openshift=false" "openshift.securityContextConstraints.create=true"
   "podSecurityPolicy.enabled=false" "global.managedNodeSelectorEnable=false"
   "scheduler.admissionWebhook.customURL.enabled=false"
   "scheduler.nodeLockExpire=5m" "scheduler.nodeLockRetryTimeout=" "scheduler.kubeTimeout="
