@@ -8,7 +8,9 @@
 
 #include "common/rng.h"
 #include "core/annotations.h"
+#include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
+#include "sim/dra_stock.h"
 
 namespace hami::sim {
 
@@ -224,6 +226,7 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
 
 StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
                                  const std::vector<TraceTask>& tasks, const RunConfig& config) {
+  if (config.policy == kDraStockPolicy) return RunDraStock(nodes, tasks, config);
   const auto start = std::chrono::steady_clock::now();
   Rng rng(config.seed);
   HAMI_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(nodes, tasks, config, rng));
@@ -270,6 +273,20 @@ StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
   r.curve = curve.Points();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+const std::vector<std::pair<std::string, std::string>>& SimOnlyPolicies() {
+  static const std::vector<std::pair<std::string, std::string>> kPolicies = {
+      {std::string(kDraStockPolicy),
+       "stock Kubernetes DRA: kube-scheduler's default node scores, first-fit device with "
+       "consumable capacity (docs/dra-placement.md)"}};
+  return kPolicies;
+}
+
+Status CheckPolicy(const std::string& name) {
+  for (const auto& [known, doc] : SimOnlyPolicies())
+    if (known == name) return OkStatus();
+  return scheduler::MakeProfile(name).status();
 }
 
 }  // namespace hami::sim

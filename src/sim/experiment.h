@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/rng.h"
@@ -129,7 +130,14 @@ struct RunPlan {
 StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector<TraceTask>& tasks,
                           const RunConfig& config, Rng& rng);
 
+// Runs config.policy: a scheduler policy (scheduler/registry.h) through the production scheduler,
+// or a policy the simulator models itself (SimOnlyPolicies(): "dra-stock", sim/dra_stock.h).
 StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
                                  const std::vector<TraceTask>& tasks, const RunConfig& config);
+
+// The policies only the simulator runs (no scheduler profile): {name, one-line doc}; and whether
+// `name` is a policy RunInflation can run (OK, or the scheduler registry's error).
+const std::vector<std::pair<std::string, std::string>>& SimOnlyPolicies();
+Status CheckPolicy(const std::string& name);
 
 }  // namespace hami::sim

@@ -1,0 +1,356 @@
+// The reference KEP-5075 first-fit allocator (sim/dra_allocator.h) and the dra-stock sim policy.
+#include "sim/dra_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/dra_stock.h"
+
+namespace hami::sim::dra {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kDriver[] = "hami-core-gpu.project-hami.io";
+constexpr int64_t kGi = int64_t{1} << 30;
+
+// A shared GPU as the hami-cpp driver publishes it: 16 GiB, 100 cores, whole-device defaults.
+json Gpu(const std::string& name, const std::string& product = "A100") {
+  return {
+      {"name", name},
+      {"allowMultipleAllocations", true},
+      {"attributes", {{"type", {{"string", "hami-gpu"}}}, {"productName", {{"string", product}}}}},
+      {"capacity",
+       {{"memory",
+         {{"value", "16Gi"},
+          {"requestPolicy",
+           {{"default", "16Gi"}, {"validRange", {{"min", "1Mi"}, {"step", "1Mi"}}}}}}},
+        {"cores",
+         {{"value", "100"},
+          {"requestPolicy",
+           {{"default", "100"},
+            {"validRange", {{"min", "0"}, {"max", "100"}, {"step", "1"}}}}}}}}}};
+}
+
+json Slice(const std::string& node, json devices, int64_t generation = 1, int64_t count = 1,
+           const std::string& suffix = "") {
+  return {{"metadata", {{"name", node + "-gpu" + suffix}}},
+          {"spec",
+           {{"driver", kDriver},
+            {"nodeName", node},
+            {"pool", {{"name", node}, {"generation", generation}, {"resourceSliceCount", count}}},
+            {"devices", std::move(devices)}}}};
+}
+
+json Class() {
+  return {{"metadata", {{"name", kDriver}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel",
+                {{"expression", std::string("device.driver == '") + kDriver +
+                                    "' && device.attributes['" + kDriver +
+                                    "'].type == 'hami-gpu'"}}}}}}}}};
+}
+
+// A claim of one request per entry: {memory, cores, count} ("" = not asked).
+json Claim(const std::vector<std::tuple<std::string, std::string, int>>& requests,
+           const std::string& selector = "") {
+  json reqs = json::array();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto& [mem, cores, count] = requests[i];
+    json e = {{"deviceClassName", kDriver}, {"count", count}};
+    if (!mem.empty()) e["capacity"]["requests"]["memory"] = mem;
+    if (!cores.empty()) e["capacity"]["requests"]["cores"] = cores;
+    if (!selector.empty()) e["selectors"] = {{{"cel", {{"expression", selector}}}}};
+    reqs.push_back({{"name", "r" + std::to_string(i)}, {"exactly", e}});
+  }
+  return {{"metadata", {{"name", "c"}, {"namespace", "default"}}},
+          {"spec", {{"devices", {{"requests", reqs}}}}}};
+}
+
+// "device:memory:cores" per result, shared; "device" for an exclusive one.
+std::vector<std::string> Describe(const json& allocation) {
+  std::vector<std::string> out;
+  for (const auto& r : allocation["devices"]["results"]) {
+    std::string s = r["device"].get<std::string>();
+    if (r.contains("consumedCapacity"))
+      s += ":" + r["consumedCapacity"]["memory"].get<std::string>() + ":" +
+           r["consumedCapacity"]["cores"].get<std::string>();
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string Mem(int64_t gib) {
+  return std::to_string(gib * kGi);
+}
+
+TEST(DraAllocatorTest, FirstFitWithConsumableCapacity) {
+  struct Case {
+    std::string name;
+    std::vector<json> slices;
+    std::vector<json> allocated;  // claims with status.allocation
+    json claim;
+    std::string selector_note;
+    std::vector<std::string> want;  // empty = does not fit
+  };
+  auto allocated_on = [](const std::string& device, int64_t gib, int cores) {
+    json c = Claim({{"", "", 1}});
+    c["status"]["allocation"]["devices"]["results"] = {
+        {{"request", "r0"},
+         {"driver", kDriver},
+         {"pool", "node-1"},
+         {"device", device},
+         {"shareID", "11111111-2222-4333-8444-555555555555"},
+         {"consumedCapacity",
+          {{"memory", std::to_string(gib * kGi)}, {"cores", std::to_string(cores)}}}}};
+    return c;
+  };
+  const json two = json::array({Gpu("gpu-0"), Gpu("gpu-1")});
+  const std::vector<Case> cases = {
+      {"4Gi/30 on an empty node: first GPU",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"4Gi", "30", 1}}),
+       "",
+       {"gpu-0:" + Mem(4) + ":30"}},
+      {"first fit, no binpack: gpu-0 still fits",
+       {Slice("node-1", two)},
+       {allocated_on("gpu-1", 8, 50)},
+       Claim({{"4Gi", "30", 1}}),
+       "",
+       {"gpu-0:" + Mem(4) + ":30"}},
+      {"gpu-0 full on memory: the next one",
+       {Slice("node-1", two)},
+       {allocated_on("gpu-0", 14, 10)},
+       Claim({{"4Gi", "30", 1}}),
+       "",
+       {"gpu-1:" + Mem(4) + ":30"}},
+      {"gpu-0 full on cores: the next one",
+       {Slice("node-1", two)},
+       {allocated_on("gpu-0", 1, 80)},
+       Claim({{"4Gi", "30", 1}}),
+       "",
+       {"gpu-1:" + Mem(4) + ":30"}},
+      {"no capacity named: the whole device (defaults)",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"", "", 1}}),
+       "",
+       {"gpu-0:" + Mem(16) + ":100"}},
+      {"memory only: cores default to the whole card",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"4Gi", "", 1}}),
+       "",
+       {"gpu-0:" + Mem(4) + ":100"}},
+      {"rounded up to the 1Mi step",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"1500Ki", "1", 1}}),
+       "",
+       {"gpu-0:" + std::to_string(2 << 20) + ":1"}},
+      {"above the device: nowhere", {Slice("node-1", two)}, {}, Claim({{"17Gi", "1", 1}}), "", {}},
+      {"cores above the policy max",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"1Gi", "101", 1}}),
+       "",
+       {}},
+      {"count 2: distinct devices",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"4Gi", "30", 2}}),
+       "",
+       {"gpu-0:" + Mem(4) + ":30", "gpu-1:" + Mem(4) + ":30"}},
+      {"two requests of one claim share a device",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"4Gi", "30", 1}, {"4Gi", "30", 1}}),
+       "",
+       {"gpu-0:" + Mem(4) + ":30", "gpu-0:" + Mem(4) + ":30"}},
+      {"two requests summed against the device",
+       {Slice("node-1", two)},
+       {},
+       Claim({{"10Gi", "30", 1}, {"10Gi", "30", 1}}),
+       "",
+       {"gpu-0:" + Mem(10) + ":30", "gpu-1:" + Mem(10) + ":30"}},
+      {"count 3 on two GPUs", {Slice("node-1", two)}, {}, Claim({{"1Gi", "1", 3}}), "", {}},
+      {"four 4Gi claims fill one GPU: the fifth goes on",
+       {Slice("node-1", two)},
+       {allocated_on("gpu-0", 4, 30), allocated_on("gpu-0", 4, 30), allocated_on("gpu-0", 4, 30),
+        allocated_on("gpu-0", 4, 10)},
+       Claim({{"4Gi", "30", 1}}),
+       "",
+       {"gpu-1:" + Mem(4) + ":30"}},
+      {"selector on productName",
+       {Slice("node-1", json::array({Gpu("gpu-0", "T4"), Gpu("gpu-1", "A100")}))},
+       {},
+       Claim({{"4Gi", "30", 1}},
+             "device.attributes['" + std::string(kDriver) + "'].productName in ['A100', 'H100']"),
+       "",
+       {"gpu-1:" + Mem(4) + ":30"}},
+      {"negated selector",
+       {Slice("node-1", json::array({Gpu("gpu-0", "T4"), Gpu("gpu-1", "A100")}))},
+       {},
+       Claim({{"4Gi", "30", 1}},
+             "!(device.attributes['" + std::string(kDriver) + "'].productName in ['T4'])"),
+       "",
+       {"gpu-1:" + Mem(4) + ":30"}},
+      {"exclusive device: capacity filters, nothing consumed",
+       {Slice("node-1", json::array({{{"name", "gpu-0"},
+                                      {"attributes", {{"type", {{"string", "hami-gpu"}}}}},
+                                      {"capacity", {{"memory", {{"value", "16Gi"}}}}}}}))},
+       {},
+       Claim({{"4Gi", "", 1}}),
+       "",
+       {"gpu-0"}},
+      {"higher generation wins",
+       {Slice("node-1", json::array({Gpu("old-0")}), 1, 1, "-a"),
+        Slice("node-1", json::array({Gpu("new-0")}), 2, 1, "-b")},
+       {},
+       Claim({{"1Gi", "1", 1}}),
+       "",
+       {"new-0:" + Mem(1) + ":1"}},
+      {"incomplete pool is not used",
+       {Slice("node-1", json::array({Gpu("gpu-0")}), 1, 2)},
+       {},
+       Claim({{"1Gi", "1", 1}}),
+       "",
+       {}},
+      {"another node's pool is not used",
+       {Slice("node-2", two)},
+       {},
+       Claim({{"1Gi", "1", 1}}),
+       "",
+       {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Rng rng(1);
+    auto a = AllocateClaimJson(c.slices, {Class()}, c.allocated, c.claim, "node-1", rng);
+    if (c.want.empty()) {
+      EXPECT_TRUE(absl::IsNotFound(a.status())) << a.status();
+      continue;
+    }
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(Describe(*a), c.want) << a->dump();
+    for (const auto& r : (*a)["devices"]["results"])
+      EXPECT_EQ(r.contains("shareID"), r.contains("consumedCapacity"));
+    EXPECT_EQ((*a)["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
+              "node-1");
+  }
+}
+
+TEST(DraAllocatorTest, ConsumptionByPolicy) {
+  struct Case {
+    std::string name;
+    RequestPolicy policy;
+    std::optional<int64_t> asked;  // nullopt = not named
+    std::optional<int64_t> want;   // nullopt = does not fit
+  };
+  RequestPolicy values;
+  values.default_value = 25;
+  values.valid_values = {25, 50, 100};
+  RequestPolicy range;
+  range.default_value = 100;
+  range.valid_range = RequestPolicy::Range{10, 90, 20};
+  const std::vector<Case> cases = {
+      {"values: rounded up", values, 30, 50},
+      {"values: exact", values, 50, 50},
+      {"values: above the largest", values, 101, std::nullopt},
+      {"values: default when not named", values, std::nullopt, 25},
+      {"range: below min to min", range, 1, 10},
+      {"range: up to the step", range, 11, 30},
+      {"range: on a step", range, 50, 50},
+      {"range: above max", range, 91, std::nullopt},
+      {"range: default", range, std::nullopt, 100},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Device d;
+    d.allow_multiple_allocations = true;
+    d.capacity["cores"] = {100, c.policy};
+    DeviceRequest r;
+    if (c.asked) r.capacity["cores"] = *c.asked;
+    auto got = Consumption(d, r);
+    ASSERT_EQ(got.has_value(), c.want.has_value());
+    if (got) {
+      EXPECT_EQ(got->at("cores"), *c.want);
+    }
+  }
+  // No policy: a named amount as asked, an unnamed capacity whole.
+  Device plain;
+  plain.allow_multiple_allocations = true;
+  plain.capacity["memory"] = {16, std::nullopt};
+  plain.capacity["cores"] = {100, std::nullopt};
+  DeviceRequest r;
+  r.capacity["memory"] = 3;
+  EXPECT_EQ(*Consumption(plain, r),
+            (std::map<std::string, int64_t>{{"cores", 100}, {"memory", 3}}));
+}
+
+TEST(DraAllocatorTest, SelectorsOutsideTheSubsetAreRefused) {
+  struct Case {
+    std::string cel;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"device.driver == 'x.io'", true},
+      {"device.attributes['x.io'].index == 3 && device.attributes['x.io'].ok == true", true},
+      {"device.attributes[\"x.io\"].type != \"mig\"", true},
+      {"device.capacity['x.io'].memory.compareTo(quantity('4Gi')) >= 0", false},
+      {"device.attributes['x.io'].type.startsWith('h')", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.cel);
+    EXPECT_EQ(ParseSelector(c.cel).ok(), c.ok);
+  }
+}
+
+TEST(DraStockPolicyTest, FeasibleNodesToFind) {
+  struct Case {
+    int64_t nodes, want;
+  };
+  // kube-scheduler: all below 100; else max(100, n * max(5, 50 - n/125) / 100).
+  for (const Case& c : std::vector<Case>{{10, 10},
+                                         {99, 99},
+                                         {100, 100},
+                                         {200, 100},
+                                         {1000, 420},
+                                         {1523, 578},
+                                         {5000, 500},
+                                         {10000, 500}}) {
+    EXPECT_EQ(FeasibleNodesToFind(c.nodes), c.want) << c.nodes;
+  }
+}
+
+// On a small cluster the stock model packs each GPU first-fit and leaves the node choice to
+// CPU/memory scoring: two 0.5-GPU tasks of a node with two GPUs share gpu-0.
+TEST(DraStockPolicyTest, RunsATrace) {
+  std::vector<TraceNode> nodes = {{"n1", 32000, 128000, 2, "A100"},
+                                  {"n2", 32000, 128000, 2, "A100"}};
+  std::vector<TraceTask> tasks = {{"t1", 1000, 1000, 1, 500, {}},
+                                  {"t2", 1000, 1000, 1, 500, {}},
+                                  {"t3", 1000, 1000, 2, 1000, {}}};
+  RunConfig cfg;
+  cfg.policy = std::string(kDraStockPolicy);
+  cfg.seed = 1;
+  cfg.inflation = 1.0;
+  cfg.record_placements = true;
+  auto r = RunInflation(nodes, tasks, cfg);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->policy, "dra-stock");
+  EXPECT_EQ(r->tasks_arrived, r->tasks_scheduled + r->tasks_failed);
+  EXPECT_GT(r->tasks_scheduled, 0);
+  EXPECT_EQ(r->curve.size(), static_cast<size_t>(kCurveMax + 1));
+  EXPECT_TRUE(CheckPolicy("dra-stock").ok());
+  EXPECT_TRUE(CheckPolicy("default").ok());
+  EXPECT_FALSE(CheckPolicy("dra-nope").ok());
+  // MIG nodes are outside the model.
+  nodes[0].mig = "a100-40gb";
+  nodes[0].mig_gpus = 1;
+  EXPECT_FALSE(RunInflation(nodes, tasks, cfg).ok());
+}
+
+}  // namespace
+}  // namespace hami::sim::dra
