@@ -202,6 +202,8 @@ int SimMain(int argc, char** argv) {
   }
   if (list) {
     for (const auto& row : scheduler::Policies()) std::printf("%-16s %s\n", row.name, row.doc);
+    for (const auto& [name, doc] : sim::SimOnlyPolicies())
+      std::printf("%-16s %s\n", name.c_str(), doc.c_str());
     return 0;
   }
 
@@ -238,10 +240,8 @@ int SimMain(int argc, char** argv) {
   }
   const std::vector<std::string> names = SplitComma(policies);
   if (names.empty()) return Fail(InvalidArgument("--policy: no policy given"));
-  for (const auto& n : names) {
-    auto p = scheduler::MakeProfile(n);
-    if (!p.ok()) return Fail(Annotate(p.status(), "--policy"));
-  }
+  for (const auto& n : names)
+    if (Status s = sim::CheckPolicy(n); !s.ok()) return Fail(Annotate(s, "--policy"));
 
   struct Job {
     std::string policy;
