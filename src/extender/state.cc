@@ -702,7 +702,13 @@ void ClusterState::OnPod(const Json& pod) {
       const core::CpuMemory req = PodNodeRequest(pod, *opts_.vendors);
       res.cpu_milli = req.cpu_milli;
       res.memory_mib = req.memory_mib;
-      Status st = sched_.AddPod(uid, rec.allocation, res);
+      // With the usage rule on, a pod placed by its usage profile packs by it again after a
+      // restart (the rule decides whether it is believed: its namespace, the format).
+      std::optional<usage::Tenant> tenant;
+      if (const scheduler::UsageRule* rule = sched_.usage_rule())
+        tenant = rule->TenantOfPlaced(rec.namespace_, Annotation(pod, scheduler::kUsageProfileKey),
+                                      rec.allocation);
+      Status st = sched_.AddPod(uid, rec.allocation, res, tenant);
       if (!st.ok()) {
         spdlog::warn("pod {}/{}: cannot record its devices: {}", rec.namespace_, rec.name,
                      std::string(st.message()));

@@ -1,6 +1,7 @@
 #include "scheduler/usage_rule.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/mig.h"
 #include "usage/recommend.h"
@@ -20,30 +21,56 @@ Status ValidateUsageRuleOptions(const UsageRuleOptions& o) {
   return OkStatus();
 }
 
+static_assert(std::string_view(kUsageProfileKey) == usage::kUsageProfileAnnotation);
+
+namespace {
+
+// The tenant of a pod of namespace `ns` with this profile text and one NVIDIA card of `limit_mib`,
+// or nullopt: a namespace not trusted, a profile that does not parse.
+std::optional<usage::Tenant> TenantFrom(const UsageRuleOptions& o, const std::string& ns,
+                                        const std::string& profile, int64_t limit_mib) {
+  const bool trusted = std::any_of(o.namespaces.begin(), o.namespaces.end(),
+                                   [&](const std::string& n) { return n == "*" || n == ns; });
+  if (!trusted || limit_mib <= 0) return std::nullopt;
+  StatusOr<usage::UsageProfile> p = usage::ParseUsageProfile(profile);
+  if (!p.ok()) return std::nullopt;
+  usage::Tenant t;
+  t.profile = *std::move(p);
+  t.spike_mib = t.profile.mem_peak;
+  t.limit_mib = limit_mib;
+  return t;
+}
+
+}  // namespace
+
 std::optional<usage::Tenant> UsageRule::TenantOf(const core::PodRequest& pod) const {
   if (!options_.enabled()) return std::nullopt;
-  const auto a = pod.annotations.find(std::string(usage::kUsageProfileAnnotation));
+  const auto a = pod.annotations.find(kUsageProfileKey);
   if (a == pod.annotations.end()) return std::nullopt;
-  const bool trusted =
-      std::any_of(options_.namespaces.begin(), options_.namespaces.end(),
-                  [&](const std::string& ns) { return ns == "*" || ns == pod.namespace_; });
-  if (!trusted) return std::nullopt;
   const core::DeviceRequest* only = nullptr;
   for (const core::ContainerRequest& c : pod.containers)
     for (const core::DeviceRequest& r : c.devices) {
       if (only != nullptr) return std::nullopt;  // more than one request: the rule is per card
       only = &r;
     }
-  if (only == nullptr || only->vendor != core::kNvidiaVendor || only->nums != 1 ||
-      only->memreq_mib <= 0)
+  if (only == nullptr || only->vendor != core::kNvidiaVendor || only->nums != 1)
     return std::nullopt;
-  StatusOr<usage::UsageProfile> p = usage::ParseUsageProfile(a->second);
-  if (!p.ok()) return std::nullopt;
-  usage::Tenant t;
-  t.profile = *std::move(p);
-  t.spike_mib = t.profile.mem_peak;
-  t.limit_mib = only->memreq_mib;
-  return t;
+  return TenantFrom(options_, pod.namespace_, a->second, only->memreq_mib);
+}
+
+std::optional<usage::Tenant> UsageRule::TenantOfPlaced(
+    const std::string& namespace_, const std::string* profile,
+    const core::PodAllocation& allocation) const {
+  if (!options_.enabled() || profile == nullptr) return std::nullopt;
+  const core::ContainerDevice* only = nullptr;
+  for (const auto& c : allocation.containers)
+    for (const core::ContainerDevice& d : c) {
+      if (only != nullptr) return std::nullopt;
+      only = &d;
+    }
+  if (only == nullptr || only->vendor != core::kNvidiaVendor || !only->mig_profile.empty())
+    return std::nullopt;
+  return TenantFrom(options_, namespace_, *profile, only->usedmem_mib);
 }
 
 void UsageRule::ScaleNode(core::NodeInfo* info) {

@@ -41,6 +41,9 @@
 
 namespace hami::scheduler {
 
+// usage::kUsageProfileAnnotation, for callers that read it off a pod object (the extender).
+inline constexpr const char* kUsageProfileKey = "hami.io/usage-profile";
+
 struct UsageRuleOptions {
   // 0: the rule is off. 100..1000: on, and a card may book up to this % of its memory.
   int overcommit_pct = 0;
@@ -63,6 +66,13 @@ class UsageRule {
   // annotation that does not parse, or a request other than one NVIDIA GPU by absolute gpumem.
   // The profile's peak is the spike the rule leaves room for (usage::Tenant::spike_mib).
   std::optional<usage::Tenant> TenantOf(const core::PodRequest& pod) const;
+
+  // The tenant of a pod placed earlier (a restart, a pod seen through the watch), from its
+  // namespace, its profile annotation (null: none) and its decision: the same rule as TenantOf, the
+  // limit the one NVIDIA grant of the decision.
+  std::optional<usage::Tenant> TenantOfPlaced(const std::string& namespace_,
+                                              const std::string* profile,
+                                              const core::PodAllocation& allocation) const;
 
   // Scales the generic devices of `info` to overcommit_pct of their memory and remembers their real
   // size.

@@ -199,6 +199,46 @@ TEST(UsageRule, PodsPlacedEarlierCountWithTheProfileTheyAreGiven) {
   EXPECT_EQ(s->cache().Snapshot("n1")->usage[0].usedmem_mib, 0);
 }
 
+TEST(UsageRule, PodsPlacedEarlierAreBelievedAsAtTheirDecision) {
+  auto s = Make(200);
+  const std::string good = ProfileText(20000, 30000, false), garbage = "v1;n=x";
+  auto grant = [](int64_t mem, std::string mig = "") {
+    core::ContainerDevice d{"n1-gpu0", core::kNvidiaVendor, mem, 0, 0};
+    d.mig_profile = std::move(mig);
+    return d;
+  };
+  auto alloc = [](std::vector<std::vector<core::ContainerDevice>> c) {
+    core::PodAllocation a;
+    a.node = "n1";
+    a.containers = std::move(c);
+    return a;
+  };
+  struct Case {
+    const char* name;
+    std::string ns;
+    const std::string* profile;
+    core::PodAllocation allocation;
+    int64_t limit;  // 0: no tenant
+  };
+  const std::vector<Case> cases = {
+      {"one card, trusted namespace", "serving", &good, alloc({{grant(50000)}}), 50000},
+      {"no annotation", "serving", nullptr, alloc({{grant(50000)}}), 0},
+      {"a namespace not listed", "other", &good, alloc({{grant(50000)}}), 0},
+      {"a profile that does not parse", "serving", &garbage, alloc({{grant(50000)}}), 0},
+      {"two grants", "serving", &good, alloc({{grant(20000)}, {grant(20000)}}), 0},
+      {"a MIG instance", "serving", &good, alloc({{grant(20000, "3g.40gb")}}), 0},
+      {"no grant", "serving", &good, alloc({}), 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto t = s->usage_rule()->TenantOfPlaced(c.ns, c.profile, c.allocation);
+    EXPECT_EQ(t.has_value() ? t->limit_mib : 0, c.limit);
+    if (t) {
+      EXPECT_EQ(t->spike_mib, 30000);
+    }
+  }
+}
+
 TEST(UsageRule, OptionsAreCheckedAtStart) {
   struct Case {
     UsageRuleOptions o;

@@ -634,6 +634,14 @@ TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
     EXPECT_NE(metrics.find(StrCat("\n", line, "\n")), std::string::npos) << line;
   const int64_t at_cap = c.gpu_memory_mib * c.overcommit_pct / 100 * 1024 * 1024;
   EXPECT_NE(metrics.find(StrCat("device_memory_limit=\"", at_cap, "\"")), std::string::npos);
+  // A scheduler started now (a restart, a new leader) reads the running pods' decisions and
+  // profiles: every pod counts with its profile again, the same cards booked past their memory.
+  auto restarted = StartSynced(api, run->gpu_ids.size(), ro);
+  ASSERT_TRUE(WaitFor([&] {
+    return restarted->sched->usage_rule()->stats().profiled_pods == static_cast<int64_t>(live);
+  })) << restarted->sched->usage_rule()->stats().profiled_pods
+      << " of " << live;
+  EXPECT_EQ(restarted->sched->usage_rule()->stats().overcommitted_gpus, over_now);
 }
 
 class ReplayTest : public ::testing::TestWithParam<std::string> {};
