@@ -3,6 +3,7 @@
 # REVISION given: it, checked (it becomes a C string and a Prometheus label). Otherwise the tree's
 # `git rev-parse --short=12 HEAD` when SOURCE_DIR is itself a checkout (not a directory inside another
 # repository, as an unpacked tarball can be), else "unknown".
+cmake_minimum_required(VERSION 3.25)  # new policies in script mode (CMP0012: if(TRUE))
 if(REVISION)
   if(NOT REVISION MATCHES "^[0-9A-Za-z][0-9A-Za-z._+-]*$" OR REVISION MATCHES "^.{65}")
     message(FATAL_ERROR "HAMI_REVISION '${REVISION}': want at most 64 of [0-9A-Za-z._+-] (e.g. git rev-parse --short=12 HEAD)")
