@@ -45,7 +45,9 @@ expect "a tree without its own .git" "$tmp/h4" unknown
 if [ $# -ge 3 ]; then
   rev="$(sed -nE 's/^#define HAMI_REVISION "(.*)"$/\1/p' "$3")"
   line="$("$2" --version)"
-  if [[ "$line" == *"(revision $rev,"* ]]; then echo "ok: hami --version names its build's revision: $line"
+  if [ "$3" -nt "$2" ]; then  # a later partial build (another target) rewrote the header: hami is not relinked yet
+    echo "NOTE: $3 is newer than $2 (hami not rebuilt since): its revision is not compared"
+  elif [[ "$line" == *"(revision $rev,"* ]]; then echo "ok: hami --version names its build's revision: $line"
   else echo "FAIL hami --version: '$line', want revision $rev"; fail=1; fi
 fi
 exit "$fail"
