@@ -78,7 +78,7 @@ Status CheckName(std::string_view s, std::string_view what) {
 
 StatusOr<ClaimAllocation> ParseClaim(const Json& claim, const ClaimRef& ref,
                                      const std::string& driver, const std::string& pool,
-                                     const std::vector<DeviceCapacity>& devices) {
+                                     const std::vector<DeviceCapacity>& devices, bool shared) {
   const std::string who = StrCat("claim ", ref.namespace_, "/", ref.name);
   HAMI_RETURN_IF_ERROR(CheckName(ref.uid, StrCat(who, ": uid")));
   if (!claim.is_object()) return InvalidArgument(who, ": not a JSON object");
@@ -114,7 +114,7 @@ StatusOr<ClaimAllocation> ParseClaim(const Json& claim, const ClaimRef& ref,
     const DeviceCapacity* dev = FindDevice(devices, s.device);
     if (dev == nullptr)
       return FailedPrecondition(where, ": device '", s.device, "' is not on this node");
-    auto usage = Consumed(Field(r, "consumedCapacity"), *dev);
+    auto usage = Consumed(shared ? Field(r, "consumedCapacity") : nullptr, *dev);
     if (!usage.ok()) return Annotate(usage.status(), where);
     s.usage = *usage;
     out.shares.push_back(std::move(s));

@@ -55,10 +55,12 @@ Status CheckName(std::string_view s, std::string_view what);
 // allocation) and a capacity it does not name take the whole device. Refused: not an object, a
 // uid other than ref.uid, not allocated, no result for this driver and pool, a result of this
 // driver naming another pool or an unknown device, a malformed or negative quantity, a
-// consumption larger than the device.
+// consumption larger than the device. With `shared` false (the node publishes exclusive devices:
+// consumable capacity is off) every result takes its whole device, whatever consumedCapacity says.
 StatusOr<ClaimAllocation> ParseClaim(const nlohmann::json& claim, const ClaimRef& ref,
                                      const std::string& driver, const std::string& pool,
-                                     const std::vector<DeviceCapacity>& devices);
+                                     const std::vector<DeviceCapacity>& devices,
+                                     bool shared = true);
 // The same from the API server's JSON text; garbage is an InvalidArgument, never a crash.
 StatusOr<ClaimAllocation> ParseClaimText(std::string_view text, const ClaimRef& ref,
                                          const std::string& driver, const std::string& pool,

@@ -115,6 +115,15 @@ TEST(Claim, Refused) {
   }
 }
 
+TEST(Claim, ExclusiveNodeArmsWholeCardsWhateverConsumedCapacitySays) {
+  const Json c = MakeClaim("ns", "c1", "uid-1").Result("gpu", "gpu-0", "4Gi", "30").Json();
+  auto shared = ParseClaim(c, kRef, kDefaultDriverName, testing::kNode, TwoGpus(), true);
+  auto whole = ParseClaim(c, kRef, kDefaultDriverName, testing::kNode, TwoGpus(), false);
+  ASSERT_TRUE(shared.ok() && whole.ok());
+  EXPECT_EQ(shared->ByDevice().at("gpu-0"), (Usage{4096, 30}));
+  EXPECT_EQ(whole->ByDevice().at("gpu-0"), (Usage{16384, 100}));
+}
+
 TEST(Claim, GarbageTextIsAnError) {
   for (const char* text : {"", "{", "null", "[1,2]", "{\"metadata\":5}", "\xff\xfe"}) {
     auto a = ParseClaimText(text, kRef, kDefaultDriverName, testing::kNode, TwoGpus());

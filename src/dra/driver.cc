@@ -115,7 +115,7 @@ Driver::Result Driver::PrepareOne(const ClaimRef& ref) {
   auto obj = claims_->GetClaim(ref.namespace_, ref.name);
   if (!obj.ok())
     return {Annotate(obj.status(), StrCat("claim ", ref.namespace_, "/", ref.name)), {}};
-  auto claim = ParseClaim(*obj, ref, options_.driver, options_.node_name, devices_);
+  auto claim = ParseClaim(*obj, ref, options_.driver, options_.node_name, devices_, shared());
   if (!claim.ok()) return {claim.status(), {}};
   auto edits = BuildClaimEdits(*claim, devices_, options_.driver, options_.vgpu);
   if (!edits.ok()) return {edits.status(), {}};

@@ -3,6 +3,7 @@
 // book it in the ledger, write its region directory, limits file and CDI spec, and keep the
 // two-phase checkpoint (docs/dra.md#what-prepare-does). Thread-safe; every claim succeeds or fails
 // on its own and a failed claim leaves nothing behind.
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,6 +55,11 @@ class Driver {
   // Per claim uid; an unknown claim is OK. Works from the checkpoint only.
   std::map<std::string, Status> Unprepare(const std::vector<ClaimRef>& claims);
 
+  // Whether the published devices are shared (consumable capacity on, the default); false: every
+  // claim is armed with its whole GPU (SlicePublisher found the gate off).
+  void SetShared(bool shared) { shared_.store(shared); }
+  bool shared() const { return shared_.load(); }
+
   // For tests and metrics.
   Usage Used(const std::string& device) const;
   size_t Prepared() const;
@@ -70,6 +76,7 @@ class Driver {
   const DriverOptions options_;
   const std::vector<DeviceCapacity> devices_;
   ClaimSource* const claims_;
+  std::atomic<bool> shared_{true};
   mutable Mutex mu_;
   CapacityLedger ledger_ ABSL_GUARDED_BY(mu_);
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -179,6 +181,36 @@ TEST_F(DraServerTest, FiftyConcurrentCallsEndConsistent) {
   size_t specs = 0;
   for (const auto& e : fs::directory_iterator(dir_.path() + "/cdi")) specs += e.is_regular_file();
   EXPECT_EQ(specs, prepared);
+}
+
+// Latency of NodePrepareResources over the socket, one 64 MiB / 1-core claim per call, each
+// unprepared after (a steady state of one prepared claim), as the kubelet calls it per pod. Printed
+// for docs/benchmarks.md; the bound only catches a pathology (the kubelet's timeout is 45 s).
+TEST_F(DraServerTest, PrepareLatency) {
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  constexpr int kCalls = 300;
+  std::vector<int64_t> prepare_us, unprepare_us;
+  for (int i = 0; i < kCalls; ++i) {
+    const ClaimRef ref = Put(StrCat("l", i), "64Mi", "1");
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = kubelet_.Prepare({ref});
+    auto t1 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(r.ok() && r->claims().at(ref.uid).error().empty());
+    ASSERT_TRUE(kubelet_.Unprepare({ref}).ok());
+    auto t2 = std::chrono::steady_clock::now();
+    prepare_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
+    unprepare_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(t2 - t1).count());
+  }
+  std::sort(prepare_us.begin(), prepare_us.end());
+  std::sort(unprepare_us.begin(), unprepare_us.end());
+  auto pct = [](const std::vector<int64_t>& v, int p) { return v[v.size() * p / 100]; };
+  std::printf(
+      "NodePrepareResources over %d calls: p50 %lld us, p99 %lld us; "
+      "NodeUnprepareResources: p50 %lld us, p99 %lld us\n",
+      kCalls, static_cast<long long>(pct(prepare_us, 50)),
+      static_cast<long long>(pct(prepare_us, 99)), static_cast<long long>(pct(unprepare_us, 50)),
+      static_cast<long long>(pct(unprepare_us, 99)));
+  EXPECT_LT(pct(prepare_us, 99), 5'000'000);
 }
 
 }  // namespace
