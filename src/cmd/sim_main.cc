@@ -167,9 +167,18 @@ int SimMain(int argc, char** argv) {
                  "--consolidate: minutes between two planning rounds")
       ->check(CLI::Range(1, 1440))
       ->capture_default_str();
+  app.add_option("--relief-every-min", usage_config.relief_every_min,
+                 "--consolidate: relief-only planning rounds this often in between (0: none)")
+      ->check(CLI::Range(0, 1440))
+      ->capture_default_str();
   app.add_option("--forecast-min", usage_config.forecast_min,
                  "--consolidate: plan by profiles of the last this many minutes")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--plan-contention-bp", usage_config.plan_contention_bp,
+                 "--consolidate: the contention likelihood (1/100 %) moves may pack to (0: "
+                 "--contention-bp)")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   app.add_option("--relief-contention-bp", usage_config.plan.relief_contention_bp,
                  "--consolidate: relieve a GPU whose contention likelihood passes this (1/100 %)")
@@ -178,6 +187,10 @@ int SimMain(int argc, char** argv) {
   app.add_option("--max-moves-pod-day", usage_config.plan.max_moves_pod_day,
                  "--consolidate: moves of one pod in any 24 hours")
       ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--max-empty-moves-pod-day", usage_config.plan.max_empty_moves_pod_day,
+                 "--consolidate: of them, empty-gpu moves (-1: all; the rest are kept for relief)")
+      ->check(CLI::Range(-1, 1000))
       ->capture_default_str();
   app.add_option("--write-synthetic-usage", synthetic_path,
                  "write the seeded synthetic usage trace (seed: --first-seed) to FILE and exit");

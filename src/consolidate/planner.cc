@@ -102,7 +102,10 @@ class Budgets {
   }
 
   // Whether `pods` may all move now, on top of what is planned already; the first refusal.
-  bool Allow(const std::vector<int>& pods, Refusal* why, int* who) const {
+  bool Allow(const std::vector<int>& pods, Reason reason, Refusal* why, int* who) const {
+    int day_cap = o_.max_moves_pod_day;
+    if (reason == Reason::kEmptyGpu && o_.max_empty_moves_pod_day >= 0)
+      day_cap = std::min(day_cap, o_.max_empty_moves_pod_day);
     std::map<std::string, int> per_workload;
     int n = 0;
     for (int pod : pods) {
@@ -111,7 +114,7 @@ class Budgets {
       if (!p.movable) return *why = Refusal::kNotMovable, false;
       if (p.in_flight) return *why = Refusal::kInFlight, false;
       if (s_.now - p.since_minute < o_.restart_min) return *why = Refusal::kRestarting, false;
-      if (MovesToday(pod) >= o_.max_moves_pod_day) return *why = Refusal::kPodDayCap, false;
+      if (MovesToday(pod) >= day_cap) return *why = Refusal::kPodDayCap, false;
       ++n;
       const int w = ++per_workload[p.workload] + Get(workload_in_flight_, p.workload) +
                     Get(workload_planned_, p.workload);
@@ -219,7 +222,7 @@ struct Planner {
         for (int p : on[gi]) {
           Refusal why;
           int who;
-          if (budgets.Allow({p}, &why, &who))
+          if (budgets.Allow({p}, Reason::kRelief, &why, &who))
             cands.push_back(p);
           else
             last.pod = p, last.why = why;
@@ -270,7 +273,7 @@ struct Planner {
       if (received[gi] || on[gi].empty()) continue;
       Refusal why;
       int who;
-      if (!budgets.Allow(on[gi], &why, &who)) {
+      if (!budgets.Allow(on[gi], Reason::kEmptyGpu, &why, &who)) {
         plan.rejected.push_back({src, who, Reason::kEmptyGpu, why, usage::Fit::kFits});
         continue;
       }

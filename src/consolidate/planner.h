@@ -53,9 +53,12 @@ struct Options {
   usage::PackBudget pack;
   // A GPU is relieved when its own pods pass this contention likelihood (basis points) or its
   // memory: above pack.contention_bp, so a GPU just packed is not relieved at once (hysteresis).
-  int relief_contention_bp = 700;
-  int32_t restart_min = 2;          // a pod is never moved again within this of its last start
-  int max_moves_pod_day = 2;        // moves of one pod in any 24 hours
+  int relief_contention_bp = 500;
+  int32_t restart_min = 2;    // a pod is never moved again within this of its last start
+  int max_moves_pod_day = 2;  // moves of one pod in any 24 hours
+  // Of them, empty-gpu moves may use at most this many (-1: all), so that a pod packed away
+  // still has a move left for relief when load rises.
+  int max_empty_moves_pod_day = -1;
   int max_concurrent_workload = 4;  // moves in flight per workload (0: no cap)
   int max_concurrent_cluster = 16;  // moves in flight cluster-wide (0: no cap)
   int32_t window_min = 60;          // moves started within the last window_min ...

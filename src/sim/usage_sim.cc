@@ -157,8 +157,8 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   if (config.overcommit_pct < 100) return InvalidArgument("overcommit must be >= 100 %");
   if (config.consolidate && config.stock())
     return InvalidArgument("--consolidate packs by usage: not with --requests");
-  if (config.consolidate &&
-      (config.plan_every_min < 1 || config.forecast_min < 1 || config.restart_min < 0))
+  if (config.consolidate && (config.plan_every_min < 1 || config.forecast_min < 1 ||
+                             config.restart_min < 0 || config.relief_every_min < 0))
     return InvalidArgument("--plan-every-min and --forecast-min must be >= 1, --restart-min >= 0");
   scheduler::SchedulerOptions so;
   so.policy = config.policy;
@@ -260,7 +260,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   // One planning round at minute m: profiles from the last forecast_min minutes (rows before m),
   // the workload's peak so far as every pod's spike; moves go through Schedule/Reserve on the
   // planned GPU as a new pod, the old one released when its surge is over.
-  auto consolidate_at = [&](int32_t m) -> Status {
+  auto consolidate_at = [&](int32_t m, bool with_empty) -> Status {
     consolidate::ClusterState state;
     state.now = m;
     std::vector<int> live;  // state pod -> trace pod
@@ -304,6 +304,8 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     }
     consolidate::Options o = config.plan;
     o.pack = budget;
+    if (config.plan_contention_bp > 0) o.pack.contention_bp = config.plan_contention_bp;
+    o.empty = o.empty && with_empty;
     o.restart_min = std::max(o.restart_min, config.restart_min);
     // Relief may need empty GPUs: at least two per GPU that would be relieved, plus one.
     auto on = consolidate::PodsByGpu(state);
@@ -315,7 +317,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
         continue;
       }
       usage::PackBudget relief = budget;
-      relief.contention_bp = std::max(o.relief_contention_bp, budget.contention_bp);
+      relief.contention_bp = std::max(o.relief_contention_bp, o.pack.contention_bp);
       state.gpus.push_back({r.gpu_ids[g], config.gpu_memory_mib, true});
       if (!consolidate::Passes(state, on[g], relief)) need += 2;
     }
@@ -323,6 +325,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     state.gpus.clear();
     for (const auto& id : r.gpu_ids) state.gpus.push_back({id, config.gpu_memory_mib, true});
     const consolidate::Plan plan = consolidate::PlanMoves(state, o);
+    r.freed_gpus += static_cast<int64_t>(plan.freed_gpus.size());
     for (const consolidate::Move& mv : plan.moves) {
       const auto i = static_cast<size_t>(live[static_cast<size_t>(mv.pod)]);
       const usage::PodSeries& p = trace.pods[i];
@@ -344,6 +347,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
       gpu_of[i] = mv.to;
       since[i] = m;
       moved_at[i].push_back(m);
+      r.relief_moves += mv.reason == consolidate::Reason::kRelief;
       r.placement[i].push_back({m, mv.to, old.mem_mib, old.cores});
       if (static_cast<size_t>(mv.to) + 1 == r.gpu_ids.size()) add_gpu();
     }
@@ -393,8 +397,12 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     }
     std::sort(order.begin(), order.end());
     for (const auto& [key, i] : order) HAMI_RETURN_IF_ERROR(place(i, m));
-    if (config.consolidate && m > warmup && (m - warmup) % config.plan_every_min == 0)
-      HAMI_RETURN_IF_ERROR(consolidate_at(m));
+    if (config.consolidate && m > warmup) {
+      const bool plan = (m - warmup) % config.plan_every_min == 0;
+      const bool relief =
+          config.relief_every_min > 0 && (m - warmup) % config.relief_every_min == 0;
+      if (plan || relief) HAMI_RETURN_IF_ERROR(consolidate_at(m, plan));
+    }
   }
   return Finish(trace, config, std::move(r), moved_at);
 }
@@ -453,7 +461,9 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
                         {"moves", result.moves},
                         {"moves_per_pod_day", Round(result.moves_per_pod_day, 4)},
                         {"max_moves_pod", result.max_moves_pod},
-                        {"aborted_moves", result.aborted_moves}}},
+                        {"aborted_moves", result.aborted_moves},
+                        {"relief_moves", result.relief_moves},
+                        {"freed_gpus", result.freed_gpus}}},
                       {"workloads", std::move(work)}};
   if (config.stock())
     j["requests"] = {{"gpumem_mib", config.gpumem_mib}, {"gpucores", config.gpucores}};
@@ -465,9 +475,12 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
   if (config.consolidate)
     j["consolidate"] = {{"restart_min", config.restart_min},
                         {"plan_every_min", config.plan_every_min},
+                        {"relief_every_min", config.relief_every_min},
+                        {"plan_contention_bp", config.plan_contention_bp},
                         {"forecast_min", config.forecast_min},
                         {"relief_contention_bp", config.plan.relief_contention_bp},
                         {"max_moves_pod_day", config.plan.max_moves_pod_day},
+                        {"max_empty_moves_pod_day", config.plan.max_empty_moves_pod_day},
                         {"max_concurrent_workload", config.plan.max_concurrent_workload},
                         {"max_concurrent_cluster", config.plan.max_concurrent_cluster},
                         {"window_min", config.plan.window_min},

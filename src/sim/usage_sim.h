@@ -51,8 +51,10 @@ struct UsageSimConfig {
   // forecast_min minutes; a moved pod holds its memory and duty on both GPUs for restart_min.
   bool consolidate = false;
   int32_t restart_min = 2;
-  int32_t plan_every_min = 60;
-  int32_t forecast_min = 120;
+  int32_t plan_every_min = 30;
+  int32_t relief_every_min = 0;  // relief-only rounds in between (0: none)
+  int plan_contention_bp = 200;  // the planner's packing budget (0: contention_bp)
+  int32_t forecast_min = 240;
   consolidate::Options plan;  // its budgets; plan.pack is set from the knobs above
   bool stock() const { return gpumem_mib > 0; }
 };
@@ -75,6 +77,8 @@ struct UsageSimResult {
   // Consolidation: moves carried out, per pod-day alive after the warm-up, the most of one pod;
   // moves the scheduler refused at Reserve time (the plan's destination was gone).
   int64_t moves = 0, max_moves_pod = 0, aborted_moves = 0;
+  int64_t relief_moves = 0;  // of the moves, relief ones (the others emptied GPUs)
+  int64_t freed_gpus = 0;    // GPUs the plans emptied
   double moves_per_pod_day = 0;
 };
 

@@ -248,6 +248,7 @@ TEST(UsageSimConsolidate, MetricsOfAHandMadeDay) {
   UsageSimConfig c = Consolidating(80);
   c.warmup_min = 60;
   c.forecast_min = 60;
+  c.plan_every_min = 60;
   struct Case {
     const char* name;
     bool consolidate;
@@ -301,6 +302,7 @@ TEST(UsageSimConsolidate, TheDayCapHolds) {
   UsageSimConfig c = Consolidating(80);
   c.warmup_min = 60;
   c.forecast_min = 60;
+  c.plan_every_min = 60;
   struct Case {
     int cap;
     int64_t moves, max_moves_pod;
