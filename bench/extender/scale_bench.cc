@@ -287,9 +287,11 @@ int Scheduler(const Args& a, int port, int ready_fd) {
                 Percentile(bind_us, 1.0));
     std::fflush(stdout);
   }
-  std::printf("| after the filter runs | | RSS %lld MiB | peak %lld MiB | |\n",
-              static_cast<long long>(StatusKb("VmRSS:") / 1024),
-              static_cast<long long>(StatusKb("VmHWM:") / 1024));
+  std::printf(
+      "| after the filter runs | | RSS %lld MiB | peak %lld MiB | pod lists %lld, watches %lld |\n",
+      static_cast<long long>(StatusKb("VmRSS:") / 1024),
+      static_cast<long long>(StatusKb("VmHWM:") / 1024), static_cast<long long>(ctl.pods().lists()),
+      static_cast<long long>(ctl.pods().watches()));
   server.Stop();
   ctl.Stop();
   return 0;
