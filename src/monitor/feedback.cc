@@ -294,6 +294,7 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
   std::vector<ShareInput> inputs;
   std::vector<ContainerRegion> used;
   std::vector<std::vector<std::string>> uuids;
+  std::vector<std::vector<uint32_t>> measured;  // per container and device: NVML percent
   std::map<std::pair<std::string, std::string>, uint64_t> waves;
   for (const ContainerRegion& cr : regions) {
     auto snap = cr.region->Snapshot();
@@ -304,6 +305,7 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     in.priority = t.found ? t.priority : snap->priority;
     in.policy = t.found ? t.policy : snap->policy;
     std::vector<std::string> us;
+    std::vector<uint32_t> ms;
     for (const RegionDevice& d : snap->devices) {
       auto it = util.find(d.uuid);
       if (it == util.end()) {
@@ -318,9 +320,11 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
       waves[key] = d.waves_launched;
       in.devices.push_back({d.uuid, t.found ? t.max_sm_pct : 100, launched || pct > 0});
       us.push_back(d.uuid);
+      ms.push_back(pct);
     }
     inputs.push_back(std::move(in));
     uuids.push_back(std::move(us));
+    measured.push_back(std::move(ms));
     used.push_back(cr);
   }
   waves_ = std::move(waves);
@@ -331,8 +335,40 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     for (const ProcessUtil& r : rows) total += r.sm_pct;
     if (total > attributed[uuid] + 5) unexplained.insert(uuid);
   }
-  const std::vector<ShareDecision> decisions = DecideShares(inputs, unexplained);
-  const uint64_t now_ms = static_cast<uint64_t>(clock_.MonotonicNanos()) / 1'000'000;
+  std::vector<ShareDecision> decisions = DecideShares(inputs, unexplained);
+  const int64_t now_ns = clock_.MonotonicNanos();
+  const int64_t dt = std::clamp<int64_t>(now_ns - last_share_ns_, 0, 1'000'000'000);
+  last_share_ns_ = now_ns;
+  std::map<std::pair<std::string, std::string>, Police> police;
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (!inputs[i].armed) continue;
+    for (size_t k = 0; k < uuids[i].size(); ++k) {
+      const ShareInput::Device& d = inputs[i].devices[k];
+      if (d.share_pct == 0 || d.share_pct >= 100 || inputs[i].policy == VGPU_POLICY_DISABLE)
+        continue;
+      Police p = police_[{used[i].dir, d.uuid}];
+      std::erase_if(p.factors, [&](const auto& f) { return now_ns - f.first > 500'000'000; });
+      p.factors.emplace_back(now_ns, decisions[i].factor[k]);
+      uint32_t factor = 0;
+      for (const auto& f : p.factors) factor = std::max(factor, f.second);
+      const int64_t allowed = std::min<int64_t>(100, vgpu_share_pct(d.share_pct, factor)) + 1;
+      p.debt_ns = std::clamp<int64_t>(p.debt_ns + (int64_t{measured[i][k]} - allowed) * dt / 100, 0,
+                                      2'000'000'000);
+      if (!p.on && p.debt_ns > 50'000'000) {
+        spdlog::log(p.warned ? spdlog::level::debug : spdlog::level::warn,
+                    "monitor: shares: {} used {} % of {} over its {} %: blocked until it is repaid",
+                    used[i].dir, measured[i][k], d.uuid, allowed - 1);
+        p.warned = true;
+        p.on = true;
+      } else if (p.on && p.debt_ns == 0) {
+        p.on = false;
+      }
+      if (p.on) decisions[i].blocked = true;
+      police[{used[i].dir, d.uuid}] = std::move(p);
+    }
+  }
+  police_ = std::move(police);
+  const uint64_t now_ms = static_cast<uint64_t>(now_ns) / 1'000'000;
   int written = 0;
   for (size_t i = 0; i < used.size(); ++i) {
     if (!inputs[i].armed) continue;

@@ -173,6 +173,18 @@ class FeedbackLoop {
   int64_t window_ns_;
   ActivityLog* activity_;
   std::map<std::pair<std::string, std::string>, uint64_t> waves_;  // (dir, uuid) -> last waves
+  // The share loop's policing, per (dir, uuid): device time NVML measured beyond what the
+  // container was allowed (its limit x the highest factor of the last 500 ms, + 1 point), in ns;
+  // while it is owed (from 50 ms until repaid) the container is blocked (a container that forged
+  // its own bucket in its region is stopped from outside).
+  struct Police {
+    int64_t debt_ns = 0;
+    bool on = false;
+    bool warned = false;  // one warning per container and GPU; later episodes at debug level
+    std::vector<std::pair<int64_t, uint32_t>> factors;  // (mono ns, factor) of recent ticks
+  };
+  std::map<std::pair<std::string, std::string>, Police> police_;
+  int64_t last_share_ns_ = 0;
 };
 
 // Runs loop.ShareTick every interval until destroyed.

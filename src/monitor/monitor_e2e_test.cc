@@ -2,18 +2,22 @@
 // (src/fakes), exactly as a container would after Allocate; the exporter reads its region and the
 // fake NVML, and the feedback loop writes its decision back into the region libvgpu reads.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "gpu/nvml_discovery.h"
@@ -22,6 +26,7 @@
 #include "monitor/nvml_telemetry.h"
 #include "monitor/region_reader.h"
 #include "monitor/testing/region_writer.h"
+#include "vgpu/shared_region.h"
 
 namespace hami::monitor {
 namespace {
@@ -128,6 +133,14 @@ class MonitorE2e : public ::testing::Test {
     FeedbackLoop loop;
     ShareThread thread;
   };
+
+  // Containers uid-a and uid-b at SM limits pct_a and pct_b, both launching for `ms`.
+  std::pair<pid_t, pid_t> StartBusyPair(int pct_a, int pct_b, int ms) {
+    const std::string at = std::to_string(RealtimeUs() + 200'000), n = std::to_string(ms);
+    auto limit = [](int pct) { return "CUDA_DEVICE_SM_LIMIT=" + std::to_string(pct) + "\n"; };
+    return {StartArmed("uid-a", "main", limit(pct_a), {"launch", at, n, "kernel"}),
+            StartArmed("uid-b", "main", limit(pct_b), {"launch", at, n, "kernel"})};
+  }
 
   testing::TempDir tmp_;
   std::string root_ = tmp_.path() + "/containers";
@@ -322,11 +335,7 @@ TEST_F(MonitorE2e, SharesBothBusyHoldTheirLimits) {
   BusyFn busy = FakeBusy();
   ASSERT_NE(busy, nullptr);
   ShareLoop shares(root_, *telemetry_);
-  const std::string at = std::to_string(RealtimeUs() + 200'000);
-  pid_t a =
-      StartArmed("uid-a", "main", "CUDA_DEVICE_SM_LIMIT=30\n", {"launch", at, "4000", "kernel"});
-  pid_t b =
-      StartArmed("uid-b", "main", "CUDA_DEVICE_SM_LIMIT=70\n", {"launch", at, "4000", "kernel"});
+  auto [a, b] = StartBusyPair(30, 70, 4000);
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
   usleep(1'500'000);
@@ -442,6 +451,50 @@ TEST_F(MonitorE2e, SharesReturnOfAnIdleContainerWithin200Ms) {
   EXPECT_GE(sorted.front(), 0.0) << "a cycle never reached its share";
   EXPECT_LE(sorted.back(), 200.0) << "p99 (the worst of the cycles) of the return time";
   for (double x : idle_a) EXPECT_GE(x, 90.0) << "idle time not given to the busy container";
+}
+
+// A hostile 30 % container rewrites its own region every 5 ms (what any of its processes can do):
+// the monitor's switch off, nobody blocked, its SM limit at 100 %, a full 4 s bucket and burst. Its
+// 70 % neighbour is busy: it must not get more than its share.
+TEST_F(MonitorE2e, SharesHostileRegionWritesTakeNoMore) {
+  BusyFn busy = FakeBusy();
+  ASSERT_NE(busy, nullptr);
+  ShareLoop shares(root_, *telemetry_);
+  auto [a, b] = StartBusyPair(70, 30, 5000);
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  usleep(600'000);
+  const std::string path = root_ + "/uid-b_main/vgpu.cache";
+  int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  void* m = mmap(nullptr, sizeof(vgpu_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* r = static_cast<vgpu_region*>(m);
+  std::atomic<bool> stop{false};
+  std::thread hostile([&] {
+    while (!stop) {
+      __atomic_store_n(&r->hdr.utilization_switch, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&r->hdr.recent_kernel, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&r->hdr.priority, 0, __ATOMIC_RELAXED);
+      for (vgpu_device_entry& d : r->devices) {
+        if (d.uuid[0] == 0) continue;
+        __atomic_store_n(&d.sm_limit_pct, 100u, __ATOMIC_RELAXED);
+        __atomic_store_n(&d.burst_ns, 4'000'000'000ull, __ATOMIC_RELAXED);
+        __atomic_store_n(&d.tokens_ns, int64_t{4'000'000'000}, __ATOMIC_RELAXED);
+      }
+      usleep(5000);
+    }
+  });
+  usleep(1'000'000);
+  std::vector<double> s = Shares(busy, {a, b}, 2500);
+  stop = true;
+  hostile.join();
+  munmap(m, sizeof(vgpu_region));
+  std::printf("hostile 30 %% / honest 70 %%: %.1f %% / %.1f %%\n", s[1], s[0]);
+  EXPECT_LE(s[1], 32.0);
+  EXPECT_GE(s[0], 68.0);
+  Reap({a, b});
 }
 
 }  // namespace
