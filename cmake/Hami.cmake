@@ -120,6 +120,8 @@ function(hami_grpc_protos)
     list(APPEND _srcs ${_out})
   endforeach()
   add_library(${A_NAME} STATIC ${_srcs})
+  # The generated files alone (no compilation), for the tools that parse our sources.
+  add_custom_target(${A_NAME}_sources DEPENDS ${_srcs})
   # Generated code: no -Werror; the generated tree is a system include root.
   target_include_directories(${A_NAME} SYSTEM PUBLIC ${_gen})
   target_link_libraries(${A_NAME} PUBLIC gRPC::grpc++ protobuf::libprotobuf)

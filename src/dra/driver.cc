@@ -30,7 +30,10 @@ Status MakeRegionDir(const std::string& dir) {
 }  // namespace
 
 Driver::Driver(DriverOptions options, std::vector<DeviceCapacity> devices, ClaimSource* claims)
-    : options_(std::move(options)), devices_(devices), claims_(claims), ledger_(devices) {}
+    : options_(std::move(options)),
+      devices_(devices),
+      claims_(claims),
+      ledger_(std::move(devices)) {}
 
 std::string Driver::CheckpointPath() const {
   return deviceplugin::JoinPath(options_.plugin_dir, "checkpoint.json");

@@ -103,7 +103,7 @@ Status RemoveSocket(const std::string& path) {
 }
 
 StatusOr<std::unique_ptr<grpc::Server>> Serve(const std::string& path,
-                                              std::vector<grpc::Service*> services) {
+                                              const std::vector<grpc::Service*>& services) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) return Internal("cannot create the directory of ", path, ": ", ec.message());

@@ -1,5 +1,6 @@
 #include "dra/slice.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -80,8 +81,10 @@ std::string NormalizePciBusId(const std::string& id) {
     if (domain.find_first_not_of('0') < domain.size() - 4) return "";
     domain = domain.substr(domain.size() - 4);
   }
-  while (domain.size() < 4) domain = "0" + domain;
-  std::string out = domain + ":" + rest;
+  domain.insert(0, 4 - std::min<size_t>(domain.size(), 4), '0');
+  std::string out = domain;
+  out += ':';
+  out += rest;
   if (out.size() != 12 || out[7] != ':' || out[10] != '.') return "";
   for (size_t i = 0; i < out.size(); ++i) {
     if (i == 4 || i == 7 || i == 10) continue;
