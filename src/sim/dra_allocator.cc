@@ -56,7 +56,7 @@ std::string NewUuid(Rng& rng) {
 struct Candidate {
   const Pool* pool;
   const Device* device;
-  std::string key;
+  const std::string* key;
 };
 
 // The depth-first search over (request, n-th device of it).
@@ -100,19 +100,19 @@ class Search {
   bool Fits(size_t r, const Candidate& c, std::map<std::string, int64_t>* cost) const {
     const Device& d = *c.device;
     if (!d.allow_multiple_allocations) {
-      if (state_.InUse(c.key)) return false;
+      if (state_.InUse(*c.key)) return false;
       for (const auto& p : picks_)
-        if (p.second->key == c.key) return false;
+        if (*p.second->key == *c.key) return false;
       return true;
     }
     for (const auto& p : picks_)
-      if (p.first == r && p.second->key == c.key) return false;  // distinct within a request
+      if (p.first == r && *p.second->key == *c.key) return false;  // distinct within a request
     auto need = Consumption(d, requests_[r]);
     if (!need) return false;
     for (const auto& [name, amount] : *need) {
-      int64_t used = state_.Consumed(c.key, name);
+      int64_t used = state_.Consumed(*c.key, name);
       for (size_t i = 0; i < picks_.size(); ++i)
-        if (picks_[i].second->key == c.key) used += costs_[i].at(name);
+        if (*picks_[i].second->key == *c.key) used += costs_[i].at(name);
       if (used + amount > d.capacity.at(name).value) return false;
     }
     *cost = std::move(*need);
@@ -207,6 +207,9 @@ Allocator::Allocator(std::vector<Pool> pools, std::map<std::string, DeviceClass>
     return std::tie(a.driver, a.name) < std::tie(b.driver, b.name);
   });
   for (size_t i = 0; i < pools_.size(); ++i) {
+    keys_.emplace_back();
+    for (const Device& d : pools_[i].devices)
+      keys_.back().push_back(AllocatedState::Key(pools_[i].driver, pools_[i].name, d.name));
     if (pools_[i].all_nodes) {
       all_nodes_.push_back(i);
     } else {
@@ -231,8 +234,8 @@ StatusOr<std::vector<Result>> Allocator::Allocate(const std::vector<DeviceReques
       ++incomplete;
       continue;
     }
-    for (const Device& d : p.devices)
-      cands.push_back({&p, &d, AllocatedState::Key(p.driver, p.name, d.name)});
+    for (size_t j = 0; j < p.devices.size(); ++j)
+      cands.push_back({&p, &p.devices[j], &keys_[id][j]});
   }
   std::vector<std::vector<const Candidate*>> matching(requests.size());
   for (size_t r = 0; r < requests.size(); ++r) {

@@ -114,7 +114,8 @@ class Allocator {
                                          Rng& share_ids) const;
 
  private:
-  std::vector<Pool> pools_;  // by driver, then name
+  std::vector<Pool> pools_;                     // by driver, then name
+  std::vector<std::vector<std::string>> keys_;  // AllocatedState::Key per pool and device
   std::map<std::string, DeviceClass> classes_;
   std::map<std::string, std::vector<size_t>> by_node_;  // node -> pools (all-node pools in all)
   std::vector<size_t> all_nodes_;
