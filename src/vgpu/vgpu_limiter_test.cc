@@ -470,3 +470,40 @@ TEST(VgpuLimiter, ClampToTheBurstKeepsAConcurrentCharge) {
 }
 
 }  // namespace
+
+// Work-conserving shares: when the rate drops (a neighbour came back) or the limit comes back after
+// the container ran unlimited, the tokens gathered before are not spent at the new rate: the bucket
+// is cut to the default burst at the new rate and the time since the last refill is not credited.
+TEST(VgpuLimiter, LowerCutsTheBucketAndRestartsTheRefill) {
+  struct Case {
+    const char* name;
+    int64_t tokens;
+    uint64_t burst, refill, now;
+    uint32_t pct;
+    int64_t want_tokens;
+    uint64_t want_refill;
+  } cases[] = {
+      {"learned 4 s burst, full, at 70 %", 2800 * static_cast<int64_t>(kMs), 4 * kSec, 1 * kSec,
+       3 * kSec, 70, 35 * static_cast<int64_t>(kMs), 3 * kSec},
+      {"already below the default burst: kept", 5 * static_cast<int64_t>(kMs), 0, 1 * kSec,
+       3 * kSec, 30, 5 * static_cast<int64_t>(kMs), 3 * kSec},
+      {"a debt is kept", -40 * static_cast<int64_t>(kMs), 0, 1 * kSec, 3 * kSec, 30,
+       -40 * static_cast<int64_t>(kMs), 3 * kSec},
+      {"a refill later than now is not moved back", 0, 0, 5 * kSec, 3 * kSec, 30, 0, 5 * kSec},
+  };
+  for (const Case& c : cases) {
+    vgpu_device_entry d{};
+    d.tokens_ns = c.tokens;
+    d.burst_ns = c.burst;
+    d.refill_ns = c.refill;
+    vgpu_limiter_lower(&d, c.pct, c.now);
+    EXPECT_EQ(d.tokens_ns, c.want_tokens) << c.name;
+    EXPECT_EQ(d.refill_ns, c.want_refill) << c.name;
+    // The next refill credits only what accrues from now at the new rate.
+    if (c.tokens > 0) {
+      EXPECT_EQ(vgpu_limiter_try(&d, c.pct, 0, c.want_refill + 10 * kMs), 0u) << c.name;
+      EXPECT_LE(d.tokens_ns, c.want_tokens + static_cast<int64_t>(10 * kMs / 100 * c.pct))
+          << c.name;
+    }
+  }
+}
