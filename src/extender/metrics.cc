@@ -231,6 +231,7 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
     // Upstream's request metrics (pkg/scheduler/metrics.go): duration histograms and totals by
     // result; bind's phase is "total" only (no node lock, no separate phases to time).
     std::vector<double> bounds;
+    bounds.reserve(LatencyHistogram::kBoundsNs.size());
     for (int64_t ns : LatencyHistogram::kBoundsNs) bounds.push_back(static_cast<double>(ns) / 1e9);
     auto verb = [&](const char* histogram_name, const char* help, const char* total_name,
                     const char* total_help, const LatencyHistogram(&h)[2],

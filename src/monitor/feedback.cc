@@ -201,7 +201,7 @@ bool WriteShareLines(const std::string& limits_path, const std::string& lines) {
   // O_NOFOLLOW: the file is the device plugin's, on the host; never a link planted there.
   int fd = open(limits_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
-  std::string text(64 * 1024, '\0');
+  std::string text(size_t{64} * 1024, '\0');
   ssize_t n = pread(fd, text.data(), text.size(), 0);
   bool ok = n >= 0;
   if (ok) {

@@ -164,7 +164,7 @@ void UsageRule::RecordLocked(const std::string& uid, const std::optional<usage::
   }
   if (grants.empty()) return;
   Pod& p = pods_[uid];
-  p.tenant = std::move(keep);
+  p.tenant = keep;
   p.grants = grants;
   for (const Grant& g : grants) {
     Device& d = devices_[Key(g.node, g.uuid)];

@@ -374,7 +374,7 @@ StatusOr<Attribute> ParseLiteral(const std::string& text) {
   return Unimplemented("CEL literal not understood: ", text);
 }
 
-StatusOr<Selector> ParseTerm(std::string term) {
+StatusOr<Selector> ParseTerm(const std::string& term) {
   static const std::regex kNot(R"(\s*!\s*\((.*)\)\s*)");
   std::smatch m;
   if (std::regex_match(term, m, kNot)) {

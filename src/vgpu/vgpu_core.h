@@ -14,6 +14,10 @@
 extern "C" {
 #endif
 
+/* The structs are libvgpu's C types, named in C style: readability-identifier-naming (CamelCase for
+ * C++ structs) does not apply. */
+/* NOLINTBEGIN(readability-identifier-naming) */
+
 /* ---- Environment parsing (vgpu_env.c). All return 0 on success, -1 on a malformed value.
  * ---------- */
 
@@ -318,6 +322,8 @@ static inline int64_t vgpu_limiter_cap(const vgpu_device_entry* d, uint32_t pct)
   if (b < VGPU_LIMITER_BURST_NS) b = VGPU_LIMITER_BURST_NS;
   return (int64_t)(b / 100 * pct);
 }
+
+/* NOLINTEND(readability-identifier-naming) */
 
 #ifdef __cplusplus
 }
