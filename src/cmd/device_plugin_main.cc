@@ -9,11 +9,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "cmd/config_wiring.h"
-#include "cmd/log_flags.h"
+#include "cmd/node_agent.h"
 #include "cmd/subcommands.h"
 #include "common/clock.h"
 #include "common/libc.h"
@@ -49,7 +50,7 @@ bool EnvTrue(const char* name) {
 
 int DevicePluginMain(int argc, char** argv) {
   deviceplugin::PluginConfig cfg;
-  std::string kubeconfig, node_name, config_file, device_config_file, log_level = "info";
+  std::string kubeconfig, node_name, config_file, device_config_file;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string pod_resources_socket = deviceplugin::kDefaultPodResourcesSocket;
   bool fail_on_init_error = false, dry_run = false;
@@ -179,17 +180,7 @@ int DevicePluginMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", seed, "seed of region file names (0: from the clock)");
   app.add_flag("--dry-run", dry_run, "print the node annotations this node would get, then exit");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
-      ->capture_default_str();
-  LogFlags log_flags;
-  AddLogFlags(app, log_flags);
-  NormalizeKlogArgs(argc, argv);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (Status s = ApplyLogFlags(log_flags, log_level); !s.ok()) return Fail(s);
+  if (std::optional<int> rc = ParseDaemonFlags(app, argc, argv, "hami device-plugin")) return *rc;
   if (node_name.empty()) {
     node_name = GetEnvOr("NODE_NAME");
   }

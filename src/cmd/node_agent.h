@@ -1,5 +1,5 @@
 #pragma once
-// Wiring shared by the node agent's mains (hami dra-plugin; hami device-plugin can adopt it): the
+// Wiring shared by the node agent's mains (hami dra-plugin, hami device-plugin): the log flags, the
 // libvgpu path flags, device-config.yaml over the flags, the Kubernetes client and stop signals.
 #include <signal.h>
 
