@@ -19,6 +19,9 @@ void ConfigureDevicePlugin(const vendors::DeviceConfig& file,
   };
   const std::optional<std::string> count = file.resources.nvidia.count;
   use("--resource-name", count, &plugin->resource_name);
+  // Names only (no flag): what --report-node-capacity writes into the Node's status.
+  plugin->memory_resource_name = file.resources.nvidia.memory;
+  plugin->cores_resource_name = file.resources.nvidia.cores;
   plugin->core_policy = file.gpu_core_policy;
   const auto& k = file.plugin;
   use("--split-count", k.device_split_count, &plugin->split_count);

@@ -104,6 +104,10 @@ int DevicePluginMain(int argc, char** argv) {
                  "LIBCUDA_LOG_LEVEL for containers (empty: not set)");
   app.add_flag("--enable-numa-topology", cfg.enable_numa_topology,
                "report each replica's NUMA node to kubelet");
+  app.add_flag("--report-node-capacity", cfg.report_node_capacity,
+               "write the healthy GPUs' summed gpumem and gpucores into the Node's "
+               "status.capacity and .allocatable (node config: reportnodecapacity)")
+      ->envname("REPORT_NODE_CAPACITY");
   app.add_option("--device-list-strategy", cfg.device_list_strategy,
                  "how Allocate names the GPUs to the container runtime: envvar "
                  "(NVIDIA_VISIBLE_DEVICES), volume-mounts, cdi-annotations, cdi-cri, or several "
@@ -203,7 +207,26 @@ int DevicePluginMain(int argc, char** argv) {
         &cfg);
   }
   if (!config_file.empty()) {
-    if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg); !s.ok())
+    // An entry chosen by nodelabelselector needs the Node's labels: read once, only then (a dry
+    // run reads none, so only an empty selector matches there).
+    deviceplugin::NodeLabelsFn node_labels;
+    if (!dry_run) {
+      node_labels = [&]() -> StatusOr<nlohmann::json> {
+        auto kc = k8s::LoadDefaultConfig(kubeconfig);
+        if (!kc.ok()) return kc.status();
+        auto c = k8s::Client::Create(*kc);
+        if (!c.ok()) return c.status();
+        auto node = (*c)->Get(k8s::kNodes, "", node_name);
+        if (!node.ok())
+          return Annotate(node.status(),
+                          StrCat("reading node ", node_name,
+                                 "'s labels for the nodelabelselector of ", config_file));
+        return node->value(nlohmann::json::json_pointer("/metadata/labels"),
+                           nlohmann::json::object());
+      };
+    }
+    if (Status s = deviceplugin::ApplyNodeConfigFile(config_file, node_name, &cfg, node_labels);
+        !s.ok())
       return Fail(s);
   }
   if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
@@ -338,7 +361,7 @@ int DevicePluginMain(int argc, char** argv) {
     if (Status s = p->Start(); !s.ok()) return Fail(s);
   deviceplugin::NodeRegistrar registrar(
       client->get(), node_name, [&] { return plugin.NodeAnnotations(topology_score); },
-      &RealClock::Get());
+      &RealClock::Get(), [&] { return deviceplugin::NodeCapacity(plugin.NodeDevices(), cfg); });
 
   // Node annotations: refreshed every --register-interval, at once when device health changes,
   // and 5 s after a failed write (upstream's rhythm). MIG reclaim runs on the same interval.

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "k8s/label_selector.h"
 #include "nlohmann/json.hpp"
 #include "vendors/nvidia/device_list.h"
 
@@ -122,7 +123,7 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
   for (auto it = e.begin(); it != e.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
-    if (key == "name") {
+    if (key == "name" || key == kNodeLabelSelectorKey) {
       continue;
     } else if (key == "operatingmode") {
       HAMI_ASSIGN_OR_RETURN(c->mode, string(v, key));
@@ -139,6 +140,8 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
       HAMI_ASSIGN_OR_RETURN(c->preconfigured_memory_mib, integer(v, key));
     } else if (key == "enablenumatopology") {
       HAMI_ASSIGN_OR_RETURN(c->enable_numa_topology, boolean(v, key));
+    } else if (key == "reportnodecapacity") {
+      HAMI_ASSIGN_OR_RETURN(c->report_node_capacity, boolean(v, key));
     } else if (key == "enablegetpreferredallocation") {
       HAMI_ASSIGN_OR_RETURN(c->enable_preferred_allocation, boolean(v, key));
     } else if (key == "libcudaloglevel") {
@@ -155,6 +158,9 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
                                "' must be none, single or mixed");
     } else if (key == "filterdevices") {
       if (!v.is_object()) return InvalidArgument(where, ": filterdevices must be an object");
+      // An entry's filter replaces what an earlier one chose (several selector entries apply).
+      c->exclude_uuids.clear();
+      c->exclude_indices.clear();
       for (auto f = v.begin(); f != v.end(); ++f) {
         if (!f.value().is_array())
           return InvalidArgument(where, ": filterdevices.", f.key(), " must be an array");
@@ -186,41 +192,71 @@ Status ApplyEntry(const json& e, const std::string& where, PluginConfig* c) {
 }  // namespace
 
 Status ApplyNodeConfig(std::string_view text, std::string_view node_name, PluginConfig* config,
-                       std::string_view source) {
+                       std::string_view source, const NodeLabelsFn& node_labels) {
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgument(source, ": not valid JSON");
   if (!doc.is_object()) return InvalidArgument(source, ": top level must be an object");
   auto nc = doc.find("nodeconfig");
   if (nc == doc.end()) return OkStatus();  // nothing per node
   if (!nc->is_array()) return InvalidArgument(source, ": nodeconfig must be an array");
-  int matches = 0;
+  // Upstream's selectNodeConfigs (#3173): the entry naming this node; else every entry whose
+  // nodelabelselector matches the node's labels, in list order (a later one overrides what it
+  // sets); else the entry named "*".
+  std::vector<size_t> named, with_selector, fallback;
+  std::vector<std::string> wheres;
   for (size_t i = 0; i < nc->size(); ++i) {
     const json& e = (*nc)[i];
-    const std::string where = StrCat(source, ": nodeconfig[", i, "]");
+    std::string where = StrCat(source, ": nodeconfig[", i, "]");
     if (!e.is_object()) return InvalidArgument(where, ": must be an object");
     auto name = e.find("name");
-    if (name == e.end() || !name->is_string())
+    auto sel = e.find(kNodeLabelSelectorKey);
+    const bool has_sel = sel != e.end() && !sel->is_null();
+    if (name != e.end() ? !name->is_string() : !has_sel)
       return InvalidArgument(where, ": name must be a string");
+    const std::string entry_name = name != e.end() ? name->get<std::string>() : "";
+    if (!entry_name.empty()) where = StrCat(where, " (", entry_name, ")");
     // Check every entry, so a broken entry for another node is found on any node.
     PluginConfig scratch = *config;
-    HAMI_RETURN_IF_ERROR(
-        ApplyEntry(e, StrCat(where, " (", name->get<std::string>(), ")"), &scratch));
-    if (name->get<std::string>() == node_name) {
-      if (++matches > 1)
-        return InvalidArgument(source, ": node '", node_name, "' has several entries");
-      *config = std::move(scratch);
+    HAMI_RETURN_IF_ERROR(ApplyEntry(e, where, &scratch));
+    if (has_sel) {
+      if (Status s = k8s::LabelSelectorMatches(*sel, json()).status(); !s.ok())
+        return InvalidArgument(where, ": ", kNodeLabelSelectorKey, ": ", s.message());
     }
+    if (entry_name == node_name) {
+      if (!named.empty())
+        return InvalidArgument(source, ": node '", node_name, "' has several entries");
+      named.push_back(i);
+    } else if (has_sel) {
+      with_selector.push_back(i);
+    } else if (entry_name == kNodeConfigFallbackName) {
+      fallback.push_back(i);
+    }
+    wheres.push_back(std::move(where));
   }
+  std::vector<size_t> selected;
+  if (named.empty() && !with_selector.empty()) {
+    json labels;  // none known: only an empty selector matches
+    if (node_labels) {
+      HAMI_ASSIGN_OR_RETURN(labels, node_labels());
+    }
+    for (size_t i : with_selector)
+      if (k8s::LabelSelectorMatches((*nc)[i][kNodeLabelSelectorKey], labels).value_or(false))
+        selected.push_back(i);
+  }
+  const std::vector<size_t>& chosen = !named.empty()      ? named
+                                      : !selected.empty() ? selected
+                                                          : fallback;
+  for (size_t i : chosen) HAMI_RETURN_IF_ERROR(ApplyEntry((*nc)[i], wheres[i], config));
   return OkStatus();
 }
 
 Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name,
-                           PluginConfig* config) {
+                           PluginConfig* config, const NodeLabelsFn& node_labels) {
   std::ifstream f(path);
   if (!f) return NotFound("cannot read device plugin config ", path);
   std::stringstream ss;
   ss << f.rdbuf();
-  return ApplyNodeConfig(ss.str(), node_name, config, path);
+  return ApplyNodeConfig(ss.str(), node_name, config, path, node_labels);
 }
 
 }  // namespace hami::deviceplugin

@@ -3,6 +3,8 @@
 // start-up, and the per-node override file of upstream HAMi ({"nodeconfig":[{"name":...}]})
 // applied over it.
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,13 @@ struct PluginConfig {
   bool enable_preferred_allocation = true;  // steer kubelet's replica choice to the decision
   std::vector<std::string> exclude_uuids;   // filterdevices.uuid
   std::vector<int> exclude_indices;         // filterdevices.index
+  // --report-node-capacity / nodeconfig reportnodecapacity (upstream #2874): write the sum of the
+  // healthy GPUs' registered memory and cores into the Node's status.capacity and .allocatable
+  // under the two resource names below (the nvidia: section's resourceMemoryName and
+  // resourceCoreName), so `kubectl describe node` and tools that read capacity see them.
+  bool report_node_capacity = false;
+  std::string memory_resource_name = "nvidia.com/gpumem";
+  std::string cores_resource_name = "nvidia.com/gpucores";
 
   // ---- container environment ----
   std::string libcuda_log_level;        // LIBCUDA_LOG_LEVEL; "" = not set
@@ -83,14 +92,27 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 // Checks ranges and enumerations; the message names the option.
 Status Validate(const PluginConfig& config);
 
-// Applies the entry of an upstream per-node config file whose "name" equals `node_name` over
-// `config` (other entries are checked for shape but ignored). `source` names the file in errors.
-// Unknown keys in an entry are errors (a typo must not silently keep a default).
+// The key of a node config entry's metav1.LabelSelector, and the name of the entry for nodes that
+// no other entry selects (upstream's NodeConfigFallbackName).
+inline constexpr char kNodeLabelSelectorKey[] = "nodelabelselector";
+inline constexpr char kNodeConfigFallbackName[] = "*";
+
+// This node's metadata.labels (a JSON object), read only when an entry's nodelabelselector has to
+// be evaluated. Without one (--dry-run), the node has no labels: only an empty selector matches.
+using NodeLabelsFn = std::function<StatusOr<nlohmann::json>()>;
+
+// Applies the entries of an upstream per-node config file that choose this node over `config`:
+// the entry whose "name" equals `node_name`; else every entry whose "nodelabelselector" matches
+// the node's labels, in file order (each changes only the keys it sets); else the entry named
+// "*". Every entry is checked for shape; two entries naming one node are an error. `source`
+// names the file in errors. Unknown keys in an entry are errors (a typo must not silently keep a
+// default).
 Status ApplyNodeConfig(std::string_view json, std::string_view node_name, PluginConfig* config,
-                       std::string_view source = "config.json");
+                       std::string_view source = "config.json",
+                       const NodeLabelsFn& node_labels = nullptr);
 
 // Reads and applies a per-node config file.
 Status ApplyNodeConfigFile(const std::string& path, std::string_view node_name,
-                           PluginConfig* config);
+                           PluginConfig* config, const NodeLabelsFn& node_labels = nullptr);
 
 }  // namespace hami::deviceplugin

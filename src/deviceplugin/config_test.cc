@@ -215,6 +215,100 @@ TEST(ConfigTest, ErrorsNameFileEntryAndField) {
   }
 }
 
+// Upstream's selectNodeConfigs (PR #3173): the entry naming the node; else every entry whose
+// nodelabelselector matches the node's labels, in file order, each changing only what it sets
+// (enablegetpreferredallocation a pointer upstream: a later entry cannot clear an earlier false);
+// else the entry named "*". Labels are read only when a selector has to be evaluated.
+TEST(ConfigTest, NodeLabelSelectorAndFallback) {
+  const char* file = R"({"nodeconfig":[
+    {"name":"*","devicesplitcount":2},
+    {"name":"pool-a","nodelabelselector":{"matchLabels":{"pool":"a"}},"devicesplitcount":3,
+     "enablegetpreferredallocation":false,"filterdevices":{"index":[1]}},
+    {"nodelabelselector":{"matchExpressions":[{"key":"gpu","operator":"In","values":["h100","h200"]}]},
+     "devicememoryscaling":2,"filterdevices":{"index":[0]}},
+    {"nodelabelselector":{"matchExpressions":[{"key":"drain","operator":"DoesNotExist"}],
+                          "matchLabels":{"gpu":"h200"}},"devicesplitcount":7},
+    {"name":"n-named","devicesplitcount":9}]})";
+  struct Case {
+    const char* name;
+    const char* node;
+    const char* labels;  // nullptr: no labels function (dry run)
+    int split;
+    double mem_scaling;
+    bool preferred;
+    std::vector<int> excluded;
+    int label_reads;
+  };
+  const Case cases[] = {
+      {"named entry wins over selectors and *, labels not read",
+       "n-named",
+       R"({"pool":"a"})",
+       9,
+       1.0,
+       true,
+       {},
+       0},
+      {"no selector matches: the * entry", "n1", R"({"pool":"b"})", 2, 1.0, true, {}, 1},
+      {"one selector matches", "n1", R"({"pool":"a"})", 3, 1.0, false, {1}, 1},
+      {"In matches, the * entry not applied", "n1", R"({"gpu":"h100"})", 10, 2.0, true, {0}, 1},
+      {"three match in file order: later split, earlier preferred kept, last filter",
+       "n1",
+       R"({"pool":"a","gpu":"h200"})",
+       7,
+       2.0,
+       false,
+       {0},
+       1},
+      {"DoesNotExist fails on a draining node",
+       "n1",
+       R"({"gpu":"h200","drain":"x"})",
+       10,
+       2.0,
+       true,
+       {0},
+       1},
+      {"dry run: no labels, the * entry", "n1", nullptr, 2, 1.0, true, {}, 0},
+  };
+  for (const auto& tc : cases) {
+    PluginConfig c;
+    int reads = 0;
+    NodeLabelsFn fn;
+    if (tc.labels != nullptr)
+      fn = [&]() -> StatusOr<nlohmann::json> {
+        ++reads;
+        return nlohmann::json::parse(tc.labels);
+      };
+    Status s = ApplyNodeConfig(file, tc.node, &c, "cfg.json", fn);
+    ASSERT_TRUE(s.ok()) << tc.name << ": " << s.message();
+    EXPECT_EQ(c.split_count, tc.split) << tc.name;
+    EXPECT_DOUBLE_EQ(c.memory_scaling, tc.mem_scaling) << tc.name;
+    EXPECT_EQ(c.enable_preferred_allocation, tc.preferred) << tc.name;
+    EXPECT_EQ(c.exclude_indices, tc.excluded) << tc.name;
+    EXPECT_EQ(reads, tc.label_reads) << tc.name;
+  }
+  // An empty selector selects every node; a node the API server cannot read fails the start.
+  PluginConfig c;
+  ASSERT_TRUE(ApplyNodeConfig(R"({"nodeconfig":[{"nodelabelselector":{},"devicesplitcount":5}]})",
+                              "n", &c, "cfg.json", nullptr)
+                  .ok());
+  EXPECT_EQ(c.split_count, 5);
+  Status s = ApplyNodeConfig(R"({"nodeconfig":[{"nodelabelselector":{},"devicesplitcount":5}]})",
+                             "n", &c, "cfg.json",
+                             []() -> StatusOr<nlohmann::json> { return NotFound("nodes \"n\""); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s.message();
+  // A selector that is not well formed is an error on every node, naming the entry.
+  for (
+      const char* bad :
+      {R"({"nodeconfig":[{"nodelabelselector":[]}]})",
+       R"({"nodeconfig":[{"name":"x","nodelabelselector":{"matchExpressions":[{"key":"a","operator":"Gt"}]}}]})"}) {
+    PluginConfig d;
+    Status e = ApplyNodeConfig(bad, "n-named", &d, "cfg.json", nullptr);
+    EXPECT_FALSE(e.ok()) << bad;
+    EXPECT_NE(std::string(e.message()).find("nodeconfig[0]"), std::string::npos) << e.message();
+    EXPECT_NE(std::string(e.message()).find("nodelabelselector"), std::string::npos) << e.message();
+  }
+}
+
 TEST(ConfigTest, MissingFileIsAClearError) {
   PluginConfig c;
   Status s = ApplyNodeConfigFile("/nonexistent/config.json", "n", &c);

@@ -316,11 +316,12 @@ Status K8sPendingPodSource::MarkFailed(const PendingPod& pod, std::string_view r
 }
 
 NodeRegistrar::NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations,
-                             const Clock* clock)
+                             const Clock* clock, CapacityFn capacity)
     : client_(client),
       node_(std::move(node_name)),
       annotations_(std::move(annotations)),
-      clock_(clock) {}
+      clock_(clock),
+      capacity_(std::move(capacity)) {}
 
 bool NodeRegistrar::Changed() const {
   return annotations_() != last_written_;
@@ -328,7 +329,21 @@ bool NodeRegistrar::Changed() const {
 
 Status NodeRegistrar::SyncOnce() {
   std::map<std::string, std::string> want = annotations_();
+  Json quantities = Json::object();  // status.capacity and .allocatable wanted (strings)
+  if (capacity_)
+    for (const auto& [name, value] : capacity_()) quantities[name] = std::to_string(value);
+  bool status_agrees = true;  // the Node read below already holds them (kubelet may drop them)
   auto r = client_->Mutate(k8s::kNodes, "", node_, [&](Json& obj) -> Status {
+    status_agrees = true;
+    const Json& read = obj;  // const: reading must not add keys to what Mutate writes back
+    for (const char* field : {"capacity", "allocatable"}) {
+      const Json* have = nullptr;
+      if (auto st = read.find("status"); st != read.end() && st->is_object())
+        if (auto f = st->find(field); f != st->end()) have = &*f;
+      for (const auto& [name, value] : quantities.items())
+        status_agrees = status_agrees && have != nullptr && have->is_object() &&
+                        have->value(name, Json()) == value;
+    }
     auto& annotations = obj["metadata"]["annotations"];
     if (!annotations.is_object()) annotations = Json::object();
     for (const auto& [k, v] : want) annotations[k] = v;
@@ -344,6 +359,11 @@ Status NodeRegistrar::SyncOnce() {
   });
   if (!r.ok()) return Annotate(r.status(), StrCat("update node ", node_, " annotations"));
   last_written_ = std::move(want);
+  if (quantities.empty() || status_agrees) return OkStatus();
+  Json patch = {{"status", {{"capacity", quantities}, {"allocatable", quantities}}}};
+  if (auto p = client_->Patch(k8s::kNodes, "", node_, k8s::PatchType::kMerge, patch, "status");
+      !p.ok())
+    return Annotate(p.status(), StrCat("report node ", node_, " capacity (nodes/status)"));
   return OkStatus();
 }
 

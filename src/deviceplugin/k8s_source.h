@@ -49,9 +49,14 @@ class K8sPendingPodSource final : public PendingPodSource {
 class NodeRegistrar {
  public:
   using AnnotationsFn = std::function<std::map<std::string, std::string>()>;
+  // Extended resources for the Node's status.capacity and .allocatable (NodeCapacity); empty =
+  // none written.
+  using CapacityFn = std::function<std::map<std::string, int64_t>()>;
   NodeRegistrar(k8s::Client* client, std::string node_name, AnnotationsFn annotations,
-                const Clock* clock);
+                const Clock* clock, CapacityFn capacity = nullptr);
   // Patches the node when an annotation differs or the handshake asks; no write when all agree.
+  // Then, when capacity is reported, patches nodes/<name>/status when the Node read does not hold
+  // the sums in both status.capacity and .allocatable (a new value, or a Node that lost them).
   Status SyncOnce();
   // True when the current annotations differ from the last ones written successfully.
   bool Changed() const;
@@ -62,6 +67,7 @@ class NodeRegistrar {
   AnnotationsFn annotations_;
   const Clock* clock_;
   std::map<std::string, std::string> last_written_;
+  CapacityFn capacity_;
 };
 
 }  // namespace hami::deviceplugin

@@ -369,6 +369,76 @@ TEST_F(K8sSourceTest, RegistrarWritesAnnotationsAndAnswersHandshake) {
                    .ok());
 }
 
+// --report-node-capacity: the sums go into nodes/<name>/status (capacity and allocatable, as
+// quantities), once per change; written again when the Node lost them; none without the option.
+TEST_F(K8sSourceTest, RegistrarReportsNodeCapacityThroughTheStatus) {
+  Json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "node1"}}},
+               {"status", {{"capacity", {{"cpu", "8"}}}, {"allocatable", {{"cpu", "8"}}}}}};
+  ASSERT_TRUE(api_->Upsert("nodes", node).ok());
+  std::map<std::string, std::string> ann = {{vendors::nvidia::kNodeNvidiaRegister, "[]"}};
+  std::map<std::string, int64_t> cap = {{"nvidia.com/gpumem", 81920}, {"nvidia.com/gpucores", 200}};
+  FakeClock clock(1'700'000'000);
+  NodeRegistrar reg(
+      client_.get(), "node1", [&] { return ann; }, &clock, [&] { return cap; });
+  auto status_writes = [&] { return api_->CountRequests("PATCH", "/api/v1/nodes/node1/status"); };
+  struct Step {
+    const char* name;
+    std::map<std::string, int64_t> cap;
+    bool drop_from_node;  // the Node loses the resources (e.g. replaced) before the sync
+    int64_t writes;       // status writes so far
+    const char* mem;      // status.capacity and .allocatable of nvidia.com/gpumem after
+    const char* cores;
+  };
+  const Step steps[] = {
+      {"first sync writes both",
+       {{"nvidia.com/gpumem", 81920}, {"nvidia.com/gpucores", 200}},
+       false,
+       1,
+       "81920",
+       "200"},
+      {"same sums: no write",
+       {{"nvidia.com/gpumem", 81920}, {"nvidia.com/gpucores", 200}},
+       false,
+       1,
+       "81920",
+       "200"},
+      {"a GPU turned unhealthy",
+       {{"nvidia.com/gpumem", 40960}, {"nvidia.com/gpucores", 100}},
+       false,
+       2,
+       "40960",
+       "100"},
+      {"the Node lost them: written again",
+       {{"nvidia.com/gpumem", 40960}, {"nvidia.com/gpucores", 100}},
+       true,
+       3,
+       "40960",
+       "100"},
+  };
+  for (const auto& st : steps) {
+    cap = st.cap;
+    if (st.drop_from_node) {
+      ASSERT_TRUE(api_->Upsert("nodes", node).ok());
+    }
+    ASSERT_TRUE(reg.SyncOnce().ok()) << st.name;
+    EXPECT_EQ(status_writes(), st.writes) << st.name;
+    const Json got = (*api_->Get("nodes", "", "node1"))["status"];
+    for (const char* field : {"capacity", "allocatable"}) {
+      EXPECT_EQ(got[field].value("nvidia.com/gpumem", ""), st.mem) << st.name << " " << field;
+      EXPECT_EQ(got[field].value("nvidia.com/gpucores", ""), st.cores) << st.name << " " << field;
+      EXPECT_EQ(got[field].value("cpu", ""), "8") << st.name << " " << field;
+    }
+  }
+  // Option off (empty sums): the status is never written.
+  cap.clear();
+  const int64_t before = status_writes();
+  ASSERT_TRUE(api_->Upsert("nodes", node).ok());
+  ASSERT_TRUE(reg.SyncOnce().ok());
+  EXPECT_EQ(status_writes(), before);
+}
+
 TEST_F(K8sSourceTest, AllocateThroughKubeletReadsTheDecisionFromTheApiServer) {
   char tmpl[] = "/tmp/hdkXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -128,4 +128,17 @@ core::LinkScores BuildLinkScores(const std::vector<gpu::GpuInfo>& gpus,
   return out;
 }
 
+std::map<std::string, int64_t> NodeCapacity(const std::vector<core::DeviceInfo>& devices,
+                                            const PluginConfig& config) {
+  if (!config.report_node_capacity) return {};
+  int64_t memory = 0;
+  int64_t cores = 0;
+  for (const auto& d : devices) {
+    if (!d.health) continue;
+    memory += d.devmem_mib;
+    cores += d.devcore;
+  }
+  return {{config.memory_resource_name, memory}, {config.cores_resource_name, cores}};
+}
+
 }  // namespace hami::deviceplugin

@@ -31,6 +31,12 @@ std::vector<core::DeviceInfo> BuildNodeDevices(const std::vector<gpu::GpuInfo>& 
                                                const std::map<std::string, bool>& healthy,
                                                const PluginConfig& config);
 
+// What --report-node-capacity writes into the Node's status.capacity and .allocatable: the sums of
+// devmem (MiB) and devcore over the healthy devices, under config's memory and cores resource
+// names; empty when the option is off.
+std::map<std::string, int64_t> NodeCapacity(const std::vector<core::DeviceInfo>& devices,
+                                            const PluginConfig& config);
+
 // The migProfiles of a MIG GPU from NVML's profiles (vendors::nvidia::RegisteredMigProfiles, the
 // rule `hami sim` registers its MIG GPUs with too).
 std::vector<core::MigProfile> RegisteredMigProfiles(const std::vector<gpu::MigProfileInfo>& ps);

@@ -80,6 +80,63 @@ TEST(NodeDevicesTest, RegistrationEntries) {
   }
 }
 
+// Upstream's RegisterInAnnotation with ReportNodeCapacity (PR #2874): the sums of Devmem and
+// Devcore over the healthy devices, under resourceMemoryName and resourceCoreName; nothing when
+// the option is off.
+TEST(NodeDevicesTest, NodeCapacitySumsHealthyDevices) {
+  const std::vector<gpu::GpuInfo> gpus = {MakeGpu(0, "GPU-a", "A100", 40960),
+                                          MakeGpu(1, "GPU-b", "A100", 40960),
+                                          MakeGpu(2, "GPU-c", "A100", 40960)};
+  struct Case {
+    const char* name;
+    bool on;
+    double mem_scaling;
+    double core_scaling;
+    std::map<std::string, bool> healthy;
+    const char* mem_name;
+    std::map<std::string, int64_t> want;
+  };
+  const Case cases[] = {
+      {"off: nothing", false, 1.0, 1.0, {}, "nvidia.com/gpumem", {}},
+      {"three healthy",
+       true,
+       1.0,
+       1.0,
+       {},
+       "nvidia.com/gpumem",
+       {{"nvidia.com/gpumem", 122880}, {"nvidia.com/gpucores", 300}}},
+      {"an unhealthy GPU is left out",
+       true,
+       1.0,
+       1.0,
+       {{"GPU-b", false}},
+       "nvidia.com/gpumem",
+       {{"nvidia.com/gpumem", 81920}, {"nvidia.com/gpucores", 200}}},
+      {"scaled memory and cores, as registered",
+       true,
+       1.5,
+       2.0,
+       {},
+       "nvidia.com/gpumem",
+       {{"nvidia.com/gpumem", 184320}, {"nvidia.com/gpucores", 600}}},
+      {"renamed memory resource",
+       true,
+       1.0,
+       1.0,
+       {{"GPU-a", false}, {"GPU-c", false}},
+       "example.com/vmem",
+       {{"example.com/vmem", 40960}, {"nvidia.com/gpucores", 100}}},
+  };
+  for (const auto& tc : cases) {
+    deviceplugin::PluginConfig cfg;
+    cfg.report_node_capacity = tc.on;
+    cfg.memory_scaling = tc.mem_scaling;
+    cfg.core_scaling = tc.core_scaling;
+    cfg.memory_resource_name = tc.mem_name;
+    EXPECT_EQ(NodeCapacity(BuildNodeDevices(gpus, tc.healthy, cfg), cfg), tc.want) << tc.name;
+  }
+}
+
 TEST(NodeDevicesTest, LinkScores) {
   struct Case {
     gpu::GpuLink link;

@@ -85,56 +85,6 @@ void SortVictimsByPreference(std::vector<VictimCandidate>& pods) {
   });
 }
 
-StatusOr<bool> LabelSelectorMatches(const Json& selector, const Json& labels) {
-  if (!selector.is_object())
-    return InvalidArgument("label selector must be an object, got ", selector.type_name());
-  auto label = [&](const std::string& key) -> const std::string* {
-    if (!labels.is_object()) return nullptr;
-    auto it = labels.find(key);
-    return it != labels.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
-  };
-  bool match = true;  // every requirement is read, so a bad one is an error whatever comes first
-  if (auto ml = selector.find("matchLabels"); ml != selector.end() && !ml->is_null()) {
-    if (!ml->is_object()) return InvalidArgument("matchLabels must be an object");
-    for (const auto& [k, v] : ml->items()) {
-      if (!v.is_string()) return InvalidArgument("matchLabels[\"", k, "\"] must be a string");
-      const std::string* have = label(k);
-      match = match && have != nullptr && *have == v.get_ref<const std::string&>();
-    }
-  }
-  if (auto me = selector.find("matchExpressions"); me != selector.end() && !me->is_null()) {
-    if (!me->is_array()) return InvalidArgument("matchExpressions must be an array");
-    for (size_t i = 0; i < me->size(); ++i) {
-      const Json& e = (*me)[i];
-      const std::string where = StrCat("matchExpressions[", i, "]");
-      if (!e.is_object() || !e.contains("key") || !e["key"].is_string() ||
-          !e.contains("operator") || !e["operator"].is_string())
-        return InvalidArgument(where, " needs a key and an operator");
-      std::set<std::string> values;
-      if (auto vs = e.find("values"); vs != e.end() && !vs->is_null()) {
-        if (!vs->is_array()) return InvalidArgument(where, ".values must be an array");
-        for (const auto& v : *vs) {
-          if (!v.is_string()) return InvalidArgument(where, ".values must hold strings");
-          values.insert(v.get<std::string>());
-        }
-      }
-      const std::string op = e["operator"].get<std::string>();
-      const std::string* have = label(e["key"].get<std::string>());
-      if (op == "In" || op == "NotIn") {
-        if (values.empty()) return InvalidArgument(where, ": ", op, " needs values");
-        const bool in = have != nullptr && values.count(*have) != 0;
-        match = match && (op == "In" ? in : !in);
-      } else if (op == "Exists" || op == "DoesNotExist") {
-        if (!values.empty()) return InvalidArgument(where, ": ", op, " takes no values");
-        match = match && ((have != nullptr) == (op == "Exists"));
-      } else {
-        return InvalidArgument(where, ": unknown operator \"", op, "\"");
-      }
-    }
-  }
-  return match;
-}
-
 PdbBudgets::PdbBudgets(const std::vector<Json>& pdbs) {
   for (const auto& p : pdbs) {
     const Json* sel = FieldAt(p, {"spec", "selector"});
@@ -219,6 +169,8 @@ std::optional<MetaVictims> Extender::RefineNode(const core::PodRequest& pod, int
     budgets.Charge(*v);
   }
   const size_t kept = out.pod_uids.size();
+  // The dry run's usage rule starts from the live one's pods: the victims leave it too.
+  for (const std::string& uid : evicted) (void)sim->RemovePod(uid);
   for (const PodRecord* rec : n.records)
     if (evicted.count(rec->uid) == 0)
       (void)sim->AddPod(rec->uid, rec->allocation, ResourcesOf(*rec));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "k8s/label_selector.h"
 
 namespace hami::extender {
 
@@ -54,10 +55,8 @@ struct VictimCandidate {
 // (a total order: the same pods always sort the same).
 void SortVictimsByPreference(std::vector<VictimCandidate>& pods);
 
-// metav1.LabelSelector evaluation (matchLabels and matchExpressions with In, NotIn, Exists,
-// DoesNotExist) against `labels` (metadata.labels; null = none). A selector that is not well
-// formed (unknown operator, values of the wrong shape) is an error: callers decide what it means.
-StatusOr<bool> LabelSelectorMatches(const Json& selector, const Json& labels);
+// metav1.LabelSelector evaluation (k8s/label_selector.h).
+using k8s::LabelSelectorMatches;
 
 // The disruptions the policy/v1 PodDisruptionBudgets still allow while victims are chosen on one
 // node: a budget covers the pods of its namespace its spec.selector selects (null selects none,

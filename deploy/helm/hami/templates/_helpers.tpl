@@ -102,7 +102,7 @@ inert one, or any value when none is given, is reported by NOTES.txt). docs/inst
   "podSecurityPolicy.enabled=false" "global.managedNodeSelectorEnable=false"
   "scheduler.admissionWebhook.customURL.enabled=false"
   "scheduler.nodeLockExpire=5m" "scheduler.nodeLockRetryTimeout=" "scheduler.kubeTimeout="
-  "scheduler.profilingBindAddress=127.0.0.1:6060" "devicePlugin.reportNodeCapacity=false"
+  "scheduler.profilingBindAddress=127.0.0.1:6060"
   "devicePlugin.vgpuCache.gracePeriod=5m"
   "devicePlugin.gpuOperatorToolkitReady.enabled=false"
   "devicePlugin.passDeviceSpecsEnabled=true"
