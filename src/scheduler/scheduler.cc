@@ -591,6 +591,7 @@ std::unique_ptr<Scheduler> Scheduler::DryRun() const {
   s->default_ = default_;
   s->hami_ = hami_;
   s->learns_ = false;
+  if (usage_) s->usage_ = usage_->DryRun();
   return s;
 }
 

@@ -134,7 +134,10 @@ class Scheduler {
 
   // A scheduler with an empty cache that decides with this one's policies and what they have
   // learned so far (dry runs: the extender's Simulate). Its Reserve/Unreserve/RemovePod teach
-  // nothing.
+  // nothing. With the usage rule on, the copy decides by the rule too, against a copy of the pods
+  // the rule has recorded (UsageRule::DryRun): a node given at its registered size is scaled to the
+  // cap, one taken from cache() is not scaled twice; a pod the dry run leaves out must be removed
+  // from it (RemovePod) to stop counting.
   std::unique_ptr<Scheduler> DryRun() const;
   // With the usage rule on, generic devices count at its overcommit cap (UsageRule::ScaleNode).
   void UpsertNode(core::NodeInfo info) {
@@ -144,7 +147,7 @@ class Scheduler {
   void RemoveNode(const std::string& name) { cache_.RemoveNode(name); }
 
   const ClusterCache& cache() const { return cache_; }
-  // The usage rule; null when it is off (and in DryRun() copies, which decide without it).
+  // The usage rule; null when it is off.
   const UsageRule* usage_rule() const { return usage_.get(); }
   const Profile& profile() const { return *profile_; }
   // The profile that places `pod`: the whole-placement policy it names in

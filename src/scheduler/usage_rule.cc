@@ -78,9 +78,25 @@ void UsageRule::ScaleNode(core::NodeInfo* info) {
   WriterLock l(mu_);
   for (core::DeviceInfo& d : info->devices) {
     if (d.vendor != core::kNvidiaVendor || core::IsMigDevice(d)) continue;
-    real_mib_[Key(info->name, d.uuid)] = d.devmem_mib;
+    const std::string key = Key(info->name, d.uuid);
+    if (dry_run_)
+      if (auto r = real_mib_.find(key);
+          r != real_mib_.end() && d.devmem_mib == r->second * options_.overcommit_pct / 100)
+        continue;  // the live cache's registration: scaled already
+    real_mib_[key] = d.devmem_mib;
     d.devmem_mib = d.devmem_mib * options_.overcommit_pct / 100;
   }
+}
+
+std::unique_ptr<UsageRule> UsageRule::DryRun() const {
+  auto copy = std::make_unique<UsageRule>(options_);
+  ReaderLock l(mu_);
+  WriterLock c(copy->mu_);
+  copy->dry_run_ = true;
+  copy->real_mib_ = real_mib_;
+  copy->pods_ = pods_;
+  copy->devices_ = devices_;
+  return copy;
 }
 
 Reason UsageRule::Gate::Admit(const PickContext& ctx, int device, int64_t mem_mib) const {
@@ -112,16 +128,10 @@ Reason UsageRule::CheckLocked(const usage::Tenant* tenant, const std::string& no
         if (g.node == node && g.uuid == uuid) profiled += g.mem_mib;
     }
   // What the cache books there beyond the profiled pods: pods without a profile (or ones we have
-  // not been told the profile of), taken at their whole limit and busy all the time.
-  const int64_t stock = std::max<int64_t>(0, used_mib - profiled);
-  if (stock > 0 && used_mib + mem_mib > real) return Reason::kCardUsageProfileNotFit;
-  if (there.empty() && stock == 0) return Reason::kCount;  // an empty card takes any pod
-  usage::Tenant stock_tenant;
-  if (stock > 0) {
-    stock_tenant.limit_mib = stock;
-    stock_tenant.spike_mib = stock;
-    there.push_back(&stock_tenant);
-  }
+  // not been told the profile of). Nothing says when they are busy or how much they use: a pod
+  // with a profile never joins them, whatever the duty budget.
+  if (used_mib > profiled) return Reason::kCardUsageProfileNotFit;
+  if (there.empty()) return Reason::kCount;  // an empty card takes any pod
   usage::PackBudget budget;
   budget.capacity_mib = real;
   budget.duty_budget = options_.duty_budget;

@@ -28,6 +28,7 @@
 // what it can hurt is bounded to the profiled pods of its card and the cap.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -75,8 +76,13 @@ class UsageRule {
                                               const core::PodAllocation& allocation) const;
 
   // Scales the generic devices of `info` to overcommit_pct of their memory and remembers their real
-  // size.
+  // size. In a DryRun() copy a device registered already and given at its scaled size (a node taken
+  // from the live cache) is left as it is.
   void ScaleNode(core::NodeInfo* info);
+
+  // A copy of the rule and of what it has recorded (the dry runs of Scheduler::DryRun: they decide
+  // by the same rule against the same pods, and what they record stays in the copy).
+  std::unique_ptr<UsageRule> DryRun() const;
 
   // The gate of one cycle: `tenant` is the pod's (null: a pod without a profile). Not owned.
   class Gate final : public DeviceGate {
@@ -130,6 +136,7 @@ class UsageRule {
   void ForgetLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const UsageRuleOptions options_;
+  bool dry_run_ = false;  // a DryRun() copy
   mutable SharedMutex mu_;
   std::map<std::string, int64_t> real_mib_ ABSL_GUARDED_BY(mu_);  // Key -> registered memory
   std::map<std::string, Pod> pods_ ABSL_GUARDED_BY(mu_);

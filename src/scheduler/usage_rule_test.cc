@@ -73,18 +73,20 @@ std::unique_ptr<Scheduler> Make(int overcommit_pct,
   return std::move(*s);
 }
 
-TEST(UsageRule, WhoSharesACardAndHowFarItMayBeBooked) {
-  struct Case {
-    const char* name;
-    int overcommit_pct;
-    std::vector<std::string> trusted;
-    std::vector<PodSpec> there;  // reserved on the one card first, in order (each must fit)
-    PodSpec pod;
-    bool fits;
-    const char* reason;  // when it does not fit: in Decision::failures
-  };
+struct ShareCase {
+  const char* name;
+  int overcommit_pct;
+  std::vector<std::string> trusted;
+  std::vector<PodSpec> there;  // reserved on the one card first, in order (each must fit)
+  PodSpec pod;
+  bool fits;
+  const char* reason;  // when it does not fit: in Decision::failures
+};
+
+// Who shares the one card of node n1, and how far it may be booked.
+const std::vector<ShareCase>& ShareCases() {
   // clang-format off
-  const std::vector<Case> cases = {
+  static const std::vector<ShareCase> cases = {
       {"rule off: the sum of limits stays within the card, profile or not",
        0, {"serving"}, {Idle(50000, 20000, 30000)}, Idle(50000, 20000, 30000), false, "CardInsufficientMemory"},
       {"two idle pods whose levels and one spike fit: 100,000 MiB booked on 80,000",
@@ -123,14 +125,24 @@ TEST(UsageRule, WhoSharesACardAndHowFarItMayBeBooked) {
        200, {"serving"}, {Stock(40000)}, Idle(30000, 1, 1), false, "CardUsageProfileNotFit"},
   };
   // clang-format on
-  for (const Case& c : cases) {
+  return cases;
+}
+
+// A scheduler with the case's pods reserved on n1.
+std::unique_ptr<Scheduler> Reserved(const ShareCase& c) {
+  auto s = Make(c.overcommit_pct, c.trusted);
+  for (size_t i = 0; i < c.there.size(); ++i) {
+    auto d = s->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i]), nullptr);
+    EXPECT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d.ok() ? d->node : "", "n1") << "setup pod " << i << " does not fit";
+  }
+  return s;
+}
+
+TEST(UsageRule, WhoSharesACardAndHowFarItMayBeBooked) {
+  for (const ShareCase& c : ShareCases()) {
     SCOPED_TRACE(c.name);
-    auto s = Make(c.overcommit_pct, c.trusted);
-    for (size_t i = 0; i < c.there.size(); ++i) {
-      auto d = s->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i]), nullptr);
-      ASSERT_TRUE(d.ok()) << d.status();
-      ASSERT_EQ(d->node, "n1") << "setup pod " << i << " does not fit";
-    }
+    auto s = Reserved(c);
     ScheduleOptions so;
     so.explain = true;
     auto d = s->Schedule(PodOf("new", c.pod), nullptr, so);
@@ -140,6 +152,94 @@ TEST(UsageRule, WhoSharesACardAndHowFarItMayBeBooked) {
       ASSERT_EQ(d->failures.size(), 1u);
       EXPECT_NE(d->failures[0].reason.find(c.reason), std::string::npos) << d->failures[0].reason;
     }
+  }
+}
+
+// The dry runs (Scheduler::DryRun) decide by the same rule as Schedule: the extender's Simulate
+// (the node as it registers, every pod of the live cache as one record without a profile) and the
+// preemption check (the node from the live cache, at the cap already, and the pods one by one).
+TEST(UsageRule, DryRunsDecideAsTheLiveScheduler) {
+  for (const ShareCase& c : ShareCases()) {
+    SCOPED_TRACE(c.name);
+    auto live = Reserved(c);
+    const core::PodRequest pod = PodOf("new", c.pod);
+    const bool fits = !live->Schedule(pod, nullptr)->node.empty();
+    ASSERT_EQ(fits, c.fits);
+    const NodeState snap = *live->cache().Snapshot("n1");
+
+    auto simulate = live->DryRun();
+    simulate->UpsertNode(NodeBuilder("n1").Gpus(1, kCard).Build());
+    core::PodAllocation all;
+    all.node = "n1";
+    if (snap.usage[0].usedmem_mib > 0)
+      all.containers = {{core::ContainerDevice{snap.info.devices[0].uuid, core::kNvidiaVendor,
+                                               snap.usage[0].usedmem_mib, 0, 0}}};
+    if (!all.containers.empty()) {
+      ASSERT_TRUE(simulate->AddPod("usage/n1", all).ok());
+    }
+    EXPECT_EQ(!simulate->Schedule(pod, nullptr)->node.empty(), fits) << "Simulate";
+
+    auto preempt = live->DryRun();
+    preempt->UpsertNode(snap.info);
+    for (size_t i = 0; i < c.there.size(); ++i) {
+      core::PodAllocation a;
+      a.node = "n1";
+      a.containers = {{core::ContainerDevice{snap.info.devices[0].uuid, core::kNvidiaVendor,
+                                             c.there[i].gpumem, 0, 0}}};
+      ASSERT_TRUE(preempt->AddPod("p" + std::to_string(i), a).ok());
+    }
+    EXPECT_EQ(!preempt->Schedule(pod, nullptr)->node.empty(), fits) << "preemption";
+    // What a dry run records stays in it.
+    EXPECT_EQ(live->cache().Snapshot("n1")->info.devices[0].devmem_mib,
+              snap.info.devices[0].devmem_mib);
+  }
+  // The preemption check removes its victims: a card they leave empty takes the pod.
+  auto live = Make(200);
+  ASSERT_TRUE(live->ScheduleAndReserve(PodOf("victim", Idle(50000, 35000, 47000)), nullptr).ok());
+  const core::PodRequest pod = PodOf("new", Idle(50000, 35000, 47000));
+  ASSERT_TRUE(live->Schedule(pod, nullptr)->node.empty());
+  auto preempt = live->DryRun();
+  preempt->UpsertNode(live->cache().Snapshot("n1")->info);
+  ASSERT_TRUE(preempt->Schedule(pod, nullptr)->node.empty());  // the victim counts until removed
+  (void)preempt->RemovePod("victim");
+  EXPECT_EQ(preempt->Schedule(pod, nullptr)->node, "n1");
+  EXPECT_EQ(live->usage_rule()->stats().profiled_pods, 1);
+}
+
+// A pod with a profile never shares a card with one without (nothing says when that one is busy),
+// even where the duty budget would let any two pods share; a pod without one joins profiled pods
+// within the card.
+TEST(UsageRule, APodWithAProfileNeverJoinsOneWithout) {
+  struct Case {
+    const char* name;
+    std::vector<PodSpec> there;
+    PodSpec pod;
+    bool fits;
+  };
+  // clang-format off
+  const std::vector<Case> cases = {
+      {"profiled next to a pod without one", {Stock(40000)}, Idle(30000, 1, 1), false},
+      {"profiled next to a profiled pod and one without", {Idle(30000, 1, 1), Stock(10000)}, Idle(30000, 1, 1), false},
+      {"without one next to a profiled pod, within the card", {Idle(30000, 1, 1)}, Stock(40000), true},
+      {"profiled next to profiled", {Idle(30000, 1, 1)}, Idle(30000, 1, 1), true},
+  };
+  // clang-format on
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SchedulerOptions so;
+    so.policy = "hami-binpack";
+    so.usage.overcommit_pct = 200;
+    so.usage.namespaces = {"serving"};
+    so.usage.duty_budget = 10 * usage::kDutyFull;  // any two pods' duty fits
+    so.usage.contention_bp = 10000;
+    auto s = Scheduler::Create(so);
+    ASSERT_TRUE(s.ok()) << s.status();
+    (*s)->UpsertNode(NodeBuilder("n1").Gpus(1, kCard).Build());
+    for (size_t i = 0; i < c.there.size(); ++i) {
+      auto d = (*s)->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i]), nullptr);
+      ASSERT_TRUE(d.ok() && d->node == "n1") << "setup pod " << i;
+    }
+    EXPECT_EQ((*s)->Schedule(PodOf("new", c.pod), nullptr)->node.empty(), !c.fits);
   }
 }
 
