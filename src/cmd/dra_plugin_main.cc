@@ -14,6 +14,7 @@
 #include "deviceplugin/node_devices.h"
 #include "dra/checkpoint.h"
 #include "dra/driver.h"
+#include "dra/health.h"
 #include "dra/publisher.h"
 #include "dra/server.h"
 #include "dra/slice.h"
@@ -131,7 +132,20 @@ int DraPluginMain(int argc, char** argv) {
                    o->generation, gpus.size(), o->shared ? "shared" : "exclusive");
   };
   reconcile();
-  dra::DraServer server(server_opts, driver->get());
+  // The health stream: NVML health events (Xid critical errors) mark the published devices.
+  std::vector<dra::HealthBoard::Device> health_devices;
+  for (const auto& d : *devices) health_devices.push_back({d.name, d.uuid});
+  dra::HealthBoard health(node_name, health_devices);
+  auto health_watch = (*nvml)->WatchHealth([&health](const gpu::HealthEvent& ev) {
+    if (health.Apply(ev))
+      spdlog::log(ev.healthy ? spdlog::level::info : spdlog::level::err,
+                  "dra: GPU {} is {} ({}); the kubelet's health stream says so",
+                  ev.uuid.empty() ? "(all)" : ev.uuid, ev.healthy ? "healthy" : "unhealthy",
+                  ev.reason);
+  });
+  if (!health_watch.ok())
+    spdlog::warn("dra: health checks disabled: {}", std::string(health_watch.status().message()));
+  dra::DraServer server(server_opts, driver->get(), &health);
   if (Status s = server.Start(); !s.ok()) return Fail(s);
   spdlog::info("dra: serving {} on {} (registration {})", server_opts.driver, server.DraSocket(),
                server.RegistrationSocket());
@@ -143,6 +157,7 @@ int DraPluginMain(int argc, char** argv) {
     }
   }
   server.Stop();
+  health.Shutdown();
   return 0;
 }
 

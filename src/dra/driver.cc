@@ -5,9 +5,12 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <set>
 
+#include "absl/strings/str_join.h"
 #include "common/libc.h"
 #include "dra/cdi.h"
+#include "dra/pod_claims.h"
 #include "spdlog/spdlog.h"
 
 namespace hami::dra {
@@ -94,9 +97,62 @@ Status Driver::RemoveFiles(const PreparedClaim& pc) {
   return first;
 }
 
+std::map<std::string, Status> Driver::RefuseClaimsSharingAContainer(
+    const std::vector<ClaimRef>& claims) {
+  std::map<std::string, Status> refused;
+  if (claims.size() < 2) return refused;
+  // The claims of this call by object name (this driver's: the kubelet sends a driver its own),
+  // and the pods they are reserved for, all in the claims' namespace.
+  std::map<std::string, std::string> uid_by_name;
+  std::map<PodRef, std::string> pods;  // -> namespace
+  for (const auto& ref : claims) {
+    auto obj = claims_->GetClaim(ref.namespace_, ref.name);
+    if (!obj.ok() || !obj->is_object() ||
+        obj->value("metadata", nlohmann::json::object()).value("uid", "") != ref.uid)
+      continue;  // PrepareOne says why
+    uid_by_name[ref.name] = ref.uid;
+    for (auto& p : ReservedPods(*obj)) pods.emplace(std::move(p), ref.namespace_);
+  }
+  std::set<std::string> names;
+  for (const auto& [name, uid] : uid_by_name) names.insert(name);
+  for (const auto& [pod_ref, ns] : pods) {
+    auto pod = claims_->GetPod(ns, pod_ref.name);
+    if (!pod.ok() && absl::IsNotFound(pod.status())) continue;  // gone: no container to arm
+    if (!pod.ok()) {
+      for (const auto& [name, uid] : uid_by_name)
+        refused.emplace(
+            uid, Annotate(pod.status(), StrCat("claim ", ns, "/", name, ": cannot read pod ", ns,
+                                               "/", pod_ref.name, " to check its containers")));
+      continue;
+    }
+    const std::string uid =
+        pod->is_object() ? pod->value("metadata", nlohmann::json::object()).value("uid", "") : "";
+    if (!pod_ref.uid.empty() && uid != pod_ref.uid) continue;  // replaced: not the reserved pod
+    for (const auto& c : ContainersWithSeveralClaims(*pod, names)) {
+      for (const auto& name : c.claims) {
+        refused.emplace(
+            uid_by_name[name],
+            FailedPrecondition(
+                "claim ", ns, "/", name, ": pod ", ns, "/", pod_ref.name, " container ",
+                c.container, " uses claims ", absl::StrJoin(c.claims, ", "), " of driver ",
+                options_.driver,
+                " together; each claim's CDI device arms libvgpu with that claim's GPUs and limits "
+                "at the same paths, so their limits would overwrite each other: put the requests "
+                "in "
+                "one claim (its requests on one GPU add up)"));
+      }
+    }
+  }
+  return refused;
+}
+
 std::map<std::string, Driver::Result> Driver::Prepare(const std::vector<ClaimRef>& claims) {
   std::map<std::string, Result> out;
-  for (const auto& ref : claims) out[ref.uid] = PrepareOne(ref);
+  std::map<std::string, Status> refused = RefuseClaimsSharingAContainer(claims);
+  for (const auto& ref : claims) {
+    auto it = refused.find(ref.uid);
+    out[ref.uid] = it != refused.end() ? Result{it->second, {}} : PrepareOne(ref);
+  }
   return out;
 }
 

@@ -26,6 +26,8 @@ class ClaimSource {
   virtual ~ClaimSource() = default;
   // The ResourceClaim object; NotFound when it does not exist.
   virtual StatusOr<nlohmann::json> GetClaim(const std::string& ns, const std::string& name) = 0;
+  // The Pod object; NotFound when it does not exist.
+  virtual StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name) = 0;
 };
 
 struct DriverOptions {
@@ -51,6 +53,9 @@ class Driver {
     std::vector<PreparedDevice> devices;
   };
   // Per claim uid. A claim already prepared answers from the checkpoint without fetching it.
+  // A call of two or more claims (the kubelet sends one pod's claims together) first reads the pods
+  // they are reserved for: the claims a container uses two or more of are refused, and nothing is
+  // prepared for them (docs/dra.md#one-container-several-claims).
   std::map<std::string, Result> Prepare(const std::vector<ClaimRef>& claims);
   // Per claim uid; an unknown claim is OK. Works from the checkpoint only.
   std::map<std::string, Status> Unprepare(const std::vector<ClaimRef>& claims);
@@ -68,6 +73,8 @@ class Driver {
  private:
   Driver(DriverOptions options, std::vector<DeviceCapacity> devices, ClaimSource* claims);
   Result PrepareOne(const ClaimRef& ref);
+  // Per claim uid, the refusal of the claims of `claims` that one container uses together.
+  std::map<std::string, Status> RefuseClaimsSharingAContainer(const std::vector<ClaimRef>& claims);
   Status UnprepareOne(const ClaimRef& ref);
   Status SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes what a (partly) prepared claim wrote; the first error is returned, the rest tried.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "dra/testing/builders.h"
@@ -161,6 +162,81 @@ TEST_F(DriverTest, RefusalsPerClaim) {
   EXPECT_TRUE(absl::IsNotFound(r["uid-missing"].status)) << r["uid-missing"].status;
   EXPECT_TRUE(r[good.uid].status.ok()) << "one claim's failure touches no other";
   EXPECT_EQ(Files("/cdi"), 1u);
+}
+
+// A pod whose containers use claims by object name ("ctr" -> claim names), each entry reserved.
+nlohmann::json PodUsing(const std::string& name, const std::string& uid,
+                        const std::vector<std::pair<std::string, std::vector<std::string>>>& ctrs) {
+  nlohmann::json pod = {
+      {"metadata", {{"namespace", "ns"}, {"name", name}, {"uid", uid}}},
+      {"spec",
+       {{"resourceClaims", nlohmann::json::array()}, {"containers", nlohmann::json::array()}}}};
+  std::set<std::string> entries;
+  for (const auto& [ctr, claims] : ctrs) {
+    nlohmann::json refs = nlohmann::json::array();
+    for (const auto& c : claims) {
+      refs.push_back({{"name", "e-" + c}});
+      if (entries.insert(c).second)
+        pod["spec"]["resourceClaims"].push_back({{"name", "e-" + c}, {"resourceClaimName", c}});
+    }
+    pod["spec"]["containers"].push_back({{"name", ctr}, {"resources", {{"claims", refs}}}});
+  }
+  return pod;
+}
+
+TEST_F(DriverTest, ClaimsOneContainerUsesTogetherAreRefused) {
+  // a, b: 4 GiB / 30 cores each on the one GPU; c likewise. Pod p: container "both" uses a and b,
+  // container "alone" uses c. Pod q (another pod) uses a alone.
+  auto reserve = [&](const std::string& name, const std::vector<std::string>& pods) {
+    auto j = MakeClaim("ns", name, "uid-" + name).Result("gpu", "gpu-0", "4Gi", "30").Json();
+    for (const auto& p : pods)
+      j["status"]["reservedFor"].push_back(
+          {{"resource", "pods"}, {"name", p}, {"uid", "uid-" + p}});
+    claims_.Put(j);
+    return ClaimRef{"ns", name, "uid-" + name};
+  };
+  const ClaimRef a = reserve("a", {"p", "q"}), b = reserve("b", {"p"}), c = reserve("c", {"p"});
+  claims_.PutPod(PodUsing("p", "uid-p", {{"both", {"a", "b"}}, {"alone", {"c"}}}));
+  claims_.PutPod(PodUsing("q", "uid-q", {{"main", {"a"}}}));
+  auto d = Start();
+  struct Case {
+    const char* what;
+    std::vector<ClaimRef> call;
+    std::map<std::string, bool> ok;  // claim uid -> prepared
+    int64_t used_mib;                // on gpu-0 after the call
+  };
+  const Case cases[] = {
+      {"pod q's call: a alone is fine", {a}, {{a.uid, true}}, 4096},
+      {"pod p's call: a and b share a container, c does not",
+       {a, b, c},
+       {{a.uid, false}, {b.uid, false}, {c.uid, true}},
+       8192},
+  };
+  for (const auto& cs : cases) {
+    auto r = d->Prepare(cs.call);
+    for (const auto& [uid, ok] : cs.ok) {
+      EXPECT_EQ(r[uid].status.ok(), ok) << cs.what << ": " << uid << ": " << r[uid].status;
+      if (!ok) {
+        EXPECT_NE(r[uid].status.message().find("container both uses claims a, b"),
+                  std::string::npos)
+            << r[uid].status;
+      }
+    }
+    EXPECT_EQ(d->Used("gpu-0").memory_mib, cs.used_mib) << cs.what;
+  }
+  EXPECT_TRUE(fs::exists(Spec(a.uid))) << "pod q's preparation of a is left as it was";
+  EXPECT_FALSE(fs::exists(Spec(b.uid))) << "a refused claim writes nothing";
+  // Once the pod uses a and b in different containers, the same call prepares all three.
+  claims_.PutPod(PodUsing("p", "uid-p", {{"one", {"a"}}, {"two", {"b"}}, {"alone", {"c"}}}));
+  auto r = d->Prepare({a, b, c});
+  for (const auto& ref : {a, b, c}) EXPECT_TRUE(r[ref.uid].status.ok()) << r[ref.uid].status;
+  EXPECT_EQ(d->Used("gpu-0").memory_mib, 12288);
+  // A pod replaced under the same name (another uid) is not the pod the claims are reserved for.
+  auto d2 = Driver::Create(Options("boot-2"), {{"gpu-0", "GPU-0", 0, 16384, 100}}, &claims_);
+  ASSERT_TRUE(d2.ok());
+  claims_.PutPod(PodUsing("p", "uid-p2", {{"both", {"a", "b"}}}));
+  r = (*d2)->Prepare({a, b});
+  EXPECT_TRUE(r[a.uid].status.ok() && r[b.uid].status.ok()) << r[a.uid].status;
 }
 
 TEST_F(DriverTest, ConcurrentPrepareAndUnprepareStayConsistent) {

@@ -21,6 +21,10 @@ StatusOr<Json> K8sClaimSource::GetClaim(const std::string& ns, const std::string
   return client_->Get(kResourceClaims, ns, name);
 }
 
+StatusOr<Json> K8sClaimSource::GetPod(const std::string& ns, const std::string& name) {
+  return client_->Get(k8s::kPods, ns, name);
+}
+
 bool KeptMultipleAllocations(const Json& wanted, const Json& stored) {
   const Json& w = wanted["spec"]["devices"];
   const Json* s = stored.contains("spec") ? &stored["spec"] : nullptr;

@@ -26,6 +26,7 @@ class K8sClaimSource final : public ClaimSource {
  public:
   explicit K8sClaimSource(k8s::Client* client) : client_(client) {}
   StatusOr<nlohmann::json> GetClaim(const std::string& ns, const std::string& name) override;
+  StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name) override;
 
  private:
   k8s::Client* client_;

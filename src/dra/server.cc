@@ -5,12 +5,15 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <set>
 
 #include "common/libc.h"
 #include "common/mutex.h"
 #include "deviceplugin/config.h"
+#include "dra/proto/dra_health_v1.grpc.pb.h"
+#include "dra/proto/dra_health_v1alpha1.grpc.pb.h"
 #include "dra/proto/dra_v1.grpc.pb.h"
 #include "dra/proto/dra_v1beta1.grpc.pb.h"
 #include "dra/proto/pluginregistration.grpc.pb.h"
@@ -95,6 +98,55 @@ class DraServiceImpl : public Base {
   Driver* driver_;
 };
 
+// NodeWatchResources for v1alpha1 and v1 (the same messages): the full list at once, then at each
+// change and every third of the kubelet's timeout, until the kubelet cancels or the server stops.
+template <typename Base>
+class HealthServiceImpl : public Base {
+ public:
+  HealthServiceImpl(HealthBoard* board, std::shared_ptr<std::atomic<bool>> stopping)
+      : board_(board), stopping_(std::move(stopping)) {}
+
+  grpc::Status NodeWatchResources(
+      grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest*,
+      grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) override {
+    using std::chrono::steady_clock;
+    const auto resend = std::chrono::seconds(kHealthTimeoutSeconds / 3);
+    uint64_t sent = 0;
+    auto last = steady_clock::now();
+    bool first = true;
+    while (!ctx->IsCancelled() && !stopping_->load() && !board_->shut_down()) {
+      uint64_t version = 0;
+      const std::vector<HealthBoard::Entry> entries = board_->Snapshot(&version);
+      if (first || version != sent || steady_clock::now() - last >= resend) {
+        ::v1alpha1::NodeWatchResourcesResponse resp;
+        const int64_t now = static_cast<int64_t>(std::time(nullptr));
+        for (const auto& e : entries) {
+          ::v1alpha1::DeviceHealth* d = resp.add_devices();
+          d->mutable_device()->set_pool_name(board_->pool());
+          d->mutable_device()->set_device_name(e.device);
+          d->set_health(e.healthy ? ::v1alpha1::HEALTHY : ::v1alpha1::UNHEALTHY);
+          d->set_last_updated_time(now);  // checked now: the kubelet times a device out from it
+          d->set_health_check_timeout_seconds(kHealthTimeoutSeconds);
+          d->set_message(e.message);
+        }
+        if (!writer->Write(resp)) break;  // the kubelet went away
+        if (version != sent && !first)
+          spdlog::info("dra: health stream: sent a change (version {})", version);
+        sent = version;
+        last = steady_clock::now();
+        first = false;
+      }
+      // Short waits: a cancelled stream or a stopping server is noticed within half a second.
+      board_->WaitChange(sent, std::chrono::milliseconds(500));
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  HealthBoard* board_;
+  std::shared_ptr<std::atomic<bool>> stopping_;
+};
+
 // A stale socket of an earlier run would make bind fail.
 Status RemoveSocket(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
@@ -125,10 +177,19 @@ class DraServer::V1beta1Service final : public DraServiceImpl<v1beta1::DRAPlugin
   using DraServiceImpl::DraServiceImpl;
 };
 
+class DraServer::HealthV1alpha1Service final
+    : public HealthServiceImpl<::v1alpha1::DRAResourceHealth::Service> {
+  using HealthServiceImpl::HealthServiceImpl;
+};
+class DraServer::HealthV1Service final
+    : public HealthServiceImpl<::v1::DRAResourceHealth::Service> {
+  using HealthServiceImpl::HealthServiceImpl;
+};
+
 class DraServer::Registration final : public reg::Registration::Service {
  public:
-  Registration(std::string driver, std::string endpoint)
-      : driver_(std::move(driver)), endpoint_(std::move(endpoint)) {}
+  Registration(std::string driver, std::string endpoint, bool health)
+      : driver_(std::move(driver)), endpoint_(std::move(endpoint)), health_(health) {}
 
   grpc::Status GetInfo(grpc::ServerContext*, const reg::InfoRequest*,
                        reg::PluginInfo* info) override {
@@ -137,6 +198,10 @@ class DraServer::Registration final : public reg::Registration::Service {
     info->set_endpoint(endpoint_);
     info->add_supported_versions("v1.DRAPlugin");
     info->add_supported_versions("v1beta1.DRAPlugin");
+    if (health_) {
+      info->add_supported_versions("v1alpha1.DRAResourceHealth");  // 1.34 .. 1.36 kubelets
+      info->add_supported_versions("v1.DRAResourceHealth");        // 1.37
+    }
     return grpc::Status::OK;
   }
 
@@ -165,6 +230,7 @@ class DraServer::Registration final : public reg::Registration::Service {
  private:
   const std::string driver_;
   const std::string endpoint_;
+  const bool health_;
   mutable Mutex mu_;
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   std::string error_ ABSL_GUARDED_BY(mu_);
@@ -174,8 +240,8 @@ std::string PluginDirOrDefault(const std::string& plugin_dir, const std::string&
   return plugin_dir.empty() ? StrCat("/var/lib/kubelet/plugins/", driver) : plugin_dir;
 }
 
-DraServer::DraServer(ServerOptions options, Driver* driver)
-    : options_(std::move(options)), driver_(driver) {
+DraServer::DraServer(ServerOptions options, Driver* driver, HealthBoard* health)
+    : options_(std::move(options)), driver_(driver), health_(health) {
   options_.plugin_dir = PluginDirOrDefault(options_.plugin_dir, options_.driver);
 }
 
@@ -195,13 +261,22 @@ Status DraServer::Start() {
   const std::string endpoint = std::filesystem::absolute(DraSocket()).string();
   v1_ = std::make_unique<V1Service>(driver_);
   v1beta1_ = std::make_unique<V1beta1Service>(driver_);
-  registration_ = std::make_unique<Registration>(options_.driver, endpoint);
-  HAMI_ASSIGN_OR_RETURN(dra_server_, Serve(DraSocket(), {v1_.get(), v1beta1_.get()}));
+  registration_ = std::make_unique<Registration>(options_.driver, endpoint, health_ != nullptr);
+  std::vector<grpc::Service*> services = {v1_.get(), v1beta1_.get()};
+  if (health_ != nullptr) {
+    stopping_ = std::make_shared<std::atomic<bool>>(false);
+    health_v1alpha1_ = std::make_unique<HealthV1alpha1Service>(health_, stopping_);
+    health_v1_ = std::make_unique<HealthV1Service>(health_, stopping_);
+    services.push_back(health_v1alpha1_.get());
+    services.push_back(health_v1_.get());
+  }
+  HAMI_ASSIGN_OR_RETURN(dra_server_, Serve(DraSocket(), services));
   HAMI_ASSIGN_OR_RETURN(reg_server_, Serve(RegistrationSocket(), {registration_.get()}));
   return OkStatus();
 }
 
 void DraServer::Stop() {
+  if (stopping_ != nullptr) stopping_->store(true);  // open health streams end
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
   if (reg_server_ != nullptr) {
     reg_server_->Shutdown(deadline);

@@ -101,6 +101,55 @@ TEST_F(DraServerTest, RegistersWithBothServices) {
   EXPECT_TRUE(r->claims().empty());
 }
 
+TEST_F(DraServerTest, HealthStreamMarksAGpuNvmlReportsFailed) {
+  // The plugin's wiring (dra_plugin_main.cc): NVML health events feed the board the stream reads.
+  std::vector<HealthBoard::Device> devs;
+  for (const auto& d : devices_) devs.push_back({d.name, d.uuid});
+  HealthBoard board(testing::kNode, devs);
+  server_ = std::make_unique<DraServer>(
+      ServerOptions{kDefaultDriverName, dir_.path() + "/plugins_registry",
+                    dir_.path() + "/plugins/" + kDefaultDriverName},
+      driver_.get(), &board);
+  ASSERT_TRUE(server_->Start().ok());
+  gpu::NvmlOptions o;
+  o.library = HAMI_FAKE_NVML;
+  auto nvml = gpu::NvmlDiscovery::Open(o);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto watch = (*nvml)->WatchHealth([&](const gpu::HealthEvent& ev) { board.Apply(ev); });
+  ASSERT_TRUE(watch.ok()) << watch.status();
+
+  ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
+  const auto& v = kubelet_.info().supported_versions();
+  EXPECT_EQ(std::vector<std::string>(v.begin(), v.end()),
+            (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                      "v1alpha1.DRAResourceHealth", "v1.DRAResourceHealth"}));
+  std::vector<int> seen;  // the health of gpu-0 in each message
+  auto last = kubelet_.WatchHealth(
+      [&](const FakeDraKubelet::HealthResponse& m) {
+        if (m.devices_size() != 1) return true;  // fails below
+        seen.push_back(m.devices(0).health());
+        // Once the stream is up: Xid 48 (double-bit ECC) on GPU 0, through NVML's event set.
+        if (seen.size() == 1) hooks_.inject_xid(0, 48);
+        return m.devices(0).health() == ::v1alpha1::UNHEALTHY;
+      },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->devices_size(), 1);
+  const auto& d = last->devices(0);
+  EXPECT_EQ(d.device().pool_name(), testing::kNode);
+  EXPECT_EQ(d.device().device_name(), "gpu-0");
+  EXPECT_NE(d.message().find("48"), std::string::npos) << d.message();
+  EXPECT_EQ(d.health_check_timeout_seconds(), kHealthTimeoutSeconds);
+  EXPECT_GT(d.last_updated_time(), 0);
+  ASSERT_GE(seen.size(), 2u) << "the first message is the full list, healthy";
+  EXPECT_EQ(seen[0], ::v1alpha1::HEALTHY);
+  // A stream opened now starts with the device unhealthy, and a stopped server ends it.
+  auto again = kubelet_.WatchHealth([](const auto&) { return true; }, std::chrono::seconds(5));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->devices(0).health(), ::v1alpha1::UNHEALTHY);
+  server_->Stop();
+}
+
 TEST_F(DraServerTest, TwoSharesOnOneGpuARefusalThenRestartAndUnprepare) {
   ASSERT_TRUE(kubelet_.Register(dir_.path() + "/plugins_registry", kDefaultDriverName).ok());
   const ClaimRef a = Put("a", "4Gi", "30");

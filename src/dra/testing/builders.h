@@ -110,6 +110,16 @@ class MapClaims final : public ClaimSource {
     ++gets_;
     return it->second;
   }
+  void PutPod(const nlohmann::json& pod) {
+    MutexLock l(mu_);
+    pods_[Key(pod["metadata"]["namespace"], pod["metadata"]["name"])] = pod;
+  }
+  StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name) override {
+    MutexLock l(mu_);
+    auto it = pods_.find(Key(ns, name));
+    if (it == pods_.end()) return NotFound("pods \"", name, "\" not found");
+    return it->second;
+  }
   int gets() {
     MutexLock l(mu_);
     return gets_;
@@ -119,6 +129,7 @@ class MapClaims final : public ClaimSource {
   static std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
   Mutex mu_;
   std::map<std::string, nlohmann::json> claims_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, nlohmann::json> pods_ ABSL_GUARDED_BY(mu_);
   int gets_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

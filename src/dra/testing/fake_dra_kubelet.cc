@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "dra/proto/dra_health_v1alpha1.grpc.pb.h"
 #include "dra/proto/dra_v1.grpc.pb.h"
 #include "dra/proto/dra_v1beta1.grpc.pb.h"
 #include "dra/proto/pluginregistration.grpc.pb.h"
@@ -97,6 +98,31 @@ StatusOr<FakeDraKubelet::UnprepareResponse> FakeDraKubelet::Unprepare(
           : v1beta1::DRAPlugin::NewStub(ch)->NodeUnprepareResources(Context().get(), req, &resp);
   HAMI_RETURN_IF_ERROR(FromGrpc(s, "NodeUnprepareResources"));
   return resp;
+}
+
+StatusOr<FakeDraKubelet::HealthResponse> FakeDraKubelet::WatchHealth(
+    const std::function<bool(const HealthResponse&)>& done, std::chrono::milliseconds timeout) {
+  const auto& v = info_.supported_versions();
+  if (std::find(v.begin(), v.end(), "v1alpha1.DRAResourceHealth") == v.end())
+    return FailedPrecondition("the plugin does not advertise v1alpha1.DRAResourceHealth");
+  auto ch = grpc::CreateChannel("unix:" + info_.endpoint(), grpc::InsecureChannelCredentials());
+  auto stub = ::v1alpha1::DRAResourceHealth::NewStub(ch);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  auto reader = stub->NodeWatchResources(&ctx, ::v1alpha1::NodeWatchResourcesRequest());
+  HealthResponse msg;
+  int n = 0;
+  while (reader->Read(&msg)) {
+    ++n;
+    if (done(msg)) {
+      ctx.TryCancel();
+      (void)reader->Finish();
+      return msg;
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  return absl::DeadlineExceededError(
+      StrCat("health stream ended after ", n, " message(s): ", s.error_message()));
 }
 
 }  // namespace hami::dra::testing

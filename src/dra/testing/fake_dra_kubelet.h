@@ -2,12 +2,15 @@
 // The kubelet's side of DRA for tests, over the real sockets and protos: plugin registration as the
 // kubelet's plugin watcher does it (GetInfo, validate, NotifyRegistrationStatus) and
 // NodePrepareResources / NodeUnprepareResources on the registered endpoint, v1 or v1beta1.
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "dra/claim.h"
+#include "dra/proto/dra_health_v1alpha1.pb.h"
 #include "dra/proto/dra_v1.pb.h"
 #include "dra/proto/pluginregistration.pb.h"
 
@@ -32,6 +35,13 @@ class FakeDraKubelet {
                                     DraVersion version = DraVersion::kV1);
   StatusOr<UnprepareResponse> Unprepare(const std::vector<ClaimRef>& claims,
                                         DraVersion version = DraVersion::kV1);
+
+  // The health stream as the kubelet opens it: only when GetInfo advertised
+  // "v1alpha1.DRAResourceHealth" (FailedPrecondition otherwise); reads messages until `done` is
+  // true of one (returned) or `timeout` passes (DeadlineExceeded, naming how many came).
+  using HealthResponse = ::v1alpha1::NodeWatchResourcesResponse;
+  StatusOr<HealthResponse> WatchHealth(const std::function<bool(const HealthResponse&)>& done,
+                                       std::chrono::milliseconds timeout);
 
  private:
   pluginregistration::PluginInfo info_;
