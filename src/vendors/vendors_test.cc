@@ -275,6 +275,16 @@ TEST(WebhookTest, DefaultsEnvAndDenials) {
        Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-core", 10}}),
        {},
        "huawei.com/vnpu-mode: hami-core"},
+      // Upstream v2.11's ENPU backend (its enpu_test.go modes enpu, vcann-rt, ubs-virt): not
+      // scheduled here yet, so denied rather than placed as template vNPU.
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 20480}}),
+       {{"huawei.com/vnpu-mode", "enpu"}},
+       "ENPU soft split) is not supported"},
+      {"Ascend910B3",
+       Limits({{"huawei.com/Ascend910B3", 1}}),
+       {{"huawei.com/vnpu-mode", " UBS-virt"}},
+       "is not supported by hami-cpp yet"},
       // Memory above the largest template is not denied: it takes a whole card where the card
       // holds it (AscendUpstream.TestFitMemoryAboveTheLargestTemplate).
       {"kunlun", Limits({{"kunlunxin.com/xpu", 3}}), {}, "allows only 1, 2, 4, 8"},
@@ -545,6 +555,12 @@ TEST(ConfigTest, ErrorsNameTheOption) {
       {"vnpus:\n  configs: {}\n", "vnpus.configs: expected a list"},
       {"vnpus:\n  hamiVnpuCore: maybe\n", "vnpus.hamiVnpuCore: expected true or false"},
       {"vnpus:\n  hamiVnpuCore: true\n  config: []\n", "vnpus.config: unknown option"},
+      // Upstream v2.11's VNPUs.mode() and vnpuDeviceSplitCount (a positive integer).
+      {"vnpus:\n  hamiVnpuMode: soft\n", "vnpus.hamiVnpuMode: must be template, hami-core"},
+      {"vnpus:\n  hamiVnpuMode: enpu\n", "vnpus.hamiVnpuMode: enpu (Ascend's ENPU soft split)"},
+      {"vnpus:\n  hamiVnpuMode: [template]\n", "vnpus.hamiVnpuMode: expected a string"},
+      {"vnpus:\n  vnpuDeviceSplitCount: -1\n", "vnpus.vnpuDeviceSplitCount: must be >= 0"},
+      {"vnpus:\n  vnpuDeviceSplitCount: ten\n", "vnpus.vnpuDeviceSplitCount: expected an integer"},
       {"vnpus:\n  configs:\n  - {chipName: x, aiCore: 1, superPodd: 1}\n",
        "vnpus.configs[0].superPodd: unknown"},
       {"nvidia:\n  resourceCountNmae: x\n", "nvidia.resourceCountNmae: unknown option"},
@@ -634,6 +650,13 @@ TEST(ConfigTest, EmptyValuesKeepDefaultsAndUpstreamVendorsWeLackAreIgnored) {
        {"NVIDIA", "AWSNeuron", "Vastai", "Biren"}},
       {"vnpus map, no configs",
        "vnpus:\n  hamiVnpuCore: true\n",
+       {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+      {"vnpus map of upstream v2.11 (hamiVnpuMode, enpuPolicy, vnpuDeviceSplitCount, ...)",
+       "vnpus:\n  hamiVnpuMode: \" HamiCore\"\n  enpuPolicy: elastic\n  overwriteEnv: false\n"
+       "  runtimeClassName: \"\"\n  vnpuDeviceSplitCount: 10\n  configs: []\n",
+       {"NVIDIA", "Ascend910B3", "Ascend310P"}},
+      {"vnpus hamiVnpuMode template",
+       "vnpus:\n  hamiVnpuMode: template\n",
        {"NVIDIA", "Ascend910B3", "Ascend310P"}},
       {"vnpus empty list",
        "vnpus: []\nnvidia:\n  enabled: \"\"\n",

@@ -9,6 +9,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "common/log.h"
 #include "core/annotations.h"
 #include "nlohmann/json.hpp"
@@ -22,6 +23,27 @@ namespace {
 constexpr const char kVnpuMode[] = "huawei.com/vnpu-mode";
 constexpr const char kNodeHamiCore[] = "hami-vnpu-core";
 constexpr const char kAscend910C[] = "Ascend910C";  // upstream's Ascend910CType
+constexpr const char kModeTemplate[] = "template";
+constexpr const char kModeEnpu[] = "enpu";
+
+// Upstream's VNPUs.mode(): hamiVnpuMode trimmed and lower-cased, "hamicore" read as hami-core;
+// empty = the deprecated boolean hamiVnpuCore (hami-core when true, else template).
+StatusOr<std::string> VnpuMode(std::string mode, bool hami_core) {
+  mode = std::string(absl::StripAsciiWhitespace(absl::AsciiStrToLower(mode)));
+  if (mode.empty()) return std::string(hami_core ? core::kModeHamiCore : kModeTemplate);
+  if (mode == "hamicore" || mode == core::kModeHamiCore) return std::string(core::kModeHamiCore);
+  if (mode == kModeTemplate || mode == kModeEnpu) return mode;
+  return InvalidArgument(StrCat("vnpus.hamiVnpuMode: must be template, hami-core (or hamiCore), ",
+                                "or enpu, got \"", mode, "\""));
+}
+
+// ENPU pods (upstream's huawei.com/vnpu-mode values for its ENPU backend).
+bool EnpuMode(const std::map<std::string, std::string>& a) {
+  auto it = a.find("huawei.com/vnpu-mode");
+  if (it == a.end()) return false;
+  const std::string m = absl::AsciiStrToLower(absl::StripAsciiWhitespace(it->second));
+  return m == kModeEnpu || m == "vcann-rt" || m == "ubs-virt";
+}
 
 class AscendVendor : public GenericVendor {
  public:
@@ -59,6 +81,13 @@ class AscendVendor : public GenericVendor {
                             const std::map<std::string, std::string>& a) const override {
     HAMI_ASSIGN_OR_RETURN(const nlohmann::json resources, ModuleRounded(given));
     HAMI_ASSIGN_OR_RETURN(Mutation m, GenericVendor::Mutate(resources, a));
+    if (EnpuMode(a) && ReadResource(resources, spec_.resources.count).value_or(std::nullopt)) {
+      m.denials.push_back(
+          StrCat(kVnpuMode, ": ", a.at(kVnpuMode),
+                 " (Ascend's ENPU soft split) is not supported by hami-cpp yet; use "
+                 "template vNPU or hami-core"));
+      return m;
+    }
     if (resources != given) m.add_limits[spec_.resources.count] = 2;
     HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, spec_.resources.count));
     if (spec_.common_word == kAscend910C && count && *count > 1 && *count % 2 != 0)
@@ -88,6 +117,8 @@ class AscendVendor : public GenericVendor {
       const nlohmann::json& given, const std::map<std::string, std::string>& a) const override {
     HAMI_ASSIGN_OR_RETURN(const nlohmann::json resources, ModuleRounded(given));
     HAMI_ASSIGN_OR_RETURN(auto r, GenericVendor::ParseRequest(resources, a));
+    if (r && EnpuMode(a))
+      return InvalidArgument(StrCat(kVnpuMode, ": ", a.at(kVnpuMode), " (ENPU) is not supported"));
     if (r && !HamiCore(a)) {
       HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
       if (cores)
@@ -334,18 +365,29 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
   std::vector<Chip> chips;
   YAML::Node list = section;
   std::string where = "vnpus";
-  if (section.IsMap()) {  // current upstream: {hamiVnpuCore: bool, configs: [chips]}; older: the
+  if (section.IsMap()) {  // current upstream: {hamiVnpuMode, ..., configs: [chips]}; older: the
                           // list itself
     SectionReader top(section, "vnpus");
     bool hami_core = false;
+    std::string mode;
+    int64_t split_count = 0;  // the Ascend device plugin's: checked (>= 0; 0 = its default), unused
     HAMI_RETURN_IF_ERROR(top.Bool("hamiVnpuCore", &hami_core));
-    top.Ignore({"enabled"});           // LoadVendors reads it
+    HAMI_RETURN_IF_ERROR(top.String("hamiVnpuMode", &mode));
+    HAMI_RETURN_IF_ERROR(top.Int("vnpuDeviceSplitCount", &split_count));
+    // LoadVendors reads `enabled`; the others are upstream v2.11's, for its Ascend device plugin
+    // and webhook (enpuPolicy only means something in ENPU mode, refused below).
+    top.Ignore({"enabled", "enpuPolicy", "overwriteEnv", "runtimeClassName"});
     list.reset(top.Child("configs"));  // reset rebinds; operator= would write into `section`
     HAMI_RETURN_IF_ERROR(top.CheckKeys());
-    if (hami_core)
+    HAMI_ASSIGN_OR_RETURN(mode, VnpuMode(mode, hami_core));
+    if (mode == kModeEnpu)
+      return InvalidArgument(
+          "vnpus.hamiVnpuMode: enpu (Ascend's ENPU soft split) is not supported by hami-cpp yet; "
+          "use template or hami-core (docs/migration.md)");
+    if (mode == core::kModeHamiCore)
       spdlog::info(
-          "vendor config: vnpus.hamiVnpuCore ignored: hami-core mode is chosen per node by the "
-          "hami-vnpu-core node annotation");
+          "vendor config: vnpus hami-core default ignored: hami-core mode is chosen per node by "
+          "the hami-vnpu-core node annotation");
     where = "vnpus.configs";
   }
   if (list.IsDefined() && !list.IsNull()) {
