@@ -33,8 +33,10 @@ struct GpuState {
 
 struct PodState {
   std::string name;
-  std::string workload;               // concurrency is capped per workload
-  int gpu = -1;                       // index into ClusterState::gpus
+  std::string workload;  // concurrency is capped per workload
+  // Index into ClusterState::gpus; -1: on no GPU (a controller's evicted pod whose replacement is
+  // not placed yet): it counts toward the budgets (in_flight, move_minutes), nothing else.
+  int gpu = -1;
   usage::Tenant tenant;               // what it packs by: learned from the past only
   int32_t since_minute = 0;           // when it started on its GPU (placed, or its last move)
   std::vector<int32_t> move_minutes;  // when its earlier moves started, oldest first
