@@ -13,6 +13,7 @@
 
 #include "common/mutex.h"
 #include "common/rng.h"
+#include "k8s/label_selector.h"
 #include "k8s/testing/dra_api.h"
 #include "k8s/testing/selectors.h"
 
@@ -305,9 +306,11 @@ struct FakeApiServer::Impl {
       if (seg.size() > i + 3 || (seg.size() > i + 1 && t.name.empty())) {
         return NotFound("the server could not find the requested resource");
       }
-      // Only pods have pods/binding; only kinds with a status subresource have /status.
+      // Only pods have pods/binding and pods/eviction; only kinds with a status subresource have
+      // /status.
+      const bool pods = std::string(t.def->plural) == "pods";
       const bool known_sub = t.sub.empty() || (t.sub == "status" && t.def->has_status) ||
-                             (t.sub == "binding" && std::string(t.def->plural) == "pods");
+                             (pods && (t.sub == "binding" || t.sub == "eviction"));
       if (!known_sub) return NotFound("the server could not find the requested resource");
       return t;
     }
@@ -626,6 +629,7 @@ struct FakeApiServer::Impl {
     Guard(req, res, [&](const Target& t) {
       Json body = ParseBody(req);
       if (t.sub == "binding" && std::string(t.def->plural) == "pods") return Bind(res, t, body);
+      if (t.sub == "eviction" && std::string(t.def->plural) == "pods") return Evict(res, t, body);
       if (!t.name.empty())
         throw Err(405, "MethodNotAllowed",
                   "the server does not allow this method on the requested resource", nullptr);
@@ -756,6 +760,100 @@ struct FakeApiServer::Impl {
            {"metadata", Json::object()},
            {"status", "Success"},
            {"code", 201}});
+  }
+
+  // POST pods/{name}/eviction (policy/v1 Eviction), as the API server's eviction REST does it:
+  // a pod that is not running (Pending, Succeeded, Failed) or already terminating is deleted
+  // without asking its PodDisruptionBudget; otherwise the PDBs of its namespace whose selector
+  // matches its labels (a null or empty selector matches nothing here) decide: none -> deleted;
+  // more than one -> 500; one whose status has not caught up with its generation, or that allows
+  // no disruption -> 429 with a DisruptionBudget cause (nothing changes); else its
+  // status.disruptionsAllowed drops by one, the pod is noted in status.disruptedPods, and the pod
+  // is deleted. deleteOptions.preconditions.uid guards against evicting a re-created pod (409).
+  // 201 with a Success Status when the pod is gone. Not modelled: unhealthyPodEvictionPolicy
+  // (an unready pod is budgeted like a ready one), dry runs, grace periods.
+  void Evict(httplib::Response& res, const Target& t, const Json& eviction) {
+    if (!eviction.is_object()) throw Err(400, "body must be a JSON object");
+    const std::string body_name = MetaStr(eviction, "name");
+    if (!body_name.empty() && body_name != t.name)
+      throw Err(400, "name in URL does not match name in Eviction object");
+    MutexLock l(mu);
+    auto& pods = objects[ResId(*t.def)];
+    auto it = pods.find(Key(t.ns, t.name));
+    if (it == pods.end()) throw NotFoundErr(t);
+    const Json& pod = it->second;
+    const Json* pre = nullptr;
+    if (auto d = eviction.find("deleteOptions"); d != eviction.end() && d->is_object()) {
+      if (auto p = d->find("preconditions"); p != d->end() && p->is_object()) pre = &*p;
+    }
+    if (pre != nullptr && pre->contains("uid") && (*pre)["uid"].is_string() &&
+        (*pre)["uid"].get<std::string>() != MetaStr(pod, "uid")) {
+      throw Err(
+          409, "Conflict",
+          StrCat("Operation cannot be fulfilled on Pod \"", t.name,
+                 "\": Precondition failed: UID in precondition: ", (*pre)["uid"].get<std::string>(),
+                 ", UID in object meta: ", MetaStr(pod, "uid")),
+          {{"name", t.name}, {"kind", "Pod"}});
+    }
+    const std::string phase = pod.contains("status") ? pod["status"].value("phase", "") : "";
+    const bool terminating = pod["metadata"].contains("deletionTimestamp") &&
+                             !pod["metadata"]["deletionTimestamp"].is_null();
+    const bool ignore_pdb =
+        phase == "Pending" || phase == "Succeeded" || phase == "Failed" || terminating;
+    if (!ignore_pdb) {
+      const ResDef* pdb_def = FindByPlural("poddisruptionbudgets");
+      auto& pdbs = objects[ResId(*pdb_def)];
+      const Json labels = pod["metadata"].contains("labels") ? pod["metadata"]["labels"] : Json();
+      std::vector<Json*> matching;
+      for (auto& [key, pdb] : pdbs) {
+        if (MetaStr(pdb, "namespace") != t.ns) continue;
+        const Json sel = pdb.contains("spec") ? pdb["spec"].value("selector", Json()) : Json();
+        if (!sel.is_object() || sel.empty()) continue;  // nil or empty: matches nothing
+        const auto m = LabelSelectorMatches(sel, labels);
+        if (m.ok() && *m) matching.push_back(&pdb);
+      }
+      if (matching.size() > 1) {
+        throw Err(500, "InternalError",
+                  "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                  "does not support.",
+                  nullptr);
+      }
+      if (matching.size() == 1) {
+        Json& pdb = *matching[0];
+        const std::string pdb_name = MetaStr(pdb, "name");
+        const Json st = pdb.contains("status") ? pdb["status"] : Json::object();
+        auto budget_err = [&](const std::string& cause) {
+          return Err(429, "TooManyRequests",
+                     "Cannot evict pod as it would violate the pod's disruption budget.",
+                     {{"causes", {{{"reason", "DisruptionBudget"}, {"message", cause}}}}});
+        };
+        const int64_t generation = pdb["metadata"].value("generation", int64_t{0});
+        if (st.value("observedGeneration", int64_t{0}) < generation) {
+          throw budget_err(StrCat("The disruption budget ", pdb_name,
+                                  " is still being processed by the server."));
+        }
+        const int64_t allowed = st.value("disruptionsAllowed", int64_t{0});
+        if (allowed < 0)
+          throw Err(403, "Forbidden", "pdb disruptions allowed is negative", nullptr);
+        if (allowed == 0) {
+          throw budget_err(StrCat("The disruption budget ", pdb_name, " needs ",
+                                  st.value("desiredHealthy", int64_t{0}), " healthy pods and has ",
+                                  st.value("currentHealthy", int64_t{0}), " currently"));
+        }
+        Json prev = pdb;
+        pdb["status"]["disruptionsAllowed"] = allowed - 1;
+        pdb["status"]["disruptedPods"][t.name] = NowRfc3339();
+        RecordLocked(*pdb_def, "MODIFIED", pdb, std::move(prev));
+      }
+    }
+    Json gone = std::move(it->second);
+    pods.erase(it);
+    RecordLocked(*t.def, "DELETED", gone, nullptr);
+    Reply(res, 201,
+          {{"kind", "Status"},
+           {"apiVersion", "v1"},
+           {"metadata", Json::object()},
+           {"status", "Success"}});
   }
 
   static ApiError ConflictErr(const Target& t) {
@@ -940,6 +1038,14 @@ struct FakeApiServer::Impl {
                              {"singularName", ""},
                              {"namespaced", true},
                              {"kind", "Binding"},
+                             {"verbs", {"create"}}});
+        // kubectl drain looks for this entry (group policy, version v1) before it evicts.
+        resources.push_back({{"name", "pods/eviction"},
+                             {"singularName", ""},
+                             {"namespaced", true},
+                             {"group", "policy"},
+                             {"version", "v1"},
+                             {"kind", "Eviction"},
                              {"verbs", {"create"}}});
       }
     }

@@ -158,5 +158,100 @@ TEST_F(FakeApiServerTest, SeedAcceptsListsAndArrays) {
   EXPECT_FALSE(fake_->Seed({{"kind", "Deployment"}, {"metadata", {{"name", "d"}}}}).ok());
 }
 
+// policy/v1 Eviction as the API server's eviction REST answers it (docs/consolidation.md relies on
+// each row): what comes back, whether the pod is gone, and the PDB's disruptionsAllowed after.
+TEST_F(FakeApiServerTest, EvictionAsksThePodDisruptionBudget) {
+  auto pdb = [](const std::string& name, json selector, int allowed, int generation = 0) {
+    json p = {{"apiVersion", "policy/v1"},
+              {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", name}, {"namespace", "ns"}}},
+              {"spec", {{"selector", std::move(selector)}}},
+              {"status",
+               {{"disruptionsAllowed", allowed},
+                {"desiredHealthy", 2},
+                {"currentHealthy", 2 + allowed},
+                {"observedGeneration", 1}}}};
+    if (generation > 0) p["metadata"]["generation"] = generation;
+    return p;
+  };
+  const json app = {{"matchLabels", {{"app", "a"}}}};
+  struct Case {
+    const char* name;
+    std::vector<json> pdbs;
+    const char* phase;
+    std::string body_name;  // "" = the pod's
+    std::string uid;        // deleteOptions.preconditions.uid; "" = none, "same" = the pod's
+    int code;
+    const char* message;  // substring
+    bool gone;
+    int allowed_after;  // of the first PDB; -1: none
+  };
+  // clang-format off
+  const std::vector<Case> cases = {
+      {"no pdb", {}, "Running", "", "", 201, "", true, -1},
+      {"pdb allows", {pdb("p", app, 1)}, "Running", "", "same", 201, "", true, 0},
+      {"pdb allows none", {pdb("p", app, 0)}, "Running", "", "", 429,
+       "The disruption budget p needs 2 healthy pods and has 2 currently", false, 0},
+      {"pdb not observed yet", {pdb("p", app, 1, 2)}, "Running", "", "", 429, "still being processed", false, 1},
+      {"pdb of other pods", {pdb("p", {{"matchLabels", {{"app", "b"}}}}, 0)}, "Running", "", "", 201, "", true, 0},
+      {"empty selector matches nothing", {pdb("p", json::object(), 0)}, "Running", "", "", 201, "", true, 0},
+      {"two pdbs", {pdb("p", app, 1), pdb("q", app, 1)}, "Running", "", "", 500, "more than one PodDisruptionBudget", false, 1},
+      {"pending pod ignores the pdb", {pdb("p", app, 0)}, "Pending", "", "", 201, "", true, 0},
+      {"name mismatch", {}, "Running", "other", "", 400, "does not match", false, -1},
+      {"uid precondition", {pdb("p", app, 1)}, "Running", "", "not-the-uid", 409, "Precondition failed", false, 1},
+  };
+  // clang-format on
+
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (const json& p : fake_->List("poddisruptionbudgets"))
+      ASSERT_TRUE(fake_->Delete("poddisruptionbudgets", "ns", p["metadata"]["name"]).ok());
+    for (const json& p : c.pdbs) ASSERT_TRUE(fake_->Upsert("poddisruptionbudgets", p).ok());
+    json pod = MakePod("ns", "w", "n1", {{"app", "a"}});
+    pod["status"]["phase"] = c.phase;
+    auto stored = fake_->Upsert("pods", pod);
+    ASSERT_TRUE(stored.ok());
+    json ev = {
+        {"apiVersion", "policy/v1"},
+        {"kind", "Eviction"},
+        {"metadata", {{"name", c.body_name.empty() ? "w" : c.body_name}, {"namespace", "ns"}}}};
+    if (!c.uid.empty()) {
+      ev["deleteOptions"]["preconditions"]["uid"] =
+          c.uid == "same" ? (*stored)["metadata"]["uid"].get<std::string>() : c.uid;
+    }
+    auto [code, body] = Do("POST", "/api/v1/namespaces/ns/pods/w/eviction", ev.dump());
+    EXPECT_EQ(code, c.code) << body.dump();
+    EXPECT_EQ(body["kind"], "Status");
+    if (c.code == 201) {
+      EXPECT_EQ(body["status"], "Success");
+    } else {
+      const std::string all = body.dump();
+      EXPECT_NE(all.find(c.message), std::string::npos) << all;
+    }
+    if (c.code == 429) {
+      EXPECT_EQ(body["reason"], "TooManyRequests");
+      EXPECT_EQ(body["message"],
+                "Cannot evict pod as it would violate the pod's disruption budget.");
+      EXPECT_EQ(body["details"]["causes"][0]["reason"], "DisruptionBudget");
+    }
+    EXPECT_EQ(!fake_->Get("pods", "ns", "w").has_value(), c.gone);
+    if (c.allowed_after >= 0) {
+      auto p = fake_->Get("poddisruptionbudgets", "ns", "p");
+      ASSERT_TRUE(p.has_value());
+      EXPECT_EQ((*p)["status"]["disruptionsAllowed"], c.allowed_after);
+      EXPECT_EQ(
+          (*p)["status"].contains("disruptedPods") && (*p)["status"]["disruptedPods"].contains("w"),
+          c.code == 201 &&
+              c.allowed_after <
+                  static_cast<int>(c.pdbs[0]["status"]["disruptionsAllowed"].get<int>()));
+    }
+  }
+  // A pod that is not there: 404.
+  EXPECT_EQ(Do("POST", "/api/v1/namespaces/ns/pods/none/eviction",
+               json{{"apiVersion", "policy/v1"}, {"kind", "Eviction"}}.dump())
+                .first,
+            404);
+}
+
 }  // namespace
 }  // namespace hami::k8s::testing

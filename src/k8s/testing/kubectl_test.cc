@@ -167,5 +167,51 @@ TEST(KubectlTest, ListsResourceSlicesAndClaims) {
   std::filesystem::remove_all(home);
 }
 
+// kubectl drain evicts through pods/eviction (found by discovery, policy/v1): a pod without a PDB
+// goes, a pod whose PDB allows no disruption stays and kubectl prints the API server's 429
+// message. The wire facts docs/consolidation.md relies on for `hami consolidate`.
+TEST(KubectlTest, DrainEvictsThroughTheEvictionApi) {
+  const std::string kubectl = FindKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl not installed";
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  ASSERT_TRUE(fake.Upsert("nodes", MakeNode("gpu-node-1")).ok());
+  auto owned = [](const std::string& name, const std::string& app) {
+    nlohmann::json p = MakePod("team-a", name, "gpu-node-1", {{"app", app}});
+    p["metadata"]["ownerReferences"] = {{{"apiVersion", "apps/v1"},
+                                         {"kind", "ReplicaSet"},
+                                         {"name", app + "-5d8f"},
+                                         {"uid", "rs-" + app},
+                                         {"controller", true}}};
+    p["status"]["phase"] = "Running";
+    return p;
+  };
+  ASSERT_TRUE(fake.Upsert("pods", owned("free", "web")).ok());
+  ASSERT_TRUE(fake.Upsert("pods", owned("guarded", "db")).ok());
+  ASSERT_TRUE(fake.Upsert("poddisruptionbudgets",
+                          {{"apiVersion", "policy/v1"},
+                           {"kind", "PodDisruptionBudget"},
+                           {"metadata", {{"name", "db"}, {"namespace", "team-a"}}},
+                           {"spec", {{"selector", {{"matchLabels", {{"app", "db"}}}}}}},
+                           {"status",
+                            {{"disruptionsAllowed", 0},
+                             {"currentHealthy", 1},
+                             {"desiredHealthy", 1},
+                             {"expectedPods", 1}}}})
+                  .ok());
+  const std::filesystem::path home = TempHome("hami_kubectl_drain_");
+  const std::string base = KubectlCommand(kubectl, fake, home);
+  auto [rc, out] = RunCommand(base + "drain gpu-node-1 --timeout=3s --ignore-daemonsets");
+  EXPECT_NE(rc, 0) << out;  // the guarded pod never goes
+  EXPECT_NE(out.find("Cannot evict pod as it would violate the pod's disruption budget."),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("evicting pod team-a/free"), std::string::npos) << out;
+  EXPECT_FALSE(fake.Get("pods", "team-a", "free").has_value()) << out;
+  EXPECT_TRUE(fake.Get("pods", "team-a", "guarded").has_value()) << out;
+  EXPECT_GE(fake.CountRequests("POST", "^/api/v1/namespaces/team-a/pods/free/eviction$"), 1) << out;
+  std::filesystem::remove_all(home);
+}
+
 }  // namespace
 }  // namespace hami::k8s::testing
