@@ -19,6 +19,7 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "sim/usage_plot.h"
 #include "sim/usage_sim.h"
 #include "usage/synthetic.h"
 #include "usage/trace.h"
@@ -50,7 +51,7 @@ int Fail(const Status& s) {
 // hami sim --usage: the usage-trace replay (sim/usage_sim.h, docs/utilization.md).
 int UsageMain(const std::string& path, const std::string& requests, double gpu_memory_gib,
               sim::UsageSimConfig config, const std::string& json_path,
-              const std::string& placements_path) {
+              const std::string& placements_path, const std::string& plot_path) {
   config.gpu_memory_mib = static_cast<int64_t>(gpu_memory_gib * 1024);
   if (!requests.empty())
     if (Status s = sim::ParseUsageRequests(requests, &config); !s.ok()) return Fail(s);
@@ -72,6 +73,16 @@ int UsageMain(const std::string& path, const std::string& requests, double gpu_m
             sim::WriteFile(placements_path, sim::UsagePlacementsJson(*trace, *result, config));
         !s.ok())
       return Fail(s);
+  if (!plot_path.empty()) {
+    const std::string title = "hami sim --usage " + source + ": " + result->mode + ", " +
+                              std::to_string(config.gpu_memory_mib) + " MiB GPUs, peak " +
+                              std::to_string(result->metrics.gpus) + " GPUs";
+    if (Status s = sim::WriteFile(
+            plot_path, sim::UsagePlotSvg(
+                           sim::UsageSeries(*trace, result->placement, config.warmup_min), title));
+        !s.ok())
+      return Fail(s);
+  }
   return 0;
 }
 
@@ -116,7 +127,9 @@ int SimMain(int argc, char** argv) {
   app.add_option("--json", json_path, "write all runs and the summary as JSON to FILE");
   app.add_option("--placements", placements_path,
                  "write every decision (node and GPUs per task event, '' = failed) as CSV to FILE");
-  app.add_option("--plot", plot_path, "write unallocated GPU % vs arrived demand as SVG to FILE");
+  app.add_option("--plot", plot_path,
+                 "write unallocated GPU % vs arrived demand as SVG to FILE (--usage: GPUs in use, "
+                 "utilization and contention over time)");
   app.add_option("--jobs,-j", jobs, "runs in parallel threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -211,7 +224,7 @@ int SimMain(int argc, char** argv) {
   if (!usage_path.empty()) {
     usage_config.duty_budget = duty_budget_pct * 100;
     return UsageMain(usage_path, requests, gpu_memory_gib, usage_config, json_path,
-                     usage_placements);
+                     usage_placements, plot_path);
   }
   if (list) {
     for (const auto& row : scheduler::Policies()) std::printf("%-16s %s\n", row.name, row.doc);
