@@ -537,6 +537,130 @@ TEST(AscendUpstream, TestFitMemoryAboveTheLargestTemplate) {
   }
 }
 
+// ---- AMD (pkg/device/amd/device_test.go, upstream's v2.11 line: #3179 gpumem-percentage,
+// core percentage of the card's CUs) ----
+
+// Upstream's Fit rows: devcore is the card's CU count and amd.com/gpucores a percentage of it (50 %
+// of 100 -> 50; 5 % of 64 -> 3, at least one; omitted -> all the CUs); amd.com/gpumem-percentage a
+// share of the card's memory; out-of-range percentages are refused, not clamped. cuPerWGP rounding
+// (#3174) is not modelled (rows "rdna odd cores" and "one-wgp apu" would give 4 and 2).
+TEST(AmdUpstream, TestFitCoresArePercentOfTheCus) {
+  const Vendor& v = ByWord("AMD");
+  struct Case {
+    const char* name;
+    std::map<std::string, int64_t> limits;
+    int devcore;
+    int used_cores;  // already booked on the card
+    bool fits;
+    int64_t usedmem;
+    int cores;
+  } cases[] = {
+      {"50% of 100 CUs",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem", 500}, {"amd.com/gpucores", 50}},
+       100,
+       0,
+       true,
+       500,
+       50},
+      {"cdna keeps single cus: 5% of 64",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}, {"amd.com/gpucores", 5}},
+       64,
+       0,
+       true,
+       100,
+       3},
+      {"1% of 2 CUs is one CU",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}, {"amd.com/gpucores", 1}},
+       2,
+       0,
+       true,
+       100,
+       1},
+      {"no core limit: all the CUs",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}},
+       64,
+       0,
+       true,
+       100,
+       64},
+      {"no core limit on a card with CUs in use",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}},
+       64,
+       1,
+       false,
+       0,
+       0},
+      {"memory percentage",
+       {{"amd.com/gpu", 1}, {"amd.com/gpumem-percentage", 50}, {"amd.com/gpucores", 25}},
+       64,
+       0,
+       true,
+       500,
+       16},
+      {"memory percentage alone",
+       {{"amd.com/gpumem-percentage", 1}, {"amd.com/gpucores", 10}},
+       100,
+       0,
+       true,
+       10,
+       10},
+  };
+  core::DeviceInfo d;
+  d.uuid = "dev-0";
+  d.vendor = "AMD";
+  d.type = "AMDGPU";
+  d.count = 10;
+  d.devmem_mib = 1000;
+  d.health = true;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    d.devcore = c.devcore;
+    const auto res = Limits(c.limits);
+    auto m = v.Mutate(res, {});
+    ASSERT_TRUE(m.ok());
+    EXPECT_TRUE(m->denials.empty()) << m->denials.front();
+    auto req = v.ParseRequest(res, {});
+    ASSERT_TRUE(req.ok() && *req) << req.status();
+    auto sel = v.ParseSelectors({});
+    ASSERT_TRUE(sel.ok());
+    core::DeviceUsage u;
+    u.usedcores = c.used_cores;
+    u.used = c.used_cores > 0 ? 1 : 0;
+    EXPECT_EQ(!v.CheckDevice(**req, d, u, *sel).has_value(), c.fits);
+    if (!c.fits) continue;
+    const core::ContainerDevice g = v.Grant(**req, d);
+    EXPECT_EQ(g.usedmem_mib, c.usedmem);
+    EXPECT_EQ(g.usedcores, c.cores);
+  }
+  // Upstream's MutateAdmission / GenerateResourceRequests refusals.
+  for (const auto& [limits, part] :
+       std::vector<std::pair<std::map<std::string, int64_t>, std::string>>{
+           {{{"amd.com/gpu", 1}, {"amd.com/gpumem-percentage", 101}}, "between 0 and 100"},
+           {{{"amd.com/gpu", 1}, {"amd.com/gpucores", 101}}, "between 1 and 100"},
+           {{{"amd.com/gpu", 1}, {"amd.com/gpucores", 0}}, "between 1 and 100"}}) {
+    const auto res = Limits(limits);
+    auto m = v.Mutate(res, {});
+    ASSERT_TRUE(m.ok());
+    ASSERT_FALSE(m->denials.empty()) << res.dump();
+    EXPECT_NE(m->denials.back().find(part), std::string::npos) << m->denials.back();
+    EXPECT_FALSE(v.ParseRequest(res, {}).ok()) << res.dump();
+  }
+  // An upstream v2.11 amd: section loads (resource names read; runtimeClassName and the priority
+  // resource accepted).
+  auto vendors = LoadVendors(
+      "amd:\n  resourceCountName: amd.com/gpu\n  resourceMemoryName: amd.com/gpumem\n"
+      "  resourceMemoryPercentageName: amd.com/gpumem-pct\n  resourceCoreName: amd.com/gpucores\n"
+      "  runtimeClassName: amd\n  resourcePriorityName: amd.com/priority\n");
+  ASSERT_TRUE(vendors.ok()) << vendors.status();
+  bool found = false;
+  for (const auto& x : *vendors)
+    if (x->common_word() == "AMD") {
+      found = true;
+      EXPECT_EQ(x->resources().memory_percentage, "amd.com/gpumem-pct");
+    }
+  EXPECT_TRUE(found);
+}
+
 TEST(MemoryFactorUpstream, HygonAndAscendScaleTheMemoryResource) {
   auto vendors = LoadVendors(
       "hygon:\n  memoryFactor: 1024\nvnpus:\n  - chipName: 910B3\n    commonWord: Ascend910B3\n"

@@ -1,18 +1,78 @@
 // AMD (docs/upstream-contract.md#vendors): memory limit plus CU masking; devices registered as JSON
 // in hami.io/node-amd-register. The handshake key follows the hami.io/node-handshake-<x> pattern
 // (constructed: upstream's published values do not include AMD's).
+//
+// Upstream's v2.11 line (pkg/device/amd): a device's devcore is its number of compute units and
+// amd.com/gpucores a percentage of them (1..100; omitted = all of them); amd.com/gpumem-percentage
+// a share of its memory (0..100). Out-of-range values are refused, not clamped.
 #include "vendors/amd/amd.h"
+
+#include <algorithm>
 
 #include "vendors/config.h"
 #include "vendors/generic.h"
 
 namespace hami::vendors {
+namespace {
+
+class AmdVendor : public GenericVendor {
+ public:
+  using GenericVendor::GenericVendor;
+
+  StatusOr<Mutation> Mutate(const nlohmann::json& resources,
+                            const std::map<std::string, std::string>& a) const override {
+    HAMI_ASSIGN_OR_RETURN(Mutation m, GenericVendor::Mutate(resources, a));
+    if (Status s = CheckRanges(resources); !s.ok()) m.denials.emplace_back(s.message());
+    return m;
+  }
+  StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
+      const nlohmann::json& resources, const std::map<std::string, std::string>& a) const override {
+    HAMI_RETURN_IF_ERROR(CheckRanges(resources));
+    HAMI_ASSIGN_OR_RETURN(auto r, GenericVendor::ParseRequest(resources, a));
+    HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, spec_.resources.cores));
+    if (r && !cores) r->coresreq = 100;  // upstream: an omitted core limit means all the CUs
+    return r;
+  }
+  // Upstream's Fit: memory is the request, else the percentage of the card (at least 1 MiB), else
+  // the whole card; compute units are the percentage of the card's CUs (at least one), or all of
+  // them for a whole-card memory request without a percentage.
+  core::ContainerDevice Grant(const core::DeviceRequest& r,
+                              const core::DeviceInfo& d) const override {
+    core::ContainerDevice g = GenericVendor::Grant(r, d);
+    if (r.memreq_mib <= 0 && r.mem_percentage > 0 && d.devmem_mib > 0)
+      g.usedmem_mib = std::max<int64_t>(d.devmem_mib * r.mem_percentage / 100, 1);
+    if (g.usedmem_mib <= 0) g.usedmem_mib = d.devmem_mib;
+    if (r.coresreq > 0)
+      g.usedcores = std::min(std::max(d.devcore * r.coresreq / 100, 1), d.devcore);
+    else
+      g.usedcores = d.devmem_mib > 0 && g.usedmem_mib >= d.devmem_mib ? d.devcore : 0;
+    return g;
+  }
+
+ private:
+  Status CheckRanges(const nlohmann::json& resources) const {
+    const ResourceNames& n = spec_.resources;
+    HAMI_ASSIGN_OR_RETURN(auto pct, ReadResource(resources, n.memory_percentage));
+    if (pct && (*pct < 0 || *pct > 100))
+      return InvalidArgument(
+          StrCat(n.memory_percentage, "=", *pct, ": must be an integer between 0 and 100"));
+    HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, n.count));
+    HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, n.cores));
+    if (count && cores && (*cores < 1 || *cores > 100))
+      return InvalidArgument(
+          StrCat(n.cores, "=", *cores, ": must be an integer percentage between 1 and 100"));
+    return OkStatus();
+  }
+};
+
+}  // namespace
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAmd(const YAML::Node& section) {
   Spec s;
   s.name = "amd";
   s.common_word = "AMD";
-  s.resources = {"amd.com/gpu", "amd.com/gpumem", "", "amd.com/gpucores", ""};
+  s.resources = {"amd.com/gpu", "amd.com/gpumem", "amd.com/gpumem-percentage", "amd.com/gpucores",
+                 ""};
   s.keys = {"hami.io/node-amd-register",
             "hami.io/node-handshake-amd",
             "hami.io/amd-devices-to-allocate",
@@ -22,7 +82,13 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAmd(const YAML::Node& section
             "amd.com/use-gpu-uuid",
             "amd.com/nouse-gpu-uuid"};
   s.registration = Registration::kJson;
-  return MakeGeneric(std::move(s), section, "amd");
+  SectionReader r(section, "amd");
+  // Upstream v2.11's keys not served yet: the pod's runtimeClassName and the priority resource
+  // (AMD_TASK_PRIORITY) are not set here (docs/migration.md).
+  r.Ignore({"runtimeClassName", "resourcePriorityName"});
+  HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &s.resources));
+  HAMI_RETURN_IF_ERROR(r.CheckKeys());
+  return One<AmdVendor>(std::move(s));
 }
 
 }  // namespace hami::vendors
