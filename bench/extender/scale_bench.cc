@@ -227,7 +227,11 @@ int Scheduler(const Args& a, int port, int ready_fd) {
   for (int n = 0; n < a.nodes; ++n) names.push_back("node-" + std::to_string(n));
   for (const std::string policy : {"binpack", "spread"}) {
     std::vector<double> filter_us, bind_us;
+    // Per pod: each /filter stage from the extender's counters, and what the client saw beyond
+    // them (the transport, the HTTP server, the wait for a core).
+    std::vector<double> parse_us, decide_us, patch_us, rest_us;
     int failed = 0;
+    const int64_t requests0 = client->requests_sent();
     const extender::ExtenderCounters& k = ext.counters();
     const int64_t parse0 = k.filter_parse_ns, decide0 = k.filter_library_ns,
                   patch0 = k.filter_patch_ns, encode0 = k.filter_encode_ns;
@@ -248,9 +252,16 @@ int Scheduler(const Args& a, int port, int ready_fd) {
       args.pod = *created;
       args.node_names = names;
       const std::string body = extender::ToJson(args).dump();
+      const int64_t p0 = k.filter_parse_ns, d0 = k.filter_library_ns, q0 = k.filter_patch_ns,
+                    e0 = k.filter_encode_ns;
       const auto f0 = SteadyClock::now();
       auto r = http.Post("/filter", body, "application/json");
       const auto f1 = SteadyClock::now();
+      const double f_us = std::chrono::duration<double, std::micro>(f1 - f0).count();
+      const double ps = static_cast<double>(k.filter_parse_ns - p0) / 1000,
+                   ds = static_cast<double>(k.filter_library_ns - d0) / 1000,
+                   qs = static_cast<double>(k.filter_patch_ns - q0) / 1000,
+                   es = static_cast<double>(k.filter_encode_ns - e0) / 1000;
       auto res = r ? extender::ParseExtenderFilterResult(r->body)
                    : StatusOr<extender::ExtenderFilterResult>(Unavailable("transport"));
       if (!res.ok() || !res->error.empty() || !res->node_names || res->node_names->size() != 1) {
@@ -267,7 +278,11 @@ int Scheduler(const Args& a, int port, int ready_fd) {
         ++failed;
         continue;
       }
-      filter_us.push_back(std::chrono::duration<double, std::micro>(f1 - f0).count());
+      filter_us.push_back(f_us);
+      parse_us.push_back(ps);
+      decide_us.push_back(ds);
+      patch_us.push_back(qs);
+      rest_us.push_back(f_us - ps - ds - qs - es);
       bind_us.push_back(std::chrono::duration<double, std::micro>(b1 - b0).count());
     }
     std::printf(
@@ -282,9 +297,23 @@ int Scheduler(const Args& a, int port, int ready_fd) {
         "encode %.0f us |\n",
         policy.c_str(), mean_us(k.filter_parse_ns - parse0), mean_us(k.filter_library_ns - decide0),
         mean_us(k.filter_patch_ns - patch0), mean_us(k.filter_encode_ns - encode0));
+    auto p50_p99 = [](const std::vector<double>& v) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.0f / %.0f", Percentile(v, 0.5), Percentile(v, 0.99));
+      return std::string(buf);
+    };
+    std::printf(
+        "| /filter stages, %s: p50 / p99 | parse %s us | decide %s us | patch %s us | other "
+        "(transport, queueing) %s us |\n",
+        policy.c_str(), p50_p99(parse_us).c_str(), p50_p99(decide_us).c_str(),
+        p50_p99(patch_us).c_str(), p50_p99(rest_us).c_str());
     std::printf("| /bind, %s | %zu | p50 %.0f us | p99 %.0f us | max %.0f us |\n", policy.c_str(),
                 bind_us.size(), Percentile(bind_us, 0.5), Percentile(bind_us, 0.99),
                 Percentile(bind_us, 1.0));
+    // Everything the replica sent meanwhile (decision patches, binds, housekeeping, events),
+    // all through its one rate limiter.
+    std::printf("| the replica's API requests, %s phase | %lld | | | |\n", policy.c_str(),
+                static_cast<long long>(client->requests_sent() - requests0));
     std::fflush(stdout);
   }
   std::printf(
