@@ -332,6 +332,9 @@ bool Controller::Ready() const {
 }
 
 int Controller::HousekeepOnce() {
+  // The handshakes (every node's, each time a device plugin reports) must not delay a decision
+  // patch or a bind: they take only what the scheduling path leaves of the API budget.
+  k8s::BackgroundRequests background;
   int sent = 0;
   for (const auto& [name, patch] : state_.Housekeeping(nodes_->List())) {
     auto r = client_.Patch(k8s::kNodes, "", name, k8s::PatchType::kMerge, patch);

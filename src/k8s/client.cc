@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <thread>
@@ -387,6 +388,19 @@ struct Client::Impl {
     return r;
   }
 
+  // Waits for the rate limiter: in a BackgroundRequests scope only for a token above half the
+  // burst, asking again after each wait (requests on the scheduling path may take it meanwhile).
+  void AwaitToken() {
+    if (!BackgroundRequests::Active()) {
+      if (int64_t wait = limiter.Reserve(); wait > 0) opts.sleep(wait);
+      return;
+    }
+    const double keep = std::floor(static_cast<double>(cfg.burst) / 2);
+    for (int64_t wait = limiter.TryReserveAbove(keep); wait > 0;
+         wait = limiter.TryReserveAbove(keep))
+      opts.sleep(wait);
+  }
+
   StatusOr<HttpReply> Request(std::string_view method, std::string_view path, std::string_view body,
                               std::string_view content_type) {
     uint64_t seed;
@@ -397,7 +411,7 @@ struct Client::Impl {
     Rng local(seed);
     Backoff backoff(opts.retry_backoff, local);
     for (int attempt = 0;; ++attempt) {
-      if (int64_t wait = limiter.Reserve(); wait > 0) opts.sleep(wait);
+      AwaitToken();
       Once r = PerformOnce(method, path, body, content_type);
       if (r.too_large)  // not retried: the same request would bring the same body
         return ResourceExhausted(method, " ", path,
@@ -447,6 +461,20 @@ struct Client::Impl {
     return j;
   }
 };
+
+namespace {
+thread_local bool t_background = false;
+}  // namespace
+
+BackgroundRequests::BackgroundRequests() : outer_(t_background) {
+  t_background = true;
+}
+BackgroundRequests::~BackgroundRequests() {
+  t_background = outer_;
+}
+bool BackgroundRequests::Active() {
+  return t_background;
+}
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;

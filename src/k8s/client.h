@@ -105,6 +105,23 @@ struct EventSpec {
   std::string host;
 };
 
+// While one lives, the requests its thread sends through any Client are background work (the
+// scheduler's node handshakes): they take the client's rate-limiter tokens only while more than
+// half the burst stays in the bucket (RateLimiter::TryReserveAbove), so they never make a request
+// on the scheduling path (a decision patch, a bind) wait behind them; they get what that path
+// leaves of the qps. Scopes nest; watches are unaffected.
+class BackgroundRequests {
+ public:
+  BackgroundRequests();
+  ~BackgroundRequests();
+  BackgroundRequests(const BackgroundRequests&) = delete;
+  BackgroundRequests& operator=(const BackgroundRequests&) = delete;
+  static bool Active();
+
+ private:
+  bool outer_;
+};
+
 class Client {
  public:
   static StatusOr<std::unique_ptr<Client>> Create(ClientConfig config, ClientOptions options = {});

@@ -400,6 +400,29 @@ TEST_F(ClientTest, RateLimiterPacesRequests) {
   EXPECT_EQ(sleeps, std::vector<int64_t>(4, 50'000'000));
 }
 
+// Background requests (BackgroundRequests scope) leave half the burst to the others: a request on
+// the scheduling path after a run of background ones does not wait (with one shared bucket it
+// waited for all of them: 4 x 50 ms of debt).
+TEST_F(ClientTest, BackgroundRequestsNeverDelayTheOthers) {
+  FakeClock clock;
+  auto limited = NewClient(/*qps=*/20, /*burst=*/4, &clock);
+  ASSERT_TRUE(fake_->Upsert("nodes", MakeNode("n")).ok());
+  {
+    BackgroundRequests scope;
+    EXPECT_TRUE(BackgroundRequests::Active());
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(limited->Get(kNodes, "", "n").ok());
+  }
+  EXPECT_FALSE(BackgroundRequests::Active());
+  // Two from the burst, then each waited for a token above the floor of 2 (50 ms at qps 20).
+  EXPECT_EQ(Sleeps(), std::vector<int64_t>(4, 50'000'000));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(limited->Get(kNodes, "", "n").ok());
+  EXPECT_EQ(Sleeps().size(), 4u) << "a foreground request waited behind background ones";
+  // Scopes nest: the inner one's end leaves the outer one in force.
+  BackgroundRequests outer;
+  { BackgroundRequests inner; }
+  EXPECT_TRUE(BackgroundRequests::Active());
+}
+
 TEST_F(ClientTest, CreateEvent) {
   EventSpec ev;
   ev.involved_object = {{"kind", "Pod"}, {"namespace", "ns1"}, {"name", "p1"}, {"uid", "u1"}};

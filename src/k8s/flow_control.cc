@@ -37,6 +37,18 @@ bool RateLimiter::TryAcquire() {
   return true;
 }
 
+int64_t RateLimiter::TryReserveAbove(double keep) {
+  if (qps_ <= 0) return 0;
+  MutexLock lock(mu_);
+  RefillLocked(clock_.MonotonicNanos());
+  const double need = std::min(keep, burst_ - 1.0) + 1.0 - tokens_;
+  if (need <= 0) {
+    tokens_ -= 1.0;
+    return 0;
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(need * 1e9 / qps_)));
+}
+
 int64_t Backoff::NextDelayNanos() {
   const int64_t base = next_;
   next_ = std::min<int64_t>(opts_.max_ns,

@@ -22,6 +22,11 @@ class RateLimiter {
   int64_t Reserve();
   // Takes a token only if one is available now.
   bool TryAcquire();
+  // For background requests (Client's BackgroundRequests): takes a token only if more than `keep`
+  // tokens stay in the bucket after it and returns 0; otherwise takes nothing and returns how long
+  // until that may be so (the caller sleeps and asks again). Background requests therefore never
+  // run the bucket below `keep` nor make a Reserve() wait; `keep` is capped at burst - 1.
+  int64_t TryReserveAbove(double keep);
 
  private:
   void RefillLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

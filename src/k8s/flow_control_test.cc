@@ -23,6 +23,46 @@ TEST(RateLimiterTest, BurstThenSteadyRate) {
   EXPECT_TRUE(limiter.TryAcquire());
 }
 
+// Background requests (TryReserveAbove) take tokens only above `keep`, so a foreground request
+// (Reserve) finds the bucket at `keep` at worst and never waits behind them.
+TEST(RateLimiterTest, BackgroundKeepsTheBucketAboveItsFloor) {
+  struct Step {
+    const char* what;
+    int64_t advance_ms;  // fake time passed before the step
+    bool background;
+    int64_t want;  // the step's answer: a wait in ms (Reserve, TryReserveAbove)
+  };
+  // qps 10, burst 4, keep 2: two background takes leave 2 tokens; the third waits 100 ms for a
+  // third token; a foreground one takes one of the two kept at once (no wait), and the next
+  // background one must wait for the bucket to climb back above 2.
+  const std::vector<Step> steps = {
+      {"background 1", 0, true, 0},
+      {"background 2", 0, true, 0},
+      {"background 3: bucket at the floor", 0, true, 100},
+      {"foreground: never waits behind background", 0, false, 0},
+      {"background 4: 2 tokens to the floor + 1", 0, true, 200},
+      {"background 4 again, 100 ms later", 100, true, 100},
+      {"background 4 again, 200 ms later", 100, true, 0},
+      {"foreground from the floor", 0, false, 0},
+      {"foreground", 0, false, 0},
+      {"foreground into debt", 0, false, 100},
+      {"background behind the debt: 4 tokens short", 0, true, 400},
+  };
+  FakeClock clock;
+  RateLimiter limiter(/*qps=*/10, /*burst=*/4, clock);
+  for (const Step& s : steps) {
+    clock.AdvanceNanos(s.advance_ms * kMs);
+    const int64_t got = s.background ? limiter.TryReserveAbove(2) : limiter.Reserve();
+    EXPECT_EQ(got, s.want * kMs) << s.what;
+  }
+  // A floor at or above the burst is capped at burst - 1: background requests still go.
+  RateLimiter full(/*qps=*/10, /*burst=*/2, clock);
+  EXPECT_EQ(full.TryReserveAbove(100), 0);
+  EXPECT_EQ(full.TryReserveAbove(100), 100 * kMs);
+  RateLimiter off(/*qps=*/0, /*burst=*/1, clock);
+  EXPECT_EQ(off.TryReserveAbove(5), 0);
+}
+
 TEST(RateLimiterTest, DisabledWhenQpsNotPositive) {
   FakeClock clock;
   RateLimiter limiter(0, 1, clock);
