@@ -1,12 +1,16 @@
 // hami recommend: right-size GPU requests from a usage trace (usage/recommend.h,
 // docs/utilization.md#right-sizing-hami-recommend); the saving comes from the sim's packing.
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "cmd/subcommands.h"
 #include "sim/usage_sim.h"
+#include "usage/prometheus.h"
 #include "usage/recommend.h"
 #include "usage/trace.h"
 
@@ -44,6 +48,93 @@ Status FillSaving(const usage::UsageTrace& trace, const usage::RecommendOptions&
   return OkStatus();
 }
 
+// "6h", "90m", "1d", "3600s" -> seconds; 0 on anything else.
+int64_t DurationSeconds(const std::string& text) {
+  if (text.size() < 2 || text.size() > 12) return 0;
+  const char unit = text.back();
+  const int64_t per = unit == 's'   ? 1
+                      : unit == 'm' ? 60
+                      : unit == 'h' ? 3600
+                      : unit == 'd' ? 86400
+                                    : 0;
+  int64_t n = 0;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return 0;
+    n = n * 10 + (text[i] - '0');
+  }
+  return per * n;
+}
+
+// One GET of at most `max_bytes`: the body, or an error naming the URL's server answer.
+StatusOr<std::string> HttpGet(const std::string& url, size_t max_bytes, long timeout_s) {
+  struct Sink {
+    std::string body;
+    size_t max;
+    bool over = false;
+  } sink{{}, max_bytes};
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return Internal("curl_easy_init failed");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(
+      curl, CURLOPT_WRITEFUNCTION, +[](char* p, size_t size, size_t n, void* user) -> size_t {
+        auto* s = static_cast<Sink*>(user);
+        if (s->body.size() + size * n > s->max) {
+          s->over = true;
+          return 0;  // aborts the transfer
+        }
+        s->body.append(p, size * n);
+        return size * n;
+      });
+  const CURLcode rc = curl_easy_perform(curl);
+  long code = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(curl);
+  if (sink.over) return InvalidArgument("Prometheus answered more than ", max_bytes, " bytes");
+  if (rc != CURLE_OK) return Unavailable("cannot read Prometheus: ", curl_easy_strerror(rc));
+  if (code != 200) {
+    auto parsed = usage::ParsePromMatrix(sink.body);  // Prometheus's own error text, if any
+    return InvalidArgument("Prometheus answered HTTP ", code,
+                           parsed.ok() ? std::string() : StrCat(": ", parsed.status().message()));
+  }
+  return sink.body;
+}
+
+struct PromSource {
+  std::string url, namespace_, window = "6h";
+  int64_t end_s = 0;
+  long timeout_s = 30;
+};
+
+// The usage trace of the window read from Prometheus (usage/prometheus.h); *first: its first
+// minute.
+StatusOr<usage::UsageTrace> ReadProm(const PromSource& src, int32_t* first) {
+  const int64_t window_s = DurationSeconds(src.window);
+  if (window_s < 120)
+    return InvalidArgument("--window '", src.window,
+                           "' is not a duration of at least 2m (s, m, h or d: 6h, 90m, 1d)");
+  const int64_t end =
+      (src.end_s > 0 ? src.end_s : static_cast<int64_t>(std::time(nullptr))) / 60 * 60;
+  const usage::PromWindow w{end - window_s, end, 60};
+  const usage::PromLimits limits;
+  std::vector<usage::PromSeries> reads[2];
+  for (usage::PromRead r : {usage::PromRead::kMemory, usage::PromRead::kDuty}) {
+    HAMI_ASSIGN_OR_RETURN(std::string query, usage::PromQuery(r, src.namespace_, w.step_s));
+    HAMI_ASSIGN_OR_RETURN(std::string url, usage::PromRangeUrl(src.url, query, w));
+    HAMI_ASSIGN_OR_RETURN(std::string body, HttpGet(url, limits.max_bytes, src.timeout_s));
+    HAMI_ASSIGN_OR_RETURN(reads[static_cast<int>(r)], usage::ParsePromMatrix(body, limits));
+  }
+  HAMI_ASSIGN_OR_RETURN(usage::UsageTrace trace,
+                        usage::TraceFromProm(reads[0], reads[1], w, first));
+  if (trace.pods.empty())
+    return NotFound("Prometheus at ", src.url, " has no ", usage::kPromMemoryMetric,
+                    " in the window (does it scrape hami monitor?)");
+  return trace;
+}
+
 }  // namespace
 
 int RecommendMain(int argc, char** argv) {
@@ -55,7 +146,23 @@ int RecommendMain(int argc, char** argv) {
   std::string usage_path, format = "table", container, workload;
   double gpu_memory_gib = 80;
   usage::RecommendOptions options;
-  app.add_option("--usage", usage_path, "usage trace (hami-usage-trace v1)")->required();
+  PromSource prom;
+  auto* from_usage = app.add_option("--usage", usage_path, "usage trace (hami-usage-trace v1)");
+  auto* from_prom = app.add_option(
+      "--prometheus", prom.url,
+      "read usage from this Prometheus (http(s)://host:port), which scrapes hami monitor: "
+      "query_range of hami_vgpu_memory_used_bytes and hami_container_device_utilization_ratio "
+      "over --window, one step a minute; workloads are <namespace>/<name> from the pod names");
+  from_usage->excludes(from_prom);
+  app.add_option("--window", prom.window,
+                 "--prometheus: how far back to read (s, m, h, d; at most 7d)")
+      ->capture_default_str();
+  app.add_option("--end", prom.end_s, "--prometheus: end of the window, unix seconds (default now)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--namespace", prom.namespace_, "--prometheus: read only this namespace");
+  app.add_option("--prometheus-timeout-s", prom.timeout_s, "--prometheus: timeout of one read")
+      ->check(CLI::Range(1L, 600L))
+      ->capture_default_str();
   app.add_option("--until-min", options.until_min,
                  "learn only from minutes before this (e.g. the warm-up); the later minutes are "
                  "checked against the recommendation (default: the whole trace)")
@@ -86,7 +193,11 @@ int RecommendMain(int argc, char** argv) {
     return app.exit(e);
   }
   options.learn.card_mib = static_cast<int64_t>(gpu_memory_gib * 1024);
-  auto trace = usage::ReadUsageTrace(usage_path);
+  if (usage_path.empty() && prom.url.empty())
+    return Fail(InvalidArgument("give --usage FILE or --prometheus URL"));
+  int32_t first_minute = 0;
+  auto trace =
+      usage_path.empty() ? ReadProm(prom, &first_minute) : usage::ReadUsageTrace(usage_path);
   if (!trace.ok()) return Fail(trace.status());
   auto rec = usage::Recommend(*trace, options);
   if (!rec.ok()) return Fail(rec.status());
@@ -97,7 +208,9 @@ int RecommendMain(int argc, char** argv) {
     return 0;
   }
   if (Status s = FillSaving(*trace, options, &*rec); !s.ok()) return Fail(s);
-  const std::string source = usage_path.substr(usage_path.find_last_of('/') + 1);
+  const std::string source = usage_path.empty()
+                                 ? StrCat("--prometheus ", prom.url)
+                                 : usage_path.substr(usage_path.find_last_of('/') + 1);
   std::fputs(
       (format == "json" ? usage::RecommendJson(*rec) : usage::RecommendTable(source, *rec)).c_str(),
       stdout);

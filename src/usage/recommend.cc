@@ -287,8 +287,10 @@ std::string RecommendJson(const Recommendation& r) {
 }
 
 std::string RecommendTable(const std::string& source, const Recommendation& r) {
-  std::string out = StrCat("hami recommend --usage ", source, ": learned from minutes ", r.from,
-                           "..", r.until - 1, ", ", r.card_mib, " MiB GPUs\n");
+  // `source` is a trace file's name, or the flag that read it ("--prometheus URL").
+  std::string out =
+      StrCat("hami recommend ", source.rfind("--", 0) == 0 ? "" : "--usage ", source,
+             ": learned from minutes ", r.from, "..", r.until - 1, ", ", r.card_mib, " MiB GPUs\n");
   char buf[512];
   std::snprintf(buf, sizeof buf, "%-24s %5s %9s %10s %8s %9s %10s %10s\n", "workload", "pods",
                 "peak_mib", "gpumem_mib", "gpucores", "gpus_now", "gpus_after", "later_oom");
