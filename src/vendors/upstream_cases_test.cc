@@ -246,6 +246,84 @@ TEST(MthreadsUpstream, Test_GenerateResourceRequests) {
   }
 }
 
+// Upstream v2.11 (pkg/device/mthreads): memoryPerCard sizes (512 MiB units) give the legal slices
+// (powers of two from 2 and the whole card, the union over the sizes) and the whole-GPU rewrite
+// (the first size); a container may not mix mthreads.com/gpu (whole cards of the vendor plugin)
+// with sGPU resources, in limits or requests.
+TEST(MthreadsUpstream, MemoryPerCardAndNoMixingWholeCardsAndSlices) {
+  struct Case {
+    const char* config;  // the mthreads: section
+    nlohmann::json resources;
+    const char* denial;  // "" = admitted
+    std::map<std::string, int64_t> added;
+  } cases[] = {
+      {"{}", Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 96}}), "", {}},
+      {"{}",
+       Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 128}}),
+       "must be one of 2, 4, 8, 16, 32, 64, 96 (units",
+       {}},
+      {"{memoryPerCard: [160]}",
+       Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 128}}),
+       "",
+       {}},
+      {"{memoryPerCard: [160]}",
+       Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 96}}),
+       "must be one of 2, 4, 8, 16, 32, 64, 128, 160 (units",
+       {}},
+      {"{memoryPerCard: [96, 160]}",
+       Limits({{"mthreads.com/vgpu", 1}, {"mthreads.com/sgpu-memory", 96}}),
+       "",
+       {}},
+      {"{memoryPerCard: 160}",
+       Limits({{"mthreads.com/vgpu", 2}}),
+       "",
+       {{"mthreads.com/sgpu-core", 32}, {"mthreads.com/sgpu-memory", 320}}},
+      {"{}",
+       Limits({{"mthreads.com/gpu", 1}, {"mthreads.com/vgpu", 1}}),
+       "cannot mix mthreads.com/gpu",
+       {}},
+      {"{}",
+       {{"requests", {{"mthreads.com/gpu", 1}, {"mthreads.com/sgpu-core", 4}}}},
+       "cannot mix mthreads.com/gpu",
+       {}},
+      {"{}", Limits({{"mthreads.com/gpu", 2}}), "", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.config) + " " + c.resources.dump());
+    auto vendors = LoadVendors(std::string("mthreads: ") + c.config + "\n");
+    ASSERT_TRUE(vendors.ok()) << vendors.status();
+    const Vendor* v = nullptr;
+    for (const auto& x : *vendors)
+      if (x->common_word() == "Mthreads") v = x.get();
+    ASSERT_NE(v, nullptr);
+    auto m = v->Mutate(c.resources, {});
+    ASSERT_TRUE(m.ok()) << m.status();
+    if (*c.denial == '\0') {
+      EXPECT_TRUE(m->denials.empty()) << m->denials.front();
+    } else {
+      ASSERT_EQ(m->denials.size(), 1u);
+      EXPECT_NE(m->denials[0].find(c.denial), std::string::npos) << m->denials[0];
+    }
+    EXPECT_EQ(m->add_limits, c.added);
+  }
+  // A whole GPU of a 160-unit card books the card (80 GiB) where the node publishes no memory.
+  auto vendors = LoadVendors("mthreads:\n  memoryPerCard: [160]\n");
+  ASSERT_TRUE(vendors.ok());
+  for (const auto& x : *vendors)
+    if (x->common_word() == "Mthreads") {
+      auto r = x->ParseRequest(Limits({{"mthreads.com/vgpu", 1}}), {});
+      ASSERT_TRUE(r.ok() && *r);
+      EXPECT_EQ((*r)->memreq_mib, 160 * 512);
+    }
+  for (const char* bad : {"mthreads:\n  memoryPerCard: [0]\n", "mthreads:\n  memoryPerCard: [x]\n",
+                          "mthreads:\n  memoryPerCard: {a: 1}\n"}) {
+    auto r = LoadVendors(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("mthreads.memoryPerCard"), std::string::npos)
+        << r.status();
+  }
+}
+
 // Test_MutateAdmission: count > 1 or no memory -> whole GPUs; memory must be an sGPU slice.
 TEST(MthreadsUpstream, Test_MutateAdmission) {
   struct Case {

@@ -6,9 +6,11 @@
 //  - a request needs the count resource and takes memory * 512 MiB / count and cores / count
 //    units per GPU (no cores: 0); a multi-GPU or memory-less request is read as the webhook
 //    rewrites it (whole GPUs), so a pod that skipped the webhook books the same;
-//  - the webhook gives a multi-GPU container whole GPUs (16 cores, 96 memory units each), gives a
-//    one-GPU container without memory one whole GPU, and denies a memory value upstream does not
-//    slice (2, 4, 8, 16, 32, 64, 96 units);
+//  - the webhook gives a multi-GPU container whole GPUs (16 cores and the first memoryPerCard
+//    size, 96 memory units by default, each), gives a one-GPU container without memory one whole
+//    GPU, denies a memory value upstream does not slice (powers of two from 2 and the whole card,
+//    for any memoryPerCard size: 2..64 and 96 by default), and denies a container that mixes the
+//    vendor plugin's whole cards (mthreads.com/gpu) with sGPU slices;
 //  - every container of a pod goes to the same GPU (upstream's customFilterRule; the scheduler
 //    applies it across containers: FitRules::pod_on_one_device);
 //  - the decision is the permanent record plus what the Moore Threads device plugin reads:
@@ -21,18 +23,38 @@
 
 #include "vendors/config.h"
 #include "vendors/generic.h"
+#include "yaml-cpp/yaml.h"
 
 namespace hami::vendors {
 namespace {
 
 constexpr int kCoresPerGpu = 16;
 constexpr int64_t kMemoryUnitMiB = 512;
-constexpr int64_t kMemoryUnitsPerGpu = 96;
-constexpr int64_t kMemorySlices[] = {2, 4, 8, 16, 32, 64, 96};
+constexpr int64_t kDefaultMemoryUnitsPerGpu = 96;  // MTT S4000 (48 GiB); S5000: 160
+// The whole-card resource of Moore Threads' own device plugin, outside HAMi's accounting.
+constexpr char kWholeGpuResource[] = "mthreads.com/gpu";
+
+// Upstream's buildLegalMemorySliceUnion: per card size, the powers of two from 2 below it and the
+// whole card; the union over the configured sizes (a mixed cluster admits any model's slice).
+std::vector<int64_t> LegalSlices(const std::vector<int64_t>& cards) {
+  std::vector<int64_t> out;
+  for (int64_t card : cards) {
+    for (int64_t s = 2; s < card; s *= 2) out.push_back(s);
+    out.push_back(card);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 class MthreadsVendor : public GenericVendor {
  public:
-  using GenericVendor::GenericVendor;
+  // `memory_per_card`: memoryPerCard in 512 MiB units, first = the card a whole-GPU request is
+  // written as.
+  MthreadsVendor(Spec spec, std::vector<int64_t> memory_per_card)
+      : GenericVendor(std::move(spec)),
+        units_per_gpu_(memory_per_card.front()),
+        slices_(LegalSlices(memory_per_card)) {}
 
   StatusOr<std::optional<core::DeviceRequest>> ParseRequest(
       const nlohmann::json& resources, const std::map<std::string, std::string>&) const override {
@@ -43,7 +65,7 @@ class MthreadsVendor : public GenericVendor {
     if (!count || *count == 0) return std::optional<core::DeviceRequest>();
     if (*count > 1024) return InvalidArgument(StrCat(n.count, ": ", *count, " exceeds 1024"));
     if (*count > 1 || !mem) {  // the webhook's whole GPUs, also for a pod that skipped it
-      mem = *count * kMemoryUnitsPerGpu;
+      mem = *count * units_per_gpu_;
       cores = *count * kCoresPerGpu;
     }
     core::DeviceRequest r;
@@ -64,15 +86,25 @@ class MthreadsVendor : public GenericVendor {
     HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, n.count));
     HAMI_ASSIGN_OR_RETURN(auto mem, ReadResource(resources, n.memory));
     Mutation m;
+    // Upstream v2.11: the vendor plugin's whole cards are delivered outside HAMi, so one container
+    // holding both would be booked short (limits and requests both count).
+    HAMI_ASSIGN_OR_RETURN(auto whole, ReadResource(resources, kWholeGpuResource));
+    HAMI_ASSIGN_OR_RETURN(auto cores, ReadResource(resources, n.cores));
+    if (whole && (count || mem || cores)) {
+      m.denials.push_back(StrCat("cannot mix ", kWholeGpuResource,
+                                 " (whole card, delivered outside HAMi) with ", n.count, "/",
+                                 n.memory, "/", n.cores, " (sGPU slices) in the same container"));
+      return m;
+    }
     if (!count) return m;
     if (*count > 1 || !mem) {
       m.add_limits[n.cores] = *count * kCoresPerGpu;  // replaces any value, as upstream does
-      m.add_limits[n.memory] = *count * kMemoryUnitsPerGpu;
-    } else if (std::find(std::begin(kMemorySlices), std::end(kMemorySlices), *mem) ==
-               std::end(kMemorySlices)) {
-      m.denials.push_back(StrCat(n.memory, "=", *mem,
-                                 ": Moore Threads sGPU memory must be one of 2, 4, 8, 16, 32, 64, "
-                                 "96 (units of 512 MiB)"));
+      m.add_limits[n.memory] = *count * units_per_gpu_;
+    } else if (std::find(slices_.begin(), slices_.end(), *mem) == slices_.end()) {
+      std::string legal;
+      for (int64_t s : slices_) legal += StrCat(legal.empty() ? "" : ", ", s);
+      m.denials.push_back(StrCat(n.memory, "=", *mem, ": Moore Threads sGPU memory must be one of ",
+                                 legal, " (units of 512 MiB; devices.mthreads.memoryPerCard)"));
     }
     return m;
   }
@@ -87,6 +119,10 @@ class MthreadsVendor : public GenericVendor {
     (*out)["mthreads.com/predicate-time"] = StrCat(now_unix * 1000000000LL);
     return OkStatus();
   }
+
+ private:
+  int64_t units_per_gpu_;
+  std::vector<int64_t> slices_;
 };
 
 }  // namespace
@@ -111,17 +147,41 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeMthreads(const YAML::Node& se
   s.registration = Registration::kCapacity;
   s.capacity_resource = "mthreads.com/sgpu-core";
   s.capacity_per_device = kCoresPerGpu;
-  s.capacity_device_memory_mib = kMemoryUnitsPerGpu * kMemoryUnitMiB;
   s.capacity_slots = 100;
   s.capacity_devcore = kCoresPerGpu;
   s.capacity_id_infix = "-mthreads-";
   s.model = "Mthreads";
   SectionReader r(section, "mthreads");
   HAMI_RETURN_IF_ERROR(ReadResourceKeys(r, &s.resources));
-  r.Ignore({"memoryPerCard"});  // upstream key, not read
+  // memoryPerCard (upstream v2.11): card sizes in 512 MiB units, a list or one number.
+  std::vector<int64_t> cards;
+  const YAML::Node per_card = r.Child("memoryPerCard");
+  if (per_card.IsDefined() && !per_card.IsNull() &&
+      !(per_card.IsScalar() && per_card.Scalar().empty())) {
+    auto bad = [] {
+      return InvalidArgument(
+          "mthreads.memoryPerCard: expected integers in 2..65536 (units of 512 "
+          "MiB), e.g. [96, 160]");
+    };
+    const bool list = per_card.IsSequence();
+    if (!list && !per_card.IsScalar()) return bad();
+    for (size_t i = 0; i < (list ? per_card.size() : 1); ++i) {
+      const YAML::Node v = list ? per_card[i] : per_card;
+      int64_t units = 0;
+      try {
+        units = v.as<int64_t>();
+      } catch (const YAML::Exception&) {
+        return bad();
+      }
+      if (units < 2 || units > 65536) return bad();
+      cards.push_back(units);
+    }
+  }
+  if (cards.empty()) cards.push_back(kDefaultMemoryUnitsPerGpu);
   HAMI_RETURN_IF_ERROR(r.CheckKeys());
   s.capacity_resource = s.resources.cores;
-  return One<MthreadsVendor>(std::move(s));
+  s.capacity_device_memory_mib = cards.front() * kMemoryUnitMiB;
+  return One<MthreadsVendor>(std::move(s), std::move(cards));
 }
 
 }  // namespace hami::vendors
