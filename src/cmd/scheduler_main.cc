@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 #include "http/server.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/event_recorder.h"
 #include "k8s/leader_election.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
@@ -170,6 +172,15 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--usage-duty-budget-pct", usage_duty_budget_pct,
                  "usage rule: co-located duty at or above this % is contention")
       ->capture_default_str();
+  std::string usage_recommendations;
+  std::vector<std::string> usage_apply_namespaces;
+  app.add_option("--usage-recommendations", usage_recommendations,
+                 "the webhook applies this file (hami recommend --format json) to the pods of the "
+                 "workloads that opted in (docs/utilization.md); default none");
+  app.add_option("--usage-apply-namespaces", usage_apply_namespaces,
+                 "namespaces (comma list; * = all) whose workloads get their recommendation "
+                 "(a pod opts in or out with hami.io/usage-apply); default none")
+      ->delimiter(',');
   app.add_option("--node-scheduler-policy", node_policy,
                  "default node policy: binpack | spread (pod annotation "
                  "hami.io/node-scheduler-policy overrides)")
@@ -353,6 +364,29 @@ int SchedulerMain(int argc, char** argv) {
     wo.node_agent_users.push_back(*user);
   }
   wo.region_group = region_group;
+  // Usage recommendations at admission (webhook/usage_apply.h): the scheduler's trust, the opt-in.
+  wo.usage.trusted_namespaces = usage_rule.namespaces;
+  for (const std::string& ns : usage_apply_namespaces)
+    if (!core::text::Trim(ns).empty()) wo.usage.apply_namespaces.emplace_back(core::text::Trim(ns));
+  if (!usage_recommendations.empty()) {
+    std::ifstream in(usage_recommendations, std::ios::binary);
+    std::string text(webhook::kMaxRecommendationsBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad() || !in.is_open())
+      return Fail("--usage-recommendations", NotFound("cannot read ", usage_recommendations));
+    text.resize(static_cast<size_t>(in.gcount()));
+    auto recs = webhook::ParseUsageRecommendations(text);
+    if (!recs.ok()) return Fail("--usage-recommendations", recs.status());
+    spdlog::info("hami scheduler: {} usage recommendations from {}", recs->size(),
+                 usage_recommendations);
+    wo.usage.recommendations =
+        std::make_shared<const webhook::UsageRecommendations>(std::move(*recs));
+  }
+  k8s::EventRecorder usage_events(*events);
+  wo.usage.record_event = [&usage_events, scheduler_name](k8s::EventSpec e) {
+    e.component = scheduler_name;
+    usage_events.Record(std::move(e));
+  };
   wo.quota_check = [&state](const std::string& ns, const std::map<std::string, int64_t>& demand) {
     return state.CheckQuota(ns, demand);
   };

@@ -583,6 +583,26 @@ AdmissionResponse Webhook::ReviewUpdate(const AdmissionRequest& req) const {
   const Json& old = req.old_object.is_object() ? req.old_object : none;
   std::vector<std::string> changed;
   bool agent_may = true;  // every changed key is one node agents may change
+  // The usage keys (usage_apply.h): the profile outside trusted namespaces, the record everywhere.
+  const Json* meta = Member(req.object, "metadata");
+  const std::string ns = !req.namespace_.empty() ? req.namespace_
+                         : meta != nullptr       ? StringMember(*meta, "namespace")
+                                                 : "";
+  std::vector<std::string> usage_changed;
+  for (std::string_view key : {kUsageProfileKey, kUsageAppliedKey}) {
+    const std::string k(key);
+    if ((key == kUsageProfileKey && NamespaceListed(opts_.usage.trusted_namespaces, ns)) ||
+        SameEntry(MapEntry(MetaMap(old, "annotations"), k),
+                  MapEntry(MetaMap(req.object, "annotations"), k)))
+      continue;
+    usage_changed.push_back(k);
+  }
+  if (!usage_changed.empty() && !Contains(opts_.scheduler_users, req.username))
+    return Deny(req.uid,
+                StrCat("hami: ", JoinKeys(usage_changed), " may not be changed in namespace \"", ns,
+                       "\": hami-scheduler packs pods by their usage profile, so outside the "
+                       "namespaces it trusts (--usage-namespaces) only the webhook writes it, "
+                       "from a recommendation, at admission"));
   for (const char* which : {"annotations", "labels"}) {
     const bool labels = std::string_view(which) == "labels";
     const Json* before = MetaMap(old, which);
@@ -906,7 +926,8 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
 }  // namespace phases
 
 AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
-  const Json& pod = req.object;
+  // The pod the phases review: the request's, with the usage phase's changes (its ops first).
+  Json pod = req.object;
   AdmissionResponse allow;
   allow.uid = req.uid;
   Json ops = Json::array();
@@ -921,7 +942,15 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     allow.warnings.push_back(
         StrCat("hami: removed ", JoinKeys(stripped),
                ": only hami-scheduler writes them (they carry its device decision)"));
-  switch (phases::ScopeOf(pod, opts_)) {
+  const phases::Scope scope = phases::ScopeOf(pod, opts_);
+  const Json* meta = Member(pod, "metadata");
+  const std::string ns = !req.namespace_.empty() ? req.namespace_
+                         : meta != nullptr       ? StringMember(*meta, "namespace")
+                                                 : "";
+  UsageApplyResult usage =
+      ApplyUsage(&pod, ns, scope == phases::Scope::kReview, opts_.usage, *opts_.vendors, &ops);
+  for (std::string& w : usage.warnings) allow.warnings.push_back(std::move(w));
+  switch (scope) {
     case phases::Scope::kIgnored:
       return allowed();
     case phases::Scope::kNoContainers:
@@ -953,6 +982,8 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   phases::BuildPatch(decoded, *changes, opts_, &ops);
   if (!decoded.parsed.HasDevices() && phases::TakesOverCpuPod(pod, req.namespace_, opts_))
     SetSchedulerName(*decoded.spec, opts_.scheduler_name, &ops);
+  if (usage.event && !req.dry_run && opts_.usage.record_event)
+    opts_.usage.record_event(std::move(*usage.event));
   return allowed();
 }
 

@@ -34,7 +34,10 @@
 //  - in a pod that requests devices, every container (app, init, ephemeral) that is privileged or
 //    adds CAP_SYS_ADMIN is denied, on CREATE and when an ephemeral container is added (UPDATE);
 //  - the quota is charged to request.namespace, else to the object's metadata.namespace; a GPU pod
-//    with neither is denied when quotas are checked.
+//    with neither is denied when quotas are checked;
+//  - hami.io/usage-profile is removed from pods of namespaces not in usage.trusted_namespaces on
+//    CREATE and may not be changed there on UPDATE (but by scheduler_users); hami.io/usage-applied
+//    likewise in every namespace (usage_apply.h).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +53,7 @@
 #include "core/pod_request.h"
 #include "vendors/nvidia/mig.h"
 #include "vendors/vendor_set.h"
+#include "webhook/usage_apply.h"
 
 namespace hami::webhook {
 
@@ -108,6 +112,9 @@ struct WebhookOptions {
       vendors::nvidia::DefaultMigProfileAllowlist();
   // Pods without devices that the webhook hands to scheduler_name as well (off by default).
   CpuPodOptIn cpu_pods;
+  // Usage recommendations applied at admission and the trust rule of hami.io/usage-profile
+  // (usage_apply.h). Default: nothing applied, every user-set profile removed.
+  UsageApplyOptions usage;
 };
 
 // The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and

@@ -61,6 +61,9 @@ struct ReplicaOptions {
   std::string self_pod = "";    // ControllerOptions::self_pod_name (namespace hami-system)
   uint64_t seed = 1;            // SchedulerOptions::seed (randomized policies)
   scheduler::UsageRuleOptions usage = {};  // SchedulerOptions::usage (--usage-overcommit-pct, ...)
+  // WebhookOptions::usage (--usage-recommendations, --usage-apply-namespaces); its trusted
+  // namespaces are usage.namespaces, as in hami scheduler.
+  webhook::UsageApplyOptions usage_apply = {};
 };
 
 class Replica {
@@ -114,6 +117,8 @@ class Replica {
     eo.pdbs = [this] { return controller->PodDisruptionBudgets(); };
     ext = std::make_unique<extender::Extender>(*sched, *state, client.get(), eo);
     webhook::WebhookOptions wo;
+    wo.usage = o.usage_apply;
+    wo.usage.trusted_namespaces = o.usage.namespaces;  // as hami scheduler's --usage-namespaces
     wo.quota_check = [this](const std::string& ns, const std::map<std::string, int64_t>& d) {
       return state->CheckQuota(ns, d);
     };
