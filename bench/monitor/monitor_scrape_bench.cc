@@ -2,6 +2,11 @@
 // own region code, each with its processes alive), 8 GPUs and per-process utilisation rows: the
 // full Render() path (rescan of the region root, snapshots with liveness checks, labels, text
 // format). Usage: monitor_scrape_bench [containers=100] [procs_per_container=2] [scrapes=2000]
+// [metered=1]. metered=1: the regions are metered as libvgpu (layout v5) meters an armed container
+// (hdr.metered_mask), so that from the second scrape on the per-container utilisation comes from
+// the busy meter; metered=0: regions without SM limit and not metered (older libvgpu, unarmed), from
+// NVML's per-process rows (one /proc/<pid>/fd read per reported process) as every region was before
+// the meter. The fake clock advances 2.5 s per scrape.
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +26,7 @@ int main(int argc, char** argv) {
   const int containers = argc > 1 ? std::atoi(argv[1]) : 100;
   const int procs = argc > 2 ? std::atoi(argv[2]) : 2;
   const int scrapes = argc > 3 ? std::atoi(argv[3]) : 2000;
+  const bool metered = argc > 4 ? std::atoi(argv[4]) != 0 : true;
   constexpr int kGpus = 8;
   constexpr uint64_t kMiB = 1ull << 20;
 
@@ -47,9 +53,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "attach: %s\n", std::string(proc.status().message()).c_str());
         return 1;
       }
-      int e = (*proc)->Device({gpus[c % kGpus].uuid, 4000 * kMiB, 30, 0});
+      // Not metered: no SM limit either (a limited device's controller meters it).
+      int e = (*proc)->Device({gpus[c % kGpus].uuid, 4000 * kMiB, metered ? 30u : 100u, 0});
       (*proc)->Reserve(e, (100 + c) * kMiB);
       (*proc)->StampLaunch(e, static_cast<uint64_t>(clock.MonotonicNanos()) - 1'000'000'000);
+      if (metered) (*proc)->region()->hdr.metered_mask = 1u << e;
       live.push_back(std::move(*proc));
     }
   }
@@ -61,6 +69,7 @@ int main(int argc, char** argv) {
   std::vector<double> us;
   us.reserve(static_cast<size_t>(scrapes));
   for (int i = 0; i < scrapes; ++i) {
+    clock.AdvanceNanos(2'500'000'000);
     auto t0 = std::chrono::steady_clock::now();
     bytes = exporter.Render().size();
     auto t1 = std::chrono::steady_clock::now();
@@ -77,8 +86,8 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
   };
-  std::printf("containers=%d procs_per_container=%d scrapes=%d exposition_bytes=%zu\n", containers,
-              procs, scrapes, bytes);
+  std::printf("containers=%d procs_per_container=%d scrapes=%d metered=%d exposition_bytes=%zu\n",
+              containers, procs, scrapes, metered ? 1 : 0, bytes);
   std::printf("scrape_us p50=%.1f p99=%.1f max=%.1f\n", pct(us, 0.5), pct(us, 0.99), pct(us, 1.0));
   std::printf("feedback_tick_us p50=%.1f p99=%.1f\n", pct(tick_us, 0.5), pct(tick_us, 0.99));
   return 0;

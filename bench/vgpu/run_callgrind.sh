@@ -25,7 +25,7 @@ run() {
   local base=(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$FAKES" FAKEGPU_DEVICES="NVIDIA A100-SXM4-80GB:81920:108"
               FAKEGPU_STATE="$TMP/$tag.state" FAKEGPU_WAVE_US=1 CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/$tag.cache"
               LIBCUDA_LOG_LEVEL=0 "${envs[@]}")
-  if [ "$preload" = 1 ]; then base+=(LD_PRELOAD="$LIB"); fi
+  if [ "$preload" = 1 ]; then base+=(LD_PRELOAD="$PRELOAD"); fi
   "${base[@]}" valgrind --tool=callgrind --callgrind-out-file="$TMP/$tag.cg" --toggle-collect="bench_$name" \
     "$BIN" "$@" >/dev/null 2>&1
   IR=$(callgrind_annotate "$TMP/$tag.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
@@ -49,10 +49,20 @@ row() {  # <label> <n> <env...> -- <bench args>
     "$bs" "$vs"
 }
 
+PRELOAD=$LIB
+# Armed (as the device plugin mounts it: the limits file beside libvgpu.so): libvgpu's watcher meters the
+# device from the first CUDA call (issue 33), with no SM limit too; the launch path is the unarmed one.
+mkdir -p "$TMP/armed"
+cp "$LIB" "$TMP/armed/libvgpu.so"
+printf 'CUDA_DEVICE_MEMORY_SHARED_CACHE=%s\nGPU_CORE_UTILIZATION_POLICY=default\n' "$TMP/armed.cache" \
+  >"$TMP/armed/vgpu.limits"
+row_armed() { PRELOAD=$TMP/armed/libvgpu.so; row "$@"; PRELOAD=$LIB; rm -f "$TMP/armed.cache"; }
+
 N=20000
 echo "| path | calls | Ir/call without libvgpu | Ir/call with libvgpu | added Ir/call | syscalls in loop without | with |"
 echo "|---|---|---|---|---|---|---|"
 row "cuLaunchKernel, no SM limit" $N -- launch $N
+row_armed "cuLaunchKernel, no SM limit, armed (metered)" $N -- launch $N
 row "cuLaunchKernel, SM limit 50% force" $N CUDA_DEVICE_SM_LIMIT=50 GPU_CORE_UTILIZATION_POLICY=force -- launch $N
 row "cuMemAlloc+cuMemFree, 0 live" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi -- alloc_free $N 0
 row "cuMemAlloc+cuMemFree, 2000 live" $N CUDA_DEVICE_MEMORY_LIMIT=8Gi -- alloc_free $N 2000

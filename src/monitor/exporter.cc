@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/log.h"
@@ -53,6 +54,20 @@ BuildInfo DefaultBuildInfo(std::string version, std::string revision, std::strin
 
 BuildInfo CurrentBuildInfo() {
   return DefaultBuildInfo(HAMI_MONITOR_VERSION, HAMI_REVISION, HAMI_MONITOR_BUILD_DATE);
+}
+
+std::optional<double> DutyRatio(const BusyMark& prev, const BusyMark& cur) {
+  const uint32_t busy = cur.busy_ms - prev.busy_ms;  // wraps like the counter
+  double window_ms = 0;
+  if (cur.meter_us > prev.meter_us) {
+    window_ms = static_cast<double>(cur.meter_us - prev.meter_us) / 1e3;
+  } else if (cur.meter_us == prev.meter_us && cur.scrape_ns > prev.scrape_ns) {
+    window_ms = static_cast<double>(cur.scrape_ns - prev.scrape_ns) / 1e6;
+  }
+  if (window_ms <= 0) return std::nullopt;
+  // More than the window plus a window of rounding: the counter went back (or was rewritten).
+  if (static_cast<double>(busy) > window_ms + 200) return std::nullopt;
+  return std::min(1.0, static_cast<double>(busy) / window_ms);
 }
 
 Exporter::Exporter(ExporterOptions options, RegionStore& store, const PodDirectory& pods,
@@ -122,9 +137,13 @@ std::vector<MetricFamily> Exporter::Collect() {
           "Device memory of the container's allocations (used minus contexts), in bytes.");
   auto& limit = add("hami_vgpu_memory_limit_bytes",
                     "Device memory limit of the container, in bytes (0 = none).");
-  auto& util =
-      add("hami_container_device_utilization_ratio",
-          "SM utilisation of the container's processes on the device, 0-100 (NVML, last window).");
+  auto& util = add("hami_container_device_utilization_ratio",
+                   "SM utilisation of the container's processes on the device, 0-100 (upstream's "
+                   "unit): libvgpu's busy meter since the previous scrape where it meters the "
+                   "device, else NVML's last window.");
+  auto& duty = add("hami_container_device_busy_ratio",
+                   "Fraction of the time since the previous scrape that the container's processes "
+                   "kept the device busy, 0-1 (libvgpu's busy meter).");
   auto& last_kernel =
       add("hami_container_last_kernel_elapsed_seconds",
           "Seconds since the container last ran a kernel on the device (launch stamp or NVML).");
@@ -157,6 +176,7 @@ std::vector<MetricFamily> Exporter::Collect() {
   int unknown_pod = 0, unreadable = 0, exported = 0;
   std::map<std::string, std::vector<ProcessUtil>> util_rows;  // per uuid, once per scrape
   ProcessFiles files;
+  std::set<std::pair<std::string, std::string>> seen;  // metered (directory, uuid) of this scrape
   const int64_t now = clock_.MonotonicNanos();
   for (const ContainerRegion& cr : store_.Regions()) {
     auto pod = pods_.Find(cr.pod_uid);
@@ -187,13 +207,35 @@ std::vector<MetricFamily> Exporter::Collect() {
       ctx_mem.Put(l, static_cast<double>(d.context_bytes));
       module_mem.Put(l, 0);
       buffer_mem.Put(l, static_cast<double>(d.used_bytes - d.context_bytes));
-      auto it = util_rows.find(d.uuid);
-      if (it == util_rows.end()) {
-        auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
-        it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{})
-                 .first;
+      // libvgpu meters the device (layout v5: armed containers, limit or not; before: a device
+      // with an SM limit, whose controller measures busy time).
+      const bool metered = d.metered || (d.sm_limit_pct > 0 && d.sm_limit_pct < 100 &&
+                                         snap->policy != VGPU_POLICY_DISABLE);
+      std::optional<double> ratio;
+      if (metered) {
+        busy.Put(l, static_cast<double>(d.busy_ms) / 1e3);
+        const BusyMark mark{d.busy_ms, d.meter_us, now};
+        MutexLock ml(marks_mu_);
+        auto [m, fresh] = marks_.try_emplace({cr.dir, d.uuid}, mark);
+        if (!fresh) {
+          ratio = DutyRatio(m->second, mark);
+          m->second = mark;
+        }
+        seen.emplace(cr.dir, d.uuid);
       }
-      uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
+      double pct = 0;
+      if (ratio) {
+        duty.Put(l, *ratio);
+        pct = 100 * *ratio;
+      } else {  // NVML's sampled figure: one query per GPU and a /proc/<pid>/fd read per process
+        auto it = util_rows.find(d.uuid);
+        if (it == util_rows.end()) {
+          auto rows = telemetry_.ProcessUtilization(d.uuid, options_.utilization_window_ms);
+          it = util_rows.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{})
+                   .first;
+        }
+        pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
+      }
       util.Put(l, pct);
       int64_t last = d.last_launch_ns <= static_cast<uint64_t>(now)
                          ? static_cast<int64_t>(d.last_launch_ns)
@@ -206,10 +248,11 @@ std::vector<MetricFamily> Exporter::Collect() {
       sm_limit.Put(l, d.sm_limit_pct == 0 ? 100 : d.sm_limit_pct);
       throttled.Put(l, static_cast<double>(d.throttled_ns) / 1e9);
       if (d.peak_bytes > 0) peak.Put(l, static_cast<double>(d.peak_bytes));
-      // Only a container with an SM limit runs libvgpu's controller, which measures busy time.
-      if (d.sm_limit_pct > 0 && d.sm_limit_pct < 100 && snap->policy != VGPU_POLICY_DISABLE)
-        busy.Put(l, static_cast<double>(d.busy_ms) / 1e3);
     }
+  }
+  {  // readings of containers and devices gone are dropped
+    MutexLock ml(marks_mu_);
+    std::erase_if(marks_, [&](const auto& kv) { return !seen.contains(kv.first); });
   }
   regions_gauge.Put({{"state", "exported"}}, exported);
   regions_gauge.Put({{"state", "unknown_pod"}}, unknown_pod);

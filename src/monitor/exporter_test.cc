@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "monitor/testing/region_writer.h"
@@ -113,13 +114,14 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_EQ(m[Ctr("hami_container_device_memory_peak_bytes", "team-a", "train-0", "main", "1",
                   "GPU-aaa")],
             10.0 * kMiB);
-  // libvgpu's busy-time meter, where its controller runs (an SM limit): 2^32 - 1 ms.
+  // libvgpu's busy-time meter, where its controller runs (an SM limit; before layout v5 the only
+  // metered devices): 2^32 - 1 ms.
   EXPECT_DOUBLE_EQ(m[Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
                          "0", "GPU-bbb")],
                    4294967.295);
   EXPECT_EQ(m.count(Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
                         "1", "GPU-aaa")),
-            0u);  // no SM limit there: no controller, no measurement
+            0u);  // no SM limit there and not metered (metered_mask 0): no measurement
   EXPECT_EQ(m["hami_container_processes{zone=\"vGPU\",namespace=\"team-a\",pod=\"train-0\","
               "container=\"main\"}"],
             1);
@@ -153,6 +155,82 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_NE(text.find("# TYPE hami_container_device_throttled_seconds_total counter"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE hami_vgpu_memory_used_bytes gauge"), std::string::npos);
+}
+
+// The duty ratio between two readings of libvgpu's busy meter: over the meter's own windows, or
+// the scrape interval when no window closed; none when the counter went back.
+TEST(DutyRatio, Table) {
+  struct Case {
+    const char* name;
+    BusyMark prev, cur;
+    std::optional<double> want;
+  };
+  const Case cases[] = {
+      {"over the meter's windows, not the scrapes'",
+       {1000, 10'000'000, 0},
+       {2000, 12'500'000, 2'600'000'000},
+       0.4},
+      {"idle", {1000, 10'000'000, 0}, {1000, 12'500'000, 2'500'000'000}, 0.0},
+      {"fully busy", {0, 10'000'000, 0}, {2500, 12'500'000, 2'500'000'000}, 1.0},
+      {"rounding above the window is clamped", {0, 10'000'000, 0}, {2540, 12'500'000, 1}, 1.0},
+      {"counter wrapped", {4'294'967'000u, 10'000'000, 0}, {704, 12'500'000, 1}, 0.4},
+      {"no window closed: processes gone, scrape interval",
+       {500, 10'000'000, 0},
+       {500, 10'000'000, 30'000'000'000},
+       0.0},
+      {"counter went back (a new region)",
+       {900'000, 10'000'000, 0},
+       {10, 12'500'000, 1},
+       std::nullopt},
+      {"no time passed", {5, 10'000'000, 7}, {5, 10'000'000, 7}, std::nullopt},
+      {"meter clock went back", {5, 10'000'000, 0}, {6, 9'000'000, 1'000'000'000}, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    std::optional<double> got = DutyRatio(c.prev, c.cur);
+    ASSERT_EQ(got.has_value(), c.want.has_value()) << c.name;
+    if (got) {
+      EXPECT_NEAR(*got, *c.want, 1e-9) << c.name;
+    }
+  }
+}
+
+// Issue 33: a device libvgpu meters (layout v5, metered_mask), with or without SM limit, exports
+// the busy counter, and from the second scrape on the duty ratio (0-1) and upstream's utilisation
+// (0-100) from the meter instead of NVML's sampled window; a device it does not meter and that has
+// no SM limit exports no busy series.
+TEST_F(ExporterTest, MeteredDeviceWithoutLimitUsesTheBusyMeter) {
+  auto p = FakeContainerProcess::Attach(root_.path(), "uid-1", "main", VGPU_POLICY_DEFAULT, 1);
+  ASSERT_TRUE(p.ok());
+  int e0 = (*p)->Device({"GPU-aaa", 0, 100, 0});
+  int e1 = (*p)->Device({"GPU-bbb", 0, 100, 1});
+  vgpu_region* r = (*p)->region();
+  r->hdr.metered_mask = 1u << e0;  // what libvgpu's watcher sets for an armed container
+  r->devices[e0].busy_ms = 7000;
+  r->devices[e0].calib_us = 50'000'000;
+  r->devices[e1].busy_ms = 3000;  // not metered: a stray value is not exported
+  telemetry_.SetProcessUtil("GPU-aaa", {{static_cast<uint32_t>(getpid()), 90}});
+  Exporter e = Make();
+  const std::string busy =
+      Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main", "0", "GPU-aaa");
+  const std::string duty =
+      Ctr("hami_container_device_busy_ratio", "team-a", "train-0", "main", "0", "GPU-aaa");
+  const std::string util =
+      Ctr("hami_container_device_utilization_ratio", "team-a", "train-0", "main", "0", "GPU-aaa");
+  auto m = ParseExposition(e.Render());
+  EXPECT_DOUBLE_EQ(m[busy], 7.0);
+  EXPECT_EQ(m.count(duty), 0u) << "first scrape: no window yet";
+  EXPECT_EQ(m[util], 90) << "first scrape: NVML's window";
+  EXPECT_EQ(m.count(Ctr("hami_container_device_busy_seconds_total", "team-a", "train-0", "main",
+                        "1", "GPU-bbb")),
+            0u);
+  // 2.5 s later the meter closed 2.4 s of windows with 0.6 s busy: 25 %, whatever NVML says.
+  r->devices[e0].busy_ms = 7600;
+  r->devices[e0].calib_us = 52'400'000;
+  clock_.AdvanceNanos(2'500'000'000);
+  m = ParseExposition(e.Render());
+  EXPECT_DOUBLE_EQ(m[busy], 7.6);
+  EXPECT_DOUBLE_EQ(m[duty], 0.25);
+  EXPECT_DOUBLE_EQ(m[util], 25);
 }
 
 TEST_F(ExporterTest, LastKernelFromNvmlWhenLibvgpuDidNotStamp) {

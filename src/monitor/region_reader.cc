@@ -226,6 +226,8 @@ StatusOr<RegionSnapshot> MappedRegion::Snapshot() const {
     dev.throttled_ns = e.throttled_ns;
     dev.busy_ms = e.busy_ms;
     dev.peak_bytes = static_cast<uint64_t>(h.peak_mib[d]) << 20;
+    dev.metered = ((h.metered_mask >> d) & 1u) != 0;
+    dev.meter_us = e.calib_us;
     if (dev.uuid.empty()) continue;  // entry being written right now; next scrape sees it
     if (!PlausibleUuid(dev.uuid))
       return InvalidArgument(

@@ -36,6 +36,10 @@ struct RegionDevice {
   uint64_t throttled_ns = 0;
   uint32_t busy_ms = 0;  // libvgpu's measured busy time, ms, wrapping at 2^32 (0 before layout v3)
   uint64_t peak_bytes = 0;  // the container's highest usage, rounded up to MiB (0 before v4)
+  // busy_ms counts every window of this device (hdr.metered_mask, layout v5): armed containers
+  // with or without SM limit. Before v5 only a device with an SM limit was metered.
+  bool metered = false;
+  uint64_t meter_us = 0;  // CLOCK_REALTIME us where the meter's last closed window ended (calib_us)
 };
 
 struct RegionProcess {

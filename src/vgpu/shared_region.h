@@ -13,7 +13,8 @@
  * or after the slot array, and bump `version` (and VGPU_REGION_MIN_VERSION when zero in a new field
  * would not keep the old meaning); `size_bytes` is the size the writer used. Version 2:
  * vgpu_device_entry.grace_ticks (was reserved0). Version 3: vgpu_device_entry.busy_ms (was
- * reserved1). Version 4: vgpu_region_header.peak_mib (was the first 64 reserved bytes).
+ * reserved1). Version 4: vgpu_region_header.peak_mib (was the first 64 reserved bytes). Version 5:
+ * vgpu_region_header.metered_mask (was the first 4 of the last 8 reserved bytes).
  *  - Every field that changes after initialisation is read and written with 32/64-bit atomic
  * operations
  *    (__atomic builtins / std::atomic_ref). A reader (the exporter) must use atomic loads and must
@@ -51,7 +52,7 @@ extern "C" {
 #endif
 
 #define VGPU_REGION_MAGIC 0x55504756u /* "VGPU" little-endian */
-#define VGPU_REGION_VERSION 4u
+#define VGPU_REGION_VERSION 5u
 #define VGPU_REGION_MIN_VERSION 1u
 #define VGPU_MAX_DEVICES 16
 #define VGPU_MAX_SLOTS 1024
@@ -110,8 +111,8 @@ typedef struct vgpu_device_entry {
   uint64_t burst_ns;    /* burst (before pct) learnt from runs of fully busy windows; 0 = default */
   uint32_t full_run;    /* consecutive ticks the container kept the device busy */
   /* v3, atomic: device time the container's processes were measured busy by the controller ticks
-   * (NVML per-process samples, every window since the first limited launch, limiter on or off), in
-   * ms, wrapping at 2^32 (49.7 days). 0 in older files. */
+   * (NVML per-process samples, every window since metering began: see metered_mask; limiter on or
+   * off), in ms, wrapping at 2^32 (49.7 days). 0 in older files. */
   uint32_t busy_ms;
   uint64_t cal_weight; /* decayed waves behind ns_per_wave, x 256 (VGPU_LIMITER_CAL_*); 0 = none */
 } vgpu_device_entry;
@@ -150,7 +151,12 @@ typedef struct vgpu_region_header {
   /* v4, atomic: highest used_bytes of device entry i, in MiB rounded up (written with used_bytes,
    * under the lock). 0 in older files. */
   uint32_t peak_mib[VGPU_MAX_DEVICES];
-  uint8_t reserved[8];
+  /* v5, atomic: bit i set once a process of the container meters device entry i, i.e. adds every
+   * 100 ms window of its processes' device time to busy_ms (armed containers from their first CUDA
+   * call whether or not they have an SM limit; others from their first limited launch). 0 in older
+   * files: busy_ms then means something only for a device with an SM limit. */
+  uint32_t metered_mask;
+  uint8_t reserved[4];
 } vgpu_region_header;
 
 typedef struct vgpu_region {
@@ -168,6 +174,7 @@ VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, lock) == 24, "lock offset")
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, utilization_switch) == 36, "switch offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, created_ns) == 48, "created offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, peak_mib) == 56, "peak offset");
+VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_region_header, metered_mask) == 120, "metered offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, limit_bytes) == 96, "limit offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, used_bytes) == 104, "used offset");
 VGPU_STATIC_ASSERT(VGPU_OFFSETOF(vgpu_device_entry, sm_limit_pct) == 120, "sm limit offset");

@@ -520,6 +520,13 @@ static void init_share(int e, CUdevice dev, uint64_t total) {
            g.share[e] ? "" : " (the card)");
 }
 
+static void start_watcher_locked(void);
+
+/* Entry e has an SM limit that applies (policy default or force). */
+static inline int limited(int e) {
+  return g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE;
+}
+
 /* Full initialisation after the driver is initialised: region, device identities, limits. */
 static void init_locked(void) {
   if (g.state == ST_READY) return;
@@ -569,7 +576,7 @@ static void init_locked(void) {
     g.wc_on[e] = 1;
     g.switch_word[e] = g_armed ? &g.wc_on[e] : &g.rc.r->hdr.utilization_switch;
     snprintf(g.uuid[e], sizeof g.uuid[e], "%s", uuid);
-    if (g.sm_pct[e] && g.policy != VGPU_POLICY_DISABLE) g.sm_active = vgpu_sm_active = 1;
+    if (limited(e)) g.sm_active = vgpu_sm_active = 1;
     VGPU_LOG(VGPU_LOG_INFO,
              "CUDA device %d = %s (limit index %d): memory limit %llu B, SM limit %u%%%s", ord,
              uuid, ci, (unsigned long long)g.rc.limit[e], pct,
@@ -577,6 +584,8 @@ static void init_locked(void) {
   }
   g.block_word = g_armed ? &g.wc_block : &g.rc.r->hdr.recent_kernel;
   __atomic_store_n(&g.state, ST_READY, __ATOMIC_RELEASE);
+  /* Armed: every device is metered from now on, with or without SM limit (issue 33). */
+  if (g_armed) start_watcher_locked();
 }
 
 /* Makes sure the process is registered; returns 1 when accounting is active. */
@@ -1671,9 +1680,11 @@ static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* 
   return r;
 }
 
-/* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration
- * thread of the container that wins the window (compare-and-swap on calib_us). */
-static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct, uint64_t now_us) {
+/* Elects this process to close entry d's window ending at now_us (compare-and-swap on calib_us,
+ * so that one process of the container ticks each window): 1 with the window's start in *prev and
+ * the waves launched since in *dw; 0 when the window is younger than MIN_TICK_US, another process
+ * won it, or it is the container's first (the window then starts now). */
+static int elect_window(vgpu_device_entry* d, uint64_t now_us, uint64_t* prev_out, uint64_t* dw) {
   uint64_t prev = __atomic_load_n(&d->calib_us, __ATOMIC_ACQUIRE);
   uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
   if (prev == 0 ||
@@ -1682,25 +1693,45 @@ static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct
                                     __ATOMIC_RELAXED)) {
       __atomic_store_n(&d->calib_waves, waves, __ATOMIC_RELEASE);
     }
-    return;
+    return 0;
   }
   if (now_us - prev < MIN_TICK_US ||
       !__atomic_compare_exchange_n(&d->calib_us, &prev, now_us, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_RELAXED)) {
-    return;
+    return 0;
   }
-  uint64_t w0 = __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
+  *dw = waves - __atomic_exchange_n(&d->calib_waves, waves, __ATOMIC_ACQ_REL);
+  *prev_out = prev;
+  return 1;
+}
+
+/* Metering only (issue 33), for a device of an armed container that has no SM limit or policy
+ * disable: the container's device time in the window (NVML's per-process samples, as the
+ * controller measures it) is added to busy_ms, and a busy window stamps last_launch_ns (launches
+ * without limit are not counted in the region: the launch path is untouched). */
+static void meter_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint64_t now_us) {
+  uint64_t prev = 0, dw = 0, mine = 0, others = 0;
+  if (!elect_window(d, now_us, &prev, &dw)) return;
+  if (process_util(dev, prev, &mine, &others) != NVML_SUCCESS || !mine) return;
+  uint64_t busy_ns = mine * (now_us - prev) * 10; /* pct/100 * us * 1000 */
+  __atomic_add_fetch(&d->busy_ms, (uint32_t)((busy_ns + 500000) / 1000000), __ATOMIC_RELAXED);
+  __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
+}
+
+/* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration
+ * thread of the container that wins the window (elect_window). */
+static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct, uint64_t now_us) {
+  uint64_t prev = 0, dw = 0;
+  if (!elect_window(d, now_us, &prev, &dw)) return;
   uint64_t mine = 0, others = 0;
   nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
   if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
   uint64_t busy_ns = mine * (now_us - prev) * 10;               /* pct/100 * us * 1000 */
-  vgpu_limiter_tick(d, pct, busy_ns, others * (now_us - prev) * 10, waves - w0,
-                    (now_us - prev) * 1000);
+  vgpu_limiter_tick(d, pct, busy_ns, others * (now_us - prev) * 10, dw, (now_us - prev) * 1000);
   VGPU_LOG(VGPU_LOG_DEBUG,
            "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
-           (unsigned long long)busy_ns, (unsigned long long)(waves - w0),
-           (unsigned long long)d->ns_per_wave, (long long)d->outstanding_ns,
-           (long long)d->tokens_ns);
+           (unsigned long long)busy_ns, (unsigned long long)dw, (unsigned long long)d->ns_per_wave,
+           (long long)d->outstanding_ns, (long long)d->tokens_ns);
 }
 
 /* ---- Work-conserving shares: the node monitor's lines in the read-only limits file. ---- */
@@ -1764,8 +1795,12 @@ static void* watcher_main(void* arg) {
     uint64_t now_us = realtime_us();
     for (int ord = 0; ord < g.ndev; ord++) {
       int e = g.ent[ord];
-      if (e < 0 || !g.sm_pct[e] || !g.nvml_dev[ord]) continue;
+      if (e < 0 || !g.nvml_dev[ord]) continue;
       vgpu_device_entry* d = &g.rc.r->devices[e];
+      if (!limited(e)) {
+        if (g_armed) meter_tick(d, g.nvml_dev[ord], now_us);
+        continue;
+      }
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
       /* Activity stamp for the node monitor (the hot path stamps only when it refills). */
       if (waves != last_waves[ord])
@@ -1785,8 +1820,9 @@ static void* watcher_main(void* arg) {
   return NULL;
 }
 
-static void start_watcher(void) {
-  pthread_mutex_lock(&g.init_mu);
+/* Under g.init_mu. Armed containers start it when the process is initialised (init_locked), others
+ * at their first limited launch. */
+static void start_watcher_locked(void) {
   if (!g.watcher_started) {
     g.watcher_started = 1;
     if (g.nvml_ok && nvml_DeviceGetProcessUtilization) {
@@ -1800,12 +1836,24 @@ static void start_watcher(void) {
       if (pthread_create(&t, &a, watcher_main, NULL) != 0) {
         VGPU_LOG(VGPU_LOG_WARN,
                  "cannot start the SM calibration thread; using the default wave cost");
+      } else {
+        /* The exporter's sign that busy_ms counts every window of these devices from now on. */
+        for (int ord = 0; ord < g.ndev; ord++) {
+          int e = g.ent[ord];
+          if (e >= 0 && g.nvml_dev[ord] && (g_armed || limited(e)))
+            __atomic_fetch_or(&g.rc.r->hdr.metered_mask, 1u << e, __ATOMIC_RELAXED);
+        }
       }
       pthread_attr_destroy(&a);
     } else {
       VGPU_LOG(VGPU_LOG_WARN, "NVML unavailable: SM limiter uses the default wave cost");
     }
   }
+}
+
+static void start_watcher(void) {
+  pthread_mutex_lock(&g.init_mu);
+  start_watcher_locked();
   pthread_mutex_unlock(&g.init_mu);
 }
 

@@ -23,6 +23,21 @@ std::map<std::string, double> ParseExposition(const std::string& text) {
   return out;
 }
 
+pid_t SpawnQuiet(std::vector<std::string> argv, std::vector<std::string> env) {
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(s.data());
+  a.push_back(nullptr);
+  for (auto& s : env) e.push_back(s.data());
+  e.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (freopen("/dev/null", "w", stdout) == nullptr) _exit(126);
+    execve(a[0], a.data(), e.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/hami_monitor_XXXXXX";
   const char* p = mkdtemp(tmpl);

@@ -18,6 +18,10 @@ namespace hami::monitor::testing {
 // Text exposition -> {"name{labels}": value} (comment lines skipped).
 std::map<std::string, double> ParseExposition(const std::string& text);
 
+// Starts argv[0] with exactly `env` (execve; stdout to /dev/null): a container's process in the
+// end-to-end tests. Returns its pid, -1 when fork fails (127 exit status when exec fails).
+pid_t SpawnQuiet(std::vector<std::string> argv, std::vector<std::string> env);
+
 // A fresh directory under /tmp, removed with everything in it on destruction.
 class TempDir {
  public:
