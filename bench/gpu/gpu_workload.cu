@@ -1,12 +1,17 @@
 // Real-GPU workload for bench/gpu/run.sh (compiled with nvcc when PyTorch is absent).
 //   gpu_workload mem         allocate 64 MiB blocks until failure; print allocated bytes and cudaMemGetInfo
 //   gpu_workload sm <sec>    launch a fixed-work kernel (4 waves) for <sec> seconds; print kernels per second
+//   gpu_workload duty <sec> <busy_ms> <idle_ms>   a varying load for the metering check (issue 33): bursts of
+//            about busy_ms of one-wave kernels of mixed lengths (~0.05, 0.5 and 5 ms), each burst queued at once
+//            and timed with CUDA events (the ground truth: the GPU is busy from the first to the last kernel of
+//            a burst), then idle_ms idle; prints gpu_busy_ms (the events' sum) and the run's wall seconds
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 __global__ void spin(unsigned long long cycles, int* sink) {
@@ -54,6 +59,42 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  fprintf(stderr, "usage: gpu_workload mem | sm <seconds>\n");
+  if (argc >= 5 && strcmp(argv[1], "duty") == 0) {
+    double secs = atof(argv[2]), busy_ms = atof(argv[3]), idle_ms = atof(argv[4]);
+    int dev = 0, sms = 0, clock_khz = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev);
+    int* sink = nullptr;
+    cudaMalloc(&sink, sizeof(int) * sms);
+    const double lengths_ms[] = {0.05, 0.5, 5.0};
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    double gpu_ms = 0;
+    unsigned seed = 1;
+    auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    while (elapsed() < secs) {
+      cudaEventRecord(a);
+      for (double queued = 0; queued < busy_ms;) {
+        seed = seed * 1103515245u + 12345u;
+        double ms = lengths_ms[(seed >> 16) % 3];
+        spin<<<sms, 128>>>((unsigned long long)(clock_khz * ms), sink);
+        queued += ms;
+      }
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      gpu_ms += ms;
+      std::this_thread::sleep_for(std::chrono::microseconds((long)(idle_ms * 1000)));
+    }
+    printf("gpu_busy_ms=%.1f wall_s=%.3f\n", gpu_ms, elapsed());
+    return 0;
+  }
+  fprintf(stderr, "usage: gpu_workload mem | sm <seconds> | duty <seconds> <busy_ms> <idle_ms>\n");
   return 2;
 }

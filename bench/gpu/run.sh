@@ -3,7 +3,8 @@
 # small CUDA program built with nvcc) under LD_PRELOAD at several memory and SM limits, and prints one table
 # of achieved versus target. SM share is measured as throughput relative to an unlimited run of the same
 # workload (its duty cycle), memory as what the workload could allocate and what it was told is total.
-# usage: bench/gpu/run.sh [build dir] [seconds per SM run]    (default build/release, 10 s)
+# Last: the metering check (issue 33), libvgpu's busy counter against CUDA-event time and NVML's sampled figure.
+# usage: bench/gpu/run.sh [build dir] [seconds per SM run]    (default build/release, 10 s; about 3 min in all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build/release}
@@ -61,3 +62,40 @@ a=$(field kernels_per_s <"$a_out"); b=$(field kernels_per_s <"$b_out")
 sa=$(awk -v a="$a" -v b="$base" 'BEGIN { printf "%.1f", 100 * a / b }')
 sb=$(awk -v a="$b" -v b="$base" 'BEGIN { printf "%.1f", 100 * a / b }')
 echo "| SM limits 30 % + 70 % (2 containers) | 30 % / 70 % | $sa % / $sb % | concurrent |"
+
+# Metering (issue 33): an armed container without SM limit (the limits file beside its copy of libvgpu.so, as
+# the device plugin mounts it) runs a varying load of mixed kernel lengths; libvgpu's busy counter (its region,
+# hdr.metered_mask and devices[0].busy_ms) against the workload's own CUDA-event time (ground truth: the only
+# work on the GPU) and against NVML's sampled per-process figure (nvidia-smi pmon, 1 s samples of sm %).
+NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)}
+if [ -n "$NVCC" ]; then
+  [ -x "$TMP/gpu_workload" ] || "$NVCC" -O2 -o "$TMP/gpu_workload" bench/gpu/gpu_workload.cu
+  mkdir -p "$TMP/armed"
+  cp "$LIB" "$TMP/armed/libvgpu.so"
+  printf 'CUDA_DEVICE_MEMORY_SHARED_CACHE=%s\nGPU_CORE_UTILIZATION_POLICY=default\n' "$TMP/meter.cache" \
+    >"$TMP/armed/vgpu.limits"
+  for load in "300 900" "1100 700" "50 50"; do
+    set -- $load
+    rm -f "$TMP/meter.cache"
+    LD_PRELOAD="$TMP/armed/libvgpu.so" "$TMP/gpu_workload" duty "$SECS" "$1" "$2" >"$TMP/duty.out" &
+    wpid=$!
+    pmon=""
+    if command -v nvidia-smi >/dev/null; then
+      nvidia-smi pmon -s u -d 1 >"$TMP/pmon.out" 2>/dev/null &
+      pmon=$!
+    fi
+    wait "$wpid"
+    [ -n "$pmon" ] && kill "$pmon" 2>/dev/null && wait "$pmon" 2>/dev/null || true
+    truth=$(field gpu_busy_ms <"$TMP/duty.out")
+    mask=$(od -An -t u4 -j 120 -N 4 "$TMP/meter.cache" | tr -d ' ')
+    meter=$(od -An -t u4 -j 372 -N 4 "$TMP/meter.cache" | tr -d ' ')
+    # pmon columns: gpu pid type sm mem ...; one line per process and second ("-" when not sampled).
+    nvml=$(awk -v p="$wpid" '$2 == p && $4 ~ /^[0-9]+$/ { s += $4 * 10 } END { printf "%.0f", s }' \
+      "$TMP/pmon.out" 2>/dev/null || echo n/a)
+    err=$(awk -v m="$meter" -v t="$truth" 'BEGIN { if (t > 0) printf "%+.1f", 100 * (m - t) / t; else print "n/a" }')
+    nerr=$(awk -v m="$nvml" -v t="$truth" 'BEGIN { if (t > 0 && m != "n/a") printf "%+.1f", 100 * (m - t) / t; else print "n/a" }')
+    echo "| metering, busy $1 ms / idle $2 ms, no SM limit (armed) | busy = CUDA events: $truth ms | meter $meter ms ($err %), NVML pmon $nvml ms ($nerr %) | metered_mask $mask over ${SECS} s |"
+  done
+else
+  echo "| metering | | skipped: no nvcc | |"
+fi
