@@ -3,6 +3,7 @@
 // services (Registration, DRAPlugin v1/v1beta1) over the driver (claims, ledger, CDI, checkpoint).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "deviceplugin/node_devices.h"
 #include "dra/checkpoint.h"
 #include "dra/driver.h"
+#include "dra/gpu_extras.h"
 #include "dra/health.h"
 #include "dra/publisher.h"
 #include "dra/server.h"
@@ -91,9 +93,11 @@ int DraPluginMain(int argc, char** argv) {
   slice_opts.driver = server_opts.driver;
   slice_opts.node_name = node_name;
   slice_opts.memory_scaling = cfg.memory_scaling;
+  // driverVersion, cudaComputeCapability, architecture, pcieRoot.
+  const std::map<std::string, dra::GpuExtras> extras = dra::ReadGpuExtras(nvml_library, gpus);
   if (dry_run) {
     slice_opts.node_uid = "<the Node's uid>";
-    auto slice = dra::BuildResourceSlice(gpus, {}, slice_opts);
+    auto slice = dra::BuildResourceSlice(gpus, extras, slice_opts);
     if (!slice.ok()) return Fail(slice.status());
     std::printf("%s\n", slice->dump(2).c_str());
     return 0;
@@ -116,7 +120,7 @@ int DraPluginMain(int argc, char** argv) {
                  boot_id_file);
   auto driver = dra::Driver::Create(driver_opts, *devices, &claims);
   if (!driver.ok()) return Fail(driver.status());
-  dra::SlicePublisher publisher(client->get(), slice_opts, gpus);
+  dra::SlicePublisher publisher(client->get(), slice_opts, gpus, extras);
   // Publish first, so the sharing mode is known before the first claim is prepared.
   auto reconcile = [&] {
     auto o = publisher.Reconcile();

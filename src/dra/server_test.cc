@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "dra/gpu_extras.h"
 #include "dra/testing/builders.h"
 #include "dra/testing/fake_dra_kubelet.h"
 #include "gpu/nvml_discovery.h"
@@ -148,6 +149,37 @@ TEST_F(DraServerTest, HealthStreamMarksAGpuNvmlReportsFailed) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->devices(0).health(), ::v1alpha1::UNHEALTHY);
   server_->Stop();
+}
+
+TEST_F(DraServerTest, GpuExtrasFromTheFakeNvml) {
+  // The fake A16: compute capability 8.0 as the fake reports it (Ampere), driver 580.65.06 (a
+  // leading zero: not semver as is).
+  gpu::NvmlOptions o;
+  o.library = HAMI_FAKE_NVML;
+  auto nvml = gpu::NvmlDiscovery::Open(o);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto gpus = (*nvml)->ListDevices();
+  ASSERT_TRUE(gpus.ok() && gpus->size() == 1u);
+  const auto extras = ReadGpuExtras(HAMI_FAKE_NVML, *gpus, dir_.path() + "/no-sysfs");
+  ASSERT_EQ(extras.count((*gpus)[0].uuid), 1u);
+  const GpuExtras& x = extras.at((*gpus)[0].uuid);
+  EXPECT_EQ(x.cuda_compute_capability, "8.0");
+  EXPECT_EQ(x.architecture, "Ampere");
+  EXPECT_EQ(x.driver_version, "580.65.6");
+  EXPECT_EQ(x.pcie_root, "");
+  SliceOptions so;
+  so.node_name = testing::kNode;
+  so.node_uid = "uid-node";
+  auto slice = BuildResourceSlice(*gpus, extras, so);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  const auto& attrs = (*slice)["spec"]["devices"][0]["attributes"];
+  EXPECT_EQ(attrs["cudaComputeCapability"]["version"], "8.0.0");
+  EXPECT_EQ(attrs["driverVersion"]["version"], "580.65.6");
+  EXPECT_EQ(attrs["architecture"]["string"], "Ampere");
+  EXPECT_TRUE(ReadGpuExtras("/nonexistent/libnvidia-ml.so.1", *gpus)
+                  .at((*gpus)[0].uuid)
+                  .driver_version.empty())
+      << "no NVML: nothing from it";
 }
 
 TEST_F(DraServerTest, TwoSharesOnOneGpuARefusalThenRestartAndUnprepare) {
