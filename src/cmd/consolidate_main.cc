@@ -134,6 +134,11 @@ int ConsolidateMain(int argc, char** argv) {
     }
     if (dry_run || once) std::fputs(r->plan_text.c_str(), stdout);
     for (const std::string& line : r->lines) spdlog::info("consolidate: {}", line);
+    if (dry_run) {
+      spdlog::info("consolidate: dry run: {} moves planned (saving {} GPUs)", r->planned,
+                   r->saving_gpus);
+      return true;
+    }
     spdlog::info(
         "consolidate: {} planned (saving {} GPUs), {} evicted, {} blocked, {} failed, {} skipped, "
         "{} GPUs free",
