@@ -385,6 +385,32 @@ TEST_F(PreemptTest, NewWithAndWithoutLookups) {
   }
 }
 
+// With the usage rule on (cards registered at 200 %), the preemption check decides by the rule as
+// /filter does: a pod without a profile needs room on the real card, so evicting the proposed
+// 8,000 MiB pod is not enough (10,000 + 12,000 > 20,000) and the lower-priority pod goes too.
+TEST_F(PreemptTest, PreemptDecidesByTheUsageRule) {
+  for (int overcommit : {0, 200}) {
+    SCOPED_TRACE(overcommit);
+    scheduler::SchedulerOptions o;
+    o.usage.overcommit_pct = overcommit;
+    o.usage.namespaces = {"*"};
+    ext_.reset();
+    state_.reset();
+    sched_ = std::move(*scheduler::Scheduler::Create(o));
+    StateOptions so;
+    so.clock = &clock_;
+    state_ = std::make_unique<ClusterState>(*sched_, so);
+    NewExtender(true);
+    pods_.clear();
+    Node(1, 4, overcommit ? 20000 : 40000);  // the same 40,000 MiB registered either way
+    Add(Placed("low-a", 10000, 0, 10));
+    Add(Placed("low-b", 8000, 0, 5));
+    const std::vector<std::string> want =
+        overcommit ? std::vector<std::string>{"low-b", "low-a"} : std::vector<std::string>{"low-b"};
+    EXPECT_EQ(VictimsOn(Preempt(PodJson("high", 12000, 0, 100), {"low-b"})), want);
+  }
+}
+
 TEST_F(PreemptTest, PreemptHappyPath) {
   Node(1, 2, 20000);
   Add(Placed("low-a", 10000, 50, 10));
