@@ -198,6 +198,48 @@ class DaemonTest : public ::testing::Test {
   pid_t pid_ = -1;
 };
 
+// Upstream v2.11 through the real binary: the node config entry chosen by the Node's labels
+// (nodelabelselector, over the "*" entry) turns on reportnodecapacity; the Node's status then holds
+// the healthy GPUs' summed gpumem and gpucores, and loses a GPU's share when it turns unhealthy.
+TEST_F(DaemonTest, NodeLabelSelectorEntryReportsNodeCapacity) {
+  const std::string devices = "Tesla T4:15360:40;Tesla T4:15360:40";
+  ASSERT_TRUE(api_.Start().ok());
+  ASSERT_TRUE(api_.Upsert("nodes", {{"apiVersion", "v1"},
+                                    {"kind", "Node"},
+                                    {"metadata", {{"name", "node1"}, {"labels", {{"pool", "a"}}}}}})
+                  .ok());
+  const std::string node_config = dir_ + "/config.json";
+  std::ofstream(node_config) << R"({"nodeconfig":[{"name":"*","devicesplitcount":2},
+    {"nodelabelselector":{"matchLabels":{"pool":"a"}},"devicesplitcount":4,
+     "reportnodecapacity":true}]})";
+  StartPlugin(devices, "", {"--config", node_config});
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, seconds(20)));
+  // Split 4 (the selector's entry), not 2 (the "*" entry).
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, seconds(20)));
+  auto status = [&](const char* field, const char* name) {
+    auto n = api_.Get("nodes", "", "node1");
+    if (!n || !(*n)["status"][field].is_object()) return std::string();
+    return (*n)["status"][field].value(name, std::string());
+  };
+  ASSERT_TRUE(
+      Eventually([&] { return status("capacity", "nvidia.com/gpumem") == "30720"; }, seconds(20)))
+      << status("capacity", "nvidia.com/gpumem");
+  EXPECT_EQ(status("allocatable", "nvidia.com/gpumem"), "30720");
+  EXPECT_EQ(status("capacity", "nvidia.com/gpucores"), "200");
+  EXPECT_EQ(status("allocatable", "nvidia.com/gpucores"), "200");
+
+  ShareFakeGpus(devices, "");
+  auto hooks = gpu::testing::LoadFakeNvmlHooks(HAMI_FAKE_NVML);
+  ASSERT_TRUE(hooks.ok()) << hooks.error;
+  hooks.reset();
+  ASSERT_EQ(hooks.inject_xid(1, 79), 0);
+  EXPECT_TRUE(
+      Eventually([&] { return status("capacity", "nvidia.com/gpumem") == "15360"; }, seconds(20)))
+      << status("capacity", "nvidia.com/gpumem");
+  EXPECT_EQ(status("allocatable", "nvidia.com/gpucores"), "100");
+  StopPlugin();
+}
+
 TEST_F(DaemonTest, DevicePluginProcessEndToEnd) {
   const std::string devices = "Tesla T4:15360:40;Tesla T4:15360:40";
   k8s::testing::FakeApiServer& api = api_;
