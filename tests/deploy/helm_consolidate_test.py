@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Helm chart, consolidation (docs/consolidation.md "Installing"): off by default (no object rendered);
+with consolidate.enabled the chart renders `hami consolidate` as a Deployment whose every flag the binary
+accepts (argv[1]: the built hami binary), a dry run unless consolidate.dryRun is false, and RBAC with
+exactly the verbs the controller uses (the Eviction API, PDBs, nodes, Events, its Lease). Helm from
+scripts/helm.sh (77 = skipped). Run from the repository root."""
+import os
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.getcwd()
+CHART = os.path.join(ROOT, "deploy/helm/hami")
+HAMI = sys.argv[1] if len(sys.argv) > 1 else ""
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL", what)
+
+
+r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
+if r.returncode == 77:
+    print(r.stderr.strip() or "helm not available", file=sys.stderr)
+    sys.exit(77)
+HELM = r.stdout.strip().splitlines()[-1]
+
+
+def render(*args):
+    r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", *args], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, f"helm template {args}: {r.stderr.strip()}")
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def mine(docs):
+    return [d for d in docs if d["metadata"]["name"] == "hami-consolidate"]
+
+
+check(mine(render()) == [], "the default render has no hami-consolidate object")
+
+docs = mine(render("--set", "consolidate.enabled=true", "--set", "consolidate.usageNamespaces={serving,chat}"))
+kinds = sorted(d["kind"] for d in docs)
+check(kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "ServiceAccount"],
+      f"objects: {kinds}")
+by_kind = {d["kind"]: d for d in docs}
+rules = {(g, res): sorted(r["verbs"]) for r in by_kind["ClusterRole"]["rules"] for g in r["apiGroups"]
+         for res in r["resources"]}
+want = {("", "nodes"): ["list", "patch"], ("", "pods"): ["list"], ("", "namespaces"): ["list"],
+        ("", "pods/eviction"): ["create"], ("policy", "poddisruptionbudgets"): ["list"],
+        ("", "events"): ["create"]}
+check(rules == want, f"ClusterRole rules: {rules}")
+lease = {(g, res): sorted(r["verbs"]) for r in by_kind["Role"]["rules"] for g in r["apiGroups"]
+         for res in r["resources"]}
+check(lease == {("coordination.k8s.io", "leases"): ["create", "get", "update"]}, f"Role rules: {lease}")
+cmd = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]["command"]
+check(cmd[:2] == ["/usr/local/bin/hami", "consolidate"], f"command: {cmd}")
+check("--dry-run" in cmd, "a dry run by default")
+check("--usage-namespaces=serving,chat" in cmd, f"usage namespaces: {cmd}")
+check("--leader-elect-resource-namespace=hami-system" in cmd, f"lease namespace: {cmd}")
+live = mine(render("--set", "consolidate.enabled=true", "--set", "consolidate.dryRun=false"))
+live_cmd = [d for d in live if d["kind"] == "Deployment"][0]["spec"]["template"]["spec"]["containers"][0]["command"]
+check("--dry-run" not in live_cmd, "dryRun=false moves pods")
+if HAMI:
+    help_text = subprocess.run([HAMI, "consolidate", "--help"], capture_output=True, text=True).stdout
+    for arg in cmd[2:]:
+        flag = arg.split("=")[0]
+        check(flag in help_text, f"hami consolidate has no flag {flag}")
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("helm consolidate: ok")
