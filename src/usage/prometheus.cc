@@ -14,7 +14,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr int64_t kMaxWindowS = int64_t{7} * 24 * 3600;
-constexpr int64_t kDay = 24 * 3600;
+constexpr int64_t kDay = int64_t{24} * 3600;
 
 bool IsLowerAlnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
