@@ -174,6 +174,27 @@ std::vector<ShareDecision> DecideShares(const std::vector<ShareInput>& container
   return out;
 }
 
+std::vector<std::vector<bool>> LentDevices(const std::vector<ShareInput>& containers,
+                                           const std::vector<ShareDecision>& decisions) {
+  std::set<std::string> lending;  // GPUs where a busy container gets more than its limit
+  for (size_t i = 0; i < containers.size() && i < decisions.size(); ++i) {
+    const auto& devs = containers[i].devices;
+    for (size_t k = 0; k < devs.size() && k < decisions[i].factor.size(); ++k) {
+      if (devs[k].busy && decisions[i].factor[k] > VGPU_SHARE_FACTOR_ONE)
+        lending.insert(devs[k].uuid);
+    }
+  }
+  std::vector<std::vector<bool>> out;
+  out.reserve(containers.size());
+  for (const ShareInput& c : containers) {
+    std::vector<bool> lent;
+    lent.reserve(c.devices.size());
+    for (const auto& d : c.devices) lent.push_back(!d.busy && lending.count(d.uuid) > 0);
+    out.push_back(std::move(lent));
+  }
+  return out;
+}
+
 TrustedLimits ReadTrustedLimits(const std::string& limits_path) {
   TrustedLimits t;
   std::ifstream in(limits_path);
@@ -336,6 +357,7 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     if (total > attributed[uuid] + 5) unexplained.insert(uuid);
   }
   std::vector<ShareDecision> decisions = DecideShares(inputs, unexplained);
+  const std::vector<std::vector<bool>> lent = LentDevices(inputs, decisions);
   const int64_t now_ns = clock_.MonotonicNanos();
   const int64_t dt = std::clamp<int64_t>(now_ns - last_share_ns_, 0, 1'000'000'000);
   last_share_ns_ = now_ns;
@@ -375,8 +397,11 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     std::string lines;
     char buf[256];
     for (size_t k = 0; k < uuids[i].size(); ++k) {
-      int n = vgpu_format_share(buf, sizeof buf, uuids[i][k].c_str(), decisions[i].factor[k],
-                                decisions[i].blocked ? 1 : 0, now_ms);
+      const int state = decisions[i].blocked ? VGPU_SHARE_BLOCKED
+                        : lent[i][k]         ? VGPU_SHARE_LENT
+                                             : 0;
+      int n = vgpu_format_share(buf, sizeof buf, uuids[i][k].c_str(), decisions[i].factor[k], state,
+                                now_ms);
       if (n > 0) lines.append(buf, static_cast<size_t>(n));
     }
     if (WriteShareLines(root + "/" + used[i].dir + ".limits", lines)) ++written;

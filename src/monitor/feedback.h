@@ -129,6 +129,14 @@ struct ShareDecision {
 std::vector<ShareDecision> DecideShares(const std::vector<ShareInput>& containers,
                                         const std::set<std::string>& unexplained = {});
 
+// Per container and device (as `containers` and `decisions` of DecideShares): whether the device's
+// time is lent, i.e. the container is idle on a GPU where a busy container got a factor above 1.
+// Its line then says so (VGPU_SHARE_LENT) and libvgpu banks none of that idle time: it comes back
+// with at most the default burst beyond its share (vgpu_limiter_lent), not with what it gathered
+// while its neighbours used the same time.
+std::vector<std::vector<bool>> LentDevices(const std::vector<ShareInput>& containers,
+                                           const std::vector<ShareDecision>& decisions);
+
 // The share lines of one container, written in place at the end of its limits file (the device
 // plugin's `<root>/<dir>.limits`, mounted read-only into the container): one per GPU. Returns false
 // when the file cannot be written (no file: the container is not armed).

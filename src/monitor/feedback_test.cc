@@ -273,6 +273,42 @@ TEST(DecideShares, Table) {
   }
 }
 
+// An idle container's time is lent (its line says so and libvgpu banks none of it) only where a
+// busy container on the same GPU gets more than its limit.
+TEST(LentDevices, Table) {
+  struct Case {
+    const char* name;
+    std::vector<ShareInput> in;
+    std::vector<std::vector<bool>> want;
+    std::set<std::string> unexplained = {};
+  };
+  const Case cases[] = {
+      {"30 idle, 70 busy: the 70 takes the GPU, the 30's time is lent",
+       {S(1, {{"g0", 30, false}}), S(1, {{"g0", 70, true}})},
+       {{true}, {false}}},
+      {"both busy: nothing lent",
+       {S(1, {{"g0", 30, true}}), S(1, {{"g0", 70, true}})},
+       {{false}, {false}}},
+      {"idle alone: nobody takes its time", {S(1, {{"g0", 30, false}})}, {{false}}},
+      {"a busy container of unknown share holds everyone at factor 1: nothing lent",
+       {S(1, {{"g0", 30, false}}), S(1, {{"g0", 70, true}}), S(1, {{"g0", 10, true}}, 0, false)},
+       {{false}, {false}, {false}}},
+      {"unexplained device time: nothing lent",
+       {S(1, {{"g0", 30, false}}), S(1, {{"g0", 70, true}})},
+       {{false}, {false}},
+       {"g0"}},
+      {"per GPU: idle on g1 where the other is busy, idle on g0 where nobody is",
+       {S(1, {{"g0", 50, false}, {"g1", 50, false}}), S(1, {{"g1", 25, true}})},
+       {{false, true}, {false}}},
+      {"force neighbour busy alone (factor 1): nothing lent",
+       {S(1, {{"g0", 30, false}}), S(1, {{"g0", 70, true}}, VGPU_POLICY_FORCE)},
+       {{false}, {false}}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(LentDevices(c.in, DecideShares(c.in, c.unexplained)), c.want) << c.name;
+  }
+}
+
 // The trusted side: share and priority from the device plugin's limits file, and the lines written
 // in place after its content (rewritten, never growing).
 TEST(ShareLines, TrustedLimitsAndInPlaceWrites) {

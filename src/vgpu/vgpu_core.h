@@ -85,26 +85,30 @@ int vgpu_parse_scaling(const char* s, uint32_t* permille);
  * The node monitor (hami monitor, trusted, on the host) appends to each armed container's limits
  * file, which the container sees read-only, one line per GPU of the container and rewrites it in
  * place every share interval (~100 ms):
- *   "#hami-share <uuid> <factor, 7 digits, 1/10000> <blocked 0|1> <CLOCK_MONOTONIC ms, 13 digits>
+ *   "#hami-share <uuid> <factor, 7 digits, 1/10000> <state 0|1|2> <CLOCK_MONOTONIC ms, 13 digits>
  *    <FNV-1a 32 of the text between the prefix and the last space, 8 hex digits>"
  * A comment for vgpu_parse_limits. The container's effective SM percent on that GPU is its own
  * (trusted) limit times the factor (>= 1: the idle time of others, in proportion to the shares of
- * the busy containers), at most 100 (= not limited); blocked = a container of higher priority is
- * busy on one of its GPUs. Nothing a container can write is read: the factor is computed by the
+ * the busy containers), at most 100 (= not limited); state 1 (blocked) = a container of higher
+ * priority is busy on one of its GPUs; state 2 (VGPU_SHARE_LENT) = it is idle on this GPU and its
+ * time is lent to busy neighbours (a factor above 1): it banks none of it (vgpu_limiter_lent).
+ * Nothing a container can write is read: the factor is computed by the
  * monitor and the limit comes from the device plugin's limits file. */
 #define VGPU_SHARE_PREFIX "#hami-share "
 #define VGPU_SHARE_FACTOR_ONE 10000u
 #define VGPU_SHARE_FACTOR_MAX 1000000u /* 100 x: a 1 % container alone */
+#define VGPU_SHARE_BLOCKED 1
+#define VGPU_SHARE_LENT 2
 /* A line older than this (the monitor stopped) is ignored: the static limit applies. */
 #define VGPU_SHARE_STALE_MS 1000u
 /* Formats the line for `uuid` (with its newline) into buf; returns its length, or -1 when it does
- * not fit or a value is out of range. */
-int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int blocked,
+ * not fit or a value is out of range. `state`: 0, VGPU_SHARE_BLOCKED or VGPU_SHARE_LENT. */
+int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int state,
                       uint64_t mono_ms);
-/* Finds the valid line for `uuid` in `len` bytes of a limits file: 1 with *factor and *blocked set
+/* Finds the valid line for `uuid` in `len` bytes of a limits file: 1 with *factor and *state set
  * when it is there, intact (checksum), in range and fresh at `now_ms`; 0 otherwise. */
 int vgpu_find_share(const char* text, size_t len, const char* uuid, uint64_t now_ms,
-                    uint32_t* factor, int* blocked);
+                    uint32_t* factor, int* state);
 /* Effective percent of a `pct` limit at `factor`: rounded to the nearest percent, at most 100. */
 uint32_t vgpu_share_pct(uint32_t pct, uint32_t factor);
 
@@ -299,6 +303,12 @@ void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct);
  * again after it was off: the bucket is lowered to the default burst at `pct` (tokens gathered at
  * the higher rate or while off are not spent afterwards) and the refill restarts at `now_ns`. */
 void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
+/* The container is idle and the node monitor lends its time to busy neighbours (share state
+ * VGPU_SHARE_LENT): the same idle time must not also be banked. Credits the refill up to now (a
+ * debt is still repaid at `pct`), forgets the learnt burst and keeps at most the default burst at
+ * `pct`, so that a container coming back takes at most that much beyond its share before its
+ * neighbours are lowered again. Called every share poll while lent. */
+void vgpu_limiter_lent(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
  * were launched. d->ns_per_wave becomes the ratio of the decayed sums of busy time and waves (the
  * first sample replaces the prior; d->cal_weight holds the decayed waves). */

@@ -296,15 +296,15 @@ static uint32_t fnv1a32(const char* p, size_t n) {
   return h;
 }
 
-int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int blocked,
+int vgpu_format_share(char* buf, size_t cap, const char* uuid, uint32_t factor, int state,
                       uint64_t mono_ms) {
   const size_t pre = sizeof(VGPU_SHARE_PREFIX) - 1;
   if (!buf || !uuid || !uuid[0] || strlen(uuid) >= VGPU_UUID_LEN || strpbrk(uuid, " \n") ||
-      factor < VGPU_SHARE_FACTOR_ONE || factor > VGPU_SHARE_FACTOR_MAX ||
-      mono_ms > 9999999999999ull)
+      factor < VGPU_SHARE_FACTOR_ONE || factor > VGPU_SHARE_FACTOR_MAX || state < 0 ||
+      state > VGPU_SHARE_LENT || mono_ms > 9999999999999ull)
     return -1;
-  int n = snprintf(buf, cap, "%s%s %07u %d %013llu ", VGPU_SHARE_PREFIX, uuid, factor,
-                   blocked ? 1 : 0, (unsigned long long)mono_ms);
+  int n = snprintf(buf, cap, "%s%s %07u %d %013llu ", VGPU_SHARE_PREFIX, uuid, factor, state,
+                   (unsigned long long)mono_ms);
   if (n < 0 || (size_t)n + 10 > cap) return -1;
   uint32_t h = fnv1a32(buf + pre, (size_t)n - pre - 1);
   int m = snprintf(buf + n, cap - (size_t)n, "%08x\n", h);
@@ -322,7 +322,7 @@ static int digits(const char* p, size_t n, uint64_t* out) {
 }
 
 int vgpu_find_share(const char* text, size_t len, const char* uuid, uint64_t now_ms,
-                    uint32_t* factor, int* blocked) {
+                    uint32_t* factor, int* state) {
   const size_t pre = sizeof(VGPU_SHARE_PREFIX) - 1;
   if (!text || !uuid || !uuid[0]) return 0;
   const size_t ulen = strlen(uuid);
@@ -353,10 +353,10 @@ int vgpu_find_share(const char* text, size_t len, const char* uuid, uint64_t now
       hv = hv << 4 | (uint64_t)d;
     }
     if (hv != fnv1a32(b, (size_t)(f + 23 - b))) continue; /* torn or forged by hand */
-    if (fv < VGPU_SHARE_FACTOR_ONE || fv > VGPU_SHARE_FACTOR_MAX || bv > 1) continue;
+    if (fv < VGPU_SHARE_FACTOR_ONE || fv > VGPU_SHARE_FACTOR_MAX || bv > VGPU_SHARE_LENT) continue;
     if (tv + VGPU_SHARE_STALE_MS < now_ms || tv > now_ms + VGPU_SHARE_STALE_MS) return 0;
     if (factor) *factor = (uint32_t)fv;
-    if (blocked) *blocked = (int)bv;
+    if (state) *state = (int)bv;
     return 1;
   }
   return 0;

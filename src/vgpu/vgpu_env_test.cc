@@ -183,6 +183,19 @@ TEST(VgpuEnv, ShareLines) {
   torn.replace(70, 3, "999");  // a new time half written over the old one
   char blocked[256];
   ASSERT_GT(vgpu_format_share(blocked, sizeof blocked, kUuid, 10000, 1, 5000), 0);
+  char lent[256];
+  ASSERT_GT(vgpu_format_share(lent, sizeof lent, kUuid, 10000, VGPU_SHARE_LENT, 5000), 0);
+  std::string state3 = lent;  // a state this libvgpu does not know, with a valid checksum
+  state3[state3.find(" 0000000005000") - 1] = '3';
+  {
+    const size_t pre = sizeof(VGPU_SHARE_PREFIX) - 1, sum = state3.size() - 9;
+    char hex[16];
+    uint32_t h = 2166136261u;  // FNV-1a 32, as vgpu_env.c
+    for (size_t i = pre; i < sum - 1; ++i)
+      h = (h ^ static_cast<unsigned char>(state3[i])) * 16777619u;
+    snprintf(hex, sizeof hex, "%08x", h);
+    state3.replace(sum, 8, hex);
+  }
   char other[256];
   ASSERT_GT(vgpu_format_share(other, sizeof other, "GPU-other", 50000, 0, 5000), 0);
   const std::string limits = "CUDA_DEVICE_SM_LIMIT=30\nGPU_CORE_UTILIZATION_POLICY=default\n";
@@ -202,6 +215,8 @@ TEST(VgpuEnv, ShareLines) {
       {limits + other, 5000, 0, 0, 0},                   // another GPU's line
       {limits + other + good, 5000, 1, 14286, 0},        // its own among others
       {limits + blocked, 5000, 1, 10000, 1},             // blocked by priority
+      {limits + lent, 5000, 1, 10000, VGPU_SHARE_LENT},  // idle, its time lent
+      {limits + state3, 5000, 0, 0, 0},                  // unknown state
       {limits + good.substr(0, 85), 5000, 1, 14286, 0},  // no final newline
       {limits + good.substr(0, 84), 5000, 0, 0, 0},      // cut
       {limits + " " + good, 5000, 0, 0, 0},              // not at the start of a line
@@ -228,6 +243,8 @@ TEST(VgpuEnv, ShareLines) {
   EXPECT_EQ(vgpu_format_share(line, sizeof line, kUuid, 1000001, 0, 1), -1);
   EXPECT_EQ(vgpu_format_share(line, sizeof line, "GPU x", 10000, 0, 1), -1);
   EXPECT_EQ(vgpu_format_share(line, 86, kUuid, 10000, 0, 1), -1);
+  EXPECT_EQ(vgpu_format_share(line, sizeof line, kUuid, 10000, 3, 1), -1);
+  EXPECT_EQ(vgpu_format_share(line, sizeof line, kUuid, 10000, -1, 1), -1);
   // Effective percent: rounded, at most 100.
   struct Pct {
     uint32_t pct, factor, want;

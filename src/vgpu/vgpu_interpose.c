@@ -1741,7 +1741,8 @@ static int g_share_fd = -1;
 /* Reads the monitor's lines (vgpu_find_share) and sets each limited entry's rate and switch and the
  * block word; without a fresh line for a device its static limit applies. A rate that drops (or a
  * limit that comes back) lowers the bucket to the default burst at the new rate, so that tokens
- * gathered at the higher rate are not spent after a neighbour came back. */
+ * gathered at the higher rate are not spent after a neighbour came back; while the monitor lends
+ * the container's idle time to its neighbours, the bucket banks none of it (vgpu_limiter_lent). */
 static void poll_shares(void) {
   static char buf[VGPU_CFG_MAX * 256 + VGPU_MAX_DEVICES * 160];
   ssize_t n = pread(g_share_fd, buf, sizeof buf, 0);
@@ -1751,10 +1752,12 @@ static void poll_shares(void) {
   for (int e = 0; e < VGPU_MAX_DEVICES; e++) {
     if (!g.sm_pct[e]) continue;
     uint32_t factor = VGPU_SHARE_FACTOR_ONE;
-    int blocked = 0;
-    if (!vgpu_find_share(buf, (size_t)n, g.uuid[e], now / 1000000, &factor, &blocked))
+    int state = 0;
+    if (!vgpu_find_share(buf, (size_t)n, g.uuid[e], now / 1000000, &factor, &state)) {
       factor = VGPU_SHARE_FACTOR_ONE;
-    if (blocked) blocked_any = 1;
+      state = 0;
+    }
+    if (state == VGPU_SHARE_BLOCKED) blocked_any = 1;
     if (g.policy != VGPU_POLICY_DEFAULT) factor = VGPU_SHARE_FACTOR_ONE; /* force: the limit */
     uint32_t pct = vgpu_share_pct(g.sm_pct[e], factor);
     if (pct >= 100) {
@@ -1764,6 +1767,7 @@ static void poll_shares(void) {
     uint32_t old = __atomic_load_n(&g.rate_pct[e], __ATOMIC_RELAXED);
     int32_t was_on = __atomic_load_n(&g.wc_on[e], __ATOMIC_RELAXED);
     if (!was_on || pct < old) vgpu_limiter_lower(&g.rc.r->devices[e], pct, now);
+    if (state == VGPU_SHARE_LENT) vgpu_limiter_lent(&g.rc.r->devices[e], pct, now);
     __atomic_store_n(&g.rate_pct[e], pct, __ATOMIC_RELAXED);
     __atomic_store_n(&g.wc_on[e], 1, __ATOMIC_RELEASE);
   }

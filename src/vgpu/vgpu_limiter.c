@@ -66,8 +66,8 @@ void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
   }
 }
 
-uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
-  /* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
+/* Refill: whoever advances refill_ns adds the tokens for the elapsed interval. */
+static inline void refill(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
   if (now_ns > last && __atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0,
                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -79,6 +79,19 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
     if (dt > 100000000000ull) dt = 100000000000ull;
     adjust(d, pct, (int64_t)(dt * pct / 100));
   }
+}
+
+void vgpu_limiter_lent(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
+  /* The learnt burst goes first, so that neither the refill nor the clamp keeps more than the
+   * default burst; the idle time still repays a debt at the container's rate. */
+  __atomic_store_n(&d->burst_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&d->full_run, 0, __ATOMIC_RELAXED);
+  refill(d, pct, now_ns);
+  vgpu_limiter_clamp(d, pct);
+}
+
+uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
+  refill(d, pct, now_ns);
   __atomic_store_n(&d->last_launch_ns, now_ns, __ATOMIC_RELAXED); /* activity heartbeat (coarse) */
   if (vgpu_limiter_take(d, waves)) return 0;
   int64_t tokens = __atomic_load_n(&d->tokens_ns, __ATOMIC_RELAXED);

@@ -475,30 +475,48 @@ TEST(VgpuLimiter, ClampToTheBurstKeepsAConcurrentCharge) {
 // the container ran unlimited, the tokens gathered before are not spent at the new rate: the bucket
 // is cut to the default burst at the new rate and the time since the last refill is not credited.
 TEST(VgpuLimiter, LowerCutsTheBucketAndRestartsTheRefill) {
+  using Op = void (*)(vgpu_device_entry*, uint32_t, uint64_t);
+  const Op lower = vgpu_limiter_lower, lent = vgpu_limiter_lent;
+  constexpr int64_t kMsI = static_cast<int64_t>(kMs);
   struct Case {
     const char* name;
+    Op op;
     int64_t tokens;
     uint64_t burst, refill, now;
     uint32_t pct;
     int64_t want_tokens;
-    uint64_t want_refill;
+    uint64_t want_refill, want_burst;
   } cases[] = {
-      {"learned 4 s burst, full, at 70 %", 2800 * static_cast<int64_t>(kMs), 4 * kSec, 1 * kSec,
-       3 * kSec, 70, 35 * static_cast<int64_t>(kMs), 3 * kSec},
-      {"already below the default burst: kept", 5 * static_cast<int64_t>(kMs), 0, 1 * kSec,
-       3 * kSec, 30, 5 * static_cast<int64_t>(kMs), 3 * kSec},
-      {"a debt is kept", -40 * static_cast<int64_t>(kMs), 0, 1 * kSec, 3 * kSec, 30,
-       -40 * static_cast<int64_t>(kMs), 3 * kSec},
-      {"a refill later than now is not moved back", 0, 0, 5 * kSec, 3 * kSec, 30, 0, 5 * kSec},
+      {"learned 4 s burst, full, at 70 %", lower, 2800 * kMsI, 4 * kSec, 1 * kSec, 3 * kSec, 70,
+       35 * kMsI, 3 * kSec, 4 * kSec},
+      {"already below the default burst: kept", lower, 5 * kMsI, 0, 1 * kSec, 3 * kSec, 30,
+       5 * kMsI, 3 * kSec, 0},
+      {"a debt is kept", lower, -40 * kMsI, 0, 1 * kSec, 3 * kSec, 30, -40 * kMsI, 3 * kSec, 0},
+      {"a refill later than now is not moved back", lower, 0, 0, 5 * kSec, 3 * kSec, 30, 0,
+       5 * kSec, 0},
+      // While the monitor lends an idle container's time to its neighbours (vgpu_limiter_lent),
+      // its bucket banks none of it: the learnt burst is forgotten and at most the default burst
+      // at its rate is kept, while the idle time still repays a debt (credited up to now).
+      {"lent: 1.2 s banked under a learnt 4 s burst at 30 %", lent, 1200 * kMsI, 4 * kSec, 1 * kSec,
+       1 * kSec + 25 * kMs, 30, 15 * kMsI, 1 * kSec + 25 * kMs, 0},
+      {"lent: 500 ms idle credited up to the default burst only", lent, 0, 4 * kSec, 1 * kSec,
+       1500 * kMs, 30, 15 * kMsI, 1500 * kMs, 0},
+      {"lent: a debt is repaid by the idle time at the rate", lent, -100 * kMsI, 4 * kSec, 1 * kSec,
+       1200 * kMs, 30, -40 * kMsI, 1200 * kMs, 0},
+      {"lent: a small bucket is credited", lent, 2 * kMsI, 0, 1 * kSec, 1 * kSec + 10 * kMs, 50,
+       7 * kMsI, 1 * kSec + 10 * kMs, 0},
   };
   for (const Case& c : cases) {
     vgpu_device_entry d{};
     d.tokens_ns = c.tokens;
     d.burst_ns = c.burst;
+    d.full_run = 12;
     d.refill_ns = c.refill;
-    vgpu_limiter_lower(&d, c.pct, c.now);
+    c.op(&d, c.pct, c.now);
     EXPECT_EQ(d.tokens_ns, c.want_tokens) << c.name;
     EXPECT_EQ(d.refill_ns, c.want_refill) << c.name;
+    EXPECT_EQ(d.burst_ns, c.want_burst) << c.name;
+    EXPECT_EQ(d.full_run, c.op == lent ? 0u : 12u) << c.name;
     // The next refill credits only what accrues from now at the new rate.
     if (c.tokens > 0) {
       EXPECT_EQ(vgpu_limiter_try(&d, c.pct, 0, c.want_refill + 10 * kMs), 0u) << c.name;
