@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -453,6 +455,13 @@ struct Client::Impl {
                              const Json::parser_callback_t& parse_callback = nullptr,
                              const std::function<std::string(std::string_view)>& prune = nullptr) {
     HAMI_ASSIGN_OR_RETURN(HttpReply reply, RequestOk(method, path, body, content_type));
+    return ParseReply(method, path, std::move(reply), parse_callback, prune);
+  }
+
+  static StatusOr<Json> ParseReply(
+      std::string_view method, const std::string& path, HttpReply reply,
+      const Json::parser_callback_t& parse_callback = nullptr,
+      const std::function<std::string(std::string_view)>& prune = nullptr) {
     if (reply.body.empty()) return Json::object();
     if (prune) reply.body = prune(reply.body);
     auto j = Json::parse(reply.body, parse_callback, /*allow_exceptions=*/false);
@@ -516,6 +525,18 @@ StatusOr<Json> Client::Get(const Resource& r, std::string_view ns, std::string_v
   return impl_->RequestJson("GET", path, nullptr);
 }
 
+namespace {
+// A list page's continue token read from its text (empty: none, or not found by the scan).
+std::string ContinueTokenOf(std::string_view page) {
+  const auto md = TopLevelMember(page, "metadata");
+  if (!md) return "";
+  const Json j = Json::parse(*md, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  const auto c = j.find("continue");
+  return c != j.end() && c->is_string() ? c->get<std::string>() : "";
+}
+}  // namespace
+
 StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
                                         const ListOptions& opts,
                                         const std::function<void(Json& page)>& on_page,
@@ -542,21 +563,38 @@ StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
   constexpr int kMaxRestarts = 3;
   int restarts = 0;
   std::string cont;
+  // The next page is asked for while this one is parsed and handed over, so that the server's time
+  // and ours overlap instead of adding up: its continue token is read from the page's text before
+  // the parse (TopLevelMember; the API server writes metadata before items). If the parsed page
+  // names another token (or none), the early request is waited for and dropped.
+  const bool background = BackgroundRequests::Active();
+  auto fetch = [&](const std::string& token) {
+    std::optional<BackgroundRequests> scope;
+    if (background) scope.emplace();
+    return impl_->RequestOk("GET", base + QueryString(opts, false, token), nullptr);
+  };
+  StatusOr<HttpReply> raw = fetch(cont);
+  std::future<StatusOr<HttpReply>> ahead;  // waited for when dropped (its destructor)
+  std::string ahead_cont;
   for (int page = 0; page < 1'000'000; ++page) {
-    auto reply = impl_->RequestJson("GET", base + QueryString(opts, false, cont), nullptr,
-                                    "application/json", skip, prune);
-    if (!reply.ok()) {
+    if (!raw.ok()) {
       // The continue token expired (the server compacted past the list's snapshot): start over,
       // as client-go's pager does, a bounded number of times.
-      if (!cont.empty() && IsGone(reply.status()) && restarts < kMaxRestarts) {
+      if (!cont.empty() && IsGone(raw.status()) && restarts < kMaxRestarts) {
         ++restarts;
         SPDLOG_INFO("k8s: list {}: continue token expired, restarting the list", base);
         cont.clear();
         if (on_restart) on_restart();
+        raw = fetch(cont);
         continue;
       }
-      return reply.status();
+      return raw.status();
     }
+    ahead_cont = ContinueTokenOf(raw->body);
+    if (!ahead_cont.empty()) ahead = std::async(std::launch::async, fetch, ahead_cont);
+    auto reply = Impl::ParseReply("GET", base, std::move(*raw), skip, prune);
+    raw = Internal("consumed");
+    if (!reply.ok()) return reply.status();
     Json& list = *reply;
     if (!list.is_object() || !list.contains("items") ||
         !(list["items"].is_array() || list["items"].is_null())) {
@@ -571,6 +609,7 @@ StatusOr<std::string> Client::ListPages(const Resource& r, std::string_view ns,
     on_page(list);
     if (next.empty()) return rv;
     cont = std::move(next);
+    raw = ahead.valid() && ahead_cont == cont ? ahead.get() : fetch(cont);
   }
   return Internal("GET ", base, ": more than a million pages");
 }

@@ -132,6 +132,30 @@ TEST_F(ClientTest, ListSelectorsAndPages) {
   EXPECT_TRUE(absl::IsInvalidArgument(client_->List(kPods, "", bad).status()));
 }
 
+// ListPages asks for page k+1 while page k is handed over (the server's time and the parse
+// overlap): while on_page holds a page, the request for the next one reaches the server. Each page
+// is asked for once and they arrive in order.
+TEST_F(ClientTest, ListPagesAsksForTheNextPageWhileHandlingOne) {
+  for (int i = 0; i < 7; ++i)
+    ASSERT_TRUE(fake_->Upsert("pods", MakePod("ns", "p" + std::to_string(i), "")).ok());
+  ListOptions paged;
+  paged.limit = 3;  // pages of 3, 3, 1
+  std::vector<std::string> names;
+  std::vector<bool> next_asked;
+  auto rv = client_->ListPages(kPods, "", paged, [&](Json& page) {
+    for (const auto& item : page["items"]) names.push_back(item["metadata"]["name"]);
+    const bool last = !page["metadata"].contains("continue");
+    const int64_t want = static_cast<int64_t>(next_asked.size()) + (last ? 1 : 2);
+    next_asked.push_back(
+        testing::Eventually([&] { return fake_->CountRequests("GET", "^/api/v1/pods$") >= want; },
+                            std::chrono::seconds(5)));
+  });
+  ASSERT_TRUE(rv.ok()) << rv.status();
+  EXPECT_EQ(names, (std::vector<std::string>{"p0", "p1", "p2", "p3", "p4", "p5", "p6"}));
+  EXPECT_EQ(next_asked, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(fake_->CountRequests("GET", "^/api/v1/pods$"), 3);
+}
+
 TEST_F(ClientTest, BindSetsNodeOnceAndMergesAnnotations) {
   auto pod = fake_->Upsert("pods", MakePod("default", "gpu-pod"));
   ASSERT_TRUE(pod.ok());

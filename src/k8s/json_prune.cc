@@ -172,4 +172,27 @@ std::string PruneJson(std::string_view t,
   return out;
 }
 
+std::optional<std::string_view> TopLevelMember(std::string_view t, std::string_view key) {
+  size_t i = SkipSpace(t, 0);
+  if (i >= t.size() || t[i] != '{') return std::nullopt;
+  i = SkipSpace(t, i + 1);
+  if (i < t.size() && t[i] == '}') return std::nullopt;
+  while (i < t.size()) {
+    if (t[i] != '"') return std::nullopt;
+    bool escaped = false;
+    const size_t end = StringEnd(t, i, &escaped);
+    if (end == kNpos) return std::nullopt;
+    const size_t colon = SkipSpace(t, end);
+    if (colon >= t.size() || t[colon] != ':') return std::nullopt;
+    const size_t value = SkipSpace(t, colon + 1);
+    const size_t value_end = SkipValue(t, value);
+    if (value_end == kNpos) return std::nullopt;
+    if (!escaped && t.substr(i + 1, end - i - 2) == key) return t.substr(value, value_end - value);
+    i = SkipSpace(t, value_end);
+    if (i >= t.size() || t[i] != ',') return std::nullopt;  // '}' (not found) or not JSON
+    i = SkipSpace(t, i + 1);
+  }
+  return std::nullopt;
+}
+
 }  // namespace hami::k8s

@@ -13,6 +13,7 @@
 // missing comma or colon, an unterminated string, nesting deeper than kMaxPruneDepth) is returned
 // whole, for the parser to reject.
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,11 @@ inline constexpr size_t kMaxPruneDepth = 512;
 
 std::string PruneJson(std::string_view text,
                       const std::function<bool(int depth, const std::string& key)>& cut);
+
+// The text of the value of member `key` of the top-level object (the first such member, key
+// written without escapes), found by the same scan, or nullopt: no such member, or a text that does
+// not scan as an object up to it. Client::ListPages reads a page's continue token with it before
+// the page is parsed, to ask for the next page meanwhile.
+std::optional<std::string_view> TopLevelMember(std::string_view text, std::string_view key);
 
 }  // namespace hami::k8s

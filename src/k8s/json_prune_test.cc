@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 namespace hami::k8s {
@@ -108,6 +109,39 @@ TEST(PruneJson, ListPageOfPods) {
   const std::string pruned = PruneJson(text, Cut);
   EXPECT_LT(pruned.size(), text.size() / 2);
   EXPECT_EQ(ParseWithCallback(pruned), ParseWithCallback(text));
+}
+
+// TopLevelMember finds a member of the top-level object only, without parsing anything.
+TEST(TopLevelMember, FindsTheTopLevelMemberOnly) {
+  struct Case {
+    const char* text;
+    std::optional<std::string> want;
+  };
+  const Case cases[] = {
+      {R"({"metadata":{"continue":"abc"},"items":[]})", R"({"continue":"abc"})"},
+      {R"({"items":[{"metadata":{"x":1}}],"kind":"PodList","metadata":{"continue":"d"}})",
+       R"({"continue":"d"})"},
+      {R"( { "a" : "}" , "metadata" : [1, "]", {"b":null}] } )", R"([1, "]", {"b":null}])"},
+      {R"({"metadata":"s\"q"})", R"("s\"q")"},
+      {R"({"metadata":12,"metadata":13})", "12"},        // the first one
+      {R"({"items":[{"metadata":{}}]})", std::nullopt},  // only deeper
+      {R"({"meta\u0064ata":{}})", std::nullopt},         // escaped key
+      {R"({})", std::nullopt},
+      {R"([{"metadata":{}}])", std::nullopt},
+      {R"({"items":[1,2})", std::nullopt},  // does not scan
+      {R"({"items" 1,"metadata":{}})", std::nullopt},
+      {R"({"items":1 "metadata":{}})", std::nullopt},
+      {R"({"metadata":{"continue":"abc")", std::nullopt},
+      {"", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    const auto got = TopLevelMember(c.text, "metadata");
+    ASSERT_EQ(got.has_value(), c.want.has_value());
+    if (got) {
+      EXPECT_EQ(std::string(*got), *c.want);
+    }
+  }
 }
 
 }  // namespace
