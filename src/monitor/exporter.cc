@@ -3,6 +3,8 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -54,6 +56,78 @@ BuildInfo DefaultBuildInfo(std::string version, std::string revision, std::strin
 
 BuildInfo CurrentBuildInfo() {
   return DefaultBuildInfo(HAMI_MONITOR_VERSION, HAMI_REVISION, HAMI_MONITOR_BUILD_DATE);
+}
+
+namespace {
+
+// Backslash and line feed escaped; double quotes too in label values (`quotes`), not in HELP text.
+void AppendEscaped(std::string& out, const std::string& v, bool quotes = true) {
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void AppendValue(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "Nan";
+  } else if (std::isinf(v)) {
+    out += v < 0 ? "-Inf" : "+Inf";
+  } else {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 16);
+    out.append(buf, r.ptr);
+  }
+}
+
+}  // namespace
+
+std::string RenderText(const std::vector<MetricFamily>& families) {
+  for (const MetricFamily& f : families) {
+    if (f.type != MetricType::Gauge && f.type != MetricType::Counter) {
+      std::ostringstream os;
+      prometheus::TextSerializer().Serialize(os, families);
+      return os.str();
+    }
+  }
+  std::string out;
+  size_t series = 0;
+  for (const MetricFamily& f : families) series += f.metric.size();
+  out.reserve(series * 160);
+  for (const MetricFamily& f : families) {
+    const bool counter = f.type == MetricType::Counter;
+    if (!f.help.empty()) {
+      out.append("# HELP ").append(f.name).append(" ");
+      AppendEscaped(out, f.help, /*quotes=*/false);
+      out += '\n';
+    }
+    out.append("# TYPE ").append(f.name).append(counter ? " counter\n" : " gauge\n");
+    for (const prometheus::ClientMetric& m : f.metric) {
+      out += f.name;
+      if (!m.label.empty()) {
+        out += '{';
+        for (size_t i = 0; i < m.label.size(); ++i) {
+          if (i > 0) out += ',';
+          out.append(m.label[i].name).append("=\"");
+          AppendEscaped(out, m.label[i].value);
+          out += '"';
+        }
+        out += '}';
+      }
+      out += ' ';
+      AppendValue(out, counter ? m.counter.value : m.gauge.value);
+      if (m.timestamp_ms != 0) out.append(" ").append(std::to_string(m.timestamp_ms));
+      out += '\n';
+    }
+  }
+  return out;
 }
 
 std::optional<double> DutyRatio(const BusyMark& prev, const BusyMark& cur) {
@@ -262,9 +336,7 @@ std::vector<MetricFamily> Exporter::Collect() {
 }
 
 std::string Exporter::Render() {
-  std::ostringstream os;
-  prometheus::TextSerializer().Serialize(os, Collect());
-  return os.str();
+  return RenderText(Collect());
 }
 
 }  // namespace hami::monitor

@@ -1,9 +1,11 @@
 #include "monitor/exporter.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -155,6 +157,44 @@ TEST_F(ExporterTest, ContainerAndHostSeriesWithUpstreamNamesAndLabels) {
   EXPECT_NE(text.find("# TYPE hami_container_device_throttled_seconds_total counter"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE hami_vgpu_memory_used_bytes gauge"), std::string::npos);
+}
+
+// RenderText writes what prometheus::TextSerializer writes, byte for byte, for the exporter's
+// families: escaping of label values, numbers (integers, fractions, 16 significant digits,
+// large, tiny, negative, infinities, NaN), counters and gauges, series without labels, timestamps.
+TEST(RenderText, SameBytesAsPrometheusTextSerializer) {
+  using prometheus::ClientMetric;
+  using prometheus::MetricFamily;
+  using prometheus::MetricType;
+  auto gauge = [](std::vector<ClientMetric::Label> l, double v, int64_t ts = 0) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.gauge.value = v;
+    m.timestamp_ms = ts;
+    return m;
+  };
+  ClientMetric c;
+  c.label = {{"zone", "vGPU"}};
+  c.counter.value = 4294967.295;
+  const std::vector<MetricFamily> families = {
+      {"hami_a_bytes",
+       "Help with \"quotes\".",
+       MetricType::Gauge,
+       {gauge({{"zone", "vGPU"}, {"pod", "we\"ird\\na\nme"}}, 85899345920.0),
+        gauge({{"zone", "vGPU"}}, 0.75), gauge({}, 1.0 / 3), gauge({{"x", ""}}, -2.5e-300),
+        gauge({{"x", "big"}}, 1.2345678901234567e21), gauge({{"x", "inf"}}, HUGE_VAL),
+        gauge({{"x", "-inf"}}, -HUGE_VAL), gauge({{"x", "nan"}}, std::nan("")),
+        gauge({{"x", "ts"}}, 42, 1'700'000'000'123), gauge({{"x", "zero"}}, 0.0),
+        gauge({{"x", "neg0"}}, -0.0), gauge({{"x", "pct"}}, 100.0 * 0.24)}},
+      {"hami_b_seconds_total", "", MetricType::Counter, {c}},
+  };
+  std::ostringstream os;
+  prometheus::TextSerializer().Serialize(os, families);
+  EXPECT_EQ(RenderText(families), os.str());
+  // Where TextSerializer writes HELP text raw (a line feed would end the line), the format's
+  // escaping of backslash and line feed.
+  EXPECT_EQ(RenderText({{"m", "a \\ b\nc", MetricType::Gauge, {}}}),
+            "# HELP m a \\\\ b\\nc\n# TYPE m gauge\n");
 }
 
 // The duty ratio between two readings of libvgpu's busy meter: over the meter's own windows, or

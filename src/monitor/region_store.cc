@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -71,6 +72,10 @@ ScanStats RegionStore::Rescan() {
   MutexLock l(mu_);
   ScanStats stats;
   std::map<std::string, ContainerRegion> next;
+  std::map<std::string, Listing> next_listings;
+  struct timespec now_ts {};
+  clock_gettime(CLOCK_REALTIME, &now_ts);  // the file system's clock, not the injected one
+  const int64_t listed_ns = static_cast<int64_t>(now_ts.tv_sec) * 1'000'000'000 + now_ts.tv_nsec;
   for (const std::string& name : ListDir(options_.root)) {
     std::string pod_uid, container;
     std::string dir_path = options_.root + "/" + name;
@@ -79,6 +84,21 @@ ScanStats RegionStore::Rescan() {
         !S_ISDIR(st.st_mode)) {
       ++stats.skipped;
       continue;
+    }
+    auto listing = listings_.find(name);
+    auto kept = regions_.find(name);
+    if (listing != listings_.end() && kept != regions_.end() &&
+        listing->second.dir_inode == static_cast<uint64_t>(st.st_ino) &&
+        listing->second.dir_mtime_ns == MtimeNs(st) &&
+        kept->second.region->path() == listing->second.file) {
+      struct stat fst;
+      if (lstat(listing->second.file.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) &&
+          static_cast<uint64_t>(fst.st_ino) == kept->second.region->inode()) {
+        next[name] = kept->second;
+        next_listings[name] = listing->second;
+        ++stats.regions;
+        continue;
+      }
     }
     std::vector<CacheFile> files;
     bool crowded = false;
@@ -134,10 +154,15 @@ ScanStats RegionStore::Rescan() {
       ++stats.invalid;
       continue;
     }
+    if (files.size() == 1 && !crowded && chosen->path() == files[0].path &&
+        MtimeNs(st) < listed_ns - 1'000'000'000) {
+      next_listings[name] = Listing{static_cast<uint64_t>(st.st_ino), MtimeNs(st), files[0].path};
+    }
     next[name] = ContainerRegion{name, pod_uid, container, std::move(chosen)};
     ++stats.regions;
   }
   regions_ = std::move(next);
+  listings_ = std::move(next_listings);
   stats_ = stats;
   return stats;
 }

@@ -71,6 +71,18 @@ class RegionStore {
   std::map<std::string, ContainerRegion> regions_ ABSL_GUARDED_BY(mu_);  // by dir
   // file -> last error logged
   std::map<std::string, std::string> reported_ ABSL_GUARDED_BY(mu_);
+  // Per directory whose listing found exactly one *.cache file: the directory's identity and mtime
+  // then, and that file. While the directory's inode and mtime are unchanged, no entry was added,
+  // removed or renamed, so the next scan reuses the listing and only checks the file (two lstat
+  // calls per container instead of a directory read). Kept only when the directory's mtime was
+  // more than a second older than the listing, so that a change within the same timestamp tick
+  // cannot hide.
+  struct Listing {
+    uint64_t dir_inode = 0;
+    int64_t dir_mtime_ns = 0;
+    std::string file;
+  };
+  std::map<std::string, Listing> listings_ ABSL_GUARDED_BY(mu_);
   ScanStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

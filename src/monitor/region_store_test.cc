@@ -124,6 +124,50 @@ TEST(RegionStore, NewestValidCacheFileWins) {
   EXPECT_EQ(store.Regions()[0].region->path(), (*new_file)->path());
 }
 
+// A directory unchanged since it was listed (same inode and mtime, older than a second) is not read
+// again: a file added behind the mtime's back is not seen (the test puts the mtime back); once the
+// directory changes it is listed again; a directory changed less than a second before its listing
+// is always read again.
+TEST(RegionStore, UnchangedDirectoryListingIsReused) {
+  auto set_mtime = [](const std::string& path, time_t sec) {
+    struct timespec times[2] = {{0, UTIME_OMIT}, {sec, 0}};
+    return utimensat(AT_FDCWD, path.c_str(), times, 0);
+  };
+  const time_t now = time(nullptr);
+  struct Case {
+    const char* name;
+    time_t dir_mtime;  // of the directory when listed and after b.cache was added behind its back
+    bool reused;
+  };
+  const Case cases[] = {
+      {"directory unchanged for 10 s: listing reused", now - 10, true},
+      {"directory changed in this second: read again", now, false},
+  };
+  for (const Case& c : cases) {
+    TempDir root;
+    FakeClock clock;
+    const std::string dir = root.path() + "/uid_main";
+    auto a = FakeContainerProcess::Attach(root.path(), "uid", "main", 0, 1, "a.cache");
+    ASSERT_TRUE(a.ok());
+    ASSERT_EQ(set_mtime(dir, c.dir_mtime), 0);
+    RegionStore store({root.path(), 300, 16}, clock);
+    store.Rescan();
+    ASSERT_EQ(store.Regions().size(), 1u) << c.name;
+    // b.cache is newer and would win if the directory were read; the directory's mtime is put back.
+    auto b = FakeContainerProcess::Attach(root.path(), "uid", "main", 0, 1, "b.cache");
+    ASSERT_TRUE(b.ok());
+    ASSERT_EQ(set_mtime((*a)->path(), 1000), 0);
+    ASSERT_EQ(set_mtime(dir, c.dir_mtime), 0);
+    store.Rescan();
+    ASSERT_EQ(store.Regions().size(), 1u) << c.name;
+    EXPECT_EQ(store.Regions()[0].region->path(), c.reused ? (*a)->path() : (*b)->path()) << c.name;
+    // Any change of the directory's mtime: read again, the newer file wins.
+    ASSERT_EQ(set_mtime(dir, c.dir_mtime - 5), 0);
+    store.Rescan();
+    EXPECT_EQ(store.Regions()[0].region->path(), (*b)->path()) << c.name;
+  }
+}
+
 TEST(RegionStore, CleanStaleTable) {
   // The directory's mtime is pinned to kT; the clock decides how old it looks.
   constexpr int64_t kT = 1'700'000'000;
