@@ -42,7 +42,7 @@ int64_t Now(clockid_t c) {
 
 double EnvOr(const char* name, double dflt) {
   const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before any thread
-  return v != nullptr && *v != '\0' ? std::atof(v) : dflt;
+  return v != nullptr && *v != '\0' ? std::strtod(v, nullptr) : dflt;
 }
 
 // One armed container (limits file beside its libvgpu.so, as the device plugin mounts it) with no
@@ -79,8 +79,10 @@ TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   using BusyFn = unsigned long long (*)(int, int);
   testing::TempDir tmp;
   const std::string state = tmp.path() + "/fake.state";
+  // NOLINTBEGIN(concurrency-mt-unsafe): the fake NVML reads them; no other thread yet
   setenv("FAKEGPU_DEVICES", kGpus, 1);
   setenv("FAKEGPU_STATE", state.c_str(), 1);
+  // NOLINTEND(concurrency-mt-unsafe)
   gpu::NvmlOptions o;
   o.library = kNvmlLib;
   auto discovery = gpu::NvmlDiscovery::Open(o);
@@ -132,6 +134,7 @@ TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   usleep(static_cast<useconds_t>(start_us - static_cast<uint64_t>(Now(CLOCK_REALTIME) / 1000)));
   exporter.Render();  // the first reading of every meter
   std::vector<unsigned long long> t0;
+  t0.reserve(ctrs.size());
   for (const Ctr& c : ctrs) t0.push_back(truth_ns(0, c.pid));
   int64_t m0 = Now(CLOCK_MONOTONIC);
   double err_meter = 0, err_nvml = 0;

@@ -1831,7 +1831,9 @@ static void start_watcher_locked(void) {
     g.watcher_started = 1;
     if (g.nvml_ok && nvml_DeviceGetProcessUtilization) {
       /* Armed: the monitor's shares, read once now and then by the watcher. */
-      if (g_armed && g_limits_path[0]) g_share_fd = open(g_limits_path, O_RDONLY | O_CLOEXEC);
+      /* (Only with a limit that applies: a container without one only meters, every 100 ms.) */
+      if (g_armed && g.sm_active && g_limits_path[0])
+        g_share_fd = open(g_limits_path, O_RDONLY | O_CLOEXEC);
       if (g_share_fd >= 0) poll_shares();
       pthread_t t;
       pthread_attr_t a;
