@@ -65,8 +65,16 @@ StatusOr<ClaimEdits> BuildClaimEdits(const ClaimAllocation& claim,
   out.allocation = *std::move(alloc);
   Json env = Json::array();
   for (const auto& [k, v] : out.allocation.envs) env.push_back(StrCat(k, "=", v));
+  // Parents before children (the region directory at the hook dir before libvgpu.so and the limits
+  // file inside it), as CDI's own Apply sorts them: a runtime applying the list in order must not
+  // hide the files under the directory mount.
+  std::vector<deviceplugin::MountSpec> sorted = out.allocation.mounts;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return std::count(a.container_path.begin(), a.container_path.end(), '/') <
+           std::count(b.container_path.begin(), b.container_path.end(), '/');
+  });
   Json mounts = Json::array();
-  for (const auto& m : out.allocation.mounts) {
+  for (const auto& m : sorted) {
     mounts.push_back({{"hostPath", m.host_path},
                       {"containerPath", m.container_path},
                       {"type", "bind"},
