@@ -41,8 +41,12 @@ bool Generated(std::string_view s) {
   });
 }
 
+// At most 80 characters of `s` for a message, control bytes as '?' (an answer may be anything).
 std::string Short(const std::string& s) {
-  return s.size() > 80 ? s.substr(0, 80) + "..." : s;
+  std::string out = s.size() > 80 ? s.substr(0, 80) + "..." : s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < ' ' || c == 127) c = '?';
+  return out;
 }
 
 // A Prometheus sample value: a decimal (or exponent) number text, finite and >= 0.

@@ -94,6 +94,8 @@ TEST(Prometheus, ParseMatrix) {
       {"two points", Matrix({good}), ""},
       {"no series", Matrix(Json::array()), ""},
       {"not JSON", "<html>502 Bad Gateway</html>", "is not a JSON object (starts '<html>502"},
+      {"control bytes are not echoed", "404 page not found\n\x1b[2J",
+       "(starts '404 page not found??[2J')"},
       {"an error answer",
        R"({"status":"error","errorType":"bad_data","error":"1:10: parse error"})",
        "Prometheus: \"bad_data\": \"1:10: parse error\""},
