@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "cmd/log_flags.h"
 #include "cmd/subcommands.h"
+#include "common/libc.h"
 #include "common/log.h"
 #include "common/mutex.h"
 #include "consolidator/controller.h"
@@ -48,9 +49,8 @@ int ConsolidateMain(int argc, char** argv) {
   LogFlags log_flags;
   bool dry_run = false, once = false, leader_elect = true;
   double interval_s = 1800;
-  std::string lease_name = "hami-consolidate", lease_namespace = "kube-system";
-  if (const char* ns = std::getenv("POD_NAMESPACE"); ns != nullptr && *ns != '\0')
-    lease_namespace = ns;
+  std::string lease_name = "hami-consolidate",
+              lease_namespace = GetEnvOr("POD_NAMESPACE", "kube-system");
   consolidator::ControllerOptions o;
   o.usage.overcommit_pct = 200;
   std::vector<std::string> skip = {"kube-system"};

@@ -137,15 +137,15 @@ StatusOr<RoundReport> Controller::RunOnce() {
     const PodRef& pod = snap.pods[static_cast<size_t>(m.pod)];
     const std::string& from = snap.gpus[static_cast<size_t>(m.from)].uuid;
     const std::string& to = snap.gpus[static_cast<size_t>(m.to)].uuid;
-    const std::string what = pod.ns + "/" + pod.name + " " + from + " -> " + to;
+    const std::string what = StrCat(pod.ns, "/", pod.name, " ", from, " -> ", to);
     if (may_act_ && !may_act_()) {
       ++report.skipped;
-      report.lines.push_back(what + ": skipped (no longer leading)");
+      report.lines.push_back(StrCat(what, ": skipped (no longer leading)"));
       continue;
     }
     if (failed_gpus.count(m.from) != 0) {
       ++report.skipped;
-      report.lines.push_back(what + ": skipped (an earlier move off its GPU failed)");
+      report.lines.push_back(StrCat(what, ": skipped (an earlier move off its GPU failed)"));
       continue;
     }
     auto abort_gpu = [&]() {
@@ -158,7 +158,7 @@ StatusOr<RoundReport> Controller::RunOnce() {
         ++report.blocked;
         ++counters_.blocked;
         abort_gpu();
-        report.lines.push_back(what + ": skipped (" + pod.pdb + " allows no more this round)");
+        report.lines.push_back(StrCat(what, ": skipped (", pod.pdb, " allows no more this round)"));
         continue;
       }
     }
@@ -178,9 +178,9 @@ StatusOr<RoundReport> Controller::RunOnce() {
           {key, pod.workload, from, to, now, now + options_.move_timeout_min});
       failures_.erase(pod.workload);
       Event(pod, "Normal", "ConsolidationMove",
-            "Evicted to move off GPU " + from + " on node " + pod.node + " (" + why +
-                "); planned destination GPU " + to + " on node " +
-                snap.gpus[static_cast<size_t>(m.to)].node);
+            StrCat("Evicted to move off GPU ", from, " on node ", pod.node, " (", why,
+                   "); planned destination GPU ", to, " on node ",
+                   snap.gpus[static_cast<size_t>(m.to)].node));
     } else {
       abort_gpu();
       back_off(pod.workload);
@@ -192,9 +192,9 @@ StatusOr<RoundReport> Controller::RunOnce() {
         ++counters_.failed;
       }
       Event(pod, "Warning", blocked ? "ConsolidationBlocked" : "ConsolidationFailed",
-            "Move off GPU " + from + " (" + why + ") not carried out: " + std::string(s.message()));
+            StrCat("Move off GPU ", from, " (", why, ") not carried out: ", s.message()));
     }
-    report.lines.push_back(what + ": " + outcome);
+    report.lines.push_back(StrCat(what, ": ", outcome));
   }
   if (Status s = PublishFreeGpus(objects, snap, evicted_from, &report); !s.ok())
     SPDLOG_WARN("consolidate: publishing free GPUs: {}", s.ToString());
@@ -232,8 +232,7 @@ std::string Controller::RenderMetrics() const {
   std::string out;
   for (const Row& r : rows) {
     const std::string name = std::string("hami_consolidate_") + r.name;
-    out += "# HELP " + name + " " + r.help + "\n# TYPE " + name + " " + r.type + "\n" + name + " " +
-           fmt::format("{}", r.value) + "\n";
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, r.help, r.type, r.value);
   }
   return out;
 }

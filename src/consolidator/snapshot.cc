@@ -253,7 +253,7 @@ Snapshot BuildSnapshot(const Objects& objects, History* history, const scheduler
     ps.name = key;
     ps.workload = WorkloadOf(pod);
     ps.gpu = on[0];
-    ps.tenant = *std::move(tenant);
+    ps.tenant = *tenant;
     int32_t start = MinuteOf(Field(pod, "status", "startTime"));
     if (start < 0) start = MinuteOf(Field(pod, "metadata", "creationTimestamp"));
     ps.since_minute = start < 0 ? now_minute : start;
