@@ -4,9 +4,9 @@
 // format). Usage: monitor_scrape_bench [containers=100] [procs_per_container=2] [scrapes=2000]
 // [metered=1]. metered=1: the regions are metered as libvgpu (layout v5) meters an armed container
 // (hdr.metered_mask), so that from the second scrape on the per-container utilisation comes from
-// the busy meter; metered=0: regions without SM limit and not metered (older libvgpu, unarmed), from
-// NVML's per-process rows (one /proc/<pid>/fd read per reported process) as every region was before
-// the meter. The fake clock advances 2.5 s per scrape.
+// the busy meter; metered=0: regions without SM limit and not metered (older libvgpu, unarmed),
+// from NVML's per-process rows (one /proc/<pid>/fd read per reported process) as every region was
+// before the meter. The fake clock advances 2.5 s per scrape.
 #include <unistd.h>
 
 #include <algorithm>
