@@ -188,6 +188,20 @@ int SimMain(int argc, char** argv) {
                  "--consolidate: plan by profiles of the last this many minutes")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option("--forecast-falling-min", usage_config.forecast_falling_min,
+                 "--consolidate: while the workload's load is not rising, plan by profiles of "
+                 "only the last this many minutes (0: always --forecast-min)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--trend-min", usage_config.trend_min,
+                 "--consolidate: the load trend compares the mean duty of the last this many "
+                 "minutes with the same span before")
+      ->check(CLI::Range(1, 1440))
+      ->capture_default_str();
+  app.add_option("--trend-pct", usage_config.trend_pct,
+                 "--consolidate: not rising: the last span's duty at most this % of the one before")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--plan-contention-bp", usage_config.plan_contention_bp,
                  "--consolidate: the contention likelihood (1/100 %) moves may pack to (0: "
                  "--contention-bp)")

@@ -157,8 +157,9 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   if (config.overcommit_pct < 100) return InvalidArgument("overcommit must be >= 100 %");
   if (config.consolidate && config.stock())
     return InvalidArgument("--consolidate packs by usage: not with --requests");
-  if (config.consolidate && (config.plan_every_min < 1 || config.forecast_min < 1 ||
-                             config.restart_min < 0 || config.relief_every_min < 0))
+  if (config.consolidate &&
+      (config.plan_every_min < 1 || config.forecast_min < 1 || config.forecast_falling_min < 0 ||
+       config.trend_min < 1 || config.restart_min < 0 || config.relief_every_min < 0))
     return InvalidArgument("--plan-every-min and --forecast-min must be >= 1, --restart-min >= 0");
   scheduler::SchedulerOptions so;
   so.policy = config.policy;
@@ -266,11 +267,24 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     std::vector<int> live;  // state pod -> trace pod
     std::vector<std::vector<usage::UsageProfile>> recent(n_work);
     std::vector<usage::UsageProfile> fresh(trace.pods.size());
+    // Per workload, the forecast window: the short one while its load is not rising.
+    std::vector<int32_t> window(n_work, config.forecast_min);
+    if (config.forecast_falling_min > 0) {
+      std::vector<double> recent_duty(n_work, 0), before_duty(n_work, 0);
+      for (const usage::PodSeries& p : trace.pods)
+        for (int32_t t = std::max(p.first, m - 2 * config.trend_min); t < m && t <= p.last(); ++t)
+          (t >= m - config.trend_min ? recent_duty
+                                     : before_duty)[static_cast<size_t>(p.workload)] +=
+              p.duty[static_cast<size_t>(t - p.first)];
+      for (size_t w = 0; w < n_work; ++w)
+        if (recent_duty[w] * 100 <= before_duty[w] * config.trend_pct)
+          window[w] = config.forecast_falling_min;
+    }
     for (size_t i = 0; i < trace.pods.size(); ++i) {
       if (gpu_of[i] < 0) continue;
       const usage::PodSeries& p = trace.pods[i];
       usage::PodSeries tail;
-      tail.first = std::max(p.first, m - config.forecast_min);
+      tail.first = std::max(p.first, m - window[static_cast<size_t>(p.workload)]);
       const auto from = static_cast<size_t>(tail.first - p.first);
       const auto to =
           static_cast<size_t>(std::max(tail.first, std::min(m, p.last() + 1)) - p.first);

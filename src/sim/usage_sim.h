@@ -55,6 +55,13 @@ struct UsageSimConfig {
   int32_t relief_every_min = 0;  // relief-only rounds in between (0: none)
   int plan_contention_bp = 200;  // the planner's packing budget (0: contention_bp)
   int32_t forecast_min = 240;
+  // While its workload's load is falling or flat (mean duty of the last trend_min minutes no more
+  // than trend_pct % of the trend_min before), a pod is planned by profiles of only the last
+  // forecast_falling_min minutes (0: always forecast_min): the night's lower load shows at once,
+  // a rising load keeps the long window's busier hours. Past rows only.
+  int32_t forecast_falling_min = 0;
+  int32_t trend_min = 30;
+  int trend_pct = 100;
   consolidate::Options plan;  // its budgets; plan.pack is set from the knobs above
   bool stock() const { return gpumem_mib > 0; }
 };

@@ -338,13 +338,62 @@ TEST(UsageSimConsolidate, SameTraceAndFlagsSameBytes) {
   }
 }
 
+// Two pods busy (60 % each) until minute 100, then idle: the long window (240 min) still sees
+// the busy minutes until they pass out of it; the short window while the load falls sees the
+// quiet at once. The minute of the first move (-1: none) per forecast.
+TEST(UsageSimConsolidate, AFallingLoadIsPlannedByTheShortWindow) {
+  usage::UsageTrace t;
+  t.workloads = {""};
+  t.minutes = 400;
+  for (const char* name : {"a", "b"}) {
+    usage::PodSeries p;
+    p.name = name;
+    for (int32_t m = 0; m < t.minutes; ++m) {
+      p.duty.push_back(m < 100 ? 6000 : 0);
+      p.mem_mib.push_back(20480);
+    }
+    t.pods.push_back(std::move(p));
+  }
+  const struct {
+    const char* name;
+    int32_t falling_min;
+    int32_t trend_min;  // 120: at 150 the 70 busy minutes of [30, 150) beat the 30 before
+    int32_t want_first_move;
+  } cases[] = {
+      {"long window only", 0, 30, 360},
+      {"short window while falling", 30, 30, 150},
+      {"trend over 120 min: still rising at 150", 30, 120, 180},
+  };
+  for (const auto& k : cases) {
+    UsageSimConfig c = Consolidating(80);
+    c.warmup_min = 60;
+    c.forecast_min = 240;
+    c.forecast_falling_min = k.falling_min;
+    c.trend_min = k.trend_min;
+    auto r = RunUsageSim(t, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    int32_t first = -1;
+    for (const auto& segs : r->placement)
+      if (segs.size() > 1 && (first < 0 || segs[1].from_minute < first))
+        first = segs[1].from_minute;
+    EXPECT_EQ(first, k.want_first_move) << k.name;
+    EXPECT_EQ(r->metrics.oom_pods, 0) << k.name;
+  }
+}
+
+UsageSimConfig FallingWindow(int64_t card_gib) {
+  UsageSimConfig c = Consolidating(card_gib);
+  c.forecast_falling_min = 60;
+  return c;
+}
+
 // Every decision up to minute m (placements and moves: every segment starting at or before m) is
 // the same when the trace ends at m: nothing of the future is used (not the number of pods to
 // come, not their usage, not when pods leave).
 TEST(UsageSim, DecisionsUseNothingOfTheFuture) {
   const auto& t = Synthetic();
-  for (const UsageSimConfig& c :
-       {Stock(141, 48128, 25), Aware(80), Aware(141), Consolidating(80), Consolidating(141)}) {
+  for (const UsageSimConfig& c : {Stock(141, 48128, 25), Aware(80), Aware(141), Consolidating(80),
+                                  Consolidating(141), FallingWindow(80), FallingWindow(141)}) {
     const int64_t card = c.gpu_memory_mib / 1024;
     auto full = RunUsageSim(t, c);
     ASSERT_TRUE(full.ok()) << full.status();
