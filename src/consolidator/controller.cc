@@ -175,7 +175,7 @@ StatusOr<RoundReport> Controller::RunOnce() {
       const std::string key = pod.ns + "/" + pod.name;
       history_.moves[key].push_back(now);
       history_.in_flight.push_back(
-          {key, pod.workload, from, to, now, now + options_.move_timeout_min});
+          {key, pod.uid, pod.workload, from, to, now, now + options_.move_timeout_min});
       failures_.erase(pod.workload);
       Event(pod, "Normal", "ConsolidationMove",
             StrCat("Evicted to move off GPU ", from, " on node ", pod.node, " (", why,

@@ -185,7 +185,9 @@ Snapshot BuildSnapshot(const Objects& objects, History* history, const scheduler
     const Json* replacement = nullptr;
     for (const Json& pod : objects.pods) {
       const std::string key = PodKey(pod);
-      if (claimed.count(key) != 0 || key == f.pod_key || WorkloadOf(pod) != f.workload) continue;
+      if (claimed.count(key) != 0 || Str(Field(pod, "metadata", "uid")) == f.uid ||
+          WorkloadOf(pod) != f.workload)
+        continue;
       if (Str(Field(pod, "status", "phase")) != "Running") continue;
       if (MinuteOf(Field(pod, "metadata", "creationTimestamp")) < f.minute) continue;
       replacement = &pod;
@@ -287,8 +289,12 @@ Snapshot BuildSnapshot(const Objects& objects, History* history, const scheduler
   }
   for (size_t g = 0; g < foreign.size(); ++g)
     if (foreign[g]) state.gpus[g].accepts = false;
-  // Moves under way whose replacement is not running yet: they count toward the budgets.
+  // Moves under way whose replacement is not running yet: they count toward the budgets (an
+  // evicted pod still terminating is in the state already, in flight).
+  std::set<std::string> present;
+  for (const PodRef& r : snap.pods) present.insert(r.uid);
   for (const InFlight& f : history->in_flight) {
+    if (present.count(f.uid) != 0) continue;
     consolidate::PodState ghost;
     ghost.name = f.pod_key;
     ghost.workload = f.workload;

@@ -63,10 +63,12 @@ Hold PdbHold(const Json& pod, const std::vector<Json>& pdbs, std::string* pdb, i
 std::string WorkloadOf(const Json& pod);
 
 // A move the controller carried out and has not seen finish: the pod was evicted at `minute`;
-// it is finished when a pod of the same workload created at or after it runs (that pod inherits
-// the move history), or at `deadline_minute`.
+// it is finished when another pod of the same workload (another uid: a StatefulSet's replacement
+// has the same name) created at or after it runs (that pod inherits the move history), or at
+// `deadline_minute`. While the evicted pod is still there (terminating) it counts as itself.
 struct InFlight {
   std::string pod_key;  // "<ns>/<name>" of the evicted pod
+  std::string uid;      // its uid
   std::string workload;
   std::string from_gpu, to_gpu;  // UUIDs
   int32_t minute = 0;

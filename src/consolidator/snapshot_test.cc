@@ -171,7 +171,8 @@ TEST(Snapshot, MovesUnderWayCountUntilTheReplacementRuns) {
   o.pods = {Pod("ns", "a", "n1", "GPU-a", 20000), Pod("ns", "b", "n1", "GPU-b", 20000, "other")};
   History h;
   h.moves["ns/gone"] = {kNow - 3};
-  h.in_flight.push_back({"ns/gone", "ns/Deployment/web", "GPU-x", "GPU-a", kNow - 3, kNow + 12});
+  h.in_flight.push_back(
+      {"ns/gone", "uid-gone", "ns/Deployment/web", "GPU-x", "GPU-a", kNow - 3, kNow + 12});
   // The replacement was created before the eviction: not it. The move stays under way and its
   // ghost counts.
   Snapshot s = BuildSnapshot(o, &h, Rule(), EligibilityOptions{}, kNow, 15);
@@ -188,7 +189,8 @@ TEST(Snapshot, MovesUnderWayCountUntilTheReplacementRuns) {
   EXPECT_EQ(s.state.pods[0].move_minutes, std::vector<int32_t>{kNow - 3});
   EXPECT_EQ(h.moves.count("ns/gone"), 0u);
   // A move nobody finishes is given up at its deadline.
-  h.in_flight.push_back({"ns/gone2", "ns/Deployment/none", "GPU-x", "GPU-a", kNow - 20, kNow});
+  h.in_flight.push_back(
+      {"ns/gone2", "uid-gone2", "ns/Deployment/none", "GPU-x", "GPU-a", kNow - 20, kNow});
   s = BuildSnapshot(o, &h, Rule(), EligibilityOptions{}, kNow, 15);
   EXPECT_TRUE(h.in_flight.empty());
   ASSERT_EQ(s.timed_out.size(), 1u);
@@ -207,6 +209,40 @@ TEST(Snapshot, BackoffHoldsTheWorkload) {
   h.backoff_until["ns/Deployment/web"] = kNow + 1;
   EXPECT_FALSE(BuildSnapshot(o, &h, Rule(), {}, kNow, 15).state.pods[0].movable);
   EXPECT_TRUE(BuildSnapshot(o, &h, Rule(), {}, kNow + 1, 15).state.pods[0].movable);
+}
+
+TEST(Snapshot, AStatefulSetReplacementKeepsTheNameAndFinishesTheMove) {
+  auto sts = [](const std::string& uid, int32_t created_minute, bool terminating) {
+    Json p = Pod("ns", "db-0", "n1", "GPU-a", 20000);
+    p["metadata"]["uid"] = uid;
+    p["metadata"]["ownerReferences"] = {
+        {{"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"name", "db"}, {"controller", true}}};
+    p["metadata"].erase("labels");
+    p["metadata"]["creationTimestamp"] = k8s::FormatTime(int64_t{created_minute} * 60);
+    if (terminating) p["metadata"]["deletionTimestamp"] = k8s::FormatTime(int64_t{kNow} * 60);
+    return p;
+  };
+  Objects o;
+  o.nodes = {Node("n1", {"GPU-a", "GPU-b"})};
+  History h;
+  h.moves["ns/db-0"] = {kNow - 2};
+  h.in_flight.push_back(
+      {"ns/db-0", "old", "ns/StatefulSet/db", "GPU-a", "GPU-b", kNow - 2, kNow + 13});
+  // The evicted pod is still terminating: it is in the state once (in flight), not also a ghost.
+  o.pods = {sts("old", kNow - 100, true)};
+  Snapshot s = BuildSnapshot(o, &h, Rule(), {}, kNow, 15);
+  ASSERT_EQ(s.state.pods.size(), 1u);
+  EXPECT_TRUE(s.state.pods[0].in_flight);
+  EXPECT_EQ(h.in_flight.size(), 1u);
+  // Gone; the StatefulSet re-created db-0 (another uid) and it runs: the move is finished and the
+  // new db-0 carries the move.
+  o.pods = {sts("new", kNow - 1, false)};
+  s = BuildSnapshot(o, &h, Rule(), {}, kNow, 15);
+  EXPECT_TRUE(h.in_flight.empty());
+  ASSERT_EQ(s.state.pods.size(), 1u);
+  EXPECT_FALSE(s.state.pods[0].in_flight);
+  EXPECT_EQ(s.state.pods[0].move_minutes, std::vector<int32_t>{kNow - 2});
+  EXPECT_TRUE(s.timed_out.empty());
 }
 
 }  // namespace
