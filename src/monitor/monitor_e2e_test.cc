@@ -445,7 +445,8 @@ TEST_F(MonitorE2e, SharesAloneGetsTheWholeGpu) {
 // runs. In its idle time the 70 % one gets the GPU (once the monitor sees it idle: its NVML window
 // of 200 ms and a tick). Each time the 30 % one is back at its share (at least 28 % of a 50 ms
 // window) within 200 ms of its first kernel (p99: the worst of the 16 returns), it keeps it (at
-// least 28 % from 100 to 400 ms after its return: not blocked by the monitor's policing), and it
+// least 26 % from 100 to 400 ms after its return, the 2 points of the shares and 2 of a 300 ms
+// window at load 7 on 2 cores: not blocked by the monitor's policing, which gave 0-24 %), and it
 // takes no more than its share plus what it may carry over its idle time: the default burst at
 // 30 % (15 ms) and one share poll of refill (7.5 ms), 7.5 points of the 300 ms window, with the 2
 // points the shares are held to (it took about 50 % when it banked the idle time that its
@@ -486,7 +487,7 @@ TEST_F(MonitorE2e, SharesReturnOfAnIdleContainerWithin200Ms) {
   EXPECT_LE(sorted.back(), 200.0) << "p99 (the worst of the cycles) of the return time";
   for (const ReturnCycle& c : cycles) {
     if (c.b_after >= 0) {
-      EXPECT_GE(c.b_after, 28.0) << "the returning container lost its share";
+      EXPECT_GE(c.b_after, 26.0) << "the returning container lost its share";
       EXPECT_LE(c.b_after, 30.0 + kCarryPoints) << "the returning container took more";
     }
     if (c.a_idle >= 0) {
@@ -574,7 +575,7 @@ TEST_F(MonitorE2e, SharesBusyProcessesWithoutLimitsCountAsTheWholeGpu) {
   }
 }
 
-// Accuracy of the shares on fake GPUs of 20, 132 and 188 SMs and for kernels of 10 us to 1 ms
+// Accuracy of the shares on fake GPUs of 20, 132 and 188 SMs and for kernels of 10 us to 10 ms
 // (real time): per case, 30/70 both busy, 20/30/50 with the 30 idle (the busy two split the GPU
 // 28.6/71.4) and a 30 % container alone (the whole GPU), each within 2 points (alone: >= 97 %).
 struct AccuracyCase {
@@ -634,7 +635,8 @@ INSTANTIATE_TEST_SUITE_P(SmsAndKernels, MonitorE2eShareAccuracy,
                                            AccuracyCase{"1-8 waves of 100 us", 132, 100, "kernel"},
                                            AccuracyCase{"1-8 waves of 100 us", 188, 100, "kernel"},
                                            AccuracyCase{"10 us", 132, 10, "one"},
-                                           AccuracyCase{"1 ms", 20, 1000, "one"}),
+                                           AccuracyCase{"1 ms", 20, 1000, "one"},
+                                           AccuracyCase{"10 ms", 188, 10000, "one"}),
                          [](const ::testing::TestParamInfo<AccuracyCase>& i) {
                            return std::to_string(i.param.sms) + "Sms" +
                                   (std::string(i.param.path) == "kernel"

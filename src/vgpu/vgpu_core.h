@@ -265,6 +265,9 @@ int vgpu_at_remove(vgpu_alloc_table* t, uint64_t key, int kind, int* dev, uint64
 /* Controller ticks after the limiter was last seen off in which measured time beyond the charges is
  * forgiven (kernels queued while it was off still run): 2 s at the 100 ms window. */
 #define VGPU_LIMITER_GRACE_TICKS 20u
+/* ... and after the rate drops or the limit comes back under work-conserving shares
+ * (vgpu_limiter_lower): 200 ms, the queue the fake and the launch backlog hold. */
+#define VGPU_LIMITER_SHARE_GRACE_TICKS 2u
 /* A calibration segment ends after this many ticks. */
 #define VGPU_LIMITER_SEGMENT_TICKS 20
 /* Each calibration sample keeps 1 - 1/VGPU_LIMITER_CAL_DECAY of the weight of the earlier ones. */
@@ -301,7 +304,8 @@ uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, ui
 void vgpu_limiter_unlimited(vgpu_device_entry* d, uint32_t pct);
 /* The rate drops to `pct` (work-conserving shares: a neighbour came back), or the limit applies
  * again after it was off: the bucket is lowered to the default burst at `pct` (tokens gathered at
- * the higher rate or while off are not spent afterwards) and the refill restarts at `now_ns`. */
+ * the higher rate or while off are not spent afterwards), the refill restarts at `now_ns` and the
+ * grace is cut to VGPU_LIMITER_SHARE_GRACE_TICKS. */
 void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
 /* The container is idle and the node monitor lends its time to busy neighbours (share state
  * VGPU_SHARE_LENT): the same idle time must not also be banked. Credits the refill up to now (a

@@ -59,6 +59,12 @@ void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
   while (cur > cap && !__atomic_compare_exchange_n(&d->tokens_ns, &cur, cap, 0, __ATOMIC_RELAXED,
                                                    __ATOMIC_RELAXED)) {
   }
+  /* Kernels queued while the rate was higher (or off) are forgiven for a short grace only: under
+   * shares the limit comes and goes every few ticks, and 2 s of forgiven time at the wave cost
+   * calibrated before lets a container of long kernels run far above its share. */
+  uint32_t grace = __atomic_load_n(&d->grace_ticks, __ATOMIC_RELAXED);
+  if (grace > VGPU_LIMITER_SHARE_GRACE_TICKS)
+    __atomic_store_n(&d->grace_ticks, VGPU_LIMITER_SHARE_GRACE_TICKS, __ATOMIC_RELAXED);
   /* The time since the last refill was spent at the old rate, or off: not credited at the new. */
   uint64_t last = __atomic_load_n(&d->refill_ns, __ATOMIC_RELAXED);
   while (last < now_ns && !__atomic_compare_exchange_n(&d->refill_ns, &last, now_ns, 0,

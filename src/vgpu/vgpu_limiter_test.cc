@@ -511,12 +511,16 @@ TEST(VgpuLimiter, LowerCutsTheBucketAndRestartsTheRefill) {
     d.tokens_ns = c.tokens;
     d.burst_ns = c.burst;
     d.full_run = 12;
+    d.grace_ticks = VGPU_LIMITER_GRACE_TICKS;  // the limit was off until now
     d.refill_ns = c.refill;
     c.op(&d, c.pct, c.now);
     EXPECT_EQ(d.tokens_ns, c.want_tokens) << c.name;
     EXPECT_EQ(d.refill_ns, c.want_refill) << c.name;
     EXPECT_EQ(d.burst_ns, c.want_burst) << c.name;
     EXPECT_EQ(d.full_run, c.op == lent ? 0u : 12u) << c.name;
+    EXPECT_EQ(d.grace_ticks,
+              c.op == lent ? VGPU_LIMITER_GRACE_TICKS : VGPU_LIMITER_SHARE_GRACE_TICKS)
+        << c.name;
     // The next refill credits only what accrues from now at the new rate.
     if (c.tokens > 0) {
       EXPECT_EQ(vgpu_limiter_try(&d, c.pct, 0, c.want_refill + 10 * kMs), 0u) << c.name;
