@@ -6,6 +6,7 @@
 // refuses such claims instead. Pure.
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nlohmann/json_fwd.hpp"
@@ -17,7 +18,7 @@ struct PodRef {
   std::string name;
   std::string uid;
   bool operator==(const PodRef&) const = default;
-  auto operator<=>(const PodRef&) const = default;
+  bool operator<(const PodRef& o) const { return std::tie(name, uid) < std::tie(o.name, o.uid); }
 };
 std::vector<PodRef> ReservedPods(const nlohmann::json& claim);
 
