@@ -60,187 +60,181 @@ TEST(Planner, Table) {
     const char* want;  // FormatPlan
   };
   const auto none = [](ClusterState*, Options*) {};
-  const Case
-      cases
-          [] = {
-            {"two lone quiet pods: the first of the least loaded GPUs is emptied onto the other",
-             Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(20, 30))}), none,
-             "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"the less loaded GPU goes, whatever its index",
-             Cluster(2, {P("a", 0, T(30, 40)), P("b", 1, T(20, 30))}), none,
-             "move b g1 -> g0 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"memory: levels plus the largest spike pass the card",
-             Cluster(2, {P("a", 0, T(40, 70)), P("b", 1, T(40, 70))}), none,
-             "keep g0 (empty-gpu): a fits on no other GPU: memory\n"
-             "keep g1 (empty-gpu): b fits on no other GPU: memory\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"duty: two pods busy 60 % in the same hours contend",
-             Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 1, T(20, 30, 60))}), none,
-             "keep g0 (empty-gpu): a fits on no other GPU: duty\n"
-             "keep g1 (empty-gpu): b fits on no other GPU: duty\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"an empty GPU is never an empty-gpu destination", Cluster(2, {P("a", 0, T(20, 30))}),
-             none,
-             "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"a GPU that does not accept pods (cordoned) is no destination",
-             Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(20, 30))}),
-             [](ClusterState* s, Options*) { s->gpus[1].accepts = false; },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a fits on no other GPU: none open\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"the fullest GPU that fits receives; a GPU that received is not emptied",
-             Cluster(3, {P("a", 0, T(10, 20)), P("b", 1, T(20, 30)), P("c", 2, T(25, 30)),
-                         P("d", 2, T(10, 20))}),
-             none,
-             "move a g0 -> g2 (empty-gpu)\nmove b g1 -> g2 (empty-gpu)\n"
-             "saving 2 GPU(s): 2 freed, 0 opened\n"},
-            {"a GPU is emptied only when all its pods fit elsewhere (a would fit on g1, b not)",
-             Cluster(2, {P("a", 0, T(30, 40)), P("b", 0, T(45, 55)), P("c", 1, T(50, 60))}), none,
-             "keep g1 (empty-gpu): c fits on no other GPU: memory\n"
-             "keep g0 (empty-gpu): b fits on no other GPU: memory\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"a GPU of two pods is emptied onto two GPUs",
-             Cluster(3, {P("a", 0, T(30, 40)), P("b", 0, T(30, 40)), P("c", 1, T(50, 60)),
-                         P("d", 2, T(45, 55))}),
-             none,
-             "move a g0 -> g1 (empty-gpu)\nmove b g0 -> g2 (empty-gpu)\n"
-             "keep g2 (empty-gpu): d fits on no other GPU: memory\n"
-             "keep g1 (empty-gpu): c fits on no other GPU: memory\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"relief: two pods contending send the latest to arrive to an empty GPU",
-             Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}),
-             [](ClusterState* s, Options*) { s->pods[1].since_minute = 100; },
-             "move b g0 -> g1 (relief)\nkeep g0 (empty-gpu): a fits on no other GPU: duty\n"
-             "saving -1 GPU(s): 0 freed, 1 opened\n"},
-            {"relief goes to a GPU where the pod fits before it opens one",
-             Cluster(3, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60)), P("c", 1, T(20, 30))}),
-             [](ClusterState* s, Options*) { s->pods[1].since_minute = 100; },
-             "move b g0 -> g1 (relief)\nkeep g0 (empty-gpu): a fits on no other GPU: duty\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"relief without an empty GPU: refused",
-             Cluster(1, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}), none,
-             "keep g0 (relief): a fits on no other GPU: none open\n"
-             "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"hysteresis: contention between the packing and the relief budgets stays put",
-             Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}),
-             [](ClusterState*, Options* o) { o->relief_contention_bp = 10001; },
-             "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"memory overflow is relieved too",
-             Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}), none,
-             "move a g0 -> g1 (relief)\nkeep g0 (empty-gpu): b fits on no other GPU: memory\n"
-             "saving -1 GPU(s): 0 freed, 1 opened\n"},
-            {"relief off", Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}),
-             [](ClusterState*, Options* o) { o->relief = false; },
-             "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"not movable (owner, PDB, opt-out)",
-             Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options*) { s->pods[0].movable = false; },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a not movable\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"a move in flight", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options*) { s->pods[0].in_flight = true; },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a move in flight\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"within its restart time", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options*) { s->pods[0].since_minute = 599; },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a within its restart time\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"restart time passed", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options*) { s->pods[0].since_minute = 598; },
-             "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"two moves in the last day", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options*) {
-               s->pods[0].move_minutes = {0, 400};
-             },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a moves per pod per day\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"empty-gpu moves may leave one of the day's moves for relief",
-             Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
-             [](ClusterState* s, Options* o) {
-               s->pods[0].move_minutes = {400};
-               o->max_empty_moves_pod_day = 1;
-             },
-             "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a moves per pod per day\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"... and relief may use it", Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}),
-             [](ClusterState* s, Options* o) {
-               s->pods[0].move_minutes = {400};
-               s->pods[1].move_minutes = {400};
-               o->max_empty_moves_pod_day = 1;
-             },
-             "move a g0 -> g1 (relief)\nkeep g0 (empty-gpu): b moves per pod per day\n"
-             "saving -1 GPU(s): 0 freed, 1 opened\n"},
-            {"a move older than a day does not count",
-             Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}, 2000),
-             [](ClusterState* s, Options*) {
-               s->pods[0].move_minutes = {500, 1900};
-             },
-             "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"its workload has its concurrent moves in flight",
-             Cluster(3, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
-                         P("c", 2, T(10, 20), "x"), P("d", 2, T(10, 20), "z")}),
-             [](ClusterState* s, Options* o) {
-               s->pods[2].in_flight = true;
-               o->max_concurrent_workload = 1;
-             },
-             "move b g1 -> g2 (empty-gpu)\nkeep g0 (empty-gpu): a concurrent moves of its "
-             "workload\n"
-             "saving 1 GPU(s): 1 freed, 0 opened\n"},
-            {"the cluster has its concurrent moves in flight",
-             Cluster(3, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
-                         P("c", 2, T(10, 20), "z")}),
-             [](ClusterState* s, Options* o) {
-               s->pods[2].in_flight = true;
-               o->max_concurrent_cluster = 1;
-             },
-             "keep g2 (empty-gpu): c move in flight\n"
-             "keep g0 (empty-gpu): a concurrent moves in the cluster\n"
-             "keep g1 (empty-gpu): b concurrent moves in the cluster\n"
-             "saving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"moves per window: one started 30 min ago fills a window of 1",
-             Cluster(3, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("c", 2, T(35, 40))}),
-             [](ClusterState* s, Options* o) {
-               s->pods[2].move_minutes = {570};
-               o->max_moves_window = 1;
-             },
-             "keep g0 (empty-gpu): a moves per window\nkeep g1 (empty-gpu): b moves per window\n"
-             "keep g2 (empty-gpu): c moves per window\nsaving 0 GPU(s): 0 freed, 0 opened\n"},
-            {"a pod on no GPU (evicted, its replacement not placed yet) counts toward its workload",
-             Cluster(2, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
-                         P("gone", -1, T(10, 20), "x")}),
-             [](ClusterState* s, Options* o) {
-               s->pods[2].in_flight = true;
-               o->max_concurrent_workload = 1;
-             },
-             "keep g0 (empty-gpu): a concurrent moves of its workload
-             "
-             "move b g1 -> g0 (empty-gpu)
-             saving 1 GPU(s) : 1 freed,
-             0 opened "},
-             {
-               "... and toward the window, and is neither moved nor a destination",
-               Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("gone", -1, T(10, 20))}),
-               [](ClusterState* s, Options* o) {
-                 s->pods[2].in_flight = true;
-                 s->pods[2].move_minutes = {595};
-                 o->max_moves_window = 1;
-               },
-               "keep g0 (empty-gpu): a moves per window
-               keep g1(empty - gpu) : b moves per window "
-                                                         "saving 0 GPU(s): 0 freed, 0 opened
-                                                         "},
-               {"moves per window: a move before the window does not count",
-                Cluster(3, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("c", 2, T(35, 40))}),
-                [](ClusterState* s, Options* o) {
-                  s->pods[2].move_minutes = {540};
-                  o->max_moves_window = 1;
-                },
-                "move a g0 -> g2 (empty-gpu)\nkeep g1 (empty-gpu): b moves per window\n"
-                "saving 1 GPU(s): 1 freed, 0 opened\n"},
-             };
+  const Case cases[] =
+      {
+          {"two lone quiet pods: the first of the least loaded GPUs is emptied onto the other",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(20, 30))}), none,
+           "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"the less loaded GPU goes, whatever its index",
+           Cluster(2, {P("a", 0, T(30, 40)), P("b", 1, T(20, 30))}), none,
+           "move b g1 -> g0 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"memory: levels plus the largest spike pass the card",
+           Cluster(2, {P("a", 0, T(40, 70)), P("b", 1, T(40, 70))}), none,
+           "keep g0 (empty-gpu): a fits on no other GPU: memory\n"
+           "keep g1 (empty-gpu): b fits on no other GPU: memory\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"duty: two pods busy 60 % in the same hours contend",
+           Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 1, T(20, 30, 60))}), none,
+           "keep g0 (empty-gpu): a fits on no other GPU: duty\n"
+           "keep g1 (empty-gpu): b fits on no other GPU: duty\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"an empty GPU is never an empty-gpu destination", Cluster(2, {P("a", 0, T(20, 30))}),
+           none,
+           "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"a GPU that does not accept pods (cordoned) is no destination",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(20, 30))}),
+           [](ClusterState* s, Options*) { s->gpus[1].accepts = false; },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a fits on no other GPU: none open\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"the fullest GPU that fits receives; a GPU that received is not emptied",
+           Cluster(3, {P("a", 0, T(10, 20)), P("b", 1, T(20, 30)), P("c", 2, T(25, 30)),
+                       P("d", 2, T(10, 20))}),
+           none,
+           "move a g0 -> g2 (empty-gpu)\nmove b g1 -> g2 (empty-gpu)\n"
+           "saving 2 GPU(s): 2 freed, 0 opened\n"},
+          {"a GPU is emptied only when all its pods fit elsewhere (a would fit on g1, b not)",
+           Cluster(2, {P("a", 0, T(30, 40)), P("b", 0, T(45, 55)), P("c", 1, T(50, 60))}), none,
+           "keep g1 (empty-gpu): c fits on no other GPU: memory\n"
+           "keep g0 (empty-gpu): b fits on no other GPU: memory\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"a GPU of two pods is emptied onto two GPUs",
+           Cluster(3, {P("a", 0, T(30, 40)), P("b", 0, T(30, 40)), P("c", 1, T(50, 60)),
+                       P("d", 2, T(45, 55))}),
+           none,
+           "move a g0 -> g1 (empty-gpu)\nmove b g0 -> g2 (empty-gpu)\n"
+           "keep g2 (empty-gpu): d fits on no other GPU: memory\n"
+           "keep g1 (empty-gpu): c fits on no other GPU: memory\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"relief: two pods contending send the latest to arrive to an empty GPU",
+           Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}),
+           [](ClusterState* s, Options*) { s->pods[1].since_minute = 100; },
+           "move b g0 -> g1 (relief)\nkeep g0 (empty-gpu): a fits on no other GPU: duty\n"
+           "saving -1 GPU(s): 0 freed, 1 opened\n"},
+          {"relief goes to a GPU where the pod fits before it opens one",
+           Cluster(3, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60)), P("c", 1, T(20, 30))}),
+           [](ClusterState* s, Options*) { s->pods[1].since_minute = 100; },
+           "move b g0 -> g1 (relief)\nkeep g0 (empty-gpu): a fits on no other GPU: duty\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"relief without an empty GPU: refused",
+           Cluster(1, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}), none,
+           "keep g0 (relief): a fits on no other GPU: none open\n"
+           "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"hysteresis: contention between the packing and the relief budgets stays put",
+           Cluster(2, {P("a", 0, T(20, 30, 60)), P("b", 0, T(20, 30, 60))}),
+           [](ClusterState*, Options* o) { o->relief_contention_bp = 10001; },
+           "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"memory overflow is relieved too",
+           Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}), none,
+           "move a g0 -> g1 (relief)\nkeep g0 (empty-gpu): b fits on no other GPU: memory\n"
+           "saving -1 GPU(s): 0 freed, 1 opened\n"},
+          {"relief off", Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}),
+           [](ClusterState*, Options* o) { o->relief = false; },
+           "keep g0 (empty-gpu): a fits on no other GPU: none open\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"not movable (owner, PDB, opt-out)",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options*) { s->pods[0].movable = false; },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a not movable\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"a move in flight", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options*) { s->pods[0].in_flight = true; },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a move in flight\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"within its restart time", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options*) { s->pods[0].since_minute = 599; },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a within its restart time\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"restart time passed", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options*) { s->pods[0].since_minute = 598; },
+           "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"two moves in the last day", Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options*) {
+             s->pods[0].move_minutes = {0, 400};
+           },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a moves per pod per day\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"empty-gpu moves may leave one of the day's moves for relief",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}),
+           [](ClusterState* s, Options* o) {
+             s->pods[0].move_minutes = {400};
+             o->max_empty_moves_pod_day = 1;
+           },
+           "move b g1 -> g0 (empty-gpu)\nkeep g0 (empty-gpu): a moves per pod per day\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"... and relief may use it", Cluster(2, {P("a", 0, T(40, 70)), P("b", 0, T(40, 70))}),
+           [](ClusterState* s, Options* o) {
+             s->pods[0].move_minutes = {400};
+             s->pods[1].move_minutes = {400};
+             o->max_empty_moves_pod_day = 1;
+           },
+           "move a g0 -> g1 (relief)\nkeep g0 (empty-gpu): b moves per pod per day\n"
+           "saving -1 GPU(s): 0 freed, 1 opened\n"},
+          {"a move older than a day does not count",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40))}, 2000),
+           [](ClusterState* s, Options*) {
+             s->pods[0].move_minutes = {500, 1900};
+           },
+           "move a g0 -> g1 (empty-gpu)\nsaving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"its workload has its concurrent moves in flight",
+           Cluster(3, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
+                       P("c", 2, T(10, 20), "x"), P("d", 2, T(10, 20), "z")}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].in_flight = true;
+             o->max_concurrent_workload = 1;
+           },
+           "move b g1 -> g2 (empty-gpu)\nkeep g0 (empty-gpu): a concurrent moves of its "
+           "workload\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"the cluster has its concurrent moves in flight",
+           Cluster(3, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
+                       P("c", 2, T(10, 20), "z")}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].in_flight = true;
+             o->max_concurrent_cluster = 1;
+           },
+           "keep g2 (empty-gpu): c move in flight\n"
+           "keep g0 (empty-gpu): a concurrent moves in the cluster\n"
+           "keep g1 (empty-gpu): b concurrent moves in the cluster\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"moves per window: one started 30 min ago fills a window of 1",
+           Cluster(3, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("c", 2, T(35, 40))}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].move_minutes = {570};
+             o->max_moves_window = 1;
+           },
+           "keep g0 (empty-gpu): a moves per window\nkeep g1 (empty-gpu): b moves per window\n"
+           "keep g2 (empty-gpu): c moves per window\nsaving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"a pod on no GPU (evicted, its replacement not placed yet) counts toward its workload",
+           Cluster(2, {P("a", 0, T(20, 30), "x"), P("b", 1, T(30, 40), "y"),
+                       P("gone", -1, T(10, 20), "x")}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].in_flight = true;
+             o->max_concurrent_workload = 1;
+           },
+           "move b g1 -> g0 (empty-gpu)\n"
+           "keep g0 (empty-gpu): a concurrent moves of its workload\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+          {"... and toward the window, and is neither moved nor a destination",
+           Cluster(2, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("gone", -1, T(10, 20))}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].in_flight = true;
+             s->pods[2].move_minutes = {595};
+             o->max_moves_window = 1;
+           },
+           "keep g0 (empty-gpu): a moves per window\nkeep g1 (empty-gpu): b moves per window\n"
+           "saving 0 GPU(s): 0 freed, 0 opened\n"},
+          {"moves per window: a move before the window does not count",
+           Cluster(3, {P("a", 0, T(20, 30)), P("b", 1, T(30, 40)), P("c", 2, T(35, 40))}),
+           [](ClusterState* s, Options* o) {
+             s->pods[2].move_minutes = {540};
+             o->max_moves_window = 1;
+           },
+           "move a g0 -> g2 (empty-gpu)\nkeep g1 (empty-gpu): b moves per window\n"
+           "saving 1 GPU(s): 1 freed, 0 opened\n"},
+      };
   for (const Case& c : cases) {
     ClusterState s = c.state;
     Options o = Defaults();
