@@ -29,6 +29,13 @@ function(hami_unit_target)
   set_property(GLOBAL APPEND PROPERTY HAMI_UNIT_TARGETS ${ARGN})
 endfunction()
 
+# HAMI_TEST_OPT_FLAGS: extra flags for the sources of the test binaries only (hami_test), after the
+# build type's, so "-O0" compiles the test code without optimization while the code under test keeps
+# the build's -O2. scripts/test sets it on CI, where compile time is most of the run (docs/benchmarks.md,
+# "Test time (CI)"); empty (the default) changes nothing.
+set(HAMI_TEST_OPT_FLAGS "" CACHE STRING "Extra compile flags for test sources (e.g. -O0 on CI)")
+separate_arguments(_hami_test_opt_flags UNIX_COMMAND "${HAMI_TEST_OPT_FLAGS}")
+
 # hami_test(NAME <exe> SRCS ... DEPS ... [LABELS ...]): a GoogleTest binary, one ctest entry per test.
 # Labels: "unit" (fast, hermetic; also run under ASan+UBSan in CI), "integration", "fuzz".
 function(hami_test)
@@ -40,7 +47,7 @@ function(hami_test)
     set(A_TIMEOUT 300)
   endif()
   add_executable(${A_NAME} ${A_SRCS})
-  target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS})
+  target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS} ${_hami_test_opt_flags})
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   if("unit" IN_LIST A_LABELS)
     hami_unit_target(${A_NAME})
