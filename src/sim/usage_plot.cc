@@ -84,12 +84,16 @@ std::string UsagePlotSvg(const std::vector<UsageMinute>& series, const std::stri
     double top;  // the value at the top of the axis
     std::vector<std::pair<const char*, Line>> lines;
   };
-  auto pct = [](int64_t num, int64_t den) { return den > 0 ? 100.0 * num / den : 0.0; };
+  auto pct = [](int64_t num, int64_t den) {
+    return den > 0 ? 100.0 * static_cast<double>(num) / static_cast<double>(den) : 0.0;
+  };
   const std::vector<Panel> panels = {
       {"GPUs in use",
        static_cast<double>(most),
-       {{"placement", {"#1f77b4", "", [](const UsageMinute& u) { return 1.0 * u.gpus; }}},
-        {"whole cards", {"#7f7f7f", "4 3", [](const UsageMinute& u) { return 1.0 * u.pods; }}}}},
+       {{"placement",
+         {"#1f77b4", "", [](const UsageMinute& u) { return static_cast<double>(u.gpus); }}},
+        {"whole cards",
+         {"#7f7f7f", "4 3", [](const UsageMinute& u) { return static_cast<double>(u.pods); }}}}},
       {"utilization, % of the GPUs in use",
        100,
        {{"sum of duty, at most 100 % a GPU",
