@@ -475,7 +475,7 @@ TEST_F(InformerTest, StoredObjectsReadBackExactly) {
 }
 
 // The first list's objects are handed on page by page as they are read, not after the last page:
-// a large list never holds every object parsed at once.
+// a large list never holds every object parsed at once (at most one page read ahead).
 TEST_F(InformerTest, ListedObjectsAreDeliveredPageByPage) {
   for (int i = 0; i < 25; ++i)
     ASSERT_TRUE(fake_->Upsert("pods", MakePod("default", "p" + std::to_string(i))).ok());
@@ -496,7 +496,9 @@ TEST_F(InformerTest, ListedObjectsAreDeliveredPageByPage) {
   inf.Stop();
   std::lock_guard<std::mutex> l(mu);
   ASSERT_EQ(pages_read_at_add.size(), 25u);
-  EXPECT_EQ(pages_read_at_add.front(), 1) << "the first page's objects come before page 2 is read";
+  // The client asks for the next page while it parses one (Client::ListPages), so page 2 may be
+  // read already when page 1's objects arrive; page 3 must not be.
+  EXPECT_LE(pages_read_at_add.front(), 2) << "the first page's objects come before page 3 is read";
   EXPECT_EQ(pages_read_at_add.back(), 3);
 }
 
