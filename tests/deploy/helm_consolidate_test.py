@@ -4,36 +4,16 @@ with consolidate.enabled the chart renders `hami consolidate` as a Deployment wh
 accepts (argv[1]: the built hami binary), a dry run unless consolidate.dryRun is false, and RBAC with
 exactly the verbs the controller uses (the Eviction API, PDBs, nodes, Events, its Lease). Helm from
 scripts/helm.sh (77 = skipped). Run from the repository root."""
-import os
 import subprocess
 import sys
 
-import yaml
+from helmtest import check, failures, render as render_chart
 
-ROOT = os.getcwd()
-CHART = os.path.join(ROOT, "deploy/helm/hami")
 HAMI = sys.argv[1] if len(sys.argv) > 1 else ""
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL", what)
-
-
-r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
-if r.returncode == 77:
-    print(r.stderr.strip() or "helm not available", file=sys.stderr)
-    sys.exit(77)
-HELM = r.stdout.strip().splitlines()[-1]
 
 
 def render(*args):
-    r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", *args], capture_output=True,
-                       text=True)
-    check(r.returncode == 0, f"helm template {args}: {r.stderr.strip()}")
-    return [d for d in yaml.safe_load_all(r.stdout) if d]
+    return render_chart(*args)[1]
 
 
 def mine(docs):

@@ -9,34 +9,16 @@ import os
 import subprocess
 import sys
 
-import yaml
+from helmtest import ROOT, check, failures, render as render_chart, template
 
-ROOT = os.getcwd()
-CHART = os.path.join(ROOT, "deploy/helm/hami")
 HAMI = sys.argv[1] if len(sys.argv) > 1 else ""
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL", what)
-
-
-r = subprocess.run([os.path.join(ROOT, "scripts/helm.sh")], capture_output=True, text=True)
-if r.returncode == 77:
-    print(r.stderr.strip() or "helm not available", file=sys.stderr)
-    sys.exit(77)
-HELM = r.stdout.strip().splitlines()[-1]
 
 
 def render(*args, fail=False):
-    r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", *args], capture_output=True,
-                       text=True)
     if fail:
+        r = template(*args)
         return r.returncode, r.stderr
-    check(r.returncode == 0, f"helm template {args}: {r.stderr.strip()}")
-    return r.stdout, [d for d in yaml.safe_load_all(r.stdout) if d]
+    return render_chart(*args)
 
 
 def one(docs, kind, suffix=""):
