@@ -17,15 +17,16 @@ for dir in base overlays/*; do
   [ "$n" -gt 0 ]
 done
 # Every reference in a deployable overlay resolves (the base alone leaves the TLS secret to overlays).
-for o in overlays-dev overlays-production; do
+for o in overlays-dev overlays-production overlays-dra; do
   /usr/bin/python3 check-refs.py "$out/$o.yaml"
 done
 # Rendered output must keep the objects the components rely on.
 grep -q 'kind: KubeSchedulerConfiguration' "$out/base.yaml"
 grep -q 'kind: MutatingWebhookConfiguration' "$out/overlays-production.yaml"
 ! grep -q 'kind: MutatingWebhookConfiguration' "$out/overlays-dev.yaml"
+grep -q 'kind: DeviceClass' "$out/overlays-dra.yaml"
 conf='{extends: default, rules: {line-length: {max: 120}, indentation: {indent-sequences: whatever}}}'
-yamllint -s -d "$conf" base overlays helm/hami/Chart.yaml helm/hami/values.yaml
+yamllint -s -d "$conf" base overlays components helm/hami/Chart.yaml helm/hami/values.yaml
 # kubectl's rendering has no leading '---'; everything else is held to the same rules.
 rendered='{extends: default, rules: {line-length: {max: 160}, document-start: disable, indentation: {indent-sequences: whatever}}}'
 yamllint -s -d "$rendered" "$out"

@@ -22,6 +22,7 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/leader_election.h"
+#include "scheduler/gpu_reservation.h"
 #include "scheduler/usage_rule.h"
 
 namespace hami::cmd {
@@ -93,12 +94,20 @@ int ConsolidateMain(int argc, char** argv) {
                  "moves started within the window (0: no cap)");
   app.add_option("--move-timeout-min", o.move_timeout_min,
                  "a move whose replacement does not run by then is given up and backs off");
+  app.add_option("--reserve-min", o.reserve_min,
+                 "the destination GPU is reserved for the moved pod's replacement this long (0: "
+                 "not reserved)")
+      ->check(CLI::Range(0, static_cast<int>(scheduler::kMaxGpuReservationS / 60)));
   app.add_option("--skip-namespaces", skip,
                  "namespaces never touched (also: a namespace "
                  "labelled hami.io/no-consolidate)")
       ->delimiter(',');
   app.add_flag("--leader-elect,!--no-leader-elect", leader_elect,
                "only the holder of the Lease plans and moves (default on)");
+  std::string history_configmap = "hami-consolidate-history";
+  app.add_option("--history-configmap", history_configmap,
+                 "ConfigMap (in the Lease's namespace) keeping moves, moves under way and "
+                 "back-offs across leaders (\"\": kept in memory only)");
   app.add_option("--leader-elect-resource-name", lease_name, "the Lease's name");
   app.add_option("--leader-elect-resource-namespace", lease_namespace,
                  "the Lease's namespace (default $POD_NAMESPACE, else kube-system)");
@@ -115,6 +124,8 @@ int ConsolidateMain(int argc, char** argv) {
   if (Status s = scheduler::ValidateUsageRuleOptions(o.usage); !s.ok()) return Fail("--usage-*", s);
   o.eligibility.skip_namespaces = {skip.begin(), skip.end()};
   o.dry_run = dry_run;
+  o.history_namespace = lease_namespace;
+  o.history_name = history_configmap;
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   o.host = host;

@@ -1,6 +1,7 @@
 // `hami dra-plugin`: the kubelet DRA plugin of the node agent (docs/dra.md). Flags and wiring only:
-// GPU discovery (NVML via dlopen), the node's ResourceSlice kept published, the kubelet gRPC
-// services (Registration, DRAPlugin v1/v1beta1) over the driver (claims, ledger, CDI, checkpoint).
+// the vendor's discovery (NVIDIA: NVML via dlopen; Ascend: a devices file; dra/vendor.h), the
+// node's ResourceSlice kept published, the kubelet gRPC services (Registration, DRAPlugin
+// v1/v1beta1) over the driver (claims, ledger, CDI, checkpoint).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
@@ -15,12 +16,11 @@
 #include "deviceplugin/node_devices.h"
 #include "dra/checkpoint.h"
 #include "dra/driver.h"
-#include "dra/gpu_extras.h"
 #include "dra/health.h"
 #include "dra/publisher.h"
 #include "dra/server.h"
 #include "dra/slice.h"
-#include "gpu/nvml_discovery.h"
+#include "dra/vendor.h"
 #include "spdlog/spdlog.h"
 
 namespace hami::cmd {
@@ -37,7 +37,8 @@ int DraPluginMain(int argc, char** argv) {
   deviceplugin::PluginConfig cfg;  // libvgpu paths and the device knobs of device-config.yaml
   dra::ServerOptions server_opts;
   std::string kubeconfig, node_name, device_config_file;
-  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string vendor_name = "nvidia";
+  dra::VendorOptions vendor_opts;
   std::string cdi_root = "/var/run/cdi";
   std::string boot_id_file = "/proc/sys/kernel/random/boot_id";
   int resync_s = 10;
@@ -51,7 +52,8 @@ int DraPluginMain(int argc, char** argv) {
                  "kubeconfig FILE (default: in-cluster, then $KUBECONFIG, ~/.kube/config)");
   app.add_option("--node-name", node_name, "this node's name (default: env NODE_NAME)");
   app.add_option("--driver-name", server_opts.driver,
-                 "DRA driver name (upstream HAMi-DRA's, so its DeviceClass and claims work)")
+                 "DRA driver name (upstream HAMi-DRA's, so its DeviceClass and claims work; "
+                 "--vendor ascend: ascend.project-hami.io)")
       ->capture_default_str();
   app.add_option("--registry-dir", server_opts.registry_dir,
                  "kubelet plugin registry: serves <dir>/<driver-name>-reg.sock")
@@ -60,7 +62,23 @@ int DraPluginMain(int argc, char** argv) {
                  "dra.sock and checkpoint.json (default: /var/lib/kubelet/plugins/<driver-name>)");
   app.add_option("--cdi-root", cdi_root, "directory of the transient CDI specs")
       ->capture_default_str();
-  app.add_option("--nvml-library", nvml_library, "NVML library to dlopen (normal library search)")
+  app.add_option("--vendor", vendor_name,
+                 "whose devices: nvidia (NVML, libvgpu) or ascend (--devices-file, HAMi's vNPU "
+                 "core library); sets the default --driver-name")
+      ->capture_default_str();
+  app.add_option("--nvml-library", vendor_opts.nvml_library,
+                 "NVML library to dlopen (normal library search)")
+      ->capture_default_str();
+  app.add_option("--devices-file", vendor_opts.devices_file,
+                 "ascend: the node's NPUs as JSON in the registration format of HAMi's Ascend "
+                 "device plugin ([{\"id\",\"index\",\"devmem\",\"type\",\"numa\"}]; index = "
+                 "physical id)");
+  app.add_option("--vnpu-core-dir", vendor_opts.vnpu_core_dir,
+                 "ascend: host directory of HAMi's vNPU core library and its ld.so.preload; "
+                 "per-claim directories default to <dir>/containers")
+      ->capture_default_str();
+  app.add_option("--vnpu-shared-region-dir", vendor_opts.vnpu_shared_region_dir,
+                 "ascend: host directory of the per-NPU registries the claims on one NPU share")
       ->capture_default_str();
   app.add_option("--device-config-file,--device-config", device_config_file,
                  "device-config.yaml shared with the scheduler: its nvidia section's knobs "
@@ -78,23 +96,25 @@ int DraPluginMain(int argc, char** argv) {
   if (node_name.empty()) node_name = GetEnvOr("NODE_NAME");
   if (node_name.empty()) return Fail(InvalidArgument("--node-name (or env NODE_NAME) is required"));
   if (Status s = ApplyDeviceConfig(app, device_config_file, &cfg); !s.ok()) return Fail(s);
+  auto vendor = dra::MakeDraVendor(vendor_name, vendor_opts);
+  if (!vendor.ok()) return Fail(Annotate(vendor.status(), "--vendor"));
+  auto given = [&app](const char* flag) { return app.get_option(flag)->count() > 0; };
+  if (!given("--driver-name")) server_opts.driver = std::string((*vendor)->default_driver());
+  if (vendor_name == "ascend" && !given("--region-root"))
+    cfg.region_root = deviceplugin::JoinPath(vendor_opts.vnpu_core_dir, "containers");
   server_opts.plugin_dir = dra::PluginDirOrDefault(server_opts.plugin_dir, server_opts.driver);
 
-  gpu::NvmlOptions nvml_opts;
-  nvml_opts.library = nvml_library;
-  auto nvml = gpu::NvmlDiscovery::Open(nvml_opts);
-  if (!nvml.ok()) return Fail(nvml.status());
-  auto listed = (*nvml)->ListDevices();
-  if (!listed.ok()) return Fail(listed.status());
-  const std::vector<gpu::GpuInfo> gpus = deviceplugin::FilterDevices(*listed, cfg);
-  auto devices = dra::DeviceCapacities(gpus, cfg.memory_scaling);
+  auto found = (*vendor)->Discover(vendor_opts);
+  if (!found.ok()) return Fail(found.status());
+  const std::vector<gpu::GpuInfo> gpus = deviceplugin::FilterDevices(found->devices, cfg);
+  auto devices = dra::DeviceCapacities(gpus, cfg.memory_scaling, vendor->get());
   if (!devices.ok()) return Fail(devices.status());
   dra::SliceOptions slice_opts;
   slice_opts.driver = server_opts.driver;
   slice_opts.node_name = node_name;
   slice_opts.memory_scaling = cfg.memory_scaling;
-  // driverVersion, cudaComputeCapability, architecture, pcieRoot.
-  const std::map<std::string, dra::GpuExtras> extras = dra::ReadGpuExtras(nvml_library, gpus);
+  slice_opts.vendor = vendor->get();
+  const std::map<std::string, dra::GpuExtras>& extras = found->extras;
   if (dry_run) {
     slice_opts.node_uid = "<the Node's uid>";
     auto slice = dra::BuildResourceSlice(gpus, extras, slice_opts);
@@ -115,12 +135,19 @@ int DraPluginMain(int argc, char** argv) {
   driver_opts.cdi_root = cdi_root;
   driver_opts.boot_id = dra::ReadBootId(boot_id_file);
   driver_opts.vgpu = cfg;
+  driver_opts.vendor = vendor->get();
   if (driver_opts.boot_id.empty())
     spdlog::warn("cannot read the boot id from {}: a reboot will not be told from a restart",
                  boot_id_file);
   auto driver = dra::Driver::Create(driver_opts, *devices, &claims);
   if (!driver.ok()) return Fail(driver.status());
-  dra::SlicePublisher publisher(client->get(), slice_opts, gpus, extras);
+  // The health stream: NVML health events (Xid critical errors) mark the published devices; a GPU
+  // marked unhealthy leaves the ResourceSlice until it is healthy again.
+  std::vector<dra::HealthBoard::Device> health_devices;
+  for (const auto& d : *devices) health_devices.push_back({d.name, d.uuid});
+  dra::HealthBoard health(node_name, health_devices);
+  (*driver)->SetHealthBoard(&health);  // a claim on an unhealthy GPU is refused
+  dra::SlicePublisher publisher(client->get(), slice_opts, gpus, extras, &health);
   // Publish first, so the sharing mode is known before the first claim is prepared.
   auto reconcile = [&] {
     auto o = publisher.Reconcile();
@@ -129,23 +156,24 @@ int DraPluginMain(int argc, char** argv) {
       return;
     }
     (*driver)->SetShared(o->shared);
+    if (size_t pending = (*driver)->RetryStatusWrites(); pending > 0)
+      spdlog::warn("dra: the status of {} prepared claim(s) is still not written", pending);
     if (o->action != dra::SlicePublisher::Action::kNone)
       spdlog::info("dra: resourceslice {} {} (generation {}, {} GPU(s), {})",
                    dra::SliceName(node_name, server_opts.driver),
                    o->action == dra::SlicePublisher::Action::kCreated ? "created" : "updated",
                    o->generation, gpus.size(), o->shared ? "shared" : "exclusive");
   };
+  uint64_t published_health = 0;
+  health.Snapshot(&published_health);
   reconcile();
-  // The health stream: NVML health events (Xid critical errors) mark the published devices.
-  std::vector<dra::HealthBoard::Device> health_devices;
-  for (const auto& d : *devices) health_devices.push_back({d.name, d.uuid});
-  dra::HealthBoard health(node_name, health_devices);
-  auto health_watch = (*nvml)->WatchHealth([&health](const gpu::HealthEvent& ev) {
+  auto health_watch = found->discovery->WatchHealth([&health](const gpu::HealthEvent& ev) {
     if (health.Apply(ev))
       spdlog::log(ev.healthy ? spdlog::level::info : spdlog::level::err,
-                  "dra: GPU {} is {} ({}); the kubelet's health stream says so",
+                  "dra: GPU {} is {} ({}); the kubelet's health stream says so and the "
+                  "ResourceSlice {} it",
                   ev.uuid.empty() ? "(all)" : ev.uuid, ev.healthy ? "healthy" : "unhealthy",
-                  ev.reason);
+                  ev.reason, ev.healthy ? "publishes" : "leaves out");
   });
   if (!health_watch.ok())
     spdlog::warn("dra: health checks disabled: {}", std::string(health_watch.status().message()));
@@ -155,7 +183,11 @@ int DraPluginMain(int argc, char** argv) {
                server.RegistrationSocket());
   int64_t next = RealClock::Get().MonotonicNanos() + resync_s * 1'000'000'000LL;
   while (!WaitForStop(sigs)) {
-    if (RealClock::Get().MonotonicNanos() >= next) {
+    uint64_t health_version = 0;
+    health.Snapshot(&health_version);
+    // A health change is published at once (within WaitForStop's second), not at the next resync.
+    if (RealClock::Get().MonotonicNanos() >= next || health_version != published_health) {
+      published_health = health_version;
       reconcile();
       next = RealClock::Get().MonotonicNanos() + resync_s * 1'000'000'000LL;
     }

@@ -39,6 +39,7 @@ Status FillSaving(const usage::UsageTrace& trace, const usage::RecommendOptions&
     c.profile = options.learn.profile;
     c.margin_pct = options.learn.margin_pct;
     c.workload_q_pct = options.learn.workload_q_pct;
+    c.arrival_min = options.learn.arrival_min;
     HAMI_ASSIGN_OR_RETURN(sim::UsageSimResult after, sim::RunUsageSim(mine, c));
     c.gpumem_mib = std::min(r->card_mib, rec.model.peak_mib);
     HAMI_ASSIGN_OR_RETURN(sim::UsageSimResult now, sim::RunUsageSim(mine, c));
@@ -105,9 +106,26 @@ StatusOr<std::string> HttpGet(const std::string& url, size_t max_bytes, long tim
 
 struct PromSource {
   std::string url, namespace_, window = "6h";
+  std::string workloads = "owners";  // or "names"
   int64_t end_s = 0;
   long timeout_s = 30;
 };
+
+// The workload of every pod kube-state-metrics knew in the window (usage/prometheus.h,
+// PromWorkloadsOf); empty when Prometheus has no kube_pod_owner there.
+StatusOr<usage::PromWorkloads> ReadOwners(const PromSource& src, const usage::PromWindow& w,
+                                          const usage::PromLimits& limits) {
+  const usage::PromWindow whole{w.start_s, w.end_s, w.end_s - w.start_s};  // one step: the window
+  std::vector<usage::PromOwnerRow> rows[2];
+  for (usage::PromOwnerRead r : {usage::PromOwnerRead::kPod, usage::PromOwnerRead::kReplicaSet}) {
+    HAMI_ASSIGN_OR_RETURN(std::string query,
+                          usage::PromOwnerQuery(r, src.namespace_, whole.step_s));
+    HAMI_ASSIGN_OR_RETURN(std::string url, usage::PromRangeUrl(src.url, query, whole));
+    HAMI_ASSIGN_OR_RETURN(std::string body, HttpGet(url, limits.max_bytes, src.timeout_s));
+    HAMI_ASSIGN_OR_RETURN(rows[static_cast<int>(r)], usage::ParsePromOwners(body, r, limits));
+  }
+  return usage::PromWorkloadsOf(rows[0], rows[1]);
+}
 
 // The usage trace of the window read from Prometheus (usage/prometheus.h); *first: its first
 // minute.
@@ -127,11 +145,20 @@ StatusOr<usage::UsageTrace> ReadProm(const PromSource& src, int32_t* first) {
     HAMI_ASSIGN_OR_RETURN(std::string body, HttpGet(url, limits.max_bytes, src.timeout_s));
     HAMI_ASSIGN_OR_RETURN(reads[static_cast<int>(r)], usage::ParsePromMatrix(body, limits));
   }
+  usage::PromWorkloads owners;
+  if (src.workloads == "owners") {
+    HAMI_ASSIGN_OR_RETURN(owners, ReadOwners(src, w, limits));
+  }
   HAMI_ASSIGN_OR_RETURN(usage::UsageTrace trace,
-                        usage::TraceFromProm(reads[0], reads[1], w, first));
+                        usage::TraceFromProm(reads[0], reads[1], w, first, &owners));
   if (trace.pods.empty())
     return NotFound("Prometheus at ", src.url, " has no ", usage::kPromMemoryMetric,
                     " in the window (does it scrape hami monitor?)");
+  if (src.workloads == "owners" && owners.empty())
+    std::fprintf(stderr,
+                 "hami recommend: Prometheus has no %s in the window (is kube-state-metrics "
+                 "scraped?): workloads are read from the pod names\n",
+                 std::string(usage::kPromPodOwnerMetric).c_str());
   return trace;
 }
 
@@ -152,7 +179,8 @@ int RecommendMain(int argc, char** argv) {
       "--prometheus", prom.url,
       "read usage from this Prometheus (http(s)://host:port), which scrapes hami monitor: "
       "query_range of hami_vgpu_memory_used_bytes and hami_container_device_utilization_ratio "
-      "over --window, one step a minute; workloads are <namespace>/<name> from the pod names");
+      "over --window, one step a minute; a pod's workload is its controller from "
+      "kube-state-metrics' kube_pod_owner and kube_replicaset_owner (see --workloads)");
   from_usage->excludes(from_prom);
   app.add_option("--window", prom.window,
                  "--prometheus: how far back to read (s, m, h, d; at most 7d)")
@@ -160,6 +188,12 @@ int RecommendMain(int argc, char** argv) {
   app.add_option("--end", prom.end_s, "--prometheus: end of the window, unix seconds (default now)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--namespace", prom.namespace_, "--prometheus: read only this namespace");
+  app.add_option("--workloads", prom.workloads,
+                 "--prometheus: owners (a pod's controller, a ReplicaSet's Deployment, as the "
+                 "webhook keys it; pods kube-state-metrics does not know, by name) or names "
+                 "(<name> of <name>-<pod-template-hash>-<suffix> and <name>-<ordinal>)")
+      ->check(CLI::IsMember({"owners", "names"}))
+      ->capture_default_str();
   app.add_option("--prometheus-timeout-s", prom.timeout_s, "--prometheus: timeout of one read")
       ->check(CLI::Range(1L, 600L))
       ->capture_default_str();
@@ -176,6 +210,11 @@ int RecommendMain(int argc, char** argv) {
   app.add_option("--margin-pct", options.learn.margin_pct,
                  "recommended gpumem = the workload's peak + this %")
       ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  app.add_option("--arrival-min", options.learn.arrival_min,
+                 "the profile of a new replica: the first N minutes of the replicas that arrived "
+                 "inside the window (0 = the mix of all its pods; docs/usage-packing.md)")
+      ->check(CLI::Range(0, 1440))
       ->capture_default_str();
   app.add_option("--format", format,
                  "table, json ({\"workloads\": ..., \"pods\": ...}) or patch (for kubectl patch on "

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -26,6 +27,7 @@
 #include "common/log.h"
 #include "core/text_util.h"
 #include "extender/controller.h"
+#include "extender/dra_hook.h"
 #include "extender/extender.h"
 #include "extender/metrics.h"
 #include "extender/refit_auth.h"
@@ -37,6 +39,8 @@
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
 #include "vendors/vendor_set.h"
+#include "webhook/dra_template_gc.h"
+#include "webhook/usage_reload.h"
 #include "webhook/webhook.h"
 
 namespace hami::cmd {
@@ -155,6 +159,35 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--cpu-pods-selector", cpu_pod_selector,
                  "pod labels (k=v,...; all must match) that select pods without devices for "
                  "--scheduler-name as well, in any namespace; default none");
+  webhook::DraConversionOptions dra;
+  std::string dra_pod_selector;
+  app.add_option("--dra-namespaces", dra.namespaces,
+                 "namespaces (comma list, * = all) whose GPU pods the webhook converts into DRA "
+                 "claims of --dra-device-class instead of handing them to --scheduler-name "
+                 "(docs/dra.md, Webhook conversion); default none")
+      ->delimiter(',');
+  app.add_option("--dra-pod-selector", dra_pod_selector,
+                 "pod labels (k=v,...; all must match) that select GPU pods for DRA conversion in "
+                 "any namespace; default none");
+  app.add_option("--dra-device-class", dra.device_class, "DeviceClass the converted claims request")
+      ->capture_default_str();
+  app.add_option("--dra-driver-name", dra.driver,
+                 "DRA driver whose device attributes the converted selectors read, and whose "
+                 "claims --dra-placement places")
+      ->capture_default_str();
+  int64_t dra_template_gc_grace_s = 3600;
+  app.add_option("--dra-template-gc-grace-s", dra_template_gc_grace_s,
+                 "with DRA conversion on: the leader deletes a ResourceClaimTemplate the webhook "
+                 "made that no pod has named for this many seconds (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bool dra_placement = false;
+  app.add_option("--dra-placement", dra_placement,
+                 "choose the node for pods with DRA claims of --dra-driver-name (docs/dra.md, "
+                 "Placement): /filter keeps the nodes where the claims fit by stock DRA's first "
+                 "fit, /prioritize ranks them by the default policy's score of the state first "
+                 "fit leaves; watches ResourceSlices, ResourceClaims and DeviceClasses")
+      ->capture_default_str();
   scheduler::UsageRuleOptions usage_rule;
   int usage_duty_budget_pct = usage_rule.duty_budget / 100;
   app.add_option("--usage-overcommit-pct", usage_rule.overcommit_pct,
@@ -169,14 +202,29 @@ int SchedulerMain(int argc, char** argv) {
   app.add_option("--usage-contention-bp", usage_rule.contention_bp,
                  "usage rule: the most likely a minute of a card may be contended, basis points")
       ->capture_default_str();
+  app.add_option("--usage-fleet-contention-bp", usage_rule.fleet_contention_bp,
+                 "usage rule: past --usage-contention-bp a card still takes a profiled pod while "
+                 "the mean over the cards stays within this, basis points (0 = off; "
+                 "docs/usage-packing.md)")
+      ->capture_default_str();
+  app.add_option("--usage-card-contention-bp", usage_rule.card_contention_bp,
+                 "usage rule: under --usage-fleet-contention-bp, the most one card may reach, "
+                 "basis points")
+      ->capture_default_str();
   app.add_option("--usage-duty-budget-pct", usage_duty_budget_pct,
                  "usage rule: co-located duty at or above this % is contention")
       ->capture_default_str();
   std::string usage_recommendations;
+  int usage_recommendations_check_s = 10;
   std::vector<std::string> usage_apply_namespaces;
   app.add_option("--usage-recommendations", usage_recommendations,
                  "the webhook applies this file (hami recommend --format json) to the pods of the "
                  "workloads that opted in (docs/utilization.md); default none");
+  app.add_option("--usage-recommendations-check-s", usage_recommendations_check_s,
+                 "how often the --usage-recommendations file is checked for a change (a change "
+                 "that does not load keeps the previous set)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   app.add_option("--usage-apply-namespaces", usage_apply_namespaces,
                  "namespaces (comma list; * = all) whose workloads get their recommendation "
                  "(a pod opts in or out with hami.io/usage-apply); default none")
@@ -241,6 +289,13 @@ int SchedulerMain(int argc, char** argv) {
     return Fail("--log-level/--log-format", s);
   auto cpu_pod_labels = webhook::ParseMatchLabels(cpu_pod_selector);
   if (!cpu_pod_labels.ok()) return Fail("--cpu-pods-selector", cpu_pod_labels.status());
+  auto dra_labels = webhook::ParseMatchLabels(dra_pod_selector);
+  if (!dra_labels.ok()) return Fail("--dra-pod-selector", dra_labels.status());
+  dra.match_labels = std::move(*dra_labels);
+  std::vector<std::string> dra_namespaces;
+  for (const std::string& ns : dra.namespaces)
+    if (!core::text::Trim(ns).empty()) dra_namespaces.emplace_back(core::text::Trim(ns));
+  dra.namespaces = std::move(dra_namespaces);
   // Our own pods would wait for the scheduler they are part of when it restarts.
   for (const std::string& ns : cpu_pod_namespaces)
     if (const std::string own = GetEnvOr("POD_NAMESPACE");
@@ -298,17 +353,21 @@ int SchedulerMain(int argc, char** argv) {
   sto.scheduler_name = scheduler_name;
   sto.reservation_ttl_s = reservation_ttl_s;
   k8s::Client* events = event_client->get();
-  sto.on_rejected_decision = [events, scheduler_name](const extender::Json& ref,
-                                                      const std::string& reason,
-                                                      const std::string& message) {
+  // Events are queued and posted by the recorder's thread: the informer thread that reports a
+  // rejected decision, and the webhook that applies a recommendation, never wait for the API server
+  // (a burst of forged annotations costs queue slots, dropped and counted when full, not a stalled
+  // informer).
+  k8s::EventRecorder event_recorder(*events);
+  sto.on_rejected_decision = [&event_recorder, scheduler_name](const extender::Json& ref,
+                                                               const std::string& reason,
+                                                               const std::string& message) {
     k8s::EventSpec ev;
     ev.involved_object = ref;
     ev.type = "Warning";
     ev.reason = StrCat("Decision", reason);
     ev.message = message;
     ev.component = scheduler_name;
-    if (Status s = events->CreateEvent(ev); !s.ok())
-      SPDLOG_DEBUG("event not recorded: {}", std::string(s.message()));
+    event_recorder.Record(std::move(ev));
   };
   extender::ClusterState state(**sched, sto);
   extender::ControllerOptions co;
@@ -347,6 +406,24 @@ int SchedulerMain(int argc, char** argv) {
   eo.pdbs = [&controller] { return controller.PodDisruptionBudgets(); };
   eo.event_client = event_client->get();
   extender::Extender ext(**sched, state, client->get(), eo);
+  // DRA placement (extender/dra_hook.h): the node for pods with claims of our driver.
+  std::unique_ptr<extender::DraHook> dra_hook;
+  if (dra_placement) {
+    extender::DraHookOptions dho;
+    dho.driver = dra.driver;
+    dho.vendors = &vendor_set;
+    const scheduler::Scheduler& s = **sched;
+    dho.node_resources = [&s](const std::string& node) {
+      scheduler::dra::NodeResources r;
+      if (auto n = s.cache().Snapshot(node))
+        r = {n->info.cpu_milli, n->info.memory_mib, n->cpu_used, n->mem_used};
+      return r;
+    };
+    dho.pod_by_uid = [&controller](const std::string& uid) {
+      return controller.LookupPodByUid(uid);
+    };
+    dra_hook = std::make_unique<extender::DraHook>(**client, dho);
+  }
 
   webhook::WebhookOptions wo;
   ConfigureWebhook(dc, &vendor_set, &wo);
@@ -368,28 +445,37 @@ int SchedulerMain(int argc, char** argv) {
   wo.usage.trusted_namespaces = usage_rule.namespaces;
   for (const std::string& ns : usage_apply_namespaces)
     if (!core::text::Trim(ns).empty()) wo.usage.apply_namespaces.emplace_back(core::text::Trim(ns));
+  // Re-read when the file changes (webhook/usage_reload.h); a change that does not load keeps the
+  // previous set.
+  std::unique_ptr<webhook::UsageRecommendationsFile> recs_file;
   if (!usage_recommendations.empty()) {
-    std::ifstream in(usage_recommendations, std::ios::binary);
-    std::string text(webhook::kMaxRecommendationsBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (in.bad() || !in.is_open())
-      return Fail("--usage-recommendations", NotFound("cannot read ", usage_recommendations));
-    text.resize(static_cast<size_t>(in.gcount()));
-    auto recs = webhook::ParseUsageRecommendations(text);
+    auto recs = webhook::UsageRecommendationsFile::Open(usage_recommendations);
     if (!recs.ok()) return Fail("--usage-recommendations", recs.status());
-    spdlog::info("hami scheduler: {} usage recommendations from {}", recs->size(),
-                 usage_recommendations);
-    wo.usage.recommendations =
-        std::make_shared<const webhook::UsageRecommendations>(std::move(*recs));
+    recs_file = *std::move(recs);
+    spdlog::info("hami scheduler: {} usage recommendations from {} (re-read when it changes)",
+                 recs_file->Current()->size(), usage_recommendations);
+    wo.usage.current_recommendations = [f = recs_file.get()] { return f->Current(); };
   }
-  k8s::EventRecorder usage_events(*events);
-  wo.usage.record_event = [&usage_events, scheduler_name](k8s::EventSpec e) {
+  wo.usage.record_event = [&event_recorder, scheduler_name](k8s::EventSpec e) {
     e.component = scheduler_name;
-    usage_events.Record(std::move(e));
+    event_recorder.Record(std::move(e));
   };
   wo.quota_check = [&state](const std::string& ns, const std::map<std::string, int64_t>& demand) {
     return state.CheckQuota(ns, demand);
   };
+  webhook::K8sDraTemplateStore dra_templates(client->get());
+  wo.dra = dra;
+  wo.dra_templates = &dra_templates;
+  webhook::K8sDraDeviceSizes dra_sizes(client->get(), dra.driver);
+  wo.dra_sizes = &dra_sizes;
+  webhook::DraTemplateGc dra_template_gc(client->get(), {.grace_s = dra_template_gc_grace_s}, [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  });
+  if (dra.Enabled() && dra_template_gc_grace_s > 0)
+    dra_template_gc.Start(std::clamp<int64_t>(dra_template_gc_grace_s / 4, 1, 300),
+                          [&controller] { return controller.IsLeader(); });
   webhook::Webhook wh(wo);
 
   // Two listeners (docs/security.md, "HTTP surfaces"): the extender only for kube-scheduler, the
@@ -413,13 +499,23 @@ int SchedulerMain(int argc, char** argv) {
         200, "text/plain; version=0.0.4",
         extender::RenderMetrics(**sched, state, &ext.counters()) +
             extender::RenderReplicaMetrics(controller.IsLeader(), controller.Synced()) +
+            (recs_file ? recs_file->RenderMetrics() : std::string()) +
             BuildInfoMetric("scheduler")};
   };
   auto healthz = [](const http::HttpRequest&) {
     return http::HttpResponse{200, "text/plain", "ok"};
   };
-  extender_server.Route("POST", "/filter",
-                        [&](const http::HttpRequest& r) { return json(ext.HandleFilter(r.body)); });
+  extender_server.Route("POST", "/filter", [&](const http::HttpRequest& r) {
+    if (dra_hook)
+      if (std::optional<std::string> ours = dra_hook->HandleFilter(r.body)) return json(*ours);
+    return json(ext.HandleFilter(r.body));
+  });
+  // Scores only pods with DRA claims of our driver (--dra-placement); every other pod gets 0 on
+  // every node, so a prioritizeVerb in the scheduler configuration changes nothing for them.
+  extender_server.Route("POST", "/prioritize", [&](const http::HttpRequest& r) {
+    if (dra_hook) return dra_hook->HandlePrioritize(r.body);
+    return extender::ZeroPriorities(r.body);
+  });
   extender_server.Route("POST", "/bind",
                         [&](const http::HttpRequest& r) { return json(ext.HandleBind(r.body)); });
   extender_server.Route("POST", "/preempt",
@@ -456,6 +552,8 @@ int SchedulerMain(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   RaiseFileLimit();
   controller.Start();
+  if (dra_hook) dra_hook->Start();
+  if (recs_file) recs_file->Start(std::chrono::seconds(usage_recommendations_check_s));
   if (Status s = extender_server.Start(); !s.ok()) return Fail("--extender-bind", s);
   if (Status s = server.Start(); !s.ok()) return Fail("--http-bind", s);
   if (metrics_server)
@@ -470,6 +568,9 @@ int SchedulerMain(int argc, char** argv) {
   extender_server.Stop();
   server.Stop();
   if (metrics_server) metrics_server->Stop();
+  if (recs_file) recs_file->Stop();
+  if (dra_hook) dra_hook->Stop();
+  dra_template_gc.Stop();
   controller.Stop();
   return 0;
 }

@@ -161,6 +161,22 @@ int SimMain(int argc, char** argv) {
                  "--usage: per hour, the most likely (1/100 %) a minute of a GPU may be contended")
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
+  app.add_option(
+         "--fleet-contention-bp", usage_config.fleet_contention_bp,
+         "--usage: past --contention-bp a GPU still takes a pod while the mean over the GPUs "
+         "in use stays within this (1/100 %; 0 = off; docs/usage-packing.md)")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--card-contention-bp", usage_config.card_contention_bp,
+                 "--usage: under --fleet-contention-bp, the most one GPU may reach (1/100 %)")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--arrival-min", usage_config.arrival_min,
+                 "--usage: a replica without history packs by the first this many minutes of the "
+                 "workload's replicas that arrived earlier (0 = by the warm-up pods' mix; "
+                 "docs/usage-packing.md)")
+      ->check(CLI::Range(0, 1440))
+      ->capture_default_str();
   app.add_option("--mem-quantile", usage_config.profile.mem_q_pct,
                  "--usage: memory quantile of a profile's hour bucket")
       ->check(CLI::Range(1, 100))
@@ -201,6 +217,22 @@ int SimMain(int argc, char** argv) {
   app.add_option("--trend-pct", usage_config.trend_pct,
                  "--consolidate: not rising: the last span's duty at most this % of the one before")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--trend-scale-pct", usage_config.trend_scale_pct,
+                 "--consolidate: plan every pod's duty times the fleet's trend (its duty of the "
+                 "last --trend-min minutes over the span before), within [10000/this, this] % "
+                 "(<= 100: off)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--place-contention-bp", usage_config.place_contention_bp,
+                 "--consolidate: the contention likelihood (1/100 %) pods are placed by at the "
+                 "warm-up and on arrival (0: --contention-bp)")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--mem-forecast-min", usage_config.mem_forecast_min,
+                 "--consolidate: no hour's memory level below the pod's level over the last this "
+                 "many minutes (0: off)")
+      ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app.add_option("--plan-contention-bp", usage_config.plan_contention_bp,
                  "--consolidate: the contention likelihood (1/100 %) moves may pack to (0: "

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "common/log.h"
+#include "consolidator/history.h"
+#include "scheduler/gpu_reservation.h"
 
 namespace hami::consolidator {
 namespace {
@@ -90,8 +92,74 @@ Status Controller::PublishFreeGpus(const Objects& objects, const Snapshot& snap,
   return first;
 }
 
+Status Controller::WriteReservations(const std::string& node, int64_t now_s) {
+  std::vector<scheduler::GpuReservation> live;
+  for (const InFlight& f : history_.in_flight)
+    if (f.to_node == node && f.reserve_until_s > now_s &&
+        live.size() < scheduler::kMaxGpuReservations)
+      live.push_back({f.uid, f.pod_key.substr(0, f.pod_key.find('/')), f.owner_uid, f.to_gpu,
+                      f.mem_mib, f.cores, f.reserve_until_s});
+  const std::string value = scheduler::EncodeGpuReservations(live);
+  if (reservations_on_[node] == value) return OkStatus();
+  Json patch = {{"metadata",
+                 {{"annotations",
+                   {{scheduler::kGpuReservationsKey, value.empty() ? Json() : Json(value)}}}}}};
+  StatusOr<Json> r = client_.Patch(k8s::kNodes, "", node, k8s::PatchType::kMerge, patch);
+  if (!r.ok()) return r.status();
+  reservations_on_[node] = value;
+  return OkStatus();
+}
+
+Status Controller::LoadHistory(int32_t now_minute) {
+  StatusOr<Json> cm =
+      client_.Get(k8s::kConfigMaps, options_.history_namespace, options_.history_name);
+  if (absl::IsNotFound(cm.status())) return OkStatus();
+  if (!cm.ok()) return cm.status();
+  const std::string version = (*cm)["metadata"].value("resourceVersion", "");
+  if (version == history_version_) return OkStatus();  // ours: memory is as new
+  history_version_ = version;
+  history_saved_.clear();
+  const Json* data = cm->contains("data") ? &(*cm)["data"] : nullptr;
+  const std::string text = data != nullptr && data->is_object() ? data->value(kHistoryKey, "") : "";
+  StatusOr<History> h = DecodeHistory(text, now_minute);
+  if (!h.ok()) {
+    SPDLOG_WARN("consolidate: ConfigMap {}/{} ignored: {}", options_.history_namespace,
+                options_.history_name, h.status().ToString());
+    return OkStatus();
+  }
+  history_ = std::move(*h);
+  history_saved_ = text;
+  return OkStatus();
+}
+
+void Controller::SaveHistory() {
+  const std::string text = EncodeHistory(history_);
+  if (text == history_saved_) return;
+  Json cm = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata", {{"name", options_.history_name}, {"namespace", options_.history_namespace}}},
+      {"data", {{kHistoryKey, text}}}};
+  StatusOr<Json> r = Json();
+  if (history_version_.empty()) {
+    r = client_.Create(k8s::kConfigMaps, options_.history_namespace, cm);
+  } else {
+    cm["metadata"]["resourceVersion"] = history_version_;
+    r = client_.Update(k8s::kConfigMaps, options_.history_namespace, cm);
+  }
+  if (!r.ok()) {  // another leader wrote it (409), or the API failed: the next round reads it
+    SPDLOG_WARN("consolidate: saving the history in ConfigMap {}/{}: {}",
+                options_.history_namespace, options_.history_name, r.status().ToString());
+    return;
+  }
+  history_version_ = (*r)["metadata"].value("resourceVersion", "");
+  history_saved_ = text;
+}
+
 StatusOr<RoundReport> Controller::RunOnce() {
   const int32_t now = static_cast<int32_t>(clock_.UnixSeconds() / 60);
+  if (!options_.history_name.empty())
+    if (Status s = LoadHistory(now); !s.ok()) return s;  // never act without the caps' history
   Objects objects;
   struct ToList {
     const k8s::Resource* r;
@@ -116,13 +184,29 @@ StatusOr<RoundReport> Controller::RunOnce() {
   report.planned = static_cast<int>(plan.moves.size());
   ++counters_.rounds;
   auto back_off = [&](const std::string& workload) {
-    const int n = ++failures_[workload];
+    const int n = ++history_.failures[workload];
     int64_t wait = options_.backoff_min;
     for (int i = 1; i < n && wait < options_.backoff_max_min; ++i) wait *= 2;
     history_.backoff_until[workload] =
         now + static_cast<int32_t>(std::min<int64_t>(wait, options_.backoff_max_min));
   };
   if (options_.dry_run) return report;
+  // Reservations as the nodes carry them; those of moves that finished, expired or were given up
+  // are withdrawn.
+  const int64_t now_s = clock_.UnixSeconds();
+  reservations_on_.clear();
+  for (const Json& node : objects.nodes)
+    if (std::string v = Meta(node, "annotations", scheduler::kGpuReservationsKey); !v.empty())
+      reservations_on_[node["metadata"].value("name", "")] = v;
+  {
+    std::set<std::string> nodes;
+    for (const auto& [node, value] : reservations_on_) nodes.insert(node);
+    for (const InFlight& f : history_.in_flight)
+      if (!f.to_node.empty()) nodes.insert(f.to_node);
+    for (const std::string& node : nodes)
+      if (Status s = WriteReservations(node, now_s); !s.ok())
+        SPDLOG_WARN("consolidate: reservations on node {}: {}", node, s.ToString());
+  }
 
   for (const InFlight& f : snap.timed_out) {
     ++counters_.timed_out;
@@ -162,25 +246,58 @@ StatusOr<RoundReport> Controller::RunOnce() {
         continue;
       }
     }
+    const std::string key = pod.ns + "/" + pod.name;
+    const GpuRef& dest = snap.gpus[static_cast<size_t>(m.to)];
+    InFlight flight;
+    flight.pod_key = key;
+    flight.uid = pod.uid;
+    flight.workload = pod.workload;
+    flight.from_gpu = from;
+    flight.to_gpu = to;
+    flight.minute = now;
+    flight.deadline_minute = now + options_.move_timeout_min;
+    // The destination is reserved for the workload's next pod before the pod goes.
+    if (options_.reserve_min > 0) {
+      flight.to_node = dest.node;
+      flight.owner_uid = pod.owner_uid;
+      flight.mem_mib = pod.mem_mib;
+      flight.cores = pod.cores;
+      flight.reserve_until_s = now_s + int64_t{options_.reserve_min} * 60;
+      history_.in_flight.push_back(flight);
+      if (Status r = WriteReservations(dest.node, now_s); !r.ok()) {
+        history_.in_flight.pop_back();
+        ++report.failed;
+        ++counters_.failed;
+        abort_gpu();
+        report.lines.push_back(
+            StrCat(what, ": failed (cannot reserve ", to, ": ", r.message(), ")"));
+        continue;
+      }
+      history_.in_flight.pop_back();  // back below once the eviction went through
+    }
     std::string outcome;
     bool blocked = false;
     const Status s = Evict(pod, &outcome, &blocked);
     const std::string why = std::string(consolidate::ReasonName(m.reason));
+    if (!s.ok() && options_.reserve_min > 0) {
+      if (Status r = WriteReservations(dest.node, now_s); !r.ok())  // withdrawn
+        SPDLOG_WARN("consolidate: reservations on node {}: {}", dest.node, r.ToString());
+    }
     if (s.ok()) {
       ++report.evicted;
       ++counters_.moves;
       counters_.relief_moves += m.reason == consolidate::Reason::kRelief;
       ++evicted_from[m.from];
       if (!pod.pdb.empty()) --pdb_left[pod.pdb];
-      const std::string key = pod.ns + "/" + pod.name;
       history_.moves[key].push_back(now);
-      history_.in_flight.push_back(
-          {key, pod.uid, pod.workload, from, to, now, now + options_.move_timeout_min});
-      failures_.erase(pod.workload);
+      history_.in_flight.push_back(flight);
+      history_.failures.erase(pod.workload);
       Event(pod, "Normal", "ConsolidationMove",
             StrCat("Evicted to move off GPU ", from, " on node ", pod.node, " (", why,
-                   "); planned destination GPU ", to, " on node ",
-                   snap.gpus[static_cast<size_t>(m.to)].node));
+                   "); planned destination GPU ", to, " on node ", dest.node,
+                   options_.reserve_min > 0
+                       ? StrCat(", reserved for its replacement for ", options_.reserve_min, " min")
+                       : std::string()));
     } else {
       abort_gpu();
       back_off(pod.workload);
@@ -203,6 +320,7 @@ StatusOr<RoundReport> Controller::RunOnce() {
         static_cast<double>(counters_.free_gpus) * static_cast<double>(now - last_round_minute_);
   counters_.free_gpus = report.free_gpus;
   last_round_minute_ = now;
+  if (!options_.history_name.empty()) SaveHistory();
   return report;
 }
 

@@ -29,8 +29,15 @@ struct ControllerOptions {
   // A move whose replacement does not run within this many minutes is given up (counted failed;
   // its workload backs off).
   int32_t move_timeout_min = 15;
+  // Before each eviction the destination GPU is reserved for the workload's next pod for this many
+  // minutes (hami.io/consolidate-reservations on its node, scheduler/gpu_reservation.h); 0: moves
+  // are not reserved. At most scheduler::kMaxGpuReservationS / 60 (the scheduler refuses longer).
+  int32_t reserve_min = 10;
   int32_t backoff_min = 10;       // first back-off of a workload after a failed move ...
   int32_t backoff_max_min = 240;  // ... doubling up to this
+  // The ConfigMap that keeps History across leaders (read at the start of every round, written
+  // after it when it changed; history.h). Empty name: the history stays in memory.
+  std::string history_namespace, history_name;
   std::string component = "hami-consolidate";
   std::string host;  // the Event's reporting instance (the pod name)
 };
@@ -79,15 +86,28 @@ class Controller {
   Status PublishFreeGpus(const Objects& objects, const Snapshot& snap,
                          const std::map<int, int>& evicted_from, RoundReport* report);
 
+  // Writes scheduler::kGpuReservationsKey on `node`: the live reservations of history_.in_flight
+  // whose destination is there, unless the node already carries exactly that
+  // (reservations_on_).
+  Status WriteReservations(const std::string& node, int64_t now_s);
+  // History from the ConfigMap when another writer changed it since we read or wrote it last; an
+  // absent or unreadable document leaves the history as it is. Errors: the API's.
+  Status LoadHistory(int32_t now_minute);
+  // Writes the history when it changed (an update guarded by the version last seen: a newer
+  // leader's write is never overwritten).
+  void SaveHistory();
+
   k8s::Client& client_;
   const ControllerOptions options_;
   const Clock& clock_;
   scheduler::UsageRule rule_;
   History history_;
-  std::map<std::string, int> failures_;  // workload -> failed moves in a row
   Counters counters_;
   int64_t last_round_minute_ = -1;
   std::function<bool()> may_act_;
+  std::map<std::string, std::string> reservations_on_;  // node -> annotation value, as last seen
+  std::string history_version_;  // resourceVersion of the ConfigMap last read or written
+  std::string history_saved_;    // what it holds then
 };
 
 }  // namespace hami::consolidator

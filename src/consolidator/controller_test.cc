@@ -10,6 +10,7 @@
 
 #include "consolidator/testing.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "scheduler/gpu_reservation.h"
 
 namespace hami::consolidator {
 namespace {
@@ -68,6 +69,12 @@ class ControllerTest : public ::testing::Test {
     return (*n)["metadata"][map].value(kFreeGpus, "");
   }
 
+  std::string Reservations(const char* node) {
+    auto n = fake_.Get("nodes", "", node);
+    if (!n || !(*n)["metadata"].contains("annotations")) return "";
+    return (*n)["metadata"]["annotations"].value(scheduler::kGpuReservationsKey, "");
+  }
+
   FakeApiServer fake_;
   std::unique_ptr<k8s::Client> client_;
   FakeClock clock_{static_cast<int64_t>(std::time(nullptr))};
@@ -100,6 +107,7 @@ TEST_F(ControllerTest, CarriesThePlanOutThroughTheEvictionApi) {
            {"b", "n1", "GPU-b", 30000, "api"},
            {"c", "n2", "GPU-c", 0, "legacy"}});
   Put(Pdb("ns", "web", "web", 1), "poddisruptionbudgets");
+  const std::string uid_a = (*fake_.Get("pods", "ns", "a"))["metadata"]["uid"];
   Controller c(*client_, Options(false), clock_);
   auto r = c.RunOnce();
   ASSERT_TRUE(r.ok()) << r.status();
@@ -109,7 +117,11 @@ TEST_F(ControllerTest, CarriesThePlanOutThroughTheEvictionApi) {
   EXPECT_EQ((*fake_.Get("poddisruptionbudgets", "ns", "web"))["status"]["disruptionsAllowed"], 0);
   EXPECT_EQ(Events(), std::vector<std::string>{
                           "ConsolidationMove a: Evicted to move off GPU GPU-a on node n1 "
-                          "(empty-gpu); planned destination GPU GPU-b on node n1"});
+                          "(empty-gpu); planned destination GPU GPU-b on node n1, reserved for "
+                          "its replacement for 10 min"});
+  // GPU-b is reserved for web's next pod: the room a held (30000 MiB), for 10 minutes.
+  EXPECT_EQ(Reservations("n1"),
+            StrCat(uid_a, ",ns,rs-web,GPU-b,30000,0,", clock_.UnixSeconds() + 600));
   // The freed GPU is published on its node; n2's GPU-c still holds its pod.
   EXPECT_EQ(NodeMeta("n1", "annotations"), "GPU-a");
   EXPECT_EQ(NodeMeta("n1", "labels"), "1");
@@ -119,7 +131,8 @@ TEST_F(ControllerTest, CarriesThePlanOutThroughTheEvictionApi) {
   EXPECT_EQ(c.counters().moves, 1);
 
   // The ReplicaSet's replacement runs on the planned GPU: the move is finished and the new pod
-  // inherits its history. GPU-a is empty and was published: nothing to write again.
+  // inherits its history. Its reservation is withdrawn (one patch); GPU-a is empty and was
+  // published: nothing else to write.
   Json repl = Pod("ns", "a-2", "n1", "GPU-b", 20000, "web");
   Put(repl);
   const int64_t patches = fake_.CountRequests("PATCH", ".*");
@@ -128,7 +141,8 @@ TEST_F(ControllerTest, CarriesThePlanOutThroughTheEvictionApi) {
   EXPECT_TRUE(c.history().in_flight.empty());
   EXPECT_EQ(c.history().moves.count("ns/a-2"), 1u);
   EXPECT_EQ(r->evicted, 0) << r->plan_text;
-  EXPECT_EQ(fake_.CountRequests("PATCH", ".*"), patches);
+  EXPECT_EQ(fake_.CountRequests("PATCH", ".*"), patches + 1);
+  EXPECT_EQ(Reservations("n1"), "");
   // A new pod on GPU-a: the node no longer advertises it.
   Put(Pod("ns", "d", "n1", "GPU-a", 0, "batch"));
   r = c.RunOnce();
@@ -221,11 +235,62 @@ TEST_F(ControllerTest, AFailedMoveStopsTheRestOfItsGpusPlan) {
   EXPECT_TRUE(fake_.Get("pods", "ns", "a1").has_value());
   EXPECT_TRUE(fake_.Get("pods", "ns", "a2").has_value());
   EXPECT_EQ(NodeMeta("n1", "annotations"), "");
+  // GPU-b was reserved before the eviction and the reservation withdrawn when it failed.
+  EXPECT_EQ(fake_.CountRequests("PATCH", "/nodes/n1$"), 2);
+  EXPECT_EQ(Reservations("n1"), "");
   EXPECT_EQ(c.counters().aborted_plans, 1);
   bool failed = false;
   for (const std::string& e : Events()) failed |= e.rfind("ConsolidationFailed", 0) == 0;
   EXPECT_TRUE(failed);
   EXPECT_NE(c.RenderMetrics().find("hami_consolidate_aborted_plans_total 1"), std::string::npos);
+}
+
+TEST_F(ControllerTest, HistorySurvivesALeaderChange) {
+  // Leader 1 moves `a` (a move under way, GPU-b reserved) or is refused with a 429 (web backs off);
+  // then it is gone and leader 2, a new instance, runs the next round.
+  struct Case {
+    const char* name;
+    bool persisted;  // ControllerOptions::history_name set
+    bool refused;    // leader 1's eviction answered 429
+  };
+  const Case cases[] = {
+      {"kept: the move under way and its reservation stay", true, false},
+      {"in memory: the new leader forgets the move and withdraws the reservation", false, false},
+      {"kept: the workload still backs off", true, true},
+      {"in memory: the new leader moves the pod at once", false, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (const char* pod : {"a", "b"}) (void)fake_.Delete("pods", "ns", pod);
+    (void)fake_.Delete("configmaps", "hami-system", "hami-consolidate-history");
+    Put(Node("n1", {"GPU-a", "GPU-b"}), "nodes");
+    PutPods({{"a", "n1", "GPU-a", 20000, "web"}, {"b", "n1", "GPU-b", 30000, "api"}});
+    ControllerOptions o = Options(false);
+    if (c.persisted)
+      o.history_namespace = "hami-system", o.history_name = "hami-consolidate-history";
+    if (c.refused) fake_.InjectErrors("POST", "/pods/a/eviction$", 429, 1);
+    {
+      Controller leader1(*client_, o, clock_);
+      auto r = leader1.RunOnce();
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->lines.size(), 1u) << r->plan_text;
+    }
+    clock_.AdvanceSeconds(60);
+    Controller leader2(*client_, o, clock_);
+    auto r = leader2.RunOnce();
+    ASSERT_TRUE(r.ok()) << r.status();
+    const History& h = leader2.history();
+    if (!c.refused) {
+      EXPECT_EQ(h.in_flight.size(), c.persisted ? 1u : 0u);
+      EXPECT_EQ(h.moves.count("ns/a"), c.persisted ? 1u : 0u);
+      EXPECT_EQ(Reservations("n1").empty(), !c.persisted) << Reservations("n1");
+    } else {
+      EXPECT_EQ(fake_.Get("pods", "ns", "a").has_value(), c.persisted) << r->plan_text;
+      EXPECT_EQ(r->plan_text.find("hold ns/a: backing off") != std::string::npos, c.persisted)
+          << r->plan_text;
+      EXPECT_EQ(h.failures.count("ns/Deployment/web"), c.persisted ? 1u : 0u);
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "core/pod_codec.h"
 #include "k8s/client.h"
 #include "k8s/label_selector.h"
+#include "scheduler/gpu_reservation.h"
 #include "vendors/nvidia/annotations.h"
 
 namespace hami::consolidator {
@@ -54,6 +55,26 @@ int32_t MinuteOf(const Json& v) {
   if (!v.is_string()) return -1;
   StatusOr<int64_t> us = k8s::ParseTimeMicros(v.get<std::string>());
   return us.ok() ? static_cast<int32_t>(*us / 60'000'000) : -1;
+}
+
+// Whether `pod` landed on the reservation of move `f`: bound to its node, holding its GPU, of its
+// namespace and controller owner, decided onto it (the scheduler names the reservation, the evicted
+// pod's uid, on the pod it steers there: scheduler::kGpuReservationPodKey).
+bool TookReservation(const Json& pod, const InFlight& f) {
+  if (f.reserve_until_s == 0 ||
+      MetaMap(pod, "annotations", scheduler::kGpuReservationPodKey) != f.uid ||
+      Str(Field(pod, "spec", "nodeName")) != f.to_node ||
+      Str(Field(pod, "metadata", "namespace")) != f.pod_key.substr(0, f.pod_key.find('/')))
+    return false;
+  const Json* owner = ControllerOwner(pod);
+  if (owner == nullptr || Str(Field(*owner, "uid")) != f.owner_uid) return false;
+  StatusOr<core::PodAllocation> alloc =
+      core::DecodePodDevices(MetaMap(pod, "annotations", vendors::nvidia::kNvidiaDevicesAllocated));
+  if (!alloc.ok()) return false;
+  for (const auto& c : alloc->containers)
+    for (const core::ContainerDevice& d : c)
+      if (d.uuid == f.to_gpu) return true;
+  return false;
 }
 
 }  // namespace
@@ -202,6 +223,10 @@ Snapshot BuildSnapshot(const Objects& objects, History* history, const scheduler
       into.insert(into.end(), moves.begin(), moves.end());
     } else if (now_minute < f.deadline_minute) {
       open.push_back(f);
+      // Its replacement landed on the reserved GPU (not running yet): the reservation is
+      // withdrawn, no scheduler replica charges it again (docs/consolidation.md).
+      for (const Json& pod : objects.pods)
+        if (TookReservation(pod, f)) open.back().reserve_until_s = 0;
     } else {
       history->moves.erase(f.pod_key);
       snap.timed_out.push_back(f);
@@ -260,13 +285,17 @@ Snapshot BuildSnapshot(const Objects& objects, History* history, const scheduler
     if (start < 0) start = MinuteOf(Field(pod, "metadata", "creationTimestamp"));
     ps.since_minute = start < 0 ? now_minute : start;
     if (auto h = history->moves.find(key); h != history->moves.end()) ps.move_minutes = h->second;
-    PodRef ref{ns,
-               Str(Field(pod, "metadata", "name")),
-               Str(Field(pod, "metadata", "uid")),
-               node,
-               ps.workload,
-               "",
-               0};
+    PodRef ref;
+    ref.ns = ns;
+    ref.name = Str(Field(pod, "metadata", "name"));
+    ref.uid = Str(Field(pod, "metadata", "uid"));
+    ref.node = node;
+    ref.workload = ps.workload;
+    if (const Json* owner = ControllerOwner(pod); owner != nullptr)
+      ref.owner_uid = Str(Field(*owner, "uid"));
+    for (const auto& c : alloc->containers)  // the one grant on our GPUs (`on` has one entry)
+      for (const core::ContainerDevice& d : c)
+        if (gpu_index.count(d.uuid) != 0) ref.mem_mib = d.usedmem_mib, ref.cores = d.usedcores;
     const auto nsit = namespaces.find(ns);
     Hold hold = OwnerHold(pod, nsit == namespaces.end() ? Json() : *nsit->second, options);
     const bool terminating = !Field(pod, "metadata", "deletionTimestamp").is_null();

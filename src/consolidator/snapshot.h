@@ -73,14 +73,23 @@ struct InFlight {
   std::string from_gpu, to_gpu;  // UUIDs
   int32_t minute = 0;
   int32_t deadline_minute = 0;
+  // The reservation of `to_gpu` the scheduler holds for the workload's next pod
+  // (scheduler/gpu_reservation.h), written on `to_node` until `reserve_until_s` (Unix seconds;
+  // 0: none, or consumed: a pod of the owner bound on `to_gpu` whose decision names the
+  // reservation, BuildSnapshot): the room the evicted pod held, for its controller owner.
+  std::string to_node = {}, owner_uid = {};
+  int64_t mem_mib = 0;
+  int cores = 0;
+  int64_t reserve_until_s = 0;
 };
 
-// What the controller remembers between rounds (its own state; lost when the leader changes,
-// docs/consolidation.md says what that costs).
+// What the controller remembers between rounds; kept in a ConfigMap so that the next leader
+// starts from it (history.h, docs/consolidation.md "State across leaders").
 struct History {
   std::map<std::string, std::vector<int32_t>> moves;  // "<ns>/<name>" -> minutes of its moves
   std::vector<InFlight> in_flight;
   std::map<std::string, int32_t> backoff_until;  // workload -> minute its moves may resume
+  std::map<std::string, int> failures;           // workload -> failed moves in a row
 };
 
 struct Objects {
@@ -91,6 +100,9 @@ struct PodRef {
   std::string ns, name, uid, node, workload;
   std::string pdb;  // "namespace/name" of its PDB, "" = none
   int64_t pdb_allowed = 0;
+  std::string owner_uid;  // its controller owner's uid
+  int64_t mem_mib = 0;    // its grant (one GPU)
+  int cores = 0;
 };
 struct GpuRef {
   std::string node, uuid;

@@ -4,6 +4,7 @@
 
 #include "consolidator/testing.h"
 #include "k8s/client.h"
+#include "scheduler/gpu_reservation.h"
 
 namespace hami::consolidator {
 namespace {
@@ -243,6 +244,49 @@ TEST(Snapshot, AStatefulSetReplacementKeepsTheNameAndFinishesTheMove) {
   EXPECT_FALSE(s.state.pods[0].in_flight);
   EXPECT_EQ(s.state.pods[0].move_minutes, std::vector<int32_t>{kNow - 2});
   EXPECT_TRUE(s.timed_out.empty());
+}
+
+// Issue 28: a move's reservation ends as soon as its replacement is bound on the reserved GPU under
+// the scheduler's decision naming it (scheduler::kGpuReservationPodKey = the evicted pod's uid),
+// not when the replacement runs; the move itself stays under way until then.
+TEST(Snapshot, AReservationEndsWhenItsReplacementIsBoundThere) {
+  struct Case {
+    const char* name;
+    std::string names, gpu, owner, ns;
+    bool bound;
+    bool reserved_after;  // reserve_until_s still set
+  };
+  const Case cases[] = {
+      {"bound there, named: withdrawn", "uid-a", "GPU-b", "rs-web", "ns", true, false},
+      {"decided there, not bound yet: kept", "uid-a", "GPU-b", "rs-web", "ns", false, true},
+      {"names none (a replica placed there before): kept", "", "GPU-b", "rs-web", "ns", true, true},
+      {"names another move: kept", "uid-x", "GPU-b", "rs-web", "ns", true, true},
+      {"another GPU: kept", "uid-a", "GPU-c", "rs-web", "ns", true, true},
+      {"another owner: kept", "uid-a", "GPU-b", "rs-api", "ns", true, true},
+      {"another namespace: kept", "uid-a", "GPU-b", "rs-web", "other", true, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Objects o;
+    o.nodes = {Node("n1", {"GPU-a", "GPU-b", "GPU-c"})};
+    Json pod = Pod(c.ns, "a-2", "n1", c.gpu, 20000);  // Pending: not the move's finish
+    pod["metadata"]["uid"] = "uid-a2";
+    pod["metadata"]["ownerReferences"][0]["uid"] = c.owner;
+    pod["metadata"]["creationTimestamp"] = k8s::FormatTime(int64_t{kNow} * 60);
+    pod["status"]["phase"] = "Pending";
+    if (!c.names.empty())
+      pod["metadata"]["annotations"][scheduler::kGpuReservationPodKey] = c.names;
+    if (!c.bound) pod["spec"].erase("nodeName");
+    o.pods = {pod};
+    History h;
+    InFlight f{"ns/a", "uid-a", "ns/Deployment/web", "GPU-a", "GPU-b", kNow - 1, kNow + 14};
+    f.to_node = "n1", f.owner_uid = "rs-web", f.mem_mib = 30000,
+    f.reserve_until_s = kNow * 60 + 540;
+    h.in_flight = {f};
+    BuildSnapshot(o, &h, Rule(), {}, kNow, 15);
+    ASSERT_EQ(h.in_flight.size(), 1u);  // under way until a replacement runs
+    EXPECT_EQ(h.in_flight[0].reserve_until_s != 0, c.reserved_after);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_util.h"
+#include "core/names.h"
 #include "core/pod_codec.h"
 
 namespace hami::core {
@@ -11,16 +12,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kWhat[] = "refit request";
-
-bool IsDnsLabel(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && !(c == '-' && i != 0 && i + 1 != s.size())) return false;
-  }
-  return true;
-}
 
 bool IsDnsSubdomain(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;
@@ -32,14 +23,6 @@ bool IsDnsSubdomain(std::string_view s) {
     if (dot == std::string_view::npos) return true;
     start = dot + 1;
   }
-}
-
-bool IsUid(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'))
-      return false;
-  return true;
 }
 
 bool IsDeviceUuid(std::string_view s) {

@@ -21,6 +21,7 @@
 #include "gpu/nvml_discovery.h"
 #include "gpu/testing/fake_nvml_hooks.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "k8s/testing/kubeconfig.h"
 #include "vendors/nvidia/annotations.h"
 
 namespace hami::deviceplugin {
@@ -48,18 +49,6 @@ int Count(const std::vector<v1beta1::Device>& devs, const std::string& prefix,
 
 constexpr char kDev0[] = "GPU-fa4e0000-0000-4000-8000-000000000000";
 constexpr char kDev1[] = "GPU-fa4e0000-0000-4000-8000-000000000001";
-
-// A kubeconfig for the fake API server at `url`, written under `dir`; returns its path.
-std::string WriteKubeconfig(const std::string& dir, const std::string& url) {
-  const std::string path = dir + "/kubeconfig";
-  std::ofstream(path)
-      << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
-         "    server: "
-      << url
-      << "\nusers:\n- name: u\n  user:\n    token: t\n"
-         "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
-  return path;
-}
 
 // Runs `hami device-plugin <args>` for node1 against the fake NVML (`devices`, `state`, `mig` =
 // FAKEGPU_MIG) in a child process.
@@ -159,17 +148,18 @@ class DaemonTest : public ::testing::Test {
   void StartPlugin(const std::string& devices, const std::string& mig,
                    const std::vector<std::string>& flags) {
     ASSERT_TRUE(kubelet_->Start().ok());
-    std::vector<std::string> args = {"--kubeconfig",
-                                     WriteKubeconfig(dir_, api_.url()),
-                                     "--plugin-dir",
-                                     plugin_dir_,
-                                     "--region-root",
-                                     dir_ + "/regions",
-                                     "--register-interval",
-                                     "1",
-                                     "--fail-on-init-error",
-                                     "--log-level",
-                                     "warn"};
+    std::vector<std::string> args = {
+        "--kubeconfig",
+        k8s::testing::WriteTokenKubeconfig(dir_ + "/kubeconfig", api_.url()),
+        "--plugin-dir",
+        plugin_dir_,
+        "--region-root",
+        dir_ + "/regions",
+        "--register-interval",
+        "1",
+        "--fail-on-init-error",
+        "--log-level",
+        "warn"};
     args.insert(args.end(), flags.begin(), flags.end());
     pid_ = SpawnPlugin(state_, devices, mig, std::move(args));
     ASSERT_GE(pid_, 0);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "deviceplugin/pending_pod.h"
 #include "nlohmann/json.hpp"
 
 namespace hami::dra {
@@ -27,48 +26,34 @@ std::string CdiKind(const std::string& driver) {
 StatusOr<ClaimEdits> BuildClaimEdits(const ClaimAllocation& claim,
                                      const std::vector<DeviceCapacity>& devices,
                                      const std::string& driver,
-                                     const deviceplugin::PluginConfig& config) {
+                                     const deviceplugin::PluginConfig& config,
+                                     const DraVendor* vendor) {
   HAMI_RETURN_IF_ERROR(CheckName(claim.ref.uid, "claim uid"));
   const std::map<std::string, Usage> by_device = claim.ByDevice();
-  deviceplugin::PendingPod pod;
-  pod.uid = claim.ref.uid;
-  pod.namespace_ = claim.ref.namespace_;
-  pod.name = claim.ref.name;
-  deviceplugin::PendingContainer ctr;
-  ctr.name = kRegionSuffix;
-  for (const auto& d : devices) {  // `devices` are in NVML index order
+  std::vector<ClaimDevice> held;
+  for (const auto& d : devices) {
     auto it = by_device.find(d.name);
-    if (it == by_device.end()) continue;
-    core::ContainerDevice cd;
-    cd.uuid = d.uuid;
-    cd.index = d.index;
-    cd.usedmem_mib = it->second.memory_mib;
-    cd.usedcores = it->second.cores;
-    ctr.devices.push_back(cd);
+    if (it != by_device.end()) held.push_back({d, it->second});
   }
-  std::sort(ctr.devices.begin(), ctr.devices.end(),
-            [](const core::ContainerDevice& a, const core::ContainerDevice& b) {
-              return a.index < b.index;
-            });
-  if (ctr.devices.size() != by_device.size())
+  std::sort(held.begin(), held.end(), [](const ClaimDevice& a, const ClaimDevice& b) {
+    return a.device.index < b.device.index;
+  });
+  if (held.size() != by_device.size() || held.empty())
     return FailedPrecondition("claim ", claim.ref.uid, ": a device is not on this node");
-  deviceplugin::PluginConfig c = config;
-  c.device_list_strategy = "envvar";
-  c.device_id_strategy = "uuid";
-  auto alloc = deviceplugin::BuildContainerAllocation(pod, ctr, c, StrCat(claim.ref.uid, ".cache"));
-  if (!alloc.ok()) return Annotate(alloc.status(), StrCat("claim ", claim.ref.uid));
+  auto edits = (vendor != nullptr ? *vendor : NvidiaDraVendor()).Edits(claim.ref, held, config);
+  if (!edits.ok()) return Annotate(edits.status(), StrCat("claim ", claim.ref.uid));
 
   ClaimEdits out;
   out.kind = CdiKind(driver);
   out.cdi_device_id = StrCat(out.kind, "=", claim.ref.uid);
   out.spec_file_name = StrCat(SpecBaseName(out.kind), "_", claim.ref.uid, ".json");
-  out.allocation = *std::move(alloc);
+  out.edits = *std::move(edits);
   Json env = Json::array();
-  for (const auto& [k, v] : out.allocation.envs) env.push_back(StrCat(k, "=", v));
+  for (const auto& [k, v] : out.edits.env) env.push_back(StrCat(k, "=", v));
   // Parents before children (the region directory at the hook dir before libvgpu.so and the limits
   // file inside it), as CDI's own Apply sorts them: a runtime applying the list in order must not
   // hide the files under the directory mount.
-  std::vector<deviceplugin::MountSpec> sorted = out.allocation.mounts;
+  std::vector<deviceplugin::MountSpec> sorted = out.edits.mounts;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return std::count(a.container_path.begin(), a.container_path.end(), '/') <
            std::count(b.container_path.begin(), b.container_path.end(), '/');

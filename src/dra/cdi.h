@@ -1,9 +1,9 @@
 #pragma once
 // The transient CDI spec of one prepared claim
-// (docs/dra.md#cdi-how-the-container-gets-the-gpu-and-the-limits): only the claim's GPUs visible,
-// libvgpu armed with what the claim consumed, its region directory and limits file. The container
-// part is the device plugin's own (deviceplugin/allocate_env.h), so both paths arm libvgpu the same
-// way. Pure: no files are touched here.
+// (docs/dra.md#cdi-how-the-container-gets-the-gpu-and-the-limits): only the claim's devices
+// visible, the vendor's limiter armed with what the claim consumed (dra/vendor.h). For NVIDIA the
+// container part is the device plugin's own (deviceplugin/allocate_env.h), so both paths arm
+// libvgpu the same way. Pure: no files are touched here.
 #include <string>
 #include <vector>
 
@@ -12,6 +12,7 @@
 #include "deviceplugin/config.h"
 #include "dra/claim.h"
 #include "dra/slice.h"
+#include "dra/vendor.h"
 
 namespace hami::dra {
 
@@ -24,21 +25,23 @@ struct ClaimEdits {
   std::string cdi_device_id;   // "<kind>=<claim uid>"
   std::string spec_file_name;  // "k8s.<driver>-claim_<claim uid>.json" (a transient spec)
   std::string spec_json;       // the spec's text
-  deviceplugin::ContainerAllocation allocation;  // env, mounts, region dir, limits file
+  VendorEdits edits;           // env, mounts, and the host files and directories to make
 };
 
 // "k8s.<driver>/claim".
 std::string CdiKind(const std::string& driver);
 
-// The claim's edits. The GPUs are listed in NVML index order whatever the order of the results,
-// so CUDA_DEVICE_MEMORY_LIMIT_<i> names the i-th GPU CUDA numbers in the container; shares of one
-// device are summed. `config` supplies the libvgpu paths (libvgpu, ld.so.preload, region root,
-// container hook dir, lock dir) and settings; its device list strategy is forced to envvar (the
-// CDI device is the only thing the runtime is given). Errors: a claim uid that cannot name a file
-// or a CDI device, a device granting 0 MiB, the errors of BuildContainerAllocation.
+// The claim's edits. The devices are handed to the vendor in index order whatever the order of the
+// results, so (NVIDIA) CUDA_DEVICE_MEMORY_LIMIT_<i> names the i-th GPU CUDA numbers in the
+// container; shares of one device are summed. `config` supplies the libvgpu paths (libvgpu,
+// ld.so.preload, region root, container hook dir, lock dir) and settings; its device list strategy
+// is forced to envvar (the CDI device is the only thing the runtime is given). `vendor` null:
+// NVIDIA. Errors: a claim uid that cannot name a file or a CDI device, a device not on this node,
+// the vendor's errors (NVIDIA: a device granting 0 MiB, those of BuildContainerAllocation).
 StatusOr<ClaimEdits> BuildClaimEdits(const ClaimAllocation& claim,
                                      const std::vector<DeviceCapacity>& devices,
                                      const std::string& driver,
-                                     const deviceplugin::PluginConfig& config);
+                                     const deviceplugin::PluginConfig& config,
+                                     const DraVendor* vendor = nullptr);
 
 }  // namespace hami::dra

@@ -25,14 +25,7 @@ ClaimAllocation Claim(std::vector<Share> shares) {
   return {{"ns", "c1", "uid-1"}, std::move(shares)};
 }
 
-std::map<std::string, std::string> EnvOf(const Json& spec) {
-  std::map<std::string, std::string> env;
-  for (const auto& e : spec["devices"][0]["containerEdits"]["env"]) {
-    const std::string kv = e.get<std::string>();
-    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-  }
-  return env;
-}
+using testing::SpecEnv;
 
 TEST(Cdi, LimitsFollowNvmlIndexOrderAndSumShares) {
   struct Case {
@@ -68,7 +61,7 @@ TEST(Cdi, LimitsFollowNvmlIndexOrderAndSumShares) {
     auto e = BuildClaimEdits(Claim(c.shares), TwoGpus(), kDefaultDriverName, Vgpu());
     ASSERT_TRUE(e.ok()) << c.name << ": " << e.status();
     const Json spec = Json::parse(e->spec_json);
-    const auto env = EnvOf(spec);
+    const auto env = SpecEnv(spec);
     for (const auto& [k, v] : c.want) {
       ASSERT_TRUE(env.count(k)) << c.name << ": no " << k;
       EXPECT_EQ(env.at(k), v) << c.name << ": " << k;
@@ -86,9 +79,10 @@ TEST(Cdi, SpecShapeRegionAndMounts) {
   EXPECT_EQ(e->kind, "k8s.hami-core-gpu.project-hami.io/claim");
   EXPECT_EQ(e->cdi_device_id, "k8s.hami-core-gpu.project-hami.io/claim=uid-1");
   EXPECT_EQ(e->spec_file_name, "k8s.hami-core-gpu.project-hami.io-claim_uid-1.json");
-  EXPECT_EQ(e->allocation.region_host_dir, "/host/regions/uid-1_dra");
-  EXPECT_EQ(e->allocation.limits_host_path, "/host/regions/uid-1_dra.limits");
-  EXPECT_NE(e->allocation.limits_file.find("CUDA_DEVICE_MEMORY_LIMIT_0=4096m"), std::string::npos);
+  EXPECT_EQ(e->edits.dirs, std::vector<std::string>{"/host/regions/uid-1_dra"});
+  ASSERT_EQ(e->edits.files.size(), 1u);
+  EXPECT_EQ(e->edits.files[0].first, "/host/regions/uid-1_dra.limits");
+  EXPECT_NE(e->edits.files[0].second.find("CUDA_DEVICE_MEMORY_LIMIT_0=4096m"), std::string::npos);
   const Json spec = Json::parse(e->spec_json);
   EXPECT_EQ(spec["cdiVersion"], "0.6.0");
   EXPECT_EQ(spec["kind"], e->kind);

@@ -8,8 +8,10 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "common/libc.h"
 #include "dra/cdi.h"
+#include "dra/device_status.h"
 #include "dra/pod_claims.h"
 #include "spdlog/spdlog.h"
 
@@ -136,8 +138,9 @@ std::map<std::string, Status> Driver::RefuseClaimsSharingAContainer(
                 "claim ", ns, "/", name, ": pod ", ns, "/", pod_ref.name, " container ",
                 c.container, " uses claims ", absl::StrJoin(c.claims, ", "), " of driver ",
                 options_.driver,
-                " together; each claim's CDI device arms libvgpu with that claim's GPUs and limits "
-                "at the same paths, so their limits would overwrite each other: put the requests "
+                " together; each claim's CDI device arms the limiter (libvgpu, the vNPU core) with "
+                "that claim's devices and limits at the same paths, so their limits would "
+                "overwrite each other: put the requests "
                 "in "
                 "one claim (its requests on one GPU add up)"));
       }
@@ -162,6 +165,28 @@ std::map<std::string, Status> Driver::Unprepare(const std::vector<ClaimRef>& cla
   return out;
 }
 
+Status Driver::RefuseUnhealthy(const ClaimAllocation& claim, const ClaimRef& ref) const {
+  const HealthBoard* board = health_.load();
+  if (board == nullptr) return OkStatus();
+  std::set<std::string> allocated;
+  for (const auto& s : claim.shares) allocated.insert(s.device);
+  uint64_t version = 0;
+  std::vector<std::string> bad;
+  for (const auto& e : board->Snapshot(&version)) {
+    if (e.healthy || !allocated.count(e.device)) continue;
+    std::string uuid;
+    for (const auto& d : devices_)
+      if (d.name == e.device) uuid = d.uuid;
+    bad.push_back(StrCat(e.device, " (", uuid, "): ", e.message));
+  }
+  if (bad.empty()) return OkStatus();
+  return FailedPrecondition(
+      "claim ", ref.namespace_, "/", ref.name, " is allocated GPU(s) that are unhealthy on node ",
+      options_.node_name, ": ", absl::StrJoin(bad, "; "),
+      "; it is left out of the ResourceSlice until it recovers, so a new claim is not "
+      "allocated it");
+}
+
 Driver::Result Driver::PrepareOne(const ClaimRef& ref) {
   if (Status s = CheckName(ref.uid, "claim uid"); !s.ok()) return {s, {}};
   {
@@ -176,7 +201,8 @@ Driver::Result Driver::PrepareOne(const ClaimRef& ref) {
     return {Annotate(obj.status(), StrCat("claim ", ref.namespace_, "/", ref.name)), {}};
   auto claim = ParseClaim(*obj, ref, options_.driver, options_.node_name, devices_, shared());
   if (!claim.ok()) return {claim.status(), {}};
-  auto edits = BuildClaimEdits(*claim, devices_, options_.driver, options_.vgpu);
+  if (Status s = RefuseUnhealthy(*claim, ref); !s.ok()) return {s, {}};
+  auto edits = BuildClaimEdits(*claim, devices_, options_.driver, options_.vgpu, options_.vendor);
   if (!edits.ok()) return {edits.status(), {}};
 
   PreparedClaim pc;
@@ -188,22 +214,30 @@ Driver::Result Driver::PrepareOne(const ClaimRef& ref) {
         {{request}, options_.node_name, s.device, {edits->cdi_device_id}, s.share_id});
   }
   const std::string spec_path = deviceplugin::JoinPath(options_.cdi_root, edits->spec_file_name);
-  pc.files = {spec_path, edits->allocation.limits_host_path};
-  pc.dirs = {edits->allocation.region_host_dir};
+  pc.files = {spec_path};
+  for (const auto& [path, contents] : edits->edits.files) pc.files.push_back(path);
+  pc.dirs = edits->edits.dirs;
+  Result r = CommitPrepared(ref, pc, spec_path, edits->spec_json, edits->edits);
+  if (r.status.ok()) WriteStatus(*claim, edits->cdi_device_id);  // without the lock
+  return r;
+}
 
+Driver::Result Driver::CommitPrepared(const ClaimRef& ref, const PreparedClaim& pc,
+                                      const std::string& spec_path, const std::string& spec_json,
+                                      const VendorEdits& edits) {
   MutexLock l(mu_);
   auto it = checkpoint_.claims.find(ref.uid);
   if (it != checkpoint_.claims.end() && it->second.state == PrepareState::kCompleted)
     return {OkStatus(), it->second.devices};  // a concurrent call prepared it meanwhile
-  if (Status s = ledger_.Book(ref.uid, claim->ByDevice()); !s.ok())
+  if (Status s = ledger_.Book(ref.uid, pc.claim.ByDevice()); !s.ok())
     return {Annotate(s, StrCat("claim ", ref.namespace_, "/", ref.name)), {}};
   // Phase 1: recorded before any file exists, so a crash leaves a record to roll back.
   checkpoint_.claims[ref.uid] = pc;
   Status s = SaveLocked();
-  if (s.ok()) s = MakeRegionDir(edits->allocation.region_host_dir);
-  if (s.ok())
-    s = WriteFileAtomic(edits->allocation.limits_host_path, edits->allocation.limits_file, 0444);
-  if (s.ok()) s = WriteFileAtomic(spec_path, edits->spec_json, 0644);
+  for (size_t i = 0; s.ok() && i < edits.dirs.size(); ++i) s = MakeRegionDir(edits.dirs[i]);
+  for (size_t i = 0; s.ok() && i < edits.files.size(); ++i)
+    s = WriteFileAtomic(edits.files[i].first, edits.files[i].second, 0444);
+  if (s.ok()) s = WriteFileAtomic(spec_path, spec_json, 0644);
   if (s.ok()) {
     checkpoint_.claims[ref.uid].state = PrepareState::kCompleted;
     s = SaveLocked();  // phase 2
@@ -218,8 +252,51 @@ Driver::Result Driver::PrepareOne(const ClaimRef& ref) {
   return {OkStatus(), pc.devices};
 }
 
+void Driver::WriteStatus(const ClaimAllocation& claim, const std::string& cdi_device_id) {
+  const nlohmann::json entries =
+      DeviceStatusEntries(claim, devices_, options_.driver, options_.node_name, cdi_device_id,
+                          RealClock::Get().UnixSeconds(), options_.vendor);
+  Status s = claims_->WriteDeviceStatus(claim.ref, options_.driver, options_.node_name, entries);
+  {
+    MutexLock l(mu_);
+    const bool retry = !s.ok() && !absl::IsNotFound(s) && !absl::IsFailedPrecondition(s) &&
+                       checkpoint_.claims.count(claim.ref.uid) > 0;  // not unprepared meanwhile
+    if (retry) {
+      status_pending_.insert(claim.ref.uid);
+    } else {
+      status_pending_.erase(claim.ref.uid);
+    }
+  }
+  if (s.ok()) return;
+  ++status_write_failures_;
+  spdlog::warn(
+      "dra: claim {}/{} is prepared, but its status.devices was not written: {}. From Kubernetes "
+      "1.36 the plugin's service account needs update and patch on resourceclaims/status and "
+      "associated-node:update and associated-node:patch on resourceclaims/driver for resource "
+      "name {} (docs/dra.md#claim-status)",
+      claim.ref.namespace_, claim.ref.name, std::string(s.message()), options_.driver);
+}
+
+size_t Driver::RetryStatusWrites() {
+  std::vector<std::pair<ClaimAllocation, std::string>> todo;  // claim, CDI device id
+  {
+    MutexLock l(mu_);
+    for (const auto& uid : status_pending_) {
+      auto it = checkpoint_.claims.find(uid);
+      if (it == checkpoint_.claims.end() || it->second.devices.empty() ||
+          it->second.devices[0].cdi_device_ids.empty())
+        continue;
+      todo.emplace_back(it->second.claim, it->second.devices[0].cdi_device_ids[0]);
+    }
+  }
+  for (const auto& [claim, cdi] : todo) WriteStatus(claim, cdi);
+  MutexLock l(mu_);
+  return status_pending_.size();
+}
+
 Status Driver::UnprepareOne(const ClaimRef& ref) {
   MutexLock l(mu_);
+  status_pending_.erase(ref.uid);
   auto it = checkpoint_.claims.find(ref.uid);
   if (it == checkpoint_.claims.end()) return OkStatus();
   HAMI_RETURN_IF_ERROR(RemoveFiles(it->second));

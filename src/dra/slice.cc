@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "dra/vendor.h"
+
 namespace hami::dra {
 
 namespace {
@@ -41,12 +43,13 @@ Json Capacity(int64_t value, int64_t min, int64_t step, bool shared) {
 
 }  // namespace
 
-std::string DeviceName(const gpu::GpuInfo& gpu) {
-  return StrCat("gpu-", gpu.index);
+std::string DeviceName(const gpu::GpuInfo& gpu, const DraVendor* vendor) {
+  return (vendor != nullptr ? *vendor : NvidiaDraVendor()).DeviceName(gpu);
 }
 
 StatusOr<std::vector<DeviceCapacity>> DeviceCapacities(const std::vector<gpu::GpuInfo>& gpus,
-                                                       double memory_scaling) {
+                                                       double memory_scaling,
+                                                       const DraVendor* vendor) {
   if (!(memory_scaling > 0)) return InvalidArgument("deviceMemoryScaling must be > 0");
   std::vector<DeviceCapacity> out;
   std::set<int> indices;
@@ -59,7 +62,7 @@ StatusOr<std::vector<DeviceCapacity>> DeviceCapacities(const std::vector<gpu::Gp
       return InvalidArgument("GPU ", g.index, ": UUID '", g.uuid, "' is empty or taken");
     const auto scaled =
         static_cast<int64_t>(std::llround(static_cast<double>(g.memory_mib) * memory_scaling));
-    out.push_back({DeviceName(g), g.uuid, g.index, scaled, 100});
+    out.push_back({DeviceName(g, vendor), g.uuid, g.index, scaled, 100});
   }
   return out;
 }
@@ -104,31 +107,22 @@ StatusOr<nlohmann::json> BuildResourceSlice(const std::vector<gpu::GpuInfo>& gpu
                            "' is not a lower-case DNS subdomain of at most 63 characters");
   if (gpus.size() > 128)
     return InvalidArgument(gpus.size(), " GPUs: a ResourceSlice holds at most 128 devices");
+  const DraVendor& vendor = o.vendor != nullptr ? *o.vendor : NvidiaDraVendor();
   HAMI_ASSIGN_OR_RETURN(const std::vector<DeviceCapacity> caps,
-                        DeviceCapacities(gpus, o.memory_scaling));
+                        DeviceCapacities(gpus, o.memory_scaling, &vendor));
   Json devices = Json::array();
   for (size_t i = 0; i < gpus.size(); ++i) {
     const gpu::GpuInfo& g = gpus[i];
-    Json attrs = {{"type", StringAttr(kDeviceType)},
-                  {"uuid", StringAttr(g.uuid)},
-                  {"index", {{"int", g.index}}},
-                  {"productName", StringAttr(g.model.substr(0, 64))}};
-    if (g.numa_node >= 0) attrs["resource.kubernetes.io/numaNode"] = {{"int", g.numa_node}};
-    if (const std::string bus = NormalizePciBusId(g.pci_bus_id); !bus.empty())
-      attrs["resource.kubernetes.io/pciBusID"] = StringAttr(bus);
-    if (auto it = extras.find(g.uuid); it != extras.end()) {
-      const GpuExtras& x = it->second;
-      if (!x.architecture.empty()) attrs["architecture"] = StringAttr(x.architecture);
-      if (!x.cuda_compute_capability.empty())
-        attrs["cudaComputeCapability"] = {{"version", x.cuda_compute_capability + ".0"}};
-      if (!x.driver_version.empty()) attrs["driverVersion"] = {{"version", x.driver_version}};
-      if (!x.pcie_root.empty()) attrs["resource.kubernetes.io/pcieRoot"] = StringAttr(x.pcie_root);
-    }
+    auto it = extras.find(g.uuid);
+    Json attrs = vendor.Attributes(g, it != extras.end() ? &it->second : nullptr);
+    attrs["type"] = StringAttr(std::string(vendor.device_type()));
     Json d = {{"name", caps[i].name},
               {"attributes", attrs},
               {"capacity",
                {{"memory", Capacity(caps[i].memory_mib * kMiB, kMiB, kMiB, o.shared)},
-                {"cores", Capacity(caps[i].cores, 1, 1, o.shared)}}}};
+                // min 0: a claim may take memory and no compute share (HAMi's gpumem without
+                // gpucores: no SM limit), as the webhook's conversion asks (cores "0").
+                {"cores", Capacity(caps[i].cores, 0, 1, o.shared)}}}};
     if (o.shared) d["allowMultipleAllocations"] = true;
     devices.push_back(std::move(d));
   }

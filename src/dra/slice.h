@@ -14,6 +14,8 @@
 
 namespace hami::dra {
 
+class DraVendor;  // dra/vendor.h
+
 // upstream HAMi-DRA's driver name and device type, so its DeviceClass and claims work unchanged.
 inline constexpr char kDefaultDriverName[] = "hami-core-gpu.project-hami.io";
 inline constexpr char kDeviceType[] = "hami-gpu";
@@ -45,14 +47,17 @@ struct SliceOptions {
   double memory_scaling = 1.0;  // deviceMemoryScaling: published memory = physical x scaling
   // Without consumable capacity (DRAConsumableCapacity off): exclusive devices, no policies.
   bool shared = true;
+  const DraVendor* vendor = nullptr;  // device names, type and attributes; null: NVIDIA's
 };
 
-// "gpu-<index>": stable across restarts (NVML index order is the PCI order).
-std::string DeviceName(const gpu::GpuInfo& gpu);
+// The vendor's device name (null: NVIDIA's "gpu-<index>", stable across restarts: NVML index
+// order is the PCI order).
+std::string DeviceName(const gpu::GpuInfo& gpu, const DraVendor* vendor = nullptr);
 // The accounting view of each GPU (scaled memory, 100 cores). Errors: a GPU without memory, a
 // duplicate index or UUID.
 StatusOr<std::vector<DeviceCapacity>> DeviceCapacities(const std::vector<gpu::GpuInfo>& gpus,
-                                                       double memory_scaling);
+                                                       double memory_scaling,
+                                                       const DraVendor* vendor = nullptr);
 // "<node>-<driver, dots as dashes>": the slice's stable name.
 std::string SliceName(const std::string& node_name, const std::string& driver);
 // NVML's "00000000:3B:00.0" as Kubernetes' pciBusID "0000:3b:00.0"; "" when it does not parse.

@@ -63,7 +63,7 @@ TEST(Slice, OneSharedDevicePerGpuWithWholeDeviceDefaults) {
             (Json{{"value", "100"},
                   {"requestPolicy",
                    {{"default", "100"},
-                    {"validRange", {{"min", "1"}, {"max", "100"}, {"step", "1"}}}}}}));
+                    {"validRange", {{"min", "0"}, {"max", "100"}, {"step", "1"}}}}}}));
   EXPECT_FALSE(j["spec"]["devices"][1]["attributes"].contains("resource.kubernetes.io/pciBusID"));
 }
 

@@ -77,10 +77,17 @@ void TrimPodForScheduler(Json& pod) {
                    "ownerReferences", "creationTimestamp", "deletionTimestamp"});
     if (auto a = out["metadata"].find("annotations"); a != out["metadata"].end() && a->is_object())
       a->erase(kLastApplied);
-    // Of each owner, what preemption reads (a DaemonSet's pods are not evicted).
+    // Of each owner, what preemption reads (a DaemonSet's pods are not evicted); the controller
+    // owner's uid too on a pod decided onto a consolidation reservation (the state matches the
+    // reservation's workload by it, gpu_reservations.cc).
+    const bool reserved =
+        FieldAt(out, {"metadata", "annotations", scheduler::kGpuReservationPodKey}) != nullptr;
     if (auto o = out["metadata"].find("ownerReferences");
         o != out["metadata"].end() && o->is_array())
-      for (Json& owner : *o) owner = Pick(owner, {"kind", "controller"});
+      for (Json& owner : *o)
+        owner = reserved && owner.is_object() && owner.value("controller", false)
+                    ? Pick(owner, {"kind", "controller", "uid"})
+                    : Pick(owner, {"kind", "controller"});
   }
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     Json s = Pick(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
@@ -98,12 +105,17 @@ void TrimPodForScheduler(Json& pod) {
   pod = std::move(out);
 }
 
-void TrimNodeForScheduler(Json& node) {
-  if (!node.is_object()) return;
-  if (auto md = node.find("metadata"); md != node.end() && md->is_object()) {
+void TrimObjectMetadata(Json& obj) {
+  if (!obj.is_object()) return;
+  if (auto md = obj.find("metadata"); md != obj.end() && md->is_object()) {
     md->erase("managedFields");
     if (auto a = md->find("annotations"); a != md->end() && a->is_object()) a->erase(kLastApplied);
   }
+}
+
+void TrimNodeForScheduler(Json& node) {
+  if (!node.is_object()) return;
+  TrimObjectMetadata(node);
   if (auto st = node.find("status"); st != node.end() && st->is_object())
     for (const char* k : {"images", "volumesAttached", "volumesInUse"}) st->erase(k);
 }

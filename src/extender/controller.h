@@ -56,8 +56,11 @@ struct ControllerOptions {
 //   each init container status's name and state;
 // - nodes: everything but metadata.managedFields, the last-applied annotation and status.images,
 //   volumesAttached and volumesInUse (the large, unread parts).
+// - any object: metadata.managedFields and the last-applied annotation (TrimObjectMetadata; the
+//   DRA hook's slices, claims and classes keep the rest).
 void TrimPodForScheduler(Json& pod);
 void TrimNodeForScheduler(Json& node);
+void TrimObjectMetadata(Json& obj);
 // The same cut made while a list page is parsed (k8s::InformerOptions::drop_while_parsing), for
 // the large parts only (managedFields, the last-applied copy, env, probes, volumes, conditions,
 // images); never a field the Trim functions keep.

@@ -306,5 +306,42 @@ TEST_F(ControllerTest, DropWhileParsingCutsNothingTheTrimKeeps) {
   }
 }
 
+// The informer keeps of a pod's owners what preemption reads, and the controller owner's uid only
+// on a pod whose decision names a consolidation reservation (ClusterState matches the reservation's
+// workload by it; issue 28).
+TEST(TrimPod, KeepsTheControllerOwnersUidOnlyOnAPodNamingAReservation) {
+  struct Case {
+    const char* name;
+    bool names_reservation;
+    bool controller;
+    Json kept;  // the owner reference after the trim
+  };
+  const Case cases[] = {
+      {"names a reservation",
+       true,
+       true,
+       {{"kind", "ReplicaSet"}, {"controller", true}, {"uid", "rs-1"}}},
+      {"names none", false, true, {{"kind", "ReplicaSet"}, {"controller", true}}},
+      {"names one, the owner is not the controller",
+       true,
+       false,
+       {{"kind", "ReplicaSet"}, {"controller", false}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Json pod = {{"metadata",
+                 {{"name", "p"},
+                  {"annotations", Json::object()},
+                  {"ownerReferences", Json::array({{{"kind", "ReplicaSet"},
+                                                    {"name", "rs"},
+                                                    {"controller", c.controller},
+                                                    {"uid", "rs-1"}}})}}}};
+    if (c.names_reservation)
+      pod["metadata"]["annotations"][scheduler::kGpuReservationPodKey] = "r1";
+    TrimPodForScheduler(pod);
+    EXPECT_EQ(pod["metadata"]["ownerReferences"], Json::array({c.kept}));
+  }
+}
+
 }  // namespace
 }  // namespace hami::extender

@@ -149,10 +149,59 @@ Extender::Extender(scheduler::Scheduler& sched, ClusterState& state, k8s::Client
     ro.capacity = std::max<size_t>(opts_.event_queue, 1);
     events_ = std::make_unique<k8s::EventRecorder>(*ec, ro);
   }
+  if (client_ != nullptr && opts_.decision_writers > 0) {
+    DecisionWriterOptions wo;
+    wo.threads = opts_.decision_writers;
+    // A failed write waits for its /bind as long as the reservation may.
+    wo.keep_failed = std::chrono::seconds(std::max<int64_t>(state_.options().reservation_ttl_s, 1));
+    writer_ = std::make_unique<DecisionWriter>(
+        [this](const DecisionWrite& w) { return WriteDecision(w); }, wo);
+  }
 }
 
 void Extender::FlushEvents() {
   if (events_) events_->Flush();
+}
+
+void Extender::FlushDecisions() {
+  if (writer_) writer_->Flush();
+}
+
+Status Extender::WriteDecision(const DecisionWrite& w) {
+  // Leadership is checked again right before the decision is written (a follower writes nothing;
+  // its reservation lapses and its /bind is refused).
+  if (!Leading()) return Unavailable(NotLeaderError());
+  const auto t0 = std::chrono::steady_clock::now();
+  // The patched pod the API server returns is not needed: not parsed.
+  Status s =
+      client_->PatchNoReply(k8s::kPods, w.namespace_, w.name, k8s::PatchType::kMerge, w.patch);
+  counters_.decision_write_ns.fetch_add(NanosSince(t0), std::memory_order_relaxed);
+  if (!s.ok()) counters_.decision_write_failures.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+Status Extender::AwaitDecision(const std::string& uid) {
+  if (!writer_) return OkStatus();
+  const auto t0 = std::chrono::steady_clock::now();
+  DecisionWriter::Outcome o = writer_->Await(uid, opts_.decision_wait);
+  counters_.bind_wait_ns.fetch_add(NanosSince(t0), std::memory_order_relaxed);
+  switch (o.kind) {
+    case DecisionWriter::Outcome::kWritten:
+      return OkStatus();
+    case DecisionWriter::Outcome::kPending:
+      writer_->Cancel(uid);
+      return Unavailable("its decision is not written to the pod after ",
+                         opts_.decision_wait.count(), " ms (the API server is behind)");
+    case DecisionWriter::Outcome::kFailed:
+      break;
+  }
+  // The writer's patch failed: this bind sends it once more, as kube-scheduler's retry of the
+  // /filter used to when Filter wrote it itself.
+  Status again = WriteDecision(*o.write);
+  if (again.ok()) return again;
+  return Status(again.code(),
+                StrCat("its decision cannot be written to the pod: ",
+                       std::string(o.error.message()), "; again: ", std::string(again.message())));
 }
 
 std::string Extender::NotLeaderError() const {
@@ -345,6 +394,9 @@ struct Extender::FilterCycle {
   scheduler::ScheduleOptions so;
   scheduler::QuotaRoom quota;  // so.quota: what the namespace's quotas leave, as of this attempt
   FilterRetries retries;
+  bool steered = false;  // Decide's
+  // Steered: the consolidation reservation the decision is made on (id, workload).
+  scheduler::GpuReservation reservation;
   scheduler::Decision decision;  // once kFits
   EncodedDecision encoded;       // once kFits
   int64_t now = 0;               // the decision's vgpu-time
@@ -397,9 +449,48 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   // A pod filtered again (an earlier bind failed or was never attempted) gives its old reservation
   // up.
   if (state_.Drop(pod.uid)) (void)sched_.Unreserve(pod.uid);
+  if (writer_) writer_->Cancel(pod.uid);  // and its decision, if it is not written yet
 
+  // A replacement the consolidation controller planned for goes to the GPU reserved for it.
+  if (auto reserved = FilterOnReservedGpu(pod, args.pod, candidates)) return *std::move(reserved);
+  return Decide(pod, candidates, /*steered=*/nullptr);
+}
+
+std::optional<ExtenderFilterResult> Extender::FilterOnReservedGpu(
+    const core::PodRequest& pod, const Json& request_pod,
+    const std::vector<std::string>& candidates) {
+  auto taken = state_.TakeGpuReservation(pod.namespace_, ControllerOwnerUid(request_pod), pod.uid);
+  if (!taken) return std::nullopt;
+  // Not decided onto it after all: the reservation waits for the workload's next pod.
+  const auto give_back = [&] { state_.ReturnGpuReservation(taken->reservation.id, pod.uid); };
+  // The pod's own GPU selectors still hold: a use-gpuuuid list without the reserved GPU wins.
+  const std::vector<std::string>& own = pod.selectors.use_uuids;
+  if (std::find(candidates.begin(), candidates.end(), taken->node) == candidates.end() ||
+      (!own.empty() && std::find(own.begin(), own.end(), taken->reservation.uuid) == own.end())) {
+    give_back();
+    return std::nullopt;
+  }
+  core::PodRequest steered = pod;
+  steered.selectors.use_uuids = {taken->reservation.uuid};
+  const std::vector<std::string> node = {taken->node};
+  ExtenderFilterResult out = Decide(steered, node, &taken->reservation);
+  if (!out.error.empty() || (out.node_names && !out.node_names->empty())) {
+    if (!out.node_names || out.node_names->empty()) give_back();
+    return out;
+  }
+  give_back();
+  spdlog::info("pod {}: does not fit GPU {} on node {} reserved by consolidation: decided as usual",
+               PodKey(pod), taken->reservation.uuid, taken->node);
+  return std::nullopt;
+}
+
+ExtenderFilterResult Extender::Decide(const core::PodRequest& pod,
+                                      const std::vector<std::string>& candidates,
+                                      const scheduler::GpuReservation* steered) {
   // 4. Schedule, encode, charge the quota and reserve; each retry kind is a named step.
   FilterCycle c(pod, candidates);
+  c.steered = steered != nullptr;
+  if (steered != nullptr) c.reservation = *steered;
   for (;;) {
     switch (DecideAndReserve(c)) {
       case FilterStep::kReserved:
@@ -448,6 +539,10 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
       if (!d.ok()) {
         c.out = FilterError(std::move(c.out),
                             StrCat("pod ", PodKey(c.pod), ": ", std::string(d.status().message())));
+        return FilterStep::kDone;
+      }
+      if (c.steered) {  // not on the reserved GPU: Filter decides again as usual
+        c.out.node_names = std::vector<std::string>{};
         return FilterStep::kDone;
       }
       counters_.filter_unschedulable.fetch_add(1, std::memory_order_relaxed);
@@ -502,6 +597,8 @@ FilterStep Extender::DecideAndReserve(FilterCycle& c) {
   rec.kinds = c.kinds;
   rec.totals = state_.ChargeOf(c.kinds, rec.allocation);
   rec.encoded = c.encoded.fingerprint;
+  rec.gpu_reservation = c.reservation.id;
+  rec.owner_uid = c.reservation.owner_uid;
   const Status q = state_.TryReserve(rec);
   switch (QuotaStep(q, c.charge_depends_on_device, c.retries, c.cand->size())) {
     case FilterStep::kRuleOutNode:
@@ -555,9 +652,16 @@ ExtenderFilterResult Extender::Commit(FilterCycle& c) {
     StageTimer t(counters_.filter_patch_ns);
     Json patch = DecisionPatch(d.node, c.encoded.annotations, c.now);
     patch["metadata"]["uid"] = pod.uid;  // precondition: never a re-created pod of that name
-    // The patched pod the API server returns is not needed: not parsed.
-    Status p =
-        client_->PatchNoReply(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge, patch);
+    if (c.steered)  // who took the reservation, for every later reader (gpu_reservation.h)
+      patch["metadata"]["annotations"][scheduler::kGpuReservationPodKey] = c.reservation.id;
+    // Off the request path: the writer sends it, /bind waits for it (and sends it again if it
+    // failed) before the Binding.
+    Status p = OkStatus();
+    if (writer_)
+      writer_->Submit({pod.uid, pod.namespace_, pod.name, std::move(patch)});
+    else
+      p = client_->PatchNoReply(k8s::kPods, pod.namespace_, pod.name, k8s::PatchType::kMerge,
+                                patch);
     if (!p.ok()) {
       release();
       for (const std::string& type : GrantedTypes(d.allocation))
@@ -710,6 +814,20 @@ ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& a) {
   }
   if (client_ == nullptr) {
     if (!uid.empty()) state_.MarkBound(uid, a.node);
+    return out;
+  }
+  // The decision must be on the pod before the Binding (the device plugin reads it there).
+  if (Status w = uid.empty() ? OkStatus() : AwaitDecision(uid); !w.ok()) {
+    counters_.bind_errors.fetch_add(1, std::memory_order_relaxed);
+    if (auto rec = state_.Find(uid))
+      for (const std::string& type : GrantedTypes(rec->allocation))
+        counters_.outcomes.Add(OutcomeCounters::kAllocationFailures, "bind", type,
+                               "annotation_patch");
+    state_.Drop(uid);
+    (void)sched_.Unreserve(uid);
+    out.error = StrCat("binding pod ", a.pod_namespace, "/", a.pod_name, " to node ", a.node,
+                       " failed: ", std::string(w.message()), "; filter it again");
+    Event(PodRef(a.pod_namespace, a.pod_name, a.pod_uid), "Warning", "BindingFailed", out.error);
     return out;
   }
   const std::string now = std::to_string(clock_.UnixSeconds());

@@ -5,6 +5,7 @@
 //  Filter: picks exactly one node and the GPUs per container with the scheduler library, charges
 //  the
 //    namespace quota, reserves the usage in the cache, and merge-patches the decision onto the pod
+//    (off the request path: DecisionWriter writes it, Bind waits for it before the Binding)
 //    in upstream's keys and formats (hami.io/vgpu-node [+ label], hami.io/vgpu-time,
 //    hami.io/vgpu-devices-to-allocate, hami.io/vgpu-devices-allocated). Other candidates come back
 //    in FailedNodes (retryable) or FailedAndUnresolvableNodes (can never fit as registered) with
@@ -33,6 +34,7 @@
 // written.
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +48,7 @@
 #include "common/clock.h"
 #include "core/pod_request.h"
 #include "core/refit_wire.h"
+#include "extender/decision_writer.h"
 #include "extender/http_server.h"
 #include "extender/state.h"
 #include "extender/wire.h"
@@ -87,6 +90,12 @@ struct ExtenderOptions {
   // nullopt while they are not listed (not synced yet, or no RBAC to list them): Preempt then
   // adds no victim of its own and only refines kube-scheduler's.
   std::function<std::optional<std::vector<Json>>()> pdbs;
+  // Threads that write decision patches off /filter's path (DecisionWriter): /filter reserves and
+  // answers, /bind waits for the pod's patch before it binds. 0: /filter writes it itself.
+  int decision_writers = 2;
+  // How long /bind waits for its pod's decision patch; then it gives the reservation up and fails
+  // (kube-scheduler filters the pod again).
+  std::chrono::milliseconds decision_wait{10'000};
 };
 
 // Latencies of one verb in upstream's buckets (hami_scheduler_{filter,bind}_duration_seconds:
@@ -132,8 +141,14 @@ struct ExtenderCounters {
   // Where /filter time goes (nanoseconds summed over calls), so the extender's own share can be
   // told from the scheduler library's: the ExtenderArgs parse, the library (Schedule + Reserve),
   // the decision patch (an API round trip) and the reply encoding.
+  // With the decision writer, "patch" is handing the patch over; the write itself is
+  // decision_write_ns (on the writer's threads) and /bind's wait for it bind_wait_ns.
   std::atomic<int64_t> filter_parse_ns{0}, filter_library_ns{0}, filter_patch_ns{0},
       filter_encode_ns{0};
+  std::atomic<int64_t> decision_write_ns{0}, bind_wait_ns{0};
+  // Decision patch writes that failed: the writer's (the /bind that follows sends the patch once
+  // more) and that second write's.
+  std::atomic<int64_t> decision_write_failures{0};
   // Whole /filter and /bind requests (HandleFilter, HandleBind) by upstream's result label:
   // [0] success (an answer without Error, unschedulable included), [1] error.
   LatencyHistogram filter_latency[2], bind_latency[2];
@@ -238,6 +253,8 @@ class Extender {
   const ExtenderCounters& counters() const { return counters_; }
   // Waits until the Events queued so far are posted (tests).
   void FlushEvents();
+  // Waits until the decision patches handed over so far are written or have failed (tests).
+  void FlushDecisions();
 
  private:
   struct FilterCycle;  // one pod's way through Filter's phases (extender.cc)
@@ -249,6 +266,19 @@ class Extender {
   ExtenderOptions::LivePodRef PodByUid(const std::string& uid) const;
   // Phase 4 under decide_mu_: kReserved, a retry kind, or kDone with the reply in c.out.
   FilterStep DecideAndReserve(FilterCycle& c);
+  // Phases 4-6 for `pod` on `candidates` (`steered`: the consolidation reservation whose GPU only
+  // it is decided onto, named in the decision's patch; an unschedulable answer is then neither
+  // counted nor reported, Filter decides again as usual).
+  ExtenderFilterResult Decide(const core::PodRequest& pod,
+                              const std::vector<std::string>& candidates,
+                              const scheduler::GpuReservation* steered);
+  // The pod's decision on the GPU the consolidation controller reserved for its workload
+  // (ClusterState::TakeGpuReservation: same namespace, the uid of `request_pod`'s controller
+  // owner, no other pod holding it), when there is one, its node is a candidate and the pod fits
+  // there; nullopt otherwise (the reservation is given back).
+  std::optional<ExtenderFilterResult> FilterOnReservedGpu(
+      const core::PodRequest& pod, const Json& request_pod,
+      const std::vector<std::string>& candidates);
   // Phases 5 and 6 for a reserved decision.
   ExtenderFilterResult Commit(FilterCycle& c);
   // `out` (what the reply holds so far) with `error`, counted.
@@ -267,6 +297,12 @@ class Extender {
   // Bind's checks; *reserved_uid = the uid whose reservation this bind may release ("" = none).
   Status CheckBind(const ExtenderBindingArgs& a, std::string* reserved_uid) const;
   bool NodeExists(const std::string& node) const;
+  // The decision patch to the API server (the writer's threads, or Bind sending a failed one
+  // again); refused once this replica no longer leads.
+  Status WriteDecision(const DecisionWrite& w);
+  // Bind's wait for the pod's decision patch: OK once it is on the pod; else why not (it failed
+  // twice, or it is still not written after decision_wait).
+  Status AwaitDecision(const std::string& uid);
   void Event(const Json& pod_ref, const std::string& type, const std::string& reason,
              const std::string& message);
 
@@ -278,7 +314,8 @@ class Extender {
   ExtenderCounters counters_;
   // Filter's decide+reserve: shared while optimistic, exclusive for a pod that kept losing races.
   absl::Mutex decide_mu_;
-  std::unique_ptr<k8s::EventRecorder> events_;  // with a client; destroyed first
+  std::unique_ptr<k8s::EventRecorder> events_;  // with a client
+  std::unique_ptr<DecisionWriter> writer_;      // with a client and decision_writers; goes first
 };
 
 // The annotation value `annotation` (hami.io/vgpu-devices-*: one entry per container, each ending

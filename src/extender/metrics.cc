@@ -195,6 +195,18 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             counters->filter_errors.load());
     counter("hami_extender_filter_unschedulable_total", "Filter calls where no node fits.",
             counters->filter_unschedulable.load());
+    counter("hami_extender_decision_write_failures_total",
+            "Decision patch writes that failed: the background writer's (the pod's /bind then "
+            "sends the patch once more) and /bind's own.",
+            counters->decision_write_failures.load());
+    set.Add("hami_extender_decision_write_seconds_total",
+            "Time the background writer spent writing decision patches to the API server.",
+            MetricType::Counter)
+        .Put({}, static_cast<double>(counters->decision_write_ns.load()) / 1e9);
+    set.Add("hami_extender_bind_wait_seconds_total",
+            "Time /bind waited for its pod's decision patch before posting the Binding.",
+            MetricType::Counter)
+        .Put({}, static_cast<double>(counters->bind_wait_ns.load()) / 1e9);
     counter("hami_extender_reserve_conflicts_total",
             "Decisions retried because a concurrent one took the room first.",
             counters->reserve_conflicts.load());
@@ -218,8 +230,8 @@ std::string RenderMetrics(const scheduler::Scheduler& sched, const ClusterState&
             counters->events_dropped.load());
     auto& stages = set.Add("hami_extender_filter_stage_seconds_total",
                            "Time spent in /filter by stage: the request parse, the scheduler "
-                           "library (decide and reserve), the decision patch to the API server, "
-                           "the reply encoding.",
+                           "library (decide and reserve), handing the decision patch to its "
+                           "writer, the reply encoding.",
                            MetricType::Counter);
     const std::pair<const char*, const std::atomic<int64_t>*> stage_ns[] = {
         {"parse", &counters->filter_parse_ns},

@@ -326,7 +326,11 @@ void ClusterState::CheckDecisionsOnNode(const std::string& node) {
 }
 
 void ClusterState::OnNode(const Json& node) {
-  ApplyNode(node, clock_.UnixSeconds());
+  const int64_t now = clock_.UnixSeconds();
+  ApplyNode(node, now);
+  SyncGpuReservations(StringAt(node, {"metadata", "name"}),
+                      StringAt(node, {"metadata", "annotations", scheduler::kGpuReservationsKey}),
+                      now);
 }
 
 void ClusterState::OnNodeDeleted(const Json& node) {
@@ -337,6 +341,7 @@ void ClusterState::OnNodeDeleted(const Json& node) {
     pool_annotations_.erase(name);
   }
   sched_.RemoveNode(name);
+  SyncGpuReservations(name, "", clock_.UnixSeconds());
 }
 
 StatusOr<std::map<std::string, std::string>> ClusterState::PoolAnnotationsOf(
@@ -353,6 +358,11 @@ void ClusterState::AddLocked(PodRecord rec) {
   auto& u = ns_usage_[rec.namespace_];
   for (const auto& [resource, amount] : rec.totals) u[resource] += amount;
   uid_by_key_[KeyOf(rec.namespace_, rec.name)] = rec.uid;
+  if (!rec.gpu_reservation.empty()) {
+    gpu_reservation_pods_.emplace(rec.gpu_reservation, rec.uid);
+    ClaimGpuReservationLocked(rec.uid, rec.namespace_, rec.owner_uid, rec.gpu_reservation,
+                              rec.allocation, !rec.bound_node.empty());
+  }
   std::string uid = rec.uid;
   pods_.emplace(std::move(uid), std::move(rec));
 }
@@ -363,6 +373,7 @@ void ClusterState::RemoveLocked(const std::string& uid) {
   auto& u = ns_usage_[it->second.namespace_];
   for (const auto& [resource, amount] : it->second.totals)
     if ((u[resource] -= amount) == 0) u.erase(resource);  // released: no stale zero entries
+  LeaveGpuReservationLocked(it->second);
   auto k = uid_by_key_.find(KeyOf(it->second.namespace_, it->second.name));
   if (k != uid_by_key_.end() && k->second == uid) uid_by_key_.erase(k);
   // A pod on a node the cache never holds (remote-GPU clients on nodes without devices) leaves no
@@ -640,6 +651,8 @@ void ClusterState::OnPod(const Json& pod) {
         if (!bound.empty()) {
           it->second.bound_node = bound;
           it->second.expires_at = 0;
+          ClaimGpuReservationLocked(uid, it->second.namespace_, it->second.owner_uid,
+                                    it->second.gpu_reservation, it->second.allocation, true);
         }
         // The cache already holds exactly this, unless the init containers have finished since:
         // then it is recorded again with their usage released.
@@ -651,6 +664,14 @@ void ClusterState::OnPod(const Json& pod) {
         if (auto e = expired_.find(uid); e != expired_.end() && e->second == fingerprint)
           return;  // lapsed
       }
+      // A consolidation reservation the decision was made on gives its room to the pod first (a
+      // replica that read the reservation before the pod would see the GPU over-committed).
+      const std::string* reservation = Annotation(pod, scheduler::kGpuReservationPodKey);
+      const std::string owner_uid = ControllerOwnerUid(pod);
+      if (reservation != nullptr)
+        if (HeldGpuReservation* h = GpuReservationForLocked(
+                uid, StringAt(pod, {"metadata", "namespace"}), owner_uid, *reservation, *alloc))
+          ReleaseGpuReservationLocked(*h);  // held by the pod once it is recorded (AddLocked)
       std::string message;
       bool over = false;
       const std::string reason =
@@ -676,6 +697,8 @@ void ClusterState::OnPod(const Json& pod) {
       rec.confirmed = true;
       rec.bound_node = bound;
       rec.mig_runtime = std::move(mig_runtime);
+      if (reservation != nullptr) rec.gpu_reservation = *reservation;
+      rec.owner_uid = owner_uid;
       const int64_t now = clock_.UnixSeconds();
       if (bound.empty()) {
         // Unbound: the earlier of when it was decided (as it says) and now, plus the TTL.
@@ -843,10 +866,13 @@ void ClusterState::MarkBound(const std::string& uid, const std::string& node) {
   if (it == pods_.end()) return;
   it->second.bound_node = node;
   it->second.expires_at = 0;
+  ClaimGpuReservationLocked(uid, it->second.namespace_, it->second.owner_uid,
+                            it->second.gpu_reservation, it->second.allocation, /*bound=*/true);
 }
 
 int ClusterState::ExpireReservations() {
   const int64_t now = clock_.UnixSeconds();
+  ExpireGpuReservations(now);
   if (next_expiry_.load(std::memory_order_relaxed) > now) return 0;
   absl::MutexLock l(&mu_);
   int n = 0;

@@ -37,6 +37,7 @@
 #include "core/mig.h"
 #include "core/model.h"
 #include "core/pod_request.h"
+#include "scheduler/gpu_reservation.h"
 #include "scheduler/scheduler.h"
 #include "vendors/vendor_set.h"
 
@@ -153,7 +154,14 @@ struct PodRecord {
   // The fingerprint the pod carried before a NUMA refit moved a container (RefitContainer), until
   // the informer delivers the pod with the new one: copies with the old decision are stale.
   std::string refit_from;
+  // The consolidation reservation the pod's decision was made on (scheduler::kGpuReservationPodKey,
+  // "" = none) and the uid of the pod's controller owner: together with the decision's GPU they
+  // tell which reservation the pod consumed (gpu_reservations.cc).
+  std::string gpu_reservation, owner_uid;
 };
+
+// The uid of `pod`'s controller owner ("" = none).
+std::string ControllerOwnerUid(const Json& pod);
 
 // What ClusterState::RefitContainer asks of its caller (Extender::Refit).
 struct RefitSteps {
@@ -220,8 +228,39 @@ class ClusterState {
   // Our bind of the pod to `node` succeeded: its decision no longer expires.
   void MarkBound(const std::string& uid, const std::string& node);
   // Gives back the devices of every unbound decision whose TTL has passed (cache included).
-  // Returns how many. Cheap when none is due (one atomic read).
+  // Returns how many. Cheap when none is due (one atomic read). Expired GPU reservations of the
+  // consolidation controller give their room back too (not counted).
   int ExpireReservations();
+
+  // ---- GPU reservations of the consolidation controller (gpu_reservations.cc) ----
+  // The reservations of `node`'s hami.io/consolidate-reservations annotation (`value`; "" or a
+  // deleted node: none) at `now`: each live one not taken yet holds its room on its GPU in the
+  // cache, charged only when the GPU has that room now; ones gone from the annotation or expired
+  // give it back. An annotation that does not decode, and entries naming a GPU the node does not
+  // register or expiring more than scheduler::kMaxGpuReservationS after `now`, hold nothing.
+  void SyncGpuReservations(const std::string& node, const std::string& value, int64_t now);
+  // A reservation serves one pod (docs/consolidation.md, "One replacement per reservation"): the
+  // first pod of its workload decided onto it. Takes for pod `pod_uid` the live reservation of the
+  // workload (namespace `ns`, controller owner `owner_uid`) that expires first among those no other
+  // pod holds: its room is given back to the cache (the pod's own decision charges it) and the pod
+  // holds it. A decision that names the reservation (PodRecord::gpu_reservation) and holds its GPU
+  // is its holder too, also when this replica never took it (another leader decided the pod): the
+  // reservation is then not charged, whichever of node and pod the informers deliver first. Once
+  // the holder is bound the reservation is consumed; a holder dropped before that (its decision
+  // lapsed, the pod deleted or filtered again) gives it back. nullopt when the workload has none.
+  struct TakenGpuReservation {
+    std::string node;
+    scheduler::GpuReservation reservation;
+  };
+  std::optional<TakenGpuReservation> TakeGpuReservation(const std::string& ns,
+                                                        const std::string& owner_uid,
+                                                        const std::string& pod_uid);
+  // The pod `pod_uid` was not decided onto reservation `id` after all (it did not fit there): the
+  // reservation is free again and holds its room when the GPU has it.
+  void ReturnGpuReservation(const std::string& id, const std::string& pod_uid);
+  // Reservations known, as "<node> <id> <uuid> held|taken|landed|not-charged" (tests): taken by a
+  // pod decided onto it, landed when that pod is bound.
+  std::vector<std::string> GpuReservations() const;
 
   // ---- reads (metrics, tests) ----
   std::vector<PodRecord> Pods() const;
@@ -300,6 +339,39 @@ class ClusterState {
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::set<std::string>> unchecked_
       ABSL_GUARDED_BY(mu_);  // node -> uids charged unchecked
+
+  struct HeldGpuReservation {
+    std::string node;
+    scheduler::GpuReservation r;
+    bool charged = false;  // its room is in the cache (gpu_reservations.cc CacheKey) and quota
+    std::string holder;    // uid of the pod it went to ("" = none yet)
+    bool landed = false;   // the holder was bound: consumed for good
+    PodTotals quota;       // what it adds to its namespace's quota usage while charged
+  };
+  void ReleaseGpuReservationLocked(HeldGpuReservation& h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Charges `h`'s room when its GPU has it; `log`: say why not.
+  void ChargeGpuReservationLocked(HeldGpuReservation& h, bool log)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The reservation `id` when pod `uid` (of namespace `ns`, controller owner `owner_uid`, with
+  // decision `alloc`) may hold it: of its workload, its GPU in `alloc`, no other holder. Else null.
+  HeldGpuReservation* GpuReservationForLocked(const std::string& uid, const std::string& ns,
+                                              const std::string& owner_uid, const std::string& id,
+                                              const core::PodAllocation& alloc)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pod (as above; `bound` or not) holds the reservation it names, when it may.
+  void ClaimGpuReservationLocked(const std::string& uid, const std::string& ns,
+                                 const std::string& owner_uid, const std::string& id,
+                                 const core::PodAllocation& alloc, bool bound)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The record of pod `rec` leaves: a reservation it held but did not land on is free again.
+  void LeaveGpuReservationLocked(const PodRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireGpuReservations(int64_t now);
+  std::map<std::string, HeldGpuReservation> gpu_reservations_ ABSL_GUARDED_BY(mu_);  // by id
+  // Reservation id -> uids of the pod records naming it (PodRecord::gpu_reservation).
+  std::multimap<std::string, std::string> gpu_reservation_pods_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> next_gpu_reservation_expiry_{INT64_MAX};  // of the charged ones
+  // node -> the annotation value last refused (warned once per value).
+  std::map<std::string, std::string> refused_gpu_reservations_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex nodes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> node_fingerprint_ ABSL_GUARDED_BY(nodes_mu_);

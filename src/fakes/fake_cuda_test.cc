@@ -1,8 +1,10 @@
 // Tests of the fake libcuda.so.1 through its exported C ABI (linked like -lcuda).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
@@ -13,6 +15,13 @@ namespace fakegpu::testing {
 namespace {
 
 constexpr size_t kMiB = 1ULL << 20;
+
+unsigned long long MonoNow() {  // the fake's device clock
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ULL +
+         static_cast<unsigned long long>(ts.tv_nsec);
+}
 
 TEST(FakeCudaTest, NotInitializedBeforeCuInit) {
   FakeEnv env;
@@ -429,6 +438,50 @@ TEST(FakeCudaTest, DeviceIsFifoAcrossProcesses) {
   EXPECT_EQ(a.Join(), 0);
   EXPECT_EQ(b.Join(), 0);
   EXPECT_EQ(fakegpu_busy_ns(0, a.pid()), 40 * 500000ULL);  // history outlives the process
+}
+
+// Two processes that each keep the device full get half of it each, whatever their kernels' length:
+// each launch waits only while its own process has more than the backlog bound (20 ms) queued, so
+// both always hold 20 ms of the FIFO's work and the device alternates between them, as a real
+// driver time-slices between contexts. With admission on the device-wide backlog both slept until
+// the same instant and whichever woke first launched: one kernel each per race, so the process of
+// 8-wave kernels took about 8 times the other's time (and who won each race was the scheduler's
+// choice).
+TEST(FakeCudaTest, ProcessesKeepingTheDeviceFullShareItEqually) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "One:1024:1"}, {FAKEGPU_ENV_WAVE_US, "100"}});
+  struct Case {
+    unsigned waves_a, waves_b;
+  };
+  for (const Case& c : {Case{1, 8}, Case{8, 1}, Case{2, 2}}) {
+    auto work = [](unsigned waves) {
+      return [waves] {
+        if (cuInit(0) != CUDA_SUCCESS || UsePrimary(0) == nullptr) return -1LL;
+        CUfunction fn = AnyFunction();
+        const unsigned long long end = MonoNow() + 600000000ULL;
+        while (MonoNow() < end) {
+          if (cuLaunchKernel(fn, waves, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr) !=
+              CUDA_SUCCESS)
+            return -2LL;
+        }
+        return static_cast<long long>(cuCtxSynchronize());
+      };
+    };
+    Child a(work(c.waves_a)), b(work(c.waves_b));
+    usleep(200000);
+    const unsigned long long a0 = fakegpu_busy_ns(0, a.pid()), b0 = fakegpu_busy_ns(0, b.pid());
+    const unsigned long long t0 = MonoNow();
+    usleep(300000);
+    const double dt = static_cast<double>(MonoNow() - t0);
+    const double share_a = 100.0 * static_cast<double>(fakegpu_busy_ns(0, a.pid()) - a0) / dt;
+    const double share_b = 100.0 * static_cast<double>(fakegpu_busy_ns(0, b.pid()) - b0) / dt;
+    std::printf("%u vs %u waves: %.1f %% / %.1f %%\n", c.waves_a, c.waves_b, share_a, share_b);
+    EXPECT_NEAR(share_a, 50.0, 8.0) << c.waves_a << " vs " << c.waves_b << " waves";
+    EXPECT_NEAR(share_b, 50.0, 8.0) << c.waves_a << " vs " << c.waves_b << " waves";
+    EXPECT_EQ(a.Result(), CUDA_SUCCESS);
+    EXPECT_EQ(b.Result(), CUDA_SUCCESS);
+    EXPECT_EQ(a.Join(), 0);
+    EXPECT_EQ(b.Join(), 0);
+  }
 }
 
 TEST(FakeCudaTest, EventsAndStreams) {

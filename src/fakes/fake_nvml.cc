@@ -1585,6 +1585,23 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigne
   return NVML_SUCCESS;
 }
 
+// ECC counters: GeForce boards have no ECC (NOT_SUPPORTED, as the real driver says); the others
+// report fixed counts, different per error type (0 corrected, 1 uncorrected) and counter type
+// (0 volatile, 1 aggregate), so a caller that mixes them up reads the wrong number.
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type,
+                                                        int counter_type,
+                                                        unsigned long long* count) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr || error_type < 0 || error_type > 1 || counter_type < 0 || counter_type > 1)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (strstr(Dev(idx).name, "GeForce") != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  static constexpr unsigned long long kCounts[2][2] = {{1, 0}, {4, 1}};  // [counter][error]
+  *count = kCounts[counter_type][error_type];
+  return NVML_SUCCESS;
+}
+
 FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,
                                                             unsigned int* limit) {
   FG_ENTRY();

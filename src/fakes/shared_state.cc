@@ -334,6 +334,56 @@ std::vector<SharedState::ProcUsage> SharedState::Processes(int dev) {
   return out;
 }
 
+uint64_t SharedState::OwnQueueWaitLocked(ProcRec* self, int dev, uint64_t now, uint64_t start,
+                                         uint64_t max_backlog_ns) {
+  while (self->queue_len > 0 && self->queue[self->queue_head].end_ns <= now) {
+    self->queue_head = (self->queue_head + 1) % kProcQueue;
+    --self->queue_len;
+  }
+  // Runs of one device are in time order (the device is FIFO): from the newest back, the first run
+  // that takes the pending work over the bound is where the wait ends.
+  uint64_t after = 0;  // own work on dev queued after the run looked at
+  for (uint32_t k = self->queue_len; k-- > 0;) {
+    const QueuedRun& q = self->queue[(self->queue_head + k) % kProcQueue];
+    if (q.dev != dev || q.end_ns <= now) continue;
+    uint64_t rest = q.end_ns - std::max(q.start_ns, now);
+    if (after + rest > max_backlog_ns) return q.end_ns - (max_backlog_ns - after);
+    after += rest;
+  }
+  if (self->queue_len < static_cast<uint32_t>(kProcQueue)) return 0;
+  const QueuedRun& tail = self->queue[(self->queue_head + self->queue_len - 1) % kProcQueue];
+  if (tail.dev == dev && tail.end_ns == start) return 0;  // merges into the newest run
+  // Full: drop the runs that have ended (behind an older one on another device), else wait for the
+  // first to end.
+  QueuedRun kept[kProcQueue];
+  uint32_t n = 0;
+  uint64_t first_end = UINT64_MAX;
+  for (uint32_t k = 0; k < self->queue_len; ++k) {
+    const QueuedRun& q = self->queue[(self->queue_head + k) % kProcQueue];
+    if (q.end_ns <= now) continue;
+    kept[n++] = q;
+    first_end = std::min(first_end, q.end_ns);
+  }
+  std::copy(kept, kept + n, self->queue);
+  self->queue_head = 0;
+  self->queue_len = n;
+  return n < static_cast<uint32_t>(kProcQueue) ? 0 : first_end;
+}
+
+void SharedState::QueueRunLocked(ProcRec* self, int dev, uint64_t start, uint64_t end) {
+  if (self->queue_len > 0) {
+    QueuedRun& tail = self->queue[(self->queue_head + self->queue_len - 1) % kProcQueue];
+    // Back to back on one device: one run. (A full queue cannot be reached: the launch waited.)
+    if ((tail.dev == dev && tail.end_ns == start) ||
+        self->queue_len == static_cast<uint32_t>(kProcQueue)) {
+      tail.end_ns = std::max(tail.end_ns, end);
+      return;
+    }
+  }
+  self->queue[(self->queue_head + self->queue_len) % kProcQueue] = QueuedRun{start, end, dev, 0};
+  ++self->queue_len;
+}
+
 uint64_t SharedState::Launch(int dev, uint64_t dur_ns, uint64_t max_backlog_ns) {
   DeviceRec& d = r_->devs[dev];
   int pid = static_cast<int>(getpid());
@@ -341,8 +391,12 @@ uint64_t SharedState::Launch(int dev, uint64_t dur_ns, uint64_t max_backlog_ns) 
     Lock();
     uint64_t now = MonoNs();
     uint64_t start = std::max(now, d.busy_until_ns);
-    if (start - now > max_backlog_ns) {
-      uint64_t wake = d.busy_until_ns - max_backlog_ns;
+    ProcRec* self = SelfLocked();
+    // Without a process slot (all 256 taken by live processes) the device-wide backlog admits.
+    uint64_t wake = self != nullptr ? OwnQueueWaitLocked(self, dev, now, start, max_backlog_ns)
+                    : start - now > max_backlog_ns ? d.busy_until_ns - max_backlog_ns
+                                                   : 0;
+    if (wake > now) {
       Unlock();
       SleepUntilMono(wake);
       continue;
@@ -350,7 +404,10 @@ uint64_t SharedState::Launch(int dev, uint64_t dur_ns, uint64_t max_backlog_ns) 
     uint64_t end = start + dur_ns;
     d.busy_until_ns = end;
     d.busy_sched_ns += dur_ns;
-    if (ProcRec* self = SelfLocked()) self->busy_sched_ns[dev] += dur_ns;
+    if (self != nullptr) {
+      self->busy_sched_ns[dev] += dur_ns;
+      QueueRunLocked(self, dev, start, end);
+    }
     Interval* last = d.ring_count > 0 ? &d.ring[(d.ring_count - 1) % kRingSize] : nullptr;
     if (last != nullptr && last->pid == pid && last->end_ns == start) {
       last->end_ns = end;  // back-to-back kernels of one pid: one interval

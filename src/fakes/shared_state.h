@@ -20,10 +20,11 @@
 namespace fakegpu {
 
 inline constexpr uint32_t kStateMagic = 0x55504746;  // "FGPU"
-inline constexpr uint32_t kStateVersion = 4;
+inline constexpr uint32_t kStateVersion = 5;
 inline constexpr int kMaxProcs = 256;
 inline constexpr int kRingSize = 16384;  // executed-interval history per device
 inline constexpr int kMaxEvents = 256;
+inline constexpr int kProcQueue = 256;  // a process's queued kernel runs, all devices together
 
 // One executed (or scheduled) kernel interval on a device clock (CLOCK_MONOTONIC ns).
 struct Interval {
@@ -46,6 +47,14 @@ struct DeviceRec {
   Interval ring[kRingSize];  // non-overlapping, increasing in time
 };
 
+// A run of one process's back-to-back kernels on a device that has not ended yet (device clock).
+struct QueuedRun {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  int32_t dev;
+  uint32_t reserved;
+};
+
 struct ProcRec {
   int32_t pid;          // 0 = never used
   uint32_t live;        // 0 once released or reclaimed (busy counters stay readable)
@@ -55,6 +64,11 @@ struct ProcRec {
                                         // in NVML)
   uint32_t contexts[kMaxDevices];
   uint64_t busy_sched_ns[kMaxDevices];
+  // This process's own launch queue (kernels not ended yet, oldest first): what admits its launches
+  // (SharedState::Launch); other processes' queues never hold it back.
+  uint32_t queue_head;
+  uint32_t queue_len;
+  QueuedRun queue[kProcQueue];
 };
 
 struct XidRec {
@@ -156,8 +170,10 @@ class SharedState {
   // memory to processes).
   std::vector<ProcUsage> Processes(int dev);
 
-  // Schedules a kernel of `dur_ns` FIFO on the device; blocks while the backlog exceeds
-  // `max_backlog_ns`. Returns the kernel's end time (device clock).
+  // Schedules a kernel of `dur_ns` FIFO on the device. Blocks while the calling process's own
+  // queued work on the device (its kernels not yet run, the running one's rest) exceeds
+  // `max_backlog_ns`, or while it has kProcQueue runs queued; never on other processes' work, as a
+  // real driver queues per context. Returns the kernel's end time (device clock).
   uint64_t Launch(int dev, uint64_t dur_ns, uint64_t max_backlog_ns);
   uint64_t BusyNs(int dev, int pid);  // completed busy ns up to now; pid 0 = all
 
@@ -189,6 +205,11 @@ class SharedState {
   void ReclaimDeadLocked(bool deep = false);
   uint64_t RoomLocked(int dev) const;  // physical bytes not held by live processes
   uint64_t PendingLocked(int dev, int pid, uint64_t now);
+  // When `self` may launch a kernel starting at `start` on dev: 0 = now, else the device time at
+  // which its own queue is back within `max_backlog_ns` (or a run of its full queue has ended).
+  static uint64_t OwnQueueWaitLocked(ProcRec* self, int dev, uint64_t now, uint64_t start,
+                                     uint64_t max_backlog_ns);
+  static void QueueRunLocked(ProcRec* self, int dev, uint64_t start, uint64_t end);
 
   Region* r_;
   size_t size_;

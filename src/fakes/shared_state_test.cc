@@ -153,6 +153,55 @@ TEST_F(SharedStateTest, BusyTimeCountsOnlyCompletedWork) {
   EXPECT_EQ(half[0].ns, 1000000u);
 }
 
+// A launch waits only for its own process's queue, never for another process's work, as a real
+// driver queues per context (the device-wide admission it replaced held every process back while
+// the device had more than the bound queued, so a neighbour keeping the device full decided by a
+// wake-up race who launched). Per row: another process queues `other_ms`, this one `own_ms` behind
+// it (admitted with no bound), then launches 1 ms under a bound of `bound_ms`. Admitted at once:
+// it returns well before the device-wide rule would have let it (tail - bound, 100 ms and more
+// ahead). Held: it returns only once its own queue is back within the bound (own end - bound).
+TEST_F(SharedStateTest, ALaunchWaitsOnlyForItsOwnProcesssQueue) {
+  std::string err;
+  std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));
+  ASSERT_NE(s, nullptr) << err;
+  struct Case {
+    const char* name;
+    uint64_t other_ms, own_ms, bound_ms;
+    bool held;
+  };
+  const Case cases[] = {
+      {"another process's 300 ms queued, none of ours", 300, 0, 20, false},
+      {"ours 100 ms behind another's 200, bound 150", 200, 100, 150, false},
+      {"ours 200 ms, bound 20", 0, 200, 20, true},
+      {"ours 200 ms behind another's 100, bound 50", 100, 200, 50, true},
+  };
+  constexpr uint64_t kMs = 1000000, kNoBound = 1000000 * kMs;
+  for (const Case& c : cases) {
+    SleepUntilMono(s->dev(0).busy_until_ns);  // an idle device
+    if (c.other_ms > 0) {
+      pid_t other = fork();
+      if (other == 0) {
+        std::string e;
+        std::unique_ptr<SharedState> o(SharedState::Open(cfg_, &e));
+        _exit(o != nullptr && o->Launch(0, c.other_ms * kMs, kNoBound) > 0 ? 0 : 1);
+      }
+      int status = -1;
+      ASSERT_EQ(waitpid(other, &status, 0), other);
+      ASSERT_EQ(status, 0) << c.name;
+    }
+    uint64_t own_end = c.own_ms > 0 ? s->Launch(0, c.own_ms * kMs, kNoBound) : 0;
+    const uint64_t tail = s->dev(0).busy_until_ns;
+    s->Launch(0, kMs, c.bound_ms * kMs);
+    const uint64_t returned = MonoNs();
+    if (c.held) {
+      EXPECT_GE(returned, own_end - c.bound_ms * kMs) << c.name;
+    } else {
+      EXPECT_LT(returned + 100 * kMs, tail - c.bound_ms * kMs) << c.name;
+    }
+  }
+  SleepUntilMono(s->dev(0).busy_until_ns);
+}
+
 TEST_F(SharedStateTest, XidRingKeepsOrder) {
   std::string err;
   std::unique_ptr<SharedState> s(SharedState::Open(cfg_, &err));

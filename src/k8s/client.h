@@ -42,6 +42,15 @@ inline constexpr Resource kConfigMaps{"/api/v1", "configmaps", "ConfigMap", true
 inline constexpr Resource kLeases{"/apis/coordination.k8s.io/v1", "leases", "Lease", true};
 inline constexpr Resource kPodDisruptionBudgets{"/apis/policy/v1", "poddisruptionbudgets",
                                                 "PodDisruptionBudget", true};
+// Dynamic Resource Allocation (resource.k8s.io/v1, GA since 1.34).
+inline constexpr Resource kResourceSlices{"/apis/resource.k8s.io/v1", "resourceslices",
+                                          "ResourceSlice", false};
+inline constexpr Resource kResourceClaims{"/apis/resource.k8s.io/v1", "resourceclaims",
+                                          "ResourceClaim", true};
+inline constexpr Resource kResourceClaimTemplates{
+    "/apis/resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate", true};
+inline constexpr Resource kDeviceClasses{"/apis/resource.k8s.io/v1", "deviceclasses", "DeviceClass",
+                                         false};
 
 // The URL path of a collection ("" namespace = all namespaces) or of one object (+ subresource).
 std::string ResourcePath(const Resource& r, std::string_view ns, std::string_view name = "",

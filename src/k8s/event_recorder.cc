@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <optional>
 #include <utility>
 
 #include "common/log.h"
@@ -14,6 +15,8 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions opts)
   thread_ = std::thread([this] {
     // Best effort: a thread that cannot be reniced still posts.
     if (opts_.nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), opts_.nice);
+    std::optional<BackgroundRequests> background;
+    if (opts_.background) background.emplace();
     Run();
   });
 }

@@ -3,7 +3,8 @@
 // EventSpec over and return at once; one background thread posts them with Client::CreateEvent.
 // The queue is bounded: when the API server is slow and the queue is full, the new event is dropped
 // and counted, never waited for. An Event is a courtesy to the user (kubectl describe pod), not
-// state: losing some under overload is better than slowing every scheduling decision.
+// state: losing some under overload is better than slowing every scheduling decision. They are
+// background requests of the client (EventRecorderOptions::background).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,10 @@ struct EventRecorderOptions {
   // steady stream of events (one per /filter and /bind) wakes it once per linger, not once per
   // event. An event is posted at most about this much later. 0 = at once.
   std::chrono::milliseconds linger{20};
+  // Post as background requests (BackgroundRequests): an Event takes a rate-limiter token only
+  // while more than half the client's burst stays, so on a client it shares with the scheduling
+  // path it never makes a decision patch or a bind wait; it gets what they leave of the qps.
+  bool background = true;
 };
 
 class EventRecorder {

@@ -3,9 +3,12 @@
 #include "k8s/event_recorder.h"
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "common/clock.h"
 #include "gtest/gtest.h"
 #include "k8s/testing/fake_apiserver.h"
 
@@ -101,6 +104,52 @@ TEST(EventRecorder, FullQueueDropsInsteadOfBlocking) {
     rec.Flush();
     EXPECT_EQ(rec.posted() + rec.failed() + rec.dropped(), 6u);
     EXPECT_EQ(rec.dropped(), static_cast<uint64_t>(6 - accepted));
+  }
+}
+
+// Events are background requests: on a client they share with the scheduling path (qps 20, burst
+// 4) a stream of them leaves half the burst, so the path's next requests go without waiting. As
+// foreground requests the six events would have spent the burst and the next request waited.
+TEST(EventRecorder, EventsLeaveTheSchedulingPathItsTokens) {
+  struct Case {
+    const char* name;
+    bool background;
+    size_t want_waits_after;  // rate-limiter waits of two requests sent after the events
+  };
+  const Case cases[] = {{"background (default)", true, 0}, {"foreground", false, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.Start().ok());
+    FakeClock clock;
+    std::mutex mu;
+    std::vector<int64_t> sleeps;
+    ClientConfig cfg;
+    cfg.server = fake.url();
+    cfg.qps = 20;
+    cfg.burst = 4;
+    ClientOptions opts;
+    opts.clock = &clock;
+    opts.sleep = [&](int64_t ns) {
+      std::lock_guard<std::mutex> l(mu);
+      sleeps.push_back(ns);
+      clock.AdvanceNanos(ns);
+    };
+    auto client = std::move(*Client::Create(cfg, opts));
+    EventRecorderOptions o;
+    o.background = c.background;
+    EventRecorder rec(*client, o);
+    for (int i = 0; i < 6; ++i)
+      ASSERT_TRUE(rec.Record(PodEvent("ns1", "p" + std::to_string(i), "FilteringSucceed")));
+    rec.Flush();
+    EXPECT_EQ(rec.posted(), 6u);
+    const size_t before = [&] {
+      std::lock_guard<std::mutex> l(mu);
+      return sleeps.size();
+    }();
+    for (int i = 0; i < 2; ++i) (void)client->Get(kNamespaces, "", "default");  // found or not
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_EQ(sleeps.size() - before, c.want_waits_after);
   }
 }
 

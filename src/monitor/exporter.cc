@@ -175,6 +175,14 @@ std::vector<MetricFamily> Exporter::Collect() {
   auto& host_util = add("hami_host_gpu_utilization_ratio", "GPU utilisation on the host, 0-100.");
   auto& host_mc = add("hami_host_gpu_memory_controller_utilization_ratio",
                       "GPU memory controller utilisation on the host, 0-100.");
+  auto& host_temp =
+      add("hami_host_gpu_temperature_celsius", "GPU core temperature on the host, in Celsius.");
+  auto& host_power =
+      add("hami_host_gpu_power_usage_watts", "GPU board power draw on the host, in watts.");
+  auto& host_ecc = add("hami_host_gpu_ecc_errors_total",
+                       "ECC errors of the GPU over its life (NVML aggregate counters), by "
+                       "error_type (corrected, uncorrected).",
+                       MetricType::Counter);
   auto devices = telemetry_.Devices();
   if (!devices.ok()) {
     spdlog::warn("monitor: host GPU metrics unavailable: {}",
@@ -188,6 +196,15 @@ std::vector<MetricFamily> Exporter::Collect() {
                                 {"device_type", g.model}};
       host_mem.Put(with_node, static_cast<double>(g.memory_used_bytes));
       if (g.utilization_pct >= 0) host_util.Put(with_node, g.utilization_pct);
+      if (g.temperature_c >= 0) host_temp.Put(with_node, g.temperature_c);
+      if (g.power_mw >= 0) host_power.Put(with_node, static_cast<double>(g.power_mw) / 1000);
+      for (const auto& [type, n] :
+           {std::pair{"corrected", g.ecc_corrected}, std::pair{"uncorrected", g.ecc_uncorrected}}) {
+        if (n < 0) continue;
+        MetricLabels l = with_node;
+        l.push_back({"error_type", type});
+        host_ecc.Put(l, static_cast<double>(n));
+      }
       if (g.memory_utilization_pct >= 0) {
         host_mc.Put({{"device_index", idx}, {"device_uuid", g.uuid}, {"device_type", g.model}},
                     g.memory_utilization_pct);

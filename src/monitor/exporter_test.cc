@@ -389,6 +389,78 @@ TEST_F(ExporterTest, OneTenantsGarbageDropsOnlyItsSeries) {
   }
 }
 
+// Upstream v2.11 (#2732): hami_host_gpu_temperature_celsius, hami_host_gpu_power_usage_watts
+// (NVML's milliwatts / 1000) and the counter hami_host_gpu_ecc_errors_total{error_type}, with the
+// host labels; a value NVML does not give (-1) has no series.
+TEST_F(ExporterTest, HostTemperaturePowerAndEccErrors) {
+  struct Case {
+    const char* name;
+    int temperature_c;
+    int64_t power_mw, corrected, uncorrected;
+    std::map<std::string, double> want;  // metric name (+ ",error_type" label) -> value
+  } cases[] = {
+      {"all known",
+       41,
+       71500,
+       3,
+       1,
+       {{"hami_host_gpu_temperature_celsius", 41},
+        {"hami_host_gpu_power_usage_watts", 71.5},
+        {"hami_host_gpu_ecc_errors_total/corrected", 3},
+        {"hami_host_gpu_ecc_errors_total/uncorrected", 1}}},
+      {"zero is a value",
+       0,
+       0,
+       0,
+       0,
+       {{"hami_host_gpu_temperature_celsius", 0},
+        {"hami_host_gpu_power_usage_watts", 0},
+        {"hami_host_gpu_ecc_errors_total/corrected", 0},
+        {"hami_host_gpu_ecc_errors_total/uncorrected", 0}}},
+      {"no ECC (NOT_SUPPORTED)",
+       55,
+       300000,
+       -1,
+       -1,
+       {{"hami_host_gpu_temperature_celsius", 55}, {"hami_host_gpu_power_usage_watts", 300}}},
+      {"nothing known", -1, -1, -1, -1, {}},
+      {"only uncorrected", -1, -1, -1, 7, {{"hami_host_gpu_ecc_errors_total/uncorrected", 7}}},
+  };
+  const std::string labels =
+      "zone=\"vGPU\",node=\"node-7\",device_index=\"0\",device_uuid=\"GPU-aaa\",device_type="
+      "\"NVIDIA A100-SXM4-80GB\"";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    HostGpu g{0, "GPU-aaa", "NVIDIA A100-SXM4-80GB", 80ull << 30, 0, 1, 1};
+    g.temperature_c = c.temperature_c;
+    g.power_mw = c.power_mw;
+    g.ecc_corrected = c.corrected;
+    g.ecc_uncorrected = c.uncorrected;
+    telemetry_.SetDevices({g});
+    Exporter e = Make();
+    const std::string text = e.Render();
+    const bool ecc = c.corrected >= 0 || c.uncorrected >= 0;
+    EXPECT_EQ(text.find("# TYPE hami_host_gpu_ecc_errors_total counter") != std::string::npos, ecc);
+    std::map<std::string, double> got;
+    for (const auto& [k, v] : ParseExposition(text)) {
+      for (const char* name :
+           {"hami_host_gpu_temperature_celsius", "hami_host_gpu_power_usage_watts"})
+        if (k == StrCat(name, "{", labels, "}")) got[name] = v;
+      for (const char* type : {"corrected", "uncorrected"})
+        if (k == StrCat("hami_host_gpu_ecc_errors_total{", labels, ",error_type=\"", type, "\"}"))
+          got[StrCat("hami_host_gpu_ecc_errors_total/", type)] = v;
+    }
+    EXPECT_EQ(got, c.want);
+    size_t series = 0;  // nothing else under these names (no series for an unknown value)
+    for (const auto& [k, v] : ParseExposition(text))
+      for (const char* name :
+           {"hami_host_gpu_temperature_celsius{", "hami_host_gpu_power_usage_watts{",
+            "hami_host_gpu_ecc_errors_total{"})
+        if (k.rfind(name, 0) == 0) ++series;
+    EXPECT_EQ(series, c.want.size());
+  }
+}
+
 TEST_F(ExporterTest, HostMetricsMissingWhenTelemetryFails) {
   class Broken final : public GpuTelemetry {
    public:

@@ -21,6 +21,12 @@ struct HostGpu {
   uint64_t memory_used_bytes = 0;
   int utilization_pct = -1;         // -1: not available
   int memory_utilization_pct = -1;  // memory controller; -1: not available
+  int temperature_c = -1;           // GPU core sensor, degrees Celsius; -1: not available
+  int64_t power_mw = -1;            // board power draw, milliwatts; -1: not available
+  // ECC errors over the board's life (NVML's aggregate counters); -1: not available (ECC off or
+  // not supported).
+  int64_t ecc_corrected = -1;
+  int64_t ecc_uncorrected = -1;
 };
 
 struct ProcessUtil {

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "common/libc.h"
@@ -22,7 +24,19 @@ using GetHandleByUuidFn = nvml::Return (*)(const char*, nvml::Device*);
 using GetUtilizationRatesFn = nvml::Return (*)(nvml::Device, Utilization*);
 using GetProcessUtilizationFn = nvml::Return (*)(nvml::Device, ProcessUtilizationSample*,
                                                  unsigned int*, unsigned long long);
+// nvmlDeviceGetTemperature(device, sensor, °C), nvmlDeviceGetPowerUsage(device, mW),
+// nvmlDeviceGetTotalEccErrors(device, errorType, counterType, count); the enums are C ints.
+using GetTemperatureFn = nvml::Return (*)(nvml::Device, int, unsigned int*);
+using GetPowerUsageFn = nvml::Return (*)(nvml::Device, unsigned int*);
+using GetTotalEccErrorsFn = nvml::Return (*)(nvml::Device, int, int, unsigned long long*);
 }
+
+// nvml.h: NVML_TEMPERATURE_GPU, NVML_MEMORY_ERROR_TYPE_{CORRECTED,UNCORRECTED},
+// NVML_AGGREGATE_ECC (lifetime counts; NVML_VOLATILE_ECC = 0 would reset with the driver).
+constexpr int kTemperatureGpu = 0;
+constexpr int kEccCorrected = 0;
+constexpr int kEccUncorrected = 1;
+constexpr int kAggregateEcc = 1;
 
 uint64_t RealtimeMicros() {
   timespec ts{};
@@ -40,12 +54,34 @@ struct NvmlTelemetry::Api {
   nvml::DeviceGetMemoryInfoFn memory_info = nullptr;
   GetUtilizationRatesFn utilization = nullptr;
   GetProcessUtilizationFn process_utilization = nullptr;
+  GetTemperatureFn temperature = nullptr;  // optional, as are the two below
+  GetPowerUsageFn power_usage = nullptr;
+  GetTotalEccErrorsFn total_ecc_errors = nullptr;
 
   std::string Error(nvml::Return r) const {
     const char* s = error_string ? error_string(r) : nullptr;
     return s ? StrCat(s, " (", r, ")") : StrCat("NVML error ", r);
   }
 };
+
+namespace {
+
+// Each value only where NVML answers for this board (a GPU without ECC, or without a power
+// sensor, says NOT_SUPPORTED): the exporter then leaves its series out, as upstream does.
+void ReadSensors(const NvmlTelemetry::Api& api, nvml::Device dev, HostGpu* h) {
+  unsigned int temp = 0, mw = 0;
+  if (api.temperature != nullptr && api.temperature(dev, kTemperatureGpu, &temp) == nvml::kSuccess)
+    h->temperature_c = static_cast<int>(temp);
+  if (api.power_usage != nullptr && api.power_usage(dev, &mw) == nvml::kSuccess) h->power_mw = mw;
+  if (api.total_ecc_errors == nullptr) return;
+  unsigned long long n = 0;
+  if (api.total_ecc_errors(dev, kEccCorrected, kAggregateEcc, &n) == nvml::kSuccess)
+    h->ecc_corrected = static_cast<int64_t>(std::min<unsigned long long>(n, INT64_MAX));
+  if (api.total_ecc_errors(dev, kEccUncorrected, kAggregateEcc, &n) == nvml::kSuccess)
+    h->ecc_uncorrected = static_cast<int64_t>(std::min<unsigned long long>(n, INT64_MAX));
+}
+
+}  // namespace
 
 NvmlTelemetry::NvmlTelemetry(gpu::DeviceDiscovery& inventory, void* handle,
                              std::unique_ptr<Api> api)
@@ -79,6 +115,10 @@ StatusOr<std::unique_ptr<NvmlTelemetry>> NvmlTelemetry::Open(gpu::DeviceDiscover
       reinterpret_cast<GetUtilizationRatesFn>(sym("nvmlDeviceGetUtilizationRates", nullptr));
   api->process_utilization =
       reinterpret_cast<GetProcessUtilizationFn>(sym("nvmlDeviceGetProcessUtilization", nullptr));
+  api->temperature = reinterpret_cast<GetTemperatureFn>(sym("nvmlDeviceGetTemperature", nullptr));
+  api->power_usage = reinterpret_cast<GetPowerUsageFn>(sym("nvmlDeviceGetPowerUsage", nullptr));
+  api->total_ecc_errors =
+      reinterpret_cast<GetTotalEccErrorsFn>(sym("nvmlDeviceGetTotalEccErrors", nullptr));
   const std::pair<const char*, void*> required[] = {
       {"nvmlInit_v2", reinterpret_cast<void*>(api->init)},
       {"nvmlShutdown", reinterpret_cast<void*>(api->shutdown)},
@@ -133,6 +173,7 @@ StatusOr<std::vector<HostGpu>> NvmlTelemetry::Devices() {
       h.utilization_pct = static_cast<int>(u.gpu);
       h.memory_utilization_pct = static_cast<int>(u.memory);
     }
+    ReadSensors(*api_, dev, &h);
     out.push_back(std::move(h));
   }
   return out;

@@ -42,9 +42,14 @@ CycleState::CycleState(const core::PodRequest& pod, Rng* rng, const VendorRules*
   memory_mib_ = eff.memory_mib;
 }
 
+int64_t DeviceGate::CardMemory(const PickContext& ctx, int device) const {
+  return ctx.node.caps[device].devmem_mib;
+}
+
 int64_t PickContext::MemFor(int d) const {
   if (request.memreq_mib > 0) return request.memreq_mib;
-  const int64_t devmem = node.caps[d].devmem_mib;
+  const DeviceGate* gate = cycle.gate();
+  const int64_t devmem = gate != nullptr ? gate->CardMemory(*this, d) : node.caps[d].devmem_mib;
   if (request.mem_percentage > 0) return devmem * std::min(request.mem_percentage, 100) / 100;
   return devmem;  // neither given: the whole card's memory (upstream default)
 }
@@ -655,6 +660,10 @@ bool MayFit(const Profile& profile, const CycleState& cycle, const NodeSummary& 
       // device may take several of its instances).
       if ((r.nums > node.usable && node.mig_gpus == 0) || r.coresreq > node.max_free_cores)
         return false;
+      // A request sized by the card is sized here by the smallest device as the cycle counts it.
+      // Under the usage rule that is the overcommit cap, larger than the card's real size
+      // (DeviceGate::CardMemory): the memory is larger too, but so is the free memory it is
+      // compared with by at least as much, so no node that fits is turned away.
       const int64_t mem = r.memreq_mib > 0 ? r.memreq_mib
                           : r.mem_percentage > 0
                               ? node.min_devmem * std::min(r.mem_percentage, 100) / 100

@@ -65,6 +65,11 @@ class DeviceGate {
  public:
   virtual ~DeviceGate() = default;
   virtual Reason Admit(const PickContext& ctx, int device, int64_t mem_mib) const = 0;
+  // The memory of `device` that a request sized by the card (gpumem-percentage, or a whole card
+  // without gpumem) takes its share of. Default: the size the cycle counts the device at
+  // (DeviceCaps::devmem_mib); the usage rule answers the card's registered size where it counts
+  // the card at its overcommit cap.
+  virtual int64_t CardMemory(const PickContext& ctx, int device) const;
 };
 
 // Per-cycle (one pod, one Schedule call) scratch state. Plugins may stash parsed per-pod data once

@@ -16,6 +16,11 @@ Status ValidateUsageRuleOptions(const UsageRuleOptions& o) {
     return InvalidArgument("--usage-duty-budget-pct must be 1..1000 (%)");
   if (o.contention_bp < 0 || o.contention_bp > 10000)
     return InvalidArgument("--usage-contention-bp must be 0..10000, not ", o.contention_bp);
+  if (o.fleet_contention_bp < 0 || o.fleet_contention_bp > 10000 || o.card_contention_bp < 0 ||
+      o.card_contention_bp > 10000)
+    return InvalidArgument(
+        "--usage-fleet-contention-bp and --usage-card-contention-bp must be "
+        "0..10000");
   for (const std::string& ns : o.namespaces)
     if (ns.empty()) return InvalidArgument("--usage-namespaces: an empty namespace name");
   return OkStatus();
@@ -96,6 +101,7 @@ std::unique_ptr<UsageRule> UsageRule::DryRun() const {
   copy->real_mib_ = real_mib_;
   copy->pods_ = pods_;
   copy->devices_ = devices_;
+  copy->ledger_ = ledger_;
   return copy;
 }
 
@@ -104,6 +110,13 @@ Reason UsageRule::Gate::Admit(const PickContext& ctx, int device, int64_t mem_mi
   ReaderLock l(rule_.mu_);
   return rule_.CheckLocked(tenant_, ctx.node.info.name, d.uuid,
                            ctx.usage[static_cast<size_t>(device)].usedmem_mib, mem_mib);
+}
+
+int64_t UsageRule::Gate::CardMemory(const PickContext& ctx, int device) const {
+  const core::DeviceInfo& d = ctx.node.info.devices[static_cast<size_t>(device)];
+  ReaderLock l(rule_.mu_);
+  const auto real = rule_.real_mib_.find(Key(ctx.node.info.name, d.uuid));
+  return real != rule_.real_mib_.end() ? real->second : DeviceGate::CardMemory(ctx, device);
 }
 
 Reason UsageRule::CheckLocked(const usage::Tenant* tenant, const std::string& node,
@@ -137,7 +150,9 @@ Reason UsageRule::CheckLocked(const usage::Tenant* tenant, const std::string& no
   budget.duty_budget = options_.duty_budget;
   budget.contention_bp = options_.contention_bp;
   budget.overcommit_pct = options_.overcommit_pct;
-  return usage::CheckFit(there, *tenant, budget) == usage::Fit::kFits
+  return ledger_.Check(key, there, *tenant, budget,
+                       {options_.fleet_contention_bp, options_.card_contention_bp}) ==
+                 usage::Fit::kFits
              ? Reason::kCount
              : Reason::kCardUsageProfileNotFit;
 }
@@ -180,7 +195,16 @@ void UsageRule::RecordLocked(const std::string& uid, const std::optional<usage::
     Device& d = devices_[Key(g.node, g.uuid)];
     d.uids.push_back(uid);
     d.booked_mib += g.mem_mib;
+    if (keep) RecountLocked(Key(g.node, g.uuid));
   }
+}
+
+void UsageRule::RecountLocked(const std::string& key) {
+  std::vector<const usage::Tenant*> there;
+  if (const auto dev = devices_.find(key); dev != devices_.end())
+    for (const std::string& uid : dev->second.uids)
+      if (const Pod& p = pods_.at(uid); p.tenant) there.push_back(&*p.tenant);
+  ledger_.Set(key, there, options_.duty_budget);
 }
 
 void UsageRule::Forget(const std::string& uid) {
@@ -199,7 +223,11 @@ void UsageRule::ForgetLocked(const std::string& uid) {
     d->second.booked_mib -= g.mem_mib;
     if (v.empty()) devices_.erase(d);
   }
+  const std::vector<Grant> grants = std::move(it->second.grants);
+  const bool profiled = it->second.tenant.has_value();
   pods_.erase(it);
+  if (profiled)
+    for (const Grant& g : grants) RecountLocked(Key(g.node, g.uuid));
 }
 
 UsageRule::Stats UsageRule::stats() const {

@@ -17,8 +17,9 @@
 //        CheckFit refuses it next to the profiled pods already there (an empty card always takes
 //        it), or where its own limit is larger than the card.
 //  - What is booked (cache, quota, decision annotations, metrics) is the full gpumem limit: only
-//  the
-//    capacity it is checked against changes.
+//    the capacity it is checked against changes. A request sized by the card (gpumem-percentage,
+//    a whole card without gpumem) is sized against the real card (Gate::CardMemory), and so
+//    books what it would with the rule off.
 //
 // Trust (docs/security.md): a pod annotation is user-writable. The profile is read only from pods
 // in the namespaces the operator lists (UsageRuleOptions::namespaces); elsewhere the annotation is
@@ -38,6 +39,7 @@
 #include "common/status.h"
 #include "core/model.h"
 #include "scheduler/framework.h"
+#include "usage/fleet.h"
 #include "usage/profile.h"
 
 namespace hami::scheduler {
@@ -52,6 +54,11 @@ struct UsageRuleOptions {
   int contention_bp = 350;                 // basis points (usage::PackBudget)
   // Namespaces whose pods' profiles are trusted; "*" = every namespace. Empty: none.
   std::vector<std::string> namespaces;
+  // The fleet budget (usage/fleet.h, the code `hami sim --usage` runs): past contention_bp a card
+  // still takes a profiled pod while it stays within card_contention_bp and the mean over the
+  // cards holding profiled pods within fleet_contention_bp. 0: off.
+  int fleet_contention_bp = 0;
+  int card_contention_bp = 0;
   bool enabled() const { return overcommit_pct > 0; }
 };
 
@@ -89,6 +96,9 @@ class UsageRule {
    public:
     Gate(const UsageRule& rule, const usage::Tenant* tenant) : rule_(rule), tenant_(tenant) {}
     Reason Admit(const PickContext& ctx, int device, int64_t mem_mib) const override;
+    // The card's registered (real) memory on a device the rule scales: a gpumem-percentage or a
+    // whole card takes its share of the real card, not of the cap.
+    int64_t CardMemory(const PickContext& ctx, int device) const override;
 
    private:
     const UsageRule& rule_;
@@ -134,6 +144,8 @@ class UsageRule {
   void RecordLocked(const std::string& uid, const std::optional<usage::Tenant>& tenant,
                     const std::vector<Grant>& grants) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the fleet ledger the profiled pods of device `key` as they are now.
+  void RecountLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const UsageRuleOptions options_;
   bool dry_run_ = false;  // a DryRun() copy
@@ -147,6 +159,7 @@ class UsageRule {
     int64_t booked_mib = 0;
   };
   std::map<std::string, Device> devices_ ABSL_GUARDED_BY(mu_);
+  usage::ContentionLedger ledger_ ABSL_GUARDED_BY(mu_);  // Key -> its profiled pods' contention
 };
 
 }  // namespace hami::scheduler

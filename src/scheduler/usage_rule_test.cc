@@ -3,6 +3,8 @@
 #include "scheduler/usage_rule.h"
 
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -262,6 +264,87 @@ TEST(UsageRule, TheBookingIsTheFullLimitAndTheCardCountsAtTheCap) {
   EXPECT_EQ(off->usage_rule(), nullptr);
 }
 
+// A request sized by the card (nvidia.com/gpumem-percentage, or a whole card without gpumem) takes
+// its share of the card's real memory, not of the size the rule counts the card at: with the rule
+// on 50 % of the 80,000 MiB card is 40,000 MiB booked (not 50 % of 160,000), a whole card is 80,000
+// and fits an empty card, and both are held to the real card as every pod without a profile is.
+TEST(UsageRule, CardSizedRequestsTakeTheRealCard) {
+  struct Case {
+    const char* name;
+    int overcommit_pct;
+    std::vector<PodSpec> there;  // reserved first (absolute gpumem)
+    int64_t gpumem;              // the new pod's: 0 with pct 0 = a whole card
+    int pct;                     // gpumem-percentage (0: none)
+    bool profiled;               // the new pod carries a profile annotation
+    int64_t booked;              // the grant's memory when it fits, else 0
+    const char* reason;          // when it does not fit
+  };
+  // clang-format off
+  const std::vector<Case> cases = {
+      {"off: 50 % of an empty card",                0,   {},                  0, 50, false, 40000, ""},
+      {"on: 50 % of an empty card",                 200, {},                  0, 50, false, 40000, ""},
+      {"off: a whole card",                         0,   {},                  0, 0,  false, 80000, ""},
+      {"on: a whole card",                          200, {},                  0, 0,  false, 80000, ""},
+      {"on: 100 % of an empty card",                200, {},                  0, 100, false, 80000, ""},
+      {"off: 50 % next to 40,000 MiB",              0,   {Stock(40000)},      0, 50, false, 40000, ""},
+      {"on: 50 % next to 40,000 MiB",               200, {Stock(40000)},      0, 50, false, 40000, ""},
+      {"on: 50 % next to 50,000 MiB passes the card", 200, {Stock(50000)},    0, 50, false, 0, "CardInsufficientMemory"},
+      {"on: a whole card next to 1,000 MiB",        200, {Stock(1000)},       0, 0,  false, 0, "CardInsufficientMemory"},
+      {"on: 50 % joins a profiled pod within the card", 200, {Idle(30000, 20000, 30000)}, 0, 50, false, 40000, ""},
+      {"on: 50 % never joins an overcommitted card", 200, {Idle(50000, 20000, 30000), Idle(50000, 20000, 30000)}, 0, 50, false, 0, "CardInsufficientMemory"},
+      {"on: a percentage with a profile packs as a pod without one", 200, {Idle(50000, 20000, 30000)}, 0, 50, true, 0, "CardInsufficientMemory"},
+      {"off: plain gpumem as before",               0,   {Stock(40000)},      40000, 0, false, 40000, ""},
+      {"on: plain gpumem as before",                200, {Stock(40000)},      40000, 0, false, 40000, ""},
+      {"on: plain gpumem past the real card",       200, {Stock(40000)},      40001, 0, false, 0, "CardInsufficientMemory"},
+  };
+  // clang-format on
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = Make(c.overcommit_pct);
+    for (size_t i = 0; i < c.there.size(); ++i) {
+      auto d = s->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i]), nullptr);
+      ASSERT_TRUE(d.ok() && d->node == "n1") << "setup pod " << i;
+    }
+    core::PodRequest pod =
+        PodOf("new", {c.gpumem, c.profiled ? ProfileText(1, 1, false) : std::string()});
+    pod.containers[0].devices[0].mem_percentage = c.gpumem > 0 ? 0 : c.pct > 0 ? c.pct : 100;
+    ScheduleOptions so;
+    so.explain = true;
+    auto d = s->Schedule(pod, nullptr, so);
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (c.booked == 0) {
+      EXPECT_EQ(d->node, "");
+      EXPECT_EQ(d->failures.size(), 1u);
+      const std::string why = d->failures.empty() ? "" : d->failures[0].reason;
+      EXPECT_NE(why.find(c.reason), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(d->node, "n1") << (d->failures.empty() ? "" : d->failures[0].reason);
+      EXPECT_EQ(d->node.empty() ? 0 : d->allocation.containers.at(0).at(0).usedmem_mib, c.booked);
+    }
+    // The dry runs size it the same way: the node taken from the live cache (at the cap already)
+    // and the node as it registers.
+    auto from_cache = s->DryRun();
+    from_cache->UpsertNode(s->cache().Snapshot("n1")->info);
+    auto registered = s->DryRun();
+    registered->UpsertNode(NodeBuilder("n1").Gpus(1, kCard).Build());
+    for (Scheduler* dry : {from_cache.get(), registered.get()}) {
+      for (size_t i = 0; i < c.there.size(); ++i) {
+        core::PodAllocation a;
+        a.node = "n1";
+        a.containers = {
+            {core::ContainerDevice{"n1-gpu0", core::kNvidiaVendor, c.there[i].gpumem, 0, 0}}};
+        ASSERT_TRUE(dry->AddPod("p" + std::to_string(i), a).ok());
+      }
+      auto dd = dry->Schedule(pod, nullptr);
+      ASSERT_TRUE(dd.ok()) << dd.status();
+      EXPECT_EQ(dd->node, c.booked == 0 ? "" : "n1");
+      if (!dd->node.empty()) {
+        EXPECT_EQ(dd->allocation.containers[0][0].usedmem_mib, c.booked);
+      }
+    }
+  }
+}
+
 TEST(UsageRule, ReserveRechecksAgainstAConcurrentReservation) {
   // Both decided on the empty card; each alone fits, together their levels pass it.
   auto s = Make(200);
@@ -339,6 +422,79 @@ TEST(UsageRule, PodsPlacedEarlierAreBelievedAsAtTheirDecision) {
   }
 }
 
+// The fleet budget (usage/fleet.h): past the per-card 50 bp a card takes a profiled pod where the
+// cards holding profiled pods average little enough contention; what is recorded and forgotten
+// (Reserve, RemovePod) is what the ledger counts.
+TEST(UsageRule, FleetBudgetAdmitsAnOverrunTheFleetAffords) {
+  // 60 % one minute in ten: two such pods contend 1 % of the minutes (100 bp); idle: 0 %.
+  StatusOr<usage::UsageProfile> p = usage::ParseUsageProfile(ProfileText(10000, 10000, false));
+  ASSERT_TRUE(p.ok()) << p.status();
+  usage::DutyHistogram mixed{};
+  mixed[0] = 900, mixed[12] = 100;
+  p->duty_hist.fill(mixed);
+  p->duty_hist_busiest = mixed;
+  const PodSpec busy{30000, usage::FormatUsageProfile(*p)}, idle = Idle(30000, 10000, 10000);
+  struct Case {
+    const char* name;
+    int fleet_bp, card_bp;
+    std::vector<std::pair<std::string, PodSpec>> there;  // (node, pod), reserved in order
+    std::vector<std::string> removed;                    // then removed (uids "p<i>")
+    bool fits;                                           // the busy pod on n1
+  };
+  const Case cases[] = {
+      {"fleet off: the per-card budget refuses",
+       0,
+       0,
+       {{"n1", busy}, {"n2", idle}, {"n3", idle}},
+       {},
+       false},
+      {"100 bp over three cards = 33 <= 40",
+       40,
+       150,
+       {{"n1", busy}, {"n2", idle}, {"n3", idle}},
+       {},
+       true},
+      {"100 bp over two cards = 50 > 40", 40, 150, {{"n1", busy}, {"n2", idle}}, {}, false},
+      {"a card leaves the fleet when its pod is removed",
+       40,
+       150,
+       {{"n1", busy}, {"n2", idle}, {"n3", idle}},
+       {"p2"},
+       false},
+      {"the card's ceiling 90 < 100",
+       40,
+       90,
+       {{"n1", busy}, {"n2", idle}, {"n3", idle}},
+       {},
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SchedulerOptions so;
+    so.policy = "hami-binpack";
+    so.usage = {.overcommit_pct = 200,
+                .contention_bp = 50,
+                .namespaces = {"serving"},
+                .fleet_contention_bp = c.fleet_bp,
+                .card_contention_bp = c.card_bp};
+    auto s = Scheduler::Create(so);
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (const char* n : {"n1", "n2", "n3"})
+      (*s)->UpsertNode(NodeBuilder(n).Gpus(1, kCard).Build());
+    for (size_t i = 0; i < c.there.size(); ++i) {
+      const std::vector<std::string> to = {c.there[i].first};
+      auto d = (*s)->ScheduleAndReserve(PodOf("p" + std::to_string(i), c.there[i].second), &to);
+      ASSERT_TRUE(d.ok()) << d.status();
+      ASSERT_EQ(d->node, to[0]);
+    }
+    for (const std::string& uid : c.removed) ASSERT_TRUE((*s)->RemovePod(uid).ok());
+    const std::vector<std::string> n1 = {"n1"};
+    auto d = (*s)->Schedule(PodOf("new", busy), &n1);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->node == "n1", c.fits);
+  }
+}
+
 TEST(UsageRule, OptionsAreCheckedAtStart) {
   struct Case {
     UsageRuleOptions o;
@@ -361,6 +517,13 @@ TEST(UsageRule, OptionsAreCheckedAtStart) {
     SchedulerOptions so;
     so.usage = cases[i].o;
     EXPECT_EQ(Scheduler::Create(so).ok(), cases[i].ok);
+  }
+  for (auto [fleet, card, ok] :
+       {std::tuple{10000, 10000, true}, {-1, 0, false}, {0, 10001, false}}) {
+    UsageRuleOptions o = with(200, 350, 10000, {});
+    o.fleet_contention_bp = fleet;
+    o.card_contention_bp = card;
+    EXPECT_EQ(ValidateUsageRuleOptions(o).ok(), ok) << fleet << " " << card;
   }
 }
 

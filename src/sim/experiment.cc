@@ -10,6 +10,7 @@
 #include "core/annotations.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
+#include "sim/dra_hami.h"
 #include "sim/dra_stock.h"
 
 namespace hami::sim {
@@ -227,6 +228,8 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
 StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
                                  const std::vector<TraceTask>& tasks, const RunConfig& config) {
   if (config.policy == kDraStockPolicy) return RunDraStock(nodes, tasks, config);
+  if (config.policy == kDraHamiPolicy || config.policy == kDraHamiExtenderPolicy)
+    return RunDraHami(nodes, tasks, config);
   const auto start = std::chrono::steady_clock::now();
   Rng rng(config.seed);
   HAMI_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(nodes, tasks, config, rng));
@@ -279,7 +282,13 @@ const std::vector<std::pair<std::string, std::string>>& SimOnlyPolicies() {
   static const std::vector<std::pair<std::string, std::string>> kPolicies = {
       {std::string(kDraStockPolicy),
        "stock Kubernetes DRA: kube-scheduler's default node scores, first-fit device with "
-       "consumable capacity (docs/dra-placement.md)"}};
+       "consumable capacity (docs/dra-placement.md)"},
+      {std::string(kDraHamiPolicy),
+       "DRA with hami-cpp's node choice: default's scorer over every feasible node, scoring the "
+       "state after the stock first-fit device allocation (docs/dra-placement.md)"},
+      {std::string(kDraHamiExtenderPolicy),
+       "dra-hami through kube-scheduler's extender interface: only the feasible nodes it samples, "
+       "its own scores and a draw breaking the extender's ties (docs/dra-placement.md)"}};
   return kPolicies;
 }
 

@@ -131,7 +131,8 @@ StatusOr<RunPlan> PlanRun(const std::vector<TraceNode>& nodes, const std::vector
                           const RunConfig& config, Rng& rng);
 
 // Runs config.policy: a scheduler policy (scheduler/registry.h) through the production scheduler,
-// or a policy the simulator models itself (SimOnlyPolicies(): "dra-stock", sim/dra_stock.h).
+// or a policy the simulator models itself (SimOnlyPolicies(): "dra-stock", sim/dra_stock.h;
+// "dra-hami", sim/dra_hami.h).
 StatusOr<RunResult> RunInflation(const std::vector<TraceNode>& nodes,
                                  const std::vector<TraceTask>& tasks, const RunConfig& config);
 

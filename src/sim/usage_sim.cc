@@ -7,8 +7,10 @@
 #include <memory>
 
 #include "absl/strings/numbers.h"
+#include "consolidate/forecast.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
+#include "usage/fleet.h"
 #include "usage/recommend.h"
 
 namespace hami::sim {
@@ -159,8 +161,11 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     return InvalidArgument("--consolidate packs by usage: not with --requests");
   if (config.consolidate &&
       (config.plan_every_min < 1 || config.forecast_min < 1 || config.forecast_falling_min < 0 ||
-       config.trend_min < 1 || config.restart_min < 0 || config.relief_every_min < 0))
-    return InvalidArgument("--plan-every-min and --forecast-min must be >= 1, --restart-min >= 0");
+       config.trend_min < 1 || config.restart_min < 0 || config.relief_every_min < 0 ||
+       config.mem_forecast_min < 0 || config.place_contention_bp < 0 || config.trend_scale_pct < 0))
+    return InvalidArgument(
+        "--plan-every-min, --forecast-min and --trend-min must be >= 1, the other --consolidate "
+        "knobs >= 0");
   scheduler::SchedulerOptions so;
   so.policy = config.policy;
   HAMI_ASSIGN_OR_RETURN(auto sched, scheduler::Scheduler::Create(so));
@@ -179,8 +184,17 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   lo.margin_pct = config.margin_pct;
   lo.workload_q_pct = config.workload_q_pct;
   lo.card_mib = config.gpu_memory_mib;
-  usage::Learned learned =
-      usage::Learn(trace, config.learn_until >= 0 ? config.learn_until : warmup, lo);
+  lo.arrival_min = config.arrival_min;
+  const int32_t learn_until = config.learn_until >= 0 ? config.learn_until : warmup;
+  usage::Learned learned = usage::Learn(trace, learn_until, lo);
+  // The mix of the pods seen (what a new replica packs by when no arrival counts).
+  std::vector<usage::UsageProfile> mix(trace.workloads.size());
+  if (config.arrival_min > 0) {
+    usage::LearnOptions no_arrivals = lo;
+    no_arrivals.arrival_min = 0;
+    const usage::Learned m = usage::Learn(trace, learn_until, no_arrivals);
+    for (size_t w = 0; w < mix.size(); ++w) mix[w] = m.workloads[w].replica;
+  }
   const std::vector<usage::UsageProfile>& own = learned.own;
   const size_t n_work = trace.workloads.size();
   std::vector<usage::UsageProfile> replica(n_work);
@@ -201,6 +215,8 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     return t;
   };
 
+  int32_t trace_start = trace.pods.empty() ? 0 : trace.pods.front().first;
+  for (const usage::PodSeries& p : trace.pods) trace_start = std::min(trace_start, p.first);
   std::vector<std::vector<int>> on_gpu;  // pods on each GPU
   std::vector<usage::Tenant> tenants(trace.pods.size());
   std::vector<int> gpu_of(trace.pods.size(), -1);
@@ -220,8 +236,24 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
   usage::PackBudget budget;
   budget.capacity_mib = config.gpu_memory_mib;
   budget.duty_budget = config.duty_budget;
-  budget.contention_bp = config.contention_bp;
+  // With --consolidate, pods are placed by the consolidation's own budget (the planner relieves
+  // what the forecast missed; arrivals between rounds should not need it).
+  budget.contention_bp = config.consolidate && config.place_contention_bp > 0
+                             ? config.place_contention_bp
+                             : config.contention_bp;
   budget.overcommit_pct = config.overcommit_pct;
+  usage::FleetBudget fleet;
+  fleet.fleet_bp = config.fleet_contention_bp;
+  fleet.card_bp = config.card_contention_bp;
+  // What each GPU's pods are expected to contend (the fleet budget's state): set again whenever a
+  // GPU's pods change, from the tenants they pack as.
+  usage::ContentionLedger ledger;
+  std::vector<const usage::Tenant*> scratch;
+  auto record = [&](size_t g) {
+    scratch.clear();
+    for (int j : on_gpu[g]) scratch.push_back(&tenants[static_cast<size_t>(j)]);
+    ledger.Set(r.gpu_ids[g], scratch, budget.duty_budget);
+  };
 
   auto place = [&](size_t i, int32_t minute) -> Status {
     const usage::PodSeries& p = trace.pods[i];
@@ -240,7 +272,8 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
         there.clear();
         for (int j : on_gpu[g]) there.push_back(&tenants[static_cast<size_t>(j)]);
         // An empty GPU always takes the pod (even one the rule says is too big for any card).
-        if (there.empty() || usage::CheckFit(there, tenants[i], budget) == usage::Fit::kFits)
+        if (there.empty() ||
+            ledger.Check(r.gpu_ids[g], there, tenants[i], budget, fleet) == usage::Fit::kFits)
           candidates.push_back(r.gpu_ids[g]);
       }
       cand = &candidates;
@@ -254,6 +287,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     on_gpu[g].push_back(static_cast<int>(i));
     gpu_of[i] = static_cast<int>(g);
     r.placement[i].push_back({minute, static_cast<int>(g), gpumem, cores});
+    if (!config.stock()) record(g);
     if (g + 1 == r.gpu_ids.size()) add_gpu();  // keep one empty GPU
     return OkStatus();
   };
@@ -278,21 +312,19 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
               p.duty[static_cast<size_t>(t - p.first)];
       for (size_t w = 0; w < n_work; ++w)
         if (recent_duty[w] * 100 <= before_duty[w] * config.trend_pct)
-          window[w] = config.forecast_falling_min;
+          window[w] = std::min(config.forecast_falling_min, config.forecast_min);
     }
+    // The fleet's trend scales every pod's recent duty (consolidate/forecast.h).
+    const int64_t scale = consolidate::DutyScalePct(
+        consolidate::FleetTrendPct(trace.pods, m, config.trend_min), config.trend_scale_pct);
     for (size_t i = 0; i < trace.pods.size(); ++i) {
       if (gpu_of[i] < 0) continue;
       const usage::PodSeries& p = trace.pods[i];
-      usage::PodSeries tail;
-      tail.first = std::max(p.first, m - window[static_cast<size_t>(p.workload)]);
-      const auto from = static_cast<size_t>(tail.first - p.first);
-      const auto to =
-          static_cast<size_t>(std::max(tail.first, std::min(m, p.last() + 1)) - p.first);
-      tail.duty.assign(p.duty.begin() + static_cast<std::ptrdiff_t>(from),
-                       p.duty.begin() + static_cast<std::ptrdiff_t>(to));
-      tail.mem_mib.assign(p.mem_mib.begin() + static_cast<std::ptrdiff_t>(from),
-                          p.mem_mib.begin() + static_cast<std::ptrdiff_t>(to));
-      fresh[i] = usage::ProfileOf(tail, m, config.profile);
+      consolidate::ForecastOptions fo;
+      fo.window_min = window[static_cast<size_t>(p.workload)];
+      fo.mem_window_min = config.mem_forecast_min;
+      fo.profile = config.profile;
+      fresh[i] = consolidate::ForecastProfile(p, m, scale, fo);
       if (fresh[i].minutes > 0) recent[static_cast<size_t>(p.workload)].push_back(fresh[i]);
     }
     std::vector<usage::UsageProfile> replica_now(n_work);
@@ -365,6 +397,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
       r.placement[i].push_back({m, mv.to, old.mem_mib, old.cores});
       if (static_cast<size_t>(mv.to) + 1 == r.gpu_ids.size()) add_gpu();
     }
+    for (size_t g = 0; g < on_gpu.size(); ++g) record(g);  // tenants and GPUs changed
     return OkStatus();
   };
 
@@ -395,6 +428,7 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
       if (gpu_of[i] < 0 || trace.pods[i].last() >= m) continue;
       auto& v = on_gpu[static_cast<size_t>(gpu_of[i])];
       v.erase(std::find(v.begin(), v.end(), static_cast<int>(i)));
+      if (!config.stock()) record(static_cast<size_t>(gpu_of[i]));
       gpu_of[i] = -1;
       HAMI_RETURN_IF_ERROR(sched->RemovePod(uid_of[i]));
     }
@@ -402,6 +436,19 @@ StatusOr<UsageSimResult> RunUsageSim(const usage::UsageTrace& trace, const Usage
     for (size_t i = 0; i < trace.pods.size(); ++i) {
       const usage::PodSeries& p = trace.pods[i];
       if (m == warmup ? p.alive(m) : p.first == m) arrivals.push_back(i);
+    }
+    // A new replica packs by what the workload's earlier arrivals did in their first minutes, as
+    // far as the rows before m show it.
+    if (config.arrival_min > 0 && !config.stock() && m > warmup && !arrivals.empty()) {
+      std::vector<bool> again(n_work, false);
+      for (size_t i : arrivals) again[static_cast<size_t>(trace.pods[i].workload)] = true;
+      for (size_t w = 0; w < n_work; ++w) {
+        if (!again[w]) continue;
+        replica[w] = usage::NewReplicaProfile(
+            mix[w],
+            usage::ArrivalProfile(trace, static_cast<int>(w), trace_start, m, config.arrival_min,
+                                  config.profile, config.workload_q_pct));
+      }
     }
     // The largest first (by the memory level it packs by), then arrival order.
     std::vector<std::pair<int64_t, size_t>> order;
@@ -482,16 +529,27 @@ std::string UsageJson(const std::string& source, const UsageSimResult& result,
   if (config.stock())
     j["requests"] = {{"gpumem_mib", config.gpumem_mib}, {"gpucores", config.gpucores}};
   else
-    j["knobs"] = {
-        {"mem_q_pct", config.profile.mem_q_pct},       {"margin_pct", config.margin_pct},
-        {"workload_q_pct", config.workload_q_pct},     {"overcommit_pct", config.overcommit_pct},
-        {"duty_budget_pct", config.duty_budget / 100}, {"contention_bp", config.contention_bp}};
+    j["knobs"] = {{"mem_q_pct", config.profile.mem_q_pct},
+                  {"margin_pct", config.margin_pct},
+                  {"workload_q_pct", config.workload_q_pct},
+                  {"overcommit_pct", config.overcommit_pct},
+                  {"duty_budget_pct", config.duty_budget / 100},
+                  {"contention_bp", config.contention_bp},
+                  {"fleet_contention_bp", config.fleet_contention_bp},
+                  {"card_contention_bp", config.card_contention_bp},
+                  {"arrival_min", config.arrival_min}};
   if (config.consolidate)
     j["consolidate"] = {{"restart_min", config.restart_min},
                         {"plan_every_min", config.plan_every_min},
                         {"relief_every_min", config.relief_every_min},
                         {"plan_contention_bp", config.plan_contention_bp},
                         {"forecast_min", config.forecast_min},
+                        {"forecast_falling_min", config.forecast_falling_min},
+                        {"trend_min", config.trend_min},
+                        {"trend_pct", config.trend_pct},
+                        {"trend_scale_pct", config.trend_scale_pct},
+                        {"mem_forecast_min", config.mem_forecast_min},
+                        {"place_contention_bp", config.place_contention_bp},
                         {"relief_contention_bp", config.plan.relief_contention_bp},
                         {"max_moves_pod_day", config.plan.max_moves_pod_day},
                         {"max_empty_moves_pod_day", config.plan.max_empty_moves_pod_day},

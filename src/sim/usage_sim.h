@@ -43,25 +43,42 @@ struct UsageSimConfig {
   int margin_pct = 5;       // recommendation: warm-up peak of the workload + margin
   int workload_q_pct = 90;  // a pod without history packs by this quantile of its workload's pods
   int32_t min_own_minutes = 60;  // fewer observed minutes: the pod packs by its workload's profile
+  // > 0: that profile is learned from the first arrival_min minutes of the workload's replicas that
+  // arrived inside the trace (usage::ArrivalProfile), again at each arrival minute from the rows
+  // before it, when any did; 0: the mix of the warm-up pods (usage::LearnOptions::arrival_min).
+  int32_t arrival_min = 0;
   int overcommit_pct = 200;
   int32_t duty_budget = usage::kDutyFull;
   int contention_bp = 350;
+  // The fleet budget (usage/fleet.h): past contention_bp a GPU still takes a pod while it stays
+  // within card_contention_bp and the mean over the GPUs in use within fleet_contention_bp (0:
+  // off).
+  int fleet_contention_bp = 0;
+  int card_contention_bp = 0;
   // Consolidation (--consolidate; docs/consolidation.md): every plan_every_min minutes after the
   // warm-up the planner (consolidate::PlanMoves) moves pods by profiles learned from the last
   // forecast_min minutes; a moved pod holds its memory and duty on both GPUs for restart_min.
   bool consolidate = false;
   int32_t restart_min = 2;
-  int32_t plan_every_min = 30;
+  int32_t plan_every_min = 60;
   int32_t relief_every_min = 0;  // relief-only rounds in between (0: none)
-  int plan_contention_bp = 200;  // the planner's packing budget (0: contention_bp)
+  int plan_contention_bp = 250;  // the planner's packing budget (0: contention_bp)
+  // The budget pods are placed by at the warm-up and on arrival (0: contention_bp).
+  int place_contention_bp = 100;
   int32_t forecast_min = 240;
   // While its workload's load is falling or flat (mean duty of the last trend_min minutes no more
   // than trend_pct % of the trend_min before), a pod is planned by profiles of only the last
   // forecast_falling_min minutes (0: always forecast_min): the night's lower load shows at once,
   // a rising load keeps the long window's busier hours. Past rows only.
-  int32_t forecast_falling_min = 0;
+  int32_t forecast_falling_min = 90;
   int32_t trend_min = 30;
   int trend_pct = 100;
+  // > 100: every pod's recent duty is scaled by the fleet's trend (last trend_min minutes over
+  // the trend_min before), clamped to [100 / trend_scale_pct, trend_scale_pct / 100] (0: off).
+  int trend_scale_pct = 150;
+  // > the window a pod is planned by: no hour's memory level below its level over the last this
+  // many minutes (memory follows the pipeline loaded, not the hour; 0: off).
+  int32_t mem_forecast_min = 0;
   consolidate::Options plan;  // its budgets; plan.pack is set from the knobs above
   bool stock() const { return gpumem_mib > 0; }
 };

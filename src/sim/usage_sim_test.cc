@@ -316,6 +316,27 @@ TEST(UsageSimConsolidate, TheDayCapHolds) {
   }
 }
 
+// The defaults (docs/consolidation.md#numbers) on the synthetic day: the bounds and the
+// saving measured. The defaults before the fleet-trend forecast went over the card at both sizes
+// (0.016 % and 0.025 %).
+TEST(UsageSimConsolidate, TheDefaultsKeepTheBoundsOnTheSyntheticDay) {
+  const struct {
+    int64_t card_gib;
+    double min_hours_ratio;
+  } cases[] = {{80, 1.9}, {141, 3.1}};
+  for (const auto& k : cases) {
+    auto r = RunUsageSim(Synthetic(), Consolidating(k.card_gib));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->metrics.oom_pods, 0) << k.card_gib;
+    EXPECT_LE(r->metrics.contended_pct, 0.5) << k.card_gib;
+    EXPECT_LE(r->metrics.over_cap_pct, 0.01) << k.card_gib;
+    EXPECT_LE(r->metrics.throttled_pct, 1) << k.card_gib;
+    EXPECT_LE(r->moves_per_pod_day, 1.5) << k.card_gib;
+    EXPECT_LE(r->max_moves_pod, 2) << k.card_gib;
+    EXPECT_GE(r->hours_ratio, k.min_hours_ratio) << k.card_gib;
+  }
+}
+
 TEST(UsageSimConsolidate, RefusedWithStockRequests) {
   UsageSimConfig c = Stock(80, 48128, 25);
   c.consolidate = true;
@@ -358,18 +379,25 @@ TEST(UsageSimConsolidate, AFallingLoadIsPlannedByTheShortWindow) {
     const char* name;
     int32_t falling_min;
     int32_t trend_min;  // 120: at 150 the 70 busy minutes of [30, 150) beat the 30 before
+    int trend_scale_pct;
     int32_t want_first_move;
   } cases[] = {
-      {"long window only", 0, 30, 360},
-      {"short window while falling", 30, 30, 150},
-      {"trend over 120 min: still rising at 150", 30, 120, 180},
+      {"long window only", 0, 30, 0, 360},
+      {"short window while falling", 30, 30, 0, 150},
+      {"trend over 120 min: still rising at 150", 30, 120, 0, 180},
+      // At 120 the fleet's last 30 min hold a third of the duty of the 30 before: scaled by 2/3
+      // the two 60 % pods fit one GPU (80 %), even by the long window.
+      {"long window, duty scaled by the fleet's trend", 0, 30, 150, 120},
+      {"the same, clamped at 110 %: 54 % each, too busy together", 0, 30, 110, 360},
   };
   for (const auto& k : cases) {
     UsageSimConfig c = Consolidating(80);
     c.warmup_min = 60;
+    c.plan_every_min = 30;
     c.forecast_min = 240;
     c.forecast_falling_min = k.falling_min;
     c.trend_min = k.trend_min;
+    c.trend_scale_pct = k.trend_scale_pct;
     auto r = RunUsageSim(t, c);
     ASSERT_TRUE(r.ok()) << r.status();
     int32_t first = -1;
@@ -387,13 +415,103 @@ UsageSimConfig FallingWindow(int64_t card_gib) {
   return c;
 }
 
+// Every forecast knob on (consolidate/forecast.h): the short window while the load falls, duty
+// scaled by the fleet's trend, memory held at its 4-hour level, placed by 100 bp.
+UsageSimConfig Forecasting(int64_t card_gib) {
+  UsageSimConfig c = Consolidating(card_gib);
+  c.forecast_falling_min = 90;
+  c.trend_scale_pct = 150;
+  c.mem_forecast_min = 240;
+  c.place_contention_bp = 100;
+  return c;
+}
+
+// The fleet budget (usage/fleet.h) on: past the per-card 350 bp, a GPU reaching 1200 bp while the
+// GPUs in use average 200 bp at most.
+UsageSimConfig Fleet(int64_t card_gib) {
+  UsageSimConfig c = Aware(card_gib);
+  c.fleet_contention_bp = 200;
+  c.card_contention_bp = 1200;
+  return c;
+}
+
+// The fleet budget admits card overruns the per-card budget refuses: fewer GPUs on the synthetic
+// trace at 80 GiB (33 -> 31), within the bounds; off (fleet 0) it changes nothing.
+TEST(UsageSim, FleetBudgetPacksPastThePerCardBudget) {
+  const auto& t = Synthetic();
+  auto plain = RunUsageSim(t, Aware(80));
+  auto fleet = RunUsageSim(t, Fleet(80));
+  UsageSimConfig off = Fleet(80);
+  off.fleet_contention_bp = 0;
+  auto none = RunUsageSim(t, off);
+  ASSERT_TRUE(plain.ok() && fleet.ok() && none.ok());
+  EXPECT_LT(fleet->metrics.gpus, plain->metrics.gpus);
+  EXPECT_EQ(fleet->metrics.oom_pods, 0);
+  EXPECT_LE(fleet->metrics.contended_pct, 0.5);
+  EXPECT_LE(fleet->metrics.over_cap_pct, 0.05);
+  EXPECT_GT(fleet->metrics.contended_pct, plain->metrics.contended_pct);  // the overrun is used
+  EXPECT_EQ(none->placement, plain->placement);
+  EXPECT_EQ(
+      nlohmann::json::parse(UsageJson("t", *fleet, Fleet(80)))["knobs"]["fleet_contention_bp"],
+      200);
+}
+
+// New replicas pack by what earlier arrivals did in their first hour (arrival_min), learned as
+// the day goes on. A hand-made day on 80 GiB cards: "a" is busy (80 %) from minute 0; "c" arrives
+// idle at 100, "d", "e", "f" idle at 200-202. Memory takes three pods a card (20 GiB each, a's
+// 10 GiB load spike). By the mix (a alone: busy) every new replica needs a card of its own (a
+// pod's profile is the one it was placed by: 5 GPUs); by c's first hour (idle) d, e and f join a
+// and c (2 GPUs). A window c has not lived by minute 200 changes nothing.
+TEST(UsageSim, NewReplicasPackByWhatEarlierArrivalsDid) {
+  usage::UsageTrace t;
+  t.workloads = {""};
+  t.minutes = 400;
+  auto pod = [&](const char* name, int32_t first, int32_t duty) {
+    usage::PodSeries p;
+    p.name = name;
+    p.first = first;
+    for (int32_t m = first; m < t.minutes; ++m) {
+      p.duty.push_back(duty);
+      p.mem_mib.push_back(m == 0 ? 30720 : 20480);
+    }
+    t.pods.push_back(std::move(p));
+  };
+  pod("a", 0, 8000);
+  pod("c", 100, 0);
+  pod("d", 200, 0);
+  pod("e", 201, 0);
+  pod("f", 202, 0);
+  struct Case {
+    int32_t arrival_min;
+    int64_t gpus;
+  };
+  for (const Case& k : std::vector<Case>{{0, 5}, {60, 2}, {100, 2}, {150, 5}}) {
+    UsageSimConfig c = Aware(80);
+    c.warmup_min = 60;
+    c.arrival_min = k.arrival_min;
+    auto r = RunUsageSim(t, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->metrics.gpus, k.gpus) << k.arrival_min;
+    EXPECT_EQ(r->metrics.oom_pods, 0) << k.arrival_min;
+    EXPECT_EQ(r->metrics.contended_pct, 0) << k.arrival_min;
+  }
+}
+
+UsageSimConfig Arrivals(int64_t card_gib) {
+  UsageSimConfig c = Aware(card_gib);
+  c.arrival_min = 60;
+  return c;
+}
+
 // Every decision up to minute m (placements and moves: every segment starting at or before m) is
 // the same when the trace ends at m: nothing of the future is used (not the number of pods to
 // come, not their usage, not when pods leave).
 TEST(UsageSim, DecisionsUseNothingOfTheFuture) {
   const auto& t = Synthetic();
-  for (const UsageSimConfig& c : {Stock(141, 48128, 25), Aware(80), Aware(141), Consolidating(80),
-                                  Consolidating(141), FallingWindow(80), FallingWindow(141)}) {
+  for (const UsageSimConfig& c :
+       {Stock(141, 48128, 25), Aware(80), Aware(141), Consolidating(80), Consolidating(141),
+        FallingWindow(80), FallingWindow(141), Forecasting(80), Forecasting(141), Fleet(80),
+        Fleet(141), Arrivals(80), Arrivals(141)}) {
     const int64_t card = c.gpu_memory_mib / 1024;
     auto full = RunUsageSim(t, c);
     ASSERT_TRUE(full.ok()) << full.status();

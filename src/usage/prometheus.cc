@@ -1,6 +1,7 @@
 #include "usage/prometheus.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -105,7 +106,10 @@ StatusOr<std::string> PromRangeUrl(std::string_view base, const std::string& que
                 "&step=", w.step_s);
 }
 
-StatusOr<std::vector<PromSeries>> ParsePromMatrix(std::string_view body, const PromLimits& limits) {
+namespace {
+
+// The data.result list of a query_range answer (every check but the series').
+StatusOr<Json> MatrixResult(std::string_view body, const PromLimits& limits) {
   if (body.size() > limits.max_bytes)
     return InvalidArgument("Prometheus answer of more than ", limits.max_bytes, " bytes");
   const Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -125,6 +129,13 @@ StatusOr<std::vector<PromSeries>> ParsePromMatrix(std::string_view body, const P
   if (result.size() > limits.max_series)
     return InvalidArgument("Prometheus answer: ", result.size(), " series, more than ",
                            limits.max_series);
+  return result;
+}
+
+}  // namespace
+
+StatusOr<std::vector<PromSeries>> ParsePromMatrix(std::string_view body, const PromLimits& limits) {
+  HAMI_ASSIGN_OR_RETURN(const Json result, MatrixResult(body, limits));
   std::vector<PromSeries> out;
   int64_t points = 0;
   for (size_t i = 0; i < result.size(); ++i) {
@@ -187,9 +198,96 @@ std::string PromWorkloadOf(std::string_view ns, std::string_view pod) {
   return StrCat(ns, "/", name);
 }
 
+StatusOr<std::string> PromOwnerQuery(PromOwnerRead read, std::string_view namespace_,
+                                     int64_t range_s) {
+  if (!namespace_.empty() && !ValidLabel(namespace_))
+    return InvalidArgument("namespace '", Short(std::string(namespace_)),
+                           "' is not a Kubernetes namespace name (lower-case letters, digits, "
+                           "'-', at most 63)");
+  if (range_s < 1 || range_s > kMaxWindowS)
+    return InvalidArgument("range ", range_s, " s is not in 1..", kMaxWindowS);
+  const bool pod = read == PromOwnerRead::kPod;
+  const std::string matcher =
+      namespace_.empty() ? std::string() : StrCat("{namespace=\"", namespace_, "\"}");
+  return StrCat("max by (namespace, ", pod ? "pod" : "replicaset",
+                ", owner_kind, owner_name, owner_is_controller) (max_over_time(",
+                pod ? kPromPodOwnerMetric : kPromReplicaSetOwnerMetric, matcher, "[", range_s,
+                "s]))");
+}
+
+StatusOr<std::vector<PromOwnerRow>> ParsePromOwners(std::string_view body, PromOwnerRead read,
+                                                    const PromLimits& limits) {
+  HAMI_ASSIGN_OR_RETURN(const Json result, MatrixResult(body, limits));
+  const char* object = read == PromOwnerRead::kPod ? "pod" : "replicaset";
+  std::vector<PromOwnerRow> out;
+  for (size_t i = 0; i < result.size(); ++i) {
+    const Json& r = result[i];
+    const std::string where = StrCat("Prometheus answer: owner series ", i);
+    const Json metric = r.is_object() ? r.value("metric", Json()) : Json();
+    if (!metric.is_object()) return InvalidArgument(where, " has no metric");
+    PromOwnerRow row;
+    std::string controller;
+    for (auto [key, field] :
+         {std::pair{"namespace", &row.namespace_}, std::pair{object, &row.object},
+          std::pair{"owner_kind", &row.owner_kind}, std::pair{"owner_name", &row.owner_name},
+          std::pair{"owner_is_controller", &controller}}) {
+      const Json v = metric.value(key, Json());
+      if (!v.is_string()) return InvalidArgument(where, " has no ", key, " label");
+      *field = v.get<std::string>();
+    }
+    const bool none = row.owner_kind == "<none>";
+    const bool kind_ok = !row.owner_kind.empty() && row.owner_kind.size() <= 63 &&
+                         std::all_of(row.owner_kind.begin(), row.owner_kind.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c));
+                         });
+    if (!ValidLabel(row.namespace_) || !ValidSubdomain(row.object) || (!none && !kind_ok) ||
+        (!none && !ValidSubdomain(row.owner_name)))
+      return InvalidArgument(where, ": ", Short(row.namespace_), "/", Short(row.object),
+                             " owned by ", Short(row.owner_kind), " '", Short(row.owner_name),
+                             "' is not a valid name");
+    row.controller = !none && controller == "true";
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+PromWorkloads PromWorkloadsOf(const std::vector<PromOwnerRow>& pods,
+                              const std::vector<PromOwnerRow>& replicasets) {
+  // "<ns>/<replicaset>" -> its controller's name, or "" when it has none.
+  std::map<std::string, std::string> rs_controller;
+  for (const PromOwnerRow& r : replicasets) {
+    std::string& c = rs_controller[StrCat(r.namespace_, "/", r.object)];
+    if (r.controller && (c.empty() || r.owner_name < c)) c = r.owner_name;
+  }
+  // "<ns>/<pod>" -> (kind, name) of its controller; the least one when rows disagree.
+  std::map<std::string, std::pair<std::string, std::string>> controller;
+  for (const PromOwnerRow& r : pods) {
+    auto& c = controller[StrCat(r.namespace_, "/", r.object)];
+    if (r.controller && (c.first.empty() || std::pair(r.owner_kind, r.owner_name) < c))
+      c = {r.owner_kind, r.owner_name};
+  }
+  PromWorkloads out;
+  for (const auto& [pod, owner] : controller) {
+    const std::string ns = pod.substr(0, pod.find('/'));
+    const auto& [kind, name] = owner;
+    std::string workload = kind.empty() ? pod.substr(ns.size() + 1) : name;
+    if (kind == "ReplicaSet") {
+      if (auto rs = rs_controller.find(StrCat(ns, "/", name)); rs != rs_controller.end()) {
+        if (!rs->second.empty()) workload = rs->second;
+      } else if (const size_t dash = name.rfind('-');
+                 dash != std::string::npos && dash > 0 && name.size() - dash - 1 >= 6 &&
+                 name.size() - dash - 1 <= 10 && Generated(name.substr(dash + 1))) {
+        workload = name.substr(0, dash);  // <deployment>-<pod-template-hash>
+      }
+    }
+    out[pod] = StrCat(ns, "/", workload);
+  }
+  return out;
+}
+
 StatusOr<UsageTrace> TraceFromProm(const std::vector<PromSeries>& memory,
                                    const std::vector<PromSeries>& duty, const PromWindow& w,
-                                   int32_t* first_minute) {
+                                   int32_t* first_minute, const PromWorkloads* workloads) {
   if (w.step_s != 60) return InvalidArgument("step must be 60 s (one trace minute)");
   if (w.end_s <= w.start_s || w.end_s - w.start_s > kMaxWindowS)
     return InvalidArgument("window must be more than 0 and at most 7 days");
@@ -238,8 +336,11 @@ StatusOr<UsageTrace> TraceFromProm(const std::vector<PromSeries>& memory,
     const size_t slash = pod.find('/');
     char duty_text[16];
     std::snprintf(duty_text, sizeof duty_text, "%d.%02d", v.second / 100, v.second % 100);
-    text += StrCat(key.first, ",", pod, ",", duty_text, ",", v.first, ",",
-                   PromWorkloadOf(pod.substr(0, slash), pod.substr(slash + 1)), "\n");
+    std::string workload;
+    if (workloads != nullptr)
+      if (auto it = workloads->find(pod); it != workloads->end()) workload = it->second;
+    if (workload.empty()) workload = PromWorkloadOf(pod.substr(0, slash), pod.substr(slash + 1));
+    text += StrCat(key.first, ",", pod, ",", duty_text, ",", v.first, ",", workload, "\n");
   }
   *first_minute = static_cast<int32_t>((w.start_s - base) / 60);
   return ParseUsageTrace(text, "prometheus");

@@ -9,9 +9,12 @@
 //    step only and a pod that stopped reporting is gone at the next step.
 //  - Minutes count from the UTC midnight before the window, so hours of day stay aligned with the
 //    profile's hour buckets. A pod is "<namespace>/<pod>"; its workload "<namespace>/<name>" is
-//    read from the pod name (PromWorkloadOf), the names the webhook matches
-//    (webhook/usage_apply.h).
+//    its controller as kube-state-metrics exports it (kube_pod_owner, and kube_replicaset_owner
+//    for a ReplicaSet's Deployment: PromWorkloadsOf), the key the webhook matches
+//    (webhook/usage_apply.h, WorkloadKeyOf); a pod kube-state-metrics does not know is named by
+//    its pod name (PromWorkloadOf).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,11 +68,44 @@ StatusOr<std::vector<PromSeries>> ParsePromMatrix(std::string_view body,
 // names from) is "web", a StatefulSet's "db-0" is "db", anything else is its own workload.
 std::string PromWorkloadOf(std::string_view namespace_, std::string_view pod);
 
+// The owners of pods and of ReplicaSets over a window, as kube-state-metrics exports them:
+// kube_pod_owner{namespace, pod, owner_kind, owner_name, owner_is_controller} and
+// kube_replicaset_owner{namespace, replicaset, ...} ("<none>" for an object without an owner).
+inline constexpr std::string_view kPromPodOwnerMetric = "kube_pod_owner";
+inline constexpr std::string_view kPromReplicaSetOwnerMetric = "kube_replicaset_owner";
+enum class PromOwnerRead { kPod, kReplicaSet };
+// Every owner row seen in the `range_s` seconds before each evaluation (read with query_range at
+// one step of the whole window: one point per series). `namespace_` as PromQuery's.
+StatusOr<std::string> PromOwnerQuery(PromOwnerRead read, std::string_view namespace_,
+                                     int64_t range_s);
+
+struct PromOwnerRow {
+  std::string namespace_, object;  // the pod, or the ReplicaSet
+  std::string owner_kind, owner_name;
+  bool controller = false;  // owner_is_controller="true"
+  bool operator==(const PromOwnerRow&) const = default;
+};
+// One query_range answer of PromOwnerQuery (bounded as ParsePromMatrix; the points are not read).
+// Every series carries namespace, the object's label (pod / replicaset), owner_kind and
+// owner_name; names are checked (an owner of kind "<none>" has no name).
+StatusOr<std::vector<PromOwnerRow>> ParsePromOwners(std::string_view body, PromOwnerRead read,
+                                                    const PromLimits& limits = {});
+
+// "<namespace>/<pod>" -> "<namespace>/<workload>" from the owner rows, as the webhook names the
+// workload of a pod at admission: the pod's controller (a ReplicaSet counts as its own controller,
+// the Deployment, from kube_replicaset_owner; a ReplicaSet no row tells of, as its name without a
+// trailing "-<pod-template-hash>"), a Job, StatefulSet, DaemonSet... by its name; a pod without a
+// controller is its own workload.
+using PromWorkloads = std::map<std::string, std::string>;
+PromWorkloads PromWorkloadsOf(const std::vector<PromOwnerRow>& pods,
+                              const std::vector<PromOwnerRow>& replicasets);
+
 // The usage trace of the two reads over `window` (memory in MiB rounded up, duty in hundredths of
 // a percent; a step one read lacks takes the other read's pod's previous value, a pod is alive
 // from its first to its last step with either). *first_minute: the window's first minute.
+// `workloads` (PromWorkloadsOf; null or without the pod: PromWorkloadOf) names each pod's workload.
 StatusOr<UsageTrace> TraceFromProm(const std::vector<PromSeries>& memory,
                                    const std::vector<PromSeries>& duty, const PromWindow& window,
-                                   int32_t* first_minute);
+                                   int32_t* first_minute, const PromWorkloads* workloads = nullptr);
 
 }  // namespace hami::usage

@@ -166,6 +166,190 @@ TEST(Prometheus, WorkloadOf) {
   for (const auto& [pod, want] : cases) EXPECT_EQ(PromWorkloadOf("ml", pod), want) << pod;
 }
 
+TEST(Prometheus, OwnerQueries) {
+  struct Case {
+    PromOwnerRead read;
+    std::string ns;
+    int64_t range_s;
+    std::string want;  // the query, or the error's start
+  };
+  const Case cases[] = {
+      {PromOwnerRead::kPod, "", 21600,
+       "max by (namespace, pod, owner_kind, owner_name, owner_is_controller) "
+       "(max_over_time(kube_pod_owner[21600s]))"},
+      {PromOwnerRead::kReplicaSet, "ml", 3600,
+       "max by (namespace, replicaset, owner_kind, owner_name, owner_is_controller) "
+       "(max_over_time(kube_replicaset_owner{namespace=\"ml\"}[3600s]))"},
+      {PromOwnerRead::kPod, "ml\"} or vector(1) #", 60, "namespace 'ml\"} or vector(1) #'"},
+      {PromOwnerRead::kPod, "ml", 0, "range 0 s"},
+      {PromOwnerRead::kPod, "ml", 8 * 86400, "range 691200 s"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.want);
+    auto q = PromOwnerQuery(c.read, c.ns, c.range_s);
+    EXPECT_EQ(q.ok() ? *q : std::string(q.status().message()).substr(0, c.want.size()), c.want);
+  }
+}
+
+Json Owner(const std::string& object_label, const std::string& ns, const std::string& object,
+           const std::string& kind, const std::string& name, const std::string& controller) {
+  return Json{{"metric",
+               {{"namespace", ns},
+                {object_label, object},
+                {"owner_kind", kind},
+                {"owner_name", name},
+                {"owner_is_controller", controller}}},
+              {"values", Json::array({Json::array({kMidnight, "1"})})}};
+}
+
+TEST(Prometheus, ParseOwners) {
+  struct Case {
+    const char* name;
+    PromOwnerRead read;
+    Json series;
+    std::string error;  // "" = parses to `row`
+    PromOwnerRow row;
+  };
+  const Case cases[] = {
+      {"a pod of a ReplicaSet",
+       PromOwnerRead::kPod,
+       Owner("pod", "ml", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", "true"),
+       "",
+       {"ml", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", true}},
+      {"a ReplicaSet of a Deployment",
+       PromOwnerRead::kReplicaSet,
+       Owner("replicaset", "ml", "web-5d4f8c7b9", "Deployment", "web", "true"),
+       "",
+       {"ml", "web-5d4f8c7b9", "Deployment", "web", true}},
+      {"an owner that is not the controller",
+       PromOwnerRead::kPod,
+       Owner("pod", "ml", "p", "ConfigMap", "c", "false"),
+       "",
+       {"ml", "p", "ConfigMap", "c", false}},
+      {"no owner (kube-state-metrics' <none>)",
+       PromOwnerRead::kPod,
+       Owner("pod", "ml", "solo", "<none>", "<none>", "<none>"),
+       "",
+       {"ml", "solo", "<none>", "<none>", false}},
+      {"the pod label read as a ReplicaSet's",
+       PromOwnerRead::kReplicaSet,
+       Owner("pod", "ml", "p", "Job", "j", "true"),
+       "has no replicaset label",
+       {}},
+      {"no owner_is_controller",
+       PromOwnerRead::kPod,
+       Json{{"metric",
+             {{"namespace", "ml"}, {"pod", "p"}, {"owner_kind", "Job"}, {"owner_name", "j"}}}},
+       "has no owner_is_controller label",
+       {}},
+      {"an owner name that is no name",
+       PromOwnerRead::kPod,
+       Owner("pod", "ml", "p", "Job", "J\"ob", "true"),
+       "is not a valid name",
+       {}},
+      {"an owner kind that is no kind",
+       PromOwnerRead::kPod,
+       Owner("pod", "ml", "p", "Job,x", "j", "true"),
+       "is not a valid name",
+       {}},
+      {"series not an object", PromOwnerRead::kPod, Json(1), "owner series 0 has no metric", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = ParsePromOwners(Matrix(Json::array({c.series})), c.read);
+    if (c.error.empty()) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(*r, std::vector<PromOwnerRow>{c.row});
+    } else {
+      EXPECT_NE(std::string(r.status().message()).find(c.error), std::string::npos) << r.status();
+    }
+  }
+  EXPECT_FALSE(ParsePromOwners("<html>", PromOwnerRead::kPod).ok());  // the matrix checks hold
+  PromLimits one;
+  one.max_series = 1;
+  const Json row = Owner("pod", "ml", "p", "Job", "j", "true");
+  EXPECT_FALSE(ParsePromOwners(Matrix(Json::array({row, row})), PromOwnerRead::kPod, one).ok());
+}
+
+// The workload of each pod from its owners, as the webhook keys it at admission (WorkloadKeyOf):
+// a Job's pod "train-x7k2p" is "ml/train" and a pod "worker-2" of no controller is itself, where
+// the pod names alone (PromWorkloadOf) say "ml/train-x7k2p" and "ml/worker".
+TEST(Prometheus, WorkloadsFromOwners) {
+  struct Case {
+    const char* name;
+    std::vector<PromOwnerRow> pods, replicasets;
+    std::string pod, want;  // "" want: the pod is not in the map
+  };
+  const std::vector<PromOwnerRow> deployment_rs = {
+      {"ml", "web-5d4f8c7b9", "Deployment", "web", true}};
+  const Case cases[] = {
+      {"a Deployment's pod, through its ReplicaSet",
+       {{"ml", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", true}},
+       deployment_rs,
+       "ml/web-5d4f8c7b9-x2x7k",
+       "ml/web"},
+      {"a Deployment whose name looks like a StatefulSet pod",
+       {{"ml", "sd-v2-7f9c6d8b5-qwz4t", "ReplicaSet", "sd-v2-7f9c6d8b5", true}},
+       {{"ml", "sd-v2-7f9c6d8b5", "Deployment", "sd-v2", true}},
+       "ml/sd-v2-7f9c6d8b5-qwz4t",
+       "ml/sd-v2"},
+      {"a ReplicaSet no row tells of: its name without the pod-template-hash",
+       {{"ml", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", true}},
+       {},
+       "ml/web-5d4f8c7b9-x2x7k",
+       "ml/web"},
+      {"a bare ReplicaSet (no controller of its own)",
+       {{"ml", "cache-x2x7k", "ReplicaSet", "cache", true}},
+       {{"ml", "cache", "<none>", "<none>", false}},
+       "ml/cache-x2x7k",
+       "ml/cache"},
+      {"a bare ReplicaSet whose name ends like a hash keeps it",
+       {{"ml", "cache-5d4f8c7b9-x2x7k", "ReplicaSet", "cache-5d4f8c7b9", true}},
+       {{"ml", "cache-5d4f8c7b9", "<none>", "<none>", false}},
+       "ml/cache-5d4f8c7b9-x2x7k",
+       "ml/cache-5d4f8c7b9"},
+      {"a Job's pod",
+       {{"ml", "train-x7k2p", "Job", "train", true}},
+       {},
+       "ml/train-x7k2p",
+       "ml/train"},
+      {"a StatefulSet's pod", {{"ml", "db-0", "StatefulSet", "db", true}}, {}, "ml/db-0", "ml/db"},
+      {"a DaemonSet's pod",
+       {{"ml", "agent-q8vzt", "DaemonSet", "agent", true}},
+       {},
+       "ml/agent-q8vzt",
+       "ml/agent"},
+      {"no controller: the pod itself",
+       {{"ml", "worker-2", "<none>", "<none>", false}},
+       {},
+       "ml/worker-2",
+       "ml/worker-2"},
+      {"an owner that is not the controller: the pod itself",
+       {{"ml", "worker-2", "ConfigMap", "c", false}},
+       {},
+       "ml/worker-2",
+       "ml/worker-2"},
+      {"the controller among other owners",
+       {{"ml", "train-x7k2p", "ConfigMap", "c", false},
+        {"ml", "train-x7k2p", "Job", "train", true}},
+       {},
+       "ml/train-x7k2p",
+       "ml/train"},
+      {"the same name in another namespace is another workload",
+       {{"other", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", true}},
+       deployment_rs,
+       "other/web-5d4f8c7b9-x2x7k",
+       "other/web"},
+      {"a pod with no row", {{"ml", "db-0", "StatefulSet", "db", true}}, {}, "ml/db-1", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PromWorkloads w = PromWorkloadsOf(c.pods, c.replicasets);
+    const auto it = w.find(c.pod);
+    EXPECT_EQ(it == w.end() ? "" : it->second, c.want);
+  }
+}
+
 TEST(Prometheus, TraceFromReads) {
   const PromWindow w{kMidnight + 3600, kMidnight + 3600 + 5 * 60, 60};
   auto at = [](int minute) { return static_cast<double>(kMidnight + 60 * minute); };
@@ -198,6 +382,14 @@ TEST(Prometheus, TraceFromReads) {
   EXPECT_EQ(db.mem_mib, (std::vector<int32_t>{2}));
   EXPECT_EQ(db.duty, (std::vector<int32_t>{0}));
   EXPECT_FALSE(TraceFromProm(mem, duty, {w.start_s, w.end_s, 30}, &first).ok());
+  // With the owners read: db-0 is its StatefulSet's ("ml/database"); a pod they do not name keeps
+  // the name's workload.
+  const PromWorkloads owners = {{"ml/db-0", "ml/database"}};
+  auto owned = TraceFromProm(mem, duty, w, &first, &owners);
+  ASSERT_TRUE(owned.ok()) << owned.status();
+  ASSERT_EQ(owned->pods.size(), 2u);
+  EXPECT_EQ(owned->workloads[static_cast<size_t>(owned->pods[0].workload)], "ml/web");
+  EXPECT_EQ(owned->workloads[static_cast<size_t>(owned->pods[1].workload)], "ml/database");
 }
 
 }  // namespace

@@ -8,6 +8,31 @@
 
 namespace hami::usage {
 
+UsageProfile ArrivalProfile(const UsageTrace& trace, int workload, int32_t start, int32_t until,
+                            int32_t arrival_min, const ProfileOptions& options, int q_pct) {
+  std::vector<UsageProfile> first;
+  for (const PodSeries& p : trace.pods) {
+    // Only whole windows: a replica that left sooner, or whose window is not over, says little.
+    if (p.workload != workload || p.first <= start || p.first + arrival_min > until ||
+        p.last() < p.first + arrival_min - 1)
+      continue;
+    first.push_back(ProfileOf(p, std::min(until, p.first + arrival_min), options));
+  }
+  if (first.empty()) return UsageProfile{};
+  return WorkloadProfile(first, q_pct);
+}
+
+UsageProfile NewReplicaProfile(const UsageProfile& mix, UsageProfile arrivals) {
+  if (arrivals.minutes == 0) return mix;
+  // The mix already takes a high quantile across the pods: arrivals may show a replica lighter,
+  // never make it busier (one busy first hour, a start-up burst, is a small sample).
+  if (arrivals.duty_all > mix.duty_all) return mix;
+  // The scheduler takes a profile's peak as the model-load spike: the workload's, not the
+  // arrivals' alone.
+  arrivals.mem_peak = std::max(arrivals.mem_peak, mix.mem_peak);
+  return arrivals;
+}
+
 Learned Learn(const UsageTrace& trace, int32_t until, const LearnOptions& options) {
   Learned l;
   const size_t n_work = trace.workloads.size();
@@ -28,6 +53,13 @@ Learned Learn(const UsageTrace& trace, int32_t until, const LearnOptions& option
   for (size_t w = 0; w < n_work; ++w) {
     WorkloadModel& wl = l.workloads[w];
     wl.replica = WorkloadProfile(seen[w], options.workload_q_pct);
+    if (options.arrival_min > 0 && !trace.pods.empty()) {
+      int32_t start = trace.pods.front().first;
+      for (const PodSeries& p : trace.pods) start = std::min(start, p.first);
+      wl.replica = NewReplicaProfile(
+          wl.replica, ArrivalProfile(trace, static_cast<int>(w), start, until, options.arrival_min,
+                                     options.profile, options.workload_q_pct));
+    }
     // Nothing seen: the whole card (a workload of its own on an exclusive GPU).
     wl.gpumem_mib = wl.peak_mib > 0 ? std::min(options.card_mib,
                                                RecommendGpumem(wl.peak_mib, options.margin_pct))

@@ -21,6 +21,10 @@ struct LearnOptions {
   int margin_pct = 5;       // recommended gpumem = workload peak + this %
   int workload_q_pct = 90;  // a replica without history packs by this quantile of the pods
   int64_t card_mib = int64_t{80} * 1024;
+  // > 0: a replica without history packs by how the workload's replicas that arrived inside the
+  // trace (after its first minute) behaved in their first arrival_min minutes (ArrivalProfile),
+  // when any did; otherwise by the mix of all its pods. 0: always the mix.
+  int32_t arrival_min = 0;
 };
 
 struct WorkloadModel {
@@ -36,6 +40,19 @@ struct Learned {
   std::vector<UsageProfile> own;  // per pod of the trace: its profile before `until`
   std::vector<WorkloadModel> workloads;
 };
+
+// The profile of a new replica of `workload`: per hour the q_pct quantile (WorkloadProfile) over
+// its pods that arrived after `start` and lived their first `arrival_min` minutes before `until`,
+// each from those minutes. Pods that were there at `start` are not arrivals (their beginning is
+// not seen); a pod that left sooner, or whose window is not over at `until`, does not count. An
+// empty profile (minutes 0) when no pod counts.
+UsageProfile ArrivalProfile(const UsageTrace& trace, int workload, int32_t start, int32_t until,
+                            int32_t arrival_min, const ProfileOptions& options, int q_pct);
+
+// What a replica without history packs by, given the workload's mix (WorkloadProfile of its pods)
+// and ArrivalProfile: the arrivals' profile with the mix's peak; the mix when no arrival counts or
+// the arrivals' duty (duty_all) is above the mix's.
+UsageProfile NewReplicaProfile(const UsageProfile& mix, UsageProfile arrivals);
 
 // Everything from the minutes before `until` only.
 Learned Learn(const UsageTrace& trace, int32_t until, const LearnOptions& options);

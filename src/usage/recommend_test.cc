@@ -37,6 +37,120 @@ UsageTrace TwoWorkloads() {
   return *t;
 }
 
+// ArrivalProfile: which pods count (arrived after the start, their whole window lived before
+// `until`, their workload) and that only their first minutes do. Every pod is idle for its first
+// 30 minutes and at 80 % after, so the profile's busiest duty says whether later rows leaked in.
+TEST(Recommend, ArrivalProfileLearnsFromWholeFirstWindowsOnly) {
+  struct Pod {
+    int32_t first, minutes;
+    int workload;
+  };
+  struct Case {
+    const char* what;
+    std::vector<Pod> pods;
+    int32_t until, window;
+    int64_t minutes;  // of the profile (0: empty)
+    int32_t duty_all;
+  };
+  const std::vector<Case> cases = {
+      {"there at the start: not an arrival", {{0, 200, 0}}, 200, 30, 0, 0},
+      {"arrived, window lived", {{10, 200, 0}}, 200, 30, 30, 0},
+      {"a 60-minute window sees the busy half", {{10, 200, 0}}, 200, 60, 60, 8000},
+      {"window not over at until", {{10, 200, 0}}, 39, 30, 0, 0},
+      {"window just over at until", {{10, 200, 0}}, 40, 30, 30, 0},
+      {"left before its window was over", {{10, 20, 0}}, 200, 30, 0, 0},
+      {"another workload's pod", {{10, 200, 1}}, 200, 30, 0, 0},
+      {"two arrivals", {{10, 200, 0}, {50, 200, 0}}, 200, 30, 60, 0},
+  };
+  for (const Case& c : cases) {
+    UsageTrace t;
+    t.workloads = {"w", "other"};
+    std::vector<PodSeries>& pods = t.pods;
+    PodSeries start;  // the trace's first minute
+    start.name = "s";
+    start.workload = 1;
+    start.duty = {0};
+    start.mem_mib = {100};
+    pods.push_back(start);
+    for (const Pod& p : c.pods) {
+      PodSeries s;
+      s.name = "p" + std::to_string(pods.size());
+      s.first = p.first;
+      s.workload = p.workload;
+      for (int32_t m = 0; m < p.minutes; ++m) {
+        s.duty.push_back(m < 30 ? 0 : 8000);
+        s.mem_mib.push_back(1000);
+      }
+      pods.push_back(std::move(s));
+    }
+    const UsageProfile a = ArrivalProfile(t, 0, 0, c.until, c.window, {}, 90);
+    EXPECT_EQ(a.minutes, c.minutes) << c.what;
+    if (a.minutes > 0) {
+      EXPECT_EQ(a.duty_all, c.duty_all) << c.what;
+    }
+  }
+}
+
+// NewReplicaProfile: the arrivals' profile when any counts and it is not busier than the mix;
+// the workload's peak kept either way.
+TEST(Recommend, NewReplicaProfileTakesLighterArrivalsOnly) {
+  auto profile = [](int64_t minutes, int32_t duty_all, int32_t peak) {
+    UsageProfile p;
+    p.minutes = minutes;
+    p.duty_all = duty_all;
+    p.mem_peak = peak;
+    return p;
+  };
+  const UsageProfile mix = profile(1000, 5000, 40000);
+  struct Case {
+    const char* what;
+    UsageProfile arrivals;
+    int32_t duty_all, peak;  // of the result
+  };
+  for (const Case& c : std::vector<Case>{
+           {"no arrival counts: the mix", UsageProfile{}, 5000, 40000},
+           {"lighter: the arrivals, the mix's peak", profile(60, 1000, 30000), 1000, 40000},
+           {"as busy: the arrivals", profile(60, 5000, 30000), 5000, 40000},
+           {"busier: the mix", profile(60, 5001, 30000), 5000, 40000},
+           {"a higher peak of their own is kept", profile(60, 1000, 45000), 1000, 45000}}) {
+    const UsageProfile r = NewReplicaProfile(mix, c.arrivals);
+    EXPECT_EQ(r.duty_all, c.duty_all) << c.what;
+    EXPECT_EQ(r.mem_peak, c.peak) << c.what;
+  }
+}
+
+// Learn with arrival_min: the replica profile is the arrivals' first minutes when any counts, the
+// mix of the pods otherwise.
+TEST(Recommend, LearnPacksNewReplicasByTheArrivalsWhenAsked) {
+  UsageTrace t;
+  t.workloads = {"w"};
+  PodSeries busy;  // there from the start, busy: the mix is busy
+  busy.name = "busy";
+  busy.duty.assign(300, 8000);
+  busy.mem_mib.assign(300, 1000);
+  busy.mem_mib[0] = 3000;  // the workload's peak: kept as the replica's (the scheduler's spike)
+  PodSeries late = busy;   // arrived at 100, idle
+  late.name = "late";
+  late.first = 100;
+  late.duty.assign(200, 0);
+  late.mem_mib.assign(200, 1000);
+  t.pods = {busy, late};
+  t.minutes = 300;
+  struct Case {
+    int32_t until, arrival_min, replica_duty;
+  };
+  for (const Case& c : std::vector<Case>{{300, 0, 8000},   // off: the mix (q90 of the two)
+                                         {300, 60, 0},     // the arrival's first hour
+                                         {150, 60, 8000},  // its hour not over: the mix
+                                         {160, 60, 0}}) {  // just over
+    LearnOptions o;
+    o.arrival_min = c.arrival_min;
+    const Learned l = Learn(t, c.until, o);
+    EXPECT_EQ(l.workloads[0].replica.duty_all, c.replica_duty) << c.until << " " << c.arrival_min;
+    EXPECT_EQ(l.workloads[0].replica.mem_peak, 3000) << c.until << " " << c.arrival_min;
+  }
+}
+
 TEST(Recommend, WarmupRecommendationHoldsForTheRestOfTheDay) {
   // Learned on the warm-up (minutes 0..359), every pod alive later, at its workload's gpumem, never
   // uses more; the recommendation stays within 1.10 x the warm-up peak.

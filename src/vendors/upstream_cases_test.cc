@@ -196,6 +196,50 @@ TEST(MthreadsUpstream, Test_GetNodeDevices) {
   EXPECT_EQ((*devs)[1].devmem_mib, 49152);
 }
 
+// Upstream v2.11 GetNodeDevices: the physical card ids come from the node label
+// mthreads.com/sgpu.cores when it is set (sgpu_km may bind cards 0, 2 and 3), strictly: a label
+// that does not account for the sgpu-core capacity (16 a card) fails the node; without the label,
+// cards 0..N-1 as before.
+TEST(MthreadsUpstream, GetNodeDevicesReadsTheCardIdsLabel) {
+  struct Case {
+    const char* label;  // nullptr: no label
+    int64_t cores;
+    std::vector<int> indices;  // empty: the node fails
+  } cases[] = {
+      {nullptr, 48, {0, 1, 2}}, {"", 48, {0, 1, 2}}, {"0-2-3", 48, {0, 2, 3}}, {"3,1", 32, {3, 1}},
+      {"5", 16, {5}},           {"0-2", 48, {}},  // two cards named, three in the capacity
+      {"0-2-3", 40, {}},                          // 40 is not three whole cards
+      {"0-2-2", 48, {}},                          // a card twice
+      {"0-x-3", 48, {}},        {"0--3", 48, {}},    {"-1-2-3", 48, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label ? c.label : "(no label)");
+    NodeView n = Capacity("n", {{"mthreads.com/sgpu-memory", c.cores / 16 * 96},
+                                {"mthreads.com/sgpu-core", c.cores}});
+    if (c.label) n.labels["mthreads.com/sgpu.cores"] = c.label;
+    auto devs = ByWord("Mthreads").DecodeNode(n);
+    if (c.indices.empty()) {
+      EXPECT_FALSE(devs.ok());
+      continue;
+    }
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), c.indices.size());
+    for (size_t i = 0; i < devs->size(); ++i) {
+      EXPECT_EQ((*devs)[i].index, c.indices[i]);
+      EXPECT_EQ((*devs)[i].uuid, StrCat("n-mthreads-", c.indices[i]));
+      EXPECT_EQ((*devs)[i].devmem_mib, 49152);
+    }
+    // What the simulator and the fakes write reads back the same.
+    NodeView back;
+    back.name = "n";
+    ASSERT_TRUE(ByWord("Mthreads").EncodeNode(*devs, &back).ok());
+    auto again = ByWord("Mthreads").DecodeNode(back);
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(again->size(), devs->size());
+    for (size_t i = 0; i < devs->size(); ++i) EXPECT_EQ((*again)[i].index, (*devs)[i].index);
+  }
+}
+
 TEST(MthreadsUpstream, Test_GenerateResourceRequests) {
   struct Case {
     const char* name;
@@ -622,6 +666,124 @@ TEST(AscendUpstream, TestFitMemoryAboveTheLargestTemplate) {
 // of 100 -> 50; 5 % of 64 -> 3, at least one; omitted -> all the CUs); amd.com/gpumem-percentage a
 // share of the card's memory; out-of-range percentages are refused, not clamped. cuPerWGP rounding
 // (#3174) is not modelled (rows "rdna odd cores" and "one-wgp apu" would give 4 and 2).
+// Upstream v2.11 amd.com/numa-bind (#3186; its e2e "keeps numa-bind GPUs on one NUMA node"): with
+// the annotation true (Go's ParseBool) every GPU of a multi-GPU AMD request sits on one NUMA node;
+// without it, or with a value ParseBool refuses, any free GPUs. Through the scheduler.
+TEST(AmdUpstream, NumaBindKeepsTheGpusOnOneNumaNode) {
+  auto set = VendorSet::Load("amd: {}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  // Four GPUs: 2 on NUMA 1, the others on NUMA 0; GPU 1 is full. Unbound, the picker takes 2 and 3
+  // (across NUMA nodes); bound, NUMA 0's free pair 0 and 3.
+  NodeView node;
+  node.name = "n";
+  std::string reg = "[";
+  for (int i = 0; i < 4; ++i)
+    reg += StrCat(i ? "," : "", R"({"id":"amd-)", i, R"(","index":)", i,
+                  R"(,"count":1,"devmem":16000,"devcore":64,"type":"AMDGPU","numa":)",
+                  i == 2 ? 1 : 0, R"(,"health":true})");
+  node.annotations["hami.io/node-amd-register"] = reg + "]";
+  const core::PodAllocation busy1 = {"", {{{"amd-1", "AMD", 16000, 64, 1}}}};
+  struct Case {
+    const char* name;
+    const char* bind;  // amd.com/numa-bind; nullptr: absent
+    std::set<std::string> want;
+  } cases[] = {
+      {"numa-bind true: both on NUMA 0", "true", {"amd-0", "amd-3"}},
+      {"numa-bind 1 (ParseBool): both on NUMA 0", "1", {"amd-0", "amd-3"}},
+      {"no annotation: across NUMA nodes", nullptr, {"amd-2", "amd-3"}},
+      {"numa-bind false", "false", {"amd-2", "amd-3"}},
+      {"numa-bind yes (not a Go bool): off", "yes", {"amd-2", "amd-3"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    nlohmann::json annotations = nlohmann::json::object();
+    if (c.bind) annotations["amd.com/numa-bind"] = c.bind;
+    auto d = testing::ScheduleOnOneNode(
+        **set, node, {busy1},
+        testing::PodJson({{{"amd.com/gpu", 2}, {"amd.com/gpumem", 1000}}}, annotations));
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->node, "n");
+    ASSERT_EQ(d->allocation.containers.size(), 1u);
+    std::set<std::string> got;
+    for (const auto& g : d->allocation.containers[0]) got.insert(g.uuid);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+// One AMD container's limits on `d` with `used_cores` CUs booked by one task: the grant, or
+// nullopt when CheckDevice refuses it.
+std::optional<core::ContainerDevice> AmdGrant(const nlohmann::json& limits,
+                                              const core::DeviceInfo& d, int used_cores) {
+  const Vendor& v = ByWord("AMD");
+  auto req = v.ParseRequest(limits, {});
+  auto sel = v.ParseSelectors({});
+  EXPECT_TRUE(req.ok() && *req && sel.ok()) << req.status();
+  if (!req.ok() || !*req || !sel.ok()) return std::nullopt;
+  core::DeviceUsage u;
+  u.usedcores = used_cores;
+  u.used = used_cores > 0 ? 1 : 0;
+  if (v.CheckDevice(**req, d, u, *sel)) return std::nullopt;
+  return v.Grant(**req, d);
+}
+
+// Upstream v2.11 TestFit "rounds cores up to whole WGPs on RDNA": the compute units a request
+// books are rounded up to whole WGPs by the registration's customInfo.cuPerWGP (never above the
+// card), as the AMD device plugin masks them; no cuPerWGP (CDNA), a fractional or non-numeric one:
+// single CUs.
+TEST(AmdUpstream, TestFitRoundsCoresUpToWholeWgps) {
+  const Vendor& v = ByWord("AMD");
+  struct Case {
+    const char* name;
+    int devcore, used_cores, cores_percent;
+    const char* custom_info;  // the registration entry's customInfo member ("" = none)
+    int want_cores;           // 0: does not fit
+  } cases[] = {
+      {"rdna odd cores", 64, 0, 5, R"("customInfo":{"cuPerWGP":2})", 4},
+      {"cdna keeps single cus", 64, 0, 5, R"("customInfo":{})", 3},
+      {"one-wgp apu", 2, 0, 50, R"("customInfo":{"cuPerWGP":2})", 2},
+      {"huge wgp size does not overflow", 4, 0, 75, R"("customInfo":{"cuPerWGP":2147483647})", 4},
+      {"fractional wgp size is ignored", 64, 0, 5, R"("customInfo":{"cuPerWGP":2.5})", 3},
+      {"apu wgp already taken", 2, 2, 50, R"("customInfo":{"cuPerWGP":2})", 0},
+      // constructed: the AMD plugin's own key spelling (Go matches the field case-insensitively)
+      {"custominfo as the plugin writes it", 64, 0, 5, R"("custominfo":{"cuPerWGP":2})", 4},
+      {"a whole-WGP request stays", 64, 0, 50, R"("customInfo":{"cuPerWGP":2})", 32},
+      {"cuPerWGP as a string is ignored", 64, 0, 5, R"("customInfo":{"cuPerWGP":"2"})", 3},
+      {"cuPerWGP 1", 64, 0, 5, R"("customInfo":{"cuPerWGP":1})", 3},
+      {"cuPerWGP beyond int32 is ignored", 4, 0, 75, R"("customInfo":{"cuPerWGP":4294967296})", 3},
+      {"no customInfo", 64, 0, 5, "", 3},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    // A UUID of its own per case: the vendor keeps cuPerWGP per device across decodes.
+    const std::string id = StrCat("wgp-case-", n++);
+    NodeView node;
+    node.annotations["hami.io/node-amd-register"] =
+        StrCat(R"([{"id":")", id, R"(","index":0,"count":10,"devmem":1000,"devcore":)", c.devcore,
+               R"(,"type":"AMDGPU","health":true)", *c.custom_info ? "," : "", c.custom_info, "}]");
+    auto devs = v.DecodeNode(node);
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), 1u);
+    const core::DeviceInfo& d = devs->front();
+    const auto g = AmdGrant(
+        Limits(
+            {{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}, {"amd.com/gpucores", c.cores_percent}}),
+        d, c.used_cores);
+    EXPECT_EQ(g ? g->usedcores : 0, c.want_cores);
+  }
+  // The device registers again without cuPerWGP: single CUs from then on.
+  NodeView node;
+  node.annotations["hami.io/node-amd-register"] =
+      R"([{"id":"wgp-case-0","index":0,"count":10,"devmem":1000,"devcore":64,"type":"AMDGPU",)"
+      R"("health":true}])";
+  auto devs = v.DecodeNode(node);
+  ASSERT_TRUE(devs.ok() && devs->size() == 1) << devs.status();
+  auto req = v.ParseRequest(
+      Limits({{"amd.com/gpu", 1}, {"amd.com/gpumem", 100}, {"amd.com/gpucores", 5}}), {});
+  ASSERT_TRUE(req.ok() && *req);
+  EXPECT_EQ(v.Grant(**req, devs->front()).usedcores, 3);
+}
+
 TEST(AmdUpstream, TestFitCoresArePercentOfTheCus) {
   const Vendor& v = ByWord("AMD");
   struct Case {
@@ -697,18 +859,11 @@ TEST(AmdUpstream, TestFitCoresArePercentOfTheCus) {
     auto m = v.Mutate(res, {});
     ASSERT_TRUE(m.ok());
     EXPECT_TRUE(m->denials.empty()) << m->denials.front();
-    auto req = v.ParseRequest(res, {});
-    ASSERT_TRUE(req.ok() && *req) << req.status();
-    auto sel = v.ParseSelectors({});
-    ASSERT_TRUE(sel.ok());
-    core::DeviceUsage u;
-    u.usedcores = c.used_cores;
-    u.used = c.used_cores > 0 ? 1 : 0;
-    EXPECT_EQ(!v.CheckDevice(**req, d, u, *sel).has_value(), c.fits);
-    if (!c.fits) continue;
-    const core::ContainerDevice g = v.Grant(**req, d);
-    EXPECT_EQ(g.usedmem_mib, c.usedmem);
-    EXPECT_EQ(g.usedcores, c.cores);
+    const auto g = AmdGrant(res, d, c.used_cores);
+    EXPECT_EQ(g.has_value(), c.fits);
+    if (!g) continue;
+    EXPECT_EQ(g->usedmem_mib, c.usedmem);
+    EXPECT_EQ(g->usedcores, c.cores);
   }
   // Upstream's MutateAdmission / GenerateResourceRequests refusals.
   for (const auto& [limits, part] :
@@ -823,24 +978,31 @@ TEST(HygonUpstream, HcuRenameKeepsDcuWorking) {
 }
 
 // ---- Ascend 910C module pairing (pkg/device/ascend/device_910c_pairing_test.go) ----
-// A 910C module is two dies (indices 2k, 2k+1); a request for several NPUs takes whole modules.
-// NetworkID (SuperPod) does not change the rule, so the rows with and without it are the same.
+// With `superPod: true` a 910C module is two dies (indices 2k, 2k+1) and a request for several
+// NPUs takes whole modules. NetworkID does not change the rule, so the rows with and without it
+// are the same. Without superPod (upstream's split mode, device_910c_superpod_test.go) the dies
+// are taken one by one: an odd count fits and one NPU is one die.
 TEST(Ascend910CUpstream, Pairing) {
-  auto vendors = LoadVendors(
-      "vnpus:\n  - chipName: 910C\n    commonWord: Ascend910C\n    memoryCapacity: 32000\n"
-      "    aiCore: 24\n");
-  ASSERT_TRUE(vendors.ok()) << vendors.status();
-  const Vendor* npu = nullptr;
-  for (const auto& x : *vendors)
-    if (x->common_word() == "Ascend910C") npu = x.get();
-  ASSERT_NE(npu, nullptr);
-  const Vendor& v = *npu;
-  EXPECT_TRUE(v.rules().group_rules);
+  const Vendor* npu[2] = {nullptr, nullptr};  // [super_pod]
+  std::vector<std::unique_ptr<Vendor>> loaded[2];
+  for (int super_pod : {0, 1}) {
+    auto vendors = LoadVendors(
+        StrCat("vnpus:\n  - chipName: 910C\n    commonWord: Ascend910C\n    memoryCapacity: 32000\n"
+               "    aiCore: 24\n    superPod: ",
+               super_pod ? "true" : "false", "\n"));
+    ASSERT_TRUE(vendors.ok()) << vendors.status();
+    loaded[super_pod] = std::move(*vendors);
+    for (const auto& x : loaded[super_pod])
+      if (x->common_word() == "Ascend910C") npu[super_pod] = x.get();
+    ASSERT_NE(npu[super_pod], nullptr);
+    EXPECT_EQ(npu[super_pod]->rules().group_rules, super_pod == 1);
+  }
   struct Case {
     const char* name;
     std::vector<int> free_indices;
     int nums;
     std::vector<int> want;  // chosen indices; empty = does not fit
+    bool super_pod = true;
   } cases[] = {
       {"TestAscend910C_FitPartialAllocationBug: one whole module and three halves, 4 asked",
        {0, 1, 2, 4, 6},
@@ -855,6 +1017,15 @@ TEST(Ascend910CUpstream, Pairing) {
       {"an odd count above one cannot be whole modules", {0, 1, 2, 3}, 3, {}},
       // Test_MutateAdmission910C "request 1 → auto adjust to 2": one NPU is a whole module.
       {"one NPU takes a whole module", {0, 2, 3}, 1, {2, 3}},
+      // split mode (no superPod): any dies, in the generic picker's order (upstream's test
+      // asserts the count, 3)
+      {"TestAscend910C_FitSplitModeOddRequestSchedulable",
+       {0, 1, 2, 3, 4, 5, 6, 7},
+       3,
+       {0, 1, 2},
+       false},
+      {"split: halves of two modules", {0, 2}, 2, {0, 2}, false},
+      {"split: one NPU is one die", {0, 2, 3}, 1, {0}, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -870,6 +1041,7 @@ TEST(Ascend910CUpstream, Pairing) {
       d.health = true;
       devs.push_back(d);
     }
+    const Vendor& v = *npu[c.super_pod ? 1 : 0];
     auto req = v.ParseRequest(Limits({{"huawei.com/Ascend910C", c.nums}}), {});
     ASSERT_TRUE(req.ok() && *req) << req.status();
     auto sel = v.ParseSelectors({});

@@ -6,6 +6,7 @@
 
 #include "core/pod_codec.h"
 #include "core/pod_request.h"
+#include "core/text_util.h"
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 
@@ -101,8 +102,17 @@ StatusOr<std::vector<core::DeviceRequest>> VendorSet::ContainerDevices(
 
 StatusOr<core::DeviceSelectors> VendorSet::Selectors(
     const std::map<std::string, std::string>& annotations) const {
-  if (nvidia_ == nullptr) return core::DeviceSelectors{};
-  return nvidia_->ParseSelectors(annotations);
+  core::DeviceSelectors s;
+  if (nvidia_ != nullptr) {
+    HAMI_ASSIGN_OR_RETURN(s, nvidia_->ParseSelectors(annotations));
+  }
+  // Upstream v2.11's amd.com/numa-bind (Go's ParseBool, untrimmed): every GPU of a container's
+  // request on one NUMA node, through the framework's NUMA grouping, which reads the pod's flag
+  // (so in a pod that also asks NVIDIA GPUs, those are grouped too).
+  if (ByCommonWord("AMD") != nullptr)
+    if (auto it = annotations.find("amd.com/numa-bind"); it != annotations.end())
+      s.numa_bind = s.numa_bind || core::text::ParseBool(it->second).value_or(false);
+  return s;
 }
 
 std::vector<std::string> VendorSet::IgnoredAnnotations(

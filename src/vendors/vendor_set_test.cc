@@ -581,5 +581,147 @@ TEST(VendorSetUpstream, Test_PatchAnnotationsNoDevice) {
   EXPECT_TRUE(enc->empty());
 }
 
+// Upstream's device_cordon_test.go of pkg/device/awsneuron (TestFit_DeviceCordon,
+// TestFit_DeviceCordonMultiCardTopology) and pkg/device/ascend (TestFit_DeviceCordon): a device
+// named in the node's hami.io/device-cordon takes no new grant, grants already on it stay. Ours
+// applies the cordon in the scheduler for every vendor (core::NodeInfo::cordoned, read from the
+// annotation with the node), before the vendor's set choice, so the rows run through the scheduler.
+// Ascend rows ask a template (upstream's table asks 64 MiB and 50 cores of a hami-core device).
+TEST(VendorSetUpstream, TestFit_DeviceCordon) {
+  auto set = Load(kConfig + "awsneuron: {}\n");
+  ASSERT_NE(set, nullptr);
+  enum Kind { kTrn, kInf2, kAscend };
+  struct Case {
+    const char* name;
+    Kind kind;
+    Json limits;
+    std::vector<int> cordoned, busy;  // device indices
+    std::set<int> want;               // granted indices; empty = refused with `reason`
+    const char* reason = "";
+  } cases[] = {
+      {"awsneuron TestFit_DeviceCordon: cordoned device is skipped, healthy sibling still fits",
+       kTrn,
+       {{"aws.amazon.com/neuroncore", 2}},
+       {1},
+       {},
+       {0}},
+      {"awsneuron TestFit_DeviceCordon: all devices cordoned fails with CardCordoned reason",
+       kTrn,
+       {{"aws.amazon.com/neuroncore", 2}},
+       {0, 1},
+       {},
+       {},
+       "2/2 CardCordoned"},
+      {"awsneuron TestFit_DeviceCordon: nothing cordoned (upstream's dev-1: the last device)",
+       kTrn,
+       {{"aws.amazon.com/neuroncore", 2}},
+       {},
+       {},
+       {1}},
+      {"TestFit_DeviceCordonMultiCardTopology: a run stepping over a cordoned device is rejected, "
+       "the next run wins",
+       kInf2,
+       {{"aws.amazon.com/neuron", 4}},
+       {0},
+       {},
+       {1, 2, 3, 4}},
+      {"TestFit_DeviceCordonMultiCardTopology: all devices cordoned fails with CardCordoned rather "
+       "than NumaNotFit",
+       kInf2,
+       {{"aws.amazon.com/neuron", 4}},
+       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+       {},
+       {},
+       "16/16 CardCordoned"},
+      {"TestFit_DeviceCordonMultiCardTopology: nothing cordoned still reports NumaNotFit when no "
+       "run exists",
+       kInf2,
+       {{"aws.amazon.com/neuron", 4}},
+       {},
+       {3, 7, 11, 15},
+       {},
+       "NumaNotFit"},
+      {"ascend TestFit_DeviceCordon: cordoned device is skipped, healthy sibling still fits",
+       kAscend,
+       {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 16384}},
+       {1},
+       {},
+       {0}},
+      {"ascend TestFit_DeviceCordon: no annotation means nothing cordoned (dev-1, as upstream)",
+       kAscend,
+       {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 16384}},
+       {},
+       {},
+       {1}},
+      {"ascend TestFit_DeviceCordon: all devices cordoned fails with CardCordoned reason",
+       kAscend,
+       {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 16384}},
+       {0, 1},
+       {},
+       {},
+       "2/2 CardCordoned"},
+      {"ascend TestFit_DeviceCordon: running pods on a cordoned device are unaffected",
+       kAscend,
+       {{"huawei.com/Ascend910B3", 1}, {"huawei.com/Ascend910B3-memory", 16384}},
+       {1},
+       {1},
+       {0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    NodeView view;
+    view.name = "n";
+    if (c.kind == kAscend) {
+      view.annotations["hami.io/node-register-Ascend910B3"] =
+          R"([{"id":"dev-0","index":0,"count":10,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true},)"
+          R"({"id":"dev-1","index":1,"count":10,"devmem":65536,"devcore":100,"type":"Ascend910B3","health":true}])";
+    } else {
+      const int n = c.kind == kTrn ? 2 : 16;
+      view.capacity = {{"aws.amazon.com/neuron", n}, {"aws.amazon.com/neuroncore", 2 * n}};
+      view.labels["node.kubernetes.io/instance-type"] = c.kind == kTrn ? "trn1.32xlarge" : "inf2";
+    }
+    VendorSet::NodeDevices nd = set->DecodeNode(view, 0);
+    ASSERT_EQ(nd.devices.size(), c.kind == kInf2 ? 16u : 2u) << nd.errors;
+    auto sched = MakeScheduler(*set);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    core::NodeInfo info;
+    info.name = "n";
+    info.devices = nd.devices;
+    for (int i : c.cordoned) info.cordoned.push_back(info.devices[i].uuid);
+    for (int b : c.busy) {
+      const core::DeviceInfo& d = info.devices[b];
+      core::PodAllocation a;
+      a.node = "n";
+      a.containers.push_back({core::ContainerDevice{d.uuid, d.vendor, c.kind == kAscend ? 16384 : 0,
+                                                    c.kind == kAscend ? 25 : d.devcore, d.index}});
+      ASSERT_TRUE((*sched)->AddPod(StrCat("busy-", b), a).ok());
+    }
+    (*sched)->UpsertNode(std::move(info));
+    auto pod = set->ParsePod(Pod(Json::array({Ctr("c", c.limits)})));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    scheduler::ScheduleOptions opt;
+    opt.explain = true;
+    auto d = (*sched)->Schedule(*pod, nullptr, opt);
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (c.want.empty()) {
+      EXPECT_EQ(d->node, "");
+      ASSERT_EQ(d->failures.size(), 1u);
+      EXPECT_NE(d->failures[0].reason.find(c.reason), std::string::npos) << d->failures[0].reason;
+      EXPECT_EQ(d->failures[0].reason.find(c.kind == kInf2 && c.cordoned.empty() ? "Cordoned"
+                                                                                 : "NumaNotFit"),
+                std::string::npos)
+          << d->failures[0].reason;
+      continue;
+    }
+    ASSERT_EQ(d->node, "n");
+    std::set<int> got;
+    for (const auto& ctr : d->allocation.containers)
+      for (const auto& g : ctr)
+        for (const auto& dev : nd.devices)
+          if (dev.uuid == g.uuid) got.insert(dev.index);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
 }  // namespace
 }  // namespace hami::vendors

@@ -313,6 +313,11 @@ void vgpu_limiter_lower(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
  * `pct`, so that a container coming back takes at most that much beyond its share before its
  * neighbours are lowered again. Called every share poll while lent. */
 void vgpu_limiter_lent(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns);
+/* The monitor's share line of the device at a poll (every 25 ms, the watcher): in state
+ * VGPU_SHARE_LENT or VGPU_SHARE_BLOCKED the container's time goes to its neighbours and the bucket
+ * banks none of it (vgpu_limiter_lent: at most the default burst, a debt still repaid at `pct`);
+ * state 0 keeps the learnt burst. */
+void vgpu_limiter_share_poll(vgpu_device_entry* d, uint32_t pct, int state, uint64_t now_ns);
 /* Feeds one calibration sample: `busy_ns` of device time the container used while `waves` waves
  * were launched. d->ns_per_wave becomes the ratio of the decayed sums of busy time and waves (the
  * first sample replaces the prior; d->cal_weight holds the decayed waves). */

@@ -1742,7 +1742,8 @@ static int g_share_fd = -1;
  * block word; without a fresh line for a device its static limit applies. A rate that drops (or a
  * limit that comes back) lowers the bucket to the default burst at the new rate, so that tokens
  * gathered at the higher rate are not spent after a neighbour came back; while the monitor lends
- * the container's idle time to its neighbours, the bucket banks none of it (vgpu_limiter_lent). */
+ * the container's idle time to its neighbours or blocks it, the bucket banks none of it
+ * (vgpu_limiter_share_poll). */
 static void poll_shares(void) {
   static char buf[VGPU_CFG_MAX * 256 + VGPU_MAX_DEVICES * 160];
   ssize_t n = pread(g_share_fd, buf, sizeof buf, 0);
@@ -1767,7 +1768,7 @@ static void poll_shares(void) {
     uint32_t old = __atomic_load_n(&g.rate_pct[e], __ATOMIC_RELAXED);
     int32_t was_on = __atomic_load_n(&g.wc_on[e], __ATOMIC_RELAXED);
     if (!was_on || pct < old) vgpu_limiter_lower(&g.rc.r->devices[e], pct, now);
-    if (state == VGPU_SHARE_LENT) vgpu_limiter_lent(&g.rc.r->devices[e], pct, now);
+    vgpu_limiter_share_poll(&g.rc.r->devices[e], pct, state, now);
     __atomic_store_n(&g.rate_pct[e], pct, __ATOMIC_RELAXED);
     __atomic_store_n(&g.wc_on[e], 1, __ATOMIC_RELEASE);
   }

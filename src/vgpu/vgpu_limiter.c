@@ -96,6 +96,14 @@ void vgpu_limiter_lent(vgpu_device_entry* d, uint32_t pct, uint64_t now_ns) {
   vgpu_limiter_clamp(d, pct);
 }
 
+void vgpu_limiter_share_poll(vgpu_device_entry* d, uint32_t pct, int state, uint64_t now_ns) {
+  /* Blocked (policed or a higher priority busy), the container launches nothing either, and its
+   * neighbours fill the device, so the learnt burst grows: without this the first launch after the
+   * block refilled the whole blocked time up to 4 s x pct, went over the share and was blocked
+   * again. */
+  if (state == VGPU_SHARE_LENT || state == VGPU_SHARE_BLOCKED) vgpu_limiter_lent(d, pct, now_ns);
+}
+
 uint64_t vgpu_limiter_try(vgpu_device_entry* d, uint32_t pct, uint64_t waves, uint64_t now_ns) {
   refill(d, pct, now_ns);
   __atomic_store_n(&d->last_launch_ns, now_ns, __ATOMIC_RELAXED); /* activity heartbeat (coarse) */

@@ -529,3 +529,57 @@ TEST(VgpuLimiter, LowerCutsTheBucketAndRestartsTheRefill) {
     }
   }
 }
+
+// While the monitor blocks a container (its policing, or a busy container of higher priority) the
+// container launches nothing and its neighbours fill the device, so the controller's ticks grow the
+// learnt burst (4 s x rate at most). The share polls (every 25 ms) must keep the bucket at the
+// default burst meanwhile, or the first launch after the block is credited the whole blocked time,
+// goes over the share and is blocked again. A debt is repaid at the rate as before; state 0 (the
+// container waits behind a neighbour's long kernel) keeps the learnt burst.
+TEST(VgpuLimiter, ABlockedContainerBanksAtMostTheDefaultBurst) {
+  constexpr int64_t kMsI = static_cast<int64_t>(kMs);
+  constexpr uint64_t kPoll = 25 * kMs, kWindow = 100 * kMs, kStart = 10 * kSec;
+  struct Case {
+    const char* name;
+    int state;  // the share line's state while the neighbour runs
+    uint32_t pct;
+    uint64_t held_ms;     // how long the state lasts
+    int64_t tokens;       // the bucket when it starts
+    uint64_t burst;       // the learnt burst when it starts
+    int64_t want_max_ms;  // the bucket at most, at the first launch 25 ms after it ends
+    int64_t want_min_ms;  // ... and at least
+  } cases[] = {
+      {"blocked 2 s at 30 %, full default burst", VGPU_SHARE_BLOCKED, 30, 2000, 15 * kMsI, 0,
+       15 + 8, 15},
+      {"blocked 500 ms at 70 % holding a learnt 4 s burst", VGPU_SHARE_BLOCKED, 70, 500,
+       2800 * kMsI, 4 * kSec, 35 + 18, 35},
+      {"blocked 5 s at 10 %, empty bucket", VGPU_SHARE_BLOCKED, 10, 5000, 0, 0, 5 + 3, 5},
+      {"blocked 200 ms at 30 % with a 100 ms debt: repaid at the rate", VGPU_SHARE_BLOCKED, 30, 200,
+       -100 * kMsI, 0, -100 + 68, -100 + 67},
+      {"lent 2 s at 30 %", VGPU_SHARE_LENT, 30, 2000, 15 * kMsI, 0, 15 + 8, 15},
+      {"state 0 for 2 s at 30 %: the learnt burst is kept", 0, 30, 2000, 15 * kMsI, 0, 15 + 608,
+       15 + 600},
+  };
+  for (const Case& c : cases) {
+    vgpu_device_entry d{};
+    d.tokens_ns = c.tokens;
+    d.burst_ns = c.burst;
+    d.ns_per_wave = 1;
+    d.refill_ns = kStart;
+    const uint64_t end = kStart + c.held_ms * kMs;
+    for (uint64_t t = kStart + kPoll; t <= end; t += kPoll) {
+      vgpu_limiter_share_poll(&d, c.pct, c.state, t);
+      // The device full of the neighbour's work, nothing of the container's.
+      if ((t - kStart) % kWindow == 0) vgpu_limiter_tick(&d, c.pct, 0, kWindow, 0, kWindow);
+      if (c.state != 0) {
+        EXPECT_LE(d.tokens_ns, static_cast<int64_t>(VGPU_LIMITER_BURST_NS / 100 * c.pct))
+            << c.name << " at " << (t - kStart) / kMs << " ms";
+      }
+    }
+    // The line says 0 again; the first launch (costing nothing) 25 ms later refills the bucket.
+    vgpu_limiter_share_poll(&d, c.pct, 0, end + kPoll);
+    vgpu_limiter_try(&d, c.pct, 0, end + kPoll);
+    EXPECT_LE(d.tokens_ns, c.want_max_ms * kMsI) << c.name;
+    EXPECT_GE(d.tokens_ns, c.want_min_ms * kMsI) << c.name;
+  }
+}

@@ -6,6 +6,7 @@
 #include "core/text_util.h"
 #include "k8s/names.h"
 #include "usage/recommend.h"
+#include "webhook/annotation_patch.h"
 #include "webhook/webhook.h"
 
 namespace hami::webhook {
@@ -82,28 +83,6 @@ void SetLimit(Json* container, const std::string& path, const std::string& key, 
   }
 }
 
-void SetAnnotation(Json* pod, const std::string& key, const std::string& value, Json* ops) {
-  Json& p = *pod;
-  if (!p.contains("metadata") || !p["metadata"].is_object()) {
-    p["metadata"] = Json{{"annotations", {{key, value}}}};
-    ops->push_back(Json{{"op", "add"}, {"path", "/metadata"}, {"value", p["metadata"]}});
-    return;
-  }
-  Json& meta = p["metadata"];
-  if (!meta.contains("annotations") || !meta["annotations"].is_object()) {
-    const bool had = meta.contains("annotations");
-    meta["annotations"] = Json{{key, value}};
-    ops->push_back(Json{{"op", had ? "replace" : "add"},
-                        {"path", "/metadata/annotations"},
-                        {"value", meta["annotations"]}});
-    return;
-  }
-  ops->push_back(Json{{"op", meta["annotations"].contains(key) ? "replace" : "add"},
-                      {"path", StrCat("/metadata/annotations/", EscapePointer(key))},
-                      {"value", value}});
-  meta["annotations"][key] = value;
-}
-
 Json* Annotations(Json* pod) {
   if (!pod->is_object()) return nullptr;
   auto meta = pod->find("metadata");
@@ -150,6 +129,28 @@ int TargetContainer(const Json& pod, const vendors::VendorSet& vendors) {
 }
 
 }  // namespace
+
+void SetAnnotation(Json* pod, const std::string& key, const std::string& value, Json* ops) {
+  Json& p = *pod;
+  if (!p.contains("metadata") || !p["metadata"].is_object()) {
+    p["metadata"] = Json{{"annotations", {{key, value}}}};
+    ops->push_back(Json{{"op", "add"}, {"path", "/metadata"}, {"value", p["metadata"]}});
+    return;
+  }
+  Json& meta = p["metadata"];
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) {
+    const bool had = meta.contains("annotations");
+    meta["annotations"] = Json{{key, value}};
+    ops->push_back(Json{{"op", had ? "replace" : "add"},
+                        {"path", "/metadata/annotations"},
+                        {"value", meta["annotations"]}});
+    return;
+  }
+  ops->push_back(Json{{"op", meta["annotations"].contains(key) ? "replace" : "add"},
+                      {"path", StrCat("/metadata/annotations/", EscapePointer(key))},
+                      {"value", value}});
+  meta["annotations"][key] = value;
+}
 
 bool NamespaceListed(const std::vector<std::string>& list, const std::string& ns) {
   return std::any_of(list.begin(), list.end(),
@@ -241,7 +242,9 @@ UsageApplyResult ApplyUsage(Json* pod, const std::string& ns, bool review,
                        "(--usage-namespaces); there a profile comes only from a recommendation"));
     }
   }
-  if (!review || options.recommendations == nullptr || options.recommendations->empty()) return out;
+  const std::shared_ptr<const UsageRecommendations> recs =
+      options.current_recommendations ? options.current_recommendations() : options.recommendations;
+  if (!review || recs == nullptr || recs->empty()) return out;
 
   // Opt-in: the workload's own word first, then its namespace's.
   std::optional<bool> own;
@@ -256,8 +259,8 @@ UsageApplyResult ApplyUsage(Json* pod, const std::string& ns, bool review,
   const bool workload_opted = own.value_or(false);
   if (!(own ? *own : NamespaceListed(options.apply_namespaces, ns))) return out;
   const std::string key = WorkloadKeyOf(*pod, ns);
-  auto found = options.recommendations->find(key);
-  if (found == options.recommendations->end()) {
+  auto found = recs->find(key);
+  if (found == recs->end()) {
     if (workload_opted)
       out.warnings.push_back(StrCat("hami: ", kUsageApplyKey,
                                     " is set but there is no usage "

@@ -65,6 +65,9 @@ struct UsageApplyOptions {
   std::vector<std::string> apply_namespaces;
   // Null or empty: nothing to apply (the trust rule still holds).
   std::shared_ptr<const UsageRecommendations> recommendations;
+  // When set, read at each review instead of `recommendations` (a file re-read when it changes,
+  // usage_reload.h).
+  std::function<std::shared_ptr<const UsageRecommendations>()> current_recommendations;
   // Receives the Event of an applied recommendation (never called on a dry run). Must not block.
   std::function<void(k8s::EventSpec)> record_event;
 };

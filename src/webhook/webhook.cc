@@ -10,9 +10,11 @@
 #include "core/json_util.h"
 #include "core/numa_alignment.h"
 #include "core/text_util.h"
+#include "vendors/ascend/ascend.h"
 #include "vendors/config.h"
 #include "vendors/nvidia/annotations.h"
 #include "vendors/remotegpu/remotegpu.h"
+#include "webhook/annotation_patch.h"
 
 namespace hami::webhook {
 
@@ -101,6 +103,13 @@ AdmissionResponse DenyPrivileged(const std::string& uid, const char* list, const
 
 constexpr const char* kContainerLists[] = {"initContainers", "containers", "ephemeralContainers"};
 
+// request.namespace, else the pod's metadata.namespace.
+std::string PodNamespace(const Json& pod, const std::string& request_namespace) {
+  if (!request_namespace.empty()) return request_namespace;
+  const Json* meta = Member(pod, "metadata");
+  return meta != nullptr ? StringMember(*meta, "namespace") : "";
+}
+
 // metadata.<which> of a pod when it is an object.
 const Json* MetaMap(const Json& pod, const char* which) {
   const Json* meta = Member(pod, "metadata");
@@ -116,6 +125,20 @@ const Json* MapEntry(const Json* map, const std::string& key) {
 
 bool SameEntry(const Json* a, const Json* b) {
   return a == nullptr || b == nullptr ? a == b : *a == *b;
+}
+
+// An opt-in selection of pods: the namespace `ns` is one of `namespaces`, or `labels` is not empty
+// and the pod carries every one of its key=value labels.
+bool Selected(const Json& pod, const std::string& ns, const std::vector<std::string>& namespaces,
+              const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (!ns.empty() && std::find(namespaces.begin(), namespaces.end(), ns) != namespaces.end())
+    return true;
+  if (labels.empty()) return false;
+  const Json* have = MetaMap(pod, "labels");
+  return std::all_of(labels.begin(), labels.end(), [&](const auto& kv) {
+    const Json* v = MapEntry(have, kv.first);
+    return v != nullptr && v->is_string() && v->get<std::string>() == kv.second;
+  });
 }
 
 std::string JoinKeys(const std::vector<std::string>& keys) {
@@ -680,16 +703,7 @@ bool TakesOverCpuPod(const Json& pod, const std::string& request_namespace,
         if (o.is_object() && StringMember(o, "kind") == "DaemonSet" && o.value("controller", false))
           return false;
   }
-  std::string ns = request_namespace;
-  if (ns.empty())
-    if (const Json* meta = Member(pod, "metadata")) ns = StringMember(*meta, "namespace");
-  if (!ns.empty() && Contains(in.namespaces, ns)) return true;
-  if (in.match_labels.empty()) return false;
-  const Json* labels = MetaMap(pod, "labels");
-  return std::all_of(in.match_labels.begin(), in.match_labels.end(), [&](const auto& kv) {
-    const Json* v = MapEntry(labels, kv.first);
-    return v != nullptr && v->is_string() && v->get<std::string>() == kv.second;
-  });
+  return Selected(pod, PodNamespace(pod, request_namespace), in.namespaces, in.match_labels);
 }
 
 std::vector<std::string> StripOwnedKeys(const Json& pod, const OwnedKeys& owned, Json* ops) {
@@ -827,33 +841,51 @@ Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
   return OkStatus();
 }
 
-void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
-                const WebhookOptions& opts, Json* ops) {
-  const vendors::Vendor* nvidia_vendor = opts.vendors->ByCommonWord(core::kNvidiaVendor);
-  // overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for each container that names no NVIDIA
-  // resource, in pods without devices too (they would otherwise see every GPU of the node).
-  // The pod's overwrite-env annotations may turn it on for some containers (OverwriteEnvFor).
-  const OverwriteEnvAnnotations overwrite_annotations = ReadOverwriteEnv(pod.parsed.annotations);
-  const auto overwrite_env = [&](const PodUnderReview::Container& c, const ContainerChanges& ch,
-                                 std::vector<std::pair<std::string, std::string>>* env) {
-    if (nvidia_vendor == nullptr ||
-        !OverwriteEnvFor(overwrite_annotations, StringMember(*c.json, "name"),
-                         opts.overwrite_env) ||
-        NamesNvidia(*c.json, c.req, *nvidia_vendor, ch.add_limits))
+namespace {
+
+// overwriteEnv: upstream's NVIDIA_VISIBLE_DEVICES=none for a container that names no NVIDIA
+// resource, in pods without devices too (it would otherwise see every GPU of the node). The pod's
+// overwrite-env annotations may turn it on for some containers (OverwriteEnvFor). An entry the
+// container has is replaced by an op; otherwise the variable is appended to *env.
+class OverwriteEnv {
+ public:
+  OverwriteEnv(const PodUnderReview& pod, const WebhookOptions& opts)
+      : nvidia_(opts.vendors->ByCommonWord(core::kNvidiaVendor)),
+        annotations_(ReadOverwriteEnv(pod.parsed.annotations)),
+        on_(opts.overwrite_env) {}
+  void Apply(const PodUnderReview::Container& c, const ContainerChanges& ch, Json* ops,
+             std::vector<std::pair<std::string, std::string>>* env) const {
+    if (nvidia_ == nullptr || !OverwriteEnvFor(annotations_, StringMember(*c.json, "name"), on_) ||
+        NamesNvidia(*c.json, c.req, *nvidia_, ch.add_limits))
       return;
     if (HasEnv(*c.json, "NVIDIA_VISIBLE_DEVICES"))
       ReplaceEnv(*ops, c.path, *c.json, "NVIDIA_VISIBLE_DEVICES", "none");
     else
       env->emplace_back("NVIDIA_VISIBLE_DEVICES", "none");
-  };
-  if (!pod.parsed.HasDevices()) {
-    for (size_t i = 0; i < pod.containers.size(); ++i) {
-      std::vector<std::pair<std::string, std::string>> env;
-      overwrite_env(pod.containers[i], changes[i], &env);
-      AddEnv(*ops, pod.containers[i].path, *pod.containers[i].json, env);
-    }
-    return;
   }
+
+ private:
+  const vendors::Vendor* nvidia_;
+  OverwriteEnvAnnotations annotations_;
+  bool on_;
+};
+
+}  // namespace
+
+void BuildOverwriteEnvPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
+                            const WebhookOptions& opts, Json* ops) {
+  const OverwriteEnv overwrite(pod, opts);
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    std::vector<std::pair<std::string, std::string>> env;
+    overwrite.Apply(pod.containers[i], changes[i], ops, &env);
+    AddEnv(*ops, pod.containers[i].path, *pod.containers[i].json, env);
+  }
+}
+
+void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
+                const WebhookOptions& opts, Json* ops) {
+  if (!pod.parsed.HasDevices()) return BuildOverwriteEnvPatch(pod, changes, opts, ops);
+  const OverwriteEnv overwrite(pod, opts);
   const Json& spec = *pod.spec;
   for (size_t i = 0; i < pod.containers.size(); ++i) {
     const PodUnderReview::Container& c = pod.containers[i];
@@ -892,7 +924,7 @@ void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& 
         c.req && !c.req->devices.empty() && c.req->devices[0].vendor == core::kNvidiaVendor;
     if (has_nvidia && opts.gpu_core_policy != "default" && !opts.gpu_core_policy.empty())
       env.emplace_back("GPU_CORE_UTILIZATION_POLICY", opts.gpu_core_policy);
-    overwrite_env(c, changes[i], &env);
+    overwrite.Apply(c, changes[i], ops, &env);
     std::vector<Json> add;
     add.reserve(env.size());
     for (const auto& [k, v] : env) add.push_back(Json{{"name", k}, {"value", v}});
@@ -960,6 +992,20 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
     case phases::Scope::kReview:
       break;
   }
+  // Upstream v2.11: an Ascend `-core` limit in a pod that names no vNPU mode asks for hami-core,
+  // written on the pod before the phases read its annotations.
+  if (const Json* meta = Member(pod, "metadata"); Member(pod, "spec") != nullptr) {
+    std::map<std::string, std::string> annotations;
+    if (const Json* a = meta ? Member(*meta, "annotations") : nullptr; a && a->is_object())
+      for (const auto& [k, v] : a->items())
+        if (v.is_string()) annotations[k] = v.get<std::string>();
+    if (auto mode =
+            vendors::ImpliedVnpuMode(opts_.vendors->vendors(), *Member(pod, "spec"), annotations)) {
+      SetAnnotation(&pod, vendors::kAscendVnpuModeKey, *mode, &ops);
+      allow.warnings.push_back(StrCat("hami: ", vendors::kAscendVnpuModeKey, ": ", *mode,
+                                      " set: the pod asks for Ascend cores (soft split)"));
+    }
+  }
   phases::PodUnderReview decoded;
   if (Status s = phases::DecodePod(pod, opts_, &decoded); !s.ok()) return deny(s);
   // A typo in hami.io/numa-alignment surfaces at admission, not in a device-plugin log later.
@@ -970,6 +1016,7 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
   if (Status s = phases::CheckMigPreference(decoded, opts_); !s.ok()) return deny(s);
   for (const std::string& w : OverwriteEnvWarnings(decoded.parsed.annotations, opts_.overwrite_env))
     allow.warnings.push_back(StrCat("hami: ", w));
+  bool dra = false;  // converted into DRA claims instead of the device-plugin patch
   if (decoded.parsed.HasDevices()) {
     // Annotations read leniently (as upstream reads them) that will not do what they say.
     for (const std::string& w : opts_.vendors->IgnoredAnnotations(decoded.parsed.annotations))
@@ -978,13 +1025,69 @@ AdmissionResponse Webhook::ReviewCreate(const AdmissionRequest& req) const {
       allow.warnings.push_back(StrCat("hami: ", w));
     if (Status s = phases::CheckTrust(decoded, opts_); !s.ok()) return deny(s);
     if (Status s = phases::CheckQuota(pod, decoded, req.namespace_, opts_); !s.ok()) return deny(s);
+    if (ConvertsToDra(pod, decoded, req.namespace_)) {
+      if (Status s = ConvertToDra(pod, decoded, *changes, req, &ops); !s.ok()) return deny(s);
+      dra = true;
+    }
   }
-  phases::BuildPatch(decoded, *changes, opts_, &ops);
+  if (!dra) phases::BuildPatch(decoded, *changes, opts_, &ops);
   if (!decoded.parsed.HasDevices() && phases::TakesOverCpuPod(pod, req.namespace_, opts_))
     SetSchedulerName(*decoded.spec, opts_.scheduler_name, &ops);
   if (usage.event && !req.dry_run && opts_.usage.record_event)
     opts_.usage.record_event(std::move(*usage.event));
   return allowed();
+}
+
+bool Webhook::ConvertsToDra(const Json& pod, const phases::PodUnderReview& decoded,
+                            const std::string& request_namespace) const {
+  if (!opts_.dra.Enabled() || opts_.dra_templates == nullptr) return false;
+  const bool nvidia = std::any_of(
+      decoded.parsed.containers.begin(), decoded.parsed.containers.end(), [](const auto& c) {
+        return std::any_of(c.devices.begin(), c.devices.end(), [](const core::DeviceRequest& d) {
+          return d.vendor == core::kNvidiaVendor;
+        });
+      });
+  const std::string ns = PodNamespace(pod, request_namespace);
+  return nvidia && (Contains(opts_.dra.namespaces, "*") ||
+                    Selected(pod, ns, opts_.dra.namespaces, opts_.dra.match_labels));
+}
+
+Status Webhook::ConvertToDra(const Json& pod, const phases::PodUnderReview& decoded,
+                             const std::vector<phases::ContainerChanges>& changes,
+                             const AdmissionRequest& req, Json* ops) const {
+  const vendors::Vendor* nvidia = opts_.vendors->ByCommonWord(core::kNvidiaVendor);
+  const std::string ns = PodNamespace(pod, req.namespace_);
+  if (nvidia == nullptr || ns.empty())
+    return Forbidden(
+        "hami: the pod's namespace is unknown, so its DRA claim templates have no "
+        "namespace");
+  std::vector<DraContainer> containers;
+  containers.reserve(decoded.containers.size());
+  for (const auto& c : decoded.containers) containers.push_back({c.json, c.path, c.req});
+  std::vector<int64_t> sizes;
+  if (opts_.dra_sizes != nullptr && NeedsDeviceSizes(containers)) {
+    auto listed = opts_.dra_sizes->SizesMiB();
+    if (!listed.ok())
+      return Forbidden(
+          "hami: DRA conversion: the GPU sizes for gpumem-percentage cannot be read "
+          "from the ResourceSlices: ",
+          listed.status().message());
+    sizes = std::move(*listed);
+  }
+  auto conv = ConvertPodToDra(pod, containers, decoded.parsed.selectors, nvidia->resources(), ns,
+                              opts_.dra, sizes);
+  if (!conv.ok()) return conv.status();
+  if (!req.dry_run)  // a dry run creates nothing
+    for (const DraTemplate& t : conv->templates)
+      if (Status s = opts_.dra_templates->Ensure(ns, t); !s.ok())
+        return Forbidden("hami: DRA conversion: ", s.message());
+  for (Json& op : conv->ops) ops->push_back(std::move(op));
+  // The containers left without a claim get overwriteEnv as in any GPU pod.
+  phases::BuildOverwriteEnvPatch(decoded, changes, opts_, ops);
+  if (!opts_.runtime_class_name.empty() && StringMember(*decoded.spec, "runtimeClassName").empty())
+    ops->push_back(Json{
+        {"op", "add"}, {"path", "/spec/runtimeClassName"}, {"value", opts_.runtime_class_name}});
+  return OkStatus();
 }
 
 std::string Webhook::Handle(std::string_view body) const {

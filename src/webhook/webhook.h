@@ -53,6 +53,7 @@
 #include "core/pod_request.h"
 #include "vendors/nvidia/mig.h"
 #include "vendors/vendor_set.h"
+#include "webhook/dra_convert.h"
 #include "webhook/usage_apply.h"
 
 namespace hami::webhook {
@@ -115,6 +116,18 @@ struct WebhookOptions {
   // Usage recommendations applied at admission and the trust rule of hami.io/usage-profile
   // (usage_apply.h). Default: nothing applied, every user-set profile removed.
   UsageApplyOptions usage;
+  // Opt-in DRA conversion (dra_convert.h, docs/dra.md "Webhook conversion"): a pod that asks for
+  // NVIDIA devices, passes the phases up to the quota and is selected by `dra` (its namespace is
+  // one of dra.namespaces, "*" meaning every one, or it carries all of dra.match_labels) is turned
+  // into claims instead of being patched for hami-scheduler (its schedulerName is left alone:
+  // kube-scheduler allocates claims). Its templates go to `dra_templates` (not owned; required
+  // when dra.Enabled()), except on dry runs, which create nothing. A refusal of the conversion or
+  // of the store denies the pod.
+  DraConversionOptions dra;
+  DraTemplateStore* dra_templates = nullptr;
+  // The GPU sizes our driver publishes, read only for a gpumem-percentage below 100 (not owned;
+  // null: such a pod is refused as when no GPU is published).
+  DraDeviceSizes* dra_sizes = nullptr;
 };
 
 // The annotation and label keys of a pod that only hami-scheduler writes: the NVIDIA decision and
@@ -242,6 +255,12 @@ Status CheckQuota(const Json& pod, const PodUnderReview& parsed,
 void BuildPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
                 const WebhookOptions& opts, Json* ops);
 
+// Phase 6 for a pod without devices, or a pod converted into DRA claims: only overwriteEnv's ops
+// (NVIDIA_VISIBLE_DEVICES=none in each container that names no NVIDIA resource, when
+// opts.overwrite_env or the pod's overwrite-env annotations ask for it).
+void BuildOverwriteEnvPatch(const PodUnderReview& pod, const std::vector<ContainerChanges>& changes,
+                            const WebhookOptions& opts, Json* ops);
+
 // Phase 7, CPU-only pods (opts.cpu_pods): whether a pod that passed ScopeOf (so it names no
 // scheduler, ours, or default-scheduler while force_overwrite_default_scheduler) and requests no
 // device is handed to opts.scheduler_name. Never: when the opt-in is off, a pod with spec.nodeName
@@ -264,6 +283,13 @@ class Webhook {
  private:
   AdmissionResponse ReviewCreate(const AdmissionRequest& request) const;
   AdmissionResponse ReviewUpdate(const AdmissionRequest& request) const;
+  // Whether a pod that asks for devices is converted into DRA claims (WebhookOptions::dra).
+  bool ConvertsToDra(const Json& pod, const phases::PodUnderReview& decoded,
+                     const std::string& request_namespace) const;
+  // Appends the conversion's ops to *ops after ensuring its templates (not on dry runs).
+  Status ConvertToDra(const Json& pod, const phases::PodUnderReview& decoded,
+                      const std::vector<phases::ContainerChanges>& changes,
+                      const AdmissionRequest& request, Json* ops) const;
 
   WebhookOptions opts_;
   OwnedKeys owned_;

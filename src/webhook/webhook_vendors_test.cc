@@ -227,17 +227,39 @@ TEST(AscendUpstream, Test_MutateAdmission) {
        Pod({{"huawei.com/Ascend910A", "1"}, {"huawei.com/Ascend910A-memory", "3000"}},
            {{"huawei.com/vnpu-mode", "hami-core"}}),
        Json::array({kScheduler})},
+      // Upstream v2.11 (#2975): a core limit without huawei.com/vnpu-mode asks for hami-core; the
+      // webhook writes the mode, and the memory is kept as hami-core keeps it.
+      {"a core request implies hami-core",
+       Pod({{"huawei.com/Ascend910A", "1"},
+            {"huawei.com/Ascend910A-memory", "3000"},
+            {"huawei.com/Ascend910A-core", "20"}}),
+       Json::array({Add("/metadata/annotations/huawei.com~1vnpu-mode", "hami-core"), kScheduler})},
+      {"a core request with hami-core named",
+       Pod({{"huawei.com/Ascend910A", "1"},
+            {"huawei.com/Ascend910A-memory", "3000"},
+            {"huawei.com/Ascend910A-core", "20"}},
+           {{"huawei.com/vnpu-mode", "hami-core"}}),
+       Json::array({kScheduler})},
+      {"a core request in template mode is denied",
+       Pod({{"huawei.com/Ascend910A", "1"},
+            {"huawei.com/Ascend910A-memory", "3000"},
+            {"huawei.com/Ascend910A-core", "20"}},
+           {{"huawei.com/vnpu-mode", "template"}}),
+       nullptr, "huawei.com/Ascend910A-core: not supported for template vNPU"},
   };
   ExpectPatches(wh, cases);
 }
 
-// Upstream's pkg/device/ascend/device_test.go Test_MutateAdmission910C: a module (2 NPUs) is the
-// smallest unit, so 1 becomes 2 (limits and requests); another odd count is refused.
+// Upstream's pkg/device/ascend/device_test.go Test_MutateAdmission910C (superPod: true): a module
+// (2 NPUs) is the smallest unit, so 1 becomes 2 (limits and requests); another odd count is
+// refused. Without superPod (split mode) counts are kept as they are.
 TEST(Ascend910CUpstream, Test_MutateAdmission910C) {
-  ConfiguredWebhook w(
+  const std::string chip =
       "vnpus:\n- chipName: 910C\n  commonWord: Ascend910C\n  memoryAllocatable: 65536\n"
-      "  memoryCapacity: 65536\n  aiCore: 24\n");
+      "  memoryCapacity: 65536\n  aiCore: 24\n  superPod: ";
+  ConfiguredWebhook w(chip + "true\n"), split(chip + "false\n");
   ASSERT_NE(w.set, nullptr);
+  ASSERT_NE(split.set, nullptr);
   const Webhook& wh = *w.wh;
   const std::string kCount = kLimits + "huawei.com~1Ascend910C";
   const std::string kMem = kLimits + "huawei.com~1Ascend910C-memory";
@@ -256,6 +278,13 @@ TEST(Ascend910CUpstream, Test_MutateAdmission910C) {
        Json::array({Add(kMem, "65536"), kScheduler})},
   };
   ExpectPatches(wh, cases);
+  const PatchCase split_cases[] = {
+      {"split: request 1 stays 1", Pod({{"huawei.com/Ascend910C", "1"}}),
+       Json::array({Add(kMem, "65536"), kScheduler})},
+      {"split: request 3 is admitted", Pod({{"huawei.com/Ascend910C", "3"}}),
+       Json::array({Add(kMem, "65536"), kScheduler})},
+  };
+  ExpectPatches(*split.wh, split_cases);
 }
 
 TEST(WebhookVendors, WithoutVendorsOtherResourcesAreIgnored) {

@@ -529,9 +529,8 @@ Json UsagePodObject(const std::string& name, const UsagePod& p, const std::strin
 // land on the same GPU with the same limit. Pods leave (are deleted) the minute after their last
 // row, as in the simulator; the extender sees that through its watch before the next pod is
 // filtered.
-TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
+void ReplayUsage(const sim::UsageSimConfig& c) {
   const usage::UsageTrace trace = usage::SyntheticTrace({});
-  sim::UsageSimConfig c;  // the defaults of `hami sim --usage`
   auto run = sim::RunUsageSim(trace, c);
   ASSERT_TRUE(run.ok()) << run.status();
   const std::vector<UsagePod> pods = UsagePods(trace, c);
@@ -545,6 +544,8 @@ TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
   ro.usage.overcommit_pct = c.overcommit_pct;
   ro.usage.duty_budget = c.duty_budget;
   ro.usage.contention_bp = c.contention_bp;
+  ro.usage.fleet_contention_bp = c.fleet_contention_bp;
+  ro.usage.card_contention_bp = c.card_contention_bp;
   ro.usage.namespaces = {kUsageNamespace};
   auto rep = StartSynced(api, run->gpu_ids.size(), ro);
   KubeScheduler ks(rep->port());
@@ -642,6 +643,19 @@ TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
   })) << restarted->sched->usage_rule()->stats().profiled_pods
       << " of " << live;
   EXPECT_EQ(restarted->sched->usage_rule()->stats().overcommitted_gpus, over_now);
+}
+
+TEST(ReplayUsageTrace, ExtenderPacksByProfileAsTheSimulator) {
+  ReplayUsage(sim::UsageSimConfig{});  // the defaults of `hami sim --usage`
+}
+
+// The same with the fleet budget on (usage/fleet.h): 31 GPUs instead of 33 on this trace, the
+// overruns admitted by the same ledger in the extender's usage rule.
+TEST(ReplayUsageTrace, ExtenderPacksByTheFleetBudgetAsTheSimulator) {
+  sim::UsageSimConfig c;
+  c.fleet_contention_bp = 200;
+  c.card_contention_bp = 1200;
+  ReplayUsage(c);
 }
 
 class ReplayTest : public ::testing::TestWithParam<std::string> {};

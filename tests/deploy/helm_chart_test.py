@@ -320,6 +320,39 @@ r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set
                     "scheduler.admissionWebhook.cpuPods.namespaces={hami-system}"], capture_output=True, text=True)
 check(r.returncode != 0 and "release namespace" in r.stderr, "cpuPods: the release namespace is refused")
 
+# 4d. Usage recommendations (scheduler.usageRecommendations): no flag and no volume by default; with a
+# ConfigMap, its key mounted read-only and every value on the extender's command line; the schema keeps
+# checkS within the flag's 1..3600.
+text, docs = render("usageRecommendations defaults", "hami-system")
+ext = container(docs, "Deployment", "extender")
+check(not any(a.startswith("--usage-") for a in ext["command"]), "usageRecommendations: default renders a --usage- flag")
+check(not any(m["name"] == "usage-recommendations" for m in ext["volumeMounts"]), "usageRecommendations: default mounts")
+USAGE_CASES = [  # (--set values, flags the extender must get)
+    (["configMap=recs"], ["--usage-recommendations=/usage-recommendations/recommendations.json",
+                          "--usage-recommendations-check-s=10"]),
+    (["configMap=recs", "key=r.json", "checkS=300", "applyNamespaces={ml,serving}"],
+     ["--usage-recommendations=/usage-recommendations/r.json", "--usage-recommendations-check-s=300",
+      "--usage-apply-namespaces=ml,serving"]),
+    (["configMap=recs", "checkS=3600", "applyNamespaces={*}"],
+     ["--usage-recommendations-check-s=3600", "--usage-apply-namespaces=*"]),
+]
+for sets, want in USAGE_CASES:
+    args = [a for v in sets for a in ("--set", "scheduler.usageRecommendations." + v)]
+    text, docs = render(f"usageRecommendations {sets}", "hami-system", *args)
+    dep = [d for d in docs if d["kind"] == "Deployment" and any(
+        c["name"] == "extender" for c in d["spec"]["template"]["spec"]["containers"])][0]
+    ext = container(docs, "Deployment", "extender")
+    for flag in want:
+        check(flag in ext["command"], f"usageRecommendations {sets}: extender lacks {flag}: {ext['command']}")
+    check({"name": "usage-recommendations", "mountPath": "/usage-recommendations", "readOnly": True}
+          in ext["volumeMounts"], f"usageRecommendations {sets}: not mounted")
+    check({"name": "usage-recommendations", "configMap": {"name": "recs"}} in dep["spec"]["template"]["spec"]["volumes"],
+          f"usageRecommendations {sets}: no ConfigMap volume")
+for bad in ["checkS=0", "checkS=3601", "checkS=ten", "configMap=Recs_1", "applyNamespaces={ML}"]:
+    r = subprocess.run([HELM, "template", "hami", CHART, "-n", "hami-system", "--set",
+                        "scheduler.usageRecommendations." + bad], capture_output=True, text=True)
+    check(r.returncode != 0 and "usageRecommendations" in r.stderr, f"schema: usageRecommendations.{bad} accepted")
+
 # 4e. PrometheusRule (upstream's prometheus.enabled + prometheus.alerts.enabled): off by default, and off
 # where the cluster has no PrometheusRule API (NOTES says so); the rendered rules pass `promtool check
 # rules`, and promtool's rule unit tests fire each alert on series shaped as hami-cpp exports them.

@@ -3,7 +3,8 @@
 the binary has (`hami <command> --help`), and the node agent's device plugin, run with exactly its
 rendered args and the rendered ConfigMaps at their mount paths (against the fake NVML, --dry-run), loads
 them and registers the split count the values ask for. Renderings: Helm defaults, Helm with the
-upstream-style values file, kustomize production and dev.
+upstream-style values file, Helm with the optional parts on (usage recommendations, consolidation),
+kustomize production and dev.
 
 usage: rendered_args_test.py HAMI FAKE_NVML   (run from the repository root; exit 77 without helm/kubectl)"""
 import os
@@ -46,6 +47,11 @@ renderings = {
                                    "tests/deploy/testdata/upstream-values.yaml"]), "gpu-node-1", 4),
     "helm upstream v2.11 values": (tool([HELM, "template", "hami", "deploy/helm/hami", "-n", "hami-system", "-f",
                                          "tests/deploy/testdata/upstream-v2.11-values.yaml"]), "gpu-node-1", 4),
+    # The optional parts whose flags the defaults leave out: usage recommendations, consolidation.
+    "helm optional flags": (tool([HELM, "template", "hami", "deploy/helm/hami", "-n", "hami-system", "--set",
+                                  "scheduler.usageRecommendations.configMap=recs", "--set",
+                                  "scheduler.usageRecommendations.applyNamespaces={ml}", "--set",
+                                  "consolidate.enabled=true"]), "n1", 10),
 }
 if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode == 0:
     for o in ("production", "dev"):

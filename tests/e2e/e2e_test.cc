@@ -44,6 +44,7 @@
 #include "deviceplugin/testing/fake_kubelet.h"
 #include "http/testing/raw_client.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "k8s/testing/kubeconfig.h"
 #include "k8s/testing/test_util.h"
 #include "tests/testing/child.h"
 #include "vendors/nvidia/annotations.h"
@@ -148,13 +149,7 @@ class SliceTest : public ::testing::Test {
          {{"allocatable", {{"nvidia.com/gpu", std::to_string(kGpus * kSplitCount)}}},
           {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     ASSERT_TRUE(api_.Upsert("nodes", node).ok());
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_)
-        << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n"
-           "  cluster:\n    server: "
-        << api_.url()
-        << "\nusers:\n- name: u\n  user:\n"
-           "    token: t\ncontexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+    kubeconfig_ = k8s::testing::WriteTokenKubeconfig(dir_ + "/kubeconfig", api_.url());
 
     // kubelet and the device plugin.
     kubelet_ = std::make_unique<deviceplugin::testing::FakeKubelet>(dir_ + "/device-plugins");
@@ -369,13 +364,15 @@ class SliceTest : public ::testing::Test {
     EXPECT_EQ(filtered.value("Error", ""), "") << filtered.dump();
     EXPECT_EQ(filtered["NodeNames"], Json::array({kNode})) << filtered.dump();
     if (filtered["NodeNames"] != Json::array({kNode})) return nullptr;
-    // The decision is on the pod, in upstream's annotation.
-    auto after_filter = api_.Get("pods", kNamespace, name);
-    EXPECT_TRUE(after_filter.has_value());
-    EXPECT_FALSE((*after_filter)["metadata"]["annotations"]
-                     .value(vendors::nvidia::kNvidiaDevicesToAllocate, "")
-                     .empty())
-        << after_filter->dump();
+    // The decision reaches the pod, in upstream's annotation, written after /filter has answered
+    // (the extender's decision writer; /bind waits for it).
+    std::optional<Json> after_filter;
+    EXPECT_TRUE(Eventually([&] {
+      after_filter = api_.Get("pods", kNamespace, name);
+      if (!after_filter) return false;
+      const Json& ann = (*after_filter)["metadata"]["annotations"];
+      return ann.is_object() && !ann.value(vendors::nvidia::kNvidiaDevicesToAllocate, "").empty();
+    })) << (after_filter ? after_filter->dump() : "pod gone");
 
     std::string err = Bind(*created, kNode);
     EXPECT_EQ(err, "") << name;

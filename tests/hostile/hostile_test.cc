@@ -24,6 +24,7 @@
 #include "http/testing/self_signed.h"
 #include "http/testing/tls_client.h"
 #include "k8s/testing/fake_apiserver.h"
+#include "k8s/testing/kubeconfig.h"
 #include "k8s/testing/test_util.h"
 #include "tests/testing/child.h"
 #include "vendors/nvidia/annotations.h"
@@ -82,16 +83,6 @@ std::string Post(const std::string& path, const std::string& body, const std::st
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 const std::string kHealthz = "GET /healthz HTTP/1.1\r\nHost: hami\r\n\r\n";
-
-// A kubeconfig for `server` with a bearer token.
-void WriteKubeconfig(const std::string& path, const std::string& server) {
-  std::ofstream(path)
-      << "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n"
-         "    server: "
-      << server
-      << "\nusers:\n- name: u\n  user:\n    token: t\n"
-         "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
-}
 
 // `hami scheduler` on dir/kubeconfig, logging to dir/<name>.log, with the given listeners and
 // `extra` flags (with its own --log-level, that one instead of info).
@@ -156,7 +147,7 @@ class Hostile : public ::testing::Test {
       ASSERT_TRUE(stored.ok());
       pods_.push_back(*stored);
     }
-    WriteKubeconfig(*dir_ + "/kubeconfig", api_->url());
+    k8s::testing::WriteTokenKubeconfig(*dir_ + "/kubeconfig", api_->url());
     cert_ = *dir_ + "/tls.crt";
     key_ = *dir_ + "/tls.key";
     ASSERT_TRUE(http::testing::WriteSelfSigned("first", cert_, key_));
@@ -713,7 +704,7 @@ class HostileApiServer : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     ASSERT_TRUE(api_.Start().ok());
-    WriteKubeconfig(dir_ + "/kubeconfig", api_.url());
+    k8s::testing::WriteTokenKubeconfig(dir_ + "/kubeconfig", api_.url());
   }
   void TearDown() override {
     if (sched_) {

@@ -32,7 +32,21 @@ pods = [("ml", "web-5d4f8c7b9-x2x7k", "ml/web", 0, 359, 20000, 47000),
         ("ml", "web-5d4f8c7b9-m4nnb", "ml/web", 120, 359, 19500, 25000),
         ("ml", "db-0", "ml/db", 0, 359, 8000, 9000),
         ("ml", "db-1", "ml/db", 30, 200, 8100, 8100),
-        ("other", "solo", "other/solo", 50, 250, 3000, 6000)]
+        ("other", "solo", "other/solo", 50, 250, 3000, 6000),
+        # Workloads only the owners name (kube_pod_owner below): a Job's pod, whose name alone
+        # would make it a workload of its own, and a pod of no controller whose name looks like a
+        # StatefulSet's.
+        ("ml", "train-x7k2p", "ml/train", 20, 330, 12000, 15000),
+        ("ml", "worker-2", "ml/worker-2", 40, 359, 5000, 5500)]
+# What kube-state-metrics exports: (namespace, object, owner kind, owner name, controller).
+pod_owners = [("ml", "web-5d4f8c7b9-x2x7k", "ReplicaSet", "web-5d4f8c7b9", "true"),
+              ("ml", "web-5d4f8c7b9-q8vzt", "ReplicaSet", "web-5d4f8c7b9", "true"),
+              ("ml", "web-5d4f8c7b9-m4nnb", "ReplicaSet", "web-5d4f8c7b9", "true"),
+              ("ml", "db-0", "StatefulSet", "db", "true"), ("ml", "db-1", "StatefulSet", "db", "true"),
+              ("other", "solo", "<none>", "<none>", "<none>"),
+              ("ml", "train-x7k2p", "Job", "train", "true"),
+              ("ml", "worker-2", "<none>", "<none>", "<none>")]
+rs_owners = [("ml", "web-5d4f8c7b9", "Deployment", "web", "true")]
 rows, mem, duty = [], {}, {}
 for ns, pod, wl, first, last, resident, spike in pods:
     for m in range(first, last + 1):
@@ -55,6 +69,14 @@ with open(f"{d}/metrics.om", "w") as f:
                       f'vdevice_index="0",device_uuid="GPU-{pod}"')
             for t, v in points:
                 f.write(f"{name}{{{labels}}} {v} {t}\n")
+    for name, label, rows_of in (("kube_pod_owner", "pod", pod_owners),
+                                 ("kube_replicaset_owner", "replicaset", rs_owners)):
+        f.write(f"# TYPE {name} gauge\n")
+        for ns, obj, kind, owner, ctl in rows_of:
+            labels = (f'namespace="{ns}",{label}="{obj}",owner_kind="{kind}",'
+                      f'owner_name="{owner}",owner_is_controller="{ctl}"')
+            for m in range(0, 360, 5):
+                f.write(f"{name}{{{labels}}} 1 {base + 60 * m}\n")
     f.write("# EOF\n")
 PY
 promtool tsdb create-blocks-from openmetrics "$dir/metrics.om" "$dir/data" >"$dir/backfill.log" 2>&1 ||
@@ -79,8 +101,17 @@ cmp -s "$dir/file.json" "$dir/prom.json" || {
   diff "$dir/file.json" "$dir/prom.json" | head -20
   fail "the recommendation read from Prometheus differs from the file's"
 }
-grep -q '"ml/web"' "$dir/prom.json" || fail "no workload ml/web"
-echo "ok: --prometheus = --usage ($(wc -c <"$dir/prom.json") bytes of JSON, workloads ml/web ml/db other/solo)"
+for w in ml/web ml/db other/solo ml/train ml/worker-2; do
+  grep -q "\"$w\"" "$dir/prom.json" || fail "no workload $w"
+done
+echo "ok: --prometheus = --usage ($(wc -c <"$dir/prom.json") bytes of JSON, workloads ml/web ml/db other/solo ml/train ml/worker-2 from the owners)"
+
+# By names alone the Job's pod is a workload of its own and worker-2 joins a StatefulSet "worker".
+"$hami" recommend --prometheus "$url" --window 359m --end "$end" --workloads names --format json \
+  >"$dir/names.json" || fail "recommend --workloads names"
+python3 -c 'import json,sys; w=set(json.load(open(sys.argv[1]))["workloads"]); sys.exit(0 if {"ml/train-x7k2p","ml/worker"} <= w and "ml/train" not in w else 1)' \
+  "$dir/names.json" || fail "--workloads names read $(head -c 300 "$dir/names.json")"
+echo "ok: --workloads names: ml/train-x7k2p and ml/worker, as the pod names say"
 
 # A namespace filter reads only that namespace.
 "$hami" recommend --prometheus "$url" --window 359m --end "$end" --namespace other --format json \

@@ -67,6 +67,16 @@ inline ClaimBuilder MakeClaim(std::string ns, std::string name, std::string uid)
   return ClaimBuilder(std::move(ns), std::move(name), std::move(uid));
 }
 
+// A CDI spec's first device's environment, by name.
+inline std::map<std::string, std::string> SpecEnv(const nlohmann::json& spec) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : spec["devices"][0]["containerEdits"]["env"]) {
+    const std::string kv = e.get<std::string>();
+    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  return env;
+}
+
 // Two GPUs of 16 GiB in NVML index order.
 inline std::vector<DeviceCapacity> TwoGpus() {
   return {{"gpu-0", "GPU-0", 0, 16384, 100}, {"gpu-1", "GPU-1", 1, 16384, 100}};

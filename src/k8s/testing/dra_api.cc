@@ -28,6 +28,7 @@ constexpr size_t kMaxReservedFor = 256;
 constexpr size_t kMaxCelLength = 10 * 1024;
 constexpr size_t kMaxOpaqueParameters = 10 * 1024;
 constexpr size_t kMaxDeviceConditions = 8;
+constexpr size_t kMaxDataSize = 10 * 1024;  // AllocatedDeviceStatus.data (a raw JSON object)
 
 const std::regex& Subdomain() {
   static const std::regex r(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
@@ -297,7 +298,18 @@ bool ClaimSpecUsesCapacity(const Json* devices) {
   }
   return AnyHas(devices, "constraints", "distinctAttribute");
 }
+bool ClaimSpecUsesFirstAvailable(const Json* devices) {
+  if (devices == nullptr) return false;
+  for (const Json& r : Items(*devices, "requests"))
+    if (Field(r, "firstAvailable") != nullptr) return true;
+  return false;
+}
 void DropClaimSpec(Json* devices, const Json* old_devices, const DraGates& g) {
+  if (devices != nullptr && devices->is_object() && !g.prioritized_list &&
+      !ClaimSpecUsesFirstAvailable(old_devices) && devices->contains("requests") &&
+      (*devices)["requests"].is_array())
+    for (Json& r : (*devices)["requests"])
+      if (r.is_object()) r.erase("firstAvailable");
   if (devices == nullptr || !devices->is_object() || g.consumable_capacity ||
       ClaimSpecUsesCapacity(old_devices))
     return;
@@ -642,6 +654,45 @@ std::set<std::string> ValidateClaimSpec(Errors& e, const std::string& path, cons
   return names;
 }
 
+// metav1validation.ValidateConditions: type a qualified name (unique), status True/False/Unknown,
+// lastTransitionTime and reason required, reason CamelCase-like, message at most 32768 bytes.
+void ValidateConditions(Errors& e, const std::string& path, const Json& conditions) {
+  static const std::regex kReason(R"([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?)");
+  std::set<std::string> types;
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    const std::string p = StrCat(path, "[", i, "]");
+    const Json& c = conditions[i];
+    const std::string type = Str(c, "type");
+    if (type.empty()) {
+      e.Required(p + ".type");
+    } else {
+      // A Kubernetes qualified name: [<DNS subdomain>/]<name of at most 63 characters>.
+      static const std::regex kQualified(
+          R"(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?)"
+          R"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)");
+      if (!std::regex_match(type, kQualified))
+        e.Invalid(p + ".type", type, "must be a qualified name");
+      if (!types.insert(type).second) e.Duplicate(p + ".type", type);
+    }
+    const std::string status = Str(c, "status");
+    if (status != "True" && status != "False" && status != "Unknown")
+      e.NotSupported(p + ".status", status, "\"False\", \"True\", \"Unknown\"");
+    if (Str(c, "lastTransitionTime").empty()) e.Required(p + ".lastTransitionTime", "must be set");
+    const std::string reason = Str(c, "reason");
+    if (reason.empty()) {
+      e.Required(p + ".reason");
+    } else if (reason.size() > 1024) {
+      e.TooLong(p + ".reason", 1024);
+    } else if (!std::regex_match(reason, kReason)) {
+      e.Invalid(p + ".reason", reason,
+                "a condition reason must start with alphabetic character, optionally followed by "
+                "a string of alphanumeric characters or '_,:', and must end with an alphanumeric "
+                "character or '_'");
+    }
+    if (Str(c, "message").size() > 32768) e.TooLong(p + ".message", 32768);
+  }
+}
+
 void ValidateClaimStatus(Errors& e, const Json& obj, const Json* old,
                          const std::set<std::string>& requests) {
   const Json* status = Field(obj, "status");
@@ -705,6 +756,9 @@ void ValidateClaimStatus(Errors& e, const Json& obj, const Json* old,
       e.Invalid(p, key, "must specify a device (and share) present in status.allocation");
     if (Size(Field(d, "conditions")) > kMaxDeviceConditions)
       e.TooMany(p + ".conditions", Size(Field(d, "conditions")), kMaxDeviceConditions);
+    ValidateConditions(e, p + ".conditions", Items(d, "conditions"));
+    if (const Json* data = Field(d, "data"); data != nullptr && data->dump().size() > kMaxDataSize)
+      e.TooLong(p + ".data", kMaxDataSize);
   }
 }
 
@@ -713,7 +767,7 @@ void ValidateClaimStatus(Errors& e, const Json& obj, const Json* old,
 DraGates DraGatesFor(int minor, const std::map<std::string, bool>& overrides) {
   DraGates g;
   g.consumable_capacity = g.partitionable_devices = g.device_taints = g.extended_resource =
-      minor >= 36;
+      g.granular_status_authorization = minor >= 36;
   auto set = [&](const char* name, bool& field) {
     if (auto it = overrides.find(name); it != overrides.end()) field = it->second;
   };
@@ -721,6 +775,9 @@ DraGates DraGatesFor(int minor, const std::map<std::string, bool>& overrides) {
   set("DRAPartitionableDevices", g.partitionable_devices);
   set("DRADeviceTaints", g.device_taints);
   set("DRAExtendedResource", g.extended_resource);
+  g.prioritized_list = minor >= 34;
+  set("DRAPrioritizedList", g.prioritized_list);
+  set("DRAResourceClaimGranularStatusAuthorization", g.granular_status_authorization);
   return g;
 }
 
@@ -767,6 +824,38 @@ std::vector<std::string> AdmitDraWrite(const std::string& plural, Json& obj, con
       e.Invalid("spec", "{...}", "field is immutable");
   }
   return e.Take();
+}
+
+std::vector<std::string> ModifiedDeviceStatusDrivers(const Json& new_status,
+                                                     const Json& old_status) {
+  auto key = [](const Json& d) {
+    return StrCat(Str(d, "driver"), "/", Str(d, "pool"), "/", Str(d, "device"), "/",
+                  Str(d, "shareID"));
+  };
+  std::map<std::string, const Json*> old_by_key;
+  for (const auto& d : Items(old_status, "devices")) old_by_key[key(d)] = &d;
+  std::set<std::string> drivers;
+  for (const auto& d : Items(new_status, "devices")) {
+    auto it = old_by_key.find(key(d));
+    if (it == old_by_key.end() || *it->second != d) drivers.insert(Str(d, "driver"));
+    if (it != old_by_key.end()) old_by_key.erase(it);
+  }
+  for (const auto& [k, d] : old_by_key) drivers.insert(Str(*d, "driver"));
+  return {drivers.begin(), drivers.end()};
+}
+
+std::string AllocatedNodeName(const Json& status) {
+  const Json* terms = Path(&status, {"allocation", "nodeSelector", "nodeSelectorTerms"});
+  if (terms == nullptr || !terms->is_array() || terms->size() != 1) return "";
+  const Json& term = (*terms)[0];
+  if (Size(Field(term, "matchExpressions")) != 0 || Size(Field(term, "matchFields")) != 1)
+    return "";
+  const Json& f = term["matchFields"][0];
+  const Json& values = Items(f, "values");
+  if (Str(f, "key") != "metadata.name" || Str(f, "operator") != "In" || values.size() != 1 ||
+      !values[0].is_string())
+    return "";
+  return values[0].get<std::string>();
 }
 
 }  // namespace hami::k8s::testing

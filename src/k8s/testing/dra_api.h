@@ -16,6 +16,14 @@ struct DraGates {
   bool partitionable_devices = true;  // DRAPartitionableDevices (KEP-4815): beta, on from 1.36
   bool device_taints = true;          // DRADeviceTaints (KEP-5055): beta, on from 1.36
   bool extended_resource = true;      // DRAExtendedResource (KEP-5004): beta, on from 1.36
+  // DRAPrioritizedList (KEP-4816, firstAvailable): beta and on from 1.34, GA in 1.36. Off, a
+  // request's firstAvailable is dropped (it then fails validation: neither exactly nor it).
+  bool prioritized_list = true;
+  // DRAResourceClaimGranularStatusAuthorization: beta, on from 1.36. A write that adds, removes
+  // or changes a driver's status.devices entries also needs that driver's name on the synthetic
+  // subresource resourceclaims/driver, verb associated-node:<verb> (a service account of the node
+  // the claim is allocated to) or arbitrary-node:<verb> (FakeApiServer::Authorize).
+  bool granular_status_authorization = true;
 };
 
 // The gates of a server of version 1.<minor> (their defaults there), then `overrides` by gate name
@@ -34,5 +42,13 @@ bool IsDraResource(const std::string& plural);
 std::vector<std::string> AdmitDraWrite(const std::string& plural, nlohmann::json& obj,
                                        const nlohmann::json* old, bool status_write,
                                        const DraGates& gates);
+
+// The drivers whose status.devices entries differ between two claim statuses (entries keyed by
+// driver/pool/device/shareID: added, removed or changed), sorted.
+std::vector<std::string> ModifiedDeviceStatusDrivers(const nlohmann::json& new_status,
+                                                     const nlohmann::json& old_status);
+// The node a claim status's allocation pins it to: its nodeSelector of one term with one
+// matchFields `metadata.name In [node]` and nothing else; "" otherwise.
+std::string AllocatedNodeName(const nlohmann::json& status);
 
 }  // namespace hami::k8s::testing

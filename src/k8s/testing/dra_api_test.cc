@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 
 #include "k8s/client.h"
@@ -511,6 +512,41 @@ TEST_F(DraApiTest, ClaimStatusOnlyThroughStatusSubresource) {
   EXPECT_FALSE(merged["status"].contains("reservedFor"));
 }
 
+TEST_F(DraApiTest, FirstAvailableFollowsThePrioritizedListGate) {
+  struct Case {
+    int minor;
+    std::map<std::string, bool> gates;
+    bool kept;  // false: dropped, and the request with nothing else left is refused
+  };
+  const std::vector<Case> cases = {
+      {36, {}, true},
+      {34, {}, true},  // beta, on by default from 1.34
+      {36, {{"DRAPrioritizedList", false}}, false},
+      {35, {{"DRAPrioritizedList", false}}, false},
+  };
+  json claim = Claim();
+  json exactly = claim["spec"]["devices"]["requests"][0]["exactly"];
+  exactly.erase("capacity");  // not gated by DRAConsumableCapacity here
+  exactly["name"] = "small";
+  claim["spec"]["devices"]["requests"][0] = {{"name", "gpu"},
+                                             {"firstAvailable", json::array({exactly})}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "1." << c.minor << " gates " << c.gates.size());
+    Start(c.minor, c.gates);
+    json tpl = {{"metadata", {{"name", "fa"}}}, {"spec", {{"spec", claim["spec"]}}}};
+    if (!c.kept) {
+      ExpectCreate(kTemplates, tpl,
+                   "spec.spec.devices.requests[0]: Required value: exactly one of `exactly` or "
+                   "`firstAvailable`");
+      ExpectCreate(kClaims, claim, "spec.devices.requests[0]: Required value");
+      continue;
+    }
+    auto [code, created] = Do("POST", kTemplates, tpl);
+    ASSERT_EQ(code, 201) << created.dump();
+    EXPECT_EQ(created["spec"]["spec"], claim["spec"]);
+  }
+}
+
 TEST_F(DraApiTest, TemplatesAndClasses) {
   Start(35);
   json tpl = {{"metadata", {{"name", "gpu-4g"}}}, {"spec", {{"spec", Claim()["spec"]}}}};
@@ -580,9 +616,7 @@ TEST_F(DraApiTest, ListWatchAndScopes) {
   lo.resource_version = fake_->CurrentResourceVersion();
   ASSERT_EQ(Do("POST", kClaims, Claim("w")).first, 201);
   std::vector<std::string> seen;
-  constexpr Resource kClaimsResource{"/apis/resource.k8s.io/v1", "resourceclaims", "ResourceClaim",
-                                     true};
-  Status s = client_->Watch(kClaimsResource, "default", lo, [&](WatchEvent& ev) {
+  Status s = client_->Watch(kResourceClaims, "default", lo, [&](WatchEvent& ev) {
     if (ev.type == WatchEvent::Type::kAdded)
       seen.push_back(ev.object["metadata"]["name"].get<std::string>());
     return false;
@@ -596,6 +630,201 @@ TEST_F(DraApiTest, ListWatchAndScopes) {
   EXPECT_EQ(names,
             (std::set<std::string>{"deviceclasses", "resourceclaims", "resourceclaims/status",
                                    "resourceclaimtemplates", "resourceslices"}));
+}
+
+// The 1.36 rule on who may write a claim's status.devices
+// (DRAResourceClaimGranularStatusAuthorization): resourceclaims/status is not enough; the writer
+// also needs the driver's name on the synthetic resourceclaims/driver, with associated-node:<verb>
+// when it is a service account of the node the claim is allocated to, arbitrary-node:<verb>
+// otherwise. Each case: a policy, a token, a write.
+TEST_F(DraApiTest, DeviceStatusNeedsTheDriverOnResourceClaimsDriver) {
+  const json kSa = {{"kind", "ServiceAccount"}, {"name", "hami-dra"}, {"namespace", "hami"}};
+  auto policy = [&](json rules) {
+    return json::array(
+        {{{"kind", "ClusterRole"}, {"metadata", {{"name", "dra"}}}, {"rules", std::move(rules)}},
+         {{"kind", "ClusterRoleBinding"},
+          {"metadata", {{"name", "dra"}}},
+          {"roleRef",
+           {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "dra"}}},
+          {"subjects", {kSa}}}});
+  };
+  auto rule = [](std::string resource, json verbs, json names = nullptr) {
+    json r = {{"apiGroups", {"resource.k8s.io"}}, {"resources", {resource}}, {"verbs", verbs}};
+    if (!names.is_null()) r["resourceNames"] = names;
+    return r;
+  };
+  const json status_rules = {rule("resourceclaims", {"get"}),
+                             rule("resourceclaims/status", {"get", "update", "patch"})};
+  auto with = [&](json extra) {
+    json r = status_rules;
+    r.push_back(std::move(extra));
+    return policy(r);
+  };
+  const json status_only = policy(status_rules);
+  const json node_local = with(rule(
+      "resourceclaims/driver", {"associated-node:update", "associated-node:patch"}, {kDriver}));
+  const json other_driver =
+      with(rule("resourceclaims/driver", {"associated-node:update", "associated-node:patch"},
+                {"other.example.com"}));
+  const json any_node = with(
+      rule("resourceclaims/driver", {"arbitrary-node:update", "arbitrary-node:patch"}, {kDriver}));
+  const json read_only = policy({rule("resourceclaims", {"get"})});
+  const std::string kForbidden =
+      "status.devices: Forbidden: changing status.devices requires "
+      "resource=\"resourceclaims/driver\"";
+  struct Case {
+    std::string name;
+    int minor;
+    std::map<std::string, bool> gates;
+    json policy;
+    std::string token;  // node-1 (the claim's node), node-2, or an unknown one
+    std::string method;
+    int code;
+    std::string want;  // in the message
+  };
+  const std::vector<Case> cases = {
+      {"1.36: status alone is not enough",
+       36,
+       {},
+       status_only,
+       "node-1",
+       "PUT",
+       422,
+       kForbidden + ", verb=\"[associated-node:update arbitrary-node:update]\" permission: "
+                    "resourceclaims.resource.k8s.io \"hami-core-gpu.project-hami.io\" is "
+                    "forbidden: User \"system:serviceaccount:hami:hami-dra\" cannot "
+                    "associated-node:update resource \"resourceclaims/driver\""},
+      {"1.36: node-local driver, update", 36, {}, node_local, "node-1", "PUT", 200, ""},
+      {"1.36: node-local driver, patch", 36, {}, node_local, "node-1", "PATCH", 200, ""},
+      {"1.36: node-local rule, another node's service account",
+       36,
+       {},
+       node_local,
+       "node-2",
+       "PUT",
+       422,
+       kForbidden + ", verb=\"[arbitrary-node:update]\""},
+      {"1.36: another driver's name",
+       36,
+       {},
+       other_driver,
+       "node-1",
+       "PATCH",
+       422,
+       kForbidden + ", verb=\"[associated-node:patch arbitrary-node:patch]\""},
+      {"1.36: arbitrary-node, from anywhere", 36, {}, any_node, "node-2", "PUT", 200, ""},
+      {"1.36: no status permission",
+       36,
+       {},
+       read_only,
+       "node-1",
+       "PUT",
+       403,
+       "User \"system:serviceaccount:hami:hami-dra\" cannot update resource "
+       "\"resourceclaims/status\" in API group \"resource.k8s.io\" in the namespace \"default\""},
+      {"1.36: unknown token", 36, {}, node_local, "stolen", "PUT", 401, "Unauthorized"},
+      {"1.35: status is enough", 35, {}, status_only, "node-1", "PUT", 200, ""},
+      {"1.36 with the gate off",
+       36,
+       {{"DRAResourceClaimGranularStatusAuthorization", false}},
+       status_only,
+       "node-1",
+       "PUT",
+       200,
+       ""},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    Start(k.minor, k.gates);
+    for (const char* node : {"node-1", "node-2"})
+      fake_->AddToken(node, {{"username", "system:serviceaccount:hami:hami-dra"},
+                             {"groups", {"system:serviceaccounts", "system:authenticated"}},
+                             {"extra", {{"authentication.kubernetes.io/node-name", {node}}}}});
+    fake_->Authorize(k.policy);
+    json c = Claim();
+    c["status"]["allocation"] = Allocation();  // on node-1
+    ASSERT_TRUE(fake_->Upsert("resourceclaims", c).ok());
+    ClientConfig cfg;
+    cfg.server = fake_->url();
+    cfg.qps = 0;
+    cfg.max_retries = 0;
+    cfg.bearer_token = k.token;
+    auto driver_client = Client::Create(cfg);
+    ASSERT_TRUE(driver_client.ok());
+    const json entry = {{"driver", kDriver},
+                        {"pool", "node-1"},
+                        {"device", "gpu-0"},
+                        {"shareID", "0b9a3c4e-1f2d-4c5b-8a7e-6d5c4b3a2f10"},
+                        {"conditions",
+                         {{{"type", "Ready"},
+                           {"status", "True"},
+                           {"reason", "Prepared"},
+                           {"message", ""},
+                           {"lastTransitionTime", "2026-12-04T01:00:00Z"}}}},
+                        {"data", {{"uuid", "GPU-0"}}}};
+    json body;
+    std::string ct = "application/json";
+    if (k.method == "PUT") {
+      body = *fake_->Get("resourceclaims", "default", "c");
+      body["status"]["devices"] = {entry};
+    } else {
+      body = {{"status", {{"devices", {entry}}}}};
+      ct = "application/merge-patch+json";
+    }
+    auto r =
+        (*driver_client)->Request(k.method, std::string(kClaims) + "/c/status", body.dump(), ct);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const json reply = json::parse(r->body, nullptr, false);
+    EXPECT_EQ(r->code, k.code) << reply.dump();
+    EXPECT_NE(reply.value("message", "").find(k.want), std::string::npos) << reply.dump();
+    const json stored = *fake_->Get("resourceclaims", "default", "c");
+    EXPECT_EQ(stored["status"].contains("devices"), k.code == 200) << stored.dump();
+  }
+}
+
+// What a status.devices entry may hold: metav1 conditions (type, status, reason,
+// lastTransitionTime) and data of at most 10 KiB.
+TEST_F(DraApiTest, DeviceStatusConditionsAndData) {
+  Start();
+  json c = Claim();
+  c["status"]["allocation"] = Allocation();
+  ASSERT_TRUE(fake_->Upsert("resourceclaims", c).ok());
+  const json ready = {{"type", "Ready"},
+                      {"status", "True"},
+                      {"reason", "Prepared"},
+                      {"lastTransitionTime", "2026-12-04T01:00:00Z"}};
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;  // on the entry
+    std::string want;                 // "" = 200
+  };
+  const std::vector<Case> cases = {
+      {"a ready condition and data", [](json&) {}, ""},
+      {"no lastTransitionTime", [](json& d) { d["conditions"][0].erase("lastTransitionTime"); },
+       "status.devices[0].conditions[0].lastTransitionTime: Required value"},
+      {"no reason", [](json& d) { d["conditions"][0].erase("reason"); },
+       "status.devices[0].conditions[0].reason: Required value"},
+      {"reason with a space", [](json& d) { d["conditions"][0]["reason"] = "not ready"; },
+       "status.devices[0].conditions[0].reason: Invalid value: \"not ready\""},
+      {"status yes", [](json& d) { d["conditions"][0]["status"] = "yes"; },
+       "status.devices[0].conditions[0].status: Unsupported value: \"yes\""},
+      {"type twice", [](json& d) { d["conditions"].push_back(d["conditions"][0]); },
+       "status.devices[0].conditions[1].type: Duplicate value: \"Ready\""},
+      {"data over 10 KiB", [](json& d) { d["data"]["blob"] = std::string(10 * 1024, 'x'); },
+       "status.devices[0].data: Too long: may not be more than 10240 bytes"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    json entry = {{"driver", kDriver},     {"pool", "node-1"},
+                  {"device", "gpu-0"},     {"shareID", "0b9a3c4e-1f2d-4c5b-8a7e-6d5c4b3a2f10"},
+                  {"conditions", {ready}}, {"data", {{"uuid", "GPU-0"}}}};
+    k.edit(entry);
+    json w = *fake_->Get("resourceclaims", "default", "c");
+    w["status"]["devices"] = {entry};
+    auto [code, reply] = Do("PUT", std::string(kClaims) + "/c/status", w);
+    EXPECT_EQ(code, k.want.empty() ? 200 : 422) << reply.dump();
+    EXPECT_NE(reply.value("message", "").find(k.want), std::string::npos) << reply.dump();
+  }
 }
 
 }  // namespace

@@ -8,13 +8,16 @@
 #include <ctime>
 #include <deque>
 #include <map>
+#include <optional>
 #include <regex>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "common/mutex.h"
 #include "common/rng.h"
 #include "k8s/label_selector.h"
 #include "k8s/testing/dra_api.h"
+#include "k8s/testing/fake_rbac.h"
 #include "k8s/testing/selectors.h"
 
 namespace hami::k8s::testing {
@@ -155,6 +158,8 @@ ApiError Err(int code, const std::string& reason, const std::string& message, Js
 struct Target {
   const ResDef* def = nullptr;
   std::string ns, name, sub;
+  std::string verb;                 // the authorizer's verb (get, list, update, patch, ...)
+  std::optional<RequestUser> user;  // who asks, when Authorize is on and a token was sent
 };
 
 struct LogEntry {
@@ -204,6 +209,8 @@ struct FakeApiServer::Impl {
   std::map<std::string, bool> partitioned ABSL_GUARDED_BY(mu);
   // TokenReview: token -> status.user of a token that authenticates.
   std::map<std::string, Json> tokens ABSL_GUARDED_BY(mu);
+  // Authorize: requests with a bearer token are held to this policy.
+  std::optional<RbacPolicy> rbac ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;
   int open_watches ABSL_GUARDED_BY(mu) = 0;
   std::vector<RequestRecord> requests ABSL_GUARDED_BY(mu);
@@ -371,6 +378,104 @@ struct FakeApiServer::Impl {
 
   bool DraServed() const { return opts.kube_minor >= kDraFirstMinor; }
 
+  static std::string VerbOf(const httplib::Request& req, const Target& t) {
+    if (req.method == "GET") {
+      const std::string w = req.get_param_value("watch");
+      if (t.name.empty()) return w == "1" || w == "true" ? "watch" : "list";
+      return "get";
+    }
+    if (req.method == "POST") return "create";
+    if (req.method == "PUT") return "update";
+    if (req.method == "PATCH") return "patch";
+    return t.name.empty() ? "deletecollection" : "delete";
+  }
+
+  static RequestAttributes AttrsOf(const Target& t) {
+    std::string group = t.def->prefix;
+    group = group == "/api/v1" ? "" : group.substr(6, group.rfind('/') - 6);  // /apis/<g>/v1
+    return {t.verb, group, t.def->plural, t.sub, t.def->namespaced ? t.ns : "", t.name};
+  }
+
+  // With Authorize on, a request with a bearer token is made as the token's user and must be
+  // allowed by the policy (401 for an unknown token, 403 when no rule allows it). Requests
+  // without a token stay unrestricted (the tests' own setup, as a cluster admin).
+  std::optional<RequestUser> AuthorizeRequest(const httplib::Request& req, const Target& t) {
+    const std::string auth = req.get_header_value("Authorization");
+    MutexLock l(mu);
+    if (!rbac || auth.empty()) return std::nullopt;
+    auto it = auth.rfind("Bearer ", 0) == 0 ? tokens.find(auth.substr(7)) : tokens.end();
+    if (it == tokens.end()) throw Err(401, "Unauthorized", "Unauthorized", nullptr);
+    RequestUser user = RequestUser::FromJson(it->second);
+    const RequestAttributes a = AttrsOf(t);
+    if (!rbac->Allows(user, a)) {
+      const std::string gr =
+          a.api_group.empty() ? a.resource : StrCat(a.resource, ".", a.api_group);
+      throw Err(403, "Forbidden",
+                StrCat(gr, " \"", t.name, "\" is forbidden: ", ForbiddenMessage(user, a)),
+                Json{{"name", t.name},
+                     {"group", a.api_group},
+                     {"kind", t.sub.empty() ? a.resource : a.resource + "/" + t.sub}});
+    }
+    return user;
+  }
+
+  // DRAResourceClaimGranularStatusAuthorization (resourceclaim.AuthorizedForDeviceStatus and
+  // AuthorizedForBinding): the field errors of a claim status write by a user who lacks, for a
+  // driver whose status.devices entries it changes, that driver's name on resourceclaims/driver
+  // with associated-node:<verb> (a service account bound to the node the claim is allocated to) or
+  // arbitrary-node:<verb>; or who changes allocation or reservedFor without resourceclaims/binding.
+  std::vector<std::string> DeviceStatusErrorsLocked(const Target& t, const Json& next,
+                                                    const Json& stored)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::vector<std::string> errs;
+    if (!gates.granular_status_authorization || !t.user || !rbac) return errs;
+    const Json none = Json::object();
+    const Json& next_status = next.contains("status") ? next["status"] : none;
+    const Json& old_status = stored.contains("status") ? stored["status"] : none;
+    // resourceclaim.AuthorizedForBinding: allocating or reserving is the scheduler's, cluster-wide.
+    if (next_status.value("allocation", Json()) != old_status.value("allocation", Json()) ||
+        next_status.value("reservedFor", Json()) != old_status.value("reservedFor", Json())) {
+      const RequestAttributes a{t.verb, "resource.k8s.io", "resourceclaims", "binding", "", ""};
+      if (!rbac->Allows(*t.user, a))
+        errs.push_back(
+            StrCat("status: Forbidden: changing status.allocation or status.reservedFor requires "
+                   "resource=\"resourceclaims/binding\", verb=\"",
+                   t.verb, "\" permission: resourceclaims.resource.k8s.io is forbidden: ",
+                   ForbiddenMessage(*t.user, a)));
+    }
+    const std::vector<std::string> drivers = ModifiedDeviceStatusDrivers(next_status, old_status);
+    if (drivers.empty()) return errs;
+    const RequestUser& u = *t.user;
+    const std::string node = AllocatedNodeName(next_status);
+    auto nodes = u.extra.find("authentication.kubernetes.io/node-name");
+    const bool associated = !node.empty() && u.name.rfind("system:serviceaccount:", 0) == 0 &&
+                            nodes != u.extra.end() && nodes->second.size() == 1 &&
+                            nodes->second[0] == node;
+    std::vector<std::string> verbs;
+    if (associated) verbs.push_back("associated-node:" + t.verb);
+    verbs.push_back("arbitrary-node:" + t.verb);
+    for (const auto& driver : drivers) {
+      std::string first;
+      bool allowed = false;
+      for (const auto& v : verbs) {
+        const RequestAttributes a{v, "resource.k8s.io", "resourceclaims", "driver", t.ns, driver};
+        if (rbac->Allows(u, a)) {
+          allowed = true;
+          break;
+        }
+        if (first.empty())
+          first = StrCat("resourceclaims.resource.k8s.io \"", driver,
+                         "\" is forbidden: ", ForbiddenMessage(u, a));
+      }
+      if (!allowed)
+        errs.push_back(
+            StrCat("status.devices: Forbidden: changing status.devices requires "
+                   "resource=\"resourceclaims/driver\", verb=\"[",
+                   absl::StrJoin(verbs, " "), "]\" permission: ", first));
+    }
+    return errs;
+  }
+
   template <typename F>
   void Guard(const httplib::Request& req, httplib::Response& res, F&& f) {
     auto t = ParsePath(req.path);
@@ -381,6 +486,8 @@ struct FakeApiServer::Impl {
       return;
     }
     try {
+      t->verb = VerbOf(req, *t);
+      t->user = AuthorizeRequest(req, *t);
       f(*t);
     } catch (const ApiError& e) {
       Reply(res, e.code, e.status);
@@ -867,9 +974,11 @@ struct FakeApiServer::Impl {
   // What the real server's strategy does to a resource.k8s.io write (drop the fields of disabled
   // gates, validate); other kinds pass unchanged. Throws 422 Invalid with the field errors.
   void AdmitLocked(const ResDef& d, const std::string& name, Json& obj, const Json* old,
-                   bool status_write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+                   bool status_write, const Target* t = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (std::string(d.prefix) != kDraPrefix) return;
-    const std::vector<std::string> errs = AdmitDraWrite(d.plural, obj, old, status_write, gates);
+    std::vector<std::string> errs = AdmitDraWrite(d.plural, obj, old, status_write, gates);
+    if (t != nullptr && old != nullptr && std::string(d.plural) == "resourceclaims")
+      for (auto& e : DeviceStatusErrorsLocked(*t, obj, *old)) errs.push_back(std::move(e));
     if (errs.empty()) return;
     std::string list;
     Json causes = Json::array();
@@ -916,7 +1025,7 @@ struct FakeApiServer::Impl {
     }
     next["kind"] = t.def->kind;
     next["apiVersion"] = t.def->api_version;
-    AdmitLocked(*t.def, t.name, next, &stored, t.sub == "status");
+    AdmitLocked(*t.def, t.name, next, &stored, t.sub == "status", &t);
     next["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"];
     if (next == stored) return stored;  // no-op writes do not bump resourceVersion
     Json prev = stored;
@@ -1344,6 +1453,11 @@ void FakeApiServer::Partition(const std::string& authorization, bool cut) {
     impl_->partitioned[authorization] = cut;
   }
   impl_->cv.NotifyAll();
+}
+
+void FakeApiServer::Authorize(const nlohmann::json& rbac_objects) {
+  MutexLock l(impl_->mu);
+  impl_->rbac.emplace(rbac_objects);
 }
 
 void FakeApiServer::AddToken(const std::string& token, nlohmann::json user) {

@@ -85,6 +85,13 @@ class FakeApiServer {
   // TokenReview (POST /apis/authentication.k8s.io/v1/tokenreviews): `token` authenticates as
   // `user` (status.user: username, uid, groups, extra). Other tokens are not authenticated.
   void AddToken(const std::string& token, nlohmann::json user);
+  // Turns authorization on (off by default): from now on a request with a bearer token is made as
+  // the user AddToken registered for it (401 for another token) and must be allowed by
+  // `rbac_objects` (ClusterRoles, ClusterRoleBindings, Roles, RoleBindings as a List or array;
+  // fake_rbac.h), or it gets 403. With the 1.36 gate DRAResourceClaimGranularStatusAuthorization
+  // on, changing a driver's status.devices entries of a claim also needs resourceclaims/driver
+  // (dra_api.h). Requests without a token stay unrestricted. Calling it again replaces the policy.
+  void Authorize(const nlohmann::json& rbac_objects);
 
   // --- fault injection ---
   // The next `count` requests whose method matches (empty = any) and whose path (without query)

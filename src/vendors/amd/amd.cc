@@ -4,16 +4,43 @@
 //
 // Upstream's v2.11 line (pkg/device/amd): a device's devcore is its number of compute units and
 // amd.com/gpucores a percentage of them (1..100; omitted = all of them); amd.com/gpumem-percentage
-// a share of its memory (0..100). Out-of-range values are refused, not clamped.
+// a share of its memory (0..100). Out-of-range values are refused, not clamped. On RDNA the CU
+// mask works per WGP (a pair of CUs): the AMD device plugin publishes customInfo.cuPerWGP and hands
+// out whole WGPs, so the compute units booked are rounded up to whole WGPs (never above the card).
 #include "vendors/amd/amd.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
+#include "absl/strings/ascii.h"
+#include "common/mutex.h"
+#include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/generic.h"
 
 namespace hami::vendors {
 namespace {
+
+// A member of a Go-decoded registration entry: struct fields match keys case-insensitively.
+const nlohmann::json* Field(const nlohmann::json& entry, std::string_view lower_name) {
+  for (auto it = entry.begin(); it != entry.end(); ++it)
+    if (absl::AsciiStrToLower(it.key()) == lower_name) return &it.value();
+  return nullptr;
+}
+
+// Upstream's cuPerWGP(customInfo): a whole number in 2..INT32_MAX, else no rounding (CDNA
+// publishes 1; a fractional, larger or non-numeric value is ignored). customInfo is a Go map, so
+// the key is exact.
+int CuPerWgp(const nlohmann::json& entry) {
+  const nlohmann::json* info = Field(entry, "custominfo");
+  if (info == nullptr || !info->is_object()) return 1;
+  auto it = info->find("cuPerWGP");
+  if (it == info->end() || !it->is_number()) return 1;
+  const double v = it->get<double>();
+  if (!(v > 1) || v > std::numeric_limits<int32_t>::max() || v != std::floor(v)) return 1;
+  return static_cast<int>(v);
+}
 
 class AmdVendor : public GenericVendor {
  public:
@@ -42,14 +69,37 @@ class AmdVendor : public GenericVendor {
     if (r.memreq_mib <= 0 && r.mem_percentage > 0 && d.devmem_mib > 0)
       g.usedmem_mib = std::max<int64_t>(d.devmem_mib * r.mem_percentage / 100, 1);
     if (g.usedmem_mib <= 0) g.usedmem_mib = d.devmem_mib;
-    if (r.coresreq > 0)
-      g.usedcores = std::min(std::max(d.devcore * r.coresreq / 100, 1), d.devcore);
-    else
+    if (r.coresreq > 0) {
+      const int64_t cus = std::max(d.devcore * r.coresreq / 100, 1);
+      const int64_t unit = CuPerWgpOf(d.uuid);
+      g.usedcores = static_cast<int>(std::min<int64_t>((cus + unit - 1) / unit * unit, d.devcore));
+    } else
       g.usedcores = d.devmem_mib > 0 && g.usedmem_mib >= d.devmem_mib ? d.devcore : 0;
     return g;
   }
+  // Keeps each device's cuPerWGP from the registration (core::DeviceInfo has no customInfo).
+  StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(auto devs, GenericVendor::DecodeNode(node));
+    auto it = node.annotations.find(spec_.keys.node_register);
+    if (devs.empty() || it == node.annotations.end()) return devs;
+    const auto j = nlohmann::json::parse(it->second, nullptr, false);
+    MutexLock l(mu_);
+    for (const auto& d : devs) cu_per_wgp_.erase(d.uuid);
+    if (!j.is_array()) return devs;  // CSV: no customInfo
+    for (const auto& e : j) {
+      const nlohmann::json* id = e.is_object() ? Field(e, "id") : nullptr;
+      if (id == nullptr || !id->is_string()) continue;
+      if (const int unit = CuPerWgp(e); unit > 1) cu_per_wgp_[id->get<std::string>()] = unit;
+    }
+    return devs;
+  }
 
  private:
+  int64_t CuPerWgpOf(const std::string& uuid) const {
+    MutexLock l(mu_);
+    auto it = cu_per_wgp_.find(uuid);
+    return it == cu_per_wgp_.end() ? 1 : it->second;
+  }
   Status CheckRanges(const nlohmann::json& resources) const {
     const ResourceNames& n = spec_.resources;
     HAMI_ASSIGN_OR_RETURN(auto pct, ReadResource(resources, n.memory_percentage));
@@ -63,6 +113,10 @@ class AmdVendor : public GenericVendor {
           StrCat(n.cores, "=", *cores, ": must be an integer percentage between 1 and 100"));
     return OkStatus();
   }
+
+  mutable Mutex mu_;
+  // Device UUID -> CUs per WGP where above 1, from the latest registration that listed it.
+  mutable std::map<std::string, int> cu_per_wgp_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

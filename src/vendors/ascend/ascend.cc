@@ -20,7 +20,7 @@
 namespace hami::vendors {
 namespace {
 
-constexpr const char kVnpuMode[] = "huawei.com/vnpu-mode";
+constexpr const char* kVnpuMode = kAscendVnpuModeKey;
 constexpr const char kNodeHamiCore[] = "hami-vnpu-core";
 constexpr const char kAscend910C[] = "Ascend910C";  // upstream's Ascend910CType
 constexpr const char kModeTemplate[] = "template";
@@ -55,14 +55,14 @@ class AscendVendor : public GenericVendor {
         capacity_mib_(capacity_mib) {}
 
  protected:
-  // Ascend 910C (upstream device_910c_pairing_test.go): a module carries two dies, device indices
-  // 2k and 2k+1, and a request for several NPUs takes whole modules, both dies of each (lowest
-  // module first). Too few whole free modules, or an odd count above one, does not fit.
+  // Ascend 910C in a SuperPod (`superPod: true`; upstream device_910c_pairing_test.go): a module
+  // carries two dies, device indices 2k and 2k+1, and a request for several NPUs takes whole
+  // modules, both dies of each (lowest module first). Too few whole free modules, or an odd count
+  // above one, does not fit. Without superPod (split mode) the dies are taken one by one.
   std::vector<int> ChooseSet(const core::DeviceRequest& r,
                              std::span<const core::DeviceInfo> devices,
                              const std::vector<int>& candidates) const override {
-    if (spec_.common_word != kAscend910C || r.nums <= 1)
-      return GenericVendor::ChooseSet(r, devices, candidates);
+    if (!ModulePairs() || r.nums <= 1) return GenericVendor::ChooseSet(r, devices, candidates);
     if (r.nums % 2 != 0) return {};
     std::map<int, std::vector<int>> modules;  // index / 2 -> free positions
     for (int c : candidates)
@@ -90,7 +90,7 @@ class AscendVendor : public GenericVendor {
     }
     if (resources != given) m.add_limits[spec_.resources.count] = 2;
     HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, spec_.resources.count));
-    if (spec_.common_word == kAscend910C && count && *count > 1 && *count % 2 != 0)
+    if (ModulePairs() && count && *count > 1 && *count % 2 != 0)
       m.denials.insert(m.denials.begin(),
                        StrCat(spec_.resources.count, "=", *count, ": ", kAscend910C,
                               " takes whole modules (2 NPUs): ask "
@@ -231,11 +231,11 @@ class AscendVendor : public GenericVendor {
     whole.coresreq = 100;
     return whole;
   }
-  // Upstream's 910C admission (Test_MutateAdmission910C): the smallest unit is a module of two
-  // NPUs, so a count of 1 becomes 2 (limits, and requests where present). The scheduler reads a
-  // pod that skipped the webhook the same way.
+  // Upstream's 910C SuperPod admission (Test_MutateAdmission910C): the smallest unit is a module
+  // of two NPUs, so a count of 1 becomes 2 (limits, and requests where present). The scheduler
+  // reads a pod that skipped the webhook the same way.
   StatusOr<nlohmann::json> ModuleRounded(const nlohmann::json& resources) const {
-    if (spec_.common_word != kAscend910C) return resources;
+    if (!ModulePairs()) return resources;
     HAMI_ASSIGN_OR_RETURN(auto count, ReadResource(resources, spec_.resources.count));
     if (!count || *count != 1) return resources;
     nlohmann::json out = resources;
@@ -290,6 +290,9 @@ class AscendVendor : public GenericVendor {
     return OkStatus();
   }
 
+  // Whole 910C modules (superPod: true): ChipSpec sets group_rules for exactly that chip.
+  bool ModulePairs() const { return spec_.rules.group_rules; }
+
   static bool HamiCore(const std::map<std::string, std::string>& a) {
     auto it = a.find(kVnpuMode);
     return it != a.end() && it->second == core::kModeHamiCore;
@@ -307,6 +310,7 @@ struct Chip {
       core_resource;            // renames (empty: huawei.com/<CommonWord>[-memory|-core])
   int64_t memory_factor = 1;    // MiB per unit of the memory resource (upstream memoryFactor)
   int64_t allocatable_mib = 0;  // memoryAllocatable (0: memoryCapacity)
+  bool super_pod = false;       // superPod: 910C modules are taken whole (upstream v2.11)
 };
 
 // Defaults when `vnpus:` lists nothing (values of upstream's chart device-config.yaml).
@@ -349,7 +353,7 @@ Spec ChipSpec(const Chip& c) {
             StrCat("hami.io/no-use-", c.common_word, "-uuid")};
   s.rules.max_devices_per_container = 1;
   // 910C modules pair their dies: the scheduler lets Fit (ChooseSet) pick a multi-NPU set.
-  s.rules.group_rules = c.common_word == kAscend910C;
+  s.rules.group_rules = c.common_word == kAscend910C && c.super_pod;
   for (const auto& [name, mem, core] : c.templates)
     s.rules.templates.push_back(
         {name, mem, static_cast<int>(core * 100 / std::max<int64_t>(c.ai_core, 1))});
@@ -360,6 +364,28 @@ Spec ChipSpec(const Chip& c) {
 }
 
 }  // namespace
+
+std::optional<std::string> ImpliedVnpuMode(std::span<const std::unique_ptr<Vendor>> vendors,
+                                           const nlohmann::json& pod_spec,
+                                           const std::map<std::string, std::string>& annotations) {
+  if (annotations.count(kVnpuMode) != 0 || !pod_spec.is_object()) return std::nullopt;
+  for (const char* list : {"initContainers", "containers"}) {
+    auto arr = pod_spec.find(list);
+    if (arr == pod_spec.end() || !arr->is_array()) continue;
+    for (const nlohmann::json& c : *arr) {
+      if (!c.is_object() || !c.contains("resources") || !c["resources"].is_object()) continue;
+      const nlohmann::json& res = c["resources"];
+      if (!res.contains("limits")) continue;
+      const nlohmann::json limits_only = {{"limits", res["limits"]}};  // upstream reads limits
+      for (const auto& v : vendors) {
+        if (v->name() != "ascend" || v->resources().cores.empty()) continue;
+        auto cores = ReadResource(limits_only, v->resources().cores);
+        if (cores.ok() && cores->value_or(0) > 0) return std::string(core::kModeHamiCore);
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& section) {
   std::vector<Chip> chips;
@@ -405,7 +431,8 @@ StatusOr<std::vector<std::unique_ptr<Vendor>>> MakeAscend(const YAML::Node& sect
       HAMI_RETURN_IF_ERROR(r.String("resourceName", &c.resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceMemoryName", &c.memory_resource));
       HAMI_RETURN_IF_ERROR(r.String("resourceCoreName", &c.core_resource));
-      r.Ignore({"runtimeClassName", "overwriteEnv", "superPod"});  // upstream, not read
+      r.Ignore({"runtimeClassName", "overwriteEnv"});  // upstream, not read
+      HAMI_RETURN_IF_ERROR(r.Bool("superPod", &c.super_pod));
       HAMI_RETURN_IF_ERROR(r.Int("memoryFactor", &c.memory_factor));
       if (c.memory_factor < 1 || c.memory_factor > kMaxMemoryUnitMib)
         return InvalidArgument(StrCat(r.where(), ".memoryFactor: ", c.memory_factor,

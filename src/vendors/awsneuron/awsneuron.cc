@@ -14,7 +14,10 @@
 //  - decision: hami.io/aws-neuron-devices-allocated (no to-allocate key) plus what the Neuron
 //    device plugin reads: AWS_NEURON_IDS (device indices, or NeuronCore ids `cores*i + k` for a
 //    part of a device, then NEURON_RESOURCE_TYPE names the core resource), NEURON_ALLOC_TIME
-//    (nanoseconds), NEURON_ALLOCATED=false and aws.amazon.com/predicate-node.
+//    (nanoseconds), NEURON_ALLOCATED=false and aws.amazon.com/predicate-node. `cores` is the
+//    section's coresPerDevice, so a part of a device is granted only on devices with that many
+//    cores; elsewhere a core request takes the whole device, and devices with fewer are refused;
+//  - a node whose neuroncore capacity does not divide evenly among its devices registers none.
 // Upstream packs several NeuronCore pods onto one device by a core bit mask that only its own
 // scheduler process holds; our usage is rebuilt from pod annotations, where the mask is not
 // recoverable, so a device hosts one pod (its core ids are then always 0..c-1 of the device).
@@ -22,6 +25,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
@@ -67,6 +71,10 @@ class AwsNeuron : public GenericVendor {
     const int64_t cores = c == node.capacity.end() ? 0 : c->second;
     if (cores < 0 || cores > kMaxDevices * 1024)
       return InvalidArgument(StrCat("capacity ", n.cores, "=", cores, ": out of range"));
+    // Upstream's geometry check (device_geometry_test.go): every device has the same cores.
+    if (cores % it->second != 0)
+      return InvalidArgument(StrCat("capacity ", n.cores, "=", cores, " is not divisible by ",
+                                    n.count, "=", it->second));
     const int per_device = static_cast<int>(cores / it->second);
     auto label = node.labels.find(kInstanceType);
     std::vector<core::DeviceInfo> out;
@@ -93,14 +101,33 @@ class AwsNeuron : public GenericVendor {
     return OkStatus();
   }
 
+  // A device with fewer NeuronCores than coresPerDevice: a grant of it cannot be told from a part
+  // of a coresPerDevice device in the decision (AddDecisionExtras), so its core ids would be
+  // wrong; refused for good (the section's coresPerDevice must not exceed any node's).
+  std::optional<Refusal> CheckDevice(const core::DeviceRequest& r, const core::DeviceInfo& d,
+                                     const core::DeviceUsage& u,
+                                     const core::DeviceSelectors& s) const override {
+    if (d.vendor == kWord && d.devcore > 0 && d.devcore < cores_per_device_)
+      return Refusal{scheduler::Reason::kCardTypeMismatch,
+                     StrCat(d.uuid, ": ", d.devcore, " NeuronCores a device, fewer than ",
+                            "awsneuron.coresPerDevice ", cores_per_device_,
+                            ": its core ids cannot be written"),
+                     true};
+    return GenericVendor::CheckDevice(r, d, u, s);
+  }
+
   core::ContainerDevice Grant(const core::DeviceRequest& r,
                               const core::DeviceInfo& d) const override {
     core::ContainerDevice g;
     g.uuid = d.uuid;
     g.vendor = kWord;
     g.index = d.index;
-    // A whole device (count request, or cores spanning several devices) takes all its cores.
-    g.usedcores = r.mem_percentage == 100 || r.nums > 1 ? d.devcore : r.coresreq;
+    // A whole device (count request, or cores spanning several devices) takes all its cores. So
+    // does a core request on a device whose cores differ from coresPerDevice: the ids of a part
+    // (`coresPerDevice x index + k`) would name another device's cores there, the device's index
+    // names its own (upstream strides by each node's cores, device_geometry_test.go).
+    const bool whole = r.mem_percentage == 100 || r.nums > 1 || d.devcore != cores_per_device_;
+    g.usedcores = whole ? d.devcore : r.coresreq;
     return g;
   }
 

@@ -346,5 +346,109 @@ TEST(AwsNeuronUpstream, Test_PatchAnnotations) {
   EXPECT_EQ(ann->count("AWS_NEURON_IDS"), 0u);
 }
 
+// device_geometry_test.go TestGetNodeDevicesRejectsInvalidGeometry: NeuronCores that do not divide
+// evenly among the node's devices are refused (upstream: "is not divisible"); before, the remainder
+// was dropped (2 devices, 3 cores: one core each).
+TEST(AwsNeuronUpstream, TestGetNodeDevicesRejectsInvalidGeometry) {
+  struct Case {
+    const char* name;
+    int64_t devices, cores;
+    int per_device;  // cores of each decoded device; -1 = refused
+  } cases[] = {
+      {"TestGetNodeDevicesRejectsInvalidGeometry: 2 devices, 3 cores", 2, 3, -1},
+      {"7 cores on 4 devices", 4, 7, -1},
+      {"inf1: 4 devices, 16 cores", 4, 16, 4},
+      {"trn1: 1 device, 2 cores", 1, 2, 2},
+      {"no neuroncore capacity: devices without cores", 2, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto devs = Neuron().DecodeNode(Node(c.devices, c.cores, "inf1.xlarge"));
+    if (c.per_device < 0) {
+      ASSERT_FALSE(devs.ok());
+      EXPECT_NE(std::string(devs.status().message()).find("is not divisible"), std::string::npos)
+          << devs.status();
+      continue;
+    }
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    ASSERT_EQ(devs->size(), static_cast<size_t>(c.devices));
+    for (const auto& d : *devs) EXPECT_EQ(d.devcore, c.per_device);
+  }
+}
+
+// device_geometry_test.go TestMixedNodeGeometryAllocationWorkflow: the NeuronCore ids handed to the
+// device plugin follow the target node's cores per device (upstream: a 2-core request on device 1
+// is "2,3" on inf2 and "4,5" on inf1). Ours writes a part of a device as ids
+// `coresPerDevice x index + k`, which are right only on devices with coresPerDevice cores: on any
+// other device a core request takes the whole device (its index, as upstream's whole-device ids
+// name the same cores), and a device with fewer cores than coresPerDevice is refused (its whole
+// grant would read as a part). Before, a 1-core pod on inf1 device 1 with the default 2 was handed
+// core 2, a core of device 0.
+TEST(AwsNeuronUpstream, TestMixedNodeGeometryAllocationWorkflow) {
+  struct Case {
+    const char* name;
+    int per_device;  // awsneuron.coresPerDevice
+    int64_t devices, cores;
+    const char* instance;
+    const char* resource;
+    int64_t value;
+    const char* want;       // AWS_NEURON_IDS, or the refusal reason
+    bool core_ids = false;  // NEURON_RESOURCE_TYPE written
+    int usedcores = 0;
+  } cases[] = {
+      {"two-core target keeps two-core index stride (upstream 2,3: the same cores)", 2, 2, 4,
+       "inf2.8xlarge", "aws.amazon.com/neuroncore", 2, "1", false, 2},
+      {"four-core target keeps four-core index stride (upstream 4,5: whole device here)", 2, 2, 8,
+       "inf1.6xlarge", "aws.amazon.com/neuroncore", 2, "1", false, 4},
+      {"one core on a four-core device with coresPerDevice 2: the whole device", 2, 2, 8,
+       "inf1.6xlarge", "aws.amazon.com/neuroncore", 1, "1", false, 4},
+      {"one core on a two-core device", 2, 2, 4, "inf2.8xlarge", "aws.amazon.com/neuroncore", 1,
+       "2", true, 1},
+      {"coresPerDevice 4 on inf1: one core", 4, 2, 8, "inf1.6xlarge", "aws.amazon.com/neuroncore",
+       1, "4", true, 1},
+      {"coresPerDevice 4 on inf1: three cores", 4, 2, 8, "inf1.6xlarge",
+       "aws.amazon.com/neuroncore", 3, "4,5,6", true, 3},
+      {"coresPerDevice 4 on inf2: a whole device is refused", 4, 2, 4, "inf2.8xlarge",
+       "aws.amazon.com/neuron", 1, "CardTypeMismatch"},
+      {"coresPerDevice 4 on inf2: one core is refused", 4, 2, 4, "inf2.8xlarge",
+       "aws.amazon.com/neuroncore", 1, "CardTypeMismatch"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto vendors = LoadVendors(StrCat("awsneuron: {coresPerDevice: ", c.per_device, "}\n"));
+    ASSERT_TRUE(vendors.ok()) << vendors.status();
+    const Vendor& v = *vendors->back();
+    ASSERT_EQ(v.common_word(), "AWSNeuron");
+    NodeView node = Node(c.devices, c.cores, c.instance);
+    auto devs = v.DecodeNode(node);
+    ASSERT_TRUE(devs.ok()) << devs.status();
+    auto req = v.ParseRequest({{"limits", {{c.resource, c.value}}}}, {});
+    ASSERT_TRUE(req.ok() && *req) << req.status();
+    auto sel = v.ParseSelectors({});
+    ASSERT_TRUE(sel.ok());
+    const std::vector<core::DeviceUsage> usage(devs->size());
+    const FitResult fit = v.Fit(**req, *devs, usage, *sel, node);
+    if (std::string(c.want).find_first_not_of("0123456789,") != std::string::npos) {
+      EXPECT_FALSE(fit.ok()) << "granted " << (fit.ok() ? fit.devices[0].uuid : "");
+      bool found = false;
+      for (const auto& r : fit.refusals)
+        found = found || (scheduler::ReasonName(r.reason) == std::string(c.want) && r.never &&
+                          r.detail.find("coresPerDevice") != std::string::npos);
+      EXPECT_TRUE(found) << fit.Summary(static_cast<int>(devs->size()));
+      continue;
+    }
+    ASSERT_EQ(fit.devices.size(), 1u) << fit.Summary(static_cast<int>(devs->size()));
+    EXPECT_EQ(fit.devices[0].uuid, "test-AWSNeuron-1");
+    EXPECT_EQ(fit.devices[0].usedcores, c.usedcores);
+    core::PodAllocation a;
+    a.node = "test";
+    a.containers = {fit.devices};
+    auto ann = v.EncodeDecision(a, 1700000000);
+    ASSERT_TRUE(ann.ok()) << ann.status();
+    EXPECT_EQ(ann->at("AWS_NEURON_IDS"), c.want);
+    EXPECT_EQ(ann->count("NEURON_RESOURCE_TYPE"), c.core_ids ? 1u : 0u);
+  }
+}
+
 }  // namespace
 }  // namespace hami::vendors

@@ -2,7 +2,9 @@
 // scheduler models it:
 //  - devices from node capacity: one GPU per started 16 of mthreads.com/sgpu-core, id
 //    `<node>-mthreads-<i>`, type Mthreads, 100 slots, 16 cores (core *units*, not percent) and
-//    memory = sgpu-memory capacity * 512 MiB * 16 / sgpu-core capacity;
+//    memory = sgpu-memory capacity * 512 MiB * 16 / sgpu-core capacity; `i` is the physical card
+//    id from the node label mthreads.com/sgpu.cores ("0-2-3": the cards bound to sGPU), else
+//    0..N-1 (upstream v2.11: the vendor stack reads the index as the card id);
 //  - a request needs the count resource and takes memory * 512 MiB / count and cores / count
 //    units per GPU (no cores: 0); a multi-GPU or memory-less request is read as the webhook
 //    rewrites it (whole GPUs), so a pod that skipped the webhook books the same;
@@ -20,7 +22,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "vendors/config.h"
 #include "vendors/generic.h"
 #include "yaml-cpp/yaml.h"
@@ -33,6 +38,27 @@ constexpr int64_t kMemoryUnitMiB = 512;
 constexpr int64_t kDefaultMemoryUnitsPerGpu = 96;  // MTT S4000 (48 GiB); S5000: 160
 // The whole-card resource of Moore Threads' own device plugin, outside HAMi's accounting.
 constexpr char kWholeGpuResource[] = "mthreads.com/gpu";
+// Node label of the vendor stack: the physical card ids bound to sGPU, '-' (or ',') between.
+constexpr char kCardIdsLabel[] = "mthreads.com/sgpu.cores";
+
+// The card ids of kCardIdsLabel, in label order. Upstream v2.11 trusts the label strictly: its ids
+// must account for the whole sgpu-core capacity (16 units a card), or the node offers nothing.
+StatusOr<std::vector<int>> CardIds(const std::string& label, int64_t core_capacity) {
+  std::vector<int> ids;
+  std::set<int> seen;
+  for (absl::string_view part : absl::StrSplit(label, absl::ByAnyChar("-,"))) {
+    int id = -1;
+    if (!absl::SimpleAtoi(part, &id) || id < 0 || !seen.insert(id).second)
+      return InvalidArgument(StrCat("label ", kCardIdsLabel, "=\"", label,
+                                    "\": expected distinct card ids such as 0-2-3"));
+    ids.push_back(id);
+  }
+  if (static_cast<int64_t>(ids.size()) * kCoresPerGpu != core_capacity)
+    return InvalidArgument(StrCat("label ", kCardIdsLabel, "=\"", label, "\" names ", ids.size(),
+                                  " cards, but the sgpu-core capacity is ", core_capacity, " (",
+                                  kCoresPerGpu, " a card)"));
+  return ids;
+}
 
 // Upstream's buildLegalMemorySliceUnion: per card size, the powers of two from 2 below it and the
 // whole card; the union over the configured sizes (a mixed cluster admits any model's slice).
@@ -107,6 +133,31 @@ class MthreadsVendor : public GenericVendor {
                                  legal, " (units of 512 MiB; devices.mthreads.memoryPerCard)"));
     }
     return m;
+  }
+
+  StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
+    HAMI_ASSIGN_OR_RETURN(auto devs, GenericVendor::DecodeNode(node));
+    auto label = node.labels.find(kCardIdsLabel);
+    if (label == node.labels.end() || label->second.empty() || devs.empty()) return devs;
+    // devs is not empty, so the capacity is there; ids.size() * 16 equals it, so one id a device.
+    HAMI_ASSIGN_OR_RETURN(const std::vector<int> ids,
+                          CardIds(label->second, node.capacity.at(spec_.resources.cores)));
+    for (size_t i = 0; i < devs.size(); ++i) {
+      devs[i].index = ids[i];
+      devs[i].uuid = StrCat(node.name, "-mthreads-", ids[i]);
+    }
+    return devs;
+  }
+  // The label is written back when the devices are not cards 0..N-1 (fakes and the simulator).
+  Status EncodeNode(const std::vector<core::DeviceInfo>& devices, NodeView* node) const override {
+    std::string ids;
+    bool contiguous = true;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      contiguous = contiguous && devices[i].index == static_cast<int>(i);
+      ids += StrCat(i == 0 ? "" : "-", devices[i].index);
+    }
+    if (!contiguous) node->labels[kCardIdsLabel] = ids;
+    return GenericVendor::EncodeNode(devices, node);
   }
 
  protected:

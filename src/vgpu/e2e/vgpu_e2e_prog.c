@@ -544,6 +544,17 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
     CHECK(cuGraphAddKernelNode(&node, graph, NULL, 0, &kp));
     CHECK(cuGraphInstantiate(&exec, graph, 0));
   }
+  /* VGPU_E2E_QUEUE_WAVES=<w>: at most w waves of this process's kernels in flight (an event per
+   * launch; the oldest are awaited before a launch that would exceed w; at most 64 kernels), as
+   * the real driver queues per context. The fake otherwise blocks every process's launch on the
+   * device-wide backlog, so that a process keeping it full decides by a wake-up race whether a
+   * neighbour gets to launch at all. */
+  CUevent queue[64];
+  unsigned queue_waves[64];
+  const long queue_max = getenv("VGPU_E2E_QUEUE_WAVES") ? atol(getenv("VGPU_E2E_QUEUE_WAVES")) : 0;
+  long in_flight = 0, queued = 0, oldest = 0;
+  if (queue_max > 0)
+    for (int i = 0; i < 64; i++) CHECK(cuEventCreate(&queue[i], 0));
   unsigned seed = (unsigned)getpid();
   sleep_until_realtime_us(start_us);
   unsigned long long busy0 = fakegpu_busy_ns(nvml_index, getpid());
@@ -560,6 +571,13 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
     } else if (strcmp(path, "mixed") == 0) {
       static const unsigned kWaves[] = {1, 8, 40, 400};
       blocks = kWaves[rand_r(&seed) % 4] * (unsigned)sms;
+    }
+    const unsigned waves = (blocks + (unsigned)sms - 1) / (unsigned)sms;
+    while (queue_max > 0 && queued > 0 && (queued == 64 || in_flight + waves > queue_max)) {
+      CHECK(cuEventSynchronize(queue[oldest % 64]));
+      in_flight -= queue_waves[oldest % 64];
+      oldest++;
+      queued--;
     }
     CUresult r;
     if (strcmp(path, "ex") == 0) {
@@ -579,6 +597,13 @@ static int mode_launch(unsigned long long start_us, int ms, const char* path) {
     if (r != CUDA_SUCCESS) {
       printf("error=%d\n", (int)r);
       return 10;
+    }
+    if (queue_max > 0) {
+      const long k = (oldest + queued) % 64;
+      CHECK(cuEventRecord(queue[k], s));
+      queue_waves[k] = strcmp(path, "graph") == 0 ? 4 : waves; /* the graph: one 4 x SMs kernel */
+      in_flight += queue_waves[k];
+      queued++;
     }
     launches++;
   }

@@ -1,4 +1,4 @@
-#include "sim/dra_allocator.h"
+#include "scheduler/dra_allocator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "core/quantity.h"
 
-namespace hami::sim::dra {
+namespace hami::scheduler::dra {
 namespace {
 
 using Json = nlohmann::json;
@@ -216,6 +216,17 @@ Allocator::Allocator(std::vector<Pool> pools, std::map<std::string, DeviceClass>
       by_node_[pools_[i].node_name].push_back(i);
     }
   }
+}
+
+std::vector<const Pool*> Allocator::NodePools(const std::string& node) const {
+  std::vector<size_t> pool_ids = all_nodes_;
+  if (auto it = by_node_.find(node); it != by_node_.end())
+    pool_ids.insert(pool_ids.end(), it->second.begin(), it->second.end());
+  std::sort(pool_ids.begin(), pool_ids.end());
+  std::vector<const Pool*> out;
+  for (size_t id : pool_ids)
+    if (!pools_[id].incomplete) out.push_back(&pools_[id]);
+  return out;
 }
 
 StatusOr<std::vector<Result>> Allocator::Allocate(const std::vector<DeviceRequest>& requests,
@@ -541,30 +552,39 @@ StatusOr<std::vector<DeviceRequest>> RequestsFromClaim(const Json& claim) {
   return out;
 }
 
+StatusOr<std::vector<Result>> ResultsOfClaim(const Json& c) {
+  std::vector<Result> rs;
+  const Json* results = nullptr;
+  if (c.is_object() && c.contains("status") && c["status"].is_object() &&
+      c["status"].contains("allocation") && c["status"]["allocation"].is_object() &&
+      c["status"]["allocation"].contains("devices") &&
+      c["status"]["allocation"]["devices"].is_object() &&
+      c["status"]["allocation"]["devices"].contains("results"))
+    results = &c["status"]["allocation"]["devices"]["results"];
+  if (results == nullptr || !results->is_array()) return rs;
+  for (const Json& r : *results) {
+    if (!r.is_object()) return InvalidArgument("claim allocation result is not an object");
+    Result res{StrField(r, "request"),
+               StrField(r, "driver"),
+               StrField(r, "pool"),
+               StrField(r, "device"),
+               {},
+               {}};
+    if (r.contains("shareID")) res.share_id = StrField(r, "shareID");
+    if (r.contains("consumedCapacity") && r["consumedCapacity"].is_object()) {
+      for (const auto& [k, q] : r["consumedCapacity"].items()) {
+        HAMI_ASSIGN_OR_RETURN(res.consumed[k], Units(q, core::Rounding::kUp, "consumedCapacity"));
+      }
+    }
+    rs.push_back(std::move(res));
+  }
+  return rs;
+}
+
 StatusOr<AllocatedState> StateFromClaims(const std::vector<Json>& claims) {
   AllocatedState state;
   for (const Json& c : claims) {
-    const Json* results = nullptr;
-    if (c.contains("status") && c["status"].contains("allocation") &&
-        c["status"]["allocation"].contains("devices"))
-      results = &c["status"]["allocation"]["devices"]["results"];
-    if (results == nullptr || !results->is_array()) continue;
-    std::vector<Result> rs;
-    for (const Json& r : *results) {
-      Result res{StrField(r, "request"),
-                 StrField(r, "driver"),
-                 StrField(r, "pool"),
-                 StrField(r, "device"),
-                 {},
-                 {}};
-      if (r.contains("shareID")) res.share_id = StrField(r, "shareID");
-      if (r.contains("consumedCapacity")) {
-        for (const auto& [k, q] : r["consumedCapacity"].items()) {
-          HAMI_ASSIGN_OR_RETURN(res.consumed[k], Units(q, core::Rounding::kUp, "consumedCapacity"));
-        }
-      }
-      rs.push_back(std::move(res));
-    }
+    HAMI_ASSIGN_OR_RETURN(std::vector<Result> rs, ResultsOfClaim(c));
     state.Add(rs);
   }
   return state;
@@ -600,4 +620,4 @@ StatusOr<Json> AllocateClaimJson(const std::vector<Json>& slices, const std::vec
                     {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}}}}}}};
 }
 
-}  // namespace hami::sim::dra
+}  // namespace hami::scheduler::dra

@@ -15,7 +15,8 @@
 // result in the whole cluster); capacity requests only filter it. The `count` devices of one
 // request are distinct devices (two requests of one claim may share a device).
 //
-// Used by `hami sim --policy dra-stock` (sim/dra_stock.h) and by tests that need what stock DRA
+// Used by `hami sim --policy dra-stock` (sim/dra_stock.h), the extender's DRA placement
+// (scheduler/dra_placement.h) and by tests that need what stock DRA
 // would write into a claim's status.allocation (AllocateClaimJson).
 #include <cstdint>
 #include <functional>
@@ -29,7 +30,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 
-namespace hami::sim::dra {
+namespace hami::scheduler::dra {
 
 struct RequestPolicy {
   std::optional<int64_t> default_value;
@@ -112,6 +113,9 @@ class Allocator {
   StatusOr<std::vector<Result>> Allocate(const std::vector<DeviceRequest>& requests,
                                          const std::string& node, const AllocatedState& state,
                                          Rng& share_ids) const;
+  // The complete pools `node` allocates from (its own and all-node ones), in the order Allocate
+  // walks them (driver, then pool name).
+  std::vector<const Pool*> NodePools(const std::string& node) const;
 
  private:
   std::vector<Pool> pools_;                     // by driver, then name
@@ -138,6 +142,8 @@ StatusOr<std::vector<Pool>> PoolsFromSlices(const std::vector<nlohmann::json>& s
 StatusOr<Selector> ParseSelector(const std::string& cel);
 StatusOr<DeviceClass> ClassFromJson(const nlohmann::json& device_class);
 StatusOr<std::vector<DeviceRequest>> RequestsFromClaim(const nlohmann::json& claim);
+// The results of a claim's status.allocation (none when it is not allocated).
+StatusOr<std::vector<Result>> ResultsOfClaim(const nlohmann::json& claim);
 // The results of status.allocation of allocated claims (others are skipped).
 StatusOr<AllocatedState> StateFromClaims(const std::vector<nlohmann::json>& claims);
 // status.allocation for `claim` on `node` as stock DRA would write it (results with shareID and
@@ -148,4 +154,4 @@ StatusOr<nlohmann::json> AllocateClaimJson(const std::vector<nlohmann::json>& sl
                                            const nlohmann::json& claim, const std::string& node,
                                            Rng& share_ids);
 
-}  // namespace hami::sim::dra
+}  // namespace hami::scheduler::dra
