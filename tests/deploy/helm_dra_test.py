@@ -5,13 +5,16 @@ dra-plugin DaemonSet whose every flag `hami dra-plugin` accepts (argv[1]: the bu
 device plugin's DaemonSet keeps off the DRA nodes, so no node runs both (one owner per GPU), over a table
 of node labels; renders with a bad driver name or no DRA node label fail; the default render has no DRA
 object; the webhook's DRA conversion (dra.convert) passes its flags, grants exactly the template verbs and
-declares NoneOnDryRun only when selected. Helm from scripts/helm.sh (77 = skipped). Run from the
-repository root."""
+declares NoneOnDryRun only when selected; DRA placement (dra.placement) is off by default and without
+dra.enabled, and when on passes --dra-placement, adds the extender's prioritize verb with its weight and
+grants exactly the list/watch its informers need (read from src/extender/dra_hook.cc), each of these
+checks shown to fail on a rendering without it; the values schema refuses placement values of the wrong
+type. Helm from scripts/helm.sh (77 = skipped). Run from the repository root."""
 import os
 import subprocess
 import sys
 
-from dra_manifest import DEFAULT_OWNERS, dra_problems, owner_problems
+from dra_manifest import DEFAULT_OWNERS, dra_problems, owner_problems, placement_api_problems, placement_problems
 from helmtest import ROOT, check, failures, render as render_chart, template
 
 HAMI = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -101,6 +104,41 @@ for extra, want_flags in [
 # Without dra.enabled the conversion values are ignored.
 _, docs = render("--set-json", 'dra.convert={"namespaces":["ml"]}')
 check(conversion(docs) == ([], [], ["None"]), f"dra.convert without dra.enabled: {conversion(docs)}")
+
+# DRA placement (docs/dra.md, "Placement"): off by default, in DRA mode without dra.placement, and with
+# dra.placement but without dra.enabled (ignored); on: the flags, the prioritize verb with the weight, the
+# grants (exactly list/watch on what dra_hook.cc's informers hold; with the conversion, its grants too).
+for problem in placement_api_problems(ROOT):
+    check(False, problem)
+CONVERT_GRANTS = {("resourceclaimtemplates", v) for v in ["get", "list", "create", "delete"]} | {("resourceslices", "list")}
+rendered = []
+for extra, on, kw in [
+    ([], False, {}),
+    (["--set", "dra.enabled=true"], False, {}),
+    (["--set", "dra.placement.enabled=true"], False, {}),
+    (["--set", "dra.enabled=true", "--set", "dra.placement.enabled=true"], True, {}),
+    (["--set", "dra.enabled=true", "--set", "dra.placement.enabled=true", "--set", "dra.placement.weight=40",
+      "--set", "dra.driverName=gpu.example.com"], True, {"weight": 40, "driver": "gpu.example.com"}),
+    (["--set", "dra.enabled=true", "--set", "dra.placement.enabled=true",
+      "--set-json", 'dra.convert={"namespaces":["ml"]}'], True, {"other_grants": CONVERT_GRANTS}),
+]:
+    _, docs = render(*extra)
+    rendered.append(docs)
+    for problem in placement_problems(docs, on, hami=HAMI, **kw):
+        check(False, f"{extra}: {problem}")
+# Each part of the check can fail: the default rendering read as "on", the "on" one (row 4) as "off".
+for docs, on in [(rendered[0], True), (rendered[3], False)]:
+    got = placement_problems(docs, on)
+    for part in ["placement flags", "prioritizeVerb", "grants"]:
+        check(any(part in p for p in got), f"placement_problems(on={on}) misses a wrong {part}: {got}")
+# The values schema refuses wrong types (and a weight below 1, which kube-scheduler refuses).
+for args, where in [(["--set", "dra.placement.enabled=yes"], "/dra/placement/enabled"),
+                    (["--set-string", "dra.placement.enabled=true"], "/dra/placement/enabled"),
+                    (["--set", "dra.placement.weight=heavy"], "/dra/placement/weight"),
+                    (["--set", "dra.placement.weight=2.5"], "/dra/placement/weight"),
+                    (["--set", "dra.placement.weight=0"], "/dra/placement/weight")]:
+    rc, err = render("--set", "dra.enabled=true", *args, fail=True)
+    check(rc != 0 and where in err, f"{args}: schema did not refuse it at {where}: rc {rc}, {err.strip()[-200:]}")
 
 for args, msg in [(["--set", "dra.driverName=Bad_Name"], "is not a DNS subdomain"),
                   (["--set-json", "dra.nodeSelector=null"], "one owner per GPU")]:

@@ -78,6 +78,12 @@ global.imageTag, then the chart's appVersion.  Args: dict "root" . "image" <valu
 {{- if .Values.scheduler.leaderElect }}{{ int .Values.scheduler.replicas }}{{ else }}1{{ end -}}
 {{- end -}}
 
+{{/* "true" when the extender places DRA pods (hami scheduler --dra-placement, docs/dra.md "Placement"):
+dra.placement.enabled, in DRA mode only; "" otherwise. The flag, the prioritize verb and the RBAC follow it. */}}
+{{- define "hami.draPlacement" -}}
+{{- if and .Values.dra.enabled .Values.dra.placement.enabled }}true{{ end -}}
+{{- end -}}
+
 {{/* imagePullSecrets of a pod: global.imagePullSecrets, then each of its images' pullSecrets
 (upstream's image maps carry them, #2976), names or {name: ...}, each once; nothing when none.
 Args: dict "root" . "images" (list of image values). */}}
