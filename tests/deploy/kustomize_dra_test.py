@@ -4,7 +4,10 @@
 (dra_manifest.py: DeviceClass, RBAC with 1.36's resourceclaims/driver restricted to the driver, the
 dra-plugin DaemonSet's flags against the built binary, argv[1], and one owner per GPU over a table of
 node labels), no dangling reference (check-refs.py), and the overlays without the component have no DRA
-object. So that the checks can fail, a table of broken renderings (one defect each) must each be
+object. DRA placement (deploy/components/dra-placement, listed by the DRA overlay): --dra-placement, the
+extender's prioritize verb with weight 21 and exactly the list/watch grants its informers need (read from
+src/extender/dra_hook.cc), kube-scheduler's config otherwise the production overlay's; production and dev
+have none of it. So that the checks can fail, a table of broken renderings (one defect each) must each be
 reported with its reason. Exit 77 without kubectl. Run from the repository root."""
 import copy
 import shutil
@@ -13,7 +16,8 @@ import sys
 
 import yaml
 
-from dra_manifest import DEFAULT_OWNERS, dra_problems, owner_problems
+from dra_manifest import (DRIVER, DEFAULT_OWNERS, dra_problems, owner_problems, placement_api_problems, placement_problems,
+                          scheduler_config)
 
 HAMI = sys.argv[1] if len(sys.argv) > 1 else ""
 failures = []
@@ -37,11 +41,14 @@ def kustomize(overlay):
 
 
 def problems(docs):
-    return dra_problems(docs, hami=HAMI) + owner_problems(docs, DEFAULT_OWNERS)
+    return (dra_problems(docs, hami=HAMI) + owner_problems(docs, DEFAULT_OWNERS) +
+            placement_problems(docs, True, hami=HAMI))
 
 
 text, docs = kustomize("deploy/overlays/dra")
 for p in problems(docs):
+    check(False, p)
+for p in placement_api_problems():
     check(False, p)
 r = subprocess.run(["/usr/bin/python3", "deploy/check-refs.py"], input=text, capture_output=True, text=True)
 check(r.returncode == 0, f"dangling references: {r.stdout}{r.stderr}")
@@ -49,6 +56,17 @@ for overlay in ["deploy/overlays/production", "deploy/overlays/dev"]:
     _, plain = kustomize(overlay)
     check(not [d for d in plain if "dra" in d["metadata"]["name"] or d["kind"] == "DeviceClass"],
           f"{overlay} has DRA objects")
+    for p in placement_problems(plain, False):
+        check(False, f"{overlay}: {p}")
+    if overlay.endswith("production"):
+        production = plain
+# The component changes only the extender's weight and verb in kube-scheduler's config (its replacement
+# rewrites the end of the text): the rest is production's.
+conf, want = scheduler_config(docs)[0], scheduler_config(production)[0]
+if want and want.get("extenders"):
+    want["extenders"][0].update(prioritizeVerb="prioritize", weight=21)
+check(conf == want, "DRA overlay's kube-scheduler config is not production's plus the prioritize verb "
+      f"(extenders {(conf or {}).get('extenders')})")
 
 
 def find(docs, kind, name):
@@ -65,6 +83,20 @@ def dra_pod(docs):
 
 def args(docs):
     return [c for c in dra_pod(docs)["containers"] if c["name"] == "dra-plugin"][0]["command"]
+
+
+def extender_args(docs):
+    return [c for c in find(docs, "Deployment", "hami-scheduler")["spec"]["template"]["spec"]["containers"]
+            if c["name"] == "extender"][0]["command"]
+
+
+def scheduler_rules(docs):
+    return find(docs, "ClusterRole", "hami-scheduler")["rules"]
+
+
+def edit_config(docs, edit):
+    data = find(docs, "ConfigMap", "hami-scheduler-config")["data"]
+    data["config.yaml"] = edit(data["config.yaml"])
 
 
 # (defect, how to make it, a fragment of the problem it must produce)
@@ -94,10 +126,32 @@ BROKEN = [
     ("device plugin not kept off DRA nodes",
      lambda d: find(d, "DaemonSet", "hami-node-agent")["spec"]["template"]["spec"].pop("affinity"),
      "'hami.io/dra': 'true'}: runs ['device-plugin', 'dra']"),
+    ("no --dra-placement", lambda d: extender_args(d).remove("--dra-placement=true"), "placement flags"),
+    ("--dra-placement twice", lambda d: extender_args(d).append("--dra-placement=true"),
+     "gets --dra-placement 2 times"),
+    ("another driver placed",
+     lambda d: extender_args(d).__setitem__(extender_args(d).index(f"--dra-driver-name={DRIVER}"),
+                                            "--dra-driver-name=gpu.nvidia.com"), "placement flags"),
+    ("no prioritize verb", lambda d: edit_config(d, lambda t: t.replace("prioritizeVerb: prioritize", "")),
+     "(None, 21), want ('prioritize', 21)"),
+    ("weight left at 1", lambda d: edit_config(d, lambda t: t.replace("weight: 21", "weight: 1")),
+     "('prioritize', 1), want ('prioritize', 21)"),
+    ("weight appended instead of replaced (kustomize's delimiter not found)",
+     lambda d: edit_config(d, lambda t: t + "    weight: 21\n"), "duplicate key(s) ['weight']"),
+    ("no watch on deviceclasses",
+     lambda d: [x["verbs"].remove("watch") for x in scheduler_rules(d) if "deviceclasses" in x["resources"]],
+     "resource.k8s.io grants"),
+    ("a write on resourceclaims",
+     lambda d: [x["verbs"].append("patch") for x in scheduler_rules(d) if "resourceclaims" in x["resources"]],
+     "resource.k8s.io grants"),
 ]
 for name, breakit, want in BROKEN:
     broken = copy.deepcopy(docs)
-    breakit(broken)
+    try:
+        breakit(broken)
+    except (ValueError, KeyError, IndexError, StopIteration) as e:
+        check(False, f"broken rendering '{name}' cannot be made from this rendering: {e!r}")
+        continue
     got = problems(broken)
     check(any(want in p for p in got), f"broken rendering '{name}' not reported as '{want}': {got}")
 
