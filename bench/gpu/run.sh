@@ -4,15 +4,20 @@
 # of achieved versus target. SM share is measured as throughput relative to an unlimited run of the same
 # workload (its duty cycle), memory as what the workload could allocate and what it was told is total.
 # Last: the metering check (issue 33), libvgpu's busy counter against CUDA-event time and NVML's sampled figure.
-# usage: bench/gpu/run.sh [build dir] [seconds per SM run]    (default build/release, 10 s; about 3 min in all)
+# usage: [VGPU_LIB=libvgpu.so] bench/gpu/run.sh [build dir] [seconds per SM run]    (default build/release, 10 s; about 3 min in all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build/release}
 SECS=${2:-10}
 command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "warning: nvidia-smi not found" >&2
-if [ ! -f "$B/build.ninja" ]; then cmake --preset release -B "$B" >/dev/null; fi
-cmake --build "$B" -j"$(nproc)" --target vgpu >/dev/null
-LIB=$(realpath "$B/src/vgpu/libvgpu.so")
+# VGPU_LIB: a libvgpu.so built elsewhere (a GPU machine without the Debian build dependencies of the rest).
+if [ -n "${VGPU_LIB:-}" ]; then
+  LIB=$(realpath "$VGPU_LIB")
+else
+  if [ ! -f "$B/build.ninja" ]; then cmake --preset release -B "$B" >/dev/null; fi
+  cmake --build "$B" -j"$(nproc)" --target vgpu >/dev/null
+  LIB=$(realpath "$B/src/vgpu/libvgpu.so")
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -26,13 +31,14 @@ else
   exit 1
 fi
 
-n=0
 run() {  # <env...> -- <workload args>: prints the workload's output line
-  local envs=()
+  # Each run is its own container (its own region): runs are called in $(...) subshells, so a
+  # counter would not advance (every run shared the first run's region and its 1 GiB limit).
+  local envs=() region
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  n=$((n + 1))
-  env "${envs[@]}" CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/region$n.cache" LD_PRELOAD="$LIB" "${WORK[@]}" "$@"
+  region=$(mktemp -u "$TMP/region.XXXXXX")
+  env "${envs[@]}" CUDA_DEVICE_MEMORY_SHARED_CACHE="$region.cache" LD_PRELOAD="$LIB" "${WORK[@]}" "$@"
 }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
@@ -98,4 +104,10 @@ if [ -n "$NVCC" ]; then
   done
 else
   echo "| metering | | skipped: no nvcc | |"
+fi
+# NVML's per-process sampling period (what libvgpu's controller and meter read; bench/gpu/nvml_probe.c).
+if command -v cc >/dev/null && cc -O2 -o "$TMP/nvml_probe" bench/gpu/nvml_probe.c -ldl 2>/dev/null; then
+  gaps=$("$TMP/nvml_probe" device | awk '/^dev ts/ && $NF > 0 { print $NF / 1000 }' | sort -n)
+  med=$(echo "$gaps" | awk '{ a[NR] = $1 } END { if (NR) printf "%.1f", a[int((NR + 1) / 2)]; else print "n/a" }')
+  echo "| NVML sampling period | | median gap $med ms between device utilisation samples | nvmlDeviceGetSamples |"
 fi
