@@ -317,6 +317,7 @@ Config LoadConfig(const GetEnv& getenv_fn, std::vector<std::string>* warnings) {
   num(FAKEGPU_ENV_CTX_OVERHEAD_MIB, 0, 1 << 20, &c.ctx_overhead_mib);
   num(FAKEGPU_ENV_WAVE_US, 1, 10000000, &c.wave_us);
   num(FAKEGPU_ENV_MAX_BACKLOG_US, 0, 100000000, &c.max_backlog_us);
+  num(FAKEGPU_ENV_NVML_SAMPLE_MS, 0, 10000, &c.nvml_sample_ms);
   uint64_t cuda_version = static_cast<uint64_t>(c.cuda_version);
   num(FAKEGPU_ENV_CUDA_VERSION, 2000, 99990, &cuda_version);
   c.cuda_version = static_cast<int>(cuda_version);

@@ -43,6 +43,7 @@ struct Config {
   uint64_t ctx_overhead_mib = 300;
   uint64_t wave_us = 100;
   uint64_t max_backlog_us = 20000;
+  uint64_t nvml_sample_ms = 0;  // FAKEGPU_NVML_SAMPLE_MS: 0 = average over the interval asked about
   std::vector<NvLinkSpec> nvlinks;
   std::vector<XidSpec> xids;
   std::vector<FaultSpec> faults;

@@ -41,6 +41,13 @@ extern "C" {
 #define FAKEGPU_ENV_MAX_BACKLOG_US "FAKEGPU_MAX_BACKLOG_US"
 #define FAKEGPU_DEFAULT_MAX_BACKLOG_US 20000
 
+/* NVML's per-process utilisation sampler, milliseconds. 0 (default): each
+ * nvmlDeviceGetProcessUtilization call averages over the interval asked about. P > 0: as a real
+ * driver does (an H200 with driver 580 samples every 200 ms), a sample closes every P ms of
+ * CLOCK_REALTIME, stamped with its end, and a call returns the newest closed sample of each pid
+ * newer than lastSeenTimeStamp (none until the next period closes). */
+#define FAKEGPU_ENV_NVML_SAMPLE_MS "FAKEGPU_NVML_SAMPLE_MS"
+
 /* NVLink topology: comma list "a-b:links", e.g. "0-1:12,2-3:12" (NVML indices). Default: none. */
 #define FAKEGPU_ENV_NVLINK "FAKEGPU_NVLINK"
 

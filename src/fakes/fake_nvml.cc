@@ -257,10 +257,32 @@ struct Sample {
 };
 
 // Per-pid busy % in (last_seen_us, now], clipped to the last second. Returns the sample timestamp.
+// With FAKEGPU_NVML_SAMPLE_MS = P > 0, as a real driver: per-pid busy % of the newest closed
+// period of P ms (CLOCK_REALTIME multiples of P), stamped with its end, if that is newer than
+// last_seen_us.
 unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us,
                                   std::vector<Sample>* out) {
   uint64_t now_mono = fakegpu::MonoNs();
   unsigned long long now_us = fakegpu::RealUs();
+  if (const uint64_t period_us = GetRuntime().cfg.nvml_sample_ms * 1000; period_us > 0) {
+    const unsigned long long end_us = now_us / period_us * period_us;
+    if (end_us <= last_seen_us || end_us < period_us) return end_us;
+    const uint64_t to_mono = now_mono - (now_us - end_us) * 1000ULL;
+    const uint64_t from_mono = to_mono > period_us * 1000ULL ? to_mono - period_us * 1000ULL : 0;
+    for (const auto& b : S().BusyInWindow(idx, from_mono, to_mono)) {
+      if (b.pid == 0 || b.ns == 0) continue;
+      uint64_t pct64 = (b.ns * 100 + period_us * 500) / (period_us * 1000);
+      out->push_back(
+          {static_cast<unsigned>(b.pid), static_cast<unsigned>(std::min<uint64_t>(pct64, 100))});
+    }
+    // A process with a context and no work in the period gets a sample of 0, as from a driver.
+    for (const auto& p : S().Processes(idx)) {
+      const auto pid = static_cast<unsigned>(p.pid);
+      if (std::none_of(out->begin(), out->end(), [&](const Sample& s) { return s.pid == pid; }))
+        out->push_back({pid, 0});
+    }
+    return end_us;
+  }
   unsigned long long from_us = now_us > 1000000ULL ? now_us - 1000000ULL : 0;
   if (last_seen_us > from_us) from_us = last_seen_us;
   if (from_us >= now_us) return now_us;
@@ -821,6 +843,55 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
   }
   for (unsigned i = 0; i < n; ++i)
     samples[i] = nvmlProcessUtilizationSample_t{rows[i].pid, ts, rows[i].sm, 0, 0, 0};
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+// Device utilisation samples (NVML_GPU_UTILIZATION_SAMPLES only), as a driver keeps them: one per
+// closed period of FAKEGPU_NVML_SAMPLE_MS over the last 64 periods, newer than last_seen, oldest
+// first. Without a sampling period (the default averaging model) NOT_SUPPORTED.
+FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type,
+                                                 unsigned long long last_seen, int* value_type,
+                                                 unsigned int* count, nvmlSample_t* samples) {
+  FG_ENTRY();
+  FG_NEED_INIT();
+  FG_DEVICE(device, idx);
+  if (count == nullptr || value_type == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const uint64_t period_us = GetRuntime().cfg.nvml_sample_ms * 1000;
+  if (type != NVML_GPU_UTILIZATION_SAMPLES || period_us == 0) return NVML_ERROR_NOT_SUPPORTED;
+  const uint64_t now_mono = fakegpu::MonoNs();
+  const unsigned long long now_us = fakegpu::RealUs();
+  const unsigned long long last_end = now_us / period_us * period_us;
+  std::vector<nvmlSample_t> rows;
+  for (int k = 63; k >= 0; --k) {
+    const unsigned long long end = last_end - static_cast<unsigned long long>(k) * period_us;
+    if (end < period_us || end > last_end || end <= last_seen) continue;
+    const uint64_t to_mono = now_mono - (now_us - end) * 1000ULL;
+    const uint64_t from_mono = to_mono > period_us * 1000ULL ? to_mono - period_us * 1000ULL : 0;
+    uint64_t busy = 0;
+    for (const auto& b : S().BusyInWindow(idx, from_mono, to_mono))
+      if (b.pid != 0) busy += b.ns;  // pid 0: the device total
+    nvmlSample_t s{};
+    s.timeStamp = end;
+    s.sampleValue.uiVal = static_cast<unsigned>(
+        std::min<uint64_t>((busy * 100 + period_us * 500) / (period_us * 1000), 100));
+    rows.push_back(s);
+  }
+  *value_type = NVML_VALUE_TYPE_UNSIGNED_INT;
+  const auto n = static_cast<unsigned>(rows.size());
+  if (samples == nullptr) {
+    *count = n;
+    return NVML_SUCCESS;
+  }
+  if (n == 0) {
+    *count = 0;
+    return NVML_ERROR_NOT_FOUND;
+  }
+  if (*count < n) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(rows.begin(), rows.end(), samples);
   *count = n;
   return NVML_SUCCESS;
 }

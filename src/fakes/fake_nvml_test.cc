@@ -226,6 +226,82 @@ TEST(FakeNvmlTest, UtilisationFollowsTheKernelClock) {
   EXPECT_EQ(fakegpu_busy_ns(0, getpid()), 20 * 1000000ULL);
 }
 
+// FAKEGPU_NVML_SAMPLE_MS: NVML's per-process samples as a real driver hands them out (an H200 with
+// driver 580 samples every 200 ms): stamped with the end of a closed period, the newest one per pid
+// newer than lastSeen, 0 for a context without work; device samples one per period.
+TEST(FakeNvmlTest, PeriodicSamplerAsARealDriver) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Ten:1024:10"},
+               {FAKEGPU_ENV_WAVE_US, "1000"},
+               {FAKEGPU_ENV_NVML_SAMPLE_MS, "50"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDevice_t h = Handle(0);
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_NE(UsePrimary(0), nullptr);
+  std::vector<nvmlProcessUtilizationSample_t> samples(8);
+  unsigned n = 8;
+  // A context and no work: a sample of 0 for each closed period.
+  usleep(60000);
+  ASSERT_EQ(nvmlDeviceGetProcessUtilization(h, samples.data(), &n, 0), NVML_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(samples[0].pid, static_cast<unsigned>(getpid()));
+  EXPECT_EQ(samples[0].smUtil, 0u);
+  EXPECT_EQ(samples[0].timeStamp % 50000, 0u) << "stamped with the period's end";
+  const unsigned long long first = samples[0].timeStamp;
+  // Until the next period closes, nothing newer.
+  n = 8;
+  nvmlReturn_t again = nvmlDeviceGetProcessUtilization(h, samples.data(), &n, first);
+  if (again == NVML_SUCCESS) {
+    EXPECT_EQ(samples[0].timeStamp, first + 50000);  // a period closed meanwhile
+  }
+  // 20 ms of kernels (one wave of 1 ms each), inside one period or across two.
+  CUfunction fn = AnyFunction();
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(cuLaunchKernel(fn, 10, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  usleep(120000);  // two periods close after the work
+  unsigned long long seen = first, pct_sum = 0;
+  for (int k = 0; k < 5; ++k) {
+    n = 8;
+    if (nvmlDeviceGetProcessUtilization(h, samples.data(), &n, seen) != NVML_SUCCESS) break;
+    ASSERT_EQ(n, 1u);
+    EXPECT_GT(samples[0].timeStamp, seen);
+    EXPECT_EQ(samples[0].timeStamp % 50000, 0u);
+    // Only the newest period is handed out: asked from the start, earlier periods are gone.
+    if (k == 0) {
+      EXPECT_GE(samples[0].timeStamp, first + 100000);
+    }
+    pct_sum += samples[0].smUtil;
+    seen = samples[0].timeStamp;
+  }
+  EXPECT_LE(pct_sum, 40u) << "20 ms of work is at most 40 % of one 50 ms period";
+  // Device samples: one per closed period, 50 ms apart, oldest first.
+  std::vector<nvmlSample_t> dev(128);
+  unsigned count = 128;
+  int type = -1;
+  ASSERT_EQ(nvmlDeviceGetSamples(h, NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &count, dev.data()),
+            NVML_SUCCESS);
+  EXPECT_EQ(type, NVML_VALUE_TYPE_UNSIGNED_INT);
+  ASSERT_GE(count, 2u);
+  for (unsigned i = 1; i < count; ++i) EXPECT_EQ(dev[i].timeStamp - dev[i - 1].timeStamp, 50000u);
+  unsigned long long dev_busy = 0;
+  for (unsigned i = 0; i < count; ++i) dev_busy += dev[i].sampleValue.uiVal;
+  EXPECT_NEAR(static_cast<double>(dev_busy), 40.0, 2.0) << "20 ms of 50 ms periods";
+  EXPECT_EQ(nvmlDeviceGetSamples(h, 0 /* power */, 0, &type, &count, dev.data()),
+            NVML_ERROR_NOT_SUPPORTED);
+}
+
+// The default (averaging) model keeps no device samples.
+TEST(FakeNvmlTest, DeviceSamplesNeedAPeriod) {
+  FakeEnv env({{FAKEGPU_ENV_DEVICES, "Ten:1024:10"}});
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  std::vector<nvmlSample_t> dev(8);
+  unsigned count = 8;
+  int type = -1;
+  EXPECT_EQ(
+      nvmlDeviceGetSamples(Handle(0), NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &count, dev.data()),
+      NVML_ERROR_NOT_SUPPORTED);
+}
+
 TEST(FakeNvmlTest, TopologyAndNvLink) {
   FakeEnv env(
       {{FAKEGPU_ENV_DEVICES, "G:1:1;G:1:1;G:1:1;G:1:1"}, {FAKEGPU_ENV_NVLINK, "0-1:2,1-3:1"}});

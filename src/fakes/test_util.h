@@ -92,6 +92,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned*, nvmlP
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t*);
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
                                              unsigned*, unsigned long long);
+nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t, int, unsigned long long, int*, unsigned*,
+                                  nvmlSample_t*);
 nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t, nvmlDevice_t,
                                                  nvmlGpuTopologyLevel_t*);
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t, unsigned, nvmlEnableState_t*);

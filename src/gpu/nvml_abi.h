@@ -172,6 +172,23 @@ typedef struct nvmlProcessUtilizationSample_st {
   unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 
+/* nvmlDeviceGetSamples: the driver's recent readings of one sampled quantity, oldest first. */
+#define NVML_GPU_UTILIZATION_SAMPLES 1 /* nvmlSamplingType_t */
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1 /* nvmlValueType_t */
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+typedef struct nvmlSample_st {
+  unsigned long long timeStamp; /* CLOCK_REALTIME microseconds */
+  nvmlValue_t sampleValue;
+} nvmlSample_t;
+
 typedef struct nvmlProcessUtilizationInfo_v1_st {
   unsigned long long timeStamp;
   unsigned int pid, smUtil, memUtil, encUtil, decUtil, jpgUtil, ofaUtil;
@@ -281,6 +298,7 @@ HAMI_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlProcessUtilizationSample_t) == 32,
                         "nvmlProcessUtilizationSample_t");
+HAMI_NVML_STATIC_ASSERT(sizeof(nvmlSample_t) == 16, "nvmlSample_t");
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40,
                         "nvmlProcessUtilizationInfo_v1_t");
 HAMI_NVML_STATIC_ASSERT(sizeof(nvmlProcessesUtilizationInfo_t) == 24,
