@@ -4,7 +4,9 @@
 // ground truth (its per-process device time) and with NVML's sampled per-process figure over its
 // last 1 s window, which is what hami_container_device_utilization_ratio showed before the meter.
 // HAMI_METER_SCRAPE_S (default 2.5) and HAMI_METER_WINDOWS (default 6) set the scrape interval and
-// the number of intervals (docs/metrics.md has the 30 s run).
+// the number of intervals (docs/metrics.md has the 30 s run). Run twice: with the fake NVML
+// averaging over the interval libvgpu asks about, and sampling every 200 ms as a real driver does
+// (an H200 with driver 580; libvgpu weighted those samples by its 100 ms window and metered half).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -49,7 +51,7 @@ double EnvOr(const char* name, double dflt) {
 // SM limit, running the test program's "cycles" load: busy_ms of 1..8-wave kernels, idle_ms, n
 // times, from start_us (CLOCK_REALTIME).
 pid_t StartUnlimited(const std::string& base, const std::string& name, const std::string& state,
-                     uint64_t start_us, int busy_ms, int idle_ms, int n) {
+                     uint64_t start_us, int busy_ms, int idle_ms, int n, int sample_ms) {
   namespace fs = std::filesystem;
   const std::string dir = base + "/containers/" + name, hook = base + "/hook-" + name;
   fs::create_directories(dir);
@@ -66,6 +68,7 @@ pid_t StartUnlimited(const std::string& base, const std::string& name, const std
                                   "LD_PRELOAD=" + hook + "/libvgpu.so",
                                   std::string("FAKEGPU_DEVICES=") + kGpus,
                                   "FAKEGPU_STATE=" + state,
+                                  "FAKEGPU_NVML_SAMPLE_MS=" + std::to_string(sample_ms),
                                   "LIBCUDA_LOG_LEVEL=1"};
   std::vector<std::string> argv = {MONITOR_VGPU_PROG,        "cycles",
                                    std::to_string(start_us), std::to_string(busy_ms),
@@ -73,7 +76,10 @@ pid_t StartUnlimited(const std::string& base, const std::string& name, const std
   return testing::SpawnQuiet(std::move(argv), std::move(env));
 }
 
-TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
+class MonitorMeter : public ::testing::TestWithParam<int> {};
+
+TEST_P(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
+  const int sample_ms = GetParam();
   if (access(MONITOR_VGPU_PROG, X_OK) != 0 || access(kNvmlLib.c_str(), R_OK) != 0)
     GTEST_SKIP() << "libvgpu test program or fake NVML not built";
   using BusyFn = unsigned long long (*)(int, int);
@@ -82,6 +88,7 @@ TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   // NOLINTBEGIN(concurrency-mt-unsafe): the fake NVML reads them; no other thread yet
   setenv("FAKEGPU_DEVICES", kGpus, 1);
   setenv("FAKEGPU_STATE", state.c_str(), 1);
+  setenv("FAKEGPU_NVML_SAMPLE_MS", std::to_string(sample_ms).c_str(), 1);
   // NOLINTEND(concurrency-mt-unsafe)
   gpu::NvmlOptions o;
   o.library = kNvmlLib;
@@ -107,9 +114,9 @@ TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   };
   std::vector<Ctr> ctrs = {
       {"uid-a_main", StartUnlimited(tmp.path(), "uid-a_main", state, start_us, 300, 900,
-                                    static_cast<int>(std::ceil(run_s / 1.2)))},
+                                    static_cast<int>(std::ceil(run_s / 1.2)), sample_ms)},
       {"uid-b_main", StartUnlimited(tmp.path(), "uid-b_main", state, start_us, 1100, 700,
-                                    static_cast<int>(std::ceil(run_s / 1.8)))}};
+                                    static_cast<int>(std::ceil(run_s / 1.8)), sample_ms)}};
   for (const Ctr& c : ctrs) ASSERT_GT(c.pid, 0);
 
   StaticPodDirectory pods;
@@ -188,6 +195,12 @@ TEST(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   }
   dlclose(h);
 }
+
+INSTANTIATE_TEST_SUITE_P(NvmlSampling, MonitorMeter, ::testing::Values(0, 200),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return i.param ? "Periodic" + std::to_string(i.param) + "ms"
+                                          : std::string("Averaging");
+                         });
 
 }  // namespace
 }  // namespace hami::monitor

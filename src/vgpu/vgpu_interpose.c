@@ -108,6 +108,8 @@ static nvmlReturn_t (*nvml_DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsig
 static nvmlReturn_t (*nvml_DeviceGetProcessUtilization)(nvmlDevice_t,
                                                         nvmlProcessUtilizationSample_t*,
                                                         unsigned int*, unsigned long long);
+static nvmlReturn_t (*nvml_DeviceGetSamples)(nvmlDevice_t, int, unsigned long long, int*,
+                                             unsigned int*, nvmlSample_t*);
 
 /* The real dlsym (glibc); used by the assembly dlsym entry for its tail jump. */
 __attribute__((visibility("hidden"))) void* (*vgpu_real_dlsym)(void*, const char*);
@@ -298,6 +300,9 @@ static void load_real(void) {
   nvml_DeviceGetProcessUtilization =
       (nvmlReturn_t(*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
                        unsigned long long))sym(g.nvml, "nvmlDeviceGetProcessUtilization");
+  nvml_DeviceGetSamples =
+      (nvmlReturn_t(*)(nvmlDevice_t, int, unsigned long long, int*, unsigned int*,
+                       nvmlSample_t*))sym(g.nvml, "nvmlDeviceGetSamples");
 }
 
 static inline void ensure_loaded(void) {
@@ -1652,16 +1657,104 @@ static uint64_t realtime_us(void) {
   return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Sums NVML's per-process SM utilisation since `since_us` into this container's and everybody
- * else's percent (the sample array grows to what NVML reports). */
-static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* mine,
-                                 uint64_t* others) {
+/* NVML's per-process samples as a real driver hands them out (seen on an H200, driver 580: see
+ * docs/design.md, "Reading NVML's per-process samples"): the sampler closes a period every P (200
+ * ms there; 1/6 s to 1 s by NVIDIA's documentation) and stamps it with the period's end;
+ * nvmlDeviceGetProcessUtilization returns each process's newest sample newer than lastSeen, smUtil
+ * being its share of that period. Asking for the samples since the start of a 100 ms window and
+ * weighting them by the window (what this did before) saw a sample every other tick and counted
+ * half the device time: the meter read -50 % and a 30 % limit let 61 % through.
+ * Now a tick asks for the samples newer than its base and weights them by the time from the base
+ * to the newest sample: the span the samples stand for, P for a periodic sampler, the interval
+ * itself for a library that averages over the interval asked about (the fake libnvidia-ml's
+ * default). The base is the newest sample already counted (device-wide, any process: under
+ * time-slicing one process may get a whole period), but no older than P before the window's start
+ * (a stale newest after an idle stretch must not inflate a sample), when this process also closed
+ * the previous window; when another process of the container did, its own record is stale and the
+ * base is the window's start (a sample may then be missed, never counted twice).
+ * P comes from the driver's device utilisation samples (nvmlDeviceGetSamples: the gaps between
+ * them) when it keeps them: the sampler is then known to be periodic, a span is worth at most
+ * max(P, the window) (a stretch in which no process held a context is not stretched onto the next
+ * sample), and a tick waits until a period has closed since the newest sample (plus 5 ms for the
+ * driver to publish it), so that each controller window holds one period's sample instead of
+ * none and then two. Otherwise P is learned as the shortest recent gap between newest samples
+ * (gaps under 20 ms are a period re-stamped). Only the watcher thread touches this state. */
+#define NVML_GAP_MIN_US 20000ull
+#define NVML_GAP_MAX_US 2000000ull
+#define NVML_GAPS 8
+static struct {
+  uint64_t last_ts;    /* newest sample timestamp counted (CLOCK_REALTIME us), 0 = none */
+  uint64_t closed_us;  /* end of the last window this process closed */
+  uint64_t sampler_us; /* the driver's sampling period from nvmlDeviceGetSamples, 0 = unknown */
+  uint32_t gap_us[NVML_GAPS]; /* recent gaps between newest sample timestamps */
+  uint32_t ngaps, next;
+} g_nvs[MAX_ORD];
+
+#define NVML_PUBLISH_US 5000ull
+
+/* The driver's sampling period on ordinal `ord`: the median gap between its device utilisation
+ * samples, 0 when it keeps none (or no NVML function for them). */
+static void probe_sampler(int ord) {
+  if (!nvml_DeviceGetSamples) return;
+  static nvmlSample_t buf[128];
+  unsigned int n = 128;
+  int type = 0;
+  if (nvml_DeviceGetSamples(g.nvml_dev[ord], NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &n, buf) !=
+          NVML_SUCCESS ||
+      n < 3 || n > 128)
+    return;
+  uint64_t gaps[127];
+  unsigned int k = 0;
+  for (unsigned int i = 1; i < n; i++) {
+    if (buf[i].timeStamp <= buf[i - 1].timeStamp) continue;
+    uint64_t gap = buf[i].timeStamp - buf[i - 1].timeStamp;
+    if (gap >= NVML_GAP_MIN_US && gap <= NVML_GAP_MAX_US) gaps[k++] = gap;
+  }
+  if (k < 2) return;
+  for (unsigned int i = 1; i < k; i++) /* insertion sort: at most 127 */
+    for (unsigned int j = i; j > 0 && gaps[j] < gaps[j - 1]; j--) {
+      uint64_t t = gaps[j];
+      gaps[j] = gaps[j - 1];
+      gaps[j - 1] = t;
+    }
+  g_nvs[ord].sampler_us = gaps[k / 2];
+  VGPU_LOG(VGPU_LOG_DEBUG, "NVML samples device %d every %llu us", ord,
+           (unsigned long long)g_nvs[ord].sampler_us);
+}
+
+/* Whether a tick on `ord` can see a new sample: always, unless the sampler is known periodic and
+ * no period has closed (and been published) since the newest sample counted. */
+static int sample_due(int ord, uint64_t now_us) {
+  return !g_nvs[ord].sampler_us || !g_nvs[ord].last_ts ||
+         now_us >= g_nvs[ord].last_ts + g_nvs[ord].sampler_us + NVML_PUBLISH_US;
+}
+
+static uint64_t nvml_period_us(int ord) {
+  if (g_nvs[ord].sampler_us) return g_nvs[ord].sampler_us;
+  uint64_t p = 0;
+  for (uint32_t i = 0; i < g_nvs[ord].ngaps; i++)
+    if (!p || g_nvs[ord].gap_us[i] < p) p = g_nvs[ord].gap_us[i];
+  return p;
+}
+
+/* Device time (ns) of this container's processes and of everybody else on ordinal `ord` in the
+ * samples of the window [window_start_us, window_end_us] this process closes (the sample array
+ * grows to what NVML reports). */
+static nvmlReturn_t process_util(int ord, uint64_t window_start_us, uint64_t window_end_us,
+                                 uint64_t* mine, uint64_t* others) {
   nvmlProcessUtilizationSample_t small[64];
   nvmlProcessUtilizationSample_t* s = small;
   unsigned int cap = 64, n = cap;
   nvmlReturn_t r;
   *mine = *others = 0;
-  for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(dev, s, &n, since_us)) ==
+  uint64_t since = window_start_us;
+  if (g_nvs[ord].closed_us == window_start_us) {
+    uint64_t period = nvml_period_us(ord);
+    since = window_start_us > period ? window_start_us - period : 0;
+    if (g_nvs[ord].last_ts > since) since = g_nvs[ord].last_ts;
+  }
+  g_nvs[ord].closed_us = window_end_us;
+  for (int tries = 0; (r = nvml_DeviceGetProcessUtilization(g.nvml_dev[ord], s, &n, since)) ==
                           NVML_ERROR_INSUFFICIENT_SIZE &&
                       tries < 4;
        tries++) {
@@ -1672,8 +1765,28 @@ static nvmlReturn_t process_util(nvmlDevice_t dev, uint64_t since_us, uint64_t* 
     n = cap;
   }
   if (r == NVML_SUCCESS) {
+    uint64_t newest = 0, mine_pct = 0, others_pct = 0;
     for (unsigned int i = 0; i < n && i < cap; i++) {
-      *(container_pid(s[i].pid) ? mine : others) += s[i].smUtil;
+      if (s[i].timeStamp <= since) continue; /* not newer than asked (a driver that ignores it) */
+      if (s[i].timeStamp > newest) newest = s[i].timeStamp;
+      *(container_pid(s[i].pid) ? &mine_pct : &others_pct) += s[i].smUtil;
+    }
+    if (newest) {
+      uint64_t last = g_nvs[ord].last_ts;
+      if (last && newest - last >= NVML_GAP_MIN_US && newest - last <= NVML_GAP_MAX_US) {
+        g_nvs[ord].gap_us[g_nvs[ord].next] = (uint32_t)(newest - last);
+        g_nvs[ord].next = (g_nvs[ord].next + 1) % NVML_GAPS;
+        if (g_nvs[ord].ngaps < NVML_GAPS) g_nvs[ord].ngaps++;
+      }
+      g_nvs[ord].last_ts = newest;
+      uint64_t span_us = newest - since;
+      if (g_nvs[ord].sampler_us) {
+        uint64_t window_us = window_end_us - window_start_us;
+        uint64_t cap_us = window_us > g_nvs[ord].sampler_us ? window_us : g_nvs[ord].sampler_us;
+        if (span_us > cap_us) span_us = cap_us;
+      }
+      *mine = mine_pct * span_us * 10; /* pct/100 * us * 1000 */
+      *others = others_pct * span_us * 10;
     }
   }
   if (s != small) free(s);
@@ -1709,25 +1822,23 @@ static int elect_window(vgpu_device_entry* d, uint64_t now_us, uint64_t* prev_ou
  * disable: the container's device time in the window (NVML's per-process samples, as the
  * controller measures it) is added to busy_ms, and a busy window stamps last_launch_ns (launches
  * without limit are not counted in the region: the launch path is untouched). */
-static void meter_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint64_t now_us) {
-  uint64_t prev = 0, dw = 0, mine = 0, others = 0;
-  if (!elect_window(d, now_us, &prev, &dw)) return;
-  if (process_util(dev, prev, &mine, &others) != NVML_SUCCESS || !mine) return;
-  uint64_t busy_ns = mine * (now_us - prev) * 10; /* pct/100 * us * 1000 */
+static void meter_tick(vgpu_device_entry* d, int ord, uint64_t now_us) {
+  uint64_t prev = 0, dw = 0, busy_ns = 0, others = 0;
+  if (!sample_due(ord, now_us) || !elect_window(d, now_us, &prev, &dw)) return;
+  if (process_util(ord, prev, now_us, &busy_ns, &others) != NVML_SUCCESS || !busy_ns) return;
   __atomic_add_fetch(&d->busy_ms, (uint32_t)((busy_ns + 500000) / 1000000), __ATOMIC_RELAXED);
   __atomic_store_n(&d->last_launch_ns, now_ns(), __ATOMIC_RELAXED);
 }
 
 /* The container's controller tick for entry d (vgpu_limiter_tick), run by the one calibration
  * thread of the container that wins the window (elect_window). */
-static void controller_tick(vgpu_device_entry* d, nvmlDevice_t dev, uint32_t pct, uint64_t now_us) {
+static void controller_tick(vgpu_device_entry* d, int ord, uint32_t pct, uint64_t now_us) {
   uint64_t prev = 0, dw = 0;
-  if (!elect_window(d, now_us, &prev, &dw)) return;
-  uint64_t mine = 0, others = 0;
-  nvmlReturn_t ur = process_util(dev, prev, &mine, &others);
+  if (!sample_due(ord, now_us) || !elect_window(d, now_us, &prev, &dw)) return;
+  uint64_t busy_ns = 0, others_ns = 0;
+  nvmlReturn_t ur = process_util(ord, prev, now_us, &busy_ns, &others_ns);
   if (ur != NVML_SUCCESS && ur != NVML_ERROR_NOT_FOUND) return; /* no measurement: no correction */
-  uint64_t busy_ns = mine * (now_us - prev) * 10;               /* pct/100 * us * 1000 */
-  vgpu_limiter_tick(d, pct, busy_ns, others * (now_us - prev) * 10, dw, (now_us - prev) * 1000);
+  vgpu_limiter_tick(d, pct, busy_ns, others_ns, dw, (now_us - prev) * 1000);
   VGPU_LOG(VGPU_LOG_DEBUG,
            "controller: busy %llu ns, %llu waves -> %llu ns/wave, outstanding %lld ns, tokens %lld",
            (unsigned long long)busy_ns, (unsigned long long)dw, (unsigned long long)d->ns_per_wave,
@@ -1784,6 +1895,7 @@ static void* watcher_main(void* arg) {
     int e = g.ent[ord];
     if (e >= 0)
       last_waves[ord] = __atomic_load_n(&g.rc.r->devices[e].waves_launched, __ATOMIC_ACQUIRE);
+    if (e >= 0 && g.nvml_dev[ord]) probe_sampler(ord);
   }
   /* The first ticks come quickly (20, 40, 80 ms) so that the prior wave cost is replaced early. */
   uint64_t period = WATCH_PERIOD_NS / 5, since = 0;
@@ -1803,7 +1915,7 @@ static void* watcher_main(void* arg) {
       if (e < 0 || !g.nvml_dev[ord]) continue;
       vgpu_device_entry* d = &g.rc.r->devices[e];
       if (!limited(e)) {
-        if (g_armed) meter_tick(d, g.nvml_dev[ord], now_us);
+        if (g_armed) meter_tick(d, ord, now_us);
         continue;
       }
       uint64_t waves = __atomic_load_n(&d->waves_launched, __ATOMIC_ACQUIRE);
@@ -1819,7 +1931,7 @@ static void* watcher_main(void* arg) {
         vgpu_limiter_unlimited(d, pct);
       /* A tampered bucket (tokens far above the burst) is clamped; the controller does the rest. */
       vgpu_limiter_clamp(d, pct);
-      controller_tick(d, g.nvml_dev[ord], pct, now_us);
+      controller_tick(d, ord, pct, now_us);
     }
   }
   return NULL;
