@@ -174,7 +174,9 @@ TEST_P(MonitorMeter, UnlimitedContainersMeteredAgainstTruthAndNvml) {
   std::printf("mean |error| over %d intervals of %.1f s: meter %.2f points, NVML %.2f points\n", n,
               scrape_s, err_meter, err_nvml);
   EXPECT_LT(err_meter, err_nvml) << "the meter should beat NVML's last-window figure";
-  EXPECT_LT(err_meter, 4.0);
+  // A periodic sampler moves up to one 200 ms period of load across each scrape boundary (8 points
+  // of a busy container's 2.5 s interval): the per-interval bound is wider, the counter's the same.
+  EXPECT_LT(err_meter, sample_ms ? 5.0 : 4.0);
 
   // The counter over the whole run: every 100 ms window, against the fake's total.
   for (const Ctr& c : ctrs) {
