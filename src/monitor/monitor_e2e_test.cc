@@ -82,7 +82,8 @@ class MonitorE2e : public ::testing::Test {
     env.insert(env.end(), extra.begin(), extra.end());
     env.insert(env.end(), env_.begin(), env_.end());
     // FAKEGPU_NVML_SAMPLE_MS from the test's environment: the fake NVML samples as a real driver
-    // (the monitor in this process reads it too), e.g. FAKEGPU_NVML_SAMPLE_MS=200 ctest -R MonitorE2e.
+    // (the monitor in this process reads it too), e.g. FAKEGPU_NVML_SAMPLE_MS=200 ctest -R
+    // MonitorE2e.
     if (const char* p = std::getenv("FAKEGPU_NVML_SAMPLE_MS"))  // NOLINT(concurrency-mt-unsafe)
       env.push_back(std::string("FAKEGPU_NVML_SAMPLE_MS=") + p);
     std::vector<std::string> argv = {MONITOR_VGPU_PROG};
