@@ -8,7 +8,8 @@
  *                                        the window's start; one line per window and sample
  *   nvml_probe device [dev]             nvmlDeviceGetSamples(GPU_UTILIZATION): count and gaps
  *
- * Build: cc -O2 -o nvml_probe bench/gpu/nvml_probe.c -ldl (no NVML header needed). */
+ * Build: cc -O2 -Isrc -o nvml_probe bench/gpu/nvml_probe.c -ldl (the project's NVML ABI, no
+ * nvml.h). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -16,23 +17,14 @@
 #include <string.h>
 #include <time.h>
 
-typedef int nvmlReturn_t;
-typedef struct nvmlDevice_st* nvmlDevice_t;
-typedef struct {
-  unsigned int pid;
-  unsigned long long timeStamp;
-  unsigned int smUtil, memUtil, encUtil, decUtil;
-} proc_sample;
-typedef struct {
-  unsigned long long timeStamp;
-  unsigned long long value; /* nvmlValue_t, read as unsigned int for utilisation */
-} dev_sample;
+#include "gpu/nvml_abi.h"
 
 static nvmlReturn_t (*p_init)(void);
 static nvmlReturn_t (*p_handle)(unsigned int, nvmlDevice_t*);
-static nvmlReturn_t (*p_proc)(nvmlDevice_t, proc_sample*, unsigned int*, unsigned long long);
+static nvmlReturn_t (*p_proc)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                              unsigned long long);
 static nvmlReturn_t (*p_samples)(nvmlDevice_t, int, unsigned long long, int*, unsigned int*,
-                                 dev_sample*);
+                                 nvmlSample_t*);
 
 static unsigned long long real_us(void) {
   struct timespec ts;
@@ -61,10 +53,10 @@ int main(int argc, char** argv) {
   p_init = (nvmlReturn_t(*)(void))dlsym(h, "nvmlInit_v2");
   p_handle =
       (nvmlReturn_t(*)(unsigned int, nvmlDevice_t*))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-  p_proc = (nvmlReturn_t(*)(nvmlDevice_t, proc_sample*, unsigned int*, unsigned long long))dlsym(
-      h, "nvmlDeviceGetProcessUtilization");
+  p_proc = (nvmlReturn_t(*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                            unsigned long long))dlsym(h, "nvmlDeviceGetProcessUtilization");
   p_samples = (nvmlReturn_t(*)(nvmlDevice_t, int, unsigned long long, int*, unsigned int*,
-                               dev_sample*))dlsym(h, "nvmlDeviceGetSamples");
+                               nvmlSample_t*))dlsym(h, "nvmlDeviceGetSamples");
   if (!p_init || !p_handle || !p_proc || p_init() != 0) {
     fprintf(stderr, "NVML not usable\n");
     return 1;
@@ -79,13 +71,13 @@ int main(int argc, char** argv) {
   }
   if (is_device) {
     if (!p_samples) return 1;
-    static dev_sample s[4096];
+    static nvmlSample_t s[4096];
     unsigned n = 4096;
     int type = 0;
-    nvmlReturn_t r = p_samples(dev, 1 /* NVML_GPU_UTILIZATION_SAMPLES */, 0, &type, &n, s);
+    nvmlReturn_t r = p_samples(dev, NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &n, s);
     printf("device samples: rc %d, %u samples, value type %d\n", r, n, type);
     for (unsigned i = 0; i < n && r == 0; i++)
-      printf("dev ts %llu value %u gap_us %lld\n", s[i].timeStamp, (unsigned)s[i].value,
+      printf("dev ts %llu value %u gap_us %lld\n", s[i].timeStamp, s[i].sampleValue.uiVal,
              i ? (long long)(s[i].timeStamp - s[i - 1].timeStamp) : 0LL);
     return 0;
   }
@@ -94,7 +86,7 @@ int main(int argc, char** argv) {
   unsigned long long t0 = real_us(), last_seen = t0, prev = t0;
   unsigned pids[MAXP] = {0};
   unsigned long long pid_ts[MAXP] = {0};
-  proc_sample s[MAXS];
+  nvmlProcessUtilizationSample_t s[MAXS];
   while (real_us() - t0 < (unsigned long long)(secs * 1e6)) {
     sleep_us(window ? 100000 : 2000);
     unsigned long long now = real_us();

@@ -106,7 +106,7 @@ else
   echo "| metering | | skipped: no nvcc | |"
 fi
 # NVML's per-process sampling period (what libvgpu's controller and meter read; bench/gpu/nvml_probe.c).
-if command -v cc >/dev/null && cc -O2 -o "$TMP/nvml_probe" bench/gpu/nvml_probe.c -ldl 2>/dev/null; then
+if command -v cc >/dev/null && cc -O2 -Isrc -o "$TMP/nvml_probe" bench/gpu/nvml_probe.c -ldl 2>/dev/null; then
   gaps=$("$TMP/nvml_probe" device | awk '/^dev ts/ && $NF > 0 { print $NF / 1000 }' | sort -n)
   med=$(echo "$gaps" | awk '{ a[NR] = $1 } END { if (NR) printf "%.1f", a[int((NR + 1) / 2)]; else print "n/a" }')
   echo "| NVML sampling period | | median gap $med ms between device utilisation samples | nvmlDeviceGetSamples |"

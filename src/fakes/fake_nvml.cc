@@ -256,6 +256,22 @@ struct Sample {
   unsigned sm;
 };
 
+// What each pid (pid 0: the whole device) ran in the sampling period of period_us ending at end_us
+// (CLOCK_REALTIME, at most now_us), on the device clock (now_mono is now_us there).
+std::vector<fakegpu::SharedState::PidBusy> PeriodBusy(int idx, unsigned long long end_us,
+                                                      uint64_t period_us, unsigned long long now_us,
+                                                      uint64_t now_mono) {
+  const uint64_t to_mono = now_mono - (now_us - end_us) * 1000ULL;
+  const uint64_t from_mono = to_mono > period_us * 1000ULL ? to_mono - period_us * 1000ULL : 0;
+  return S().BusyInWindow(idx, from_mono, to_mono);
+}
+
+// Busy ns as a whole percentage of a period, rounded, at most 100.
+unsigned PeriodPct(uint64_t ns, uint64_t period_us) {
+  return static_cast<unsigned>(
+      std::min<uint64_t>((ns * 100 + period_us * 500) / (period_us * 1000), 100));
+}
+
 // Per-pid busy % in (last_seen_us, now], clipped to the last second. Returns the sample timestamp.
 // With FAKEGPU_NVML_SAMPLE_MS = P > 0, as a real driver: per-pid busy % of the newest closed
 // period of P ms (CLOCK_REALTIME multiples of P), stamped with its end, if that is newer than
@@ -267,13 +283,9 @@ unsigned long long ProcessSamples(int idx, unsigned long long last_seen_us,
   if (const uint64_t period_us = GetRuntime().cfg.nvml_sample_ms * 1000; period_us > 0) {
     const unsigned long long end_us = now_us / period_us * period_us;
     if (end_us <= last_seen_us || end_us < period_us) return end_us;
-    const uint64_t to_mono = now_mono - (now_us - end_us) * 1000ULL;
-    const uint64_t from_mono = to_mono > period_us * 1000ULL ? to_mono - period_us * 1000ULL : 0;
-    for (const auto& b : S().BusyInWindow(idx, from_mono, to_mono)) {
+    for (const auto& b : PeriodBusy(idx, end_us, period_us, now_us, now_mono)) {
       if (b.pid == 0 || b.ns == 0) continue;
-      uint64_t pct64 = (b.ns * 100 + period_us * 500) / (period_us * 1000);
-      out->push_back(
-          {static_cast<unsigned>(b.pid), static_cast<unsigned>(std::min<uint64_t>(pct64, 100))});
+      out->push_back({static_cast<unsigned>(b.pid), PeriodPct(b.ns, period_us)});
     }
     // A process with a context and no work in the period gets a sample of 0, as from a driver.
     for (const auto& p : S().Processes(idx)) {
@@ -866,15 +878,12 @@ FAKEGPU_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type,
   for (int k = 63; k >= 0; --k) {
     const unsigned long long end = last_end - static_cast<unsigned long long>(k) * period_us;
     if (end < period_us || end > last_end || end <= last_seen) continue;
-    const uint64_t to_mono = now_mono - (now_us - end) * 1000ULL;
-    const uint64_t from_mono = to_mono > period_us * 1000ULL ? to_mono - period_us * 1000ULL : 0;
     uint64_t busy = 0;
-    for (const auto& b : S().BusyInWindow(idx, from_mono, to_mono))
-      if (b.pid != 0) busy += b.ns;  // pid 0: the device total
+    for (const auto& b : PeriodBusy(idx, end, period_us, now_us, now_mono))
+      if (b.pid == 0) busy = b.ns;  // the device's total
     nvmlSample_t s{};
     s.timeStamp = end;
-    s.sampleValue.uiVal = static_cast<unsigned>(
-        std::min<uint64_t>((busy * 100 + period_us * 500) / (period_us * 1000), 100));
+    s.sampleValue.uiVal = PeriodPct(busy, period_us);
     rows.push_back(s);
   }
   *value_type = NVML_VALUE_TYPE_UNSIGNED_INT;

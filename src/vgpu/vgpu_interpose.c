@@ -1692,11 +1692,23 @@ static struct {
 
 #define NVML_PUBLISH_US 5000ull
 
+/* A gap between two sample timestamps that can be a sampling period (shorter: a period
+ * re-stamped; longer: samples missed). */
+static int period_gap(uint64_t from_us, uint64_t to_us) {
+  return to_us > from_us && to_us - from_us >= NVML_GAP_MIN_US &&
+         to_us - from_us <= NVML_GAP_MAX_US;
+}
+
+static int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+  return (x > y) - (x < y);
+}
+
 /* The driver's sampling period on ordinal `ord`: the median gap between its device utilisation
  * samples, 0 when it keeps none (or no NVML function for them). */
 static void probe_sampler(int ord) {
   if (!nvml_DeviceGetSamples) return;
-  static nvmlSample_t buf[128];
+  nvmlSample_t buf[128];
   unsigned int n = 128;
   int type = 0;
   if (nvml_DeviceGetSamples(g.nvml_dev[ord], NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &n, buf) !=
@@ -1705,18 +1717,11 @@ static void probe_sampler(int ord) {
     return;
   uint64_t gaps[127];
   unsigned int k = 0;
-  for (unsigned int i = 1; i < n; i++) {
-    if (buf[i].timeStamp <= buf[i - 1].timeStamp) continue;
-    uint64_t gap = buf[i].timeStamp - buf[i - 1].timeStamp;
-    if (gap >= NVML_GAP_MIN_US && gap <= NVML_GAP_MAX_US) gaps[k++] = gap;
-  }
+  for (unsigned int i = 1; i < n; i++)
+    if (period_gap(buf[i - 1].timeStamp, buf[i].timeStamp))
+      gaps[k++] = buf[i].timeStamp - buf[i - 1].timeStamp;
   if (k < 2) return;
-  for (unsigned int i = 1; i < k; i++) /* insertion sort: at most 127 */
-    for (unsigned int j = i; j > 0 && gaps[j] < gaps[j - 1]; j--) {
-      uint64_t t = gaps[j];
-      gaps[j] = gaps[j - 1];
-      gaps[j - 1] = t;
-    }
+  qsort(gaps, k, sizeof gaps[0], cmp_u64);
   g_nvs[ord].sampler_us = gaps[k / 2];
   VGPU_LOG(VGPU_LOG_DEBUG, "NVML samples device %d every %llu us", ord,
            (unsigned long long)g_nvs[ord].sampler_us);
@@ -1773,7 +1778,7 @@ static nvmlReturn_t process_util(int ord, uint64_t window_start_us, uint64_t win
     }
     if (newest) {
       uint64_t last = g_nvs[ord].last_ts;
-      if (last && newest - last >= NVML_GAP_MIN_US && newest - last <= NVML_GAP_MAX_US) {
+      if (last && period_gap(last, newest)) {
         g_nvs[ord].gap_us[g_nvs[ord].next] = (uint32_t)(newest - last);
         g_nvs[ord].next = (g_nvs[ord].next + 1) % NVML_GAPS;
         if (g_nvs[ord].ngaps < NVML_GAPS) g_nvs[ord].ngaps++;
