@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,15 @@
 #include "vgpu/vgpu_core.h"
 
 namespace hami::monitor {
+namespace {
+
+uint64_t RealtimeMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+}  // namespace
 
 std::vector<FeedbackDecision> DecideFeedback(const std::vector<ContainerActivity>& containers) {
   // uuid -> priority -> number of active containers
@@ -249,6 +259,57 @@ bool WriteShareLines(const std::string& limits_path, const std::string& lines) {
   return ok;
 }
 
+uint64_t SampleSpans::Since(uint64_t now_us, uint64_t window_us) const {
+  if (last_us_ != 0 && last_us_ <= now_us && now_us - last_us_ <= kMaxAgeUs) return last_us_;
+  return now_us > window_us ? now_us - window_us : 0;
+}
+
+uint64_t SampleSpans::Count(uint64_t since_us, uint64_t newest_us, uint64_t window_us) {
+  if (newest_us <= since_us) return 0;
+  // Gaps under 20 ms are a period handed out again with a later stamp (docs/design.md).
+  if (last_us_ != 0 && newest_us > last_us_ && newest_us - last_us_ >= 20'000 &&
+      newest_us - last_us_ <= kMaxAgeUs) {
+    gaps_[next_] = newest_us - last_us_;
+    next_ = (next_ + 1) % kGaps;
+  }
+  last_us_ = newest_us;
+  return std::min(newest_us - since_us, std::max(window_us, period_us()));
+}
+
+uint64_t SampleSpans::period_us() const {
+  uint64_t p = 0;
+  for (uint64_t g : gaps_) {
+    if (g != 0 && (p == 0 || g < p)) p = g;
+  }
+  return p;
+}
+
+void SharePolice::Decided(int64_t mono_ns, uint32_t factor) {
+  std::erase_if(factors_, [&](const auto& f) { return mono_ns - f.first > kHistoryNs; });
+  factors_.emplace_back(mono_ns, factor);
+}
+
+bool SharePolice::Charge(int64_t from_ns, int64_t to_ns, uint32_t pct, uint32_t share_pct,
+                         int64_t period_ns) {
+  // The highest factor libvgpu may have run the span at: those decided within it or up to kLagNs
+  // before it (the one in force at its start among them).
+  uint32_t factor = 0;
+  for (const auto& [t, f] : factors_) {
+    if (t >= from_ns - kLagNs && t <= to_ns) factor = std::max(factor, f);
+  }
+  if (factor == 0) factor = factors_.empty() ? VGPU_SHARE_FACTOR_ONE : factors_.back().second;
+  allowed_ = std::min<uint32_t>(100, vgpu_share_pct(share_pct, factor)) + 1;
+  const int64_t span = std::max<int64_t>(to_ns - from_ns, 0);
+  debt_ns_ = std::clamp<int64_t>(debt_ns_ + (int64_t{pct} - int64_t{allowed_}) * span / 100, 0,
+                                 2'000'000'000);
+  if (!on_ && debt_ns_ > std::max<int64_t>(50'000'000, period_ns)) {
+    on_ = true;
+    return true;
+  }
+  if (on_ && debt_ns_ == 0) on_ = false;
+  return false;
+}
+
 FeedbackLoop::FeedbackLoop(RegionStore& store, GpuTelemetry& telemetry, const Clock& clock,
                            int64_t window_ns, ActivityLog* activity)
     : store_(store),
@@ -309,14 +370,23 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
   store_.Rescan();
   std::vector<ContainerRegion> regions = store_.Regions();
   const std::string root = store_.options().root;
-  std::map<std::string, std::vector<ProcessUtil>> util;  // per uuid
-  std::map<std::string, uint32_t> attributed;            // per uuid: sum of containers' percent
+  const int64_t now_ns = clock_.MonotonicNanos();
+  const uint64_t now_us = RealtimeMicros();
+  const uint64_t window_us = static_cast<uint64_t>(std::max<int64_t>(window_ns, 0)) / 1000;
+  // Per uuid, once per tick: the samples NVML closed since the last one counted, and the span they
+  // stand for (CLOCK_MONOTONIC [from, to]; none when no new sample).
+  struct Tick {
+    bool fresh = false;
+    int64_t from_ns = 0, to_ns = 0, period_ns = 0;
+  };
+  std::map<std::string, Tick> ticks;
+  std::map<std::string, uint32_t> attributed;  // per uuid: sum of containers' percent
   ProcessFiles files;
   std::vector<ShareInput> inputs;
   std::vector<ContainerRegion> used;
   std::vector<std::vector<std::string>> uuids;
   std::vector<std::vector<uint32_t>> measured;  // per container and device: NVML percent
-  std::map<std::pair<std::string, std::string>, uint64_t> waves;
+  std::map<std::pair<std::string, std::string>, Launches> waves;
   for (const ContainerRegion& cr : regions) {
     auto snap = cr.region->Snapshot();
     if (!snap.ok()) continue;
@@ -328,18 +398,46 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     std::vector<std::string> us;
     std::vector<uint32_t> ms;
     for (const RegionDevice& d : snap->devices) {
-      auto it = util.find(d.uuid);
-      if (it == util.end()) {
-        auto rows = telemetry_.ProcessUtilization(d.uuid, window_ns / 1'000'000);
-        it = util.emplace(d.uuid, rows.ok() ? std::move(*rows) : std::vector<ProcessUtil>{}).first;
+      DeviceSamples& ds = samples_[d.uuid];
+      if (!ticks.count(d.uuid)) {
+        Tick& tk = ticks[d.uuid];
+        const uint64_t since = ds.spans.Since(now_us, window_us);
+        auto rows = telemetry_.ProcessSamples(d.uuid, since, now_us);
+        uint64_t newest = 0;
+        if (rows.ok()) {
+          for (const ProcessSample& r : *rows) newest = std::max(newest, r.end_us);
+        }
+        if (const uint64_t span_us = ds.spans.Count(since, newest, window_us); span_us > 0) {
+          ds.rows.clear();
+          for (const ProcessSample& r : *rows) ds.rows.push_back({r.pid, r.sm_pct});
+          ds.end_us = newest;
+          tk.fresh = true;
+          tk.to_ns = now_ns - static_cast<int64_t>(now_us > newest ? now_us - newest : 0) * 1000;
+          tk.from_ns = tk.to_ns - static_cast<int64_t>(span_us) * 1000;
+          ds.from_ns = tk.from_ns;
+        }
+        tk.period_ns = static_cast<int64_t>(ds.spans.period_us()) * 1000;
+        // The newest rows say who is busy until the next sample, unless the device went silent.
+        const uint64_t stale_us = 2 * std::max(window_us, ds.spans.period_us());
+        if (ds.end_us + stale_us < now_us) ds.rows.clear();
       }
-      const uint32_t pct = ContainerSmPercent(snap->processes, it->second, &files, cr.region.get());
+      const uint32_t pct = ContainerSmPercent(snap->processes, ds.rows, &files, cr.region.get());
       attributed[d.uuid] += pct;
       auto key = std::make_pair(cr.dir, d.uuid);
       auto prev = waves_.find(key);
-      const bool launched = prev != waves_.end() && prev->second != d.waves_launched;
-      waves[key] = d.waves_launched;
-      in.devices.push_back({d.uuid, t.found ? t.max_sm_pct : 100, launched || pct > 0});
+      const bool launched = prev != waves_.end() && prev->second.waves != d.waves_launched;
+      Launches& l = waves[key];
+      l.waves = d.waves_launched;
+      l.grew_ns = launched ? now_ns : prev != waves_.end() ? prev->second.grew_ns : 0;
+      // NVML's rows stand for a whole period that closed up to a period ago: for a container whose
+      // launches libvgpu counts, busy time in a span that began before its last launch (+ 50 ms
+      // for its queue to drain) is that launch's, not news that it is busy now (it would hold its
+      // neighbours at factor 1 for up to two periods after it went idle).
+      const bool counted = prev != waves_.end() && prev->second.counted && l.grew_ns != 0;
+      const bool nvml_busy = pct > 0 && (!counted || ds.from_ns > l.grew_ns + 50'000'000);
+      // Launches within the window: a limited container may wait for its tokens over a tick.
+      const bool recent = l.grew_ns != 0 && now_ns - l.grew_ns <= window_ns;
+      in.devices.push_back({d.uuid, t.found ? t.max_sm_pct : 100, recent || nvml_busy});
       us.push_back(d.uuid);
       ms.push_back(pct);
     }
@@ -349,43 +447,42 @@ int FeedbackLoop::ShareTick(int64_t window_ns) {
     used.push_back(cr);
   }
   waves_ = std::move(waves);
+  std::erase_if(samples_, [&](const auto& kv) { return !ticks.count(kv.first); });
   // Device time NVML saw that no container accounts for: somebody unknown is busy.
   std::set<std::string> unexplained;
-  for (const auto& [uuid, rows] : util) {
+  for (const auto& [uuid, tk] : ticks) {
     uint32_t total = 0;
-    for (const ProcessUtil& r : rows) total += r.sm_pct;
+    for (const ProcessUtil& r : samples_[uuid].rows) total += r.sm_pct;
     if (total > attributed[uuid] + 5) unexplained.insert(uuid);
   }
   std::vector<ShareDecision> decisions = DecideShares(inputs, unexplained);
   const std::vector<std::vector<bool>> lent = LentDevices(inputs, decisions);
-  const int64_t now_ns = clock_.MonotonicNanos();
-  const int64_t dt = std::clamp<int64_t>(now_ns - last_share_ns_, 0, 1'000'000'000);
-  last_share_ns_ = now_ns;
-  std::map<std::pair<std::string, std::string>, Police> police;
+  for (size_t i = 0; i < used.size(); ++i) {
+    for (size_t k = 0; k < uuids[i].size(); ++k) {
+      const ShareInput::Device& d = inputs[i].devices[k];
+      waves_[{used[i].dir, d.uuid}].counted =
+          inputs[i].armed && d.share_pct > 0 && inputs[i].policy != VGPU_POLICY_DISABLE &&
+          vgpu_share_pct(d.share_pct, decisions[i].factor[k]) < 100;
+    }
+  }
+  // Policing, per sample span: what the container used of it against what it was allowed then.
+  std::map<std::pair<std::string, std::string>, SharePolice> police;
   for (size_t i = 0; i < used.size(); ++i) {
     if (!inputs[i].armed) continue;
     for (size_t k = 0; k < uuids[i].size(); ++k) {
       const ShareInput::Device& d = inputs[i].devices[k];
       if (d.share_pct == 0 || d.share_pct >= 100 || inputs[i].policy == VGPU_POLICY_DISABLE)
         continue;
-      Police p = police_[{used[i].dir, d.uuid}];
-      std::erase_if(p.factors, [&](const auto& f) { return now_ns - f.first > 500'000'000; });
-      p.factors.emplace_back(now_ns, decisions[i].factor[k]);
-      uint32_t factor = 0;
-      for (const auto& f : p.factors) factor = std::max(factor, f.second);
-      const int64_t allowed = std::min<int64_t>(100, vgpu_share_pct(d.share_pct, factor)) + 1;
-      p.debt_ns = std::clamp<int64_t>(p.debt_ns + (int64_t{measured[i][k]} - allowed) * dt / 100, 0,
-                                      2'000'000'000);
-      if (!p.on && p.debt_ns > 50'000'000) {
+      SharePolice p = police_[{used[i].dir, d.uuid}];
+      p.Decided(now_ns, decisions[i].factor[k]);
+      const Tick& tk = ticks[d.uuid];
+      if (tk.fresh && p.Charge(tk.from_ns, tk.to_ns, measured[i][k], d.share_pct, tk.period_ns)) {
         spdlog::log(p.warned ? spdlog::level::debug : spdlog::level::warn,
                     "monitor: shares: {} used {} % of {} over its {} %: blocked until it is repaid",
-                    used[i].dir, measured[i][k], d.uuid, allowed - 1);
+                    used[i].dir, measured[i][k], d.uuid, p.last_allowed_pct() - 1);
         p.warned = true;
-        p.on = true;
-      } else if (p.on && p.debt_ns == 0) {
-        p.on = false;
       }
-      if (p.on) decisions[i].blocked = true;
+      if (p.blocked()) decisions[i].blocked = true;
       police[{used[i].dir, d.uuid}] = std::move(p);
     }
   }

@@ -151,6 +151,61 @@ struct TrustedLimits {
 };
 TrustedLimits ReadTrustedLimits(const std::string& limits_path);
 
+// ---- NVML's samples by period (docs/design.md, "How the monitor accounts NVML's periods"). A
+// driver samples per-process utilisation in periods (200 ms on an H200) and stamps each sample with
+// its period's end; a library that averages stamps its reading with the call. The share loop polls
+// every 100 ms: it asks for the samples newer than the newest stamp it counted on the device and
+// weights them by the span from that stamp to theirs, so that each period counts once, by its own
+// length and at its own place in time, whatever the poll interval. Per device; not thread-safe.
+class SampleSpans {
+ public:
+  // Samples newer than this (CLOCK_REALTIME us) are new on a poll at `now_us`: the newest stamp
+  // counted, or `window_us` back when there is none within kMaxAgeUs (first poll, idle device).
+  uint64_t Since(uint64_t now_us, uint64_t window_us) const;
+  // The span (us) that samples asked `since_us` with newest stamp `newest_us` stand for, at most
+  // max(window_us, the period); counts the stamp. 0 when nothing is newer than `since_us`.
+  uint64_t Count(uint64_t since_us, uint64_t newest_us, uint64_t window_us);
+  // The shortest recent gap between newest stamps (20 ms .. 2 s): the driver's period, or the poll
+  // interval for a library that averages; 0 before two stamps.
+  uint64_t period_us() const;
+
+  static constexpr uint64_t kMaxAgeUs = 2'000'000;
+
+ private:
+  static constexpr int kGaps = 8;
+  uint64_t last_us_ = 0;
+  uint64_t gaps_[kGaps] = {};
+  int next_ = 0;
+};
+
+// The share loop's policing of one container on one GPU: device time NVML measured beyond what the
+// container was allowed (its limit x the highest factor decided from kLagNs before the span to its
+// end, + 1 point), in ns, charged per sample span. While it owes more than one sampling period (a
+// period can go wholly to one process under time-slicing) or 50 ms, whichever is more, it is
+// blocked, until the debt is repaid (a container that forged its own bucket in its region is
+// stopped from outside).
+class SharePolice {
+ public:
+  // The factor decided at `mono_ns` (kept kHistoryNs).
+  void Decided(int64_t mono_ns, uint32_t factor);
+  // The container used `pct` % of the span [from_ns, to_ns] (CLOCK_MONOTONIC) at SM limit
+  // `share_pct`; `period_ns` as SampleSpans::period_us. Returns true when this starts a block.
+  bool Charge(int64_t from_ns, int64_t to_ns, uint32_t pct, uint32_t share_pct, int64_t period_ns);
+  bool blocked() const { return on_; }
+  int64_t debt_ns() const { return debt_ns_; }
+  uint32_t last_allowed_pct() const { return allowed_; }
+  bool warned = false;  // one warning per container and GPU; later episodes at debug level
+
+  static constexpr int64_t kLagNs = 300'000'000;  // a decision reaches libvgpu within a poll or two
+  static constexpr int64_t kHistoryNs = 2'000'000'000;
+
+ private:
+  int64_t debt_ns_ = 0;
+  bool on_ = false;
+  uint32_t allowed_ = 0;
+  std::vector<std::pair<int64_t, uint32_t>> factors_;  // (mono ns, factor), oldest first
+};
+
 struct FeedbackStats {
   int containers = 0;
   int switched_on = 0;
@@ -180,19 +235,24 @@ class FeedbackLoop {
   const Clock& clock_;
   int64_t window_ns_;
   ActivityLog* activity_;
-  std::map<std::pair<std::string, std::string>, uint64_t> waves_;  // (dir, uuid) -> last waves
-  // The share loop's policing, per (dir, uuid): device time NVML measured beyond what the
-  // container was allowed (its limit x the highest factor of the last 500 ms, + 1 point), in ns;
-  // while it is owed (from 50 ms until repaid) the container is blocked (a container that forged
-  // its own bucket in its region is stopped from outside).
-  struct Police {
-    int64_t debt_ns = 0;
-    bool on = false;
-    bool warned = false;  // one warning per container and GPU; later episodes at debug level
-    std::vector<std::pair<int64_t, uint32_t>> factors;  // (mono ns, factor) of recent ticks
+  // (dir, uuid) -> the waves libvgpu counted, when they last grew (CLOCK_MONOTONIC ns), and
+  // whether it counts them (it limits: share x the last factor under 100 %)
+  struct Launches {
+    uint64_t waves = 0;
+    int64_t grew_ns = 0;
+    bool counted = false;
   };
-  std::map<std::pair<std::string, std::string>, Police> police_;
-  int64_t last_share_ns_ = 0;
+  std::map<std::pair<std::string, std::string>, Launches> waves_;
+  // The share loop's policing, per (dir, uuid), and NVML's samples per uuid: their spans and the
+  // newest rows (who is busy between two periods).
+  std::map<std::pair<std::string, std::string>, SharePolice> police_;
+  struct DeviceSamples {
+    SampleSpans spans;
+    std::vector<ProcessUtil> rows;
+    uint64_t end_us = 0;
+    int64_t from_ns = 0;  // the start of the rows' span (CLOCK_MONOTONIC)
+  };
+  std::map<std::string, DeviceSamples> samples_;
 };
 
 // Runs loop.ShareTick every interval until destroyed.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -306,6 +307,107 @@ TEST(LentDevices, Table) {
   };
   for (const Case& c : cases) {
     EXPECT_EQ(LentDevices(c.in, DecideShares(c.in, c.unexplained)), c.want) << c.name;
+  }
+}
+
+// NVML's samples by period: the share loop polls every 100 ms; each sample counts once, for the
+// span from the newest stamp already counted to its own (at most max(window, period)).
+TEST(SampleSpans, EachSampleCountsItsOwnSpanOnce) {
+  constexpr uint64_t kWindow = 200'000, kT0 = 1'000'000'000;
+  struct Poll {
+    uint64_t now_us;
+    uint64_t newest_us;  // the newest stamp NVML returns for `since`, 0 = none newer (NOT_FOUND)
+    uint64_t want_since, want_span;
+  };
+  struct Case {
+    const char* name;
+    std::vector<Poll> polls;
+    uint64_t want_period;
+  };
+  const Case cases[] = {
+      {"a driver's 200 ms periods, polled every 100 ms: each period once, 200 ms",
+       {{kT0 + 50'000, kT0, kT0 + 50'000 - kWindow, 150'000},  // first: the window's part
+        {kT0 + 150'000, 0, kT0, 0},
+        {kT0 + 250'000, kT0 + 200'000, kT0, 200'000},
+        {kT0 + 350'000, 0, kT0 + 200'000, 0},
+        {kT0 + 450'000, kT0 + 400'000, kT0 + 200'000, 200'000}},
+       200'000},
+      {"a library that averages, stamped with each call: the interval",
+       {{kT0, kT0, kT0 - kWindow, kWindow},
+        {kT0 + 100'000, kT0 + 100'000, kT0, 100'000},
+        {kT0 + 230'000, kT0 + 230'000, kT0 + 100'000, 130'000}},
+       100'000},
+      {"a period handed out again 0.2 ms later: counted once, not twice",
+       {{kT0 + 10'000, kT0, kT0 + 10'000 - kWindow, 190'000},
+        {kT0 + 110'000, kT0 + 200, kT0, 200},
+        {kT0 + 210'000, kT0 + 200'000, kT0 + 200, 199'800}},
+       199'800},
+      {"after a silence of over 2 s: the window back, not the silence",
+       {{kT0, kT0, kT0 - kWindow, kWindow},
+        {kT0 + 3'000'000, kT0 + 2'900'000, kT0 + 3'000'000 - kWindow, 100'000}},
+       0},
+      {"samples missed for a second: at most max(window, period)",
+       {{kT0, kT0, kT0 - kWindow, kWindow},
+        {kT0 + 200'000, kT0 + 200'000, kT0, 200'000},
+        {kT0 + 1'200'000, kT0 + 1'200'000, kT0 + 200'000, 200'000}},
+       200'000},
+  };
+  for (const Case& c : cases) {
+    SampleSpans spans;
+    for (size_t i = 0; i < c.polls.size(); ++i) {
+      const Poll& p = c.polls[i];
+      const uint64_t since = spans.Since(p.now_us, kWindow);
+      EXPECT_EQ(since, p.want_since) << c.name << ", poll " << i;
+      EXPECT_EQ(spans.Count(since, p.newest_us, kWindow), p.want_span) << c.name << ", poll " << i;
+    }
+    EXPECT_EQ(spans.period_us(), c.want_period) << c.name;
+  }
+}
+
+// Policing per sample span. Under time-slicing a driver's 200 ms period goes wholly to one process
+// (99 %): two 50 % containers alternating periods each use their share and neither is blocked
+// (policed per poll window, each period at 99 % looked like twice its share). A container over its
+// share is blocked once it owes more than a period and until it has repaid it.
+TEST(SharePolice, ChargesEachPeriodAgainstTheFactorOfItsTime) {
+  constexpr int64_t kMs = 1'000'000, kPeriod = 200 * kMs;
+  {
+    SharePolice a, b;
+    for (int i = 0; i < 50; ++i) {
+      const int64_t from = i * kPeriod, to = from + kPeriod;
+      a.Decided(to, VGPU_SHARE_FACTOR_ONE);
+      b.Decided(to, VGPU_SHARE_FACTOR_ONE);
+      EXPECT_FALSE(a.Charge(from, to, i % 2 ? 0 : 99, 50, kPeriod)) << "period " << i;
+      EXPECT_FALSE(b.Charge(from, to, i % 2 ? 99 : 0, 50, kPeriod)) << "period " << i;
+      EXPECT_FALSE(a.blocked() || b.blocked()) << "period " << i;
+      EXPECT_LE(std::max(a.debt_ns(), b.debt_ns()), kPeriod) << "period " << i;
+    }
+  }
+  {
+    SharePolice p;  // 30 %, at 99 % every period: 136 ms owed per period
+    p.Decided(kPeriod, VGPU_SHARE_FACTOR_ONE);
+    EXPECT_FALSE(p.Charge(0, kPeriod, 99, 30, kPeriod));
+    EXPECT_EQ(p.debt_ns(), 136 * kMs);
+    p.Decided(2 * kPeriod, VGPU_SHARE_FACTOR_ONE);
+    EXPECT_TRUE(p.Charge(kPeriod, 2 * kPeriod, 99, 30, kPeriod)) << "owes 272 ms: blocked";
+    EXPECT_EQ(p.last_allowed_pct(), 31u);
+    int idle = 0;
+    for (int64_t t = 2 * kPeriod; p.blocked(); t += kPeriod, ++idle) {
+      p.Decided(t + kPeriod, VGPU_SHARE_FACTOR_ONE);
+      p.Charge(t, t + kPeriod, 0, 30, kPeriod);  // repays 62 ms per period
+    }
+    EXPECT_EQ(idle, 5);
+  }
+  {
+    // A 30 % container alone (factor 3.33) takes a whole period; its neighbour is back 50 ms
+    // after the period ended and its factor drops to 1 before the sample arrives (the next poll):
+    // the period is charged at the factor of its own time, not at the one of the poll.
+    SharePolice p;
+    for (int64_t t = 0; t <= kPeriod; t += 100 * kMs) p.Decided(t, 33'333);
+    p.Decided(kPeriod + 100 * kMs, VGPU_SHARE_FACTOR_ONE);
+    p.Decided(kPeriod + 200 * kMs, VGPU_SHARE_FACTOR_ONE);
+    EXPECT_FALSE(p.Charge(0, kPeriod, 99, 30, kPeriod));
+    EXPECT_EQ(p.debt_ns(), 0);
+    EXPECT_EQ(p.last_allowed_pct(), 101u);
   }
 }
 

@@ -35,6 +35,16 @@ struct ProcessUtil {
   bool operator==(const ProcessUtil&) const = default;
 };
 
+// One of NVML's per-process samples, stamped as the driver stamps it: a driver that samples in
+// periods (200 ms on an H200) with the end of the period the sample covers, a library that averages
+// with the call (docs/design.md, "Reading NVML's per-process samples").
+struct ProcessSample {
+  uint32_t pid = 0;
+  uint32_t sm_pct = 0;  // share of the sample's span the process kept the SMs busy
+  uint64_t end_us = 0;  // CLOCK_REALTIME microseconds
+  bool operator==(const ProcessSample&) const = default;
+};
+
 class GpuTelemetry {
  public:
   virtual ~GpuTelemetry() = default;
@@ -42,6 +52,18 @@ class GpuTelemetry {
   // One row per process busy on device `uuid` during the last `window_ms`; empty when none was.
   virtual StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid,
                                                                 int64_t window_ms) = 0;
+  // Each process's newest sample on device `uuid` stamped after `since_us`; empty when there is
+  // none. By default the rows of ProcessUtilization over (since_us, now_us], stamped `now_us`.
+  virtual StatusOr<std::vector<ProcessSample>> ProcessSamples(const std::string& uuid,
+                                                              uint64_t since_us, uint64_t now_us) {
+    const int64_t window_ms =
+        now_us > since_us ? static_cast<int64_t>((now_us - since_us + 999) / 1000) : 1;
+    HAMI_ASSIGN_OR_RETURN(std::vector<ProcessUtil> rows, ProcessUtilization(uuid, window_ms));
+    std::vector<ProcessSample> out;
+    out.reserve(rows.size());
+    for (const ProcessUtil& r : rows) out.push_back({r.pid, r.sm_pct, now_us});
+    return out;
+  }
 };
 
 // In-memory telemetry. Thread-safe.

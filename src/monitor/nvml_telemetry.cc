@@ -179,38 +179,63 @@ StatusOr<std::vector<HostGpu>> NvmlTelemetry::Devices() {
   return out;
 }
 
-StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::string& uuid,
-                                                                     int64_t window_ms) {
-  if (api_->process_utilization == nullptr) {
+namespace {
+
+// nvmlDeviceGetProcessUtilization(dev, ..., lastSeenTimeStamp = since_us), the buffer grown once.
+StatusOr<std::vector<ProcessUtilizationSample>> RawSamples(const NvmlTelemetry::Api& api,
+                                                           const std::string& uuid,
+                                                           unsigned long long since_us) {
+  if (api.process_utilization == nullptr) {
     return Unavailable("nvmlDeviceGetProcessUtilization is not available");
   }
   nvml::Device dev = nullptr;
-  nvml::Return r = api_->handle_by_uuid(uuid.c_str(), &dev);
+  nvml::Return r = api.handle_by_uuid(uuid.c_str(), &dev);
   if (r != nvml::kSuccess)
-    return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", uuid, "): ", api_->Error(r)));
+    return Unavailable(StrCat("nvmlDeviceGetHandleByUUID(", uuid, "): ", api.Error(r)));
+  std::vector<ProcessUtilizationSample> buf(64);
+  unsigned int n = static_cast<unsigned int>(buf.size());
+  r = api.process_utilization(dev, buf.data(), &n, since_us);
+  if (r == kErrorInsufficientSize && n > buf.size() && n <= 65536) {
+    buf.resize(n);
+    r = api.process_utilization(dev, buf.data(), &n, since_us);
+  }
+  if (r == nvml::kErrorNotFound) return std::vector<ProcessUtilizationSample>{};  // none newer
+  if (r != nvml::kSuccess)
+    return Unavailable(StrCat("nvmlDeviceGetProcessUtilization(", uuid, "): ", api.Error(r)));
+  buf.resize(std::min<size_t>(n, buf.size()));
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<std::vector<ProcessUtil>> NvmlTelemetry::ProcessUtilization(const std::string& uuid,
+                                                                     int64_t window_ms) {
   uint64_t now = RealtimeMicros();
   uint64_t since = now > static_cast<uint64_t>(window_ms) * 1000
                        ? now - static_cast<uint64_t>(window_ms) * 1000
                        : 0;
-  std::vector<ProcessUtilizationSample> buf(64);
-  unsigned int n = static_cast<unsigned int>(buf.size());
-  r = api_->process_utilization(dev, buf.data(), &n, since);
-  if (r == kErrorInsufficientSize && n > buf.size() && n <= 65536) {
-    buf.resize(n);
-    r = api_->process_utilization(dev, buf.data(), &n, since);
-  }
-  if (r == nvml::kErrorNotFound) return std::vector<ProcessUtil>{};  // nothing ran in the window
-  if (r != nvml::kSuccess)
-    return Unavailable(StrCat("nvmlDeviceGetProcessUtilization(", uuid, "): ", api_->Error(r)));
-  // The driver may return several samples per process; keep each process's newest.
-  std::map<uint32_t, std::pair<unsigned long long, uint32_t>> newest;
-  for (unsigned int i = 0; i < n && i < buf.size(); ++i) {
-    auto& slot = newest[buf[i].pid];
-    if (buf[i].timeStamp >= slot.first) slot = {buf[i].timeStamp, buf[i].smUtil};
-  }
+  HAMI_ASSIGN_OR_RETURN(std::vector<ProcessSample> samples, ProcessSamples(uuid, since, now));
   std::vector<ProcessUtil> out;
+  out.reserve(samples.size());
+  for (const ProcessSample& s : samples) out.push_back({s.pid, s.sm_pct});
+  return out;
+}
+
+StatusOr<std::vector<ProcessSample>> NvmlTelemetry::ProcessSamples(const std::string& uuid,
+                                                                   uint64_t since_us, uint64_t) {
+  HAMI_ASSIGN_OR_RETURN(std::vector<ProcessUtilizationSample> buf,
+                        RawSamples(*api_, uuid, since_us));
+  // The driver may return several samples per process; keep each process's newest (and none not
+  // newer than asked: a driver that ignores lastSeenTimeStamp).
+  std::map<uint32_t, ProcessSample> newest;
+  for (const ProcessUtilizationSample& s : buf) {
+    if (s.timeStamp <= since_us) continue;
+    ProcessSample& slot = newest[s.pid];
+    if (s.timeStamp >= slot.end_us) slot = {s.pid, std::min<uint32_t>(s.smUtil, 100), s.timeStamp};
+  }
+  std::vector<ProcessSample> out;
   out.reserve(newest.size());
-  for (const auto& [pid, v] : newest) out.push_back({pid, std::min<uint32_t>(v.second, 100)});
+  for (const auto& [pid, s] : newest) out.push_back(s);
   return out;
 }
 

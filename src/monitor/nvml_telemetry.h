@@ -25,6 +25,9 @@ class NvmlTelemetry final : public GpuTelemetry {
   StatusOr<std::vector<HostGpu>> Devices() override;
   StatusOr<std::vector<ProcessUtil>> ProcessUtilization(const std::string& uuid,
                                                         int64_t window_ms) override;
+  // As the driver hands them out, with `since_us` its lastSeenTimeStamp.
+  StatusOr<std::vector<ProcessSample>> ProcessSamples(const std::string& uuid, uint64_t since_us,
+                                                      uint64_t now_us) override;
 
   struct Api;
 
