@@ -8,9 +8,9 @@
 #   HAMI_TIDY_FILES="src/a.cc src/b.cc" tools/check_tidy.sh   (only these files)
 #   HAMI_TIDY_JOBS=N: files checked at once (default: the number of cores, at most 2: the ctest
 #   reserves two processors for it)
-# Cost (see .clang-tidy for why the static analyzer is off): parsing each file's headers and matching
-# the AST checks over them, under 1 s to about 80 s a file; the 107 files took about 940 s of CPU
-# (9 s on average), 13-18 min of wall time on two cores shared with other builds (docs/design.md).
+# Files sharing a compile command are checked in groups of up to eight, parsed and matched once
+# (tools/check_tidy.py says how no finding is lost that way); see .clang-tidy for why the static
+# analyzer is off, docs/benchmarks.md "clang-tidy" for the cost.
 set -uo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 build="${2:-$root/build/dev}"
@@ -43,20 +43,4 @@ EOF
 fi
 [ ${#files[@]} -gt 0 ] || { echo "tidy: no files"; exit 1; }
 jobs="${HAMI_TIDY_JOBS:-$(( $(nproc) < 2 ? $(nproc) : 2 ))}"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-start=$SECONDS
-# GCC-only warning flags in the compile database are unknown to clang: not a finding. With every
-# warning an error, clang-tidy exits non-zero on a finding, so xargs fails when any file has one, when
-# a file does not parse, and when clang-tidy crashes.
-printf '%s\0' "${files[@]}" |
-  xargs -0 -P "$jobs" -n 1 "$tidy" -p "$build" --quiet --warnings-as-errors='*' \
-    --extra-arg=-Wno-unknown-warning-option >"$log" 2>&1
-rc=$?
-if [ $rc -ne 0 ]; then
-  findings="$(grep -E '^[^ ].*: (warning|error): ' "$log" | grep -v 'warnings treated as errors' | sort -u)"
-  echo "tidy: findings (fix them, or NOLINT(check) with the reason on the line where the check is wrong):"
-  if [ -n "$findings" ]; then printf '%s\n' "$findings"; else cat "$log"; fi
-  exit 1
-fi
-echo "tidy: ok (${#files[@]} files, $jobs at once, $((SECONDS - start)) s)"
+exec /usr/bin/python3 "$root/tools/check_tidy.py" "$tidy" "$build" "$root" "$jobs" "${files[@]}"
