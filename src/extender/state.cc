@@ -569,10 +569,12 @@ void ClusterState::OnPod(const Json& pod) {
     if (!alloc) {
       expired_.erase(uid);
       if (it != pods_.end() && !finished && !it->second.bound_node.empty() &&
-          it->second.allocation.HasDevices()) {
+          it->second.allocation.HasDevices() && (it->second.confirmed || !bound.empty())) {
         // A pod seen bound keeps its booking until it finishes or is deleted: a decision removed
         // (or made undecodable) after bind is an edit, not ours, as a changed one is. A pod we
         // placed without devices (CPU only) never carried one: it goes on as a CPU-only pod.
+        // Our own /bind can come before the informer's copy of our patch: an unbound copy of a
+        // pod not yet confirmed predates the patch (the binding follows it), and is kept below.
         const std::string* node = Annotation(pod, core::kVgpuNode);
         ReportLocked(
             pod, kRejectChangedAfterBind,

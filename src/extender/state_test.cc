@@ -225,6 +225,35 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
   EXPECT_EQ(state_->pod_count(), 0u);
 }
 
+// Our /bind can finish before the informer delivers our decision patch: a copy from before the
+// patch (no decision, not yet bound) is then stale, not an edit of a bound pod. It reports nothing
+// and frees nothing (ControlPlaneTest.PodEventsAsUpstream saw a DecisionChangedAfterBind Event
+// under load). A bound copy without the decision is the edit, and is reported.
+TEST_F(StateTest, CopyFromBeforeOurPatchAfterOurBindIsNoEdit) {
+  std::vector<std::string> events;
+  RecordRejections(&events);
+  PodRecord rec;
+  rec.uid = "u1";
+  rec.namespace_ = "ml";
+  rec.name = "p-u1";
+  rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
+  rec.allocation.node = "n1";
+  rec.encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
+      {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
+  rec.totals = {{"nvidia.com/gpumem", 5000}};
+  ASSERT_TRUE(state_->TryReserve(rec).ok());
+  state_->MarkBound("u1", "n1");
+  state_->OnPod(PodJson("u1", Json::object()));  // the pod as created, delivered late
+  EXPECT_TRUE(events.empty()) << events.front();
+  EXPECT_EQ(state_->RejectedDecisions()[kRejectChangedAfterBind], 0);
+  ASSERT_EQ(state_->Pods().size(), 1u);
+  EXPECT_EQ(state_->Pods()[0].bound_node, "n1");
+  // The same copy bound to the node, decision gone: an edit after bind, reported; still charged.
+  state_->OnPod(PodJson("u1", Json::object(), "Running", "n1"));
+  EXPECT_EQ(events, (std::vector<std::string>{"p-u1:" + std::string(kRejectChangedAfterBind)}));
+  EXPECT_EQ(state_->Pods().size(), 1u);
+}
+
 // Rebuilding from annotations charges a pod only for a decision consistent with its binding, its
 // scheduler and the device; the rest is reported once (sink + RejectedDecisions) and blocks
 // nothing.
