@@ -36,15 +36,19 @@ endfunction()
 set(HAMI_TEST_OPT_FLAGS "" CACHE STRING "Extra compile flags for test sources (e.g. -O0 on CI)")
 separate_arguments(_hami_test_opt_flags UNIX_COMMAND "${HAMI_TEST_OPT_FLAGS}")
 
-# hami_test(NAME <exe> SRCS ... DEPS ... [LABELS ...]): a GoogleTest binary, one ctest entry per test.
+# hami_test(NAME <exe> SRCS ... DEPS ... [LABELS ...] [TIMEOUT s] [PROCESSORS n]): a GoogleTest
+# binary, one ctest entry per test; PROCESSORS: cores each of its tests needs (ctest -j counts them).
 # Labels: "unit" (fast, hermetic; also run under ASan+UBSan in CI), "integration", "fuzz".
 function(hami_test)
-  cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "NAME;TIMEOUT;PROCESSORS" "SRCS;DEPS;LABELS" ${ARGN})
   if(NOT A_LABELS)
     set(A_LABELS unit)
   endif()
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
+  endif()
+  if(NOT A_PROCESSORS)
+    set(A_PROCESSORS 1)
   endif()
   add_executable(${A_NAME} ${A_SRCS})
   target_compile_options(${A_NAME} PRIVATE ${HAMI_WARNINGS} ${_hami_test_opt_flags})
@@ -53,7 +57,7 @@ function(hami_test)
     hami_unit_target(${A_NAME})
   endif()
   gtest_discover_tests(${A_NAME} DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
+    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT} PROCESSORS ${A_PROCESSORS}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endfunction()
 

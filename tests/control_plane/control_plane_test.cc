@@ -276,6 +276,13 @@ TEST_F(ControlPlaneTest, RestartRecoversFromAnnotations) {
     auto created = first->client->Create(k8s::kPods, "ml", spec);
     ASSERT_TRUE(created.ok());
     ASSERT_FALSE(ks.Filter(*created, nodes_).empty());
+    // The decision patch is written after /filter answers (only /bind waits for it): the pod is
+    // "annotated" once the API server holds it.
+    ASSERT_TRUE(WaitFor([&] {
+      auto p = api_.Get("pods", "ml", "inflight");
+      return p && p->value("/metadata/annotations"_json_pointer, Json::object())
+                      .contains(core::kVgpuNode);
+    }));
   }
   first.reset();  // crash/restart: nothing survives but the API server's objects
   auto second = StartReplica({.identity = "replica-1"});
