@@ -167,6 +167,20 @@ class StateTest : public ::testing::Test {
     state_->OnNode(NodeJson("n1", {{"hami.io/node-nvidia-register", kTwoGpus}}));
   }
   core::DeviceUsage Usage(int dev) { return sched_->cache().Snapshot("n1")->usage[dev]; }
+  // What Filter reserves for pod p-<uid> placed on n1 with one NVIDIA device of 5000 MiB: the
+  // decision and the vendors' fingerprint of its annotations.
+  static PodRecord Reservation5000(const std::string& uid) {
+    PodRecord rec;
+    rec.uid = uid;
+    rec.namespace_ = "ml";
+    rec.name = "p-" + uid;
+    rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
+    rec.allocation.node = "n1";
+    rec.encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
+        {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
+    rec.totals = {{"nvidia.com/gpumem", 5000}};
+    return rec;
+  }
   // A fresh state whose rejected decisions are logged as "<pod name>:<reason>" into `events`.
   void RecordRejections(std::vector<std::string>* events) {
     StateOptions o;
@@ -198,17 +212,8 @@ TEST_F(StateTest, PodsFromAnnotationsAddAndRelease) {
 }
 
 TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
-  PodRecord rec;
-  rec.uid = "u1";
-  rec.namespace_ = "ml";
-  rec.name = "p-u1";
-  rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
-  rec.allocation.node = "n1";
-  // What Filter records: the vendors' fingerprint of the decision annotations.
-  const std::string encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
-      {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
-  rec.encoded = encoded;
-  rec.totals = {{"nvidia.com/gpumem", 5000}};
+  const PodRecord rec = Reservation5000("u1");
+  const std::string encoded = rec.encoded;
   ASSERT_TRUE(state_->TryReserve(rec).ok());
   // An informer copy from before our patch (an older decision, or none) must not touch it.
   state_->OnPod(PodJson("u1", {{"hami.io/vgpu-node", "n1"},
@@ -232,16 +237,7 @@ TEST_F(StateTest, StaleCopyDoesNotReplaceReservation) {
 TEST_F(StateTest, CopyFromBeforeOurPatchAfterOurBindIsNoEdit) {
   std::vector<std::string> events;
   RecordRejections(&events);
-  PodRecord rec;
-  rec.uid = "u1";
-  rec.namespace_ = "ml";
-  rec.name = "p-u1";
-  rec.allocation = *core::DecodePodDevices("GPU-a,NVIDIA,5000,0:;");
-  rec.allocation.node = "n1";
-  rec.encoded = vendors::VendorSet::NvidiaOnly().DecisionFingerprint(
-      {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,5000,0:;"}});
-  rec.totals = {{"nvidia.com/gpumem", 5000}};
-  ASSERT_TRUE(state_->TryReserve(rec).ok());
+  ASSERT_TRUE(state_->TryReserve(Reservation5000("u1")).ok());
   state_->MarkBound("u1", "n1");
   state_->OnPod(PodJson("u1", Json::object()));  // the pod as created, delivered late
   EXPECT_TRUE(events.empty()) << events.front();
