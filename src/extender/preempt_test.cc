@@ -637,6 +637,13 @@ TEST_F(PreemptTest, HandlePreemptStatusTable) {
       {"bad priority",
        R"({"Pod":{"metadata":{"name":"p","namespace":"d"},"spec":{"priority":"x"}}})", true, true,
        400, "spec.priority"},
+      // Full victims whose keys differ in case (Go's decoder matches them): the uid the parser
+      // read is the one answered (it was answered empty, a result that does not parse back).
+      {"victim keys in another case",
+       R"({"Pod":{"metadata":{"name":"cpu","namespace":"d","uid":"u-cpu"},"spec":{"containers":[]}},)"
+       R"("NodeNameToVictims":{"n1":{"Pods":[{"metAdata":{"UID":"u-low"}}],"NumPDBViolations":1}}})",
+       true, true, 200,
+       R"({"NodeNameToMetaVictims":{"n1":{"NumPDBViolations":1,"Pods":[{"UID":"u-low"}]}}})"},
       {"not the leader", ok, false, true, 503, "not the leader"},
       {"not synced", ok, true, false, 503, "not synced"},
   };
