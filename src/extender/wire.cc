@@ -1,5 +1,6 @@
 #include "extender/wire.h"
 
+#include <array>
 #include <cctype>
 
 #include "core/json_util.h"
@@ -145,16 +146,40 @@ class Scanner {
     SkipWs();
     if (i_ >= s_.size() || s_[i_] != '"') return false;
     const size_t start = ++i_;
-    for (; i_ < s_.size(); ++i_) {
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        *out = s_.substr(start, i_ - start);
-        ++i_;
-        return true;
+    const char* p = s_.data() + i_;
+    const char* const end = s_.data() + s_.size();
+    while (p != end && kPlain[static_cast<unsigned char>(*p)]) ++p;
+    i_ = static_cast<size_t>(p - s_.data());
+    if (p == end || *p != '"') return false;  // the end, an escape, a control or non-ASCII byte
+    *out = s_.substr(start, i_ - start);
+    ++i_;
+    return true;
+  }
+  // An array of plain strings at the cursor: their contents go to *names (views into the text)
+  // and *out is the array's extent. Anything else (another value, an escape, malformed text)
+  // leaves the cursor where it was, *names empty, and returns false.
+  bool PlainStringArray(std::string_view* out, std::vector<std::string_view>* names) {
+    SkipWs();
+    const size_t start = i_;
+    names->clear();
+    auto fail = [&] {
+      i_ = start;
+      names->clear();
+      return false;
+    };
+    if (!Eat('[')) return fail();
+    if (!Eat(']')) {
+      for (;;) {
+        std::string_view name;
+        if (!PlainString(&name)) return fail();
+        names->push_back(name);
+        if (Eat(',')) continue;
+        if (Eat(']')) break;
+        return fail();
       }
-      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
     }
-    return false;
+    *out = s_.substr(start, i_ - start);
+    return true;
   }
   // The extent of the JSON value at the cursor, found by bracket and string matching only (the
   // caller validates it with nlohmann); false when it runs off the end or is empty.
@@ -191,32 +216,34 @@ class Scanner {
   }
 
  private:
+  // Bytes a plain string may hold: printable ASCII but the quote and the backslash.
+  static constexpr std::array<bool, 256> kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x80; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
+    return t;
+  }();
   std::string_view s_;
   size_t i_ = 0;
 };
 
-// NodeNames' value: null or an array of plain strings.
-bool FastNames(std::string_view v, std::optional<std::vector<std::string>>* out) {
+// NodeNames' value: null or an array of plain strings. `scanned` holds the array's strings when the
+// top-level scan has already read it as one (PlainStringArray), so the text is not read again.
+bool FastNames(std::string_view v, const std::vector<std::string_view>* scanned,
+               std::optional<std::vector<std::string>>* out) {
   if (v == "null") {
     out->reset();
     return true;
   }
-  Scanner sc(v);
-  if (!sc.Eat('[')) return false;
-  std::vector<std::string> names;
-  // Names are short and ~10 bytes of JSON each: reserve once.
-  names.reserve(v.size() / 8 + 1);
-  if (!sc.Eat(']')) {
-    for (;;) {
-      std::string_view name;
-      if (!sc.PlainString(&name)) return false;
-      names.emplace_back(name);
-      if (sc.Eat(',')) continue;
-      if (sc.Eat(']')) break;
-      return false;
-    }
+  std::vector<std::string_view> local;
+  if (scanned == nullptr) {
+    Scanner sc(v);
+    std::string_view extent;
+    if (!sc.PlainStringArray(&extent, &local) || !sc.AtEnd()) return false;
+    scanned = &local;
   }
-  if (!sc.AtEnd()) return false;
+  std::vector<std::string> names;
+  names.reserve(scanned->size());
+  for (std::string_view name : *scanned) names.emplace_back(name);
   *out = std::move(names);
   return true;
 }
@@ -240,22 +267,40 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
     bool has_exact = false, has_folded = false;
   };
   Field fields[] = {{"Pod", {}, {}, {}}, {"Nodes", {}, {}, {}}, {"NodeNames", {}, {}, {}}};
+  // NodeNames (nearly all of the body) is read once, as it is scanned: the strings of the exact
+  // key's value and of the folded key's value, each while that value is the field's (a value
+  // that is not an array of plain strings is scanned as any other and left to FastNames).
+  std::vector<std::string_view> scanned, names_exact, names_folded;
+  bool scanned_exact = false, scanned_folded = false;
   if (!sc.Eat('}')) {
     for (;;) {
       std::string_view key, value;
-      if (!sc.PlainString(&key) || !sc.Eat(':') || !sc.SkipValue(&value)) return false;
+      if (!sc.PlainString(&key) || !sc.Eat(':')) return false;
+      bool as_names = false;
+      if (key.size() == fields[2].name.size() && EqualFold(key, fields[2].name))
+        as_names = sc.PlainStringArray(&value, &scanned);
+      if (!as_names && !sc.SkipValue(&value)) return false;
       // A value no field will read (unknown key, replaced duplicate) must still be valid JSON.
       bool known = false;
       for (auto& f : fields) {
+        const bool is_names = &f == &fields[2];
         if (key == f.name) {
           if (f.has_exact && !Valid(f.exact)) return false;
           f.exact = value;
           f.has_exact = known = true;
+          if (is_names) {
+            names_exact.swap(scanned);
+            scanned_exact = as_names;
+          }
         } else if (EqualFold(key, f.name)) {
           if (!f.has_folded || key <= f.folded_key) {
             if (f.has_folded && !Valid(f.folded)) return false;
             f.folded = value;
             f.folded_key = key;
+            if (is_names) {
+              names_folded.swap(scanned);
+              scanned_folded = as_names;
+            }
           } else if (!Valid(value)) {
             return false;
           }
@@ -287,7 +332,11 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
   }
   // NodeNames.
   if (const std::string_view* names = chosen(fields[2])) {
-    if (!FastNames(*names, &args->node_names)) return false;
+    const bool exact = names == &fields[2].exact;
+    const std::vector<std::string_view>* strings = exact
+                                                       ? (scanned_exact ? &names_exact : nullptr)
+                                                       : (scanned_folded ? &names_folded : nullptr);
+    if (!FastNames(*names, strings, &args->node_names)) return false;
   }
   // A case-folded value the exact key overrides is validated here (the chosen ones were parsed
   // above).

@@ -102,6 +102,24 @@ TEST(ExtenderArgs, FastPathAgreesWithTheDomParser) {
       R"({"Pod":{"a":1},"Pod":{"b":2},"NodeNames":["1"],"NodeNames":["2"]})",  // duplicates: last
                                                                                // wins
       R"({"Pod":{},"Extra":[1,{"x":"}"},-2.5e3,true,null],"NodeNames":["n"]})",  // unknown members
+      // NodeNames read as the top-level scan passes it: every way a later key replaces it.
+      R"({"Pod":{},"NodeNames":["a"],"NodeNames":null})",
+      R"({"Pod":{},"NodeNames":null,"NodeNames":["b"]})",
+      R"({"Pod":{},"nodenames":["f"],"NodeNames":["e"]})",
+      R"({"Pod":{},"NodeNames":["e"],"nodenames":["f"]})",
+      R"({"Pod":{},"NODENAMES":["u"],"nodeNames":["l"]})",
+      R"({"Pod":{},"nodenames":["x"],"NODENAMES":["u"]})",
+      R"({"Pod":{},"nodenames":["a\u0041"],"NodeNames":["e"]})",
+      R"({"Pod":{},"NodeNames":["e"],"nodenames":["a\u0041"]})",
+      R"({"Pod":{},"NodeNames":["a"],"NodeNames":["b"],"nodenames":["c"]})",
+      R"({"Pod":{},"nodenames":["a"],"nodenames":"b"})",
+      R"({"Pod":{},"nodenames":["a"],"nodenames":["b",]})",
+      "{\"Pod\":{},\"NodeNames\":[\"a\"],\"nodenames\":[\"b\x01\"]}",
+      " {\"Pod\":{} , \"NodeNames\" :\n[ \"a\" ,\t\"b\" ] } ",
+      R"({"Pod":{},"NodeNames":[ ]})",
+      R"({"Pod":{},"NodeNames":[,]})",
+      R"({"Pod":{},"NodeNames":["a""b"]})",
+      R"({"Pod":{},"NodeNames":["a"],"NodeNames":["b")",
       R"({"Pod":{},"NodeNames":["caf\u00e9","tab\t"]})",  // escapes: DOM path
       "{\"Pod\":{},\"NodeNames\":[\"caf\xc3\xa9\"]}",     // UTF-8: DOM path
       "{\"Pod\":{},\"NodeNames\":[\"bad\xff\"]}",         // invalid UTF-8
