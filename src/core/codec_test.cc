@@ -303,6 +303,14 @@ TEST(PodDevicesTest, UpstreamExampleAndRoundTrips) {
   EXPECT_EQ(DecodePodDevices("GPU-a,NVIDIA,1,2:")->containers.size(), 1u);
   EXPECT_EQ(DecodePodDevices(" GPU-a,NVIDIA,1,2:;\n")->containers.size(), 1u);
   EXPECT_EQ(DecodePodDevices("GPU-a,NVIDIA,1,2,extra:;")->containers[0][0], CD("GPU-a", 1, 2));
+  // Blanks around a uuid or type are not part of it, wherever the field is (found by the fuzz
+  // target: a blank before the first uuid was kept, then trimmed with the whole value on the
+  // next decode, so the value did not survive its own encoding).
+  auto blanks = DecodePodDevices(":\n GPU-a ,NVIDIA\t,1,2;\tGPU-b,NVIDIA,3,4:;");
+  ASSERT_TRUE(blanks.ok()) << blanks.status();
+  EXPECT_EQ(blanks->containers,
+            (std::vector<std::vector<ContainerDevice>>{{CD("GPU-a", 1, 2)}, {CD("GPU-b", 3, 4)}}));
+  EXPECT_EQ(*EncodePodDevices(*blanks), "GPU-a,NVIDIA,1,2:;GPU-b,NVIDIA,3,4:;");
 }
 
 TEST(PodDevicesTest, ErrorsNameContainerAndDevice) {
@@ -329,6 +337,8 @@ TEST(PodDevicesTest, ErrorsNameContainerAndDevice) {
   PodAllocation bad;
   bad.containers = {{CD("GPU;a", 1, 1)}};
   EXPECT_TRUE(Contains(EncodePodDevices(bad).status(), "holds ',', ':' or ';'"));
+  bad.containers = {{CD(" GPU-a", 1, 1)}};  // would decode as "GPU-a"
+  EXPECT_FALSE(EncodePodDevices(bad).ok());
   bad.containers = {{CD("GPU-a", -1, 1)}};
   EXPECT_FALSE(EncodePodDevices(bad).ok());
 }

@@ -13,8 +13,10 @@ using nlohmann::json;
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
+// A uuid or vendor the decoder would not read back as written: empty, a separator inside, or
+// blanks at either end (the decoder trims each field, as it trims the whole value).
 bool BadField(std::string_view s) {
-  return s.empty() || s.find_first_of(",:;") != std::string_view::npos;
+  return s.empty() || s.find_first_of(",:;") != std::string_view::npos || text::Trim(s) != s;
 }
 
 }  // namespace
@@ -27,10 +29,10 @@ StatusOr<std::string> EncodePodDevices(const PodAllocation& allocation) {
       const std::string where = StrCat("container ", c, " device ", i, ": ");
       if (BadField(d.uuid))
         return InvalidArgument(where, "uuid ", text::Quote(d.uuid),
-                               " is empty or holds ',', ':' or ';'");
+                               " is empty, holds ',', ':' or ';', or starts or ends with a blank");
       if (BadField(d.vendor))
         return InvalidArgument(where, "vendor ", text::Quote(d.vendor),
-                               " is empty or holds ',', ':' or ';'");
+                               " is empty, holds ',', ':' or ';', or starts or ends with a blank");
       if (d.usedmem_mib < 0 || d.usedmem_mib > kInt32Max)
         return InvalidArgument(where, "memory ", d.usedmem_mib, " MiB is outside 0..", kInt32Max);
       if (d.usedcores < 0) return InvalidArgument(where, "cores ", d.usedcores, " is negative");
@@ -57,8 +59,11 @@ StatusOr<PodAllocation> DecodePodDevices(std::string_view text) {
       const auto f = text::Split(item, ',');
       if (f.size() < 4)
         return InvalidArgument(where, "has ", f.size(), " fields, expected UUID,Type,MemMiB,Cores");
-      if (f[0].empty()) return InvalidArgument(where, "uuid is empty");
-      if (f[1].empty()) return InvalidArgument(where, "type is empty");
+      // Blanks around a field are not part of it (the whole value is trimmed too, so a blank
+      // before the first uuid would otherwise be kept or not depending on where it is).
+      const std::string_view uuid = text::Trim(f[0]), vendor = text::Trim(f[1]);
+      if (uuid.empty()) return InvalidArgument(where, "uuid is empty");
+      if (vendor.empty()) return InvalidArgument(where, "type is empty");
       const auto mem = text::ParseInt(f[2]);
       if (!mem || *mem < 0 || *mem > kInt32Max)
         return InvalidArgument(where, "memory ", text::Quote(f[2]), " is not an integer in 0..",
@@ -68,8 +73,8 @@ StatusOr<PodAllocation> DecodePodDevices(std::string_view text) {
         return InvalidArgument(where, "cores ", text::Quote(f[3]), " is not an integer in 0..",
                                kInt32Max);
       ContainerDevice d;
-      d.uuid = std::string(f[0]);
-      d.vendor = std::string(f[1]);
+      d.uuid = std::string(uuid);
+      d.vendor = std::string(vendor);
       d.usedmem_mib = *mem;
       d.usedcores = static_cast<int>(*cores);
       devices.push_back(std::move(d));
