@@ -101,6 +101,28 @@ TEST(RegistrationTest, CapacityVendorsCountDevicesFromCapacity) {
             std::string::npos);
 }
 
+// An Ascend registration that claims MIG is refused (found by the registration fuzz target: with
+// the hami-vnpu-core annotation it decoded as a hami-core device that kept its MIG profiles, which
+// the encoder cannot write back).
+TEST(RegistrationTest, AscendRefusesMig) {
+  const Vendor& ascend = ByWord("Ascend310P");
+  const std::string reg =
+      R"([{"id":"NPU-a","count":7,"devmem":40960,"devcore":100,"type":"Ascend310P","health":true,)"
+      R"("mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":5120,"core":14,"sliceCount":1,)"
+      R"("placements":[{"start":0,"size":1}]}]}])";
+  for (const bool hami_core : {false, true}) {
+    SCOPED_TRACE(hami_core);
+    NodeView node;
+    node.annotations[ascend.keys().node_register] = reg;
+    if (hami_core) node.annotations["hami-vnpu-core"] = "true";
+    auto devs = ascend.DecodeNode(node);
+    ASSERT_FALSE(devs.ok());
+    EXPECT_NE(std::string(devs.status().message()).find("MIG mode or profiles on an Ascend NPU"),
+              std::string::npos)
+        << devs.status();
+  }
+}
+
 TEST(RegistrationTest, MalformedAnnotationsNameTheKey) {
   for (const RegCase& c : kRegCases) {
     NodeView node;

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "common/log.h"
 #include "core/annotations.h"
+#include "core/text_util.h"
 #include "nlohmann/json.hpp"
 #include "vendors/config.h"
 #include "vendors/generic.h"
@@ -145,6 +146,13 @@ class AscendVendor : public GenericVendor {
   }
   StatusOr<std::vector<core::DeviceInfo>> DecodeNode(const NodeView& node) const override {
     HAMI_ASSIGN_OR_RETURN(auto devs, GenericVendor::DecodeNode(node));
+    // An NPU has no MIG: a registration that says so is not an Ascend device plugin's (and the
+    // hami-core annotation below would turn it into a hami-core device with MIG profiles, which
+    // no encoding can carry).
+    for (const auto& d : devs)
+      if (d.mode == core::kModeMig || !d.mig_profiles.empty())
+        return InvalidArgument(spec_.keys.node_register, ": device ", core::text::Quote(d.uuid),
+                               ": MIG mode or profiles on an Ascend NPU");
     auto it = node.annotations.find(kNodeHamiCore);
     if (it != node.annotations.end() && it->second == "true")
       for (auto& d : devs) d.mode = core::kModeHamiCore;
