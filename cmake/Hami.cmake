@@ -81,6 +81,8 @@ function(hami_fuzz)
     target_link_libraries(${A_NAME} PRIVATE hami_fuzz_driver)
     set(_args --runs=${A_RUNS})
   endif()
+  # A failing input is saved in the build tree (crash-<n>), not in the source tree the test runs in.
+  list(APPEND _args -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/)
   if(A_CORPUS)
     list(APPEND _args ${A_CORPUS})
   endif()
