@@ -37,14 +37,6 @@ scheduler::PlacedPodResources ResourcesOf(const PodRecord& rec) {
   return res;
 }
 
-// A full victim's metadata.uid, its keys matched as ParseVictims matches them (case-folded, as
-// Go's decoder does); "" when absent.
-std::string VictimUid(const Json& pod) {
-  const Json* meta = pod.is_object() ? FindKeyFold(pod, "metadata") : nullptr;
-  const Json* uid = meta != nullptr && meta->is_object() ? FindKeyFold(*meta, "uid") : nullptr;
-  return uid != nullptr && uid->is_string() ? uid->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 // ---- the rules ----
@@ -258,8 +250,9 @@ StatusOr<ExtenderPreemptionResult> Extender::Preempt(const ExtenderPreemptionArg
       PreemptNode& n = nodes[name];
       n.num_pdb_violations = v.num_pdb_violations;
       for (const Json& p : v.pods) {
-        // Keys matched case-folded, as ParseVictims (and Go's decoder) read them.
-        const std::string uid = VictimUid(p);
+        // Keys matched case-folded, as the parser (and Go's decoder) read them.
+        const Json* u = PodUidFold(p);
+        const std::string uid = u != nullptr ? u->get<std::string>() : std::string();
         if (n.sent.emplace(uid, &p).second) n.proposed.push_back(uid);
       }
     }

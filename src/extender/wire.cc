@@ -424,6 +424,12 @@ const Json* FindKeyFold(const Json& obj, std::string_view key) {
   return nullptr;
 }
 
+const Json* PodUidFold(const Json& pod) {
+  const Json* meta = FindKeyFold(pod, "metadata");
+  const Json* uid = meta != nullptr ? FindKeyFold(*meta, "uid") : nullptr;
+  return uid != nullptr && uid->is_string() ? uid : nullptr;
+}
+
 std::vector<std::string> ExtenderArgs::CandidateNames() const {
   if (node_names) return *node_names;
   std::vector<std::string> out;
@@ -581,9 +587,8 @@ Status ParseVictims(const Json& obj, std::string_view where, Victims* out) {
     for (size_t i = 0; i < pods->size(); ++i) {
       const Json& p = (*pods)[i];
       if (p.is_null()) continue;
-      const Json* meta = p.is_object() ? FindKeyFold(p, "metadata") : nullptr;
-      const Json* uid = meta && meta->is_object() ? FindKeyFold(*meta, "uid") : nullptr;
-      if (uid == nullptr || !uid->is_string() || uid->get_ref<const std::string&>().empty())
+      const Json* uid = PodUidFold(p);
+      if (uid == nullptr || uid->get_ref<const std::string&>().empty())
         return InvalidArgument(where, ".Pods[", i, "] is not a Pod with metadata.uid");
       out->pods.push_back(p);
     }

@@ -109,5 +109,8 @@ StatusOr<ExtenderPreemptionResult> ParseExtenderPreemptionResult(std::string_vie
 // Looks a key up the way Go's encoding/json does: exact match first, then case-insensitive.
 // nullptr when absent.
 const Json* FindKeyFold(const Json& obj, std::string_view key);
+// A v1.Pod's metadata.uid looked up as ParseExtenderPreemptionArgs accepts it (FindKeyFold at both
+// levels): nullptr when absent or not a string.
+const Json* PodUidFold(const Json& pod);
 
 }  // namespace hami::extender
