@@ -1,5 +1,6 @@
 #include "extender/wire.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -123,6 +124,14 @@ Json MapJson(const std::map<std::string, std::string>& m) {
 // checks both). The nesting limit is checked on the parts nlohmann reads (Pod, Nodes, validated
 // values), not on the whole body: NodeNames, nearly all of it, is flat when the fast path takes it.
 
+// Bytes a JSON string may hold as they are (no escape): printable ASCII but the quote and the
+// backslash. The scanner reads such strings in place; the encoder writes them without nlohmann.
+constexpr std::array<bool, 256> kPlain = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
+
 class Scanner {
  public:
   explicit Scanner(std::string_view s) : s_(s) {}
@@ -216,12 +225,6 @@ class Scanner {
   }
 
  private:
-  // Bytes a plain string may hold: printable ASCII but the quote and the backslash.
-  static constexpr std::array<bool, 256> kPlain = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0x20; c < 0x80; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
-    return t;
-  }();
   std::string_view s_;
   size_t i_ = 0;
 };
@@ -350,15 +353,8 @@ bool ParseExtenderArgsFast(std::string_view body, ExtenderArgs* args) {
 // ---- ExtenderFilterResult encoding (byte-identical to ToJson(r).dump()) ----
 
 void AppendJsonString(std::string& out, std::string_view s) {
-  bool plain = true;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) {
+  if (std::all_of(s.begin(), s.end(),
+                  [](char c) { return kPlain[static_cast<unsigned char>(c)]; })) {
     out += '"';
     out.append(s);
     out += '"';
