@@ -22,6 +22,7 @@
 #include "core/node_codec.h"
 #include "deviceplugin/config.h"
 #include "deviceplugin/host_pid_broker.h"
+#include "deviceplugin/imex.h"
 #include "deviceplugin/k8s_source.h"
 #include "deviceplugin/node_devices.h"
 #include "deviceplugin/plugin.h"
@@ -125,6 +126,21 @@ int DevicePluginMain(int argc, char** argv) {
   app.add_option("--cdi-kind", cfg.cdi_kind,
                  "CDI kind (<vendor>/<class>) of the node's CDI spec naming the GPUs by index and "
                  "UUID (nvidia-ctk cdi generate's default)")
+      ->capture_default_str();
+  std::string imex_channel_ids, imex_dev_root = "/";
+  bool imex_required = false;
+  app.add_option("--imex-channel-ids", imex_channel_ids,
+                 "IMEX channels handed to every GPU container, comma separated (e.g. 0): "
+                 "NVIDIA_IMEX_CHANNELS, mounts or CDI devices under the device list strategy; a "
+                 "channel whose device node is missing at start is left out with a warning")
+      ->envname("IMEX_CHANNEL_IDS");
+  app.add_flag("--imex-required", imex_required,
+               "fail at start when a channel of --imex-channel-ids is missing")
+      ->envname("IMEX_REQUIRED");
+  app.add_option("--imex-dev-root", imex_dev_root,
+                 "where this process sees the host's /dev for --imex-channel-ids (the channels "
+                 "are looked for at <root>/dev/nvidia-caps-imex-channels/channel<N>, then under "
+                 "/dev)")
       ->capture_default_str();
   app.add_option("--mig-strategy", cfg.mig_strategy,
                  "static MIG (MIG devices made beforehand): none, single (every MIG device as "
@@ -230,6 +246,13 @@ int DevicePluginMain(int argc, char** argv) {
       return Fail(s);
   }
   if (Status s = deviceplugin::Validate(cfg); !s.ok()) return Fail(s);
+  {
+    auto ids = deviceplugin::ParseImexChannelIds(imex_channel_ids);
+    if (!ids.ok()) return Fail(Annotate(ids.status(), "--imex-channel-ids (IMEX_CHANNEL_IDS)"));
+    auto channels = deviceplugin::ResolveImexChannels(*ids, imex_required, imex_dev_root);
+    if (!channels.ok()) return Fail(channels.status());
+    cfg.imex_channels = *std::move(channels);
+  }
 
   std::unique_ptr<gpu::DeviceDiscovery> discovery;
   gpu::MigControl* mig = nullptr;  // NVML's, when it loaded (operating mode mig)

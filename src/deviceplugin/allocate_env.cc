@@ -2,6 +2,7 @@
 
 #include "core/model.h"
 #include "deviceplugin/host_pid_broker.h"
+#include "deviceplugin/imex.h"
 #include "deviceplugin/mps.h"
 #include "vendors/nvidia/device_list.h"
 #include "vendors/vendor_set.h"
@@ -49,6 +50,38 @@ StatusOr<std::vector<std::string>> GpuIds(const PendingContainer& ctr, const Plu
   return ids;
 }
 
+// The node's IMEX channels (imex.h) beside the device list, under the same strategies: the
+// environment, mounts under the list's root, CDI devices of the class imex-channel.
+Status ApplyImexChannels(const PluginConfig& c, const vendors::nvidia::DeviceListStrategies& s,
+                         std::string_view allocation_id, ContainerAllocation* a) {
+  namespace nv = vendors::nvidia;
+  if (c.imex_channels.empty()) return OkStatus();
+  std::vector<std::string> ids;
+  for (const int id : c.imex_channels) ids.push_back(StrCat(id));
+  if (s.envvar) a->envs[kEnvImexChannels] = Join(ids);
+  if (s.volume_mounts) {
+    for (const auto& id : ids)
+      a->mounts.push_back({JoinPath(JoinPath(nv::kVolumeMountsRoot, kImexVolumeMountsDir), id),
+                           nv::kVolumeMountsHostPath, false});
+  }
+  if (!s.AnyCdi()) return OkStatus();
+  const std::string vendor = c.cdi_kind.substr(0, c.cdi_kind.find('/'));
+  std::vector<std::string> names;
+  for (const auto& id : ids) {
+    auto name = nv::CdiDeviceName(StrCat(vendor, "/", kImexCdiClass), id);
+    if (!name.ok()) return Annotate(name.status(), StrCat("IMEX channel ", id));
+    names.push_back(*std::move(name));
+  }
+  if (s.cdi_annotations) {
+    HAMI_ASSIGN_OR_RETURN(const std::string key,
+                          nv::CdiAnnotationKey(c.cdi_annotation_prefix, allocation_id));
+    std::string& value = a->annotations[key];
+    for (const auto& n : names) value += (value.empty() ? "" : ",") + n;
+  }
+  if (s.cdi_cri) a->cdi_devices.insert(a->cdi_devices.end(), names.begin(), names.end());
+  return OkStatus();
+}
+
 // The device list as config.device_list_strategy asks (vendors/nvidia/device_list.h): replaces the
 // vendor's NVIDIA_VISIBLE_DEVICES, or drops it when only CDI strategies are on. `ids` name the
 // devices to the runtime (GPU UUIDs or indices, MIG UUIDs).
@@ -80,7 +113,7 @@ Status ApplyDeviceList(const std::vector<std::string>& ids, const PluginConfig& 
     a->annotations[key] = Join(cdi_names);
   }
   if (strategies.cdi_cri) a->cdi_devices = cdi_names;
-  return OkStatus();
+  return ApplyImexChannels(c, strategies, allocation_id, a);
 }
 
 // The decision always names the memory granted (a whole card is its full memory); 0 would reach
@@ -148,6 +181,7 @@ StatusOr<ContainerAllocation> BuildContainerAllocation(
   armed.erase(kEnvVisibleDevices);
   armed.erase(kEnvLogLevel);
   armed.erase(kEnvHostPidBroker);  // a gate of the environment, not a limit
+  armed.erase(kEnvImexChannels);   // the runtime's, as the device list
   armed[kEnvCorePolicy] = c.core_policy;
   a.limits_file = "# libvgpu limits for this container, written by the hami device plugin\n";
   for (const auto& [k, v] : armed) a.limits_file += StrCat(k, "=", v, "\n");

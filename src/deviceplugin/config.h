@@ -63,6 +63,9 @@ struct PluginConfig {
   std::string device_id_strategy = "uuid";      // uuid | index (NVML index)
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   std::string cdi_kind = "nvidia.com/gpu";  // <vendor>/<class> of the node's CDI spec
+  // IMEX channels named to the runtime beside every GPU container's devices (deviceplugin/imex.h):
+  // the ones of --imex-channel-ids whose device node was found at start.
+  std::vector<int> imex_channels;
 
   // ---- host paths (libvgpu install, HOOK_PATH of upstream) ----
   std::string container_hook_dir =

@@ -241,7 +241,13 @@ TEST_F(DaemonTest, DevicePluginProcessEndToEnd) {
        {{"name", "node1"},
         {"annotations", {{vendors::nvidia::kNodeHandshake, "Requesting_2023-11-14 22:13:00"}}}}}};
   ASSERT_TRUE(api.Upsert("nodes", node).ok());
-  StartPlugin(devices, "", {"--split-count", "3", "--host-pid-broker-dir", dir_ + "/hostpid"});
+  // IMEX channels: channel0 is a character device under the given root, channel4 is missing (left
+  // out with a warning).
+  fs::create_directories(dir_ + "/host/dev/nvidia-caps-imex-channels");
+  fs::create_symlink("/dev/null", dir_ + "/host/dev/nvidia-caps-imex-channels/channel0");
+  StartPlugin(devices, "",
+              {"--split-count", "3", "--host-pid-broker-dir", dir_ + "/hostpid",
+               "--imex-channel-ids", "0,4", "--imex-dev-root", dir_ + "/host"});
   testing::FakeKubelet& kubelet = *kubelet_;
 
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, seconds(20)));
@@ -267,6 +273,7 @@ TEST_F(DaemonTest, DevicePluginProcessEndToEnd) {
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), kDev1);
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "30");
+  EXPECT_EQ(env.at("NVIDIA_IMEX_CHANNELS"), "0");
   // Upstream's host PID broker: served before registration, gated and mounted read-only.
   EXPECT_EQ(env.at("LIBVGPU_HOSTPID_BROKER"), "1");
   EXPECT_TRUE(fs::is_socket(dir_ + "/hostpid/broker.sock"));
@@ -309,6 +316,25 @@ TEST_F(DaemonTest, DevicePluginProcessEndToEnd) {
 
   StopPlugin();
   EXPECT_FALSE(fs::exists(plugin_dir_ + "/nvidia-gpu.sock"));
+}
+
+// --imex-required: a listed channel without its device node stops the plugin at start, with the
+// channel named, before it registers with kubelet; garbage in the list is refused the same way.
+TEST_F(DaemonTest, ImexRequiredChannelMissingFailsStart) {
+  ServeNode1(api_);
+  auto exit_status = [&]() {
+    int status = 0;
+    EXPECT_TRUE(Eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds(20)));
+    pid_ = -1;
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    return WEXITSTATUS(status);
+  };
+  StartPlugin("Tesla T4:15360:40", "",
+              {"--imex-channel-ids", "4", "--imex-required", "--imex-dev-root", dir_ + "/host"});
+  EXPECT_EQ(exit_status(), 1);
+  EXPECT_TRUE(kubelet_->Registrations().empty());
+  pid_ = SpawnPlugin(state_, "Tesla T4:15360:40", "", {"--imex-channel-ids", "0,zero"});
+  EXPECT_EQ(exit_status(), 1);
 }
 
 // Operating mode mig from the node config: the MIG GPU registers its profiles, Allocate creates the

@@ -242,6 +242,33 @@ r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.host
                    capture_output=True, text=True)
 check(r.returncode != 0 and "devicePlugin.hostPIDBroker.enabled needs devicePlugin.hostPID: true" in r.stderr,
       f"hostPIDBroker without hostPID is refused: {r.stderr}")
+# 3f'. IMEX channels: the values become the device plugin's flags and the host's channel directory is
+# mounted read-only where --imex-dev-root looks; upstream's env in extraEnvs gets the mount too
+text, docs = render("imex", "hami-system", "--set", "devicePlugin.imex.channelIDs={0,3}",
+                    "--set", "devicePlugin.imex.required=true")
+refs("imex", text, "--namespace-exists", "hami-system")
+dp = container(docs, "DaemonSet", "device-plugin")
+for arg in ("--imex-channel-ids=0,3", "--imex-required", "--imex-dev-root=/host-imex"):
+    check(arg in dp["command"], f"imex: {arg} missing from {dp['command']}")
+check({"name": "imex-channels", "mountPath": "/host-imex/dev/nvidia-caps-imex-channels", "readOnly": True}
+      in dp["volumeMounts"], f"imex: channel directory mount {dp['volumeMounts']}")
+vols = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]["volumes"]
+check({"name": "imex-channels", "hostPath": {"path": "/dev/nvidia-caps-imex-channels", "type": "Directory"}} in vols,
+      f"imex: hostPath volume {vols}")
+text, docs = render("imex env", "hami-system", "--set", "devicePlugin.extraEnvs[0].name=IMEX_CHANNEL_IDS",
+                    "--set-string", "devicePlugin.extraEnvs[0].value=0")
+dp = container(docs, "DaemonSet", "device-plugin")
+check("--imex-dev-root=/host-imex" in dp["command"] and not any(a.startswith("--imex-channel-ids") for a in dp["command"]),
+      f"imex from upstream's env: {dp['command']}")
+vols = find(docs, "DaemonSet")[0]["spec"]["template"]["spec"]["volumes"]
+check({"name": "imex-channels", "hostPath": {"path": "/dev/nvidia-caps-imex-channels"}} in vols,
+      f"imex from upstream's env: hostPath volume without a type check {vols}")
+text, docs = render("no imex", "hami-system")
+dp = container(docs, "DaemonSet", "device-plugin")
+check(not any("imex" in a for a in dp["command"]) and not any(m["name"] == "imex-channels" for m in dp["volumeMounts"]),
+      "defaults: no IMEX")
+r = subprocess.run([HELM, "template", "hami", CHART, "--set", "devicePlugin.imex.channelIDs={-1}"], capture_output=True, text=True)
+check(r.returncode != 0 and "channelIDs" in r.stderr, f"schema: a negative IMEX channel is refused: {r.stderr}")
 # 3g. the remote-GPU section: the library image defaults to the node image, "" turns delivery off
 text, docs = render("remotegpu", "hami-system", "--set", "devices.remotegpu.enabled=true")
 dc = yaml.safe_load(find(docs, "ConfigMap", "-device-config")[0]["data"]["device-config.yaml"])
