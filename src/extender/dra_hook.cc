@@ -187,7 +187,7 @@ StatusOr<std::optional<std::vector<sd::DraNodeVerdict>>> DraHook::Evaluate(
   if (placer_ == nullptr) return Internal("DRA placement has no profile (see the start-up log)");
   HAMI_ASSIGN_OR_RETURN(std::shared_ptr<const Snapshot> snap, Current());
   auto pending = PendingClaims(args.pod, *snap);
-  // A claim the model does not cover (firstAvailable, constraints, CEL beyond its subset) is
+  // A claim the model does not cover (constraints, CEL beyond its subset) is
   // kube-scheduler's alone: we neither drop nor rank nodes for it.
   if (absl::IsUnimplemented(pending.status())) return Out();
   if (!pending.ok()) return pending.status();

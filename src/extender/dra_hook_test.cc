@@ -167,9 +167,22 @@ TEST_F(DraHookTest, FiltersFullNodesAndPrefersTheBinpackNode) {
   Put("resourceclaims", Claim("want", "4Gi", 25));
   Put("resourceclaims", Claim("big", "12Gi", 60));
   Put("resourceclaims", Claim("foreign", "4Gi", 25, "other-gpu"));
-  Json first_available = Claim("sizes", "4Gi", 25);  // as the conversion writes a percentage
+  // As the conversion writes a percentage (50 %): one subrequest per published GPU size, the
+  // largest size (no such GPU here) never matching, so the 16 GiB one takes 8 GiB.
+  Json first_available = Claim("sizes", "4Gi", 25);
   Json& req = first_available["spec"]["devices"]["requests"][0];
-  req["firstAvailable"] = {{{"name", "a100"}, {"deviceClassName", kDriver}, {"count", 1}}};
+  auto sub = [&](const std::string& size, const std::string& share) {
+    return Json{
+        {"name", "mib" + size},
+        {"deviceClassName", kDriver},
+        {"count", 1},
+        {"selectors",
+         {{{"cel",
+            {{"expression", std::string("device.capacity[\"") + kDriver +
+                                "\"].memory.compareTo(quantity(\"" + size + "\")) == 0"}}}}}},
+        {"capacity", {{"requests", {{"memory", share}, {"cores", "50"}}}}}};
+  };
+  req["firstAvailable"] = {sub("40Gi", "20Gi"), sub("16Gi", "8Gi")};
   req.erase("exactly");
   Put("resourceclaims", first_available);
   StartHook();
@@ -224,12 +237,12 @@ TEST_F(DraHookTest, FiltersFullNodesAndPrefersTheBinpackNode) {
        {},
        "",
        ""},
-      {"firstAvailable is outside the model: kube-scheduler's alone",
+      {"firstAvailable: its 16 GiB choice, 8Gi/50, fits the half-used GPU of n2 (binpack) and n3",
        Pod("s", {{"gpu", "sizes"}}),
-       false,
-       {},
-       {},
-       "",
+       true,
+       {"n2", "n3"},
+       {"n1", "n4"},
+       "n2",
        ""},
       {"an allocated claim only: already placed, not ours",
        Pod("g", {{"gpu", "half"}}),

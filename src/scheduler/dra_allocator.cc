@@ -14,7 +14,7 @@ using Json = nlohmann::json;
 
 constexpr int kMaxSteps = 100000;  // backtracking budget per claim and node
 
-// What the model does not cover (CEL beyond the subset, firstAvailable, constraints).
+// What the model does not cover (CEL beyond the subset, constraints).
 template <typename... Args>
 Status Unimplemented(const Args&... args) {
   return absl::UnimplementedError(StrCat(args...));
@@ -59,33 +59,54 @@ struct Candidate {
   const std::string* key;
 };
 
-// The depth-first search over (request, n-th device of it).
+// One way to meet a request: the request itself, or one of its firstAvailable subrequests.
+struct Alternative {
+  const DeviceRequest* request;
+  std::string result_name;  // "<request>" or "<request>/<subrequest>"
+  std::vector<const Candidate*> matching;
+};
+
+// The depth-first search over (request, its alternative, n-th device of it).
 class Search {
  public:
-  Search(const std::vector<DeviceRequest>& requests,
-         const std::vector<std::vector<const Candidate*>>& matching, const AllocatedState& state)
-      : requests_(requests), matching_(matching), state_(state) {}
+  Search(const std::vector<std::vector<Alternative>>& alternatives, const AllocatedState& state)
+      : alts_(alternatives), choice_(alternatives.size(), 0), state_(state) {}
 
-  bool Run() { return Step(0, 0, 0); }
+  bool Run() { return Enter(0); }
   const std::vector<std::pair<size_t, const Candidate*>>& picks() const { return picks_; }
   const std::vector<std::map<std::string, int64_t>>& costs() const { return costs_; }
+  // The alternative request r was met by.
+  const Alternative& Chosen(size_t r) const { return alts_[r][choice_[r]]; }
   bool out_of_steps() const { return steps_ > kMaxSteps; }
 
  private:
+  const DeviceRequest& Req(size_t r) const { return *Chosen(r).request; }
   size_t Need(size_t r) const {
-    return requests_[r].all ? matching_[r].size() : static_cast<size_t>(requests_[r].count);
+    return Req(r).all ? Chosen(r).matching.size() : static_cast<size_t>(Req(r).count);
+  }
+  // Request r: its alternatives in order (one unless firstAvailable), the first that can be met
+  // together with the requests after it.
+  bool Enter(size_t r) {
+    if (r == alts_.size()) return true;
+    for (size_t a = 0; a < alts_[r].size(); ++a) {
+      const Alternative& alt = alts_[r][a];
+      if (alt.request->all && alt.matching.empty()) continue;  // All of nothing is not met
+      choice_[r] = a;
+      if (Step(r, 0, 0)) return true;
+      if (steps_ > kMaxSteps) return false;
+    }
+    return false;
   }
   // Request r, its n-th device, searching its candidates from `from` (All takes them in order).
   bool Step(size_t r, size_t n, size_t from) {
-    if (r == requests_.size()) return true;
-    if (n == Need(r)) return Step(r + 1, 0, 0);
+    if (n == Need(r)) return Enter(r + 1);
     if (++steps_ > kMaxSteps) return false;
-    const auto& cands = matching_[r];
+    const auto& cands = Chosen(r).matching;
     for (size_t i = from; i < cands.size(); ++i) {
       const Candidate* c = cands[i];
       std::map<std::string, int64_t> cost;
       if (!Fits(r, *c, &cost)) {
-        if (requests_[r].all) return false;  // All needs every matching device
+        if (Req(r).all) return false;  // All needs every matching device
         continue;
       }
       picks_.push_back({r, c});
@@ -93,7 +114,7 @@ class Search {
       if (Step(r, n + 1, i + 1)) return true;
       picks_.pop_back();
       costs_.pop_back();
-      if (requests_[r].all || steps_ > kMaxSteps) return false;
+      if (Req(r).all || steps_ > kMaxSteps) return false;
     }
     return false;
   }
@@ -107,7 +128,7 @@ class Search {
     }
     for (const auto& p : picks_)
       if (p.first == r && *p.second->key == *c.key) return false;  // distinct within a request
-    auto need = Consumption(d, requests_[r]);
+    auto need = Consumption(d, Req(r));
     if (!need) return false;
     for (const auto& [name, amount] : *need) {
       int64_t used = state_.Consumed(*c.key, name);
@@ -119,8 +140,8 @@ class Search {
     return true;
   }
 
-  const std::vector<DeviceRequest>& requests_;
-  const std::vector<std::vector<const Candidate*>>& matching_;
+  const std::vector<std::vector<Alternative>>& alts_;
+  std::vector<size_t> choice_;
   const AllocatedState& state_;
   std::vector<std::pair<size_t, const Candidate*>> picks_;
   std::vector<std::map<std::string, int64_t>> costs_;
@@ -248,28 +269,41 @@ StatusOr<std::vector<Result>> Allocator::Allocate(const std::vector<DeviceReques
     for (size_t j = 0; j < p.devices.size(); ++j)
       cands.push_back({&p, &p.devices[j], &keys_[id][j]});
   }
-  std::vector<std::vector<const Candidate*>> matching(requests.size());
-  for (size_t r = 0; r < requests.size(); ++r) {
-    auto cls = classes_.find(requests[r].device_class);
+  // The devices each request (or each of its subrequests) may take: the class's and the
+  // request's selectors, and capacity requests filter every device (a CEL check capacity >=
+  // amount).
+  auto match = [&](const DeviceRequest& req, std::vector<const Candidate*>* out) -> Status {
+    auto cls = classes_.find(req.device_class);
     if (cls == classes_.end())
-      return InvalidArgument("request ", requests[r].name, ": device class \"",
-                             requests[r].device_class, "\" not found");
+      return InvalidArgument("request ", req.name, ": device class \"", req.device_class,
+                             "\" not found");
     for (const Candidate& c : cands) {
       if (!Matches(cls->second.selectors, c.pool->driver, *c.device) ||
-          !Matches(requests[r].selectors, c.pool->driver, *c.device))
+          !Matches(req.selectors, c.pool->driver, *c.device))
         continue;
-      // Capacity requests filter every device (a CEL check capacity >= amount).
       bool big_enough = true;
-      for (const auto& [name, amount] : requests[r].capacity) {
+      for (const auto& [name, amount] : req.capacity) {
         auto it = c.device->capacity.find(name);
         big_enough &= it != c.device->capacity.end() && it->second.value >= amount;
       }
-      if (big_enough) matching[r].push_back(&c);
+      if (big_enough) out->push_back(&c);
     }
-    if (requests[r].all && matching[r].empty())
-      return NotFound("request ", requests[r].name, ": no device matches on node ", node);
+    return OkStatus();
+  };
+  std::vector<std::vector<Alternative>> alts(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const DeviceRequest& req = requests[r];
+    if (req.first_available.empty()) {
+      alts[r].push_back({&req, req.name, {}});
+    } else {
+      for (const DeviceRequest& sub : req.first_available)
+        alts[r].push_back({&sub, StrCat(req.name, "/", sub.name), {}});
+    }
+    for (Alternative& a : alts[r]) HAMI_RETURN_IF_ERROR(match(*a.request, &a.matching));
+    if (req.first_available.empty() && req.all && alts[r][0].matching.empty())
+      return NotFound("request ", req.name, ": no device matches on node ", node);
   }
-  Search search(requests, matching, state);
+  Search search(alts, state);
   if (!search.Run()) {
     return NotFound("cannot allocate all claims on node ", node,
                     search.out_of_steps() ? " (search budget exhausted)" : "",
@@ -278,7 +312,8 @@ StatusOr<std::vector<Result>> Allocator::Allocate(const std::vector<DeviceReques
   std::vector<Result> out;
   for (size_t i = 0; i < search.picks().size(); ++i) {
     const auto& [r, c] = search.picks()[i];
-    Result res{requests[r].name, c->pool->driver, c->pool->name, c->device->name, {}, {}};
+    Result res{
+        search.Chosen(r).result_name, c->pool->driver, c->pool->name, c->device->name, {}, {}};
     if (c->device->allow_multiple_allocations) {
       res.share_id = NewUuid(share_ids);
       res.consumed = search.costs()[i];
@@ -303,10 +338,34 @@ std::string StrField(const Json& o, const char* f) {
   return it != o.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// The objects come from the API server, claims from any user: a field of another type than the
+// API's is an error, never an exception.
+StatusOr<int64_t> IntField(const Json& o, const char* f, int64_t def, const std::string& what) {
+  auto it = o.find(f);
+  if (it == o.end() || it->is_null()) return def;
+  if (!it->is_number_integer()) return InvalidArgument(what, ": ", f, " is not an integer");
+  return it->get<int64_t>();
+}
+
+StatusOr<bool> BoolField(const Json& o, const char* f, bool def, const std::string& what) {
+  auto it = o.find(f);
+  if (it == o.end() || it->is_null()) return def;
+  if (!it->is_boolean()) return InvalidArgument(what, ": ", f, " is not a boolean");
+  return it->get<bool>();
+}
+
+// metadata.name, "" when missing.
+std::string NameOf(const Json& o) {
+  auto m = o.find("metadata");
+  return m != o.end() ? StrField(*m, "name") : "";
+}
+
 StatusOr<Device> DeviceFromJson(const Json& d) {
   Device out;
   out.name = StrField(d, "name");
-  out.allow_multiple_allocations = d.value("allowMultipleAllocations", false);
+  HAMI_ASSIGN_OR_RETURN(
+      out.allow_multiple_allocations,
+      BoolField(d, "allowMultipleAllocations", false, StrCat("device ", out.name)));
   if (auto a = d.find("attributes"); a != d.end() && a->is_object()) {
     for (const auto& [k, v] : a->items()) {
       if (v.contains("int") && v["int"].is_number_integer()) {
@@ -324,8 +383,8 @@ StatusOr<Device> DeviceFromJson(const Json& d) {
     for (const auto& [k, v] : c->items()) {
       const std::string what = StrCat("device ", out.name, " capacity ", k);
       Capacity cap;
-      HAMI_ASSIGN_OR_RETURN(cap.value,
-                            Units(v.value("value", Json()), core::Rounding::kDown, what));
+      HAMI_ASSIGN_OR_RETURN(cap.value, Units(v.is_object() ? v.value("value", Json()) : Json(),
+                                             core::Rounding::kDown, what));
       if (auto p = v.find("requestPolicy"); p != v.end() && p->is_object()) {
         RequestPolicy rp;
         if (p->contains("default")) {
@@ -401,6 +460,33 @@ StatusOr<Selector> ParseTerm(const std::string& term) {
     const std::string want = std::get<std::string>(lit);
     return Selector(
         [eq, want](const std::string& drv, const Device&) { return (drv == want) == eq; });
+  }
+  static const std::regex kCapacity(
+      R"re(\s*device\.capacity\[\s*(?:"([^"]+)"|'([^']+)')\s*\]\.([A-Za-z_][A-Za-z0-9_]*)\.compareTo\(\s*quantity\(\s*(?:"([^"]*)"|'([^']*)')\s*\)\s*\)\s*(==|!=|<=|>=|<|>)\s*0\s*)re");
+  if (std::regex_match(term, m, kCapacity)) {
+    const std::string domain = m[1].matched ? m[1].str() : m[2].str();
+    const std::string id = m[3].str();
+    const std::string text = m[4].matched ? m[4].str() : m[5].str();
+    const std::string op = m[6].str();
+    auto q = core::ParseQuantity(text);
+    if (!q.ok()) return Unimplemented("CEL quantity not understood: ", text);
+    const int64_t want = core::QuantityToUnits(*q, core::Rounding::kDown);
+    if (want != core::QuantityToUnits(*q, core::Rounding::kUp))
+      return Unimplemented("CEL quantity with a fraction of a unit: ", text);
+    return Selector([=](const std::string& drv, const Device& d) {
+      auto it = d.capacity.end();
+      if (domain == drv) it = d.capacity.find(id);
+      if (it == d.capacity.end()) it = d.capacity.find(StrCat(domain, "/", id));
+      // CEL: a missing capacity is an evaluation error, and the device does not match.
+      if (it == d.capacity.end()) return false;
+      const int64_t v = it->second.value;
+      if (op == "==") return v == want;
+      if (op == "!=") return v != want;
+      if (op == "<") return v < want;
+      if (op == "<=") return v <= want;
+      if (op == ">") return v > want;
+      return v >= want;
+    });
   }
   static const std::regex kAttr(
       R"re(\s*device\.attributes\[\s*(?:"([^"]+)"|'([^']+)')\s*\]\.([A-Za-z_][A-Za-z0-9_]*)\s*(==|!=|in)\s*(.+))re");
@@ -493,27 +579,34 @@ StatusOr<std::vector<Pool>> PoolsFromSlices(const std::vector<Json>& slices) {
     const Json& spec = s["spec"];
     const Json& pool = spec["pool"];
     Acc& a = acc[{StrField(spec, "driver"), StrField(pool, "name")}];
-    const int64_t gen = pool.value("generation", int64_t{0});
+    const std::string what = StrCat("ResourceSlice ", NameOf(s), " pool");
+    HAMI_ASSIGN_OR_RETURN(const int64_t gen, IntField(pool, "generation", 0, what));
     if (gen < a.generation) continue;  // consumers use only the highest generation
     if (gen > a.generation) a = Acc{gen, 0, {}};
-    a.count = pool.value("resourceSliceCount", int64_t{1});
+    HAMI_ASSIGN_OR_RETURN(a.count, IntField(pool, "resourceSliceCount", 1, what));
     a.slices.push_back(&s);
   }
   std::vector<Pool> out;
   for (auto& [key, a] : acc) {
-    std::sort(a.slices.begin(), a.slices.end(), [](const Json* x, const Json* y) {
-      return (*x)["metadata"].value("name", "") < (*y)["metadata"].value("name", "");
-    });
+    std::sort(a.slices.begin(), a.slices.end(),
+              [](const Json* x, const Json* y) { return NameOf(*x) < NameOf(*y); });
     Pool p;
     p.driver = key.first;
     p.name = key.second;
     const Json& spec0 = (*a.slices.front())["spec"];
     p.node_name = StrField(spec0, "nodeName");
-    p.all_nodes = spec0.value("allNodes", false);
+    HAMI_ASSIGN_OR_RETURN(p.all_nodes,
+                          BoolField(spec0, "allNodes", false, StrCat("pool ", p.name)));
     p.incomplete = static_cast<int64_t>(a.slices.size()) < a.count;
     for (const Json* s : a.slices) {
-      if (!(*s)["spec"].contains("devices")) continue;
-      for (const Json& d : (*s)["spec"]["devices"]) {
+      const Json* devices = nullptr;
+      if (auto it = (*s)["spec"].find("devices"); it != (*s)["spec"].end()) devices = &*it;
+      if (devices == nullptr || devices->is_null()) continue;
+      if (!devices->is_array())
+        return InvalidArgument("ResourceSlice ", NameOf(*s), ": spec.devices is not a list");
+      for (const Json& d : *devices) {
+        if (!d.is_object())
+          return InvalidArgument("ResourceSlice ", NameOf(*s), ": a device is not an object");
         HAMI_ASSIGN_OR_RETURN(Device dev, DeviceFromJson(d));
         p.devices.push_back(std::move(dev));
       }
@@ -532,21 +625,44 @@ StatusOr<std::vector<DeviceRequest>> RequestsFromClaim(const Json& claim) {
   if (reqs == nullptr || !reqs->is_array()) return out;
   if (claim["spec"]["devices"].contains("constraints"))
     return Unimplemented("claim constraints are not modelled");
-  for (const Json& r : *reqs) {
-    if (!r.contains("exactly")) return Unimplemented("firstAvailable requests are not modelled");
-    const Json& e = r["exactly"];
+  // One request's fields ("exactly", or one subrequest of "firstAvailable").
+  auto parse = [](const std::string& name, const Json& e) -> StatusOr<DeviceRequest> {
+    if (!e.is_object()) return InvalidArgument("request ", name, " is not an object");
     DeviceRequest d;
-    d.name = StrField(r, "name");
+    d.name = name;
     d.device_class = StrField(e, "deviceClassName");
     d.all = StrField(e, "allocationMode") == "All";
-    d.count = e.value("count", int64_t{1});
-    if (e.contains("capacity") && e["capacity"].contains("requests")) {
+    HAMI_ASSIGN_OR_RETURN(d.count, IntField(e, "count", 1, StrCat("request ", name)));
+    if (d.count < 1) return InvalidArgument("request ", name, ": count ", d.count, " is below 1");
+    if (e.contains("capacity") && e["capacity"].is_object() && e["capacity"].contains("requests")) {
+      if (!e["capacity"]["requests"].is_object())
+        return InvalidArgument("request ", name, ": capacity.requests is not an object");
       for (const auto& [k, q] : e["capacity"]["requests"].items()) {
         HAMI_ASSIGN_OR_RETURN(d.capacity[k], Units(q, core::Rounding::kUp,
                                                    StrCat("request ", d.name, " capacity ", k)));
       }
     }
     HAMI_RETURN_IF_ERROR(AppendSelectors(e, &d.selectors));
+    return d;
+  };
+  for (const Json& r : *reqs) {
+    const std::string name = StrField(r, "name");
+    if (r.contains("exactly")) {
+      HAMI_ASSIGN_OR_RETURN(DeviceRequest d, parse(name, r["exactly"]));
+      out.push_back(std::move(d));
+      continue;
+    }
+    auto subs = r.find("firstAvailable");
+    if (subs == r.end() || !subs->is_array() || subs->empty())
+      return InvalidArgument("request ", name, " has neither exactly nor firstAvailable");
+    DeviceRequest d;
+    d.name = name;
+    for (const Json& sub : *subs) {
+      if (!sub.is_object())
+        return InvalidArgument("request ", name, ": a firstAvailable entry is not an object");
+      HAMI_ASSIGN_OR_RETURN(DeviceRequest one, parse(StrField(sub, "name"), sub));
+      d.first_available.push_back(std::move(one));
+    }
     out.push_back(std::move(d));
   }
   return out;
@@ -596,7 +712,7 @@ StatusOr<Json> AllocateClaimJson(const std::vector<Json>& slices, const std::vec
   HAMI_ASSIGN_OR_RETURN(std::vector<Pool> pools, PoolsFromSlices(slices));
   std::map<std::string, DeviceClass> by_name;
   for (const Json& c : classes) {
-    HAMI_ASSIGN_OR_RETURN(by_name[c["metadata"].value("name", "")], ClassFromJson(c));
+    HAMI_ASSIGN_OR_RETURN(by_name[NameOf(c)], ClassFromJson(c));
   }
   HAMI_ASSIGN_OR_RETURN(std::vector<DeviceRequest> requests, RequestsFromClaim(claim));
   HAMI_ASSIGN_OR_RETURN(AllocatedState state, StateFromClaims(allocated_claims));

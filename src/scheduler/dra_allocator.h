@@ -3,7 +3,8 @@
 // (KEP-5075), pure: no transport, no clock. It is what kube-scheduler's DynamicResources plugin
 // decides for one claim on one node: the requests in order, each device the FIRST one (pools by
 // driver then name, devices in slice order) that matches the class and request selectors and still
-// has the capacity the request consumes; backtracking when a later request cannot be met. No
+// has the capacity the request consumes; a request with firstAvailable takes its subrequests in
+// order, the first one that can be met; backtracking when a later request cannot be met. No
 // scoring of devices: that is the point of the model (docs/dra-placement.md).
 //
 // Consumption on a device with allowMultipleAllocations: a capacity the request names costs the
@@ -79,6 +80,11 @@ struct DeviceRequest {
   bool all = false;                         // allocationMode All
   std::map<std::string, int64_t> capacity;  // capacity.requests, base units (rounded up)
   std::vector<Selector> selectors;
+  // firstAvailable (the prioritized list): when not empty, the request is met by the first of
+  // these subrequests that can be (each a request of its own, named by its subrequest name; the
+  // fields above are then unused); a later request that cannot be met makes the search come back
+  // and try the next subrequest. Results name "<request>/<subrequest>".
+  std::vector<DeviceRequest> first_available;
 };
 
 // One entry of status.allocation.devices.results.
@@ -137,7 +143,9 @@ std::optional<std::map<std::string, int64_t>> Consumption(const Device& device,
 StatusOr<std::vector<Pool>> PoolsFromSlices(const std::vector<nlohmann::json>& slices);
 // A selector from a CEL expression. The subset understood: terms joined by &&, each
 // `device.driver == "x"` or `device.attributes["<domain>"].<id>` compared with == / != to a
-// string, int or bool literal, or `... in [literals]`, optionally negated as `!(...)`.
+// string, int or bool literal, or `... in [literals]`, or
+// `device.capacity["<domain>"].<id>.compareTo(quantity("<q>")) <op> 0` (op ==, !=, <, <=, >, >=;
+// q a whole number of base units), optionally negated as `!(...)`.
 // Anything else is Unimplemented (the model must not guess).
 StatusOr<Selector> ParseSelector(const std::string& cel);
 StatusOr<DeviceClass> ClassFromJson(const nlohmann::json& device_class);

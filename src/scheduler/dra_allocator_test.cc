@@ -285,13 +285,192 @@ TEST(DraAllocatorTest, SelectorsOutsideTheSubsetAreRefused) {
       {"device.driver == 'x.io'", true},
       {"device.attributes['x.io'].index == 3 && device.attributes['x.io'].ok == true", true},
       {"device.attributes[\"x.io\"].type != \"mig\"", true},
-      {"device.capacity['x.io'].memory.compareTo(quantity('4Gi')) >= 0", false},
+      {"device.capacity['x.io'].memory.compareTo(quantity('4Gi')) >= 0", true},
+      {"device.capacity[\"x.io\"].memory.compareTo(quantity(\"16Gi\")) == 0", true},
+      {"device.capacity['x.io'].memory.compareTo(quantity('1.5')) == 0", false},
+      {"device.capacity['x.io'].memory.compareTo(quantity('4Gi')) == 1", false},
+      {"device.capacity['x.io'].memory.compareTo(4) == 0", false},
       {"device.attributes['x.io'].type.startsWith('h')", false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.cel);
     EXPECT_EQ(ParseSelector(c.cel).ok(), c.ok);
   }
+}
+
+// device.capacity[...].compareTo(quantity(...)): each operator on the published value (16 GiB),
+// the capacity found by its bare name in the driver's domain or by its qualified name, and a
+// device without it never matches.
+TEST(DraAllocatorTest, CapacityComparisons) {
+  Device gpu;
+  gpu.capacity["memory"].value = 16 * kGi;
+  gpu.capacity["other.io/slots"].value = 4;
+  struct Case {
+    std::string cel;
+    bool match;
+  };
+  const std::string cap = std::string("device.capacity['") + kDriver + "'].memory";
+  const std::vector<Case> cases = {
+      {cap + ".compareTo(quantity('16Gi')) == 0", true},
+      {cap + ".compareTo(quantity('17179869184')) == 0", true},
+      {cap + ".compareTo(quantity('40Gi')) == 0", false},
+      {cap + ".compareTo(quantity('40Gi')) != 0", true},
+      {cap + ".compareTo(quantity('16Gi')) < 0", false},
+      {cap + ".compareTo(quantity('17Gi')) < 0", true},
+      {cap + ".compareTo(quantity('16Gi')) <= 0", true},
+      {cap + ".compareTo(quantity('15Gi')) > 0", true},
+      {cap + ".compareTo(quantity('16Gi')) >= 0", true},
+      {cap + ".compareTo(quantity('16Gi')) > 0", false},
+      {"device.capacity['other.io'].slots.compareTo(quantity('4')) == 0", true},
+      {"device.capacity['other.io'].cores.compareTo(quantity('0')) >= 0", false},
+      {"!(" + cap + ".compareTo(quantity('16Gi')) == 0)", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.cel);
+    auto sel = ParseSelector(c.cel);
+    ASSERT_TRUE(sel.ok()) << sel.status();
+    EXPECT_EQ((*sel)(kDriver, gpu), c.match);
+  }
+}
+
+// firstAvailable (the prioritized list), as the webhook writes a gpumem-percentage: the first
+// subrequest that fits is taken, results name "<request>/<subrequest>", a later request that
+// cannot be met sends the search back to the next subrequest, and nothing fits = NotFound.
+TEST(DraAllocatorTest, FirstAvailableTakesTheFirstSubrequestThatFits) {
+  // n1: a 16 GiB GPU and a 40 GiB GPU.
+  json big = Gpu("gpu-1");
+  big["capacity"]["memory"]["value"] = "40Gi";
+  big["capacity"]["memory"]["requestPolicy"]["default"] = "40Gi";
+  const std::vector<json> slices = {Slice("n1", {Gpu("gpu-0"), big})};
+  // The selectors of the cards of one memory size, as the webhook writes them.
+  auto of_size = [](const std::string& size) {
+    return json{{{"cel",
+                  {{"expression", std::string("device.capacity['") + kDriver +
+                                      "'].memory.compareTo(quantity('" + size + "')) == 0"}}}}};
+  };
+  auto sub = [&](const std::string& name, const std::string& size, const std::string& share,
+                 int count = 1) {
+    return json{{"name", name},
+                {"deviceClassName", kDriver},
+                {"count", count},
+                {"selectors", of_size(size)},
+                {"capacity", {{"requests", {{"memory", share}, {"cores", "50"}}}}}};
+  };
+  auto claim = [](std::vector<json> requests) {
+    return json{{"metadata", {{"name", "c"}, {"namespace", "default"}}},
+                {"spec", {{"devices", {{"requests", std::move(requests)}}}}}};
+  };
+  const json half = {
+      {"name", "gpu"},
+      {"firstAvailable", {sub("mib16384", "16Gi", "8Gi"), sub("mib40960", "40Gi", "20Gi")}}};
+  struct Case {
+    std::string name;
+    json claim;
+    std::vector<json> allocated;    // claims allocated before, on n1
+    std::vector<std::string> want;  // "request@device:memory:cores"; empty = does not fit
+  };
+  Rng rng(1);
+  auto allocated = [&](const json& c) {
+    json a = c;
+    auto got = AllocateClaimJson(slices, {Class()}, {}, c, "n1", rng);
+    EXPECT_TRUE(got.ok()) << got.status();
+    a["status"]["allocation"] = *got;
+    return a;
+  };
+  const json whole_small =
+      claim({{{"name", "w"},
+              {"exactly",
+               {{"deviceClassName", kDriver}, {"count", 1}, {"selectors", of_size("16Gi")}}}}});
+  const std::vector<Case> cases = {
+      {"the smaller card while it has room", claim({half}), {}, {"gpu/mib16384@gpu-0:8Gi:50"}},
+      {"the next choice once the small card is taken whole",
+       claim({half}),
+       {allocated(whole_small)},
+       {"gpu/mib40960@gpu-1:20Gi:50"}},
+      {"count 2: one card of each size, so neither choice can be met: does not fit",
+       claim({{{"name", "gpu"},
+               {"firstAvailable",
+                {sub("mib16384", "16Gi", "8Gi", 2), sub("mib40960", "40Gi", "20Gi", 2)}}}}),
+       {},
+       {}},
+      {"backtracking: the first request's first choice would leave the second request nothing",
+       claim({half,
+              {{"name", "small"},
+               {"exactly",
+                {{"deviceClassName", kDriver},
+                 {"count", 1},
+                 {"selectors", of_size("16Gi")},
+                 {"capacity", {{"requests", {{"memory", "10Gi"}, {"cores", "10"}}}}}}}}}),
+       {},
+       {"gpu/mib40960@gpu-1:20Gi:50", "small@gpu-0:10Gi:10"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = AllocateClaimJson(slices, {Class()}, c.allocated, c.claim, "n1", rng);
+    if (c.want.empty()) {
+      ASSERT_FALSE(got.ok());
+      EXPECT_TRUE(absl::IsNotFound(got.status())) << got.status();
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<std::string> desc;
+    for (const auto& r : (*got)["devices"]["results"]) {
+      const int64_t mem = std::stoll(r["consumedCapacity"]["memory"].get<std::string>());
+      desc.push_back(r["request"].get<std::string>() + "@" + r["device"].get<std::string>() + ":" +
+                     std::to_string(mem / kGi) +
+                     "Gi:" + r["consumedCapacity"]["cores"].get<std::string>());
+    }
+    EXPECT_EQ(desc, c.want);
+  }
+  // A request with neither form is refused as the API server would.
+  auto neither = RequestsFromClaim(claim({{{"name", "x"}}}));
+  EXPECT_TRUE(absl::IsInvalidArgument(neither.status())) << neither.status();
+}
+
+// Claims come from any user and slices from any driver: a field of the wrong type is an error,
+// never an exception (the first one was found by scheduler_dra_claim_fuzz: a count that is an
+// object).
+TEST(DraAllocatorTest, MistypedObjectsAreErrors) {
+  auto request = [](json exactly) {
+    return json{{"spec", {{"devices", {{"requests", {{{"name", "r"}, {"exactly", exactly}}}}}}}}};
+  };
+  const std::vector<std::pair<std::string, json>> claims = {
+      {"count an object", request({{"deviceClassName", kDriver}, {"count", {{"a", 1}}}})},
+      {"count a string", request({{"deviceClassName", kDriver}, {"count", "2"}})},
+      {"count 0", request({{"deviceClassName", kDriver}, {"count", 0}})},
+      {"exactly a string", request("gpu")},
+      {"capacity.requests a list",
+       request({{"deviceClassName", kDriver}, {"capacity", {{"requests", {"4Gi"}}}}})},
+      {"firstAvailable entry a number",
+       json{{"spec", {{"devices", {{"requests", {{{"name", "r"}, {"firstAvailable", {1}}}}}}}}}}},
+  };
+  for (const auto& [name, claim] : claims) {
+    SCOPED_TRACE(name);
+    auto got = RequestsFromClaim(claim);
+    EXPECT_TRUE(absl::IsInvalidArgument(got.status())) << got.status();
+  }
+  json slice = Slice("n1", {Gpu("gpu-0")});
+  std::vector<std::pair<std::string, json>> slices;
+  json s1 = slice;
+  s1["spec"]["pool"]["generation"] = "1";
+  slices.emplace_back("generation a string", s1);
+  json s2 = slice;
+  s2["spec"]["devices"][0]["allowMultipleAllocations"] = "yes";
+  slices.emplace_back("allowMultipleAllocations a string", s2);
+  json s3 = slice;
+  s3["spec"]["devices"] = {{"a", 1}};
+  slices.emplace_back("devices an object", s3);
+  json s4 = slice;
+  s4["spec"]["allNodes"] = 1;
+  slices.emplace_back("allNodes a number", s4);
+  for (const auto& [name, s] : slices) {
+    SCOPED_TRACE(name);
+    auto got = PoolsFromSlices({s});
+    EXPECT_TRUE(absl::IsInvalidArgument(got.status())) << got.status();
+  }
+  json no_metadata = slice;
+  no_metadata.erase("metadata");
+  EXPECT_TRUE(PoolsFromSlices({no_metadata, slice}).ok());
 }
 
 }  // namespace

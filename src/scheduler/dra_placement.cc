@@ -188,7 +188,9 @@ core::PodRequest DraPodRequest(core::PodRequest pod,
   for (auto& c : pod.containers) c.devices.clear();
   std::vector<core::DeviceRequest> devices;
   for (const auto& claim : claims)
-    for (const DeviceRequest& r : claim) {
+    for (const DeviceRequest& req : claim) {
+      // A prioritized list scores as its first choice (the one the allocator takes while it fits).
+      const DeviceRequest& r = req.first_available.empty() ? req : req.first_available.front();
       core::DeviceRequest d;
       d.nums = static_cast<int>(r.count);
       if (auto m = r.capacity.find("memory"); m != r.capacity.end())

@@ -7,11 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "common/rng.h"
-#include "core/quantity.h"
 #include "dra/claim.h"
 #include "dra/slice.h"
 #include "k8s/client.h"
@@ -129,7 +127,8 @@ class DraConvertK8sTest : public ::testing::Test {
     return out;
   }
 
-  // Stock DRA's allocation of `claim` on node n1 (the reference allocator), written to its status
+  // Stock DRA's allocation of `claim` on node n1 (the reference allocator, firstAvailable and the
+  // webhook's device.capacity selectors included), written to its status
   // as kube-scheduler would; returns the allocated claim, or the allocator's refusal.
   StatusOr<Json> Allocate(Json claim) {
     auto alloc =
@@ -140,56 +139,6 @@ class DraConvertK8sTest : public ::testing::Test {
     if (!written.ok()) return written.status();
     allocated_.push_back(*written);
     return *written;
-  }
-
-  // Stock DRA's firstAvailable (KEP-4816), which the reference allocator does not model: the
-  // subrequests are tried in their order, each as the request's `exactly`; the first that
-  // allocates wins and its results are named "gpu/<subrequest>". The allocator's CEL subset does
-  // not read device.capacity, so a selector "device.capacity[<driver>].memory.compareTo(quantity(
-  // <q>)) == 0" is evaluated here on the slice: it becomes "uuid in [the devices whose memory
-  // capacity is <q>]" (a device without one matches none, as the CEL error would).
-  StatusOr<Json> AllocateFirstAvailable(const Json& claim) {
-    static const std::regex kCapacity(
-        R"re(device\.capacity\["([^"]+)"\]\.memory\.compareTo\(quantity\("([^"]+)"\)\) == 0)re");
-    const Json& request = claim["spec"]["devices"]["requests"][0];
-    if (!request.contains("firstAvailable")) return Allocate(claim);
-    Status last = absl::NotFoundError("no subrequest");
-    for (const Json& sub : request["firstAvailable"]) {
-      Json exactly = sub;
-      exactly.erase("name");
-      for (Json& sel : exactly["selectors"]) {
-        std::smatch m;
-        const std::string expr = sel["cel"]["expression"];
-        if (!std::regex_match(expr, m, kCapacity)) continue;
-        auto want = core::ParseQuantity(m[2].str());
-        if (!want.ok()) return want.status();
-        Json uuids = Json::array();
-        for (const Json& d : slice_["spec"]["devices"]) {
-          auto have = core::ParseQuantityJson(d["capacity"]["memory"]["value"]);
-          if (m[1].str() == kDriver && have.ok() && *have == *want)
-            uuids.push_back(d["attributes"]["uuid"]["string"]);
-        }
-        sel["cel"]["expression"] =
-            StrCat("device.attributes[\"", kDriver, "\"].uuid in ", uuids.dump());
-      }
-      Json one = claim;
-      one["spec"]["devices"]["requests"] = Json::array({{{"name", "gpu"}, {"exactly", exactly}}});
-      auto alloc =
-          scheduler::dra::AllocateClaimJson({slice_}, {DeviceClass()}, allocated_, one, "n1", rng_);
-      if (!alloc.ok()) {
-        last = alloc.status();
-        continue;
-      }
-      for (Json& r : (*alloc)["devices"]["results"])
-        r["request"] = StrCat("gpu/", sub["name"].get<std::string>());
-      Json written = claim;
-      written["status"] = {{"allocation", *alloc}};
-      auto stored = client_->Update(k8s::kResourceClaims, "ml", written, "status");
-      if (!stored.ok()) return stored.status();
-      allocated_.push_back(*stored);
-      return *stored;
-    }
-    return last;
   }
 
   static Json DeviceClass() {
@@ -320,7 +269,7 @@ TEST_F(DraConvertK8sTest, PercentageSharesTakeTheSmallCardFirstThenTheLarge) {
         (*pod)["spec"]["resourceClaims"][0]["resourceClaimTemplateName"].get<std::string>());
     auto claims = MakeClaims(*pod);
     ASSERT_EQ(claims.size(), 1u);
-    auto allocated = AllocateFirstAvailable(claims[0]);
+    auto allocated = Allocate(claims[0]);  // firstAvailable: the allocator takes the first fit
     if (steps[i].device == nullptr) {
       EXPECT_FALSE(allocated.ok());
       break;
