@@ -158,6 +158,9 @@ int DraPluginMain(int argc, char** argv) {
     (*driver)->SetShared(o->shared);
     if (size_t pending = (*driver)->RetryStatusWrites(); pending > 0)
       spdlog::warn("dra: the status of {} prepared claim(s) is still not written", pending);
+    if (size_t changed = (*driver)->RefreshHealthStatus(); changed > 0)
+      spdlog::info("dra: the Ready condition of {} prepared claim(s) follows their GPUs' health",
+                   changed);
     if (o->action != dra::SlicePublisher::Action::kNone)
       spdlog::info("dra: resourceslice {} {} (generation {}, {} GPU(s), {})",
                    dra::SliceName(node_name, server_opts.driver),

@@ -112,6 +112,13 @@ class DraDaemonTest : public ::testing::Test {
                  .Result("gpu", device, mem, cores, testing::kNode, driver)
                  .Json();
     c["metadata"].erase("uid");
+    // The request the result answers (the API server checks it when the plugin writes the status).
+    c["spec"]["devices"]["requests"] = {
+        {{"name", "gpu"},
+         {"exactly",
+          {{"deviceClassName", driver},
+           {"count", 1},
+           {"capacity", {{"requests", {{"memory", mem}, {"cores", cores}}}}}}}}};
     // As the allocator writes it: a fresh UUID per result.
     char share[40];
     std::snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012d", ++shares_);
@@ -253,10 +260,25 @@ TEST_F(DraDaemonTest, AscendNpuPublishPrepareRestartUnprepare) {
 
 // The plugin's wiring of health into publishing: an Xid the fake NVML delivers (injected from
 // here, through its shared state) takes the GPU out of the node's slice within seconds, with the
-// pool generation bumped.
+// pool generation bumped, and the claim prepared on it before gets Ready False in its
+// status.devices.
 TEST_F(DraDaemonTest, XidTakesTheGpuOutOfTheSlice) {
   Spawn();
+  Register();
   ASSERT_TRUE(Eventually([&] { return Slice().has_value(); })) << "no ResourceSlice";
+  const ClaimRef a = PutClaim("a", "4Gi", "30");
+  auto r = kubelet_.Prepare({a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->claims().at(a.uid).error(), "");
+  auto ready = [&]() -> nlohmann::json {  // {} until written
+    auto c = api_.Get("resourceclaims", "ns", "a");
+    if (!c) return nlohmann::json::object();
+    const nlohmann::json devices =
+        c->value(nlohmann::json::json_pointer("/status/devices"), nlohmann::json());
+    if (!devices.is_array() || devices.empty()) return nlohmann::json::object();
+    return devices[0]["conditions"][0];
+  };
+  ASSERT_TRUE(Eventually([&] { return ready().value("status", "") == "True"; })) << ready();
   EXPECT_EQ((*Slice())["spec"]["devices"].size(), 1u);
   const int64_t generation = (*Slice())["spec"]["pool"]["generation"];
   setenv("FAKEGPU_STATE", D("/fakegpu").c_str(), 1);
@@ -272,6 +294,9 @@ TEST_F(DraDaemonTest, XidTakesTheGpuOutOfTheSlice) {
     return s && (*s)["spec"]["devices"].empty();
   })) << "the GPU stayed in the slice";
   EXPECT_EQ((*Slice())["spec"]["pool"]["generation"], generation + 1);
+  EXPECT_TRUE(Eventually([&] { return ready().value("status", "") == "False"; })) << ready();
+  EXPECT_EQ(ready().value("reason", ""), "Unhealthy");
+  EXPECT_NE(ready().value("message", "").find("Xid 48"), std::string::npos) << ready();
   StopPlugin();
 }
 

@@ -28,7 +28,8 @@ Json SansTimes(Json e) {
 Json DeviceStatusEntries(const ClaimAllocation& claim, const std::vector<DeviceCapacity>& devices,
                          const std::string& driver, const std::string& pool,
                          const std::string& cdi_device_id, int64_t now_unix,
-                         const DraVendor* vendor) {
+                         const DraVendor* vendor,
+                         const std::map<std::string, std::string>& unhealthy) {
   const DraVendor& v = vendor != nullptr ? *vendor : NvidiaDraVendor();
   const std::map<std::string, Usage> armed = claim.ByDevice();
   Json out = Json::array();
@@ -44,15 +45,22 @@ Json DeviceStatusEntries(const ClaimAllocation& claim, const std::vector<DeviceC
       data["uuid"] = dev->uuid;
       data["index"] = dev->index;
     }
+    const std::string gpu = dev != nullptr ? dev->uuid : s.device;
+    Json ready = {{"type", "Ready"},
+                  {"status", "True"},
+                  {"reason", "Prepared"},
+                  {"message", v.ArmedMessage(a, gpu)},
+                  {"lastTransitionTime", k8s::FormatTime(now_unix)}};
+    if (auto bad = unhealthy.find(s.device); bad != unhealthy.end()) {
+      ready["status"] = "False";
+      ready["reason"] = "Unhealthy";
+      ready["message"] = StrCat("GPU ", gpu, " is unhealthy (", bad->second,
+                                "); the claim stays prepared, but work on this GPU may fail");
+    }
     Json e = {{"driver", driver},
               {"pool", pool},
               {"device", s.device},
-              {"conditions",
-               {{{"type", "Ready"},
-                 {"status", "True"},
-                 {"reason", "Prepared"},
-                 {"message", v.ArmedMessage(a, dev != nullptr ? dev->uuid : s.device)},
-                 {"lastTransitionTime", k8s::FormatTime(now_unix)}}}},
+              {"conditions", Json::array({std::move(ready)})},
               {"data", std::move(data)}};
     if (!s.share_id.empty()) e["shareID"] = s.share_id;
     out.push_back(std::move(e));

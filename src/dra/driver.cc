@@ -252,13 +252,35 @@ Driver::Result Driver::CommitPrepared(const ClaimRef& ref, const PreparedClaim& 
   return {OkStatus(), pc.devices};
 }
 
+std::map<std::string, std::string> Driver::UnhealthyDevices() const {
+  std::map<std::string, std::string> out;
+  const HealthBoard* board = health_.load();
+  if (board == nullptr) return out;
+  uint64_t version = 0;
+  for (const auto& e : board->Snapshot(&version))
+    if (!e.healthy) out[e.device] = e.message;
+  return out;
+}
+
+std::string Driver::HealthKey(const ClaimAllocation& claim,
+                              const std::map<std::string, std::string>& unhealthy) {
+  std::string key;
+  for (const auto& [device, usage] : claim.ByDevice())
+    if (auto it = unhealthy.find(device); it != unhealthy.end())
+      key += StrCat(device, "=", it->second, "\n");
+  return key;
+}
+
 void Driver::WriteStatus(const ClaimAllocation& claim, const std::string& cdi_device_id) {
+  const std::map<std::string, std::string> unhealthy = UnhealthyDevices();
   const nlohmann::json entries =
       DeviceStatusEntries(claim, devices_, options_.driver, options_.node_name, cdi_device_id,
-                          RealClock::Get().UnixSeconds(), options_.vendor);
+                          RealClock::Get().UnixSeconds(), options_.vendor, unhealthy);
   Status s = claims_->WriteDeviceStatus(claim.ref, options_.driver, options_.node_name, entries);
   {
     MutexLock l(mu_);
+    if (s.ok() && checkpoint_.claims.count(claim.ref.uid) > 0)
+      status_health_[claim.ref.uid] = HealthKey(claim, unhealthy);
     const bool retry = !s.ok() && !absl::IsNotFound(s) && !absl::IsFailedPrecondition(s) &&
                        checkpoint_.claims.count(claim.ref.uid) > 0;  // not unprepared meanwhile
     if (retry) {
@@ -294,9 +316,29 @@ size_t Driver::RetryStatusWrites() {
   return status_pending_.size();
 }
 
+size_t Driver::RefreshHealthStatus() {
+  const std::map<std::string, std::string> unhealthy = UnhealthyDevices();
+  std::vector<std::pair<ClaimAllocation, std::string>> todo;  // claim, CDI device id
+  {
+    MutexLock l(mu_);
+    for (const auto& [uid, pc] : checkpoint_.claims) {
+      if (pc.state != PrepareState::kCompleted || pc.devices.empty() ||
+          pc.devices[0].cdi_device_ids.empty())
+        continue;
+      auto written = status_health_.find(uid);
+      const std::string before = written == status_health_.end() ? "" : written->second;
+      if (HealthKey(pc.claim, unhealthy) != before)
+        todo.emplace_back(pc.claim, pc.devices[0].cdi_device_ids[0]);
+    }
+  }
+  for (const auto& [claim, cdi] : todo) WriteStatus(claim, cdi);
+  return todo.size();
+}
+
 Status Driver::UnprepareOne(const ClaimRef& ref) {
   MutexLock l(mu_);
   status_pending_.erase(ref.uid);
+  status_health_.erase(ref.uid);
   auto it = checkpoint_.claims.find(ref.uid);
   if (it == checkpoint_.claims.end()) return OkStatus();
   HAMI_RETURN_IF_ERROR(RemoveFiles(it->second));

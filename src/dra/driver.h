@@ -97,6 +97,11 @@ class Driver {
   // left to write to). Returns how many are still pending. Claims of an earlier run are not
   // remembered.
   size_t RetryStatusWrites();
+  // Writes again the status of the prepared claims on a GPU whose health changed since their last
+  // write (the health board's; docs/dra.md#claim-status): Ready turns False (reason Unhealthy)
+  // while the board holds one of a claim's GPUs unhealthy, and True again once it recovers. The
+  // plugin calls it when the board changes and at each resync; returns how many claims it wrote.
+  size_t RefreshHealthStatus();
   std::string CheckpointPath() const;
 
  private:
@@ -108,8 +113,14 @@ class Driver {
   // files, then the CDI spec.
   Result CommitPrepared(const ClaimRef& ref, const PreparedClaim& pc, const std::string& spec_path,
                         const std::string& spec_json, const VendorEdits& edits);
-  // Writes the claim's status.devices; remembers a failed write for RetryStatusWrites.
+  // Writes the claim's status.devices; remembers a failed write for RetryStatusWrites, and the
+  // health written (HealthKey) for RefreshHealthStatus.
   void WriteStatus(const ClaimAllocation& claim, const std::string& cdi_device_id);
+  // The board's unhealthy devices (name -> why); empty without a board.
+  std::map<std::string, std::string> UnhealthyDevices() const;
+  // What of `unhealthy` concerns `claim`'s devices, as one string ("" = all healthy).
+  static std::string HealthKey(const ClaimAllocation& claim,
+                               const std::map<std::string, std::string>& unhealthy);
   // Per claim uid, the refusal of the claims of `claims` that one container uses together.
   std::map<std::string, Status> RefuseClaimsSharingAContainer(const std::vector<ClaimRef>& claims);
   Status UnprepareOne(const ClaimRef& ref);
@@ -127,6 +138,9 @@ class Driver {
   CapacityLedger ledger_ ABSL_GUARDED_BY(mu_);
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> status_pending_ ABSL_GUARDED_BY(mu_);  // claim uids
+  // Per claim uid, the HealthKey of its last status write; absent = written healthy at prepare
+  // (or prepared by an earlier run, whose writes were all healthy ones).
+  std::map<std::string, std::string> status_health_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::dra

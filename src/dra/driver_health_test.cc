@@ -18,6 +18,17 @@ namespace {
 namespace fs = std::filesystem;
 using testing::MakeClaim;
 
+// The driver's files under `dir`, on node testing::kNode.
+DriverOptions Options(const testing::TempDir& dir) {
+  DriverOptions o;
+  o.node_name = testing::kNode;
+  o.plugin_dir = dir.path() + "/plugin";
+  o.cdi_root = dir.path() + "/cdi";
+  o.boot_id = "boot-1";
+  o.vgpu.region_root = dir.path() + "/regions";
+  return o;
+}
+
 TEST(DriverHealthTest, AClaimOnAGpuNvmlReportsFailedIsRefused) {
   testing::TempDir dir;
   auto fake = testing::OpenFakeNvml(HAMI_FAKE_NVML, dir.path() + "/fakegpu",
@@ -34,13 +45,7 @@ TEST(DriverHealthTest, AClaimOnAGpuNvmlReportsFailedIsRefused) {
   auto watch = fake.nvml->WatchHealth([&](const gpu::HealthEvent& ev) { board.Apply(ev); });
   ASSERT_TRUE(watch.ok()) << watch.status();
   testing::MapClaims claims;
-  DriverOptions o;
-  o.node_name = testing::kNode;
-  o.plugin_dir = dir.path() + "/plugin";
-  o.cdi_root = dir.path() + "/cdi";
-  o.boot_id = "boot-1";
-  o.vgpu.region_root = dir.path() + "/regions";
-  auto d = Driver::Create(o, *devices, &claims);
+  auto d = Driver::Create(Options(dir), *devices, &claims);
   ASSERT_TRUE(d.ok()) << d.status();
   Driver& driver = **d;
   driver.SetHealthBoard(&board);
@@ -124,6 +129,63 @@ TEST(DriverHealthTest, AClaimOnAGpuNvmlReportsFailedIsRefused) {
     EXPECT_EQ(driver.Used("gpu-1").memory_mib, k.used_gpu1_mib);
   }
   EXPECT_EQ(driver.Prepared(), 3u);
+}
+
+// A GPU that turns unhealthy after its claims were prepared: their status.devices Ready condition
+// turns False (reason Unhealthy, NVML's reason in the message) at the next refresh, True again
+// when the GPU recovers; claims on the other GPU and refreshes without a change write nothing.
+TEST(DriverHealthTest, PreparedClaimsReadyFollowsTheirGpusHealth) {
+  testing::TempDir dir;
+  const std::vector<DeviceCapacity> gpus = testing::TwoGpus();
+  std::vector<HealthBoard::Device> devs;
+  for (const auto& d : gpus) devs.push_back({d.name, d.uuid});
+  HealthBoard board(testing::kNode, devs);
+  testing::MapClaims claims;
+  auto d = Driver::Create(Options(dir), gpus, &claims);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Driver& driver = **d;
+  driver.SetHealthBoard(&board);
+  auto prepare = [&](const std::string& name, const std::string& gpu) {
+    auto c = MakeClaim("ns", name, "uid-" + name);
+    c.Result("gpu", gpu, "4Gi", "30");
+    claims.Put(c.Json());
+    const ClaimRef ref{"ns", name, "uid-" + name};
+    auto r = driver.Prepare({ref})[ref.uid];
+    EXPECT_TRUE(r.status.ok()) << r.status;
+  };
+  auto ready = [&](const std::string& name) {
+    const nlohmann::json st = claims.LastStatus("uid-" + name);
+    return st.is_array() && !st.empty() ? st[0]["conditions"][0] : nlohmann::json();
+  };
+  prepare("a", "gpu-0");
+  prepare("b", "gpu-1");
+  EXPECT_EQ(claims.status_writes(), 2);
+  EXPECT_EQ(ready("a")["status"], "True");
+  EXPECT_EQ(driver.RefreshHealthStatus(), 0u);  // nothing changed
+
+  ASSERT_TRUE(board.Apply({gpus[0].uuid, false, 79, "Xid 79: fallen off the bus"}));
+  EXPECT_EQ(driver.RefreshHealthStatus(), 1u);
+  EXPECT_EQ(ready("a")["status"], "False");
+  EXPECT_EQ(ready("a")["reason"], "Unhealthy");
+  EXPECT_NE(ready("a")["message"].get<std::string>().find("Xid 79"), std::string::npos)
+      << ready("a");
+  EXPECT_NE(ready("a")["message"].get<std::string>().find(gpus[0].uuid), std::string::npos);
+  EXPECT_EQ(ready("b")["status"], "True");
+  EXPECT_EQ(claims.status_writes(), 3);
+  EXPECT_EQ(driver.RefreshHealthStatus(), 0u);  // written once per change
+
+  ASSERT_TRUE(board.Apply({gpus[0].uuid, true, 0, "reset"}));
+  EXPECT_EQ(driver.RefreshHealthStatus(), 1u);
+  EXPECT_EQ(ready("a")["status"], "True");
+  EXPECT_EQ(ready("a")["reason"], "Prepared");
+  EXPECT_EQ(claims.status_writes(), 4);
+
+  // Every GPU at once (an event without a uuid): both claims; an unprepared claim is not written.
+  ASSERT_TRUE(driver.Unprepare({{"ns", "b", "uid-b"}})["uid-b"].ok());
+  ASSERT_TRUE(board.Apply({"", false, 0, "driver gone"}));
+  EXPECT_EQ(driver.RefreshHealthStatus(), 1u);
+  EXPECT_EQ(ready("a")["status"], "False");
+  EXPECT_EQ(ready("b")["status"], "True");  // its last write, before it was unprepared
 }
 
 }  // namespace

@@ -134,6 +134,23 @@ class MapClaims final : public ClaimSource {
     MutexLock l(mu_);
     return gets_;
   }
+  // Records the entries written (the last per claim uid) and counts the writes.
+  Status WriteDeviceStatus(const ClaimRef& ref, const std::string& /*driver*/,
+                           const std::string& /*pool*/, const nlohmann::json& entries) override {
+    MutexLock l(mu_);
+    ++status_writes_;
+    statuses_[ref.uid] = entries;
+    return OkStatus();
+  }
+  int status_writes() {
+    MutexLock l(mu_);
+    return status_writes_;
+  }
+  nlohmann::json LastStatus(const std::string& uid) {
+    MutexLock l(mu_);
+    auto it = statuses_.find(uid);
+    return it == statuses_.end() ? nlohmann::json() : it->second;
+  }
 
  private:
   static std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
@@ -141,6 +158,8 @@ class MapClaims final : public ClaimSource {
   std::map<std::string, nlohmann::json> claims_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, nlohmann::json> pods_ ABSL_GUARDED_BY(mu_);
   int gets_ ABSL_GUARDED_BY(mu_) = 0;
+  int status_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, nlohmann::json> statuses_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hami::dra::testing
