@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "dra/testing/builders.h"
 #include "dra/testing/fake_dra_kubelet.h"
 #include "gpu/testing/fake_nvml_hooks.h"
+#include "k8s/client.h"
 #include "k8s/testing/fake_apiserver.h"
 
 namespace hami::dra {
@@ -123,6 +125,12 @@ class DraDaemonTest : public ::testing::Test {
     char share[40];
     std::snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012d", ++shares_);
     c["status"]["allocation"]["devices"]["results"][0]["shareID"] = share;
+    // The node the allocator pins a node-local claim to (what the 1.36 associated-node check
+    // reads).
+    c["status"]["allocation"]["nodeSelector"] = {
+        {"nodeSelectorTerms",
+         {{{"matchFields",
+            {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {testing::kNode}}}}}}}}};
     auto stored = api_.Upsert("resourceclaims", c);
     EXPECT_TRUE(stored.ok());
     return {"ns", name, stored.ok() ? (*stored)["metadata"]["uid"].get<std::string>() : ""};
@@ -297,6 +305,50 @@ TEST_F(DraDaemonTest, XidTakesTheGpuOutOfTheSlice) {
   EXPECT_TRUE(Eventually([&] { return ready().value("status", "") == "False"; })) << ready();
   EXPECT_EQ(ready().value("reason", ""), "Unhealthy");
   EXPECT_NE(ready().value("message", "").find("Xid 48"), std::string::npos) << ready();
+  StopPlugin();
+}
+
+// Held to the chart's RBAC (run by tests/deploy/dra_rbac_e2e.py, which renders the chart with
+// dra.enabled and passes its RBAC objects and the plugin's service account in HAMI_DRA_RBAC_FILE;
+// skipped otherwise): the fake API server authenticates the plugin's token as that service account,
+// bound to its node as projected tokens are, and refuses what the rendered roles do not grant. The
+// plugin still reads its node, publishes its slice and writes a prepared claim's status (the 1.36
+// per-driver check included); a request the roles do not grant is refused, so the policy is on.
+TEST_F(DraDaemonTest, ChartRbacSuffices) {
+  const char* file = std::getenv("HAMI_DRA_RBAC_FILE");
+  if (file == nullptr) GTEST_SKIP() << "run by tests/deploy/dra_rbac_e2e.py with the chart's RBAC";
+  const nlohmann::json in = nlohmann::json::parse(ReadText(file), nullptr, false);
+  ASSERT_TRUE(in.is_object() && in.contains("rbac") && in.contains("user")) << file;
+  nlohmann::json user = in["user"];
+  user["extra"] = {{"authentication.kubernetes.io/node-name", {testing::kNode}}};
+  api_.AddToken("t", user);
+  api_.Authorize(in["rbac"]);
+
+  k8s::ClientConfig cfg;
+  cfg.server = api_.url();
+  cfg.bearer_token = "t";
+  cfg.max_retries = 0;
+  auto as_plugin = k8s::Client::Create(cfg);
+  ASSERT_TRUE(as_plugin.ok()) << as_plugin.status();
+  auto denied = (*as_plugin)->Delete(k8s::kNodes, "", testing::kNode);
+  EXPECT_TRUE(absl::IsPermissionDenied(denied)) << denied << " (is the policy on?)";
+
+  Spawn();
+  Register();
+  ASSERT_TRUE(Eventually([&] { return Slice().has_value(); })) << "no ResourceSlice";
+  EXPECT_EQ((*Slice())["metadata"]["ownerReferences"][0]["name"], testing::kNode);
+  const ClaimRef a = PutClaim("a", "4Gi", "30");
+  auto r = kubelet_.Prepare({a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->claims().at(a.uid).error(), "");
+  EXPECT_TRUE(Eventually([&] {
+    auto c = api_.Get("resourceclaims", "ns", "a");
+    return c && c->value(nlohmann::json::json_pointer("/status/devices/0/conditions/0/status"),
+                         std::string()) == "True";
+  })) << "the claim's status was not written under the chart's RBAC";
+  auto u = kubelet_.Unprepare({a});
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->claims().at(a.uid).error(), "");
   StopPlugin();
 }
 
