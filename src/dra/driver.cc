@@ -252,6 +252,14 @@ Driver::Result Driver::CommitPrepared(const ClaimRef& ref, const PreparedClaim& 
   return {OkStatus(), pc.devices};
 }
 
+namespace {
+// The CDI device a prepared claim's status names (its first device's), null when it has none.
+const std::string* StatusCdiDevice(const PreparedClaim& pc) {
+  if (pc.devices.empty() || pc.devices[0].cdi_device_ids.empty()) return nullptr;
+  return &pc.devices[0].cdi_device_ids[0];
+}
+}  // namespace
+
 std::map<std::string, std::string> Driver::UnhealthyDevices() const {
   std::map<std::string, std::string> out;
   const HealthBoard* board = health_.load();
@@ -305,10 +313,9 @@ size_t Driver::RetryStatusWrites() {
     MutexLock l(mu_);
     for (const auto& uid : status_pending_) {
       auto it = checkpoint_.claims.find(uid);
-      if (it == checkpoint_.claims.end() || it->second.devices.empty() ||
-          it->second.devices[0].cdi_device_ids.empty())
-        continue;
-      todo.emplace_back(it->second.claim, it->second.devices[0].cdi_device_ids[0]);
+      if (it == checkpoint_.claims.end()) continue;
+      if (const std::string* cdi = StatusCdiDevice(it->second))
+        todo.emplace_back(it->second.claim, *cdi);
     }
   }
   for (const auto& [claim, cdi] : todo) WriteStatus(claim, cdi);
@@ -322,13 +329,11 @@ size_t Driver::RefreshHealthStatus() {
   {
     MutexLock l(mu_);
     for (const auto& [uid, pc] : checkpoint_.claims) {
-      if (pc.state != PrepareState::kCompleted || pc.devices.empty() ||
-          pc.devices[0].cdi_device_ids.empty())
-        continue;
+      const std::string* cdi = StatusCdiDevice(pc);
+      if (pc.state != PrepareState::kCompleted || cdi == nullptr) continue;
       auto written = status_health_.find(uid);
       const std::string before = written == status_health_.end() ? "" : written->second;
-      if (HealthKey(pc.claim, unhealthy) != before)
-        todo.emplace_back(pc.claim, pc.devices[0].cdi_device_ids[0]);
+      if (HealthKey(pc.claim, unhealthy) != before) todo.emplace_back(pc.claim, *cdi);
     }
   }
   for (const auto& [claim, cdi] : todo) WriteStatus(claim, cdi);

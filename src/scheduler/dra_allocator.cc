@@ -419,14 +419,16 @@ StatusOr<Device> DeviceFromJson(const Json& d) {
   return out;
 }
 
-// Looks up device.attributes["<domain>"].<id>: a bare published name is in the driver's domain.
-const Attribute* FindAttribute(const std::string& driver, const Device& d,
-                               const std::string& domain, const std::string& id) {
+// Looks up device.attributes["<domain>"].<id> (or device.capacity[...]): a bare published name is
+// in the driver's domain.
+template <typename T>
+const T* FindQualified(const std::map<std::string, T>& published, const std::string& driver,
+                       const std::string& domain, const std::string& id) {
   if (domain == driver) {
-    if (auto it = d.attributes.find(id); it != d.attributes.end()) return &it->second;
+    if (auto it = published.find(id); it != published.end()) return &it->second;
   }
-  auto it = d.attributes.find(StrCat(domain, "/", id));
-  return it == d.attributes.end() ? nullptr : &it->second;
+  auto it = published.find(StrCat(domain, "/", id));
+  return it == published.end() ? nullptr : &it->second;
 }
 
 StatusOr<Attribute> ParseLiteral(const std::string& text) {
@@ -474,12 +476,10 @@ StatusOr<Selector> ParseTerm(const std::string& term) {
     if (want != core::QuantityToUnits(*q, core::Rounding::kUp))
       return Unimplemented("CEL quantity with a fraction of a unit: ", text);
     return Selector([=](const std::string& drv, const Device& d) {
-      auto it = d.capacity.end();
-      if (domain == drv) it = d.capacity.find(id);
-      if (it == d.capacity.end()) it = d.capacity.find(StrCat(domain, "/", id));
+      const Capacity* c = FindQualified(d.capacity, drv, domain, id);
       // CEL: a missing capacity is an evaluation error, and the device does not match.
-      if (it == d.capacity.end()) return false;
-      const int64_t v = it->second.value;
+      if (c == nullptr) return false;
+      const int64_t v = c->value;
       if (op == "==") return v == want;
       if (op == "!=") return v != want;
       if (op == "<") return v < want;
@@ -519,7 +519,7 @@ StatusOr<Selector> ParseTerm(const std::string& term) {
   }
   const bool negate = op == "!=";
   return Selector([=](const std::string& drv, const Device& d) {
-    const Attribute* a = FindAttribute(drv, d, domain, id);
+    const Attribute* a = FindQualified(d.attributes, drv, domain, id);
     // CEL: a missing attribute is an evaluation error, and the device does not match.
     if (a == nullptr) return false;
     const bool hit = std::find(values.begin(), values.end(), *a) != values.end();
